@@ -1,0 +1,45 @@
+/* check.h: the tiny test harness every tests/test_*.c links against.
+ *
+ * Each check prints one line ("ok - ..." or "FAIL - ..."), and check_summary
+ * prints "NAME: N passed, N failed" and returns the exit code for main. Float
+ * comparisons follow STYLE.md §8: |got - want| <= atol + rtol * |want|, and on
+ * failure the largest difference and the first mismatches are printed.
+ */
+#ifndef CHECK_H
+#define CHECK_H
+
+#include <stddef.h>
+
+/* Record one check. ok != 0 passes; the message is printf-style. Returns ok. */
+int check_true(int ok, const char *fmt, ...);
+
+/* Compare n floats elementwise. Prints the max abs difference and where it is,
+ * plus the first 5 mismatches. Returns 1 if every element is within tolerance
+ * (and neither side is NaN), else 0. `what` names the tensor in messages. */
+int check_close(const char *what, const float *got, const float *want, size_t n,
+                double atol, double rtol);
+
+/* Same, against a float64 reference. */
+int check_close_f64(const char *what, const float *got, const double *want, size_t n,
+                    double atol, double rtol);
+
+/* Record a skipped group of checks, printing "skipped: REASON". */
+void check_skip(const char *reason);
+
+/* Print "NAME: N passed, N failed[, N skipped]" and return 0 if nothing failed, else 1. */
+int check_summary(const char *name);
+
+/* The shared test-data folder (env SHARED_DIR, default "../shared"), or NULL
+ * when it does not exist. Tests that need it call check_skip when it is NULL. */
+const char *check_shared_dir(void);
+
+/* Read a whole file into a malloc'd buffer (caller frees). NULL on failure,
+ * with a message on stderr. *size receives the byte count. */
+void *check_read_file(const char *path, size_t *size);
+
+/* Run a shell command, capturing stdout and stderr into malloc'd strings
+ * (caller frees; either may be NULL to discard). Returns the exit code, or -1
+ * if the command could not be run or was killed by a signal. */
+int check_run(const char *command, char **out, char **err);
+
+#endif /* CHECK_H */

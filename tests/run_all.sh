@@ -1,0 +1,24 @@
+#!/bin/sh
+# Runs each test binary given as an argument, prints its output, and ends with one
+# line "all tests: N passed, N failed" summed over the binaries' summary lines.
+# Exits non-zero if any binary failed (or crashed).
+status=0
+total_pass=0
+total_fail=0
+for t in "$@"; do
+    out=$("$t" 2>&1)
+    rc=$?
+    printf '%s\n' "$out"
+    line=$(printf '%s\n' "$out" | grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed' | tail -n 1)
+    p=$(printf '%s' "$line" | sed -E 's/.*: ([0-9]+) passed.*/\1/')
+    f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+    [ -n "$p" ] && total_pass=$((total_pass + p))
+    [ -n "$f" ] && total_fail=$((total_fail + f))
+    if [ $rc -ne 0 ] || [ -z "$line" ]; then
+        echo "$t: exited with status $rc"
+        status=1
+        [ -z "$line" ] && total_fail=$((total_fail + 1))
+    fi
+done
+echo "all tests: $total_pass passed, $total_fail failed"
+exit $status

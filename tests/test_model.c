@@ -1,0 +1,184 @@
+/* test_model.c: the GPT-2 forward pass against llm.c's logits, prefill against
+ * token-by-token decoding, bf16 loading, and thread-count independence.
+ *
+ * Reference data: ../shared/testdata/gpt2/{tiny,small}.bin with {tiny,small}_logits.f32,
+ * written by llm.c's gpt2_forward (see the JSON sidecars); the token ids are the
+ * sidecars' "lcg42" sequence, regenerated here from its stated recurrence.
+ */
+#include "model.h"
+
+#include <math.h>      /* fabsf */
+#include <stdint.h>    /* uint64_t */
+#include <stdio.h>     /* printf, snprintf */
+#include <stdlib.h>    /* malloc, free */
+#include <string.h>    /* memcmp, memcpy */
+#ifdef _OPENMP
+#include <omp.h>       /* omp_set_num_threads */
+#endif
+
+#include "tests/check.h"  /* check_* */
+
+/* llm.c's logits agree with an independent PyTorch forward to 1e-6; ours must be within 1e-5. */
+#define LOGIT_ATOL 1e-5
+
+/* The sidecars' token generator: s0 = 42; s = s * 6364136223846793005 + 1442695040888963407
+ * (mod 2^64); id = (s >> 33) mod V. */
+static void lcg42_tokens(int *ids, int T, int V) {
+    uint64_t s = 42;
+    for (int t = 0; t < T; t++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        ids[t] = (int)((s >> 33) % (uint64_t)V);
+    }
+}
+
+/* Logits of model for ids (T,), token by token through the KV cache, into out (T, V). */
+static int forward_one_by_one(Model *m, const int *ids, int T, float *out) {
+    int V = m->config.vocab_size;
+    for (int t = 0; t < T; t++) {
+        const float *logits = model_forward(m, &ids[t], 1, t, 0);
+        if (!logits) return -1;
+        memcpy(out + (size_t)t * V, logits, (size_t)V * sizeof(float));
+    }
+    return 0;
+}
+
+/* Block forward over all T tokens at once, and token by token, against llm.c's logits. */
+static void test_reference_logits(const char *shared, const char *name, int T) {
+    char model_path[512], logits_path[512], what[128];
+    snprintf(model_path, sizeof model_path, "%s/testdata/gpt2/%s.bin", shared, name);
+    snprintf(logits_path, sizeof logits_path, "%s/testdata/gpt2/%s_logits.f32", shared, name);
+    Model m;
+    if (!check_true(model_load(&m, model_path, T) == 0, "%s: load", name)) return;
+    int V = m.config.vocab_size;
+    size_t ref_bytes;
+    float *ref = check_read_file(logits_path, &ref_bytes);
+    int *ids = malloc((size_t)T * sizeof(int));
+    float *got = malloc((size_t)T * V * sizeof(float));
+    if (check_true(ref && ids && got && ref_bytes == (size_t)T * V * sizeof(float),
+                   "%s: reference logits are (%d, %d) floats", name, T, V)) {
+        lcg42_tokens(ids, T, V);
+        const float *block = model_forward(&m, ids, T, 0, 1);
+        snprintf(what, sizeof what, "%s block forward logits", name);
+        if (check_true(block != NULL, "%s: block forward runs", name))
+            check_close(what, block, ref, (size_t)T * V, LOGIT_ATOL, 0.0);
+        snprintf(what, sizeof what, "%s token-by-token logits", name);
+        if (check_true(forward_one_by_one(&m, ids, T, got) == 0, "%s: decode runs", name))
+            check_close(what, got, ref, (size_t)T * V, LOGIT_ATOL, 0.0);
+        /* prefill in two uneven chunks then decode must give the same final logits */
+        int split = T / 3;
+        model_forward(&m, ids, split, 0, 0);
+        const float *last = model_forward(&m, ids + split, T - split, split, 0);
+        snprintf(what, sizeof what, "%s chunked prefill, last row", name);
+        if (last) check_close(what, last, ref + (size_t)(T - 1) * V, (size_t)V, LOGIT_ATOL, 0.0);
+    }
+    free(ref); free(ids); free(got);
+    model_free(&m);
+}
+
+/* Writes the checkpoint at src as bf16 (round to nearest even) to bf16_path, and the
+ * same rounded values as fp32 to f32_path; returns 0 on success. */
+static int write_bf16_pair(const char *src, const char *bf16_path, const char *f32_path) {
+    size_t size;
+    unsigned char *data = check_read_file(src, &size);
+    if (!data || size < 1024) { free(data); return -1; }
+    size_t n = (size - 1024) / 4;
+    FILE *fb = fopen(bf16_path, "wb"), *ff = fopen(f32_path, "wb");
+    int ok = fb && ff;
+    int32_t header[256];
+    memcpy(header, data, sizeof header);
+    if (ok) ok = fwrite(header, sizeof header, 1, ff) == 1;
+    header[1] = MODEL_GPT2_BF16;
+    if (ok) ok = fwrite(header, sizeof header, 1, fb) == 1;
+    for (size_t i = 0; ok && i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, data + 1024 + 4 * i, 4);
+        bits += 0x7FFF + ((bits >> 16) & 1);   /* round to nearest, ties to even */
+        uint16_t half = (uint16_t)(bits >> 16);
+        uint32_t widened = (uint32_t)half << 16;
+        ok = fwrite(&half, 2, 1, fb) == 1 && fwrite(&widened, 4, 1, ff) == 1;
+    }
+    if (fb) fclose(fb);
+    if (ff) fclose(ff);
+    free(data);
+    return ok ? 0 : -1;
+}
+
+/* A bf16 checkpoint must give exactly the logits of the fp32 file holding the same values. */
+static void test_bf16(const char *shared) {
+    char src[512];
+    snprintf(src, sizeof src, "%s/testdata/gpt2/tiny.bin", shared);
+    const char *bf16_path = "/tmp/test_model_bf16.bin", *f32_path = "/tmp/test_model_f32.bin";
+    if (!check_true(write_bf16_pair(src, bf16_path, f32_path) == 0, "bf16: fixtures written"))
+        return;
+    Model a, b;
+    int T = 16, ids[16];
+    lcg42_tokens(ids, T, 512);
+    int loaded = model_load(&a, bf16_path, T) == 0 && model_load(&b, f32_path, T) == 0;
+    if (check_true(loaded, "bf16: both files load")) {
+        const float *la = model_forward(&a, ids, T, 0, 1);
+        const float *lb = model_forward(&b, ids, T, 0, 1);
+        size_t bytes = (size_t)T * a.config.vocab_size * sizeof(float);
+        check_true(la && lb && memcmp(la, lb, bytes) == 0,
+                   "bf16: logits bitwise equal to the fp32 file of the rounded weights");
+    }
+    model_free(&a);
+    model_free(&b);
+    remove(bf16_path);
+    remove(f32_path);
+}
+
+/* The forward pass with 1 and 2 OpenMP threads must agree bit for bit (G10). */
+static void test_threads(const char *shared) {
+#ifdef _OPENMP
+    char path[512];
+    snprintf(path, sizeof path, "%s/testdata/gpt2/tiny.bin", shared);
+    Model m;
+    if (!check_true(model_load(&m, path, 64) == 0, "threads: load tiny")) return;
+    int T = 64, ids[64], V = m.config.vocab_size;
+    lcg42_tokens(ids, T, V);
+    float *one = malloc((size_t)T * V * sizeof(float));
+    omp_set_num_threads(1);
+    const float *l1 = model_forward(&m, ids, T, 0, 1);
+    if (one && l1) memcpy(one, l1, (size_t)T * V * sizeof(float));
+    omp_set_num_threads(2);
+    const float *l2 = model_forward(&m, ids, T, 0, 1);
+    check_true(one && l1 && l2 && memcmp(one, l2, (size_t)T * V * sizeof(float)) == 0,
+               "threads: 1 vs 2 OpenMP threads give bitwise identical logits");
+    free(one);
+    model_free(&m);
+#else
+    (void)shared;
+    check_skip("threads: built without OpenMP");
+#endif
+}
+
+/* model_forward rejects out-of-range calls instead of reading out of bounds. */
+static void test_forward_bounds(const char *shared) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/testdata/gpt2/tiny.bin", shared);
+    Model m;
+    if (!check_true(model_load(&m, path, 8) == 0, "bounds: load tiny")) return;
+    int good[1] = {3}, bad_id[1] = {512}, negative[1] = {-1};
+    check_true(model_forward(&m, bad_id, 1, 0, 0) == NULL, "bounds: token id V rejected");
+    check_true(model_forward(&m, negative, 1, 0, 0) == NULL, "bounds: token id -1 rejected");
+    check_true(model_forward(&m, good, 1, 64, 0) == NULL, "bounds: position S rejected");
+    check_true(model_forward(&m, good, 9, 0, 0) == NULL, "bounds: chunk over max rejected");
+    check_true(model_forward(&m, good, 1, 63, 0) != NULL, "bounds: position S-1 accepted");
+    check_true(model_load(&m, path, 65) == -1, "bounds: chunk larger than context rejected");
+    model_free(&m);
+    model_free(&m);   /* double free must be harmless */
+}
+
+int main(void) {
+    const char *shared = check_shared_dir();
+    if (!shared) {
+        check_skip("../shared not found: llm.c reference logits not checked");
+        return check_summary("test_model");
+    }
+    test_reference_logits(shared, "tiny", 64);
+    test_reference_logits(shared, "small", 128);
+    test_bf16(shared);
+    test_threads(shared);
+    test_forward_bounds(shared);
+    return check_summary("test_model");
+}
