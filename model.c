@@ -254,9 +254,9 @@ int model_load(Model *m, const char *path, int max_chunk) {
                 file_size < expected ? "truncated" : "trailing bytes");
         goto fail;
     }
-    if (max_chunk < 1 || max_chunk > c->seq_len) {
-        fprintf(stderr, "model: %s: chunk size out of range (got %d, expected 1..%d)\n",
-                path, max_chunk, c->seq_len);
+    if (max_chunk < 1) {
+        fprintf(stderr, "model: %s: chunk size out of range (got %d, expected >= 1)\n",
+                path, max_chunk);
         goto fail;
     }
     m->map = mmap(NULL, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -277,7 +277,7 @@ int model_load(Model *m, const char *path, int max_chunk) {
         m->map_size = 0;
         params = m->params;
     }
-    m->max_chunk = max_chunk;
+    m->max_chunk = max_chunk < c->seq_len ? max_chunk : c->seq_len;
     m->attention.n_heads = c->n_heads;
     m->attention.n_kv_heads = c->n_kv_heads;
     m->attention.head_dim = c->head_dim;
@@ -364,7 +364,7 @@ static void residual_add(float *x, const float *y, size_t n) {
 /* ------------------------------------------------------------------------- */
 /* Forward pass                                                                */
 
-const float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits) {
+float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     RunState *s = &m->state;

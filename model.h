@@ -96,7 +96,7 @@ typedef struct {
 } Model;
 
 /* Load and validate a checkpoint, and allocate activations for chunks of up to
- * max_chunk tokens (1 <= max_chunk <= S). Returns 0, or -1 after printing one
+ * min(max_chunk, S) tokens (max_chunk >= 1; the result is in m->max_chunk). Returns 0, or -1 after printing one
  * stderr line "model: PATH: problem (got X, expected Y)". *m is zeroed first and
  * model_free is safe after either outcome. */
 int model_load(Model *m, const char *path, int max_chunk);
@@ -107,9 +107,10 @@ void model_free(Model *m);
 /* Run n new tokens (1 <= n <= max_chunk) at positions pos .. pos+n-1, reading and
  * extending the KV cache (positions < pos must have been run before). Returns the
  * logits: (n, V) if all_logits, else (1, V) for the last token only; the pointer
- * is owned by the model and valid until the next call. Returns NULL (with a stderr
+ * is owned by the model, valid until the next call, and may be overwritten (the
+ * sampler scales it in place). Returns NULL (with a stderr
  * line) if n, pos + n > S, or a token id >= V is out of range. */
-const float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits);
+float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits);
 
 /* ---- Layer functions, shared with the trainer (one forward implementation) ---- */
 

@@ -1,0 +1,398 @@
+/* run.c: the command-line program. Parses flags, loads a model and a tokenizer,
+ * encodes the prompt, runs it through the model in chunks, then samples and
+ * streams new tokens, and reports speed on stderr.
+ *
+ * It owns exit codes (0 ok, 1 bad data or runtime failure, 2 usage error) and all
+ * output; it contains no kernels and reaches the network only via model_forward.
+ * Read model.h, then tokenizer.h and sampler.h, for what it calls.
+ */
+#include <errno.h>      /* errno */
+#include <float.h>      /* FLT_MAX */
+#include <limits.h>     /* INT_MAX */
+#include <math.h>       /* isfinite */
+#include <stdint.h>     /* uint64_t */
+#include <stdio.h>      /* printf, fwrite, fprintf */
+#include <stdlib.h>     /* strtol, strtof, malloc */
+#include <string.h>     /* strcmp, strncmp, strrchr */
+#include <time.h>       /* clock_gettime, time */
+
+#include "model.h"      /* Model, model_load, model_forward */
+#include "sampler.h"    /* Sampler, sampler_sample */
+#include "tokenizer.h"  /* Tokenizer, tokenizer_encode, tokenizer_decode */
+
+#define EXIT_BAD_DATA 1          /* corrupt file, out of memory, runtime failure */
+#define EXIT_USAGE 2             /* unknown flag, malformed or out-of-range value */
+#define PREFILL_CHUNK 64         /* prompt tokens per model_forward call */
+#define DEFAULT_STEPS 256        /* -n default: tokens to generate */
+#define DEFAULT_TEMPERATURE 1.0f /* -t default, as llama2.c */
+#define DEFAULT_TOP_P 0.9f       /* -p default, as llama2.c */
+#define MAX_PROMPT_BYTES (1 << 24) /* -f refuses files larger than 16 MiB */
+
+static const char USAGE[] =
+"Usage: run MODEL [options]\n"
+"Generate text from MODEL, an llm.c GPT-2 checkpoint (fp32 or bf16).\n"
+"\n"
+"Options:\n"
+"  -z, --tokenizer PATH   tokenizer file (default: tokenizer.bin beside MODEL)\n"
+"  -i, --prompt TEXT      prompt text (default: none; start from end-of-text)\n"
+"  -f, --prompt-file PATH read the prompt from a file instead\n"
+"  -n, --n-predict N      tokens to generate after the prompt, 0..1000000 (default 256)\n"
+"  -t, --temperature T    sampling temperature, 0 = greedy, 0..100 (default 1.0)\n"
+"  -p, --top-p P          nucleus sampling mass, (0, 1]; 1 = off (default 0.9)\n"
+"  -k, --top-k K          keep only the K most likely tokens, 0 = off (default 0)\n"
+"  -s, --seed S           random seed, 1..18446744073709551615 (default: time)\n"
+"  -h, --help             print this help and exit\n"
+"\n"
+"Generated text streams to stdout; speed goes to stderr. Generation stops at the\n"
+"end-of-text token or at the model's context length.\n"
+"Exit status: 0 ok, 1 bad data or runtime failure, 2 usage error.\n";
+
+typedef struct {
+    const char *model_path;
+    const char *tokenizer_path;   /* NULL: tokenizer.bin beside the model */
+    const char *prompt;           /* -i text, or NULL */
+    const char *prompt_file;      /* -f path, or NULL */
+    int steps;                    /* -n */
+    float temperature;            /* -t */
+    float top_p;                  /* -p */
+    int top_k;                    /* -k */
+    uint64_t seed;                /* -s; 0 until chosen */
+} Options;
+
+/* ------------------------------------------------------------------------- */
+/* Strict argument parsing                                                     */
+
+/* Prints "run: MESSAGE" and the usage, and returns EXIT_USAGE. */
+static int usage_error(const char *flag, const char *value, const char *expected) {
+    if (value) fprintf(stderr, "run: %s: invalid value '%s' (expected %s)\n", flag, value,
+                       expected);
+    else fprintf(stderr, "run: %s: %s\n", flag, expected);
+    fputs(USAGE, stderr);
+    return EXIT_USAGE;
+}
+
+/* Parses a whole decimal integer in [min, max]; returns 0 or -1. */
+static int parse_int(const char *text, long min, long max, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Parses a finite float in [min, max] (min excluded when open_min); returns 0 or -1. */
+static int parse_float(const char *text, float min, int open_min, float max, float *out) {
+    char *end;
+    errno = 0;
+    float v = strtof(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || v > max ||
+        v < min || (open_min && v == min)) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parses a nonzero unsigned 64-bit decimal; returns 0 or -1. */
+static int parse_seed(const char *text, uint64_t *out) {
+    char *end;
+    errno = 0;
+    if (text[0] < '0' || text[0] > '9') return -1;  /* strtoull would accept "-1" */
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end != '\0' || errno == ERANGE || v == 0) return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* Matches argv[*i] against a short and long flag name, taking its value from
+ * "--long=VALUE" or from the next argument. Returns 1 and sets *value on a match,
+ * 0 if the flag is another one, -1 if the value is missing. */
+static int match_flag(int argc, char **argv, int *i, const char *short_name,
+                      const char *long_name, const char **value) {
+    const char *arg = argv[*i];
+    size_t long_len = strlen(long_name);
+    if (strncmp(arg, long_name, long_len) == 0 && arg[long_len] == '=') {
+        *value = arg + long_len + 1;
+        return 1;
+    }
+    if (strcmp(arg, short_name) != 0 && strcmp(arg, long_name) != 0) return 0;
+    if (*i + 1 >= argc) return -1;
+    *value = argv[++*i];
+    return 1;
+}
+
+/* Fills o from argv. Returns 0, EXIT_USAGE after printing the problem and usage,
+ * or -1 for --help (already printed). */
+static int parse_args(int argc, char **argv, Options *o) {
+    o->steps = DEFAULT_STEPS;
+    o->temperature = DEFAULT_TEMPERATURE;
+    o->top_p = DEFAULT_TOP_P;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *value = NULL;
+        int m;
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            fputs(USAGE, stdout);
+            return -1;
+        }
+        if (arg[0] != '-' || arg[1] == '\0') {
+            if (o->model_path) return usage_error(arg, NULL, "unexpected extra argument");
+            o->model_path = arg;
+            continue;
+        }
+#define FLAG(short_name, long_name) \
+        ((m = match_flag(argc, argv, &i, short_name, long_name, &value)) != 0)
+        if (FLAG("-z", "--tokenizer")) {
+            o->tokenizer_path = value;
+        } else if (FLAG("-i", "--prompt")) {
+            o->prompt = value;
+        } else if (FLAG("-f", "--prompt-file")) {
+            o->prompt_file = value;
+        } else if (FLAG("-n", "--n-predict")) {
+            if (m > 0 && parse_int(value, 0, 1000000, &o->steps))
+                return usage_error(arg, value, "an integer in 0..1000000");
+        } else if (FLAG("-t", "--temperature")) {
+            if (m > 0 && parse_float(value, 0.0f, 0, 100.0f, &o->temperature))
+                return usage_error(arg, value, "a number in 0..100");
+        } else if (FLAG("-p", "--top-p")) {
+            if (m > 0 && parse_float(value, 0.0f, 1, 1.0f, &o->top_p))
+                return usage_error(arg, value, "a number in (0, 1]");
+        } else if (FLAG("-k", "--top-k")) {
+            if (m > 0 && parse_int(value, 0, INT_MAX, &o->top_k))
+                return usage_error(arg, value, "an integer >= 0");
+        } else if (FLAG("-s", "--seed")) {
+            if (m > 0 && parse_seed(value, &o->seed))
+                return usage_error(arg, value, "an integer in 1..18446744073709551615");
+        } else {
+            return usage_error(arg, NULL, "unknown option");
+        }
+#undef FLAG
+        if (m < 0) return usage_error(arg, NULL, "missing value");
+    }
+    if (!o->model_path) return usage_error("MODEL", NULL, "missing (expected a model path)");
+    if (o->prompt && o->prompt_file)
+        return usage_error("-f", NULL, "cannot be combined with -i (give one prompt)");
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Output that never splits a UTF-8 character                                  */
+
+/* Holds back the bytes of an unfinished UTF-8 sequence until it completes, so a
+ * character split across two tokens reaches the terminal in one piece. Invalid
+ * bytes are passed through as they are: the output is always exactly the bytes. */
+typedef struct {
+    unsigned char pending[4];
+    int n_pending;   /* bytes held */
+    int need;        /* total length of the held sequence */
+} Utf8Writer;
+
+/* Length of the sequence a lead byte starts, or 0 if b cannot start one. */
+static int utf8_sequence_length(unsigned char b) {
+    if (b >= 0xC2 && b <= 0xDF) return 2;
+    if (b >= 0xE0 && b <= 0xEF) return 3;
+    if (b >= 0xF0 && b <= 0xF4) return 4;
+    return 0;
+}
+
+static void utf8_flush(Utf8Writer *w) {
+    fwrite(w->pending, 1, (size_t)w->n_pending, stdout);
+    w->n_pending = 0;
+}
+
+static void utf8_write(Utf8Writer *w, const unsigned char *bytes, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b = bytes[i];
+        if (w->n_pending > 0) {
+            if ((b & 0xC0) == 0x80) {           /* continuation: hold it */
+                w->pending[w->n_pending++] = b;
+                if (w->n_pending == w->need) utf8_flush(w);
+                continue;
+            }
+            utf8_flush(w);                       /* broken sequence: pass it through */
+        }
+        int need = utf8_sequence_length(b);
+        if (need == 0) {
+            fputc(b, stdout);
+        } else {
+            w->pending[0] = b;
+            w->n_pending = 1;
+            w->need = need;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Generation                                                                  */
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Reads the whole prompt file into a malloc'd buffer; returns NULL after a message. */
+static char *read_prompt_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "run: %s: cannot open prompt file (%s)\n", path, strerror(errno));
+        return NULL;
+    }
+    char *text = malloc(MAX_PROMPT_BYTES + 1);
+    size_t got = text ? fread(text, 1, MAX_PROMPT_BYTES + 1, f) : 0;
+    int error = ferror(f);
+    fclose(f);
+    if (!text || error || got > MAX_PROMPT_BYTES) {
+        fprintf(stderr, "run: %s: cannot read prompt file (%s)\n", path,
+                !text ? "out of memory" : error ? "read error" : "larger than 16 MiB");
+        free(text);
+        return NULL;
+    }
+    *len = got;
+    return text;
+}
+
+/* Writes token id's bytes through the UTF-8 writer. */
+static void emit_token(Utf8Writer *w, const Tokenizer *tok, int id) {
+    size_t len;
+    const unsigned char *bytes = tokenizer_decode(tok, id, &len);
+    utf8_write(w, bytes, len);
+}
+
+/* Encodes the prompt (or starts from end-of-text) and checks it fits the model.
+ * Returns a malloc'd id array with its length in *n, or NULL after a message. */
+static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *c, int *n) {
+    size_t len = 0, n_ids = 0;
+    char *file_text = NULL;
+    const char *text = o->prompt ? o->prompt : "";
+    if (o->prompt_file) {
+        if (!(file_text = read_prompt_file(o->prompt_file, &len))) return NULL;
+        text = file_text;
+    } else {
+        len = strlen(text);
+    }
+    int *ids = malloc((len + 1) * sizeof(int));   /* BPE never makes more ids than bytes */
+    if (!ids) {
+        fprintf(stderr, "run: out of memory for a %zu-byte prompt\n", len);
+        goto fail;
+    }
+    if (tokenizer_encode(tok, text, len, ids, len + 1, &n_ids) != 0) goto fail;
+    if (n_ids == 0) ids[n_ids++] = tok->eot_id;   /* no prompt: start from end-of-text */
+    for (size_t t = 0; t < n_ids; t++) {
+        if (ids[t] >= c->vocab_size) {
+            fprintf(stderr, "run: prompt token id out of range for the model (got %d at "
+                    "position %zu, expected 0..%d)\n", ids[t], t, c->vocab_size - 1);
+            goto fail;
+        }
+    }
+    if (n_ids > (size_t)c->seq_len) {
+        fprintf(stderr, "run: prompt too long for the context (got %zu tokens, expected at "
+                "most %d)\n", n_ids, c->seq_len);
+        goto fail;
+    }
+    free(file_text);
+    *n = (int)n_ids;
+    return ids;
+fail:
+    free(file_text);
+    free(ids);
+    return NULL;
+}
+
+/* Runs the prompt, then samples up to o->steps tokens, streaming them to stdout. */
+static int generate(const Options *o, Model *m, const Tokenizer *tok, Sampler *sampler) {
+    const Config *c = &m->config;
+    int n_prompt;
+    int *ids = prompt_tokens(o, tok, c, &n_prompt);
+    if (!ids) return EXIT_BAD_DATA;
+    Utf8Writer out = {0};
+    int echo_from = (o->prompt || o->prompt_file) ? 0 : n_prompt;   /* don't print EOT */
+    for (int t = echo_from; t < n_prompt; t++) emit_token(&out, tok, ids[t]);
+    fflush(stdout);
+
+    /* prefill: the prompt in chunks; only the last chunk's last row of logits is kept */
+    double start = now_seconds();
+    float *row = NULL;   /* the next-token logits; the sampler scales them in place */
+    for (int pos = 0; pos < n_prompt; pos += m->max_chunk) {
+        int n = n_prompt - pos < m->max_chunk ? n_prompt - pos : m->max_chunk;
+        if (!(row = model_forward(m, ids + pos, n, pos, 0))) goto fail;
+    }
+    double prompt_seconds = now_seconds() - start;
+
+    /* decode: sample, print, feed back, one token at a time */
+    start = now_seconds();
+    int generated = 0, pos = n_prompt, status = 0;
+    while (generated < o->steps) {
+        int next = sampler_sample(sampler, row);
+        if (next == tok->eot_id) break;
+        if (next >= tok->vocab_size) {
+            fprintf(stderr, "\nrun: model produced token %d, which the tokenizer does not "
+                    "have (expected 0..%d)\n", next, tok->vocab_size - 1);
+            status = EXIT_BAD_DATA;
+            break;
+        }
+        emit_token(&out, tok, next);
+        fflush(stdout);
+        generated++;
+        if (generated == o->steps) break;
+        if (pos == c->seq_len) {
+            utf8_flush(&out);
+            fprintf(stderr, "\nrun: context full (%d tokens); stopping\n", c->seq_len);
+            break;
+        }
+        if (!(row = model_forward(m, &next, 1, pos, 0))) goto fail;
+        pos++;
+    }
+    double gen_seconds = now_seconds() - start;
+    utf8_flush(&out);
+    printf("\n");
+    fflush(stdout);
+    fprintf(stderr, "prompt: %d tokens, %.1f tokens/s; generation: %d tokens, %.1f tokens/s; "
+            "seed %llu\n", n_prompt, prompt_seconds > 0 ? n_prompt / prompt_seconds : 0.0,
+            generated, gen_seconds > 0 ? generated / gen_seconds : 0.0,
+            (unsigned long long)o->seed);
+    free(ids);
+    return status;
+fail:
+    free(ids);
+    return EXIT_BAD_DATA;
+}
+
+/* The default tokenizer path: tokenizer.bin in the model's folder. */
+static void default_tokenizer_path(const char *model_path, char *out, size_t cap) {
+    const char *slash = strrchr(model_path, '/');
+    int dir_len = slash ? (int)(slash - model_path + 1) : 0;
+    snprintf(out, cap, "%.*stokenizer.bin", dir_len, model_path);
+}
+
+int main(int argc, char **argv) {
+    Options o = {0};
+    int parsed = parse_args(argc, argv, &o);
+    if (parsed < 0) return 0;           /* --help */
+    if (parsed > 0) return parsed;
+    if (o.seed == 0) o.seed = (uint64_t)time(NULL) | 1u;   /* nonzero for xorshift */
+
+    char tokenizer_path[4096];
+    if (o.tokenizer_path) snprintf(tokenizer_path, sizeof tokenizer_path, "%s", o.tokenizer_path);
+    else default_tokenizer_path(o.model_path, tokenizer_path, sizeof tokenizer_path);
+
+    Model model;
+    Tokenizer tok;
+    Sampler sampler;
+    memset(&tok, 0, sizeof tok);
+    memset(&sampler, 0, sizeof sampler);
+    int status = EXIT_BAD_DATA;
+    if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
+    if (tokenizer_load(&tok, tokenizer_path) != 0) goto done;
+    if (tok.vocab_size < model.config.vocab_size) {
+        fprintf(stderr, "run: %s: tokenizer has fewer tokens than the model (got %d, expected "
+                "at least %d)\n", tokenizer_path, tok.vocab_size, model.config.vocab_size);
+        goto done;
+    }
+    if (sampler_init(&sampler, model.config.vocab_size, o.temperature, o.top_p, o.top_k,
+                     o.seed) != 0) goto done;
+    status = generate(&o, &model, &tok, &sampler);
+done:
+    sampler_free(&sampler);
+    tokenizer_free(&tok);
+    model_free(&model);
+    return status;
+}

@@ -1,0 +1,138 @@
+/* sampler.c: greedy, temperature, top-k and top-p sampling with a seeded generator.
+ *
+ * The generator is xorshift64* (Marsaglia 2003, "Xorshift RNGs"; Vigna 2016), the
+ * same one llama2.c uses, so with top_k = 0 a seed picks the same tokens as
+ * llama2.c's sampler does. No allocation after sampler_init.
+ */
+#include "sampler.h"
+
+#include <math.h>     /* expf */
+#include <stdio.h>    /* fprintf(stderr) */
+#include <stdlib.h>   /* malloc, free, qsort */
+#include <string.h>   /* memset */
+
+#define XORSHIFT_MULTIPLIER 0x2545F4914F6CDD1DULL  /* xorshift64* output multiplier */
+#define FLOAT_MANTISSA_SCALE 16777216.0f           /* 2^24: 24 random bits -> [0, 1) */
+
+uint32_t sampler_random_u32(uint64_t *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (uint32_t)((*state * XORSHIFT_MULTIPLIER) >> 32);
+}
+
+float sampler_random_f32(uint64_t *state) {
+    return (float)(sampler_random_u32(state) >> 8) / FLOAT_MANTISSA_SCALE;
+}
+
+int sampler_init(Sampler *s, int vocab_size, float temperature, float top_p, int top_k,
+                 uint64_t seed) {
+    memset(s, 0, sizeof *s);
+    if (vocab_size < 1 || !(temperature >= 0.0f) || !(top_p > 0.0f && top_p <= 1.0f) ||
+        top_k < 0 || seed == 0) {
+        fprintf(stderr, "sampler: invalid settings (vocab %d, temperature %g, top_p %g, "
+                "top_k %d, seed %llu)\n", vocab_size, (double)temperature, (double)top_p,
+                top_k, (unsigned long long)seed);
+        return -1;
+    }
+    s->candidates = malloc((size_t)vocab_size * sizeof *s->candidates);
+    if (!s->candidates) {
+        fprintf(stderr, "sampler: out of memory for %d candidates\n", vocab_size);
+        return -1;
+    }
+    s->vocab_size = vocab_size;
+    s->temperature = temperature;
+    s->top_p = top_p;
+    s->top_k = top_k;
+    s->rng_state = seed;
+    return 0;
+}
+
+void sampler_free(Sampler *s) {
+    free(s->candidates);
+    memset(s, 0, sizeof *s);
+}
+
+/* Index of the largest value; the first one on ties. */
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* x (n,) = softmax(x), max-subtracted. */
+static void softmax(float *x, int n) {
+    float max = x[argmax(x, n)], sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+/* Orders candidates by probability, largest first; equal ones by token id, so the
+ * order never depends on the sort algorithm. */
+static int by_prob_desc(const void *a, const void *b) {
+    const SamplerCandidate *x = a, *y = b;
+    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Inverse-CDF draw over all n probabilities: the first i whose cumulative sum exceeds coin. */
+static int sample_all(const float *probs, int n, float coin) {
+    float cdf = 0.0f;
+    for (int i = 0; i < n; i++) {
+        cdf += probs[i];
+        if (coin < cdf) return i;
+    }
+    return n - 1;  /* rounding left the total just under coin */
+}
+
+/* Draw from the most likely candidates: keep the top k (if k > 0), then the shortest
+ * prefix whose mass exceeds top_p of what is kept, and draw within it. */
+static int sample_truncated(Sampler *s, const float *probs, float coin) {
+    int n = 0, V = s->vocab_size, k = s->top_k;
+    /* Without top-k, a token below (1 - p) / (V - 1) can never be inside the nucleus
+     * (llama2.c's observation), so it is dropped before sorting. */
+    float cutoff = k == 0 && V > 1 ? (1.0f - s->top_p) / (float)(V - 1) : 0.0f;
+    for (int i = 0; i < V; i++) {
+        if (probs[i] >= cutoff) {
+            s->candidates[n].index = i;
+            s->candidates[n].prob = probs[i];
+            n++;
+        }
+    }
+    qsort(s->candidates, (size_t)n, sizeof *s->candidates, by_prob_desc);
+    if (k > 0 && k < n) n = k;
+    /* With top-k the nucleus is taken of the renormalised top k (as llama.cpp does);
+     * without it, of the whole distribution (as llama2.c does). */
+    float target = s->top_p;
+    if (k > 0) {
+        float kept = 0.0f;
+        for (int i = 0; i < n; i++) kept += s->candidates[i].prob;
+        target *= kept;
+    }
+    float cumulative = 0.0f;
+    int last = n - 1;
+    for (int i = 0; i < n; i++) {
+        cumulative += s->candidates[i].prob;
+        if (cumulative > target) { last = i; break; }
+    }
+    float r = coin * cumulative, cdf = 0.0f;
+    for (int i = 0; i <= last; i++) {
+        cdf += s->candidates[i].prob;
+        if (r < cdf) return s->candidates[i].index;
+    }
+    return s->candidates[last].index;
+}
+
+int sampler_sample(Sampler *s, float *logits) {
+    int V = s->vocab_size;
+    if (s->temperature == 0.0f) return argmax(logits, V);
+    for (int i = 0; i < V; i++) logits[i] /= s->temperature;
+    softmax(logits, V);
+    float coin = sampler_random_f32(&s->rng_state);
+    if (s->top_k == 0 && s->top_p >= 1.0f) return sample_all(logits, V, coin);
+    return sample_truncated(s, logits, coin);
+}

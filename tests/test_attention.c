@@ -1,0 +1,261 @@
+/* test_attention.c: exact causal attention against the worked examples of
+ * ATTENTION.md §6 (a), (b), (c) and the properties G1, G2, G3, G7, G8, G10 of §7,
+ * plus a float64 naive reference on random data at awkward sizes.
+ *
+ * The expected numbers below were computed by numpy in float64 for ATTENTION.md,
+ * not by this code. Tolerances: float32 kernels match them to ~1e-6 relative, so
+ * 1e-5 absolute (plus 1e-6 relative for values in the hundreds) has margin.
+ */
+#include "attention.h"
+
+#include <math.h>      /* sqrt, exp, isfinite */
+#include <stdint.h>    /* uint64_t */
+#include <stdio.h>     /* printf */
+#include <stdlib.h>    /* malloc */
+#include <string.h>    /* memcmp, memcpy */
+#ifdef _OPENMP
+#include <omp.h>       /* omp_set_num_threads */
+#endif
+
+#include "tests/check.h"   /* check_* */
+
+#define ATOL 1e-5
+#define RTOL 1e-6
+#define MAX_T 64           /* scratch sizing for the small cases here */
+
+static float scratch[16 * MAX_T];
+
+/* One head, HS = d, n keys: attention of query q at the last position over all n keys
+ * (the "non-causal" row: every key is visible). out (d,). */
+static void attend_all(float *out, const float *q, const float *k, const float *v, int n,
+                       int d, float scale) {
+    AttentionShape shape = {1, 1, d, scale};
+    attention_forward(&shape, out, q, k, v, n - 1, 1, scratch);
+}
+
+/* §6.1 (a): Nadaraya–Watson with a Gaussian kernel, through dot-product attention:
+ * -(q - k)^2 / 2 = q k - k^2 / 2 - q^2 / 2, and the q^2 term cancels in the softmax,
+ * so q' = [q, 1], k' = [k, -k^2 / 2] with scale 1 gives the same weights (§4.2). */
+static void test_nadaraya_watson(void) {
+    const float keys[3] = {68, 60, 64}, values[3] = {126, 110, 115};
+    const float queries[3] = {62, 63, 65};
+    const double want[3] = {112.500000760, 114.910135863, 115.197816948};
+    float k[3 * 2], v[3 * 2], out[2];
+    for (int j = 0; j < 3; j++) {
+        k[2 * j] = keys[j];
+        k[2 * j + 1] = -keys[j] * keys[j] / 2.0f;
+        v[2 * j] = values[j];
+        v[2 * j + 1] = 0.0f;
+    }
+    for (int i = 0; i < 3; i++) {
+        float q[2] = {queries[i], 1.0f};
+        attend_all(out, q, k, v, 3, 2, 1.0f);
+        char what[64];
+        snprintf(what, sizeof what, "§6.1 Nadaraya-Watson q=%g", (double)queries[i]);
+        check_close_f64(what, out, &want[i], 1, ATOL, RTOL);
+    }
+}
+
+/* §6.2 (b): the three-input example. */
+static const float EX_Q[9] = {1, 0, 2, 2, 2, 2, 2, 1, 3};
+static const float EX_K[9] = {0, 1, 1, 4, 4, 0, 2, 3, 1};
+static const float EX_V[9] = {1, 2, 3, 2, 8, 0, 2, 6, 3};
+
+static void test_worked_example_b(void) {
+    const double unscaled_all[9] = {1.93662106, 6.68310531, 1.59506841, 1.99999397, 7.96399160,
+                                    0.0539764053, 1.99970461, 7.75989225, 0.358389295};
+    const double scaled_all[9] = {1.86387420, 6.31937101, 1.70418870, 1.99910955, 7.81412350,
+                                  0.273472058, 1.99255511, 7.47963559, 0.735877258};
+    const double unscaled_causal[9] = {1, 2, 3, 1.99999386, 7.99996314, 1.84325238e-05,
+                                       1.99970461, 7.75989225, 0.358389295};
+    const double scaled_causal[9] = {1, 2, 3, 1.99902120, 7.99412720, 2.93640210e-03,
+                                     1.99255511, 7.47963559, 0.735877258};
+    float out[9];
+    float scale = 1.0f / sqrtf(3.0f);
+    /* non-causal: each query sees all three keys */
+    for (int i = 0; i < 3; i++) attend_all(out + 3 * i, EX_Q + 3 * i, EX_K, EX_V, 3, 3, 1.0f);
+    check_close_f64("§6.2 unscaled, all keys", out, unscaled_all, 9, ATOL, RTOL);
+    for (int i = 0; i < 3; i++) attend_all(out + 3 * i, EX_Q + 3 * i, EX_K, EX_V, 3, 3, scale);
+    check_close_f64("§6.2 scaled 1/sqrt(3), all keys", out, scaled_all, 9, ATOL, RTOL);
+    /* causal: the three queries as one block at positions 0, 1, 2 */
+    AttentionShape unscaled = {1, 1, 3, 1.0f}, scaled = {1, 1, 3, scale};
+    attention_forward(&unscaled, out, EX_Q, EX_K, EX_V, 0, 3, scratch);
+    check_close_f64("§6.2 unscaled, causal", out, unscaled_causal, 9, ATOL, RTOL);
+    attention_forward(&scaled, out, EX_Q, EX_K, EX_V, 0, 3, scratch);
+    check_close_f64("§6.2 scaled, causal", out, scaled_causal, 9, ATOL, RTOL);
+
+    /* G7: two heads side by side must each equal the single-head result, in
+     * concatenation order h0 | h1. Head 0 is the example; head 1 swaps K and V. */
+    float q2[18], k2[18], v2[18], out2[18], want2[18], head1[9];
+    attention_forward(&scaled, head1, EX_Q, EX_V, EX_K, 0, 3, scratch);
+    for (int t = 0; t < 3; t++) {
+        for (int h = 0; h < 2; h++) memcpy(q2 + 6 * t + 3 * h, EX_Q + 3 * t, 3 * sizeof(float));
+        memcpy(k2 + 6 * t, EX_K + 3 * t, 3 * sizeof(float));
+        memcpy(k2 + 6 * t + 3, EX_V + 3 * t, 3 * sizeof(float));
+        memcpy(v2 + 6 * t, EX_V + 3 * t, 3 * sizeof(float));
+        memcpy(v2 + 6 * t + 3, EX_K + 3 * t, 3 * sizeof(float));
+        memcpy(want2 + 6 * t, out + 3 * t, 3 * sizeof(float));
+        memcpy(want2 + 6 * t + 3, head1 + 3 * t, 3 * sizeof(float));
+    }
+    AttentionShape two_heads = {2, 2, 3, scale};
+    attention_forward(&two_heads, out2, q2, k2, v2, 0, 3, scratch);
+    check_true(memcmp(out2, want2, sizeof out2) == 0,
+               "G7: two heads concatenate as the single-head results, bitwise");
+    /* grouped-query: two query heads reading one kv head both give the example */
+    AttentionShape grouped = {2, 1, 3, scale};
+    attention_forward(&grouped, out2, q2, EX_K, EX_V, 0, 3, scratch);
+    int same = 1;
+    for (int t = 0; t < 3; t++)
+        for (int h = 0; h < 2; h++)
+            same &= memcmp(out2 + 6 * t + 3 * h, out + 3 * t, 3 * sizeof(float)) == 0;
+    check_true(same, "G7: grouped-query heads share their kv head, bitwise");
+}
+
+/* §6.4 (c): scores in the thousands must not overflow (G8). */
+static void test_large_scores(void) {
+    const float q[4] = {64, 85, 61, 80};
+    const float k[6] = {68, 91, 60, 87, 64, 88};
+    const float v[6] = {126, 180, 110, 172, 115, 170};
+    const double want_cross[4] = {126, 180, 126, 180};
+    float out[4];
+    for (float scale = 1.0f; scale > 0.5f; scale = 1.0f / sqrtf(2.0f)) {
+        for (int i = 0; i < 2; i++) attend_all(out + 2 * i, q + 2 * i, k, v, 3, 2, scale);
+        check_close_f64(scale == 1.0f ? "§6.4 cross-attention, unscaled"
+                                      : "§6.4 cross-attention, scaled", out, want_cross, 4, 0, 0);
+        if (scale != 1.0f) break;
+    }
+    const float x[6] = {67, 91, 60, 87, 64, 84};
+    const double want_self[6] = {67, 91, 67, 91, 67, 91};
+    float self[6];
+    AttentionShape shape = {1, 1, 2, 1.0f / sqrtf(2.0f)};
+    attention_forward(&shape, self, x, x, x, 0, 3, scratch);
+    check_close_f64("§6.4 self-attention, causal: every row is X[0]", self, want_self, 6, 0, 0);
+    /* scores of -1e4 against one of 0: the far key gets weight exactly 0, no NaN */
+    const float qn[1] = {100}, kn[2] = {-100, 0}, vn[2] = {5, 7};
+    float on[1];
+    attend_all(on, qn, kn, vn, 2, 1, 1.0f);
+    check_true(isfinite(on[0]) && on[0] == 7.0f, "G8: score -1e4 gets weight 0 (got %g)",
+               (double)on[0]);
+}
+
+/* ---- random data: a float64 naive reference, and properties ---- */
+
+static uint64_t rng = 0x9E3779B97F4A7C15ULL;
+static float random_uniform(void) {   /* splitmix64 -> [-1, 1) */
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+static void fill_random(float *x, int n, float amplitude) {
+    for (int i = 0; i < n; i++) x[i] = amplitude * random_uniform();
+}
+
+/* Naive float64 causal attention, straight from the definition. */
+static void naive_attention(double *out, const float *q, const float *k, const float *v,
+                            int NH, int NKV, int HS, int pos, int T, double scale) {
+    for (int t = 0; t < T; t++) {
+        for (int h = 0; h < NH; h++) {
+            int g = h / (NH / NKV), n = pos + t + 1;
+            double s[MAX_T], max = -1e300, z = 0;
+            for (int j = 0; j < n; j++) {
+                double dot = 0;
+                for (int i = 0; i < HS; i++)
+                    dot += (double)q[(t * NH + h) * HS + i] * (double)k[(j * NKV + g) * HS + i];
+                s[j] = dot * scale;
+                if (s[j] > max) max = s[j];
+            }
+            for (int j = 0; j < n; j++) z += (s[j] = exp(s[j] - max));
+            for (int i = 0; i < HS; i++) {
+                double acc = 0;
+                for (int j = 0; j < n; j++) acc += s[j] / z * (double)v[(j * NKV + g) * HS + i];
+                out[(t * NH + h) * HS + i] = acc;
+            }
+        }
+    }
+}
+
+static void test_random_against_naive(void) {
+    enum { NH = 6, NKV = 2, HS = 5, POS = 4, T = 7, N = POS + T };
+    float q[T * NH * HS], k[N * NKV * HS], v[N * NKV * HS], out[T * NH * HS];
+    double want[T * NH * HS];
+    fill_random(q, T * NH * HS, 3.0f);
+    fill_random(k, N * NKV * HS, 3.0f);
+    fill_random(v, N * NKV * HS, 1.0f);
+    float scale = 1.0f / sqrtf((float)HS);
+    for (int i = 0; i < T * NH * HS; i++) out[i] = NAN;   /* every output must be written */
+    AttentionShape shape = {NH, NKV, HS, scale};
+    attention_forward(&shape, out, q, k, v, POS, T, scratch);
+    naive_attention(want, q, k, v, NH, NKV, HS, POS, T, (double)scale);
+    check_close_f64("random GQA (NH 6, NKV 2, HS 5, pos 4, T 7) vs float64 naive", out, want,
+                    T * NH * HS, ATOL, RTOL);
+
+    /* G3: the same T queries one at a time (decode) equal the block (prefill), bitwise */
+    float one[NH * HS];
+    int same = 1;
+    for (int t = 0; t < T; t++) {
+        attention_forward(&shape, one, q + t * NH * HS, k, v, POS + t, 1, scratch);
+        same &= memcmp(one, out + t * NH * HS, sizeof one) == 0;
+    }
+    check_true(same, "G3: block prefill equals token-by-token decode, bitwise");
+
+    /* G2: changing keys/values after position i leaves o_i bitwise unchanged */
+    float k2[N * NKV * HS], v2[N * NKV * HS], out2[T * NH * HS];
+    memcpy(k2, k, sizeof k);
+    memcpy(v2, v, sizeof v);
+    int i = 2;   /* query index; position POS + i */
+    for (int j = POS + i + 1; j < N; j++)
+        for (int c = 0; c < NKV * HS; c++) { k2[j * NKV * HS + c] += 5.0f; v2[j * NKV * HS + c] = -9.0f; }
+    attention_forward(&shape, out2, q, k2, v2, POS, T, scratch);
+    check_true(memcmp(out2, out, (size_t)(i + 1) * NH * HS * sizeof(float)) == 0,
+               "G2: future keys and values do not change earlier outputs");
+}
+
+/* G1: with one-hot values the output row is the weight row: nonnegative, summing to 1,
+ * zero on future keys; G10: 1 and 2 threads agree bitwise. */
+static void test_weights_and_threads(void) {
+    enum { T = 8 };
+    float q[T * T], k[T * T], v[T * T], w[T * T];
+    fill_random(q, T * T, 4.0f);
+    fill_random(k, T * T, 4.0f);
+    for (int j = 0; j < T; j++)
+        for (int c = 0; c < T; c++) v[j * T + c] = j == c ? 1.0f : 0.0f;
+    AttentionShape shape = {1, 1, T, 1.0f};
+    attention_forward(&shape, w, q, k, v, 0, T, scratch);
+    int ok = 1;
+    for (int i = 0; i < T; i++) {
+        double sum = 0;
+        for (int j = 0; j < T; j++) {
+            ok &= w[i * T + j] >= 0.0f && (j <= i || w[i * T + j] == 0.0f);
+            sum += (double)w[i * T + j];
+        }
+        ok &= fabs(sum - 1.0) < 1e-6;
+    }
+    check_true(ok, "G1: weights >= 0, rows sum to 1, future keys weigh 0");
+#ifdef _OPENMP
+    enum { NH = 8, HS = 16, N = 48 };
+    static float qa[N * NH * HS], ka[N * NH * HS], va[N * NH * HS], o1[N * NH * HS],
+                 o2[N * NH * HS];
+    fill_random(qa, N * NH * HS, 2.0f);
+    fill_random(ka, N * NH * HS, 2.0f);
+    fill_random(va, N * NH * HS, 1.0f);
+    AttentionShape big = {NH, NH, HS, 0.25f};
+    omp_set_num_threads(1);
+    attention_forward(&big, o1, qa, ka, va, 0, N, scratch);
+    omp_set_num_threads(2);
+    attention_forward(&big, o2, qa, ka, va, 0, N, scratch);
+    check_true(memcmp(o1, o2, sizeof o1) == 0, "G10: 1 vs 2 threads bitwise identical");
+#else
+    check_skip("G10: built without OpenMP");
+#endif
+}
+
+int main(void) {
+    test_nadaraya_watson();
+    test_worked_example_b();
+    test_large_scores();
+    test_random_against_naive();
+    test_weights_and_threads();
+    return check_summary("test_attention");
+}

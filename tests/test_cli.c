@@ -1,0 +1,204 @@
+/* test_cli.c: ./run end to end on fixtures this test writes itself: a tiny random
+ * GPT-2 checkpoint and a 260-token tokenizer. It checks every failure path the
+ * README promises (exit code and a specific stderr message) and that a healthy run
+ * streams text, is reproducible for a seed, and stops at the context length.
+ *
+ * The binary under test is $RUN (default ./run), so `make debug` can point it at the
+ * sanitizer build.
+ */
+#include <stdint.h>    /* int32_t, uint32_t */
+#include <stdio.h>     /* fopen, fwrite, snprintf */
+#include <stdlib.h>    /* getenv, free, mkdtemp */
+#include <string.h>    /* strstr, strcmp */
+
+#include "tests/check.h"   /* check_*, check_run */
+
+/* The fixture model's dimensions: small enough that every run takes milliseconds. */
+enum { MAX_T = 16, V = 260, VP = 264, L = 1, NH = 2, C = 8 };
+
+static char dir[64];
+static const char *run_bin;
+
+/* Parameters of llm.c's GPT-2 layout for these dimensions (transcribed from the
+ * format description in the README, independently of model.c). */
+static size_t param_count(int maxT, int vp, int layers, int c) {
+    size_t n = (size_t)vp * c + (size_t)maxT * c + (size_t)c * 2;
+    n += (size_t)layers * (2 * c + 3 * c * c + 3 * c + c * c + c + 2 * c +
+                           4 * c * c + 4 * c + c * 4 * c + c);
+    return n;
+}
+
+/* Writes a checkpoint with the given header fields and `extra` bytes more (negative
+ * truncates) than the header implies. Returns the path (static buffer per call site). */
+static const char *write_model(const char *name, int32_t magic, int32_t version, int maxT,
+                               int v, int layers, int nh, int c, int vp, long extra) {
+    static char paths[16][128];
+    static int next;
+    char *path = paths[next++ % 16];
+    snprintf(path, 128, "%s/%s", dir, name);
+    int32_t header[256] = {0};
+    header[0] = magic; header[1] = version; header[2] = maxT; header[3] = v;
+    header[4] = layers; header[5] = nh; header[6] = c; header[7] = vp;
+    FILE *f = fopen(path, "wb");
+    if (!f) return path;
+    fwrite(header, sizeof header, 1, f);
+    long n = (c > 0 && nh > 0 && layers < 1000 && vp > 0 && maxT > 0)
+             ? (long)param_count(maxT, vp, layers, c) * 4 + extra : extra;
+    uint32_t s = 1;
+    for (long i = 0; i < n / 4; i++) {   /* small pseudo-random weights in [-0.5, 0.5) */
+        s = s * 1664525u + 1013904223u;
+        float w = (float)(s >> 8) / 16777216.0f - 0.5f;
+        fwrite(&w, 4, 1, f);
+    }
+    for (long i = 0; i < n % 4; i++) fputc(0, f);
+    fclose(f);
+    return path;
+}
+
+/* Tokenizer: ids 0..255 are the bytes, 256 "ab", 257 "cd", 258 "ef", 259 end-of-text. */
+static const char *write_tokenizer(void) {
+    static char path[128];
+    snprintf(path, sizeof path, "%s/tok.bin", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f) return path;
+    uint32_t header[256] = {20240328, 2, 260, 259};
+    fwrite(header, sizeof header, 1, f);
+    for (int b = 0; b < 256; b++) { fputc(1, f); fputc(b, f); }
+    const char *pairs[4] = {"ab", "cd", "ef", "<|endoftext|>"};
+    for (int i = 0; i < 4; i++) {
+        fputc((int)strlen(pairs[i]), f);
+        fputs(pairs[i], f);
+    }
+    fclose(f);
+    return path;
+}
+
+/* Runs "$RUN ARGS", checks the exit code and that stderr contains `message`. */
+static void expect(const char *what, const char *args, int want_code, const char *message) {
+    char command[1024];
+    snprintf(command, sizeof command, "%s %s", run_bin, args);
+    char *out = NULL, *err = NULL;
+    int code = check_run(command, &out, &err);
+    int has = err && strstr(err, message) != NULL;
+    check_true(code == want_code && has, "%s: exit %d (want %d), stderr has \"%s\"%s%s", what,
+               code, want_code, message, has ? "" : "; stderr was: ", has || !err ? "" : err);
+    free(out);
+    free(err);
+}
+
+static void test_usage_errors(const char *model, const char *tok) {
+    char base[512];
+    snprintf(base, sizeof base, "%s -z %s", model, tok);
+    char args[1024];
+#define EXPECT_USAGE(what, flags, message) \
+    (snprintf(args, sizeof args, "%s %s", base, flags), expect(what, args, 2, message))
+    expect("no arguments", "", 2, "missing (expected a model path)");
+    EXPECT_USAGE("unknown flag", "--bogus", "--bogus: unknown option");
+    EXPECT_USAGE("-n not a number", "-n abc", "-n: invalid value 'abc'");
+    EXPECT_USAGE("-n trailing junk", "-n 12x", "-n: invalid value '12x'");
+    EXPECT_USAGE("-n out of range", "-n 99999999999999", "expected an integer in 0..1000000");
+    EXPECT_USAGE("-n missing value", "-n", "-n: missing value");
+    EXPECT_USAGE("-t negative", "-t -1", "-t: invalid value '-1'");
+    EXPECT_USAGE("-t nan", "--temperature=nan", "invalid value 'nan'");
+    EXPECT_USAGE("-p zero", "-p 0", "expected a number in (0, 1]");
+    EXPECT_USAGE("-p above one", "--top-p 1.5", "invalid value '1.5'");
+    EXPECT_USAGE("-k negative", "-k -3", "-k: invalid value '-3'");
+    EXPECT_USAGE("-s zero", "-s 0", "expected an integer in 1..18446744073709551615");
+    EXPECT_USAGE("-s negative", "-s -1", "-s: invalid value '-1'");
+    EXPECT_USAGE("-s overflow", "-s 18446744073709551616", "invalid value");
+    EXPECT_USAGE("two prompts", "-i a -f b", "cannot be combined with -i");
+    EXPECT_USAGE("extra argument", "other.bin", "unexpected extra argument");
+#undef EXPECT_USAGE
+    char *out = NULL;
+    snprintf(args, sizeof args, "%s --help", run_bin);
+    int code = check_run(args, &out, NULL);
+    check_true(code == 0 && out && strstr(out, "Usage: run MODEL"), "--help prints usage, exit 0");
+    free(out);
+}
+
+static void test_bad_files(const char *tok) {
+    char args[1024];
+#define EXPECT_BAD(what, path, message) \
+    (snprintf(args, sizeof args, "%s -z %s -n 1", path, tok), expect(what, args, 1, message))
+    EXPECT_BAD("missing model", "/nonexistent/model.bin", "cannot open");
+    EXPECT_BAD("wrong magic", write_model("magic.bin", 1234, 3, MAX_T, V, L, NH, C, VP, 0),
+               "bad magic number (got 1234, expected 20240326");
+    EXPECT_BAD("unknown version", write_model("v4.bin", 20240326, 4, MAX_T, V, L, NH, C, VP, 0),
+               "unknown checkpoint version (got 4");
+    EXPECT_BAD("truncated", write_model("trunc.bin", 20240326, 3, MAX_T, V, L, NH, C, VP, -4),
+               "truncated");
+    EXPECT_BAD("trailing bytes", write_model("trail.bin", 20240326, 3, MAX_T, V, L, NH, C, VP, 1),
+               "trailing bytes");
+    EXPECT_BAD("heads do not divide width",
+               write_model("nh.bin", 20240326, 3, MAX_T, V, L, 3, C, VP, 0), "not divisible");
+    EXPECT_BAD("V > Vp", write_model("vp.bin", 20240326, 3, MAX_T, VP + 1, L, NH, C, VP, 0),
+               "vocab V larger than padded vocab Vp");
+    EXPECT_BAD("absurd layer count",
+               write_model("layers.bin", 20240326, 3, MAX_T, V, 1000000, NH, C, VP, 0),
+               "header field L out of range (got 1000000");
+    EXPECT_BAD("zero width", write_model("c0.bin", 20240326, 3, MAX_T, V, L, NH, 0, VP, 0),
+               "header field C out of range (got 0");
+    EXPECT_BAD("negative context",
+               write_model("t.bin", 20240326, 3, -5, V, L, NH, C, VP, 0), "maxT out of range");
+    char short_path[128];
+    snprintf(short_path, sizeof short_path, "%s/short.bin", dir);
+    FILE *f = fopen(short_path, "wb");
+    if (f) { fputs("short", f); fclose(f); }
+    EXPECT_BAD("file shorter than the header", short_path, "file too short for the header");
+#undef EXPECT_BAD
+}
+
+static void test_bad_inputs(const char *model, const char *tok) {
+    char args[1024];
+    snprintf(args, sizeof args, "%s -z %s/none.bin", model, dir);
+    expect("missing tokenizer", args, 1, "none.bin");
+    const char *small_vocab = write_model("small_vocab.bin", 20240326, 3, MAX_T, 200, L, NH, C,
+                                          VP, 0);
+    snprintf(args, sizeof args, "%s -z %s -i ef -n 1", small_vocab, tok);
+    expect("prompt token id out of range", args, 1,
+           "prompt token id out of range for the model (got 258 at position 0, expected 0..199)");
+    const char *big_vocab = write_model("big_vocab.bin", 20240326, 3, MAX_T, 261, L, NH, C, VP, 0);
+    snprintf(args, sizeof args, "%s -z %s -n 1", big_vocab, tok);
+    expect("tokenizer smaller than the model", args, 1,
+           "tokenizer has fewer tokens than the model (got 260, expected at least 261)");
+    snprintf(args, sizeof args, "%s -z %s -i 'abcdefghijklmnopqrstuvwxyz' -n 1", model, tok);
+    expect("prompt longer than the context", args, 1,
+           "prompt too long for the context (got 23 tokens, expected at most 16)");
+    snprintf(args, sizeof args, "%s -z %s -f %s/no_prompt.txt", model, tok, dir);
+    expect("missing prompt file", args, 1, "cannot open prompt file");
+}
+
+static void test_generation(const char *model, const char *tok) {
+    char args[1024], *out1 = NULL, *out2 = NULL, *err = NULL;
+    snprintf(args, sizeof args, "%s %s -z %s -i hi -n 5 -t 0.9 -s 7", run_bin, model, tok);
+    int code1 = check_run(args, &out1, &err);
+    int code2 = check_run(args, &out2, NULL);
+    check_true(code1 == 0 && code2 == 0 && out1 && out2 && strcmp(out1, out2) == 0 &&
+               strncmp(out1, "hi", 2) == 0, "same seed twice: same text, prompt echoed");
+    check_true(err && strstr(err, "generation: 5 tokens"), "speed line reports 5 generated");
+    free(out1); free(out2); free(err);
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0", model, tok);
+    expect("generation stops at the context length", args, 0, "context full (16 tokens)");
+    snprintf(args, sizeof args, "%s -z %s -n 3 -t 0", model, tok);
+    expect("no prompt starts from end-of-text", args, 0, "prompt: 1 tokens");
+}
+
+int main(void) {
+    run_bin = getenv("RUN");
+    if (!run_bin || !*run_bin) run_bin = "./run";
+    snprintf(dir, sizeof dir, "/tmp/test_cli_XXXXXX");
+    if (!mkdtemp(dir)) {
+        check_true(0, "could not make a temporary folder");
+        return check_summary("test_cli");
+    }
+    const char *model = write_model("model.bin", 20240326, 3, MAX_T, V, L, NH, C, VP, 0);
+    const char *tok = write_tokenizer();
+    test_usage_errors(model, tok);
+    test_bad_files(tok);
+    test_bad_inputs(model, tok);
+    test_generation(model, tok);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    check_run(command, NULL, NULL);
+    return check_summary("test_cli");
+}

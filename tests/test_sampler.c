@@ -1,0 +1,127 @@
+/* test_sampler.c: the sampler's generator, greedy choice, and the distributions that
+ * temperature, top-k and top-p sampling must produce.
+ *
+ * The generator's expected outputs come from an independent Python transcription of
+ * xorshift64* (the command is next to the numbers). Distribution checks draw many
+ * samples with a fixed seed and compare frequencies with the exact probabilities,
+ * with bounds of several standard errors, so they are deterministic and meaningful.
+ */
+#include "sampler.h"
+
+#include <math.h>      /* expf, fabs, sqrt */
+#include <stdio.h>     /* printf */
+#include <string.h>    /* memcpy */
+
+#include "tests/check.h"   /* check_* */
+
+#define DRAWS 200000
+
+/* python3 -c "M=2**64-1; s=42
+ * for i in range(5): s^=s>>12; s=(s^(s<<25))&M; s^=s>>27; print(((s*0x2545F4914F6CDD1D)&M)>>32)" */
+static void test_generator(void) {
+    const uint32_t want[5] = {1456360119u, 3359763283u, 3393612768u, 4054632243u, 3283045847u};
+    uint64_t state = 42;
+    int ok = 1;
+    for (int i = 0; i < 5; i++) ok &= sampler_random_u32(&state) == want[i];
+    check_true(ok, "xorshift64* from seed 42 matches the Python transcription");
+    state = 7;
+    float lo = 1.0f, hi = 0.0f;
+    for (int i = 0; i < DRAWS; i++) {
+        float r = sampler_random_f32(&state);
+        if (r < lo) lo = r;
+        if (r > hi) hi = r;
+    }
+    check_true(lo >= 0.0f && hi < 1.0f && lo < 0.001f && hi > 0.999f,
+               "random floats cover [0, 1) (min %g, max %g)", (double)lo, (double)hi);
+}
+
+/* Draws DRAWS samples from logits (V <= 8) and returns the frequencies in freq. */
+static void frequencies(Sampler *s, const float *logits, int V, double *freq) {
+    float row[8];
+    for (int i = 0; i < V; i++) freq[i] = 0;
+    for (int n = 0; n < DRAWS; n++) {
+        memcpy(row, logits, (size_t)V * sizeof(float));
+        freq[sampler_sample(s, row)] += 1.0 / DRAWS;
+    }
+}
+
+/* Every frequency within 5 standard errors of the expected probability. */
+static int matches(const double *freq, const double *prob, int V) {
+    int ok = 1;
+    for (int i = 0; i < V; i++) {
+        double se = sqrt(prob[i] * (1 - prob[i]) / DRAWS) + 1e-12;
+        ok &= fabs(freq[i] - prob[i]) <= 5 * se;
+    }
+    return ok;
+}
+
+static void test_distributions(void) {
+    enum { V = 5 };
+    const float logits[V] = {2.0f, 1.0f, 0.5f, -1.0f, 0.0f};
+    double p[V], freq[V], z = 0;
+    Sampler s;
+
+    /* greedy picks the argmax; ties go to the first */
+    float row[V];
+    memcpy(row, logits, sizeof row);
+    sampler_init(&s, V, 0.0f, 1.0f, 0, 1);
+    check_true(sampler_sample(&s, row) == 0, "temperature 0 is greedy");
+    float tie[3] = {1.0f, 3.0f, 3.0f};
+    sampler_free(&s);
+    sampler_init(&s, 3, 0.0f, 1.0f, 0, 1);
+    check_true(sampler_sample(&s, tie) == 1, "greedy breaks ties to the lowest id");
+    sampler_free(&s);
+
+    /* temperature 2: p ~ exp(logit / 2) */
+    for (int i = 0; i < V; i++) z += (p[i] = exp((double)logits[i] / 2.0));
+    for (int i = 0; i < V; i++) p[i] /= z;
+    sampler_init(&s, V, 2.0f, 1.0f, 0, 12345);
+    frequencies(&s, logits, V, freq);
+    check_true(matches(freq, p, V), "temperature 2 samples softmax(logits / 2) "
+               "(freq %.3f %.3f %.3f %.3f %.3f)", freq[0], freq[1], freq[2], freq[3], freq[4]);
+    sampler_free(&s);
+
+    /* top-k 2 at temperature 1: only the two largest, renormalised */
+    double e0 = exp(2.0), e1 = exp(1.0), pk[V] = {e0 / (e0 + e1), e1 / (e0 + e1), 0, 0, 0};
+    sampler_init(&s, V, 1.0f, 1.0f, 2, 99);
+    frequencies(&s, logits, V, freq);
+    check_true(matches(freq, pk, V), "top-k 2 samples the two most likely, renormalised");
+    sampler_free(&s);
+
+    /* top-p: probabilities at T=1 are .563 .207 .126 .028 .076 (sorted: 0, 1, 2, 4, 3);
+     * p = 0.8 keeps the shortest prefix with mass > 0.8: tokens 0, 1, 2 (.896) */
+    z = 0;
+    for (int i = 0; i < V; i++) z += (p[i] = exp((double)logits[i]));
+    for (int i = 0; i < V; i++) p[i] /= z;
+    double kept = p[0] + p[1] + p[2], pp[V] = {p[0] / kept, p[1] / kept, p[2] / kept, 0, 0};
+    sampler_init(&s, V, 1.0f, 0.8f, 0, 2024);
+    frequencies(&s, logits, V, freq);
+    check_true(matches(freq, pp, V), "top-p 0.8 samples the nucleus {0, 1, 2}, renormalised");
+    sampler_free(&s);
+
+    /* the same seed gives the same sequence */
+    Sampler a, b;
+    sampler_init(&a, V, 1.0f, 0.9f, 0, 77);
+    sampler_init(&b, V, 1.0f, 0.9f, 0, 77);
+    int same = 1;
+    for (int n = 0; n < 1000; n++) {
+        float ra[V], rb[V];
+        memcpy(ra, logits, sizeof ra);
+        memcpy(rb, logits, sizeof rb);
+        same &= sampler_sample(&a, ra) == sampler_sample(&b, rb);
+    }
+    check_true(same, "same seed, same samples");
+    sampler_free(&a);
+    sampler_free(&b);
+
+    check_true(sampler_init(&s, V, 1.0f, 0.0f, 0, 1) == -1, "top-p 0 rejected");
+    check_true(sampler_init(&s, V, -1.0f, 0.5f, 0, 1) == -1, "negative temperature rejected");
+    check_true(sampler_init(&s, V, 1.0f, 0.5f, 0, 0) == -1, "seed 0 rejected");
+    sampler_free(&s);
+}
+
+int main(void) {
+    test_generator();
+    test_distributions();
+    return check_summary("test_sampler");
+}

@@ -1,0 +1,539 @@
+/* tokenizer.c: GPT-2's byte-level BPE: load llm.c's tokenizer file, encode text, decode ids.
+ *
+ * Encoding has two stages. Pre-tokenization splits the text into pieces with GPT-2's
+ * regex, written out by hand (no regex library). Then each piece starts as one token per
+ * byte, and the adjacent pair whose bytes form the vocabulary token with the lowest id is
+ * merged, again and again, as tiktoken does. There are no merge lists: the id is the rank.
+ * It does not handle special tokens in text and never emits end-of-text.
+ * Read tokenizer.h first; unicode.c holds the character classes.
+ */
+#include "tokenizer.h"
+
+#include <errno.h>    /* errno */
+#include <stdint.h>   /* uint32_t, int32_t, INT32_MAX, SIZE_MAX */
+#include <stdio.h>    /* FILE, fopen, fread, fseek, ftell, fprintf */
+#include <stdlib.h>   /* malloc, realloc, free */
+#include <string.h>   /* memcmp, memmove, memset, strerror */
+
+#include "unicode.h"  /* unicode_is_letter, unicode_is_number, unicode_is_space */
+
+#define HEADER_BYTES (TOKENIZER_HEADER_INTS * 4)  /* the header is 256 uint32 */
+#define MAX_TOKEN_BYTES 255   /* a token's length is stored in one uint8 */
+/* 32-bit FNV-1a hash constants, http://www.isthe.com/chongo/tech/comp/fnv/ */
+#define FNV_OFFSET_BASIS 2166136261u
+#define FNV_PRIME 16777619u
+
+/* ---------------------------------------------------------------- the hash table */
+
+/* One slot of the open-addressing table from a token's bytes to its id. */
+struct TokenizerEntry {
+    uint32_t hash;   /* FNV-1a of the token's bytes, to skip most byte comparisons */
+    int32_t id;      /* token id, or -1 for an empty slot */
+};
+
+static uint32_t fnv1a(const unsigned char *bytes, size_t len) {
+    uint32_t hash = FNV_OFFSET_BASIS;
+    for (size_t i = 0; i < len; i++) {
+        hash ^= bytes[i];
+        hash *= FNV_PRIME;
+    }
+    return hash;
+}
+
+/* The id of the token whose bytes are exactly bytes[0 .. len), or -1 if there is none.
+ * The table is at most half full, so the probe always reaches an empty slot. */
+static int table_find(const Tokenizer *t, const unsigned char *bytes, size_t len) {
+    if (len > t->max_token_len) return -1;
+    uint32_t hash = fnv1a(bytes, len);
+    size_t mask = t->table_size - 1;
+    for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
+        const TokenizerEntry *entry = &t->table[slot];
+        if (entry->id < 0) return -1;
+        if (entry->hash != hash) continue;
+        size_t start = t->offset[entry->id];
+        if (t->offset[entry->id + 1] - start == len && memcmp(t->bytes + start, bytes, len) == 0) {
+            return entry->id;
+        }
+    }
+}
+
+/* Fill the table with every token except end-of-text (a special token, never the result
+ * of a merge), in id order, so a byte string that occurs twice keeps its lowest id. */
+static int table_build(Tokenizer *t, const char *path) {
+    size_t size = 2;
+    while (size < 2 * (size_t)t->vocab_size) size *= 2;   /* keep the load at most 1/2 */
+    t->table = malloc(size * sizeof *t->table);
+    if (!t->table) {
+        fprintf(stderr, "tokenizer: %s: out of memory (got no %zu bytes for the hash table, "
+                "expected malloc to succeed)\n", path, size * sizeof *t->table);
+        return -1;
+    }
+    t->table_size = size;
+    for (size_t slot = 0; slot < size; slot++) t->table[slot].id = -1;
+    for (int id = 0; id < t->vocab_size; id++) {
+        if (id == t->eot_id) continue;
+        const unsigned char *bytes = t->bytes + t->offset[id];
+        size_t len = t->offset[id + 1] - t->offset[id];
+        if (table_find(t, bytes, len) >= 0) continue;   /* a duplicate: keep the lower id */
+        uint32_t hash = fnv1a(bytes, len);
+        size_t slot = hash & (size - 1);
+        while (t->table[slot].id >= 0) slot = (slot + 1) & (size - 1);
+        t->table[slot].hash = hash;
+        t->table[slot].id = id;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+/* Little-endian uint32 at p, whatever the host's byte order. */
+static uint32_t read_u32_le(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Read exactly n bytes, or print what was read instead and return -1. */
+static int read_exact(FILE *file, void *dst, size_t n, const char *path, const char *what) {
+    size_t got = fread(dst, 1, n, file);
+    if (got != n) {
+        fprintf(stderr, "tokenizer: %s: short read of the %s (got %zu bytes, expected %zu)\n",
+                path, what, got, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Size of an open file in bytes, leaving the position at the start. */
+static int file_size(FILE *file, const char *path, size_t *size) {
+    long end = -1;
+    if (fseek(file, 0, SEEK_END) == 0) end = ftell(file);
+    if (end < 0 || fseek(file, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "tokenizer: %s: cannot find the file size (got \"%s\", expected a "
+                "seekable file)\n", path, strerror(errno));
+        return -1;
+    }
+    *size = (size_t)end;
+    return 0;
+}
+
+int tokenizer_load(Tokenizer *t, const char *path) {
+    unsigned char header[HEADER_BYTES];
+    FILE *file = NULL;
+    size_t size = 0;
+    memset(t, 0, sizeof *t);
+
+    file = fopen(path, "rb");
+    if (!file) {
+        fprintf(stderr, "tokenizer: %s: cannot open (got \"%s\", expected a readable file)\n",
+                path, strerror(errno));
+        goto fail;
+    }
+    if (file_size(file, path, &size) != 0) goto fail;
+    if (size < HEADER_BYTES) {
+        fprintf(stderr, "tokenizer: %s: file too short for the header (got %zu bytes, "
+                "expected at least %d)\n", path, size, HEADER_BYTES);
+        goto fail;
+    }
+    if (read_exact(file, header, HEADER_BYTES, path, "header") != 0) goto fail;
+
+    // validate the header before allocating anything
+    uint32_t magic = read_u32_le(header), version = read_u32_le(header + 4);
+    uint32_t vocab_size = read_u32_le(header + 8), eot_id = read_u32_le(header + 12);
+    if (magic != TOKENIZER_MAGIC) {
+        fprintf(stderr, "tokenizer: %s: bad magic (got %u, expected %d)\n",
+                path, (unsigned)magic, TOKENIZER_MAGIC);
+        goto fail;
+    }
+    if (version == 1) {   /* llm.c's first format: the GPT-2 sizes are implied */
+        vocab_size = TOKENIZER_GPT2_VOCAB;
+        eot_id = TOKENIZER_GPT2_EOT;
+    } else if (version != 2) {
+        fprintf(stderr, "tokenizer: %s: unknown version (got %u, expected 1 or 2)\n",
+                path, (unsigned)version);
+        goto fail;
+    }
+    if (vocab_size == 0 || vocab_size > TOKENIZER_MAX_VOCAB) {
+        fprintf(stderr, "tokenizer: %s: bad vocab_size (got %u, expected 1..%d)\n",
+                path, (unsigned)vocab_size, TOKENIZER_MAX_VOCAB);
+        goto fail;
+    }
+    if (eot_id >= vocab_size) {
+        fprintf(stderr, "tokenizer: %s: eot id out of range (got %u, expected 0..%u)\n",
+                path, (unsigned)eot_id, (unsigned)vocab_size - 1);
+        goto fail;
+    }
+    t->vocab_size = (int)vocab_size;
+    t->eot_id = (int)eot_id;
+
+    // each token takes 1 length byte plus 1..255 bytes, which bounds the file size
+    size_t data_size = size - HEADER_BYTES;
+    size_t min_data = 2 * (size_t)vocab_size, max_data = (1 + MAX_TOKEN_BYTES) * (size_t)vocab_size;
+    if (data_size < min_data) {
+        fprintf(stderr, "tokenizer: %s: truncated (got %zu bytes of tokens, expected at least "
+                "%zu for %u tokens)\n", path, data_size, min_data, (unsigned)vocab_size);
+        goto fail;
+    }
+    if (data_size > max_data) {
+        fprintf(stderr, "tokenizer: %s: trailing bytes (got %zu bytes of tokens, expected at "
+                "most %zu for %u tokens)\n", path, data_size, max_data, (unsigned)vocab_size);
+        goto fail;
+    }
+    t->bytes = malloc(data_size);
+    t->offset = malloc(((size_t)vocab_size + 1) * sizeof *t->offset);
+    if (!t->bytes || !t->offset) {
+        fprintf(stderr, "tokenizer: %s: out of memory (got no %zu bytes for the tokens, "
+                "expected malloc to succeed)\n", path, data_size);
+        goto fail;
+    }
+    if (read_exact(file, t->bytes, data_size, path, "tokens") != 0) goto fail;
+
+    // drop the length bytes in place: write_pos never passes read_pos
+    size_t read_pos = 0, write_pos = 0;
+    for (int id = 0; id < t->vocab_size; id++) {
+        if (read_pos == data_size) {
+            fprintf(stderr, "tokenizer: %s: truncated (got %d tokens, expected %d)\n",
+                    path, id, t->vocab_size);
+            goto fail;
+        }
+        size_t len = t->bytes[read_pos++];
+        if (len == 0) {
+            fprintf(stderr, "tokenizer: %s: token %d is empty (got length 0, expected 1..%d)\n",
+                    path, id, MAX_TOKEN_BYTES);
+            goto fail;
+        }
+        if (len > data_size - read_pos) {
+            fprintf(stderr, "tokenizer: %s: truncated in token %d (got %zu bytes, expected %zu)\n",
+                    path, id, data_size - read_pos, len);
+            goto fail;
+        }
+        t->offset[id] = (uint32_t)write_pos;
+        memmove(t->bytes + write_pos, t->bytes + read_pos, len);
+        write_pos += len;
+        read_pos += len;
+        if (len > t->max_token_len) t->max_token_len = len;
+    }
+    t->offset[t->vocab_size] = (uint32_t)write_pos;
+    if (read_pos != data_size) {
+        fprintf(stderr, "tokenizer: %s: trailing bytes after the last token (got file size %zu, "
+                "expected %zu)\n", path, size, HEADER_BYTES + read_pos);
+        goto fail;
+    }
+    unsigned char *shrunk = realloc(t->bytes, write_pos);   /* give back the length bytes */
+    if (shrunk) t->bytes = shrunk;                          /* (a failed shrink is harmless) */
+
+    // the single-byte tokens every encoding starts from; a missing one fails at encode
+    for (int b = 0; b < 256; b++) t->byte_token[b] = -1;
+    for (int id = 0; id < t->vocab_size; id++) {
+        unsigned char b = t->bytes[t->offset[id]];
+        if (id != t->eot_id && t->offset[id + 1] - t->offset[id] == 1 && t->byte_token[b] < 0) {
+            t->byte_token[b] = id;
+        }
+    }
+    if (table_build(t, path) != 0) goto fail;
+    fclose(file);
+    return 0;
+
+fail:
+    if (file) fclose(file);
+    tokenizer_free(t);
+    return -1;
+}
+
+void tokenizer_free(Tokenizer *t) {
+    free(t->bytes);
+    free(t->offset);
+    free(t->table);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---------------------------------------------------------------- pre-tokenization */
+
+/* The character classes GPT-2's regex distinguishes. */
+typedef enum { CHAR_LETTER, CHAR_NUMBER, CHAR_SPACE, CHAR_OTHER } CharClass;
+
+#define UTF8_INVALID 0xFFFFFFFFu   /* stands for a byte that starts no valid sequence */
+
+/* Decode the UTF-8 sequence at s[i] (i < len) into *cp and return its length in bytes.
+ * A byte that starts no well-formed sequence (Unicode Table 3-7: a bad lead or
+ * continuation byte, an overlong form, a surrogate, a value above U+10FFFF, or a
+ * sequence cut off by the end) decodes alone, as UTF8_INVALID, so any bytes round-trip. */
+static size_t utf8_decode(const unsigned char *s, size_t len, size_t i, uint32_t *cp) {
+    unsigned char lead = s[i];
+    size_t n;              /* sequence length the lead byte announces */
+    uint32_t value, min;   /* code point so far; smallest that needs n bytes */
+    *cp = UTF8_INVALID;
+    if (lead < 0x80) { *cp = lead; return 1; }                          /* 0xxxxxxx */
+    if (lead >= 0xC2 && lead <= 0xDF) { n = 2; value = lead & 0x1Fu; min = 0x80; } /* 110xxxxx */
+    else if (lead >= 0xE0 && lead <= 0xEF) { n = 3; value = lead & 0x0Fu; min = 0x800; }
+    else if (lead >= 0xF0 && lead <= 0xF4) { n = 4; value = lead & 0x07u; min = 0x10000; }
+    else return 1;   /* a continuation byte, 0xC0/0xC1 (always overlong) or 0xF5..0xFF */
+    if (n > len - i) return 1;
+    for (size_t k = 1; k < n; k++) {
+        if ((s[i + k] & 0xC0) != 0x80) return 1;   /* continuation bytes are 10xxxxxx */
+        value = value << 6 | (s[i + k] & 0x3Fu);
+    }
+    if (value < min || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return 1;
+    *cp = value;
+    return n;
+}
+
+/* Class of the character at s[i] (i < len); its length in bytes goes to *width. */
+static CharClass char_class_at(const unsigned char *s, size_t len, size_t i, size_t *width) {
+    uint32_t cp;
+    *width = utf8_decode(s, len, i, &cp);
+    if (cp == UTF8_INVALID) return CHAR_OTHER;
+    if (unicode_is_letter(cp)) return CHAR_LETTER;
+    if (unicode_is_number(cp)) return CHAR_NUMBER;
+    if (unicode_is_space(cp)) return CHAR_SPACE;
+    return CHAR_OTHER;
+}
+
+/* Length of the contraction 's 't 're 've 'm 'll 'd at s[i], or 0. Case-sensitive. */
+static size_t contraction_length(const unsigned char *s, size_t len, size_t i) {
+    static const char *const suffixes[] = {"s", "t", "re", "ve", "m", "ll", "d"};
+    if (s[i] != '\'') return 0;
+    for (size_t k = 0; k < sizeof suffixes / sizeof suffixes[0]; k++) {
+        size_t n = strlen(suffixes[k]);
+        if (n <= len - i - 1 && memcmp(s + i + 1, suffixes[k], n) == 0) return 1 + n;
+    }
+    return 0;
+}
+
+size_t tokenizer_next_piece(const char *text, size_t len, size_t start) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t width;
+    if (start >= len) return len;
+
+    // 's|'t|'re|'ve|'m|'ll|'d
+    size_t contraction = contraction_length(s, len, start);
+    if (contraction > 0) return start + contraction;
+
+    // ` ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+`: an optional space, then a run of one class
+    size_t run = (s[start] == ' ' && start + 1 < len) ? start + 1 : start;
+    CharClass run_class = char_class_at(s, len, run, &width);
+    if (run_class != CHAR_SPACE) {
+        size_t end = run + width;
+        while (end < len && char_class_at(s, len, end, &width) == run_class) end += width;
+        return end;
+    }
+
+    // `\s+(?!\S)|\s+`: a whitespace run; if a non-space follows a run of two or more,
+    // backtracking gives up the last character so it can join that word (" b")
+    size_t end = start, last = start;
+    while (end < len && char_class_at(s, len, end, &width) == CHAR_SPACE) {
+        last = end;
+        end += width;
+    }
+    if (end == len || last == start) return end;
+    return last;
+}
+
+/* ---------------------------------------------------------------- merging one piece */
+
+/* A pair of adjacent tokens that could merge: they cover piece[start .. end) and would
+ * become token `rank`. The heap holds these, lowest rank first. */
+typedef struct {
+    int32_t rank;    /* id of the merged token: the lowest merges first */
+    int32_t start;   /* byte offset of the left token */
+    int32_t end;     /* byte offset just past the right token */
+} MergeCandidate;
+
+/* Working memory for merging a piece of up to `capacity` bytes. Tokens are identified by
+ * the offset of their first byte and form a doubly linked list. Small pieces use the
+ * arrays inside the struct (on the caller's stack); longer ones a malloc'd block. */
+typedef struct {
+    int32_t *prev;            /* (capacity,) start of the previous token, or -1 */
+    int32_t *next;            /* (capacity,) start of the next token, or the piece length */
+    int32_t *token;           /* (capacity,) id of the token starting here, -1 if merged away */
+    MergeCandidate *heap;     /* (3 * capacity,) binary min-heap of candidates */
+    size_t capacity;          /* longest piece the arrays fit */
+    void *block;              /* the malloc'd block behind the arrays, or NULL; owned */
+    int32_t small_links[3][TOKENIZER_SMALL_PIECE];            /* prev, next, token */
+    MergeCandidate small_heap[3 * TOKENIZER_SMALL_PIECE];
+} MergeScratch;
+
+/* Each merge removes a token and adds at most two candidates, so a piece of n bytes
+ * pushes at most (n - 1) + 2 (n - 1) < 3n candidates. */
+#define SCRATCH_BYTES_PER_BYTE (3 * sizeof(int32_t) + 3 * sizeof(MergeCandidate))
+
+static void scratch_init(MergeScratch *scratch) {
+    scratch->prev = scratch->small_links[0];
+    scratch->next = scratch->small_links[1];
+    scratch->token = scratch->small_links[2];
+    scratch->heap = scratch->small_heap;
+    scratch->capacity = TOKENIZER_SMALL_PIECE;
+    scratch->block = NULL;
+}
+
+static void scratch_free(MergeScratch *scratch) {
+    free(scratch->block);
+    scratch->block = NULL;
+}
+
+/* Make room for a piece of n bytes, growing at least twofold so a call allocates only
+ * O(log) times. */
+static int scratch_reserve(MergeScratch *scratch, size_t n) {
+    if (n <= scratch->capacity) return 0;
+    size_t limit = (size_t)INT32_MAX - 1;   /* offsets are int32_t and may equal n */
+    if (SIZE_MAX / SCRATCH_BYTES_PER_BYTE < limit) limit = SIZE_MAX / SCRATCH_BYTES_PER_BYTE;
+    if (n > limit) {
+        fprintf(stderr, "tokenizer: encode: piece too long (got %zu bytes, expected at most "
+                "%zu)\n", n, limit);
+        return -1;
+    }
+    size_t capacity = 2 * scratch->capacity;   /* cannot overflow: capacity <= limit */
+    if (capacity < n) capacity = n;
+    if (capacity > limit) capacity = limit;
+    void *block = malloc(capacity * SCRATCH_BYTES_PER_BYTE);
+    if (!block) {
+        fprintf(stderr, "tokenizer: encode: out of memory (got no %zu bytes to merge a piece "
+                "of %zu bytes, expected malloc to succeed)\n",
+                capacity * SCRATCH_BYTES_PER_BYTE, n);
+        return -1;
+    }
+    free(scratch->block);
+    scratch->block = block;
+    scratch->capacity = capacity;
+    // the candidates first: their alignment is at least that of int32_t
+    scratch->heap = block;
+    scratch->prev = (int32_t *)(scratch->heap + 3 * capacity);
+    scratch->next = scratch->prev + capacity;
+    scratch->token = scratch->next + capacity;
+    return 0;
+}
+
+/* 1 if a merges before b: the lower rank, and between equal ranks the leftmost pair,
+ * which is the pair tiktoken's linear scan would pick. */
+static int candidate_before(const MergeCandidate *a, const MergeCandidate *b) {
+    return a->rank < b->rank || (a->rank == b->rank && a->start < b->start);
+}
+
+static void heap_push(MergeCandidate *heap, size_t *count, MergeCandidate candidate) {
+    size_t i = (*count)++;
+    while (i > 0 && candidate_before(&candidate, &heap[(i - 1) / 2])) {   /* sift up */
+        heap[i] = heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    heap[i] = candidate;
+}
+
+static MergeCandidate heap_pop(MergeCandidate *heap, size_t *count) {
+    MergeCandidate top = heap[0], last = heap[--*count];
+    size_t i = 0, n = *count;
+    for (;;) {   /* sift `last` down from the root */
+        size_t child = 2 * i + 1;
+        if (child >= n) break;
+        if (child + 1 < n && candidate_before(&heap[child + 1], &heap[child])) child++;
+        if (!candidate_before(&heap[child], &last)) break;
+        heap[i] = heap[child];
+        i = child;
+    }
+    if (n > 0) heap[i] = last;
+    return top;
+}
+
+/* Push the pair covering piece[start .. end) if its bytes form a token. */
+static void push_pair(const Tokenizer *t, const unsigned char *piece, int32_t start,
+                      int32_t end, MergeScratch *scratch, size_t *heap_count) {
+    int rank = table_find(t, piece + start, (size_t)(end - start));
+    if (rank >= 0) {
+        MergeCandidate candidate = {rank, start, end};
+        heap_push(scratch->heap, heap_count, candidate);
+    }
+}
+
+/* Append id to ids if it fits; *count counts every id, so it ends as the size needed. */
+static void emit(int id, int *ids, size_t cap, size_t *count) {
+    if (*count < cap) ids[*count] = id;
+    (*count)++;
+}
+
+/* Encode one piece of n >= 1 bytes, all of which have single-byte tokens. Instead of
+ * rescanning every pair after each merge (quadratic in n), a heap keeps the candidate
+ * pairs ordered; entries made stale by an earlier merge are skipped when popped. */
+static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n,
+                        MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+    // a piece that is itself a token is taken whole, as tiktoken does before merging
+    int whole = table_find(t, piece, n);
+    if (whole >= 0) {
+        emit(whole, ids, cap, count);
+        return 0;
+    }
+    if (scratch_reserve(scratch, n) != 0) return -1;
+    int32_t *prev = scratch->prev, *next = scratch->next, *token = scratch->token;
+    int32_t length = (int32_t)n;
+    size_t heap_count = 0;
+
+    // one token per byte, and a candidate for every adjacent pair
+    for (int32_t i = 0; i < length; i++) {
+        prev[i] = i - 1;
+        next[i] = i + 1;
+        token[i] = t->byte_token[piece[i]];
+    }
+    for (int32_t i = 0; i + 1 < length; i++) push_pair(t, piece, i, i + 2, scratch, &heap_count);
+
+    while (heap_count > 0) {
+        MergeCandidate best = heap_pop(scratch->heap, &heap_count);
+        // stale unless the left token still exists and is followed by exactly one token
+        // that ends at best.end (then the pair's bytes, hence its rank, are unchanged)
+        int32_t left = best.start, right = next[left];
+        if (token[left] < 0 || right >= length || next[right] != best.end) continue;
+        token[left] = best.rank;
+        token[right] = -1;
+        next[left] = best.end;
+        if (best.end < length) prev[best.end] = left;
+        // the merged token forms new pairs with its neighbours
+        if (prev[left] >= 0) push_pair(t, piece, prev[left], best.end, scratch, &heap_count);
+        if (best.end < length) push_pair(t, piece, left, next[best.end], scratch, &heap_count);
+    }
+    for (int32_t i = 0; i < length; i = next[i]) emit(token[i], ids, cap, count);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- encode and decode */
+
+int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
+                     int *ids, size_t cap, size_t *n_ids) {
+    const unsigned char *bytes = (const unsigned char *)text;
+    MergeScratch scratch;
+    size_t count = 0;
+    scratch_init(&scratch);
+    *n_ids = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        if (t->byte_token[bytes[i]] < 0) {
+            fprintf(stderr, "tokenizer: encode: byte 0x%02X at offset %zu has no token (got no "
+                    "single-byte token, expected one for every byte of the text)\n",
+                    bytes[i], i);
+            goto fail;
+        }
+    }
+    for (size_t start = 0; start < len;) {
+        size_t end = tokenizer_next_piece(text, len, start);
+        if (encode_piece(t, bytes + start, end - start, &scratch, ids, cap, &count) != 0) {
+            goto fail;
+        }
+        start = end;
+    }
+    if (count > cap) {
+        fprintf(stderr, "tokenizer: encode: output too small (got room for %zu ids, expected "
+                "%zu)\n", cap, count);
+        *n_ids = count;
+        goto fail;
+    }
+    scratch_free(&scratch);
+    *n_ids = count;
+    return 0;
+
+fail:
+    scratch_free(&scratch);
+    return -1;
+}
+
+const unsigned char *tokenizer_decode(const Tokenizer *t, int id, size_t *len) {
+    if (id < 0 || id >= t->vocab_size) {
+        *len = 0;
+        return NULL;
+    }
+    *len = t->offset[id + 1] - t->offset[id];
+    return t->bytes + t->offset[id];
+}
