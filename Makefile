@@ -51,10 +51,11 @@ run: all
 
 # ---- tests: one binary per module, each printing "NAME: N passed, N failed" ----
 TESTS = $(B)/tests/test_attention $(B)/tests/test_model $(B)/tests/test_tokenizer \
-        $(B)/tests/test_sampler $(B)/tests/test_cli
+        $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
 $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)
+$(B)/tests/test_tokenizer_llama: $(B)/tests/test_tokenizer_llama.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampler.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
 $(TESTS):

@@ -250,10 +250,10 @@ static char *read_prompt_file(const char *path, size_t *len) {
     return text;
 }
 
-/* Writes token id's bytes through the UTF-8 writer. */
-static void emit_token(Utf8Writer *w, const Tokenizer *tok, int id) {
+/* Writes token id's bytes, as they read after token prev, through the UTF-8 writer. */
+static void emit_token(Utf8Writer *w, const Tokenizer *tok, int prev, int id) {
     size_t len;
-    const unsigned char *bytes = tokenizer_decode(tok, id, &len);
+    const unsigned char *bytes = tokenizer_decode(tok, prev, id, &len);
     utf8_write(w, bytes, len);
 }
 
@@ -275,7 +275,8 @@ static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *
         goto fail;
     }
     if (tokenizer_encode(tok, text, len, ids, len + 1, &n_ids) != 0) goto fail;
-    if (n_ids == 0) ids[n_ids++] = tok->eot_id;   /* no prompt: start from end-of-text */
+    /* GPT-2 with no prompt starts from end-of-text (Llama's encode already gave BOS) */
+    if (n_ids == 0) ids[n_ids++] = tok->eot_id;
     for (size_t t = 0; t < n_ids; t++) {
         if (ids[t] >= c->vocab_size) {
             fprintf(stderr, "run: prompt token id out of range for the model (got %d at "
@@ -304,8 +305,9 @@ static int generate(const Options *o, Model *m, const Tokenizer *tok, Sampler *s
     int *ids = prompt_tokens(o, tok, c, &n_prompt);
     if (!ids) return EXIT_BAD_DATA;
     Utf8Writer out = {0};
-    int echo_from = (o->prompt || o->prompt_file) ? 0 : n_prompt;   /* don't print EOT */
-    for (int t = echo_from; t < n_prompt; t++) emit_token(&out, tok, ids[t]);
+    /* echo the prompt as its tokens decode, but not a BOS or end-of-text start token */
+    int first = (ids[0] == tok->bos_id || ids[0] == tok->eot_id) ? 1 : 0;
+    for (int t = first; t < n_prompt; t++) emit_token(&out, tok, t ? ids[t - 1] : -1, ids[t]);
     fflush(stdout);
 
     /* prefill: the prompt in chunks; only the last chunk's last row of logits is kept */
@@ -319,17 +321,18 @@ static int generate(const Options *o, Model *m, const Tokenizer *tok, Sampler *s
 
     /* decode: sample, print, feed back, one token at a time */
     start = now_seconds();
-    int generated = 0, pos = n_prompt, status = 0;
+    int generated = 0, pos = n_prompt, status = 0, prev = ids[n_prompt - 1];
     while (generated < o->steps) {
         int next = sampler_sample(sampler, row);
-        if (next == tok->eot_id) break;
+        if (next == tok->eot_id || next == tok->bos_id) break;   /* llama2.c stops at BOS */
         if (next >= tok->vocab_size) {
             fprintf(stderr, "\nrun: model produced token %d, which the tokenizer does not "
                     "have (expected 0..%d)\n", next, tok->vocab_size - 1);
             status = EXIT_BAD_DATA;
             break;
         }
-        emit_token(&out, tok, next);
+        emit_token(&out, tok, prev, next);
+        prev = next;
         fflush(stdout);
         generated++;
         if (generated == o->steps) break;

@@ -1,15 +1,20 @@
-/* tokenizer.c: GPT-2's byte-level BPE: load llm.c's tokenizer file, encode text, decode ids.
+/* tokenizer.c: byte-level BPE: load a GPT-2 (llm.c) or Llama (llama2.c) tokenizer file,
+ * encode text, decode ids.
  *
- * Encoding has two stages. Pre-tokenization splits the text into pieces with GPT-2's
+ * GPT-2 encoding has two stages. Pre-tokenization splits the text into pieces with GPT-2's
  * regex, written out by hand (no regex library). Then each piece starts as one token per
  * byte, and the adjacent pair whose bytes form the vocabulary token with the lowest id is
  * merged, again and again, as tiktoken does. There are no merge lists: the id is the rank.
  * It does not handle special tokens in text and never emits end-of-text.
+ * Llama encoding has no pre-tokenization: the text (after a dummy-prefix space) starts as
+ * one token per UTF-8 character, unknown characters fall back to byte tokens, and the
+ * pair with the highest score merges first, as llama2.c does. Both use the same merge loop.
  * Read tokenizer.h first; unicode.c holds the character classes.
  */
 #include "tokenizer.h"
 
 #include <errno.h>    /* errno */
+#include <math.h>     /* isfinite */
 #include <stdint.h>   /* uint32_t, int32_t, INT32_MAX, SIZE_MAX */
 #include <stdio.h>    /* FILE, fopen, fread, fseek, ftell, fprintf */
 #include <stdlib.h>   /* malloc, realloc, free */
@@ -57,8 +62,9 @@ static int table_find(const Tokenizer *t, const unsigned char *bytes, size_t len
     }
 }
 
-/* Fill the table with every token except end-of-text (a special token, never the result
- * of a merge), in id order, so a byte string that occurs twice keeps its lowest id. */
+/* Fill the table with every token, in id order, so a byte string that occurs twice keeps
+ * its lowest id. GPT-2's end-of-text is left out: a special token, never a merge result
+ * (llama2.c looks up every token, BOS and EOS included, so Llama keeps them). */
 static int table_build(Tokenizer *t, const char *path) {
     size_t size = 2;
     while (size < 2 * (size_t)t->vocab_size) size *= 2;   /* keep the load at most 1/2 */
@@ -71,7 +77,7 @@ static int table_build(Tokenizer *t, const char *path) {
     t->table_size = size;
     for (size_t slot = 0; slot < size; slot++) t->table[slot].id = -1;
     for (int id = 0; id < t->vocab_size; id++) {
-        if (id == t->eot_id) continue;
+        if (t->kind == TOKENIZER_GPT2 && id == t->eot_id) continue;
         const unsigned char *bytes = t->bytes + t->offset[id];
         size_t len = t->offset[id + 1] - t->offset[id];
         if (table_find(t, bytes, len) >= 0) continue;   /* a duplicate: keep the lower id */
@@ -115,25 +121,17 @@ static int file_size(FILE *file, const char *path, size_t *size) {
     return 0;
 }
 
-int tokenizer_load(Tokenizer *t, const char *path) {
+/* Reads llm.c's GPT-2 tokenizer file (size bytes, positioned at the start) into t. */
+static int load_gpt2(Tokenizer *t, FILE *file, size_t size, const char *path) {
     unsigned char header[HEADER_BYTES];
-    FILE *file = NULL;
-    size_t size = 0;
-    memset(t, 0, sizeof *t);
-
-    file = fopen(path, "rb");
-    if (!file) {
-        fprintf(stderr, "tokenizer: %s: cannot open (got \"%s\", expected a readable file)\n",
-                path, strerror(errno));
-        goto fail;
-    }
-    if (file_size(file, path, &size) != 0) goto fail;
+    t->kind = TOKENIZER_GPT2;
+    t->bos_id = -1;
     if (size < HEADER_BYTES) {
         fprintf(stderr, "tokenizer: %s: file too short for the header (got %zu bytes, "
                 "expected at least %d)\n", path, size, HEADER_BYTES);
-        goto fail;
+        return -1;
     }
-    if (read_exact(file, header, HEADER_BYTES, path, "header") != 0) goto fail;
+    if (read_exact(file, header, HEADER_BYTES, path, "header") != 0) return -1;
 
     // validate the header before allocating anything
     uint32_t magic = read_u32_le(header), version = read_u32_le(header + 4);
@@ -141,7 +139,7 @@ int tokenizer_load(Tokenizer *t, const char *path) {
     if (magic != TOKENIZER_MAGIC) {
         fprintf(stderr, "tokenizer: %s: bad magic (got %u, expected %d)\n",
                 path, (unsigned)magic, TOKENIZER_MAGIC);
-        goto fail;
+        return -1;
     }
     if (version == 1) {   /* llm.c's first format: the GPT-2 sizes are implied */
         vocab_size = TOKENIZER_GPT2_VOCAB;
@@ -149,17 +147,17 @@ int tokenizer_load(Tokenizer *t, const char *path) {
     } else if (version != 2) {
         fprintf(stderr, "tokenizer: %s: unknown version (got %u, expected 1 or 2)\n",
                 path, (unsigned)version);
-        goto fail;
+        return -1;
     }
     if (vocab_size == 0 || vocab_size > TOKENIZER_MAX_VOCAB) {
         fprintf(stderr, "tokenizer: %s: bad vocab_size (got %u, expected 1..%d)\n",
                 path, (unsigned)vocab_size, TOKENIZER_MAX_VOCAB);
-        goto fail;
+        return -1;
     }
     if (eot_id >= vocab_size) {
         fprintf(stderr, "tokenizer: %s: eot id out of range (got %u, expected 0..%u)\n",
                 path, (unsigned)eot_id, (unsigned)vocab_size - 1);
-        goto fail;
+        return -1;
     }
     t->vocab_size = (int)vocab_size;
     t->eot_id = (int)eot_id;
@@ -170,21 +168,21 @@ int tokenizer_load(Tokenizer *t, const char *path) {
     if (data_size < min_data) {
         fprintf(stderr, "tokenizer: %s: truncated (got %zu bytes of tokens, expected at least "
                 "%zu for %u tokens)\n", path, data_size, min_data, (unsigned)vocab_size);
-        goto fail;
+        return -1;
     }
     if (data_size > max_data) {
         fprintf(stderr, "tokenizer: %s: trailing bytes (got %zu bytes of tokens, expected at "
                 "most %zu for %u tokens)\n", path, data_size, max_data, (unsigned)vocab_size);
-        goto fail;
+        return -1;
     }
     t->bytes = malloc(data_size);
     t->offset = malloc(((size_t)vocab_size + 1) * sizeof *t->offset);
     if (!t->bytes || !t->offset) {
         fprintf(stderr, "tokenizer: %s: out of memory (got no %zu bytes for the tokens, "
                 "expected malloc to succeed)\n", path, data_size);
-        goto fail;
+        return -1;
     }
-    if (read_exact(file, t->bytes, data_size, path, "tokens") != 0) goto fail;
+    if (read_exact(file, t->bytes, data_size, path, "tokens") != 0) return -1;
 
     // drop the length bytes in place: write_pos never passes read_pos
     size_t read_pos = 0, write_pos = 0;
@@ -192,18 +190,18 @@ int tokenizer_load(Tokenizer *t, const char *path) {
         if (read_pos == data_size) {
             fprintf(stderr, "tokenizer: %s: truncated (got %d tokens, expected %d)\n",
                     path, id, t->vocab_size);
-            goto fail;
+            return -1;
         }
         size_t len = t->bytes[read_pos++];
         if (len == 0) {
             fprintf(stderr, "tokenizer: %s: token %d is empty (got length 0, expected 1..%d)\n",
                     path, id, MAX_TOKEN_BYTES);
-            goto fail;
+            return -1;
         }
         if (len > data_size - read_pos) {
             fprintf(stderr, "tokenizer: %s: truncated in token %d (got %zu bytes, expected %zu)\n",
                     path, id, data_size - read_pos, len);
-            goto fail;
+            return -1;
         }
         t->offset[id] = (uint32_t)write_pos;
         memmove(t->bytes + write_pos, t->bytes + read_pos, len);
@@ -215,7 +213,7 @@ int tokenizer_load(Tokenizer *t, const char *path) {
     if (read_pos != data_size) {
         fprintf(stderr, "tokenizer: %s: trailing bytes after the last token (got file size %zu, "
                 "expected %zu)\n", path, size, HEADER_BYTES + read_pos);
-        goto fail;
+        return -1;
     }
     unsigned char *shrunk = realloc(t->bytes, write_pos);   /* give back the length bytes */
     if (shrunk) t->bytes = shrunk;                          /* (a failed shrink is harmless) */
@@ -228,10 +226,142 @@ int tokenizer_load(Tokenizer *t, const char *path) {
             t->byte_token[b] = id;
         }
     }
-    if (table_build(t, path) != 0) goto fail;
+    t->rank = malloc((size_t)t->vocab_size * sizeof *t->rank);
+    if (!t->rank) {
+        fprintf(stderr, "tokenizer: %s: out of memory for %d ranks\n", path, t->vocab_size);
+        return -1;
+    }
+    for (int id = 0; id < t->vocab_size; id++) t->rank[id] = id;   /* the id is the rank */
+    return table_build(t, path);
+}
+
+/* A token's score and id, sorted to rank the scores. */
+typedef struct {
+    float score;
+    int32_t id;
+} ScoredId;
+
+/* Orders by descending score, then ascending id. */
+static int by_score_desc(const void *a, const void *b) {
+    const ScoredId *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Reads llama2.c's tokenizer file (size bytes, positioned at the start) into t. */
+static int load_llama(Tokenizer *t, FILE *file, size_t size, const char *path) {
+    t->kind = TOKENIZER_LLAMA;
+    t->bos_id = TOKENIZER_LLAMA_BOS;
+    t->eot_id = TOKENIZER_LLAMA_EOS;
+    unsigned char *data = malloc(size ? size : 1);
+    ScoredId *order = NULL;
+    if (!data) {
+        fprintf(stderr, "tokenizer: %s: out of memory for a %zu-byte file\n", path, size);
+        return -1;
+    }
+    if (read_exact(file, data, size, path, "file") != 0) goto fail;
+    // pass 1: validate every record and count the tokens and their bytes
+    if (size < 4) {
+        fprintf(stderr, "tokenizer: %s: file too short (got %zu bytes, expected a 4-byte "
+                "max_token_length then tokens)\n", path, size);
+        goto fail;
+    }
+    uint32_t max_len = read_u32_le(data);
+    if (max_len < 1 || max_len > TOKENIZER_MAX_TOKEN_LEN) {
+        fprintf(stderr, "tokenizer: %s: bad max_token_length (got %d, expected 1..%d; or a GPT-2 "
+                "file, which starts with magic %d)\n", path, (int32_t)max_len,
+                TOKENIZER_MAX_TOKEN_LEN, TOKENIZER_MAGIC);
+        goto fail;
+    }
+    size_t pos = 4, n_tokens = 0, total = 0;
+    while (pos < size) {
+        if (size - pos < 8) {
+            fprintf(stderr, "tokenizer: %s: truncated after token %zu (got %zu bytes, expected "
+                    "8 for a score and a length)\n", path, n_tokens, size - pos);
+            goto fail;
+        }
+        float score;
+        uint32_t bits = read_u32_le(data + pos), len = read_u32_le(data + pos + 4);
+        memcpy(&score, &bits, sizeof score);
+        if (!isfinite(score) || len > max_len || len > size - pos - 8) {
+            fprintf(stderr, "tokenizer: %s: bad token %zu (got score %g, length %d with %zu bytes "
+                    "left, expected a finite score and a length 0..%u)\n", path, n_tokens,
+                    (double)score, (int32_t)len, size - pos - 8, (unsigned)max_len);
+            goto fail;
+        }
+        pos += 8 + len;
+        total += len;
+        if (++n_tokens > TOKENIZER_MAX_VOCAB) {
+            fprintf(stderr, "tokenizer: %s: too many tokens (expected at most %d)\n", path,
+                    TOKENIZER_MAX_VOCAB);
+            goto fail;
+        }
+    }
+    if (n_tokens <= TOKENIZER_LLAMA_EOS) {
+        fprintf(stderr, "tokenizer: %s: too few tokens (got %zu, expected at least %d: "
+                "<unk>, BOS, EOS)\n", path, n_tokens, TOKENIZER_LLAMA_EOS + 1);
+        goto fail;
+    }
+    // pass 2: copy the bytes and scores out
+    t->vocab_size = (int)n_tokens;
+    t->bytes = malloc(total ? total : 1);
+    t->offset = malloc((n_tokens + 1) * sizeof *t->offset);
+    t->rank = malloc(n_tokens * sizeof *t->rank);
+    order = malloc(n_tokens * sizeof *order);
+    if (!t->bytes || !t->offset || !t->rank || !order) {
+        fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, n_tokens);
+        goto fail;
+    }
+    pos = 4;
+    size_t written = 0;
+    for (size_t id = 0; id < n_tokens; id++) {
+        uint32_t bits = read_u32_le(data + pos), len = read_u32_le(data + pos + 4);
+        memcpy(&order[id].score, &bits, sizeof order[id].score);
+        order[id].id = (int32_t)id;
+        t->offset[id] = (uint32_t)written;
+        memcpy(t->bytes + written, data + pos + 8, len);
+        written += len;
+        pos += 8 + len;
+        if (len > t->max_token_len) t->max_token_len = len;
+    }
+    t->offset[n_tokens] = (uint32_t)written;
+    // rank = position in descending score order; equal scores share a rank, so between
+    // them the leftmost pair merges first, as in llama2.c's scan
+    qsort(order, n_tokens, sizeof *order, by_score_desc);
+    int32_t rank = 0;
+    for (size_t i = 0; i < n_tokens; i++) {
+        if (i > 0 && order[i].score != order[i - 1].score) rank = (int32_t)i;
+        t->rank[order[i].id] = rank;
+    }
+    for (int b = 0; b < 256; b++) t->byte_token[b] = -1;   /* Llama falls back to <0xHH> */
+    free(data);
+    free(order);
+    return table_build(t, path);
+fail:
+    free(data);
+    free(order);
+    return -1;
+}
+
+int tokenizer_load(Tokenizer *t, const char *path) {
+    size_t size = 0;
+    unsigned char first[4];
+    memset(t, 0, sizeof *t);
+    for (int b = 0; b < 256; b++) t->byte_values[b] = (unsigned char)b;
+    FILE *file = fopen(path, "rb");
+    if (!file) {
+        fprintf(stderr, "tokenizer: %s: cannot open (got \"%s\", expected a readable file)\n",
+                path, strerror(errno));
+        goto fail;
+    }
+    if (file_size(file, path, &size) != 0) goto fail;
+    // llm.c's files start with their magic; llama2.c's with a small max_token_length
+    int is_gpt2 = size >= 4 && fread(first, 1, 4, file) == 4 &&
+                  read_u32_le(first) == TOKENIZER_MAGIC;
+    if (fseek(file, 0, SEEK_SET) != 0) goto fail;
+    if ((is_gpt2 ? load_gpt2 : load_llama)(t, file, size, path) != 0) goto fail;
     fclose(file);
     return 0;
-
 fail:
     if (file) fclose(file);
     tokenizer_free(t);
@@ -239,6 +369,7 @@ fail:
 }
 
 void tokenizer_free(Tokenizer *t) {
+    free(t->rank);
     free(t->bytes);
     free(t->offset);
     free(t->table);
@@ -330,9 +461,10 @@ size_t tokenizer_next_piece(const char *text, size_t len, size_t start) {
 /* ---------------------------------------------------------------- merging one piece */
 
 /* A pair of adjacent tokens that could merge: they cover piece[start .. end) and would
- * become token `rank`. The heap holds these, lowest rank first. */
+ * become token `id`. The heap holds these, lowest rank first. */
 typedef struct {
-    int32_t rank;    /* id of the merged token: the lowest merges first */
+    int32_t rank;    /* t->rank of the merged token: the lowest merges first */
+    int32_t id;      /* id of the merged token */
     int32_t start;   /* byte offset of the left token */
     int32_t end;     /* byte offset just past the right token */
 } MergeCandidate;
@@ -434,11 +566,19 @@ static MergeCandidate heap_pop(MergeCandidate *heap, size_t *count) {
 /* Push the pair covering piece[start .. end) if its bytes form a token. */
 static void push_pair(const Tokenizer *t, const unsigned char *piece, int32_t start,
                       int32_t end, MergeScratch *scratch, size_t *heap_count) {
-    int rank = table_find(t, piece + start, (size_t)(end - start));
-    if (rank >= 0) {
-        MergeCandidate candidate = {rank, start, end};
+    int id = table_find(t, piece + start, (size_t)(end - start));
+    if (id >= 0) {
+        MergeCandidate candidate = {t->rank[id], id, start, end};
         heap_push(scratch->heap, heap_count, candidate);
     }
+}
+
+/* Length of the character at s[i] (i < n) as llama2.c's encode groups bytes: a byte and
+ * the continuation bytes (10xxxxxx) after it, at most four bytes in all. */
+static size_t llama_char_length(const unsigned char *s, size_t n, size_t i) {
+    size_t j = i + 1;
+    while (j < n && (s[j] & 0xC0) == 0x80 && j - i < 4) j++;
+    return j - i;
 }
 
 /* Append id to ids if it fits; *count counts every id, so it ends as the size needed. */
@@ -447,13 +587,16 @@ static void emit(int id, int *ids, size_t cap, size_t *count) {
     (*count)++;
 }
 
-/* Encode one piece of n >= 1 bytes, all of which have single-byte tokens. Instead of
- * rescanning every pair after each merge (quadratic in n), a heap keeps the candidate
- * pairs ordered; entries made stale by an earlier merge are skipped when popped. */
+/* Encode one piece of n >= 1 bytes. GPT-2 starts from one token per byte (all bytes
+ * have single-byte tokens); Llama from one token per character (all of which are in
+ * the vocabulary). Instead of rescanning every pair after each merge (quadratic in n),
+ * a heap keeps the candidate pairs ordered; entries made stale by an earlier merge are
+ * skipped when popped. */
 static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n,
                         MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+    int by_character = t->kind == TOKENIZER_LLAMA;
     // a piece that is itself a token is taken whole, as tiktoken does before merging
-    int whole = table_find(t, piece, n);
+    int whole = by_character ? -1 : table_find(t, piece, n);
     if (whole >= 0) {
         emit(whole, ids, cap, count);
         return 0;
@@ -463,13 +606,16 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
     int32_t length = (int32_t)n;
     size_t heap_count = 0;
 
-    // one token per byte, and a candidate for every adjacent pair
-    for (int32_t i = 0; i < length; i++) {
-        prev[i] = i - 1;
-        next[i] = i + 1;
-        token[i] = t->byte_token[piece[i]];
+    // the starting tokens, linked, and a candidate for every adjacent pair
+    for (int32_t i = 0, last = -1; i < length; last = i, i = next[i]) {
+        int32_t width = by_character ? (int32_t)llama_char_length(piece, n, (size_t)i) : 1;
+        prev[i] = last;
+        next[i] = i + width;
+        token[i] = by_character ? table_find(t, piece + i, (size_t)width)
+                                : t->byte_token[piece[i]];
     }
-    for (int32_t i = 0; i + 1 < length; i++) push_pair(t, piece, i, i + 2, scratch, &heap_count);
+    for (int32_t i = 0; next[i] < length; i = next[i])
+        push_pair(t, piece, i, next[next[i]], scratch, &heap_count);
 
     while (heap_count > 0) {
         MergeCandidate best = heap_pop(scratch->heap, &heap_count);
@@ -477,7 +623,7 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
         // that ends at best.end (then the pair's bytes, hence its rank, are unchanged)
         int32_t left = best.start, right = next[left];
         if (token[left] < 0 || right >= length || next[right] != best.end) continue;
-        token[left] = best.rank;
+        token[left] = best.id;
         token[right] = -1;
         next[left] = best.end;
         if (best.end < length) prev[best.end] = left;
@@ -491,6 +637,74 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
 
 /* ---------------------------------------------------------------- encode and decode */
 
+/* GPT-2: pre-tokenize, then merge each piece. */
+static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t len,
+                       MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+    for (size_t i = 0; i < len; i++) {
+        if (t->byte_token[bytes[i]] < 0) {
+            fprintf(stderr, "tokenizer: encode: byte 0x%02X at offset %zu has no token (got no "
+                    "single-byte token, expected one for every byte of the text)\n",
+                    bytes[i], i);
+            return -1;
+        }
+    }
+    for (size_t start = 0; start < len;) {
+        size_t end = tokenizer_next_piece((const char *)bytes, len, start);
+        if (encode_piece(t, bytes + start, end - start, scratch, ids, cap, count) != 0)
+            return -1;
+        start = end;
+    }
+    return 0;
+}
+
+/* Llama: BOS, then " " + text as runs of known characters, merged, separated by the
+ * byte-fallback tokens of unknown characters (which never merge: llama2.c looks up
+ * "<0xE2><0x80>" and finds nothing). */
+static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t len,
+                        MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+    emit(t->bos_id, ids, cap, count);
+    if (len == 0) return 0;
+    if (table_find(t, (const unsigned char *)" ", 1) < 0) {
+        fprintf(stderr, "tokenizer: encode: the vocabulary has no \" \" token for the dummy "
+                "prefix (expected one, as llama2.c's encode needs)\n");
+        return -1;
+    }
+    unsigned char *buffer = malloc(len + 1);   /* " " + text */
+    if (!buffer) {
+        fprintf(stderr, "tokenizer: encode: out of memory for %zu bytes\n", len + 1);
+        return -1;
+    }
+    buffer[0] = ' ';
+    memcpy(buffer + 1, text, len);
+    size_t n = len + 1, run_start = 0, i = 0;
+    int status = 0;
+    while (i < n && status == 0) {
+        size_t width = llama_char_length(buffer, n, i);
+        if (table_find(t, buffer + i, width) < 0) {
+            // merge the run of known characters so far, then fall back to bytes
+            if (i > run_start)
+                status = encode_piece(t, buffer + run_start, i - run_start, scratch, ids, cap,
+                                      count);
+            for (size_t k = i; k < i + width && status == 0; k++) {
+                int id = TOKENIZER_LLAMA_BYTE0 + buffer[k];
+                if (id >= t->vocab_size) {
+                    fprintf(stderr, "tokenizer: encode: byte 0x%02X has no fallback token (got "
+                            "vocab %d, expected at least %d)\n", buffer[k], t->vocab_size,
+                            id + 1);
+                    status = -1;
+                }
+                emit(id, ids, cap, count);
+            }
+            run_start = i + width;
+        }
+        i += width;
+    }
+    if (status == 0 && n > run_start)
+        status = encode_piece(t, buffer + run_start, n - run_start, scratch, ids, cap, count);
+    free(buffer);
+    return status;
+}
+
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
                      int *ids, size_t cap, size_t *n_ids) {
     const unsigned char *bytes = (const unsigned char *)text;
@@ -498,42 +712,49 @@ int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
     size_t count = 0;
     scratch_init(&scratch);
     *n_ids = 0;
-
-    for (size_t i = 0; i < len; i++) {
-        if (t->byte_token[bytes[i]] < 0) {
-            fprintf(stderr, "tokenizer: encode: byte 0x%02X at offset %zu has no token (got no "
-                    "single-byte token, expected one for every byte of the text)\n",
-                    bytes[i], i);
-            goto fail;
-        }
-    }
-    for (size_t start = 0; start < len;) {
-        size_t end = tokenizer_next_piece(text, len, start);
-        if (encode_piece(t, bytes + start, end - start, &scratch, ids, cap, &count) != 0) {
-            goto fail;
-        }
-        start = end;
-    }
+    int status = t->kind == TOKENIZER_GPT2
+                 ? encode_gpt2(t, bytes, len, &scratch, ids, cap, &count)
+                 : encode_llama(t, bytes, len, &scratch, ids, cap, &count);
+    scratch_free(&scratch);
+    if (status != 0) return -1;
     if (count > cap) {
         fprintf(stderr, "tokenizer: encode: output too small (got room for %zu ids, expected "
                 "%zu)\n", cap, count);
         *n_ids = count;
-        goto fail;
+        return -1;
     }
-    scratch_free(&scratch);
     *n_ids = count;
     return 0;
-
-fail:
-    scratch_free(&scratch);
-    return -1;
 }
 
-const unsigned char *tokenizer_decode(const Tokenizer *t, int id, size_t *len) {
+/* The byte b if token id is spelled "<0xHH>" (a Llama byte-fallback token), else -1. */
+static int byte_token_value(const Tokenizer *t, int id) {
+    const unsigned char *s = t->bytes + t->offset[id];
+    static const char hex[] = "0123456789ABCDEF";
+    if (t->offset[id + 1] - t->offset[id] != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>')
+        return -1;
+    const char *hi = memchr(hex, s[3], 16), *lo = memchr(hex, s[4], 16);
+    if (!hi || !lo || !s[3] || !s[4]) return -1;
+    return (int)((hi - hex) * 16 + (lo - hex));
+}
+
+const unsigned char *tokenizer_decode(const Tokenizer *t, int prev_id, int id, size_t *len) {
     if (id < 0 || id >= t->vocab_size) {
         *len = 0;
         return NULL;
     }
+    const unsigned char *bytes = t->bytes + t->offset[id];
     *len = t->offset[id + 1] - t->offset[id];
-    return t->bytes + t->offset[id];
+    if (t->kind == TOKENIZER_LLAMA) {
+        int byte = byte_token_value(t, id);
+        if (byte >= 0) {
+            *len = 1;
+            return &t->byte_values[byte];
+        }
+        if (prev_id == t->bos_id && *len > 0 && bytes[0] == ' ') {   /* llama2.c strips it */
+            bytes++;
+            (*len)--;
+        }
+    }
+    return bytes;
 }

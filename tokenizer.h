@@ -1,9 +1,14 @@
-/* tokenizer.h: GPT-2 byte-level BPE, read from llm.c's tokenizer file.
+/* tokenizer.h: byte-level BPE tokenizers of two families, told apart by the file.
  *
- * File format (little-endian): a header of 256 uint32 {magic 20240328, version,
- * vocab_size, eot_id, 0...}; version 1 implies vocab_size 50257 and eot 50256,
- * version 2 stores them. Then, for each id in order, a uint8 length (>= 1) and
- * that many raw bytes. Tokens are raw bytes, not GPT-2's unicode-mapped strings.
+ * GPT-2 (llm.c's file, little-endian): a header of 256 uint32 {magic 20240328, version,
+ * vocab_size, eot_id, 0...}; version 1 implies vocab_size 50257 and eot 50256, version
+ * 2 stores them. Then, for each id in order, a uint8 length (>= 1) and that many raw
+ * bytes. Tokens are raw bytes, not GPT-2's unicode-mapped strings. Merging: lowest id.
+ *
+ * Llama (llama2.c's tokenizer.bin, SentencePiece-style): an int32 max_token_length,
+ * then for each id until the end of the file a float32 score, an int32 length and the
+ * bytes. Merging: highest score. Ids 1 and 2 are BOS and EOS, ids 3..258 the byte
+ * fallback tokens <0x00>..<0xFF>; encoding adds BOS and a "dummy prefix" space.
  */
 #ifndef TOKENIZER_H
 #define TOKENIZER_H
@@ -18,15 +23,28 @@
 #ifndef TOKENIZER_MAX_VOCAB
 #define TOKENIZER_MAX_VOCAB (1 << 20) /* sanity bound on vocab_size */
 #endif
+#define TOKENIZER_LLAMA_BOS 1         /* llama2.c: beginning of sequence */
+#define TOKENIZER_LLAMA_EOS 2         /* llama2.c: end of sequence */
+#define TOKENIZER_LLAMA_BYTE0 3       /* llama2.c: id of byte-fallback token <0x00> */
+#ifndef TOKENIZER_MAX_TOKEN_LEN
+#define TOKENIZER_MAX_TOKEN_LEN 65536 /* sanity bound on a Llama token's length */
+#endif
 #ifndef TOKENIZER_SMALL_PIECE
 #define TOKENIZER_SMALL_PIECE 64      /* pieces up to this many bytes merge in stack memory */
 #endif
 
 typedef struct TokenizerEntry TokenizerEntry;
 
+typedef enum { TOKENIZER_GPT2, TOKENIZER_LLAMA } TokenizerKind;
+
 typedef struct {
+    TokenizerKind kind;      /* which file format, hence which encoding rules */
     int vocab_size;          /* number of tokens */
-    int eot_id;              /* end-of-text token id */
+    int eot_id;              /* end-of-text token id (Llama: EOS) */
+    int bos_id;              /* beginning-of-sequence id (Llama: BOS), or -1 (GPT-2) */
+    int32_t *rank;           /* (vocab_size,) merge priority, lowest first: the id itself for
+                                GPT-2, the rank of the score (descending) for Llama; owned */
+    unsigned char byte_values[256];  /* byte_values[b] == b: what <0xHH> decodes to */
     unsigned char *bytes;    /* (total_bytes,) all token bytes, concatenated; owned */
     uint32_t *offset;        /* (vocab_size + 1,) token i: bytes[offset[i] .. offset[i+1]); owned */
     int byte_token[256];     /* lowest non-eot id of each single byte, or -1 */
@@ -42,10 +60,12 @@ int tokenizer_load(Tokenizer *t, const char *path);
 /* Release everything tokenizer_load allocated. Safe on a zeroed or freed Tokenizer. */
 void tokenizer_free(Tokenizer *t);
 
-/* Encode len bytes of text (any bytes, invalid UTF-8 included) into token ids with
- * GPT-2's pre-tokenization and lowest-id merging. Writes at most cap ids to ids and
+/* Encode len bytes of text (any bytes, invalid UTF-8 included) into token ids. GPT-2:
+ * pre-tokenization, then lowest-id merging; end-of-text is not added. Llama: BOS, then
+ * (for non-empty text) a space and the text, merged by highest score as llama2.c's
+ * encode(text, bos=1, eos=0) does, with byte fallback for unknown characters. Writes at most cap ids to ids and
  * the count to *n_ids. Returns 0, or -1 (with a stderr line) if cap is too small or
- * some byte has no single-byte token. Does not add end-of-text. When cap is too small
+ * some byte has no token. When cap is too small
  * *n_ids receives the count needed; on other failures it is 0. Allocates only for
  * pieces longer than TOKENIZER_SMALL_PIECE bytes (freed before returning); the eot
  * token is never produced, so "<|endoftext|>" in text is encoded as plain text. */
@@ -53,9 +73,11 @@ int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
                      int *ids, size_t cap, size_t *n_ids);
 
 /* The raw bytes of token id (not NUL-terminated; a token may contain 0x00), and
- * its length in *len. The pointer is owned by the tokenizer. id must be in
+ * its length in *len, when it follows token prev_id (-1 for none). For Llama, as
+ * llama2.c prints it: a byte token <0xHH> is the byte HH, and a leading space is
+ * dropped right after BOS. The pointer is owned by the tokenizer. id must be in
  * [0, vocab_size): callers validate ids first (outside it: NULL and *len 0). */
-const unsigned char *tokenizer_decode(const Tokenizer *t, int id, size_t *len);
+const unsigned char *tokenizer_decode(const Tokenizer *t, int prev_id, int id, size_t *len);
 
 /* GPT-2 pre-tokenization: the end offset (exclusive) of the piece of text[0 .. len)
  * that starts at byte start (start < len, else returns len), exactly as the regex

@@ -2,6 +2,7 @@
 #include "check.h"
 
 #include <errno.h>    /* errno */
+#include <limits.h>   /* INT_MIN, INT_MAX */
 #include <math.h>     /* fabs, isnan */
 #include <stdarg.h>   /* va_list */
 #include <stdio.h>    /* printf, fopen */
@@ -125,4 +126,45 @@ int check_run(const char *command, char **out, char **err) {
     if (err) *err = e; else free(e);
     if (status == -1 || !WIFEXITED(status)) return -1;
     return WEXITSTATUS(status);
+}
+
+const char *check_json_field(const char *line, const char *key) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\": ", key);
+    const char *at = strstr(line, pattern);
+    return at ? at + strlen(pattern) : NULL;
+}
+
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+int check_json_hex(const char *line, const char *key, char *out, size_t cap, size_t *len) {
+    const char *hex = check_json_field(line, key);
+    *len = 0;
+    if (!hex || *hex != '"') return -1;
+    for (hex++; *hex != '"'; hex += 2) {
+        int high = hex_digit(hex[0]), low = high < 0 ? -1 : hex_digit(hex[1]);
+        if (high < 0 || low < 0 || *len == cap) return -1;
+        out[(*len)++] = (char)(high * 16 + low);
+    }
+    return 0;
+}
+
+int check_json_ints(const char *line, const char *key, int *out, size_t cap, size_t *n) {
+    const char *list = check_json_field(line, key);
+    *n = 0;
+    if (!list || *list != '[') return -1;
+    for (list++; *list != ']';) {
+        char *end;
+        long value = strtol(list, &end, 10);
+        if (end == list || value < INT_MIN || value > INT_MAX || *n == cap) return -1;
+        out[(*n)++] = (int)value;
+        list = end;
+        while (*list == ',' || *list == ' ') list++;
+    }
+    return 0;
 }

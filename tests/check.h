@@ -42,4 +42,18 @@ void *check_read_file(const char *path, size_t *size);
  * if the command could not be run or was killed by a signal. */
 int check_run(const char *command, char **out, char **err);
 
+/* ---- reading the reference cases (.jsonl: one flat JSON object per line) ---- */
+
+/* Pointer just past `"key": ` in line, or NULL. Enough for the reference files, whose
+ * keys never occur inside strings (every quote in a string is escaped). */
+const char *check_json_field(const char *line, const char *key);
+
+/* Decode the hex string value of key into out (at most cap bytes); *len gets the count.
+ * Returns 0, or -1 if the key is missing or the value is not a hex string that fits. */
+int check_json_hex(const char *line, const char *key, char *out, size_t cap, size_t *len);
+
+/* Parse the integer array value of key into out (at most cap); *n gets the count.
+ * Returns 0, or -1 if the key is missing or the value is not such an array that fits. */
+int check_json_ints(const char *line, const char *key, int *out, size_t cap, size_t *n);
+
 #endif /* CHECK_H */

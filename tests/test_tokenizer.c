@@ -70,7 +70,7 @@ static int round_trips(const Tokenizer *t, const char *text, size_t len, size_t 
     size_t at = 0;
     for (size_t i = 0; i < *n_ids; i++) {
         size_t token_len;
-        const unsigned char *bytes = tokenizer_decode(t, ids[i], &token_len);
+        const unsigned char *bytes = tokenizer_decode(t, -1, ids[i], &token_len);
         if (!bytes || ids[i] == t->eot_id || token_len > len - at) goto done;
         memcpy(back + at, bytes, token_len);
         at += token_len;
@@ -270,8 +270,8 @@ static void test_synthetic(const char *dir) {
     check_true(tokenizer_encode(&t, "", 0, ids, 0, &n_ids) == 0 && n_ids == 0,
                "encode of empty text gives no ids");
     size_t len = 99;
-    check_true(tokenizer_decode(&t, SYN_VOCAB, &len) == NULL && len == 0 &&
-               tokenizer_decode(&t, -1, &len) == NULL, "decode rejects ids outside the vocab");
+    check_true(tokenizer_decode(&t, -1, SYN_VOCAB, &len) == NULL && len == 0 &&
+               tokenizer_decode(&t, -1, -1, &len) == NULL, "decode rejects ids outside the vocab");
     tokenizer_free(&t);
     tokenizer_free(&t);
     remove(path);
@@ -418,48 +418,17 @@ static void test_load_failures(const char *dir) {
 
 /* ---------------------------------------------------------------- reference cases */
 
-/* Pointer just past `"key": ` in line, or NULL. Keys cannot occur inside JSON strings,
- * where every quote is escaped. */
-static const char *field(const char *line, const char *key) {
-    char pattern[64];
-    snprintf(pattern, sizeof pattern, "\"%s\": ", key);
-    const char *at = strstr(line, pattern);
-    return at ? at + strlen(pattern) : NULL;
-}
-
-static int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 /* Parse one case line: its name (copied into name), the text from "utf8_hex" into text
- * and the "ids" array into ids; text and ids must hold strlen(line) entries. */
+ * and the "ids" array into ids; text and ids must hold cap entries. */
 static int parse_case(const char *line, char *name, size_t name_cap, char *text,
-                      size_t *text_len, int *ids, size_t *n_ids) {
-    const char *p = field(line, "name"), *hex = field(line, "utf8_hex");
-    const char *list = field(line, "ids");
-    if (!p || !hex || !list || *p != '"' || *hex != '"' || *list != '[') return -1;
+                      size_t *text_len, int *ids, size_t *n_ids, size_t cap) {
+    const char *p = check_json_field(line, "name");
+    if (!p || *p != '"') return -1;
     size_t n = 0;
     for (p++; *p && *p != '"' && n + 1 < name_cap; p++) name[n++] = *p;
     name[n] = '\0';
-    *text_len = 0;
-    for (hex++; *hex != '"'; hex += 2) {
-        int high = hex_digit(hex[0]), low = high < 0 ? -1 : hex_digit(hex[1]);
-        if (high < 0 || low < 0) return -1;
-        text[(*text_len)++] = (char)(high * 16 + low);
-    }
-    *n_ids = 0;
-    for (list++; *list != ']';) {
-        char *end;
-        long id = strtol(list, &end, 10);
-        if (end == list || id < 0 || id > TOKENIZER_MAX_VOCAB) return -1;
-        ids[(*n_ids)++] = (int)id;
-        list = end;
-        while (*list == ',' || *list == ' ') list++;
-    }
-    return 0;
+    if (check_json_hex(line, "utf8_hex", text, cap, text_len) != 0) return -1;
+    return check_json_ints(line, "ids", ids, cap, n_ids);
 }
 
 /* Encode and decode every reference case, comparing ids and bytes exactly. */
@@ -485,7 +454,7 @@ static void test_reference_cases(const Tokenizer *t, const char *shared) {
         char name[128];
         size_t text_len, n_want, n_got = 0;
         total++;
-        if (parse_case(line, name, sizeof name, text, &text_len, want, &n_want) != 0) {
+        if (parse_case(line, name, sizeof name, text, &text_len, want, &n_want, size + 1) != 0) {
             check_true(0, "case %d: cannot parse the line", total);
             continue;
         }

@@ -1,0 +1,115 @@
+/* test_tokenizer_llama.c: tokenizer.c on llama2.c's tokenizer files (SentencePiece-style
+ * BPE with scores, byte fallback, BOS and a dummy-prefix space).
+ *
+ * Reference: SHARED/testdata/llama2c/tokenizer_cases.jsonl, made by llama2.c's own run.c
+ * (encode(text, bos=1, eos=0) with tokenizer.bin, and what its decode + safe_printf print;
+ * see manifest.json). Each case checks the ids exactly, the raw decoded bytes against
+ * "decoded_raw_hex", and, through a transcription of llama2.c's safe_printf below,
+ * the printed text against "decoded_hex".
+ */
+#include "tokenizer.h"
+
+#include <ctype.h>     /* isprint, isspace */
+#include <stdio.h>     /* printf, snprintf */
+#include <stdlib.h>    /* malloc, free */
+#include <string.h>    /* memcmp, memchr, strlen */
+
+#include "tests/check.h"   /* check_*, check_json_* */
+
+#define CAP 4096   /* bytes or ids per case: the longest case is far shorter */
+
+/* Appends what llama2.c's safe_printf prints for a piece: nothing for an empty piece or
+ * a single byte that is neither printable nor space, else the bytes up to a NUL. */
+static void safe_print(char *out, size_t *n, const unsigned char *piece, size_t len) {
+    if (len == 0) return;
+    if (len == 1 && !(isprint(piece[0]) || isspace(piece[0]))) return;
+    for (size_t i = 0; i < len && piece[i] != 0 && *n < CAP; i++) out[(*n)++] = (char)piece[i];
+}
+
+static void test_cases(const Tokenizer *t, const char *shared) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/testdata/llama2c/tokenizer_cases.jsonl", shared);
+    size_t size;
+    char *data = check_read_file(path, &size);
+    if (!check_true(data != NULL, "read %s", path)) return;
+    static char text[CAP], raw_want[CAP], printed_want[CAP], raw[CAP], printed[CAP];
+    static int want[CAP], got[CAP];
+    int total = 0, passing = 0;
+    for (char *line = data; line < data + size;) {
+        char *newline = memchr(line, '\n', (size_t)(data + size - line));
+        if (newline) *newline = '\0';
+        size_t text_len, raw_len, printed_len, n_want, n_got;
+        if (*line && check_json_hex(line, "text_hex", text, CAP, &text_len) == 0 &&
+            check_json_hex(line, "decoded_raw_hex", raw_want, CAP, &raw_len) == 0 &&
+            check_json_hex(line, "decoded_hex", printed_want, CAP, &printed_len) == 0 &&
+            check_json_ints(line, "ids", want, CAP, &n_want) == 0) {
+            total++;
+            int encoded = tokenizer_encode(t, text, text_len, got, CAP, &n_got) == 0;
+            int ids_ok = encoded && n_got == n_want && memcmp(got, want, n_want * sizeof *got) == 0;
+            // decode as llama2.c's generate loop does: each id after the first (BOS),
+            // with the id before it
+            size_t n_raw = 0, n_printed = 0;
+            for (size_t i = 1; i < n_want; i++) {
+                size_t len;
+                const unsigned char *piece = tokenizer_decode(t, want[i - 1], want[i], &len);
+                for (size_t k = 0; piece && k < len && n_raw < CAP; k++)
+                    raw[n_raw++] = (char)piece[k];
+                if (piece) safe_print(printed, &n_printed, piece, len);
+            }
+            int raw_ok = n_raw == raw_len && memcmp(raw, raw_want, raw_len) == 0;
+            int printed_ok = n_printed == printed_len && memcmp(printed, printed_want,
+                                                                printed_len) == 0;
+            if (ids_ok && raw_ok && printed_ok) passing++;
+            else check_true(0, "case %d (%.40s): ids %s, raw decode %s, printed %s", total, line,
+                            ids_ok ? "ok" : "DIFFER", raw_ok ? "ok" : "DIFFERS",
+                            printed_ok ? "ok" : "DIFFERS");
+        }
+        line = newline ? newline + 1 : data + size;
+    }
+    check_true(total == 44 && passing == total,
+               "llama2.c tokenizer cases: %d of %d encode to the same ids and decode to the "
+               "same bytes and printed text", passing, total);
+    free(data);
+}
+
+/* tok512.bin: the 512-token vocabulary made for the s260k model; the prompt ids are
+ * those of generation.json (llama2.c's encode of "Once upon a time"). */
+static void test_tok512(const char *shared) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/testdata/llama2c/tok512.bin", shared);
+    Tokenizer t;
+    if (!check_true(tokenizer_load(&t, path) == 0, "load tok512.bin")) return;
+    const int want[18] = {1, 259, 82, 113, 102, 104, 259, 120, 115, 114, 113, 259, 100, 259,
+                          119, 108, 112, 104};
+    int got[64];
+    size_t n;
+    int ok = tokenizer_encode(&t, "Once upon a time", 16, got, 64, &n) == 0 && n == 18 &&
+             memcmp(got, want, sizeof want) == 0;
+    check_true(ok && t.vocab_size == 512, "tok512: \"Once upon a time\" -> 18 ids as llama2.c");
+    tokenizer_free(&t);
+}
+
+int main(void) {
+    const char *shared = check_shared_dir();
+    if (!shared) {
+        check_skip("../shared not found: llama2.c tokenizer cases not checked");
+        return check_summary("test_tokenizer_llama");
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/testdata/llama2c/tokenizer.bin", shared);
+    Tokenizer t;
+    if (check_true(tokenizer_load(&t, path) == 0, "load llama2.c tokenizer.bin")) {
+        check_true(t.kind == TOKENIZER_LLAMA && t.vocab_size == 32000 && t.bos_id == 1 &&
+                   t.eot_id == 2, "Llama vocabulary of 32000, BOS 1, EOS 2");
+        size_t len;
+        const unsigned char *piece = tokenizer_decode(&t, 1, 9038, &len);
+        check_true(piece && len == 4 && memcmp(piece, "Once", 4) == 0,
+                   "a leading space is dropped after BOS");
+        piece = tokenizer_decode(&t, 1, 13, &len);
+        check_true(piece && len == 1 && piece[0] == '\n', "<0x0A> decodes to the byte 0x0A");
+        test_cases(&t, shared);
+    }
+    tokenizer_free(&t);
+    test_tok512(shared);
+    return check_summary("test_tokenizer_llama");
+}
