@@ -34,6 +34,10 @@ $(B)/tokenizer.o: tokenizer.c tokenizer.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
 $(B)/run.o: run.c model.h attention.h tokenizer.h sampler.h
 $(B)/tests/check.o: tests/check.c tests/check.h
+# a test may include any header, so every test object depends on all of them
+$(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
 CORE = $(B)/attention.o $(B)/model.o
 TOK = $(B)/tokenizer.o $(B)/unicode.o

@@ -1,10 +1,12 @@
-/* model.c: load a GPT-2 checkpoint, keep its KV cache, run its forward pass.
+/* model.c: load a GPT-2 or Llama checkpoint, keep its KV cache, run its forward pass.
  *
- * Loading validates the header and the exact file size before any weight is
- * read, then carves every tensor out of one block (the file map for fp32, one
- * converted array for bf16). The forward pass is the GPT-2 block written out
- * with shapes: embeddings, L x (LayerNorm, attention, residual, LayerNorm, MLP,
- * residual), final LayerNorm, logits against the tied embedding. Attention is
+ * Loading recognises the format, validates the header and the exact file size
+ * before any weight is read, then carves every tensor out of one block (the file
+ * map for fp32, one converted array for bf16 and int8). The forward pass is one
+ * pre-norm block written out with shapes: embeddings, L x (norm, attention,
+ * residual, norm, MLP, residual), final norm, logits. The two families differ in
+ * four places, each a branch on config.family: LayerNorm vs RMSNorm, learned vs
+ * rotary positions, GELU vs SwiGLU, tied vs separate classifier. Attention is
  * reached only through attention.h. Read attention.c for the attention itself.
  *
  * Legend: N tokens in the chunk, C width, Hd MLP width, KVD kv width, V vocab,
@@ -14,7 +16,7 @@
 
 #include <errno.h>      /* errno */
 #include <fcntl.h>      /* open */
-#include <math.h>       /* sqrtf, tanhf */
+#include <math.h>       /* sqrtf, tanhf, expf, powf, cosf, sinf */
 #include <stdint.h>     /* int32_t, uint16_t, uint32_t */
 #include <stdio.h>      /* fprintf(stderr) */
 #include <stdlib.h>     /* calloc, free */
@@ -47,67 +49,183 @@ static int size_add_product(size_t *acc, size_t a, size_t b, size_t c) {
 }
 
 /* ------------------------------------------------------------------------- */
-/* Header validation                                                           */
+/* Recognising the file and validating its header                              */
 
-/* Header field indices of llm.c's GPT-2 checkpoint. */
-enum { HEADER_MAGIC, HEADER_VERSION, HEADER_MAX_T, HEADER_V, HEADER_L, HEADER_NH, HEADER_C,
-       HEADER_VP };
+/* How the parameters are stored in the file. */
+typedef enum {
+    STORE_GPT2_F32, STORE_GPT2_BF16,      /* llm.c: header 1024 bytes, 16 tensors */
+    STORE_LLAMA_LEGACY,                   /* llama2.c legacy: 7 int32, fp32, RoPE tables */
+    STORE_LLAMA_F32, STORE_LLAMA_Q8       /* llama2.c "ak42" versions 1 and 2 */
+} Storage;
 
-/* Checks that header[index] is in [1, max]; prints the problem and returns -1 if not. */
-static int check_field(const char *path, const int32_t *header, int index, const char *name,
-                       int max) {
-    if (header[index] < 1 || header[index] > max) {
-        fprintf(stderr, "model: %s: header field %s out of range (got %d, expected 1..%d)\n",
-                path, name, (int)header[index], max);
+/* What the header says about the file beyond the Config. */
+typedef struct {
+    Storage storage;
+    size_t data_offset;      /* bytes before the first parameter */
+    int shared_classifier;   /* Llama: 1 if the classifier is the token embedding */
+    int group_size;          /* Q8: weights per scale */
+} Layout;
+
+/* Header field indices of llm.c's GPT-2 checkpoint (int32 each). */
+enum { GPT2_MAGIC, GPT2_VERSION, GPT2_MAX_T, GPT2_V, GPT2_L, GPT2_NH, GPT2_C, GPT2_VP };
+/* llama2.c's 7 config fields, in file order (after magic and version when versioned). */
+enum { LLAMA_DIM, LLAMA_HIDDEN, LLAMA_LAYERS, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_VOCAB,
+       LLAMA_SEQ };
+
+/* Checks that value is in [1, max]; prints the problem and returns -1 if not. The
+ * prefix (possibly "") says how the header was read when that was a guess. */
+static int check_range(const char *path, const char *prefix, const char *name, long value,
+                       long max) {
+    if (value < 1 || value > max) {
+        fprintf(stderr, "model: %s: %sheader field %s out of range (got %ld, expected "
+                "1..%ld)\n", path, prefix, name, value, max);
         return -1;
     }
     return 0;
 }
 
-/* Fills c from a GPT-2 header after validating every field. Returns 0 or -1. */
-static int config_from_gpt2_header(Config *c, const char *path, const int32_t *header) {
-    if (header[HEADER_MAGIC] != MODEL_GPT2_MAGIC) {
-        fprintf(stderr, "model: %s: bad magic number (got %d, expected %d: an llm.c GPT-2 "
-                "checkpoint)\n", path, (int)header[HEADER_MAGIC], MODEL_GPT2_MAGIC);
+/* Checks the fields both families share and derives head_dim and kv_dim. */
+static int check_config(Config *c, const char *path, const char *prefix) {
+    if (check_range(path, prefix, "seq_len", c->seq_len, MODEL_MAX_SEQ_LEN) ||
+        check_range(path, prefix, "vocab_size", c->vocab_size, MODEL_MAX_VOCAB) ||
+        check_range(path, prefix, "padded_vocab_size", c->padded_vocab_size, MODEL_MAX_VOCAB) ||
+        check_range(path, prefix, "n_layers", c->n_layers, MODEL_MAX_LAYERS) ||
+        check_range(path, prefix, "dim", c->dim, MODEL_MAX_DIM / 4) ||
+        check_range(path, prefix, "hidden_dim", c->hidden_dim, MODEL_MAX_DIM) ||
+        check_range(path, prefix, "n_heads", c->n_heads, c->dim) ||
+        check_range(path, prefix, "n_kv_heads", c->n_kv_heads, c->n_heads)) return -1;
+    const char *problem = NULL;
+    if (c->dim % c->n_heads != 0) problem = "width dim not divisible by n_heads";
+    else if (c->n_heads % c->n_kv_heads != 0) problem = "n_heads not divisible by n_kv_heads";
+    else if (c->vocab_size > c->padded_vocab_size)
+        problem = "vocab V larger than padded vocab Vp";
+    else if (c->family == MODEL_LLAMA && (c->dim / c->n_heads) % 2 != 0)
+        problem = "rotary embedding needs an even head size";
+    if (problem) {
+        fprintf(stderr, "model: %s: %s%s (got dim %d, n_heads %d, n_kv_heads %d, V %d, Vp %d)\n",
+                path, prefix, problem, c->dim, c->n_heads, c->n_kv_heads, c->vocab_size,
+                c->padded_vocab_size);
         return -1;
     }
-    int version = header[HEADER_VERSION];
-    if (version != MODEL_GPT2_FP32 && version != MODEL_GPT2_BF16) {
-        fprintf(stderr, "model: %s: unknown checkpoint version (got %d, expected %d for fp32 "
-                "or %d for bf16)\n", path, version, MODEL_GPT2_FP32, MODEL_GPT2_BF16);
-        return -1;
-    }
-    if (check_field(path, header, HEADER_MAX_T, "maxT", MODEL_MAX_SEQ_LEN) ||
-        check_field(path, header, HEADER_V, "V", MODEL_MAX_VOCAB) ||
-        check_field(path, header, HEADER_VP, "Vp", MODEL_MAX_VOCAB) ||
-        check_field(path, header, HEADER_L, "L", MODEL_MAX_LAYERS) ||
-        check_field(path, header, HEADER_C, "C", MODEL_MAX_DIM / 4) ||
-        check_field(path, header, HEADER_NH, "NH", header[HEADER_C])) return -1;
-    if (header[HEADER_C] % header[HEADER_NH] != 0) {
-        fprintf(stderr, "model: %s: width C not divisible by heads NH (got C %d, NH %d)\n",
-                path, (int)header[HEADER_C], (int)header[HEADER_NH]);
-        return -1;
-    }
-    if (header[HEADER_V] > header[HEADER_VP]) {
-        fprintf(stderr, "model: %s: vocab V larger than padded vocab Vp (got V %d, Vp %d, "
-                "expected V <= Vp)\n", path, (int)header[HEADER_V], (int)header[HEADER_VP]);
-        return -1;
-    }
-    c->seq_len = header[HEADER_MAX_T];
-    c->vocab_size = header[HEADER_V];
-    c->padded_vocab_size = header[HEADER_VP];
-    c->n_layers = header[HEADER_L];
-    c->n_heads = header[HEADER_NH];
-    c->n_kv_heads = c->n_heads;
-    c->dim = header[HEADER_C];
-    c->hidden_dim = 4 * c->dim;
     c->head_dim = c->dim / c->n_heads;
     c->kv_dim = c->n_kv_heads * c->head_dim;
     return 0;
 }
 
-/* Number of parameters a GPT-2 checkpoint with config c holds, in llm.c's 16 tensors.
- * Returns -1 on size_t overflow. */
+/* llm.c GPT-2: header[256] int32. */
+static int parse_gpt2_header(Config *c, Layout *layout, const char *path, const int32_t *h) {
+    int version = h[GPT2_VERSION];
+    if (version != MODEL_GPT2_FP32 && version != MODEL_GPT2_BF16) {
+        fprintf(stderr, "model: %s: unknown checkpoint version (got %d, expected %d for fp32 "
+                "or %d for bf16)\n", path, version, MODEL_GPT2_FP32, MODEL_GPT2_BF16);
+        return -1;
+    }
+    if (check_range(path, "", "C", h[GPT2_C], MODEL_MAX_DIM / 4)) return -1;
+    c->family = MODEL_GPT2;
+    c->seq_len = h[GPT2_MAX_T];
+    c->vocab_size = h[GPT2_V];
+    c->padded_vocab_size = h[GPT2_VP];
+    c->n_layers = h[GPT2_L];
+    c->n_heads = h[GPT2_NH];
+    c->n_kv_heads = c->n_heads;
+    c->dim = h[GPT2_C];
+    c->hidden_dim = 4 * c->dim;
+    layout->storage = version == MODEL_GPT2_BF16 ? STORE_GPT2_BF16 : STORE_GPT2_F32;
+    layout->data_offset = MODEL_HEADER_INTS * sizeof(int32_t);
+    return 0;
+}
+
+/* llama2.c: the 7 config fields. A negative vocab_size in a legacy file means the
+ * classifier is stored separately (llama2.c's flag); versioned files have a flag byte. */
+static void llama_config(Config *c, Layout *layout, const int32_t *f) {
+    c->family = MODEL_LLAMA;
+    c->dim = f[LLAMA_DIM];
+    c->hidden_dim = f[LLAMA_HIDDEN];
+    c->n_layers = f[LLAMA_LAYERS];
+    c->n_heads = f[LLAMA_HEADS];
+    c->n_kv_heads = f[LLAMA_KV_HEADS];
+    c->vocab_size = f[LLAMA_VOCAB] < 0 && f[LLAMA_VOCAB] != INT32_MIN ? -f[LLAMA_VOCAB]
+                                                                     : f[LLAMA_VOCAB];
+    c->padded_vocab_size = c->vocab_size;
+    c->seq_len = f[LLAMA_SEQ];
+    layout->shared_classifier = f[LLAMA_VOCAB] > 0;
+}
+
+/* llama2.c "ak42" header: magic, version, 7 fields, uint8 shared flag, [int32 group size]. */
+static int parse_llama_header(Config *c, Layout *layout, const char *path,
+                              const unsigned char *bytes) {
+    int32_t fields[2 + MODEL_LLAMA_LEGACY_INTS], group_size;
+    memcpy(fields, bytes, sizeof fields);
+    unsigned char shared = bytes[sizeof fields];
+    memcpy(&group_size, bytes + sizeof fields + 1, sizeof group_size);
+    int version = fields[1];
+    if (version != MODEL_LLAMA_FP32 && version != MODEL_LLAMA_Q8) {
+        fprintf(stderr, "model: %s: unknown llama2.c version (got %d, expected %d for fp32 or "
+                "%d for int8)\n", path, version, MODEL_LLAMA_FP32, MODEL_LLAMA_Q8);
+        return -1;
+    }
+    if (shared > 1 || fields[2 + LLAMA_VOCAB] < 1) {
+        fprintf(stderr, "model: %s: bad classifier flag or vocab (got flag %d, vocab %d, "
+                "expected 0 or 1 and a positive vocab)\n", path, shared, fields[2 + LLAMA_VOCAB]);
+        return -1;
+    }
+    llama_config(c, layout, fields + 2);
+    layout->shared_classifier = shared;
+    layout->storage = version == MODEL_LLAMA_Q8 ? STORE_LLAMA_Q8 : STORE_LLAMA_F32;
+    layout->data_offset = MODEL_LLAMA_HEADER_BYTES;
+    if (version == MODEL_LLAMA_Q8) {
+        if (check_range(path, "", "group_size", group_size, MODEL_MAX_DIM)) return -1;
+        if (c->dim % group_size != 0 || c->hidden_dim % group_size != 0) {
+            fprintf(stderr, "model: %s: group size must divide dim and hidden_dim (got group "
+                    "%d, dim %d, hidden_dim %d)\n", path, group_size, c->dim, c->hidden_dim);
+            return -1;
+        }
+        layout->group_size = group_size;
+    }
+    return 0;
+}
+
+/* Recognises the format from the first bytes and fills c and layout. llm.c and the
+ * versioned llama2.c files carry a magic number; llama2.c's legacy files do not, so
+ * anything else is read as a legacy header and must then pass every check and match
+ * the file size exactly. header holds n bytes (at most 1024). */
+static int parse_header(Config *c, Layout *layout, const char *path,
+                        const unsigned char *header, size_t n) {
+    int32_t magic = 0;
+    if (n >= sizeof magic) memcpy(&magic, header, sizeof magic);
+    int is_gpt2 = magic == MODEL_GPT2_MAGIC, is_llama = (uint32_t)magic == MODEL_LLAMA_MAGIC;
+    size_t need = is_gpt2 ? MODEL_HEADER_INTS * sizeof(int32_t)
+                : is_llama ? MODEL_LLAMA_HEADER_BYTES : MODEL_LLAMA_LEGACY_INTS * sizeof(int32_t);
+    if (n < need) {
+        fprintf(stderr, "model: %s: file too short for the header (got %zu bytes, expected at "
+                "least %zu)\n", path, n, need);
+        return -1;
+    }
+    if (is_gpt2) {
+        int32_t h[MODEL_HEADER_INTS];
+        memcpy(h, header, sizeof h);
+        if (parse_gpt2_header(c, layout, path, h) != 0) return -1;
+    } else if (is_llama) {
+        if (parse_llama_header(c, layout, path, header) != 0) return -1;
+    } else {
+        int32_t fields[MODEL_LLAMA_LEGACY_INTS];
+        memcpy(fields, header, sizeof fields);
+        llama_config(c, layout, fields);
+        layout->storage = STORE_LLAMA_LEGACY;
+        layout->data_offset = sizeof fields;
+        char prefix[160];
+        snprintf(prefix, sizeof prefix, "bad magic number (got %d, expected %d for llm.c GPT-2 "
+                 "or \"ak42\" for llama2.c), and as a headerless llama2.c file: ", magic,
+                 MODEL_GPT2_MAGIC);
+        return check_config(c, path, prefix);
+    }
+    return check_config(c, path, "");
+}
+
+/* ------------------------------------------------------------------------- */
+/* Sizes of the parameter block                                                */
+
+/* Number of parameters of a GPT-2 checkpoint, in llm.c's 16 tensors. -1 on overflow. */
 static int gpt2_param_count(const Config *c, size_t *count) {
     size_t Vp = (size_t)c->padded_vocab_size, S = (size_t)c->seq_len, L = (size_t)c->n_layers;
     size_t C = (size_t)c->dim, Hd = (size_t)c->hidden_dim;
@@ -124,6 +242,56 @@ static int gpt2_param_count(const Config *c, size_t *count) {
     return 0;
 }
 
+/* The Llama matrices in llama2.c's file order: token embedding, wq, wk, wv, wo, w1, w2,
+ * w3, then the classifier when not shared. Each is (layers, rows, cols). */
+enum { LLAMA_MATRICES = 9 };
+static void llama_matrices(const Config *c, int shared, size_t layers[LLAMA_MATRICES],
+                           size_t numel[LLAMA_MATRICES]) {
+    size_t L = (size_t)c->n_layers, C = (size_t)c->dim, Hd = (size_t)c->hidden_dim;
+    size_t V = (size_t)c->vocab_size, KVD = (size_t)c->kv_dim;
+    const size_t l[LLAMA_MATRICES] = {1, L, L, L, L, L, L, L, shared ? 0 : 1};
+    const size_t n[LLAMA_MATRICES] = {V * C, C * C, KVD * C, KVD * C, C * C, Hd * C, C * Hd,
+                                      Hd * C, V * C};
+    memcpy(layers, l, sizeof l);
+    memcpy(numel, n, sizeof n);
+}
+
+/* Number of fp32 parameters of a Llama model (norms and matrices, as version 1 stores
+ * them). Only called after expected_file_size succeeded, so nothing overflows. */
+static void llama_param_count(const Config *c, const Layout *layout, size_t *count) {
+    size_t layers[LLAMA_MATRICES], numel[LLAMA_MATRICES];
+    llama_matrices(c, layout->shared_classifier, layers, numel);
+    *count = 2 * (size_t)c->n_layers * (size_t)c->dim + (size_t)c->dim;
+    for (int i = 0; i < LLAMA_MATRICES; i++) *count += layers[i] * numel[i];
+}
+
+/* Bytes of a file with this config and layout. Dimensions are bounded (MODEL_MAX_*),
+ * but products are still checked. Returns -1 on overflow. */
+static int expected_file_size(const Config *c, const Layout *layout, size_t *bytes) {
+    size_t count = 0, L = (size_t)c->n_layers, C = (size_t)c->dim;
+    if (layout->storage == STORE_GPT2_F32 || layout->storage == STORE_GPT2_BF16) {
+        size_t width = layout->storage == STORE_GPT2_BF16 ? 2 : 4;
+        if (gpt2_param_count(c, &count) || size_mul(count, width, bytes)) return -1;
+    } else {
+        size_t layers[LLAMA_MATRICES], numel[LLAMA_MATRICES], norms = 2 * L * C + C;
+        llama_matrices(c, layout->shared_classifier, layers, numel);
+        size_t per_weight = 4, per_group = 0;   /* fp32; Q8: 1 byte + 4 per group */
+        if (layout->storage == STORE_LLAMA_Q8) { per_weight = 1; per_group = 4; }
+        *bytes = 0;
+        if (size_add_product(bytes, norms, 4, 1)) return -1;
+        for (int i = 0; i < LLAMA_MATRICES; i++) {
+            size_t groups = per_group ? numel[i] / (size_t)layout->group_size : 0;
+            if (size_add_product(bytes, layers[i], numel[i], per_weight) ||
+                size_add_product(bytes, layers[i], groups, per_group)) return -1;
+        }
+        if (layout->storage == STORE_LLAMA_LEGACY &&   /* the old RoPE tables, unused */
+            size_add_product(bytes, (size_t)c->seq_len, (size_t)c->head_dim, 4)) return -1;
+    }
+    if (*bytes > SIZE_MAX - layout->data_offset) return -1;
+    *bytes += layout->data_offset;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Carving tensors out of the parameter block                                  */
 
@@ -136,12 +304,11 @@ static const float *take(const float **cursor, size_t n) {
 
 /* Points w at llm.c's 16 tensors, in file order, inside params. The per-layer
  * tensors are stacked over L, so layer l's slice starts at l times its size. */
-static int gpt2_point_weights(Weights *w, const Config *c, const float *params) {
+static void gpt2_point_weights(Weights *w, const Config *c, const float *params) {
     size_t L = (size_t)c->n_layers, C = (size_t)c->dim, Hd = (size_t)c->hidden_dim;
-    w->layers = calloc(L, sizeof *w->layers);
-    if (!w->layers) return -1;
     const float *cursor = params;
     w->token_embedding = take(&cursor, (size_t)c->padded_vocab_size * C);
+    w->classifier = w->token_embedding;   /* GPT-2 ties the classifier to wte */
     w->pos_embedding = take(&cursor, (size_t)c->seq_len * C);
     const float *ln1w = take(&cursor, L * C), *ln1b = take(&cursor, L * C);
     const float *qkvw = take(&cursor, L * 3 * C * C), *qkvb = take(&cursor, L * 3 * C);
@@ -171,7 +338,55 @@ static int gpt2_point_weights(Weights *w, const Config *c, const float *params) 
         lw->w_down = fcprojw + l * C * Hd;
         lw->b_down = fcprojb + l * C;
     }
-    return 0;
+}
+
+/* Points w at a Llama parameter block. Legacy files (llama2.c's run.c order) put the
+ * token embedding first and the norms among the matrices; versioned files (and the
+ * fp32 block made from an int8 file) put all norms first. No biases. */
+static void llama_point_weights(Weights *w, const Config *c, const float *params,
+                                const Layout *layout) {
+    size_t L = (size_t)c->n_layers, C = (size_t)c->dim, Hd = (size_t)c->hidden_dim;
+    size_t V = (size_t)c->vocab_size, KVD = (size_t)c->kv_dim;
+    const float *cursor = params, *rms_att, *rms_ffn, *wq, *wk, *wv, *wo, *w1, *w2, *w3;
+    if (layout->storage == STORE_LLAMA_LEGACY) {
+        w->token_embedding = take(&cursor, V * C);
+        rms_att = take(&cursor, L * C);
+        wq = take(&cursor, L * C * C);
+        wk = take(&cursor, L * KVD * C);
+        wv = take(&cursor, L * KVD * C);
+        wo = take(&cursor, L * C * C);
+        rms_ffn = take(&cursor, L * C);
+        w1 = take(&cursor, L * Hd * C);
+        w2 = take(&cursor, L * C * Hd);
+        w3 = take(&cursor, L * Hd * C);
+        w->norm_final_w = take(&cursor, C);
+        take(&cursor, (size_t)c->seq_len * (size_t)c->head_dim);  /* old RoPE tables */
+    } else {
+        rms_att = take(&cursor, L * C);
+        rms_ffn = take(&cursor, L * C);
+        w->norm_final_w = take(&cursor, C);
+        w->token_embedding = take(&cursor, V * C);
+        wq = take(&cursor, L * C * C);
+        wk = take(&cursor, L * KVD * C);
+        wv = take(&cursor, L * KVD * C);
+        wo = take(&cursor, L * C * C);
+        w1 = take(&cursor, L * Hd * C);
+        w2 = take(&cursor, L * C * Hd);
+        w3 = take(&cursor, L * Hd * C);
+    }
+    w->classifier = layout->shared_classifier ? w->token_embedding : take(&cursor, V * C);
+    for (size_t l = 0; l < L; l++) {
+        LayerWeights *lw = &w->layers[l];
+        lw->norm1_w = rms_att + l * C;
+        lw->wq = wq + l * C * C;
+        lw->wk = wk + l * KVD * C;
+        lw->wv = wv + l * KVD * C;
+        lw->wo = wo + l * C * C;
+        lw->norm2_w = rms_ffn + l * C;
+        lw->w_up = w1 + l * Hd * C;
+        lw->w_gate = w3 + l * Hd * C;
+        lw->w_down = w2 + l * C * Hd;
+    }
 }
 
 /* bf16 is the top half of an fp32: widen each value by appending 16 zero bits. */
@@ -179,6 +394,32 @@ static void bf16_to_float(float *out, const uint16_t *in, size_t n) {
     for (size_t i = 0; i < n; i++) {
         uint32_t bits = (uint32_t)in[i] << 16;
         memcpy(&out[i], &bits, sizeof bits);
+    }
+}
+
+/* Q8_0 (llama2.c version 2): fp32 norms, then each matrix per layer as int8 values q
+ * followed by one fp32 scale per group of GS values; value = q * scale. Writes the fp32
+ * block in version-1 order into out. */
+static void q8_to_float(float *out, const unsigned char *in, const Config *c,
+                        const Layout *layout) {
+    size_t norms = 2 * (size_t)c->n_layers * (size_t)c->dim + (size_t)c->dim;
+    size_t GS = (size_t)layout->group_size, layers[LLAMA_MATRICES], numel[LLAMA_MATRICES];
+    memcpy(out, in, norms * sizeof(float));
+    out += norms;
+    in += norms * sizeof(float);
+    llama_matrices(c, layout->shared_classifier, layers, numel);
+    for (int i = 0; i < LLAMA_MATRICES; i++) {
+        for (size_t l = 0; l < layers[i]; l++) {
+            const signed char *q = (const signed char *)in;
+            const unsigned char *scales = in + numel[i];   /* may be unaligned: memcpy */
+            for (size_t g = 0; g < numel[i] / GS; g++) {
+                float scale;
+                memcpy(&scale, scales + g * sizeof scale, sizeof scale);
+                for (size_t j = g * GS; j < (g + 1) * GS; j++) out[j] = (float)q[j] * scale;
+            }
+            out += numel[i];
+            in += numel[i] + numel[i] / GS * sizeof(float);
+        }
     }
 }
 
@@ -199,24 +440,40 @@ static int alloc_state(Model *m) {
     s->q = calloc(N * (size_t)c->dim, sizeof(float));
     s->att = calloc(N * (size_t)c->dim, sizeof(float));
     s->hidden = calloc(N * (size_t)c->hidden_dim, sizeof(float));
+    s->gate = calloc(N * (size_t)c->hidden_dim, sizeof(float));
     s->logits = calloc(N * (size_t)c->vocab_size, sizeof(float));
     s->scratch = calloc((size_t)attention_scratch_floats(&m->attention, c->seq_len),
                         sizeof(float));
     if (!m->cache.key || !m->cache.value || !s->x || !s->xn || !s->q || !s->att ||
-        !s->hidden || !s->logits || !s->scratch) return -1;
+        !s->hidden || !s->gate || !s->logits || !s->scratch) return -1;
     return 0;
 }
 
-/* Reads exactly n bytes at the start of fd into buf; returns 0 or -1. */
-static int read_exact(int fd, void *buf, size_t n) {
+/* Reads up to n bytes from the start of fd into buf; returns the count, or -1. */
+static long read_up_to(int fd, void *buf, size_t n) {
     size_t done = 0;
     while (done < n) {
         ssize_t got = read(fd, (char *)buf + done, n - done);
         if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return -1;
+        if (got < 0) return -1;
+        if (got == 0) break;
         done += (size_t)got;
     }
-    return 0;
+    return (long)done;
+}
+
+/* What each storage is called in messages, with what had to be assumed. */
+static const char *storage_name(Storage storage) {
+    switch (storage) {
+    case STORE_GPT2_F32: return "llm.c GPT-2 checkpoint, fp32";
+    case STORE_GPT2_BF16: return "llm.c GPT-2 checkpoint, bf16 (widened to fp32 at load)";
+    case STORE_LLAMA_LEGACY: return "llama2.c legacy checkpoint, fp32 (no magic number: "
+                                    "recognised by its 7-int header and exact file size)";
+    case STORE_LLAMA_F32: return "llama2.c checkpoint version 1, fp32";
+    case STORE_LLAMA_Q8: return "llama2.c checkpoint version 2, int8 Q8_0 (dequantized to "
+                                "fp32 at load)";
+    }
+    return "unknown";
 }
 
 int model_load(Model *m, const char *path, int max_chunk) {
@@ -227,31 +484,30 @@ int model_load(Model *m, const char *path, int max_chunk) {
         return -1;
     }
     struct stat st;
+    unsigned char header[MODEL_HEADER_INTS * sizeof(int32_t)];
+    Layout layout = {0};
+    Config *c = &m->config;
+    size_t expected;
+    long header_bytes;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         fprintf(stderr, "model: %s: not a regular file\n", path);
         goto fail;
     }
-    size_t file_size = (size_t)st.st_size, header_bytes = MODEL_HEADER_INTS * sizeof(int32_t);
-    int32_t header[MODEL_HEADER_INTS];
-    if (file_size < header_bytes || read_exact(fd, header, header_bytes) != 0) {
-        fprintf(stderr, "model: %s: file too short for the header (got %zu bytes, expected at "
-                "least %zu)\n", path, file_size, header_bytes);
+    size_t file_size = (size_t)st.st_size;
+    if ((header_bytes = read_up_to(fd, header, sizeof header)) < 0) {
+        fprintf(stderr, "model: %s: read error (%s)\n", path, strerror(errno));
         goto fail;
     }
-    if (config_from_gpt2_header(&m->config, path, header) != 0) goto fail;
-    const Config *c = &m->config;
-    size_t n_params, param_bytes, expected;
-    size_t bytes_per_param = header[HEADER_VERSION] == MODEL_GPT2_BF16 ? 2 : 4;
-    if (gpt2_param_count(c, &n_params) || size_mul(n_params, bytes_per_param, &param_bytes) ||
-        param_bytes > SIZE_MAX - header_bytes) {
+    if (parse_header(c, &layout, path, header, (size_t)header_bytes) != 0) goto fail;
+    if (expected_file_size(c, &layout, &expected) != 0) {
         fprintf(stderr, "model: %s: header dimensions overflow the address space\n", path);
         goto fail;
     }
-    expected = header_bytes + param_bytes;
     if (file_size != expected) {
         fprintf(stderr, "model: %s: file size does not match its header (got %zu bytes, "
-                "expected %zu: %s)\n", path, file_size, expected,
-                file_size < expected ? "truncated" : "trailing bytes");
+                "expected %zu for a %s: %s)\n", path, file_size, expected,
+                storage_name(layout.storage), file_size < expected ? "truncated"
+                                                                   : "trailing bytes");
         goto fail;
     }
     if (max_chunk < 1) {
@@ -259,6 +515,7 @@ int model_load(Model *m, const char *path, int max_chunk) {
                 path, max_chunk);
         goto fail;
     }
+    m->format = storage_name(layout.storage);
     m->map = mmap(NULL, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m->map == MAP_FAILED) {
         m->map = NULL;
@@ -266,12 +523,18 @@ int model_load(Model *m, const char *path, int max_chunk) {
         goto fail;
     }
     m->map_size = file_size;
-    const float *params = (const float *)((const char *)m->map + header_bytes);
-    if (bytes_per_param == 2) {
-        /* bf16: convert once into an owned fp32 block, then drop the map */
+    const unsigned char *data = (const unsigned char *)m->map + layout.data_offset;
+    const float *params = (const float *)data;
+    if (layout.storage == STORE_GPT2_BF16 || layout.storage == STORE_LLAMA_Q8) {
+        /* convert once into an owned fp32 block, then drop the map */
+        size_t n_params = 0;
+        if (layout.storage == STORE_GPT2_BF16) gpt2_param_count(c, &n_params);
+        else llama_param_count(c, &layout, &n_params);
         m->params = malloc(n_params * sizeof(float));
         if (!m->params) goto out_of_memory;
-        bf16_to_float(m->params, (const uint16_t *)params, n_params);
+        if (layout.storage == STORE_GPT2_BF16) bf16_to_float(m->params, (const uint16_t *)data,
+                                                             n_params);
+        else q8_to_float(m->params, data, c, &layout);
         munmap(m->map, m->map_size);
         m->map = NULL;
         m->map_size = 0;
@@ -282,8 +545,10 @@ int model_load(Model *m, const char *path, int max_chunk) {
     m->attention.n_kv_heads = c->n_kv_heads;
     m->attention.head_dim = c->head_dim;
     m->attention.scale = 1.0f / sqrtf((float)c->head_dim);
-    if (gpt2_point_weights(&m->weights, c, params) != 0 || alloc_state(m) != 0)
-        goto out_of_memory;
+    m->weights.layers = calloc((size_t)c->n_layers, sizeof *m->weights.layers);
+    if (!m->weights.layers || alloc_state(m) != 0) goto out_of_memory;
+    if (c->family == MODEL_GPT2) gpt2_point_weights(&m->weights, c, params);
+    else llama_point_weights(&m->weights, c, params, &layout);
     close(fd);
     return 0;
 out_of_memory:
@@ -301,8 +566,8 @@ void model_free(Model *m) {
     free(m->cache.key);
     free(m->cache.value);
     RunState *s = &m->state;
-    free(s->x); free(s->xn); free(s->q); free(s->att); free(s->hidden); free(s->logits);
-    free(s->scratch);
+    free(s->x); free(s->xn); free(s->q); free(s->att); free(s->hidden); free(s->gate);
+    free(s->logits); free(s->scratch);
     memset(m, 0, sizeof *m);
 }
 
@@ -339,8 +604,9 @@ static float dot(const float *a, const float *b, int n) {
 void model_matmul(float *out, const float *x, const float *w, const float *b,
                   int N, int IC, int OC) {
     /* Each o owns column o of out; rows of w are independent, so threads never
-     * share an output and the sums do not depend on the thread count. */
-    #pragma omp parallel for schedule(static)
+     * share an output and the sums do not depend on the thread count. Small products
+     * stay on one thread: starting a parallel region costs more than they do. */
+    #pragma omp parallel for schedule(static) if ((long)N * IC * OC >= MODEL_PARALLEL_MIN_MACS)
     for (int o = 0; o < OC; o++) {
         const float *w_o = w + (size_t)o * IC;
         float bias = b ? b[o] : 0.0f;
@@ -356,9 +622,54 @@ void model_gelu(float *x, size_t n) {
     }
 }
 
+void model_rmsnorm(float *out, const float *x, const float *w, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        const float *x_n = x + (size_t)n * C;
+        float *out_n = out + (size_t)n * C;
+        float ss = 0.0f;
+        for (int i = 0; i < C; i++) ss += x_n[i] * x_n[i];
+        float rms_inv = 1.0f / sqrtf(ss / (float)C + MODEL_NORM_EPS);
+        for (int i = 0; i < C; i++) out_n[i] = w[i] * (rms_inv * x_n[i]);
+    }
+}
+
 /* x (N, C) += y (N, C) */
 static void residual_add(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* The norm before a sublayer: LayerNorm with bias for GPT-2, RMSNorm for Llama. */
+static void norm(const Config *c, float *out, const float *x, const float *w, const float *b,
+                 int N) {
+    if (c->family == MODEL_GPT2) model_layernorm(out, x, w, b, N, c->dim);
+    else model_rmsnorm(out, x, w, N, c->dim);
+}
+
+/* Rotary position embedding as llama2.c applies it: within each head, the pairs of
+ * adjacent dimensions (i, i+1) of q (N, C) and k (N, KVD) are rotated by the angle
+ * (pos + n) * base^(-(i % HS) / HS) (Su et al. 2021, arXiv:2104.09864). */
+static void rope(const Config *c, float *q, float *k, int N, int pos) {
+    int C = c->dim, KVD = c->kv_dim, HS = c->head_dim;
+    for (int n = 0; n < N; n++) {
+        float *q_n = q + (size_t)n * C, *k_n = k + (size_t)n * KVD;
+        for (int i = 0; i < C; i += 2) {
+            float freq = 1.0f / powf(MODEL_ROPE_BASE, (float)(i % HS) / (float)HS);
+            float angle = (float)(pos + n) * freq, cos_a = cosf(angle), sin_a = sinf(angle);
+            for (float *v = q_n; v; v = (v == q_n && i < KVD) ? k_n : NULL) {
+                float v0 = v[i], v1 = v[i + 1];
+                v[i] = v0 * cos_a - v1 * sin_a;
+                v[i + 1] = v0 * sin_a + v1 * cos_a;
+            }
+        }
+    }
+}
+
+/* SwiGLU: hidden (n,) = SiLU(hidden) * gate, SiLU(x) = x * sigmoid(x). */
+static void swiglu(float *hidden, const float *gate, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float v = hidden[i];
+        hidden[i] = v * (1.0f / (1.0f + expf(-v))) * gate[i];
+    }
 }
 
 /* ------------------------------------------------------------------------- */
@@ -383,12 +694,15 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
     }
     int C = c->dim, Hd = c->hidden_dim, KVD = c->kv_dim, S = c->seq_len;
 
-    /* x[n] = wte[token n] + wpe[pos + n] */
+    /* x[n] = wte[token n] (+ wpe[pos + n] for learned positions) */
     for (int t = 0; t < n; t++) {
         const float *wte_t = w->token_embedding + (size_t)tokens[t] * C;
-        const float *wpe_t = w->pos_embedding + (size_t)(pos + t) * C;
         float *x_t = s->x + (size_t)t * C;
-        for (int i = 0; i < C; i++) x_t[i] = wte_t[i] + wpe_t[i];
+        for (int i = 0; i < C; i++) x_t[i] = wte_t[i];
+        if (w->pos_embedding) {
+            const float *wpe_t = w->pos_embedding + (size_t)(pos + t) * C;
+            for (int i = 0; i < C; i++) x_t[i] += wpe_t[i];
+        }
     }
 
     for (int l = 0; l < c->n_layers; l++) {
@@ -396,27 +710,34 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
         /* seek to this layer's cache, rows pos .. pos+n-1 receive the new keys/values */
         float *key_l = m->cache.key + (size_t)l * S * KVD;     /* (S, KVD) */
         float *value_l = m->cache.value + (size_t)l * S * KVD; /* (S, KVD) */
+        float *key_new = key_l + (size_t)pos * KVD, *value_new = value_l + (size_t)pos * KVD;
 
-        /* attention sublayer: x += W_O . attention(LN1(x) W_Q, W_K, W_V) */
-        model_layernorm(s->xn, s->x, lw->norm1_w, lw->norm1_b, n, C);
+        /* attention sublayer: x += W_O . attention(norm1(x) W_Q, W_K, W_V) */
+        norm(c, s->xn, s->x, lw->norm1_w, lw->norm1_b, n);
         model_matmul(s->q, s->xn, lw->wq, lw->bq, n, C, C);
-        model_matmul(key_l + (size_t)pos * KVD, s->xn, lw->wk, lw->bk, n, C, KVD);
-        model_matmul(value_l + (size_t)pos * KVD, s->xn, lw->wv, lw->bv, n, C, KVD);
+        model_matmul(key_new, s->xn, lw->wk, lw->bk, n, C, KVD);
+        model_matmul(value_new, s->xn, lw->wv, lw->bv, n, C, KVD);
+        if (c->family == MODEL_LLAMA) rope(c, s->q, key_new, n, pos);
         attention_forward(&m->attention, s->att, s->q, key_l, value_l, pos, n, s->scratch);
         model_matmul(s->xn, s->att, lw->wo, lw->bo, n, C, C);
         residual_add(s->x, s->xn, (size_t)n * C);
 
-        /* MLP sublayer: x += W_down . GELU(W_up . LN2(x)) */
-        model_layernorm(s->xn, s->x, lw->norm2_w, lw->norm2_b, n, C);
+        /* MLP sublayer: x += W_down . act(W_up . norm2(x)), act = GELU or SwiGLU */
+        norm(c, s->xn, s->x, lw->norm2_w, lw->norm2_b, n);
         model_matmul(s->hidden, s->xn, lw->w_up, lw->b_up, n, C, Hd);
-        model_gelu(s->hidden, (size_t)n * Hd);
+        if (c->family == MODEL_GPT2) {
+            model_gelu(s->hidden, (size_t)n * Hd);
+        } else {
+            model_matmul(s->gate, s->xn, lw->w_gate, NULL, n, C, Hd);
+            swiglu(s->hidden, s->gate, (size_t)n * Hd);
+        }
         model_matmul(s->xn, s->hidden, lw->w_down, lw->b_down, n, Hd, C);
         residual_add(s->x, s->xn, (size_t)n * C);
     }
 
-    /* final LayerNorm, then logits (rows, V) = xn (rows, C) . wte[:V]^T */
+    /* final norm, then logits (rows, V) = xn (rows, C) . classifier (V, C)^T */
     int first = all_logits ? 0 : n - 1, rows = n - first;
-    model_layernorm(s->xn, s->x + (size_t)first * C, w->norm_final_w, w->norm_final_b, rows, C);
-    model_matmul(s->logits, s->xn, w->token_embedding, NULL, rows, C, c->vocab_size);
+    norm(c, s->xn, s->x + (size_t)first * C, w->norm_final_w, w->norm_final_b, rows);
+    model_matmul(s->logits, s->xn, w->classifier, NULL, rows, C, c->vocab_size);
     return s->logits;
 }

@@ -1,10 +1,13 @@
-/* model.h: a GPT-2 style transformer: its configuration, weights, KV cache and forward pass.
+/* model.h: a decoder-only transformer: configuration, weights, KV cache, forward pass.
  *
- * model_load reads llm.c's GPT-2 checkpoint format (see README "File formats"),
- * validates every header field and the file size before touching the data, maps
- * fp32 weights straight from the file (bf16 files are converted once at load),
- * and allocates the activations and the KV cache. model_forward then runs a block
- * of new tokens through the network and returns their next-token logits.
+ * Two families share one forward pass: GPT-2 (LayerNorm, learned positions, GELU MLP,
+ * biases, tied classifier) and Llama (RMSNorm, rotary positions, SwiGLU MLP, no biases,
+ * grouped-query attention, tied or separate classifier). model_load reads llm.c's GPT-2
+ * checkpoints and llama2.c's checkpoints (see README "File formats"), validates every
+ * header field and the exact file size before touching the data, maps fp32 weights
+ * straight from the file (bf16 and int8 files are converted to fp32 once at load), and
+ * allocates the activations and the KV cache. model_forward then runs a block of new
+ * tokens through the network and returns their next-token logits.
  *
  * Legend: V vocab, Vp padded vocab, C model width, L layers, NH heads, HS = C / NH,
  * KVD = NKV * HS, Hd MLP hidden width, S seq_len (context), N tokens in a chunk.
@@ -19,7 +22,15 @@
 #define MODEL_GPT2_FP32 3              /* llm.c version: fp32 parameters */
 #define MODEL_GPT2_BF16 5              /* llm.c version: bf16 parameters */
 #define MODEL_HEADER_INTS 256          /* llm.c header: 256 little-endian int32 */
-#define MODEL_NORM_EPS 1e-5f           /* LayerNorm epsilon of GPT-2 */
+#define MODEL_NORM_EPS 1e-5f           /* LayerNorm (GPT-2) and RMSNorm (Llama) epsilon */
+#define MODEL_LLAMA_MAGIC 0x616b3432   /* llama2.c's versioned files: "ak42" as LE uint32 */
+#define MODEL_LLAMA_FP32 1             /* llama2.c version 1: fp32 weights */
+#define MODEL_LLAMA_Q8 2               /* llama2.c version 2: int8 Q8_0 groups + fp32 scales */
+#define MODEL_LLAMA_HEADER_BYTES 256   /* llama2.c versioned header, zero-padded */
+#define MODEL_LLAMA_LEGACY_INTS 7      /* llama2.c legacy header: 7 int32, no magic */
+#define MODEL_ROPE_BASE 10000.0f       /* rotary embedding base, as llama2.c */
+
+typedef enum { MODEL_GPT2, MODEL_LLAMA } ModelFamily;
 
 /* Sanity bounds on header fields; far above any model this engine is meant for. */
 #ifndef MODEL_MAX_DIM
@@ -31,11 +42,15 @@
 #ifndef MODEL_MAX_SEQ_LEN
 #define MODEL_MAX_SEQ_LEN (1 << 20)    /* S */
 #endif
+#ifndef MODEL_PARALLEL_MIN_MACS
+#define MODEL_PARALLEL_MIN_MACS (1L << 18)  /* smaller matmuls run on one thread */
+#endif
 #ifndef MODEL_MAX_VOCAB
 #define MODEL_MAX_VOCAB (1 << 21)      /* V, Vp */
 #endif
 
 typedef struct {
+    ModelFamily family;     /* which block: GPT-2 or Llama */
     int seq_len;            /* S: context length (positions 0 .. S-1) */
     int vocab_size;         /* V: real tokens; logits have V columns */
     int padded_vocab_size;  /* Vp: rows of the embedding table (>= V) */
@@ -43,28 +58,30 @@ typedef struct {
     int n_heads;            /* NH */
     int n_kv_heads;         /* NKV (== NH for GPT-2) */
     int dim;                /* C */
-    int hidden_dim;         /* Hd: MLP width (4C for GPT-2) */
+    int hidden_dim;         /* Hd: MLP width (4C for GPT-2, from the header for Llama) */
     int head_dim;           /* HS = C / NH */
     int kv_dim;             /* KVD = NKV * HS */
 } Config;
 
-/* Views of one layer's parameters, into the weight block. */
+/* Views of one layer's parameters, into the weight block. Biases are NULL for Llama. */
 typedef struct {
-    const float *norm1_w, *norm1_b;   /* (C,), (C,) LayerNorm before attention */
+    const float *norm1_w, *norm1_b;   /* (C,), (C,) norm before attention */
     const float *wq, *wk, *wv;        /* (C, C), (KVD, C), (KVD, C) */
     const float *bq, *bk, *bv;        /* (C,), (KVD,), (KVD,) */
     const float *wo, *bo;             /* (C, C), (C,) attention output projection */
-    const float *norm2_w, *norm2_b;   /* (C,), (C,) LayerNorm before the MLP */
-    const float *w_up, *b_up;         /* (Hd, C), (Hd,) */
-    const float *w_down, *b_down;     /* (C, Hd), (C,) */
+    const float *norm2_w, *norm2_b;   /* (C,), (C,) norm before the MLP */
+    const float *w_up, *b_up;         /* (Hd, C), (Hd,) GPT-2 fc; Llama w1 */
+    const float *w_gate;              /* (Hd, C) Llama w3 (SwiGLU gate); NULL for GPT-2 */
+    const float *w_down, *b_down;     /* (C, Hd), (C,) GPT-2 fcproj; Llama w2 */
 } LayerWeights;
 
 typedef struct {
-    const float *token_embedding;     /* (Vp, C) view; also the tied classifier */
-    const float *pos_embedding;       /* (S, C) view */
+    const float *token_embedding;     /* (Vp, C) view */
+    const float *pos_embedding;       /* (S, C) view; NULL for Llama (rotary positions) */
     LayerWeights *layers;             /* (L,) owned array of views */
     const float *norm_final_w;        /* (C,) view */
-    const float *norm_final_b;        /* (C,) view */
+    const float *norm_final_b;        /* (C,) view; NULL for Llama */
+    const float *classifier;          /* (V, C) view: token_embedding when tied */
 } Weights;
 
 typedef struct {
@@ -79,6 +96,7 @@ typedef struct {
     float *q;        /* (N, C) queries */
     float *att;      /* (N, C) attention output, before W_O */
     float *hidden;   /* (N, Hd) MLP activations */
+    float *gate;     /* (N, Hd) SwiGLU gate (Llama) */
     float *logits;   /* (N, V) */
     float *scratch;  /* attention scratch, attention_scratch_floats(S) */
 } RunState;
@@ -89,10 +107,11 @@ typedef struct {
     KVCache cache;
     RunState state;
     AttentionShape attention;  /* head layout and 1/sqrt(HS) scale */
+    const char *format;        /* what the file was read as, and what was assumed */
     int max_chunk;             /* most tokens one model_forward call may take */
     void *map;                 /* the mmap'd file (fp32), or NULL */
     size_t map_size;           /* bytes mapped */
-    float *params;             /* owned parameter block (bf16 files), or NULL */
+    float *params;             /* owned parameter block (bf16, int8 files), or NULL */
 } Model;
 
 /* Load and validate a checkpoint, and allocate activations for chunks of up to
@@ -124,5 +143,8 @@ void model_matmul(float *out, const float *x, const float *w, const float *b,
 
 /* x (n,) = GELU(x), tanh approximation, in place. */
 void model_gelu(float *x, size_t n);
+
+/* out (N, C) = x / sqrt(mean(x^2) + eps) * w, over each row of x (N, C). */
+void model_rmsnorm(float *out, const float *x, const float *w, int N, int C);
 
 #endif /* MODEL_H */

@@ -6,6 +6,7 @@
  * output; it contains no kernels and reaches the network only via model_forward.
  * Read model.h, then tokenizer.h and sampler.h, for what it calls.
  */
+#include <ctype.h>      /* isprint, isspace */
 #include <errno.h>      /* errno */
 #include <float.h>      /* FLT_MAX */
 #include <limits.h>     /* INT_MAX */
@@ -30,11 +31,13 @@
 
 static const char USAGE[] =
 "Usage: run MODEL [options]\n"
-"Generate text from MODEL, an llm.c GPT-2 checkpoint (fp32 or bf16).\n"
+"Generate text from MODEL: an llm.c GPT-2 checkpoint (fp32 or bf16) or a llama2.c\n"
+"checkpoint (legacy, or version 1 fp32, or version 2 int8). The tokenizer file's\n"
+"format (llm.c GPT-2 or llama2.c) chooses how text is encoded.\n"
 "\n"
 "Options:\n"
 "  -z, --tokenizer PATH   tokenizer file (default: tokenizer.bin beside MODEL)\n"
-"  -i, --prompt TEXT      prompt text (default: none; start from end-of-text)\n"
+"  -i, --prompt TEXT      prompt text (default: none; start from end-of-text or BOS)\n"
 "  -f, --prompt-file PATH read the prompt from a file instead\n"
 "  -n, --n-predict N      tokens to generate after the prompt, 0..1000000 (default 256)\n"
 "  -t, --temperature T    sampling temperature, 0 = greedy, 0..100 (default 1.0)\n"
@@ -43,8 +46,9 @@ static const char USAGE[] =
 "  -s, --seed S           random seed, 1..18446744073709551615 (default: time)\n"
 "  -h, --help             print this help and exit\n"
 "\n"
-"Generated text streams to stdout; speed goes to stderr. Generation stops at the\n"
-"end-of-text token or at the model's context length.\n"
+"The prompt and the generated text stream to stdout; what was loaded and the speed go\n"
+"to stderr. Generation stops at end-of-text (GPT-2), BOS or EOS (Llama), or at the\n"
+"model's context length.\n"
 "Exit status: 0 ok, 1 bad data or runtime failure, 2 usage error.\n";
 
 typedef struct {
@@ -250,10 +254,15 @@ static char *read_prompt_file(const char *path, size_t *len) {
     return text;
 }
 
-/* Writes token id's bytes, as they read after token prev, through the UTF-8 writer. */
+/* Writes token id's bytes, as they read after token prev, through the UTF-8 writer.
+ * Llama output follows llama2.c's safe_printf, so that it matches llama2.c byte for
+ * byte: a piece of one byte that is neither printable ASCII nor whitespace (a control
+ * character, or a lone byte of a byte-fallback character) is not printed. */
 static void emit_token(Utf8Writer *w, const Tokenizer *tok, int prev, int id) {
     size_t len;
     const unsigned char *bytes = tokenizer_decode(tok, prev, id, &len);
+    if (tok->kind == TOKENIZER_LLAMA && len == 1 && !isprint(bytes[0]) && !isspace(bytes[0]))
+        return;
     utf8_write(w, bytes, len);
 }
 
@@ -269,12 +278,13 @@ static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *
     } else {
         len = strlen(text);
     }
-    int *ids = malloc((len + 1) * sizeof(int));   /* BPE never makes more ids than bytes */
+    /* BPE never makes more ids than bytes, plus Llama's BOS and dummy-prefix space */
+    int *ids = malloc((len + 2) * sizeof(int));
     if (!ids) {
         fprintf(stderr, "run: out of memory for a %zu-byte prompt\n", len);
         goto fail;
     }
-    if (tokenizer_encode(tok, text, len, ids, len + 1, &n_ids) != 0) goto fail;
+    if (tokenizer_encode(tok, text, len, ids, len + 2, &n_ids) != 0) goto fail;
     /* GPT-2 with no prompt starts from end-of-text (Llama's encode already gave BOS) */
     if (n_ids == 0) ids[n_ids++] = tok->eot_id;
     for (size_t t = 0; t < n_ids; t++) {
@@ -384,6 +394,10 @@ int main(int argc, char **argv) {
     memset(&sampler, 0, sizeof sampler);
     int status = EXIT_BAD_DATA;
     if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
+    const Config *c = &model.config;
+    fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d\n",
+            o.model_path, model.format, c->n_layers, c->dim, c->n_heads, c->n_kv_heads,
+            c->vocab_size, c->seq_len);
     if (tokenizer_load(&tok, tokenizer_path) != 0) goto done;
     if (tok.vocab_size < model.config.vocab_size) {
         fprintf(stderr, "run: %s: tokenizer has fewer tokens than the model (got %d, expected "

@@ -130,21 +130,69 @@ static void test_bad_files(const char *tok) {
     EXPECT_BAD("trailing bytes", write_model("trail.bin", 20240326, 3, MAX_T, V, L, NH, C, VP, 1),
                "trailing bytes");
     EXPECT_BAD("heads do not divide width",
-               write_model("nh.bin", 20240326, 3, MAX_T, V, L, 3, C, VP, 0), "not divisible");
+               write_model("nh.bin", 20240326, 3, MAX_T, V, L, 3, C, VP, 0),
+               "width dim not divisible by n_heads (got dim 8, n_heads 3");
     EXPECT_BAD("V > Vp", write_model("vp.bin", 20240326, 3, MAX_T, VP + 1, L, NH, C, VP, 0),
-               "vocab V larger than padded vocab Vp");
+               "vocab V larger than padded vocab Vp (got");
     EXPECT_BAD("absurd layer count",
                write_model("layers.bin", 20240326, 3, MAX_T, V, 1000000, NH, C, VP, 0),
-               "header field L out of range (got 1000000");
+               "header field n_layers out of range (got 1000000");
     EXPECT_BAD("zero width", write_model("c0.bin", 20240326, 3, MAX_T, V, L, NH, 0, VP, 0),
                "header field C out of range (got 0");
     EXPECT_BAD("negative context",
-               write_model("t.bin", 20240326, 3, -5, V, L, NH, C, VP, 0), "maxT out of range");
+               write_model("t.bin", 20240326, 3, -5, V, L, NH, C, VP, 0), "header field seq_len out of range (got -5");
     char short_path[128];
     snprintf(short_path, sizeof short_path, "%s/short.bin", dir);
     FILE *f = fopen(short_path, "wb");
     if (f) { fputs("short", f); fclose(f); }
     EXPECT_BAD("file shorter than the header", short_path, "file too short for the header");
+#undef EXPECT_BAD
+}
+
+/* Writes a llama2.c file: versioned ("ak42", version, 7 fields, shared flag, pad to 256)
+ * when version > 0, else legacy (7 fields); then `floats` zero floats. */
+static const char *write_llama(const char *name, int version, const int32_t fields[7],
+                               long floats) {
+    static char paths[8][128];
+    static int next;
+    char *path = paths[next++ % 8];
+    snprintf(path, 128, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return path;
+    if (version > 0) {
+        unsigned char header[256] = {0};
+        int32_t head[2] = {0x616b3432, version};
+        memcpy(header, head, sizeof head);
+        memcpy(header + 8, fields, 7 * sizeof(int32_t));
+        header[36] = 1;   /* shared classifier */
+        fwrite(header, sizeof header, 1, f);
+    } else {
+        fwrite(fields, sizeof(int32_t), 7, f);
+    }
+    float zero = 0.0f;
+    for (long i = 0; i < floats; i++) fwrite(&zero, sizeof zero, 1, f);
+    fclose(f);
+    return path;
+}
+
+static void test_bad_llama_files(const char *tok) {
+    /* dim 8, hidden 16, 1 layer, 2 heads, 1 kv head, vocab 260 (shared), context 16 */
+    const int32_t good[7] = {8, 16, 1, 2, 1, 260, 16}, bad_kv[7] = {8, 16, 1, 2, 3, 260, 16};
+    /* floats: norms 2*8+8, embedding 260*8, wq 64, wk 32, wv 32, wo 64, w1 w2 w3 3*128 */
+    long n = 24 + 260 * 8 + 64 + 32 + 32 + 64 + 3 * 128, rope = 16 * 4;
+    char args[1024];
+#define EXPECT_BAD(what, path, message) \
+    (snprintf(args, sizeof args, "%s -z %s -n 1", path, tok), expect(what, args, 1, message))
+    snprintf(args, sizeof args, "%s -z %s -n 2 -t 0", write_llama("legacy.bin", 0, good, n + rope),
+             tok);
+    expect("a valid legacy llama2.c file runs", args, 0, "llama2.c legacy checkpoint");
+    EXPECT_BAD("legacy llama2.c file truncated", write_llama("l_trunc.bin", 0, good, n), "truncated");
+    EXPECT_BAD("llama2.c heads not divisible by kv heads",
+               write_llama("l_kv.bin", 0, bad_kv, n + rope), "n_kv_heads out of range (got 3");
+    EXPECT_BAD("llama2.c unknown version", write_llama("l_v3.bin", 3, good, n),
+               "unknown llama2.c version (got 3");
+    EXPECT_BAD("llama2.c version 1 with trailing bytes", write_llama("l_v1.bin", 1, good, n + 1),
+               "trailing bytes");
 #undef EXPECT_BAD
 }
 
@@ -183,6 +231,38 @@ static void test_generation(const char *model, const char *tok) {
     expect("no prompt starts from end-of-text", args, 0, "prompt: 1 tokens");
 }
 
+/* llama2.c's generations (../shared/testdata/llama2c/generation.json: stdout of its run
+ * for each command) reproduced byte for byte. llama2.c's -n counts the prompt tokens
+ * including BOS minus one (its loop feeds positions 0..n-1), so its -n 64 with a
+ * 5-token prompt generates 60 tokens: -n here is 64 - prompt tokens + 1. */
+static void test_llama2c_generation(const char *shared) {
+    static const struct {
+        const char *file, *args;
+    } cases[] = {
+        {"greedy_s15m.txt", "s15m.bin -z $D/tokenizer.bin -t 0 -n 60 -i 'Once upon a time'"},
+        {"greedy_s260k_tok512.txt", "s260k.bin -z $D/tok512.bin -t 0 -n 47 -i 'Once upon a time'"},
+        {"greedy_s260k_noprompt.txt", "s260k.bin -z $D/tokenizer.bin -t 0 -n 64"},
+        {"sample_s260k_tok512_t1_p0.9.txt",
+         "s260k.bin -z $D/tok512.bin -t 1 -p 0.9 -s 42 -n 47 -i 'Once upon a time'"},
+        {"sample_s260k_tok512_t1_p1.txt",
+         "s260k.bin -z $D/tok512.bin -t 1 -p 1 -s 42 -n 47 -i 'Once upon a time'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char command[1024], path[512], *out = NULL;
+        snprintf(command, sizeof command, "D=%s/testdata/llama2c; %s $D/%s", shared, run_bin,
+                 cases[i].args);
+        snprintf(path, sizeof path, "%s/testdata/llama2c/%s", shared, cases[i].file);
+        size_t want_len;
+        char *want = check_read_file(path, &want_len);
+        int code = check_run(command, &out, NULL);
+        check_true(code == 0 && want && out && strlen(out) == want_len &&
+                   memcmp(out, want, want_len) == 0, "llama2.c output %s reproduced byte for "
+                   "byte", cases[i].file);
+        free(want);
+        free(out);
+    }
+}
+
 int main(void) {
     run_bin = getenv("RUN");
     if (!run_bin || !*run_bin) run_bin = "./run";
@@ -195,8 +275,12 @@ int main(void) {
     const char *tok = write_tokenizer();
     test_usage_errors(model, tok);
     test_bad_files(tok);
+    test_bad_llama_files(tok);
     test_bad_inputs(model, tok);
     test_generation(model, tok);
+    const char *shared = check_shared_dir();
+    if (shared) test_llama2c_generation(shared);
+    else check_skip("../shared not found: llama2.c generations not compared");
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", dir);
     check_run(command, NULL, NULL);
