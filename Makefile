@@ -79,8 +79,13 @@ debug:
 debug-tests: $(B)/run $(TESTS)
 	@RUN=$(B)/run sh tests/run_all.sh $(TESTS)
 
+# bench: end-to-end speed (tokens/s, 1 and 2 threads) and peak memory of ./run on the
+# shipped and reference models; prints a table, asserts nothing. Example: make bench
+bench: all
+	@sh tools/bench.sh
+
 # clean: remove every build product. Example: make clean
 clean:
 	rm -rf build run
 
-.PHONY: all run test debug debug-tests clean
+.PHONY: all run test debug debug-tests bench clean
