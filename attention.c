@@ -1,49 +1,72 @@
 /* attention.c: attention and nothing else.
  *
- * Exact causal scaled dot-product attention, computed the way ATTENTION.md §2.1
- * recommends for decoding: write the visible scores into a scratch row, subtract
- * their maximum, exponentiate, normalise, then take the weighted sum of values.
- * It does not know about layers, weights or the KV cache's owner: model.c passes
- * plain arrays (see attention.h). No malloc, no stdio.
+ * First the exact causal scaled dot-product attention the trainer uses
+ * (attention_forward), computed as ATTENTION.md §2.1 recommends for decoding:
+ * write the visible scores into a scratch row, subtract their maximum,
+ * exponentiate, normalise, take the weighted sum of values. Then the attention
+ * lab: every variant of ATTENTION.md §4 behind attention_step, each keeping its
+ * own per-layer state (§2.2), so any of them can replace exact attention in a
+ * pretrained model. Then three kernels with no weights in a GPT (additive
+ * scoring, attention pooling, Nystrom), and last the trainer's backward pass.
+ * It does not know about layers or weights: model.c passes plain arrays and owns
+ * the state's memory. No malloc, no stdio.
  *
  * Legend: T new queries, NH query heads, NKV kv heads, HS head size, t query index,
- * h head, t2 key position.
+ * h head, g kv head, i query position, t2/j key position, m Performer features.
  */
 #include "attention.h"
 
-#include <math.h>   /* expf, INFINITY */
+#include <math.h>     /* expf, sqrtf, tanhf, INFINITY; log, sqrt, cos for the generator */
+#include <stdint.h>   /* uint64_t, int32_t */
+#include <string.h>   /* memset, memcpy */
 
 int attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
     /* one score row of n_ctx floats per head, so heads can run in parallel */
     return shape->n_heads * n_ctx;
 }
 
-/* One head, one query: out_t (HS,) = softmax(scores) . v over keys 0 .. n_keys - 1.
- *   q_t (HS,); k, v (n_keys, kv_stride) read at column offset of this kv head;
- *   scores (n_keys,) scratch. */
-static void attend_one(float *out_t, const float *q_t, const float *k, const float *v,
-                       int kv_stride, int n_keys, int HS, float scale, float *scores) {
-    /* pass 1: scores s_t2 = (q . k_t2) * scale, and their maximum */
-    float max_score = -INFINITY;
-    for (int t2 = 0; t2 < n_keys; t2++) {
-        const float *k_t2 = k + (long)t2 * kv_stride;
+/* How a softmax-family variant scores key k for query q. */
+typedef struct {
+    float scale;    /* score = (q . k) * scale */
+    int gauss;      /* 1: minus |k|^2 * scale / 2 (Gaussian kernel, §4.2) */
+    int softmax1;   /* 1: a virtual key of score 0 and value 0 joins the softmax (§4.8) */
+} Scoring;
+
+/* One head, one query: out_t (HS,) = softmax(scores) . v over n_keys keys, stored at
+ * the rows listed in rows (NULL: rows 0 .. n_keys-1, in order).
+ *   q_t (HS,); k, v (rows, kv_stride) read at this kv head's column offset;
+ *   scores (n_keys,) scratch. With gauss = softmax1 = 0 this is exactly the exact
+ *   kernel: the same operations in the same order, so the same bits. */
+static void attend_rows(float *out_t, const float *q_t, const float *k, const float *v,
+                        int kv_stride, const int32_t *rows, int n_keys, int HS, Scoring sc,
+                        float *scores) {
+    /* pass 1: scores s_t2 = (q . k_t2) * scale, and their maximum (softmax1: at least 0,
+     * the virtual key's score) */
+    float max_score = sc.softmax1 ? 0.0f : -INFINITY;
+    for (int n = 0; n < n_keys; n++) {
+        const float *k_t2 = k + (long)(rows ? rows[n] : n) * kv_stride;
         float dot = 0.0f;
         for (int i = 0; i < HS; i++) dot += q_t[i] * k_t2[i];
-        scores[t2] = dot * scale;
-        if (scores[t2] > max_score) max_score = scores[t2];
+        scores[n] = dot * sc.scale;
+        if (sc.gauss) {   /* -|q-k|^2 scale/2 = (q.k - |k|^2/2) scale - |q|^2 scale/2 */
+            float norm2 = 0.0f;
+            for (int i = 0; i < HS; i++) norm2 += k_t2[i] * k_t2[i];
+            scores[n] -= 0.5f * sc.scale * norm2;
+        }
+        if (scores[n] > max_score) max_score = scores[n];
     }
     /* pass 2: w_t2 = exp(s_t2 - max) and Z = sum w; subtracting max keeps exp <= 1 */
-    float sum = 0.0f;
-    for (int t2 = 0; t2 < n_keys; t2++) {
-        scores[t2] = expf(scores[t2] - max_score);
-        sum += scores[t2];
+    float sum = sc.softmax1 ? expf(-max_score) : 0.0f;
+    for (int n = 0; n < n_keys; n++) {
+        scores[n] = expf(scores[n] - max_score);
+        sum += scores[n];
     }
     float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;  /* an empty row gives zeros, not NaN */
     /* pass 3: out = sum_t2 (w_t2 / Z) v_t2 */
     for (int i = 0; i < HS; i++) out_t[i] = 0.0f;
-    for (int t2 = 0; t2 < n_keys; t2++) {
-        const float *v_t2 = v + (long)t2 * kv_stride;
-        float a = scores[t2] * inv_sum;
+    for (int n = 0; n < n_keys; n++) {
+        const float *v_t2 = v + (long)(rows ? rows[n] : n) * kv_stride;
+        float a = scores[n] * inv_sum;
         for (int i = 0; i < HS; i++) out_t[i] += a * v_t2[i];
     }
 }
@@ -54,6 +77,7 @@ void attention_forward(const AttentionShape *shape, float *out, const float *q,
     int group = NH / shape->n_kv_heads;        /* query heads per kv head */
     int kv_stride = shape->n_kv_heads * HS;    /* floats per cached position */
     int n_ctx = pos + T;
+    Scoring exact = {shape->scale, 0, 0};
     /* Heads are independent and each writes its own HS columns of out, and its own
      * scratch row, so running them on different threads changes no result. A short
      * context stays on one thread: a parallel region would cost more than the work. */
@@ -64,10 +88,714 @@ void attention_forward(const AttentionShape *shape, float *out, const float *q,
         for (int t = 0; t < T; t++) {
             const float *q_t = q + ((long)t * NH + h) * HS;
             float *out_t = out + ((long)t * NH + h) * HS;
-            attend_one(out_t, q_t, k + kv_offset, v + kv_offset, kv_stride, pos + t + 1, HS,
-                       shape->scale, scores);
+            attend_rows(out_t, q_t, k + kv_offset, v + kv_offset, kv_stride, NULL, pos + t + 1,
+                        HS, exact, scores);
         }
     }
+}
+
+/* ------------------------------------------------------------------------- */
+/* The attention lab: configuration and names                                  */
+
+void attention_config_default(AttentionConfig *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->kind = ATTENTION_EXACT;
+    cfg->tau = 1.0f;
+    cfg->window = ATTENTION_DEFAULT_WINDOW;
+    cfg->dilation = ATTENTION_DEFAULT_DILATION;
+    cfg->stride = ATTENTION_DEFAULT_STRIDE;
+    cfg->summary = ATTENTION_DEFAULT_SUMMARY;
+    cfg->buckets = ATTENTION_DEFAULT_BUCKETS;
+    cfg->rounds = ATTENTION_DEFAULT_ROUNDS;
+    cfg->local = ATTENTION_DEFAULT_LSH_LOCAL;
+    cfg->features = ATTENTION_DEFAULT_FEATURES;
+    cfg->orthogonal = 1;
+    cfg->seed = 1;
+}
+
+const char *attention_kind_name(AttentionKind kind) {
+    static const char *const names[ATTENTION_KINDS] = {
+        "exact", "gauss", "window", "dilated", "strided", "fixed", "lsh", "linear",
+        "efficient", "performer"};
+    return kind >= 0 && kind < ATTENTION_KINDS ? names[kind] : "unknown";
+}
+
+/* ------------------------------------------------------------------------- */
+/* The state block: where each part lives                                      */
+
+/* The first bytes of every state block. */
+typedef struct {
+    int next_pos;   /* the position the next step must start at (0 after init) */
+} StateHeader;
+
+#define STATE_ALIGN 64   /* every region starts on a cache line */
+
+/* The layout of one layer's state for (cfg, shape, n_ctx): sizes and byte offsets.
+ * All of it follows from the config, so the block itself needs no pointers. */
+typedef struct {
+    int kv_rows;      /* rows of the K and V stores: n_ctx (A, D), S + R (B), 0 (C) */
+    int sinks, ring;  /* (B): sink slots S and ring slots R after them */
+    int list_cap;     /* ints per head of the visible-row list (0: rows 0..i in order) */
+    int score_cap;    /* floats of scratch per head */
+    int rec_floats;   /* floats of recurrent state per head (C) */
+    int rand_rows;    /* rows of HS floats in each random matrix */
+    int rounds;       /* random matrices per head (LSH rounds; 1 for Performer) */
+    size_t key, value, list, rec, rand, first, next, stamp, total;   /* byte offsets */
+} Plan;
+
+static size_t align_up(size_t n) { return (n + STATE_ALIGN - 1) / STATE_ALIGN * STATE_ALIGN; }
+
+static int is_softmax_family(AttentionKind kind) {
+    return kind != ATTENTION_LINEAR && kind != ATTENTION_EFFICIENT &&
+           kind != ATTENTION_PERFORMER;
+}
+
+/* Fills p; returns -1 if a parameter is out of range (see attention_spec.c for the
+ * ranges users are told). Sizes stay far below SIZE_MAX for n_ctx <= 2^20. */
+static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx) {
+    memset(p, 0, sizeof *p);
+    int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
+    if (n_ctx < 1 || NH < 1 || NKV < 1 || NH % NKV != 0 || HS < 1) return -1;
+    if (!(cfg->tau > 0.0f) || !isfinite(cfg->tau)) return -1;
+    if (cfg->softmax1 && !is_softmax_family(cfg->kind)) return -1;
+    long rows = 0, ring = 0, list = 0;
+    switch (cfg->kind) {
+    case ATTENTION_EXACT: case ATTENTION_GAUSS:
+        rows = n_ctx;
+        break;
+    case ATTENTION_WINDOW: case ATTENTION_DILATED:
+        if (cfg->window < 1 || cfg->sinks < 0) return -1;
+        if (cfg->kind == ATTENTION_DILATED && cfg->dilation < 1) return -1;
+        ring = cfg->kind == ATTENTION_WINDOW ? cfg->window
+                                             : (long)(cfg->window - 1) * cfg->dilation + 1;
+        p->sinks = cfg->sinks < n_ctx ? cfg->sinks : n_ctx;
+        rows = p->sinks + ring < n_ctx ? p->sinks + ring : n_ctx;
+        p->ring = (int)ring;
+        list = rows;
+        break;
+    case ATTENTION_STRIDED: case ATTENTION_FIXED:
+        if (cfg->stride < 1) return -1;
+        if (cfg->kind == ATTENTION_FIXED && (cfg->summary < 0 || cfg->summary > cfg->stride))
+            return -1;
+        rows = list = n_ctx;
+        break;
+    case ATTENTION_LSH:
+        if (cfg->buckets < 1 || (cfg->buckets > 1 && cfg->buckets % 2 != 0) ||
+            cfg->rounds < 1 || cfg->local < 0 || cfg->sinks < 0) return -1;
+        rows = list = n_ctx;
+        p->rounds = cfg->rounds;
+        p->rand_rows = cfg->buckets / 2;
+        break;
+    case ATTENTION_LINEAR:
+        p->rec_floats = HS * HS + HS;             /* S (HS, HS), z (HS,) */
+        break;
+    case ATTENTION_EFFICIENT:
+        p->rec_floats = HS * HS + 2 * HS;         /* S (HS, HS), z (HS,), max (HS,) */
+        break;
+    case ATTENTION_PERFORMER:
+        if (cfg->features < 1) return -1;
+        p->rec_floats = cfg->features * HS + cfg->features + 1;   /* S (m, HS), z (m,), M */
+        p->rounds = 1;
+        p->rand_rows = cfg->features;
+        break;
+    default:
+        return -1;
+    }
+    p->kv_rows = (int)rows;
+    p->list_cap = (int)list;
+    p->score_cap = (int)rows;
+    if (cfg->kind == ATTENTION_PERFORMER && p->score_cap < cfg->features)
+        p->score_cap = cfg->features;
+    if (p->score_cap < 2 * HS) p->score_cap = 2 * HS;
+    size_t kv = (size_t)p->kv_rows * NKV * HS * sizeof(float);
+    p->key = align_up(sizeof(StateHeader));
+    p->value = align_up(p->key + kv);
+    p->list = align_up(p->value + kv);
+    p->rec = align_up(p->list + (size_t)NH * p->list_cap * sizeof(int32_t));
+    p->rand = align_up(p->rec + (size_t)NH * p->rec_floats * sizeof(float));
+    p->first = align_up(p->rand + (size_t)NH * p->rounds * p->rand_rows * HS * sizeof(float));
+    size_t lsh_first = 0, lsh_next = 0, lsh_stamp = 0;
+    if (cfg->kind == ATTENTION_LSH) {
+        lsh_first = (size_t)NH * p->rounds * cfg->buckets * sizeof(int32_t);
+        lsh_next = (size_t)NH * p->rounds * n_ctx * sizeof(int32_t);
+        lsh_stamp = (size_t)NH * n_ctx * sizeof(int32_t);
+    }
+    p->next = align_up(p->first + lsh_first);
+    p->stamp = align_up(p->next + lsh_next);
+    p->total = align_up(p->stamp + lsh_stamp);
+    return 0;
+}
+
+size_t attention_state_bytes(const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx) {
+    Plan p;
+    return plan(&p, cfg, shape, n_ctx) == 0 ? p.total : 0;
+}
+
+size_t attention_step_scratch_floats(const AttentionConfig *cfg, const AttentionShape *shape,
+                                     int n_ctx) {
+    Plan p;
+    if (plan(&p, cfg, shape, n_ctx) != 0) return 0;
+    return (size_t)shape->n_heads * p.score_cap;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The project's random generator: splitmix64 seeding xoshiro256**            */
+/* (Vigna, https://prng.di.unimi.it/), Box-Muller normals in double precision. */
+
+typedef struct { uint64_t s[4]; } Rng;
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* One independent stream per (seed, layer, head, round): each key is mixed in turn. */
+static void rng_init(Rng *r, uint64_t seed, int layer, int head, int round) {
+    uint64_t x = seed;
+    const uint64_t keys[3] = {(uint64_t)layer, (uint64_t)head, (uint64_t)round};
+    for (int i = 0; i < 3; i++) {
+        uint64_t mixed = splitmix64(&x);
+        x = mixed ^ (keys[i] * 0xD1B54A32D192ED03ULL + 1);
+    }
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(Rng *r) {
+    uint64_t *s = r->s, result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+#define RNG_TWO_PI 6.283185307179586   /* 2 pi for Box-Muller */
+
+/* A standard normal: Box-Muller's cosine branch, u1 in (0, 1] so log is finite. */
+static double rng_normal(Rng *r) {
+    double u1 = (double)((rng_next(r) >> 11) + 1) * 0x1.0p-53;
+    double u2 = (double)(rng_next(r) >> 11) * 0x1.0p-53;
+    return sqrt(-2.0 * log(u1)) * cos(RNG_TWO_PI * u2);
+}
+
+/* rows (n, HS) with i.i.d. N(0, 1) entries. */
+static void draw_gaussian(float *rows, int n, int HS, Rng *r) {
+    for (long i = 0; i < (long)n * HS; i++) rows[i] = (float)rng_normal(r);
+}
+
+/* Orthogonal random features (§4.6): rows in blocks of HS, orthonormal within a block
+ * (Gram-Schmidt on Gaussian rows), each then scaled by the norm of an independent
+ * N(0, I) vector so it is marginally N(0, I) and the estimator stays unbiased. */
+static void draw_orthogonal(float *rows, int n, int HS, Rng *r) {
+    for (int f = 0; f < n; f++) {
+        float *w = rows + (long)f * HS;
+        int block = f / HS * HS;
+        for (;;) {
+            for (int i = 0; i < HS; i++) w[i] = (float)rng_normal(r);
+            for (int p = block; p < f; p++) {   /* remove the earlier rows' directions */
+                const float *u = rows + (long)p * HS;
+                double d = 0.0;
+                for (int i = 0; i < HS; i++) d += (double)w[i] * (double)u[i];
+                for (int i = 0; i < HS; i++) w[i] -= (float)(d * (double)u[i]);
+            }
+            double norm = 0.0;
+            for (int i = 0; i < HS; i++) norm += (double)w[i] * (double)w[i];
+            if (norm > 1e-12) {
+                for (int i = 0; i < HS; i++) w[i] = (float)((double)w[i] / sqrt(norm));
+                break;
+            }
+        }
+    }
+    for (int f = 0; f < n; f++) {
+        double chi = 0.0;
+        for (int i = 0; i < HS; i++) {
+            double z = rng_normal(r);
+            chi += z * z;
+        }
+        chi = sqrt(chi);
+        for (int i = 0; i < HS; i++) rows[(long)f * HS + i] = (float)((double)rows[(long)f * HS + i] * chi);
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* State views                                                                 */
+
+static void *at(void *state, size_t offset) { return (char *)state + offset; }
+
+float *attention_state_random(const AttentionConfig *cfg, const AttentionShape *shape,
+                              int n_ctx, void *state, int head, int round, int *rows) {
+    Plan p;
+    if (plan(&p, cfg, shape, n_ctx) != 0 || p.rand_rows == 0 || head < 0 ||
+        head >= shape->n_heads || round < 0 || round >= p.rounds) return NULL;
+    *rows = p.rand_rows;
+    return (float *)at(state, p.rand) + ((long)head * p.rounds + round) * p.rand_rows *
+                                        shape->head_dim;
+}
+
+/* Empties the per-sequence parts: recurrent sums, running maxima, LSH lists. */
+static void reset_sequence(const Plan *p, const AttentionConfig *cfg,
+                           const AttentionShape *shape, int n_ctx, void *state) {
+    int NH = shape->n_heads, HS = shape->head_dim;
+    float *rec = at(state, p->rec);
+    memset(rec, 0, (size_t)NH * p->rec_floats * sizeof(float));
+    for (int h = 0; h < NH; h++) {
+        float *rec_h = rec + (long)h * p->rec_floats;
+        if (cfg->kind == ATTENTION_EFFICIENT)
+            for (int c = 0; c < HS; c++) rec_h[HS * HS + HS + c] = -INFINITY;   /* max */
+        if (cfg->kind == ATTENTION_PERFORMER) rec_h[p->rec_floats - 1] = -INFINITY;  /* M */
+    }
+    if (cfg->kind == ATTENTION_LSH) {
+        int32_t *first = at(state, p->first), *stamp = at(state, p->stamp);
+        for (long i = 0; i < (long)NH * p->rounds * cfg->buckets; i++) first[i] = -1;
+        memset(stamp, 0, (size_t)NH * n_ctx * sizeof(int32_t));
+    }
+}
+
+int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx,
+                         int layer, void *state) {
+    Plan p;
+    if (plan(&p, cfg, shape, n_ctx) != 0) return -1;
+    memset(state, 0, p.total);
+    int HS = shape->head_dim;
+    for (int h = 0; h < shape->n_heads; h++) {
+        for (int r = 0; r < p.rounds; r++) {
+            Rng rng;
+            rng_init(&rng, cfg->seed, layer, h, r);
+            float *rows = (float *)at(state, p.rand) + ((long)h * p.rounds + r) * p.rand_rows * HS;
+            if (cfg->kind == ATTENTION_PERFORMER && cfg->orthogonal)
+                draw_orthogonal(rows, p.rand_rows, HS, &rng);
+            else
+                draw_gaussian(rows, p.rand_rows, HS, &rng);
+        }
+    }
+    reset_sequence(&p, cfg, shape, n_ctx, state);
+    ((StateHeader *)state)->next_pos = 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Visible sets of the sparse patterns (§4.3), as lists of K/V rows             */
+
+/* Row of the K/V store that holds position j. (B): sinks keep rows 0..S-1, later
+ * positions cycle through the R ring rows; before the ring wraps, row == position. */
+static int store_row(const Plan *p, int j) {
+    if (p->ring == 0 || j < p->sinks) return j;
+    return p->sinks + (j - p->sinks) % p->ring;
+}
+
+/* Rows visible to the query at position i, in increasing position order (so that
+ * with nothing excluded the sum runs in the exact kernel's order). Returns the count. */
+static int pattern_rows(const Plan *p, const AttentionConfig *cfg, int i, int32_t *rows) {
+    int n = 0;
+    switch (cfg->kind) {
+    case ATTENTION_WINDOW: case ATTENTION_DILATED: {
+        int k = cfg->kind == ATTENTION_WINDOW ? 1 : cfg->dilation;
+        int S = p->sinks < i + 1 ? p->sinks : i + 1;
+        for (int j = 0; j < S; j++) rows[n++] = j;
+        long first = (long)i - (long)(cfg->window - 1) * k;   /* oldest key of the window */
+        if (first < p->sinks) first += ((p->sinks - first) + k - 1) / k * k;
+        for (long j = first; j <= i; j += k) rows[n++] = store_row(p, (int)j);
+        break;
+    }
+    case ATTENTION_STRIDED: {
+        int l = cfg->stride;
+        for (int j = 0; j <= i; j++)
+            if (i - j < l || (i - j) % l == 0) rows[n++] = j;
+        break;
+    }
+    case ATTENTION_FIXED: {
+        int l = cfg->stride, c = cfg->summary;
+        for (int j = 0; j <= i; j++)
+            if (j / l == i / l || j % l >= l - c) rows[n++] = j;
+        break;
+    }
+    default:
+        break;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------- */
+/* LSH (§4.4): angular hashing, per-round bucket lists, exact softmax over the union */
+
+static float dot_f(const float *a, const float *b, int n) {
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += a[i] * b[i];
+    return sum;
+}
+
+/* Bucket of x: argmax over the nb entries of [x R^T ; -x R^T], R (nb/2, HS). */
+static int lsh_bucket(const float *x, const float *R, int half, int HS) {
+    float best = -INFINITY;
+    int bucket = 0;
+    for (int c = 0; c < half; c++) {
+        float d = dot_f(R + (long)c * HS, x, HS);
+        if (d > best) { best = d; bucket = c; }
+        if (-d > best) { best = -d; bucket = half + c; }
+    }
+    return bucket;
+}
+
+/* Views of one head's LSH lists: first[r][b] the newest key in bucket b of round r,
+ * next[r][j] the previous key in j's bucket (-1: none). */
+typedef struct {
+    const float *R;     /* (rounds, nb/2, HS) rotations */
+    int32_t *first;     /* (rounds, nb) */
+    int32_t *next;      /* (rounds, n_ctx) */
+    int32_t *stamp;     /* (n_ctx,) stamp[j] == i + 1: j already listed for query i */
+} LshHead;
+
+static LshHead lsh_head(const Plan *p, const AttentionConfig *cfg, const AttentionShape *shape,
+                        int n_ctx, void *state, int h) {
+    int HS = shape->head_dim;
+    LshHead v;
+    v.R = (const float *)at(state, p->rand) + (long)h * p->rounds * p->rand_rows * HS;
+    v.first = (int32_t *)at(state, p->first) + (long)h * p->rounds * cfg->buckets;
+    v.next = (int32_t *)at(state, p->next) + (long)h * p->rounds * n_ctx;
+    v.stamp = (int32_t *)at(state, p->stamp) + (long)h * n_ctx;
+    return v;
+}
+
+/* Adds key k (HS,) at position i to its bucket in every round. */
+static void lsh_insert(const LshHead *v, const Plan *p, const AttentionConfig *cfg, int n_ctx,
+                       int HS, const float *k, int i) {
+    for (int r = 0; r < p->rounds; r++) {
+        int b = lsh_bucket(k, v->R + (long)r * p->rand_rows * HS, p->rand_rows, HS);
+        v->next[(long)r * n_ctx + i] = v->first[(long)r * cfg->buckets + b];
+        v->first[(long)r * cfg->buckets + b] = i;
+    }
+}
+
+/* Candidates of query q at position i: the sinks, the local window (self included),
+ * and every key sharing q's bucket in some round, each once, in position order. */
+static int lsh_rows(const LshHead *v, const Plan *p, const AttentionConfig *cfg, int n_ctx,
+                    int HS, const float *q, int i, int32_t *rows) {
+    int32_t mark = i + 1;
+    for (int j = 0; j < cfg->sinks && j <= i; j++) v->stamp[j] = mark;
+    int local = cfg->local > 1 ? cfg->local : 1;
+    for (int j = i - local + 1 > 0 ? i - local + 1 : 0; j <= i; j++) v->stamp[j] = mark;
+    for (int r = 0; r < p->rounds; r++) {
+        int b = lsh_bucket(q, v->R + (long)r * p->rand_rows * HS, p->rand_rows, HS);
+        for (int j = v->first[(long)r * cfg->buckets + b]; j >= 0; j = v->next[(long)r * n_ctx + j])
+            v->stamp[j] = mark;
+    }
+    int n = 0;
+    for (int j = 0; j <= i; j++)
+        if (v->stamp[j] == mark) rows[n++] = j;
+    return n;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Recurrent variants (§4.5, §4.6): O(1) state per head                        */
+
+/* elu(x) + 1: x + 1 for x > 0, exp(x) otherwise; always > 0. */
+static float elu1(float x) { return x > 0.0f ? x + 1.0f : expf(x); }
+
+/* out (HS,) = sum_c a_c S_c / den over rows S_c (HS,) of S (n, HS); zeros if den <= 0. */
+static void read_out(float *out, const float *a, const float *S, int n, int HS, float den) {
+    for (int e = 0; e < HS; e++) out[e] = 0.0f;
+    for (int c = 0; c < n; c++) {
+        const float *S_c = S + (long)c * HS;
+        for (int e = 0; e < HS; e++) out[e] += a[c] * S_c[e];
+    }
+    float inv = den > 0.0f ? 1.0f / den : 0.0f;
+    for (int e = 0; e < HS; e++) out[e] *= inv;
+}
+
+/* Linear attention: S += phi(k) v^T, z += phi(k); out = phi(q)^T S / (phi(q) . z + eps).
+ * rec (HS*HS + HS,); phi (2 HS,) scratch; pre multiplies q and k before phi. */
+static void linear_step(float *rec, int HS, float pre, const float *k, const float *v,
+                        const float *q, float *out, float *phi) {
+    float *S = rec, *z = rec + HS * HS;
+    for (int c = 0; c < HS; c++) {
+        float f = elu1(k[c] * pre);
+        z[c] += f;
+        for (int e = 0; e < HS; e++) S[c * HS + e] += f * v[e];
+    }
+    float den = ATTENTION_LINEAR_EPS;
+    for (int c = 0; c < HS; c++) {
+        phi[c] = elu1(q[c] * pre);
+        den += phi[c] * z[c];
+    }
+    read_out(out, phi, S, HS, HS, den);
+}
+
+/* Efficient Attention, causal: per feature c a softmax over the prefix of key column c,
+ * kept as running max m_c, z_c = sum exp(k_jc - m_c), S_c = sum exp(k_jc - m_c) v_j;
+ * out = sum_c softmax(q)_c S_c / z_c. rec (HS*HS + 2 HS,); p (HS,) scratch. */
+static void efficient_step(float *rec, int HS, const float *k, const float *v, const float *q,
+                           float *out, float *p) {
+    float *S = rec, *z = rec + HS * HS, *mx = z + HS;
+    for (int c = 0; c < HS; c++) {
+        float *S_c = S + (long)c * HS;
+        if (k[c] > mx[c]) {   /* a new maximum: rescale what was summed under the old one */
+            float f = expf(mx[c] - k[c]);
+            z[c] *= f;
+            for (int e = 0; e < HS; e++) S_c[e] *= f;
+            mx[c] = k[c];
+        }
+        float w = expf(k[c] - mx[c]);
+        z[c] += w;
+        for (int e = 0; e < HS; e++) S_c[e] += w * v[e];
+    }
+    float qmax = -INFINITY, sum = 0.0f;
+    for (int c = 0; c < HS; c++) if (q[c] > qmax) qmax = q[c];
+    for (int c = 0; c < HS; c++) sum += (p[c] = expf(q[c] - qmax));
+    for (int c = 0; c < HS; c++) p[c] = p[c] / sum / z[c];
+    read_out(out, p, S, HS, HS, 1.0f);
+}
+
+/* Performer feature logits l_f = w_f . (x s) - |x s|^2 / 2 into l (m,); returns max. */
+static float favor_logits(float *l, const float *W, int m, int HS, const float *x, float s) {
+    float norm2 = 0.0f, max = -INFINITY;
+    for (int i = 0; i < HS; i++) norm2 += (x[i] * s) * (x[i] * s);
+    for (int f = 0; f < m; f++) {
+        l[f] = dot_f(W + (long)f * HS, x, HS) * s - 0.5f * norm2;
+        if (l[f] > max) max = l[f];
+    }
+    return max;
+}
+
+/* FAVOR+ with positive features phi(x)_f = exp(l_f(x)) (1/sqrt(m) cancels in the ratio).
+ * Keys: a running max M over all key logits so far; when a key raises it, S and z are
+ * rescaled by exp(M - M'), which is exact. Queries subtract their own max, a constant
+ * that cancels. rec (m*HS + m + 1,); phi (m,) scratch. */
+static void performer_step(float *rec, const float *W, int m, int HS, float s, const float *k,
+                           const float *v, const float *q, float *out, float *phi) {
+    float *S = rec, *z = rec + (long)m * HS, *M = z + m;
+    float key_max = favor_logits(phi, W, m, HS, k, s);
+    if (key_max > *M) {
+        float f = expf(*M - key_max);   /* 0 for the first key (M = -inf) */
+        for (int c = 0; c < m; c++) z[c] *= f;
+        for (long i = 0; i < (long)m * HS; i++) S[i] *= f;
+        *M = key_max;
+    }
+    for (int c = 0; c < m; c++) {
+        float w = expf(phi[c] - *M);
+        float *S_c = S + (long)c * HS;
+        z[c] += w;
+        for (int e = 0; e < HS; e++) S_c[e] += w * v[e];
+    }
+    float query_max = favor_logits(phi, W, m, HS, q, s), den = 0.0f;
+    for (int c = 0; c < m; c++) {
+        phi[c] = expf(phi[c] - query_max);
+        den += phi[c] * z[c];
+    }
+    read_out(out, phi, S, m, HS, den);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The step                                                                    */
+
+int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void *state,
+                   int n_ctx, float *out, const float *q, const float *k_new,
+                   const float *v_new, int pos, int T, float *scratch) {
+    Plan p;
+    if (plan(&p, cfg, shape, n_ctx) != 0 || T < 1 || pos < 0 || pos > n_ctx - T) return -1;
+    StateHeader *header = state;
+    int full_cache = cfg->kind == ATTENTION_EXACT || cfg->kind == ATTENTION_GAUSS ||
+                     cfg->kind == ATTENTION_STRIDED || cfg->kind == ATTENTION_FIXED;
+    if (pos != 0 && pos != header->next_pos && !full_cache) return -1;
+    if (pos == 0) reset_sequence(&p, cfg, shape, n_ctx, state);
+    int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
+    int group = NH / NKV, kv_stride = NKV * HS;
+    float scale = cfg->unscaled ? 1.0f : shape->scale / cfg->tau;
+    Scoring sc = {scale, cfg->kind == ATTENTION_GAUSS, cfg->softmax1};
+    float *key = at(state, p.key), *value = at(state, p.value);
+    float *rec = at(state, p.rec);
+    int32_t *lists = at(state, p.list);
+    const float *random = at(state, p.rand);
+    long work = (long)NH * T * HS * (p.kv_rows > 0 ? p.kv_rows : p.rec_floats / HS + 1);
+    /* Each kv head g runs on one thread: it alone writes its columns of the K/V store,
+     * the state and scratch of its query heads, and their columns of out, always in
+     * the order t, h. So the bits do not depend on the thread count. */
+    #pragma omp parallel for schedule(static) if (work >= ATTENTION_PARALLEL_MIN_WORK)
+    for (int g = 0; g < NKV; g++) {
+        for (int t = 0; t < T; t++) {
+            int i = pos + t;
+            /* append k, v of position i, kv head g (a ring overwrites its oldest slot) */
+            const float *k_t = k_new + ((long)t * NKV + g) * HS;
+            const float *v_t = v_new + ((long)t * NKV + g) * HS;
+            if (p.kv_rows > 0) {
+                long row = (long)store_row(&p, i) * kv_stride + (long)g * HS;
+                memcpy(key + row, k_t, (size_t)HS * sizeof(float));
+                memcpy(value + row, v_t, (size_t)HS * sizeof(float));
+            }
+            for (int h = g * group; h < (g + 1) * group; h++) {
+                const float *q_t = q + ((long)t * NH + h) * HS;
+                float *out_t = out + ((long)t * NH + h) * HS;
+                float *work_h = scratch + (long)h * p.score_cap;
+                float *rec_h = rec + (long)h * p.rec_floats;
+                int32_t *rows = lists + (long)h * p.list_cap;
+                const float *k_g = key + (long)g * HS, *v_g = value + (long)g * HS;
+                int n;
+                switch (cfg->kind) {
+                case ATTENTION_EXACT: case ATTENTION_GAUSS:
+                    attend_rows(out_t, q_t, k_g, v_g, kv_stride, NULL, i + 1, HS, sc, work_h);
+                    break;
+                case ATTENTION_WINDOW: case ATTENTION_DILATED:
+                case ATTENTION_STRIDED: case ATTENTION_FIXED:
+                    n = pattern_rows(&p, cfg, i, rows);
+                    attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h);
+                    break;
+                case ATTENTION_LSH: {
+                    LshHead lsh = lsh_head(&p, cfg, shape, n_ctx, state, h);
+                    lsh_insert(&lsh, &p, cfg, n_ctx, HS, k_t, i);
+                    n = lsh_rows(&lsh, &p, cfg, n_ctx, HS, q_t, i, rows);
+                    attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h);
+                    break;
+                }
+                case ATTENTION_LINEAR:
+                    linear_step(rec_h, HS, cfg->prescale ? sqrtf(scale) : 1.0f, k_t, v_t, q_t,
+                                out_t, work_h);
+                    break;
+                case ATTENTION_EFFICIENT:
+                    efficient_step(rec_h, HS, k_t, v_t, q_t, out_t, work_h);
+                    break;
+                case ATTENTION_PERFORMER:
+                    performer_step(rec_h, random + (long)h * p.rand_rows * HS, cfg->features,
+                                   HS, sqrtf(scale), k_t, v_t, q_t, out_t, work_h);
+                    break;
+                default:
+                    break;
+                }
+            }
+        }
+    }
+    header->next_pos = pos + T;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Kernels with no weights in a pretrained GPT                                 */
+
+/* x (n,) = softmax(x), max-subtracted. */
+static void softmax_inplace(float *x, int n) {
+    float max = -INFINITY, sum = 0.0f;
+    for (int i = 0; i < n; i++) if (x[i] > max) max = x[i];
+    for (int i = 0; i < n; i++) sum += (x[i] = expf(x[i] - max));
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+void attention_additive(float *out, const float *q, const float *k, const float *v, int T,
+                        int DQ, int DK, int DV, int H, const float *Wq, const float *Wk,
+                        const float *wv, int causal, float *scratch) {
+    float *u = scratch, *p = u + (long)T * H, *s = p + H;   /* (T, H), (H,), (T,) */
+    for (int j = 0; j < T; j++)          /* u_j = W_k k_j, once per key */
+        for (int c = 0; c < H; c++) u[(long)j * H + c] = dot_f(Wk + (long)c * DK, k + (long)j * DK, DK);
+    for (int i = 0; i < T; i++) {
+        for (int c = 0; c < H; c++) p[c] = dot_f(Wq + (long)c * DQ, q + (long)i * DQ, DQ);
+        int n = causal ? i + 1 : T;
+        for (int j = 0; j < n; j++) {    /* s_ij = w_v . tanh(p + u_j) */
+            float score = 0.0f;
+            for (int c = 0; c < H; c++) score += wv[c] * tanhf(p[c] + u[(long)j * H + c]);
+            s[j] = score;
+        }
+        softmax_inplace(s, n);
+        float *out_i = out + (long)i * DV;
+        for (int e = 0; e < DV; e++) out_i[e] = 0.0f;
+        for (int j = 0; j < n; j++)
+            for (int e = 0; e < DV; e++) out_i[e] += s[j] * v[(long)j * DV + e];
+    }
+}
+
+void attention_pool(float *out, const float *x, int P, int C, int A, const float *W,
+                    const float *b, const float *c, float *scratch) {
+    float *s = scratch, *hidden = s + P;   /* (P,), (A,) */
+    for (int p = 0; p < P; p++) {          /* s_p = c . relu(W x_p + b) */
+        float score = 0.0f;
+        for (int a = 0; a < A; a++) {
+            hidden[a] = dot_f(W + (long)a * C, x + (long)p * C, C) + b[a];
+            score += c[a] * (hidden[a] > 0.0f ? hidden[a] : 0.0f);
+        }
+        s[p] = score;
+    }
+    softmax_inplace(s, P);
+    for (int i = 0; i < C; i++) out[i] = 0.0f;
+    for (int p = 0; p < P; p++)
+        for (int i = 0; i < C; i++) out[i] += s[p] * x[(long)p * C + i];
+}
+
+size_t attention_nystrom_scratch_floats(int T, int D, int m) {
+    /* F (T, m), B (m, T), landmarks 2 (m, D), B V and Z B V 2 (m, D), six (m, m) */
+    return (size_t)2 * T * m + (size_t)4 * m * D + (size_t)6 * m * m;
+}
+
+/* c (n, p) = a (n, r) . b (r, p) */
+static void matmul_nn(float *c, const float *a, const float *b, int n, int r, int p) {
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < p; j++) c[(long)i * p + j] = 0.0f;
+        for (int l = 0; l < r; l++) {
+            float a_il = a[(long)i * r + l];
+            for (int j = 0; j < p; j++) c[(long)i * p + j] += a_il * b[(long)l * p + j];
+        }
+    }
+}
+
+/* out (n, n) = alpha I - x (n, n) */
+static void identity_minus(float *out, float alpha, const float *x, int n) {
+    for (int i = 0; i < n * n; i++) out[i] = -x[i];
+    for (int i = 0; i < n; i++) out[i * n + i] += alpha;
+}
+
+/* scores (n, p) = softmax over each row of (a (n, D) . b (p, D)^T) * s */
+static void softmax_scores(float *scores, const float *a, const float *b, int n, int p, int D,
+                           float s) {
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < p; j++)
+            scores[(long)i * p + j] = dot_f(a + (long)i * D, b + (long)j * D, D) * s;
+        softmax_inplace(scores + (long)i * p, p);
+    }
+}
+
+void attention_nystrom(float *out, const float *q, const float *k, const float *v, int T, int D,
+                       int m, int iters, float scale, float *scratch) {
+    float *F = scratch, *B = F + (long)T * m, *Qm = B + (long)m * T, *Km = Qm + (long)m * D;
+    float *BV = Km + (long)m * D, *ZBV = BV + (long)m * D, *A = ZBV + (long)m * D;
+    float *Z = A + m * m, *AZ = Z + m * m, *t1 = AZ + m * m, *t2 = t1 + m * m, *Z2 = t2 + m * m;
+    int seg = T / m;
+    /* landmarks: segment means of q and k (unscaled; the scale goes on the scores) */
+    for (int a = 0; a < m; a++) {
+        for (int e = 0; e < D; e++) {
+            float sq = 0.0f, sk = 0.0f;
+            for (int r = a * seg; r < (a + 1) * seg; r++) {
+                sq += q[(long)r * D + e];
+                sk += k[(long)r * D + e];
+            }
+            Qm[(long)a * D + e] = sq / (float)seg;
+            Km[(long)a * D + e] = sk / (float)seg;
+        }
+    }
+    softmax_scores(F, q, Km, T, m, D, scale);    /* (T, m) */
+    softmax_scores(A, Qm, Km, m, m, D, scale);   /* (m, m) */
+    softmax_scores(B, Qm, k, m, T, D, scale);    /* (m, T) */
+    /* Z_0 = A^T / (max column sum of A x max row sum of A) */
+    float col_max = 0.0f, row_max = 0.0f;
+    for (int j = 0; j < m; j++) {
+        float col = 0.0f, row = 0.0f;
+        for (int i = 0; i < m; i++) { col += fabsf(A[i * m + j]); row += fabsf(A[j * m + i]); }
+        if (col > col_max) col_max = col;
+        if (row > row_max) row_max = row;
+    }
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) Z[i * m + j] = A[j * m + i] / (col_max * row_max);
+    /* Z <- Z (13 I - AZ (15 I - AZ (7 I - AZ))) / 4 */
+    for (int it = 0; it < iters; it++) {
+        matmul_nn(AZ, A, Z, m, m, m);
+        identity_minus(t1, 7.0f, AZ, m);
+        matmul_nn(t2, AZ, t1, m, m, m);
+        identity_minus(t1, 15.0f, t2, m);
+        matmul_nn(t2, AZ, t1, m, m, m);
+        identity_minus(t1, 13.0f, t2, m);
+        matmul_nn(Z2, Z, t1, m, m, m);
+        for (int i = 0; i < m * m; i++) Z[i] = 0.25f * Z2[i];
+    }
+    matmul_nn(BV, B, v, m, T, D);
+    matmul_nn(ZBV, Z, BV, m, m, D);
+    matmul_nn(out, F, ZBV, T, m, D);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -11,6 +11,8 @@
 #ifndef ATTENTION_H
 #define ATTENTION_H
 
+#include <stddef.h>   /* size_t */
+
 #ifndef ATTENTION_PARALLEL_MIN_WORK
 #define ATTENTION_PARALLEL_MIN_WORK (1L << 18)  /* less work (multiply-adds) runs on one thread */
 #endif
@@ -35,6 +37,133 @@ int attention_scratch_floats(const AttentionShape *shape, int n_ctx);
  * the result is bitwise identical for any thread count. Never allocates. */
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch);
+
+/* ------------------------------------------------------------------------- */
+/* The attention lab: every variant of ATTENTION.md §4 behind one stateful step  */
+/*
+ * A variant is an AttentionConfig. Each layer keeps its own state, one block of
+ * attention_state_bytes() that the caller allocates and attention_state_init()
+ * fills; attention_step() appends new keys/values to it and attends. The state is
+ * one of the four kinds of ATTENTION.md §2.2:
+ *   (A) full KV cache: exact, gauss, strided, fixed           O(n_ctx) per layer
+ *   (B) sink slots + ring buffer: window, dilated             O(S + W)
+ *   (C) fixed-size recurrent state: linear, efficient, performer   O(1) in n_ctx
+ *   (D) KV cache + per-round LSH bucket lists: lsh
+ * Randomness (Performer features, LSH rotations) is drawn at init from the
+ * project's own generator (splitmix64 seeding xoshiro256**), keyed by (seed,
+ * layer, head, round), so it never depends on the thread count.
+ */
+
+typedef enum {
+    ATTENTION_EXACT,      /* softmax(q.k * scale) over all past keys (§4.1) */
+    ATTENTION_GAUSS,      /* Gaussian kernel: q.k * scale - |k|^2 * scale / 2 (§4.2) */
+    ATTENTION_WINDOW,     /* last `window` keys, plus the first `sinks` positions (§4.3) */
+    ATTENTION_DILATED,    /* `window` keys spaced `dilation` apart, plus sinks (§4.3) */
+    ATTENTION_STRIDED,    /* Sparse Transformer strided, merged: i-j < l or (i-j) % l == 0 */
+    ATTENTION_FIXED,      /* Sparse Transformer fixed, merged: own block or j % l >= l - c */
+    ATTENTION_LSH,        /* Reformer angular LSH, causal bucket-union form (§4.4) */
+    ATTENTION_LINEAR,     /* Katharopoulos linear attention, phi = elu + 1 (§4.5) */
+    ATTENTION_EFFICIENT,  /* Shen et al. Efficient Attention, causal recurrent form (§4.5) */
+    ATTENTION_PERFORMER,  /* FAVOR+ positive random features, running-max form (§4.6) */
+    ATTENTION_KINDS       /* number of kinds */
+} AttentionKind;
+
+/* Defaults (ATTENTION.md §4) */
+#define ATTENTION_DEFAULT_WINDOW 128      /* W: §4.3 sweeps 64..512 at n_ctx 1024 */
+#define ATTENTION_DEFAULT_DILATION 2      /* k of dilated(w, k) = (128, 2) */
+#define ATTENTION_DEFAULT_STRIDE 32       /* strided l = sqrt(1024) */
+#define ATTENTION_DEFAULT_BLOCK 128       /* fixed l (paper: 128) */
+#define ATTENTION_DEFAULT_SUMMARY 32      /* fixed c (paper: 32) */
+#define ATTENTION_DEFAULT_BUCKETS 16      /* LSH nb = 1024 / 64 */
+#define ATTENTION_DEFAULT_ROUNDS 4        /* LSH n_r: "4 is permissible" */
+#define ATTENTION_DEFAULT_LSH_LOCAL 64    /* LSH always-kept local window L */
+#define ATTENTION_DEFAULT_LSH_SINKS 4     /* LSH always-kept first positions S */
+#define ATTENTION_DEFAULT_FEATURES 256    /* Performer m (JAX reference nb_features) */
+#define ATTENTION_LINEAR_EPS 1e-6f        /* linear attention denominator eps (fast-transformers) */
+
+typedef struct {
+    AttentionKind kind;
+    int softmax1;      /* 1: softmax with a virtual key of score 0, value 0 (§4.8) */
+    int unscaled;      /* 1: scale = 1 instead of 1/sqrt(HS) */
+    float tau;         /* temperature: scale = 1 / (tau sqrt(HS)); 1 by default */
+    int window;        /* W (window), w (dilated): keys in the window, self included */
+    int sinks;         /* S: positions 0 .. S-1 always visible (window, dilated, lsh) */
+    int dilation;      /* k (dilated): spacing of the window's keys */
+    int stride;        /* l (strided); block length l (fixed) */
+    int summary;       /* c (fixed): last c positions of each block are summaries */
+    int buckets;       /* nb (lsh): 1 or even */
+    int rounds;        /* n_r (lsh): independent hash rounds */
+    int local;         /* L (lsh): always-kept local window, self included (0: self only) */
+    int features;      /* m (performer): random features */
+    int orthogonal;    /* performer: 1 = orthogonal random features, 0 = i.i.d. */
+    int prescale;      /* linear: 1 = multiply q and k by sqrt(scale) before phi */
+    unsigned long long seed;   /* performer, lsh: global seed */
+} AttentionConfig;
+
+/* Fills cfg with exact attention and every variant parameter at its default. */
+void attention_config_default(AttentionConfig *cfg);
+
+/* The lower-case name of a kind ("exact", "window", ...), as the CLI spells it. */
+const char *attention_kind_name(AttentionKind kind);
+
+/* Bytes of one layer's state for contexts of up to n_ctx positions, or 0 if cfg is
+ * invalid for this shape (a parameter out of range; see attention_spec.c). */
+size_t attention_state_bytes(const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx);
+
+/* Prepares a state block of attention_state_bytes() bytes for layer `layer`: draws
+ * its random matrices, and marks it empty. Returns 0, or -1 if cfg is invalid. */
+int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx,
+                         int layer, void *state);
+
+/* Floats of scratch attention_step needs. */
+size_t attention_step_scratch_floats(const AttentionConfig *cfg, const AttentionShape *shape,
+                                     int n_ctx);
+
+/* Appends T new keys/values to the state and attends for the queries at positions
+ * pos .. pos+T-1, each seeing only its own and earlier positions.
+ *   out            (T, NH * HS)    written
+ *   q              (T, NH * HS)
+ *   k_new, v_new   (T, NKV * HS)   keys/values of positions pos .. pos+T-1
+ *   scratch        (attention_step_scratch_floats(),)  overwritten
+ * pos == 0 starts a new sequence. Otherwise pos must continue the last call
+ * (pos == previous pos + T), except for kind (A), which like a plain KV cache
+ * attends over whatever rows 0 .. pos-1 hold (so it can rewind).
+ * Prefill of T tokens gives the same bits as T single-token steps. Heads run in
+ * parallel under OpenMP, bitwise identical for any thread count. Never allocates.
+ * Returns 0, or -1 (nothing written) if pos/T are out of range or do not continue. */
+int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void *state,
+                   int n_ctx, float *out, const float *q, const float *k_new,
+                   const float *v_new, int pos, int T, float *scratch);
+
+/* The random matrix of (head, round) inside an initialised state, rows contiguous:
+ * LSH (nb/2, HS) rotation, Performer (m, HS) features. *rows gets the row count.
+ * NULL for kinds without randomness. For tests and diagnostics, which may overwrite
+ * it (e.g. with a fixed matrix) before the first step. */
+float *attention_state_random(const AttentionConfig *cfg, const AttentionShape *shape,
+                              int n_ctx, void *state, int head, int round, int *rows);
+
+/* ------------------------------------------------------------------------- */
+/* Kernels with no weights in a pretrained GPT: unit-tested, not model variants  */
+
+/* Additive (Bahdanau) attention, one head (§4.2): s_ij = wv . tanh(Wq q_i + Wk k_j).
+ *   out (T, DV); q (T, DQ); k (T, DK); v (T, DV); Wq (H, DQ); Wk (H, DK); wv (H,)
+ *   causal: 1 = key j visible iff j <= i; scratch (T * H + H + T,) floats. */
+void attention_additive(float *out, const float *q, const float *k, const float *v, int T,
+                        int DQ, int DK, int DV, int H, const float *Wq, const float *Wk,
+                        const float *wv, int causal, float *scratch);
+
+/* Attention pooling with a learned query (§4.9): beta = softmax_p(c . relu(W x_p + b)),
+ * out (C,) = sum_p beta_p x_p.  x (P, C); W (A, C); b (A,); c (A,); scratch (P + A,). */
+void attention_pool(float *out, const float *x, int P, int C, int A, const float *W,
+                    const float *b, const float *c, float *scratch);
+
+/* Nystrom attention, one head, NON-CAUSAL diagnostic (§4.7): q, k scaled by
+ * sqrt(scale) each, m landmarks = means of T/m contiguous rows (T % m == 0),
+ * pseudo-inverse by `iters` Newton-Schulz steps.
+ *   out (T, D); q, k, v (T, D); scratch (attention_nystrom_scratch_floats(T, D, m),) */
+size_t attention_nystrom_scratch_floats(int T, int D, int m);
+void attention_nystrom(float *out, const float *q, const float *k, const float *v, int T, int D,
+                       int m, int iters, float scale, float *scratch);
 
 /* Floats of scratch attention_backward needs for a context of up to n_ctx positions. */
 int attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx);

@@ -1,4 +1,4 @@
-/* model.c: load a GPT-2 or Llama checkpoint, keep its KV cache, run its forward pass.
+/* model.c: load a GPT-2 or Llama checkpoint, keep its attention state, run its forward pass.
  *
  * Loading recognises the format, validates the header and the exact file size
  * before any weight is read, then carves every tensor out of one block (the file
@@ -25,7 +25,7 @@
 #include <sys/stat.h>   /* fstat */
 #include <unistd.h>     /* read, close */
 
-#include "attention.h"  /* attention_forward, attention_scratch_floats */
+#include "attention.h"  /* AttentionConfig, attention_state_*, attention_step */
 
 #define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi) in GELU's tanh form */
 #define GELU_CUBIC 0.044715f                      /* coefficient of x^3 in GELU's tanh form */
@@ -426,27 +426,60 @@ static void q8_to_float(float *out, const unsigned char *in, const Config *c,
 /* ------------------------------------------------------------------------- */
 /* Load and free                                                               */
 
-/* Allocates the KV cache and the activations for chunks of m->max_chunk tokens. */
+/* Allocates the activations for chunks of m->max_chunk tokens (the attention state
+ * and its scratch come from model_set_attention). */
 static int alloc_state(Model *m) {
     const Config *c = &m->config;
-    size_t N = (size_t)m->max_chunk, cache_floats;
-    if (size_mul((size_t)c->n_layers * (size_t)c->seq_len, (size_t)c->kv_dim, &cache_floats))
-        return -1;
+    size_t N = (size_t)m->max_chunk;
     RunState *s = &m->state;
-    m->cache.key = calloc(cache_floats, sizeof(float));
-    m->cache.value = calloc(cache_floats, sizeof(float));
     s->x = calloc(N * (size_t)c->dim, sizeof(float));
     s->xn = calloc(N * (size_t)c->dim, sizeof(float));
     s->q = calloc(N * (size_t)c->dim, sizeof(float));
+    s->k = calloc(N * (size_t)c->kv_dim, sizeof(float));
+    s->v = calloc(N * (size_t)c->kv_dim, sizeof(float));
     s->att = calloc(N * (size_t)c->dim, sizeof(float));
     s->hidden = calloc(N * (size_t)c->hidden_dim, sizeof(float));
     s->gate = calloc(N * (size_t)c->hidden_dim, sizeof(float));
     s->logits = calloc(N * (size_t)c->vocab_size, sizeof(float));
-    s->scratch = calloc((size_t)attention_scratch_floats(&m->attention, c->seq_len),
-                        sizeof(float));
-    if (!m->cache.key || !m->cache.value || !s->x || !s->xn || !s->q || !s->att ||
-        !s->hidden || !s->gate || !s->logits || !s->scratch) return -1;
+    if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->att || !s->hidden || !s->gate ||
+        !s->logits) return -1;
     return 0;
+}
+
+int model_set_attention(Model *m, const AttentionConfig *cfg) {
+    const Config *c = &m->config;
+    free(m->attention_state);
+    free(m->state.scratch);
+    m->attention_state = NULL;
+    m->state.scratch = NULL;
+    m->attention_layer_bytes = 0;
+    size_t layer_bytes = attention_state_bytes(cfg, &m->attention, c->seq_len);
+    size_t scratch = attention_step_scratch_floats(cfg, &m->attention, c->seq_len), total;
+    if (layer_bytes == 0 || scratch == 0) {
+        fprintf(stderr, "model: attention %s: invalid parameters for this model (%d heads of "
+                "%d, context %d)\n", attention_kind_name(cfg->kind), c->n_heads, c->head_dim,
+                c->seq_len);
+        return -1;
+    }
+    if (size_mul(layer_bytes, (size_t)c->n_layers, &total) != 0) goto out_of_memory;
+    /* one block for all layers, carved into L equal cache-line-aligned parts */
+    m->attention_state = calloc(total, 1);
+    m->state.scratch = calloc(scratch, sizeof(float));
+    if (!m->attention_state || !m->state.scratch) goto out_of_memory;
+    for (int l = 0; l < c->n_layers; l++)
+        attention_state_init(cfg, &m->attention, c->seq_len, l,
+                             (char *)m->attention_state + (size_t)l * layer_bytes);
+    m->attention_config = *cfg;
+    m->attention_layer_bytes = layer_bytes;
+    return 0;
+out_of_memory:
+    fprintf(stderr, "model: attention %s: out of memory for %d layers of %zu bytes\n",
+            attention_kind_name(cfg->kind), c->n_layers, layer_bytes);
+    free(m->attention_state);
+    free(m->state.scratch);
+    m->attention_state = NULL;
+    m->state.scratch = NULL;
+    return -1;
 }
 
 /* Reads up to n bytes from the start of fd into buf; returns the count, or -1. */
@@ -549,6 +582,9 @@ int model_load(Model *m, const char *path, int max_chunk) {
     if (!m->weights.layers || alloc_state(m) != 0) goto out_of_memory;
     if (c->family == MODEL_GPT2) gpt2_point_weights(&m->weights, c, params);
     else llama_point_weights(&m->weights, c, params, &layout);
+    AttentionConfig exact;
+    attention_config_default(&exact);
+    if (model_set_attention(m, &exact) != 0) goto fail;
     close(fd);
     return 0;
 out_of_memory:
@@ -563,11 +599,10 @@ void model_free(Model *m) {
     if (m->map) munmap(m->map, m->map_size);
     free(m->params);
     free(m->weights.layers);
-    free(m->cache.key);
-    free(m->cache.value);
+    free(m->attention_state);
     RunState *s = &m->state;
-    free(s->x); free(s->xn); free(s->q); free(s->att); free(s->hidden); free(s->gate);
-    free(s->logits); free(s->scratch);
+    free(s->x); free(s->xn); free(s->q); free(s->k); free(s->v); free(s->att); free(s->hidden);
+    free(s->gate); free(s->logits); free(s->scratch);
     memset(m, 0, sizeof *m);
 }
 
@@ -692,6 +727,10 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
             return NULL;
         }
     }
+    if (!m->attention_state) {
+        fprintf(stderr, "model: no attention state (model_set_attention failed)\n");
+        return NULL;
+    }
     int C = c->dim, Hd = c->hidden_dim, KVD = c->kv_dim, S = c->seq_len;
 
     /* x[n] = wte[token n] (+ wpe[pos + n] for learned positions) */
@@ -707,18 +746,23 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
 
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *lw = &w->layers[l];
-        /* seek to this layer's cache, rows pos .. pos+n-1 receive the new keys/values */
-        float *key_l = m->cache.key + (size_t)l * S * KVD;     /* (S, KVD) */
-        float *value_l = m->cache.value + (size_t)l * S * KVD; /* (S, KVD) */
-        float *key_new = key_l + (size_t)pos * KVD, *value_new = value_l + (size_t)pos * KVD;
+        /* seek to this layer's attention state (its KV cache, ring or recurrent sums) */
+        void *state_l = (char *)m->attention_state + (size_t)l * m->attention_layer_bytes;
 
         /* attention sublayer: x += W_O . attention(norm1(x) W_Q, W_K, W_V) */
         norm(c, s->xn, s->x, lw->norm1_w, lw->norm1_b, n);
         model_matmul(s->q, s->xn, lw->wq, lw->bq, n, C, C);
-        model_matmul(key_new, s->xn, lw->wk, lw->bk, n, C, KVD);
-        model_matmul(value_new, s->xn, lw->wv, lw->bv, n, C, KVD);
-        if (c->family == MODEL_LLAMA) rope(c, s->q, key_new, n, pos);
-        attention_forward(&m->attention, s->att, s->q, key_l, value_l, pos, n, s->scratch);
+        model_matmul(s->k, s->xn, lw->wk, lw->bk, n, C, KVD);
+        model_matmul(s->v, s->xn, lw->wv, lw->bv, n, C, KVD);
+        if (c->family == MODEL_LLAMA) rope(c, s->q, s->k, n, pos);
+        /* the state stores k, v (N, KVD) of positions pos .. pos+n-1, then attends */
+        if (attention_step(&m->attention_config, &m->attention, state_l, S, s->att, s->q, s->k,
+                           s->v, pos, n, s->scratch) != 0) {
+            fprintf(stderr, "model: attention %s cannot continue at position %d (the "
+                    "sequence so far ends at another position; start again at 0)\n",
+                    attention_kind_name(m->attention_config.kind), pos);
+            return NULL;
+        }
         model_matmul(s->xn, s->att, lw->wo, lw->bo, n, C, C);
         residual_add(s->x, s->xn, (size_t)n * C);
 

@@ -84,29 +84,29 @@ typedef struct {
     const float *classifier;          /* (V, C) view: token_embedding when tied */
 } Weights;
 
-typedef struct {
-    float *key;     /* (L, S, KVD) owned: key of every layer and position */
-    float *value;   /* (L, S, KVD) owned */
-} KVCache;
-
 /* Activations for a chunk of up to max_chunk tokens. All owned. */
 typedef struct {
     float *x;        /* (N, C) residual stream */
     float *xn;       /* (N, C) normalised input of the current sublayer */
     float *q;        /* (N, C) queries */
+    float *k;        /* (N, KVD) keys of the chunk, staged before attention_step stores them */
+    float *v;        /* (N, KVD) values of the chunk, likewise */
     float *att;      /* (N, C) attention output, before W_O */
     float *hidden;   /* (N, Hd) MLP activations */
     float *gate;     /* (N, Hd) SwiGLU gate (Llama) */
     float *logits;   /* (N, V) */
-    float *scratch;  /* attention scratch, attention_scratch_floats(S) */
+    float *scratch;  /* attention scratch, attention_step_scratch_floats(config, S) */
 } RunState;
 
 typedef struct {
     Config config;
     Weights weights;
-    KVCache cache;
     RunState state;
     AttentionShape attention;  /* head layout and 1/sqrt(HS) scale */
+    AttentionConfig attention_config;  /* the variant attention_step runs (exact at load) */
+    void *attention_state;     /* (L, attention_layer_bytes) owned: each layer's attention
+                                * state (its KV cache, ring buffer or recurrent sums) */
+    size_t attention_layer_bytes;      /* attention_state_bytes(config, S), cache-line sized */
     const char *format;        /* what the file was read as, and what was assumed */
     int max_chunk;             /* most tokens one model_forward call may take */
     void *map;                 /* the mmap'd file (fp32), or NULL */
@@ -120,11 +120,19 @@ typedef struct {
  * model_free is safe after either outcome. */
 int model_load(Model *m, const char *path, int max_chunk);
 
+/* Replace the attention of every layer by the variant cfg (a copy is kept): frees
+ * and reallocates the per-layer states and the attention scratch, then draws the
+ * variant's random matrices. The next model_forward must start at position 0.
+ * Returns 0, or -1 after a stderr line if cfg is invalid or memory runs out (the
+ * model then has no attention state and model_forward refuses to run). */
+int model_set_attention(Model *m, const AttentionConfig *cfg);
+
 /* Release everything model_load made. Safe on a zeroed or already freed Model. */
 void model_free(Model *m);
 
 /* Run n new tokens (1 <= n <= max_chunk) at positions pos .. pos+n-1, reading and
- * extending the KV cache (positions < pos must have been run before). Returns the
+ * extending each layer's attention state (positions < pos must have been run
+ * before, by the calls just before this one). Returns the
  * logits: (n, V) if all_logits, else (1, V) for the last token only; the pointer
  * is owned by the model, valid until the next call, and may be overwritten (the
  * sampler scales it in place). Returns NULL (with a stderr
