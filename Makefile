@@ -32,7 +32,9 @@ $(B)/model.o: model.c model.h attention.h
 $(B)/unicode.o: unicode.c unicode.h
 $(B)/tokenizer.o: tokenizer.c tokenizer.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
-$(B)/run.o: run.c model.h attention.h tokenizer.h sampler.h
+$(B)/attention_spec.o: attention_spec.c attention_spec.h attention.h
+$(B)/eval.o: eval.c eval.h model.h attention.h tokenizer.h
+$(B)/run.o: run.c model.h attention.h attention_spec.h eval.h tokenizer.h sampler.h
 $(B)/tests/check.o: tests/check.c tests/check.h
 # a test may include any header, so every test object depends on all of them
 $(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h)
@@ -46,7 +48,7 @@ TOK = $(B)/tokenizer.o $(B)/unicode.o
 all: $(B)/run
 	@cmp -s $(B)/run run || cp $(B)/run run
 
-$(B)/run: $(B)/run.o $(B)/sampler.o $(CORE) $(TOK)
+$(B)/run: $(B)/run.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # run: build, then generate text. Example: make run   (or: make run RUN_ARGS="...")

@@ -1,6 +1,7 @@
 /* run.c: the command-line program. Parses flags, loads a model and a tokenizer,
  * encodes the prompt, runs it through the model in chunks, then samples and
- * streams new tokens, and reports speed on stderr.
+ * streams new tokens, and reports speed on stderr. With --eval it instead reports
+ * the model's loss on a file (eval.c), and --attn swaps in another attention.
  *
  * It owns exit codes (0 ok, 1 bad data or runtime failure, 2 usage error) and all
  * output; it contains no kernels and reaches the network only via model_forward.
@@ -17,7 +18,9 @@
 #include <string.h>     /* strcmp, strncmp, strrchr */
 #include <time.h>       /* clock_gettime, time */
 
-#include "model.h"      /* Model, model_load, model_forward */
+#include "attention_spec.h" /* attention_spec_parse, attention_spec_format */
+#include "eval.h"       /* eval_windows */
+#include "model.h"      /* Model, model_load, model_forward, model_set_attention */
 #include "sampler.h"    /* Sampler, sampler_sample */
 #include "tokenizer.h"  /* Tokenizer, tokenizer_encode, tokenizer_decode */
 
@@ -44,6 +47,12 @@ static const char USAGE[] =
 "  -p, --top-p P          nucleus sampling mass, (0, 1]; 1 = off (default 0.9)\n"
 "  -k, --top-k K          keep only the K most likely tokens, 0 = off (default 0)\n"
 "  -s, --seed S           random seed, 1..18446744073709551615 (default: time)\n"
+"      --attn SPEC        attention variant NAME[:key=value,...] (default exact):\n"
+"%s"
+"      --eval FILE        instead of generating, report the loss on FILE's tokens in\n"
+"                         non-overlapping windows (nats/token, bits/char, perplexity,\n"
+"                         and KL and top-1 agreement against exact attention)\n"
+"      --ctx T            --eval window length, 2..context (default: the context)\n"
 "  -h, --help             print this help and exit\n"
 "\n"
 "The prompt and the generated text stream to stdout; what was loaded and the speed go\n"
@@ -61,7 +70,15 @@ typedef struct {
     float top_p;                  /* -p */
     int top_k;                    /* -k */
     uint64_t seed;                /* -s; 0 until chosen */
+    AttentionConfig attention;    /* --attn; exact by default */
+    const char *eval_path;        /* --eval FILE, or NULL to generate */
+    int ctx;                      /* --ctx; 0 = the model's context */
 } Options;
+
+/* Prints the usage text (with the list of attention variants) to f. */
+static void print_usage(FILE *f) {
+    fprintf(f, USAGE, attention_spec_help());
+}
 
 /* ------------------------------------------------------------------------- */
 /* Strict argument parsing                                                     */
@@ -71,7 +88,7 @@ static int usage_error(const char *flag, const char *value, const char *expected
     if (value) fprintf(stderr, "run: %s: invalid value '%s' (expected %s)\n", flag, value,
                        expected);
     else fprintf(stderr, "run: %s: %s\n", flag, expected);
-    fputs(USAGE, stderr);
+    print_usage(stderr);
     return EXIT_USAGE;
 }
 
@@ -130,11 +147,12 @@ static int parse_args(int argc, char **argv, Options *o) {
     o->steps = DEFAULT_STEPS;
     o->temperature = DEFAULT_TEMPERATURE;
     o->top_p = DEFAULT_TOP_P;
+    attention_config_default(&o->attention);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value = NULL;
         int m;
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            fputs(USAGE, stdout);
+            print_usage(stdout);
             return -1;
         }
         if (arg[0] != '-' || arg[1] == '\0') {
@@ -165,6 +183,15 @@ static int parse_args(int argc, char **argv, Options *o) {
         } else if (FLAG("-s", "--seed")) {
             if (m > 0 && parse_seed(value, &o->seed))
                 return usage_error(arg, value, "an integer in 1..18446744073709551615");
+        } else if (FLAG("--attn", "--attn")) {
+            char problem[512];
+            if (m > 0 && attention_spec_parse(value, &o->attention, problem, sizeof problem))
+                return usage_error(arg, NULL, problem);
+        } else if (FLAG("--eval", "--eval")) {
+            o->eval_path = value;
+        } else if (FLAG("--ctx", "--ctx")) {
+            if (m > 0 && parse_int(value, 2, MODEL_MAX_SEQ_LEN, &o->ctx))
+                return usage_error(arg, value, "an integer in 2..the model's context");
         } else {
             return usage_error(arg, NULL, "unknown option");
         }
@@ -174,6 +201,7 @@ static int parse_args(int argc, char **argv, Options *o) {
     if (!o->model_path) return usage_error("MODEL", NULL, "missing (expected a model path)");
     if (o->prompt && o->prompt_file)
         return usage_error("-f", NULL, "cannot be combined with -i (give one prompt)");
+    if (o->ctx && !o->eval_path) return usage_error("--ctx", NULL, "only applies with --eval");
     return 0;
 }
 
@@ -233,11 +261,12 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Reads the whole prompt file into a malloc'd buffer; returns NULL after a message. */
-static char *read_prompt_file(const char *path, size_t *len) {
+/* Reads a whole file (what: "prompt" or "eval") into a malloc'd buffer; returns NULL
+ * after a message. */
+static char *read_text_file(const char *path, const char *what, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "run: %s: cannot open prompt file (%s)\n", path, strerror(errno));
+        fprintf(stderr, "run: %s: cannot open %s file (%s)\n", path, what, strerror(errno));
         return NULL;
     }
     char *text = malloc(MAX_PROMPT_BYTES + 1);
@@ -245,7 +274,7 @@ static char *read_prompt_file(const char *path, size_t *len) {
     int error = ferror(f);
     fclose(f);
     if (!text || error || got > MAX_PROMPT_BYTES) {
-        fprintf(stderr, "run: %s: cannot read prompt file (%s)\n", path,
+        fprintf(stderr, "run: %s: cannot read %s file (%s)\n", path, what,
                 !text ? "out of memory" : error ? "read error" : "larger than 16 MiB");
         free(text);
         return NULL;
@@ -273,7 +302,7 @@ static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *
     char *file_text = NULL;
     const char *text = o->prompt ? o->prompt : "";
     if (o->prompt_file) {
-        if (!(file_text = read_prompt_file(o->prompt_file, &len))) return NULL;
+        if (!(file_text = read_text_file(o->prompt_file, "prompt", &len))) return NULL;
         text = file_text;
     } else {
         len = strlen(text);
@@ -369,6 +398,81 @@ fail:
     return EXIT_BAD_DATA;
 }
 
+/* ------------------------------------------------------------------------- */
+/* Evaluation (--eval)                                                         */
+
+/* Whether cfg computes exactly what the plain model computes. */
+static int is_plain_exact(const AttentionConfig *cfg) {
+    return cfg->kind == ATTENTION_EXACT && !cfg->unscaled && !cfg->softmax1 && cfg->tau == 1.0f;
+}
+
+/* Tokenises the eval file, runs eval_windows with the variant (and an exact twin of
+ * the model for the KL and agreement), and prints one result block on stdout. */
+static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
+    const Config *c = &m->config;
+    int ctx = o->ctx ? o->ctx : c->seq_len;
+    if (ctx > c->seq_len) {
+        char value[32];
+        snprintf(value, sizeof value, "%d", ctx);
+        char expected[64];
+        snprintf(expected, sizeof expected, "an integer in 2..%d (this model's context)",
+                 c->seq_len);
+        return usage_error("--ctx", value, expected);
+    }
+    size_t len;
+    char *text = read_text_file(o->eval_path, "eval", &len);
+    if (!text) return EXIT_BAD_DATA;
+    int status = EXIT_BAD_DATA;
+    Model exact;
+    memset(&exact, 0, sizeof exact);
+    size_t n_ids = 0;
+    int *ids = malloc((len + 2) * sizeof(int));
+    if (!ids) {
+        fprintf(stderr, "run: out of memory for a %zu-byte eval file\n", len);
+        goto done;
+    }
+    if (tokenizer_encode(tok, text, len, ids, len + 2, &n_ids) != 0) goto done;
+    for (size_t t = 0; t < n_ids; t++) {
+        if (ids[t] >= c->vocab_size) {
+            fprintf(stderr, "run: %s: token id out of range for the model (got %d at position "
+                    "%zu, expected 0..%d)\n", o->eval_path, ids[t], t, c->vocab_size - 1);
+            goto done;
+        }
+    }
+    int compare = !is_plain_exact(&o->attention);
+    if (compare && model_load(&exact, o->model_path, m->max_chunk) != 0) goto done;
+    EvalResult r;
+    if (eval_windows(m, compare ? &exact : NULL, tok, ids, (long)n_ids, ctx, 1, &r) != 0)
+        goto done;
+    if (r.tokens == 0) {
+        fprintf(stderr, "run: %s: nothing to evaluate (got %zu tokens, expected at least 2)\n",
+                o->eval_path, n_ids);
+        goto done;
+    }
+    char spec[160];
+    attention_spec_format(&o->attention, spec, sizeof spec);
+    double nats = r.nll / (double)r.tokens;
+    size_t state_bytes = m->attention_layer_bytes * (size_t)c->n_layers;
+    printf("eval: %s: %zu bytes, %zu tokens, %d windows of %d (the last %ld), %ld tokens "
+           "predicted (%ld bytes)\n", o->eval_path, len, n_ids, r.windows, ctx,
+           (long)n_ids - (long)(r.windows - 1) * ctx, r.tokens, r.bytes);
+    printf("attention: %s\n", spec);
+    printf("loss: %.6f nats/token, %.6f bits/char, perplexity %.4f\n", nats,
+           r.nll / (log(2.0) * (double)r.bytes), exp(nats));
+    printf("vs exact: KL %.6f nats/token, top-1 agreement %.4f%%\n", r.kl / (double)r.tokens,
+           100.0 * (double)r.agree / (double)r.tokens);
+    printf("state: %zu bytes for %d layers at context %d (%.1f bytes/token); speed: %.1f "
+           "tokens/s\n", state_bytes, c->n_layers, c->seq_len,
+           (double)state_bytes / (double)c->seq_len,
+           r.seconds > 0 ? (double)r.tokens / r.seconds : 0.0);
+    status = 0;
+done:
+    model_free(&exact);
+    free(ids);
+    free(text);
+    return status;
+}
+
 /* The default tokenizer path: tokenizer.bin in the model's folder. */
 static void default_tokenizer_path(const char *model_path, char *out, size_t cap) {
     const char *slash = strrchr(model_path, '/');
@@ -402,6 +506,11 @@ int main(int argc, char **argv) {
     if (tok.vocab_size < model.config.vocab_size) {
         fprintf(stderr, "run: %s: tokenizer has fewer tokens than the model (got %d, expected "
                 "at least %d)\n", tokenizer_path, tok.vocab_size, model.config.vocab_size);
+        goto done;
+    }
+    if (model_set_attention(&model, &o.attention) != 0) goto done;
+    if (o.eval_path) {
+        status = evaluate(&o, &model, &tok);
         goto done;
     }
     if (sampler_init(&sampler, model.config.vocab_size, o.temperature, o.top_p, o.top_k,

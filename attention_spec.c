@@ -1,0 +1,248 @@
+/* attention_spec.c: parse and print "NAME[:key=value,...]" attention specs.
+ *
+ * One table lists every variant name with the keys it accepts; another lists every
+ * key with its field of AttentionConfig and its range. Nothing here computes
+ * attention (attention.c does) or prints (run.c prints the messages written here).
+ */
+#include "attention_spec.h"
+
+#include <errno.h>    /* errno */
+#include <math.h>     /* isfinite */
+#include <stddef.h>   /* offsetof */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* strtol, strtof, strtoull */
+#include <string.h>   /* strcmp, strchr, strlen */
+
+#include "attention.h"   /* AttentionConfig, attention_config_default */
+
+#define SPEC_MAX_INT 1048576    /* upper bound of integer keys (2^20, the longest context) */
+#define SPEC_MAX_TAU 100.0f     /* upper bound of the temperature */
+
+/* One key: its name, where it goes, its range, and what it means. */
+typedef enum { KEY_INT, KEY_TAU, KEY_SEED } KeyType;
+typedef struct {
+    const char *name;
+    KeyType type;
+    size_t offset;     /* of the int field in AttentionConfig (KEY_INT) */
+    int min, max;
+    const char *meaning;
+} Key;
+
+static const Key KEYS[] = {
+    {"w", KEY_INT, offsetof(AttentionConfig, window), 1, SPEC_MAX_INT, "window keys, self included"},
+    {"sinks", KEY_INT, offsetof(AttentionConfig, sinks), 0, SPEC_MAX_INT, "first positions kept"},
+    {"k", KEY_INT, offsetof(AttentionConfig, dilation), 1, SPEC_MAX_INT, "dilation"},
+    {"l", KEY_INT, offsetof(AttentionConfig, stride), 1, SPEC_MAX_INT, "stride or block length"},
+    {"c", KEY_INT, offsetof(AttentionConfig, summary), 0, SPEC_MAX_INT, "summary cells, <= l"},
+    {"buckets", KEY_INT, offsetof(AttentionConfig, buckets), 1, 65536, "buckets, 1 or even"},
+    {"rounds", KEY_INT, offsetof(AttentionConfig, rounds), 1, 64, "hash rounds"},
+    {"local", KEY_INT, offsetof(AttentionConfig, local), 0, SPEC_MAX_INT, "local window kept"},
+    {"m", KEY_INT, offsetof(AttentionConfig, features), 1, 65536, "random features"},
+    {"orf", KEY_INT, offsetof(AttentionConfig, orthogonal), 0, 1, "orthogonal features"},
+    {"prescale", KEY_INT, offsetof(AttentionConfig, prescale), 0, 1, "q, k times HS^-1/4"},
+    {"softmax1", KEY_INT, offsetof(AttentionConfig, softmax1), 0, 1, "softmax plus one"},
+    {"tau", KEY_TAU, 0, 0, 0, "temperature"},
+    {"seed", KEY_SEED, 0, 0, 0, "random seed"},
+};
+enum { N_KEYS = sizeof KEYS / sizeof KEYS[0] };
+
+/* One name: the kind it selects, fixed settings, and its keys (space-separated). */
+typedef struct {
+    const char *name;
+    AttentionKind kind;
+    int unscaled, softmax1;
+    const char *keys;
+} Name;
+
+static const Name NAMES[] = {
+    {"exact", ATTENTION_EXACT, 0, 0, "tau softmax1"},
+    {"unscaled", ATTENTION_EXACT, 1, 0, "softmax1"},
+    {"softmax1", ATTENTION_EXACT, 0, 1, "tau"},
+    {"gauss", ATTENTION_GAUSS, 0, 0, "tau softmax1"},
+    {"window", ATTENTION_WINDOW, 0, 0, "w sinks tau softmax1"},
+    {"dilated", ATTENTION_DILATED, 0, 0, "w k sinks tau softmax1"},
+    {"strided", ATTENTION_STRIDED, 0, 0, "l tau softmax1"},
+    {"fixed", ATTENTION_FIXED, 0, 0, "l c tau softmax1"},
+    {"lsh", ATTENTION_LSH, 0, 0, "buckets rounds local sinks seed tau softmax1"},
+    {"linear", ATTENTION_LINEAR, 0, 0, "prescale"},
+    {"efficient", ATTENTION_EFFICIENT, 0, 0, ""},
+    {"performer", ATTENTION_PERFORMER, 0, 0, "m orf seed tau"},
+};
+enum { N_NAMES = sizeof NAMES / sizeof NAMES[0] };
+
+const char *attention_spec_help(void) {
+    return
+    "  exact[:tau=,softmax1=]      softmax(q.k/sqrt(HS)), the default\n"
+    "  unscaled[:softmax1=]        softmax(q.k), no 1/sqrt(HS)\n"
+    "  softmax1[:tau=]             exact with softmax plus one (a virtual zero key)\n"
+    "  gauss[:tau=,softmax1=]      Gaussian kernel: q.k/sqrt(HS) - |k|^2/(2 sqrt(HS))\n"
+    "  window[:w=,sinks=]          last w keys (128) plus the first `sinks` (0)\n"
+    "  dilated[:w=,k=,sinks=]      w keys (128) spaced k (2) apart, plus sinks (0)\n"
+    "  strided[:l=]                Sparse Transformer strided, merged (l 32)\n"
+    "  fixed[:l=,c=]               Sparse Transformer fixed, merged (l 128, c 32)\n"
+    "  lsh[:buckets=,rounds=,local=,sinks=,seed=]  Reformer LSH (16, 4, 64, 4, 1)\n"
+    "  linear[:prescale=]          linear attention, elu+1 features\n"
+    "  efficient                   Efficient Attention (Shen et al.), causal\n"
+    "  performer[:m=,orf=,seed=]   FAVOR+, m positive random features (256, 1, 1)\n"
+    "  (tau in (0, 100], softmax1/orf/prescale 0 or 1, integers 0..2^20, seed 0..2^64-1;\n"
+    "  nystrom is not causal and cannot run in the model)\n";
+}
+
+/* Is `key` (length n) one of the space-separated words of list? */
+static int has_word(const char *list, const char *key, size_t n) {
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == n && strncmp(p, key, n) == 0) return 1;
+        p += len;
+        while (*p == ' ') p++;
+    }
+    return 0;
+}
+
+/* Parses one "key=value" (the text up to `end`) into cfg. */
+static int parse_pair(const Name *name, const char *pair, const char *end, AttentionConfig *cfg,
+                      char *err, size_t cap) {
+    const char *eq = memchr(pair, '=', (size_t)(end - pair));
+    int key_len = (int)((eq ? eq : end) - pair);
+    if (!eq || key_len == 0 || !has_word(name->keys, pair, (size_t)key_len)) {
+        snprintf(err, cap, "%s: unknown or malformed parameter '%.*s' (expected key=value "
+                 "with key one of: %s)", name->name, (int)(end - pair), pair,
+                 *name->keys ? name->keys : "none");
+        return -1;
+    }
+    char value[64];
+    int value_len = (int)(end - eq - 1);
+    if (value_len < 1 || value_len >= (int)sizeof value) {
+        snprintf(err, cap, "%s: parameter %.*s has no or too long a value", name->name,
+                 key_len, pair);
+        return -1;
+    }
+    memcpy(value, eq + 1, (size_t)value_len);
+    value[value_len] = '\0';
+    for (int i = 0; i < N_KEYS; i++) {
+        const Key *key = &KEYS[i];
+        if ((int)strlen(key->name) != key_len || strncmp(key->name, pair, (size_t)key_len) != 0)
+            continue;
+        char *stop;
+        errno = 0;
+        if (key->type == KEY_INT) {
+            long v = strtol(value, &stop, 10);
+            if (*stop || errno || v < key->min || v > key->max) {
+                snprintf(err, cap, "%s: invalid value '%s' for %s (expected an integer in "
+                         "%d..%d: %s)", name->name, value, key->name, key->min, key->max,
+                         key->meaning);
+                return -1;
+            }
+            *(int *)((char *)cfg + key->offset) = (int)v;
+        } else if (key->type == KEY_TAU) {
+            float v = strtof(value, &stop);
+            if (*stop || errno || !isfinite(v) || !(v > 0.0f) || v > SPEC_MAX_TAU) {
+                snprintf(err, cap, "%s: invalid value '%s' for tau (expected a number in "
+                         "(0, 100])", name->name, value);
+                return -1;
+            }
+            cfg->tau = v;
+        } else {
+            unsigned long long v = strtoull(value, &stop, 10);
+            if (value[0] < '0' || value[0] > '9' || *stop || errno) {
+                snprintf(err, cap, "%s: invalid value '%s' for seed (expected an integer in "
+                         "0..18446744073709551615)", name->name, value);
+                return -1;
+            }
+            cfg->seed = v;
+        }
+        return 0;
+    }
+    return -1;   /* not reached: every name's keys are in KEYS */
+}
+
+int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size_t cap) {
+    attention_config_default(cfg);
+    const char *colon = strchr(spec, ':');
+    size_t name_len = colon ? (size_t)(colon - spec) : strlen(spec);
+    const Name *name = NULL;
+    for (int i = 0; i < N_NAMES; i++)
+        if (strlen(NAMES[i].name) == name_len && strncmp(NAMES[i].name, spec, name_len) == 0)
+            name = &NAMES[i];
+    if (!name) {
+        if (name_len == 7 && strncmp(spec, "nystrom", 7) == 0) {
+            snprintf(err, cap, "nystrom: not causal (its landmarks average future rows, "
+                     "ATTENTION.md §4.7), so it cannot replace attention in a causal model; "
+                     "it is a unit-tested kernel only");
+            return -1;
+        }
+        snprintf(err, cap, "unknown attention '%.*s' (expected one of: exact, unscaled, "
+                 "softmax1, gauss, window, dilated, strided, fixed, lsh, linear, efficient, "
+                 "performer)", (int)name_len, spec);
+        return -1;
+    }
+    cfg->kind = name->kind;
+    cfg->unscaled = name->unscaled;
+    cfg->softmax1 = name->softmax1;
+    if (cfg->kind == ATTENTION_LSH) cfg->sinks = ATTENTION_DEFAULT_LSH_SINKS;
+    if (colon) {
+        const char *p = colon + 1;
+        if (*p == '\0') {
+            snprintf(err, cap, "%s: empty parameter list after ':'", name->name);
+            return -1;
+        }
+        for (;;) {
+            const char *end = strchr(p, ',');
+            if (!end) end = p + strlen(p);
+            if (parse_pair(name, p, end, cfg, err, cap) != 0) return -1;
+            if (*end == '\0') break;
+            p = end + 1;
+        }
+    }
+    if (cfg->kind == ATTENTION_FIXED && cfg->summary > cfg->stride) {
+        snprintf(err, cap, "fixed: c must not exceed l (got c %d, l %d)", cfg->summary,
+                 cfg->stride);
+        return -1;
+    }
+    if (cfg->kind == ATTENTION_LSH && cfg->buckets > 1 && cfg->buckets % 2 != 0) {
+        snprintf(err, cap, "lsh: buckets must be 1 or even (got %d)", cfg->buckets);
+        return -1;
+    }
+    return 0;
+}
+
+void attention_spec_format(const AttentionConfig *cfg, char *out, size_t cap) {
+    const char *name = attention_kind_name(cfg->kind);
+    char extra[96] = "";
+    if (cfg->kind == ATTENTION_EXACT && cfg->unscaled) name = "unscaled";
+    switch (cfg->kind) {
+    case ATTENTION_WINDOW:
+        snprintf(extra, sizeof extra, "w=%d,sinks=%d", cfg->window, cfg->sinks);
+        break;
+    case ATTENTION_DILATED:
+        snprintf(extra, sizeof extra, "w=%d,k=%d,sinks=%d", cfg->window, cfg->dilation,
+                 cfg->sinks);
+        break;
+    case ATTENTION_STRIDED:
+        snprintf(extra, sizeof extra, "l=%d", cfg->stride);
+        break;
+    case ATTENTION_FIXED:
+        snprintf(extra, sizeof extra, "l=%d,c=%d", cfg->stride, cfg->summary);
+        break;
+    case ATTENTION_LSH:
+        snprintf(extra, sizeof extra, "buckets=%d,rounds=%d,local=%d,sinks=%d,seed=%llu",
+                 cfg->buckets, cfg->rounds, cfg->local, cfg->sinks, cfg->seed);
+        break;
+    case ATTENTION_LINEAR:
+        if (cfg->prescale) snprintf(extra, sizeof extra, "prescale=1");
+        break;
+    case ATTENTION_PERFORMER:
+        snprintf(extra, sizeof extra, "m=%d,orf=%d,seed=%llu", cfg->features, cfg->orthogonal,
+                 cfg->seed);
+        break;
+    default:
+        break;
+    }
+    size_t n = strlen(extra);
+    if (cfg->tau != 1.0f)
+        n += (size_t)snprintf(extra + n, sizeof extra - n, "%stau=%g", n ? "," : "",
+                              (double)cfg->tau);
+    if (cfg->softmax1 && n < sizeof extra)
+        snprintf(extra + n, sizeof extra - n, "%ssoftmax1=1", n ? "," : "");
+    snprintf(out, cap, "%s%s%s", name, *extra ? ":" : "", extra);
+}
