@@ -35,7 +35,12 @@ $(B)/sampler.o: sampler.c sampler.h
 $(B)/attention_spec.o: attention_spec.c attention_spec.h attention.h
 $(B)/eval.o: eval.c eval.h model.h attention.h tokenizer.h
 $(B)/run.o: run.c model.h attention.h attention_spec.h eval.h tokenizer.h sampler.h
+$(B)/bpe.o: bpe.c bpe.h tokenizer.h
+$(B)/train.o: train.c train.h model.h attention.h tokenizer.h bpe.h
 $(B)/tests/check.o: tests/check.c tests/check.h
+# the trainer's functions without its main, for tests/test_train.c
+$(B)/train_lib.o: train.c train.h model.h attention.h
+	$(CC) $(BASE) $(CFLAGS) -DTRAIN_LIBRARY -c $< -o $@
 # a test may include any header, so every test object depends on all of them
 $(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h)
 	@mkdir -p $(dir $@)
@@ -44,9 +49,10 @@ $(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h)
 CORE = $(B)/attention.o $(B)/model.o
 TOK = $(B)/tokenizer.o $(B)/unicode.o
 
-# all: build ./run (default). Example: make
-all: $(B)/run
+# all: build ./run and ./train (default). Example: make
+all: $(B)/run $(B)/train
 	@cmp -s $(B)/run run || cp $(B)/run run
+	@cmp -s $(B)/train train || cp $(B)/train train
 
 $(B)/run: $(B)/run.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
@@ -55,22 +61,35 @@ $(B)/run: $(B)/run.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o $(CORE) $(
 run: all
 	./run $(RUN_ARGS)
 
+$(B)/train: $(B)/train.o $(B)/bpe.o $(CORE) $(TOK)
+	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# train: build, then train the shipped model (tokenizer and GPT) from scratch into
+# weights/, as weights/README.md records. Example: make train TRAIN_DATA=path/to/text.txt
+TRAIN_DATA ?= ../shared/data/tinyshakespeare.txt
+TRAIN_ARGS ?= -o weights/model.bin
+train: all
+	./train -d $(TRAIN_DATA) $(TRAIN_ARGS)
+
 # ---- tests: one binary per module, each printing "NAME: N passed, N failed" ----
 TESTS = $(B)/tests/test_attention $(B)/tests/test_model $(B)/tests/test_tokenizer \
-        $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli
+        $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli \
+        $(B)/tests/test_train
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
 $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_tokenizer_llama: $(B)/tests/test_tokenizer_llama.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampler.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
+$(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(B)/train_lib.o $(B)/bpe.o \
+                       $(CORE) $(TOK)
 $(TESTS):
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # test: build, then run every test binary; exits non-zero if any check fails.
 # Reference-data checks read ../shared and say "skipped" without it. Example: make test
 test: all $(TESTS)
-	@RUN=$(B)/run sh tests/run_all.sh $(TESTS)
+	@RUN=$(B)/run TRAIN=$(B)/train sh tests/run_all.sh $(TESTS)
 
 # debug: the whole suite under AddressSanitizer and UBSan (own build folder, no
 # OpenMP so that no runtime library hides a report). Example: make debug
@@ -78,8 +97,8 @@ debug:
 	$(MAKE) B=build/debug OMP=0 CFLAGS="-O1 -g -fsanitize=address,undefined \
 	  -fno-omit-frame-pointer -fno-sanitize-recover=all" debug-tests
 
-debug-tests: $(B)/run $(TESTS)
-	@RUN=$(B)/run sh tests/run_all.sh $(TESTS)
+debug-tests: $(B)/run $(B)/train $(TESTS)
+	@RUN=$(B)/run TRAIN=$(B)/train sh tests/run_all.sh $(TESTS)
 
 # bench: end-to-end speed (tokens/s, 1 and 2 threads) and peak memory of ./run on the
 # shipped and reference models; prints a table, asserts nothing. Example: make bench
@@ -90,4 +109,4 @@ bench: all
 clean:
 	rm -rf build run
 
-.PHONY: all run test debug debug-tests bench clean
+.PHONY: all run train test debug debug-tests bench clean

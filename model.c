@@ -26,9 +26,14 @@
 #include <unistd.h>     /* read, close */
 
 #include "attention.h"  /* AttentionConfig, attention_state_*, attention_step */
+#ifdef __AVX2__
+#include <immintrin.h>  /* AVX2 intrinsics for the matmul tile */
+#endif
 
 #define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi) in GELU's tanh form */
 #define GELU_CUBIC 0.044715f                      /* coefficient of x^3 in GELU's tanh form */
+#define MATMUL_ROWS 64   /* rows of x per matmul job: 64 x IC floats stay in L1/L2 */
+#define MATMUL_COLS 48   /* rows of w per matmul job, a multiple of the 3-wide tile */
 
 /* ------------------------------------------------------------------------- */
 /* Overflow-safe size arithmetic                                               */
@@ -624,6 +629,15 @@ void model_layernorm(float *out, const float *x, const float *w, const float *b,
     }
 }
 
+/* The sum of a dot product from its eight interleaved partial sums acc (lane j holds
+ * the products of indices i = j mod 8 below `from`), then the products from `from` to n.
+ * Every matmul path ends here, so all give the same bits for the same inputs. */
+static float dot_finish(const float acc[8], const float *a, const float *b, int from, int n) {
+    float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (int i = from; i < n; i++) sum += a[i] * b[i];
+    return sum;
+}
+
 /* a . b over n floats, in eight interleaved partial sums so the compiler can keep
  * them in one vector register; the order is fixed, so the result is deterministic. */
 static float dot(const float *a, const float *b, int n) {
@@ -631,22 +645,90 @@ static float dot(const float *a, const float *b, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8)
         for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
-    float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; i < n; i++) sum += a[i] * b[i];
-    return sum;
+    return dot_finish(acc, a, b, i, n);
+}
+
+#ifdef __AVX2__
+/* out[n .. n+3, o .. o+2] for a 4 x 3 tile: twelve dot products at once, each in one
+ * 8-lane register, so each loaded row of x or w feeds three or four of them. The
+ * lanes see exactly dot()'s multiplies and adds (no fused multiply-add), in the same
+ * order, so the tile is bitwise equal to the scalar path. */
+static void matmul_tile_4x3(float *out, const float *x, const float *w, const float *b,
+                            int n, int o, int IC, int OC) {
+    const float *x0 = x + (size_t)n * IC, *x1 = x0 + IC, *x2 = x1 + IC, *x3 = x2 + IC;
+    const float *w0 = w + (size_t)o * IC, *w1 = w0 + IC, *w2 = w1 + IC;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00;
+    __m256 a20 = a00, a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00;
+    int i = 0;
+    for (; i + 8 <= IC; i += 8) {
+        __m256 v0 = _mm256_loadu_ps(w0 + i), v1 = _mm256_loadu_ps(w1 + i);
+        __m256 v2 = _mm256_loadu_ps(w2 + i), u = _mm256_loadu_ps(x0 + i);
+        a00 = _mm256_add_ps(a00, _mm256_mul_ps(u, v0));
+        a01 = _mm256_add_ps(a01, _mm256_mul_ps(u, v1));
+        a02 = _mm256_add_ps(a02, _mm256_mul_ps(u, v2));
+        u = _mm256_loadu_ps(x1 + i);
+        a10 = _mm256_add_ps(a10, _mm256_mul_ps(u, v0));
+        a11 = _mm256_add_ps(a11, _mm256_mul_ps(u, v1));
+        a12 = _mm256_add_ps(a12, _mm256_mul_ps(u, v2));
+        u = _mm256_loadu_ps(x2 + i);
+        a20 = _mm256_add_ps(a20, _mm256_mul_ps(u, v0));
+        a21 = _mm256_add_ps(a21, _mm256_mul_ps(u, v1));
+        a22 = _mm256_add_ps(a22, _mm256_mul_ps(u, v2));
+        u = _mm256_loadu_ps(x3 + i);
+        a30 = _mm256_add_ps(a30, _mm256_mul_ps(u, v0));
+        a31 = _mm256_add_ps(a31, _mm256_mul_ps(u, v1));
+        a32 = _mm256_add_ps(a32, _mm256_mul_ps(u, v2));
+    }
+    __m256 acc[4][3] = {{a00, a01, a02}, {a10, a11, a12}, {a20, a21, a22}, {a30, a31, a32}};
+    const float *x_r[4] = {x0, x1, x2, x3}, *w_c[3] = {w0, w1, w2};
+    for (int r = 0; r < 4; r++) {
+        for (int c = 0; c < 3; c++) {
+            float lanes[8];
+            _mm256_storeu_ps(lanes, acc[r][c]);
+            float bias = b ? b[o + c] : 0.0f;
+            out[(size_t)(n + r) * OC + o + c] = dot_finish(lanes, x_r[r], w_c[c], i, IC) + bias;
+        }
+    }
+}
+#endif
+
+/* out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b: one parallel job. */
+static void matmul_block(float *out, const float *x, const float *w, const float *b,
+                         int n0, int n1, int o0, int o1, int IC, int OC) {
+    int o = o0;
+#ifdef __AVX2__
+    for (; o + 3 <= o1; o += 3) {   /* whole 4 x 3 tiles; the rows left over go below */
+        int n = n0;
+        for (; n + 4 <= n1; n += 4) matmul_tile_4x3(out, x, w, b, n, o, IC, OC);
+        for (; n < n1; n++)
+            for (int c = o; c < o + 3; c++)
+                out[(size_t)n * OC + c] = dot(x + (size_t)n * IC, w + (size_t)c * IC, IC) +
+                                          (b ? b[c] : 0.0f);
+    }
+#endif
+    for (; o < o1; o++) {   /* the portable path, and columns left over from the tiles */
+        const float *w_o = w + (size_t)o * IC;
+        float bias = b ? b[o] : 0.0f;
+        for (int n = n0; n < n1; n++)
+            out[(size_t)n * OC + o] = dot(x + (size_t)n * IC, w_o, IC) + bias;
+    }
 }
 
 void model_matmul(float *out, const float *x, const float *w, const float *b,
                   int N, int IC, int OC) {
-    /* Each o owns column o of out; rows of w are independent, so threads never
-     * share an output and the sums do not depend on the thread count. Small products
-     * stay on one thread: starting a parallel region costs more than they do. */
+    /* The output is cut into blocks of MATMUL_ROWS x MATMUL_COLS, small enough that
+     * their rows of x and w stay in cache. Each block is one job and each output
+     * element is one thread's dot product in a fixed order, so threads never share an
+     * output and the sums do not depend on the thread count. Small products stay on
+     * one thread: starting a parallel region costs more than they do. */
+    int row_blocks = (N + MATMUL_ROWS - 1) / MATMUL_ROWS;
+    int col_blocks = (OC + MATMUL_COLS - 1) / MATMUL_COLS;
     #pragma omp parallel for schedule(static) if ((long)N * IC * OC >= MODEL_PARALLEL_MIN_MACS)
-    for (int o = 0; o < OC; o++) {
-        const float *w_o = w + (size_t)o * IC;
-        float bias = b ? b[o] : 0.0f;
-        for (int n = 0; n < N; n++)
-            out[(size_t)n * OC + o] = dot(x + (size_t)n * IC, w_o, IC) + bias;
+    for (int job = 0; job < row_blocks * col_blocks; job++) {
+        int n0 = job / col_blocks * MATMUL_ROWS, o0 = job % col_blocks * MATMUL_COLS;
+        int n1 = n0 + MATMUL_ROWS < N ? n0 + MATMUL_ROWS : N;
+        int o1 = o0 + MATMUL_COLS < OC ? o0 + MATMUL_COLS : OC;
+        matmul_block(out, x, w, b, n0, n1, o0, o1, IC, OC);
     }
 }
 

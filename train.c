@@ -1,0 +1,1345 @@
+/* train.c: train a GPT-2 model from scratch on a text file (the second program).
+ *
+ * Library part (what train.h declares): parameters in llm.c's 16-tensor layout, a
+ * batched forward pass built from model.c's layer functions, a backward pass for
+ * every layer (attention's lives in attention.c), AdamW with warmup and cosine
+ * decay, gradient clipping, and checkpoints in the format run loads. Program part
+ * (main, below the last rule): flags, the BPE tokenizer (bpe.c), data, the loop.
+ * Every parallel loop writes disjoint outputs and no sum depends on the thread
+ * count, so a run is bit-for-bit reproducible for a seed. Read train.h first.
+ *
+ * Legend: B sequences, T positions, N = B * T rows, C width, Hd = 4 C, L layers,
+ * V vocab, IC/OC a matmul's input/output width, n row, o output column, i input column.
+ */
+#include "train.h"
+
+#include <errno.h>        /* errno */
+#include <math.h>         /* expf, logf, sqrtf, tanhf, coshf, cosf */
+#include <stdint.h>       /* int32_t, uint32_t, uint64_t */
+#include <stdio.h>        /* FILE, fopen, fread, fwrite, fprintf, printf */
+#include <stdlib.h>       /* calloc, malloc, free, strtol, strtof */
+#include <string.h>       /* memcpy, memset, strcmp, strerror */
+#ifdef __AVX2__
+#include <immintrin.h>    /* AVX2 and FMA intrinsics for the backward matmuls */
+#endif
+
+#include "attention.h"    /* attention_forward, attention_backward and their scratch sizes */
+#include "model.h"        /* model_layernorm, model_matmul, model_gelu, Config */
+
+#define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi), as model.c's GELU */
+#define GELU_CUBIC 0.044715f                      /* x^3 coefficient, as model.c's GELU */
+#define PI_F 3.14159265358979f
+#define ROWS_PER_JOB 32        /* rows per parallel job in row-wise kernels */
+#define DX_ROWS_PER_JOB 64     /* matmul backward dx: rows of dout per job */
+#define DW_COLS_PER_JOB 16     /* matmul backward dw: rows of dw per job */
+#define DW_ROWS_PER_BLOCK 256  /* matmul backward dw: rows of x kept in cache at once */
+#define ELEMENTS_PER_JOB 16384 /* elementwise kernels: floats per parallel job */
+
+/* ------------------------------------------------------------------------- */
+/* Random numbers: splitmix64 (https://prng.di.unimi.it/splitmix64.c)          */
+
+/* A 64-bit mixing function: distinct inputs give well-spread outputs. */
+static uint64_t mix64(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1) from the top 24 bits of a 64-bit value. */
+static float uniform_from(uint64_t r) { return (float)(r >> 40) * (1.0f / 16777216.0f); }
+
+/* Standard normal by Box-Muller from two draws of the stream *state. */
+static float normal_next(uint64_t *state) {
+    float u1 = uniform_from(mix64((*state)++)), u2 = uniform_from(mix64((*state)++));
+    if (u1 < 1e-7f) u1 = 1e-7f;   /* log(0) would give -inf */
+    return sqrtf(-2.0f * logf(u1)) * cosf(2.0f * PI_F * u2);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Parameters                                                                  */
+
+/* Floats of each of the 16 tensors for config c, in file order. */
+static void tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c) {
+    size_t V = (size_t)c->padded_vocab_size, S = (size_t)c->seq_len, L = (size_t)c->n_layers;
+    size_t C = (size_t)c->dim, Hd = (size_t)c->hidden_dim;
+    size_t sizes[TRAIN_N_TENSORS] = {
+        V * C, S * C, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
+        L * C, L * C, L * Hd * C, L * Hd, L * C * Hd, L * C, C, C};
+    memcpy(size, sizes, sizeof sizes);
+}
+
+/* Point the 16 views of t into block, in file order. */
+static void tensors_point(TrainTensors *t, float *block, const size_t size[TRAIN_N_TENSORS]) {
+    float **views[TRAIN_N_TENSORS] = {
+        &t->wte, &t->wpe, &t->ln1w, &t->ln1b, &t->qkvw, &t->qkvb, &t->attprojw, &t->attprojb,
+        &t->ln2w, &t->ln2b, &t->fcw, &t->fcb, &t->fcprojw, &t->fcprojb, &t->lnfw, &t->lnfb};
+    for (int i = 0; i < TRAIN_N_TENSORS; i++) {
+        *views[i] = block;
+        block += size[i];
+    }
+}
+
+/* Which tensors AdamW decays: the weight matrices and embeddings, not biases or norms. */
+static const int TENSOR_DECAYED[TRAIN_N_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+
+/* GPT-2 initialisation: weights N(0, 0.02), the two projections into the residual
+ * stream scaled by 1/sqrt(2 L) (GPT-2 paper, section 2.3), biases 0, norms 1. */
+static void params_init(Trainer *tr) {
+    uint64_t stream = mix64(tr->settings.seed);
+    float residual_std = TRAIN_INIT_STD / sqrtf(2.0f * (float)tr->config.n_layers);
+    float *block = tr->params;
+    for (int i = 0; i < TRAIN_N_TENSORS; i++) {
+        float *p = block;
+        block += tr->tensor_size[i];
+        if (p == tr->p.ln1w || p == tr->p.ln2w || p == tr->p.lnfw) {
+            for (size_t j = 0; j < tr->tensor_size[i]; j++) p[j] = 1.0f;
+        } else if (TENSOR_DECAYED[i]) {
+            float std = (p == tr->p.attprojw || p == tr->p.fcprojw) ? residual_std
+                                                                   : TRAIN_INIT_STD;
+            for (size_t j = 0; j < tr->tensor_size[i]; j++) p[j] = std * normal_next(&stream);
+        } else {
+            for (size_t j = 0; j < tr->tensor_size[i]; j++) p[j] = 0.0f;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Init and free                                                               */
+
+static int config_check(const Config *c, int B) {
+    if (c->seq_len < 1 || c->vocab_size < 1 || c->n_layers < 1 || c->n_heads < 1 ||
+        c->dim < 1 || B < 1 || c->dim % c->n_heads != 0 || c->dim > MODEL_MAX_DIM / 4 ||
+        c->vocab_size > MODEL_MAX_VOCAB || c->n_layers > MODEL_MAX_LAYERS ||
+        c->seq_len > MODEL_MAX_SEQ_LEN) {
+        fprintf(stderr, "train: model shape out of range (got V %d, L %d, NH %d, C %d, T %d, "
+                "B %d; expected all >= 1 and C divisible by NH)\n", c->vocab_size,
+                c->n_layers, c->n_heads, c->dim, c->seq_len, B);
+        return -1;
+    }
+    return 0;
+}
+
+int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, int B) {
+    memset(tr, 0, sizeof *tr);
+    if (config_check(c, B) != 0) return -1;
+    tr->config = *c;
+    tr->config.padded_vocab_size = c->vocab_size;
+    tr->config.n_kv_heads = c->n_heads;
+    tr->config.hidden_dim = 4 * c->dim;
+    tr->config.head_dim = c->dim / c->n_heads;
+    tr->config.kv_dim = c->dim;
+    tr->settings = *settings;
+    tr->settings.batch = B;
+    tr->B = B;
+    tr->T = c->seq_len;
+    tr->attention.n_heads = c->n_heads;
+    tr->attention.n_kv_heads = c->n_heads;
+    tr->attention.head_dim = tr->config.head_dim;
+    tr->attention.scale = 1.0f / sqrtf((float)tr->config.head_dim);
+    tensor_sizes(tr->tensor_size, &tr->config);
+    for (int i = 0; i < TRAIN_N_TENSORS; i++) tr->n_params += tr->tensor_size[i];
+
+    size_t N = (size_t)B * (size_t)tr->T, C = (size_t)c->dim, L = (size_t)c->n_layers;
+    size_t Hd = 4 * C, V = (size_t)c->vocab_size;
+    int scratch = attention_scratch_floats(&tr->attention, tr->T);
+    int scratch_back = attention_backward_scratch_floats(&tr->attention, tr->T);
+    if (scratch_back > scratch) scratch = scratch_back;
+    TrainActivations *a = &tr->a;
+    tr->params = calloc(tr->n_params, sizeof(float));
+    tr->grads = calloc(tr->n_params, sizeof(float));
+    tr->adam_m = calloc(tr->n_params, sizeof(float));
+    tr->adam_v = calloc(tr->n_params, sizeof(float));
+    tr->inputs = calloc(N, sizeof(int));
+    tr->targets = calloc(N, sizeof(int));
+    a->encoded = calloc(N * C, sizeof(float));
+    a->ln1 = calloc(L * N * C, sizeof(float));
+    a->q = calloc(L * N * C, sizeof(float));
+    a->k = calloc(L * N * C, sizeof(float));
+    a->v = calloc(L * N * C, sizeof(float));
+    a->atty = calloc(L * N * C, sizeof(float));
+    a->residual2 = calloc(L * N * C, sizeof(float));
+    a->ln2 = calloc(L * N * C, sizeof(float));
+    a->fch = calloc(L * N * Hd, sizeof(float));
+    a->fch_gelu = calloc(L * N * Hd, sizeof(float));
+    a->residual3 = calloc(L * N * C, sizeof(float));
+    a->lnf = calloc(N * C, sizeof(float));
+    a->logits = calloc(N * V, sizeof(float));
+    a->probs = calloc(N * V, sizeof(float));
+    a->losses = calloc(N, sizeof(float));
+    a->dresidual = calloc(N * C, sizeof(float));
+    a->dtmp = calloc(N * C, sizeof(float));
+    a->dln = calloc(N * C, sizeof(float));
+    a->datty = calloc(N * C, sizeof(float));
+    a->dq = calloc(N * C, sizeof(float));
+    a->dk = calloc(N * C, sizeof(float));
+    a->dv = calloc(N * C, sizeof(float));
+    a->dfch = calloc(N * Hd, sizeof(float));
+    a->dfch_gelu = calloc(N * Hd, sizeof(float));
+    a->scratch = calloc((size_t)scratch, sizeof(float));
+    a->mean = calloc(N, sizeof(float));
+    a->rstd = calloc(N, sizeof(float));
+    if (!tr->params || !tr->grads || !tr->adam_m || !tr->adam_v || !tr->inputs ||
+        !tr->targets || !a->encoded || !a->ln1 || !a->q || !a->k || !a->v || !a->atty ||
+        !a->residual2 || !a->ln2 || !a->fch || !a->fch_gelu || !a->residual3 || !a->lnf ||
+        !a->logits || !a->probs || !a->losses || !a->dresidual || !a->dtmp || !a->dln ||
+        !a->datty || !a->dq || !a->dk || !a->dv || !a->dfch || !a->dfch_gelu ||
+        !a->scratch || !a->mean || !a->rstd) {
+        fprintf(stderr, "train: out of memory (%zu parameters, batch %d x %d)\n",
+                tr->n_params, B, tr->T);
+        trainer_free(tr);
+        return -1;
+    }
+    tensors_point(&tr->p, tr->params, tr->tensor_size);
+    tensors_point(&tr->g, tr->grads, tr->tensor_size);
+    params_init(tr);
+    tr->dropout_on = 1;
+    return 0;
+}
+
+void trainer_free(Trainer *tr) {
+    TrainActivations *a = &tr->a;
+    float *buffers[] = {
+        tr->params, tr->grads, tr->adam_m, tr->adam_v, a->encoded, a->ln1, a->q, a->k, a->v,
+        a->atty, a->residual2, a->ln2, a->fch, a->fch_gelu, a->residual3, a->lnf, a->logits,
+        a->probs, a->losses, a->dresidual, a->dtmp, a->dln, a->datty, a->dq, a->dk, a->dv,
+        a->dfch, a->dfch_gelu, a->scratch, a->mean, a->rstd};
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) free(buffers[i]);
+    free(tr->inputs);
+    free(tr->targets);
+    memset(tr, 0, sizeof *tr);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Row-parallel wrappers of model.c's layer functions, and dropout             */
+
+/* model_layernorm over N rows, in parallel blocks of rows (rows are independent). */
+static void layernorm_rows(float *out, const float *x, const float *w, const float *b,
+                           int N, int C) {
+    /* each job normalises its own rows; model_layernorm has no pragma of its own */
+    #pragma omp parallel for schedule(static)
+    for (int n0 = 0; n0 < N; n0 += ROWS_PER_JOB) {
+        int rows = N - n0 < ROWS_PER_JOB ? N - n0 : ROWS_PER_JOB;
+        model_layernorm(out + (size_t)n0 * C, x + (size_t)n0 * C, w, b, rows, C);
+    }
+}
+
+/* out (n,) = GELU(x) through model_gelu, in parallel chunks. */
+static void gelu_copy(float *out, const float *x, size_t n) {
+    long jobs = (long)((n + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB);
+    /* each job owns its chunk of out */
+    #pragma omp parallel for schedule(static)
+    for (long j = 0; j < jobs; j++) {
+        size_t start = (size_t)j * ELEMENTS_PER_JOB;
+        size_t count = n - start < ELEMENTS_PER_JOB ? n - start : ELEMENTS_PER_JOB;
+        memcpy(out + start, x + start, count * sizeof(float));
+        model_gelu(out + start, count);
+    }
+}
+
+/* The dropout mask of one site: layer l (L for the embeddings), site 0 attention, 1 MLP. */
+static uint64_t dropout_key(const Trainer *tr, int layer, int site) {
+    return mix64(tr->settings.seed ^ mix64(((uint64_t)tr->step << 24) ^
+                                           ((uint64_t)layer << 2) ^ (uint64_t)site));
+}
+
+/* x (n,) *= mask / (1 - p), with mask_i = 0 with probability p, drawn from a hash of
+ * (key, i): the backward applies the same mask to the gradient by calling it again. */
+static void dropout_apply(float *x, size_t n, float p, uint64_t key) {
+    if (p <= 0.0f) return;
+    float keep_scale = 1.0f / (1.0f - p);
+    long jobs = (long)((n + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB);
+    /* each job owns its chunk of x; the mask depends only on the index */
+    #pragma omp parallel for schedule(static)
+    for (long j = 0; j < jobs; j++) {
+        size_t end = (size_t)(j + 1) * ELEMENTS_PER_JOB < n ? (size_t)(j + 1) * ELEMENTS_PER_JOB : n;
+        for (size_t i = (size_t)j * ELEMENTS_PER_JOB; i < end; i++)
+            x[i] = uniform_from(mix64(key + i)) < p ? 0.0f : x[i] * keep_scale;
+    }
+}
+
+/* x (n,) += y (n,) */
+static void add_into(float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* ------------------------------------------------------------------------- */
+/* Forward                                                                     */
+
+/* Cursor of layer l's slice of a per-layer activation of `width` floats per row. */
+#define LAYER(buffer, l, width) ((buffer) + (size_t)(l) * N * (width))
+
+float trainer_forward(Trainer *tr, const int *inputs, const int *targets) {
+    const Config *c = &tr->config;
+    const TrainTensors *p = &tr->p;
+    TrainActivations *a = &tr->a;
+    int B = tr->B, T = tr->T, C = c->dim, Hd = c->hidden_dim, V = c->vocab_size;
+    size_t N = (size_t)B * T;
+    float drop = tr->dropout_on ? tr->settings.dropout : 0.0f;
+    memcpy(tr->inputs, inputs, N * sizeof(int));
+
+    /* encoded (N, C) = wte[token] + wpe[t], then embedding dropout */
+    for (size_t n = 0; n < N; n++) {
+        const float *wte_n = p->wte + (size_t)inputs[n] * C;
+        const float *wpe_t = p->wpe + (n % (size_t)T) * C;
+        float *x_n = a->encoded + n * C;
+        for (int i = 0; i < C; i++) x_n[i] = wte_n[i] + wpe_t[i];
+    }
+    dropout_apply(a->encoded, N * C, drop, dropout_key(tr, c->n_layers, 0));
+
+    for (int l = 0; l < c->n_layers; l++) {
+        const float *residual = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, C);
+        float *ln1 = LAYER(a->ln1, l, C), *q = LAYER(a->q, l, C), *k = LAYER(a->k, l, C);
+        float *v = LAYER(a->v, l, C), *atty = LAYER(a->atty, l, C);
+        float *residual2 = LAYER(a->residual2, l, C), *ln2 = LAYER(a->ln2, l, C);
+        float *fch = LAYER(a->fch, l, Hd), *fch_gelu = LAYER(a->fch_gelu, l, Hd);
+        float *residual3 = LAYER(a->residual3, l, C);
+        /* seek to layer l's weights; qkvw[l] is (3C, C): Q rows, K rows, V rows */
+        const float *wq = p->qkvw + (size_t)l * 3 * C * C, *bq = p->qkvb + (size_t)l * 3 * C;
+        const float *wk = wq + (size_t)C * C, *wv = wk + (size_t)C * C;
+        const float *bk = bq + C, *bv = bk + C;
+
+        /* attention sublayer: residual2 = residual + drop(W_O . attention(LN1(residual))) */
+        layernorm_rows(ln1, residual, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C,
+                       (int)N, C);
+        model_matmul(q, ln1, wq, bq, (int)N, C, C);
+        model_matmul(k, ln1, wk, bk, (int)N, C, C);
+        model_matmul(v, ln1, wv, bv, (int)N, C, C);
+        for (int b = 0; b < B; b++) {
+            size_t seq = (size_t)b * T * C;   /* seek to sequence b */
+            attention_forward(&tr->attention, atty + seq, q + seq, k + seq, v + seq, 0, T,
+                              a->scratch);
+        }
+        model_matmul(a->dtmp, atty, p->attprojw + (size_t)l * C * C,
+                     p->attprojb + (size_t)l * C, (int)N, C, C);
+        dropout_apply(a->dtmp, N * C, drop, dropout_key(tr, l, 0));
+        memcpy(residual2, residual, N * C * sizeof(float));
+        add_into(residual2, a->dtmp, N * C);
+
+        /* MLP sublayer: residual3 = residual2 + drop(W_down . GELU(W_up . LN2(residual2))) */
+        layernorm_rows(ln2, residual2, p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C,
+                       (int)N, C);
+        model_matmul(fch, ln2, p->fcw + (size_t)l * Hd * C, p->fcb + (size_t)l * Hd,
+                     (int)N, C, Hd);
+        gelu_copy(fch_gelu, fch, N * Hd);
+        model_matmul(a->dtmp, fch_gelu, p->fcprojw + (size_t)l * C * Hd,
+                     p->fcprojb + (size_t)l * C, (int)N, Hd, C);
+        dropout_apply(a->dtmp, N * C, drop, dropout_key(tr, l, 1));
+        memcpy(residual3, residual2, N * C * sizeof(float));
+        add_into(residual3, a->dtmp, N * C);
+    }
+
+    /* final LayerNorm, logits (N, V) = lnf . wte^T */
+    layernorm_rows(a->lnf, LAYER(a->residual3, c->n_layers - 1, C), p->lnfw, p->lnfb,
+                   (int)N, C);
+    model_matmul(a->logits, a->lnf, p->wte, NULL, (int)N, C, V);
+    if (!targets) return 0.0f;
+
+    memcpy(tr->targets, targets, N * sizeof(int));
+    train_crossentropy_forward(a->probs, a->losses, a->logits, targets, (int)N, V);
+    double sum = 0.0;
+    tr->n_targets = 0;
+    for (size_t n = 0; n < N; n++) {
+        if (targets[n] < 0) continue;
+        sum += (double)a->losses[n];
+        tr->n_targets++;
+    }
+    return tr->n_targets ? (float)(sum / tr->n_targets) : 0.0f;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Backward kernels                                                            */
+
+void train_crossentropy_forward(float *probs, float *losses, const float *logits,
+                                const int *targets, int N, int V) {
+    /* rows are independent; each job writes its own rows of probs and losses */
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *logits_n = logits + (size_t)n * V;
+        float *probs_n = probs + (size_t)n * V;
+        float max = logits_n[0];
+        for (int i = 1; i < V; i++) if (logits_n[i] > max) max = logits_n[i];
+        float sum = 0.0f;
+        for (int i = 0; i < V; i++) {
+            probs_n[i] = expf(logits_n[i] - max);
+            sum += probs_n[i];
+        }
+        float inv_sum = 1.0f / sum;
+        for (int i = 0; i < V; i++) probs_n[i] *= inv_sum;
+        /* -log softmax[target] = log(sum) - (logit[target] - max), exact even when tiny */
+        losses[n] = targets[n] < 0 ? 0.0f : logf(sum) - (logits_n[targets[n]] - max);
+    }
+}
+
+void train_crossentropy_backward(float *probs, const int *targets, int N, int V, float scale) {
+    /* each row is owned by one iteration */
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        float *d_n = probs + (size_t)n * V;
+        if (targets[n] < 0) {
+            for (int i = 0; i < V; i++) d_n[i] = 0.0f;
+            continue;
+        }
+        for (int i = 0; i < V; i++) d_n[i] *= scale;
+        d_n[targets[n]] -= scale;
+    }
+}
+
+/* dx rows n0 .. n1-1: dx_n (IC,) += sum_o dout[n, o] w_o, over o in order. */
+static void matmul_backward_dx_rows(float *dx, const float *dout, const float *w, int n0,
+                                    int n1, int IC, int OC) {
+    int i0 = 0;
+#ifdef __AVX2__
+    /* 4 rows x 16 columns of dx in 8 registers; the 16-column strip of w stays in L1 */
+    for (; i0 + 16 <= IC; i0 += 16) {
+        int n = n0;
+        for (; n + 4 <= n1; n += 4) {
+            float *dx0 = dx + (size_t)n * IC + i0, *dx1 = dx0 + IC, *dx2 = dx1 + IC,
+                  *dx3 = dx2 + IC;
+            const float *d0 = dout + (size_t)n * OC, *d1 = d0 + OC, *d2 = d1 + OC, *d3 = d2 + OC;
+            __m256 a00 = _mm256_loadu_ps(dx0), a01 = _mm256_loadu_ps(dx0 + 8);
+            __m256 a10 = _mm256_loadu_ps(dx1), a11 = _mm256_loadu_ps(dx1 + 8);
+            __m256 a20 = _mm256_loadu_ps(dx2), a21 = _mm256_loadu_ps(dx2 + 8);
+            __m256 a30 = _mm256_loadu_ps(dx3), a31 = _mm256_loadu_ps(dx3 + 8);
+            for (int o = 0; o < OC; o++) {
+                const float *w_o = w + (size_t)o * IC + i0;
+                __m256 w0 = _mm256_loadu_ps(w_o), w1 = _mm256_loadu_ps(w_o + 8);
+                __m256 s = _mm256_broadcast_ss(d0 + o);
+                a00 = _mm256_fmadd_ps(s, w0, a00); a01 = _mm256_fmadd_ps(s, w1, a01);
+                s = _mm256_broadcast_ss(d1 + o);
+                a10 = _mm256_fmadd_ps(s, w0, a10); a11 = _mm256_fmadd_ps(s, w1, a11);
+                s = _mm256_broadcast_ss(d2 + o);
+                a20 = _mm256_fmadd_ps(s, w0, a20); a21 = _mm256_fmadd_ps(s, w1, a21);
+                s = _mm256_broadcast_ss(d3 + o);
+                a30 = _mm256_fmadd_ps(s, w0, a30); a31 = _mm256_fmadd_ps(s, w1, a31);
+            }
+            _mm256_storeu_ps(dx0, a00); _mm256_storeu_ps(dx0 + 8, a01);
+            _mm256_storeu_ps(dx1, a10); _mm256_storeu_ps(dx1 + 8, a11);
+            _mm256_storeu_ps(dx2, a20); _mm256_storeu_ps(dx2 + 8, a21);
+            _mm256_storeu_ps(dx3, a30); _mm256_storeu_ps(dx3 + 8, a31);
+        }
+        for (; n < n1; n++) {   /* leftover rows, one at a time, same order */
+            float *dx0 = dx + (size_t)n * IC + i0;
+            const float *d0 = dout + (size_t)n * OC;
+            __m256 a00 = _mm256_loadu_ps(dx0), a01 = _mm256_loadu_ps(dx0 + 8);
+            for (int o = 0; o < OC; o++) {
+                const float *w_o = w + (size_t)o * IC + i0;
+                __m256 s = _mm256_broadcast_ss(d0 + o);
+                a00 = _mm256_fmadd_ps(s, _mm256_loadu_ps(w_o), a00);
+                a01 = _mm256_fmadd_ps(s, _mm256_loadu_ps(w_o + 8), a01);
+            }
+            _mm256_storeu_ps(dx0, a00); _mm256_storeu_ps(dx0 + 8, a01);
+        }
+    }
+#endif
+    /* portable path, and the columns left over from the 16-wide strips */
+    for (int n = n0; n < n1; n++) {
+        float *dx_n = dx + (size_t)n * IC;
+        const float *dout_n = dout + (size_t)n * OC;
+        for (int o = 0; o < OC; o++) {
+            const float *w_o = w + (size_t)o * IC;
+            float d = dout_n[o];
+            for (int i = i0; i < IC; i++) dx_n[i] += d * w_o[i];
+        }
+    }
+}
+
+/* dw rows o0 .. o1-1 for input rows n0 .. n1-1: dw_o (IC,) += sum_n dout[n, o] x_n. */
+static void matmul_backward_dw_block(float *dw, const float *dout, const float *x, int n0,
+                                     int n1, int o0, int o1, int IC, int OC) {
+    int i0 = 0;
+#ifdef __AVX2__
+    /* 4 rows x 16 columns of dw in 8 registers; the strip of x rows stays in L1 */
+    for (; i0 + 16 <= IC; i0 += 16) {
+        int o = o0;
+        for (; o + 4 <= o1; o += 4) {
+            float *dw0 = dw + (size_t)o * IC + i0, *dw1 = dw0 + IC, *dw2 = dw1 + IC,
+                  *dw3 = dw2 + IC;
+            __m256 a00 = _mm256_loadu_ps(dw0), a01 = _mm256_loadu_ps(dw0 + 8);
+            __m256 a10 = _mm256_loadu_ps(dw1), a11 = _mm256_loadu_ps(dw1 + 8);
+            __m256 a20 = _mm256_loadu_ps(dw2), a21 = _mm256_loadu_ps(dw2 + 8);
+            __m256 a30 = _mm256_loadu_ps(dw3), a31 = _mm256_loadu_ps(dw3 + 8);
+            for (int n = n0; n < n1; n++) {
+                const float *x_n = x + (size_t)n * IC + i0, *d_n = dout + (size_t)n * OC + o;
+                __m256 x0 = _mm256_loadu_ps(x_n), x1 = _mm256_loadu_ps(x_n + 8);
+                __m256 s = _mm256_broadcast_ss(d_n);
+                a00 = _mm256_fmadd_ps(s, x0, a00); a01 = _mm256_fmadd_ps(s, x1, a01);
+                s = _mm256_broadcast_ss(d_n + 1);
+                a10 = _mm256_fmadd_ps(s, x0, a10); a11 = _mm256_fmadd_ps(s, x1, a11);
+                s = _mm256_broadcast_ss(d_n + 2);
+                a20 = _mm256_fmadd_ps(s, x0, a20); a21 = _mm256_fmadd_ps(s, x1, a21);
+                s = _mm256_broadcast_ss(d_n + 3);
+                a30 = _mm256_fmadd_ps(s, x0, a30); a31 = _mm256_fmadd_ps(s, x1, a31);
+            }
+            _mm256_storeu_ps(dw0, a00); _mm256_storeu_ps(dw0 + 8, a01);
+            _mm256_storeu_ps(dw1, a10); _mm256_storeu_ps(dw1 + 8, a11);
+            _mm256_storeu_ps(dw2, a20); _mm256_storeu_ps(dw2 + 8, a21);
+            _mm256_storeu_ps(dw3, a30); _mm256_storeu_ps(dw3 + 8, a31);
+        }
+        for (; o < o1; o++) {   /* leftover rows of dw, one at a time, same order */
+            float *dw0 = dw + (size_t)o * IC + i0;
+            __m256 a00 = _mm256_loadu_ps(dw0), a01 = _mm256_loadu_ps(dw0 + 8);
+            for (int n = n0; n < n1; n++) {
+                const float *x_n = x + (size_t)n * IC + i0;
+                __m256 s = _mm256_broadcast_ss(dout + (size_t)n * OC + o);
+                a00 = _mm256_fmadd_ps(s, _mm256_loadu_ps(x_n), a00);
+                a01 = _mm256_fmadd_ps(s, _mm256_loadu_ps(x_n + 8), a01);
+            }
+            _mm256_storeu_ps(dw0, a00); _mm256_storeu_ps(dw0 + 8, a01);
+        }
+    }
+#endif
+    /* portable path, and the columns left over from the 16-wide strips */
+    for (int o = o0; o < o1; o++) {
+        float *dw_o = dw + (size_t)o * IC;
+        for (int n = n0; n < n1; n++) {
+            const float *x_n = x + (size_t)n * IC;
+            float d = dout[(size_t)n * OC + o];
+            for (int i = i0; i < IC; i++) dw_o[i] += d * x_n[i];
+        }
+    }
+}
+
+void train_matmul_backward(float *dx, float *dw, float *db, const float *dout,
+                           const float *x, const float *w, int N, int IC, int OC) {
+    /* dx: each job owns a block of rows of dx and sums over o in a fixed order */
+    #pragma omp parallel for schedule(static)
+    for (int n0 = 0; n0 < N; n0 += DX_ROWS_PER_JOB) {
+        int n1 = n0 + DX_ROWS_PER_JOB < N ? n0 + DX_ROWS_PER_JOB : N;
+        matmul_backward_dx_rows(dx, dout, w, n0, n1, IC, OC);
+    }
+    /* dw, db: each job owns a block of rows of dw (and entries of db) and sums over
+     * n in increasing order, blocks of x rows at a time so they stay in cache */
+    #pragma omp parallel for schedule(static)
+    for (int o0 = 0; o0 < OC; o0 += DW_COLS_PER_JOB) {
+        int o1 = o0 + DW_COLS_PER_JOB < OC ? o0 + DW_COLS_PER_JOB : OC;
+        for (int n0 = 0; n0 < N; n0 += DW_ROWS_PER_BLOCK) {
+            int n1 = n0 + DW_ROWS_PER_BLOCK < N ? n0 + DW_ROWS_PER_BLOCK : N;
+            matmul_backward_dw_block(dw, dout, x, n0, n1, o0, o1, IC, OC);
+        }
+        if (db) {
+            for (int o = o0; o < o1; o++) {
+                float sum = db[o];
+                for (int n = 0; n < N; n++) sum += dout[(size_t)n * OC + o];
+                db[o] = sum;
+            }
+        }
+    }
+}
+
+void train_layernorm_backward(float *dx, float *dw, float *db, const float *dout,
+                              const float *x, const float *w, float *mean, float *rstd,
+                              int N, int C) {
+    /* dx: rows are independent. With xhat = (x - mean) rstd and g = w * dout:
+     * dx = rstd (g - mean(g) - xhat mean(g xhat)) (llm.c doc/layernorm) */
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *x_n = x + (size_t)n * C, *dout_n = dout + (size_t)n * C;
+        float *dx_n = dx + (size_t)n * C;
+        /* the statistics exactly as model_layernorm computes them */
+        float m = 0.0f;
+        for (int i = 0; i < C; i++) m += x_n[i];
+        m /= (float)C;
+        float var = 0.0f;
+        for (int i = 0; i < C; i++) var += (x_n[i] - m) * (x_n[i] - m);
+        var /= (float)C;
+        float r = 1.0f / sqrtf(var + MODEL_NORM_EPS);
+        mean[n] = m;
+        rstd[n] = r;
+        float g_mean = 0.0f, gx_mean = 0.0f;
+        for (int i = 0; i < C; i++) {
+            float g = w[i] * dout_n[i];
+            g_mean += g;
+            gx_mean += g * (x_n[i] - m) * r;
+        }
+        g_mean /= (float)C;
+        gx_mean /= (float)C;
+        for (int i = 0; i < C; i++) {
+            float xhat = (x_n[i] - m) * r;
+            dx_n[i] += r * (w[i] * dout_n[i] - g_mean - xhat * gx_mean);
+        }
+    }
+    /* dw, db: each column i is one iteration summing rows in increasing order */
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < C; i++) {
+        float sum_w = dw[i], sum_b = db[i];
+        for (int n = 0; n < N; n++) {
+            float d = dout[(size_t)n * C + i];
+            sum_w += d * (x[(size_t)n * C + i] - mean[n]) * rstd[n];
+            sum_b += d;
+        }
+        dw[i] = sum_w;
+        db[i] = sum_b;
+    }
+}
+
+void train_gelu_backward(float *dx, const float *x, const float *dout, size_t n) {
+    long jobs = (long)((n + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB);
+    /* elementwise: each job owns a chunk of dx */
+    #pragma omp parallel for schedule(static)
+    for (long j = 0; j < jobs; j++) {
+        size_t end = (size_t)(j + 1) * ELEMENTS_PER_JOB < n ? (size_t)(j + 1) * ELEMENTS_PER_JOB : n;
+        for (size_t i = (size_t)j * ELEMENTS_PER_JOB; i < end; i++) {
+            /* d/dx 0.5 x (1 + tanh u), u = a (x + b x^3): 0.5 (1 + tanh u) + 0.5 x sech^2(u) u' */
+            float v = x[i];
+            float u = GELU_SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
+            float th = tanhf(u);
+            float du = GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_CUBIC * v * v);
+            dx[i] += (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du) * dout[i];
+        }
+    }
+}
+
+void train_embedding_backward(float *dwte, float *dwpe, const float *dx, const int *tokens,
+                              int B, int T, int C) {
+    /* dwpe: each position t is one iteration, summing sequences b in order */
+    #pragma omp parallel for schedule(static)
+    for (int t = 0; t < T; t++) {
+        float *dwpe_t = dwpe + (size_t)t * C;
+        for (int b = 0; b < B; b++) add_into(dwpe_t, dx + ((size_t)b * T + t) * C, (size_t)C);
+    }
+    /* dwte: several positions may share a token, so one thread, rows in order */
+    for (size_t n = 0; n < (size_t)B * T; n++)
+        add_into(dwte + (size_t)tokens[n] * C, dx + n * C, (size_t)C);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Backward pass                                                               */
+
+void trainer_backward(Trainer *tr) {
+    const Config *c = &tr->config;
+    const TrainTensors *p = &tr->p;
+    TrainTensors *g = &tr->g;
+    TrainActivations *a = &tr->a;
+    int B = tr->B, T = tr->T, C = c->dim, Hd = c->hidden_dim, V = c->vocab_size;
+    size_t N = (size_t)B * T;
+    float drop = tr->dropout_on ? tr->settings.dropout : 0.0f;
+    memset(tr->grads, 0, tr->n_params * sizeof(float));
+
+    /* loss = mean over targets: dlogits = (probs - onehot) / n_targets */
+    float *dlogits = a->probs;
+    train_crossentropy_backward(dlogits, tr->targets, (int)N, V,
+                                tr->n_targets ? 1.0f / (float)tr->n_targets : 0.0f);
+    memset(a->dln, 0, N * C * sizeof(float));
+    train_matmul_backward(a->dln, g->wte, NULL, dlogits, a->lnf, p->wte, (int)N, C, V);
+    memset(a->dresidual, 0, N * C * sizeof(float));
+    train_layernorm_backward(a->dresidual, g->lnfw, g->lnfb, a->dln,
+                             LAYER(a->residual3, c->n_layers - 1, C), p->lnfw, a->mean,
+                             a->rstd, (int)N, C);
+
+    for (int l = c->n_layers - 1; l >= 0; l--) {
+        const float *residual = l == 0 ? a->encoded : LAYER(a->residual3, l - 1, C);
+        const float *ln1 = LAYER(a->ln1, l, C), *q = LAYER(a->q, l, C);
+        const float *k = LAYER(a->k, l, C), *v = LAYER(a->v, l, C);
+        const float *atty = LAYER(a->atty, l, C), *residual2 = LAYER(a->residual2, l, C);
+        const float *ln2 = LAYER(a->ln2, l, C), *fch = LAYER(a->fch, l, Hd);
+        const float *fch_gelu = LAYER(a->fch_gelu, l, Hd);
+        size_t qkv = (size_t)l * 3 * C * C, qkv_b = (size_t)l * 3 * C, CC = (size_t)C * C;
+
+        /* dresidual is d loss / d residual3; the MLP branch gets drop(dresidual) */
+        memcpy(a->dtmp, a->dresidual, N * C * sizeof(float));
+        dropout_apply(a->dtmp, N * C, drop, dropout_key(tr, l, 1));
+        memset(a->dfch_gelu, 0, N * Hd * sizeof(float));
+        train_matmul_backward(a->dfch_gelu, g->fcprojw + (size_t)l * C * Hd,
+                              g->fcprojb + (size_t)l * C, a->dtmp, fch_gelu,
+                              p->fcprojw + (size_t)l * C * Hd, (int)N, Hd, C);
+        memset(a->dfch, 0, N * Hd * sizeof(float));
+        train_gelu_backward(a->dfch, fch, a->dfch_gelu, N * Hd);
+        memset(a->dln, 0, N * C * sizeof(float));
+        train_matmul_backward(a->dln, g->fcw + (size_t)l * Hd * C, g->fcb + (size_t)l * Hd,
+                              a->dfch, ln2, p->fcw + (size_t)l * Hd * C, (int)N, C, Hd);
+        train_layernorm_backward(a->dresidual, g->ln2w + (size_t)l * C, g->ln2b + (size_t)l * C,
+                                 a->dln, residual2, p->ln2w + (size_t)l * C, a->mean, a->rstd,
+                                 (int)N, C);
+
+        /* dresidual is now d loss / d residual2; the attention branch gets drop(dresidual) */
+        memcpy(a->dtmp, a->dresidual, N * C * sizeof(float));
+        dropout_apply(a->dtmp, N * C, drop, dropout_key(tr, l, 0));
+        memset(a->datty, 0, N * C * sizeof(float));
+        train_matmul_backward(a->datty, g->attprojw + (size_t)l * CC, g->attprojb + (size_t)l * C,
+                              a->dtmp, atty, p->attprojw + (size_t)l * CC, (int)N, C, C);
+        memset(a->dq, 0, N * C * sizeof(float));
+        memset(a->dk, 0, N * C * sizeof(float));
+        memset(a->dv, 0, N * C * sizeof(float));
+        for (int b = 0; b < B; b++) {
+            size_t seq = (size_t)b * T * C;   /* seek to sequence b */
+            attention_backward(&tr->attention, a->dq + seq, a->dk + seq, a->dv + seq,
+                               a->datty + seq, q + seq, k + seq, v + seq, T, a->scratch);
+        }
+        memset(a->dln, 0, N * C * sizeof(float));
+        train_matmul_backward(a->dln, g->qkvw + qkv, g->qkvb + qkv_b, a->dq, ln1,
+                              p->qkvw + qkv, (int)N, C, C);
+        train_matmul_backward(a->dln, g->qkvw + qkv + CC, g->qkvb + qkv_b + C, a->dk, ln1,
+                              p->qkvw + qkv + CC, (int)N, C, C);
+        train_matmul_backward(a->dln, g->qkvw + qkv + 2 * CC, g->qkvb + qkv_b + 2 * C, a->dv,
+                              ln1, p->qkvw + qkv + 2 * CC, (int)N, C, C);
+        train_layernorm_backward(a->dresidual, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C,
+                                 a->dln, residual, p->ln1w + (size_t)l * C, a->mean, a->rstd,
+                                 (int)N, C);
+    }
+    /* dresidual is d loss / d encoded; undo the embedding dropout, then scatter */
+    dropout_apply(a->dresidual, N * C, drop, dropout_key(tr, c->n_layers, 0));
+    train_embedding_backward(g->wte, g->wpe, a->dresidual, tr->inputs, B, T, C);
+}
+
+/* ------------------------------------------------------------------------- */
+/* AdamW                                                                       */
+
+float trainer_learning_rate(const TrainSettings *s, int step) {
+    if (step < s->warmup) return s->lr * (float)(step + 1) / (float)s->warmup;
+    float lr_min = s->lr * s->lr_min_ratio;
+    float progress = s->steps > s->warmup ?
+                     (float)(step - s->warmup) / (float)(s->steps - s->warmup) : 1.0f;
+    if (progress > 1.0f) progress = 1.0f;
+    return lr_min + 0.5f * (s->lr - lr_min) * (1.0f + cosf(PI_F * progress));
+}
+
+float trainer_update(Trainer *tr) {
+    const TrainSettings *s = &tr->settings;
+    /* global gradient norm, summed in one fixed order */
+    double sum_sq = 0.0;
+    for (size_t j = 0; j < tr->n_params; j++) sum_sq += (double)tr->grads[j] * (double)tr->grads[j];
+    float norm = (float)sqrt(sum_sq);
+    float clip_scale = s->clip > 0.0f && norm > s->clip ? s->clip / norm : 1.0f;
+    float lr = trainer_learning_rate(s, tr->step);
+    int t = tr->step + 1;
+    float correction1 = 1.0f - powf(s->beta1, (float)t);
+    float correction2 = 1.0f - powf(s->beta2, (float)t);
+    size_t start = 0;
+    for (int i = 0; i < TRAIN_N_TENSORS; i++) {
+        float decay = TENSOR_DECAYED[i] ? s->weight_decay : 0.0f;
+        long n = (long)tr->tensor_size[i];
+        float *param = tr->params + start, *grad = tr->grads + start;
+        float *m = tr->adam_m + start, *v = tr->adam_v + start;
+        /* elementwise (Loshchilov & Hutter, AdamW, Algorithm 2): each j owns its entries */
+        #pragma omp parallel for schedule(static)
+        for (long j = 0; j < n; j++) {
+            float gj = grad[j] * clip_scale;
+            m[j] = s->beta1 * m[j] + (1.0f - s->beta1) * gj;
+            v[j] = s->beta2 * v[j] + (1.0f - s->beta2) * gj * gj;
+            float m_hat = m[j] / correction1, v_hat = v[j] / correction2;
+            param[j] -= lr * (m_hat / (sqrtf(v_hat) + s->eps) + decay * param[j]);
+        }
+        start += tr->tensor_size[i];
+    }
+    tr->step++;
+    return norm;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Checkpoints                                                                 */
+
+/* Header field indices of llm.c's GPT-2 checkpoint (as model.c reads it). */
+enum { HEADER_MAGIC, HEADER_VERSION, HEADER_MAX_T, HEADER_V, HEADER_L, HEADER_NH, HEADER_C,
+       HEADER_VP };
+
+/* Fields of the optimizer state file's header (TRAIN_STATE_HEADER_INTS int32 slots;
+ * the float ones hold float32 bits). Then adam_m and adam_v, n_params floats each. */
+enum { STATE_MAGIC, STATE_VERSION, STATE_STEP, STATE_N_PARAMS_LO, STATE_N_PARAMS_HI,
+       STATE_BATCH, STATE_STEPS, STATE_WARMUP, STATE_LR, STATE_LR_MIN_RATIO,
+       STATE_WEIGHT_DECAY, STATE_BETA1, STATE_BETA2, STATE_EPS, STATE_CLIP, STATE_DROPOUT,
+       STATE_SEED_LO, STATE_SEED_HI };
+
+static int32_t float_bits(float f) { int32_t i; memcpy(&i, &f, sizeof i); return i; }
+static float bits_float(int32_t i) { float f; memcpy(&f, &i, sizeof f); return f; }
+
+/* Write n bytes; returns 0 or -1. */
+static int write_all(FILE *file, const void *data, size_t n) {
+    return fwrite(data, 1, n, file) == n ? 0 : -1;
+}
+
+/* Read exactly n bytes, or print what was missing and return -1. */
+static int read_all(FILE *file, void *data, size_t n, const char *path, const char *what) {
+    size_t got = fread(data, 1, n, file);
+    if (got != n) {
+        fprintf(stderr, "train: %s: truncated %s (got %zu bytes, expected %zu)\n",
+                path, what, got, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Write to path + ".tmp", then rename over path, so a crash never leaves half a file. */
+static int save_file(const char *path, const void *head, size_t head_bytes,
+                     const float *a, const float *b, size_t n) {
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+        fprintf(stderr, "train: %s: path too long\n", path);
+        return -1;
+    }
+    FILE *file = fopen(tmp, "wb");
+    if (!file) {
+        fprintf(stderr, "train: %s: cannot open for writing (%s)\n", tmp, strerror(errno));
+        return -1;
+    }
+    int ok = write_all(file, head, head_bytes) == 0 && write_all(file, a, n * sizeof(float)) == 0 &&
+             (!b || write_all(file, b, n * sizeof(float)) == 0);
+    if (fclose(file) != 0) ok = 0;
+    if (!ok || rename(tmp, path) != 0) {
+        fprintf(stderr, "train: %s: write failed (%s)\n", path, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int trainer_save(const Trainer *tr, const char *path, const char *state_path) {
+    const Config *c = &tr->config;
+    int32_t header[MODEL_HEADER_INTS] = {0};
+    header[HEADER_MAGIC] = MODEL_GPT2_MAGIC;
+    header[HEADER_VERSION] = MODEL_GPT2_FP32;
+    header[HEADER_MAX_T] = c->seq_len;
+    header[HEADER_V] = c->vocab_size;
+    header[HEADER_L] = c->n_layers;
+    header[HEADER_NH] = c->n_heads;
+    header[HEADER_C] = c->dim;
+    header[HEADER_VP] = c->padded_vocab_size;
+    if (save_file(path, header, sizeof header, tr->params, NULL, tr->n_params) != 0) return -1;
+    if (!state_path) return 0;
+    const TrainSettings *s = &tr->settings;
+    int32_t state[TRAIN_STATE_HEADER_INTS] = {0};
+    state[STATE_MAGIC] = TRAIN_STATE_MAGIC;
+    state[STATE_VERSION] = TRAIN_STATE_VERSION;
+    state[STATE_STEP] = tr->step;
+    state[STATE_N_PARAMS_LO] = (int32_t)(uint32_t)(tr->n_params & 0xFFFFFFFFu);
+    state[STATE_N_PARAMS_HI] = (int32_t)(uint32_t)((uint64_t)tr->n_params >> 32);
+    state[STATE_BATCH] = s->batch;
+    state[STATE_STEPS] = s->steps;
+    state[STATE_WARMUP] = s->warmup;
+    state[STATE_LR] = float_bits(s->lr);
+    state[STATE_LR_MIN_RATIO] = float_bits(s->lr_min_ratio);
+    state[STATE_WEIGHT_DECAY] = float_bits(s->weight_decay);
+    state[STATE_BETA1] = float_bits(s->beta1);
+    state[STATE_BETA2] = float_bits(s->beta2);
+    state[STATE_EPS] = float_bits(s->eps);
+    state[STATE_CLIP] = float_bits(s->clip);
+    state[STATE_DROPOUT] = float_bits(s->dropout);
+    state[STATE_SEED_LO] = (int32_t)(uint32_t)(s->seed & 0xFFFFFFFFu);
+    state[STATE_SEED_HI] = (int32_t)(uint32_t)(s->seed >> 32);
+    return save_file(state_path, state, sizeof state, tr->adam_m, tr->adam_v, tr->n_params);
+}
+
+int trainer_load(Trainer *tr, const char *path, const char *state_path) {
+    memset(tr, 0, sizeof *tr);
+    int32_t header[MODEL_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
+    FILE *model_file = fopen(path, "rb"), *state_file = NULL;
+    if (!model_file) {
+        fprintf(stderr, "train: %s: cannot open (%s)\n", path, strerror(errno));
+        return -1;
+    }
+    if (read_all(model_file, header, sizeof header, path, "header") != 0) goto fail;
+    if (header[HEADER_MAGIC] != MODEL_GPT2_MAGIC || header[HEADER_VERSION] != MODEL_GPT2_FP32 ||
+        header[HEADER_V] != header[HEADER_VP]) {
+        fprintf(stderr, "train: %s: not a checkpoint this trainer wrote (got magic %d version "
+                "%d, expected %d version %d with V == Vp)\n", path, (int)header[HEADER_MAGIC],
+                (int)header[HEADER_VERSION], MODEL_GPT2_MAGIC, MODEL_GPT2_FP32);
+        goto fail;
+    }
+    state_file = fopen(state_path, "rb");
+    if (!state_file) {
+        fprintf(stderr, "train: %s: cannot open (%s)\n", state_path, strerror(errno));
+        goto fail;
+    }
+    if (read_all(state_file, state, sizeof state, state_path, "header") != 0) goto fail;
+    if (state[STATE_MAGIC] != TRAIN_STATE_MAGIC || state[STATE_VERSION] != TRAIN_STATE_VERSION) {
+        fprintf(stderr, "train: %s: bad optimizer state header (got magic %d version %d, "
+                "expected %d version %d)\n", state_path, (int)state[STATE_MAGIC],
+                (int)state[STATE_VERSION], TRAIN_STATE_MAGIC, TRAIN_STATE_VERSION);
+        goto fail;
+    }
+    Config c = {0};
+    c.seq_len = header[HEADER_MAX_T];
+    c.vocab_size = header[HEADER_V];
+    c.n_layers = header[HEADER_L];
+    c.n_heads = header[HEADER_NH];
+    c.dim = header[HEADER_C];
+    TrainSettings s = {0};
+    s.steps = state[STATE_STEPS];
+    s.warmup = state[STATE_WARMUP];
+    s.lr = bits_float(state[STATE_LR]);
+    s.lr_min_ratio = bits_float(state[STATE_LR_MIN_RATIO]);
+    s.weight_decay = bits_float(state[STATE_WEIGHT_DECAY]);
+    s.beta1 = bits_float(state[STATE_BETA1]);
+    s.beta2 = bits_float(state[STATE_BETA2]);
+    s.eps = bits_float(state[STATE_EPS]);
+    s.clip = bits_float(state[STATE_CLIP]);
+    s.dropout = bits_float(state[STATE_DROPOUT]);
+    s.seed = (uint64_t)(uint32_t)state[STATE_SEED_LO] |
+             (uint64_t)(uint32_t)state[STATE_SEED_HI] << 32;
+    if (trainer_init(tr, &c, &s, state[STATE_BATCH]) != 0) goto fail;
+    uint64_t n_params = (uint64_t)(uint32_t)state[STATE_N_PARAMS_LO] |
+                        (uint64_t)(uint32_t)state[STATE_N_PARAMS_HI] << 32;
+    if (n_params != tr->n_params || state[STATE_STEP] < 0) {
+        fprintf(stderr, "train: %s: state does not match %s (got %llu parameters at step %d, "
+                "expected %zu)\n", state_path, path, (unsigned long long)n_params,
+                (int)state[STATE_STEP], tr->n_params);
+        goto fail;
+    }
+    char extra;
+    if (read_all(model_file, tr->params, tr->n_params * sizeof(float), path, "parameters") ||
+        read_all(state_file, tr->adam_m, tr->n_params * sizeof(float), state_path, "moments") ||
+        read_all(state_file, tr->adam_v, tr->n_params * sizeof(float), state_path, "moments"))
+        goto fail;
+    if (fread(&extra, 1, 1, model_file) != 0 || fread(&extra, 1, 1, state_file) != 0) {
+        fprintf(stderr, "train: %s: trailing bytes after the expected data\n", path);
+        goto fail;
+    }
+    tr->step = state[STATE_STEP];
+    fclose(model_file);
+    fclose(state_file);
+    return 0;
+fail:
+    fclose(model_file);
+    if (state_file) fclose(state_file);
+    trainer_free(tr);
+    return -1;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The trainer program                                                         */
+#ifndef TRAIN_LIBRARY
+
+#include <limits.h>       /* INT_MAX */
+#include <time.h>         /* clock_gettime */
+#ifdef _OPENMP
+#include <omp.h>          /* omp_get_max_threads */
+#endif
+
+#include "bpe.h"          /* bpe_train, bpe_save: the tokenizer trainer */
+#include "tokenizer.h"    /* tokenizer_load, tokenizer_encode */
+
+#define EXIT_BAD_DATA 1                 /* unreadable or unusable data, runtime failure */
+#define EXIT_USAGE 2                    /* unknown flag, malformed or out-of-range value */
+#define TRAIN_SPLIT_NUM 9               /* the first 9/10 of the bytes train ... */
+#define TRAIN_SPLIT_DEN 10              /* ... and the rest validates */
+#define LN2 0.6931471805599453          /* ln 2: nats per bit */
+#define LOG_EVERY 10                    /* steps between progress lines */
+#define MAX_DATA_BYTES (1L << 30)       /* refuse text files above 1 GiB */
+
+static const char USAGE[] =
+"Usage: train [options]\n"
+"Train a byte-level BPE tokenizer and a GPT-2 model from scratch on a text file. The\n"
+"first 90% of its bytes train, the last 10% validate.\n"
+"\n"
+"Options:\n"
+"  -d, --data PATH        training text (default ../shared/data/tinyshakespeare.txt)\n"
+"  -o, --out PATH         checkpoint to write (default weights/model.bin); the optimizer\n"
+"                         state goes to PATH.state\n"
+"  -z, --tokenizer PATH   tokenizer to write, or read with -r (default: tokenizer.bin\n"
+"                         beside the checkpoint)\n"
+"  -r, --resume           continue the run saved in the checkpoint and its state file\n"
+"  -v, --vocab N          BPE vocabulary size incl. 256 bytes and end-of-text, 257..65536\n"
+"                         (default 1024)\n"
+"  -L, --layers N         transformer blocks, 1..64 (default 6)\n"
+"  -C, --dim N            model width, 8..2048 (default 192)\n"
+"  -H, --heads N          attention heads, dividing the width (default 6)\n"
+"  -T, --context N        context length in tokens, 2..4096 (default 128)\n"
+"  -B, --batch N          sequences per step, 1..4096 (default 32)\n"
+"  -n, --steps N          optimizer steps, 0..10000000 (default 3000)\n"
+"  -l, --lr X             peak learning rate, (0, 1] (default 0.002)\n"
+"  -w, --warmup N         warmup steps, 1..steps (default 100)\n"
+"  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.1)\n"
+"  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.1)\n"
+"  -g, --clip X           gradient-norm clip, 0 = off, 0..1000 (default 1.0)\n"
+"  -e, --eval-every N     steps between validation and checkpoints, 1.. (default 250)\n"
+"  -s, --seed N           random seed, 0..2147483647 (default 1337)\n"
+"  -h, --help             print this help and exit\n"
+"\n"
+"With -r only -d, -o, -z and -e may be given: the rest comes from the state file.\n"
+"Exit status: 0 ok, 1 bad data or runtime failure, 2 usage error.\n";
+
+typedef struct {
+    const char *data_path, *out_path, *tokenizer_path;
+    int resume, vocab, layers, dim, heads, context, eval_every;
+    int shape_given;              /* a model or schedule flag was given (not with -r) */
+    TrainSettings settings;
+} Options;
+
+static int usage_error(const char *flag, const char *value, const char *expected) {
+    if (value) fprintf(stderr, "train: %s: invalid value '%s' (expected %s)\n", flag, value,
+                       expected);
+    else fprintf(stderr, "train: %s: %s\n", flag, expected);
+    fputs(USAGE, stderr);
+    return EXIT_USAGE;
+}
+
+/* Parses a whole decimal integer in [min, max]; returns 0 or -1. */
+static int parse_int(const char *text, long min, long max, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Parses a whole finite number in [min, max] (min excluded if open_min); 0 or -1. */
+static int parse_float(const char *text, float min, float max, int open_min, float *out) {
+    char *end;
+    errno = 0;
+    float v = strtof(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !(v >= min) || v > max ||
+        (open_min && v == min)) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_options(Options *o, int argc, char **argv) {
+    TrainSettings *s = &o->settings;
+    int seed = 1337;
+    *o = (Options){"../shared/data/tinyshakespeare.txt", "weights/model.bin", NULL, 0, 1024,
+                   6, 192, 6, 128, 250, 0, {0}};
+    s->batch = 32;
+    s->steps = 3000;
+    s->warmup = 100;
+    s->lr = 0.002f;
+    s->lr_min_ratio = 0.1f;
+    s->weight_decay = 0.1f;
+    s->beta1 = 0.9f;
+    s->beta2 = 0.99f;
+    s->eps = 1e-8f;
+    s->clip = 1.0f;
+    s->dropout = 0.1f;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            fputs(USAGE, stdout);
+            return -1;
+        }
+        if (!strcmp(arg, "-r") || !strcmp(arg, "--resume")) {
+            o->resume = 1;
+            continue;
+        }
+        if (arg[0] != '-') return usage_error(arg, NULL, "unexpected argument");
+        if (i + 1 >= argc) return usage_error(arg, NULL, "missing value");
+        const char *value = argv[++i];
+        int shape = 1;
+        if (!strcmp(arg, "-d") || !strcmp(arg, "--data")) { o->data_path = value; shape = 0; }
+        else if (!strcmp(arg, "-o") || !strcmp(arg, "--out")) { o->out_path = value; shape = 0; }
+        else if (!strcmp(arg, "-z") || !strcmp(arg, "--tokenizer")) {
+            o->tokenizer_path = value;
+            shape = 0;
+        } else if (!strcmp(arg, "-e") || !strcmp(arg, "--eval-every")) {
+            if (parse_int(value, 1, INT_MAX, &o->eval_every))
+                return usage_error(arg, value, "an integer >= 1");
+            shape = 0;
+        } else if (!strcmp(arg, "-v") || !strcmp(arg, "--vocab")) {
+            if (parse_int(value, BPE_BYTE_TOKENS + 1, 65536, &o->vocab))
+                return usage_error(arg, value, "an integer in 257..65536");
+        } else if (!strcmp(arg, "-L") || !strcmp(arg, "--layers")) {
+            if (parse_int(value, 1, 64, &o->layers))
+                return usage_error(arg, value, "an integer in 1..64");
+        } else if (!strcmp(arg, "-C") || !strcmp(arg, "--dim")) {
+            if (parse_int(value, 8, 2048, &o->dim))
+                return usage_error(arg, value, "an integer in 8..2048");
+        } else if (!strcmp(arg, "-H") || !strcmp(arg, "--heads")) {
+            if (parse_int(value, 1, 2048, &o->heads))
+                return usage_error(arg, value, "an integer in 1..2048");
+        } else if (!strcmp(arg, "-T") || !strcmp(arg, "--context")) {
+            if (parse_int(value, 2, 4096, &o->context))
+                return usage_error(arg, value, "an integer in 2..4096");
+        } else if (!strcmp(arg, "-B") || !strcmp(arg, "--batch")) {
+            if (parse_int(value, 1, 4096, &s->batch))
+                return usage_error(arg, value, "an integer in 1..4096");
+        } else if (!strcmp(arg, "-n") || !strcmp(arg, "--steps")) {
+            if (parse_int(value, 0, 10000000, &s->steps))
+                return usage_error(arg, value, "an integer in 0..10000000");
+        } else if (!strcmp(arg, "-l") || !strcmp(arg, "--lr")) {
+            if (parse_float(value, 0.0f, 1.0f, 1, &s->lr))
+                return usage_error(arg, value, "a number in (0, 1]");
+        } else if (!strcmp(arg, "-w") || !strcmp(arg, "--warmup")) {
+            if (parse_int(value, 1, 10000000, &s->warmup))
+                return usage_error(arg, value, "an integer in 1..10000000");
+        } else if (!strcmp(arg, "-W") || !strcmp(arg, "--weight-decay")) {
+            if (parse_float(value, 0.0f, 10.0f, 0, &s->weight_decay))
+                return usage_error(arg, value, "a number in 0..10");
+        } else if (!strcmp(arg, "-p") || !strcmp(arg, "--dropout")) {
+            if (parse_float(value, 0.0f, 0.9f, 0, &s->dropout))
+                return usage_error(arg, value, "a number in 0..0.9");
+        } else if (!strcmp(arg, "-g") || !strcmp(arg, "--clip")) {
+            if (parse_float(value, 0.0f, 1000.0f, 0, &s->clip))
+                return usage_error(arg, value, "a number in 0..1000");
+        } else if (!strcmp(arg, "-s") || !strcmp(arg, "--seed")) {
+            if (parse_int(value, 0, INT_MAX, &seed))
+                return usage_error(arg, value, "an integer in 0..2147483647");
+        } else {
+            return usage_error(arg, NULL, "unknown option");
+        }
+        o->shape_given |= shape;
+    }
+    s->seed = (uint64_t)seed;
+    if (o->resume && o->shape_given)
+        return usage_error("-r", NULL, "only -d, -o, -z and -e combine with it (the rest is "
+                           "in the state file)");
+    if (o->dim % o->heads != 0)
+        return usage_error("-H", NULL, "the number of heads must divide the width (-C)");
+    if (s->warmup > s->steps && s->steps > 0)
+        return usage_error("-w", NULL, "warmup must not exceed the steps (-n)");
+    return 0;
+}
+
+/* ---- data ---- */
+
+/* Read a whole file into a malloc'd buffer; prints and returns NULL on failure. */
+static char *read_text(const char *path, size_t *size) {
+    FILE *file = fopen(path, "rb");
+    if (!file) {
+        fprintf(stderr, "train: %s: cannot open (%s)\n", path, strerror(errno));
+        return NULL;
+    }
+    char *text = NULL;
+    long length = -1;
+    if (fseek(file, 0, SEEK_END) == 0) length = ftell(file);
+    if (length < 0 || fseek(file, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "train: %s: cannot determine the file size\n", path);
+    } else if (length > MAX_DATA_BYTES) {
+        fprintf(stderr, "train: %s: file too large (got %ld bytes, expected at most %ld)\n",
+                path, length, MAX_DATA_BYTES);
+    } else if (!(text = malloc((size_t)length + 1))) {
+        fprintf(stderr, "train: %s: out of memory (%ld bytes)\n", path, length);
+    } else if (read_all(file, text, (size_t)length, path, "text") != 0) {
+        free(text);
+        text = NULL;
+    } else {
+        *size = (size_t)length;
+    }
+    fclose(file);
+    return text;
+}
+
+/* Encode text[0 .. len) into a malloc'd array (no end-of-text); NULL on failure. */
+static int *encode_all(const Tokenizer *t, const char *text, size_t len, size_t *n) {
+    int *ids = malloc((len + 1) * sizeof(int));   /* a token covers at least one byte */
+    if (!ids) {
+        fprintf(stderr, "train: out of memory encoding %zu bytes\n", len);
+        return NULL;
+    }
+    if (tokenizer_encode(t, text, len, ids, len + 1, n) != 0) {
+        free(ids);
+        return NULL;
+    }
+    return ids;
+}
+
+/* Fill inputs, targets (B, T) with B windows of tokens starting at random offsets drawn
+ * from a hash of (seed, step, b): the batch depends only on the step, so resuming
+ * replays the same batches. */
+static void train_batch(const Trainer *tr, const int *tokens, size_t n, int *inputs,
+                        int *targets) {
+    int B = tr->B, T = tr->T;
+    for (int b = 0; b < B; b++) {
+        uint64_t r = mix64(tr->settings.seed ^ mix64(((uint64_t)tr->step << 20) | (uint64_t)b));
+        size_t start = (size_t)(r % (uint64_t)(n - (size_t)T));
+        for (int t = 0; t < T; t++) {
+            inputs[b * T + t] = tokens[start + (size_t)t];
+            targets[b * T + t] = tokens[start + (size_t)t + 1];
+        }
+    }
+}
+
+/* Mean loss (nats per token) over every next-token prediction in tokens[0 .. n): windows
+ * of T tokens from offsets 0, T, 2T, ..., each starting with an empty context, B at
+ * a time; the first token is never a target. Dropout is off. Sets *sum_nats. */
+static double evaluate(Trainer *tr, const int *tokens, size_t n, int *inputs, int *targets,
+                       double *sum_nats) {
+    int B = tr->B, T = tr->T;
+    size_t windows = (n - 1 + (size_t)T - 1) / (size_t)T, count = 0;
+    double sum = 0.0;
+    tr->dropout_on = 0;
+    for (size_t w0 = 0; w0 < windows; w0 += (size_t)B) {
+        for (int b = 0; b < B; b++) {
+            size_t start = (w0 + (size_t)b) * (size_t)T;
+            for (int t = 0; t < T; t++) {
+                size_t at = start + (size_t)t;
+                int has_target = at + 1 < n;
+                inputs[b * T + t] = at < n ? tokens[at] : 0;
+                targets[b * T + t] = has_target ? tokens[at + 1] : -1;
+                count += (size_t)has_target;
+            }
+        }
+        trainer_forward(tr, inputs, targets);
+        for (int i = 0; i < B * T; i++) sum += (double)tr->a.losses[i];
+    }
+    tr->dropout_on = 1;
+    *sum_nats = sum;
+    return count ? sum / (double)count : 0.0;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* "1h02m03s" style duration into buf. */
+static const char *format_duration(char *buf, size_t cap, double seconds) {
+    long s = (long)(seconds + 0.5);
+    if (s >= 3600) snprintf(buf, cap, "%ldh%02ldm%02lds", s / 3600, s / 60 % 60, s % 60);
+    else snprintf(buf, cap, "%ldm%02lds", s / 60, s % 60);
+    return buf;
+}
+
+/* Matmul floating-point operations per trained token (forward + backward = 3 x forward):
+ * 6 per weight of the blocks and the classifier, plus causal attention's
+ * 2 (scores) + 2 (weighted sum) multiply-adds over T/2 keys on average, times 3. */
+static double flops_per_token(const Config *c) {
+    double C = c->dim, L = c->n_layers, V = c->vocab_size, T = c->seq_len;
+    return 6.0 * (12.0 * L * C * C + V * C) + 6.0 * L * T * C;
+}
+
+int main(int argc, char **argv) {
+    Options o;
+    int rc = parse_options(&o, argc, argv);
+    if (rc != 0) return rc < 0 ? 0 : rc;
+    char tokenizer_default[4096], state_path[4096];
+    if ((size_t)snprintf(state_path, sizeof state_path, "%s.state", o.out_path) >=
+        sizeof state_path) return usage_error("-o", o.out_path, "a shorter path");
+    if (!o.tokenizer_path) {
+        const char *slash = strrchr(o.out_path, '/');
+        int dir = slash ? (int)(slash - o.out_path + 1) : 0;
+        snprintf(tokenizer_default, sizeof tokenizer_default, "%.*stokenizer.bin", dir,
+                 o.out_path);
+        o.tokenizer_path = tokenizer_default;
+    }
+
+    int status = EXIT_BAD_DATA;
+    Tokenizer tok = {0};
+    Trainer tr = {0};
+    int *train_tokens = NULL, *val_tokens = NULL, *inputs = NULL, *targets = NULL;
+    size_t size = 0, n_train = 0, n_val = 0;
+    char *text = read_text(o.data_path, &size);
+    if (!text) return EXIT_BAD_DATA;
+    size_t split = size / TRAIN_SPLIT_DEN * TRAIN_SPLIT_NUM +
+                   size % TRAIN_SPLIT_DEN * TRAIN_SPLIT_NUM / TRAIN_SPLIT_DEN;  /* floor(0.9 size) */
+    printf("data: %s: %zu bytes; train bytes [0, %zu), validation bytes [%zu, %zu)\n",
+           o.data_path, size, split, split, size);
+
+    /* the tokenizer: learned on the training split only, unless resuming */
+    if (!o.resume) {
+        double start = now_seconds();
+        Bpe bpe;
+        if (bpe_train(&bpe, text, split, o.vocab) != 0) goto done;
+        int saved = bpe_save(&bpe, o.tokenizer_path);
+        printf("tokenizer: %d merges learned in %.1f s, vocab %d, written to %s\n",
+               bpe.n_merges, now_seconds() - start, bpe.vocab_size, o.tokenizer_path);
+        bpe_free(&bpe);
+        if (saved != 0) goto done;
+    }
+    if (tokenizer_load(&tok, o.tokenizer_path) != 0) goto done;
+    train_tokens = encode_all(&tok, text, split, &n_train);
+    val_tokens = encode_all(&tok, text + split, size - split, &n_val);
+    if (!train_tokens || !val_tokens) goto done;
+    printf("tokens: train %zu (%.3f bytes/token), validation %zu (%.3f bytes/token)\n",
+           n_train, (double)split / (double)n_train, n_val, (double)(size - split) / (double)n_val);
+
+    if (o.resume) {
+        if (trainer_load(&tr, o.out_path, state_path) != 0) goto done;
+        if (tr.config.vocab_size != tok.vocab_size) {
+            fprintf(stderr, "train: %s: vocab size differs from %s (got %d, expected %d)\n",
+                    o.out_path, o.tokenizer_path, tr.config.vocab_size, tok.vocab_size);
+            goto done;
+        }
+        printf("resuming at step %d of %d\n", tr.step, tr.settings.steps);
+    } else {
+        Config c = {0};
+        c.seq_len = o.context;
+        c.vocab_size = tok.vocab_size;
+        c.n_layers = o.layers;
+        c.n_heads = o.heads;
+        c.dim = o.dim;
+        if (trainer_init(&tr, &c, &o.settings, o.settings.batch) != 0) goto done;
+    }
+    int B = tr.B, T = tr.T;
+    if (n_train < (size_t)T + 2 || n_val < 2) {
+        fprintf(stderr, "train: %s: too little text (got %zu training and %zu validation "
+                "tokens, expected more than %d and at least 2)\n", o.data_path, n_train, n_val,
+                T + 1);
+        goto done;
+    }
+    inputs = malloc((size_t)B * T * sizeof(int));
+    targets = malloc((size_t)B * T * sizeof(int));
+    if (!inputs || !targets) {
+        fprintf(stderr, "train: out of memory for the batch\n");
+        goto done;
+    }
+    const TrainSettings *s = &tr.settings;
+    const Config *c = &tr.config;
+    double flops = flops_per_token(c);
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    printf("model: L %d, C %d, NH %d, T %d, V %d: %zu parameters; batch %d x %d; "
+           "%.2f MFLOP per token; %d thread%s\n", c->n_layers, c->dim, c->n_heads, T,
+           c->vocab_size, tr.n_params, B, T, flops * 1e-6, threads, threads == 1 ? "" : "s");
+    printf("schedule: %d steps, warmup %d, lr %g -> %g, weight decay %g, dropout %g, clip %g, "
+           "seed %llu\n", s->steps, s->warmup, (double)s->lr, (double)(s->lr * s->lr_min_ratio),
+           (double)s->weight_decay, (double)s->dropout, (double)s->clip,
+           (unsigned long long)s->seed);
+    fflush(stdout);
+
+    double start = now_seconds(), train_seconds = 0.0, loss_sum = 0.0;
+    double val_loss = -1.0, val_nats = 0.0;
+    int first_step = tr.step, loss_count = 0;
+    char elapsed[32], left[32];
+    while (tr.step < s->steps) {
+        double step_start = now_seconds();
+        train_batch(&tr, train_tokens, n_train, inputs, targets);
+        float loss = trainer_forward(&tr, inputs, targets);
+        trainer_backward(&tr);
+        float norm = trainer_update(&tr);
+        train_seconds += now_seconds() - step_start;
+        loss_sum += (double)loss;
+        loss_count++;
+        if (!(loss == loss) || !(norm == norm)) {   /* NaN: training diverged */
+            fprintf(stderr, "train: loss became NaN at step %d (lower the learning rate)\n",
+                    tr.step);
+            goto done;
+        }
+        int evaluate_now = tr.step % o.eval_every == 0 || tr.step == s->steps;
+        if (evaluate_now) {
+            val_loss = evaluate(&tr, val_tokens, n_val, inputs, targets, &val_nats);
+            if (trainer_save(&tr, o.out_path, state_path) != 0) goto done;
+        }
+        if (evaluate_now || tr.step % LOG_EVERY == 0) {
+            double steps_done = (double)(tr.step - first_step);
+            double tokens_per_s = steps_done * B * T / train_seconds;
+            double wall = now_seconds() - start;
+            printf("step %6d/%d | loss %.4f | val %s", tr.step, s->steps,
+                   loss_sum / loss_count, val_loss < 0 ? "-" : "");
+            if (val_loss >= 0)
+                printf("%.4f (%.4f bpc)", val_loss, val_nats / (LN2 * (double)(size - split)));
+            printf(" | lr %.2e | norm %.2f | %.0f tok/s | %.1f GFLOP/s | elapsed %s | left %s\n",
+                   (double)trainer_learning_rate(s, tr.step - 1), (double)norm, tokens_per_s,
+                   tokens_per_s * flops * 1e-9, format_duration(elapsed, sizeof elapsed, wall),
+                   format_duration(left, sizeof left,
+                                   wall / steps_done * (double)(s->steps - tr.step)));
+            fflush(stdout);
+            loss_sum = 0.0;
+            loss_count = 0;
+        }
+    }
+    if (tr.step == first_step && trainer_save(&tr, o.out_path, state_path) != 0) goto done;
+
+    /* final figures over whole splits, dropout off */
+    double train_nats = 0.0;
+    double train_loss = evaluate(&tr, train_tokens, n_train, inputs, targets, &train_nats);
+    val_loss = evaluate(&tr, val_tokens, n_val, inputs, targets, &val_nats);
+    printf("final: train %.4f nats/token (%.4f bits/char over %zu bytes), validation %.4f "
+           "nats/token (%.4f bits/char over %zu bytes); training time %s\n",
+           train_loss, train_nats / (LN2 * (double)split), split, val_loss,
+           val_nats / (LN2 * (double)(size - split)), size - split,
+           format_duration(elapsed, sizeof elapsed, train_seconds));
+    printf("wrote %s, %s and %s\n", o.out_path, state_path, o.tokenizer_path);
+    status = 0;
+done:
+    free(text);
+    free(train_tokens);
+    free(val_tokens);
+    free(inputs);
+    free(targets);
+    tokenizer_free(&tok);
+    trainer_free(&tr);
+    return status;
+}
+#endif /* TRAIN_LIBRARY */
