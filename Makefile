@@ -51,8 +51,9 @@ TOK = $(B)/tokenizer.o $(B)/unicode.o
 
 # all: build ./run and ./train (default). Example: make
 all: $(B)/run $(B)/train
-	@cmp -s $(B)/run run || cp $(B)/run run
-	@cmp -s $(B)/train train || cp $(B)/train train
+	@# rm first: a copy onto a binary that is running (a long ./train) fails with ETXTBSY
+	@cmp -s $(B)/run run || { rm -f run && cp $(B)/run run; }
+	@cmp -s $(B)/train train || { rm -f train && cp $(B)/train train; }
 
 $(B)/run: $(B)/run.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
@@ -72,10 +73,12 @@ train: all
 	./train -d $(TRAIN_DATA) $(TRAIN_ARGS)
 
 # ---- tests: one binary per module, each printing "NAME: N passed, N failed" ----
-TESTS = $(B)/tests/test_attention $(B)/tests/test_model $(B)/tests/test_tokenizer \
-        $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli \
+TESTS = $(B)/tests/test_attention $(B)/tests/test_attention_variants $(B)/tests/test_model \
+        $(B)/tests/test_tokenizer $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli \
         $(B)/tests/test_train
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o
+$(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/tests/check.o \
+                                    $(B)/attention.o
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
 $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_tokenizer_llama: $(B)/tests/test_tokenizer_llama.o $(B)/tests/check.o $(TOK)

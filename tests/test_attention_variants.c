@@ -1,0 +1,737 @@
+/* test_attention_variants.c: the attention lab (attention_step) against ATTENTION.md.
+ *
+ * Worked vectors of §6.3 (softmax1) and §6.5 (window, sinks, LSH, elu+1, Efficient
+ * Attention, fixed-feature Performer, Gaussian kernel, additive, pooling, Nystrom),
+ * the visible-set table of §6.6, and the properties of §7 for every variant: G1
+ * weights, G2 causality, G3 prefill == token-by-token, G4 limits equal to exact,
+ * G9 seeds, G10 1 vs 2 threads; Performer's unbiasedness and 1/sqrt(m) error law.
+ * The expected numbers were computed by numpy in float64 for ATTENTION.md, not by
+ * this code. Tolerance: float32 kernels match them to ~1e-6 relative; 1e-5 absolute.
+ */
+#include "attention.h"
+
+#include <math.h>      /* sqrt, exp, fabs */
+#include <stdint.h>    /* uint64_t */
+#include <stdio.h>     /* snprintf */
+#include <stdlib.h>    /* malloc, free */
+#include <string.h>    /* memcmp, memcpy, memset */
+#ifdef _OPENMP
+#include <omp.h>       /* omp_set_num_threads */
+#endif
+
+#include "tests/check.h"   /* check_* */
+
+#define ATOL 1e-5
+#define RTOL 1e-6
+
+/* ---- running one sequence through a variant ---- */
+
+typedef struct {
+    AttentionConfig cfg;
+    AttentionShape shape;
+    int n_ctx;
+    void *state;
+    float *scratch;
+} Lab;
+
+static int lab_init(Lab *lab, const AttentionConfig *cfg, int NH, int NKV, int HS, float scale,
+                    int n_ctx) {
+    lab->cfg = *cfg;
+    lab->shape = (AttentionShape){NH, NKV, HS, scale};
+    lab->n_ctx = n_ctx;
+    size_t bytes = attention_state_bytes(cfg, &lab->shape, n_ctx);
+    size_t floats = attention_step_scratch_floats(cfg, &lab->shape, n_ctx);
+    lab->state = bytes ? malloc(bytes) : NULL;
+    lab->scratch = floats ? malloc(floats * sizeof(float)) : NULL;
+    if (!lab->state || !lab->scratch) return -1;
+    return attention_state_init(cfg, &lab->shape, n_ctx, 0, lab->state);
+}
+
+static void lab_free(Lab *lab) {
+    free(lab->state);
+    free(lab->scratch);
+}
+
+/* Runs T positions from 0 in chunks of `chunk`: q (T, NH*HS), k, v (T, NKV*HS). */
+static int lab_run(Lab *lab, float *out, const float *q, const float *k, const float *v, int T,
+                   int chunk) {
+    int NH = lab->shape.n_heads, NKV = lab->shape.n_kv_heads, HS = lab->shape.head_dim;
+    for (int i = 0; i < T * NH * HS; i++) out[i] = NAN;
+    for (int pos = 0; pos < T; pos += chunk) {
+        int n = T - pos < chunk ? T - pos : chunk;
+        if (attention_step(&lab->cfg, &lab->shape, lab->state, lab->n_ctx,
+                           out + (long)pos * NH * HS, q + (long)pos * NH * HS,
+                           k + (long)pos * NKV * HS, v + (long)pos * NKV * HS, pos, n,
+                           lab->scratch) != 0) return -1;
+    }
+    return 0;
+}
+
+/* One-shot: config on one sequence, whole block at once. */
+static int run_once(const AttentionConfig *cfg, int NH, int NKV, int HS, float scale, float *out,
+                    const float *q, const float *k, const float *v, int T, int chunk) {
+    Lab lab;
+    int status = lab_init(&lab, cfg, NH, NKV, HS, scale, T) == 0 ?
+                 lab_run(&lab, out, q, k, v, T, chunk) : -1;
+    lab_free(&lab);
+    return status;
+}
+
+static AttentionConfig config(AttentionKind kind) {
+    AttentionConfig cfg;
+    attention_config_default(&cfg);
+    cfg.kind = kind;
+    return cfg;
+}
+
+/* ---- §6.5: derived vectors on (b)'s Q, K, V ---- */
+
+static const float EX_Q[9] = {1, 0, 2, 2, 2, 2, 2, 1, 3};
+static const float EX_K[9] = {0, 1, 1, 4, 4, 0, 2, 3, 1};
+static const float EX_V[9] = {1, 2, 3, 2, 8, 0, 2, 6, 3};
+#define EX_SCALE 0.57735026918962576f   /* 1/sqrt(3) */
+
+/* Row i of the "non-causal" output: a sequence whose last query is Q[i] sees all keys. */
+static void all_keys_rows(const AttentionConfig *cfg, float scale, float *out) {
+    for (int i = 0; i < 3; i++) {
+        float q[9], o[9];
+        memcpy(q, EX_Q, sizeof q);
+        memcpy(q + 6, EX_Q + 3 * i, 3 * sizeof(float));
+        run_once(cfg, 1, 1, 3, scale, o, q, EX_K, EX_V, 3, 3);
+        memcpy(out + 3 * i, o + 6, 3 * sizeof(float));
+    }
+}
+
+static void test_vectors(void) {
+    float out[9], exact[9];
+    AttentionConfig cfg = config(ATTENTION_WINDOW);
+    cfg.window = 2;
+    run_once(&cfg, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
+    const double window2[9] = {1, 2, 3, 1.99902120, 7.99412720, 2.93640210e-03, 2,
+                               7.52073688, 0.718894674};
+    check_close_f64("§6.5 window(2), scaled, causal", out, window2, 9, ATOL, RTOL);
+    cfg.window = 1;
+    run_once(&cfg, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 1);
+    check_true(memcmp(out, EX_V, sizeof out) == 0, "§6.5 window(1): outputs are V");
+    AttentionConfig ex = config(ATTENTION_EXACT);
+    run_once(&ex, 1, 1, 3, EX_SCALE, exact, EX_Q, EX_K, EX_V, 3, 3);
+    cfg.window = 3;
+    run_once(&cfg, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
+    check_true(memcmp(out, exact, sizeof out) == 0, "§6.5 window(3) == exact causal, bitwise");
+
+    cfg.window = 1;
+    cfg.sinks = 1;
+    run_once(&cfg, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 1);
+    const double sink11[9] = {1, 2, 3, 1.99902120, 7.99412720, 2.93640210e-03, 1.96964891,
+                              5.87859564, 3};
+    check_close_f64("§6.5 sink(1,1), scaled: row 2 sees {0, 2}", out, sink11, 9, ATOL, RTOL);
+
+    /* LSH, nb = 2, one round, r = [1, -0.5, 0.3], no sinks, self only */
+    AttentionConfig lsh = config(ATTENTION_LSH);
+    lsh.buckets = 2;
+    lsh.rounds = 1;
+    lsh.local = 0;
+    lsh.sinks = 0;
+    Lab lab;
+    int rows = 0;
+    if (check_true(lab_init(&lab, &lsh, 1, 1, 3, EX_SCALE, 3) == 0, "LSH state init")) {
+        float *R = attention_state_random(&lsh, &lab.shape, 3, lab.state, 0, 0, &rows);
+        check_true(R && rows == 1, "LSH rotation is (nb/2, HS) = (1, 3)");
+        if (R) { R[0] = 1.0f; R[1] = -0.5f; R[2] = 0.3f; }
+        lab_run(&lab, out, EX_Q, EX_K, EX_V, 3, 1);
+        const double want[9] = {1, 2, 3, 2, 8, 0, 2, 7.52073688, 0.718894674};
+        check_close_f64("§6.5 LSH nb=2, one round: visible {0}, {1}, {1, 2}", out, want, 9, ATOL,
+                        RTOL);
+    }
+    lab_free(&lab);
+
+    AttentionConfig lin = config(ATTENTION_LINEAR);
+    run_once(&lin, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
+    const double linear[9] = {1, 2, 3, 1.6875, 6.125, 0.9375, 1.78260870, 5.97101449, 1.73913043};
+    check_close_f64("§6.5 linear elu+1, causal", out, linear, 9, ATOL, RTOL);
+    lin.prescale = 1;
+    run_once(&lin, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 1);
+    const double linear_pre[9] = {1, 2, 3, 1.66763107, 6.00578640, 0.997106802, 1.77153240,
+                                  5.91131519, 1.76222160};
+    check_close_f64("§6.5 linear elu+1 with d^-1/4 pre-scale", out, linear_pre, 9, ATOL, RTOL);
+
+    AttentionConfig eff = config(ATTENTION_EFFICIENT);
+    run_once(&eff, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
+    const double efficient[9] = {1, 2, 3, 1.73450978, 6.40705868, 0.796470662, 1.71200909,
+                                 5.60602335, 1.86301948};
+    check_close_f64("§6.5 Efficient Attention, causal", out, efficient, 9, ATOL, RTOL);
+
+    /* Performer with the fixed feature matrix of §6.5 */
+    AttentionConfig perf = config(ATTENTION_PERFORMER);
+    perf.features = 4;
+    if (check_true(lab_init(&lab, &perf, 1, 1, 3, EX_SCALE, 3) == 0, "Performer state init")) {
+        float *W = attention_state_random(&perf, &lab.shape, 3, lab.state, 0, 0, &rows);
+        const float fixed[12] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0.5f, -0.5f, 0.5f};
+        if (check_true(W && rows == 4, "Performer features are (m, HS) = (4, 3)"))
+            memcpy(W, fixed, sizeof fixed);
+        lab_run(&lab, out, EX_Q, EX_K, EX_V, 3, 1);
+        const double want[9] = {1, 2, 3, 1.00130360, 2.00782158, 2.99608921, 1.05802678,
+                                2.23356513, 2.99781297};
+        check_close_f64("§6.5 Performer, fixed m=4 features, running-max form", out, want, 9,
+                        ATOL, RTOL);
+    }
+    lab_free(&lab);
+
+    /* Gaussian kernel, score -|q-k|^2/2: unscaled gauss */
+    AttentionConfig gauss = config(ATTENTION_GAUSS);
+    gauss.unscaled = 1;
+    all_keys_rows(&gauss, EX_SCALE, out);
+    const double gauss_all[9] = {1.01798839, 2.07195800, 2.99999334, 1.88150035, 5.53780088,
+                                 2.98230075, 1.50022787, 4.00182293, 2.99863280};
+    check_close_f64("§6.5 Gaussian kernel, all keys", out, gauss_all, 9, ATOL, RTOL);
+    run_once(&gauss, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
+    const double gauss_row1[3] = {1.04742587, 2.28455524, 2.85772238};
+    check_close_f64("§6.5 Gaussian kernel, causal row 1", out + 3, gauss_row1, 3, ATOL, RTOL);
+
+    /* §6.3 softmax1 */
+    AttentionConfig s1 = config(ATTENTION_EXACT);
+    s1.softmax1 = 1;
+    run_once(&s1, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
+    const double s1_causal[9] = {0.760368442, 1.52073688, 2.28110533, 1.99882688, 7.99335012,
+                                 2.93611667e-03, 1.99108284, 7.47410900, 0.735333529};
+    check_close_f64("§6.3 softmax1, scaled, causal", out, s1_causal, 9, ATOL, RTOL);
+    s1.unscaled = 1;
+    all_keys_rows(&s1, EX_SCALE, out);
+    const double s1_unscaled[9] = {1.92015114, 6.62626910, 1.58150321, 1.99999375, 7.96399072,
+                                   0.0539763993, 1.99969379, 7.75985027, 0.358387356};
+    check_close_f64("§6.3 softmax1, unscaled, all keys", out, s1_unscaled, 9, ATOL, RTOL);
+    /* all scores very negative: the output is almost nothing */
+    const float qn[1] = {1}, kn[3] = {-50, -60, -70}, vn[3] = {1, 1, 1};
+    float on[3];
+    AttentionConfig s1u = config(ATTENTION_EXACT);
+    s1u.softmax1 = 1;
+    s1u.unscaled = 1;
+    float qq[3] = {qn[0], qn[0], qn[0]};
+    run_once(&s1u, 1, 1, 1, 1.0f, on, qq, kn, vn, 3, 3);
+    check_true(on[2] >= 0.0f && on[2] < 3e-22f, "§6.3 softmax1: scores -50..-70 give output "
+               "%g (weights sum 1.93e-22)", (double)on[2]);
+}
+
+/* §6.5 additive, pooling, Nystrom: plain kernels. */
+static void test_kernels(void) {
+    const float Wq[6] = {1, 0, -1, 0, 1, 0}, Wk[6] = {0, 0.5f, 0, 0.5f, 0, 0.5f}, wv[2] = {1, -1};
+    float out[9], scratch[64];
+    attention_additive(out, EX_Q, EX_K, EX_V, 3, 3, 3, 3, 2, Wq, Wk, wv, 0, scratch);
+    const double additive[9] = {1.78614916, 6.02486502, 1.67959741, 1.76022166, 5.82304523,
+                                1.82676213, 1.84448494, 6.34445258, 1.55023079};
+    check_close_f64("§6.5 additive scoring, all keys", out, additive, 9, ATOL, RTOL);
+    attention_additive(out, EX_Q, EX_K, EX_V, 3, 3, 3, 3, 2, Wq, Wk, wv, 1, scratch);
+    const double additive_row1[3] = {1.61991688, 5.71950126, 1.14024937};
+    check_close_f64("§6.5 additive scoring, causal row 1", out + 3, additive_row1, 3, ATOL, RTOL);
+    const float zero[2] = {0, 0};
+    attention_additive(out, EX_Q, EX_K, EX_V, 3, 3, 3, 3, 2, Wq, Wk, zero, 0, scratch);
+    const double mean[3] = {5.0 / 3, 16.0 / 3, 2};
+    check_close_f64("additive: w_v = 0 gives uniform weights", out, mean, 3, ATOL, RTOL);
+
+    const float x[12] = {1, 0, 1, 0, 0, 2, 0, 2, 1, 1, 1, 1};
+    const float W[8] = {1, 0, 0, 1, 0, 1, -1, 0}, b[2] = {0, 0.5f}, c[2] = {1, 2};
+    float pooled[4];
+    attention_pool(pooled, x, 3, 4, 2, W, b, c, scratch);
+    const double want_pool[4] = {0.0203707927, 1.97720095, 0.0203707927, 1.97720095};
+    check_close_f64("§6.5 attention pooling, learned query", pooled, want_pool, 4, ATOL, RTOL);
+    attention_pool(pooled, x, 3, 4, 2, W, b, zero, scratch);
+    const double want_mean[4] = {2.0 / 3, 1, 2.0 / 3, 1};
+    check_close_f64("pooling: c = 0 gives the plain mean", pooled, want_mean, 4, ATOL, RTOL);
+
+    float nys_scratch[256];
+    check_true(attention_nystrom_scratch_floats(3, 3, 3) <= 256, "Nystrom scratch fits");
+    attention_nystrom(out, EX_Q, EX_K, EX_V, 3, 3, 3, 6, EX_SCALE, nys_scratch);
+    const double nys6[9] = {1.86180077, 6.31747628, 1.69459021, 1.99553261, 7.81085484,
+                            0.256913420, 1.99803108, 7.48463962, 0.761227030};
+    check_close_f64("§6.5 Nystrom m=3, 6 pinv iterations", out, nys6, 9, 1e-4, 1e-5);
+    attention_nystrom(out, EX_Q, EX_K, EX_V, 3, 3, 3, 20, EX_SCALE, nys_scratch);
+    const double exact_all[9] = {1.86387420, 6.31937101, 1.70418870, 1.99910955, 7.81412350,
+                                 0.273472058, 1.99255511, 7.47963559, 0.735877258};
+    /* 20 Newton-Schulz steps in float32 converge to ~1e-5 of the pseudo-inverse */
+    check_close_f64("§6.5 Nystrom m=T, 20 iterations == exact non-causal", out, exact_all, 9,
+                    1e-4, 1e-5);
+    attention_nystrom(out, EX_Q, EX_K, EX_V, 3, 3, 1, 6, EX_SCALE, nys_scratch);
+    const double nys1[9] = {1.98909808, 7.46055023, 0.743763110, 1.98909808, 7.46055023,
+                            0.743763110, 1.98909808, 7.46055023, 0.743763110};
+    check_close_f64("§6.5 Nystrom m=1: every row softmax(mean q K^T) V", out, nys1, 9, ATOL, RTOL);
+    /* G2 expected failure: changing the last value row changes row 0 */
+    float v2[9];
+    memcpy(v2, EX_V, sizeof v2);
+    v2[8] += 10.0f;
+    float out2[9];
+    attention_nystrom(out2, EX_Q, EX_K, v2, 3, 3, 3, 6, EX_SCALE, nys_scratch);
+    check_true(memcmp(out, out2, 3 * sizeof(float)) != 0,
+               "Nystrom is not causal: a future value changes row 0 (G2 fails, as documented)");
+}
+
+/* ---- §6.6 visible sets: q = 0 gives uniform weights on the visible set ---- */
+
+static void check_visible(const char *name, const AttentionConfig *cfg, const char *want[4]) {
+    enum { T = 10 };
+    float q[T * T] = {0}, k[T * T], v[T * T], out[T * T];
+    for (int i = 0; i < T * T; i++) k[i] = (float)(i % 7) - 3.0f;
+    for (int j = 0; j < T; j++)
+        for (int c = 0; c < T; c++) v[j * T + c] = j == c ? 1.0f : 0.0f;
+    run_once(cfg, 1, 1, T, 1.0f, out, q, k, v, T, 1);
+    const int show[4] = {0, 3, 6, 9};
+    int ok = 1;
+    for (int r = 0; r < 4; r++) {
+        char got[64] = "{";
+        for (int j = 0; j < T; j++)
+            if (out[show[r] * T + j] > 0.0f)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%d",
+                         got[1] ? "," : "", j);
+        strcat(got, "}");
+        if (strcmp(got, want[r]) != 0) {
+            ok = 0;
+            printf("  %s row %d: got %s, want %s\n", name, show[r], got, want[r]);
+        }
+    }
+    check_true(ok, "§6.6 visible sets of %s at i = 0, 3, 6, 9", name);
+}
+
+static void test_visible_sets(void) {
+    AttentionConfig cfg = config(ATTENTION_WINDOW);
+    cfg.window = 3;
+    check_visible("window(3)", &cfg, (const char *[]){"{0}", "{1,2,3}", "{4,5,6}", "{7,8,9}"});
+    cfg = config(ATTENTION_DILATED);
+    cfg.window = 3;
+    cfg.dilation = 2;
+    check_visible("dilated(3,2)", &cfg, (const char *[]){"{0}", "{1,3}", "{2,4,6}", "{5,7,9}"});
+    cfg = config(ATTENTION_STRIDED);
+    cfg.stride = 3;
+    check_visible("strided(3)", &cfg,
+                  (const char *[]){"{0}", "{0,1,2,3}", "{0,3,4,5,6}", "{0,3,6,7,8,9}"});
+    cfg = config(ATTENTION_FIXED);
+    cfg.stride = 4;
+    cfg.summary = 1;
+    check_visible("fixed(4,1)", &cfg, (const char *[]){"{0}", "{0,1,2,3}", "{3,4,5,6}",
+                                                         "{3,7,8,9}"});
+    cfg = config(ATTENTION_WINDOW);
+    cfg.sinks = 1;
+    cfg.window = 2;
+    check_visible("sink(1,2)", &cfg, (const char *[]){"{0}", "{0,2,3}", "{0,5,6}", "{0,8,9}"});
+}
+
+/* ---- properties on random data ---- */
+
+static uint64_t rng = 0x2545F4914F6CDD1DULL;
+static float random_uniform(void) {   /* splitmix64 -> [-1, 1) */
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+static void fill_random(float *x, long n, float amplitude) {
+    for (long i = 0; i < n; i++) x[i] = amplitude * random_uniform();
+}
+
+/* Every variant with small parameters, so that rings wrap and patterns cut. */
+static int all_variants(AttentionConfig *list) {
+    int n = 0;
+    list[n++] = config(ATTENTION_EXACT);
+    list[n] = config(ATTENTION_EXACT); list[n++].softmax1 = 1;
+    list[n] = config(ATTENTION_EXACT); list[n++].tau = 1.7f;
+    list[n++] = config(ATTENTION_GAUSS);
+    list[n] = config(ATTENTION_WINDOW); list[n].window = 5; list[n++].sinks = 2;
+    list[n] = config(ATTENTION_WINDOW); list[n].window = 4; list[n].softmax1 = 1; n++;
+    list[n] = config(ATTENTION_DILATED); list[n].window = 3; list[n].dilation = 3;
+    list[n++].sinks = 1;
+    list[n] = config(ATTENTION_STRIDED); list[n++].stride = 4;
+    list[n] = config(ATTENTION_FIXED); list[n].stride = 6; list[n++].summary = 2;
+    list[n] = config(ATTENTION_LSH); list[n].buckets = 4; list[n].rounds = 2;
+    list[n].local = 3; list[n++].sinks = 1;
+    list[n++] = config(ATTENTION_LINEAR);
+    list[n++] = config(ATTENTION_EFFICIENT);
+    list[n] = config(ATTENTION_PERFORMER); list[n++].features = 16;
+    list[n] = config(ATTENTION_PERFORMER); list[n].features = 12; list[n++].orthogonal = 0;
+    return n;
+}
+
+static void describe(const AttentionConfig *cfg, char *out, size_t cap) {
+    snprintf(out, cap, "%s%s%s", attention_kind_name(cfg->kind), cfg->softmax1 ? "+softmax1" : "",
+             cfg->tau != 1.0f ? " tau" : "");
+}
+
+/* G3 (prefill == token by token == uneven chunks, bitwise), G2 (future inputs do not
+ * change earlier outputs), G1 via one-hot values, for every variant, on GQA heads. */
+static void test_properties(void) {
+    enum { NH = 4, NKV = 2, HS = 24, T = 24, QW = T * NH * HS, KW = T * NKV * HS };
+    static float q[QW], k[KW], v[KW], block[QW], single[QW], chunks[QW], changed[QW];
+    static float q2[QW], k2[KW], v2[KW];
+    AttentionConfig list[32];
+    int n = all_variants(list);
+    fill_random(q, QW, 1.5f);
+    fill_random(k, KW, 1.5f);
+    fill_random(v, KW, 1.0f);
+    float scale = 1.0f / sqrtf((float)HS);
+    for (int c = 0; c < n; c++) {
+        char name[64];
+        describe(&list[c], name, sizeof name);
+        int ok = run_once(&list[c], NH, NKV, HS, scale, block, q, k, v, T, T) == 0 &&
+                 run_once(&list[c], NH, NKV, HS, scale, single, q, k, v, T, 1) == 0 &&
+                 run_once(&list[c], NH, NKV, HS, scale, chunks, q, k, v, T, 7) == 0;
+        check_true(ok && memcmp(block, single, sizeof block) == 0 &&
+                   memcmp(block, chunks, sizeof block) == 0,
+                   "G3 %s: prefill == token by token == chunks of 7, bitwise", name);
+        int i = 10;   /* change every input after position i */
+        memcpy(q2, q, sizeof q); memcpy(k2, k, sizeof k); memcpy(v2, v, sizeof v);
+        for (int t = i + 1; t < T; t++) {
+            for (int e = 0; e < NH * HS; e++) q2[t * NH * HS + e] = -q2[t * NH * HS + e] + 0.5f;
+            for (int e = 0; e < NKV * HS; e++) {
+                k2[t * NKV * HS + e] *= 3.0f;
+                v2[t * NKV * HS + e] = 7.0f;
+            }
+        }
+        run_once(&list[c], NH, NKV, HS, scale, changed, q2, k2, v2, T, 5);
+        check_true(memcmp(changed, block, (size_t)(i + 1) * NH * HS * sizeof(float)) == 0,
+                   "G2 %s: later inputs leave outputs 0..%d unchanged, bitwise", name, i);
+        /* G1: one-hot values make the output the weight row */
+        static float onehot[T * NKV * T], w[T * NH * T];
+        for (int t = 0; t < T; t++)
+            for (int g = 0; g < NKV; g++)
+                for (int e = 0; e < T; e++) onehot[(t * NKV + g) * T + e] = t == e ? 1.0f : 0.0f;
+        static float qs[T * NH * T], ks[T * NKV * T];
+        fill_random(qs, T * NH * T, 1.0f);
+        fill_random(ks, T * NKV * T, 1.0f);
+        run_once(&list[c], NH, NKV, T, 1.0f / sqrtf((float)T), w, qs, ks, onehot, T, T);
+        int g1 = 1;
+        double worst = 0;
+        for (int t = 0; t < T; t++) {
+            for (int h = 0; h < NH; h++) {
+                double sum = 0;
+                for (int j = 0; j < T; j++) {
+                    float a = w[(t * NH + h) * T + j];
+                    g1 &= a >= 0.0f && (j <= t || a == 0.0f);
+                    sum += (double)a;
+                }
+                if (!list[c].softmax1) worst = fmax(worst, fabs(sum - 1.0));
+                else g1 &= sum < 1.0 && sum > 0.0;
+            }
+        }
+        check_true(g1 && worst < 1e-5, "G1 %s: weights >= 0, 0 on the future, rows sum to %s "
+                   "(worst |sum - 1| %.2g)", name, list[c].softmax1 ? "Z/(1+Z) < 1" : "1", worst);
+    }
+}
+
+/* Float64 reference: softmax restricted to the visible set of §4.3's definitions. */
+static int visible(const AttentionConfig *cfg, int i, int j) {
+    if (j > i) return 0;
+    switch (cfg->kind) {
+    case ATTENTION_WINDOW: return j < cfg->sinks || i - j < cfg->window;
+    case ATTENTION_DILATED:
+        return j < cfg->sinks || ((i - j) % cfg->dilation == 0 &&
+                                  (i - j) / cfg->dilation < cfg->window);
+    case ATTENTION_STRIDED: return i - j < cfg->stride || (i - j) % cfg->stride == 0;
+    case ATTENTION_FIXED:
+        return j / cfg->stride == i / cfg->stride || j % cfg->stride >= cfg->stride - cfg->summary;
+    default: return 1;
+    }
+}
+
+static void masked_reference(double *out, const AttentionConfig *cfg, const float *q,
+                             const float *k, const float *v, int NH, int NKV, int HS, int T,
+                             double scale) {
+    for (int t = 0; t < T; t++) {
+        for (int h = 0; h < NH; h++) {
+            int g = h / (NH / NKV);
+            double s[256], max = -1e300, z = 0;
+            for (int j = 0; j <= t; j++) {
+                double dot = 0;
+                for (int e = 0; e < HS; e++)
+                    dot += (double)q[(t * NH + h) * HS + e] * (double)k[(j * NKV + g) * HS + e];
+                s[j] = visible(cfg, t, j) ? dot * scale : -(double)INFINITY;
+                if (s[j] > max) max = s[j];
+            }
+            for (int j = 0; j <= t; j++) z += (s[j] = exp(s[j] - max));
+            for (int e = 0; e < HS; e++) {
+                double acc = 0;
+                for (int j = 0; j <= t; j++) acc += s[j] / z * (double)v[(j * NKV + g) * HS + e];
+                out[(t * NH + h) * HS + e] = acc;
+            }
+        }
+    }
+}
+
+/* G4: the limits that equal exact attention, bitwise; and each pattern against the
+ * float64 masked reference, with rings that wrap (T = 3W + 1). */
+static void test_limits(void) {
+    enum { NH = 4, NKV = 2, HS = 8, T = 25, QW = T * NH * HS, KW = T * NKV * HS };
+    static float q[QW], k[KW], v[KW], exact[QW], out[QW];
+    static double want[QW];
+    fill_random(q, QW, 2.0f);
+    fill_random(k, KW, 2.0f);
+    fill_random(v, KW, 1.0f);
+    float scale = 1.0f / sqrtf((float)HS);
+    AttentionConfig ex = config(ATTENTION_EXACT);
+    run_once(&ex, NH, NKV, HS, scale, exact, q, k, v, T, 4);
+    /* the exact variant equals the trainer's attention_forward bit for bit */
+    static float fwd[QW], scratch_fwd[NH * T];
+    AttentionShape shape = {NH, NKV, HS, scale};
+    attention_forward(&shape, fwd, q, k, v, 0, T, scratch_fwd);
+    check_true(memcmp(fwd, exact, sizeof fwd) == 0, "G4 exact step == attention_forward, bitwise");
+    struct { AttentionKind kind; int window, sinks, stride, buckets; const char *what; } limits[] = {
+        {ATTENTION_WINDOW, T, 0, 0, 0, "window(W = T)"},
+        {ATTENTION_WINDOW, 100, 0, 0, 0, "window(W > T)"},
+        {ATTENTION_WINDOW, 15, 10, 0, 0, "sinks 10 + window 15 = T"},
+        {ATTENTION_STRIDED, 0, 0, T, 0, "strided(l = T)"},
+        {ATTENTION_STRIDED, 0, 0, 1, 0, "strided(1)"},
+        {ATTENTION_FIXED, 0, 0, T, 0, "fixed(l = T)"},
+        {ATTENTION_LSH, 0, 0, 0, 1, "LSH with one bucket"},
+        {ATTENTION_DILATED, T, 0, 0, 0, "dilated(w = T, k = 1)"},
+    };
+    for (size_t c = 0; c < sizeof limits / sizeof limits[0]; c++) {
+        AttentionConfig cfg = config(limits[c].kind);
+        if (limits[c].window) cfg.window = limits[c].window;
+        cfg.sinks = limits[c].sinks;
+        if (limits[c].stride) cfg.stride = limits[c].stride;
+        if (limits[c].buckets) cfg.buckets = limits[c].buckets;
+        cfg.dilation = 1;
+        cfg.summary = 0;
+        run_once(&cfg, NH, NKV, HS, scale, out, q, k, v, T, 3);
+        check_true(memcmp(out, exact, sizeof out) == 0, "G4 %s == exact, bitwise", limits[c].what);
+    }
+    AttentionConfig tau = config(ATTENTION_EXACT);
+    tau.tau = 1.0f;
+    run_once(&tau, NH, NKV, HS, scale, out, q, k, v, T, T);
+    check_true(memcmp(out, exact, sizeof out) == 0, "G4 tau = 1 == exact, bitwise");
+    AttentionConfig window = config(ATTENTION_WINDOW), dil = config(ATTENTION_DILATED);
+    window.window = dil.window = 6;
+    dil.dilation = 1;
+    static float out2[QW];
+    run_once(&window, NH, NKV, HS, scale, out, q, k, v, T, 2);
+    run_once(&dil, NH, NKV, HS, scale, out2, q, k, v, T, 5);
+    check_true(memcmp(out, out2, sizeof out) == 0, "dilated(w, 1) == window(w), bitwise");
+
+    /* patterns against the float64 masked reference; W = 8, T = 25 = 3W + 1 wraps */
+    AttentionConfig patterns[6];
+    patterns[0] = config(ATTENTION_WINDOW); patterns[0].window = 8;
+    patterns[1] = config(ATTENTION_WINDOW); patterns[1].window = 5; patterns[1].sinks = 3;
+    patterns[2] = config(ATTENTION_DILATED); patterns[2].window = 4; patterns[2].dilation = 3;
+    patterns[3] = config(ATTENTION_DILATED); patterns[3].window = 3; patterns[3].dilation = 2;
+    patterns[3].sinks = 2;
+    patterns[4] = config(ATTENTION_STRIDED); patterns[4].stride = 5;
+    patterns[5] = config(ATTENTION_FIXED); patterns[5].stride = 6; patterns[5].summary = 2;
+    for (int c = 0; c < 6; c++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s(w %d, S %d, k %d, l %d, c %d) vs float64 masked reference",
+                 attention_kind_name(patterns[c].kind), patterns[c].window, patterns[c].sinks,
+                 patterns[c].dilation, patterns[c].stride, patterns[c].summary);
+        run_once(&patterns[c], NH, NKV, HS, scale, out, q, k, v, T, 4);
+        masked_reference(want, &patterns[c], q, k, v, NH, NKV, HS, T, (double)scale);
+        check_close_f64(what, out, want, QW, ATOL, RTOL);
+    }
+    /* window state really is O(S + W): far smaller than the full cache */
+    AttentionShape big = {12, 12, 64, 0.125f};
+    AttentionConfig w64 = config(ATTENTION_WINDOW);
+    w64.window = 64;
+    w64.sinks = 4;
+    size_t ring = attention_state_bytes(&w64, &big, 1024), full = attention_state_bytes(&ex, &big, 1024);
+    check_true(ring < 80 * 2 * 12 * 64 * 4 && full > 1024 * 2 * 12 * 64 * 4,
+               "window(64)+4 sinks keeps %zu bytes per layer vs %zu for the full cache", ring, full);
+}
+
+/* LSH: more rounds find more keys; with nb = 2 (one hyperplane per round) every key
+ * collides with probability 1 - angle/pi per round, so 64 rounds find nearly all. */
+static void test_lsh(void) {
+    enum { HS = 16, T = 40, W = T * HS };
+    static float q[W], k[W], v[W], exact[W], out[W];
+    fill_random(q, W, 1.0f);
+    fill_random(k, W, 1.0f);
+    fill_random(v, W, 1.0f);
+    AttentionConfig ex = config(ATTENTION_EXACT);
+    run_once(&ex, 1, 1, HS, 0.25f, exact, q, k, v, T, T);
+    AttentionConfig lsh = config(ATTENTION_LSH);
+    lsh.buckets = 2;
+    lsh.local = 1;
+    lsh.sinks = 0;
+    double err[2];
+    const int rounds[2] = {1, 64};
+    for (int r = 0; r < 2; r++) {
+        lsh.rounds = rounds[r];
+        run_once(&lsh, 1, 1, HS, 0.25f, out, q, k, v, T, T);
+        err[r] = 0;
+        for (int i = 0; i < W; i++) err[r] = fmax(err[r], fabs((double)out[i] - (double)exact[i]));
+    }
+    check_true(err[1] < err[0] / 10 && err[1] < 1e-3, "LSH nb=2: max error vs exact %.2g with 1 "
+               "round, %.2g with 64 rounds", err[0], err[1]);
+}
+
+/* G9 seeds and G10 threads, for every variant. */
+static void test_seeds_and_threads(void) {
+    enum { NH = 8, HS = 32, T = 64, W = T * NH * HS };
+    static float q[W], k[W], v[W], a[W], b[W];
+    fill_random(q, W, 1.0f);
+    fill_random(k, W, 1.0f);
+    fill_random(v, W, 1.0f);
+    AttentionConfig perf = config(ATTENTION_PERFORMER), lsh = config(ATTENTION_LSH);
+    perf.features = 32;
+    lsh.rounds = 2;
+    lsh.local = 4;
+    lsh.sinks = 0;
+    AttentionConfig *seeded[2] = {&perf, &lsh};
+    for (int c = 0; c < 2; c++) {
+        AttentionConfig other = *seeded[c];
+        other.seed = 2;
+        run_once(seeded[c], NH, NH, HS, 0.2f, a, q, k, v, T, T);
+        run_once(seeded[c], NH, NH, HS, 0.2f, b, q, k, v, T, T);
+        int same = memcmp(a, b, sizeof a) == 0;
+        run_once(&other, NH, NH, HS, 0.2f, b, q, k, v, T, T);
+        check_true(same && memcmp(a, b, sizeof a) != 0, "G9 %s: same seed bitwise identical, "
+                   "seed 2 differs", attention_kind_name(seeded[c]->kind));
+    }
+#ifdef _OPENMP
+    AttentionConfig list[32];
+    int n = all_variants(list);
+    for (int c = 0; c < n; c++) {
+        char name[64];
+        describe(&list[c], name, sizeof name);
+        omp_set_num_threads(1);
+        run_once(&list[c], NH, NH / 2, HS, 0.2f, a, q, k, v, T, T);
+        omp_set_num_threads(2);
+        run_once(&list[c], NH, NH / 2, HS, 0.2f, b, q, k, v, T, T);
+        check_true(memcmp(a, b, sizeof a) == 0, "G10 %s: 1 vs 2 threads bitwise identical", name);
+    }
+#else
+    check_skip("G10: built without OpenMP");
+#endif
+}
+
+/* Performer: the features make an unbiased estimator of exp(x . y), orthogonal rows
+ * are orthogonal, and the attention error falls roughly as 1/sqrt(m). */
+static void test_performer(void) {
+    enum { D = 16, SEEDS = 400, M = 16 };
+    /* x, y with |x| = |y| = 0.5 after the d^-1/4 scaling: q = x d^1/4 */
+    double x[D], y[D], xy = 0, nx = 0, ny = 0;
+    for (int i = 0; i < D; i++) { x[i] = (double)random_uniform(); y[i] = x[i] + 0.5 * (double)random_uniform(); }
+    for (int i = 0; i < D; i++) { nx += x[i] * x[i]; ny += y[i] * y[i]; }
+    for (int i = 0; i < D; i++) { x[i] *= 0.5 / sqrt(nx); y[i] *= 0.5 / sqrt(ny); xy += x[i] * y[i]; }
+    nx = ny = 0.25;
+    AttentionShape shape = {1, 1, D, 1.0f / sqrtf((float)D)};
+    for (int orf = 0; orf <= 1; orf++) {
+        double sum = 0, sum2 = 0;
+        int orthogonal = 1;
+        for (int s = 0; s < SEEDS; s++) {
+            AttentionConfig cfg = config(ATTENTION_PERFORMER);
+            cfg.features = M;
+            cfg.orthogonal = orf;
+            cfg.seed = (unsigned long long)s + 1;
+            Lab lab;
+            int rows;
+            lab_init(&lab, &cfg, 1, 1, D, shape.scale, 1);
+            const float *Wf = attention_state_random(&cfg, &lab.shape, 1, lab.state, 0, 0, &rows);
+            double est = 0;
+            for (int f = 0; f < M; f++) {
+                double wx = 0, wy = 0;
+                for (int i = 0; i < D; i++) {
+                    wx += (double)Wf[f * D + i] * x[i];
+                    wy += (double)Wf[f * D + i] * y[i];
+                }
+                est += exp(wx - nx / 2) * exp(wy - ny / 2) / M;
+                for (int g = 0; orf && g < f; g++) {
+                    double dot = 0, na = 0, nb = 0;
+                    for (int i = 0; i < D; i++) {
+                        dot += (double)Wf[f * D + i] * (double)Wf[g * D + i];
+                        na += (double)Wf[f * D + i] * (double)Wf[f * D + i];
+                        nb += (double)Wf[g * D + i] * (double)Wf[g * D + i];
+                    }
+                    orthogonal &= fabs(dot) / sqrt(na * nb) < 1e-5;
+                }
+            }
+            sum += est;
+            sum2 += est * est;
+            lab_free(&lab);
+        }
+        double mean = sum / SEEDS, sd = sqrt((sum2 / SEEDS - mean * mean) / (SEEDS - 1));
+        check_true(fabs(mean - exp(xy)) < 3 * sd, "Performer %s features unbiased: mean of %d "
+                   "seeds %.5f vs exp(x.y) %.5f (3 s.e. %.5f)", orf ? "orthogonal" : "i.i.d.",
+                   SEEDS, mean, exp(xy), 3 * sd);
+        if (orf) check_true(orthogonal, "Performer: orthogonal rows within a block (|cos| < 1e-5)");
+    }
+
+    /* attention error vs m: total variation of the weights, one-hot values, T = 64 keys,
+     * |x| = |y| = 0.5 (scaled), averaged over 8 seeds */
+    enum { T = 64, HS = 64 };
+    static float q[T * HS], k[T * HS], v[T * HS], exact[T * HS], out[T * HS];
+    float sc = 1.0f / sqrtf((float)HS), norm = 0.5f * sqrtf(sqrtf((float)HS));
+    for (int t = 0; t < T; t++) {
+        float *rowq = q + t * HS, *rowk = k + t * HS;
+        fill_random(rowq, HS, 1.0f);
+        fill_random(rowk, HS, 1.0f);
+        double a = 0, b = 0;
+        for (int i = 0; i < HS; i++) {
+            a += (double)rowq[i] * (double)rowq[i];
+            b += (double)rowk[i] * (double)rowk[i];
+        }
+        for (int i = 0; i < HS; i++) { rowq[i] *= norm / (float)sqrt(a); rowk[i] *= norm / (float)sqrt(b); }
+        for (int i = 0; i < HS; i++) v[t * HS + i] = t == i ? 1.0f : 0.0f;
+    }
+    AttentionConfig ex = config(ATTENTION_EXACT);
+    run_once(&ex, 1, 1, HS, sc, exact, q, k, v, T, T);
+    double tv[3];
+    const int ms[3] = {16, 64, 256};
+    for (int c = 0; c < 3; c++) {
+        double total = 0;
+        for (int s = 1; s <= 8; s++) {
+            AttentionConfig cfg = config(ATTENTION_PERFORMER);
+            cfg.features = ms[c];
+            cfg.seed = (unsigned long long)s;
+            run_once(&cfg, 1, 1, HS, sc, out, q, k, v, T, T);
+            for (int t = 1; t < T; t++) {
+                double d = 0;
+                for (int j = 0; j < HS; j++) d += fabs((double)out[t * HS + j] - (double)exact[t * HS + j]);
+                total += d / 2;
+            }
+        }
+        tv[c] = total / (8.0 * (T - 1));
+    }
+    double r1 = tv[0] / tv[1], r2 = tv[1] / tv[2];
+    check_true(r1 > 1.6 && r1 < 2.5 && r2 > 1.6 && r2 < 2.5, "Performer error ~ 1/sqrt(m): mean "
+               "TV %.4f, %.4f, %.4f at m = 16, 64, 256; ratios %.2f, %.2f (want 1.6..2.5)",
+               tv[0], tv[1], tv[2], r1, r2);
+}
+
+/* Bad configurations are refused, never run. */
+static void test_invalid(void) {
+    AttentionShape shape = {2, 2, 4, 0.5f};
+    AttentionConfig cfg = config(ATTENTION_LSH);
+    cfg.buckets = 3;
+    int bad = attention_state_bytes(&cfg, &shape, 8) == 0;
+    cfg = config(ATTENTION_PERFORMER);
+    cfg.softmax1 = 1;
+    bad &= attention_state_bytes(&cfg, &shape, 8) == 0;
+    cfg = config(ATTENTION_WINDOW);
+    cfg.window = 0;
+    bad &= attention_state_bytes(&cfg, &shape, 8) == 0;
+    cfg = config(ATTENTION_FIXED);
+    cfg.summary = cfg.stride + 1;
+    bad &= attention_state_bytes(&cfg, &shape, 8) == 0;
+    check_true(bad, "invalid configs (odd buckets, softmax1 on Performer, window 0, c > l) "
+               "have no state size");
+    /* a ring cannot rewind: a step that does not continue the sequence is refused */
+    cfg = config(ATTENTION_WINDOW);
+    cfg.window = 2;
+    Lab lab;
+    float q[8] = {0}, out[8];
+    lab_init(&lab, &cfg, 2, 2, 4, 0.5f, 8);
+    int first = attention_step(&cfg, &lab.shape, lab.state, 8, out, q, q, q, 0, 1, lab.scratch);
+    int skip = attention_step(&cfg, &lab.shape, lab.state, 8, out, q, q, q, 3, 1, lab.scratch);
+    int end = attention_step(&cfg, &lab.shape, lab.state, 8, out, q, q, q, 8, 1, lab.scratch);
+    check_true(first == 0 && skip == -1 && end == -1, "a window state refuses a skipped position "
+               "and a position past n_ctx");
+    lab_free(&lab);
+}
+
+int main(void) {
+    test_vectors();
+    test_kernels();
+    test_visible_sets();
+    test_properties();
+    test_limits();
+    test_lsh();
+    test_seeds_and_threads();
+    test_performer();
+    test_invalid();
+    return check_summary("test_attention_variants");
+}
