@@ -75,11 +75,12 @@ train: all
 # ---- tests: one binary per module, each printing "NAME: N passed, N failed" ----
 TESTS = $(B)/tests/test_attention $(B)/tests/test_attention_variants $(B)/tests/test_model \
         $(B)/tests/test_tokenizer $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli \
-        $(B)/tests/test_train
+        $(B)/tests/test_train $(B)/tests/test_eval
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o
 $(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/tests/check.o \
                                     $(B)/attention.o
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
+$(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/eval.o $(CORE) $(TOK)
 $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_tokenizer_llama: $(B)/tests/test_tokenizer_llama.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampler.o

@@ -29,7 +29,7 @@ typedef struct {
 } Key;
 
 static const Key KEYS[] = {
-    {"w", KEY_INT, offsetof(AttentionConfig, window), 1, SPEC_MAX_INT, "window keys, self included"},
+    {"w", KEY_INT, offsetof(AttentionConfig, window), 1, SPEC_MAX_INT, "window, self included"},
     {"sinks", KEY_INT, offsetof(AttentionConfig, sinks), 0, SPEC_MAX_INT, "first positions kept"},
     {"k", KEY_INT, offsetof(AttentionConfig, dilation), 1, SPEC_MAX_INT, "dilation"},
     {"l", KEY_INT, offsetof(AttentionConfig, stride), 1, SPEC_MAX_INT, "stride or block length"},

@@ -471,7 +471,11 @@ static void test_limits(void) {
     AttentionShape shape = {NH, NKV, HS, scale};
     attention_forward(&shape, fwd, q, k, v, 0, T, scratch_fwd);
     check_true(memcmp(fwd, exact, sizeof fwd) == 0, "G4 exact step == attention_forward, bitwise");
-    struct { AttentionKind kind; int window, sinks, stride, buckets; const char *what; } limits[] = {
+    struct {
+        AttentionKind kind;
+        int window, sinks, stride, buckets;
+        const char *what;
+    } limits[] = {
         {ATTENTION_WINDOW, T, 0, 0, 0, "window(W = T)"},
         {ATTENTION_WINDOW, 100, 0, 0, 0, "window(W > T)"},
         {ATTENTION_WINDOW, 15, 10, 0, 0, "sinks 10 + window 15 = T"},
@@ -527,9 +531,11 @@ static void test_limits(void) {
     AttentionConfig w64 = config(ATTENTION_WINDOW);
     w64.window = 64;
     w64.sinks = 4;
-    size_t ring = attention_state_bytes(&w64, &big, 1024), full = attention_state_bytes(&ex, &big, 1024);
+    size_t ring = attention_state_bytes(&w64, &big, 1024);
+    size_t full = attention_state_bytes(&ex, &big, 1024);
     check_true(ring < 80 * 2 * 12 * 64 * 4 && full > 1024 * 2 * 12 * 64 * 4,
-               "window(64)+4 sinks keeps %zu bytes per layer vs %zu for the full cache", ring, full);
+               "window(64)+4 sinks keeps %zu bytes per layer vs %zu for the full cache", ring,
+               full);
 }
 
 /* LSH: more rounds find more keys; with nb = 2 (one hyperplane per round) every key
@@ -604,9 +610,16 @@ static void test_performer(void) {
     enum { D = 16, SEEDS = 400, M = 16 };
     /* x, y with |x| = |y| = 0.5 after the d^-1/4 scaling: q = x d^1/4 */
     double x[D], y[D], xy = 0, nx = 0, ny = 0;
-    for (int i = 0; i < D; i++) { x[i] = (double)random_uniform(); y[i] = x[i] + 0.5 * (double)random_uniform(); }
+    for (int i = 0; i < D; i++) {
+        x[i] = (double)random_uniform();
+        y[i] = x[i] + 0.5 * (double)random_uniform();
+    }
     for (int i = 0; i < D; i++) { nx += x[i] * x[i]; ny += y[i] * y[i]; }
-    for (int i = 0; i < D; i++) { x[i] *= 0.5 / sqrt(nx); y[i] *= 0.5 / sqrt(ny); xy += x[i] * y[i]; }
+    for (int i = 0; i < D; i++) {
+        x[i] *= 0.5 / sqrt(nx);
+        y[i] *= 0.5 / sqrt(ny);
+        xy += x[i] * y[i];
+    }
     nx = ny = 0.25;
     AttentionShape shape = {1, 1, D, 1.0f / sqrtf((float)D)};
     for (int orf = 0; orf <= 1; orf++) {
@@ -664,7 +677,10 @@ static void test_performer(void) {
             a += (double)rowq[i] * (double)rowq[i];
             b += (double)rowk[i] * (double)rowk[i];
         }
-        for (int i = 0; i < HS; i++) { rowq[i] *= norm / (float)sqrt(a); rowk[i] *= norm / (float)sqrt(b); }
+        for (int i = 0; i < HS; i++) {
+            rowq[i] *= norm / (float)sqrt(a);
+            rowk[i] *= norm / (float)sqrt(b);
+        }
         for (int i = 0; i < HS; i++) v[t * HS + i] = t == i ? 1.0f : 0.0f;
     }
     AttentionConfig ex = config(ATTENTION_EXACT);
@@ -680,7 +696,8 @@ static void test_performer(void) {
             run_once(&cfg, 1, 1, HS, sc, out, q, k, v, T, T);
             for (int t = 1; t < T; t++) {
                 double d = 0;
-                for (int j = 0; j < HS; j++) d += fabs((double)out[t * HS + j] - (double)exact[t * HS + j]);
+                for (int j = 0; j < HS; j++)
+                    d += fabs((double)out[t * HS + j] - (double)exact[t * HS + j]);
                 total += d / 2;
             }
         }

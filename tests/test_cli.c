@@ -108,6 +108,20 @@ static void test_usage_errors(const char *model, const char *tok) {
     EXPECT_USAGE("-s overflow", "-s 18446744073709551616", "invalid value");
     EXPECT_USAGE("two prompts", "-i a -f b", "cannot be combined with -i");
     EXPECT_USAGE("extra argument", "other.bin", "unexpected extra argument");
+    EXPECT_USAGE("unknown attention", "--attn bogus",
+                 "unknown attention 'bogus' (expected one of: exact, unscaled");
+    EXPECT_USAGE("attention: unknown key", "--attn window:q=3",
+                 "window: unknown or malformed parameter 'q=3' (expected key=value with key one "
+                 "of: w sinks tau softmax1)");
+    EXPECT_USAGE("attention: out of range", "--attn=window:w=0", "invalid value '0' for w");
+    EXPECT_USAGE("attention: junk value", "--attn performer:m=12x", "invalid value '12x' for m");
+    EXPECT_USAGE("attention: odd buckets", "--attn lsh:buckets=3", "buckets must be 1 or even");
+    EXPECT_USAGE("attention: softmax1 on Performer", "--attn performer:softmax1=1",
+                 "unknown or malformed parameter 'softmax1=1'");
+    EXPECT_USAGE("attention: nystrom is not causal", "--attn nystrom", "nystrom: not causal");
+    EXPECT_USAGE("--attn missing value", "--attn", "--attn: missing value");
+    EXPECT_USAGE("--ctx without --eval", "--ctx 8", "--ctx: only applies with --eval");
+    EXPECT_USAGE("--ctx below 2", "--eval x --ctx 1", "--ctx: invalid value '1'");
 #undef EXPECT_USAGE
     char *out = NULL;
     snprintf(args, sizeof args, "%s --help", run_bin);
@@ -229,6 +243,33 @@ static void test_generation(const char *model, const char *tok) {
     expect("generation stops at the context length", args, 0, "context full (16 tokens)");
     snprintf(args, sizeof args, "%s -z %s -n 3 -t 0", model, tok);
     expect("no prompt starts from end-of-text", args, 0, "prompt: 1 tokens");
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0 --attn window:w=4,sinks=1", model,
+             tok);
+    expect("a window variant generates to the context length", args, 0,
+           "context full (16 tokens)");
+}
+
+/* --eval: loss on a text file, against exact attention. */
+static void test_eval(const char *model, const char *tok) {
+    char text[128], args[1024], *out = NULL;
+    snprintf(text, sizeof text, "%s/eval.txt", dir);
+    FILE *f = fopen(text, "wb");
+    if (f) {
+        fputs("abcdefabcdef hello there, abcdef cdab efef abab cdcd hi hi hi!\n", f);
+        fclose(f);
+    }
+    snprintf(args, sizeof args, "%s %s -z %s --eval %s --ctx 8 --attn window:w=3", run_bin, model,
+             tok, text);
+    int code = check_run(args, &out, NULL);
+    check_true(code == 0 && out && strstr(out, "attention: window:w=3,sinks=0") &&
+               strstr(out, "bits/char") && strstr(out, "top-1 agreement"),
+               "--eval with a window prints loss, bits/char and the comparison with exact");
+    free(out);
+    snprintf(args, sizeof args, "%s -z %s --eval %s --ctx 17", model, tok, text);
+    expect("--ctx beyond the model's context", args, 2,
+           "--ctx: invalid value '17' (expected an integer in 2..16 (this model's context))");
+    snprintf(args, sizeof args, "%s -z %s --eval %s/none.txt", model, tok, dir);
+    expect("--eval missing file", args, 1, "cannot open eval file");
 }
 
 /* llama2.c's generations (../shared/testdata/llama2c/generation.json: stdout of its run
@@ -278,6 +319,7 @@ int main(void) {
     test_bad_llama_files(tok);
     test_bad_inputs(model, tok);
     test_generation(model, tok);
+    test_eval(model, tok);
     const char *shared = check_shared_dir();
     if (shared) test_llama2c_generation(shared);
     else check_skip("../shared not found: llama2.c generations not compared");

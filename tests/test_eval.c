@@ -1,0 +1,162 @@
+/* test_eval.c: the attention lab on a whole model, through eval.c and ./run --eval.
+ *
+ * With exact attention, --eval's loss equals the loss computed here from plain
+ * model_forward calls (one block per window); a window with sinks that covers the
+ * whole window equals exact bit for bit (KL exactly 0, full top-1 agreement); a
+ * short window really differs and keeps a smaller state. The model is the shipped
+ * weights/model.bin when present, else ../shared's random GPT-2 small.bin (the
+ * identities hold for any weights); the text is the start of the validation slice
+ * of ../shared/data/tinyshakespeare.txt (bytes from floor(0.9 size) on).
+ */
+#include "eval.h"
+
+#include <math.h>      /* log, fabs */
+#include <stdio.h>     /* snprintf, fopen */
+#include <stdlib.h>    /* malloc, free, getenv */
+#include <string.h>    /* strstr */
+#include <unistd.h>    /* access */
+
+#include "attention.h"    /* AttentionConfig */
+#include "model.h"        /* model_load, model_forward, model_set_attention */
+#include "tokenizer.h"    /* tokenizer_load, tokenizer_encode */
+#include "tests/check.h"  /* check_* */
+
+#define TEXT_BYTES 800    /* of the validation slice: ~260 GPT-2 tokens, fast */
+#define CTX 64            /* window length */
+
+/* NLL summed over windows of CTX, from one all-logits model_forward per window. */
+static double plain_loss(Model *m, const int *ids, long n, long *tokens) {
+    int V = m->config.vocab_size;
+    double nll = 0;
+    *tokens = 0;
+    for (long w = 0; w * CTX < n; w++) {
+        int len = n - w * CTX < CTX ? (int)(n - w * CTX) : CTX;
+        if (len < 2) break;
+        const float *logits = model_forward(m, ids + w * CTX, len - 1, 0, 1);
+        if (!logits) return (double)NAN;
+        for (int t = 0; t < len - 1; t++) {
+            const float *row = logits + (size_t)t * V;
+            double max = (double)row[0], sum = 0;
+            for (int i = 1; i < V; i++) if ((double)row[i] > max) max = (double)row[i];
+            for (int i = 0; i < V; i++) sum += exp((double)row[i] - max);
+            nll += max + log(sum) - (double)row[ids[w * CTX + t + 1]];
+            (*tokens)++;
+        }
+    }
+    return nll;
+}
+
+int main(void) {
+    const char *shared = check_shared_dir();
+    if (!shared) {
+        check_skip("../shared not found: no model or text to evaluate");
+        return check_summary("test_eval");
+    }
+    char model_path[512], tok_path[512], data_path[512], text_path[64];
+    if (access("weights/model.bin", R_OK) == 0 && access("weights/tokenizer.bin", R_OK) == 0) {
+        snprintf(model_path, sizeof model_path, "weights/model.bin");
+        snprintf(tok_path, sizeof tok_path, "weights/tokenizer.bin");
+    } else {
+        snprintf(model_path, sizeof model_path, "%s/testdata/gpt2/small.bin", shared);
+        snprintf(tok_path, sizeof tok_path, "%s/testdata/gpt2/gpt2_tokenizer.bin", shared);
+    }
+    snprintf(data_path, sizeof data_path, "%s/data/tinyshakespeare.txt", shared);
+    printf("model %s\n", model_path);
+    size_t size;
+    char *data = check_read_file(data_path, &size);
+    Model m, exact;
+    Tokenizer tok;
+    memset(&m, 0, sizeof m);
+    memset(&exact, 0, sizeof exact);
+    memset(&tok, 0, sizeof tok);
+    int *ids = NULL;
+    if (!check_true(data && size > 10 * TEXT_BYTES, "read %s", data_path)) goto done;
+    size_t split = size / 10 * 9 + size % 10 * 9 / 10;   /* floor(0.9 size), as train.c */
+    const char *text = data + split;
+    if (!check_true(model_load(&m, model_path, CTX) == 0 && model_load(&exact, model_path, CTX) == 0
+                    && tokenizer_load(&tok, tok_path) == 0, "load model and tokenizer")) goto done;
+    ids = malloc((TEXT_BYTES + 2) * sizeof(int));
+    size_t n_ids = 0;
+    int encoded = ids && tokenizer_encode(&tok, text, TEXT_BYTES, ids, TEXT_BYTES + 2, &n_ids) == 0;
+    if (!check_true(encoded,
+                    "tokenise %d bytes of the validation slice", TEXT_BYTES)) goto done;
+
+    /* 1. exact through eval_windows == plain forward */
+    long plain_tokens;
+    double plain = plain_loss(&m, ids, (long)n_ids, &plain_tokens);
+    EvalResult r;
+    int ok = eval_windows(&m, NULL, &tok, ids, (long)n_ids, CTX, 0, &r) == 0;
+    check_true(ok && r.tokens == plain_tokens && r.nll == plain,
+               "exact eval == plain forward loss, bitwise (%.9f vs %.9f nats/token, %ld tokens)",
+               r.nll / (double)r.tokens, plain / (double)plain_tokens, r.tokens);
+
+    /* 2. the same through ./run --eval (printed to 6 decimals) */
+    snprintf(text_path, sizeof text_path, "/tmp/test_eval_%d.txt", (int)getpid());
+    FILE *f = fopen(text_path, "wb");
+    if (f) { fwrite(text, 1, TEXT_BYTES, f); fclose(f); }
+    const char *run_bin = getenv("RUN") && *getenv("RUN") ? getenv("RUN") : "./run";
+    char command[2048], *out = NULL;
+    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx %d", run_bin, model_path,
+             tok_path, text_path, CTX);
+    int code = check_run(command, &out, NULL);
+    const char *loss = out ? strstr(out, "loss: ") : NULL;
+    double cli = loss ? strtod(loss + 6, NULL) : (double)NAN;
+    check_true(code == 0 && fabs(cli - plain / (double)plain_tokens) <= 1e-6,
+               "./run --eval (exact) prints the plain forward's loss: %.6f vs %.9f", cli,
+               plain / (double)plain_tokens);
+    free(out);
+    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx %d --attn window:w=%d,sinks=4",
+             run_bin, model_path, tok_path, text_path, CTX, CTX - 4);
+    out = NULL;
+    code = check_run(command, &out, NULL);
+    check_true(code == 0 && out && strstr(out, "KL 0.000000 nats/token, top-1 agreement 100.0000%"),
+               "./run --eval --attn window:w=%d,sinks=4 reports KL 0 and 100%% agreement", CTX - 4);
+    free(out);
+    remove(text_path);
+
+    /* 3. window + sinks covering the window == exact, bit for bit */
+    AttentionConfig cfg;
+    attention_config_default(&cfg);
+    cfg.kind = ATTENTION_WINDOW;
+    cfg.window = CTX - 4;
+    cfg.sinks = 4;
+    EvalResult w;
+    ok = model_set_attention(&m, &cfg) == 0 &&
+         eval_windows(&m, &exact, &tok, ids, (long)n_ids, CTX, 0, &w) == 0;
+    check_true(ok && w.nll == plain && w.kl == 0.0 && w.agree == w.tokens,
+               "window(%d) + 4 sinks == exact: same loss bits, KL %g, agreement %ld/%ld",
+               CTX - 4, w.kl, w.agree, w.tokens);
+    size_t ring_bytes = m.attention_layer_bytes;
+
+    /* 4. a short window is a different function with a smaller state */
+    cfg.window = 8;
+    cfg.sinks = 0;
+    ok = model_set_attention(&m, &cfg) == 0 &&
+         eval_windows(&m, &exact, &tok, ids, (long)n_ids, CTX, 0, &w) == 0;
+    check_true(ok && w.kl > 0.0 && w.nll != plain && m.attention_layer_bytes < ring_bytes &&
+               ring_bytes <= exact.attention_layer_bytes,
+               "window(8): KL %.3g > 0, state %zu < %zu <= exact %zu bytes per layer",
+               w.kl / (double)w.tokens, m.attention_layer_bytes, ring_bytes,
+               exact.attention_layer_bytes);
+    /* 5. every kind runs on the model and gives finite losses */
+    const AttentionKind kinds[] = {ATTENTION_GAUSS, ATTENTION_DILATED, ATTENTION_STRIDED,
+                                   ATTENTION_FIXED, ATTENTION_LSH, ATTENTION_LINEAR,
+                                   ATTENTION_EFFICIENT, ATTENTION_PERFORMER};
+    int finite = 1;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        attention_config_default(&cfg);
+        cfg.kind = kinds[k];
+        cfg.features = 32;
+        finite &= model_set_attention(&m, &cfg) == 0 &&
+                  eval_windows(&m, NULL, &tok, ids, (long)(n_ids < 130 ? n_ids : 130), CTX, 0,
+                               &w) == 0 && isfinite(w.nll);
+    }
+    check_true(finite, "every variant runs on the model with a finite loss");
+done:
+    free(ids);
+    free(data);
+    tokenizer_free(&tok);
+    model_free(&exact);
+    model_free(&m);
+    return check_summary("test_eval");
+}
