@@ -104,13 +104,24 @@ debug:
 debug-tests: $(B)/run $(B)/train $(TESTS)
 	@RUN=$(B)/run TRAIN=$(B)/train sh tests/run_all.sh $(TESTS)
 
+# bench-attention: attention-only time per generated token at T = 128 .. 16384 on
+# synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
+# nothing. Example: OMP_NUM_THREADS=1 make bench-attention
+$(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/attention_spec.o
+	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(B)/tools/bench_attention.o: tools/bench_attention.c attention.h attention_spec.h
+bench-attention: $(B)/tools/bench_attention
+	@echo "machine: $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), \
+	$$(nproc) cores, OMP_NUM_THREADS=$${OMP_NUM_THREADS:-all}"
+	@$(B)/tools/bench_attention
+
 # bench: end-to-end speed (tokens/s, 1 and 2 threads) and peak memory of ./run on the
 # shipped and reference models; prints a table, asserts nothing. Example: make bench
-bench: all
+bench: all bench-attention
 	@sh tools/bench.sh
 
 # clean: remove every build product. Example: make clean
 clean:
 	rm -rf build run
 
-.PHONY: all run train test debug debug-tests bench clean
+.PHONY: all run train test debug debug-tests bench bench-attention attn-table clean

@@ -519,6 +519,7 @@ static void linear_step(float *rec, int HS, float pre, const float *k, const flo
         z[c] += f;
         for (int e = 0; e < HS; e++) S[c * HS + e] += f * v[e];
     }
+    if (!out) return;   /* append only */
     float den = ATTENTION_LINEAR_EPS;
     for (int c = 0; c < HS; c++) {
         phi[c] = elu1(q[c] * pre);
@@ -545,6 +546,7 @@ static void efficient_step(float *rec, int HS, const float *k, const float *v, c
         z[c] += w;
         for (int e = 0; e < HS; e++) S_c[e] += w * v[e];
     }
+    if (!out) return;   /* append only */
     float qmax = -INFINITY, sum = 0.0f;
     for (int c = 0; c < HS; c++) if (q[c] > qmax) qmax = q[c];
     for (int c = 0; c < HS; c++) sum += (p[c] = expf(q[c] - qmax));
@@ -583,6 +585,7 @@ static void performer_step(float *rec, const float *W, int m, int HS, float s, c
         z[c] += w;
         for (int e = 0; e < HS; e++) S_c[e] += w * v[e];
     }
+    if (!out) return;   /* append only */
     float query_max = favor_logits(phi, W, m, HS, q, s), den = 0.0f;
     for (int c = 0; c < m; c++) {
         phi[c] = expf(phi[c] - query_max);
@@ -629,13 +632,14 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
                 memcpy(value + row, v_t, (size_t)HS * sizeof(float));
             }
             for (int h = g * group; h < (g + 1) * group; h++) {
-                const float *q_t = q + ((long)t * NH + h) * HS;
-                float *out_t = out + ((long)t * NH + h) * HS;
+                const float *q_t = q ? q + ((long)t * NH + h) * HS : NULL;
+                float *out_t = out ? out + ((long)t * NH + h) * HS : NULL;
                 float *work_h = scratch + (long)h * p.score_cap;
                 float *rec_h = rec + (long)h * p.rec_floats;
                 int32_t *rows = lists + (long)h * p.list_cap;
                 const float *k_g = key + (long)g * HS, *v_g = value + (long)g * HS;
                 int n;
+                if (!out && cfg->kind != ATTENTION_LSH && p.rec_floats == 0) continue;
                 switch (cfg->kind) {
                 case ATTENTION_EXACT: case ATTENTION_GAUSS:
                     attend_rows(out_t, q_t, k_g, v_g, kv_stride, NULL, i + 1, HS, sc, work_h);
@@ -648,6 +652,7 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
                 case ATTENTION_LSH: {
                     LshHead lsh = lsh_head(&p, cfg, shape, n_ctx, state, h);
                     lsh_insert(&lsh, &p, cfg, n_ctx, HS, k_t, i);
+                    if (!out) break;
                     n = lsh_rows(&lsh, &p, cfg, n_ctx, HS, q_t, i, rows);
                     attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h);
                     break;

@@ -128,6 +128,8 @@ size_t attention_step_scratch_floats(const AttentionConfig *cfg, const Attention
  * pos == 0 starts a new sequence. Otherwise pos must continue the last call
  * (pos == previous pos + T), except for kind (A), which like a plain KV cache
  * attends over whatever rows 0 .. pos-1 hold (so it can rewind).
+ * out == NULL (q may then be NULL too) only appends: the state advances exactly as
+ * it would, but nothing attends (for filling a long context cheaply in benchmarks).
  * Prefill of T tokens gives the same bits as T single-token steps. Heads run in
  * parallel under OpenMP, bitwise identical for any thread count. Never allocates.
  * Returns 0, or -1 (nothing written) if pos/T are out of range or do not continue. */

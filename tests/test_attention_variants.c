@@ -375,6 +375,18 @@ static void test_properties(void) {
         check_true(ok && memcmp(block, single, sizeof block) == 0 &&
                    memcmp(block, chunks, sizeof block) == 0,
                    "G3 %s: prefill == token by token == chunks of 7, bitwise", name);
+        /* append-only steps (out == NULL) advance the state exactly as real ones */
+        Lab lab;
+        int appended = lab_init(&lab, &list[c], NH, NKV, HS, scale, T) == 0 &&
+            attention_step(&list[c], &lab.shape, lab.state, T, NULL, NULL, k, v, 0, 9,
+                           lab.scratch) == 0 &&
+            attention_step(&list[c], &lab.shape, lab.state, T, changed + 9 * NH * HS,
+                           q + 9 * NH * HS, k + 9 * NKV * HS, v + 9 * NKV * HS, 9, T - 9,
+                           lab.scratch) == 0;
+        lab_free(&lab);
+        check_true(appended && memcmp(changed + 9 * NH * HS, block + 9 * NH * HS,
+                                      (size_t)(T - 9) * NH * HS * sizeof(float)) == 0,
+                   "%s: 9 append-only steps, then attention, == prefill, bitwise", name);
         int i = 10;   /* change every input after position i */
         memcpy(q2, q, sizeof q); memcpy(k2, k, sizeof k); memcpy(v2, v, sizeof v);
         for (int t = i + 1; t < T; t++) {

@@ -1,0 +1,100 @@
+/* bench_attention.c: attention-only cost of one generated token at context T, for
+ * every variant, on synthetic q/k/v with GPT-2 small's head layout (12 heads of 64).
+ *
+ * For each T the state is filled with T positions by append-only steps (no
+ * attention computed, so T = 16384 is cheap to reach, beyond any model's context),
+ * then REPEATS x DECODE_STEPS single-token steps are timed; the fastest repetition
+ * counts. Exact attention's cost per token
+ * grows with T; window, dilated and the recurrent variants stay flat (ATTENTION.md
+ * §3, §5). Prints a markdown table; asserts nothing. Usage: bench_attention
+ * [max_T]. Run with OMP_NUM_THREADS=1 on a busy machine.
+ */
+#include <stdio.h>     /* printf */
+#include <stdlib.h>    /* malloc, strtol */
+#include <time.h>      /* clock_gettime */
+
+#include "attention.h"        /* attention_step and the configs */
+#include "attention_spec.h"   /* attention_spec_parse */
+
+#define BENCH_HEADS 12        /* GPT-2 small: 12 heads of 64 */
+#define BENCH_HEAD_DIM 64
+#define DECODE_STEPS 32       /* timed tokens per repetition */
+#define REPEATS 3             /* repetitions; the fastest is reported (least disturbed) */
+#define FILL_CHUNK 256        /* positions per append-only step */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static unsigned long long state = 88172645463325252ULL;
+static float uniform(void) {   /* xorshift64 -> [-1, 1) */
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return (float)(state >> 40) / 8388608.0f - 1.0f;
+}
+
+int main(int argc, char **argv) {
+    static const char *const specs[] = {
+        "exact", "gauss", "softmax1", "window:w=256,sinks=4", "dilated:w=128,k=2",
+        "strided:l=32", "fixed:l=128,c=32", "lsh:buckets=16,rounds=4",
+        "lsh:buckets=64,rounds=2", "linear", "efficient", "performer:m=256"};
+    static const int lengths[] = {128, 512, 1024, 4096, 16384};
+    int max_t = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 16384;
+    AttentionShape shape = {BENCH_HEADS, BENCH_HEADS, BENCH_HEAD_DIM, 0.125f};
+    int width = BENCH_HEADS * BENCH_HEAD_DIM;
+    float *k = malloc((size_t)FILL_CHUNK * width * sizeof(float));
+    float *v = malloc((size_t)FILL_CHUNK * width * sizeof(float));
+    float *q = malloc((size_t)width * sizeof(float)), *out = malloc((size_t)width * sizeof(float));
+    if (!k || !v || !q || !out) return 1;
+    for (int i = 0; i < FILL_CHUNK * width; i++) { k[i] = uniform(); v[i] = uniform(); }
+    for (int i = 0; i < width; i++) q[i] = uniform();
+    printf("| variant | state at T=16384 (MB, 1 layer) |");
+    for (size_t t = 0; t < sizeof lengths / sizeof lengths[0]; t++)
+        if (lengths[t] <= max_t) printf(" T=%d |", lengths[t]);
+    printf("\n|---|---|");
+    for (size_t t = 0; t < sizeof lengths / sizeof lengths[0]; t++)
+        if (lengths[t] <= max_t) printf("---|");
+    printf("\n");
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+        AttentionConfig cfg;
+        char err[256];
+        if (attention_spec_parse(specs[s], &cfg, err, sizeof err) != 0) {
+            fprintf(stderr, "bench_attention: %s\n", err);
+            return 1;
+        }
+        size_t big = attention_state_bytes(&cfg, &shape, 16384);
+        printf("| `%s` | %.1f |", specs[s], (double)big / 1e6);
+        for (size_t t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
+            int T = lengths[t], n_ctx = T + REPEATS * DECODE_STEPS;
+            if (T > max_t) continue;
+            void *st = malloc(attention_state_bytes(&cfg, &shape, n_ctx));
+            float *scratch = malloc(attention_step_scratch_floats(&cfg, &shape, n_ctx) *
+                                    sizeof(float));
+            if (!st || !scratch || attention_state_init(&cfg, &shape, n_ctx, 0, st) != 0) return 1;
+            for (int pos = 0; pos < T; pos += FILL_CHUNK) {   /* fill: append only */
+                int n = T - pos < FILL_CHUNK ? T - pos : FILL_CHUNK;
+                attention_step(&cfg, &shape, st, n_ctx, NULL, NULL, k, v, pos, n, scratch);
+            }
+            double us = 1e300;
+            for (int r = 0; r < REPEATS; r++) {
+                double start = now();
+                for (int i = 0; i < DECODE_STEPS; i++)
+                    attention_step(&cfg, &shape, st, n_ctx, out, q, k + (size_t)i * width,
+                                   v + (size_t)i * width, T + r * DECODE_STEPS + i, 1, scratch);
+                double took = (now() - start) / DECODE_STEPS * 1e6;
+                if (took < us) us = took;
+            }
+            printf(" %.0f |", us);
+            fflush(stdout);
+            free(st);
+            free(scratch);
+        }
+        printf("\n");
+    }
+    printf("\nmicroseconds per generated token (attention only, all 12 heads of one layer)\n");
+    free(k); free(v); free(q); free(out);
+    return 0;
+}
