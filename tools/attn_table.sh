@@ -1,0 +1,80 @@
+#!/bin/sh
+# attn_table.sh: the attention lab's quality table on the shipped model.
+#
+# Runs ./run --eval with every variant and its sweep over the validation slice of
+# the training text (bytes from floor(0.9 x size) to the end, the split train.c
+# uses), and writes a markdown table (variant, parameters, bits/char, KL to exact,
+# top-1 agreement, state bytes per token, tokens/s) to build/attn_table.md and into
+# README.md between <!-- attn-table:begin --> and <!-- attn-table:end -->.
+# Sweep sizes follow the model's context S (windows S/16 .. S/2). Usage:
+#   sh tools/attn_table.sh            (MODEL, TOK, DATA, RUN, README override paths)
+set -eu
+RUN=${RUN:-./run}
+MODEL=${MODEL:-weights/model.bin}
+TOK=${TOK:-weights/tokenizer.bin}
+DATA=${DATA:-../shared/data/tinyshakespeare.txt}
+README=${README:-README.md}
+OUT=build/attn_table.md
+for f in "$RUN" "$MODEL" "$TOK" "$DATA"; do
+    [ -f "$f" ] || { echo "attn-table: $f: missing (train the model first: make train)" >&2; exit 1; }
+done
+mkdir -p build
+size=$(wc -c < "$DATA")
+split=$(( size / 10 * 9 + size % 10 * 9 / 10 ))
+VAL=build/validation.txt
+tail -c +$((split + 1)) "$DATA" > "$VAL"
+S=$("$RUN" "$MODEL" -z "$TOK" -n 0 2>&1 >/dev/null | sed -n 's/.*context \([0-9]*\).*/\1/p')
+[ -n "$S" ] || { echo "attn-table: cannot read the context of $MODEL" >&2; exit 1; }
+w1=$((S / 16)); w2=$((S / 8)); w3=$((S / 4)); w4=$((S / 2))
+l=1; while [ $(( (l + 1) * (l + 1) )) -le "$S" ]; do l=$((l + 1)); done   # floor(sqrt(S))
+
+variants="exact unscaled exact:tau=0.8 exact:tau=1.25 softmax1 gauss
+window:w=$w1 window:w=$w1,sinks=4 window:w=$w2 window:w=$w2,sinks=4 window:w=$w3
+window:w=$w3,sinks=4 window:w=$w4 window:w=$w4,sinks=4 window:w=$w2,sinks=1
+softmax1:tau=1 window:w=$w2,sinks=4,softmax1=1 window:w=$w2,softmax1=1
+dilated:w=$w2,k=2 dilated:w=$w1,k=4 dilated:w=$w2,k=2,sinks=4
+strided:l=$l strided:l=$w1 fixed:l=$w3,c=$w1 fixed:l=$w2,c=$((w1 / 2))
+lsh:buckets=4,rounds=1,local=0,sinks=0 lsh:buckets=16,rounds=1,local=0,sinks=0
+lsh:buckets=16,rounds=4,local=0,sinks=0
+lsh:buckets=4,rounds=1,local=$w1,sinks=4 lsh:buckets=4,rounds=4,local=$w1,sinks=4
+lsh:buckets=16,rounds=1,local=$w1,sinks=4 lsh:buckets=16,rounds=2,local=$w1,sinks=4
+lsh:buckets=16,rounds=4,local=$w1,sinks=4 lsh:buckets=16,rounds=8,local=$w1,sinks=4
+linear linear:prescale=1 efficient
+performer:m=64,seed=1 performer:m=64,seed=2 performer:m=64,seed=3
+performer:m=256,seed=1 performer:m=256,seed=2 performer:m=256,seed=3
+performer:m=1024,seed=1 performer:m=1024,seed=2 performer:m=1024,seed=3
+performer:m=256,orf=0,seed=1"
+
+{
+    echo "Model \`$MODEL\` (context $S), validation slice of \`$DATA\` (bytes $split..$size),"
+    echo "non-overlapping windows of $S tokens; \`sh tools/attn_table.sh\` (\`make attn-table\`),"
+    echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), OMP_NUM_THREADS=${OMP_NUM_THREADS:-all}."
+    echo
+    echo "| variant | bits/char | nats/token | KL to exact (nats/token) | top-1 agreement | state bytes/token | tokens/s |"
+    echo "|---|---|---|---|---|---|---|"
+} > "$OUT"
+for spec in $variants; do
+    echo "attn-table: $spec" >&2
+    if ! result=$("$RUN" "$MODEL" -z "$TOK" --eval "$VAL" --attn "$spec" 2>build/attn_table.err)
+    then
+        cat build/attn_table.err >&2
+        exit 1
+    fi
+    bpc=$(echo "$result" | sed -n 's/^loss: .* nats\/token, \([0-9.]*\) bits\/char.*/\1/p')
+    nats=$(echo "$result" | sed -n 's/^loss: \([0-9.]*\) nats\/token.*/\1/p')
+    kl=$(echo "$result" | sed -n 's/^vs exact: KL \([0-9.]*\) nats.*/\1/p')
+    agree=$(echo "$result" | sed -n 's/.*top-1 agreement \([0-9.]*%\).*/\1/p')
+    state=$(echo "$result" | sed -n 's/^state: .*(\([0-9.]*\) bytes\/token).*/\1/p')
+    speed=$(echo "$result" | sed -n 's/.*speed: \([0-9.]*\) tokens\/s.*/\1/p')
+    printf '| `%s` | %.4f | %.4f | %.3g | %s | %.0f | %.0f |\n' "$spec" "$bpc" "$nats" "$kl" \
+        "$agree" "$state" "$speed" >> "$OUT"
+done
+echo '| `nystrom` | excluded: not causal (ATTENTION.md §4.7) | | | | | |' >> "$OUT"
+cat "$OUT"
+if grep -q '<!-- attn-table:begin -->' "$README"; then
+    awk -v table="$OUT" '
+        /<!-- attn-table:begin -->/ { print; while ((getline line < table) > 0) print line; skip = 1; next }
+        /<!-- attn-table:end -->/ { skip = 0 }
+        !skip { print }' "$README" > build/README.tmp && mv build/README.tmp "$README"
+    echo "attn-table: table written into $README" >&2
+fi
