@@ -112,7 +112,7 @@ $(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/a
 $(B)/tools/bench_attention.o: tools/bench_attention.c attention.h attention_spec.h
 bench-attention: $(B)/tools/bench_attention
 	@echo "machine: $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), \
-	$$(nproc) cores, OMP_NUM_THREADS=$${OMP_NUM_THREADS:-all}"
+	$$(nproc --all) cores, OMP_NUM_THREADS=$${OMP_NUM_THREADS:-all}"
 	@$(B)/tools/bench_attention
 
 # attn-table: every attention variant and its sweep on the shipped model over the
