@@ -320,7 +320,8 @@ static void draw_orthogonal(float *rows, int n, int HS, Rng *r) {
             chi += z * z;
         }
         chi = sqrt(chi);
-        for (int i = 0; i < HS; i++) rows[(long)f * HS + i] = (float)((double)rows[(long)f * HS + i] * chi);
+        float *w = rows + (long)f * HS;
+        for (int i = 0; i < HS; i++) w[i] = (float)((double)w[i] * chi);
     }
 }
 
@@ -694,7 +695,8 @@ void attention_additive(float *out, const float *q, const float *k, const float 
                         const float *wv, int causal, float *scratch) {
     float *u = scratch, *p = u + (long)T * H, *s = p + H;   /* (T, H), (H,), (T,) */
     for (int j = 0; j < T; j++)          /* u_j = W_k k_j, once per key */
-        for (int c = 0; c < H; c++) u[(long)j * H + c] = dot_f(Wk + (long)c * DK, k + (long)j * DK, DK);
+        for (int c = 0; c < H; c++)
+            u[(long)j * H + c] = dot_f(Wk + (long)c * DK, k + (long)j * DK, DK);
     for (int i = 0; i < T; i++) {
         for (int c = 0; c < H; c++) p[c] = dot_f(Wq + (long)c * DQ, q + (long)i * DQ, DQ);
         int n = causal ? i + 1 : T;
