@@ -168,6 +168,7 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
         if (cfg->kind == ATTENTION_DILATED && cfg->dilation < 1) return -1;
         ring = cfg->kind == ATTENTION_WINDOW ? cfg->window
                                              : (long)(cfg->window - 1) * cfg->dilation + 1;
+        if (ring > n_ctx) ring = n_ctx;   /* never wraps: (w-1) k + 1 can exceed an int */
         p->sinks = cfg->sinks < n_ctx ? cfg->sinks : n_ctx;
         rows = p->sinks + ring < n_ctx ? p->sinks + ring : n_ctx;
         p->ring = (int)ring;

@@ -453,9 +453,9 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
     attention_spec_format(&o->attention, spec, sizeof spec);
     double nats = r.nll / (double)r.tokens;
     size_t state_bytes = m->attention_layer_bytes * (size_t)c->n_layers;
-    printf("eval: %s: %zu bytes, %zu tokens, %d windows of %d (the last %ld), %ld tokens "
-           "predicted (%ld bytes)\n", o->eval_path, len, n_ids, r.windows, ctx,
-           (long)n_ids - (long)(r.windows - 1) * ctx, r.tokens, r.bytes);
+    printf("eval: %s: %zu bytes, %zu tokens, %d windows of %d (the last %zu tokens), %ld "
+           "tokens predicted (%ld bytes)\n", o->eval_path, len, n_ids, r.windows, ctx,
+           n_ids % (size_t)ctx ? n_ids % (size_t)ctx : (size_t)ctx, r.tokens, r.bytes);
     printf("attention: %s\n", spec);
     printf("loss: %.6f nats/token, %.6f bits/char, perplexity %.4f\n", nats,
            r.nll / (log(2.0) * (double)r.bytes), exp(nats));

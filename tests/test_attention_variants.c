@@ -738,6 +738,15 @@ static void test_invalid(void) {
     bad &= attention_state_bytes(&cfg, &shape, 8) == 0;
     check_true(bad, "invalid configs (odd buckets, softmax1 on Performer, window 0, c > l) "
                "have no state size");
+    /* the largest dilation the CLI accepts: (w-1) k + 1 = 2^40 slots is capped at n_ctx */
+    cfg = config(ATTENTION_DILATED);
+    cfg.window = 1 << 20;
+    cfg.dilation = 1 << 20;
+    float qd[8] = {1, 2, 3, 4, 5, 6, 7, 8}, od[8];
+    check_true(attention_state_bytes(&cfg, &shape, 2) > 0 &&
+               run_once(&cfg, 1, 1, 4, 0.5f, od, qd, qd, qd, 2, 1) == 0 &&
+               memcmp(od, qd, sizeof od) == 0, "dilated(2^20, 2^20): a 2-slot ring, each "
+               "position sees only itself");
     /* a ring cannot rewind: a step that does not continue the sequence is refused */
     cfg = config(ATTENTION_WINDOW);
     cfg.window = 2;
