@@ -617,11 +617,13 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
     float *rec = at(state, p.rec);
     int32_t *lists = at(state, p.list);
     const float *random = at(state, p.rand);
-    long work = (long)NH * T * HS * (p.kv_rows > 0 ? p.kv_rows : p.rec_floats / HS + 1);
     /* Each kv head g runs on one thread: it alone writes its columns of the K/V store,
      * the state and scratch of its query heads, and their columns of out, always in
-     * the order t, h. So the bits do not depend on the thread count. */
-    #pragma omp parallel for schedule(static) if (work >= ATTENTION_PARALLEL_MIN_WORK)
+     * the order t, h. So the bits do not depend on the thread count. Work is about NH T HS
+     * times the keys (or recurrent rows) each query reads; small steps stay serial. */
+    #pragma omp parallel for schedule(static) \
+        if ((long)NH * T * HS * (p.kv_rows > 0 ? p.kv_rows : p.rec_floats / HS + 1) >= \
+            ATTENTION_PARALLEL_MIN_WORK)
     for (int g = 0; g < NKV; g++) {
         for (int t = 0; t < T; t++) {
             int i = pos + t;
