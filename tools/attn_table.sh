@@ -29,21 +29,13 @@ w1=$((S / 16)); w2=$((S / 8)); w3=$((S / 4)); w4=$((S / 2))
 l=1; while [ $(( (l + 1) * (l + 1) )) -le "$S" ]; do l=$((l + 1)); done   # floor(sqrt(S))
 
 variants="exact unscaled exact:tau=0.8 exact:tau=1.25 softmax1 gauss
-window:w=$w1 window:w=$w1,sinks=4 window:w=$w2 window:w=$w2,sinks=4 window:w=$w3
-window:w=$w3,sinks=4 window:w=$w4 window:w=$w4,sinks=4 window:w=$w2,sinks=1
-softmax1:tau=1 window:w=$w2,sinks=4,softmax1=1 window:w=$w2,softmax1=1
-dilated:w=$w2,k=2 dilated:w=$w1,k=4 dilated:w=$w2,k=2,sinks=4
-strided:l=$l strided:l=$w1 fixed:l=$w3,c=$w1 fixed:l=$w2,c=$((w1 / 2))
-lsh:buckets=4,rounds=1,local=0,sinks=0 lsh:buckets=16,rounds=1,local=0,sinks=0
-lsh:buckets=16,rounds=4,local=0,sinks=0
-lsh:buckets=4,rounds=1,local=$w1,sinks=4 lsh:buckets=4,rounds=4,local=$w1,sinks=4
-lsh:buckets=16,rounds=1,local=$w1,sinks=4 lsh:buckets=16,rounds=2,local=$w1,sinks=4
+window:w=$w1 window:w=$w1,sinks=4 window:w=$w2 window:w=$w2,sinks=4 window:w=$w3,sinks=4
+window:w=$w4 window:w=$w4,sinks=4 window:w=$w2,sinks=4,softmax1=1
+dilated:w=$w2,k=2 dilated:w=$w2,k=2,sinks=4 strided:l=$l fixed:l=$w3,c=$w1
+lsh:buckets=16,rounds=1,local=0,sinks=0 lsh:buckets=4,rounds=4,local=$w1,sinks=4
 lsh:buckets=16,rounds=4,local=$w1,sinks=4 lsh:buckets=16,rounds=8,local=$w1,sinks=4
-linear linear:prescale=1 efficient
-performer:m=64,seed=1 performer:m=64,seed=2 performer:m=64,seed=3
-performer:m=256,seed=1 performer:m=256,seed=2 performer:m=256,seed=3
-performer:m=1024,seed=1 performer:m=1024,seed=2 performer:m=1024,seed=3
-performer:m=256,orf=0,seed=1"
+linear efficient performer:m=64,seed=1 performer:m=256,seed=1 performer:m=256,seed=2
+performer:m=256,seed=3 performer:m=1024,seed=1"
 
 {
     echo "Model \`$MODEL\` (context $S), validation slice of \`$DATA\` (bytes $split..$size),"
