@@ -877,8 +877,10 @@ void attention_backward(const AttentionShape *shape, float *dq, float *dk, float
     int kv_stride = NKV * HS;
     /* Every query head of one kv head adds into the same dk, dv columns, so the unit of
      * parallel work is the kv head: its thread alone writes those columns and the dq
-     * columns of its query heads, always in the order h, t, t2. */
-    #pragma omp parallel for schedule(static)
+     * columns of its query heads, always in the order h, t, t2. Small problems stay on
+     * one thread: starting a parallel region costs more than they do. */
+    #pragma omp parallel for schedule(static) \
+        if ((long)NH * T * T * HS >= ATTENTION_PARALLEL_MIN_WORK)
     for (int kvh = 0; kvh < NKV; kvh++) {
         float *p = scratch + (long)kvh * 2 * T, *dp = p + T;
         int kv_offset = kvh * HS;              /* seek to this head's columns of k, v */

@@ -33,7 +33,7 @@
 #define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi) in GELU's tanh form */
 #define GELU_CUBIC 0.044715f                      /* coefficient of x^3 in GELU's tanh form */
 #define MATMUL_ROWS 64   /* rows of x per matmul job: 64 x IC floats stay in L1/L2 */
-#define MATMUL_COLS 48   /* rows of w per matmul job, a multiple of the 3-wide tile */
+#define MATMUL_COLS 48   /* rows of w per matmul job, a multiple of the 4-wide tile */
 
 /* ------------------------------------------------------------------------- */
 /* Overflow-safe size arithmetic                                               */
@@ -649,44 +649,60 @@ static float dot(const float *a, const float *b, int n) {
 }
 
 #ifdef __AVX2__
-/* out[n .. n+3, o .. o+2] for a 4 x 3 tile: twelve dot products at once, each in one
+/* The four sums of dot products whose eight partial sums are in a, b, c, d, each
+ * reduced exactly as dot_finish does: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). */
+static __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    __m256 ab = _mm256_hadd_ps(a, b);      /* a01 a23 b01 b23 | a45 a67 b45 b67 */
+    __m256 cd = _mm256_hadd_ps(c, d);      /* c01 c23 d01 d23 | c45 c67 d45 d67 */
+    __m256 abcd = _mm256_hadd_ps(ab, cd);  /* a0123 b0123 c0123 d0123 | a4567 ... */
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+/* out[n .. n+2, o .. o+3] for a 3 x 4 tile: twelve dot products at once, each in one
  * 8-lane register, so each loaded row of x or w feeds three or four of them. The
- * lanes see exactly dot()'s multiplies and adds (no fused multiply-add), in the same
- * order, so the tile is bitwise equal to the scalar path. */
-static void matmul_tile_4x3(float *out, const float *x, const float *w, const float *b,
+ * lanes see exactly dot()'s multiplies and adds (no fused multiply-add) in the same
+ * order, and reduce4 adds them up in dot_finish's order, so the tile is bitwise equal
+ * to the scalar path. */
+static void matmul_tile_3x4(float *out, const float *x, const float *w, const float *b,
                             int n, int o, int IC, int OC) {
-    const float *x0 = x + (size_t)n * IC, *x1 = x0 + IC, *x2 = x1 + IC, *x3 = x2 + IC;
-    const float *w0 = w + (size_t)o * IC, *w1 = w0 + IC, *w2 = w1 + IC;
-    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00;
-    __m256 a20 = a00, a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00;
+    const float *x0 = x + (size_t)n * IC, *x1 = x0 + IC, *x2 = x1 + IC;
+    const float *w0 = w + (size_t)o * IC, *w1 = w0 + IC, *w2 = w1 + IC, *w3 = w2 + IC;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00;
+    __m256 a12 = a00, a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00;
     int i = 0;
     for (; i + 8 <= IC; i += 8) {
         __m256 v0 = _mm256_loadu_ps(w0 + i), v1 = _mm256_loadu_ps(w1 + i);
-        __m256 v2 = _mm256_loadu_ps(w2 + i), u = _mm256_loadu_ps(x0 + i);
+        __m256 v2 = _mm256_loadu_ps(w2 + i), v3 = _mm256_loadu_ps(w3 + i);
+        __m256 u = _mm256_loadu_ps(x0 + i);
         a00 = _mm256_add_ps(a00, _mm256_mul_ps(u, v0));
         a01 = _mm256_add_ps(a01, _mm256_mul_ps(u, v1));
         a02 = _mm256_add_ps(a02, _mm256_mul_ps(u, v2));
+        a03 = _mm256_add_ps(a03, _mm256_mul_ps(u, v3));
         u = _mm256_loadu_ps(x1 + i);
         a10 = _mm256_add_ps(a10, _mm256_mul_ps(u, v0));
         a11 = _mm256_add_ps(a11, _mm256_mul_ps(u, v1));
         a12 = _mm256_add_ps(a12, _mm256_mul_ps(u, v2));
+        a13 = _mm256_add_ps(a13, _mm256_mul_ps(u, v3));
         u = _mm256_loadu_ps(x2 + i);
         a20 = _mm256_add_ps(a20, _mm256_mul_ps(u, v0));
         a21 = _mm256_add_ps(a21, _mm256_mul_ps(u, v1));
         a22 = _mm256_add_ps(a22, _mm256_mul_ps(u, v2));
-        u = _mm256_loadu_ps(x3 + i);
-        a30 = _mm256_add_ps(a30, _mm256_mul_ps(u, v0));
-        a31 = _mm256_add_ps(a31, _mm256_mul_ps(u, v1));
-        a32 = _mm256_add_ps(a32, _mm256_mul_ps(u, v2));
+        a23 = _mm256_add_ps(a23, _mm256_mul_ps(u, v3));
     }
-    __m256 acc[4][3] = {{a00, a01, a02}, {a10, a11, a12}, {a20, a21, a22}, {a30, a31, a32}};
-    const float *x_r[4] = {x0, x1, x2, x3}, *w_c[3] = {w0, w1, w2};
-    for (int r = 0; r < 4; r++) {
-        for (int c = 0; c < 3; c++) {
-            float lanes[8];
-            _mm256_storeu_ps(lanes, acc[r][c]);
-            float bias = b ? b[o + c] : 0.0f;
-            out[(size_t)(n + r) * OC + o + c] = dot_finish(lanes, x_r[r], w_c[c], i, IC) + bias;
+    __m128 sums[3] = {reduce4(a00, a01, a02, a03), reduce4(a10, a11, a12, a13),
+                      reduce4(a20, a21, a22, a23)};
+    const float *x_r[3] = {x0, x1, x2}, *w_c[4] = {w0, w1, w2, w3};
+    for (int r = 0; r < 3; r++) {
+        float *out_r = out + (size_t)(n + r) * OC + o;
+        if (i == IC && b) {          /* no tail: add the biases and store four at once */
+            _mm_storeu_ps(out_r, _mm_add_ps(sums[r], _mm_loadu_ps(b + o)));
+            continue;
+        }
+        float s[4];
+        _mm_storeu_ps(s, sums[r]);
+        for (int c = 0; c < 4; c++) {
+            for (int j = i; j < IC; j++) s[c] += x_r[r][j] * w_c[c][j];
+            out_r[c] = s[c] + (b ? b[o + c] : 0.0f);
         }
     }
 }
@@ -697,11 +713,11 @@ static void matmul_block(float *out, const float *x, const float *w, const float
                          int n0, int n1, int o0, int o1, int IC, int OC) {
     int o = o0;
 #ifdef __AVX2__
-    for (; o + 3 <= o1; o += 3) {   /* whole 4 x 3 tiles; the rows left over go below */
+    for (; o + 4 <= o1; o += 4) {   /* whole 3 x 4 tiles; the rows left over go below */
         int n = n0;
-        for (; n + 4 <= n1; n += 4) matmul_tile_4x3(out, x, w, b, n, o, IC, OC);
+        for (; n + 3 <= n1; n += 3) matmul_tile_3x4(out, x, w, b, n, o, IC, OC);
         for (; n < n1; n++)
-            for (int c = o; c < o + 3; c++)
+            for (int c = o; c < o + 4; c++)
                 out[(size_t)n * OC + c] = dot(x + (size_t)n * IC, w + (size_t)c * IC, IC) +
                                           (b ? b[c] : 0.0f);
     }

@@ -14,7 +14,7 @@
 #include "train.h"
 
 #include <errno.h>        /* errno */
-#include <math.h>         /* expf, logf, sqrtf, tanhf, coshf, cosf */
+#include <math.h>         /* expf, logf, sqrtf, tanhf, fabsf, cosf, powf */
 #include <stdint.h>       /* int32_t, uint32_t, uint64_t */
 #include <stdio.h>        /* FILE, fopen, fread, fwrite, fprintf, printf */
 #include <stdlib.h>       /* calloc, malloc, free, strtol, strtof */
@@ -29,11 +29,13 @@
 #define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi), as model.c's GELU */
 #define GELU_CUBIC 0.044715f                      /* x^3 coefficient, as model.c's GELU */
 #define PI_F 3.14159265358979f
+#define GELU_RECOVER_MIN 1e-2f  /* |x| above which GELU's backward reads tanh from its output */
 #define ROWS_PER_JOB 32        /* rows per parallel job in row-wise kernels */
 #define DX_ROWS_PER_JOB 64     /* matmul backward dx: rows of dout per job */
 #define DW_COLS_PER_JOB 16     /* matmul backward dw: rows of dw per job */
-#define DW_ROWS_PER_BLOCK 256  /* matmul backward dw: rows of x kept in cache at once */
+#define DW_ROWS_PER_BLOCK 64   /* matmul backward dw: rows of x (and dout) kept in L1 at once */
 #define ELEMENTS_PER_JOB 16384 /* elementwise kernels: floats per parallel job */
+#define PARALLEL_MIN_WORK 65536 /* smaller loops run on one thread: a parallel region costs more */
 
 /* ------------------------------------------------------------------------- */
 /* Random numbers: splitmix64 (https://prng.di.unimi.it/splitmix64.c)          */
@@ -217,7 +219,7 @@ void trainer_free(Trainer *tr) {
 static void layernorm_rows(float *out, const float *x, const float *w, const float *b,
                            int N, int C) {
     /* each job normalises its own rows; model_layernorm has no pragma of its own */
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN_WORK)
     for (int n0 = 0; n0 < N; n0 += ROWS_PER_JOB) {
         int rows = N - n0 < ROWS_PER_JOB ? N - n0 : ROWS_PER_JOB;
         model_layernorm(out + (size_t)n0 * C, x + (size_t)n0 * C, w, b, rows, C);
@@ -228,7 +230,7 @@ static void layernorm_rows(float *out, const float *x, const float *w, const flo
 static void gelu_copy(float *out, const float *x, size_t n) {
     long jobs = (long)((n + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB);
     /* each job owns its chunk of out */
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)n >= PARALLEL_MIN_WORK)
     for (long j = 0; j < jobs; j++) {
         size_t start = (size_t)j * ELEMENTS_PER_JOB;
         size_t count = n - start < ELEMENTS_PER_JOB ? n - start : ELEMENTS_PER_JOB;
@@ -250,7 +252,7 @@ static void dropout_apply(float *x, size_t n, float p, uint64_t key) {
     float keep_scale = 1.0f / (1.0f - p);
     long jobs = (long)((n + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB);
     /* each job owns its chunk of x; the mask depends only on the index */
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)n >= PARALLEL_MIN_WORK)
     for (long j = 0; j < jobs; j++) {
         size_t end = (size_t)(j + 1) * ELEMENTS_PER_JOB < n ? (size_t)(j + 1) * ELEMENTS_PER_JOB : n;
         for (size_t i = (size_t)j * ELEMENTS_PER_JOB; i < end; i++)
@@ -353,7 +355,7 @@ float trainer_forward(Trainer *tr, const int *inputs, const int *targets) {
 void train_crossentropy_forward(float *probs, float *losses, const float *logits,
                                 const int *targets, int N, int V) {
     /* rows are independent; each job writes its own rows of probs and losses */
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN_WORK)
     for (int n = 0; n < N; n++) {
         const float *logits_n = logits + (size_t)n * V;
         float *probs_n = probs + (size_t)n * V;
@@ -373,7 +375,7 @@ void train_crossentropy_forward(float *probs, float *losses, const float *logits
 
 void train_crossentropy_backward(float *probs, const int *targets, int N, int V, float scale) {
     /* each row is owned by one iteration */
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN_WORK)
     for (int n = 0; n < N; n++) {
         float *d_n = probs + (size_t)n * V;
         if (targets[n] < 0) {
@@ -444,9 +446,10 @@ static void matmul_backward_dx_rows(float *dx, const float *dout, const float *w
     }
 }
 
-/* dw rows o0 .. o1-1 for input rows n0 .. n1-1: dw_o (IC,) += sum_n dout[n, o] x_n. */
-static void matmul_backward_dw_block(float *dw, const float *dout, const float *x, int n0,
-                                     int n1, int o0, int o1, int IC, int OC) {
+/* dw rows o0 .. o1-1 for input rows n0 .. n1-1: dw_o (IC,) += sum_n d[n, o] x_n, where
+ * d holds dout[n0 .. n1, o0 .. o1) as rows of ld floats (a copy that stays in L1). */
+static void matmul_backward_dw_block(float *dw, const float *d, int ld, const float *x,
+                                     int n0, int n1, int o0, int o1, int IC) {
     int i0 = 0;
 #ifdef __AVX2__
     /* 4 rows x 16 columns of dw in 8 registers; the strip of x rows stays in L1 */
@@ -460,7 +463,7 @@ static void matmul_backward_dw_block(float *dw, const float *dout, const float *
             __m256 a20 = _mm256_loadu_ps(dw2), a21 = _mm256_loadu_ps(dw2 + 8);
             __m256 a30 = _mm256_loadu_ps(dw3), a31 = _mm256_loadu_ps(dw3 + 8);
             for (int n = n0; n < n1; n++) {
-                const float *x_n = x + (size_t)n * IC + i0, *d_n = dout + (size_t)n * OC + o;
+                const float *x_n = x + (size_t)n * IC + i0, *d_n = d + (n - n0) * ld + (o - o0);
                 __m256 x0 = _mm256_loadu_ps(x_n), x1 = _mm256_loadu_ps(x_n + 8);
                 __m256 s = _mm256_broadcast_ss(d_n);
                 a00 = _mm256_fmadd_ps(s, x0, a00); a01 = _mm256_fmadd_ps(s, x1, a01);
@@ -481,7 +484,7 @@ static void matmul_backward_dw_block(float *dw, const float *dout, const float *
             __m256 a00 = _mm256_loadu_ps(dw0), a01 = _mm256_loadu_ps(dw0 + 8);
             for (int n = n0; n < n1; n++) {
                 const float *x_n = x + (size_t)n * IC + i0;
-                __m256 s = _mm256_broadcast_ss(dout + (size_t)n * OC + o);
+                __m256 s = _mm256_broadcast_ss(d + (n - n0) * ld + (o - o0));
                 a00 = _mm256_fmadd_ps(s, _mm256_loadu_ps(x_n), a00);
                 a01 = _mm256_fmadd_ps(s, _mm256_loadu_ps(x_n + 8), a01);
             }
@@ -494,8 +497,8 @@ static void matmul_backward_dw_block(float *dw, const float *dout, const float *
         float *dw_o = dw + (size_t)o * IC;
         for (int n = n0; n < n1; n++) {
             const float *x_n = x + (size_t)n * IC;
-            float d = dout[(size_t)n * OC + o];
-            for (int i = i0; i < IC; i++) dw_o[i] += d * x_n[i];
+            float d_no = d[(n - n0) * ld + (o - o0)];
+            for (int i = i0; i < IC; i++) dw_o[i] += d_no * x_n[i];
         }
     }
 }
@@ -503,25 +506,30 @@ static void matmul_backward_dw_block(float *dw, const float *dout, const float *
 void train_matmul_backward(float *dx, float *dw, float *db, const float *dout,
                            const float *x, const float *w, int N, int IC, int OC) {
     /* dx: each job owns a block of rows of dx and sums over o in a fixed order */
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)N * IC * OC >= PARALLEL_MIN_WORK)
     for (int n0 = 0; n0 < N; n0 += DX_ROWS_PER_JOB) {
         int n1 = n0 + DX_ROWS_PER_JOB < N ? n0 + DX_ROWS_PER_JOB : N;
         matmul_backward_dx_rows(dx, dout, w, n0, n1, IC, OC);
     }
     /* dw, db: each job owns a block of rows of dw (and entries of db) and sums over
-     * n in increasing order, blocks of x rows at a time so they stay in cache */
-    #pragma omp parallel for schedule(static)
+     * n in increasing order, a block of rows at a time: the block's columns of dout
+     * are first copied into d, contiguous, where the kernel reads them from L1 */
+    #pragma omp parallel for schedule(static) if ((long)N * IC * OC >= PARALLEL_MIN_WORK)
     for (int o0 = 0; o0 < OC; o0 += DW_COLS_PER_JOB) {
         int o1 = o0 + DW_COLS_PER_JOB < OC ? o0 + DW_COLS_PER_JOB : OC;
+        float d[DW_ROWS_PER_BLOCK * DW_COLS_PER_JOB];
         for (int n0 = 0; n0 < N; n0 += DW_ROWS_PER_BLOCK) {
             int n1 = n0 + DW_ROWS_PER_BLOCK < N ? n0 + DW_ROWS_PER_BLOCK : N;
-            matmul_backward_dw_block(dw, dout, x, n0, n1, o0, o1, IC, OC);
-        }
-        if (db) {
-            for (int o = o0; o < o1; o++) {
-                float sum = db[o];
-                for (int n = 0; n < N; n++) sum += dout[(size_t)n * OC + o];
-                db[o] = sum;
+            for (int n = n0; n < n1; n++)
+                for (int o = o0; o < o1; o++)
+                    d[(n - n0) * DW_COLS_PER_JOB + (o - o0)] = dout[(size_t)n * OC + o];
+            matmul_backward_dw_block(dw, d, DW_COLS_PER_JOB, x, n0, n1, o0, o1, IC);
+            if (db) {
+                for (int o = o0; o < o1; o++) {
+                    float sum = db[o];
+                    for (int n = n0; n < n1; n++) sum += d[(n - n0) * DW_COLS_PER_JOB + (o - o0)];
+                    db[o] = sum;
+                }
             }
         }
     }
@@ -532,7 +540,7 @@ void train_layernorm_backward(float *dx, float *dw, float *db, const float *dout
                               int N, int C) {
     /* dx: rows are independent. With xhat = (x - mean) rstd and g = w * dout:
      * dx = rstd (g - mean(g) - xhat mean(g xhat)) (llm.c doc/layernorm) */
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN_WORK)
     for (int n = 0; n < N; n++) {
         const float *x_n = x + (size_t)n * C, *dout_n = dout + (size_t)n * C;
         float *dx_n = dx + (size_t)n * C;
@@ -560,7 +568,7 @@ void train_layernorm_backward(float *dx, float *dw, float *db, const float *dout
         }
     }
     /* dw, db: each column i is one iteration summing rows in increasing order */
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN_WORK)
     for (int i = 0; i < C; i++) {
         float sum_w = dw[i], sum_b = db[i];
         for (int n = 0; n < N; n++) {
@@ -573,17 +581,22 @@ void train_layernorm_backward(float *dx, float *dw, float *db, const float *dout
     }
 }
 
-void train_gelu_backward(float *dx, const float *x, const float *dout, size_t n) {
+void train_gelu_backward(float *dx, const float *x, const float *out, const float *dout,
+                         size_t n) {
     long jobs = (long)((n + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB);
     /* elementwise: each job owns a chunk of dx */
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)n >= PARALLEL_MIN_WORK)
     for (long j = 0; j < jobs; j++) {
         size_t end = (size_t)(j + 1) * ELEMENTS_PER_JOB < n ? (size_t)(j + 1) * ELEMENTS_PER_JOB : n;
         for (size_t i = (size_t)j * ELEMENTS_PER_JOB; i < end; i++) {
-            /* d/dx 0.5 x (1 + tanh u), u = a (x + b x^3): 0.5 (1 + tanh u) + 0.5 x sech^2(u) u' */
+            /* d/dx 0.5 x (1 + tanh u), u = a (x + b x^3): 0.5 (1 + tanh u) + 0.5 x sech^2(u) u'.
+             * tanh u is read back from the forward's output, out = 0.5 x (1 + tanh u),
+             * which saves a tanhf per element; near x = 0 that division loses precision,
+             * so there tanhf is called again. */
             float v = x[i];
-            float u = GELU_SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
-            float th = tanhf(u);
+            float th = fabsf(v) > GELU_RECOVER_MIN ?
+                       2.0f * out[i] / v - 1.0f :
+                       tanhf(GELU_SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v));
             float du = GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_CUBIC * v * v);
             dx[i] += (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du) * dout[i];
         }
@@ -593,7 +606,7 @@ void train_gelu_backward(float *dx, const float *x, const float *dout, size_t n)
 void train_embedding_backward(float *dwte, float *dwpe, const float *dx, const int *tokens,
                               int B, int T, int C) {
     /* dwpe: each position t is one iteration, summing sequences b in order */
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)T * B * C >= PARALLEL_MIN_WORK)
     for (int t = 0; t < T; t++) {
         float *dwpe_t = dwpe + (size_t)t * C;
         for (int b = 0; b < B; b++) add_into(dwpe_t, dx + ((size_t)b * T + t) * C, (size_t)C);
@@ -644,7 +657,7 @@ void trainer_backward(Trainer *tr) {
                               g->fcprojb + (size_t)l * C, a->dtmp, fch_gelu,
                               p->fcprojw + (size_t)l * C * Hd, (int)N, Hd, C);
         memset(a->dfch, 0, N * Hd * sizeof(float));
-        train_gelu_backward(a->dfch, fch, a->dfch_gelu, N * Hd);
+        train_gelu_backward(a->dfch, fch, fch_gelu, a->dfch_gelu, N * Hd);
         memset(a->dln, 0, N * C * sizeof(float));
         train_matmul_backward(a->dln, g->fcw + (size_t)l * Hd * C, g->fcb + (size_t)l * Hd,
                               a->dfch, ln2, p->fcw + (size_t)l * Hd * C, (int)N, C, Hd);
@@ -712,7 +725,7 @@ float trainer_update(Trainer *tr) {
         float *param = tr->params + start, *grad = tr->grads + start;
         float *m = tr->adam_m + start, *v = tr->adam_v + start;
         /* elementwise (Loshchilov & Hutter, AdamW, Algorithm 2): each j owns its entries */
-        #pragma omp parallel for schedule(static)
+        #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_WORK)
         for (long j = 0; j < n; j++) {
             float gj = grad[j] * clip_scale;
             m[j] = s->beta1 * m[j] + (1.0f - s->beta1) * gj;
@@ -931,11 +944,11 @@ static const char USAGE[] =
 "  -v, --vocab N          BPE vocabulary size incl. 256 bytes and end-of-text, 257..65536\n"
 "                         (default 1024)\n"
 "  -L, --layers N         transformer blocks, 1..64 (default 6)\n"
-"  -C, --dim N            model width, 8..2048 (default 192)\n"
-"  -H, --heads N          attention heads, dividing the width (default 6)\n"
+"  -C, --dim N            model width, 8..2048 (default 128)\n"
+"  -H, --heads N          attention heads, dividing the width (default 4)\n"
 "  -T, --context N        context length in tokens, 2..4096 (default 128)\n"
-"  -B, --batch N          sequences per step, 1..4096 (default 32)\n"
-"  -n, --steps N          optimizer steps, 0..10000000 (default 3000)\n"
+"  -B, --batch N          sequences per step, 1..4096 (default 16)\n"
+"  -n, --steps N          optimizer steps, 0..10000000 (default 3500)\n"
 "  -l, --lr X             peak learning rate, (0, 1] (default 0.002)\n"
 "  -w, --warmup N         warmup steps, 1..steps (default 100)\n"
 "  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.1)\n"
@@ -988,9 +1001,9 @@ static int parse_options(Options *o, int argc, char **argv) {
     TrainSettings *s = &o->settings;
     int seed = 1337;
     *o = (Options){"../shared/data/tinyshakespeare.txt", "weights/model.bin", NULL, 0, 1024,
-                   6, 192, 6, 128, 250, 0, {0}};
-    s->batch = 32;
-    s->steps = 3000;
+                   6, 128, 4, 128, 250, 0, {0}};
+    s->batch = 16;
+    s->steps = 3500;
     s->warmup = 100;
     s->lr = 0.002f;
     s->lr_min_ratio = 0.1f;

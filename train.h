@@ -151,8 +151,9 @@ void train_layernorm_backward(float *dx, float *dw, float *db, const float *dout
                               const float *x, const float *w, float *mean, float *rstd,
                               int N, int C);
 
-/* out = GELU(x) (tanh form): dx (n,) += GELU'(x) * dout. */
-void train_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
+/* out (n,) = GELU(x) (tanh form, model_gelu's output): dx (n,) += GELU'(x) * dout. */
+void train_gelu_backward(float *dx, const float *x, const float *out, const float *dout,
+                         size_t n);
 
 /* x (N, C) = wte[tokens] + wpe[t]: dwte (V, C), dwpe (T, C) += the rows of dx (B, T, C). */
 void train_embedding_backward(float *dwte, float *dwpe, const float *dx, const int *tokens,

@@ -168,13 +168,17 @@ static double gelu_loss(void *ctx) {
 }
 
 static void test_gelu_grad(void) {
-    enum { N = 13 };
+    enum { N = 15 };
     float x[N], g[N], dx[N] = {0};
     fill_random(x, N); fill_random(g, N);
     for (int i = 0; i < N; i++) x[i] *= 4.0f;   /* cover both tails and the middle */
-    train_gelu_backward(dx, x, g, N);
+    x[0] = 0.0f; x[1] = 0.005f; x[2] = -0.02f;  /* either side of GELU_RECOVER_MIN */
+    float out[N];
+    memcpy(out, x, sizeof out);
+    model_gelu(out, N);
+    train_gelu_backward(dx, x, out, g, N);
     GeluCase c = {to_f64(x, N), to_f64(g, N), N};
-    check_grad("gelu backward dx (13 values in [-4, 4))", dx, c.x, N, gelu_loss, &c);
+    check_grad("gelu backward dx (15 values in [-4, 4), 0 and near it)", dx, c.x, N, gelu_loss, &c);
     free(c.x); free(c.g);
 }
 
