@@ -576,6 +576,32 @@ static void test_lsh(void) {
                "round, %.2g with 64 rounds", err[0], err[1]);
 }
 
+/* LSH rounds come from one stream per (seed, layer, head, round), so more rounds give a
+ * superset of candidates (one-hot values make each candidate set visible as weights > 0). */
+static void test_lsh_nested(void) {
+    enum { T = 16 };
+    float q[T * T], k[T * T], v[T * T], w[4][T * T];
+    fill_random(q, T * T, 1.0f);
+    fill_random(k, T * T, 1.0f);
+    for (int j = 0; j < T; j++)
+        for (int c = 0; c < T; c++) v[j * T + c] = j == c ? 1.0f : 0.0f;
+    AttentionConfig lsh = config(ATTENTION_LSH);
+    lsh.buckets = 8;
+    lsh.local = 1;
+    lsh.sinks = 0;
+    int nested = 1, grew = 0;
+    for (int r = 0; r < 4; r++) {
+        lsh.rounds = 1 << r;
+        run_once(&lsh, 1, 1, T, 0.25f, w[r], q, k, v, T, T);
+        for (int i = 0; r > 0 && i < T * T; i++) {
+            nested &= !(w[r - 1][i] > 0.0f) || w[r][i] > 0.0f;
+            grew += !(w[r - 1][i] > 0.0f) && w[r][i] > 0.0f;
+        }
+    }
+    check_true(nested && grew > 0, "LSH: candidates with 1, 2, 4, 8 rounds are nested (%d keys "
+               "added)", grew);
+}
+
 /* G9 seeds and G10 threads, for every variant. */
 static void test_seeds_and_threads(void) {
     enum { NH = 8, HS = 32, T = 64, W = T * NH * HS };
@@ -721,6 +747,33 @@ static void test_performer(void) {
                tv[0], tv[1], tv[2], r1, r2);
 }
 
+/* softmax1 == exact attention with a key of score 0 and value 0 in front (§4.8);
+ * Efficient Attention is invariant to adding a constant to q (§4.5). */
+static void test_identities(void) {
+    enum { HS = 6, T = 9 };
+    float q[T * HS], k[(T + 1) * HS], v[(T + 1) * HS], q1[(T + 1) * HS];
+    float a[T * HS], b[(T + 1) * HS];
+    fill_random(q, T * HS, 2.0f);
+    memset(k, 0, HS * sizeof(float));
+    memset(v, 0, HS * sizeof(float));
+    fill_random(k + HS, T * HS, 2.0f);
+    fill_random(v + HS, T * HS, 1.0f);
+    memcpy(q1 + HS, q, sizeof q);
+    memset(q1, 0, HS * sizeof(float));
+    AttentionConfig s1 = config(ATTENTION_EXACT), ex = config(ATTENTION_EXACT);
+    s1.softmax1 = 1;
+    run_once(&s1, 1, 1, HS, 0.4f, a, q, k + HS, v + HS, T, T);
+    run_once(&ex, 1, 1, HS, 0.4f, b, q1, k, v, T + 1, T + 1);
+    check_true(memcmp(a, b + HS, sizeof a) == 0, "softmax1 == exact with a (score 0, value 0) "
+               "key in front, bitwise");
+    float shifted[T * HS];
+    for (int i = 0; i < T * HS; i++) shifted[i] = q[i] + 3.0f;
+    AttentionConfig eff = config(ATTENTION_EFFICIENT);
+    run_once(&eff, 1, 1, HS, 0.4f, a, q, k + HS, v + HS, T, T);
+    run_once(&eff, 1, 1, HS, 0.4f, b, shifted, k + HS, v + HS, T, T);
+    check_close("Efficient Attention: q + 3 gives the same outputs", b, a, T * HS, 1e-6, 1e-6);
+}
+
 /* Bad configurations are refused, never run. */
 static void test_invalid(void) {
     AttentionShape shape = {2, 2, 4, 0.5f};
@@ -768,8 +821,10 @@ int main(void) {
     test_properties();
     test_limits();
     test_lsh();
+    test_lsh_nested();
     test_seeds_and_threads();
     test_performer();
+    test_identities();
     test_invalid();
     return check_summary("test_attention_variants");
 }
