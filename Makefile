@@ -118,8 +118,8 @@ bench-attention: $(B)/tools/bench_attention
 # attn-table: every attention variant and its sweep on the shipped model over the
 # validation slice; writes the table into README.md (tools/attn_table.sh). Minutes.
 # Example: make attn-table
-attn-table: all
-	@sh tools/attn_table.sh
+attn-table: all $(B)/tools/bench_attention
+	@BENCH=$(B)/tools/bench_attention sh tools/attn_table.sh
 
 # bench: end-to-end speed (tokens/s, 1 and 2 threads) and peak memory of ./run on the
 # shipped and reference models; prints a table, asserts nothing. Example: make bench

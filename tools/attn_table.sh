@@ -5,7 +5,8 @@
 # the training text (bytes from floor(0.9 x size) to the end, the split train.c
 # uses), and writes a markdown table (variant, parameters, bits/char, KL to exact,
 # top-1 agreement, state bytes per token, tokens/s) to build/attn_table.md and into
-# README.md between <!-- attn-table:begin --> and <!-- attn-table:end -->.
+# README.md between <!-- attn-table:begin --> and <!-- attn-table:end -->; then the
+# attention-only benchmark (build/tools/bench_attention) between the attn-bench markers.
 # Sweep sizes follow the model's context S (windows S/16 .. S/2). Usage:
 #   sh tools/attn_table.sh            (MODEL, TOK, DATA, RUN, README override paths)
 set -eu
@@ -63,10 +64,24 @@ for spec in $variants; do
 done
 echo '| `nystrom` | excluded: not causal (ATTENTION.md §4.7) | | | | | |' >> "$OUT"
 cat "$OUT"
-if grep -q '<!-- attn-table:begin -->' "$README"; then
-    awk -v table="$OUT" '
-        /<!-- attn-table:begin -->/ { print; while ((getline line < table) > 0) print line; skip = 1; next }
-        /<!-- attn-table:end -->/ { skip = 0 }
-        !skip { print }' "$README" > build/README.tmp && mv build/README.tmp "$README"
-    echo "attn-table: table written into $README" >&2
+
+# The attention-only microbenchmark (tools/bench_attention.c), when built.
+BENCH=${BENCH:-build/tools/bench_attention}
+if [ -x "$BENCH" ]; then
+    echo "attn-table: attention-only benchmark" >&2
+    "$BENCH" | grep '^|' > build/attn_bench.md || true
+    cat build/attn_bench.md
 fi
+
+# Replaces the lines between <!-- NAME:begin --> and <!-- NAME:end --> of README by FILE.
+replace_between() {
+    grep -q "<!-- $1:begin -->" "$README" || return 0
+    awk -v table="$2" -v begin="<!-- $1:begin -->" -v end="<!-- $1:end -->" '
+        $0 == begin { print; while ((getline line < table) > 0) print line; skip = 1; next }
+        $0 == end { skip = 0 }
+        !skip { print }' "$README" > build/README.tmp && cat build/README.tmp > "$README"
+    echo "attn-table: $1 written into $README" >&2
+}
+replace_between attn-table "$OUT"
+[ -f build/attn_bench.md ] && [ -x "$BENCH" ] && replace_between attn-bench build/attn_bench.md
+exit 0
