@@ -1,4 +1,4 @@
-/* model.h: a decoder-only transformer: configuration, weights, KV cache, forward pass.
+/* model.h: a decoder-only transformer: configuration, weights, attention state, forward pass.
  *
  * Two families share one forward pass: GPT-2 (LayerNorm, learned positions, GELU MLP,
  * biases, tied classifier) and Llama (RMSNorm, rotary positions, SwiGLU MLP, no biases,
@@ -6,7 +6,8 @@
  * checkpoints and llama2.c's checkpoints (see README "File formats"), validates every
  * header field and the exact file size before touching the data, maps fp32 weights
  * straight from the file (bf16 and int8 files are converted to fp32 once at load), and
- * allocates the activations and the KV cache. model_forward then runs a block of new
+ * allocates the activations and each layer's attention state (exact attention's KV
+ * cache, or another variant's; model_set_attention). model_forward then runs a block of new
  * tokens through the network and returns their next-token logits.
  *
  * Legend: V vocab, Vp padded vocab, C model width, L layers, NH heads, HS = C / NH,
@@ -115,7 +116,8 @@ typedef struct {
 } Model;
 
 /* Load and validate a checkpoint, and allocate activations for chunks of up to
- * min(max_chunk, S) tokens (max_chunk >= 1; the result is in m->max_chunk). Returns 0, or -1 after printing one
+ * min(max_chunk, S) tokens (max_chunk >= 1; the result is in m->max_chunk) and exact
+ * attention's state (a KV cache per layer). Returns 0, or -1 after printing one
  * stderr line "model: PATH: problem (got X, expected Y)". *m is zeroed first and
  * model_free is safe after either outcome. */
 int model_load(Model *m, const char *path, int max_chunk);
