@@ -180,6 +180,7 @@ int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size
     cfg->unscaled = name->unscaled;
     cfg->softmax1 = name->softmax1;
     if (cfg->kind == ATTENTION_LSH) cfg->sinks = ATTENTION_DEFAULT_LSH_SINKS;
+    if (cfg->kind == ATTENTION_FIXED) cfg->stride = ATTENTION_DEFAULT_BLOCK;   /* not strided's */
     if (colon) {
         const char *p = colon + 1;
         if (*p == '\0') {

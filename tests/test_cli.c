@@ -265,6 +265,19 @@ static void test_eval(const char *model, const char *tok) {
                strstr(out, "bits/char") && strstr(out, "top-1 agreement"),
                "--eval with a window prints loss, bits/char and the comparison with exact");
     free(out);
+    const char *defaults[][2] = {{"fixed", "attention: fixed:l=128,c=32"},
+                                 {"lsh", "attention: lsh:buckets=16,rounds=4,local=64,sinks=4,"},
+                                 {"window:sinks=2", "attention: window:w=128,sinks=2"},
+                                 {"performer", "attention: performer:m=256,orf=1,seed=1"}};
+    for (int i = 0; i < 4; i++) {
+        snprintf(args, sizeof args, "%s %s -z %s --eval %s --ctx 8 --attn %s", run_bin, model,
+                 tok, text, defaults[i][0]);
+        out = NULL;
+        code = check_run(args, &out, NULL);
+        check_true(code == 0 && out && strstr(out, defaults[i][1]), "--attn %s runs with its "
+                   "defaults (%s)", defaults[i][0], defaults[i][1]);
+        free(out);
+    }
     snprintf(args, sizeof args, "%s -z %s --eval %s --ctx 17", model, tok, text);
     expect("--ctx beyond the model's context", args, 2,
            "--ctx: invalid value '17' (expected an integer in 2..16 (this model's context))");
