@@ -500,15 +500,16 @@ static int lsh_rows(const LshHead *v, const Plan *p, const AttentionConfig *cfg,
 /* elu(x) + 1: x + 1 for x > 0, exp(x) otherwise; always > 0. */
 static float elu1(float x) { return x > 0.0f ? x + 1.0f : expf(x); }
 
-/* out (HS,) = sum_c a_c S_c / den over rows S_c (HS,) of S (n, HS); zeros if den <= 0. */
+/* out (HS,) = sum_c a_c S_c / den over rows S_c (HS,) of S (n, HS); zeros if den <= 0.
+ * Divides rather than multiplying by 1/den: den may be subnormal (Performer features
+ * of huge vectors), where 1/den overflows but each |sum_e| <= den max|v| stays finite. */
 static void read_out(float *out, const float *a, const float *S, int n, int HS, float den) {
     for (int e = 0; e < HS; e++) out[e] = 0.0f;
     for (int c = 0; c < n; c++) {
         const float *S_c = S + (long)c * HS;
         for (int e = 0; e < HS; e++) out[e] += a[c] * S_c[e];
     }
-    float inv = den > 0.0f ? 1.0f / den : 0.0f;
-    for (int e = 0; e < HS; e++) out[e] *= inv;
+    for (int e = 0; e < HS; e++) out[e] = den > 0.0f ? out[e] / den : 0.0f;
 }
 
 /* Linear attention: S += phi(k) v^T, z += phi(k); out = phi(q)^T S / (phi(q) . z + eps).

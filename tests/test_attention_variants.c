@@ -427,6 +427,26 @@ static void test_properties(void) {
     }
 }
 
+/* G8: scores of order 1e4 (q and k of norm ~100) give finite outputs in every variant. */
+static void test_extreme(void) {
+    enum { NH = 2, HS = 8, T = 12, W = T * NH * HS };
+    float q[W], k[W], v[W], out[W];
+    fill_random(q, W, 100.0f);
+    fill_random(k, W, 100.0f);
+    fill_random(v, W, 1.0f);
+    AttentionConfig list[32];
+    int n = all_variants(list);
+    for (int c = 0; c < n; c++) {
+        char name[64];
+        describe(&list[c], name, sizeof name);
+        run_once(&list[c], NH, NH, HS, 1.0f, out, q, k, v, T, 5);
+        int finite = 1;
+        for (int i = 0; i < W; i++) finite &= isfinite(out[i]) && fabsf(out[i]) <= 1.0f + 1e-5f;
+        check_true(finite, "G8 %s: unscaled scores ~1e4, outputs finite and within [-1, 1]",
+                   name);
+    }
+}
+
 /* Float64 reference: softmax restricted to the visible set of §4.3's definitions. */
 static int visible(const AttentionConfig *cfg, int i, int j) {
     if (j > i) return 0;
@@ -819,6 +839,7 @@ int main(void) {
     test_kernels();
     test_visible_sets();
     test_properties();
+    test_extreme();
     test_limits();
     test_lsh();
     test_lsh_nested();
