@@ -168,3 +168,13 @@ int check_json_ints(const char *line, const char *key, int *out, size_t cap, siz
     }
     return 0;
 }
+
+void check_fill_random(uint64_t *state, float *x, long n, float amplitude) {
+    for (long i = 0; i < n; i++) {
+        uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        z ^= z >> 31;
+        x[i] = amplitude * (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+}

@@ -8,7 +8,8 @@
 #ifndef CHECK_H
 #define CHECK_H
 
-#include <stddef.h>
+#include <stddef.h>   /* size_t */
+#include <stdint.h>   /* uint64_t */
 
 /* Record one check. ok != 0 passes; the message is printf-style. Returns ok. */
 int check_true(int ok, const char *fmt, ...);
@@ -41,6 +42,10 @@ void *check_read_file(const char *path, size_t *size);
  * (caller frees; either may be NULL to discard). Returns the exit code, or -1
  * if the command could not be run or was killed by a signal. */
 int check_run(const char *command, char **out, char **err);
+
+/* Fill x (n,) with uniform values in [-amplitude, amplitude), drawn by splitmix64
+ * (Steele, Lea, Flood 2014) from *state, which advances: fixed seeds, same data. */
+void check_fill_random(uint64_t *state, float *x, long n, float amplitude);
 
 /* ---- reading the reference cases (.jsonl: one flat JSON object per line) ---- */
 

@@ -140,16 +140,11 @@ static void test_large_scores(void) {
 
 /* ---- random data: a float64 naive reference, and properties ---- */
 
-static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static float random_uniform(void) {   /* splitmix64 -> [-1, 1) */
-    uint64_t z = (rng += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-}
-static void fill_random(float *x, int n, float amplitude) {
-    for (int i = 0; i < n; i++) x[i] = amplitude * random_uniform();
+static uint64_t rng = 0x9E3779B97F4A7C15ULL;   /* the random data's seed */
+
+/* x (n,) uniform in [-amplitude, amplitude) */
+static void fill_random(float *x, long n, float amplitude) {
+    check_fill_random(&rng, x, n, amplitude);
 }
 
 /* Naive float64 causal attention, straight from the definition. */

@@ -315,16 +315,11 @@ static void test_visible_sets(void) {
 
 /* ---- properties on random data ---- */
 
-static uint64_t rng = 0x2545F4914F6CDD1DULL;
-static float random_uniform(void) {   /* splitmix64 -> [-1, 1) */
-    uint64_t z = (rng += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-}
+static uint64_t rng = 0x2545F4914F6CDD1DULL;   /* the random data's seed */
+
+/* x (n,) uniform in [-amplitude, amplitude) */
 static void fill_random(float *x, long n, float amplitude) {
-    for (long i = 0; i < n; i++) x[i] = amplitude * random_uniform();
+    check_fill_random(&rng, x, n, amplitude);
 }
 
 /* Every variant with small parameters, so that rings wrap and patterns cut. */
@@ -668,9 +663,11 @@ static void test_performer(void) {
     enum { D = 16, SEEDS = 400, M = 16 };
     /* x, y with |x| = |y| = 0.5 after the d^-1/4 scaling: q = x d^1/4 */
     double x[D], y[D], xy = 0, nx = 0, ny = 0;
+    float u[2 * D];
+    fill_random(u, 2 * D, 1.0f);
     for (int i = 0; i < D; i++) {
-        x[i] = (double)random_uniform();
-        y[i] = x[i] + 0.5 * (double)random_uniform();
+        x[i] = (double)u[2 * i];
+        y[i] = x[i] + 0.5 * (double)u[2 * i + 1];
     }
     for (int i = 0; i < D; i++) { nx += x[i] * x[i]; ny += y[i] * y[i]; }
     for (int i = 0; i < D; i++) {
