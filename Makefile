@@ -18,9 +18,8 @@ else
   BASE += -Wno-unknown-pragmas
 endif
 B = build
-# What `make run` generates from (until weights/ ships a model: ../shared's random GPT-2).
-RUN_ARGS ?= ../shared/testdata/gpt2/small.bin -z ../shared/testdata/gpt2/gpt2_tokenizer.bin \
-            -i "The meaning of life is" -n 48 -s 42
+# What `make run` generates from: the shipped model (weights/README.md).
+RUN_ARGS ?= weights/model.bin -z weights/tokenizer.bin -i "ROMEO:" -n 120 -s 42
 
 # ---- objects, one per module, with the headers each depends on ----
 $(B)/%.o: %.c

@@ -958,13 +958,15 @@ static const char USAGE[] =
 "  -s, --seed N           random seed, 0..2147483647 (default 1337)\n"
 "  -h, --help             print this help and exit\n"
 "\n"
-"With -r only -d, -o, -z and -e may be given: the rest comes from the state file.\n"
+"With -r only -d, -o, -z, -e and -n may be given: the rest comes from the state file;\n"
+"-n then sets a new total, and the cosine decay continues toward the new end.\n"
 "Exit status: 0 ok, 1 bad data or runtime failure, 2 usage error.\n";
 
 typedef struct {
     const char *data_path, *out_path, *tokenizer_path;
     int resume, vocab, layers, dim, heads, context, eval_every;
     int shape_given;              /* a model or schedule flag was given (not with -r) */
+    int steps_given;              /* -n was given (with -r: a new total) */
     TrainSettings settings;
 } Options;
 
@@ -1001,7 +1003,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     TrainSettings *s = &o->settings;
     int seed = 1337;
     *o = (Options){"../shared/data/tinyshakespeare.txt", "weights/model.bin", NULL, 0, 1024,
-                   6, 128, 4, 128, 250, 0, {0}};
+                   6, 128, 4, 128, 250, 0, 0, {0}};
     s->batch = 16;
     s->steps = 3500;
     s->warmup = 100;
@@ -1057,6 +1059,8 @@ static int parse_options(Options *o, int argc, char **argv) {
         } else if (!strcmp(arg, "-n") || !strcmp(arg, "--steps")) {
             if (parse_int(value, 0, 10000000, &s->steps))
                 return usage_error(arg, value, "an integer in 0..10000000");
+            o->steps_given = 1;
+            shape = 0;
         } else if (!strcmp(arg, "-l") || !strcmp(arg, "--lr")) {
             if (parse_float(value, 0.0f, 1.0f, 1, &s->lr))
                 return usage_error(arg, value, "a number in (0, 1]");
@@ -1082,8 +1086,8 @@ static int parse_options(Options *o, int argc, char **argv) {
     }
     s->seed = (uint64_t)seed;
     if (o->resume && o->shape_given)
-        return usage_error("-r", NULL, "only -d, -o, -z and -e combine with it (the rest is "
-                           "in the state file)");
+        return usage_error("-r", NULL, "only -d, -o, -z, -e and -n combine with it (the rest "
+                           "is in the state file)");
     if (o->dim % o->heads != 0)
         return usage_error("-H", NULL, "the number of heads must divide the width (-C)");
     if (s->warmup > s->steps && s->steps > 0)
@@ -1251,6 +1255,16 @@ int main(int argc, char **argv) {
             fprintf(stderr, "train: %s: vocab size differs from %s (got %d, expected %d)\n",
                     o.out_path, o.tokenizer_path, tr.config.vocab_size, tok.vocab_size);
             goto done;
+        }
+        if (o.steps_given) {
+            if (o.settings.steps < tr.step || o.settings.steps < tr.settings.warmup) {
+                fprintf(stderr, "train: -n: new total out of range (got %d, expected at least "
+                        "the step reached, %d, and the warmup, %d)\n", o.settings.steps,
+                        tr.step, tr.settings.warmup);
+                status = EXIT_USAGE;
+                goto done;
+            }
+            tr.settings.steps = o.settings.steps;
         }
         printf("resuming at step %d of %d\n", tr.step, tr.settings.steps);
     } else {
