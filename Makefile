@@ -38,7 +38,7 @@ $(B)/bpe.o: bpe.c bpe.h tokenizer.h
 $(B)/train.o: train.c train.h model.h attention.h tokenizer.h bpe.h
 $(B)/tests/check.o: tests/check.c tests/check.h
 # the trainer's functions without its main, for tests/test_train.c
-$(B)/train_lib.o: train.c train.h model.h attention.h
+$(B)/train_lib.o: train.c train.h model.h attention.h tokenizer.h bpe.h
 	$(CC) $(BASE) $(CFLAGS) -DTRAIN_LIBRARY -c $< -o $@
 # a test may include any header, so every test object depends on all of them
 $(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h)

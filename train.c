@@ -14,17 +14,25 @@
 #include "train.h"
 
 #include <errno.h>        /* errno */
+#include <limits.h>       /* INT_MAX (flag parsing) */
 #include <math.h>         /* expf, logf, sqrtf, tanhf, fabsf, cosf, powf */
 #include <stdint.h>       /* int32_t, uint32_t, uint64_t */
 #include <stdio.h>        /* FILE, fopen, fread, fwrite, fprintf, printf */
 #include <stdlib.h>       /* calloc, malloc, free, strtol, strtof */
 #include <string.h>       /* memcpy, memset, strcmp, strerror */
+#include <time.h>         /* clock_gettime (progress line) */
 #ifdef __AVX2__
 #include <immintrin.h>    /* AVX2 and FMA intrinsics for the backward matmuls */
 #endif
 
+#ifdef _OPENMP
+#include <omp.h>          /* omp_get_max_threads (progress line) */
+#endif
+
 #include "attention.h"    /* attention_forward, attention_backward and their scratch sizes */
+#include "bpe.h"          /* bpe_train, bpe_save: the tokenizer trainer (program only) */
 #include "model.h"        /* model_layernorm, model_matmul, model_gelu, Config */
+#include "tokenizer.h"    /* tokenizer_load, tokenizer_encode (program only) */
 
 #define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi), as model.c's GELU */
 #define GELU_CUBIC 0.044715f                      /* x^3 coefficient, as model.c's GELU */
@@ -911,15 +919,6 @@ fail:
 /* ------------------------------------------------------------------------- */
 /* The trainer program                                                         */
 #ifndef TRAIN_LIBRARY
-
-#include <limits.h>       /* INT_MAX */
-#include <time.h>         /* clock_gettime */
-#ifdef _OPENMP
-#include <omp.h>          /* omp_get_max_threads */
-#endif
-
-#include "bpe.h"          /* bpe_train, bpe_save: the tokenizer trainer */
-#include "tokenizer.h"    /* tokenizer_load, tokenizer_encode */
 
 #define EXIT_BAD_DATA 1                 /* unreadable or unusable data, runtime failure */
 #define EXIT_USAGE 2                    /* unknown flag, malformed or out-of-range value */
