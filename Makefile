@@ -33,12 +33,13 @@ $(B)/tokenizer.o: tokenizer.c tokenizer.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
 $(B)/attention_spec.o: attention_spec.c attention_spec.h attention.h
 $(B)/eval.o: eval.c eval.h model.h attention.h tokenizer.h
-$(B)/run.o: run.c model.h attention.h attention_spec.h eval.h tokenizer.h sampler.h
+$(B)/run.o: run.c model.h attention.h attention_spec.h eval.h tokenizer.h sampler.h cli.h
+$(B)/cli.o: cli.c cli.h
 $(B)/bpe.o: bpe.c bpe.h tokenizer.h
-$(B)/train.o: train.c train.h model.h attention.h tokenizer.h bpe.h
+$(B)/train.o: train.c train.h model.h attention.h tokenizer.h bpe.h cli.h
 $(B)/tests/check.o: tests/check.c tests/check.h
 # the trainer's functions without its main, for tests/test_train.c
-$(B)/train_lib.o: train.c train.h model.h attention.h tokenizer.h bpe.h
+$(B)/train_lib.o: train.c train.h model.h attention.h tokenizer.h bpe.h cli.h
 	$(CC) $(BASE) $(CFLAGS) -DTRAIN_LIBRARY -c $< -o $@
 # a test may include any header, so every test object depends on all of them
 $(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h)
@@ -54,14 +55,14 @@ all: $(B)/run $(B)/train
 	@cmp -s $(B)/run run || { rm -f run && cp $(B)/run run; }
 	@cmp -s $(B)/train train || { rm -f train && cp $(B)/train train; }
 
-$(B)/run: $(B)/run.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o $(CORE) $(TOK)
+$(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # run: build, then generate text. Example: make run   (or: make run RUN_ARGS="...")
 run: all
 	./run $(RUN_ARGS)
 
-$(B)/train: $(B)/train.o $(B)/bpe.o $(CORE) $(TOK)
+$(B)/train: $(B)/train.o $(B)/cli.o $(B)/bpe.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # train: build, then train the shipped model (tokenizer and GPT) from scratch into
@@ -84,7 +85,7 @@ $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_tokenizer_llama: $(B)/tests/test_tokenizer_llama.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampler.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
-$(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(B)/train_lib.o $(B)/bpe.o \
+$(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(B)/train_lib.o $(B)/cli.o $(B)/bpe.o \
                        $(CORE) $(TOK)
 $(TESTS):
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)

@@ -9,16 +9,16 @@
  */
 #include <ctype.h>      /* isprint, isspace */
 #include <errno.h>      /* errno */
-#include <float.h>      /* FLT_MAX */
 #include <limits.h>     /* INT_MAX */
-#include <math.h>       /* isfinite */
+#include <math.h>       /* log, exp (the eval report) */
 #include <stdint.h>     /* uint64_t */
 #include <stdio.h>      /* printf, fwrite, fprintf */
-#include <stdlib.h>     /* strtol, strtof, malloc */
+#include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* strcmp, strncmp, strrchr */
 #include <time.h>       /* clock_gettime, time */
 
-#include "attention_spec.h" /* attention_spec_parse, attention_spec_format */
+#include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
+#include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64 */
 #include "eval.h"       /* eval_windows */
 #include "model.h"      /* Model, model_load, model_forward, model_set_attention */
 #include "sampler.h"    /* Sampler, sampler_sample */
@@ -92,38 +92,6 @@ static int usage_error(const char *flag, const char *value, const char *expected
     return EXIT_USAGE;
 }
 
-/* Parses a whole decimal integer in [min, max]; returns 0 or -1. */
-static int parse_int(const char *text, long min, long max, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max) return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* Parses a finite float in [min, max] (min excluded when open_min); returns 0 or -1. */
-static int parse_float(const char *text, float min, int open_min, float max, float *out) {
-    char *end;
-    errno = 0;
-    float v = strtof(text, &end);
-    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || v > max ||
-        v < min || (open_min && v == min)) return -1;
-    *out = v;
-    return 0;
-}
-
-/* Parses a nonzero unsigned 64-bit decimal; returns 0 or -1. */
-static int parse_seed(const char *text, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (text[0] < '0' || text[0] > '9') return -1;  /* strtoull would accept "-1" */
-    unsigned long long v = strtoull(text, &end, 10);
-    if (*end != '\0' || errno == ERANGE || v == 0) return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
-
 /* Matches argv[*i] against a short and long flag name, taking its value from
  * "--long=VALUE" or from the next argument. Returns 1 and sets *value on a match,
  * 0 if the flag is another one, -1 if the value is missing. */
@@ -169,19 +137,19 @@ static int parse_args(int argc, char **argv, Options *o) {
         } else if (FLAG("-f", "--prompt-file")) {
             o->prompt_file = value;
         } else if (FLAG("-n", "--n-predict")) {
-            if (m > 0 && parse_int(value, 0, 1000000, &o->steps))
+            if (m > 0 && cli_parse_int(value, 0, 1000000, &o->steps))
                 return usage_error(arg, value, "an integer in 0..1000000");
         } else if (FLAG("-t", "--temperature")) {
-            if (m > 0 && parse_float(value, 0.0f, 0, 100.0f, &o->temperature))
+            if (m > 0 && cli_parse_float(value, 0.0f, 100.0f, 0, &o->temperature))
                 return usage_error(arg, value, "a number in 0..100");
         } else if (FLAG("-p", "--top-p")) {
-            if (m > 0 && parse_float(value, 0.0f, 1, 1.0f, &o->top_p))
+            if (m > 0 && cli_parse_float(value, 0.0f, 1.0f, 1, &o->top_p))
                 return usage_error(arg, value, "a number in (0, 1]");
         } else if (FLAG("-k", "--top-k")) {
-            if (m > 0 && parse_int(value, 0, INT_MAX, &o->top_k))
+            if (m > 0 && cli_parse_int(value, 0, INT_MAX, &o->top_k))
                 return usage_error(arg, value, "an integer >= 0");
         } else if (FLAG("-s", "--seed")) {
-            if (m > 0 && parse_seed(value, &o->seed))
+            if (m > 0 && cli_parse_u64(value, 1, &o->seed))
                 return usage_error(arg, value, "an integer in 1..18446744073709551615");
         } else if (FLAG("--attn", "--attn")) {
             char problem[512];
@@ -190,7 +158,7 @@ static int parse_args(int argc, char **argv, Options *o) {
         } else if (FLAG("--eval", "--eval")) {
             o->eval_path = value;
         } else if (FLAG("--ctx", "--ctx")) {
-            if (m > 0 && parse_int(value, 2, MODEL_MAX_SEQ_LEN, &o->ctx))
+            if (m > 0 && cli_parse_int(value, 2, MODEL_MAX_SEQ_LEN, &o->ctx))
                 return usage_error(arg, value, "an integer in 2..the model's context");
         } else {
             return usage_error(arg, NULL, "unknown option");

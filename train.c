@@ -18,7 +18,7 @@
 #include <math.h>         /* expf, logf, sqrtf, tanhf, fabsf, cosf, powf */
 #include <stdint.h>       /* int32_t, uint32_t, uint64_t */
 #include <stdio.h>        /* FILE, fopen, fread, fwrite, fprintf, printf */
-#include <stdlib.h>       /* calloc, malloc, free, strtol, strtof */
+#include <stdlib.h>       /* calloc, malloc, free */
 #include <string.h>       /* memcpy, memset, strcmp, strerror */
 #include <time.h>         /* clock_gettime (progress line) */
 #ifdef __AVX2__
@@ -31,6 +31,7 @@
 
 #include "attention.h"    /* attention_forward, attention_backward and their scratch sizes */
 #include "bpe.h"          /* bpe_train, bpe_save: the tokenizer trainer (program only) */
+#include "cli.h"          /* cli_parse_int, cli_parse_float (flag parsing) */
 #include "model.h"        /* model_layernorm, model_matmul, model_gelu, Config */
 #include "tokenizer.h"    /* tokenizer_load, tokenizer_encode (program only) */
 
@@ -977,27 +978,6 @@ static int usage_error(const char *flag, const char *value, const char *expected
     return EXIT_USAGE;
 }
 
-/* Parses a whole decimal integer in [min, max]; returns 0 or -1. */
-static int parse_int(const char *text, long min, long max, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max) return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* Parses a whole finite number in [min, max] (min excluded if open_min); 0 or -1. */
-static int parse_float(const char *text, float min, float max, int open_min, float *out) {
-    char *end;
-    errno = 0;
-    float v = strtof(text, &end);
-    if (end == text || *end != '\0' || errno == ERANGE || !(v >= min) || v > max ||
-        (open_min && v == min)) return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_options(Options *o, int argc, char **argv) {
     TrainSettings *s = &o->settings;
     int seed = 1337;
@@ -1034,49 +1014,49 @@ static int parse_options(Options *o, int argc, char **argv) {
             o->tokenizer_path = value;
             shape = 0;
         } else if (!strcmp(arg, "-e") || !strcmp(arg, "--eval-every")) {
-            if (parse_int(value, 1, INT_MAX, &o->eval_every))
+            if (cli_parse_int(value, 1, INT_MAX, &o->eval_every))
                 return usage_error(arg, value, "an integer >= 1");
             shape = 0;
         } else if (!strcmp(arg, "-v") || !strcmp(arg, "--vocab")) {
-            if (parse_int(value, BPE_BYTE_TOKENS + 1, 65536, &o->vocab))
+            if (cli_parse_int(value, BPE_BYTE_TOKENS + 1, 65536, &o->vocab))
                 return usage_error(arg, value, "an integer in 257..65536");
         } else if (!strcmp(arg, "-L") || !strcmp(arg, "--layers")) {
-            if (parse_int(value, 1, 64, &o->layers))
+            if (cli_parse_int(value, 1, 64, &o->layers))
                 return usage_error(arg, value, "an integer in 1..64");
         } else if (!strcmp(arg, "-C") || !strcmp(arg, "--dim")) {
-            if (parse_int(value, 8, 2048, &o->dim))
+            if (cli_parse_int(value, 8, 2048, &o->dim))
                 return usage_error(arg, value, "an integer in 8..2048");
         } else if (!strcmp(arg, "-H") || !strcmp(arg, "--heads")) {
-            if (parse_int(value, 1, 2048, &o->heads))
+            if (cli_parse_int(value, 1, 2048, &o->heads))
                 return usage_error(arg, value, "an integer in 1..2048");
         } else if (!strcmp(arg, "-T") || !strcmp(arg, "--context")) {
-            if (parse_int(value, 2, 4096, &o->context))
+            if (cli_parse_int(value, 2, 4096, &o->context))
                 return usage_error(arg, value, "an integer in 2..4096");
         } else if (!strcmp(arg, "-B") || !strcmp(arg, "--batch")) {
-            if (parse_int(value, 1, 4096, &s->batch))
+            if (cli_parse_int(value, 1, 4096, &s->batch))
                 return usage_error(arg, value, "an integer in 1..4096");
         } else if (!strcmp(arg, "-n") || !strcmp(arg, "--steps")) {
-            if (parse_int(value, 0, 10000000, &s->steps))
+            if (cli_parse_int(value, 0, 10000000, &s->steps))
                 return usage_error(arg, value, "an integer in 0..10000000");
             o->steps_given = 1;
             shape = 0;
         } else if (!strcmp(arg, "-l") || !strcmp(arg, "--lr")) {
-            if (parse_float(value, 0.0f, 1.0f, 1, &s->lr))
+            if (cli_parse_float(value, 0.0f, 1.0f, 1, &s->lr))
                 return usage_error(arg, value, "a number in (0, 1]");
         } else if (!strcmp(arg, "-w") || !strcmp(arg, "--warmup")) {
-            if (parse_int(value, 1, 10000000, &s->warmup))
+            if (cli_parse_int(value, 1, 10000000, &s->warmup))
                 return usage_error(arg, value, "an integer in 1..10000000");
         } else if (!strcmp(arg, "-W") || !strcmp(arg, "--weight-decay")) {
-            if (parse_float(value, 0.0f, 10.0f, 0, &s->weight_decay))
+            if (cli_parse_float(value, 0.0f, 10.0f, 0, &s->weight_decay))
                 return usage_error(arg, value, "a number in 0..10");
         } else if (!strcmp(arg, "-p") || !strcmp(arg, "--dropout")) {
-            if (parse_float(value, 0.0f, 0.9f, 0, &s->dropout))
+            if (cli_parse_float(value, 0.0f, 0.9f, 0, &s->dropout))
                 return usage_error(arg, value, "a number in 0..0.9");
         } else if (!strcmp(arg, "-g") || !strcmp(arg, "--clip")) {
-            if (parse_float(value, 0.0f, 1000.0f, 0, &s->clip))
+            if (cli_parse_float(value, 0.0f, 1000.0f, 0, &s->clip))
                 return usage_error(arg, value, "a number in 0..1000");
         } else if (!strcmp(arg, "-s") || !strcmp(arg, "--seed")) {
-            if (parse_int(value, 0, INT_MAX, &seed))
+            if (cli_parse_int(value, 0, INT_MAX, &seed))
                 return usage_error(arg, value, "an integer in 0..2147483647");
         } else {
             return usage_error(arg, NULL, "unknown option");

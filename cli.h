@@ -1,0 +1,23 @@
+/* cli.h: strict parsing of command-line numbers, shared by run and train.
+ *
+ * Each parser accepts the whole string or nothing (no trailing characters, no
+ * overflow, no NaN) and checks the range, so a flag's value is never silently
+ * replaced (STYLE.md §4: never atoi). The callers print the usage error.
+ */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stdint.h>   /* uint64_t */
+
+/* A whole decimal integer in [min, max] into *out. Returns 0, or -1 if text is not one. */
+int cli_parse_int(const char *text, long min, long max, int *out);
+
+/* A finite decimal number in [min, max], min itself excluded when open_min, into *out.
+ * Returns 0, or -1. */
+int cli_parse_float(const char *text, float min, float max, int open_min, float *out);
+
+/* An unsigned decimal integer of up to 64 bits, at least min, into *out (a leading '-',
+ * which strtoull would wrap around, is refused). Returns 0, or -1. */
+int cli_parse_u64(const char *text, uint64_t min, uint64_t *out);
+
+#endif /* CLI_H */
