@@ -47,7 +47,7 @@ bench_model() {  # name model tokenizer params
     rm -rf "$tmp"
 }
 
-bench_model "shipped (weights/)" weights/model.bin weights/tokenizer.bin "see README"
+bench_model "shipped (weights/)" weights/model.bin weights/tokenizer.bin 1.34M
 bench_model "GPT-2 small.bin (random)" "$SHARED/testdata/gpt2/small.bin" \
     "$SHARED/testdata/gpt2/gpt2_tokenizer.bin" 7.3M
 bench_model "llama2.c s15m.bin (fp32)" "$SHARED/testdata/llama2c/s15m.bin" \
