@@ -18,6 +18,8 @@ else
   BASE += -Wno-unknown-pragmas
 endif
 B = build
+# `make` with no target builds the programs (the first rule below would otherwise win)
+.DEFAULT_GOAL := all
 # What `make run` generates from: the shipped model (weights/README.md).
 RUN_ARGS ?= weights/model.bin -z weights/tokenizer.bin -i "ROMEO:" -n 120 -s 42
 
