@@ -130,6 +130,6 @@ bench: all bench-attention
 
 # clean: remove every build product. Example: make clean
 clean:
-	rm -rf build run
+	rm -rf build run train
 
 .PHONY: all run train test debug debug-tests bench bench-attention attn-table clean
