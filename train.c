@@ -21,9 +21,6 @@
 #include <stdlib.h>       /* calloc, malloc, free */
 #include <string.h>       /* memcpy, memset, strcmp, strerror */
 #include <time.h>         /* clock_gettime (progress line) */
-#ifdef __AVX2__
-#include <immintrin.h>    /* AVX2 and FMA intrinsics for the backward matmuls */
-#endif
 
 #ifdef _OPENMP
 #include <omp.h>          /* omp_get_max_threads (progress line) */
@@ -32,7 +29,8 @@
 #include "attention.h"    /* attention_forward, attention_backward and their scratch sizes */
 #include "bpe.h"          /* bpe_train, bpe_save: the tokenizer trainer (program only) */
 #include "cli.h"          /* cli_parse_int, cli_parse_float (flag parsing) */
-#include "model.h"        /* model_layernorm, model_matmul, model_gelu, Config */
+#include "kernels.h"      /* kernels_matmul(_backward), kernels_layernorm, kernels_gelu */
+#include "model.h"        /* Config */
 #include "tokenizer.h"    /* tokenizer_load, tokenizer_encode (program only) */
 
 #define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi), as model.c's GELU */
@@ -40,9 +38,6 @@
 #define PI_F 3.14159265358979f
 #define GELU_RECOVER_MIN 1e-2f  /* |x| above which GELU's backward reads tanh from its output */
 #define ROWS_PER_JOB 32        /* rows per parallel job in row-wise kernels */
-#define DX_ROWS_PER_JOB 64     /* matmul backward dx: rows of dout per job */
-#define DW_COLS_PER_JOB 16     /* matmul backward dw: rows of dw per job */
-#define DW_ROWS_PER_BLOCK 64   /* matmul backward dw: rows of x (and dout) kept in L1 at once */
 #define ELEMENTS_PER_JOB 16384 /* elementwise kernels: floats per parallel job */
 #define PARALLEL_MIN_WORK 65536 /* smaller loops run on one thread: a parallel region costs more */
 
@@ -224,18 +219,18 @@ void trainer_free(Trainer *tr) {
 /* ------------------------------------------------------------------------- */
 /* Row-parallel wrappers of model.c's layer functions, and dropout             */
 
-/* model_layernorm over N rows, in parallel blocks of rows (rows are independent). */
+/* kernels_layernorm over N rows, in parallel blocks of rows (rows are independent). */
 static void layernorm_rows(float *out, const float *x, const float *w, const float *b,
                            int N, int C) {
-    /* each job normalises its own rows; model_layernorm has no pragma of its own */
+    /* each job normalises its own rows; kernels_layernorm has no pragma of its own */
     #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN_WORK)
     for (int n0 = 0; n0 < N; n0 += ROWS_PER_JOB) {
         int rows = N - n0 < ROWS_PER_JOB ? N - n0 : ROWS_PER_JOB;
-        model_layernorm(out + (size_t)n0 * C, x + (size_t)n0 * C, w, b, rows, C);
+        kernels_layernorm(out + (size_t)n0 * C, x + (size_t)n0 * C, w, b, rows, C);
     }
 }
 
-/* out (n,) = GELU(x) through model_gelu, in parallel chunks. */
+/* out (n,) = GELU(x) through kernels_gelu, in parallel chunks. */
 static void gelu_copy(float *out, const float *x, size_t n) {
     long jobs = (long)((n + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB);
     /* each job owns its chunk of out */
@@ -244,7 +239,7 @@ static void gelu_copy(float *out, const float *x, size_t n) {
         size_t start = (size_t)j * ELEMENTS_PER_JOB;
         size_t count = n - start < ELEMENTS_PER_JOB ? n - start : ELEMENTS_PER_JOB;
         memcpy(out + start, x + start, count * sizeof(float));
-        model_gelu(out + start, count);
+        kernels_gelu(out + start, count);
     }
 }
 
@@ -313,15 +308,15 @@ float trainer_forward(Trainer *tr, const int *inputs, const int *targets) {
         /* attention sublayer: residual2 = residual + drop(W_O . attention(LN1(residual))) */
         layernorm_rows(ln1, residual, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C,
                        (int)N, C);
-        model_matmul(q, ln1, wq, bq, (int)N, C, C);
-        model_matmul(k, ln1, wk, bk, (int)N, C, C);
-        model_matmul(v, ln1, wv, bv, (int)N, C, C);
+        kernels_matmul(q, ln1, wq, bq, (int)N, C, C);
+        kernels_matmul(k, ln1, wk, bk, (int)N, C, C);
+        kernels_matmul(v, ln1, wv, bv, (int)N, C, C);
         for (int b = 0; b < B; b++) {
             size_t seq = (size_t)b * T * C;   /* seek to sequence b */
             attention_forward(&tr->attention, atty + seq, q + seq, k + seq, v + seq, 0, T,
                               a->scratch);
         }
-        model_matmul(a->dtmp, atty, p->attprojw + (size_t)l * C * C,
+        kernels_matmul(a->dtmp, atty, p->attprojw + (size_t)l * C * C,
                      p->attprojb + (size_t)l * C, (int)N, C, C);
         dropout_apply(a->dtmp, N * C, drop, dropout_key(tr, l, 0));
         memcpy(residual2, residual, N * C * sizeof(float));
@@ -330,10 +325,10 @@ float trainer_forward(Trainer *tr, const int *inputs, const int *targets) {
         /* MLP sublayer: residual3 = residual2 + drop(W_down . GELU(W_up . LN2(residual2))) */
         layernorm_rows(ln2, residual2, p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C,
                        (int)N, C);
-        model_matmul(fch, ln2, p->fcw + (size_t)l * Hd * C, p->fcb + (size_t)l * Hd,
+        kernels_matmul(fch, ln2, p->fcw + (size_t)l * Hd * C, p->fcb + (size_t)l * Hd,
                      (int)N, C, Hd);
         gelu_copy(fch_gelu, fch, N * Hd);
-        model_matmul(a->dtmp, fch_gelu, p->fcprojw + (size_t)l * C * Hd,
+        kernels_matmul(a->dtmp, fch_gelu, p->fcprojw + (size_t)l * C * Hd,
                      p->fcprojb + (size_t)l * C, (int)N, Hd, C);
         dropout_apply(a->dtmp, N * C, drop, dropout_key(tr, l, 1));
         memcpy(residual3, residual2, N * C * sizeof(float));
@@ -343,7 +338,7 @@ float trainer_forward(Trainer *tr, const int *inputs, const int *targets) {
     /* final LayerNorm, logits (N, V) = lnf . wte^T */
     layernorm_rows(a->lnf, LAYER(a->residual3, c->n_layers - 1, C), p->lnfw, p->lnfb,
                    (int)N, C);
-    model_matmul(a->logits, a->lnf, p->wte, NULL, (int)N, C, V);
+    kernels_matmul(a->logits, a->lnf, p->wte, NULL, (int)N, C, V);
     if (!targets) return 0.0f;
 
     memcpy(tr->targets, targets, N * sizeof(int));
@@ -396,154 +391,6 @@ void train_crossentropy_backward(float *probs, const int *targets, int N, int V,
     }
 }
 
-/* dx rows n0 .. n1-1: dx_n (IC,) += sum_o dout[n, o] w_o, over o in order. */
-static void matmul_backward_dx_rows(float *dx, const float *dout, const float *w, int n0,
-                                    int n1, int IC, int OC) {
-    int i0 = 0;
-#ifdef __AVX2__
-    /* 4 rows x 16 columns of dx in 8 registers; the 16-column strip of w stays in L1 */
-    for (; i0 + 16 <= IC; i0 += 16) {
-        int n = n0;
-        for (; n + 4 <= n1; n += 4) {
-            float *dx0 = dx + (size_t)n * IC + i0, *dx1 = dx0 + IC, *dx2 = dx1 + IC,
-                  *dx3 = dx2 + IC;
-            const float *d0 = dout + (size_t)n * OC, *d1 = d0 + OC, *d2 = d1 + OC, *d3 = d2 + OC;
-            __m256 a00 = _mm256_loadu_ps(dx0), a01 = _mm256_loadu_ps(dx0 + 8);
-            __m256 a10 = _mm256_loadu_ps(dx1), a11 = _mm256_loadu_ps(dx1 + 8);
-            __m256 a20 = _mm256_loadu_ps(dx2), a21 = _mm256_loadu_ps(dx2 + 8);
-            __m256 a30 = _mm256_loadu_ps(dx3), a31 = _mm256_loadu_ps(dx3 + 8);
-            for (int o = 0; o < OC; o++) {
-                const float *w_o = w + (size_t)o * IC + i0;
-                __m256 w0 = _mm256_loadu_ps(w_o), w1 = _mm256_loadu_ps(w_o + 8);
-                __m256 s = _mm256_broadcast_ss(d0 + o);
-                a00 = _mm256_fmadd_ps(s, w0, a00); a01 = _mm256_fmadd_ps(s, w1, a01);
-                s = _mm256_broadcast_ss(d1 + o);
-                a10 = _mm256_fmadd_ps(s, w0, a10); a11 = _mm256_fmadd_ps(s, w1, a11);
-                s = _mm256_broadcast_ss(d2 + o);
-                a20 = _mm256_fmadd_ps(s, w0, a20); a21 = _mm256_fmadd_ps(s, w1, a21);
-                s = _mm256_broadcast_ss(d3 + o);
-                a30 = _mm256_fmadd_ps(s, w0, a30); a31 = _mm256_fmadd_ps(s, w1, a31);
-            }
-            _mm256_storeu_ps(dx0, a00); _mm256_storeu_ps(dx0 + 8, a01);
-            _mm256_storeu_ps(dx1, a10); _mm256_storeu_ps(dx1 + 8, a11);
-            _mm256_storeu_ps(dx2, a20); _mm256_storeu_ps(dx2 + 8, a21);
-            _mm256_storeu_ps(dx3, a30); _mm256_storeu_ps(dx3 + 8, a31);
-        }
-        for (; n < n1; n++) {   /* leftover rows, one at a time, same order */
-            float *dx0 = dx + (size_t)n * IC + i0;
-            const float *d0 = dout + (size_t)n * OC;
-            __m256 a00 = _mm256_loadu_ps(dx0), a01 = _mm256_loadu_ps(dx0 + 8);
-            for (int o = 0; o < OC; o++) {
-                const float *w_o = w + (size_t)o * IC + i0;
-                __m256 s = _mm256_broadcast_ss(d0 + o);
-                a00 = _mm256_fmadd_ps(s, _mm256_loadu_ps(w_o), a00);
-                a01 = _mm256_fmadd_ps(s, _mm256_loadu_ps(w_o + 8), a01);
-            }
-            _mm256_storeu_ps(dx0, a00); _mm256_storeu_ps(dx0 + 8, a01);
-        }
-    }
-#endif
-    /* portable path, and the columns left over from the 16-wide strips */
-    for (int n = n0; n < n1; n++) {
-        float *dx_n = dx + (size_t)n * IC;
-        const float *dout_n = dout + (size_t)n * OC;
-        for (int o = 0; o < OC; o++) {
-            const float *w_o = w + (size_t)o * IC;
-            float d = dout_n[o];
-            for (int i = i0; i < IC; i++) dx_n[i] += d * w_o[i];
-        }
-    }
-}
-
-/* dw rows o0 .. o1-1 for input rows n0 .. n1-1: dw_o (IC,) += sum_n d[n, o] x_n, where
- * d holds dout[n0 .. n1, o0 .. o1) as rows of ld floats (a copy that stays in L1). */
-static void matmul_backward_dw_block(float *dw, const float *d, int ld, const float *x,
-                                     int n0, int n1, int o0, int o1, int IC) {
-    int i0 = 0;
-#ifdef __AVX2__
-    /* 4 rows x 16 columns of dw in 8 registers; the strip of x rows stays in L1 */
-    for (; i0 + 16 <= IC; i0 += 16) {
-        int o = o0;
-        for (; o + 4 <= o1; o += 4) {
-            float *dw0 = dw + (size_t)o * IC + i0, *dw1 = dw0 + IC, *dw2 = dw1 + IC,
-                  *dw3 = dw2 + IC;
-            __m256 a00 = _mm256_loadu_ps(dw0), a01 = _mm256_loadu_ps(dw0 + 8);
-            __m256 a10 = _mm256_loadu_ps(dw1), a11 = _mm256_loadu_ps(dw1 + 8);
-            __m256 a20 = _mm256_loadu_ps(dw2), a21 = _mm256_loadu_ps(dw2 + 8);
-            __m256 a30 = _mm256_loadu_ps(dw3), a31 = _mm256_loadu_ps(dw3 + 8);
-            for (int n = n0; n < n1; n++) {
-                const float *x_n = x + (size_t)n * IC + i0, *d_n = d + (n - n0) * ld + (o - o0);
-                __m256 x0 = _mm256_loadu_ps(x_n), x1 = _mm256_loadu_ps(x_n + 8);
-                __m256 s = _mm256_broadcast_ss(d_n);
-                a00 = _mm256_fmadd_ps(s, x0, a00); a01 = _mm256_fmadd_ps(s, x1, a01);
-                s = _mm256_broadcast_ss(d_n + 1);
-                a10 = _mm256_fmadd_ps(s, x0, a10); a11 = _mm256_fmadd_ps(s, x1, a11);
-                s = _mm256_broadcast_ss(d_n + 2);
-                a20 = _mm256_fmadd_ps(s, x0, a20); a21 = _mm256_fmadd_ps(s, x1, a21);
-                s = _mm256_broadcast_ss(d_n + 3);
-                a30 = _mm256_fmadd_ps(s, x0, a30); a31 = _mm256_fmadd_ps(s, x1, a31);
-            }
-            _mm256_storeu_ps(dw0, a00); _mm256_storeu_ps(dw0 + 8, a01);
-            _mm256_storeu_ps(dw1, a10); _mm256_storeu_ps(dw1 + 8, a11);
-            _mm256_storeu_ps(dw2, a20); _mm256_storeu_ps(dw2 + 8, a21);
-            _mm256_storeu_ps(dw3, a30); _mm256_storeu_ps(dw3 + 8, a31);
-        }
-        for (; o < o1; o++) {   /* leftover rows of dw, one at a time, same order */
-            float *dw0 = dw + (size_t)o * IC + i0;
-            __m256 a00 = _mm256_loadu_ps(dw0), a01 = _mm256_loadu_ps(dw0 + 8);
-            for (int n = n0; n < n1; n++) {
-                const float *x_n = x + (size_t)n * IC + i0;
-                __m256 s = _mm256_broadcast_ss(d + (n - n0) * ld + (o - o0));
-                a00 = _mm256_fmadd_ps(s, _mm256_loadu_ps(x_n), a00);
-                a01 = _mm256_fmadd_ps(s, _mm256_loadu_ps(x_n + 8), a01);
-            }
-            _mm256_storeu_ps(dw0, a00); _mm256_storeu_ps(dw0 + 8, a01);
-        }
-    }
-#endif
-    /* portable path, and the columns left over from the 16-wide strips */
-    for (int o = o0; o < o1; o++) {
-        float *dw_o = dw + (size_t)o * IC;
-        for (int n = n0; n < n1; n++) {
-            const float *x_n = x + (size_t)n * IC;
-            float d_no = d[(n - n0) * ld + (o - o0)];
-            for (int i = i0; i < IC; i++) dw_o[i] += d_no * x_n[i];
-        }
-    }
-}
-
-void train_matmul_backward(float *dx, float *dw, float *db, const float *dout,
-                           const float *x, const float *w, int N, int IC, int OC) {
-    /* dx: each job owns a block of rows of dx and sums over o in a fixed order */
-    #pragma omp parallel for schedule(static) if ((long)N * IC * OC >= PARALLEL_MIN_WORK)
-    for (int n0 = 0; n0 < N; n0 += DX_ROWS_PER_JOB) {
-        int n1 = n0 + DX_ROWS_PER_JOB < N ? n0 + DX_ROWS_PER_JOB : N;
-        matmul_backward_dx_rows(dx, dout, w, n0, n1, IC, OC);
-    }
-    /* dw, db: each job owns a block of rows of dw (and entries of db) and sums over
-     * n in increasing order, a block of rows at a time: the block's columns of dout
-     * are first copied into d, contiguous, where the kernel reads them from L1 */
-    #pragma omp parallel for schedule(static) if ((long)N * IC * OC >= PARALLEL_MIN_WORK)
-    for (int o0 = 0; o0 < OC; o0 += DW_COLS_PER_JOB) {
-        int o1 = o0 + DW_COLS_PER_JOB < OC ? o0 + DW_COLS_PER_JOB : OC;
-        float d[DW_ROWS_PER_BLOCK * DW_COLS_PER_JOB];
-        for (int n0 = 0; n0 < N; n0 += DW_ROWS_PER_BLOCK) {
-            int n1 = n0 + DW_ROWS_PER_BLOCK < N ? n0 + DW_ROWS_PER_BLOCK : N;
-            for (int n = n0; n < n1; n++)
-                for (int o = o0; o < o1; o++)
-                    d[(n - n0) * DW_COLS_PER_JOB + (o - o0)] = dout[(size_t)n * OC + o];
-            matmul_backward_dw_block(dw, d, DW_COLS_PER_JOB, x, n0, n1, o0, o1, IC);
-            if (db) {
-                for (int o = o0; o < o1; o++) {
-                    float sum = db[o];
-                    for (int n = n0; n < n1; n++) sum += d[(n - n0) * DW_COLS_PER_JOB + (o - o0)];
-                    db[o] = sum;
-                }
-            }
-        }
-    }
-}
-
 void train_layernorm_backward(float *dx, float *dw, float *db, const float *dout,
                               const float *x, const float *w, float *mean, float *rstd,
                               int N, int C) {
@@ -560,7 +407,7 @@ void train_layernorm_backward(float *dx, float *dw, float *db, const float *dout
         float var = 0.0f;
         for (int i = 0; i < C; i++) var += (x_n[i] - m) * (x_n[i] - m);
         var /= (float)C;
-        float r = 1.0f / sqrtf(var + MODEL_NORM_EPS);
+        float r = 1.0f / sqrtf(var + KERNELS_NORM_EPS);
         mean[n] = m;
         rstd[n] = r;
         float g_mean = 0.0f, gx_mean = 0.0f;
@@ -643,7 +490,7 @@ void trainer_backward(Trainer *tr) {
     train_crossentropy_backward(dlogits, tr->targets, (int)N, V,
                                 tr->n_targets ? 1.0f / (float)tr->n_targets : 0.0f);
     memset(a->dln, 0, N * C * sizeof(float));
-    train_matmul_backward(a->dln, g->wte, NULL, dlogits, a->lnf, p->wte, (int)N, C, V);
+    kernels_matmul_backward(a->dln, g->wte, NULL, dlogits, a->lnf, p->wte, (int)N, C, V);
     memset(a->dresidual, 0, N * C * sizeof(float));
     train_layernorm_backward(a->dresidual, g->lnfw, g->lnfb, a->dln,
                              LAYER(a->residual3, c->n_layers - 1, C), p->lnfw, a->mean,
@@ -662,13 +509,13 @@ void trainer_backward(Trainer *tr) {
         memcpy(a->dtmp, a->dresidual, N * C * sizeof(float));
         dropout_apply(a->dtmp, N * C, drop, dropout_key(tr, l, 1));
         memset(a->dfch_gelu, 0, N * Hd * sizeof(float));
-        train_matmul_backward(a->dfch_gelu, g->fcprojw + (size_t)l * C * Hd,
+        kernels_matmul_backward(a->dfch_gelu, g->fcprojw + (size_t)l * C * Hd,
                               g->fcprojb + (size_t)l * C, a->dtmp, fch_gelu,
                               p->fcprojw + (size_t)l * C * Hd, (int)N, Hd, C);
         memset(a->dfch, 0, N * Hd * sizeof(float));
         train_gelu_backward(a->dfch, fch, fch_gelu, a->dfch_gelu, N * Hd);
         memset(a->dln, 0, N * C * sizeof(float));
-        train_matmul_backward(a->dln, g->fcw + (size_t)l * Hd * C, g->fcb + (size_t)l * Hd,
+        kernels_matmul_backward(a->dln, g->fcw + (size_t)l * Hd * C, g->fcb + (size_t)l * Hd,
                               a->dfch, ln2, p->fcw + (size_t)l * Hd * C, (int)N, C, Hd);
         train_layernorm_backward(a->dresidual, g->ln2w + (size_t)l * C, g->ln2b + (size_t)l * C,
                                  a->dln, residual2, p->ln2w + (size_t)l * C, a->mean, a->rstd,
@@ -678,7 +525,7 @@ void trainer_backward(Trainer *tr) {
         memcpy(a->dtmp, a->dresidual, N * C * sizeof(float));
         dropout_apply(a->dtmp, N * C, drop, dropout_key(tr, l, 0));
         memset(a->datty, 0, N * C * sizeof(float));
-        train_matmul_backward(a->datty, g->attprojw + (size_t)l * CC, g->attprojb + (size_t)l * C,
+        kernels_matmul_backward(a->datty, g->attprojw + (size_t)l * CC, g->attprojb + (size_t)l * C,
                               a->dtmp, atty, p->attprojw + (size_t)l * CC, (int)N, C, C);
         memset(a->dq, 0, N * C * sizeof(float));
         memset(a->dk, 0, N * C * sizeof(float));
@@ -689,11 +536,11 @@ void trainer_backward(Trainer *tr) {
                                a->datty + seq, q + seq, k + seq, v + seq, T, a->scratch);
         }
         memset(a->dln, 0, N * C * sizeof(float));
-        train_matmul_backward(a->dln, g->qkvw + qkv, g->qkvb + qkv_b, a->dq, ln1,
+        kernels_matmul_backward(a->dln, g->qkvw + qkv, g->qkvb + qkv_b, a->dq, ln1,
                               p->qkvw + qkv, (int)N, C, C);
-        train_matmul_backward(a->dln, g->qkvw + qkv + CC, g->qkvb + qkv_b + C, a->dk, ln1,
+        kernels_matmul_backward(a->dln, g->qkvw + qkv + CC, g->qkvb + qkv_b + C, a->dk, ln1,
                               p->qkvw + qkv + CC, (int)N, C, C);
-        train_matmul_backward(a->dln, g->qkvw + qkv + 2 * CC, g->qkvb + qkv_b + 2 * C, a->dv,
+        kernels_matmul_backward(a->dln, g->qkvw + qkv + 2 * CC, g->qkvb + qkv_b + 2 * C, a->dv,
                               ln1, p->qkvw + qkv + 2 * CC, (int)N, C, C);
         train_layernorm_backward(a->dresidual, g->ln1w + (size_t)l * C, g->ln1b + (size_t)l * C,
                                  a->dln, residual, p->ln1w + (size_t)l * C, a->mean, a->rstd,
@@ -807,9 +654,9 @@ static int save_file(const char *path, const void *head, size_t head_bytes,
 
 int trainer_save(const Trainer *tr, const char *path, const char *state_path) {
     const Config *c = &tr->config;
-    int32_t header[MODEL_HEADER_INTS] = {0};
-    header[HEADER_MAGIC] = MODEL_GPT2_MAGIC;
-    header[HEADER_VERSION] = MODEL_GPT2_FP32;
+    int32_t header[CHECKPOINT_GPT2_HEADER_INTS] = {0};
+    header[HEADER_MAGIC] = CHECKPOINT_GPT2_MAGIC;
+    header[HEADER_VERSION] = CHECKPOINT_GPT2_FP32;
     header[HEADER_MAX_T] = c->seq_len;
     header[HEADER_V] = c->vocab_size;
     header[HEADER_L] = c->n_layers;
@@ -843,18 +690,18 @@ int trainer_save(const Trainer *tr, const char *path, const char *state_path) {
 
 int trainer_load(Trainer *tr, const char *path, const char *state_path) {
     memset(tr, 0, sizeof *tr);
-    int32_t header[MODEL_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
+    int32_t header[CHECKPOINT_GPT2_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
     FILE *model_file = fopen(path, "rb"), *state_file = NULL;
     if (!model_file) {
         fprintf(stderr, "train: %s: cannot open (%s)\n", path, strerror(errno));
         return -1;
     }
     if (read_all(model_file, header, sizeof header, path, "header") != 0) goto fail;
-    if (header[HEADER_MAGIC] != MODEL_GPT2_MAGIC || header[HEADER_VERSION] != MODEL_GPT2_FP32 ||
+    if (header[HEADER_MAGIC] != CHECKPOINT_GPT2_MAGIC || header[HEADER_VERSION] != CHECKPOINT_GPT2_FP32 ||
         header[HEADER_V] != header[HEADER_VP]) {
         fprintf(stderr, "train: %s: not a checkpoint this trainer wrote (got magic %d version "
                 "%d, expected %d version %d with V == Vp)\n", path, (int)header[HEADER_MAGIC],
-                (int)header[HEADER_VERSION], MODEL_GPT2_MAGIC, MODEL_GPT2_FP32);
+                (int)header[HEADER_VERSION], CHECKPOINT_GPT2_MAGIC, CHECKPOINT_GPT2_FP32);
         goto fail;
     }
     state_file = fopen(state_path, "rb");

@@ -16,7 +16,7 @@
 
 #include <stddef.h>     /* size_t */
 #include <stdint.h>     /* uint64_t */
-#include "model.h"      /* Config, AttentionShape, model_* layer functions */
+#include "model.h"      /* Config, AttentionShape */
 
 #define TRAIN_N_TENSORS 16                   /* llm.c's GPT-2 parameter tensors */
 #define TRAIN_STATE_MAGIC 0x31534F41         /* optimizer state file: "AOS1" little-endian */
@@ -139,11 +139,6 @@ int trainer_save(const Trainer *tr, const char *path, const char *state_path);
 int trainer_load(Trainer *tr, const char *path, const char *state_path);
 
 /* ---- Backward kernels (each accumulates into its outputs: +=) ---- */
-
-/* out (N, OC) = x (N, IC) . w (OC, IC)^T + b: dx (N, IC) += dout . w;
- * dw (OC, IC) += dout^T . x; db (OC,) += column sums of dout (db may be NULL). */
-void train_matmul_backward(float *dx, float *dw, float *db, const float *dout,
-                           const float *x, const float *w, int N, int IC, int OC);
 
 /* out = model_layernorm(x, w, b): dx (N, C) += ..., dw, db (C,) += ...;
  * mean, rstd (N,) are scratch (recomputed from x). */

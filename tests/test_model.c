@@ -141,7 +141,7 @@ static int write_bf16_pair(const char *src, const char *bf16_path, const char *f
     int32_t header[256];
     memcpy(header, data, sizeof header);
     if (ok) ok = fwrite(header, sizeof header, 1, ff) == 1;
-    header[1] = MODEL_GPT2_BF16;
+    header[1] = CHECKPOINT_GPT2_BF16;
     if (ok) ok = fwrite(header, sizeof header, 1, fb) == 1;
     for (size_t i = 0; ok && i < n; i++) {
         uint32_t bits;

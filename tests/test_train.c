@@ -3,8 +3,7 @@
  * 1. Every layer's backward (matmul, LayerNorm, GELU, attention, softmax + cross-entropy,
  *    embedding, and the residual sum through a whole model) against central finite
  *    differences of a float64 reference forward written here.
- * 2. model_matmul's tiled fast path against a naive float64 matmul at awkward sizes,
- *    and bit-identical across thread counts.
+ * 2. (The fast matmul kernels are tested in test_kernels.c.)
  * 3. A short training run: the loss falls, a seed reproduces it bit for bit, and 1 and
  *    2 threads agree bit for bit; resuming from a checkpoint continues identically.
  * 4. Save -> model_load -> model_forward gives the trainer's own logits.
@@ -22,7 +21,8 @@
 #endif
 
 #include "attention.h"    /* attention_backward */
-#include "model.h"        /* model_matmul, model_load, model_forward */
+#include "kernels.h"      /* kernels_gelu, KERNELS_NORM_EPS */
+#include "model.h"        /* model_load, model_forward */
 #include "tokenizer.h"    /* tokenizer_load, tokenizer_encode, tokenizer_decode */
 #include "tests/check.h"  /* check_* */
 
@@ -34,8 +34,6 @@
 #define GRAD_RTOL 1e-3
 /* The fast matmul against float64: float sums of up to ~100 products of values in
  * [-1, 1] carry about 1e-6 error; STYLE.md's kernel tolerance. */
-#define MATMUL_ATOL 1e-5
-#define MATMUL_RTOL 1e-5
 
 /* ------------------------------------------------------------------------- */
 /* Helpers                                                                     */
@@ -106,7 +104,7 @@ static void test_matmul_grad(int N, int IC, int OC) {
     float *db = calloc((size_t)OC, sizeof(float));
     fill_random(x, (size_t)N * IC); fill_random(w, (size_t)OC * IC);
     fill_random(b, (size_t)OC); fill_random(g, (size_t)N * OC);
-    train_matmul_backward(dx, dw, db, g, x, w, N, IC, OC);
+    kernels_matmul_backward(dx, dw, db, g, x, w, N, IC, OC);
     MatmulCase c = {to_f64(x, (size_t)N * IC), to_f64(w, (size_t)OC * IC), to_f64(b, (size_t)OC),
                     to_f64(g, (size_t)N * OC), N, IC, OC};
     char what[64];
@@ -120,7 +118,7 @@ static void test_matmul_grad(int N, int IC, int OC) {
     free(x); free(w); free(b); free(g); free(dx); free(dw); free(db);
 }
 
-/* LayerNorm: loss = sum g . LN(x; w, b), eps as MODEL_NORM_EPS */
+/* LayerNorm: loss = sum g . LN(x; w, b), eps as KERNELS_NORM_EPS */
 typedef struct { double *x, *w, *b, *g; int N, C; } NormCase;
 
 static double layernorm_loss(void *ctx) {
@@ -133,7 +131,7 @@ static double layernorm_loss(void *ctx) {
         mean /= c->C;
         for (int i = 0; i < c->C; i++) var += (x[i] - mean) * (x[i] - mean);
         var /= c->C;
-        double rstd = 1.0 / sqrt(var + (double)MODEL_NORM_EPS);
+        double rstd = 1.0 / sqrt(var + (double)KERNELS_NORM_EPS);
         for (int i = 0; i < c->C; i++)
             loss += c->g[n * c->C + i] * ((x[i] - mean) * rstd * c->w[i] + c->b[i]);
     }
@@ -175,7 +173,7 @@ static void test_gelu_grad(void) {
     x[0] = 0.0f; x[1] = 0.005f; x[2] = -0.02f;  /* either side of GELU_RECOVER_MIN */
     float out[N];
     memcpy(out, x, sizeof out);
-    model_gelu(out, N);
+    kernels_gelu(out, N);
     train_gelu_backward(dx, x, out, g, N);
     GeluCase c = {to_f64(x, N), to_f64(g, N), N};
     check_grad("gelu backward dx (15 values in [-4, 4), 0 and near it)", dx, c.x, N, gelu_loss, &c);
@@ -341,39 +339,6 @@ static void test_model_grad(float dropout) {
     check_close(what, tr.grads, numeric, tr.n_params, MODEL_GRAD_ATOL, MODEL_GRAD_RTOL);
     free(numeric);
     trainer_free(&tr);
-}
-
-/* ------------------------------------------------------------------------- */
-/* 2. model_matmul's fast path                                                  */
-
-static void test_fast_matmul(int N, int IC, int OC, int bias) {
-    float *x = malloc(sizeof(float) * N * IC), *w = malloc(sizeof(float) * OC * IC);
-    float *b = malloc(sizeof(float) * OC), *out = malloc(sizeof(float) * N * OC);
-    float *out2 = malloc(sizeof(float) * N * OC);
-    double *want = malloc(sizeof(double) * N * OC);
-    fill_random(x, (size_t)N * IC); fill_random(w, (size_t)OC * IC); fill_random(b, (size_t)OC);
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < OC; o++) {
-            double sum = bias ? (double)b[o] : 0.0;
-            for (int i = 0; i < IC; i++) sum += (double)x[n * IC + i] * (double)w[o * IC + i];
-            want[n * OC + o] = sum;
-        }
-    for (int i = 0; i < N * OC; i++) out[i] = out2[i] = NAN;   /* unwritten entries show */
-    char what[96];
-    snprintf(what, sizeof what, "model_matmul (N %d, IC %d, OC %d%s) vs naive float64", N, IC,
-             OC, bias ? ", bias" : "");
-#ifdef _OPENMP
-    omp_set_num_threads(1);
-#endif
-    model_matmul(out, x, w, bias ? b : NULL, N, IC, OC);
-#ifdef _OPENMP
-    omp_set_num_threads(2);
-#endif
-    model_matmul(out2, x, w, bias ? b : NULL, N, IC, OC);
-    check_close_f64(what, out, want, (size_t)N * OC, MATMUL_ATOL, MATMUL_RTOL);
-    check_true(memcmp(out, out2, sizeof(float) * N * OC) == 0,
-               "model_matmul (N %d, IC %d, OC %d): 1 and 2 threads give identical bits", N, IC, OC);
-    free(x); free(w); free(b); free(out); free(out2); free(want);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -739,10 +704,6 @@ int main(void) {
     test_embedding_grad();
     test_model_grad(0.0f);
     test_model_grad(0.3f);
-    const int sizes[][3] = {{1, 1, 1}, {1, 7, 5}, {3, 8, 3}, {4, 16, 3}, {5, 17, 7},
-                            {67, 33, 50}, {130, 64, 97}, {1, 128, 1000}};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        test_fast_matmul(sizes[i][0], sizes[i][1], sizes[i][2], (int)(i % 2));
     test_schedule();
     test_training_run();
     test_bpe();

@@ -1,0 +1,667 @@
+/* checkpoint.c: recognise, validate and map a weights file; write the int8 form.
+ *
+ * Every format is described the same way: a header that gives the Config, then a list of
+ * tensors in file order (tensor_list), each fp32, bf16 or int8. The expected file size is
+ * computed from that list with overflow checks and must match exactly before anything is
+ * read; then the same list carves the mapped file into tensors, and point_weights turns the
+ * tensors into the Weights table the forward pass reads. Writing the int8 form walks the
+ * same list. Nothing here computes: read model.c for the network.
+ *
+ * Legend: V vocab, Vp padded vocab, C width, L layers, Hd MLP width, KVD kv width,
+ * S context, HS head size, GS group size.
+ */
+#include "checkpoint.h"
+
+#include <errno.h>      /* errno */
+#include <fcntl.h>      /* open, O_NONBLOCK */
+#include <math.h>       /* isfinite */
+#include <stdint.h>     /* int32_t, uint16_t, uint32_t, SIZE_MAX */
+#include <stdio.h>      /* fprintf(stderr), FILE, fwrite */
+#include <stdlib.h>     /* malloc, free */
+#include <string.h>     /* memcpy, memset, strerror */
+#include <sys/mman.h>   /* mmap, munmap */
+#include <sys/stat.h>   /* fstat */
+#include <unistd.h>     /* read, close */
+
+#include "quant.h"      /* quant_groups, quant_quantize, quant_dequantize_row */
+
+/* How the tensors are stored in the file. */
+typedef enum {
+    STORE_F32,      /* every tensor fp32 */
+    STORE_BF16,     /* every tensor bf16 (llm.c version 5) */
+    STORE_Q8        /* matrices int8 + scales per row group, vectors fp32 */
+} Storage;
+
+/* What the header says about the file beyond the Config. */
+typedef struct {
+    Storage storage;
+    int legacy;              /* llama2.c legacy tensor order (no magic) */
+    size_t data_offset;      /* bytes before the first tensor */
+    int shared_classifier;   /* Llama: 1 if the classifier is the token embedding */
+    int group_size;          /* int8: values per scale along a row */
+    const char *name;        /* what the file is, for messages and the load line */
+} Layout;
+
+/* Header field indices of llm.c's GPT-2 checkpoint (int32 each). [8] is this project's
+ * int8 group size (llm.c leaves it 0). */
+enum { GPT2_MAGIC, GPT2_VERSION, GPT2_MAX_T, GPT2_V, GPT2_L, GPT2_NH, GPT2_C, GPT2_VP,
+       GPT2_GROUP };
+/* llama2.c's 7 config fields, in file order (after magic and version when versioned). */
+enum { LLAMA_DIM, LLAMA_HIDDEN, LLAMA_LAYERS, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_VOCAB,
+       LLAMA_SEQ };
+
+/* ------------------------------------------------------------------------- */
+/* Overflow-safe size arithmetic                                               */
+
+/* *out = a * b; returns -1 if that overflows size_t. */
+static int size_mul(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return -1;
+    *out = a * b;
+    return 0;
+}
+
+/* *acc += a * b * c; returns -1 on overflow. */
+static int size_add_product(size_t *acc, size_t a, size_t b, size_t c) {
+    size_t ab, abc;
+    if (size_mul(a, b, &ab) || size_mul(ab, c, &abc) || abc > SIZE_MAX - *acc) return -1;
+    *acc += abc;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The header                                                                  */
+
+/* Checks that value is in [1, max]; prints the problem and returns -1 if not. The
+ * prefix (possibly "") says how the header was read when that was a guess. */
+static int check_range(const char *path, const char *prefix, const char *name, long value,
+                       long max) {
+    if (value < 1 || value > max) {
+        fprintf(stderr, "model: %s: %sheader field %s out of range (got %ld, expected "
+                "1..%ld)\n", path, prefix, name, value, max);
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks the fields both families share and derives head_dim and kv_dim. */
+static int check_config(Config *c, const char *path, const char *prefix) {
+    if (check_range(path, prefix, "seq_len", c->seq_len, MODEL_MAX_SEQ_LEN) ||
+        check_range(path, prefix, "vocab_size", c->vocab_size, MODEL_MAX_VOCAB) ||
+        check_range(path, prefix, "padded_vocab_size", c->padded_vocab_size, MODEL_MAX_VOCAB) ||
+        check_range(path, prefix, "n_layers", c->n_layers, MODEL_MAX_LAYERS) ||
+        check_range(path, prefix, "dim", c->dim, MODEL_MAX_DIM / 4) ||
+        check_range(path, prefix, "hidden_dim", c->hidden_dim, MODEL_MAX_DIM) ||
+        check_range(path, prefix, "n_heads", c->n_heads, c->dim) ||
+        check_range(path, prefix, "n_kv_heads", c->n_kv_heads, c->n_heads)) return -1;
+    const char *problem = NULL;
+    if (c->dim % c->n_heads != 0) problem = "width dim not divisible by n_heads";
+    else if (c->n_heads % c->n_kv_heads != 0) problem = "n_heads not divisible by n_kv_heads";
+    else if (c->vocab_size > c->padded_vocab_size)
+        problem = "vocab V larger than padded vocab Vp";
+    else if (c->family == MODEL_LLAMA && (c->dim / c->n_heads) % 2 != 0)
+        problem = "rotary embedding needs an even head size";
+    if (problem) {
+        fprintf(stderr, "model: %s: %s%s (got dim %d, n_heads %d, n_kv_heads %d, V %d, Vp %d)\n",
+                path, prefix, problem, c->dim, c->n_heads, c->n_kv_heads, c->vocab_size,
+                c->padded_vocab_size);
+        return -1;
+    }
+    c->head_dim = c->dim / c->n_heads;
+    c->kv_dim = c->n_kv_heads * c->head_dim;
+    return 0;
+}
+
+/* llm.c GPT-2: header[256] int32. */
+static int parse_gpt2_header(Config *c, Layout *layout, const char *path, const int32_t *h) {
+    int version = h[GPT2_VERSION];
+    if (version != CHECKPOINT_GPT2_FP32 && version != CHECKPOINT_GPT2_BF16 &&
+        version != CHECKPOINT_GPT2_Q8) {
+        fprintf(stderr, "model: %s: unknown checkpoint version (got %d, expected %d for fp32, "
+                "%d for bf16 or %d for int8)\n", path, version, CHECKPOINT_GPT2_FP32,
+                CHECKPOINT_GPT2_BF16, CHECKPOINT_GPT2_Q8);
+        return -1;
+    }
+    if (check_range(path, "", "C", h[GPT2_C], MODEL_MAX_DIM / 4)) return -1;
+    c->family = MODEL_GPT2;
+    c->seq_len = h[GPT2_MAX_T];
+    c->vocab_size = h[GPT2_V];
+    c->padded_vocab_size = h[GPT2_VP];
+    c->n_layers = h[GPT2_L];
+    c->n_heads = h[GPT2_NH];
+    c->n_kv_heads = c->n_heads;
+    c->dim = h[GPT2_C];
+    c->hidden_dim = 4 * c->dim;
+    layout->shared_classifier = 1;
+    layout->data_offset = CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t);
+    if (version == CHECKPOINT_GPT2_FP32) {
+        layout->storage = STORE_F32;
+        layout->name = "llm.c GPT-2 checkpoint, fp32";
+    } else if (version == CHECKPOINT_GPT2_BF16) {
+        layout->storage = STORE_BF16;
+        layout->name = "llm.c GPT-2 checkpoint, bf16 (widened to fp32 at load)";
+    } else {
+        if (check_range(path, "", "group_size", h[GPT2_GROUP], QUANT_GROUP_MAX)) return -1;
+        layout->storage = STORE_Q8;
+        layout->group_size = h[GPT2_GROUP];
+        layout->name = "GPT-2 checkpoint, int8 (llm.c header, version 80)";
+    }
+    return 0;
+}
+
+/* llama2.c: the 7 config fields. A negative vocab_size in a legacy file means the
+ * classifier is stored separately (llama2.c's flag); versioned files have a flag byte. */
+static void llama_config(Config *c, Layout *layout, const int32_t *f) {
+    c->family = MODEL_LLAMA;
+    c->dim = f[LLAMA_DIM];
+    c->hidden_dim = f[LLAMA_HIDDEN];
+    c->n_layers = f[LLAMA_LAYERS];
+    c->n_heads = f[LLAMA_HEADS];
+    c->n_kv_heads = f[LLAMA_KV_HEADS];
+    c->vocab_size = f[LLAMA_VOCAB] < 0 && f[LLAMA_VOCAB] != INT32_MIN ? -f[LLAMA_VOCAB]
+                                                                     : f[LLAMA_VOCAB];
+    c->padded_vocab_size = c->vocab_size;
+    c->seq_len = f[LLAMA_SEQ];
+    layout->shared_classifier = f[LLAMA_VOCAB] > 0;
+}
+
+/* llama2.c "ak42" header: magic, version, 7 fields, uint8 shared flag, [int32 group size]. */
+static int parse_llama_header(Config *c, Layout *layout, const char *path,
+                              const unsigned char *bytes) {
+    int32_t fields[2 + CHECKPOINT_LLAMA_LEGACY_INTS], group_size;
+    memcpy(fields, bytes, sizeof fields);
+    unsigned char shared = bytes[sizeof fields];
+    memcpy(&group_size, bytes + sizeof fields + 1, sizeof group_size);
+    int version = fields[1];
+    if (version != CHECKPOINT_LLAMA_FP32 && version != CHECKPOINT_LLAMA_Q8) {
+        fprintf(stderr, "model: %s: unknown llama2.c version (got %d, expected %d for fp32 or "
+                "%d for int8)\n", path, version, CHECKPOINT_LLAMA_FP32, CHECKPOINT_LLAMA_Q8);
+        return -1;
+    }
+    if (shared > 1 || fields[2 + LLAMA_VOCAB] < 1) {
+        fprintf(stderr, "model: %s: bad classifier flag or vocab (got flag %d, vocab %d, "
+                "expected 0 or 1 and a positive vocab)\n", path, shared, fields[2 + LLAMA_VOCAB]);
+        return -1;
+    }
+    llama_config(c, layout, fields + 2);
+    layout->shared_classifier = shared;
+    layout->data_offset = CHECKPOINT_LLAMA_HEADER_BYTES;
+    layout->storage = STORE_F32;
+    layout->name = "llama2.c checkpoint version 1, fp32";
+    if (version == CHECKPOINT_LLAMA_Q8) {
+        if (check_range(path, "", "group_size", group_size, QUANT_GROUP_MAX)) return -1;
+        layout->storage = STORE_Q8;
+        layout->group_size = group_size;
+        layout->name = "llama2.c checkpoint version 2, int8";
+    }
+    return 0;
+}
+
+/* Recognises the format from the first bytes and fills c and layout. llm.c and the
+ * versioned llama2.c files carry a magic number; llama2.c's legacy files do not, so
+ * anything else is read as a legacy header and must then pass every check and match
+ * the file size exactly. header holds n bytes (at most 1024). */
+static int parse_header(Config *c, Layout *layout, const char *path,
+                        const unsigned char *header, size_t n) {
+    int32_t magic = 0;
+    if (n >= sizeof magic) memcpy(&magic, header, sizeof magic);
+    int is_gpt2 = magic == CHECKPOINT_GPT2_MAGIC;
+    int is_llama = (uint32_t)magic == CHECKPOINT_LLAMA_MAGIC;
+    size_t need = is_gpt2 ? CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t)
+                : is_llama ? CHECKPOINT_LLAMA_HEADER_BYTES
+                : CHECKPOINT_LLAMA_LEGACY_INTS * sizeof(int32_t);
+    if (n < need) {
+        fprintf(stderr, "model: %s: file too short for the header (got %zu bytes, expected at "
+                "least %zu)\n", path, n, need);
+        return -1;
+    }
+    if (is_gpt2) {
+        int32_t h[CHECKPOINT_GPT2_HEADER_INTS];
+        memcpy(h, header, sizeof h);
+        if (parse_gpt2_header(c, layout, path, h) != 0) return -1;
+    } else if (is_llama) {
+        if (parse_llama_header(c, layout, path, header) != 0) return -1;
+    } else {
+        int32_t fields[CHECKPOINT_LLAMA_LEGACY_INTS];
+        memcpy(fields, header, sizeof fields);
+        llama_config(c, layout, fields);
+        layout->storage = STORE_F32;
+        layout->legacy = 1;
+        layout->data_offset = sizeof fields;
+        layout->name = "llama2.c legacy checkpoint, fp32 (no magic number: recognised by "
+                       "its 7-int header and exact file size)";
+        char prefix[160];
+        snprintf(prefix, sizeof prefix, "bad magic number (got %d, expected %d for llm.c GPT-2 "
+                 "or \"ak42\" for llama2.c), and as a headerless llama2.c file: ", magic,
+                 CHECKPOINT_GPT2_MAGIC);
+        return check_config(c, path, prefix);
+    }
+    return check_config(c, path, "");
+}
+
+/* ------------------------------------------------------------------------- */
+/* The tensor list of each format                                              */
+
+enum { MAX_TENSORS = 16 };   /* the most tensors any format lists */
+
+/* One entry of a format's tensor list: which tensor, whether it is a matrix, its shape. */
+typedef struct {
+    TensorName name;
+    int is_matrix, layers, rows, cols;
+} Entry;
+
+/* Fills list with the file's tensors in file order; returns how many. */
+static int tensor_list(const Config *c, const Layout *layout, Entry list[MAX_TENSORS]) {
+    int L = c->n_layers, C = c->dim, Hd = c->hidden_dim, KVD = c->kv_dim;
+    int n = 0;
+#define ADD(name_, matrix_, layers_, rows_, cols_) \
+    list[n++] = (Entry){name_, matrix_, layers_, rows_, cols_}
+    if (c->family == MODEL_GPT2) {   /* llm.c's 16 tensors */
+        ADD(TENSOR_WTE, 1, 1, c->padded_vocab_size, C);
+        ADD(TENSOR_WPE, 0, 1, c->seq_len, C);
+        ADD(TENSOR_LN1W, 0, L, 1, C);
+        ADD(TENSOR_LN1B, 0, L, 1, C);
+        ADD(TENSOR_QKVW, 1, L, 3 * C, C);      /* the Q rows, then K, then V */
+        ADD(TENSOR_QKVB, 0, L, 1, 3 * C);
+        ADD(TENSOR_ATTPROJW, 1, L, C, C);
+        ADD(TENSOR_ATTPROJB, 0, L, 1, C);
+        ADD(TENSOR_LN2W, 0, L, 1, C);
+        ADD(TENSOR_LN2B, 0, L, 1, C);
+        ADD(TENSOR_FCW, 1, L, Hd, C);
+        ADD(TENSOR_FCB, 0, L, 1, Hd);
+        ADD(TENSOR_FCPROJW, 1, L, C, Hd);
+        ADD(TENSOR_FCPROJB, 0, L, 1, C);
+        ADD(TENSOR_LNFW, 0, 1, 1, C);
+        ADD(TENSOR_LNFB, 0, 1, 1, C);
+    } else if (layout->legacy) {     /* llama2.c run.c's order */
+        ADD(TENSOR_TOK, 1, 1, c->vocab_size, C);
+        ADD(TENSOR_RMS_ATT, 0, L, 1, C);
+        ADD(TENSOR_WQ, 1, L, C, C);
+        ADD(TENSOR_WK, 1, L, KVD, C);
+        ADD(TENSOR_WV, 1, L, KVD, C);
+        ADD(TENSOR_WO, 1, L, C, C);
+        ADD(TENSOR_RMS_FFN, 0, L, 1, C);
+        ADD(TENSOR_W1, 1, L, Hd, C);
+        ADD(TENSOR_W2, 1, L, C, Hd);
+        ADD(TENSOR_W3, 1, L, Hd, C);
+        ADD(TENSOR_RMS_FINAL, 0, 1, 1, C);
+        ADD(TENSOR_ROPE, 0, 1, c->seq_len, c->head_dim);   /* old RoPE tables, skipped */
+        if (!layout->shared_classifier) ADD(TENSOR_CLS, 1, 1, c->vocab_size, C);
+    } else {                         /* llama2.c export.py's versions 1 and 2 */
+        ADD(TENSOR_RMS_ATT, 0, L, 1, C);
+        ADD(TENSOR_RMS_FFN, 0, L, 1, C);
+        ADD(TENSOR_RMS_FINAL, 0, 1, 1, C);
+        ADD(TENSOR_TOK, 1, 1, c->vocab_size, C);
+        ADD(TENSOR_WQ, 1, L, C, C);
+        ADD(TENSOR_WK, 1, L, KVD, C);
+        ADD(TENSOR_WV, 1, L, KVD, C);
+        ADD(TENSOR_WO, 1, L, C, C);
+        ADD(TENSOR_W1, 1, L, Hd, C);
+        ADD(TENSOR_W2, 1, L, C, Hd);
+        ADD(TENSOR_W3, 1, L, Hd, C);
+        if (!layout->shared_classifier) ADD(TENSOR_CLS, 1, 1, c->vocab_size, C);
+    }
+#undef ADD
+    return n;
+}
+
+/* Bytes of one layer of entry e in the file, and of its int8 scales (0 unless int8). */
+static int entry_bytes(const Entry *e, const Layout *layout, size_t *layer_bytes,
+                       size_t *scale_floats) {
+    size_t rows = (size_t)e->rows, cols = (size_t)e->cols;
+    *layer_bytes = 0;
+    *scale_floats = 0;
+    if (layout->storage == STORE_Q8 && e->is_matrix) {
+        size_t groups = (size_t)quant_groups(e->cols, layout->group_size);
+        *scale_floats = rows * groups;   /* rows <= 2^21, groups <= 2^16: no overflow */
+        return size_add_product(layer_bytes, rows, cols, 1) ||
+               size_add_product(layer_bytes, rows, groups, sizeof(float));
+    }
+    size_t width = layout->storage == STORE_BF16 ? sizeof(uint16_t) : sizeof(float);
+    return size_add_product(layer_bytes, rows, cols, width);
+}
+
+/* The exact file size the header implies, and the floats the load must own (bf16
+ * widened to fp32; int8 scales, and the vectors of an int8 file, which need not be
+ * 4-byte aligned there). Returns -1 on overflow. */
+static int expected_sizes(const Config *c, const Layout *layout, size_t *file_bytes,
+                          size_t *owned_floats) {
+    Entry list[MAX_TENSORS];
+    int count = tensor_list(c, layout, list);
+    size_t bytes = layout->data_offset, floats = 0;
+    for (int t = 0; t < count; t++) {
+        size_t layer_bytes, scales, numel;
+        if (entry_bytes(&list[t], layout, &layer_bytes, &scales) ||
+            size_add_product(&bytes, (size_t)list[t].layers, layer_bytes, 1)) return -1;
+        if (layout->storage == STORE_BF16 || (layout->storage == STORE_Q8 && !list[t].is_matrix)) {
+            if (size_mul((size_t)list[t].rows, (size_t)list[t].cols, &numel) ||
+                size_add_product(&floats, (size_t)list[t].layers, numel, 1)) return -1;
+        } else if (size_add_product(&floats, (size_t)list[t].layers, scales, 1)) {
+            return -1;
+        }
+    }
+    *file_bytes = bytes;
+    *owned_floats = floats;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Carving the file into tensors                                               */
+
+/* Points ck->tensors at the data (bytes after the header). bf16 tensors are widened
+ * into owned and int8 scales copied there (aligned). Returns -1 (with a message) if an
+ * int8 value is -128, which the int8 kernels do not accept. */
+static int carve_tensors(Checkpoint *ck, const Layout *layout, const unsigned char *data,
+                         float *owned, const char *path) {
+    Entry list[MAX_TENSORS];
+    int count = tensor_list(&ck->config, layout, list);
+    for (int t = 0; t < count; t++) {
+        const Entry *e = &list[t];
+        CheckpointTensor *ten = &ck->tensors[e->name];
+        size_t layer_bytes, scales, numel = (size_t)e->rows * (size_t)e->cols;
+        entry_bytes(e, layout, &layer_bytes, &scales);
+        *ten = (CheckpointTensor){.present = 1, .is_matrix = e->is_matrix, .layers = e->layers,
+                                  .rows = e->rows, .cols = e->cols};
+        if (layout->storage == STORE_Q8 && e->is_matrix) {
+            float *scale = owned;
+            ten->q = (const int8_t *)data;
+            ten->q_stride = layer_bytes;
+            ten->scale = scale;
+            ten->group = layout->group_size;
+            for (int l = 0; l < e->layers; l++) {
+                const unsigned char *layer = data + (size_t)l * layer_bytes;
+                for (size_t i = 0; i < numel; i++) {
+                    if ((signed char)layer[i] < -QUANT_Q_MAX) {
+                        fprintf(stderr, "model: %s: int8 weight out of range (got -128 at "
+                                "byte %zu, expected -127..127)\n", path,
+                                (size_t)(layer + i - data) + layout->data_offset);
+                        return -1;
+                    }
+                }
+                memcpy(scale + (size_t)l * scales, layer + numel, scales * sizeof(float));
+            }
+            owned += (size_t)e->layers * scales;
+        } else if (layout->storage == STORE_BF16) {
+            /* bf16 is the top half of an fp32: widen by appending 16 zero bits */
+            size_t n = (size_t)e->layers * numel;
+            for (size_t i = 0; i < n; i++) {
+                uint16_t half;
+                memcpy(&half, data + 2 * i, sizeof half);
+                uint32_t bits = (uint32_t)half << 16;
+                memcpy(&owned[i], &bits, sizeof bits);
+            }
+            ten->f32 = owned;
+            owned += n;
+        } else if (layout->storage == STORE_Q8) {   /* a vector among int8 matrices */
+            size_t n = (size_t)e->layers * numel;
+            memcpy(owned, data, n * sizeof(float));
+            ten->f32 = owned;
+            owned += n;
+        } else {
+            ten->f32 = (const float *)data;   /* the map is page-aligned; offsets are x4 */
+        }
+        data += (size_t)e->layers * layer_bytes;
+    }
+    return 0;
+}
+
+/* Matrix rows r0 .. r0+rows-1 of layer l of tensor t, fp32 or int8. */
+static Matrix matrix_view(const CheckpointTensor *t, int l, int r0, int rows) {
+    Matrix m = {0};
+    size_t cols = (size_t)t->cols;
+    if (t->f32) {
+        m.f32 = t->f32 + ((size_t)l * (size_t)t->rows + (size_t)r0) * cols;
+        return m;
+    }
+    size_t groups = (size_t)quant_groups(t->cols, t->group);
+    m.q8.q = t->q + (size_t)l * t->q_stride + (size_t)r0 * cols;
+    m.q8.scale = t->scale + ((size_t)l * (size_t)t->rows + (size_t)r0) * groups;
+    m.q8.rows = rows;
+    m.q8.cols = t->cols;
+    m.q8.group = t->group;
+    return m;
+}
+
+/* Layer l's slice of a stacked vector tensor, or NULL if the file has none. */
+static const float *vector_view(const CheckpointTensor *t, int l) {
+    return t->present ? t->f32 + (size_t)l * (size_t)t->rows * (size_t)t->cols : NULL;
+}
+
+/* Fills ck->weights from ck->tensors. */
+static void point_weights(Checkpoint *ck) {
+    const Config *c = &ck->config;
+    const CheckpointTensor *T = ck->tensors;
+    Weights *w = &ck->weights;
+    int C = c->dim, KVD = c->kv_dim, gpt2 = c->family == MODEL_GPT2;
+    w->int8 = T[gpt2 ? TENSOR_WTE : TENSOR_TOK].f32 == NULL;
+    w->token_embedding = matrix_view(&T[gpt2 ? TENSOR_WTE : TENSOR_TOK], 0, 0,
+                                     c->padded_vocab_size);
+    w->classifier = T[TENSOR_CLS].present ? matrix_view(&T[TENSOR_CLS], 0, 0, c->vocab_size)
+                                          : matrix_view(&T[gpt2 ? TENSOR_WTE : TENSOR_TOK], 0,
+                                                        0, c->vocab_size);
+    w->shared_classifier = !T[TENSOR_CLS].present;
+    w->pos_embedding = gpt2 ? T[TENSOR_WPE].f32 : NULL;
+    w->norm_final_w = gpt2 ? T[TENSOR_LNFW].f32 : T[TENSOR_RMS_FINAL].f32;
+    w->norm_final_b = gpt2 ? T[TENSOR_LNFB].f32 : NULL;
+    for (int l = 0; l < c->n_layers; l++) {
+        LayerWeights *lw = &w->layers[l];
+        if (gpt2) {
+            lw->norm1_w = vector_view(&T[TENSOR_LN1W], l);
+            lw->norm1_b = vector_view(&T[TENSOR_LN1B], l);
+            lw->wq = matrix_view(&T[TENSOR_QKVW], l, 0, C);
+            lw->wk = matrix_view(&T[TENSOR_QKVW], l, C, C);
+            lw->wv = matrix_view(&T[TENSOR_QKVW], l, 2 * C, C);
+            lw->bq = vector_view(&T[TENSOR_QKVB], l);
+            lw->bk = lw->bq + C;
+            lw->bv = lw->bk + C;
+            lw->wo = matrix_view(&T[TENSOR_ATTPROJW], l, 0, C);
+            lw->bo = vector_view(&T[TENSOR_ATTPROJB], l);
+            lw->norm2_w = vector_view(&T[TENSOR_LN2W], l);
+            lw->norm2_b = vector_view(&T[TENSOR_LN2B], l);
+            lw->w_up = matrix_view(&T[TENSOR_FCW], l, 0, c->hidden_dim);
+            lw->b_up = vector_view(&T[TENSOR_FCB], l);
+            lw->w_down = matrix_view(&T[TENSOR_FCPROJW], l, 0, C);
+            lw->b_down = vector_view(&T[TENSOR_FCPROJB], l);
+        } else {
+            lw->norm1_w = vector_view(&T[TENSOR_RMS_ATT], l);
+            lw->wq = matrix_view(&T[TENSOR_WQ], l, 0, C);
+            lw->wk = matrix_view(&T[TENSOR_WK], l, 0, KVD);
+            lw->wv = matrix_view(&T[TENSOR_WV], l, 0, KVD);
+            lw->wo = matrix_view(&T[TENSOR_WO], l, 0, C);
+            lw->norm2_w = vector_view(&T[TENSOR_RMS_FFN], l);
+            lw->w_up = matrix_view(&T[TENSOR_W1], l, 0, c->hidden_dim);
+            lw->w_gate = matrix_view(&T[TENSOR_W3], l, 0, c->hidden_dim);
+            lw->w_down = matrix_view(&T[TENSOR_W2], l, 0, C);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Load and free                                                               */
+
+/* Reads up to n bytes from the start of fd into buf; returns the count, or -1. */
+static long read_up_to(int fd, void *buf, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t got = read(fd, (char *)buf + done, n - done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -1;
+        if (got == 0) break;
+        done += (size_t)got;
+    }
+    return (long)done;
+}
+
+int checkpoint_load(Checkpoint *ck, const char *path) {
+    memset(ck, 0, sizeof *ck);
+    /* O_NONBLOCK: a FIFO given as the model must not block the open; the regular-file
+     * check below then refuses it */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
+        fprintf(stderr, "model: %s: cannot open (%s)\n", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    unsigned char header[CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t)];
+    Layout layout = {0};
+    Config *c = &ck->config;
+    size_t expected, owned_floats;
+    long header_bytes;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "model: %s: not a regular file\n", path);
+        goto fail;
+    }
+    size_t file_size = (size_t)st.st_size;
+    if ((header_bytes = read_up_to(fd, header, sizeof header)) < 0) {
+        fprintf(stderr, "model: %s: read error (%s)\n", path, strerror(errno));
+        goto fail;
+    }
+    if (parse_header(c, &layout, path, header, (size_t)header_bytes) != 0) goto fail;
+    if (expected_sizes(c, &layout, &expected, &owned_floats) != 0) {
+        fprintf(stderr, "model: %s: header dimensions overflow the address space\n", path);
+        goto fail;
+    }
+    if (file_size != expected) {
+        fprintf(stderr, "model: %s: file size does not match its header (got %zu bytes, "
+                "expected %zu for a %s: %s)\n", path, file_size, expected, layout.name,
+                file_size < expected ? "truncated" : "trailing bytes");
+        goto fail;
+    }
+    ck->format = layout.name;
+    ck->map = mmap(NULL, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (ck->map == MAP_FAILED) {
+        ck->map = NULL;
+        fprintf(stderr, "model: %s: mmap failed (%s)\n", path, strerror(errno));
+        goto fail;
+    }
+    ck->map_size = file_size;
+    if (owned_floats > 0 && !(ck->owned = malloc(owned_floats * sizeof(float)))) {
+        fprintf(stderr, "model: %s: out of memory for %zu converted floats\n", path,
+                owned_floats);
+        goto fail;
+    }
+    ck->weights.layers = calloc((size_t)c->n_layers, sizeof *ck->weights.layers);
+    if (!ck->weights.layers) {
+        fprintf(stderr, "model: %s: out of memory\n", path);
+        goto fail;
+    }
+    if (carve_tensors(ck, &layout, (const unsigned char *)ck->map + layout.data_offset,
+                      ck->owned, path) != 0) goto fail;
+    if (layout.storage == STORE_BF16) {   /* everything was widened: drop the map */
+        munmap(ck->map, ck->map_size);
+        ck->map = NULL;
+        ck->map_size = 0;
+    }
+    point_weights(ck);
+    close(fd);
+    return 0;
+fail:
+    close(fd);
+    checkpoint_free(ck);
+    return -1;
+}
+
+void checkpoint_free(Checkpoint *ck) {
+    if (ck->map) munmap(ck->map, ck->map_size);
+    free(ck->owned);
+    free(ck->weights.layers);
+    memset(ck, 0, sizeof *ck);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Writing the int8 form                                                       */
+
+/* fwrite that reports a failure once; returns -1 on error. */
+static int write_all(FILE *f, const void *data, size_t size, size_t count) {
+    return fwrite(data, size, count, f) == count ? 0 : -1;
+}
+
+/* Writes tensor t (fp32 or int8 source) in the int8 file's form: vectors as fp32;
+ * matrices per layer as int8 values (rows, cols) then fp32 scales (rows, groups).
+ * row, q and s are scratch of cols floats, cols bytes and groups floats. */
+static int write_tensor(FILE *f, const CheckpointTensor *t, int group, float *row,
+                        int8_t *q, float *s) {
+    size_t cols = (size_t)t->cols, groups = (size_t)quant_groups(t->cols, group);
+    for (int l = 0; l < t->layers; l++) {
+        if (!t->is_matrix) {
+            if (write_all(f, vector_view(t, l), sizeof(float), (size_t)t->rows * cols))
+                return -1;
+            continue;
+        }
+        /* values first, then scales: quantize every row twice rather than keep them */
+        for (int pass = 0; pass < 2; pass++) {
+            for (int r = 0; r < t->rows; r++) {
+                Matrix m = matrix_view(t, l, r, 1);
+                if (m.f32) memcpy(row, m.f32, cols * sizeof(float));
+                else quant_dequantize_row(row, &m.q8, 0);
+                quant_quantize(q, s, row, 1, t->cols, group);
+                if (pass == 0 ? write_all(f, q, 1, cols) : write_all(f, s, sizeof(float), groups))
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
+    const Config *c = &ck->config;
+    if (group < 1 || group > QUANT_GROUP_MAX) {
+        fprintf(stderr, "quantize: group size out of range (got %d, expected 1..%d)\n", group,
+                QUANT_GROUP_MAX);
+        return -1;
+    }
+    Layout layout = {.storage = STORE_Q8, .group_size = group,
+                     .shared_classifier = ck->weights.shared_classifier};
+    unsigned char header[CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t)] = {0};
+    size_t header_bytes;
+    if (c->family == MODEL_GPT2) {
+        int32_t h[CHECKPOINT_GPT2_HEADER_INTS] = {0};
+        h[GPT2_MAGIC] = CHECKPOINT_GPT2_MAGIC;
+        h[GPT2_VERSION] = CHECKPOINT_GPT2_Q8;
+        h[GPT2_MAX_T] = c->seq_len;
+        h[GPT2_V] = c->vocab_size;
+        h[GPT2_L] = c->n_layers;
+        h[GPT2_NH] = c->n_heads;
+        h[GPT2_C] = c->dim;
+        h[GPT2_VP] = c->padded_vocab_size;
+        h[GPT2_GROUP] = group;
+        memcpy(header, h, sizeof h);
+        header_bytes = sizeof h;
+    } else {   /* llama2.c version 2: magic, version, 7 fields, shared flag, group size */
+        int32_t f[2 + CHECKPOINT_LLAMA_LEGACY_INTS] = {
+            (int32_t)CHECKPOINT_LLAMA_MAGIC, CHECKPOINT_LLAMA_Q8, c->dim, c->hidden_dim,
+            c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len};
+        memcpy(header, f, sizeof f);
+        header[sizeof f] = (unsigned char)layout.shared_classifier;
+        memcpy(header + sizeof f + 1, &group, sizeof group);
+        header_bytes = CHECKPOINT_LLAMA_HEADER_BYTES;
+    }
+    Entry list[MAX_TENSORS];
+    int count = tensor_list(c, &layout, list), widest = 1;
+    for (int t = 0; t < count; t++) widest = list[t].cols > widest ? list[t].cols : widest;
+    float *row = malloc((size_t)widest * sizeof(float));
+    float *s = malloc((size_t)widest * sizeof(float));
+    int8_t *q = malloc((size_t)widest);
+    FILE *f = fopen(path, "wb");
+    int status = -1;
+    if (!row || !s || !q) fprintf(stderr, "quantize: out of memory\n");
+    else if (!f) fprintf(stderr, "quantize: %s: cannot create (%s)\n", path, strerror(errno));
+    else if (write_all(f, header, 1, header_bytes))
+        fprintf(stderr, "quantize: %s: write error (%s)\n", path, strerror(errno));
+    else {
+        status = 0;
+        for (int t = 0; t < count && status == 0; t++) {
+            if (write_tensor(f, &ck->tensors[list[t].name], group, row, q, s) != 0) {
+                fprintf(stderr, "quantize: %s: write error (%s)\n", path, strerror(errno));
+                status = -1;
+            }
+        }
+    }
+    if (f && fclose(f) != 0 && status == 0) {
+        fprintf(stderr, "quantize: %s: write error (%s)\n", path, strerror(errno));
+        status = -1;
+    }
+    free(row);
+    free(s);
+    free(q);
+    return status;
+}

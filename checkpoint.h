@@ -1,0 +1,134 @@
+/* checkpoint.h: what a weights file holds, and reading and writing the formats.
+ *
+ * checkpoint_load recognises llm.c's GPT-2 checkpoints (fp32, bf16, and this project's
+ * int8) and llama2.c's (legacy, version 1 fp32, version 2 int8), validates every header
+ * field and the exact file size before touching any weight, and points a Weights table at
+ * the tensors: fp32 and int8 tensors are used in place from the mapped file (int8 scales
+ * are copied, aligned), bf16 ones are widened once. checkpoint_save_q8 writes the int8 form
+ * of a loaded model (the quantize program). The network itself is in model.c.
+ *
+ * Legend: V vocab, Vp padded vocab, C width, L layers, NH heads, NKV kv heads, HS = C / NH,
+ * KVD = NKV * HS, Hd MLP hidden width, S seq_len (context), GS int8 group size.
+ */
+#ifndef CHECKPOINT_H
+#define CHECKPOINT_H
+
+#include <stddef.h>    /* size_t */
+#include "kernels.h"   /* Matrix */
+
+#define CHECKPOINT_GPT2_MAGIC 20240326     /* llm.c checkpoint magic (a date: 2024-03-26) */
+#define CHECKPOINT_GPT2_FP32 3             /* llm.c version: fp32 parameters */
+#define CHECKPOINT_GPT2_BF16 5             /* llm.c version: bf16 parameters */
+#define CHECKPOINT_GPT2_Q8 80              /* this project's version: int8 matrices ("8.0") */
+#define CHECKPOINT_GPT2_HEADER_INTS 256    /* llm.c header: 256 little-endian int32 */
+#define CHECKPOINT_LLAMA_MAGIC 0x616b3432  /* llama2.c's versioned files: "ak42" as LE uint32 */
+#define CHECKPOINT_LLAMA_FP32 1            /* llama2.c version 1: fp32 weights */
+#define CHECKPOINT_LLAMA_Q8 2              /* llama2.c version 2: int8 groups + fp32 scales */
+#define CHECKPOINT_LLAMA_HEADER_BYTES 256  /* llama2.c versioned header, zero-padded */
+#define CHECKPOINT_LLAMA_LEGACY_INTS 7     /* llama2.c legacy header: 7 int32, no magic */
+#define CHECKPOINT_Q8_GROUP 32             /* default int8 group size of checkpoint_save_q8 */
+
+typedef enum { MODEL_GPT2, MODEL_LLAMA } ModelFamily;
+
+/* Sanity bounds on header fields; far above any model this engine is meant for. */
+#ifndef MODEL_MAX_DIM
+#define MODEL_MAX_DIM (1 << 16)        /* C, Hd */
+#endif
+#ifndef MODEL_MAX_LAYERS
+#define MODEL_MAX_LAYERS 1024          /* L */
+#endif
+#ifndef MODEL_MAX_SEQ_LEN
+#define MODEL_MAX_SEQ_LEN (1 << 20)    /* S */
+#endif
+#ifndef MODEL_MAX_VOCAB
+#define MODEL_MAX_VOCAB (1 << 21)      /* V, Vp */
+#endif
+
+typedef struct {
+    ModelFamily family;     /* which block: GPT-2 or Llama */
+    int seq_len;            /* S: context length (positions 0 .. S-1) */
+    int vocab_size;         /* V: real tokens; logits have V columns */
+    int padded_vocab_size;  /* Vp: rows of the embedding table (>= V) */
+    int n_layers;           /* L */
+    int n_heads;            /* NH */
+    int n_kv_heads;         /* NKV (== NH for GPT-2) */
+    int dim;                /* C */
+    int hidden_dim;         /* Hd: MLP width (4C for GPT-2, from the header for Llama) */
+    int head_dim;           /* HS = C / NH */
+    int kv_dim;             /* KVD = NKV * HS */
+} Config;
+
+/* Views of one layer's parameters. Biases are NULL for Llama. */
+typedef struct {
+    const float *norm1_w, *norm1_b;   /* (C,), (C,) norm before attention */
+    Matrix wq, wk, wv;                /* (C, C), (KVD, C), (KVD, C) */
+    const float *bq, *bk, *bv;        /* (C,), (KVD,), (KVD,) */
+    Matrix wo;                        /* (C, C) attention output projection */
+    const float *bo;                  /* (C,) */
+    const float *norm2_w, *norm2_b;   /* (C,), (C,) norm before the MLP */
+    Matrix w_up;                      /* (Hd, C) GPT-2 fc; Llama w1 */
+    const float *b_up;                /* (Hd,) */
+    Matrix w_gate;                    /* (Hd, C) Llama w3 (SwiGLU gate); empty for GPT-2 */
+    Matrix w_down;                    /* (C, Hd) GPT-2 fcproj; Llama w2 */
+    const float *b_down;              /* (C,) */
+} LayerWeights;
+
+typedef struct {
+    Matrix token_embedding;           /* (Vp, C) */
+    const float *pos_embedding;       /* (S, C); NULL for Llama (rotary positions) */
+    LayerWeights *layers;             /* (L,) owned array of views */
+    const float *norm_final_w;        /* (C,) */
+    const float *norm_final_b;        /* (C,); NULL for Llama */
+    Matrix classifier;                /* (V, C): token_embedding's first V rows when tied */
+    int shared_classifier;            /* 1 if classifier is the token embedding */
+    int int8;                         /* 1 if the matrices are int8 (QuantMatrix) */
+} Weights;
+
+/* The tensors a checkpoint can hold, by role (names as in llm.c and llama2.c). */
+typedef enum {
+    TENSOR_WTE, TENSOR_WPE, TENSOR_LN1W, TENSOR_LN1B, TENSOR_QKVW, TENSOR_QKVB,
+    TENSOR_ATTPROJW, TENSOR_ATTPROJB, TENSOR_LN2W, TENSOR_LN2B, TENSOR_FCW, TENSOR_FCB,
+    TENSOR_FCPROJW, TENSOR_FCPROJB, TENSOR_LNFW, TENSOR_LNFB,            /* GPT-2 */
+    TENSOR_RMS_ATT, TENSOR_RMS_FFN, TENSOR_RMS_FINAL, TENSOR_TOK, TENSOR_WQ, TENSOR_WK,
+    TENSOR_WV, TENSOR_WO, TENSOR_W1, TENSOR_W2, TENSOR_W3, TENSOR_CLS,  /* Llama */
+    TENSOR_ROPE,                                                        /* legacy, unused */
+    TENSOR_COUNT
+} TensorName;
+
+/* One tensor of the file, (layers, rows, cols): fp32, or int8 with per-row groups. */
+typedef struct {
+    int present;           /* 1 if the file has it */
+    int is_matrix;         /* matrices may be int8; vectors (norms, biases, wpe) are fp32 */
+    int layers, rows, cols;
+    const float *f32;      /* (layers, rows, cols) when fp32, else NULL */
+    const int8_t *q;       /* int8: layer l's (rows, cols) values start at q + l * q_stride */
+    size_t q_stride;       /* bytes between layers in the file (values and their scales) */
+    const float *scale;    /* int8: (layers, rows, ceil(cols / group)), owned copy */
+    int group;             /* int8 group size GS */
+} CheckpointTensor;
+
+typedef struct {
+    Config config;
+    Weights weights;
+    CheckpointTensor tensors[TENSOR_COUNT];  /* by TensorName; Weights views into these */
+    const char *format;    /* what the file was read as, and what was assumed */
+    void *map;             /* the mmap'd file, or NULL */
+    size_t map_size;       /* bytes mapped */
+    void *owned;           /* converted tensors (bf16 widened, int8 scales), or NULL */
+} Checkpoint;
+
+/* Reads and validates the checkpoint at path into ck (zeroed first). Returns 0, or -1
+ * after one stderr line "model: PATH: problem (got X, expected Y)"; checkpoint_free is
+ * safe after either outcome. The weights stay valid until checkpoint_free. */
+int checkpoint_load(Checkpoint *ck, const char *path);
+
+/* Releases the map and everything owned. Safe on a zeroed or freed Checkpoint. */
+void checkpoint_free(Checkpoint *ck);
+
+/* Writes ck's model with every matrix in int8, groups of `group` values per scale along
+ * each row (the last group of a row may be shorter): GPT-2 as llm.c's header with
+ * version CHECKPOINT_GPT2_Q8, Llama as llama2.c's version 2 (readable by llama2.c's runq
+ * when group divides C and Hd). fp32 or int8 input. Returns 0, or -1 after a stderr line. */
+int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group);
+
+#endif /* CHECKPOINT_H */

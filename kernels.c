@@ -1,0 +1,411 @@
+/* kernels.c: matrix products, norms and activations, fast and reference.
+ *
+ * The forward pass spends almost all its time in kernels_matmul: out = x w^T, one dot
+ * product per output. Decoding one token (N = 1) streams every weight once, so it runs at
+ * memory speed if each weight is loaded once and enough independent sums are in flight;
+ * prefill (N > 1) reuses each loaded weight row for several rows of x (a register tile),
+ * so it runs at arithmetic speed. Both are the same function: a dot product kept as eight
+ * lanes of fused multiply-adds, reduced in one fixed order, so every tile shape gives the
+ * same bits. Threads split the output columns; nothing here reduces across threads.
+ * This file does not know about models: read model.c for how the kernels are used.
+ *
+ * Legend: N rows of x, IC input width, OC output width (rows of w), n row, o output
+ * column, i input index, C width.
+ */
+#include "kernels.h"
+
+#include <math.h>         /* sqrtf, expf */
+#include <string.h>       /* memcpy */
+#if KERNELS_SIMD
+#include <immintrin.h>    /* AVX2 and FMA intrinsics */
+#endif
+#ifdef _OPENMP
+#include <omp.h>          /* omp_set_num_threads, omp_get_max_threads */
+#endif
+
+#include "quant.h"        /* quant_quantize, quant_matmul_block, quant_groups */
+
+#define LANES 8            /* floats per AVX2 register; the portable path keeps 8 sums too */
+#define BLOCK_ROWS 64      /* rows of x per job: 64 x IC floats stay in L2 */
+#define MIN_BLOCK_COLS 16  /* fewest output columns per job */
+#define TARGET_JOBS 32     /* column blocks per matmul: enough for dynamic balance */
+#define DX_ROWS_PER_JOB 64     /* backward dx: rows of dout per job */
+#define DW_COLS_PER_JOB 16     /* backward dw: rows of dw per job */
+#define DW_ROWS_PER_BLOCK 64   /* backward dw: rows of x (and dout) kept in L1 at once */
+#define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi) in GELU's tanh form */
+#define GELU_CUBIC 0.044715f                      /* coefficient of x^3 in GELU's tanh form */
+#define EXP_LOG2E 1.44269504088896341f   /* 1 / ln 2 */
+#define EXP_LN2_HI 0.693359375f          /* ln 2 split in two: the high part has few bits, */
+#define EXP_LN2_LO -2.12194440e-4f       /* so k * hi is exact for |k| < 2^9 (Cody-Waite) */
+#define EXP_ROUND 12582912.0f            /* 1.5 * 2^23: adding it rounds to an integer */
+#define EXP_X_MIN -104.0f                /* exp(-104) rounds to 0 in float */
+#define EXP_X_MAX 89.0f                  /* exp(89) overflows to +inf in float */
+
+/* ------------------------------------------------------------------------- */
+/* Threads                                                                     */
+
+int kernels_set_threads(int n) {
+#ifdef _OPENMP
+    int max = omp_get_num_procs();
+    if (n < 1) n = 1;
+    if (n > max) n = max;
+    omp_set_num_threads(n);
+    return n;
+#else
+    (void)n;
+    return 1;
+#endif
+}
+
+/* ------------------------------------------------------------------------- */
+/* Matrix product: the dot-product tile                                        */
+
+#if KERNELS_SIMD
+/* The sum of the eight lanes of a, as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). */
+static float hsum(__m256 a) {
+    __m128 pairs = _mm_hadd_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    __m128 quads = _mm_hadd_ps(pairs, pairs);   /* l0123, l4567, l0123, l4567 */
+    return _mm_cvtss_f32(_mm_add_ss(quads, _mm_movehdup_ps(quads)));
+}
+
+/* out (R, C) (row stride ldo) = x (R, IC) . w (C, IC)^T, each row of x and w IC floats
+ * apart: R x C accumulators of eight lanes, one FMA per lane and input chunk, so each
+ * loaded row chunk of w serves R rows of x and each chunk of x serves C rows of w. The
+ * last chunk of a row that is not a multiple of 8 is read through a mask (zeros beyond).
+ * Called with constant R and C, so the loops unroll and the sums live in registers. */
+static inline void dot_tile(float *out, int ldo, const float *x, const float *w, int IC,
+                            int R, int C) {
+    __m256 acc[3][8];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + LANES <= IC; i += LANES) {
+        for (int c = 0; c < C; c++) {
+            __m256 w_c = _mm256_loadu_ps(w + (size_t)c * IC + i);
+            for (int r = 0; r < R; r++)
+                acc[r][c] = _mm256_fmadd_ps(_mm256_loadu_ps(x + (size_t)r * IC + i), w_c,
+                                            acc[r][c]);
+        }
+    }
+    if (i < IC) {   /* the tail: lanes i .. IC-1 loaded, the rest read as zero */
+        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(IC - i),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int c = 0; c < C; c++) {
+            __m256 w_c = _mm256_maskload_ps(w + (size_t)c * IC + i, mask);
+            for (int r = 0; r < R; r++)
+                acc[r][c] = _mm256_fmadd_ps(_mm256_maskload_ps(x + (size_t)r * IC + i, mask),
+                                            w_c, acc[r][c]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) out[(size_t)r * ldo + c] = hsum(acc[r][c]);
+}
+#else
+/* The portable tile: the same eight partial sums per output, one multiply and one add. */
+static void dot_tile(float *out, int ldo, const float *x, const float *w, int IC, int R,
+                     int C) {
+    for (int r = 0; r < R; r++) {
+        for (int c = 0; c < C; c++) {
+            const float *x_r = x + (size_t)r * IC, *w_c = w + (size_t)c * IC;
+            float acc[LANES] = {0};
+            for (int i = 0; i < IC; i++) acc[i % LANES] += x_r[i] * w_c[i];
+            out[(size_t)r * ldo + c] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                                       ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        }
+    }
+}
+#endif
+
+/* out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b: one job. Rows of x go three at a
+ * time against four rows of w (12 sums in registers); a single row (decode) goes against
+ * eight rows of w. Leftovers use smaller tiles, which compute the same sums. */
+static void matmul_block(float *out, const float *x, const float *w, const float *b,
+                         int n0, int n1, int o0, int o1, int IC, int OC) {
+    int n = n0;
+    for (; n + 3 <= n1; n += 3) {
+        int o = o0;
+        for (; o + 4 <= o1; o += 4)
+            dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
+                     IC, 3, 4);
+        for (; o < o1; o++)
+            dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
+                     IC, 3, 1);
+    }
+    for (; n < n1; n++) {
+        int o = o0;
+        for (; o + 8 <= o1; o += 8)
+            dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
+                     IC, 1, 8);
+        for (; o < o1; o++)
+            dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
+                     IC, 1, 1);
+    }
+    if (b)
+        for (n = n0; n < n1; n++)
+            for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
+}
+
+/* Output columns per job: about TARGET_JOBS blocks, a multiple of 8, at least
+ * MIN_BLOCK_COLS. It depends only on OC, so the work split never depends on threads. */
+static int block_cols(int OC) {
+    int cols = (OC + TARGET_JOBS - 1) / TARGET_JOBS;
+    cols = (cols + LANES - 1) / LANES * LANES;
+    return cols < MIN_BLOCK_COLS ? MIN_BLOCK_COLS : cols;
+}
+
+void kernels_matmul(float *out, const float *x, const float *w, const float *b,
+                    int N, int IC, int OC) {
+    /* Jobs are (block of rows of x, block of output columns). Each output element is
+     * written by one job, so threads never share an output; dynamic scheduling lets a
+     * thread that is slowed (another process on its core) take fewer jobs. Small
+     * products stay on one thread: starting the threads would cost more. */
+    int cols = block_cols(OC);
+    int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS, col_blocks = (OC + cols - 1) / cols;
+    #pragma omp parallel for schedule(dynamic, 1) \
+        if ((long)N * IC * OC >= KERNELS_PARALLEL_MIN_MACS)
+    for (int job = 0; job < row_blocks * col_blocks; job++) {
+        int n0 = job / col_blocks * BLOCK_ROWS, o0 = job % col_blocks * cols;
+        int n1 = n0 + BLOCK_ROWS < N ? n0 + BLOCK_ROWS : N;
+        int o1 = o0 + cols < OC ? o0 + cols : OC;
+        matmul_block(out, x, w, b, n0, n1, o0, o1, IC, OC);
+    }
+}
+
+void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
+                       int N, int8_t *xq, float *xs) {
+    int IC = w->cols, OC = w->rows;
+    /* the activations in the matrix's groups: xq (N, IC), xs (N, groups) */
+    quant_quantize(xq, xs, x, N, IC, w->group);
+    int cols = block_cols(OC), col_blocks = (OC + cols - 1) / cols;
+    /* each job owns a block of output columns for all N rows */
+    #pragma omp parallel for schedule(dynamic, 1) \
+        if ((long)N * IC * OC >= KERNELS_PARALLEL_MIN_MACS)
+    for (int job = 0; job < col_blocks; job++) {
+        int o0 = job * cols, o1 = o0 + cols < OC ? o0 + cols : OC;
+        quant_matmul_block(out, xq, xs, w, b, N, o0, o1);
+    }
+}
+
+void kernels_matmul_reference(float *out, const float *x, const float *w, const float *b,
+                              int N, int IC, int OC) {
+    for (int n = 0; n < N; n++) {
+        for (int o = 0; o < OC; o++) {
+            double sum = b ? (double)b[o] : 0.0;
+            for (int i = 0; i < IC; i++)
+                sum += (double)x[(size_t)n * IC + i] * (double)w[(size_t)o * IC + i];
+            out[(size_t)n * OC + o] = (float)sum;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Matrix product backward (the trainer)                                       */
+
+/* dx rows n0 .. n1-1: dx_n (IC,) += sum_o dout[n, o] w_o, over o in order. */
+static void backward_dx_rows(float *dx, const float *dout, const float *w, int n0, int n1,
+                             int IC, int OC) {
+    int i0 = 0;
+#if KERNELS_SIMD
+    /* 4 rows x 16 columns of dx in 8 registers; the 16-column strip of w stays in L1 */
+    for (; i0 + 2 * LANES <= IC; i0 += 2 * LANES) {
+        int n = n0;
+        for (; n + 4 <= n1; n += 4) {
+            __m256 acc[4][2];
+            for (int r = 0; r < 4; r++)
+                for (int h = 0; h < 2; h++)
+                    acc[r][h] = _mm256_loadu_ps(dx + (size_t)(n + r) * IC + i0 + h * LANES);
+            for (int o = 0; o < OC; o++) {
+                const float *w_o = w + (size_t)o * IC + i0;
+                __m256 w0 = _mm256_loadu_ps(w_o), w1 = _mm256_loadu_ps(w_o + LANES);
+                for (int r = 0; r < 4; r++) {
+                    __m256 d = _mm256_broadcast_ss(dout + (size_t)(n + r) * OC + o);
+                    acc[r][0] = _mm256_fmadd_ps(d, w0, acc[r][0]);
+                    acc[r][1] = _mm256_fmadd_ps(d, w1, acc[r][1]);
+                }
+            }
+            for (int r = 0; r < 4; r++)
+                for (int h = 0; h < 2; h++)
+                    _mm256_storeu_ps(dx + (size_t)(n + r) * IC + i0 + h * LANES, acc[r][h]);
+        }
+        for (; n < n1; n++) {   /* leftover rows, one at a time, same order */
+            float *dx_n = dx + (size_t)n * IC + i0;
+            __m256 a0 = _mm256_loadu_ps(dx_n), a1 = _mm256_loadu_ps(dx_n + LANES);
+            for (int o = 0; o < OC; o++) {
+                const float *w_o = w + (size_t)o * IC + i0;
+                __m256 d = _mm256_broadcast_ss(dout + (size_t)n * OC + o);
+                a0 = _mm256_fmadd_ps(d, _mm256_loadu_ps(w_o), a0);
+                a1 = _mm256_fmadd_ps(d, _mm256_loadu_ps(w_o + LANES), a1);
+            }
+            _mm256_storeu_ps(dx_n, a0);
+            _mm256_storeu_ps(dx_n + LANES, a1);
+        }
+    }
+#endif
+    /* portable path, and the columns left over from the 16-wide strips */
+    for (int n = n0; n < n1; n++) {
+        float *dx_n = dx + (size_t)n * IC;
+        const float *dout_n = dout + (size_t)n * OC;
+        for (int o = 0; o < OC; o++) {
+            const float *w_o = w + (size_t)o * IC;
+            float d = dout_n[o];
+            for (int i = i0; i < IC; i++) dx_n[i] += d * w_o[i];
+        }
+    }
+}
+
+/* dw rows o0 .. o1-1 for input rows n0 .. n1-1: dw_o (IC,) += sum_n d[n, o] x_n, where
+ * d holds dout[n0 .. n1, o0 .. o1) as rows of ld floats (a copy that stays in L1). */
+static void backward_dw_block(float *dw, const float *d, int ld, const float *x, int n0,
+                              int n1, int o0, int o1, int IC) {
+    int i0 = 0;
+#if KERNELS_SIMD
+    /* 4 rows x 16 columns of dw in 8 registers; the strip of x rows stays in L1 */
+    for (; i0 + 2 * LANES <= IC; i0 += 2 * LANES) {
+        int o = o0;
+        for (; o + 4 <= o1; o += 4) {
+            __m256 acc[4][2];
+            for (int r = 0; r < 4; r++)
+                for (int h = 0; h < 2; h++)
+                    acc[r][h] = _mm256_loadu_ps(dw + (size_t)(o + r) * IC + i0 + h * LANES);
+            for (int n = n0; n < n1; n++) {
+                const float *x_n = x + (size_t)n * IC + i0, *d_n = d + (n - n0) * ld + (o - o0);
+                __m256 x0 = _mm256_loadu_ps(x_n), x1 = _mm256_loadu_ps(x_n + LANES);
+                for (int r = 0; r < 4; r++) {
+                    __m256 s = _mm256_broadcast_ss(d_n + r);
+                    acc[r][0] = _mm256_fmadd_ps(s, x0, acc[r][0]);
+                    acc[r][1] = _mm256_fmadd_ps(s, x1, acc[r][1]);
+                }
+            }
+            for (int r = 0; r < 4; r++)
+                for (int h = 0; h < 2; h++)
+                    _mm256_storeu_ps(dw + (size_t)(o + r) * IC + i0 + h * LANES, acc[r][h]);
+        }
+        for (; o < o1; o++) {   /* leftover rows of dw, one at a time, same order */
+            float *dw_o = dw + (size_t)o * IC + i0;
+            __m256 a0 = _mm256_loadu_ps(dw_o), a1 = _mm256_loadu_ps(dw_o + LANES);
+            for (int n = n0; n < n1; n++) {
+                const float *x_n = x + (size_t)n * IC + i0;
+                __m256 s = _mm256_broadcast_ss(d + (n - n0) * ld + (o - o0));
+                a0 = _mm256_fmadd_ps(s, _mm256_loadu_ps(x_n), a0);
+                a1 = _mm256_fmadd_ps(s, _mm256_loadu_ps(x_n + LANES), a1);
+            }
+            _mm256_storeu_ps(dw_o, a0);
+            _mm256_storeu_ps(dw_o + LANES, a1);
+        }
+    }
+#endif
+    /* portable path, and the columns left over from the 16-wide strips */
+    for (int o = o0; o < o1; o++) {
+        float *dw_o = dw + (size_t)o * IC;
+        for (int n = n0; n < n1; n++) {
+            const float *x_n = x + (size_t)n * IC;
+            float d_no = d[(n - n0) * ld + (o - o0)];
+            for (int i = i0; i < IC; i++) dw_o[i] += d_no * x_n[i];
+        }
+    }
+}
+
+void kernels_matmul_backward(float *dx, float *dw, float *db, const float *dout,
+                             const float *x, const float *w, int N, int IC, int OC) {
+    int parallel = (long)N * IC * OC >= KERNELS_PARALLEL_MIN_MACS;
+    /* dx: each job owns a block of rows of dx and sums over o in a fixed order */
+    #pragma omp parallel for schedule(static) if (parallel)
+    for (int n0 = 0; n0 < N; n0 += DX_ROWS_PER_JOB) {
+        int n1 = n0 + DX_ROWS_PER_JOB < N ? n0 + DX_ROWS_PER_JOB : N;
+        backward_dx_rows(dx, dout, w, n0, n1, IC, OC);
+    }
+    /* dw, db: each job owns a block of rows of dw (and entries of db) and sums over
+     * n in increasing order, a block of rows at a time: the block's columns of dout
+     * are first copied into d, contiguous, where the kernel reads them from L1 */
+    #pragma omp parallel for schedule(static) if (parallel)
+    for (int o0 = 0; o0 < OC; o0 += DW_COLS_PER_JOB) {
+        int o1 = o0 + DW_COLS_PER_JOB < OC ? o0 + DW_COLS_PER_JOB : OC;
+        float d[DW_ROWS_PER_BLOCK * DW_COLS_PER_JOB];
+        for (int n0 = 0; n0 < N; n0 += DW_ROWS_PER_BLOCK) {
+            int n1 = n0 + DW_ROWS_PER_BLOCK < N ? n0 + DW_ROWS_PER_BLOCK : N;
+            for (int n = n0; n < n1; n++)
+                for (int o = o0; o < o1; o++)
+                    d[(n - n0) * DW_COLS_PER_JOB + (o - o0)] = dout[(size_t)n * OC + o];
+            backward_dw_block(dw, d, DW_COLS_PER_JOB, x, n0, n1, o0, o1, IC);
+            if (db) {
+                for (int o = o0; o < o1; o++) {
+                    float sum = db[o];
+                    for (int n = n0; n < n1; n++) sum += d[(n - n0) * DW_COLS_PER_JOB + (o - o0)];
+                    db[o] = sum;
+                }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Norms and activations                                                       */
+
+void kernels_layernorm(float *out, const float *x, const float *w, const float *b, int N,
+                       int C) {
+    for (int n = 0; n < N; n++) {
+        const float *x_n = x + (size_t)n * C;
+        float *out_n = out + (size_t)n * C;
+        float mean = 0.0f;
+        for (int i = 0; i < C; i++) mean += x_n[i];
+        mean /= (float)C;
+        float var = 0.0f;   /* biased variance over C, as GPT-2 */
+        for (int i = 0; i < C; i++) var += (x_n[i] - mean) * (x_n[i] - mean);
+        var /= (float)C;
+        float rstd = 1.0f / sqrtf(var + KERNELS_NORM_EPS);
+        for (int i = 0; i < C; i++) out_n[i] = (x_n[i] - mean) * rstd * w[i] + b[i];
+    }
+}
+
+void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        const float *x_n = x + (size_t)n * C;
+        float *out_n = out + (size_t)n * C;
+        float ss = 0.0f;
+        for (int i = 0; i < C; i++) ss += x_n[i] * x_n[i];
+        float rms_inv = 1.0f / sqrtf(ss / (float)C + KERNELS_NORM_EPS);
+        for (int i = 0; i < C; i++) out_n[i] = w[i] * (rms_inv * x_n[i]);
+    }
+}
+
+float kernels_expf(float x) {
+    /* exp(x) = 2^k exp(r) with k = round(x / ln 2) and |r| <= ln(2) / 2; exp(r) from its
+     * Taylor series to r^7 (truncation below 6e-9 relative); 2^k applied as two factors
+     * 2^(k/2) 2^(k - k/2) so that k = -150 .. 128 never leaves float's exponent range.
+     * Selects instead of branches, so the compiler vectorises a loop over it. */
+    int is_nan = x != x;
+    float xc = is_nan ? 0.0f : x < EXP_X_MIN ? EXP_X_MIN : x > EXP_X_MAX ? EXP_X_MAX : x;
+    float k = (xc * EXP_LOG2E + EXP_ROUND) - EXP_ROUND;
+    float r = (xc - k * EXP_LN2_HI) - k * EXP_LN2_LO;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int ki = (int)k, k1 = ki / 2, k2 = ki - k1;
+    int bits1 = (k1 + 127) << 23, bits2 = (k2 + 127) << 23;   /* 2^k1, 2^k2 as floats */
+    float f1, f2;
+    memcpy(&f1, &bits1, sizeof f1);
+    memcpy(&f2, &bits2, sizeof f2);
+    float result = p * f1 * f2;
+    return is_nan ? x : result;
+}
+
+void kernels_gelu(float *x, size_t n) {
+    /* 0.5 v (1 + tanh u) = v sigmoid(2u) = v / (1 + exp(-2u)), u = sqrt(2/pi)(v + c v^3) */
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        float u = GELU_SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
+        x[i] = v / (1.0f + kernels_expf(-2.0f * u));
+    }
+}
+
+void kernels_swiglu(float *hidden, const float *gate, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float v = hidden[i];
+        hidden[i] = v / (1.0f + kernels_expf(-v)) * gate[i];
+    }
+}

@@ -1,0 +1,92 @@
+/* kernels.h: the numeric kernels of the forward and backward passes, each with the naive
+ * reference the tests hold it to.
+ *
+ * Matrix products (fp32, and int8 through quant.h), LayerNorm, RMSNorm, GELU and SwiGLU,
+ * the matmul backward the trainer needs, and the one place that decides how work is split
+ * across threads. Fast paths use AVX2 + FMA intrinsics when the build targets them
+ * (KERNELS_SIMD is then 1); every kernel keeps a portable C path. Results are bitwise
+ * identical for any thread count: each output is computed by one thread, in an order that
+ * depends only on the shapes. They are not bitwise equal between the SIMD and the portable
+ * paths (FMA rounds once, the portable path twice); tests bound the difference against
+ * float64 references.
+ *
+ * Legend: N rows of activations, IC input width, OC output width, C width.
+ */
+#ifndef KERNELS_H
+#define KERNELS_H
+
+#include <stddef.h>   /* size_t */
+#include <stdint.h>   /* int8_t */
+#include "quant.h"    /* QuantMatrix */
+
+#if defined(__AVX2__) && defined(__FMA__)
+#define KERNELS_SIMD 1         /* the AVX2 + FMA paths are compiled in */
+#else
+#define KERNELS_SIMD 0         /* portable C only */
+#endif
+
+#ifndef KERNELS_PARALLEL_MIN_MACS
+#define KERNELS_PARALLEL_MIN_MACS (1L << 17)  /* smaller products run on one thread (measured:
+                                               * below this a parallel region costs more
+                                               * than the second thread saves) */
+#endif
+#define KERNELS_NORM_EPS 1e-5f   /* LayerNorm (GPT-2) and RMSNorm (Llama) epsilon */
+
+/* A weight matrix W (OC, IC) as the forward pass uses it: fp32, or int8 with group
+ * scales. Exactly one of f32 and q8.q is non-NULL. Views: the model owns the memory. */
+typedef struct {
+    const float *f32;     /* (OC, IC) fp32 weights, or NULL */
+    QuantMatrix q8;       /* int8 weights and scales when f32 is NULL */
+} Matrix;
+
+/* ---- threads ---- */
+
+/* Sets the number of threads the kernels (and attention) may use, 1 .. the OpenMP maximum;
+ * without OpenMP everything runs on one thread and this does nothing. Returns the number
+ * that will be used. */
+int kernels_set_threads(int n);
+
+/* ---- matrix products ---- */
+
+/* out (N, OC) = x (N, IC) . w (OC, IC)^T + b (OC,); b may be NULL. Output columns are cut
+ * into blocks that threads take dynamically; each output is one 8-lane FMA dot product
+ * reduced in a fixed order, so prefill (N > 1) and decode (N = 1) give the same bits. */
+void kernels_matmul(float *out, const float *x, const float *w, const float *b,
+                    int N, int IC, int OC);
+
+/* The same product with an int8 matrix: x is quantized per group of w->group values
+ * into xq (N, IC) and xs (N, quant_groups(IC, group)) (caller's scratch), then each
+ * group's exact integer dot product is scaled and summed (quant.c). */
+void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
+                       int N, int8_t *xq, float *xs);
+
+/* The naive reference: each output summed in float64, then rounded once. */
+void kernels_matmul_reference(float *out, const float *x, const float *w, const float *b,
+                              int N, int IC, int OC);
+
+/* Gradients of out = x w^T + b, accumulated: dx (N, IC) += dout (N, OC) . w (OC, IC);
+ * dw (OC, IC) += dout^T . x (N, IC); db (OC,) += column sums of dout (db may be NULL).
+ * Each sum runs over n (or o) in increasing order, whatever the thread count. */
+void kernels_matmul_backward(float *dx, float *dw, float *db, const float *dout,
+                             const float *x, const float *w, int N, int IC, int OC);
+
+/* ---- normalisation and activations ---- */
+
+/* out (N, C) = (x - mean) / sqrt(var + eps) * w + b over each row of x (N, C). */
+void kernels_layernorm(float *out, const float *x, const float *w, const float *b, int N, int C);
+
+/* out (N, C) = x / sqrt(mean(x^2) + eps) * w over each row of x (N, C). */
+void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C);
+
+/* x (n,) = GELU(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place, with a
+ * vectorisable exp (kernels_expf); within 2e-7 relative of the float64 formula. */
+void kernels_gelu(float *x, size_t n);
+
+/* hidden (n,) = SiLU(hidden) * gate, SiLU(v) = v / (1 + exp(-v)), in place. */
+void kernels_swiglu(float *hidden, const float *gate, size_t n);
+
+/* exp(x) in float, within 2 ulp for |x| < 87, 0 below -87.3, +inf above 88.7, NaN for NaN;
+ * written so that a loop over it vectorises (no libm call). */
+float kernels_expf(float x);
+
+#endif /* KERNELS_H */

@@ -1,0 +1,54 @@
+/* quant.h: int8 weight matrices with one fp32 scale per group, and the kernels on them.
+ *
+ * Symmetric per-group quantization (scale = max|x| / 127, q = round(x / scale)), its
+ * inverse, and the int8 x int8 matmul of quantized activations by a quantized weight
+ * matrix, with exact int32 dot products inside each group. It does not load files,
+ * allocate, or thread: callers own every buffer and split the output columns among
+ * threads themselves (each call is single-threaded and touches only its own columns).
+ */
+#ifndef QUANT_H
+#define QUANT_H
+
+#include <stdint.h>   /* int8_t */
+
+#define QUANT_Q_MAX 127   /* q is clamped to [-127, 127]: -128 is never produced (see quant.c) */
+/* Largest group size the kernels accept: a group's int32 dot product is at most
+ * 127 * 127 * group in magnitude, which stays well below 2^31 for group <= 65536. */
+#define QUANT_GROUP_MAX 65536
+
+/* A weight matrix W (rows, cols) in int8 with one fp32 scale per group of `group`
+ * consecutive values along each row: W[r, c] ~= q[r, c] * scale[r, c / group]. Each row
+ * has groups_per_row = ceil(cols / group) groups; the last group of a row may be shorter
+ * (so a 172-wide matrix quantizes with group 32 — unlike llama.cpp's Q8_0). All views. */
+typedef struct {
+    const int8_t *q;      /* (rows, cols) */
+    const float *scale;   /* (rows, ceil(cols / group)) */
+    int rows, cols, group;
+} QuantMatrix;
+
+/* Groups per row: ceil(cols / group). cols >= 0, 1 <= group <= QUANT_GROUP_MAX. */
+int quant_groups(int cols, int group);
+
+/* Quantize x (rows, cols) into q (rows, cols) and scale (rows, quant_groups(cols, group)),
+ * all caller-owned: per group, scale = max|x| / 127 and q = round-half-away(x / scale)
+ * clamped to [-127, 127]. An all-zero group (or one whose scale underflows to 0) gets
+ * scale 0 and q 0; a group holding NaN or +-inf gets scale NaN and q 0. */
+void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols, int group);
+
+/* out (cols,) = row `row` of m dequantized to fp32 (q * scale); out is caller-owned. */
+void quant_dequantize_row(float *out, const QuantMatrix *m, int row);
+
+/* out (rows, cols) = all of m dequantized to fp32; out is caller-owned. */
+void quant_dequantize(float *out, const QuantMatrix *m);
+
+/* Columns o0 .. o1-1 of out (N, OC = w->rows), all N rows, = x · Wᵀ + bias, where
+ * x (N, cols) is given quantized as xq (N, cols) and xs (N, quant_groups(cols, group))
+ * by quant_quantize with w's group, and bias (OC,) may be NULL. 0 <= o0 <= o1 <= OC;
+ * other columns of out are not touched. Every q (xq and w->q) must be in [-127, 127]. */
+void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1);
+
+/* Which matmul kernel this build uses: "avx512-vnni", "avx2" or "portable". */
+const char *quant_kernel_name(void);
+
+#endif /* QUANT_H */

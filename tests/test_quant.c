@@ -1,0 +1,404 @@
+/* test_quant.c: int8 quantization and the int8 matmul against float64 references.
+ *
+ * The quantizer is checked against its definition (bit for bit) and its properties
+ * (round-trip error, range, the group's largest value at +-127, zero and non-finite
+ * groups); the matmul against a float64 sum over the dequantized values at awkward
+ * sizes and column ranges, against exact integer sums at the int8 extremes, and the
+ * AVX2 path against the portable one on the same numbers. Data are fixed-seed random.
+ */
+#include "quant.h"
+
+#include <float.h>     /* FLT_EPSILON, FLT_MAX */
+#include <math.h>      /* fabs, isnan, roundf, NAN, INFINITY */
+#include <stdint.h>    /* int8_t, INT8_MIN, uint64_t */
+#include <stdio.h>     /* snprintf */
+#include <stdlib.h>    /* malloc, free */
+#include <string.h>    /* memcmp, memcpy */
+
+#include "tests/check.h"   /* check_* */
+
+#define UNIT_ROUNDOFF ((double)FLT_EPSILON / 2.0)   /* u = 2^-24: error of one float rounding */
+/* Extra roundings in the matmul besides one per group: the scale product, the multiply
+ * (without FMA), the 3 levels of the 8-lane reduction, the bias, and 2 to spare. */
+#define MATMUL_EXTRA_ROUNDINGS 8
+#define MAX_CASE 16384  /* scratch buffer length: covers OC * cols = 17 * 773 */
+
+static const int COLS[] = {1, 7, 31, 32, 33, 64, 100, 172, 288, 768 + 5};
+static const int GROUPS[] = {32, 64, 4, 16, 20};
+static const int OCS[] = {1, 3, 5, 17};
+static const int NS[] = {1, 2, 7};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ------------------------------------------------------------------------- */
+/* Quantization                                                                */
+
+/* The definition, written as directly as possible: scale = max|x| / 127 in float, q =
+ * roundf(x / scale) (halves away from zero) clamped to [-127, 127]; NaN scale and q 0 for
+ * a non-finite group, q 0 for a zero scale. The kernel must give the same bits. */
+static void reference_quantize(int8_t *q, float *scale, const float *x, int rows, int cols,
+                               int group) {
+    int groups = quant_groups(cols, group);
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < groups; g++) {
+            const float *x_g = x + (size_t)r * cols + (size_t)g * group;
+            int8_t *q_g = q + (size_t)r * cols + (size_t)g * group;
+            int n = cols - g * group < group ? cols - g * group : group;
+            float amax = 0.0f;
+            int finite = 1;
+            for (int i = 0; i < n; i++) {
+                finite &= isfinite(x_g[i]) != 0;
+                if (fabsf(x_g[i]) > amax) amax = fabsf(x_g[i]);
+            }
+            float s = finite ? amax / 127.0f : NAN;
+            if (isinf(s)) s = NAN;
+            scale[(size_t)r * groups + g] = s;
+            for (int i = 0; i < n; i++) {
+                float v = s > 0.0f ? roundf(x_g[i] / s) : 0.0f;
+                q_g[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+            }
+        }
+}
+
+static void test_groups(void) {
+    check_true(quant_groups(0, 32) == 0 && quant_groups(1, 32) == 1 && quant_groups(32, 32) == 1
+               && quant_groups(33, 32) == 2 && quant_groups(172, 32) == 6
+               && quant_groups(773, 20) == 39, "quant_groups is ceil(cols / group)");
+}
+
+/* Properties of quant_quantize on random rows of three magnitudes, for every size. */
+static void test_quantize_properties(void) {
+    static float x[MAX_CASE], s[MAX_CASE], s_ref[MAX_CASE];
+    static int8_t q[MAX_CASE], q_ref[MAX_CASE];
+    const float amplitude[3] = {1.0f, 1e-3f, 300.0f};
+    const int rows = 3;
+    uint64_t seed = 1;
+    for (int gi = 0; gi < COUNT(GROUPS); gi++) {
+        int group = GROUPS[gi];
+        long n_groups = 0, bad_trip = 0, bad_range = 0, bad_max = 0, bad_scale = 0, bad_bits = 0;
+        double worst = 0.0;   /* largest |x - q * scale| / scale */
+        for (int ci = 0; ci < COUNT(COLS); ci++) {
+            int cols = COLS[ci], groups = quant_groups(cols, group);
+            for (int r = 0; r < rows; r++)
+                check_fill_random(&seed, x + (size_t)r * cols, cols, amplitude[r]);
+            quant_quantize(q, s, x, rows, cols, group);
+            reference_quantize(q_ref, s_ref, x, rows, cols, group);
+            bad_bits += memcmp(q, q_ref, (size_t)(rows * cols)) != 0 ||
+                        memcmp(s, s_ref, (size_t)(rows * groups) * sizeof(float)) != 0;
+            for (int r = 0; r < rows; r++)
+                for (int g = 0; g < groups; g++, n_groups++) {
+                    int c0 = g * group, c1 = c0 + group < cols ? c0 + group : cols;
+                    const float *x_r = x + (size_t)r * cols;
+                    const int8_t *q_r = q + (size_t)r * cols;
+                    float scale = s[r * groups + g], amax = 0.0f;
+                    int at = c0;
+                    for (int c = c0; c < c1; c++)
+                        if (fabsf(x_r[c]) > amax) { amax = fabsf(x_r[c]); at = c; }
+                    bad_scale += scale != amax / 127.0f;
+                    bad_max += q_r[at] != (x_r[at] > 0.0f ? 127 : -127);
+                    for (int c = c0; c < c1; c++) {
+                        double err = fabs((double)x_r[c] - (double)q_r[c] * (double)scale);
+                        /* round-to-nearest errs by <= scale / 2, plus the rounding of
+                         * x / scale (<= 127.5 u relative) */
+                        bad_trip += err > (double)scale * (0.5 + 128.0 * UNIT_ROUNDOFF);
+                        bad_range += q_r[c] == INT8_MIN;   /* -128, the one int8 outside */
+                        if (err / (double)scale > worst) worst = err / (double)scale;
+                    }
+                }
+        }
+        check_true(!bad_trip && !bad_range && !bad_max && !bad_scale,
+                   "quantize group %d: %ld groups, |x - q*scale| <= scale/2 (worst %.6f scale; "
+                   "%ld bad), q in [-127, 127] (%ld bad), max|x| -> +-127 (%ld bad), "
+                   "scale = max|x|/127 (%ld bad)", group, n_groups, worst, bad_trip, bad_range,
+                   bad_max, bad_scale);
+        check_true(!bad_bits, "quantize group %d (%s build) is bitwise the definition "
+                   "(%ld of %d sizes differ)", group, quant_kernel_name(), bad_bits,
+                   COUNT(COLS));
+    }
+}
+
+/* Halves round away from zero; zero, NaN, infinite, subnormal and huge groups. */
+static void test_quantize_special(void) {
+    /* a group of 32 with max 127, so scale is exactly 1 and x / scale is x: eight lanes
+     * four times (the AVX2 loop), and the same values again as a 37-wide tail group */
+    enum { G = 32, COLS_TIES = 69 };
+    const float ties[G] = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f,
+                           -126.5f, 0.49999997f, -0.49999997f, 3.4999998f, 2.5000002f,
+                           -0.0f, 0.0f, 64.5f, -64.5f, 99.75f, -99.25f, 1.0f, -1.0f,
+                           7.5f, 8.5f, -7.5f, -8.5f, 0.25f, 0.75f, -0.75f, 10.5f, 11.5f,
+                           -10.5f, -11.5f};
+    const int8_t want[G] = {127, 1, 2, 3, -1, -2, -3, 127, -127, 0, 0, 3, 3, 0, 0, 65, -65,
+                            100, -99, 1, -1, 8, 9, -8, -9, 0, 1, -1, 11, 12, -11, -12};
+    float x[COLS_TIES], s[3];
+    int8_t q[COLS_TIES];
+    memcpy(x, ties, sizeof ties);
+    memcpy(x + G, ties, sizeof ties);
+    for (int i = 2 * G; i < COLS_TIES; i++) x[i] = 0.5f;   /* third group: 5 values, max 0.5 */
+    quant_quantize(q, s, x, 1, COLS_TIES, G);
+    int ok = s[0] == 1.0f && s[1] == 1.0f && memcmp(q, want, G) == 0 && memcmp(q + G, want, G) == 0;
+    for (int i = 2 * G; i < COLS_TIES; i++) ok &= q[i] == 127;
+    check_true(ok, "halves round away from zero (0.5 -> 1, 2.5 -> 3, -2.5 -> -3, 126.5 -> 127)");
+
+    /* one row of five 37-wide groups (32 through the AVX2 loop, 5 in the scalar tail):
+     * zeros; a NaN in the SIMD part; a NaN in the tail; +inf; -inf among finite values */
+    enum { W = 37, NG = 5 };
+    float y[W * NG], sy[NG];
+    int8_t qy[W * NG];
+    uint64_t seed = 2;
+    check_fill_random(&seed, y, W * NG, 1.0f);
+    for (int i = 0; i < W; i++) y[i] = i % 2 ? 0.0f : -0.0f;
+    y[W + 3] = NAN;
+    y[2 * W + 35] = NAN;
+    y[3 * W + 10] = INFINITY;
+    y[4 * W + 36] = -INFINITY;
+    memset(qy, 99, sizeof qy);
+    quant_quantize(qy, sy, y, 1, W * NG, W);
+    int zeros = 1;
+    for (int i = 0; i < W * NG; i++) zeros &= qy[i] == 0;
+    check_true(sy[0] == 0.0f && !signbit(sy[0]), "an all-zero group (+0 and -0) has scale +0");
+    check_true(isnan(sy[1]) && isnan(sy[2]) && isnan(sy[3]) && isnan(sy[4]) && zeros,
+               "groups with NaN (SIMD part or tail) or +-inf get scale NaN and q 0");
+
+    /* subnormal: max|x| / 127 underflows to 0 (q 0), or is a subnormal scale (q in range,
+     * with the largest at +-127); huge: FLT_MAX stays finite */
+    float t[3 * G], st[3];
+    int8_t qt[3 * G];
+    for (int i = 0; i < G; i++) {
+        t[i] = (i % 2 ? 1.0f : -1.0f) * 1.4e-45f;          /* the smallest subnormal */
+        t[G + i] = (float)(i + 1) * 3e-41f * (i % 3 ? 1.0f : -1.0f);
+        t[2 * G + i] = FLT_MAX / (float)(i + 1) * (i % 2 ? -1.0f : 1.0f);
+    }
+    quant_quantize(qt, st, t, 1, 3 * G, G);
+    int in_range = 1, zero_q = 1;
+    for (int i = 0; i < 3 * G; i++) in_range &= qt[i] != INT8_MIN;
+    for (int i = 0; i < G; i++) zero_q &= qt[i] == 0;
+    check_true(st[0] == 0.0f && zero_q && st[1] > 0.0f && qt[2 * G - 1] == 127 && in_range &&
+               isfinite(st[2]) && qt[2 * G] == 127 && qt[2 * G + 3] == -32,
+               "subnormal groups (scale 0 -> q 0; subnormal scale -> q in range) and FLT_MAX");
+}
+
+static void test_dequantize(void) {
+    enum { R = 3, C = 45, G = 20, NG = 3 };
+    float x[R * C], s[R * NG], out[R * C], row[C];
+    int8_t q[R * C];
+    uint64_t seed = 3;
+    check_fill_random(&seed, x, R * C, 2.0f);
+    quant_quantize(q, s, x, R, C, G);
+    QuantMatrix m = {q, s, R, C, G};
+    quant_dequantize(out, &m);
+    int ok = 1;
+    for (int r = 0; r < R; r++) {
+        quant_dequantize_row(row, &m, r);
+        for (int c = 0; c < C; c++) {
+            float want = (float)q[r * C + c] * s[r * NG + c / G];
+            ok &= row[c] == want && out[r * C + c] == want;
+        }
+    }
+    check_true(ok, "dequantize and dequantize_row give q * scale[r, c / group] exactly");
+}
+
+/* ------------------------------------------------------------------------- */
+/* Matmul                                                                      */
+
+/* A quantized matrix with its storage, for the tests. */
+typedef struct {
+    int8_t q[MAX_CASE];
+    float s[MAX_CASE];
+} QuantStore;
+
+/* want (N, OC) = dequant(x) · dequant(w)ᵀ + bias in float64, and terms (N, OC) the sum of
+ * |each product| plus |bias| (what the error bound scales with). */
+static void reference_matmul(double *want, double *terms, const int8_t *xq, const float *xs,
+                             const QuantMatrix *w, const float *bias, int N) {
+    int cols = w->cols, groups = quant_groups(cols, w->group);
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < w->rows; o++) {
+            double sum = bias ? (double)bias[o] : 0.0, abs_sum = fabs(sum);
+            for (int c = 0; c < cols; c++) {
+                double xd = (double)xq[n * cols + c] * (double)xs[n * groups + c / w->group];
+                double wd = (double)w->q[o * cols + c] *
+                            (double)w->scale[o * groups + c / w->group];
+                sum += xd * wd;
+                abs_sum += fabs(xd * wd);
+            }
+            want[n * w->rows + o] = sum;
+            terms[n * w->rows + o] = abs_sum;
+        }
+}
+
+/* Runs quant_matmul_block on columns [o0, o1) of a NaN-filled out (N, OC) and returns
+ * the largest error / bound over written columns (HUGE_VAL if a column outside the range
+ * was written or a written one is NaN). The bound: a float sum of k terms errs by at most
+ * about k u sum|terms| (Higham, Accuracy and Stability of Numerical Algorithms, §4.2);
+ * the kernel adds one term per group, plus MATMUL_EXTRA_ROUNDINGS. */
+static double run_range(const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1, const double *want,
+                        const double *terms) {
+    static float out[MAX_CASE];
+    int OC = w->rows, groups = quant_groups(w->cols, w->group);
+    for (int i = 0; i < N * OC; i++) out[i] = NAN;
+    quant_matmul_block(out, xq, xs, w, bias, N, o0, o1);
+    double worst = 0.0;
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            float got = out[n * OC + o];
+            if (o < o0 || o >= o1) {
+                if (!isnan(got)) return HUGE_VAL;
+                continue;
+            }
+            double bound = (groups + MATMUL_EXTRA_ROUNDINGS) * UNIT_ROUNDOFF * terms[n * OC + o]
+                           + 1e-30;
+            double ratio = fabs((double)got - want[n * OC + o]) / bound;
+            if (isnan(got)) return HUGE_VAL;
+            if (ratio > worst) worst = ratio;
+        }
+    return worst;
+}
+
+/* Every combination of the sizes, with and without bias, on several column ranges. */
+static void test_matmul_sizes(void) {
+    static float x[MAX_CASE], xs[MAX_CASE], wf[MAX_CASE], ws[MAX_CASE], bias[MAX_CASE];
+    static int8_t xq[MAX_CASE], wq[MAX_CASE];
+    static double want[MAX_CASE], terms[MAX_CASE];
+    uint64_t seed = 4;
+    for (int gi = 0; gi < COUNT(GROUPS); gi++)
+        for (int ci = 0; ci < COUNT(COLS); ci++) {
+            int group = GROUPS[gi], cols = COLS[ci], groups = quant_groups(cols, group);
+            int cases = 0;
+            double worst = 0.0;
+            for (int oi = 0; oi < COUNT(OCS); oi++)
+                for (int ni = 0; ni < COUNT(NS); ni++) {
+                    int OC = OCS[oi], N = NS[ni];
+                    check_fill_random(&seed, wf, OC * cols, 0.5f);
+                    for (int o = 0; o < OC; o += 2)   /* rows of different magnitudes */
+                        for (int c = 0; c < cols; c++) wf[o * cols + c] *= 8.0f;
+                    check_fill_random(&seed, x, N * cols, 1.0f);
+                    if (N > 1)   /* one all-zero group: scale 0 */
+                        for (int c = 0; c < cols && c < group; c++) x[cols + c] = 0.0f;
+                    check_fill_random(&seed, bias, OC, 0.1f);
+                    quant_quantize(wq, ws, wf, OC, cols, group);
+                    quant_quantize(xq, xs, x, N, cols, group);
+                    QuantMatrix w = {wq, ws, OC, cols, group};
+                    /* ranges: all, inner (4-wide tiles plus leftovers), one column, empty */
+                    int ranges[4][2] = {{0, OC}, {OC > 2 ? 1 : 0, OC > 2 ? OC - 1 : OC},
+                                        {OC / 2, OC / 2 + 1}, {OC / 2, OC / 2}};
+                    for (int with_bias = 0; with_bias < 2; with_bias++) {
+                        const float *b = with_bias ? bias : NULL;
+                        reference_matmul(want, terms, xq, xs, &w, b, N);
+                        for (int ri = 0; ri < 4; ri++, cases++) {
+                            double ratio = run_range(xq, xs, &w, b, N, ranges[ri][0],
+                                                     ranges[ri][1], want, terms);
+                            if (ratio > worst) worst = ratio;
+                        }
+                    }
+                }
+            check_true(worst <= 1.0, "matmul cols %d group %d (%d groups/row): %d cases "
+                       "(OC 1/3/5/17, N 1/2/7, 4 ranges, +-bias), max error %.3g of bound",
+                       cols, group, groups, cases, worst);
+        }
+}
+
+/* q = +-127 everywhere with scales 1: every int16 pair sum at its largest (32258), and
+ * every partial sum an integer below 2^24, so the result must be exact. */
+static void test_matmul_extremes(void) {
+    enum { C = 1024, OC = 5, N = 3 };
+    static int8_t xq[N * C], wq[OC * C];
+    static float xs[N * C], ws[OC * C], out[N * OC];
+    uint64_t seed = 5;
+    const int groups_to_test[3] = {32, 64, 16};
+    for (int gi = 0; gi < 3; gi++) {
+        int group = groups_to_test[gi], groups = quant_groups(C, group);
+        for (int i = 0; i < N * C; i++) {   /* x rows: all +127, all -127, random signs */
+            float r;
+            check_fill_random(&seed, &r, 1, 1.0f);
+            xq[i] = (int8_t)(i < C ? 127 : i < 2 * C ? -127 : r < 0.0f ? -127 : 127);
+        }
+        for (int i = 0; i < OC * C; i++) {
+            float r;
+            check_fill_random(&seed, &r, 1, 1.0f);
+            int o = i / C;
+            wq[i] = (int8_t)(o == 0 ? 127 : o == 1 ? -127 : r < 0.0f ? -127 : 127);
+        }
+        for (int i = 0; i < N * groups; i++) xs[i] = 1.0f;
+        for (int i = 0; i < OC * groups; i++) ws[i] = 1.0f;
+        QuantMatrix w = {wq, ws, OC, C, group};
+        quant_matmul_block(out, xq, xs, &w, NULL, N, 0, OC);
+        int exact = 1;
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) {
+                long sum = 0;
+                for (int c = 0; c < C; c++) sum += (long)xq[n * C + c] * wq[o * C + c];
+                exact &= out[n * OC + o] == (float)sum;
+            }
+        check_true(exact, "q = +-127 (pair sums 32258, no int16 saturation), group %d: "
+                   "exact integer results (e.g. %.0f)", group, (double)out[0]);
+    }
+}
+
+/* A NaN scale in x poisons its row of out; one in w poisons its column. */
+static void test_matmul_nan(void) {
+    enum { C = 96, OC = 6, N = 3, G = 32, NG = 3 };
+    float x[N * C], wf[OC * C], xs[N * NG], ws[OC * NG], out[N * OC];
+    int8_t xq[N * C], wq[OC * C];
+    uint64_t seed = 6;
+    check_fill_random(&seed, x, N * C, 1.0f);
+    check_fill_random(&seed, wf, OC * C, 1.0f);
+    x[1 * C + 40] = NAN;            /* row n = 1, group 1 */
+    wf[4 * C + 95] = INFINITY;      /* row o = 4, group 2 */
+    quant_quantize(xq, xs, x, N, C, G);
+    quant_quantize(wq, ws, wf, OC, C, G);
+    QuantMatrix w = {wq, ws, OC, C, G};
+    quant_matmul_block(out, xq, xs, &w, NULL, N, 0, OC);
+    int ok = 1;
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++)
+            ok &= (n == 1 || o == 4) ? isnan(out[n * OC + o]) : isfinite(out[n * OC + o]);
+    check_true(ok, "a NaN in x gives a NaN row of out, an inf in w a NaN column; the rest finite");
+}
+
+/* The same numbers through the AVX2 kernel (group 32 or 64) and the portable one (the
+ * same q viewed as groups of 16, each scale repeated): equal up to the order of float
+ * additions, so within the same bound. */
+static void test_simd_vs_portable(void) {
+    enum { C = 768 + 5, OC = 17, N = 7 };
+    static float x[N * C], wf[OC * C], xs[N * C], ws[OC * C], xs16[N * C], ws16[OC * C];
+    static float simd[N * OC], portable[N * OC];
+    static int8_t xq[N * C], wq[OC * C];
+    static double want[N * OC], terms[N * OC];
+    uint64_t seed = 7;
+    check_fill_random(&seed, x, N * C, 1.0f);
+    check_fill_random(&seed, wf, OC * C, 1.0f);
+    for (int group = 32; group <= 64; group += 32) {
+        int groups = quant_groups(C, group), groups16 = quant_groups(C, 16), per = group / 16;
+        quant_quantize(xq, xs, x, N, C, group);
+        quant_quantize(wq, ws, wf, OC, C, group);
+        for (int n = 0; n < N; n++)
+            for (int g = 0; g < groups16; g++) xs16[n * groups16 + g] = xs[n * groups + g / per];
+        for (int o = 0; o < OC; o++)
+            for (int g = 0; g < groups16; g++) ws16[o * groups16 + g] = ws[o * groups + g / per];
+        QuantMatrix w = {wq, ws, OC, C, group}, w16 = {wq, ws16, OC, C, 16};
+        quant_matmul_block(simd, xq, xs, &w, NULL, N, 0, OC);
+        quant_matmul_block(portable, xq, xs16, &w16, NULL, N, 0, OC);
+        reference_matmul(want, terms, xq, xs, &w, NULL, N);
+        double worst = 0.0;
+        for (int i = 0; i < N * OC; i++) {
+            double bound = 2.0 * (groups16 + MATMUL_EXTRA_ROUNDINGS) * UNIT_ROUNDOFF * terms[i];
+            double ratio = fabs((double)simd[i] - (double)portable[i]) / bound;
+            if (!(ratio <= worst)) worst = ratio;
+        }
+        check_true(worst <= 1.0, "%s kernel (group %d) vs portable (group 16, same values): "
+                   "max difference %.3g of the sum of both error bounds", quant_kernel_name(),
+                   group, worst);
+    }
+}
+
+int main(void) {
+    test_groups();
+    test_quantize_properties();
+    test_quantize_special();
+    test_dequantize();
+    test_matmul_sizes();
+    test_matmul_extremes();
+    test_matmul_nan();
+    test_simd_vs_portable();
+    return check_summary("test_quant");
+}
