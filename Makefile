@@ -122,6 +122,9 @@ debug:
 debug-tests: $(B)/run $(B)/train $(TESTS)
 	@RUN=$(B)/run TRAIN=$(B)/train sh tests/run_all.sh $(TESTS)
 
+# the benchmark's tools and random-weight models (tools/bench.mk)
+include tools/bench.mk
+
 # bench-attention: attention-only time per generated token at T = 128 .. 16384 on
 # synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
 # nothing. Example: OMP_NUM_THREADS=1 make bench-attention
@@ -141,8 +144,8 @@ attn-table: all $(B)/tools/bench_attention
 
 # bench: end-to-end speed (tokens/s, 1 and 2 threads) and peak memory of ./run on the
 # shipped and reference models; prints a table, asserts nothing. Example: make bench
-bench: all bench-attention
-	@sh tools/bench.sh
+bench: all bench-attention $(BENCH_DEPS)
+	@$(BENCH_ENV) sh tools/bench.sh
 
 # clean: remove every build product. Example: make clean
 clean:

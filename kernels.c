@@ -14,7 +14,9 @@
  */
 #include "kernels.h"
 
-#include <math.h>         /* sqrtf, expf */
+#include <math.h>         /* sqrtf */
+#include <sched.h>        /* sched_yield */
+#include <stdatomic.h>    /* the pool's ticket and counters */
 #include <string.h>       /* memcpy */
 #if KERNELS_SIMD
 #include <immintrin.h>    /* AVX2 and FMA intrinsics */
@@ -42,7 +44,98 @@
 #define EXP_X_MAX 89.0f                  /* exp(89) overflows to +inf in float */
 
 /* ------------------------------------------------------------------------- */
-/* Threads                                                                     */
+/* Threads: a pool that never waits for a thread that is not working             */
+/*
+ * A parallel loop is a number of jobs, each writing its own outputs. Inside kernels_run
+ * the loops go to a pool: the calling (main) thread publishes the loop in one atomic
+ * ticket, then main and the workers claim jobs from it one at a time, and main returns
+ * once every claimed job is finished. Main never waits for a worker that has claimed
+ * nothing: if another process holds a worker's core, main simply does the jobs itself,
+ * so two threads are not slower than one on a busy machine (a barrier, by contrast,
+ * waits for every thread to arrive). Workers spin between loops, yielding the core
+ * after a while. Which thread does a job never changes its result. Outside kernels_run
+ * (the trainer, tests) each loop is an ordinary OpenMP parallel for. The pool is the
+ * one piece of mutable global state in the project: like OpenMP's own runtime, there is
+ * one per process.
+ */
+
+#define POOL_NEXT_BITS 16                 /* ticket: generation | job count | next job */
+#define POOL_MAX_JOBS ((1 << POOL_NEXT_BITS) - 1)
+#define POOL_SPINS_BEFORE_YIELD 20000     /* idle polls before a worker yields its core */
+
+typedef void (*PoolJob)(void *ctx, int job);
+
+typedef struct {
+    _Atomic uint64_t ticket;   /* generation (32 bits) | jobs (16) | next job to claim (16) */
+    _Atomic int done;          /* jobs of the current generation finished */
+    _Atomic int stop;          /* set by main when kernels_run's body returns */
+    PoolJob job;               /* the current loop (written before its ticket) */
+    void *ctx;
+    int active;                /* 1 while kernels_run's body runs (main reads it only) */
+    int threads;               /* threads kernels_run starts */
+} Pool;
+
+static Pool pool = {.threads = 1};
+
+static void cpu_relax(void) {
+#if KERNELS_SIMD
+    _mm_pause();
+#endif
+}
+
+/* Claims and runs jobs of the ticket's loop until none is left; returns jobs run. */
+static int pool_claim(void) {
+    int ran = 0;
+    for (;;) {
+        uint64_t t = atomic_load_explicit(&pool.ticket, memory_order_acquire);
+        unsigned jobs = (unsigned)(t >> POOL_NEXT_BITS) & POOL_MAX_JOBS;
+        unsigned next = (unsigned)t & POOL_MAX_JOBS;
+        if (next >= jobs) return ran;
+        if (!atomic_compare_exchange_weak_explicit(&pool.ticket, &t, t + 1,
+                                                   memory_order_acq_rel, memory_order_relaxed))
+            continue;
+        /* job `next` is ours; main is waiting for it, so job and ctx are this loop's */
+        pool.job(pool.ctx, (int)next);
+        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+        ran++;
+    }
+}
+
+/* A worker: claim jobs whenever a loop is published, until main says stop. */
+static void pool_worker(void) {
+    long idle = 0;
+    while (!atomic_load_explicit(&pool.stop, memory_order_acquire)) {
+        if (pool_claim() > 0) {
+            idle = 0;
+        } else if (++idle > POOL_SPINS_BEFORE_YIELD) {
+            sched_yield();   /* nothing to do for a while: let other processes run */
+        } else {
+            cpu_relax();
+        }
+    }
+}
+
+/* Runs job(ctx, j) for j = 0 .. n_jobs-1, in parallel when `parallel` and threads are
+ * available; each job must write only its own outputs. */
+static void parallel_for(PoolJob job, void *ctx, int n_jobs, int parallel) {
+    if (pool.active && parallel && n_jobs > 1 && n_jobs <= POOL_MAX_JOBS) {
+        static uint64_t generation = 0;   /* main thread only */
+        pool.job = job;
+        pool.ctx = ctx;
+        atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
+        generation++;
+        uint64_t ticket = (generation << (2 * POOL_NEXT_BITS)) |
+                          ((uint64_t)n_jobs << POOL_NEXT_BITS);
+        atomic_store_explicit(&pool.ticket, ticket, memory_order_release);
+        pool_claim();
+        while (atomic_load_explicit(&pool.done, memory_order_acquire) < n_jobs) cpu_relax();
+        return;
+    }
+    if (pool.active) parallel = 0;   /* inside the body but too small: stay on main */
+    (void)parallel;
+    #pragma omp parallel for schedule(dynamic, 1) if (parallel)
+    for (int j = 0; j < n_jobs; j++) job(ctx, j);
+}
 
 int kernels_set_threads(int n) {
 #ifdef _OPENMP
@@ -50,6 +143,7 @@ int kernels_set_threads(int n) {
     if (n < 1) n = 1;
     if (n > max) n = max;
     omp_set_num_threads(n);
+    pool.threads = n;
     return n;
 #else
     (void)n;
@@ -57,8 +151,48 @@ int kernels_set_threads(int n) {
 #endif
 }
 
+int kernels_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+void kernels_run(void (*body)(void *ctx), void *ctx) {
+#ifdef _OPENMP
+    int threads = omp_get_max_threads();
+    if (threads > 1 && !pool.active) {
+        atomic_store(&pool.stop, 0);
+        atomic_store(&pool.ticket, 0);
+        /* thread 0 runs the body with the pool active; the others are its workers */
+        #pragma omp parallel num_threads(threads)
+        {
+            if (omp_get_thread_num() == 0) {
+                pool.active = 1;
+                body(ctx);
+                pool.active = 0;
+                atomic_store_explicit(&pool.stop, 1, memory_order_release);
+            } else {
+                pool_worker();
+            }
+        }
+        return;
+    }
+#endif
+    body(ctx);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Matrix product: the dot-product tile                                        */
+
+/* The tile below must be inlined into each caller, where R and C are constants: only then
+ * do its loops unroll and its sums stay in registers. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
 
 #if KERNELS_SIMD
 /* The sum of the eight lanes of a, as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). */
@@ -73,8 +207,8 @@ static float hsum(__m256 a) {
  * loaded row chunk of w serves R rows of x and each chunk of x serves C rows of w. The
  * last chunk of a row that is not a multiple of 8 is read through a mask (zeros beyond).
  * Called with constant R and C, so the loops unroll and the sums live in registers. */
-static inline void dot_tile(float *out, int ldo, const float *x, const float *w, int IC,
-                            int R, int C) {
+static ALWAYS_INLINE void dot_tile(float *out, int ldo, const float *x, const float *w,
+                                   int IC, int R, int C) {
     __m256 acc[3][8];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
@@ -145,6 +279,106 @@ static void matmul_block(float *out, const float *x, const float *w, const float
             for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
 }
 
+/* ------------------------------------------------------------------------- */
+/* Matrix product: the broadcast-form tile for blocks of rows (prefill)        */
+/*
+ * With many rows of x, the dot-product tile's horizontal sums cost as much as the
+ * multiplies when IC is small. The GEMM form keeps whole outputs in the lanes instead:
+ * a block of NB rows of x is transposed once into xt (KC, NB), and then for MR rows of w
+ * at a time, acc[r][v] (the outputs of w row o+r for NB rows of x) grows by
+ * w[o+r][i] * xt[i][:] for i in order, one FMA per step. Every output is therefore one
+ * lane's sum over i in increasing order, whatever the tile or block sizes: the result of
+ * a row does not depend on how many rows come with it (N >= GEMM_MIN_ROWS). It differs
+ * from the dot-product tile's order, so decode (N = 1) and prefill agree to rounding.
+ */
+#if defined(__AVX512F__)
+#define GEMM_LANES 16              /* floats per vector */
+typedef __m512 GemmVec;
+#define gemm_zero() _mm512_setzero_ps()
+#define gemm_load(p) _mm512_loadu_ps(p)
+#define gemm_store(p, v) _mm512_storeu_ps(p, v)
+#define gemm_fma(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define gemm_broadcast(p) _mm512_set1_ps(*(p))
+#elif KERNELS_SIMD
+#define GEMM_LANES 8
+typedef __m256 GemmVec;
+#define gemm_zero() _mm256_setzero_ps()
+#define gemm_load(p) _mm256_loadu_ps(p)
+#define gemm_store(p, v) _mm256_storeu_ps(p, v)
+#define gemm_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define gemm_broadcast(p) _mm256_broadcast_ss(p)
+#endif
+
+#ifdef GEMM_LANES
+#define GEMM_MR 6                      /* rows of w per tile */
+#define GEMM_NB (2 * GEMM_LANES)       /* rows of x per tile: two vectors */
+#define GEMM_KC 1024                   /* input columns per transposed block of x */
+#define GEMM_MIN_ROWS (GEMM_NB / 2)    /* fewer rows of x: the dot-product tile is faster */
+#define GEMM_COL_BLOCKS 4              /* column blocks per block of rows: few, since each
+                                        * job transposes its rows of x once */
+
+/* acc (R, 2 vectors) for w rows o .. o+R-1 against the NB columns of xt (kc, NB): the
+ * sums over i = 0 .. kc-1, added to out (rows n0.., columns o..) unless first, where
+ * they are stored; rows >= n1 of the block are padding and are not written. */
+static ALWAYS_INLINE void gemm_tile(float *out, const float *xt, const float *w, int kc,
+                                    int IC, int OC, int o, int n0, int n1, int first, int R) {
+    GemmVec acc[GEMM_MR][2];
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = gemm_zero();
+    const float *w_o = w + (size_t)o * IC;
+    for (int i = 0; i < kc; i++) {
+        GemmVec x0 = gemm_load(xt + (size_t)i * GEMM_NB);
+        GemmVec x1 = gemm_load(xt + (size_t)i * GEMM_NB + GEMM_LANES);
+        for (int r = 0; r < R; r++) {
+            GemmVec w_ri = gemm_broadcast(w_o + (size_t)r * IC + i);
+            acc[r][0] = gemm_fma(w_ri, x0, acc[r][0]);
+            acc[r][1] = gemm_fma(w_ri, x1, acc[r][1]);
+        }
+    }
+    float lanes[GEMM_NB];
+    for (int r = 0; r < R; r++) {
+        gemm_store(lanes, acc[r][0]);
+        gemm_store(lanes + GEMM_LANES, acc[r][1]);
+        for (int n = n0; n < n1; n++) {
+            float *out_no = out + (size_t)n * OC + o + r;
+            *out_no = first ? lanes[n - n0] : *out_no + lanes[n - n0];
+        }
+    }
+}
+
+/* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, NB rows of x at a time. */
+static void gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
+                       int n1, int o0, int o1, int IC, int OC) {
+    float xt[GEMM_KC * GEMM_NB];   /* (KC, NB): 64 KB (AVX-512) on the stack */
+    for (int nb = n0; nb < n1; nb += GEMM_NB) {
+        int nb1 = nb + GEMM_NB < n1 ? nb + GEMM_NB : n1;
+        for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
+            int kc = IC - k0 < GEMM_KC ? IC - k0 : GEMM_KC;
+            /* xt[i][j] = x[nb + j][k0 + i], zero for padding rows */
+            for (int j = 0; j < GEMM_NB; j++) {
+                const float *x_j = x + (size_t)(nb + j) * IC + k0;
+                for (int i = 0; i < kc; i++)
+                    xt[(size_t)i * GEMM_NB + j] = nb + j < nb1 ? x_j[i] : 0.0f;
+            }
+            int o = o0, first = k0 == 0;
+            const float *w_k = w + k0;   /* every row of w from column k0 on */
+            for (; o + GEMM_MR <= o1; o += GEMM_MR)
+                gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, GEMM_MR);
+            switch (o1 - o) {   /* the rows of w left over, with constant tile heights */
+            case 5: gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, 5); break;
+            case 4: gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, 4); break;
+            case 3: gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, 3); break;
+            case 2: gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, 2); break;
+            case 1: gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, 1); break;
+            default: break;
+            }
+        }
+    }
+    if (b)
+        for (int n = n0; n < n1; n++)
+            for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
+}
+#endif
+
 /* Output columns per job: about TARGET_JOBS blocks, a multiple of 8, at least
  * MIN_BLOCK_COLS. It depends only on OC, so the work split never depends on threads. */
 static int block_cols(int OC) {
@@ -153,37 +387,84 @@ static int block_cols(int OC) {
     return cols < MIN_BLOCK_COLS ? MIN_BLOCK_COLS : cols;
 }
 
+/* One matmul's arguments, for its jobs. */
+typedef struct {
+    float *out;
+    const float *x, *w, *b;
+    const QuantMatrix *q8;
+    const int8_t *xq;
+    const float *xs;
+    int N, IC, OC, cols, col_blocks;
+} MatmulJob;
+
+/* Job j of an fp32 matmul: a block of rows of x times a block of output columns. */
+static void matmul_job(void *ctx, int j) {
+    const MatmulJob *m = ctx;
+    int n0 = j / m->col_blocks * BLOCK_ROWS, o0 = j % m->col_blocks * m->cols;
+    int n1 = n0 + BLOCK_ROWS < m->N ? n0 + BLOCK_ROWS : m->N;
+    int o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
+#ifdef GEMM_LANES
+    if (m->N >= GEMM_MIN_ROWS) {
+        gemm_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
+        return;
+    }
+#endif
+    matmul_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
+}
+
+/* Job j of an int8 matmul: a block of output columns for all rows. */
+static void matmul_q8_job(void *ctx, int j) {
+    const MatmulJob *m = ctx;
+    int o0 = j * m->cols, o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
+    quant_matmul_block(m->out, m->xq, m->xs, m->q8, m->b, m->N, o0, o1);
+}
+
 void kernels_matmul(float *out, const float *x, const float *w, const float *b,
                     int N, int IC, int OC) {
     /* Jobs are (block of rows of x, block of output columns). Each output element is
-     * written by one job, so threads never share an output; dynamic scheduling lets a
-     * thread that is slowed (another process on its core) take fewer jobs. Small
-     * products stay on one thread: starting the threads would cost more. */
+     * written by one job, so threads never share an output, and the blocks depend only
+     * on the shapes. Small products stay on one thread: handing out the jobs would
+     * cost more than the second thread saves. */
     int cols = block_cols(OC);
-    int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS, col_blocks = (OC + cols - 1) / cols;
-    #pragma omp parallel for schedule(dynamic, 1) \
-        if ((long)N * IC * OC >= KERNELS_PARALLEL_MIN_MACS)
-    for (int job = 0; job < row_blocks * col_blocks; job++) {
-        int n0 = job / col_blocks * BLOCK_ROWS, o0 = job % col_blocks * cols;
-        int n1 = n0 + BLOCK_ROWS < N ? n0 + BLOCK_ROWS : N;
-        int o1 = o0 + cols < OC ? o0 + cols : OC;
-        matmul_block(out, x, w, b, n0, n1, o0, o1, IC, OC);
+#ifdef GEMM_LANES
+    if (N >= GEMM_MIN_ROWS) {   /* wide column blocks, a multiple of the tile height */
+        cols = (OC + GEMM_COL_BLOCKS - 1) / GEMM_COL_BLOCKS;
+        cols = (cols + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
     }
+#endif
+    MatmulJob m = {.out = out, .x = x, .w = w, .b = b, .N = N, .IC = IC, .OC = OC,
+                   .cols = cols, .col_blocks = (OC + cols - 1) / cols};
+    int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
+    parallel_for(matmul_job, &m, row_blocks * m.col_blocks,
+                 (long)N * IC * OC >= KERNELS_PARALLEL_MIN_MACS);
 }
 
 void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
                        int N, int8_t *xq, float *xs) {
-    int IC = w->cols, OC = w->rows;
+    int IC = w->cols, OC = w->rows, cols = block_cols(OC);
     /* the activations in the matrix's groups: xq (N, IC), xs (N, groups) */
     quant_quantize(xq, xs, x, N, IC, w->group);
-    int cols = block_cols(OC), col_blocks = (OC + cols - 1) / cols;
-    /* each job owns a block of output columns for all N rows */
-    #pragma omp parallel for schedule(dynamic, 1) \
-        if ((long)N * IC * OC >= KERNELS_PARALLEL_MIN_MACS)
-    for (int job = 0; job < col_blocks; job++) {
-        int o0 = job * cols, o1 = o0 + cols < OC ? o0 + cols : OC;
-        quant_matmul_block(out, xq, xs, w, b, N, o0, o1);
-    }
+    MatmulJob m = {.out = out, .b = b, .q8 = w, .xq = xq, .xs = xs, .N = N, .IC = IC,
+                   .OC = OC, .cols = cols, .col_blocks = (OC + cols - 1) / cols};
+    parallel_for(matmul_q8_job, &m, m.col_blocks, (long)N * IC * OC >= KERNELS_PARALLEL_MIN_MACS);
+}
+
+int kernels_gemm_min_rows(void) {
+#ifdef GEMM_LANES
+    return GEMM_MIN_ROWS;
+#else
+    return 0;
+#endif
+}
+
+const char *kernels_isa(void) {
+#if defined(__AVX512F__) && KERNELS_SIMD
+    return "avx512";
+#elif KERNELS_SIMD
+    return "avx2+fma";
+#else
+    return "portable";
+#endif
 }
 
 void kernels_matmul_reference(float *out, const float *x, const float *w, const float *b,

@@ -41,16 +41,27 @@ typedef struct {
 
 /* ---- threads ---- */
 
-/* Sets the number of threads the kernels (and attention) may use, 1 .. the OpenMP maximum;
- * without OpenMP everything runs on one thread and this does nothing. Returns the number
- * that will be used. */
+/* Sets the number of threads the kernels (and attention) may use, 1 .. the cores
+ * available; without OpenMP everything runs on one thread and this does nothing. Returns
+ * the number that will be used. */
 int kernels_set_threads(int n);
+
+/* The number of threads kernels_run will use (1 without OpenMP). */
+int kernels_threads(void);
+
+/* Runs body(ctx) on the calling thread with the other threads waiting as a pool: the
+ * matmuls body makes hand their jobs to the pool instead of starting threads each time,
+ * and the caller never waits for a thread that has not taken a job (another process on
+ * its core cannot hold it up). Without OpenMP, or with one thread, just calls body. */
+void kernels_run(void (*body)(void *ctx), void *ctx);
 
 /* ---- matrix products ---- */
 
-/* out (N, OC) = x (N, IC) . w (OC, IC)^T + b (OC,); b may be NULL. Output columns are cut
- * into blocks that threads take dynamically; each output is one 8-lane FMA dot product
- * reduced in a fixed order, so prefill (N > 1) and decode (N = 1) give the same bits. */
+/* out (N, OC) = x (N, IC) . w (OC, IC)^T + b (OC,); b may be NULL. The output is cut into
+ * blocks that threads take dynamically. Few rows (decode): each output is an 8-lane FMA
+ * dot product reduced in a fixed order. Many rows (prefill, N >= kernels_gemm_min_rows()):
+ * each output is one lane's FMA sum in input order (a register-tiled GEMM). Bits depend
+ * only on the shapes and the build, never on the thread count. */
 void kernels_matmul(float *out, const float *x, const float *w, const float *b,
                     int N, int IC, int OC);
 
@@ -59,6 +70,13 @@ void kernels_matmul(float *out, const float *x, const float *w, const float *b,
  * group's exact integer dot product is scaled and summed (quant.c). */
 void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
                        int N, int8_t *xq, float *xs);
+
+/* Blocks of at least this many rows go through the broadcast (GEMM) tile, whose sums run
+ * in another order than the dot-product tile's; 0 if the build has no such path. */
+int kernels_gemm_min_rows(void);
+
+/* The instruction set the kernels were built for: "avx512", "avx2+fma" or "portable". */
+const char *kernels_isa(void);
 
 /* The naive reference: each output summed in float64, then rounded once. */
 void kernels_matmul_reference(float *out, const float *x, const float *w, const float *b,

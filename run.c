@@ -20,6 +20,7 @@
 #include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
 #include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64 */
 #include "eval.h"       /* eval_windows */
+#include "kernels.h"    /* kernels_set_threads, kernels_run */
 #include "model.h"      /* Model, model_load, model_forward, model_set_attention */
 #include "sampler.h"    /* Sampler, sampler_sample */
 #include "tokenizer.h"  /* Tokenizer, tokenizer_encode, tokenizer_decode */
@@ -31,6 +32,7 @@
 #define DEFAULT_TEMPERATURE 1.0f /* -t default, as llama2.c */
 #define DEFAULT_TOP_P 0.9f       /* -p default, as llama2.c */
 #define MAX_PROMPT_BYTES (1 << 24) /* -f refuses files larger than 16 MiB */
+#define MAX_THREADS 1024         /* -T upper bound (more than the cores is then capped) */
 
 static const char USAGE[] =
 "Usage: run MODEL [options]\n"
@@ -47,6 +49,8 @@ static const char USAGE[] =
 "  -p, --top-p P          nucleus sampling mass, (0, 1]; 1 = off (default 0.9)\n"
 "  -k, --top-k K          keep only the K most likely tokens, 0 = off (default 0)\n"
 "  -s, --seed S           random seed, 1..18446744073709551615 (default: time)\n"
+"  -T, --threads N        threads for the matrix products and attention, 1..the cores\n"
+"                         available (default: all of them, or OMP_NUM_THREADS)\n"
 "      --attn SPEC        attention variant NAME[:key=value,...] (default exact):\n"
 "%s"
 "      --eval FILE        instead of generating, report the loss on FILE's tokens in\n"
@@ -73,6 +77,7 @@ typedef struct {
     AttentionConfig attention;    /* --attn; exact by default */
     const char *eval_path;        /* --eval FILE, or NULL to generate */
     int ctx;                      /* --ctx; 0 = the model's context */
+    int threads;                  /* -T; 0 = OpenMP's default */
 } Options;
 
 /* Prints the usage text (with the list of attention variants) to f. */
@@ -151,6 +156,9 @@ static int parse_args(int argc, char **argv, Options *o) {
         } else if (FLAG("-s", "--seed")) {
             if (m > 0 && cli_parse_u64(value, 1, &o->seed))
                 return usage_error(arg, value, "an integer in 1..18446744073709551615");
+        } else if (FLAG("-T", "--threads")) {
+            if (m > 0 && cli_parse_int(value, 1, MAX_THREADS, &o->threads))
+                return usage_error(arg, value, "an integer in 1..1024");
         } else if (FLAG("--attn", "--attn")) {
             char problem[512];
             if (m > 0 && attention_spec_parse(value, &o->attention, problem, sizeof problem))
@@ -316,6 +324,9 @@ static int generate(const Options *o, Model *m, const Tokenizer *tok, Sampler *s
     int first = (ids[0] == tok->bos_id || ids[0] == tok->eot_id) ? 1 : 0;
     for (int t = first; t < n_prompt; t++) emit_token(&out, tok, t ? ids[t - 1] : -1, ids[t]);
     fflush(stdout);
+    /* the attention state only needs the positions this run can reach */
+    long reach = (long)n_prompt + o->steps;
+    if (model_set_context(m, reach < c->seq_len ? (int)reach : c->seq_len) != 0) goto fail;
 
     /* prefill: the prompt in chunks; only the last chunk's last row of logits is kept */
     double start = now_seconds();
@@ -441,6 +452,22 @@ done:
     return status;
 }
 
+/* What kernels_run runs: the generation or the evaluation, with the threads as a pool. */
+typedef struct {
+    const Options *options;
+    Model *model;
+    const Tokenizer *tokenizer;
+    Sampler *sampler;
+    int status;
+} Job;
+
+static void run_job(void *ctx) {
+    Job *job = ctx;
+    job->status = job->options->eval_path
+                ? evaluate(job->options, job->model, job->tokenizer)
+                : generate(job->options, job->model, job->tokenizer, job->sampler);
+}
+
 /* The default tokenizer path: tokenizer.bin in the model's folder. */
 static void default_tokenizer_path(const char *model_path, char *out, size_t cap) {
     const char *slash = strrchr(model_path, '/');
@@ -465,6 +492,7 @@ int main(int argc, char **argv) {
     memset(&tok, 0, sizeof tok);
     memset(&sampler, 0, sizeof sampler);
     int status = EXIT_BAD_DATA;
+    if (o.threads) kernels_set_threads(o.threads);
     if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
     const Config *c = &model.config;
     fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d\n",
@@ -477,13 +505,11 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (model_set_attention(&model, &o.attention) != 0) goto done;
-    if (o.eval_path) {
-        status = evaluate(&o, &model, &tok);
-        goto done;
-    }
-    if (sampler_init(&sampler, model.config.vocab_size, o.temperature, o.top_p, o.top_k,
-                     o.seed) != 0) goto done;
-    status = generate(&o, &model, &tok, &sampler);
+    if (!o.eval_path && sampler_init(&sampler, model.config.vocab_size, o.temperature, o.top_p,
+                                     o.top_k, o.seed) != 0) goto done;
+    Job job = {&o, &model, &tok, &sampler, EXIT_BAD_DATA};
+    kernels_run(run_job, &job);
+    status = job.status;
 done:
     sampler_free(&sampler);
     tokenizer_free(&tok);

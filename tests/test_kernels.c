@@ -1,8 +1,9 @@
 /* test_kernels.c: every fast kernel of kernels.c against a naive float64 reference.
  *
  * 1. kernels_matmul at awkward sizes (1, odd, primes, not a multiple of the 8-lane chunk
- *    or of any tile), outputs prefilled with NaN; 1 and 2 threads bit for bit; a single
- *    row (decode) equals the same row of a block (prefill) bit for bit.
+ *    or of any tile), outputs prefilled with NaN; 1 and 2 threads bit for bit; a row
+ *    gives the same bits in blocks of N and N-1 rows on one path; a single row (decode)
+ *    matches the same row of a block (prefill) within the tolerance.
  * 2. kernels_matmul_q8 against float64 sums of the dequantized operands.
  * 3. kernels_matmul_backward against float64 sums.
  * 4. LayerNorm, RMSNorm, GELU, SwiGLU and kernels_expf against libm in float64.
@@ -66,11 +67,20 @@ static void test_matmul(int N, int IC, int OC, int bias) {
     check_true(memcmp(out1, out2, sizeof(float) * N * OC) == 0,
                "kernels_matmul (N %d, IC %d, OC %d%s): 1 and 2 threads give identical bits",
                N, IC, OC, bias ? ", bias" : "");
+    /* a row's result does not depend on how many rows come with it, as long as both
+     * blocks take the same path (dot-product tile, or broadcast tile from
+     * kernels_gemm_min_rows() rows on) */
+    int min_rows = kernels_gemm_min_rows();
+    if (N >= 2 && (min_rows == 0 || (N - 1 >= min_rows) == (N >= min_rows))) {
+        kernels_matmul(out2, x, w, bias ? b : NULL, N - 1, IC, OC);
+        check_true(memcmp(out2, out1, sizeof(float) * (N - 1) * OC) == 0,
+                   "kernels_matmul (IC %d, OC %d): blocks of %d and %d rows agree, bitwise",
+                   IC, OC, N, N - 1);
+    }
     /* decode: the last row alone, as a generated token goes through */
     kernels_matmul(row, x + (size_t)(N - 1) * IC, w, bias ? b : NULL, 1, IC, OC);
-    check_true(memcmp(row, out1 + (size_t)(N - 1) * OC, sizeof(float) * OC) == 0,
-               "kernels_matmul (N %d, IC %d, OC %d): one row alone == that row of the block, "
-               "bitwise", N, IC, OC);
+    check_close("kernels_matmul: one row alone vs that row of the block", row,
+                out1 + (size_t)(N - 1) * OC, (size_t)OC, MATMUL_ATOL, MATMUL_RTOL);
     float *ref = malloc(sizeof(float) * N * OC);
     kernels_matmul_reference(ref, x, w, bias ? b : NULL, N, IC, OC);
     check_close_f64("kernels_matmul_reference vs float64", ref, want, (size_t)N * OC, 0.0,
@@ -228,11 +238,12 @@ static void test_activations(void) {
 }
 
 int main(void) {
-    const char *isa = KERNELS_SIMD ? "AVX2 + FMA" : "portable C";
-    check_true(1, "kernels built for %s; int8 kernel %s", isa, quant_kernel_name());
+    check_true(1, "kernels built for %s; int8 kernel %s; broadcast tile from %d rows",
+               kernels_isa(), quant_kernel_name(), kernels_gemm_min_rows());
     const int sizes[][3] = {{1, 1, 1}, {1, 7, 5}, {3, 8, 3}, {4, 16, 3}, {5, 17, 7},
                             {2, 31, 9}, {7, 64, 13}, {67, 33, 50}, {130, 64, 97},
-                            {1, 128, 1000}, {1, 172, 64}, {64, 288, 41}, {1, 769, 37}};
+                            {1, 128, 1000}, {1, 172, 64}, {64, 288, 41}, {1, 769, 37}, {8, 40, 20},
+                            {9, 40, 20}, {16, 130, 23}, {17, 130, 23}, {33, 1100, 13}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         test_matmul(sizes[i][0], sizes[i][1], sizes[i][2], (int)(i % 2));
     const int q8[][4] = {{1, 32, 5, 32}, {1, 172, 64, 32}, {3, 64, 17, 64}, {2, 100, 9, 20},

@@ -1,58 +1,290 @@
 #!/bin/sh
-# bench.sh: end-to-end speed and memory of ./run, printed as a table (run by `make bench`).
+# bench.sh: end-to-end speed and memory of ./run as one table (run by `make bench`).
 #
-# For each model it runs greedy generation of N tokens after a fixed prompt, with 1 and with 2
-# OpenMP threads, REPEAT times in alternation (so a change in machine load hits both thread
-# counts alike), and reports the median prompt and generation tokens/s and the peak resident
-# memory (GNU time's "Maximum resident set size"). Nothing here is asserted: speed is measured,
-# never tested. Models that are missing (no ../shared, no weights/) are skipped with a line.
-# Usage: sh tools/bench.sh [N] [REPEAT]
-N=${1:-128}
-REPEAT=${2:-3}
-RUN=${RUN:-./run}
-SHARED=${SHARED_DIR:-../shared}
-PROMPT="Once upon a time"
+# Prints the machine's measured peaks (tools/probe.c), then a row per model, format and thread
+# count: median greedy decode tokens/s at N_SHORT and N_LONG new tokens, prefill tokens/s and
+# GFLOP/s on a prompt of at most PROMPT_TOKENS tokens, the weight GB/s decode implies, peak
+# memory, and the command that reproduces the row. 1- and 2-thread runs alternate so that load
+# hits both alike. Nothing is asserted. Missing models are skipped with a line.
+set -u
+# Settings, all from the environment: sh tools/bench.sh, or e.g. REPEAT=1 MODELS=s15m sh ...
+RUN=${RUN:-./run}                      # the engine
+GEN=${GEN:-build/tools/gen_model}      # random-weight checkpoints (tools/gen_model.c)
+PROBE=${PROBE:-build/tools/probe}      # machine peaks (tools/probe.c)
+QUANTIZE=${QUANTIZE:-./quantize}       # fp32 -> int8 files; int8 rows are '-' without it
+SHARED=${SHARED_DIR:-../shared}        # reference models and tokenizers
+OUT=${BENCH_DIR:-build/bench}          # generated models, int8 files, prompt files
+REPEAT=${REPEAT:-3}                    # runs per row (the median is reported)
+REPEAT_LARGE=${REPEAT_LARGE:-1}        # runs per row for s110m-rand and gpt2-124m-rand
+N_SHORT=${N_SHORT:-128}                # decode lengths (tokens generated)
+N_LONG=${N_LONG:-512}
+PROMPT_TOKENS=${PROMPT_TOKENS:-256}    # prefill prompt length, at most (and the context)
+PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
+MODELS=${MODELS:-"shipped s260k s15m s15m-rand s110m-rand gpt2-124m-rand"}
+DECODE_PROMPT="Once upon a time"
+TIMER=/usr/bin/time          # GNU time: -f %M is the peak resident set size in KB
+GPT2_MAGIC=20240326          # llm.c checkpoint magic (model.h MODEL_GPT2_MAGIC)
+LLAMA_MAGIC=1634415666       # llama2.c "ak42" as a little-endian int32 (0x616b3432)
+FP32_BYTES=4                 # bytes per parameter streamed, fp32
+INT8_BYTES=1.125             # int8 Q8_0: 32 int8 values + one fp32 scale per 32 = 36/32
+LL=$SHARED/testdata/llama2c
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "command: $RUN MODEL -z TOKENIZER -i \"$PROMPT\" -n $N -t 0   (median of $REPEAT runs)"
-printf '%-28s %8s %7s %12s %12s %9s\n' model params threads "prompt tok/s" "gen tok/s" "peak MB"
+[ -x "$RUN" ] || { echo "bench: $RUN: not built (make)" >&2; exit 1; }
+[ -f "$PROMPT_TEXT" ] || { echo "bench: $PROMPT_TEXT: missing" >&2; exit 1; }
+mkdir -p "$OUT" || exit 1
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+: >"$tmp/notes"
+note() { echo "$*" >>"$tmp/notes"; }
+start_seconds=$(date +%s)
+row() { printf '%-15s %-5s %2s %9s %9s %9s %4s %8s %7s %7s  %s\n' "$@"; }   # a table line
 
-median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# Threads: ./run's -T flag; before it existed, OMP_NUM_THREADS (then the commands say so).
+if "$RUN" --help 2>&1 | grep -q -e '^ *-T'; then HAS_T=1; else HAS_T=0; fi
+[ -x "$TIMER" ] || { TIMER=; note "peak MB: '-' because $TIMER (GNU time) is missing"; }
 
-bench_model() {  # name model tokenizer params
-    name=$1; model=$2; tok=$3; params=$4
-    if [ ! -f "$model" ] || [ ! -f "$tok" ]; then
-        echo "$name: skipped ($model not found)"
+# ---- header: machine and its measured peaks ----
+cores=$(nproc 2>/dev/null || echo '?')
+if [ -x "$PROBE" ]; then
+    "$PROBE" >"$tmp/probe" 2>&1 || echo "bench: $PROBE failed" >&2
+else
+    echo "bench: $PROBE: not built; no peaks (make $PROBE)" >&2
+    : >"$tmp/probe"
+fi
+probe_value() { awk -v k="$1" -v t="${2:-}" '$1 == k && (t == "" || $2 == t) {
+    print (t == "" ? substr($0, length(k) + 2) : $3); found = 1 } END { if (!found) print "-" }' \
+    "$tmp/probe"; }
+cpu=$(probe_value cpu)
+[ "$cpu" = - ] && cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+echo "machine: $cpu, $cores cores, built for $(probe_value isa); $(date '+%Y-%m-%d %H:%M %Z')"
+echo "peaks (tools/probe.c): read $(probe_value read_bw_gbs 1) / $(probe_value read_bw_gbs 2)" \
+     "GB/s, FMA $(probe_value fma_gflops 1) / $(probe_value fma_gflops 2) GFLOP/s at 1 / 2 threads"
+echo "decode: greedy after \"$DECODE_PROMPT\"; prefill: -n 1 after a prefix of" \
+     "$PROMPT_TEXT"
+echo "  of at most $PROMPT_TOKENS tokens (P); medians of $REPEAT runs ($REPEAT_LARGE for" \
+     "s110m-rand and gpt2-124m-rand)"
+row model format T \
+    "dec@$N_SHORT" "dec@$N_LONG" prefill P "prefill" "decode" peak command
+row "" "" "" tok/s tok/s tok/s "" \
+    GFLOP/s GB/s MB ""
+
+# ---- helpers ----
+median() { sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "-" }'; }
+largest() { sort -n | awk 'END { print NR ? $1 : "-" }'; }
+
+# read_shape FILE: parses a checkpoint header (llm.c GPT-2, llama2.c "ak42" or legacy) into
+# s_ctx (context), s_mm (parameters of the per-layer matmuls, all layers) and s_cls (the
+# classifier's V x C, which every decode step streams; the token and position tables are
+# only looked up, a row per token, and are left out).
+read_shape() {
+    # shellcheck disable=SC2046
+    set -- $(od -An -t d4 -N 36 "$1")
+    if [ "$1" = "$GPT2_MAGIC" ]; then     # magic version maxT V L NH C Vp
+        s_ctx=$3; s_cls=$(($4 * $7)); s_mm=$((12 * $5 * $7 * $7))   # qkv 3C^2, proj C^2, MLP 8C^2
         return
     fi
-    tmp=$(mktemp -d)
-    i=0
-    while [ $i -lt "$REPEAT" ]; do
+    [ "$1" = "$LLAMA_MAGIC" ] && shift 2  # versioned: magic version, then the legacy 7 fields
+    dim=$1; hidden=$2; layers=$3; heads=$4; kv_heads=$5; vocab=${6#-}; s_ctx=$7
+    kv_dim=$((kv_heads * dim / heads))
+    s_cls=$((vocab * dim))
+    s_mm=$((layers * (2 * dim * dim + 2 * kv_dim * dim + 3 * hidden * dim)))  # wq wo, wk wv, w1-3
+}
+
+# run_one THREADS ARGS...: runs $RUN ARGS at THREADS threads; sets r_ok (1 if it succeeded),
+# r_P, r_X (prompt tokens, tokens/s), r_G, r_Y (generated tokens, tokens/s), r_mem (KB).
+run_one() {
+    threads=$1; shift
+    if [ "$HAS_T" = 1 ]; then set -- "$RUN" "$@" -T "$threads"; else set -- "$RUN" "$@"; fi
+    if [ -n "$TIMER" ]; then set -- "$TIMER" -o "$tmp/mem" -f %M "$@"; fi
+    : >"$tmp/mem"
+    if [ "$HAS_T" = 1 ]; then "$@" >/dev/null 2>"$tmp/err"; r_rc=$?
+    else OMP_NUM_THREADS=$threads "$@" >/dev/null 2>"$tmp/err"; r_rc=$?; fi
+    # "prompt: P tokens, X tokens/s; generation: G tokens, Y tokens/s; seed S"
+    stats=$(awk '/^prompt: .* generation: / { gsub(/[,;]/, ""); print $2, $4, $7, $9 }' \
+            "$tmp/err")
+    r_ok=0; r_P=-; r_X=-; r_G=-; r_Y=-
+    r_mem=$(tail -n 1 "$tmp/mem" | grep -x '[0-9]*' || echo -)
+    [ -n "$stats" ] || return 0
+    # shellcheck disable=SC2086
+    set -- $stats
+    r_P=$1; r_X=$2; r_G=$3; r_Y=$4
+    [ "$r_rc" = 0 ] && r_ok=1
+}
+
+# Command prefix that reproduces a row (threads as this script sets them).
+row_command() {  # MODEL TOK THREADS
+    if [ "$HAS_T" = 1 ]; then echo "$RUN $1 -z $2 -t 0 -T $3"
+    else echo "OMP_NUM_THREADS=$3 $RUN $1 -z $2 -t 0"; fi
+}
+
+# fit_prompt MODEL TOK TOKNAME LIMIT: writes $OUT/prompt-TOKNAME-LIMIT.txt, the longest
+# whole-word prefix of PROMPT_TEXT found that encodes to at most LIMIT tokens with TOK, and
+# sets fp_file and fp_P (its tokens), or fp_file= if none. Cached per tokenizer and limit.
+fit_prompt() {
+    fp_file=$OUT/prompt-$3-$4.txt; fp_P=
+    if [ -f "$tmp/fit-$3-$4" ]; then read -r fp_P <"$tmp/fit-$3-$4"; return; fi
+    words=$(wc -w <"$PROMPT_TEXT")
+    while [ "$words" -gt 0 ]; do
+        awk -v n="$words" '{ for (i = 1; i <= NF && c < n; i++)
+            printf "%s%s", c++ ? " " : "", $i }' "$PROMPT_TEXT" >"$fp_file"
+        got=$("$RUN" "$1" -z "$2" -f "$fp_file" -n 0 -t 0 2>&1 >/dev/null | sed -n \
+              's/^prompt: \([0-9]*\) tokens.*/\1/p; s/.*too long.*got \([0-9]*\) tokens.*/\1/p')
+        [ -n "$got" ] || break
+        if [ "$got" -le "$4" ]; then
+            echo "$got" >"$tmp/fit-$3-$4"
+            fp_P=$got
+            return
+        fi
+        fewer=$((words * $4 / got))     # tokens per word is nearly constant
+        [ "$fewer" -lt "$words" ] && words=$fewer || words=$((words - 1))
+    done
+    fp_file=
+}
+
+# ---- one model in one format: the rows for 1 and 2 threads ----
+# bench_file LABEL FORMAT FILE TOK TOKNAME REPEATS BYTES_PER_PARAM (needs read_shape's s_*)
+bench_file() {
+    label=$1; format=$2; file=$3; tok=$4; tokname=$5; repeats=$6; bpp=$7
+    # warm-up (page cache) and the decode prompt's length
+    run_one 2 "$file" -z "$tok" -i "$DECODE_PROMPT" -n 0 -t 0
+    if [ "$r_ok" != 1 ]; then
+        note "$label $format: $file: $(tail -n 1 "$tmp/err")"
         for threads in 1 2; do
-            OMP_NUM_THREADS=$threads /usr/bin/time -f "%M" "$RUN" "$model" -z "$tok" \
-                -i "$PROMPT" -n "$N" -t 0 >/dev/null 2>"$tmp/err"
-            sed -n 's/.*prompt: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' "$tmp/err" \
-                >>"$tmp/prompt$threads"
-            sed -n 's/.*generation: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' "$tmp/err" \
-                >>"$tmp/gen$threads"
-            tail -n 1 "$tmp/err" >>"$tmp/mem$threads"
+            row "$label" "$format" \
+                "$threads" - - - - - - - "(failed: see notes)"
+        done
+        return
+    fi
+    p_dec=$r_P
+    # generation stops when the context is full: at most ctx - P + 1 tokens
+    n_short=$N_SHORT; room=$((s_ctx - p_dec + 1))
+    if [ "$room" -lt "$n_short" ]; then
+        n_short=$room
+        note "$label: context $s_ctx, so dec@$N_SHORT generates $n_short tokens (marked ^)"
+    fi
+    n_long=$N_LONG; [ "$room" -lt "$n_long" ] && n_long=
+    limit=$PROMPT_TOKENS; [ "$s_ctx" -lt "$limit" ] && limit=$s_ctx
+    fit_prompt "$file" "$tok" "$tokname" "$limit"
+    for threads in 1 2; do : >"$tmp/short$threads"; : >"$tmp/long$threads"
+        : >"$tmp/pre$threads"; : >"$tmp/mem$threads"; : >"$tmp/early$threads"; done
+    i=0
+    while [ "$i" -lt "$repeats" ]; do
+        for what in short long pre; do
+            for threads in 1 2; do
+                case $what in
+                    short) run_one "$threads" "$file" -z "$tok" -i "$DECODE_PROMPT" \
+                               -n "$n_short" -t 0;;
+                    long) [ -n "$n_long" ] || continue
+                          run_one "$threads" "$file" -z "$tok" -i "$DECODE_PROMPT" \
+                              -n "$n_long" -t 0;;
+                    pre) [ -n "$fp_file" ] || continue
+                         run_one "$threads" "$file" -z "$tok" -f "$fp_file" -n 1 -t 0;;
+                esac
+                if [ "$r_ok" != 1 ]; then
+                    note "$label $format T$threads $what: $(tail -n 1 "$tmp/err")"
+                    continue
+                fi
+                [ "$r_mem" != - ] && echo "$r_mem" >>"$tmp/mem$threads"
+                case $what in
+                    short) echo "$r_Y" >>"$tmp/short$threads"
+                           [ "$r_G" -lt "$n_short" ] && echo "$r_G" >>"$tmp/early$threads";;
+                    long) echo "$r_Y" >>"$tmp/long$threads"
+                          [ "$r_G" -lt "$n_long" ] && echo "$r_G" >>"$tmp/early$threads";;
+                    pre) echo "$r_X" >>"$tmp/pre$threads";;
+                esac
+            done
         done
         i=$((i + 1))
     done
     for threads in 1 2; do
-        printf '%-28s %8s %7s %12s %12s %9s\n' "$name" "$params" "$threads" \
-            "$(median <"$tmp/prompt$threads")" "$(median <"$tmp/gen$threads")" \
-            "$(median <"$tmp/mem$threads" | awk '{printf "%.1f", $1 / 1024}')"
+        short=$(median <"$tmp/short$threads"); long=$(median <"$tmp/long$threads")
+        pre=$(median <"$tmp/pre$threads")
+        [ -n "$n_long" ] || long=-
+        mark=; [ "$n_short" != "$N_SHORT" ] && mark=^
+        if [ -s "$tmp/early$threads" ]; then
+            mark="$mark*"
+            note "$label $format T$threads: stopped at end-of-text after" \
+                 "$(sort -n "$tmp/early$threads" | head -n 1) tokens (marked *)"
+        fi
+        # prefill FLOPs: 2 per matmul parameter per prompt token, plus the one classifier row
+        gflops=$(awk -v t="$pre" -v p="${fp_P:-0}" -v mm="$s_mm" -v cls="$s_cls" 'BEGIN {
+            if (t == "-" || p == 0) print "-"
+            else printf "%.1f", (2 * mm * p + 2 * cls) * t / p / 1e9 }')
+        # decode bytes: every matmul weight and the classifier once per token
+        gbs=$(awk -v y="$short" -v mm="$s_mm" -v cls="$s_cls" -v b="$bpp" 'BEGIN {
+            if (y == "-") print "-"; else printf "%.2f", (mm + cls) * b * y / 1e9 }')
+        mem=$(largest <"$tmp/mem$threads" |
+              awk '{ print $1 == "-" ? "-" : sprintf("%.1f", $1 / 1024) }')
+        cmd="$(row_command "$file" "$tok" "$threads") {-i \"$DECODE_PROMPT\" -n $n_short"
+        cmd="$cmd${n_long:+|$n_long}${fp_file:+, -f $fp_file -n 1}}"
+        row "$label" "$format" "$threads" \
+            "$short$mark" "$long" "$pre" "${fp_P:--}" "$gflops" "$gbs" "$mem" "$cmd"
     done
-    rm -rf "$tmp"
 }
 
-bench_model "shipped (weights/)" weights/model.bin weights/tokenizer.bin 1.34M
-bench_model "GPT-2 small.bin (random)" "$SHARED/testdata/gpt2/small.bin" \
-    "$SHARED/testdata/gpt2/gpt2_tokenizer.bin" 7.3M
-bench_model "llama2.c s15m.bin (fp32)" "$SHARED/testdata/llama2c/s15m.bin" \
-    "$SHARED/testdata/llama2c/tokenizer.bin" 15.2M
-bench_model "llama2.c s15m_q80.bin (int8)" "$SHARED/testdata/llama2c/s15m_q80.bin" \
-    "$SHARED/testdata/llama2c/tokenizer.bin" 15.2M
-bench_model "llama2.c s260k.bin" "$SHARED/testdata/llama2c/s260k.bin" \
-    "$SHARED/testdata/llama2c/tok512.bin" 0.26M
+# Prints '-' rows for a format that could not be benchmarked, and why.
+skip_rows() {  # LABEL FORMAT WHY
+    for threads in 1 2; do
+        row "$1" "$2" "$threads" \
+            - - - - - - - "($3)"
+    done
+}
+
+# ---- the models ----
+for name in $MODELS; do
+    large=0; fallback=; preset=
+    case $name in
+        shipped) file=weights/model.bin; tok=weights/tokenizer.bin; tokname=shipped;;
+        s260k) file=$LL/s260k.bin; tok=$LL/tok512.bin; tokname=tok512;;
+        s15m) file=$LL/s15m.bin; tok=$LL/tokenizer.bin; tokname=llama; fallback=$LL/s15m_q80.bin;;
+        s15m-rand) file=$OUT/s15m.bin; tok=$LL/tokenizer.bin; tokname=llama; preset=s15m;;
+        s110m-rand) file=$OUT/s110m.bin; tok=$LL/tokenizer.bin; tokname=llama; preset=s110m
+                    large=1;;
+        gpt2-124m-rand) file=$OUT/gpt2-124m.bin; tok=$SHARED/testdata/gpt2/gpt2_tokenizer.bin
+                        tokname=gpt2; preset=gpt2-124m; large=1;;
+        *) echo "bench: unknown model $name (known: shipped s260k s15m s15m-rand" \
+                "s110m-rand gpt2-124m-rand)" >&2; continue;;
+    esac
+    if [ -n "$preset" ] && [ ! -f "$file" ] && [ -x "$GEN" ]; then
+        "$GEN" "$preset" "$file" 2>"$tmp/err" || note "$name: $(tail -n 1 "$tmp/err")"
+    fi
+    if [ ! -f "$file" ] || [ ! -f "$tok" ]; then
+        echo "$name: skipped ($file or $tok not found)"
+        continue
+    fi
+    repeats=$REPEAT; [ "$large" = 1 ] && repeats=$REPEAT_LARGE
+    read_shape "$file"
+    bench_file "$name" fp32 "$file" "$tok" "$tokname" "$repeats" "$FP32_BYTES"
+
+    # int8: ./quantize's file when it exists, else a shipped int8 file, else '-'
+    qfile=
+    if [ -x "$QUANTIZE" ]; then
+        qfile=$OUT/$name-int8.bin
+        # (re)make it when missing or older than its checkpoint or than ./quantize
+        if [ ! -f "$qfile" ] || [ -n "$(find "$file" "$QUANTIZE" -newer "$qfile")" ]; then
+            if ! "$QUANTIZE" "$file" "$qfile" >/dev/null 2>"$tmp/err"; then
+                note "$name int8: $QUANTIZE failed: $(tail -n 1 "$tmp/err")"
+                rm -f "$qfile"; qfile=
+            fi
+        fi
+        [ -n "$qfile" ] || skip_rows "$name" int8 "quantize failed: see notes"
+    elif [ -n "$fallback" ] && [ -f "$fallback" ]; then
+        qfile=$fallback
+    else
+        skip_rows "$name" int8 "no $QUANTIZE"
+    fi
+    [ -n "$qfile" ] && bench_file "$name" int8 "$qfile" "$tok" "$tokname" "$repeats" "$INT8_BYTES"
+done
+
+# ---- notes ----
+echo
+echo "prefill GFLOP/s = (2 x matmul parameters x P + 2 x V x C) / prefill time (attention's"
+echo "  own FLOPs left out); decode GB/s = (matmul parameters + V x C classifier) x bytes per"
+echo "  parameter ($FP32_BYTES fp32, $INT8_BYTES int8 Q8_0) x dec@$N_SHORT tok/s; peak MB:" \
+     "the largest of the row's runs"
+echo "s260k is llama2.c's random-weight test model; *-rand are random-weight files of the"
+echo "  real shapes from $GEN (s15m-rand: context 1024, for dec@$N_LONG); s15m is the real one"
+[ "$HAS_T" = 1 ] || echo "threads: $RUN has no -T flag; set with OMP_NUM_THREADS instead"
+awk '!seen[$0]++' "$tmp/notes"
+echo "total: $(( $(date +%s) - start_seconds )) s"

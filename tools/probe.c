@@ -1,0 +1,238 @@
+/* probe.c: this machine's peaks, measured: memory read bandwidth and FMA throughput.
+ *
+ * Read bandwidth: sum a float array far larger than any cache (PROBE_MIB), each thread its
+ * own contiguous part, best of PROBE_PASSES passes. FMA throughput: PROBE_CHAINS independent
+ * vector accumulators, each a = a * m + c, enough to cover the FMA latency on every pipe.
+ * Both at 1 and 2 threads (OpenMP; without it, 1 only). The kernels use AVX-512 or AVX2+FMA
+ * intrinsics when the build targets them, else plain C. Prints `key value` lines for
+ * tools/bench.sh, e.g. `read_bw_gbs 1 12.3`; asserts nothing. Usage: probe [MiB]
+ */
+#include <errno.h>      /* errno, ERANGE */
+#include <stdio.h>      /* printf, fopen, fgets */
+#include <stdlib.h>     /* malloc, free, strtol */
+#include <string.h>     /* strncmp, strchr, strlen */
+#include <time.h>       /* clock_gettime */
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>  /* _mm512_* / _mm256_* intrinsics */
+#endif
+#ifdef _OPENMP
+#include <omp.h>        /* omp_get_thread_num, omp_get_num_threads */
+#endif
+
+#define PROBE_MIB 512            /* default array size: far beyond any L3 of this class */
+#define PROBE_MAX_MIB (1 << 16)  /* bound on the size argument (64 GiB) */
+#define PROBE_PASSES 5           /* bandwidth passes per thread count; the best counts */
+#define PROBE_FMA_ITERS 20000000L /* loop trips per thread per pass: 7.7 GFLOP at AVX-512 */
+#define PROBE_FMA_PASSES 3       /* FMA passes per thread count; the best counts */
+#define PROBE_CHAINS 12          /* independent accumulators: > latency x pipes (4 x 2) */
+#define PROBE_SUMS 4             /* independent vector sums in the bandwidth loop (s0..s3) */
+#define PROBE_MAX_THREADS 2      /* thread counts probed: 1 .. this */
+#define PROBE_FMA_MUL 0.9999f    /* a = a * m + c converges to c / (1 - m): stays finite */
+#define PROBE_FMA_ADD 0.0001f
+#define BYTES_PER_MIB (1024.0 * 1024.0)
+#define FLOPS_PER_FMA 2          /* a multiply and an add per lane */
+
+#if defined(__AVX512F__)
+#define PROBE_ISA "avx512"
+#define PROBE_LANES 16           /* floats per __m512 */
+#elif defined(__AVX2__) && defined(__FMA__)
+#define PROBE_ISA "avx2+fma"
+#define PROBE_LANES 8            /* floats per __m256 */
+#else
+#define PROBE_ISA "portable"
+#define PROBE_LANES 8            /* floats per emulated vector (plain C multiply-add) */
+#endif
+
+/* Results land here so the compiler cannot drop the loops that compute them. */
+static volatile float sink;
+
+/* Seconds on a monotonic clock. */
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- kernels (one thread's work) ---- */
+
+/* Sum of x (n,), n a multiple of PROBE_SUMS * PROBE_LANES, in PROBE_SUMS independent vector
+ * sums so that the add latency never limits the memory stream. */
+static float sum_floats(const float *x, size_t n) {
+#if defined(__AVX512F__)
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i < n; i += PROBE_SUMS * PROBE_LANES) {
+        s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
+        s1 = _mm512_add_ps(s1, _mm512_loadu_ps(x + i + PROBE_LANES));
+        s2 = _mm512_add_ps(s2, _mm512_loadu_ps(x + i + 2 * PROBE_LANES));
+        s3 = _mm512_add_ps(s3, _mm512_loadu_ps(x + i + 3 * PROBE_LANES));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+#elif defined(__AVX2__) && defined(__FMA__)
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i < n; i += PROBE_SUMS * PROBE_LANES) {
+        s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x + i));
+        s1 = _mm256_add_ps(s1, _mm256_loadu_ps(x + i + PROBE_LANES));
+        s2 = _mm256_add_ps(s2, _mm256_loadu_ps(x + i + 2 * PROBE_LANES));
+        s3 = _mm256_add_ps(s3, _mm256_loadu_ps(x + i + 3 * PROBE_LANES));
+    }
+    float lanes[PROBE_LANES];
+    _mm256_storeu_ps(lanes, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    float total = 0.0f;
+    for (int j = 0; j < PROBE_LANES; j++) total += lanes[j];
+    return total;
+#else
+    float s[PROBE_SUMS * PROBE_LANES] = {0};   /* s[j] sums x[j], x[j + SUMS LANES], ... */
+    for (size_t i = 0; i < n; i += PROBE_SUMS * PROBE_LANES)
+        for (int j = 0; j < PROBE_SUMS * PROBE_LANES; j++) s[j] += x[i + j];
+    float total = 0.0f;
+    for (int j = 0; j < PROBE_SUMS * PROBE_LANES; j++) total += s[j];
+    return total;
+#endif
+}
+
+/* Runs iters trips of PROBE_CHAINS independent multiply-adds on vectors of PROBE_LANES
+ * floats starting from seed; returns a sum of the accumulators. */
+static float fma_chains(long iters, float seed) {
+    float total = 0.0f;
+#if defined(__AVX512F__)
+    __m512 a[PROBE_CHAINS];
+    const __m512 m = _mm512_set1_ps(PROBE_FMA_MUL), c = _mm512_set1_ps(PROBE_FMA_ADD);
+    for (int k = 0; k < PROBE_CHAINS; k++) a[k] = _mm512_set1_ps(seed + (float)k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < PROBE_CHAINS; k++) a[k] = _mm512_fmadd_ps(a[k], m, c);
+    for (int k = 0; k < PROBE_CHAINS; k++) total += _mm512_reduce_add_ps(a[k]);
+#elif defined(__AVX2__) && defined(__FMA__)
+    __m256 a[PROBE_CHAINS];
+    const __m256 m = _mm256_set1_ps(PROBE_FMA_MUL), c = _mm256_set1_ps(PROBE_FMA_ADD);
+    for (int k = 0; k < PROBE_CHAINS; k++) a[k] = _mm256_set1_ps(seed + (float)k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < PROBE_CHAINS; k++) a[k] = _mm256_fmadd_ps(a[k], m, c);
+    float lanes[PROBE_LANES];
+    for (int k = 0; k < PROBE_CHAINS; k++) {
+        _mm256_storeu_ps(lanes, a[k]);
+        for (int j = 0; j < PROBE_LANES; j++) total += lanes[j];
+    }
+#else
+    float a[PROBE_CHAINS * PROBE_LANES];   /* (CHAINS, LANES) */
+    for (int k = 0; k < PROBE_CHAINS * PROBE_LANES; k++) a[k] = seed + (float)k;
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < PROBE_CHAINS * PROBE_LANES; k++)
+            a[k] = a[k] * PROBE_FMA_MUL + PROBE_FMA_ADD;
+    for (int k = 0; k < PROBE_CHAINS * PROBE_LANES; k++) total += a[k];
+#endif
+    return total;
+}
+
+/* ---- the two probes, at a given thread count ---- */
+
+/* Best read bandwidth (GB/s) of summing x (n,) split into threads contiguous parts;
+ * each part a multiple of PROBE_SUMS * PROBE_LANES floats (n is). */
+static double read_bandwidth(const float *x, size_t n, int threads) {
+    double best = 0.0;
+    for (int pass = 0; pass < PROBE_PASSES; pass++) {
+        float partial[PROBE_MAX_THREADS] = {0};
+        double start = now();
+        /* each thread sums its own contiguous part: disjoint reads, one write each */
+        #pragma omp parallel num_threads(threads)
+        {
+            int t = 0, nt = 1;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+            nt = omp_get_num_threads();
+#endif
+            size_t block = PROBE_SUMS * PROBE_LANES, blocks = n / block;
+            size_t begin = blocks * (size_t)t / (size_t)nt * block;
+            size_t end = blocks * (size_t)(t + 1) / (size_t)nt * block;
+            partial[t] = sum_floats(x + begin, end - begin);
+        }
+        double seconds = now() - start;
+        for (int t = 0; t < threads; t++) sink += partial[t];
+        double gbs = (double)n * sizeof(float) / seconds / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    return best;
+}
+
+/* Best FMA throughput (GFLOP/s) with every one of threads threads running the chains. */
+static double fma_throughput(int threads) {
+    double best = 0.0;
+    for (int pass = 0; pass < PROBE_FMA_PASSES; pass++) {
+        float partial[PROBE_MAX_THREADS] = {0};
+        int ran = 1;
+        double start = now();
+        /* each thread runs its own chains in registers and writes one result */
+        #pragma omp parallel num_threads(threads)
+        {
+            int t = 0;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+            if (t == 0) ran = omp_get_num_threads();
+#endif
+            partial[t] = fma_chains(PROBE_FMA_ITERS, (float)(pass + t));
+        }
+        double seconds = now() - start;
+        for (int t = 0; t < threads; t++) sink += partial[t];
+        double flops = (double)ran * PROBE_FMA_ITERS * PROBE_CHAINS * PROBE_LANES *
+                       FLOPS_PER_FMA;
+        if (flops / seconds / 1e9 > best) best = flops / seconds / 1e9;
+    }
+    return best;
+}
+
+/* Prints the CPU's "model name" from /proc/cpuinfo, or "unknown". */
+static void print_cpu(void) {
+    char line[256];
+    const char *key = "model name";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, key, strlen(key)) != 0 || !colon) continue;
+        colon++;
+        while (*colon == ' ' || *colon == '\t') colon++;
+        colon[strcspn(colon, "\n")] = '\0';
+        printf("cpu %s\n", colon);
+        fclose(f);
+        return;
+    }
+    if (f) fclose(f);
+    printf("cpu unknown\n");
+}
+
+int main(int argc, char **argv) {
+    long mib = PROBE_MIB;
+    char *end = NULL;
+    if (argc == 2) {
+        errno = 0;
+        mib = strtol(argv[1], &end, 10);
+    }
+    if (argc > 2 || (argc == 2 && (end == argv[1] || *end != '\0' || errno == ERANGE ||
+                                   mib < 1 || mib > PROBE_MAX_MIB))) {
+        fprintf(stderr, "usage: probe [MiB]  (array size for the bandwidth probe, 1..%d, "
+                "default %d)\n", PROBE_MAX_MIB, PROBE_MIB);
+        return 2;
+    }
+    size_t block = PROBE_SUMS * PROBE_LANES;
+    size_t n = (size_t)((double)mib * BYTES_PER_MIB / sizeof(float)) / block * block;
+    float *x = malloc(n * sizeof(float));
+    if (!x) {
+        fprintf(stderr, "probe: out of memory for a %ld MiB array\n", mib);
+        return 1;
+    }
+    int max_threads = 1;
+#ifdef _OPENMP
+    max_threads = PROBE_MAX_THREADS;
+#endif
+    /* touch every page (in parallel, so each thread's part is local to it) */
+    #pragma omp parallel for schedule(static) num_threads(max_threads)
+    for (size_t i = 0; i < n; i++) x[i] = 1.0f;
+
+    print_cpu();
+    printf("isa %s\n", PROBE_ISA);
+    printf("array_mib %ld\n", mib);
+    for (int threads = 1; threads <= max_threads; threads++)
+        printf("read_bw_gbs %d %.1f\n", threads, read_bandwidth(x, n, threads));
+    for (int threads = 1; threads <= max_threads; threads++)
+        printf("fma_gflops %d %.1f\n", threads, fma_throughput(threads));
+    free(x);
+    return 0;
+}
