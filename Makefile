@@ -30,7 +30,7 @@ $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
-$(B)/attention.o: attention.c attention.h
+$(B)/attention.o: attention.c attention.h kernels.h quant.h
 $(B)/quant.o: quant.c quant.h
 $(B)/kernels.o: kernels.c kernels.h quant.h
 $(B)/checkpoint.o: checkpoint.c checkpoint.h kernels.h quant.h
@@ -94,9 +94,10 @@ TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention 
         $(B)/tests/test_train $(B)/tests/test_eval
 $(B)/tests/test_kernels: $(B)/tests/test_kernels.o $(B)/tests/check.o $(KERNELS)
 $(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(B)/quant.o
-$(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o
+$(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o \
+                           $(KERNELS)
 $(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/tests/check.o \
-                                    $(B)/attention.o
+                                    $(B)/attention.o $(KERNELS)
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
 $(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/eval.o $(CORE) $(TOK)
 $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)
@@ -128,7 +129,8 @@ include tools/bench.mk
 # bench-attention: attention-only time per generated token at T = 128 .. 16384 on
 # synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
 # nothing. Example: OMP_NUM_THREADS=1 make bench-attention
-$(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/attention_spec.o
+$(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/attention_spec.o \
+                            $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 $(B)/tools/bench_attention.o: tools/bench_attention.c attention.h attention_spec.h
 bench-attention: $(B)/tools/bench_attention

@@ -20,6 +20,8 @@
 #include <stdint.h>   /* uint64_t, int32_t */
 #include <string.h>   /* memset, memcpy */
 
+#include "kernels.h"  /* kernels_dot, kernels_exp_sum, kernels_axpy, kernels_parallel_for */
+
 int attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
     /* one score row of n_ctx floats per head, so heads can run in parallel */
     return shape->n_heads * n_ctx;
@@ -45,53 +47,57 @@ static void attend_rows(float *out_t, const float *q_t, const float *k, const fl
     float max_score = sc.softmax1 ? 0.0f : -INFINITY;
     for (int n = 0; n < n_keys; n++) {
         const float *k_t2 = k + (long)(rows ? rows[n] : n) * kv_stride;
-        float dot = 0.0f;
-        for (int i = 0; i < HS; i++) dot += q_t[i] * k_t2[i];
-        scores[n] = dot * sc.scale;
-        if (sc.gauss) {   /* -|q-k|^2 scale/2 = (q.k - |k|^2/2) scale - |q|^2 scale/2 */
-            float norm2 = 0.0f;
-            for (int i = 0; i < HS; i++) norm2 += k_t2[i] * k_t2[i];
-            scores[n] -= 0.5f * sc.scale * norm2;
-        }
+        scores[n] = kernels_dot(q_t, k_t2, HS) * sc.scale;
+        if (sc.gauss)   /* -|q-k|^2 scale/2 = (q.k - |k|^2/2) scale - |q|^2 scale/2 */
+            scores[n] -= 0.5f * sc.scale * kernels_dot(k_t2, k_t2, HS);
         if (scores[n] > max_score) max_score = scores[n];
     }
     /* pass 2: w_t2 = exp(s_t2 - max) and Z = sum w; subtracting max keeps exp <= 1 */
-    float sum = sc.softmax1 ? expf(-max_score) : 0.0f;
-    for (int n = 0; n < n_keys; n++) {
-        scores[n] = expf(scores[n] - max_score);
-        sum += scores[n];
-    }
+    float sum = kernels_exp_sum(scores, n_keys, max_score);
+    if (sc.softmax1) sum += kernels_expf(-max_score);
     float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;  /* an empty row gives zeros, not NaN */
     /* pass 3: out = sum_t2 (w_t2 / Z) v_t2 */
     for (int i = 0; i < HS; i++) out_t[i] = 0.0f;
     for (int n = 0; n < n_keys; n++) {
         const float *v_t2 = v + (long)(rows ? rows[n] : n) * kv_stride;
-        float a = scores[n] * inv_sum;
-        for (int i = 0; i < HS; i++) out_t[i] += a * v_t2[i];
+        kernels_axpy(out_t, scores[n] * inv_sum, v_t2, HS);
+    }
+}
+
+/* One call's arguments, for its per-head jobs. */
+typedef struct {
+    const AttentionShape *shape;
+    float *out;
+    const float *q, *k, *v;
+    int pos, T;
+    float *scratch;
+} ForwardJob;
+
+/* Head h of attention_forward: its HS columns of out, its own scratch row. */
+static void forward_head(void *ctx, int h) {
+    const ForwardJob *f = ctx;
+    int NH = f->shape->n_heads, HS = f->shape->head_dim;
+    int group = NH / f->shape->n_kv_heads;        /* query heads per kv head */
+    int kv_stride = f->shape->n_kv_heads * HS;    /* floats per cached position */
+    int kv_offset = (h / group) * HS;             /* seek to this head's columns of k, v */
+    float *scores = f->scratch + (long)h * (f->pos + f->T);
+    Scoring exact = {f->shape->scale, 0, 0};
+    for (int t = 0; t < f->T; t++) {
+        const float *q_t = f->q + ((long)t * NH + h) * HS;
+        float *out_t = f->out + ((long)t * NH + h) * HS;
+        attend_rows(out_t, q_t, f->k + kv_offset, f->v + kv_offset, kv_stride, NULL,
+                    f->pos + t + 1, HS, exact, scores);
     }
 }
 
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch) {
-    int NH = shape->n_heads, HS = shape->head_dim;
-    int group = NH / shape->n_kv_heads;        /* query heads per kv head */
-    int kv_stride = shape->n_kv_heads * HS;    /* floats per cached position */
-    int n_ctx = pos + T;
-    Scoring exact = {shape->scale, 0, 0};
     /* Heads are independent and each writes its own HS columns of out, and its own
      * scratch row, so running them on different threads changes no result. A short
-     * context stays on one thread: a parallel region would cost more than the work. */
-    #pragma omp parallel for schedule(static) if ((long)NH * T * n_ctx * HS >= ATTENTION_PARALLEL_MIN_WORK)
-    for (int h = 0; h < NH; h++) {
-        float *scores = scratch + (long)h * n_ctx;
-        int kv_offset = (h / group) * HS;      /* seek to this head's columns of k, v */
-        for (int t = 0; t < T; t++) {
-            const float *q_t = q + ((long)t * NH + h) * HS;
-            float *out_t = out + ((long)t * NH + h) * HS;
-            attend_rows(out_t, q_t, k + kv_offset, v + kv_offset, kv_stride, NULL, pos + t + 1,
-                        HS, exact, scores);
-        }
-    }
+     * context stays on one thread: sharing the work would cost more than it saves. */
+    ForwardJob f = {shape, out, q, k, v, pos, T, scratch};
+    long work = (long)shape->n_heads * T * (pos + T) * shape->head_dim;
+    kernels_parallel_for(forward_head, &f, shape->n_heads, work >= ATTENTION_PARALLEL_MIN_WORK);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -832,17 +838,10 @@ static void attend_one_backward(float *dq_t, float *dk, float *dv, const float *
     /* recompute the weights: the same three steps, in the same order, as attend_one */
     float max_score = -INFINITY;
     for (int t2 = 0; t2 < n_keys; t2++) {
-        const float *k_t2 = k + (long)t2 * kv_stride;
-        float dot = 0.0f;
-        for (int i = 0; i < HS; i++) dot += q_t[i] * k_t2[i];
-        p[t2] = dot * scale;
+        p[t2] = kernels_dot(q_t, k + (long)t2 * kv_stride, HS) * scale;
         if (p[t2] > max_score) max_score = p[t2];
     }
-    float sum = 0.0f;
-    for (int t2 = 0; t2 < n_keys; t2++) {
-        p[t2] = expf(p[t2] - max_score);
-        sum += p[t2];
-    }
+    float sum = kernels_exp_sum(p, n_keys, max_score);
     float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;
     /* dp_t2 = dout . v_t2, dv_t2 += p_t2 dout, and the softmax's weighted mean of dp */
     float mean_dp = 0.0f;

@@ -114,6 +114,7 @@ typedef struct {
     const char *format;    /* what the file was read as, and what was assumed */
     void *map;             /* the mmap'd file, or NULL */
     size_t map_size;       /* bytes mapped */
+    unsigned touched;      /* a checksum of one byte per page, read at load (see .c) */
     void *owned;           /* converted tensors (bf16 widened, int8 scales), or NULL */
 } Checkpoint;
 

@@ -14,7 +14,7 @@
  */
 #include "kernels.h"
 
-#include <math.h>         /* sqrtf */
+#include <math.h>         /* sqrtf, fmaf */
 #include <sched.h>        /* sched_yield */
 #include <stdatomic.h>    /* the pool's ticket and counters */
 #include <string.h>       /* memcpy */
@@ -72,10 +72,10 @@ typedef struct {
     PoolJob job;               /* the current loop (written before its ticket) */
     void *ctx;
     int active;                /* 1 while kernels_run's body runs (main reads it only) */
-    int threads;               /* threads kernels_run starts */
 } Pool;
 
-static Pool pool = {.threads = 1};
+#ifdef _OPENMP
+static Pool pool;
 
 static void cpu_relax(void) {
 #if KERNELS_SIMD
@@ -115,9 +115,12 @@ static void pool_worker(void) {
     }
 }
 
+#endif /* _OPENMP */
+
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, in parallel when `parallel` and threads are
  * available; each job must write only its own outputs. */
 static void parallel_for(PoolJob job, void *ctx, int n_jobs, int parallel) {
+#ifdef _OPENMP
     if (pool.active && parallel && n_jobs > 1 && n_jobs <= POOL_MAX_JOBS) {
         static uint64_t generation = 0;   /* main thread only */
         pool.job = job;
@@ -132,9 +135,14 @@ static void parallel_for(PoolJob job, void *ctx, int n_jobs, int parallel) {
         return;
     }
     if (pool.active) parallel = 0;   /* inside the body but too small: stay on main */
+#endif
     (void)parallel;
     #pragma omp parallel for schedule(dynamic, 1) if (parallel)
     for (int j = 0; j < n_jobs; j++) job(ctx, j);
+}
+
+void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, int parallel) {
+    parallel_for(job, ctx, n_jobs, parallel);
 }
 
 int kernels_set_threads(int n) {
@@ -143,7 +151,6 @@ int kernels_set_threads(int n) {
     if (n < 1) n = 1;
     if (n > max) n = max;
     omp_set_num_threads(n);
-    pool.threads = n;
     return n;
 #else
     (void)n;
@@ -194,19 +201,48 @@ void kernels_run(void (*body)(void *ctx), void *ctx) {
 #define ALWAYS_INLINE inline
 #endif
 
+/* The GEMM tile's vector: 16 floats with AVX-512, 8 with AVX2. */
+#if KERNELS_SIMD && defined(__AVX512F__)
+#define VLANES 16
+typedef __m512 Vec;
+#define vec_zero() _mm512_setzero_ps()
+#define vec_load(p) _mm512_loadu_ps(p)
+#define vec_store(p, v) _mm512_storeu_ps(p, v)
+#define vec_fma(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define vec_broadcast(p) _mm512_set1_ps(*(p))
+#elif KERNELS_SIMD
+#define VLANES 8
+typedef __m256 Vec;
+#define vec_zero() _mm256_setzero_ps()
+#define vec_load(p) _mm256_loadu_ps(p)
+#define vec_store(p, v) _mm256_storeu_ps(p, v)
+#define vec_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define vec_broadcast(p) _mm256_broadcast_ss(p)
+#endif
+
 #if KERNELS_SIMD
-/* The sum of the eight lanes of a, as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). */
-static float hsum(__m256 a) {
-    __m128 pairs = _mm_hadd_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    __m128 quads = _mm_hadd_ps(pairs, pairs);   /* l0123, l4567, l0123, l4567 */
-    return _mm_cvtss_f32(_mm_add_ss(quads, _mm_movehdup_ps(quads)));
+/* The decode tile stays 8 lanes wide even with AVX-512: measured, 16-lane sums made
+ * single-row products slower (more work in each final sum, same memory traffic). */
+
+/* The first n (< 8) floats at p, the other lanes zero; nothing beyond is read. */
+static inline __m256 load_first(const float *p, int n) {
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_maskload_ps(p, mask);
+}
+
+/* The sum of the eight lanes of a, as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). */
+static inline float sum8(__m256 a) {
+    __m128 quad = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    __m128 pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
+    return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
 }
 
 /* out (R, C) (row stride ldo) = x (R, IC) . w (C, IC)^T, each row of x and w IC floats
  * apart: R x C accumulators of eight lanes, one FMA per lane and input chunk, so each
- * loaded row chunk of w serves R rows of x and each chunk of x serves C rows of w. The
- * last chunk of a row that is not a multiple of 8 is read through a mask (zeros beyond).
- * Called with constant R and C, so the loops unroll and the sums live in registers. */
+ * loaded chunk of a row of w serves R rows of x and each chunk of x serves C rows of w.
+ * The last chunk of a row, if short, is read through a mask (zeros beyond). Called with
+ * constant R and C, so the loops unroll and the sums live in registers. */
 static ALWAYS_INLINE void dot_tile(float *out, int ldo, const float *x, const float *w,
                                    int IC, int R, int C) {
     __m256 acc[3][8];
@@ -222,20 +258,18 @@ static ALWAYS_INLINE void dot_tile(float *out, int ldo, const float *x, const fl
         }
     }
     if (i < IC) {   /* the tail: lanes i .. IC-1 loaded, the rest read as zero */
-        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(IC - i),
-                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         for (int c = 0; c < C; c++) {
-            __m256 w_c = _mm256_maskload_ps(w + (size_t)c * IC + i, mask);
+            __m256 w_c = load_first(w + (size_t)c * IC + i, IC - i);
             for (int r = 0; r < R; r++)
-                acc[r][c] = _mm256_fmadd_ps(_mm256_maskload_ps(x + (size_t)r * IC + i, mask),
-                                            w_c, acc[r][c]);
+                acc[r][c] = _mm256_fmadd_ps(load_first(x + (size_t)r * IC + i, IC - i), w_c,
+                                            acc[r][c]);
         }
     }
     for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) out[(size_t)r * ldo + c] = hsum(acc[r][c]);
+        for (int c = 0; c < C; c++) out[(size_t)r * ldo + c] = sum8(acc[r][c]);
 }
 #else
-/* The portable tile: the same eight partial sums per output, one multiply and one add. */
+/* The portable tile: eight partial sums per output, one multiply and one add. */
 static void dot_tile(float *out, int ldo, const float *x, const float *w, int IC, int R,
                      int C) {
     for (int r = 0; r < R; r++) {
@@ -250,33 +284,37 @@ static void dot_tile(float *out, int ldo, const float *x, const float *w, int IC
 }
 #endif
 
-/* out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b: one job. Rows of x go three at a
- * time against four rows of w (12 sums in registers); a single row (decode) goes against
- * eight rows of w. Leftovers use smaller tiles, which compute the same sums. */
+/* out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b: one job. A single row (decode)
+ * goes against eight rows of w at a time. Several rows: for each four rows of w, every
+ * three rows of x in turn (12 sums in registers), so each row of w comes from memory
+ * once and is reused from L1 for all rows of x. Leftovers use smaller tiles, which
+ * compute the same sums. */
 static void matmul_block(float *out, const float *x, const float *w, const float *b,
                          int n0, int n1, int o0, int o1, int IC, int OC) {
-    int n = n0;
-    for (; n + 3 <= n1; n += 3) {
-        int o = o0;
-        for (; o + 4 <= o1; o += 4)
-            dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
-                     IC, 3, 4);
+    int o = o0;
+    if (n1 - n0 == 1) {
+        float *out_n = out + (size_t)n0 * OC;
+        const float *x_n = x + (size_t)n0 * IC;
+        for (; o + 8 <= o1; o += 8) dot_tile(out_n + o, OC, x_n, w + (size_t)o * IC, IC, 1, 8);
+        for (; o < o1; o++) dot_tile(out_n + o, OC, x_n, w + (size_t)o * IC, IC, 1, 1);
+    } else {
+        for (; o + 4 <= o1; o += 4) {
+            int n = n0;
+            for (; n + 3 <= n1; n += 3)
+                dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
+                         IC, 3, 4);
+            for (; n < n1; n++)
+                dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
+                         IC, 1, 4);
+        }
         for (; o < o1; o++)
-            dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
-                     IC, 3, 1);
-    }
-    for (; n < n1; n++) {
-        int o = o0;
-        for (; o + 8 <= o1; o += 8)
-            dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
-                     IC, 1, 8);
-        for (; o < o1; o++)
-            dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
-                     IC, 1, 1);
+            for (int n = n0; n < n1; n++)
+                dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
+                         IC, 1, 1);
     }
     if (b)
-        for (n = n0; n < n1; n++)
-            for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
+        for (int n = n0; n < n1; n++)
+            for (o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
 }
 
 /* ------------------------------------------------------------------------- */
@@ -291,22 +329,8 @@ static void matmul_block(float *out, const float *x, const float *w, const float
  * a row does not depend on how many rows come with it (N >= GEMM_MIN_ROWS). It differs
  * from the dot-product tile's order, so decode (N = 1) and prefill agree to rounding.
  */
-#if defined(__AVX512F__)
-#define GEMM_LANES 16              /* floats per vector */
-typedef __m512 GemmVec;
-#define gemm_zero() _mm512_setzero_ps()
-#define gemm_load(p) _mm512_loadu_ps(p)
-#define gemm_store(p, v) _mm512_storeu_ps(p, v)
-#define gemm_fma(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define gemm_broadcast(p) _mm512_set1_ps(*(p))
-#elif KERNELS_SIMD
-#define GEMM_LANES 8
-typedef __m256 GemmVec;
-#define gemm_zero() _mm256_setzero_ps()
-#define gemm_load(p) _mm256_loadu_ps(p)
-#define gemm_store(p, v) _mm256_storeu_ps(p, v)
-#define gemm_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define gemm_broadcast(p) _mm256_broadcast_ss(p)
+#if KERNELS_SIMD
+#define GEMM_LANES VLANES
 #endif
 
 #ifdef GEMM_LANES
@@ -322,22 +346,22 @@ typedef __m256 GemmVec;
  * they are stored; rows >= n1 of the block are padding and are not written. */
 static ALWAYS_INLINE void gemm_tile(float *out, const float *xt, const float *w, int kc,
                                     int IC, int OC, int o, int n0, int n1, int first, int R) {
-    GemmVec acc[GEMM_MR][2];
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = gemm_zero();
+    Vec acc[GEMM_MR][2];
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = vec_zero();
     const float *w_o = w + (size_t)o * IC;
     for (int i = 0; i < kc; i++) {
-        GemmVec x0 = gemm_load(xt + (size_t)i * GEMM_NB);
-        GemmVec x1 = gemm_load(xt + (size_t)i * GEMM_NB + GEMM_LANES);
+        Vec x0 = vec_load(xt + (size_t)i * GEMM_NB);
+        Vec x1 = vec_load(xt + (size_t)i * GEMM_NB + GEMM_LANES);
         for (int r = 0; r < R; r++) {
-            GemmVec w_ri = gemm_broadcast(w_o + (size_t)r * IC + i);
-            acc[r][0] = gemm_fma(w_ri, x0, acc[r][0]);
-            acc[r][1] = gemm_fma(w_ri, x1, acc[r][1]);
+            Vec w_ri = vec_broadcast(w_o + (size_t)r * IC + i);
+            acc[r][0] = vec_fma(w_ri, x0, acc[r][0]);
+            acc[r][1] = vec_fma(w_ri, x1, acc[r][1]);
         }
     }
     float lanes[GEMM_NB];
     for (int r = 0; r < R; r++) {
-        gemm_store(lanes, acc[r][0]);
-        gemm_store(lanes + GEMM_LANES, acc[r][1]);
+        vec_store(lanes, acc[r][0]);
+        vec_store(lanes + GEMM_LANES, acc[r][1]);
         for (int n = n0; n < n1; n++) {
             float *out_no = out + (size_t)n * OC + o + r;
             *out_no = first ? lanes[n - n0] : *out_no + lanes[n - n0];
@@ -589,6 +613,7 @@ static void backward_dw_block(float *dw, const float *d, int ld, const float *x,
 void kernels_matmul_backward(float *dx, float *dw, float *db, const float *dout,
                              const float *x, const float *w, int N, int IC, int OC) {
     int parallel = (long)N * IC * OC >= KERNELS_PARALLEL_MIN_MACS;
+    (void)parallel;   /* read only by the pragmas */
     /* dx: each job owns a block of rows of dx and sums over o in a fixed order */
     #pragma omp parallel for schedule(static) if (parallel)
     for (int n0 = 0; n0 < N; n0 += DX_ROWS_PER_JOB) {
@@ -649,7 +674,7 @@ void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C) {
     }
 }
 
-float kernels_expf(float x) {
+static inline float exp_approx(float x) {
     /* exp(x) = 2^k exp(r) with k = round(x / ln 2) and |r| <= ln(2) / 2; exp(r) from its
      * Taylor series to r^7 (truncation below 6e-9 relative); 2^k applied as two factors
      * 2^(k/2) 2^(k - k/2) so that k = -150 .. 128 never leaves float's exponent range.
@@ -675,18 +700,66 @@ float kernels_expf(float x) {
     return is_nan ? x : result;
 }
 
+float kernels_expf(float x) { return exp_approx(x); }
+
 void kernels_gelu(float *x, size_t n) {
     /* 0.5 v (1 + tanh u) = v sigmoid(2u) = v / (1 + exp(-2u)), u = sqrt(2/pi)(v + c v^3) */
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         float u = GELU_SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
-        x[i] = v / (1.0f + kernels_expf(-2.0f * u));
+        x[i] = v / (1.0f + exp_approx(-2.0f * u));
     }
 }
 
 void kernels_swiglu(float *hidden, const float *gate, size_t n) {
     for (size_t i = 0; i < n; i++) {
         float v = hidden[i];
-        hidden[i] = v / (1.0f + kernels_expf(-v)) * gate[i];
+        hidden[i] = v / (1.0f + exp_approx(-v)) * gate[i];
     }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Vector helpers for attention                                                */
+
+float kernels_dot(const float *a, const float *b, int n) {
+#if KERNELS_SIMD
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+    if (i < n) acc = _mm256_fmadd_ps(load_first(a + i, n - i), load_first(b + i, n - i), acc);
+    return sum8(acc);
+#else
+    float acc[LANES] = {0};
+    for (int i = 0; i < n; i++) acc[i % LANES] += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+#endif
+}
+
+float kernels_exp_sum(float *x, int n, float shift) {
+    for (int i = 0; i < n; i++) x[i] = exp_approx(x[i] - shift);   /* vectorises */
+#if KERNELS_SIMD
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) acc = _mm256_add_ps(acc, _mm256_loadu_ps(x + i));
+    if (i < n) acc = _mm256_add_ps(acc, load_first(x + i, n - i));
+    return sum8(acc);
+#else
+    float acc[LANES] = {0};
+    for (int i = 0; i < n; i++) acc[i % LANES] += x[i];
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+#endif
+}
+
+void kernels_axpy(float *y, float a, const float *x, int n) {
+#if KERNELS_SIMD
+    __m256 a8 = _mm256_set1_ps(a);
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a8, _mm256_loadu_ps(x + i),
+                                                _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
+#else
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
+#endif
 }

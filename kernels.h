@@ -107,4 +107,20 @@ void kernels_swiglu(float *hidden, const float *gate, size_t n);
  * written so that a loop over it vectorises (no libm call). */
 float kernels_expf(float x);
 
+/* ---- vector helpers (attention) ---- */
+
+/* a (n,) . b (n,): eight lanes of FMA, summed in a fixed order. */
+float kernels_dot(const float *a, const float *b, int n);
+
+/* x (n,) = exp(x - shift) (kernels_expf), in place; returns the sum of the new x. */
+float kernels_exp_sum(float *x, int n, float shift);
+
+/* y (n,) += a * x (n,), fused where the build has FMA. */
+void kernels_axpy(float *y, float a, const float *x, int n);
+
+/* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs: on the pool
+ * inside kernels_run, else as an OpenMP loop, and on the calling thread alone when not
+ * `parallel` (too little work to share). */
+void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, int parallel);
+
 #endif /* KERNELS_H */
