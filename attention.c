@@ -20,7 +20,7 @@
 #include <stdint.h>   /* uint64_t, int32_t */
 #include <string.h>   /* memset, memcpy */
 
-#include "kernels.h"  /* kernels_dot, kernels_exp_sum, kernels_axpy, kernels_parallel_for */
+#include "kernels.h"  /* kernels_dots, kernels_exp_sum, kernels_weighted_sum, ... */
 
 int attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
     /* one score row of n_ctx floats per head, so heads can run in parallel */
@@ -45,11 +45,13 @@ static void attend_rows(float *out_t, const float *q_t, const float *k, const fl
     /* pass 1: scores s_t2 = (q . k_t2) * scale, and their maximum (softmax1: at least 0,
      * the virtual key's score) */
     float max_score = sc.softmax1 ? 0.0f : -INFINITY;
+    kernels_dots(scores, q_t, k, kv_stride, rows, n_keys, HS);
     for (int n = 0; n < n_keys; n++) {
-        const float *k_t2 = k + (long)(rows ? rows[n] : n) * kv_stride;
-        scores[n] = kernels_dot(q_t, k_t2, HS) * sc.scale;
-        if (sc.gauss)   /* -|q-k|^2 scale/2 = (q.k - |k|^2/2) scale - |q|^2 scale/2 */
+        scores[n] *= sc.scale;
+        if (sc.gauss) {   /* -|q-k|^2 scale/2 = (q.k - |k|^2/2) scale - |q|^2 scale/2 */
+            const float *k_t2 = k + (long)(rows ? rows[n] : n) * kv_stride;
             scores[n] -= 0.5f * sc.scale * kernels_dot(k_t2, k_t2, HS);
+        }
         if (scores[n] > max_score) max_score = scores[n];
     }
     /* pass 2: w_t2 = exp(s_t2 - max) and Z = sum w; subtracting max keeps exp <= 1 */
@@ -57,11 +59,7 @@ static void attend_rows(float *out_t, const float *q_t, const float *k, const fl
     if (sc.softmax1) sum += kernels_expf(-max_score);
     float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;  /* an empty row gives zeros, not NaN */
     /* pass 3: out = sum_t2 (w_t2 / Z) v_t2 */
-    for (int i = 0; i < HS; i++) out_t[i] = 0.0f;
-    for (int n = 0; n < n_keys; n++) {
-        const float *v_t2 = v + (long)(rows ? rows[n] : n) * kv_stride;
-        kernels_axpy(out_t, scores[n] * inv_sum, v_t2, HS);
-    }
+    kernels_weighted_sum(out_t, scores, inv_sum, v, kv_stride, rows, n_keys, HS);
 }
 
 /* One call's arguments, for its per-head jobs. */
@@ -837,8 +835,9 @@ static void attend_one_backward(float *dq_t, float *dk, float *dv, const float *
                                 float *p, float *dp) {
     /* recompute the weights: the same three steps, in the same order, as attend_one */
     float max_score = -INFINITY;
+    kernels_dots(p, q_t, k, kv_stride, NULL, n_keys, HS);
     for (int t2 = 0; t2 < n_keys; t2++) {
-        p[t2] = kernels_dot(q_t, k + (long)t2 * kv_stride, HS) * scale;
+        p[t2] *= scale;
         if (p[t2] > max_score) max_score = p[t2];
     }
     float sum = kernels_exp_sum(p, n_keys, max_score);

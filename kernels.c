@@ -61,7 +61,8 @@
 
 #define POOL_NEXT_BITS 16                 /* ticket: generation | job count | next job */
 #define POOL_MAX_JOBS ((1 << POOL_NEXT_BITS) - 1)
-#define POOL_SPINS_BEFORE_YIELD 20000     /* idle polls before a worker yields its core */
+#define POOL_SPINS_BEFORE_YIELD 1000      /* idle polls (~30 us) before a worker starts
+                                           * yielding its core at every poll */
 
 typedef void (*PoolJob)(void *ctx, int job);
 
@@ -134,10 +135,12 @@ static void parallel_for(PoolJob job, void *ctx, int n_jobs, int parallel) {
         while (atomic_load_explicit(&pool.done, memory_order_acquire) < n_jobs) cpu_relax();
         return;
     }
-    if (pool.active) parallel = 0;   /* inside the body but too small: stay on main */
 #endif
-    (void)parallel;
-    #pragma omp parallel for schedule(dynamic, 1) if (parallel)
+    if (!parallel || n_jobs == 1 || pool.active) {   /* no threads started for this */
+        for (int j = 0; j < n_jobs; j++) job(ctx, j);
+        return;
+    }
+    #pragma omp parallel for schedule(dynamic, 1)
     for (int j = 0; j < n_jobs; j++) job(ctx, j);
 }
 
@@ -721,7 +724,7 @@ void kernels_swiglu(float *hidden, const float *gate, size_t n) {
 /* ------------------------------------------------------------------------- */
 /* Vector helpers for attention                                                */
 
-float kernels_dot(const float *a, const float *b, int n) {
+static ALWAYS_INLINE float dot_inline(const float *a, const float *b, int n) {
 #if KERNELS_SIMD
     __m256 acc = _mm256_setzero_ps();
     int i = 0;
@@ -734,6 +737,14 @@ float kernels_dot(const float *a, const float *b, int n) {
     for (int i = 0; i < n; i++) acc[i % LANES] += a[i] * b[i];
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 #endif
+}
+
+float kernels_dot(const float *a, const float *b, int n) { return dot_inline(a, b, n); }
+
+void kernels_dots(float *out, const float *q, const float *k, int stride, const int32_t *rows,
+                  int n_rows, int n) {
+    for (int r = 0; r < n_rows; r++)
+        out[r] = dot_inline(q, k + (long)(rows ? rows[r] : r) * stride, n);
 }
 
 float kernels_exp_sum(float *x, int n, float shift) {
@@ -751,15 +762,21 @@ float kernels_exp_sum(float *x, int n, float shift) {
 #endif
 }
 
-void kernels_axpy(float *y, float a, const float *x, int n) {
+void kernels_weighted_sum(float *out, const float *weights, float scale, const float *v,
+                          int stride, const int32_t *rows, int n_rows, int n) {
+    for (int i = 0; i < n; i++) out[i] = 0.0f;
+    for (int r = 0; r < n_rows; r++) {
+        const float *v_r = v + (long)(rows ? rows[r] : r) * stride;
+        float a = weights[r] * scale;
 #if KERNELS_SIMD
-    __m256 a8 = _mm256_set1_ps(a);
-    int i = 0;
-    for (; i + LANES <= n; i += LANES)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a8, _mm256_loadu_ps(x + i),
-                                                _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
+        __m256 a8 = _mm256_set1_ps(a);
+        int i = 0;
+        for (; i + LANES <= n; i += LANES)
+            _mm256_storeu_ps(out + i, _mm256_fmadd_ps(a8, _mm256_loadu_ps(v_r + i),
+                                                      _mm256_loadu_ps(out + i)));
+        for (; i < n; i++) out[i] = fmaf(a, v_r[i], out[i]);
 #else
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
+        for (int i = 0; i < n; i++) out[i] += a * v_r[i];
 #endif
+    }
 }

@@ -16,7 +16,7 @@
 #define KERNELS_H
 
 #include <stddef.h>   /* size_t */
-#include <stdint.h>   /* int8_t */
+#include <stdint.h>   /* int8_t, int32_t */
 #include "quant.h"    /* QuantMatrix */
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -112,11 +112,18 @@ float kernels_expf(float x);
 /* a (n,) . b (n,): eight lanes of FMA, summed in a fixed order. */
 float kernels_dot(const float *a, const float *b, int n);
 
+/* out (n_rows,) = q (n,) . row r of k, for the rows listed in rows (NULL: 0 .. n_rows-1),
+ * each row n floats at k + row * stride; kernels_dot's arithmetic. */
+void kernels_dots(float *out, const float *q, const float *k, int stride, const int32_t *rows,
+                  int n_rows, int n);
+
+/* out (n,) = sum over r of (weights[r] * scale) * row r of v, rows as in kernels_dots,
+ * accumulated in row order with FMA. */
+void kernels_weighted_sum(float *out, const float *weights, float scale, const float *v,
+                          int stride, const int32_t *rows, int n_rows, int n);
+
 /* x (n,) = exp(x - shift) (kernels_expf), in place; returns the sum of the new x. */
 float kernels_exp_sum(float *x, int n, float shift);
-
-/* y (n,) += a * x (n,), fused where the build has FMA. */
-void kernels_axpy(float *y, float a, const float *x, int n);
 
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs: on the pool
  * inside kernels_run, else as an OpenMP loop, and on the calling thread alone when not

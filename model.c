@@ -159,6 +159,13 @@ fail:
     return -1;
 }
 
+long model_macs_per_token(const Model *m) {
+    const Config *c = &m->config;
+    long C = c->dim, KVD = c->kv_dim, Hd = c->hidden_dim;
+    long per_layer = C * C * 2 + C * KVD * 2 + C * Hd * (c->family == MODEL_LLAMA ? 3 : 2);
+    return per_layer * c->n_layers + C * c->vocab_size;
+}
+
 void model_free(Model *m) {
     checkpoint_free(&m->checkpoint);
     free_attention(m);

@@ -77,6 +77,10 @@ int model_set_attention(Model *m, const AttentionConfig *cfg);
  * model_forward must start at position 0. Returns 0, or -1 after a stderr line. */
 int model_set_context(Model *m, int n_ctx);
 
+/* Multiply-adds of the weight matrices for one token: the work a token brings to share
+ * among threads. */
+long model_macs_per_token(const Model *m);
+
 /* Release everything model_load made. Safe on a zeroed or already freed Model. */
 void model_free(Model *m);
 

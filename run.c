@@ -33,6 +33,7 @@
 #define DEFAULT_TOP_P 0.9f       /* -p default, as llama2.c */
 #define MAX_PROMPT_BYTES (1 << 24) /* -f refuses files larger than 16 MiB */
 #define MAX_THREADS 1024         /* -T upper bound (more than the cores is then capped) */
+#define RUN_MIN_MACS_FOR_THREADS 4000000L  /* per token; smaller models default to 1 thread */
 
 static const char USAGE[] =
 "Usage: run MODEL [options]\n"
@@ -495,6 +496,10 @@ int main(int argc, char **argv) {
     if (o.threads) kernels_set_threads(o.threads);
     if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
     const Config *c = &model.config;
+    /* a second thread pays only when a token brings enough work to share (measured: the
+     * shipped model and s260k decode faster on one thread); -T overrides */
+    if (!o.threads && model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS)
+        kernels_set_threads(1);
     fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d\n",
             o.model_path, model.format, c->n_layers, c->dim, c->n_heads, c->n_kv_heads,
             c->vocab_size, c->seq_len);
