@@ -58,6 +58,8 @@ static const char USAGE[] =
 "                         non-overlapping windows (nats/token, bits/char, perplexity,\n"
 "                         and KL and top-1 agreement against exact attention)\n"
 "      --ctx T            --eval window length, 2..context (default: the context)\n"
+"      --ref MODEL        --eval: compare against MODEL (e.g. the fp32 file an int8 one\n"
+"                         was made from) instead of exact attention on MODEL itself\n"
 "  -h, --help             print this help and exit\n"
 "\n"
 "The prompt and the generated text stream to stdout; what was loaded and the speed go\n"
@@ -79,6 +81,7 @@ typedef struct {
     const char *eval_path;        /* --eval FILE, or NULL to generate */
     int ctx;                      /* --ctx; 0 = the model's context */
     int threads;                  /* -T; 0 = OpenMP's default */
+    const char *ref_path;         /* --ref MODEL: the reference for --eval, or NULL */
 } Options;
 
 /* Prints the usage text (with the list of attention variants) to f. */
@@ -164,6 +167,8 @@ static int parse_args(int argc, char **argv, Options *o) {
             char problem[512];
             if (m > 0 && attention_spec_parse(value, &o->attention, problem, sizeof problem))
                 return usage_error(arg, NULL, problem);
+        } else if (FLAG("--ref", "--ref")) {
+            o->ref_path = value;
         } else if (FLAG("--eval", "--eval")) {
             o->eval_path = value;
         } else if (FLAG("--ctx", "--ctx")) {
@@ -179,6 +184,8 @@ static int parse_args(int argc, char **argv, Options *o) {
     if (o->prompt && o->prompt_file)
         return usage_error("-f", NULL, "cannot be combined with -i (give one prompt)");
     if (o->ctx && !o->eval_path) return usage_error("--ctx", NULL, "only applies with --eval");
+    if (o->ref_path && !o->eval_path)
+        return usage_error("--ref", NULL, "only applies with --eval");
     return 0;
 }
 
@@ -419,8 +426,14 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
             goto done;
         }
     }
-    int compare = !is_plain_exact(&o->attention);
-    if (compare && model_load(&exact, o->model_path, m->max_chunk) != 0) goto done;
+    int compare = o->ref_path || !is_plain_exact(&o->attention);
+    if (compare && model_load(&exact, o->ref_path ? o->ref_path : o->model_path,
+                              m->max_chunk) != 0) goto done;
+    if (compare && exact.config.vocab_size != c->vocab_size) {
+        fprintf(stderr, "run: --ref %s: vocabulary differs from the model's (got %d, expected "
+                "%d)\n", o->ref_path, exact.config.vocab_size, c->vocab_size);
+        goto done;
+    }
     EvalResult r;
     if (eval_windows(m, compare ? &exact : NULL, tok, ids, (long)n_ids, ctx, 1, &r) != 0)
         goto done;
@@ -439,7 +452,8 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
     printf("attention: %s\n", spec);
     printf("loss: %.6f nats/token, %.6f bits/char, perplexity %.4f\n", nats,
            r.nll / (log(2.0) * (double)r.bytes), exp(nats));
-    printf("vs exact: KL %.6f nats/token, top-1 agreement %.4f%%\n", r.kl / (double)r.tokens,
+    printf("vs %s: KL %.6f nats/token, top-1 agreement %.4f%%\n",
+           o->ref_path ? o->ref_path : "exact", r.kl / (double)r.tokens,
            100.0 * (double)r.agree / (double)r.tokens);
     printf("state: %zu bytes for %d layers at context %d (%.1f bytes/token); speed: %.1f "
            "tokens/s\n", state_bytes, c->n_layers, c->seq_len,
