@@ -51,8 +51,9 @@ static int alloc_state(Model *m) {
     s->logits = calloc(N * (size_t)c->vocab_size, sizeof(float));
     s->xq = calloc(N * widest, 1);
     s->xs = calloc(N * widest, sizeof(float));   /* at most one scale per value */
+    s->rope = calloc(N * (size_t)c->head_dim, sizeof(float));
     if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->att || !s->hidden || !s->gate ||
-        !s->logits || !s->xq || !s->xs) return -1;
+        !s->logits || !s->xq || !s->xs || !s->rope) return -1;
     return 0;
 }
 
@@ -171,7 +172,7 @@ void model_free(Model *m) {
     free_attention(m);
     RunState *s = &m->state;
     free(s->x); free(s->xn); free(s->q); free(s->k); free(s->v); free(s->att); free(s->hidden);
-    free(s->gate); free(s->logits); free(s->xq); free(s->xs);
+    free(s->gate); free(s->logits); free(s->xq); free(s->xs); free(s->rope);
     memset(m, 0, sizeof *m);
 }
 
@@ -199,14 +200,28 @@ static void norm(const Config *c, float *out, const float *x, const float *w, co
 
 /* Rotary position embedding as llama2.c applies it: within each head, the pairs of
  * adjacent dimensions (i, i+1) of q (N, C) and k (N, KVD) are rotated by the angle
- * (pos + n) * base^(-(i % HS) / HS) (Su et al. 2021, arXiv:2104.09864). */
-static void rope(const Config *c, float *q, float *k, int N, int pos) {
+ * (pos + n) * base^(-(i % HS) / HS) (Su et al. 2021, arXiv:2104.09864). The angles depend
+ * only on the position and i % HS, so rope_angles computes their cosines and sines once
+ * per forward call, into cs (N, HS): (cos, sin) for each pair, shared by every layer. */
+static void rope_angles(const Config *c, float *cs, int N, int pos) {
+    int HS = c->head_dim;
+    for (int n = 0; n < N; n++) {
+        for (int i = 0; i < HS; i += 2) {
+            float freq = 1.0f / powf(MODEL_ROPE_BASE, (float)i / (float)HS);
+            float angle = (float)(pos + n) * freq;
+            cs[(size_t)n * HS + i] = cosf(angle);
+            cs[(size_t)n * HS + i + 1] = sinf(angle);
+        }
+    }
+}
+
+static void rope(const Config *c, const float *cs, float *q, float *k, int N) {
     int C = c->dim, KVD = c->kv_dim, HS = c->head_dim;
     for (int n = 0; n < N; n++) {
         float *q_n = q + (size_t)n * C, *k_n = k + (size_t)n * KVD;
+        const float *cs_n = cs + (size_t)n * HS;
         for (int i = 0; i < C; i += 2) {
-            float freq = 1.0f / powf(MODEL_ROPE_BASE, (float)(i % HS) / (float)HS);
-            float angle = (float)(pos + n) * freq, cos_a = cosf(angle), sin_a = sinf(angle);
+            float cos_a = cs_n[i % HS], sin_a = cs_n[i % HS + 1];
             for (float *v = q_n; v; v = (v == q_n && i < KVD) ? k_n : NULL) {
                 float v0 = v[i], v1 = v[i + 1];
                 v[i] = v0 * cos_a - v1 * sin_a;
@@ -259,6 +274,7 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
     }
     int C = c->dim, Hd = c->hidden_dim, KVD = c->kv_dim;
     embed(m, s->x, tokens, n, pos);
+    if (c->family == MODEL_LLAMA) rope_angles(c, s->rope, n, pos);
 
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *lw = &w->layers[l];
@@ -274,13 +290,13 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
             float *k_new = k_l + (size_t)pos * KVD, *v_new = v_l + (size_t)pos * KVD;
             matmul(s, k_new, s->xn, &lw->wk, lw->bk, n, C, KVD);
             matmul(s, v_new, s->xn, &lw->wv, lw->bv, n, C, KVD);
-            if (c->family == MODEL_LLAMA) rope(c, s->q, k_new, n, pos);
+            if (c->family == MODEL_LLAMA) rope(c, s->rope, s->q, k_new, n);
             attention_forward(&m->attention, s->att, s->q, k_l, v_l, pos, n, s->scratch);
         } else {
             /* a variant: its state stores k, v (N, KVD) of pos .. pos+n-1, then attends */
             matmul(s, s->k, s->xn, &lw->wk, lw->bk, n, C, KVD);
             matmul(s, s->v, s->xn, &lw->wv, lw->bv, n, C, KVD);
-            if (c->family == MODEL_LLAMA) rope(c, s->q, s->k, n, pos);
+            if (c->family == MODEL_LLAMA) rope(c, s->rope, s->q, s->k, n);
             void *state_l = (char *)m->attention_state + (size_t)l * m->attention_layer_bytes;
             if (attention_step(&m->attention_config, &m->attention, state_l, m->n_ctx, s->att,
                                s->q, s->k, s->v, pos, n, s->scratch) != 0) {

@@ -40,6 +40,7 @@ typedef struct {
     float *logits;   /* (N, V) */
     int8_t *xq;      /* (N, max(C, Hd)) int8 activations (int8 models) */
     float *xs;       /* (N, groups of max(C, Hd)) their scales (int8 models) */
+    float *rope;     /* (N, HS) cos and sin of each rotary angle (Llama) */
     float *scratch;  /* attention scratch */
 } RunState;
 
