@@ -2,7 +2,7 @@
  *
  * Each function has a portable C version, which is also the one to read first, and
  * AVX2 versions (#if __AVX2__) of the two hot ones: quantizing activations, and the
- * matmul for groups that are a multiple of 32 (AVX-512 VNNI, when compiled in, replaces
+ * matmul for groups that are a multiple of 32 (VNNI, AVX-512's or AVX's, replaces
  * two of its instructions by one). The AVX2 quantizer gives the same bits as the
  * portable one; the matmuls differ only in the order of their float additions.
  * Nothing here allocates or threads: the caller splits output columns among threads.
@@ -14,7 +14,7 @@
 #include <stdint.h>   /* int8_t, int32_t */
 #include <string.h>   /* memset */
 #ifdef __AVX2__
-#include <immintrin.h>  /* AVX2 (and AVX-512 VNNI) intrinsics */
+#include <immintrin.h>  /* AVX2 (and VNNI) intrinsics */
 #endif
 
 #define QUANT_CHUNK 32      /* int8s per AVX2 register: the SIMD matmul needs group % 32 == 0 */
@@ -194,6 +194,8 @@ static inline __m256i dot32_add(__m256i acc, __m256i ax, __m256i x, __m256i w) {
     __m256i sw = _mm256_sign_epi8(w, x);   /* w * sign(x), and 0 where x is 0 */
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
     return _mm256_dpbusd_epi32(acc, ax, sw);   /* u8 x s8, four products per int32 lane */
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, ax, sw);   /* the same, VEX-encoded (no AVX-512) */
 #else
     __m256i pairs = _mm256_maddubs_epi16(ax, sw);                          /* 16 x int16 */
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
@@ -240,8 +242,9 @@ static float dot_row_avx2(const int8_t *xq, const float *xs, const int8_t *wq,
 }
 
 /* sums (4,) = x · w_r for QUANT_ROW_TILE = 4 consecutive weight rows w_r (q rows cols
- * apart, scale rows groups apart): dot_row_avx2 four times over, but each x register
- * is loaded once for the four rows, and every weight byte is read once. */
+ * apart, scale rows groups apart): dot_row_avx2 four times over, each x register loaded
+ * once for the four rows. Each row sees dot_row_avx2's operations in its order, so an
+ * output has the same bits whichever of the two computes it. */
 static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const int8_t *wq,
                            const float *ws, int cols, int group, int groups) {
     const int8_t *w0 = wq, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols;
@@ -321,6 +324,8 @@ void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const Qua
 const char *quant_kernel_name(void) {
 #if defined(__AVX2__) && defined(__AVX512VNNI__) && defined(__AVX512VL__)
     return "avx512-vnni";
+#elif defined(__AVX2__) && defined(__AVXVNNI__)
+    return "avx-vnni";
 #elif defined(__AVX2__)
     return "avx2";
 #else

@@ -44,11 +44,13 @@ void quant_dequantize(float *out, const QuantMatrix *m);
 /* Columns o0 .. o1-1 of out (N, OC = w->rows), all N rows, = x · Wᵀ + bias, where
  * x (N, cols) is given quantized as xq (N, cols) and xs (N, quant_groups(cols, group))
  * by quant_quantize with w's group, and bias (OC,) may be NULL. 0 <= o0 <= o1 <= OC;
- * other columns of out are not touched. Every q (xq and w->q) must be in [-127, 127]. */
+ * other columns of out are not touched. Every q (xq and w->q) must be in [-127, 127].
+ * Each output's bits depend only on its rows of x and W and the build, not on o0, o1, N. */
 void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1);
 
-/* Which matmul kernel this build uses: "avx512-vnni", "avx2" or "portable". */
+/* The matmul kernel this build uses for groups that are a multiple of 32: "avx512-vnni",
+ * "avx-vnni", "avx2" or "portable" (other groups always take the portable path). */
 const char *quant_kernel_name(void);
 
 #endif /* QUANT_H */

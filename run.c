@@ -37,9 +37,10 @@
 
 static const char USAGE[] =
 "Usage: run MODEL [options]\n"
-"Generate text from MODEL: an llm.c GPT-2 checkpoint (fp32 or bf16) or a llama2.c\n"
-"checkpoint (legacy, or version 1 fp32, or version 2 int8). The tokenizer file's\n"
-"format (llm.c GPT-2 or llama2.c) chooses how text is encoded.\n"
+"Generate text from MODEL: an llm.c GPT-2 checkpoint (fp32, bf16, or int8 made by\n"
+"quantize) or a llama2.c checkpoint (legacy, version 1 fp32, or version 2 int8); int8\n"
+"files compute in int8. The tokenizer file's format (llm.c GPT-2 or llama2.c) chooses\n"
+"how text is encoded.\n"
 "\n"
 "Options:\n"
 "  -z, --tokenizer PATH   tokenizer file (default: tokenizer.bin beside MODEL)\n"

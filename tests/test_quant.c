@@ -297,6 +297,31 @@ static void test_matmul_sizes(void) {
         }
 }
 
+/* Each output's bits must not depend on how the columns and rows are cut into calls
+ * (threads cut columns): all at once, one column at a time, and one row at a time. */
+static void test_matmul_cuts(void) {
+    enum { C = 773, OC = 17, N = 7 };
+    static float x[N * C], wf[OC * C], xs[N * C], ws[OC * C];
+    static float whole[N * OC], by_col[N * OC], by_row[N * OC];
+    static int8_t xq[N * C], wq[OC * C];
+    uint64_t seed = 8;
+    check_fill_random(&seed, x, N * C, 1.0f);
+    check_fill_random(&seed, wf, OC * C, 1.0f);
+    for (int group = 20; group <= 32; group += 12) {   /* portable, then SIMD when built */
+        int groups = quant_groups(C, group);
+        quant_quantize(xq, xs, x, N, C, group);
+        quant_quantize(wq, ws, wf, OC, C, group);
+        QuantMatrix w = {wq, ws, OC, C, group};
+        quant_matmul_block(whole, xq, xs, &w, NULL, N, 0, OC);
+        for (int o = 0; o < OC; o++) quant_matmul_block(by_col, xq, xs, &w, NULL, N, o, o + 1);
+        for (int n = 0; n < N; n++)
+            quant_matmul_block(by_row + n * OC, xq + n * C, xs + n * groups, &w, NULL, 1, 0, OC);
+        check_true(memcmp(whole, by_col, sizeof whole) == 0 &&
+                   memcmp(whole, by_row, sizeof whole) == 0,
+                   "group %d: the same bits whole, column by column and row by row", group);
+    }
+}
+
 /* q = +-127 everywhere with scales 1: every int16 pair sum at its largest (32258), and
  * every partial sum an integer below 2^24, so the result must be exact. */
 static void test_matmul_extremes(void) {
@@ -397,6 +422,7 @@ int main(void) {
     test_quantize_special();
     test_dequantize();
     test_matmul_sizes();
+    test_matmul_cuts();
     test_matmul_extremes();
     test_matmul_nan();
     test_simd_vs_portable();
