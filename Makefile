@@ -138,6 +138,15 @@ bench-attention: $(B)/tools/bench_attention
 	$$(nproc --all) cores, OMP_NUM_THREADS=$${OMP_NUM_THREADS:-all}"
 	@$(B)/tools/bench_attention
 
+# bench-kernels: the matmul kernels alone on one thread (GEMM GFLOP/s, decode GB/s, fp32 and
+# int8), to hold against the peaks tools/probe.c measures; asserts nothing.
+# Example: make bench-kernels
+$(B)/tools/bench_kernels: $(B)/tools/bench_kernels.o $(KERNELS)
+	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(B)/tools/bench_kernels.o: tools/bench_kernels.c kernels.h quant.h
+bench-kernels: $(B)/tools/bench_kernels
+	@$(B)/tools/bench_kernels
+
 # attn-table: every attention variant and its sweep on the shipped model over the
 # validation slice; writes the table into README.md (tools/attn_table.sh). Minutes.
 # Example: make attn-table
@@ -146,11 +155,11 @@ attn-table: all $(B)/tools/bench_attention
 
 # bench: end-to-end speed (tokens/s, 1 and 2 threads) and peak memory of ./run on the
 # shipped and reference models; prints a table, asserts nothing. Example: make bench
-bench: all bench-attention $(BENCH_DEPS)
+bench: all bench-attention bench-kernels $(BENCH_DEPS)
 	@$(BENCH_ENV) sh tools/bench.sh
 
 # clean: remove every build product. Example: make clean
 clean:
 	rm -rf build run train quantize
 
-.PHONY: all run train test debug debug-tests bench bench-attention attn-table clean
+.PHONY: all run train test debug debug-tests bench bench-attention bench-kernels attn-table clean

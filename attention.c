@@ -94,8 +94,9 @@ void attention_forward(const AttentionShape *shape, float *out, const float *q,
      * scratch row, so running them on different threads changes no result. A short
      * context stays on one thread: sharing the work would cost more than it saves. */
     ForwardJob f = {shape, out, q, k, v, pos, T, scratch};
-    long work = (long)shape->n_heads * T * (pos + T) * shape->head_dim;
-    kernels_parallel_for(forward_head, &f, shape->n_heads, work >= ATTENTION_PARALLEL_MIN_WORK);
+    /* scores and weighted sums: two multiply-adds per head, query, key and dimension */
+    long work = 2L * shape->n_heads * T * (pos + T) * shape->head_dim;
+    kernels_parallel_for(forward_head, &f, shape->n_heads, work);
 }
 
 /* ------------------------------------------------------------------------- */

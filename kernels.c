@@ -118,11 +118,13 @@ static void pool_worker(void) {
 
 #endif /* _OPENMP */
 
-/* Runs job(ctx, j) for j = 0 .. n_jobs-1, in parallel when `parallel` and threads are
- * available; each job must write only its own outputs. */
-static void parallel_for(PoolJob job, void *ctx, int n_jobs, int parallel) {
+/* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs; `work`
+ * (multiply-adds, or the like) decides whether sharing pays: on the pool from
+ * KERNELS_POOL_MIN_WORK, in an OpenMP region from KERNELS_PARALLEL_MIN_MACS, else here. */
+static void parallel_for(PoolJob job, void *ctx, int n_jobs, long work) {
+    int parallel = work >= KERNELS_PARALLEL_MIN_MACS;
 #ifdef _OPENMP
-    if (pool.active && parallel && n_jobs > 1 && n_jobs <= POOL_MAX_JOBS) {
+    if (pool.active && work >= KERNELS_POOL_MIN_WORK && n_jobs > 1 && n_jobs <= POOL_MAX_JOBS) {
         static uint64_t generation = 0;   /* main thread only */
         pool.job = job;
         pool.ctx = ctx;
@@ -144,8 +146,8 @@ static void parallel_for(PoolJob job, void *ctx, int n_jobs, int parallel) {
     for (int j = 0; j < n_jobs; j++) job(ctx, j);
 }
 
-void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, int parallel) {
-    parallel_for(job, ctx, n_jobs, parallel);
+void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, long work) {
+    parallel_for(job, ctx, n_jobs, work);
 }
 
 int kernels_set_threads(int n) {
@@ -462,8 +464,7 @@ void kernels_matmul(float *out, const float *x, const float *w, const float *b,
     MatmulJob m = {.out = out, .x = x, .w = w, .b = b, .N = N, .IC = IC, .OC = OC,
                    .cols = cols, .col_blocks = (OC + cols - 1) / cols};
     int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
-    parallel_for(matmul_job, &m, row_blocks * m.col_blocks,
-                 (long)N * IC * OC >= KERNELS_PARALLEL_MIN_MACS);
+    parallel_for(matmul_job, &m, row_blocks * m.col_blocks, (long)N * IC * OC);
 }
 
 void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
@@ -473,7 +474,7 @@ void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const f
     quant_quantize(xq, xs, x, N, IC, w->group);
     MatmulJob m = {.out = out, .b = b, .q8 = w, .xq = xq, .xs = xs, .N = N, .IC = IC,
                    .OC = OC, .cols = cols, .col_blocks = (OC + cols - 1) / cols};
-    parallel_for(matmul_q8_job, &m, m.col_blocks, (long)N * IC * OC >= KERNELS_PARALLEL_MIN_MACS);
+    parallel_for(matmul_q8_job, &m, m.col_blocks, (long)N * IC * OC);
 }
 
 int kernels_gemm_min_rows(void) {

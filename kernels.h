@@ -30,6 +30,11 @@
                                                * below this a parallel region costs more
                                                * than the second thread saves) */
 #endif
+#ifndef KERNELS_POOL_MIN_WORK
+#define KERNELS_POOL_MIN_WORK (1L << 14)      /* inside kernels_run, the pool hands out jobs
+                                               * for products from this size: a job costs
+                                               * an atomic, not a thread start */
+#endif
 #define KERNELS_NORM_EPS 1e-5f   /* LayerNorm (GPT-2) and RMSNorm (Llama) epsilon */
 
 /* A weight matrix W (OC, IC) as the forward pass uses it: fp32, or int8 with group
@@ -126,8 +131,9 @@ void kernels_weighted_sum(float *out, const float *weights, float scale, const f
 float kernels_exp_sum(float *x, int n, float shift);
 
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs: on the pool
- * inside kernels_run, else as an OpenMP loop, and on the calling thread alone when not
- * `parallel` (too little work to share). */
-void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, int parallel);
+ * inside kernels_run when work >= KERNELS_POOL_MIN_WORK, as an OpenMP loop outside it when
+ * work >= KERNELS_PARALLEL_MIN_MACS, else on the calling thread alone. work counts
+ * multiply-adds or the like. */
+void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, long work);
 
 #endif /* KERNELS_H */

@@ -1,0 +1,79 @@
+/* bench_kernels.c: the matrix-product kernels alone, on one thread (run by `make bench`).
+ *
+ * Prints GFLOP/s of kernels_matmul for prompt-sized blocks (the register-tiled GEMM, the
+ * figure to hold against the FMA peak that tools/probe.c measures) and GB/s of weights
+ * streamed for single rows (decode, against the read bandwidth), fp32 and int8, at the
+ * shapes of the benchmark's models. Best of several repetitions; asserts nothing.
+ */
+#include <stdint.h>    /* int8_t */
+#include <stdio.h>     /* printf, fprintf */
+#include <stdlib.h>    /* malloc, free */
+#include <time.h>      /* clock_gettime */
+
+#include "kernels.h"   /* kernels_matmul, kernels_matmul_q8, kernels_set_threads, kernels_isa */
+#include "quant.h"     /* quant_quantize, quant_groups, quant_kernel_name */
+
+#define REPEATS 5            /* best of this many timed batches */
+#define TARGET_SECONDS 0.05  /* each batch runs about this long */
+#define GROUP 32             /* int8 group size, as quantize writes */
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seconds per call of out (N, OC) = x (N, IC) . w^T, fp32 (q8 == NULL) or int8. */
+static double time_matmul(float *out, const float *x, const float *w, const QuantMatrix *q8,
+                          int8_t *xq, float *xs, int N, int IC, int OC) {
+    long calls = 1;
+    double best = 1e30;
+    for (int r = 0; r < REPEATS; r++) {
+        double start = now_seconds();
+        for (long c = 0; c < calls; c++) {
+            if (q8) kernels_matmul_q8(out, x, q8, NULL, N, xq, xs);
+            else kernels_matmul(out, x, w, NULL, N, IC, OC);
+        }
+        double per_call = (now_seconds() - start) / (double)calls;
+        if (per_call < best) best = per_call;
+        if (r == 0 && per_call * (double)calls < TARGET_SECONDS)   /* size the batches */
+            calls = (long)(TARGET_SECONDS / (per_call > 1e-9 ? per_call : 1e-9)) + 1;
+    }
+    return best;
+}
+
+int main(void) {
+    /* (N, IC, OC): prompt blocks of 64 rows and single rows at the models' shapes */
+    const int shapes[][3] = {{64, 128, 512}, {64, 288, 768}, {64, 768, 2048}, {64, 3072, 768},
+                             {1, 288, 768}, {1, 768, 2048}, {1, 768, 32000}, {1, 4096, 16384}};
+    kernels_set_threads(1);
+    printf("kernels: %s, int8 %s, one thread\n", kernels_isa(), quant_kernel_name());
+    printf("%5s %6s %6s %10s %10s %10s %10s\n", "N", "IC", "OC", "fp32 GF/s", "fp32 GB/s",
+           "int8 GF/s", "int8 GB/s");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2];
+        size_t nw = (size_t)OC * IC, groups = (size_t)quant_groups(IC, GROUP);
+        float *x = malloc((size_t)N * IC * sizeof(float)), *w = malloc(nw * sizeof(float));
+        float *out = malloc((size_t)N * OC * sizeof(float));
+        float *scale = malloc((size_t)OC * groups * sizeof(float));
+        float *xs = malloc((size_t)N * groups * sizeof(float));
+        int8_t *q = malloc(nw), *xq = malloc((size_t)N * IC);
+        if (!x || !w || !out || !scale || !xs || !q || !xq) {
+            fprintf(stderr, "bench_kernels: out of memory for %d x %d x %d\n", N, IC, OC);
+            return 1;
+        }
+        for (size_t i = 0; i < (size_t)N * IC; i++) x[i] = (float)(i % 17) * 0.05f - 0.4f;
+        for (size_t i = 0; i < nw; i++) w[i] = (float)(i % 13) * 0.01f - 0.06f;
+        quant_quantize(q, scale, w, OC, IC, GROUP);
+        QuantMatrix q8 = {q, scale, OC, IC, GROUP};
+        double flops = 2.0 * N * IC * OC;
+        double t32 = time_matmul(out, x, w, NULL, xq, xs, N, IC, OC);
+        double t8 = time_matmul(out, x, NULL, &q8, xq, xs, N, IC, OC);
+        double bytes32 = (double)nw * sizeof(float);
+        double bytes8 = (double)nw + (double)OC * (double)groups * sizeof(float);
+        printf("%5d %6d %6d %10.1f %10.1f %10.1f %10.1f\n", N, IC, OC, flops / t32 * 1e-9,
+               bytes32 / t32 * 1e-9, flops / t8 * 1e-9, bytes8 / t8 * 1e-9);
+        free(x); free(w); free(out); free(scale); free(xs); free(q); free(xq);
+    }
+    return 0;
+}
