@@ -62,7 +62,7 @@
 
 #define POOL_NEXT_BITS 16                 /* ticket: generation | job count | next job */
 #define POOL_MAX_JOBS ((1 << POOL_NEXT_BITS) - 1)
-#define POOL_SPINS_BEFORE_YIELD 1000      /* idle polls (~30 us) before a worker starts
+#define POOL_SPINS_BEFORE_YIELD 1000      /* polls (~30 us) before a waiting thread starts
                                            * yielding its core at every poll */
 
 typedef void (*PoolJob)(void *ctx, int job);
@@ -135,7 +135,13 @@ static void parallel_for(PoolJob job, void *ctx, int n_jobs, long work) {
                           ((uint64_t)n_jobs << POOL_NEXT_BITS);
         atomic_store_explicit(&pool.ticket, ticket, memory_order_release);
         pool_claim();
-        while (atomic_load_explicit(&pool.done, memory_order_acquire) < n_jobs) cpu_relax();
+        /* wait for the jobs a worker still holds; if that takes a while, the worker may
+         * be waiting for this very core (three threads on two cores): yield it */
+        for (long spins = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < n_jobs;
+             spins++) {
+            if (spins > POOL_SPINS_BEFORE_YIELD) sched_yield();
+            else cpu_relax();
+        }
         return;
     }
 #endif
