@@ -16,6 +16,7 @@
 
 #include <math.h>         /* sqrtf, fmaf */
 #include <sched.h>        /* sched_yield */
+#include <semaphore.h>    /* sem_t: idle workers sleep on one */
 #include <stdatomic.h>    /* the pool's ticket and counters */
 #include <string.h>       /* memcpy */
 #if KERNELS_SIMD
@@ -52,9 +53,8 @@
  * ticket, then main and the workers claim jobs from it one at a time, and main returns
  * once every claimed job is finished. Main never waits for a worker that has claimed
  * nothing: if another process holds a worker's core, main simply does the jobs itself,
- * so two threads are not slower than one on a busy machine (a barrier, by contrast,
- * waits for every thread to arrive). Workers spin between loops, yielding the core
- * after a while. Which thread does a job never changes its result. Outside kernels_run
+ * (a barrier, by contrast, waits for every thread to arrive). Workers spin between
+ * loops, and sleep on a semaphore after a while without work. Which thread does a job never changes its result. Outside kernels_run
  * (the trainer, tests) each loop is an ordinary OpenMP parallel for. The pool is the
  * one piece of mutable global state in the project: like OpenMP's own runtime, there is
  * one per process.
@@ -71,6 +71,8 @@ typedef struct {
     _Atomic uint64_t ticket;   /* generation (32 bits) | jobs (16) | next job to claim (16) */
     _Atomic int done;          /* jobs of the current generation finished */
     _Atomic int stop;          /* set by main when kernels_run's body returns */
+    _Atomic int sleeping;      /* workers asleep on `wake`, or about to be */
+    sem_t wake;                /* main posts it to wake sleeping workers */
     PoolJob job;               /* the current loop (written before its ticket) */
     void *ctx;
     int active;                /* 1 while kernels_run's body runs (main reads it only) */
@@ -103,18 +105,30 @@ static int pool_claim(void) {
     }
 }
 
-/* A worker: claim jobs whenever a loop is published, until main says stop. */
+/* A worker: claim jobs whenever a loop is published, until main says stop. After a
+ * while with nothing to do it sleeps until main publishes again. A sleeping thread is
+ * not runnable, so on a machine where another process keeps a core busy it does not
+ * push main off its core; and when woken, the scheduler runs it at once, taking the
+ * time from the other process rather than from main. */
 static void pool_worker(void) {
     long idle = 0;
     while (!atomic_load_explicit(&pool.stop, memory_order_acquire)) {
         if (pool_claim() > 0) {
             idle = 0;
         } else if (++idle > POOL_SPINS_BEFORE_YIELD) {
-            sched_yield();   /* nothing to do for a while: let other processes run */
+            atomic_fetch_add_explicit(&pool.sleeping, 1, memory_order_acq_rel);
+            while (sem_wait(&pool.wake) != 0) {}   /* EINTR: wait again */
+            idle = 0;
         } else {
             cpu_relax();
         }
     }
+}
+
+/* Wakes every worker that sleeps (or is about to). */
+static void pool_wake(void) {
+    for (int n = atomic_exchange_explicit(&pool.sleeping, 0, memory_order_acq_rel); n > 0; n--)
+        sem_post(&pool.wake);
 }
 
 #endif /* _OPENMP */
@@ -134,6 +148,7 @@ static void parallel_for(PoolJob job, void *ctx, int n_jobs, long work) {
         uint64_t ticket = (generation << (2 * POOL_NEXT_BITS)) |
                           ((uint64_t)n_jobs << POOL_NEXT_BITS);
         atomic_store_explicit(&pool.ticket, ticket, memory_order_release);
+        pool_wake();
         pool_claim();
         /* wait for the jobs a worker still holds; if that takes a while, the worker may
          * be waiting for this very core (three threads on two cores): yield it */
@@ -181,9 +196,10 @@ int kernels_threads(void) {
 void kernels_run(void (*body)(void *ctx), void *ctx) {
 #ifdef _OPENMP
     int threads = omp_get_max_threads();
-    if (threads > 1 && !pool.active) {
+    if (threads > 1 && !pool.active && sem_init(&pool.wake, 0, 0) == 0) {
         atomic_store(&pool.stop, 0);
         atomic_store(&pool.ticket, 0);
+        atomic_store(&pool.sleeping, 0);
         /* thread 0 runs the body with the pool active; the others are its workers */
         #pragma omp parallel num_threads(threads)
         {
@@ -192,10 +208,13 @@ void kernels_run(void (*body)(void *ctx), void *ctx) {
                 body(ctx);
                 pool.active = 0;
                 atomic_store_explicit(&pool.stop, 1, memory_order_release);
+                /* a worker may go to sleep after seeing no stop: one post each covers it */
+                for (int n = 1; n < threads; n++) sem_post(&pool.wake);
             } else {
                 pool_worker();
             }
         }
+        sem_destroy(&pool.wake);
         return;
     }
 #endif
