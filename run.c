@@ -33,7 +33,7 @@
 #define DEFAULT_TOP_P 0.9f       /* -p default, as llama2.c */
 #define MAX_PROMPT_BYTES (1 << 24) /* -f refuses files larger than 16 MiB */
 #define MAX_THREADS 1024         /* -T upper bound (more than the cores is then capped) */
-#define RUN_MIN_MACS_FOR_THREADS 4000000L  /* per token; smaller models default to 1 thread */
+#define RUN_MIN_MACS_FOR_THREADS 4000000L  /* per token; smaller models run on 1 thread */
 
 static const char USAGE[] =
 "Usage: run MODEL [options]\n"
@@ -51,8 +51,9 @@ static const char USAGE[] =
 "  -p, --top-p P          nucleus sampling mass, (0, 1]; 1 = off (default 0.9)\n"
 "  -k, --top-k K          keep only the K most likely tokens, 0 = off (default 0)\n"
 "  -s, --seed S           random seed, 1..18446744073709551615 (default: time)\n"
-"  -T, --threads N        threads for the matrix products and attention, 1..the cores\n"
-"                         available (default: all of them, or OMP_NUM_THREADS)\n"
+"  -T, --threads N        most threads for the matrix products and attention, 1..1024,\n"
+"                         capped at the cores (default: all of them, or OMP_NUM_THREADS);\n"
+"                         models under 4 M multiply-adds per token always use one\n"
 "      --attn SPEC        attention variant NAME[:key=value,...] (default exact):\n"
 "%s"
 "      --eval FILE        instead of generating, report the loss on FILE's tokens in\n"
@@ -512,9 +513,8 @@ int main(int argc, char **argv) {
     if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
     const Config *c = &model.config;
     /* a second thread pays only when a token brings enough work to share (measured: the
-     * shipped model and s260k decode faster on one thread); -T overrides */
-    if (!o.threads && model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS)
-        kernels_set_threads(1);
+     * shipped model and s260k decode 15-30 % slower on two threads than on one) */
+    if (model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS) kernels_set_threads(1);
     fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d\n",
             o.model_path, model.format, c->n_layers, c->dim, c->n_heads, c->n_kv_heads,
             c->vocab_size, c->seq_len);
