@@ -159,8 +159,9 @@ static void parallel_for(PoolJob job, void *ctx, int n_jobs, long work) {
         }
         return;
     }
+    if (pool.active) parallel = 0;   /* inside the body but too small: stay on main */
 #endif
-    if (!parallel || n_jobs == 1 || pool.active) {   /* no threads started for this */
+    if (!parallel || n_jobs == 1) {   /* no threads started for this */
         for (int j = 0; j < n_jobs; j++) job(ctx, j);
         return;
     }

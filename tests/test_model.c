@@ -214,6 +214,7 @@ static void test_bf16(const char *shared) {
     remove(f32_path);
 }
 
+#ifdef _OPENMP
 /* A forward pass run inside kernels_run, where the matmuls and attention heads go to the
  * thread pool. */
 typedef struct { Model *m; const int *ids; int T; float *logits; } PoolRun;
@@ -222,6 +223,7 @@ static void pool_forward(void *ctx) {
     const float *l = model_forward(p->m, p->ids, p->T, 0, 1);
     if (l) memcpy(p->logits, l, (size_t)p->T * p->m->config.vocab_size * sizeof(float));
 }
+#endif
 
 /* The forward pass with 1 and 2 OpenMP threads must agree bit for bit (G10), through
  * per-call OpenMP loops and through the pool. */
