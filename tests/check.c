@@ -36,7 +36,7 @@ static int close_core(const char *what, const float *got, const void *want, int 
         double g = (double)got[i];
         double diff = fabs(g - w);
         int ok = !isnan(g) && !isnan(w) && diff <= atol + rtol * fabs(w);
-        if (isnan(g) != isnan(w)) diff = INFINITY;
+        if (isnan(g) != isnan(w)) diff = (double)INFINITY;
         if (diff > max_diff || (isnan(diff) && !isnan(max_diff))) { max_diff = diff; max_at = i; }
         if (!ok) {
             if (bad < 5) printf("  mismatch %s[%zu]: got %.9g want %.9g\n", what, i, g, w);

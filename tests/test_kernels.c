@@ -138,17 +138,17 @@ static void test_matmul_backward(int N, int IC, int OC) {
     double *want_db = malloc(sizeof(double) * OC);
     for (int n = 0; n < N; n++)
         for (int i = 0; i < IC; i++) {
-            double sum = dx[(size_t)n * IC + i];
+            double sum = (double)dx[(size_t)n * IC + i];
             for (int o = 0; o < OC; o++)
                 sum += (double)dout[(size_t)n * OC + o] * (double)w[(size_t)o * IC + i];
             want_dx[(size_t)n * IC + i] = sum;
         }
     for (int o = 0; o < OC; o++) {
-        double sum_b = db[o];
+        double sum_b = (double)db[o];
         for (int n = 0; n < N; n++) sum_b += (double)dout[(size_t)n * OC + o];
         want_db[o] = sum_b;
         for (int i = 0; i < IC; i++) {
-            double sum = dw[(size_t)o * IC + i];
+            double sum = (double)dw[(size_t)o * IC + i];
             for (int n = 0; n < N; n++)
                 sum += (double)dout[(size_t)n * OC + o] * (double)x[(size_t)n * IC + i];
             want_dw[(size_t)o * IC + i] = sum;
@@ -206,7 +206,7 @@ static void test_activations(void) {
     memcpy(out, x, sizeof(float) * N);
     kernels_gelu(out, N);
     for (int i = 0; i < N; i++) {
-        double v = x[i];
+        double v = (double)x[i];
         want[i] = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
     }
     check_close_f64("kernels_gelu on [-20, 20] vs float64 tanh form", out, want, N,
