@@ -15,7 +15,7 @@ QUANTIZE=${QUANTIZE:-./quantize}       # fp32 -> int8 files; int8 rows are '-' w
 SHARED=${SHARED_DIR:-../shared}        # reference models and tokenizers
 OUT=${BENCH_DIR:-build/bench}          # generated models, int8 files, prompt files
 REPEAT=${REPEAT:-3}                    # runs per row (the median is reported)
-REPEAT_LARGE=${REPEAT_LARGE:-1}        # runs per row for s110m-rand and gpt2-124m-rand
+REPEAT_LARGE=${REPEAT_LARGE:-3}        # runs per row for s110m-rand and gpt2-124m-rand
 N_SHORT=${N_SHORT:-128}                # decode lengths (tokens generated)
 N_LONG=${N_LONG:-512}
 PROMPT_TOKENS=${PROMPT_TOKENS:-256}    # prefill prompt length, at most (and the context)
@@ -23,7 +23,7 @@ PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
 MODELS=${MODELS:-"shipped s260k s15m s15m-rand s110m-rand gpt2-124m-rand"}
 DECODE_PROMPT="Once upon a time"
 TIMER=/usr/bin/time          # GNU time: -f %M is the peak resident set size in KB
-GPT2_MAGIC=20240326          # llm.c checkpoint magic (model.h MODEL_GPT2_MAGIC)
+GPT2_MAGIC=20240326          # llm.c checkpoint magic (checkpoint.h CHECKPOINT_GPT2_MAGIC)
 LLAMA_MAGIC=1634415666       # llama2.c "ak42" as a little-endian int32 (0x616b3432)
 FP32_BYTES=4                 # bytes per parameter streamed, fp32
 INT8_BYTES=1.125             # int8 Q8_0: 32 int8 values + one fp32 scale per 32 = 36/32
