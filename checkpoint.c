@@ -582,6 +582,20 @@ void checkpoint_free(Checkpoint *ck) {
 /* ------------------------------------------------------------------------- */
 /* Writing the int8 form                                                       */
 
+void checkpoint_gpt2_header(int32_t header[CHECKPOINT_GPT2_HEADER_INTS], const Config *c,
+                            int version, int group) {
+    memset(header, 0, CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t));
+    header[GPT2_MAGIC] = CHECKPOINT_GPT2_MAGIC;
+    header[GPT2_VERSION] = version;
+    header[GPT2_MAX_T] = c->seq_len;
+    header[GPT2_V] = c->vocab_size;
+    header[GPT2_L] = c->n_layers;
+    header[GPT2_NH] = c->n_heads;
+    header[GPT2_C] = c->dim;
+    header[GPT2_VP] = c->padded_vocab_size;
+    if (version == CHECKPOINT_GPT2_Q8) header[GPT2_GROUP] = group;
+}
+
 /* fwrite that reports a failure once; returns -1 on error. */
 static int write_all(FILE *f, const void *data, size_t size, size_t count) {
     return fwrite(data, size, count, f) == count ? 0 : -1;
@@ -626,16 +640,8 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
     unsigned char header[CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t)] = {0};
     size_t header_bytes;
     if (c->family == MODEL_GPT2) {
-        int32_t h[CHECKPOINT_GPT2_HEADER_INTS] = {0};
-        h[GPT2_MAGIC] = CHECKPOINT_GPT2_MAGIC;
-        h[GPT2_VERSION] = CHECKPOINT_GPT2_Q8;
-        h[GPT2_MAX_T] = c->seq_len;
-        h[GPT2_V] = c->vocab_size;
-        h[GPT2_L] = c->n_layers;
-        h[GPT2_NH] = c->n_heads;
-        h[GPT2_C] = c->dim;
-        h[GPT2_VP] = c->padded_vocab_size;
-        h[GPT2_GROUP] = group;
+        int32_t h[CHECKPOINT_GPT2_HEADER_INTS];
+        checkpoint_gpt2_header(h, c, CHECKPOINT_GPT2_Q8, group);
         memcpy(header, h, sizeof h);
         header_bytes = sizeof h;
     } else {   /* llama2.c version 2: magic, version, 7 fields, shared flag, group size */

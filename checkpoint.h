@@ -14,6 +14,7 @@
 #define CHECKPOINT_H
 
 #include <stddef.h>    /* size_t */
+#include <stdint.h>    /* int32_t */
 #include "kernels.h"   /* Matrix */
 
 #define CHECKPOINT_GPT2_MAGIC 20240326     /* llm.c checkpoint magic (a date: 2024-03-26) */
@@ -125,6 +126,11 @@ int checkpoint_load(Checkpoint *ck, const char *path);
 
 /* Releases the map and everything owned. Safe on a zeroed or freed Checkpoint. */
 void checkpoint_free(Checkpoint *ck);
+
+/* Fills llm.c's 256-int32 GPT-2 header for c: magic, version (CHECKPOINT_GPT2_FP32 or
+ * CHECKPOINT_GPT2_Q8, which also records the group size), sizes, zeros elsewhere. */
+void checkpoint_gpt2_header(int32_t header[CHECKPOINT_GPT2_HEADER_INTS], const Config *c,
+                            int version, int group);
 
 /* Writes ck's model with every matrix in int8, groups of `group` values per scale along
  * each row (the last group of a row may be shorter): GPT-2 as llm.c's header with

@@ -654,15 +654,8 @@ static int save_file(const char *path, const void *head, size_t head_bytes,
 
 int trainer_save(const Trainer *tr, const char *path, const char *state_path) {
     const Config *c = &tr->config;
-    int32_t header[CHECKPOINT_GPT2_HEADER_INTS] = {0};
-    header[HEADER_MAGIC] = CHECKPOINT_GPT2_MAGIC;
-    header[HEADER_VERSION] = CHECKPOINT_GPT2_FP32;
-    header[HEADER_MAX_T] = c->seq_len;
-    header[HEADER_V] = c->vocab_size;
-    header[HEADER_L] = c->n_layers;
-    header[HEADER_NH] = c->n_heads;
-    header[HEADER_C] = c->dim;
-    header[HEADER_VP] = c->padded_vocab_size;
+    int32_t header[CHECKPOINT_GPT2_HEADER_INTS];
+    checkpoint_gpt2_header(header, c, CHECKPOINT_GPT2_FP32, 0);
     if (save_file(path, header, sizeof header, tr->params, NULL, tr->n_params) != 0) return -1;
     if (!state_path) return 0;
     const TrainSettings *s = &tr->settings;
