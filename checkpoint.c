@@ -334,7 +334,9 @@ static int expected_sizes(const Config *c, const Layout *layout, size_t *file_by
         size_t layer_bytes, scales, numel;
         if (entry_bytes(&list[t], layout, &layer_bytes, &scales) ||
             size_add_product(&bytes, (size_t)list[t].layers, layer_bytes, 1)) return -1;
-        if (layout->storage == STORE_BF16 || (layout->storage == STORE_Q8 && !list[t].is_matrix)) {
+        int widened = layout->storage == STORE_BF16;
+        int copied = layout->storage == STORE_Q8 && !list[t].is_matrix;
+        if (widened || copied) {
             if (size_mul((size_t)list[t].rows, (size_t)list[t].cols, &numel) ||
                 size_add_product(&floats, (size_t)list[t].layers, numel, 1)) return -1;
         } else if (size_add_product(&floats, (size_t)list[t].layers, scales, 1)) {

@@ -52,10 +52,11 @@
  * the loops go to a pool: the calling (main) thread publishes the loop in one atomic
  * ticket, then main and the workers claim jobs from it one at a time, and main returns
  * once every claimed job is finished. Main never waits for a worker that has claimed
- * nothing: if another process holds a worker's core, main simply does the jobs itself,
+ * nothing: if another process holds a worker's core, main simply does the jobs itself
  * (a barrier, by contrast, waits for every thread to arrive). Workers spin between
- * loops, and sleep on a semaphore after a while without work. Which thread does a job never changes its result. Outside kernels_run
- * (the trainer, tests) each loop is an ordinary OpenMP parallel for. The pool is the
+ * loops, and sleep on a semaphore after a while without work. Which thread does a job
+ * never changes its result. Outside kernels_run (the trainer, tests) each loop is an
+ * ordinary OpenMP parallel for. The pool is the
  * one piece of mutable global state in the project: like OpenMP's own runtime, there is
  * one per process.
  */

@@ -690,8 +690,8 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path) {
         return -1;
     }
     if (read_all(model_file, header, sizeof header, path, "header") != 0) goto fail;
-    if (header[HEADER_MAGIC] != CHECKPOINT_GPT2_MAGIC || header[HEADER_VERSION] != CHECKPOINT_GPT2_FP32 ||
-        header[HEADER_V] != header[HEADER_VP]) {
+    if (header[HEADER_MAGIC] != CHECKPOINT_GPT2_MAGIC ||
+        header[HEADER_VERSION] != CHECKPOINT_GPT2_FP32 || header[HEADER_V] != header[HEADER_VP]) {
         fprintf(stderr, "train: %s: not a checkpoint this trainer wrote (got magic %d version "
                 "%d, expected %d version %d with V == Vp)\n", path, (int)header[HEADER_MAGIC],
                 (int)header[HEADER_VERSION], CHECKPOINT_GPT2_MAGIC, CHECKPOINT_GPT2_FP32);

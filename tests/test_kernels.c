@@ -214,7 +214,8 @@ static void test_activations(void) {
     /* SwiGLU */
     memcpy(out, x, sizeof(float) * N);
     kernels_swiglu(out, gate, N);
-    for (int i = 0; i < N; i++) want[i] = (double)x[i] / (1.0 + exp(-(double)x[i])) * (double)gate[i];
+    for (int i = 0; i < N; i++)
+        want[i] = (double)x[i] / (1.0 + exp(-(double)x[i])) * (double)gate[i];
     check_close_f64("kernels_swiglu on [-20, 20] vs float64", out, want, N, ELEMENT_ATOL,
                     ELEMENT_RTOL);
     /* exp over float's whole useful range, relative error in ulps */
