@@ -38,7 +38,7 @@ $(B)/model.o: model.c model.h checkpoint.h kernels.h quant.h attention.h
 $(B)/unicode.o: unicode.c unicode.h
 $(B)/tokenizer.o: tokenizer.c tokenizer.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
-$(B)/attention_spec.o: attention_spec.c attention_spec.h attention.h
+$(B)/attention_spec.o: attention_spec.c attention_spec.h attention.h cli.h
 $(B)/eval.o: eval.c eval.h model.h checkpoint.h kernels.h quant.h attention.h tokenizer.h
 $(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h attention_spec.h eval.h \
             tokenizer.h sampler.h cli.h
@@ -130,7 +130,7 @@ include tools/bench.mk
 # synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
 # nothing. Example: OMP_NUM_THREADS=1 make bench-attention
 $(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/attention_spec.o \
-                            $(KERNELS)
+                            $(B)/cli.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 $(B)/tools/bench_attention.o: tools/bench_attention.c attention.h attention_spec.h
 bench-attention: $(B)/tools/bench_attention

@@ -6,14 +6,13 @@
  */
 #include "attention_spec.h"
 
-#include <errno.h>    /* errno */
-#include <math.h>     /* isfinite */
 #include <stddef.h>   /* offsetof */
+#include <stdint.h>   /* uint64_t */
 #include <stdio.h>    /* snprintf */
-#include <stdlib.h>   /* strtol, strtof, strtoull */
 #include <string.h>   /* strcmp, strchr, strlen */
 
 #include "attention.h"   /* AttentionConfig, attention_config_default */
+#include "cli.h"         /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
 
 #define SPEC_MAX_INT 1048576    /* upper bound of integer keys (2^20, the longest context) */
 #define SPEC_MAX_TAU 100.0f     /* upper bound of the temperature */
@@ -99,14 +98,17 @@ static int has_word(const char *list, const char *key, size_t n) {
     return 0;
 }
 
-/* Parses one "key=value" (the text up to `end`) into cfg. */
+/* Parses one "key=value" (the text up to `end`) into cfg; seen marks the keys already
+ * given (a key given twice is an error, not a silent override). */
 static int parse_pair(const Name *name, const char *pair, const char *end, AttentionConfig *cfg,
-                      char *err, size_t cap) {
+                      unsigned *seen, char *err, size_t cap) {
     const char *eq = memchr(pair, '=', (size_t)(end - pair));
     int key_len = (int)((eq ? eq : end) - pair);
     if (!eq || key_len == 0 || !has_word(name->keys, pair, (size_t)key_len)) {
-        snprintf(err, cap, "%s: unknown or malformed parameter '%.*s' (expected key=value "
-                 "with key one of: %s)", name->name, (int)(end - pair), pair,
+        char raw[64], shown[sizeof raw * 4];
+        snprintf(raw, sizeof raw, "%.*s", (int)(end - pair), pair);
+        snprintf(err, cap, "%s: unknown or malformed parameter '%s' (expected key=value "
+                 "with key one of: %s)", name->name, cli_printable(raw, shown, sizeof shown),
                  *name->keys ? name->keys : "none");
         return -1;
     }
@@ -123,30 +125,36 @@ static int parse_pair(const Name *name, const char *pair, const char *end, Atten
         const Key *key = &KEYS[i];
         if ((int)strlen(key->name) != key_len || strncmp(key->name, pair, (size_t)key_len) != 0)
             continue;
-        char *stop;
-        errno = 0;
+        if (*seen & (1u << i)) {
+            snprintf(err, cap, "%s: parameter %s given twice (expected each key at most once)",
+                     name->name, key->name);
+            return -1;
+        }
+        *seen |= 1u << i;
+        char shown[sizeof value * 4];
+        cli_printable(value, shown, sizeof shown);
         if (key->type == KEY_INT) {
-            long v = strtol(value, &stop, 10);
-            if (*stop || errno || v < key->min || v > key->max) {
+            int v;
+            if (cli_parse_int(value, key->min, key->max, &v) != 0) {
                 snprintf(err, cap, "%s: invalid value '%s' for %s (expected an integer in "
-                         "%d..%d: %s)", name->name, value, key->name, key->min, key->max,
+                         "%d..%d: %s)", name->name, shown, key->name, key->min, key->max,
                          key->meaning);
                 return -1;
             }
-            *(int *)((char *)cfg + key->offset) = (int)v;
+            *(int *)((char *)cfg + key->offset) = v;
         } else if (key->type == KEY_TAU) {
-            float v = strtof(value, &stop);
-            if (*stop || errno || !isfinite(v) || !(v > 0.0f) || v > SPEC_MAX_TAU) {
+            float v;
+            if (cli_parse_float(value, 0.0f, SPEC_MAX_TAU, 1, &v) != 0) {
                 snprintf(err, cap, "%s: invalid value '%s' for tau (expected a number in "
-                         "(0, 100])", name->name, value);
+                         "(0, 100])", name->name, shown);
                 return -1;
             }
             cfg->tau = v;
         } else {
-            unsigned long long v = strtoull(value, &stop, 10);
-            if (value[0] < '0' || value[0] > '9' || *stop || errno) {
+            uint64_t v;
+            if (cli_parse_u64(value, 0, &v) != 0) {
                 snprintf(err, cap, "%s: invalid value '%s' for seed (expected an integer in "
-                         "0..18446744073709551615)", name->name, value);
+                         "0..18446744073709551615)", name->name, shown);
                 return -1;
             }
             cfg->seed = v;
@@ -187,10 +195,11 @@ int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size
             snprintf(err, cap, "%s: empty parameter list after ':'", name->name);
             return -1;
         }
+        unsigned seen = 0;
         for (;;) {
             const char *end = strchr(p, ',');
             if (!end) end = p + strlen(p);
-            if (parse_pair(name, p, end, cfg, err, cap) != 0) return -1;
+            if (parse_pair(name, p, end, cfg, &seen, err, cap) != 0) return -1;
             if (*end == '\0') break;
             p = end + 1;
         }

@@ -12,6 +12,7 @@
 #include <stdio.h>    /* fprintf(stderr) */
 #include <time.h>     /* clock_gettime */
 
+#include "kernels.h"     /* kernels_all_finite */
 #include "model.h"       /* model_forward */
 #include "tokenizer.h"   /* tokenizer_decode */
 
@@ -63,6 +64,16 @@ int eval_windows(Model *variant, Model *exact, const Tokenizer *tok, const int *
             }
             for (int t = 0; t < n; t++) {
                 const float *row = logits + (size_t)t * V;
+                const float *bad = !kernels_all_finite(row, (size_t)V) ? row
+                                 : ref && !kernels_all_finite(ref + (size_t)t * V, (size_t)V)
+                                 ? ref : NULL;
+                if (bad) {
+                    fprintf(stderr, "eval: non-finite logits at token %ld (window %ld, position "
+                            "%d) of the %s model (expected finite numbers: the weights hold a "
+                            "NaN or infinity, or the activations overflowed)\n",
+                            w * ctx + pos + t, w, pos + t, bad == row ? "evaluated" : "reference");
+                    return -1;
+                }
                 int target = win[pos + t + 1], best, ref_best;
                 double log_z = log_normaliser(row, V, &best);
                 r->nll += log_z - (double)row[target];

@@ -14,7 +14,7 @@
  */
 #include "kernels.h"
 
-#include <math.h>         /* sqrtf, fmaf */
+#include <math.h>         /* sqrtf, fmaf, isfinite */
 #include <sched.h>        /* sched_yield */
 #include <semaphore.h>    /* sem_t: idle workers sleep on one */
 #include <stdatomic.h>    /* the pool's ticket and counters */
@@ -809,4 +809,10 @@ void kernels_weighted_sum(float *out, const float *weights, float scale, const f
         for (int i = 0; i < n; i++) out[i] += a * v_r[i];
 #endif
     }
+}
+
+int kernels_all_finite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
 }

@@ -112,6 +112,9 @@ void kernels_swiglu(float *hidden, const float *gate, size_t n);
  * written so that a loop over it vectorises (no libm call). */
 float kernels_expf(float x);
 
+/* 1 if every value of x (n,) is finite (no NaN, no infinity), else 0. */
+int kernels_all_finite(const float *x, size_t n);
+
 /* ---- vector helpers (attention) ---- */
 
 /* a (n,) . b (n,): eight lanes of FMA, summed in a fixed order. */

@@ -18,7 +18,7 @@
 #include <time.h>       /* clock_gettime, time */
 
 #include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
-#include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64 */
+#include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
 #include "eval.h"       /* eval_windows */
 #include "kernels.h"    /* kernels_set_threads, kernels_run */
 #include "model.h"      /* Model, model_load, model_forward, model_set_attention */
@@ -94,12 +94,15 @@ static void print_usage(FILE *f) {
 /* ------------------------------------------------------------------------- */
 /* Strict argument parsing                                                     */
 
-/* Prints "run: MESSAGE" and the usage, and returns EXIT_USAGE. */
+/* Prints "run: FLAG: problem" on one line and a hint to --help (not the whole usage,
+ * which would scroll the error off a small terminal), and returns EXIT_USAGE. */
 static int usage_error(const char *flag, const char *value, const char *expected) {
-    if (value) fprintf(stderr, "run: %s: invalid value '%s' (expected %s)\n", flag, value,
-                       expected);
-    else fprintf(stderr, "run: %s: %s\n", flag, expected);
-    print_usage(stderr);
+    char shown_flag[256], shown_value[256];
+    cli_printable(flag, shown_flag, sizeof shown_flag);
+    if (value) fprintf(stderr, "run: %s: invalid value '%s' (expected %s)\n", shown_flag,
+                       cli_printable(value, shown_value, sizeof shown_value), expected);
+    else fprintf(stderr, "run: %s: %s\n", shown_flag, expected);
+    fprintf(stderr, "Try 'run --help' for the options.\n");
     return EXIT_USAGE;
 }
 
@@ -345,11 +348,13 @@ static int generate(const Options *o, Model *m, const Tokenizer *tok, Sampler *s
         int n = n_prompt - pos < m->max_chunk ? n_prompt - pos : m->max_chunk;
         if (!(row = model_forward(m, ids + pos, n, pos, 0))) goto fail;
     }
+    int pos = n_prompt;   /* the position whose token the logits in row predict */
+    if (!kernels_all_finite(row, (size_t)c->vocab_size)) goto non_finite;
     double prompt_seconds = now_seconds() - start;
 
     /* decode: sample, print, feed back, one token at a time */
     start = now_seconds();
-    int generated = 0, pos = n_prompt, status = 0, prev = ids[n_prompt - 1];
+    int generated = 0, status = 0, prev = ids[n_prompt - 1];
     while (generated < o->steps) {
         int next = sampler_sample(sampler, row);
         if (next == tok->eot_id || next == tok->bos_id) break;   /* llama2.c stops at BOS */
@@ -371,6 +376,7 @@ static int generate(const Options *o, Model *m, const Tokenizer *tok, Sampler *s
         }
         if (!(row = model_forward(m, &next, 1, pos, 0))) goto fail;
         pos++;
+        if (!kernels_all_finite(row, (size_t)c->vocab_size)) goto non_finite;
     }
     double gen_seconds = now_seconds() - start;
     utf8_flush(&out);
@@ -382,6 +388,10 @@ static int generate(const Options *o, Model *m, const Tokenizer *tok, Sampler *s
             (unsigned long long)o->seed);
     free(ids);
     return status;
+non_finite:
+    utf8_flush(&out);
+    fprintf(stderr, "\nrun: non-finite logits for position %d (expected finite numbers: the "
+            "weights hold a NaN or infinity, or the activations overflowed)\n", pos);
 fail:
     free(ids);
     return EXIT_BAD_DATA;
@@ -519,11 +529,22 @@ int main(int argc, char **argv) {
             o.model_path, model.format, c->n_layers, c->dim, c->n_heads, c->n_kv_heads,
             c->vocab_size, c->seq_len);
     if (tokenizer_load(&tok, tokenizer_path) != 0) goto done;
-    if (tok.vocab_size < model.config.vocab_size) {
-        fprintf(stderr, "run: %s: tokenizer has fewer tokens than the model (got %d, expected "
-                "at least %d)\n", tokenizer_path, tok.vocab_size, model.config.vocab_size);
+    if (c->family == MODEL_GPT2 && tok.vocab_size != c->vocab_size) {
+        /* a GPT-2 model and its tokenizer share one vocabulary: any other is not its own */
+        fprintf(stderr, "run: %s: tokenizer does not belong to the model (got %d tokens, "
+                "expected %d, the model's vocabulary)\n", tokenizer_path, tok.vocab_size,
+                c->vocab_size);
         goto done;
     }
+    if (tok.vocab_size < c->vocab_size) {
+        fprintf(stderr, "run: %s: tokenizer has fewer tokens than the model (got %d, expected "
+                "at least %d)\n", tokenizer_path, tok.vocab_size, c->vocab_size);
+        goto done;
+    }
+    if (tok.vocab_size > c->vocab_size)   /* llama2.c reads only the model's first V */
+        fprintf(stderr, "run: %s: tokenizer has %d tokens, the model %d: as llama2.c does, only "
+                "the first %d are used (prompt ids beyond are refused)\n", tokenizer_path,
+                tok.vocab_size, c->vocab_size, c->vocab_size);
     if (model_set_attention(&model, &o.attention) != 0) goto done;
     if (!o.eval_path && sampler_init(&sampler, model.config.vocab_size, o.temperature, o.top_p,
                                      o.top_k, o.seed) != 0) goto done;

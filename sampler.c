@@ -6,7 +6,7 @@
  */
 #include "sampler.h"
 
-#include <math.h>     /* expf */
+#include <math.h>     /* expf, isfinite */
 #include <stdio.h>    /* fprintf(stderr) */
 #include <stdlib.h>   /* malloc, free, qsort */
 #include <string.h>   /* memset */
@@ -103,6 +103,12 @@ static int sample_truncated(Sampler *s, const float *probs, float coin) {
             n++;
         }
     }
+    if (n == 0) {   /* nothing reached the cut-off (p below 1/V on a flat row): keep the best */
+        int best = argmax(probs, V);
+        s->candidates[0].index = best;
+        s->candidates[0].prob = probs[best];
+        n = 1;
+    }
     qsort(s->candidates, (size_t)n, sizeof *s->candidates, by_prob_desc);
     if (k > 0 && k < n) n = k;
     /* With top-k the nucleus is taken of the renormalised top k (as llama.cpp does);
@@ -130,7 +136,12 @@ static int sample_truncated(Sampler *s, const float *probs, float coin) {
 int sampler_sample(Sampler *s, float *logits) {
     int V = s->vocab_size;
     if (s->temperature == 0.0f) return argmax(logits, V);
-    for (int i = 0; i < V; i++) logits[i] /= s->temperature;
+    float max = logits[argmax(logits, V)];
+    if (isfinite(max / s->temperature)) {   /* llama2.c's arithmetic: scale, then softmax */
+        for (int i = 0; i < V; i++) logits[i] /= s->temperature;
+    } else {   /* a tiny temperature overflows logit / T: scale the differences instead */
+        for (int i = 0; i < V; i++) logits[i] = (logits[i] - max) / s->temperature;
+    }
     softmax(logits, V);
     float coin = sampler_random_f32(&s->rng_state);
     if (s->top_k == 0 && s->top_p >= 1.0f) return sample_all(logits, V, coin);

@@ -4,7 +4,9 @@
  * to the top_k most likely tokens and then to the smallest set whose probability
  * reaches top_p (nucleus), and sampled with the sampler's own xorshift generator,
  * so that a seed gives the same tokens on every machine. With top_k = 0 the
- * arithmetic is llama2.c's (same generator, same coin, same nucleus cut).
+ * arithmetic is llama2.c's (same generator, same coin, same nucleus cut). The most
+ * likely token always survives the cuts, and a temperature so small that logit / T
+ * overflows scales the differences from the largest logit instead.
  */
 #ifndef SAMPLER_H
 #define SAMPLER_H
@@ -33,7 +35,8 @@ int sampler_init(Sampler *s, int vocab_size, float temperature, float top_p, int
 /* Release the scratch. Safe on a zeroed or already freed Sampler. */
 void sampler_free(Sampler *s);
 
-/* Pick the next token from logits (V,), which may be overwritten (scaled in place). */
+/* Pick the next token from logits (V,), which may be overwritten (scaled in place).
+ * Always returns an id in 0..V-1; the caller checks that the logits are finite. */
 int sampler_sample(Sampler *s, float *logits);
 
 /* The generator, exposed for tests: next 32 random bits, and a float in [0, 1). */

@@ -217,17 +217,74 @@ static void test_bad_inputs(const char *model, const char *tok) {
     const char *small_vocab = write_model("small_vocab.bin", 20240326, 3, MAX_T, 200, L, NH, C,
                                           VP, 0);
     snprintf(args, sizeof args, "%s -z %s -i ef -n 1", small_vocab, tok);
-    expect("prompt token id out of range", args, 1,
-           "prompt token id out of range for the model (got 258 at position 0, expected 0..199)");
+    expect("GPT-2 tokenizer larger than the model", args, 1,
+           "tokenizer does not belong to the model (got 260 tokens, expected 200");
     const char *big_vocab = write_model("big_vocab.bin", 20240326, 3, MAX_T, 261, L, NH, C, VP, 0);
     snprintf(args, sizeof args, "%s -z %s -n 1", big_vocab, tok);
-    expect("tokenizer smaller than the model", args, 1,
-           "tokenizer has fewer tokens than the model (got 260, expected at least 261)");
+    expect("GPT-2 tokenizer smaller than the model", args, 1,
+           "tokenizer does not belong to the model (got 260 tokens, expected 261");
     snprintf(args, sizeof args, "%s -z %s -i 'abcdefghijklmnopqrstuvwxyz' -n 1", model, tok);
     expect("prompt longer than the context", args, 1,
            "prompt too long for the context (got 23 tokens, expected at most 16)");
     snprintf(args, sizeof args, "%s -z %s -f %s/no_prompt.txt", model, tok, dir);
     expect("missing prompt file", args, 1, "cannot open prompt file");
+}
+
+/* Usage errors are one line and a hint, never the whole help; every number follows one
+ * rule; bad values are quoted with control bytes escaped. */
+static void test_strict_parsing(const char *model, const char *tok) {
+    char args[1024];
+    const char *bad[][3] = {
+        {"-n +5", "-n: invalid value '+5'", "a leading + on an integer"},
+        {"-n ' 5'", "-n: invalid value ' 5'", "a leading space"},
+        {"-t 0x1p3", "-t: invalid value '0x1p3'", "a hexadecimal float"},
+        {"-t inf", "-t: invalid value 'inf'", "inf"},
+        {"-s +5", "-s: invalid value '+5'", "a leading + on the seed"},
+        {"--attn window:w=3,w=5", "parameter w given twice", "a key given twice"},
+        {"--attn exact:tau=' 1'", "invalid value ' 1' for tau", "a space in tau"},
+        {"--attn exact:softmax1=+1", "invalid value '+1' for softmax1", "+1 for a flag"},
+        {"-n \"$(printf 'a\\033b')\"", "invalid value 'a\\x1bb'", "a control byte, escaped"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "%s -z %s %s", model, tok, bad[i][0]);
+        expect(bad[i][2], args, 2, bad[i][1]);
+    }
+    char command[1024], *err = NULL;
+    snprintf(command, sizeof command, "%s %s -z %s --bogus", run_bin, model, tok);
+    int code = check_run(command, NULL, &err);
+    int lines = 0;
+    for (const char *p = err; p && *p; p++) lines += *p == '\n';
+    check_true(code == 2 && err && strstr(err, "Try 'run --help'") && !strstr(err, "Options:") &&
+               lines == 2, "usage error: one line and a hint to --help, not the whole help "
+               "(exit %d, %d lines)", code, lines);
+    free(err);
+    snprintf(args, sizeof args, "%s -z %s -n 3 -t 0.5 -s 3 -T 1", model, tok);
+    expect("valid numbers still parse (-t 0.5, -T 1)", args, 0, "generation: 3 tokens");
+}
+
+/* The model is broken (a NaN weight), or sampling is pushed to its limits: a clear
+ * error or a valid token, never an out-of-bounds read or a token id that does not exist. */
+static void test_numerical_edges(const char *model, const char *tok) {
+    char args[1024], path[128];
+    snprintf(path, sizeof path, "%s/nan.bin", dir);
+    FILE *in = fopen(model, "rb"), *out = fopen(path, "wb");
+    int c, at = 0;
+    while (in && out && (c = fgetc(in)) != EOF) {   /* the first weight of wte becomes NaN */
+        if (at >= 1024 && at < 1028) c = (const unsigned char[]){0x00, 0x00, 0xc0, 0x7f}[at - 1024];
+        fputc(c, out);
+        at++;
+    }
+    if (in) fclose(in);
+    if (out) fclose(out);
+    snprintf(args, sizeof args, "%s -z %s -n 3", path, tok);
+    expect("NaN weight: generation refuses non-finite logits", args, 1,
+           "non-finite logits for position 1");
+    snprintf(args, sizeof args, "%s -z %s --eval %s", path, tok, path);
+    expect("NaN weight: --eval refuses non-finite logits", args, 1, "non-finite logits at token");
+    snprintf(args, sizeof args, "%s -z %s -n 5 -t 2e-38 -s 1", model, tok);
+    expect("temperature 2e-38 (logit / T overflows): generates", args, 0, "generation: 5 tokens");
+    snprintf(args, sizeof args, "%s -z %s -n 5 -p 0.000001 -s 1", model, tok);
+    expect("top-p below 1/V: keeps the most likely token", args, 0, "generation: 5 tokens");
 }
 
 static void test_generation(const char *model, const char *tok) {
@@ -331,6 +388,8 @@ int main(void) {
     test_bad_files(tok);
     test_bad_llama_files(tok);
     test_bad_inputs(model, tok);
+    test_strict_parsing(model, tok);
+    test_numerical_edges(model, tok);
     test_generation(model, tok);
     test_eval(model, tok);
     const char *shared = check_shared_dir();

@@ -8,7 +8,7 @@
  */
 #include "sampler.h"
 
-#include <math.h>      /* expf, fabs, sqrt */
+#include <math.h>      /* expf, fabs, sqrt, NAN */
 #include <stdio.h>     /* printf */
 #include <string.h>    /* memcpy */
 
@@ -120,8 +120,37 @@ static void test_distributions(void) {
     sampler_free(&s);
 }
 
+/* Edge cases that used to read before the candidate list: no token reaches the top-p
+ * cut-off (flat logits, p below 1/V), NaN logits, and a temperature so small that
+ * logit / T overflows. Each must give a token id in 0..V-1 (the most likely one where
+ * there is one). */
+static void test_edges(void) {
+    enum { V = 1000 };
+    float logits[V];
+    Sampler s;
+    int ok = sampler_init(&s, V, 1.0f, 1e-6f, 0, 7) == 0, good = 1;
+    for (int trial = 0; ok && trial < 100; trial++) {
+        for (int i = 0; i < V; i++) logits[i] = 0.5f;
+        int id = sampler_sample(&s, logits);
+        good &= id >= 0 && id < V;
+    }
+    check_true(ok && good, "flat logits with top-p 1e-6 (below 1/V): always a valid id");
+    for (int i = 0; i < V; i++) logits[i] = NAN;
+    int id = ok ? sampler_sample(&s, logits) : -1;
+    check_true(id >= 0 && id < V, "NaN logits: a valid id (got %d), no read out of bounds", id);
+    sampler_free(&s);
+    ok = sampler_init(&s, V, 2e-38f, 0.9f, 0, 7) == 0;
+    for (int i = 0; i < V; i++) logits[i] = (float)(i % 17) - 3.0f;
+    logits[421] = 30.0f;
+    id = ok ? sampler_sample(&s, logits) : -1;
+    check_true(id == 421, "temperature 2e-38 (logit / T overflows): the most likely token "
+               "(got %d, want 421)", id);
+    sampler_free(&s);
+}
+
 int main(void) {
     test_generator();
     test_distributions();
+    test_edges();
     return check_summary("test_sampler");
 }
