@@ -1,10 +1,13 @@
 #!/bin/sh
 # Runs each test binary given as an argument, prints its output, and ends with one
-# line "all tests: N passed, N failed" summed over the binaries' summary lines.
+# line "all tests: N passed, N failed[, N skipped]" summed over the binaries' summary
+# lines (skipped counts the groups of checks a binary could not run, e.g. without
+# ../shared, so that a quiet skip never reads as a full pass).
 # Exits non-zero if any binary failed (or crashed).
 status=0
 total_pass=0
 total_fail=0
+total_skip=0
 for t in "$@"; do
     out=$("$t" 2>&1)
     rc=$?
@@ -14,11 +17,17 @@ for t in "$@"; do
     f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
     [ -n "$p" ] && total_pass=$((total_pass + p))
     [ -n "$f" ] && total_fail=$((total_fail + f))
+    k=$(printf '%s' "$line" | sed -n -E 's/.* ([0-9]+) skipped.*/\1/p')
+    [ -n "$k" ] && total_skip=$((total_skip + k))
     if [ $rc -ne 0 ] || [ -z "$line" ]; then
         echo "$t: exited with status $rc"
         status=1
         [ -z "$line" ] && total_fail=$((total_fail + 1))
     fi
 done
-echo "all tests: $total_pass passed, $total_fail failed"
+if [ "$total_skip" -gt 0 ]; then
+    echo "all tests: $total_pass passed, $total_fail failed, $total_skip skipped"
+else
+    echo "all tests: $total_pass passed, $total_fail failed"
+fi
 exit $status
