@@ -68,6 +68,19 @@ int check_summary(const char *name) {
     return failed ? 1 : 0;
 }
 
+const char *check_data_file(const char *rel) {
+    static char paths[CHECK_DATA_PATHS][CHECK_PATH_MAX];
+    static int next;
+    char *path = paths[next++ % CHECK_DATA_PATHS];
+    struct stat st;
+    snprintf(path, CHECK_PATH_MAX, "%s/%s", CHECK_REPO_DATA, rel);
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return path;
+    const char *shared = check_shared_dir();
+    if (!shared) return NULL;
+    snprintf(path, CHECK_PATH_MAX, "%s/testdata/%s", shared, rel);
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) ? path : NULL;
+}
+
 const char *check_shared_dir(void) {
     const char *dir = getenv("SHARED_DIR");
     if (!dir || !*dir) dir = "../shared";

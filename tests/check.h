@@ -30,6 +30,15 @@ void check_skip(const char *reason);
 /* Print "NAME: N passed, N failed[, N skipped]" and return 0 if nothing failed, else 1. */
 int check_summary(const char *name);
 
+#define CHECK_REPO_DATA "tests/data"   /* the small reference files, copied into the repo */
+#define CHECK_DATA_PATHS 8              /* check_data_file's rotating result buffers */
+#define CHECK_PATH_MAX 512
+
+/* The path of reference file rel (e.g. "gpt2/tiny.bin"): the repository's copy under
+ * tests/data when it has one, else ../shared/testdata's, else NULL (the caller then calls
+ * check_skip). The string is valid until CHECK_DATA_PATHS more calls. */
+const char *check_data_file(const char *rel);
+
 /* The shared test-data folder (env SHARED_DIR, default "../shared"), or NULL
  * when it does not exist. Tests that need it call check_skip when it is NULL. */
 const char *check_shared_dir(void);

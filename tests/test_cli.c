@@ -346,7 +346,7 @@ static void test_eval(const char *model, const char *tok) {
  * for each command) reproduced byte for byte. llama2.c's -n counts the prompt tokens
  * including BOS minus one (its loop feeds positions 0..n-1), so its -n 64 with a
  * 5-token prompt generates 60 tokens: -n here is 64 - prompt tokens + 1. */
-static void test_llama2c_generation(const char *shared) {
+static void test_llama2c_generation(void) {
     static const struct {
         const char *file, *args;
     } cases[] = {
@@ -359,10 +359,24 @@ static void test_llama2c_generation(const char *shared) {
          "s260k.bin -z $D/tok512.bin -t 1 -p 1 -s 42 -n 47 -i 'Once upon a time'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char command[1024], path[512], *out = NULL;
-        snprintf(command, sizeof command, "D=%s/testdata/llama2c; %s $D/%s", shared, run_bin,
+        char command[1024], path[512], model[64], *out = NULL;
+        /* the model file is the first word of args: s260k in tests/data, s15m in ../shared */
+        snprintf(model, sizeof model, "llama2c/%.*s", (int)strcspn(cases[i].args, " "),
                  cases[i].args);
-        snprintf(path, sizeof path, "%s/testdata/llama2c/%s", shared, cases[i].file);
+        char rel[96];
+        snprintf(rel, sizeof rel, "llama2c/%s", cases[i].file);
+        const char *model_path = check_data_file(model), *want_path = check_data_file(rel);
+        if (!model_path || !want_path) {
+            char reason[160];
+            snprintf(reason, sizeof reason, "%s not found: %s not compared", model,
+                     cases[i].file);
+            check_skip(reason);
+            continue;
+        }
+        /* $D: the folder holding the model, whose tokenizers sit beside it */
+        snprintf(command, sizeof command, "D=%.*s; %s $D/%s", (int)(strrchr(model_path, '/') -
+                 model_path), model_path, run_bin, cases[i].args);
+        snprintf(path, sizeof path, "%s", want_path);
         size_t want_len;
         char *want = check_read_file(path, &want_len);
         int code = check_run(command, &out, NULL);
@@ -392,9 +406,7 @@ int main(void) {
     test_numerical_edges(model, tok);
     test_generation(model, tok);
     test_eval(model, tok);
-    const char *shared = check_shared_dir();
-    if (shared) test_llama2c_generation(shared);
-    else check_skip("../shared not found: llama2.c generations not compared");
+    test_llama2c_generation();
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", dir);
     check_run(command, NULL, NULL);

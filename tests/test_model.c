@@ -1,10 +1,12 @@
 /* test_model.c: the forward pass against reference logits, prefill against
  * token-by-token decoding, bf16 and int8 loading, and thread-count independence.
  *
- * Reference data: ../shared/testdata/gpt2/{tiny,small}.bin with {tiny,small}_logits.f32,
- * written by llm.c's gpt2_forward (the token ids are the sidecars' "lcg42" sequence,
- * regenerated here from its stated recurrence); ../shared/testdata/llama2c/{s260k,s15m}.bin
- * with their logits, written by llama2.c's run.c forward (token ids from the sidecars).
+ * Reference data (tests/data, else ../shared/testdata; check_data_file): gpt2/{tiny,small}.bin
+ * with {tiny,small}_logits.f32, written by llm.c's gpt2_forward (the token ids are the
+ * sidecars' "lcg42" sequence, regenerated here from its stated recurrence);
+ * llama2c/{s260k,s15m}.bin with their logits, written by llama2.c's run.c forward (token
+ * ids from the sidecars). The repository carries tiny and s260k; small and s15m need
+ * ../shared.
  */
 #include "model.h"
 
@@ -76,10 +78,26 @@ static void check_logits(const char *name, const char *model_path, const char *l
 }
 
 /* GPT-2: llm.c's logits for the sidecar's lcg42 token sequence. */
-static void test_gpt2_logits(const char *shared, const char *name, int T) {
-    char model_path[512], logits_path[512];
-    snprintf(model_path, sizeof model_path, "%s/testdata/gpt2/%s.bin", shared, name);
-    snprintf(logits_path, sizeof logits_path, "%s/testdata/gpt2/%s_logits.f32", shared, name);
+/* The two reference files of a model, or NULL (after a skip line) if either is missing. */
+static int data_pair(const char *rel_model, const char *rel_other, char *model_path,
+                     char *other_path) {
+    const char *a = check_data_file(rel_model), *b = check_data_file(rel_other);
+    if (!a || !b) {
+        char reason[256];
+        snprintf(reason, sizeof reason, "%s: not in tests/data and no ../shared", rel_model);
+        check_skip(reason);
+        return -1;
+    }
+    snprintf(model_path, 512, "%s", a);
+    snprintf(other_path, 512, "%s", b);
+    return 0;
+}
+
+static void test_gpt2_logits(const char *name, int T) {
+    char model_path[512], logits_path[512], rel_model[64], rel_logits[64];
+    snprintf(rel_model, sizeof rel_model, "gpt2/%s.bin", name);
+    snprintf(rel_logits, sizeof rel_logits, "gpt2/%s_logits.f32", name);
+    if (data_pair(rel_model, rel_logits, model_path, logits_path) != 0) return;
     int *ids = malloc((size_t)T * sizeof(int));
     if (!ids) return;
     lcg42_tokens(ids, T, name[0] == 't' ? 512 : 50257);
@@ -88,11 +106,13 @@ static void test_gpt2_logits(const char *shared, const char *name, int T) {
 }
 
 /* Llama: llama2.c's run.c logits for the token list in the sidecar ("tokens"). */
-static void test_llama_logits(const char *shared, const char *name) {
-    char model_path[512], logits_path[512], json_path[512];
-    snprintf(model_path, sizeof model_path, "%s/testdata/llama2c/%s.bin", shared, name);
-    snprintf(logits_path, sizeof logits_path, "%s/testdata/llama2c/%s_logits.f32", shared, name);
-    snprintf(json_path, sizeof json_path, "%s/testdata/llama2c/%s_logits.json", shared, name);
+static void test_llama_logits(const char *name) {
+    char model_path[512], logits_path[512], json_path[512], rel[3][64];
+    snprintf(rel[0], sizeof rel[0], "llama2c/%s.bin", name);
+    snprintf(rel[1], sizeof rel[1], "llama2c/%s_logits.f32", name);
+    snprintf(rel[2], sizeof rel[2], "llama2c/%s_logits.json", name);
+    if (data_pair(rel[0], rel[1], model_path, logits_path) != 0 ||
+        data_pair(rel[0], rel[2], model_path, json_path) != 0) return;
     size_t size, T = 0;
     char *json = check_read_file(json_path, &size);
     int ids[64];
@@ -106,10 +126,9 @@ static void test_llama_logits(const char *shared, const char *name) {
  * in groups of 32 moves the logits. Measured: max |diff| 0.030 over 16 x 32000 logits
  * whose own magnitude reaches ~1 (random N(0, 0.02) weights); the bound adds margin. */
 #define Q8_LOGIT_ATOL 5e-2
-static void test_q80(const char *shared) {
+static void test_q80(void) {
     char f32_path[512], q8_path[512];
-    snprintf(f32_path, sizeof f32_path, "%s/testdata/llama2c/s15m.bin", shared);
-    snprintf(q8_path, sizeof q8_path, "%s/testdata/llama2c/s15m_q80.bin", shared);
+    if (data_pair("llama2c/s15m.bin", "llama2c/s15m_q80.bin", f32_path, q8_path) != 0) return;
     Model a, b;
     int T = 16, ids[16];
     lcg42_tokens(ids, T, 32000);
@@ -133,9 +152,9 @@ static void test_q80(const char *shared) {
  * multiple of the group of 32: its rows end in a short group) against the fp32 files.
  * Measured max |diff|: tiny 0.0065 over logits of magnitude ~5; s260k 0.011. */
 #define Q8_SAVE_ATOL 3e-2
-static void test_quantize(const char *shared, const char *rel, int T, int bos) {
+static void test_quantize(const char *rel, int T, int bos) {
     char f32_path[512], q8_path[512];
-    snprintf(f32_path, sizeof f32_path, "%s/testdata/%s", shared, rel);
+    if (data_pair(rel, rel, f32_path, q8_path) != 0) return;
     snprintf(q8_path, sizeof q8_path, "/tmp/test_model_q8_%d.bin", T);
     Checkpoint ck;
     int saved = checkpoint_load(&ck, f32_path) == 0 &&
@@ -191,9 +210,9 @@ static int write_bf16_pair(const char *src, const char *bf16_path, const char *f
 }
 
 /* A bf16 checkpoint must give exactly the logits of the fp32 file holding the same values. */
-static void test_bf16(const char *shared) {
+static void test_bf16(void) {
     char src[512];
-    snprintf(src, sizeof src, "%s/testdata/gpt2/tiny.bin", shared);
+    if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", src, src) != 0) return;
     const char *bf16_path = "/tmp/test_model_bf16.bin", *f32_path = "/tmp/test_model_f32.bin";
     if (!check_true(write_bf16_pair(src, bf16_path, f32_path) == 0, "bf16: fixtures written"))
         return;
@@ -227,10 +246,10 @@ static void pool_forward(void *ctx) {
 
 /* The forward pass with 1 and 2 OpenMP threads must agree bit for bit (G10), through
  * per-call OpenMP loops and through the pool. */
-static void test_threads(const char *shared) {
+static void test_threads(void) {
 #ifdef _OPENMP
     char path[512];
-    snprintf(path, sizeof path, "%s/testdata/gpt2/tiny.bin", shared);
+    if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", path, path) != 0) return;
     Model m;
     if (!check_true(model_load(&m, path, 64) == 0, "threads: load tiny")) return;
     int T = 64, ids[64], V = m.config.vocab_size;
@@ -260,15 +279,14 @@ static void test_threads(const char *shared) {
     free(one);
     model_free(&m);
 #else
-    (void)shared;
     check_skip("threads: built without OpenMP");
 #endif
 }
 
 /* model_forward rejects out-of-range calls instead of reading out of bounds. */
-static void test_forward_bounds(const char *shared) {
+static void test_forward_bounds(void) {
     char path[512];
-    snprintf(path, sizeof path, "%s/testdata/gpt2/tiny.bin", shared);
+    if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", path, path) != 0) return;
     Model m;
     if (!check_true(model_load(&m, path, 8) == 0, "bounds: load tiny")) return;
     int good[1] = {3}, bad_id[1] = {512}, negative[1] = {-1};
@@ -285,20 +303,16 @@ static void test_forward_bounds(const char *shared) {
 }
 
 int main(void) {
-    const char *shared = check_shared_dir();
-    if (!shared) {
-        check_skip("../shared not found: llm.c reference logits not checked");
-        return check_summary("test_model");
-    }
-    test_gpt2_logits(shared, "tiny", 64);
-    test_gpt2_logits(shared, "small", 128);
-    test_llama_logits(shared, "s260k");
-    test_llama_logits(shared, "s15m");
-    test_q80(shared);
-    test_quantize(shared, "gpt2/tiny.bin", 64, 0);
-    test_quantize(shared, "llama2c/s260k.bin", 48, 1);
-    test_bf16(shared);
-    test_threads(shared);
-    test_forward_bounds(shared);
+    /* tiny, s260k and their logits are in tests/data; small.bin and s15m only in ../shared */
+    test_gpt2_logits("tiny", 64);
+    test_gpt2_logits("small", 128);
+    test_llama_logits("s260k");
+    test_llama_logits("s15m");
+    test_q80();
+    test_quantize("gpt2/tiny.bin", 64, 0);
+    test_quantize("llama2c/s260k.bin", 48, 1);
+    test_bf16();
+    test_threads();
+    test_forward_bounds();
     return check_summary("test_model");
 }

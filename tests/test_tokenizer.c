@@ -432,9 +432,9 @@ static int parse_case(const char *line, char *name, size_t name_cap, char *text,
 }
 
 /* Encode and decode every reference case, comparing ids and bytes exactly. */
-static void test_reference_cases(const Tokenizer *t, const char *shared) {
-    char path[MAX_PATH];
-    snprintf(path, sizeof path, "%s/testdata/gpt2/tokenizer_cases.jsonl", shared);
+static void test_reference_cases(const Tokenizer *t) {
+    const char *path = check_data_file("gpt2/tokenizer_cases.jsonl");
+    if (!path) { check_skip("gpt2/tokenizer_cases.jsonl not found"); return; }
     size_t size;
     char *data = check_read_file(path, &size);
     if (!check_true(data != NULL, "read %s", path)) return;
@@ -485,7 +485,9 @@ done:
 }
 
 /* Encode the 1.1 MB tinyshakespeare text, timing it. */
-static void test_shakespeare(const Tokenizer *t, const char *shared) {
+static void test_shakespeare(const Tokenizer *t) {
+    const char *shared = check_shared_dir();
+    if (!shared) { check_skip("../shared not found: tinyshakespeare.txt not encoded"); return; }
     char path[MAX_PATH];
     snprintf(path, sizeof path, "%s/data/tinyshakespeare.txt", shared);
     size_t size;
@@ -528,18 +530,16 @@ int main(void) {
         rmdir(dir);
     }
 
-    const char *shared = check_shared_dir();
-    if (!shared) {
-        check_skip("../shared not found: no GPT-2 reference cases");
+    const char *path = check_data_file("gpt2/gpt2_tokenizer.bin");
+    if (!path) {
+        check_skip("gpt2/gpt2_tokenizer.bin not found: no GPT-2 reference cases");
         return check_summary("test_tokenizer");
     }
-    char path[MAX_PATH];
     Tokenizer gpt2;
-    snprintf(path, sizeof path, "%s/testdata/gpt2/gpt2_tokenizer.bin", shared);
     if (check_true(tokenizer_load(&gpt2, path) == 0, "load %s", path)) {
         check_true(gpt2.vocab_size == TOKENIZER_GPT2_VOCAB && gpt2.eot_id == TOKENIZER_GPT2_EOT,
                    "GPT-2 vocab %d, eot %d", gpt2.vocab_size, gpt2.eot_id);
-        test_reference_cases(&gpt2, shared);
+        test_reference_cases(&gpt2);
         test_random_round_trip(&gpt2, "gpt2");
         test_long_pieces(&gpt2, "gpt2");
         int ids[2];
@@ -547,7 +547,7 @@ int main(void) {
         int rc = tokenizer_encode(&gpt2, "Hello world", 11, ids, 1, &n_ids);
         check_true(rc == -1 && n_ids == 2,
                    "gpt2: encode \"Hello world\" with cap 1 fails (needs %zu)", n_ids);
-        test_shakespeare(&gpt2, shared);
+        test_shakespeare(&gpt2);
     }
     tokenizer_free(&gpt2);
     return check_summary("test_tokenizer");

@@ -26,9 +26,9 @@ static void safe_print(char *out, size_t *n, const unsigned char *piece, size_t 
     for (size_t i = 0; i < len && piece[i] != 0 && *n < CAP; i++) out[(*n)++] = (char)piece[i];
 }
 
-static void test_cases(const Tokenizer *t, const char *shared) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/testdata/llama2c/tokenizer_cases.jsonl", shared);
+static void test_cases(const Tokenizer *t) {
+    const char *path = check_data_file("llama2c/tokenizer_cases.jsonl");
+    if (!path) { check_skip("llama2c/tokenizer_cases.jsonl not found"); return; }
     size_t size;
     char *data = check_read_file(path, &size);
     if (!check_true(data != NULL, "read %s", path)) return;
@@ -74,9 +74,9 @@ static void test_cases(const Tokenizer *t, const char *shared) {
 
 /* tok512.bin: the 512-token vocabulary made for the s260k model; the prompt ids are
  * those of generation.json (llama2.c's encode of "Once upon a time"). */
-static void test_tok512(const char *shared) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/testdata/llama2c/tok512.bin", shared);
+static void test_tok512(void) {
+    const char *path = check_data_file("llama2c/tok512.bin");
+    if (!path) { check_skip("llama2c/tok512.bin not found"); return; }
     Tokenizer t;
     if (!check_true(tokenizer_load(&t, path) == 0, "load tok512.bin")) return;
     const int want[18] = {1, 259, 82, 113, 102, 104, 259, 120, 115, 114, 113, 259, 100, 259,
@@ -90,13 +90,11 @@ static void test_tok512(const char *shared) {
 }
 
 int main(void) {
-    const char *shared = check_shared_dir();
-    if (!shared) {
-        check_skip("../shared not found: llama2.c tokenizer cases not checked");
+    const char *path = check_data_file("llama2c/tokenizer.bin");
+    if (!path) {
+        check_skip("llama2c/tokenizer.bin not found: llama2.c tokenizer cases not checked");
         return check_summary("test_tokenizer_llama");
     }
-    char path[512];
-    snprintf(path, sizeof path, "%s/testdata/llama2c/tokenizer.bin", shared);
     Tokenizer t;
     if (check_true(tokenizer_load(&t, path) == 0, "load llama2.c tokenizer.bin")) {
         check_true(t.kind == TOKENIZER_LLAMA && t.vocab_size == 32000 && t.bos_id == 1 &&
@@ -107,9 +105,9 @@ int main(void) {
                    "a leading space is dropped after BOS");
         piece = tokenizer_decode(&t, 1, 13, &len);
         check_true(piece && len == 1 && piece[0] == '\n', "<0x0A> decodes to the byte 0x0A");
-        test_cases(&t, shared);
+        test_cases(&t);
     }
     tokenizer_free(&t);
-    test_tok512(shared);
+    test_tok512();
     return check_summary("test_tokenizer_llama");
 }
