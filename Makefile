@@ -26,7 +26,16 @@ B = build
 RUN_ARGS ?= weights/model.bin -z weights/tokenizer.bin -i "ROMEO:" -n 120 -s 42
 
 # ---- objects, one per module, with the headers each depends on ----
-$(B)/%.o: %.c
+# Every object also depends on $(B)/flags, a file holding the compiler and flags it was
+# built with, rewritten only when they change: `make test OMP=0` after a default build
+# rebuilds everything instead of testing the OpenMP objects again.
+FLAGS_STAMP = $(B)/flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(B)
+	@echo '$(CC) $(BASE) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(BASE) $(CFLAGS)' > $@
+FORCE:
+
+$(B)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
@@ -50,10 +59,10 @@ $(B)/train.o: train.c train.h model.h checkpoint.h kernels.h quant.h attention.h
 $(B)/tests/check.o: tests/check.c tests/check.h
 # the trainer's functions without its main, for tests/test_train.c
 $(B)/train_lib.o: train.c train.h model.h checkpoint.h kernels.h quant.h attention.h \
-                  tokenizer.h bpe.h cli.h
+                  tokenizer.h bpe.h cli.h $(FLAGS_STAMP)
 	$(CC) $(BASE) $(CFLAGS) -DTRAIN_LIBRARY -c $< -o $@
 # a test may include any header, so every test object depends on all of them
-$(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h)
+$(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
@@ -162,4 +171,4 @@ bench: all bench-attention bench-kernels $(BENCH_DEPS)
 clean:
 	rm -rf build run train quantize
 
-.PHONY: all run train test debug debug-tests bench bench-attention bench-kernels attn-table clean
+.PHONY: FORCE all run train test debug debug-tests bench bench-attention bench-kernels attn-table clean
