@@ -16,6 +16,10 @@
 
 #define SPEC_MAX_INT 1048576    /* upper bound of integer keys (2^20, the longest context) */
 #define SPEC_MAX_TAU 100.0f     /* upper bound of the temperature */
+#define SPEC_MAX_BUCKETS 4096   /* LSH buckets: beyond this (and beyond the context, which
+                                 * model_set_attention checks) buckets are nearly empty */
+#define SPEC_MAX_FEATURES 8192  /* Performer m: 8192 features already cost ~100x exact
+                                 * attention's work per token at head size 64 */
 
 /* One key: its name, where it goes, its range, and what it means. */
 typedef enum { KEY_INT, KEY_TAU, KEY_SEED } KeyType;
@@ -33,10 +37,10 @@ static const Key KEYS[] = {
     {"k", KEY_INT, offsetof(AttentionConfig, dilation), 1, SPEC_MAX_INT, "dilation"},
     {"l", KEY_INT, offsetof(AttentionConfig, stride), 1, SPEC_MAX_INT, "stride or block length"},
     {"c", KEY_INT, offsetof(AttentionConfig, summary), 0, SPEC_MAX_INT, "summary cells, <= l"},
-    {"buckets", KEY_INT, offsetof(AttentionConfig, buckets), 1, 65536, "buckets, 1 or even"},
+    {"buckets", KEY_INT, offsetof(AttentionConfig, buckets), 1, SPEC_MAX_BUCKETS, "buckets, 1 or even"},
     {"rounds", KEY_INT, offsetof(AttentionConfig, rounds), 1, 64, "hash rounds"},
     {"local", KEY_INT, offsetof(AttentionConfig, local), 0, SPEC_MAX_INT, "local window kept"},
-    {"m", KEY_INT, offsetof(AttentionConfig, features), 1, 65536, "random features"},
+    {"m", KEY_INT, offsetof(AttentionConfig, features), 1, SPEC_MAX_FEATURES, "random features"},
     {"orf", KEY_INT, offsetof(AttentionConfig, orthogonal), 0, 1, "orthogonal features"},
     {"prescale", KEY_INT, offsetof(AttentionConfig, prescale), 0, 1, "q, k times HS^-1/4"},
     {"softmax1", KEY_INT, offsetof(AttentionConfig, softmax1), 0, 1, "softmax plus one"},
@@ -83,7 +87,8 @@ const char *attention_spec_help(void) {
     "  linear[:prescale=]          linear attention, elu+1 features\n"
     "  efficient                   Efficient Attention (Shen et al.), causal\n"
     "  performer[:m=,orf=,seed=]   FAVOR+, m positive random features (256, 1, 1)\n"
-    "  (tau in (0, 100], softmax1/orf/prescale 0 or 1, integers 0..2^20, seed 0..2^64-1;\n"
+    "  (tau in (0, 100], softmax1/orf/prescale 0 or 1, buckets <= 4096, m <= 8192, other\n"
+    "  integers 0..2^20, seed 0..2^64-1;\n"
     "  nystrom is not causal and cannot run in the model)\n";
 }
 

@@ -73,12 +73,28 @@ static int is_plain_exact(const AttentionConfig *cfg) {
     return cfg->kind == ATTENTION_EXACT && !cfg->softmax1 && !cfg->unscaled && cfg->tau == 1.0f;
 }
 
+/* Bytes of exact attention's KV cache for n_ctx positions: keys and values, all layers. */
+static size_t kv_cache_bytes(const Config *c, int n_ctx) {
+    return 2 * sizeof(float) * (size_t)c->n_layers * (size_t)n_ctx * (size_t)c->kv_dim;
+}
+
+/* Refuses (with a message) an attention state larger than MODEL_MAX_STATE_BYTES. */
+static int check_state_size(const char *what, size_t bytes, int n_ctx) {
+    if (bytes <= MODEL_MAX_STATE_BYTES) return 0;
+    fprintf(stderr, "model: attention %s for %d positions needs %zu MB (expected at most "
+            "%zu MB, MODEL_MAX_STATE_BYTES: use a shorter context or a smaller variant)\n",
+            what, n_ctx, bytes >> 20, MODEL_MAX_STATE_BYTES >> 20);
+    return -1;
+}
+
 int model_set_attention(Model *m, const AttentionConfig *cfg) {
     const Config *c = &m->config;
     int n_ctx = m->n_ctx;
     size_t total;
     free_attention(m);
     if (is_plain_exact(cfg)) {
+        if (check_state_size("exact (KV cache)", kv_cache_bytes(c, n_ctx), n_ctx) != 0)
+            return -1;
         /* calloc'd: pages are committed only as positions are written */
         size_t floats = (size_t)c->n_layers * (size_t)n_ctx * (size_t)c->kv_dim;
         m->cache.k = calloc(floats, sizeof(float));
@@ -99,7 +115,14 @@ int model_set_attention(Model *m, const AttentionConfig *cfg) {
                 n_ctx);
         return -1;
     }
-    if (size_mul(layer_bytes, (size_t)c->n_layers, &total) != 0) goto out_of_memory;
+    if (cfg->kind == ATTENTION_LSH && cfg->buckets > c->seq_len) {
+        fprintf(stderr, "model: attention lsh: %d buckets for %d positions (expected at most "
+                "%d, the model's context: more buckets than positions leave them empty)\n",
+                cfg->buckets, c->seq_len, c->seq_len);
+        return -1;
+    }
+    if (size_mul(layer_bytes, (size_t)c->n_layers, &total) != 0 ||
+        check_state_size(attention_kind_name(cfg->kind), total, n_ctx) != 0) return -1;
     /* one block for all layers, carved into L equal cache-line-aligned parts */
     m->attention_state = calloc(total, 1);
     m->state.scratch = calloc(scratch, sizeof(float));
@@ -142,7 +165,15 @@ int model_load(Model *m, const char *path, int max_chunk) {
     m->config = *c;
     m->format = m->checkpoint.format;
     m->n_ctx = c->seq_len;
-    m->max_chunk = max_chunk < c->seq_len ? max_chunk : c->seq_len;
+    size_t per_position = kv_cache_bytes(c, 1);
+    if (kv_cache_bytes(c, c->seq_len) > MODEL_MAX_STATE_BYTES)   /* a header's huge context */
+        m->n_ctx = (int)(MODEL_MAX_STATE_BYTES / per_position);
+    if (m->n_ctx < 1) {
+        fprintf(stderr, "model: %s: one position of KV cache needs %zu bytes (expected at most "
+                "%zu)\n", path, per_position, MODEL_MAX_STATE_BYTES);
+        goto fail;
+    }
+    m->max_chunk = max_chunk < m->n_ctx ? max_chunk : m->n_ctx;
     m->attention.n_heads = c->n_heads;
     m->attention.n_kv_heads = c->n_kv_heads;
     m->attention.head_dim = c->head_dim;

@@ -20,6 +20,11 @@
 #include "checkpoint.h"    /* Config, Weights, Checkpoint */
 
 #define MODEL_ROPE_BASE 10000.0f       /* rotary embedding base, as llama2.c */
+#ifndef MODEL_MAX_STATE_BYTES
+#define MODEL_MAX_STATE_BYTES ((size_t)4 << 30)  /* most bytes of attention state (KV cache
+                                                  * or a variant's) a model may allocate:
+                                                  * a header cannot ask for more */
+#endif
 
 /* Exact attention's memory: the keys and values of every position so far, per layer. */
 typedef struct {
@@ -61,8 +66,9 @@ typedef struct {
 
 /* Load and validate a checkpoint (checkpoint_load), allocate activations for chunks of
  * up to min(max_chunk, S) tokens (max_chunk >= 1; the result is in m->max_chunk), and
- * exact attention's KV cache for the whole context S (memory is committed as positions
- * are used). Returns 0, or -1 after printing one stderr line "model: PATH: problem (got X,
+ * exact attention's KV cache for the whole context S, or for as many positions as
+ * MODEL_MAX_STATE_BYTES holds if S needs more (memory is committed as positions are
+ * used; model_set_context asks for a size explicitly). Returns 0, or -1 after printing one stderr line "model: PATH: problem (got X,
  * expected Y)". *m is zeroed first and model_free is safe after either outcome. */
 int model_load(Model *m, const char *path, int max_chunk);
 

@@ -230,6 +230,27 @@ static void test_bad_inputs(const char *model, const char *tok) {
     expect("missing prompt file", args, 1, "cannot open prompt file");
 }
 
+/* What a header or a flag may make the program allocate is bounded: a context field of
+ * 2^20 with 1024 layers (a 32 GB KV cache) still runs a short generation in little
+ * memory; LSH and Performer parameters beyond what can help are refused with a message. */
+static void test_resource_limits(const char *model, const char *tok) {
+    /* 1024 layers of dim 8: floats = norms 2*1024*8+8, embedding 260*8, per layer
+     * wq 64, wk 32, wv 32, wo 64, w1 w2 w3 3*128 */
+    const int32_t huge[7] = {8, 16, 1024, 2, 1, 260, 1 << 20};
+    long n = 2L * 1024 * 8 + 8 + 260 * 8 + 1024L * (64 + 32 + 32 + 64 + 3 * 128);
+    char args[1024];
+    snprintf(args, sizeof args, "%s -z %s -n 3 -t 0", write_llama("huge_ctx.bin", 1, huge, n),
+             tok);
+    expect("context field 2^20 x 1024 layers: a short run still works", args, 0,
+           "generation: 3 tokens");
+    snprintf(args, sizeof args, "%s -z %s -n 1 --attn lsh:buckets=65536", model, tok);
+    expect("lsh buckets beyond 4096", args, 2, "expected an integer in 1..4096");
+    snprintf(args, sizeof args, "%s -z %s -n 1 --attn performer:m=65536", model, tok);
+    expect("performer m beyond 8192", args, 2, "expected an integer in 1..8192");
+    snprintf(args, sizeof args, "%s -z %s -n 1 --attn lsh:buckets=64", model, tok);
+    expect("more lsh buckets than positions", args, 1, "64 buckets for 16 positions");
+}
+
 /* Usage errors are one line and a hint, never the whole help; every number follows one
  * rule; bad values are quoted with control bytes escaped. */
 static void test_strict_parsing(const char *model, const char *tok) {
@@ -403,6 +424,7 @@ int main(void) {
     test_bad_llama_files(tok);
     test_bad_inputs(model, tok);
     test_strict_parsing(model, tok);
+    test_resource_limits(model, tok);
     test_numerical_edges(model, tok);
     test_generation(model, tok);
     test_eval(model, tok);
