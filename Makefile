@@ -135,6 +135,22 @@ debug-tests: $(B)/run $(B)/train $(TESTS)
 # the benchmark's tools and random-weight models (tools/bench.mk)
 include tools/bench.mk
 
+# valgrind: memcheck (errors and leaks are failures) on a build valgrind can run (AVX2, not
+# AVX-512, which valgrind 3.19 does not decode; no OpenMP) over every test but test_train
+# and test_eval (their training runs and full evaluation take 5+ minutes each under
+# valgrind; the sanitizer build covers them), with test_model on the repository's own
+# reference files only, and test_cli running ./run itself under valgrind, so every error
+# path of the program is checked. About 3 minutes. Example: make valgrind
+VALGRIND = valgrind -q --error-exitcode=9 --leak-check=full \
+           --errors-for-leak-kinds=definite,indirect
+VG_TESTS = test_kernels test_quant test_attention test_attention_variants test_sampler \
+           test_tokenizer test_tokenizer_llama test_model test_cli
+valgrind:
+	$(MAKE) B=build/valgrind OMP=0 CFLAGS="-O2 -g -mavx2 -mfma" build/valgrind/run \
+	  $(addprefix build/valgrind/tests/,$(VG_TESTS))
+	@SHARED_DIR=/nonexistent RUN="$(VALGRIND) build/valgrind/run" WRAP="$(VALGRIND)" \
+	  sh tests/run_all.sh $(addprefix build/valgrind/tests/,$(VG_TESTS))
+
 # bench-attention: attention-only time per generated token at T = 128 .. 16384 on
 # synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
 # nothing. Example: OMP_NUM_THREADS=1 make bench-attention
@@ -171,4 +187,4 @@ bench: all bench-attention bench-kernels $(BENCH_DEPS)
 clean:
 	rm -rf build run train quantize
 
-.PHONY: FORCE all run train test debug debug-tests bench bench-attention bench-kernels attn-table clean
+.PHONY: FORCE all run train test debug debug-tests valgrind bench bench-attention bench-kernels attn-table clean

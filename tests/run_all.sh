@@ -9,7 +9,7 @@ total_pass=0
 total_fail=0
 total_skip=0
 for t in "$@"; do
-    out=$("$t" 2>&1)
+    out=$($WRAP "$t" 2>&1)   # WRAP: an optional command to run each binary under (valgrind)
     rc=$?
     printf '%s\n' "$out"
     line=$(printf '%s\n' "$out" | grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed' | tail -n 1)
