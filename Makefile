@@ -93,7 +93,7 @@ $(B)/train: $(B)/train.o $(B)/cli.o $(B)/bpe.o $(CORE) $(TOK)
 # train: build, then train the shipped model (tokenizer and GPT) from scratch into
 # weights/, as weights/README.md records. Example: make train TRAIN_DATA=path/to/text.txt
 TRAIN_DATA ?= ../shared/data/tinyshakespeare.txt
-TRAIN_ARGS ?= -o weights/model.bin
+TRAIN_ARGS ?= --force -o weights/model.bin
 train: all
 	./train -d $(TRAIN_DATA) $(TRAIN_ARGS)
 

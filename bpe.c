@@ -4,8 +4,10 @@
  * counted once with a weight. Each step counts every adjacent token pair over the
  * distinct pieces, makes the most frequent pair the next token (the highest id so
  * far) and updates the pieces it touches. The update re-encodes a piece exactly as
- * tokenizer.c does (a piece that is a token is taken whole; otherwise repeatedly merge
- * the adjacent pair whose bytes form the lowest-id token, leftmost first). Why that
+ * tokenizer.c does, with its own merge loop, tokenizer_merge (a piece that is a token is
+ * taken whole; otherwise repeatedly merge the adjacent pair whose bytes form the lowest-id
+ * token, leftmost first; O(n log n) in the piece's bytes, so one long run of a repeated
+ * character costs milliseconds, not hours). Why that
  * suffices: a new token has the highest id, so the encoder picks it only once no other
  * merge applies, which is when a piece's current segmentation is final; so only pieces
  * with an adjacent pair spelling the new token, or equal to it, change.
@@ -14,12 +16,13 @@
 #include "bpe.h"
 
 #include <errno.h>       /* errno */
-#include <stdint.h>      /* uint32_t, uint64_t */
-#include <stdio.h>       /* fopen, fwrite, fprintf */
+#include <stdint.h>      /* int32_t, uint32_t, uint64_t */
+#include <stdio.h>       /* fopen, fwrite, fflush, fileno, fprintf, remove */
 #include <stdlib.h>      /* calloc, malloc, free */
 #include <string.h>      /* memcmp, memcpy, memset, strerror, strlen */
+#include <unistd.h>      /* fsync (POSIX) */
 
-#include "tokenizer.h"   /* tokenizer_next_piece, TOKENIZER_MAGIC, TOKENIZER_HEADER_INTS */
+#include "tokenizer.h"   /* tokenizer_next_piece, tokenizer_merge, TOKENIZER_MAGIC, ... */
 
 #define BPE_FILE_VERSION 2          /* llm.c tokenizer version that stores vocab size and eot */
 #define FNV_OFFSET 2166136261u      /* FNV-1a 32-bit offset basis */
@@ -50,7 +53,7 @@ typedef struct {
     int *n_tokens;          /* (n,) tokens in the current segmentation */
     size_t *token_offset;   /* (n,) where this piece's arrays start in tokens/token_start */
     int *tokens;            /* (total bytes,) token ids of each segmentation */
-    int *token_start;       /* (total bytes,) offset of each token inside its piece */
+    int32_t *token_start;   /* (total bytes,) offset of each token inside its piece */
 } Pieces;
 
 static void pieces_free(Pieces *p) {
@@ -106,7 +109,7 @@ static int pieces_build(Pieces *p, const char *text, size_t len) {
         p->n_tokens[w] = (int)p->len[w];
         for (size_t i = 0; i < p->len[w]; i++) {
             p->tokens[offset + i] = bytes[p->start[w] + i];
-            p->token_start[offset + i] = (int)i;
+            p->token_start[offset + i] = (int32_t)i;
         }
         offset += p->len[w];
     }
@@ -149,42 +152,31 @@ static void vocab_add(Vocab *v, const unsigned char *bytes, size_t len) {
     v->slot[i] = id + 1;
 }
 
-/* Re-encode piece w from its bytes as tokenizer.c's encode_piece does. */
-static void piece_encode(Pieces *p, size_t w, const unsigned char *text, const Vocab *v) {
+/* tokenizer_merge's lookup: the id of the string in the Vocab, or -1. */
+static int vocab_lookup(const void *vocab, const unsigned char *bytes, size_t len) {
+    return vocab_find(vocab, bytes, len);
+}
+
+/* Re-encode piece w from its bytes as tokenizer_encode does: a piece that is a token is
+ * taken whole, otherwise tokenizer_merge (lowest id first, O(n log n) in the piece's n
+ * bytes). Returns 0, or -1 after a stderr line (out of memory). */
+static int piece_encode(Pieces *p, size_t w, const unsigned char *text, const Vocab *v) {
     const unsigned char *piece = text + p->start[w];
-    int n = (int)p->len[w];
-    int *tokens = p->tokens + p->token_offset[w], *start = p->token_start + p->token_offset[w];
-    int whole = vocab_find(v, piece, (size_t)n);
+    size_t n = p->len[w];
+    int *tokens = p->tokens + p->token_offset[w];
+    int32_t *start = p->token_start + p->token_offset[w];
+    int whole = vocab_find(v, piece, n);
     if (whole >= 0) {   /* a piece that is itself a token is taken whole */
         tokens[0] = whole;
         start[0] = 0;
         p->n_tokens[w] = 1;
-        return;
+        return 0;
     }
-    int count = n;
-    for (int i = 0; i < n; i++) {
-        tokens[i] = piece[i];
-        start[i] = i;
-    }
-    for (;;) {   /* merge the lowest-id pair, leftmost on ties, until none forms a token */
-        int best = -1, best_id = -1;
-        for (int i = 0; i + 1 < count; i++) {
-            int end = i + 2 < count ? start[i + 2] : n;
-            int id = vocab_find(v, piece + start[i], (size_t)(end - start[i]));
-            if (id >= 0 && (best_id < 0 || id < best_id)) {
-                best = i;
-                best_id = id;
-            }
-        }
-        if (best < 0) break;
-        tokens[best] = best_id;
-        for (int i = best + 1; i + 1 < count; i++) {
-            tokens[i] = tokens[i + 1];
-            start[i] = start[i + 1];
-        }
-        count--;
-    }
-    p->n_tokens[w] = count;
+    TokenizerMergeRules rules = {vocab_lookup, v, NULL, 0};   /* rank = id: lowest id first */
+    long count = tokenizer_merge(&rules, piece, n, tokens, start);
+    if (count < 0) return -1;
+    p->n_tokens[w] = (int)count;
+    return 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -277,13 +269,13 @@ int bpe_train(Bpe *b, const char *text, size_t len, int vocab_size) {
         for (size_t w = 0; w < p.n; w++) {
             const unsigned char *piece = bytes + p.start[w];
             int changed = p.len[w] == merged_len && memcmp(piece, merged, merged_len) == 0;
-            const int *start = p.token_start + p.token_offset[w];
+            const int32_t *start = p.token_start + p.token_offset[w];
             for (int i = 0; !changed && i + 1 < p.n_tokens[w]; i++) {
                 int end = i + 2 < p.n_tokens[w] ? start[i + 2] : (int)p.len[w];
                 changed = (size_t)(end - start[i]) == merged_len &&
                           memcmp(piece + start[i], merged, merged_len) == 0;
             }
-            if (changed) piece_encode(&p, w, bytes, &v);
+            if (changed && piece_encode(&p, w, bytes, &v) != 0) goto fail;
         }
     }
     /* the end-of-text token comes last (it is never produced by encoding) */
@@ -298,6 +290,7 @@ int bpe_train(Bpe *b, const char *text, size_t len, int vocab_size) {
 
 out_of_memory:
     fprintf(stderr, "bpe: out of memory (text of %zu bytes, vocab size %d)\n", len, vocab_size);
+fail:
     pieces_free(&p);
     free(v.slot);
     free(pairs.key);
@@ -332,9 +325,12 @@ int bpe_save(const Bpe *b, const char *path) {
         unsigned char len = (unsigned char)token_len(b, id);
         ok = fwrite(&len, 1, 1, file) == 1 && fwrite(b->bytes + b->offset[id], len, 1, file) == 1;
     }
+    /* on the disk before returning, so a caller's rename of the file is durable */
+    if (ok) ok = fflush(file) == 0 && fsync(fileno(file)) == 0;
     if (fclose(file) != 0) ok = 0;
     if (!ok) {
         fprintf(stderr, "bpe: %s: write failed (%s)\n", path, strerror(errno));
+        remove(path);
         return -1;
     }
     return 0;

@@ -8,7 +8,8 @@
  * It does not handle special tokens in text and never emits end-of-text.
  * Llama encoding has no pre-tokenization: the text (after a dummy-prefix space) starts as
  * one token per UTF-8 character, unknown characters fall back to byte tokens, and the
- * pair with the highest score merges first, as llama2.c does. Both use the same merge loop.
+ * pair with the highest score merges first, as llama2.c does. Both use the same merge loop
+ * (tokenizer_merge, which the BPE trainer bpe.c uses too).
  * Read tokenizer.h first; unicode.c holds the character classes.
  */
 #include "tokenizer.h"
@@ -564,11 +565,11 @@ static MergeCandidate heap_pop(MergeCandidate *heap, size_t *count) {
 }
 
 /* Push the pair covering piece[start .. end) if its bytes form a token. */
-static void push_pair(const Tokenizer *t, const unsigned char *piece, int32_t start,
-                      int32_t end, MergeScratch *scratch, size_t *heap_count) {
-    int id = table_find(t, piece + start, (size_t)(end - start));
+static void push_pair(const TokenizerMergeRules *rules, const unsigned char *piece,
+                      int32_t start, int32_t end, MergeScratch *scratch, size_t *heap_count) {
+    int id = rules->find(rules->vocab, piece + start, (size_t)(end - start));
     if (id >= 0) {
-        MergeCandidate candidate = {t->rank[id], id, start, end};
+        MergeCandidate candidate = {rules->rank ? rules->rank[id] : id, id, start, end};
         heap_push(scratch->heap, heap_count, candidate);
     }
 }
@@ -587,20 +588,13 @@ static void emit(int id, int *ids, size_t cap, size_t *count) {
     (*count)++;
 }
 
-/* Encode one piece of n >= 1 bytes. GPT-2 starts from one token per byte (all bytes
- * have single-byte tokens); Llama from one token per character (all of which are in
- * the vocabulary). Instead of rescanning every pair after each merge (quadratic in n),
- * a heap keeps the candidate pairs ordered; entries made stale by an earlier merge are
- * skipped when popped. */
-static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n,
-                        MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
-    int by_character = t->kind == TOKENIZER_LLAMA;
-    // a piece that is itself a token is taken whole, as tiktoken does before merging
-    int whole = by_character ? -1 : table_find(t, piece, n);
-    if (whole >= 0) {
-        emit(whole, ids, cap, count);
-        return 0;
-    }
+/* Merge one piece of n >= 1 bytes (tokenizer_merge's rules) into scratch: afterwards the
+ * tokens are token[i] for i = 0, next[0], next[next[0]], ... while i < n. Instead of
+ * rescanning every pair after each merge (quadratic in n), a heap keeps the candidate
+ * pairs ordered; entries made stale by an earlier merge are skipped when popped.
+ * Returns 0, or -1 after a stderr line. */
+static int merge_piece(const TokenizerMergeRules *rules, const unsigned char *piece, size_t n,
+                       MergeScratch *scratch) {
     if (scratch_reserve(scratch, n) != 0) return -1;
     int32_t *prev = scratch->prev, *next = scratch->next, *token = scratch->token;
     int32_t length = (int32_t)n;
@@ -608,14 +602,20 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
 
     // the starting tokens, linked, and a candidate for every adjacent pair
     for (int32_t i = 0, last = -1; i < length; last = i, i = next[i]) {
-        int32_t width = by_character ? (int32_t)llama_char_length(piece, n, (size_t)i) : 1;
+        int32_t width = rules->by_character ? (int32_t)llama_char_length(piece, n, (size_t)i)
+                                            : 1;
         prev[i] = last;
         next[i] = i + width;
-        token[i] = by_character ? table_find(t, piece + i, (size_t)width)
-                                : t->byte_token[piece[i]];
+        token[i] = rules->find(rules->vocab, piece + i, (size_t)width);
+        if (token[i] < 0) {
+            const char *unit = rules->by_character ? "character" : "byte";
+            fprintf(stderr, "tokenizer: merge: no token for the %s at offset %d (got none, "
+                    "expected every starting %s to be a token)\n", unit, (int)i, unit);
+            return -1;
+        }
     }
     for (int32_t i = 0; next[i] < length; i = next[i])
-        push_pair(t, piece, i, next[next[i]], scratch, &heap_count);
+        push_pair(rules, piece, i, next[next[i]], scratch, &heap_count);
 
     while (heap_count > 0) {
         MergeCandidate best = heap_pop(scratch->heap, &heap_count);
@@ -628,10 +628,52 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
         next[left] = best.end;
         if (best.end < length) prev[best.end] = left;
         // the merged token forms new pairs with its neighbours
-        if (prev[left] >= 0) push_pair(t, piece, prev[left], best.end, scratch, &heap_count);
-        if (best.end < length) push_pair(t, piece, left, next[best.end], scratch, &heap_count);
+        if (prev[left] >= 0) push_pair(rules, piece, prev[left], best.end, scratch, &heap_count);
+        if (best.end < length) push_pair(rules, piece, left, next[best.end], scratch, &heap_count);
     }
-    for (int32_t i = 0; i < length; i = next[i]) emit(token[i], ids, cap, count);
+    return 0;
+}
+
+long tokenizer_merge(const TokenizerMergeRules *rules, const unsigned char *piece, size_t n,
+                     int *ids, int32_t *starts) {
+    MergeScratch scratch;
+    long count = 0;
+    scratch_init(&scratch);
+    if (n == 0 || merge_piece(rules, piece, n, &scratch) != 0) {
+        if (n == 0)
+            fprintf(stderr, "tokenizer: merge: empty piece (got 0 bytes, expected at least 1)\n");
+        scratch_free(&scratch);
+        return -1;
+    }
+    for (int32_t i = 0; i < (int32_t)n; i = scratch.next[i]) {
+        ids[count] = scratch.token[i];
+        starts[count] = i;
+        count++;
+    }
+    scratch_free(&scratch);
+    return count;
+}
+
+/* find for a Tokenizer: its hash table. */
+static int tokenizer_find(const void *vocab, const unsigned char *bytes, size_t len) {
+    return table_find(vocab, bytes, len);
+}
+
+/* Encode one piece of n >= 1 bytes. GPT-2 starts from one token per byte (all bytes
+ * have single-byte tokens); Llama from one token per character (all of which are in
+ * the vocabulary). */
+static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n,
+                        MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+    TokenizerMergeRules rules = {tokenizer_find, t, t->rank, t->kind == TOKENIZER_LLAMA};
+    // a piece that is itself a token is taken whole, as tiktoken does before merging
+    int whole = rules.by_character ? -1 : table_find(t, piece, n);
+    if (whole >= 0) {
+        emit(whole, ids, cap, count);
+        return 0;
+    }
+    if (merge_piece(&rules, piece, n, scratch) != 0) return -1;
+    for (int32_t i = 0; i < (int32_t)n; i = scratch->next[i])
+        emit(scratch->token[i], ids, cap, count);
     return 0;
 }
 

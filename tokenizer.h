@@ -87,4 +87,28 @@ const unsigned char *tokenizer_decode(const Tokenizer *t, int prev_id, int id, s
  * the text, so a BPE trainer can split its corpus the same way. */
 size_t tokenizer_next_piece(const char *text, size_t len, size_t start);
 
+/* ---- The merge loop of one piece, shared with the BPE trainer (bpe.c) ---- */
+
+/* The id of the token spelled by bytes[0 .. len) in vocab, or -1 if there is none. */
+typedef int (*TokenizerFind)(const void *vocab, const unsigned char *bytes, size_t len);
+
+/* A vocabulary as tokenizer_merge sees it. */
+typedef struct {
+    TokenizerFind find;      /* looks up a byte string */
+    const void *vocab;       /* passed to find; a view, not owned */
+    const int32_t *rank;     /* (vocab size,) merge priority by id, lowest first; NULL: the id */
+    int by_character;        /* 1: start from UTF-8 characters (llama2.c's grouping); 0: bytes */
+} TokenizerMergeRules;
+
+/* Merge one piece of n >= 1 bytes as tokenizer_encode does inside a piece: it starts as
+ * one token per byte (or character), each of which must be a token, and the adjacent pair
+ * whose bytes spell the token of lowest rank (leftmost on ties) merges, again and again,
+ * until no pair spells a token; O(n log n) with a heap. It does not first look the whole
+ * piece up (GPT-2 encoding does; callers do that themselves). Writes the tokens' ids to
+ * ids (n,) and their byte offsets in piece to starts (n,), and returns their count; or
+ * -1 after a stderr line (a starting byte or character is no token, piece too long, out
+ * of memory). Allocates only for pieces longer than TOKENIZER_SMALL_PIECE (freed). */
+long tokenizer_merge(const TokenizerMergeRules *rules, const unsigned char *piece, size_t n,
+                     int *ids, int32_t *starts);
+
 #endif /* TOKENIZER_H */

@@ -20,9 +20,19 @@
 
 #define TRAIN_N_TENSORS 16                   /* llm.c's GPT-2 parameter tensors */
 #define TRAIN_STATE_MAGIC 0x31534F41         /* optimizer state file: "AOS1" little-endian */
-#define TRAIN_STATE_VERSION 1
+#define TRAIN_STATE_VERSION 2                /* 2: tied to its checkpoint by a checksum */
 #define TRAIN_STATE_HEADER_INTS 64           /* state header: 64 int32/float32 fields */
+#define TRAIN_TEMP_SUFFIX ".tmp"             /* a file is written as PATH.tmp, then renamed */
 #define TRAIN_INIT_STD 0.02f                 /* GPT-2 init: N(0, 0.02) for weights */
+
+/* Limits of a run's settings: the trainer's flags accept these ranges, and a state file
+ * whose settings fall outside them is refused. */
+#define TRAIN_MAX_BATCH 4096
+#define TRAIN_MAX_STEPS 10000000
+#define TRAIN_MAX_LR 1.0f                    /* lr in (0, TRAIN_MAX_LR] */
+#define TRAIN_MAX_WEIGHT_DECAY 10.0f
+#define TRAIN_MAX_DROPOUT 0.9f
+#define TRAIN_MAX_CLIP 1000.0f
 
 /* Settings of a run; saved in the state file so a resumed run continues identically. */
 typedef struct {
@@ -129,13 +139,28 @@ float trainer_update(Trainer *tr);
 /* Learning rate at step: linear warmup to lr, then cosine decay to lr * lr_min_ratio. */
 float trainer_learning_rate(const TrainSettings *s, int step);
 
-/* Write the parameters as an llm.c fp32 GPT-2 checkpoint (what run loads), and, if
- * state_path is not NULL, the step, settings and AdamW moments to state_path.
- * Returns 0 or -1 after one stderr line. */
+/* Write the parameters as an llm.c fp32 GPT-2 checkpoint (what run loads) to path, and,
+ * if state_path is not NULL, the step, settings, AdamW moments and a checksum of that
+ * checkpoint to state_path (format: weights/README.md). Crash-safe: each file is written
+ * to its PATH.tmp and flushed to the disk (fsync), then the state is renamed into place,
+ * then the checkpoint, and the folder is synced after each rename; so path always holds
+ * a whole checkpoint, and state_path always belongs to it unless a crash fell between
+ * the two renames, which trainer_finish_save repairs. Returns 0, or -1 after one stderr
+ * line: temporaries are removed, except a checkpoint's whose state is already in place. */
 int trainer_save(const Trainer *tr, const char *path, const char *state_path);
 
+/* Finish a trainer_save interrupted between its two renames: if state_path's checksum
+ * does not match path but matches path.tmp, rename path.tmp to path. Returns 1 if it did,
+ * 0 if there was nothing to finish (unreadable or mismatched files are left for
+ * trainer_load to report), -1 after one stderr line if the rename failed. */
+int trainer_finish_save(const char *path, const char *state_path);
+
 /* Resume: build a trainer from a checkpoint and its state file (batch and settings
- * come from the state). Returns 0 or -1 after one stderr line; trainer_free is safe. */
+ * come from the state). Every field is checked before anything is allocated (shape and
+ * settings in range, exact file sizes, the state's own checksum, the checksum of the
+ * checkpoint it belongs to, finite parameters and moments); call trainer_finish_save
+ * first. Returns 0 or -1 after one stderr line naming the file at fault; trainer_free
+ * is safe either way. */
 int trainer_load(Trainer *tr, const char *path, const char *state_path);
 
 /* ---- Backward kernels (each accumulates into its outputs: +=) ---- */

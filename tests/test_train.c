@@ -7,15 +7,25 @@
  * 3. A short training run: the loss falls, a seed reproduces it bit for bit, and 1 and
  *    2 threads agree bit for bit; resuming from a checkpoint continues identically.
  * 4. Save -> model_load -> model_forward gives the trainer's own logits.
+ * Then the BPE trainer (hand-made texts, a 200,000-byte run of one character, the old
+ * merges), and the train program: usage errors and exit codes, defaults that fit the
+ * run, empty / short / binary data, no overwriting, corrupt or mismatched state files,
+ * interrupted saves, and kill -9 at random moments of a run that saves every step.
  * 5. The shipped weights/ model's greedy continuation (a regression pin).
  */
 #include "train.h"
 
-#include <math.h>      /* fabs, sqrt, exp, log, tanh */
+#include <math.h>      /* fabs, sqrt, exp, log, tanh, NAN */
+#include <stdarg.h>    /* va_list (format_into) */
 #include <stdint.h>    /* uint64_t */
 #include <stdio.h>     /* printf, snprintf, remove */
-#include <stdlib.h>    /* malloc, calloc, free */
-#include <string.h>    /* memcpy, memcmp */
+#include <stdlib.h>    /* malloc, calloc, free, mkdtemp, setenv */
+#include <string.h>    /* memcpy, memcmp, strstr */
+#include <signal.h>    /* kill, SIGKILL (POSIX: the kill -9 test) */
+#include <sys/stat.h>  /* mkdir */
+#include <sys/wait.h>  /* waitpid */
+#include <time.h>      /* clock, clock_gettime, nanosleep */
+#include <unistd.h>    /* access, fork, execl, getcwd, rmdir */
 #ifdef _OPENMP
 #include <omp.h>       /* omp_set_num_threads */
 #endif
@@ -584,17 +594,204 @@ static void test_bpe_roundtrip(void) {
 }
 
 /* ------------------------------------------------------------------------- */
-/* The train program's command line                                            */
+/* The BPE trainer on a long run of one character, and against the old merges */
 
-static const char *train_bin = "./train";
+#define LONG_RUN_BYTES 200000      /* one pre-tokenized piece of 200,000 '=' */
+/* train + save + load + encode must take less CPU time than this (measured 0.3 s at -O3;
+ * the old quadratic loop needed ~1.3 s for 8,000 bytes, so ~800 s for these); the
+ * sanitizer builds run ~4x slower */
+#if defined(__SANITIZE_ADDRESS__)            /* gcc's -fsanitize=address */
+#define LONG_RUN_SECONDS 5.0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)         /* clang's */
+#define LONG_RUN_SECONDS 5.0
+#endif
+#endif
+#ifndef LONG_RUN_SECONDS
+#define LONG_RUN_SECONDS 1.0
+#endif
+#define LONG_RUN_MERGES 7          /* "==", "====", ... up to 128 '=' (256 would be too long) */
+#define LONG_RUN_TOP 128           /* bytes of the longest token learned */
+/* The merges bpe_train learned on test_bpe_roundtrip's play text before its merge loop
+ * became tokenizer.c's heap merge (recorded from that code): their count, and FNV-1a 64
+ * of the (left, right) ids as little-endian int32, in order. */
+#define PLAY_MERGES 46
+#define PLAY_MERGES_FNV 0x29E4702D93B639FFull
+#define SHIPPED_VOCAB 1024         /* weights/tokenizer.bin's vocabulary */
+
+/* snprintf whose truncation fails a check (the buffers here are ample; this keeps it so). */
+static void format_into(char *buf, size_t cap, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    int n = vsnprintf(buf, cap, format, args);
+    va_end(args);
+    if (n < 0 || (size_t)n >= cap) check_true(0, "test path or command too long: %s", buf);
+}
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t merges_fnv(const Bpe *b) {
+    uint64_t hash = 0xCBF29CE484222325ull;   /* FNV-1a 64 offset basis; prime 2^40 + 0x1B3 */
+    for (int i = 0; i < b->n_merges; i++)
+        for (int k = 0; k < 2; k++)
+            for (int byte = 0; byte < 4; byte++)
+                hash = (hash ^ (((uint32_t)b->merges[i][k] >> (8 * byte)) & 0xFFu)) *
+                       0x100000001B3ull;
+    return hash;
+}
+
+static void test_bpe_long_run(void) {
+    const char *path = "build/test_train_bpe_run.bin";
+    char *text = malloc(LONG_RUN_BYTES);
+    int *ids = malloc(sizeof(int) * (LONG_RUN_BYTES + 1));
+    if (!check_true(text && ids, "bpe long run: buffers")) goto done;
+    memset(text, '=', LONG_RUN_BYTES);
+    clock_t start = clock();   /* CPU time: other processes on the machine do not count */
+    Bpe b;
+    int trained = bpe_train(&b, text, LONG_RUN_BYTES, 1000) == 0;
+    int saved = trained && bpe_save(&b, path) == 0;
+    int doubling = trained && b.n_merges == LONG_RUN_MERGES && b.merges[0][0] == '=' &&
+                   b.merges[0][1] == '=';
+    for (int i = 1; doubling && i < b.n_merges; i++)
+        doubling = b.merges[i][0] == 255 + i && b.merges[i][1] == 255 + i;
+    if (trained) bpe_free(&b);
+    Tokenizer t;
+    size_t n = 0;
+    int loaded = saved && tokenizer_load(&t, path) == 0;
+    int encoded = loaded && tokenizer_encode(&t, text, LONG_RUN_BYTES, ids, LONG_RUN_BYTES + 1,
+                                             &n) == 0;
+    double seconds = (double)(clock() - start) / CLOCKS_PER_SEC;
+    check_true(encoded && seconds < LONG_RUN_SECONDS,
+               "bpe: a run of %d '=' (one piece) trains, saves, loads and encodes in %.3f s "
+               "of CPU (expected < %.1f)", LONG_RUN_BYTES, seconds, LONG_RUN_SECONDS);
+    check_true(doubling, "bpe long run: %d merges, each doubling the run ('=','='), "
+               "(256,256), ... (261,261)", LONG_RUN_MERGES);
+    /* 200,000 = 1562 x 128 + 64: the encoder takes the longest tokens, then the rest */
+    size_t whole = LONG_RUN_BYTES / LONG_RUN_TOP;
+    int top_id = 256 + LONG_RUN_MERGES - 1;
+    int ok = encoded && n == whole + 1 && ids[whole] == top_id - 1;
+    for (size_t i = 0; ok && i < whole; i++) ok = ids[i] == top_id;
+    check_true(ok, "bpe long run: encodes to %zu tokens of 128 '=' and one of 64 (got %zu)",
+               whole, n);
+    if (loaded) tokenizer_free(&t);
+
+    /* the same merges as the old per-piece loop on the hand-made play text */
+    const char *play =
+        "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
+        "First Citizen:\nYou are all resolved rather to die than to famish?\n\nAll:\nResolved. "
+        "resolved.\n\nFirst Citizen:\nFirst, you know Caius Marcius is chief enemy to the "
+        "people.\n\nAll:\nWe know't, we know't.\n";
+    if (bpe_train(&b, play, strlen(play), 400) == 0) {
+        check_true(b.n_merges == PLAY_MERGES && merges_fnv(&b) == PLAY_MERGES_FNV,
+                   "bpe: the play text gives the merges recorded from the old merge loop "
+                   "(%d merges, FNV %016llx)", b.n_merges, (unsigned long long)merges_fnv(&b));
+        bpe_free(&b);
+    }
+    /* and the shipped tokenizer, which the old code learned from Tiny Shakespeare */
+    const char *shared = check_shared_dir();
+    char corpus[512];
+    size_t size = 0;
+    char *data = NULL;
+    if (shared) {
+        format_into(corpus, sizeof corpus, "%s/data/tinyshakespeare.txt", shared);
+        data = check_read_file(corpus, &size);
+    }
+    if (!data) {
+        check_skip("../shared/data/tinyshakespeare.txt not found (shipped tokenizer rebuild)");
+    } else {
+        size_t split = size / 10 * 9 + size % 10 * 9 / 10;   /* train.c's floor(0.9 size) */
+        size_t n_new = 0, n_old = 0;
+        char *fresh = NULL, *shipped = NULL;
+        if (bpe_train(&b, data, split, SHIPPED_VOCAB) == 0) {
+            if (bpe_save(&b, path) == 0) fresh = check_read_file(path, &n_new);
+            bpe_free(&b);
+        }
+        shipped = check_read_file("weights/tokenizer.bin", &n_old);
+        check_true(fresh && shipped && n_new == n_old && memcmp(fresh, shipped, n_old) == 0,
+                   "bpe: Tiny Shakespeare's training split rebuilds weights/tokenizer.bin byte "
+                   "for byte");
+        free(fresh);
+        free(shipped);
+        free(data);
+    }
+done:
+    remove(path);
+    free(text);
+    free(ids);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The train program: flags, exit codes, data, files, and crashes            */
+
+#define TRAIN_ENV "OMP_NUM_THREADS=1"   /* tiny models: one thread is quickest; same bits */
+#define TINY "-v 300 -L 1 -C 16 -H 2 -T 8 -B 4"   /* a model that trains in milliseconds */
+#define CAP 4096                        /* paths and commands built here */
+
+static char train_bin[CAP] = "./train";   /* absolute once main has run */
 static const char *run_bin = "./run";
 
-/* Runs "$TRAIN ARGS", checks the exit code and that stderr (or stdout) has `message`. */
+/* A new empty folder under /tmp, its path in dir (CAP bytes). Returns 0 or -1. */
+static int make_temp_dir(char *dir) {
+    format_into(dir, CAP, "/tmp/test_train_XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static void remove_dir(const char *dir) {
+    char command[CAP];
+    format_into(command, sizeof command, "rm -rf '%s'", dir);
+    check_run(command, NULL, NULL);
+}
+
+/* dir/name into path (CAP bytes); returns path. */
+static char *join(char *path, const char *dir, const char *name) {
+    format_into(path, CAP, "%s/%s", dir, name);
+    return path;
+}
+
+static int write_bytes(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int ok = fwrite(data, 1, n, f) == n;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* A small training text: 40 times two lines of Hamlet (3.6 KB). */
+static int write_play(const char *path) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    for (int i = 0; i < 40; i++)
+        fprintf(f, "To be, or not to be, that is the question %d.\nWhether 'tis nobler in the "
+                "mind to suffer.\n", i);
+    return fclose(f);
+}
+
+/* 1 if the files at a and b hold the same bytes. */
+static int same_file(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    char *da = check_read_file(a, &na), *db = check_read_file(b, &nb);
+    int same = da && db && na == nb && memcmp(da, db, na) == 0;
+    free(da);
+    free(db);
+    return same;
+}
+
+static int exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* Runs "TRAIN_ENV $TRAIN args"; returns the exit code; out and err as check_run. */
+static int train(const char *args, char **out, char **err) {
+    char command[3 * CAP];
+    format_into(command, sizeof command, "%s %s %s", TRAIN_ENV, train_bin, args);
+    return check_run(command, out, err);
+}
+
+/* Runs train with args, checks the exit code and that stderr (or stdout) has `message`. */
 static void expect_train(const char *what, const char *args, int want_code, const char *message) {
-    char command[2048];
-    snprintf(command, sizeof command, "%s %s", train_bin, args);
     char *out = NULL, *err = NULL;
-    int code = check_run(command, &out, &err);
+    int code = train(args, &out, &err);
     int has = (err && strstr(err, message)) || (out && strstr(out, message));
     check_true(code == want_code && has, "train %s: exit %d (want %d), output has \"%s\"%s%s",
                what, code, want_code, message, has ? "" : "; stderr: ", has || !err ? "" : err);
@@ -602,43 +799,523 @@ static void expect_train(const char *what, const char *args, int want_code, cons
     free(err);
 }
 
+/* A usage error: exit 2 and exactly two stderr lines, "train: FLAG: PROBLEM (got X,
+ * expected Y)" containing message, then the hint; no help text. */
+static void expect_usage(const char *what, const char *args, const char *message) {
+    char *out = NULL, *err = NULL;
+    int code = train(args, &out, &err);
+    const char *hint = "Try './train --help'.\n";
+    const char *second = err ? strchr(err, '\n') : NULL;
+    int one_line = err && second && !strcmp(second + 1, hint) && !strncmp(err, "train: ", 7) &&
+                   strstr(err, "(got ") && strstr(err, ", expected ");
+    int has = err && strstr(err, message) && (!second || strstr(err, message) < second);
+    int ok = code == 2 && one_line && has && !(out && strstr(out, "Usage"));
+    check_true(ok, "train %s: exit %d (want 2), one line with \"%s\" then the hint%s%s", what,
+               code, message, ok || !err ? "" : "; stderr: ", ok || !err ? "" : err);
+    free(out);
+    free(err);
+}
+
+/* Flags: one-line usage errors, --name=value, and one test per exit-code row. */
 static void test_cli(void) {
-    const char *text_path = "build/test_train_text.txt";
-    FILE *f = fopen(text_path, "wb");
-    if (!check_true(f != NULL, "write a small training text")) return;
-    for (int i = 0; i < 40; i++)
-        fprintf(f, "To be, or not to be, that is the question %d.\nWhether 'tis nobler in the "
-                "mind to suffer.\n", i);
-    fclose(f);
-    expect_train("unknown flag", "--bogus 1", 2, "--bogus: unknown option");
-    expect_train("malformed number", "-n 12x", 2, "-n: invalid value '12x'");
-    expect_train("out of range", "-p 0.95", 2, "expected a number in 0..0.9");
-    expect_train("missing value", "-L", 2, "-L: missing value");
-    expect_train("heads not dividing width", "-C 64 -H 5", 2, "must divide the width");
-    expect_train("shape flags with -r", "-r -L 2", 2, "only -d, -o, -z, -e and -n");
-    expect_train("missing data", "-d build/no_such_file.txt", 1, "cannot open");
-    char args[1024];
-    const char *model = "build/test_train_cli_model.bin";
-    snprintf(args, sizeof args, "-d %s -o %s -z build/test_train_cli_tok.bin -v 300 -L 1 -C 16 "
-             "-H 2 -T 8 -B 4 -n 20 -w 2 -e 10", text_path, model);
+    char dir[CAP], text[CAP], model[CAP], tok[CAP], args[3 * CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "cli: temp folder")) return;
+    if (!check_true(write_play(join(text, dir, "text.txt")) == 0, "cli: write a small text"))
+        goto done;
+    join(model, dir, "model.bin");
+    join(tok, dir, "tok.bin");
+    /* exit 2: usage errors, each one line naming the flag, then the hint */
+    expect_usage("unknown flag", "--bogus 1", "--bogus: unknown option (got '--bogus'");
+    expect_usage("unknown flag without a value", "--bogus", "--bogus: unknown option");
+    expect_usage("unknown long flag with =", "--bogus=1", "--bogus: unknown option");
+    expect_usage("malformed number", "-n 12x", "-n: invalid value (got '12x', expected an "
+                 "integer in 0..10000000)");
+    expect_usage("malformed number after =", "--steps=12x", "--steps: invalid value (got '12x'");
+    expect_usage("out of range", "-p 0.95", "-p: invalid value (got '0.95', expected a number "
+                 "in 0..0.9)");
+    expect_usage("missing value", "-L", "-L: missing value (got nothing after it, expected an "
+                 "integer in 1..64)");
+    expect_usage("value given to a switch", "--resume=1", "--resume: takes no value");
+    expect_usage("stray word", "model.bin", "model.bin: unexpected argument");
+    expect_usage("control byte in an argument, shown as \\xHH", "\"$(printf 'x\\001y')\"",
+                 "x\\x01y: unexpected argument (got 'x\\x01y'");
+    expect_usage("heads not dividing width", "-C 64 -H 5", "-H: heads must divide the width "
+                 "(got 5 heads for width 64");
+    expect_usage("shape flags with -r", "-r -L 2", "-L: not allowed with -r (got -L with -r, "
+                 "expected only -d, -o, -z, -e, -n and --force");
+    expect_usage("warmup beyond the steps", "-n 10 -w 20", "-w: warmup exceeds the steps (got "
+                 "-w 20 with -n 10");
+    expect_usage("tokenizer onto the checkpoint", "-o a.bin -z a.bin", "-z: same file as the "
+                 "checkpoint");
+    /* exit 1: bad data */
+    format_into(args, sizeof args, "-d %s/no_such_file.txt -o %s", dir, model);
+    expect_train("missing data", args, 1, "no_such_file.txt: cannot open");
+    /* exit 0: help, and a run (--steps=5 as --steps 5) */
+    expect_train("--help", "--help", 0, "Usage: train [options]");
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " --steps=5 --eval-every=5",
+             text, model, tok);
+    expect_train("--steps=5 (long option with =)", args, 0, "schedule: 5 steps");
+    /* a run, then run generates from it, and -r with a new total */
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 20 -w 2 -e 10 --force", text,
+             model, tok);
     expect_train("tiny end-to-end run", args, 0, "final: train");
-    snprintf(args, sizeof args, "%s %s -z build/test_train_cli_tok.bin -n 5 -t 0 -i To",
-             run_bin, model);
+    format_into(args, sizeof args, "%s %s -z %s -n 5 -t 0 -i To", run_bin, model, tok);
     char *out = NULL;
     int code = check_run(args, &out, NULL);
     check_true(code == 0 && out && strncmp(out, "To", 2) == 0,
                "run generates from the trained checkpoint (exit %d)", code);
     free(out);
-    snprintf(args, sizeof args, "-r -d %s -o %s -z build/test_train_cli_tok.bin", text_path,
-             model);
+    format_into(args, sizeof args, "-r -d %s -o %s -z %s", text, model, tok);
     expect_train("resume a finished run", args, 0, "resuming at step 20 of 20");
-    snprintf(args, sizeof args, "-d %s -o %s -z build/test_train_cli_tok.bin -T 4096",
-             text_path, model);
-    expect_train("too little text", args, 1, "too little text");
-    remove(text_path);
+    format_into(args, sizeof args, "-r -d %s -o %s -z %s -n 10", text, model, tok);
+    expect_train("-r with a total below the step reached", args, 2, "-n: new total out of "
+                 "range (got 10, expected at least the step reached, 20");
+done:
+    remove_dir(dir);
+}
+
+/* Task: defaults fit the run (the warmup of 100 used to exceed -n 20). */
+static void test_default_warmup(void) {
+    char dir[CAP], text[CAP], args[3 * CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "warmup: temp folder")) return;
+    if (write_play(join(text, dir, "text.txt")) == 0) {
+        format_into(args, sizeof args, "-d %s -o %s/a.bin " TINY " -n 20", text, dir);
+        expect_train("-n 20 without -w: warmup min(100, 20 / 10)", args, 0,
+                     "schedule: 20 steps, warmup 2,");
+        format_into(args, sizeof args, "-d %s -o %s/b.bin -z %s/b.tok " TINY " -n 5", text, dir,
+                 dir);
+        expect_train("-n 5 without -w: warmup at least 1", args, 0,
+                     "schedule: 5 steps, warmup 1,");
+        format_into(args, sizeof args, "-d %s -o %s/c.bin -z %s/c.tok " TINY " -n 20 -w 20",
+                 text, dir, dir);
+        expect_train("-w equal to -n", args, 0, "schedule: 20 steps, warmup 20,");
+    }
+    remove_dir(dir);
+}
+
+#define BINARY_RANDOM 16000       /* the binary file: random bytes, ... */
+#define BINARY_ZEROS 50000        /* ... a run of NULs (one piece), random bytes again */
+#define BINARY_SECONDS 20.0       /* a generous bound: it takes ~0.2 s */
+
+/* Task: too little text, none, and binary data, each with a clear outcome. */
+static void test_bad_data(void) {
+    char dir[CAP], path[CAP], args[3 * CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "data: temp folder")) return;
+    if (write_bytes(join(path, dir, "empty.txt"), "", 0) == 0) {
+        format_into(args, sizeof args, "-d %s -o %s/e.bin", path, dir);
+        expect_train("empty data", args, 1, "empty.txt: empty file (got 0 bytes, expected "
+                     "text to train on)");
+    }
+    const char *line = "Short text, far less than a context.";
+    if (write_bytes(join(path, dir, "short.txt"), line, strlen(line)) == 0) {
+        format_into(args, sizeof args, "-d %s -o %s/s.bin", path, dir);
+        expect_train("text shorter than one context window", args, 1, "short.txt: too little "
+                     "text for a context of 128 tokens (got ");
+        expect_train("... says how many tokens it needs", args, 1, "expected at least 130 and 2)");
+        char tok[CAP];
+        check_true(!exists(join(tok, dir, "s.bin")) && !exists(join(tok, dir, "tokenizer.bin")) &&
+                   !exists(join(tok, dir, "tokenizer.bin.tmp")),
+                   "data: a refused run leaves no checkpoint, tokenizer or temporary behind");
+    }
+    unsigned char *bytes = malloc(2 * BINARY_RANDOM + BINARY_ZEROS);
+    if (bytes) {
+        uint64_t s = 2024;
+        for (int i = 0; i < 2 * BINARY_RANDOM + BINARY_ZEROS; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            bytes[i] = i >= BINARY_RANDOM && i < BINARY_RANDOM + BINARY_ZEROS ? 0 :
+                       (unsigned char)(s >> 56);
+        }
+        if (write_bytes(join(path, dir, "data.bin"), bytes, 2 * BINARY_RANDOM + BINARY_ZEROS)
+            == 0) {
+            format_into(args, sizeof args, "-d %s -o %s/b.bin " TINY " -n 3", path, dir);
+            double start = seconds_now();
+            char *out = NULL;
+            int code = train(args, &out, NULL);
+            double seconds = seconds_now() - start;
+            check_true(code == 0 && out && strstr(out, "data.bin: not plain text (") &&
+                       strstr(out, "final: train") && seconds < BINARY_SECONDS,
+                       "binary data (random bytes, %d NULs): says it is not plain text, "
+                       "trains byte-level BPE on it and finishes (exit %d, %.2f s)",
+                       BINARY_ZEROS, code, seconds);
+            free(out);
+        }
+        free(bytes);
+    }
+    remove_dir(dir);
+}
+
+/* Task: a new run never overwrites a model or tokenizer without --force. */
+static void test_no_overwrite(void) {
+    char dir[CAP], text[CAP], model[CAP], state[CAP], tok[CAP], keep[CAP], args[3 * CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "overwrite: temp folder")) return;
+    if (write_play(join(text, dir, "text.txt")) != 0) goto done;
+    join(model, dir, "model.bin");
+    join(state, dir, "model.bin.state");
+    join(tok, dir, "tokenizer.bin");
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 4", text, model);
+    expect_train("first run into an empty folder", args, 0, "final: train");
+    char *before = NULL;
+    size_t n_before = 0;
+    before = check_read_file(model, &n_before);
+    join(keep, dir, "keep.tok");
+    char command[3 * CAP];
+    format_into(command, sizeof command, "cp %s %s", tok, keep);
+    check_run(command, NULL, NULL);
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 6 -s 9", text, model);
+    expect_train("same -o again", args, 1, "model.bin: the checkpoint exists already (got an "
+                 "existing file, expected a new path; pass --force to overwrite it, or -r");
+    size_t n_after = 0;
+    char *after = check_read_file(model, &n_after);
+    check_true(before && after && n_before == n_after && !memcmp(before, after, n_after) &&
+               same_file(tok, keep), "overwrite: the refused run left model and tokenizer as "
+               "they were");
+    free(after);
+    /* a tokenizer alone is protected too */
     remove(model);
-    remove("build/test_train_cli_model.bin.state");
-    remove("build/test_train_cli_tok.bin");
+    remove(state);
+    expect_train("existing tokenizer", args, 1, "tokenizer.bin: the tokenizer exists already");
+    check_true(!exists(model) && same_file(tok, keep), "overwrite: nothing written when the "
+               "tokenizer exists");
+    /* --force, but too little text: refused before anything is replaced */
+    char tiny_text[CAP];
+    if (write_bytes(join(tiny_text, dir, "tiny.txt"), "a few words", 11) == 0) {
+        format_into(args, sizeof args, "-d %s -o %s --force", tiny_text, model);
+        expect_train("--force with too little text", args, 1, "too little text");
+        check_true(same_file(tok, keep), "overwrite: a refused --force run keeps the tokenizer");
+    }
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 6 -s 9 --force", text, model);
+    expect_train("--force", args, 0, "final: train");
+    format_into(args, sizeof args, "-r -d %s -o %s -n 8", text, model);
+    expect_train("-r resumes that very file", args, 0, "resuming at step 6 of 8");
+    /* the defaults (weights/model.bin beside the current folder) are protected as well */
+    char weights[CAP], precious[CAP];
+    format_into(weights, sizeof weights, "%s/weights", dir);
+    if (mkdir(weights, 0700) == 0 &&
+        write_bytes(join(precious, weights, "model.bin"), "trained", 7) == 0) {
+        format_into(command, sizeof command, "cd %s && %s %s -d text.txt " TINY " -n 2", dir,
+                 TRAIN_ENV, train_bin);
+        char *err = NULL;
+        int code = check_run(command, NULL, &err);
+        size_t n = 0;
+        char *kept = check_read_file(precious, &n);
+        check_true(code == 1 && err && strstr(err, "weights/model.bin: the checkpoint exists") &&
+                   kept && n == 7 && !memcmp(kept, "trained", 7),
+                   "overwrite: ./train with no -o leaves an existing weights/model.bin alone "
+                   "(exit %d)", code);
+        free(kept);
+        free(err);
+    }
+    free(before);
+done:
+    remove_dir(dir);
+}
+
+/* Slots of the optimizer state header (weights/README.md), and where the moments start. */
+enum { SLOT_VERSION = 1, SLOT_STEP = 2, SLOT_BETA2 = 12, SLOT_UNUSED = 40 };
+#define STATE_HEADER_BYTES (64 * 4)
+
+/* Write state (n bytes) to path after fix(state) changed it; then expect -r to fail. */
+static void expect_bad_state(const char *what, const char *args, const char *state_path,
+                             const unsigned char *pristine, size_t n, size_t new_n,
+                             void (*fix)(unsigned char *, size_t), const char *message) {
+    unsigned char *copy = malloc(n + 1);
+    if (!copy) return;
+    memcpy(copy, pristine, n);
+    copy[n] = 0x5A;   /* the byte a "trailing bytes" case appends */
+    if (fix) fix(copy, n);
+    char full[CAP];
+    format_into(full, sizeof full, "%s: %s", state_path, message);
+    if (write_bytes(state_path, copy, new_n) == 0) expect_train(what, args, 1, full);
+    free(copy);
+}
+
+static void put_slot(unsigned char *state, int slot, uint32_t value) {
+    for (int byte = 0; byte < 4; byte++)
+        state[4 * slot + byte] = (unsigned char)(value >> (8 * byte));
+}
+static uint32_t get_slot(const unsigned char *state, int slot) {
+    uint32_t v = 0;
+    for (int byte = 0; byte < 4; byte++) v |= (uint32_t)state[4 * slot + byte] << (8 * byte);
+    return v;
+}
+/* The corruptions: each changes a copy of a state file of n bytes. */
+static void flip_step(unsigned char *s, size_t n) {
+    (void)n;
+    put_slot(s, SLOT_STEP, get_slot(s, SLOT_STEP) ^ (1u << 30));
+}
+static void step_minus_one(unsigned char *s, size_t n) {
+    (void)n;
+    put_slot(s, SLOT_STEP, get_slot(s, SLOT_STEP) - 1);
+}
+static void version_one(unsigned char *s, size_t n) { (void)n; put_slot(s, SLOT_VERSION, 1); }
+static void beta2_above_one(unsigned char *s, size_t n) {
+    float f = 1.5f;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    (void)n;
+    put_slot(s, SLOT_BETA2, bits);
+}
+static void unused_slot(unsigned char *s, size_t n) { (void)n; put_slot(s, SLOT_UNUSED, 7); }
+static void nan_moment(unsigned char *s, size_t n) {   /* adam_m[7] */
+    float f = NAN;
+    (void)n;
+    memcpy(s + STATE_HEADER_BYTES + 7 * sizeof(float), &f, sizeof f);
+}
+static void negative_v(unsigned char *s, size_t n) {   /* adam_v[0] */
+    float f = -1.0f;
+    memcpy(s + STATE_HEADER_BYTES + (n - STATE_HEADER_BYTES) / 2, &f, sizeof f);
+}
+
+/* Task: a corrupt or mismatched state file is refused, naming the state file. */
+static void test_state_file(void) {
+    char dir[CAP], text[CAP], model[CAP], state[CAP], tok[CAP], args[3 * CAP], resume[3 * CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "state: temp folder")) return;
+    if (write_play(join(text, dir, "text.txt")) != 0) goto done;
+    join(model, dir, "a.bin");
+    join(state, dir, "a.bin.state");
+    join(tok, dir, "tokenizer.bin");
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 6 -e 3", text, model);
+    expect_train("state: run A", args, 0, "final: train");
+    format_into(args, sizeof args, "-d %s -o %s/b.bin -z %s/b.tok " TINY " -n 6 -e 3 -s 2", text,
+             dir, dir);
+    expect_train("state: run B, same shape, another seed", args, 0, "final: train");
+    format_into(args, sizeof args, "-d %s -o %s/c.bin -z %s/c.tok -v 300 -L 1 -C 32 -H 2 -T 8 -B 4 "
+             "-n 6 -e 3", text, dir, dir);
+    expect_train("state: run C, another shape", args, 0, "final: train");
+    size_t n = 0;
+    unsigned char *pristine = check_read_file(state, &n);
+    if (!check_true(pristine && n > STATE_HEADER_BYTES, "state: read A's state")) goto done;
+    format_into(resume, sizeof resume, "-r -d %s -o %s -n 8", text, model);
+
+    expect_bad_state("-r, state truncated by 4 bytes", resume, state, pristine, n, n - 4, NULL,
+                     "truncated (got ");
+    expect_bad_state("-r, state with a trailing byte", resume, state, pristine, n, n + 1, NULL,
+                     "trailing bytes (got ");
+    expect_bad_state("-r, state's step with a bit flipped", resume, state, pristine, n, n,
+                     flip_step, "bad step in the optimizer state (got 1073741830, expected 0..6)");
+    expect_bad_state("-r, state's step off by one", resume, state, pristine, n, n,
+                     step_minus_one, "corrupt optimizer state (got checksum ");
+    expect_bad_state("-r, state with a NaN moment", resume, state, pristine, n, n, nan_moment,
+                     "adam_m[7] is not finite (got nan");
+    expect_bad_state("-r, state with a negative second moment", resume, state, pristine, n, n,
+                     negative_v, "adam_v[0] is negative");
+    expect_bad_state("-r, state with beta2 1.5", resume, state, pristine, n, n, beta2_above_one,
+                     "bad beta2 in the optimizer state (got 1.5, expected a number in [0, 1))");
+    expect_bad_state("-r, state of format version 1", resume, state, pristine, n, n,
+                     version_one, "not an optimizer state of this trainer (got magic");
+    expect_bad_state("-r, state with an unused slot set", resume, state, pristine, n, n,
+                     unused_slot, "bad optimizer state header (got 7 in unused slot 40");
+    char other[CAP];
+    size_t n_other = 0;
+    unsigned char *b_state = check_read_file(join(other, dir, "b.bin.state"), &n_other);
+    if (b_state) {
+        expect_bad_state("-r, the state of another model of the same shape", resume, state,
+                         b_state, n_other, n_other, NULL, "state of another checkpoint (got ");
+        free(b_state);
+    }
+    unsigned char *c_state = check_read_file(join(other, dir, "c.bin.state"), &n_other);
+    if (c_state) {
+        expect_bad_state("-r, the state of a model of another shape", resume, state, c_state,
+                         n_other, n_other, NULL, "state of another model shape (got T 8, V 300, "
+                         "L 1, NH 2, C 32");
+        free(c_state);
+    }
+    /* a corrupt checkpoint is named as such */
+    size_t n_model = 0;
+    unsigned char *model_bytes = check_read_file(model, &n_model);
+    if (model_bytes && write_bytes(state, pristine, n) == 0 &&
+        write_bytes(model, model_bytes, n_model - 4) == 0) {
+        char message[CAP];
+        format_into(message, sizeof message, "%s: truncated (got %zu bytes", model, n_model - 4);
+        expect_train("-r, checkpoint truncated", resume, 1, message);
+    }
+    /* the files as they were: -r goes on from step 6 */
+    if (model_bytes && write_bytes(model, model_bytes, n_model) == 0 &&
+        write_bytes(state, pristine, n) == 0)
+        expect_train("-r with the intact state", resume, 0, "resuming at step 6 of 8");
+    free(model_bytes);
+    free(pristine);
+done:
+    remove_dir(dir);
+}
+
+/* Task: a save interrupted between its two renames is finished by trainer_finish_save;
+ * a successful save leaves no temporaries; a failed one removes them. */
+static void test_interrupted_save(void) {
+    char dir[CAP], path[CAP], state[CAP], next[CAP], next_state[CAP], temp[CAP];
+    int *tokens = malloc(sizeof(int) * RUN_TOKENS);
+    float losses[RUN_STEPS];
+    Trainer a, b;
+    if (!check_true(tokens && make_temp_dir(dir) == 0, "interrupted save: temp folder")) {
+        free(tokens);
+        return;
+    }
+    make_stream(tokens, RUN_TOKENS);
+    join(path, dir, "m.bin");
+    join(state, dir, "m.bin.state");
+    join(next, dir, "n.bin");
+    join(next_state, dir, "n.bin.state");
+    join(temp, dir, "m.bin.tmp");
+    if (!check_true(run_init(&a) == 0, "interrupted save: init")) goto done;
+    run_steps(&a, tokens, 3, losses);
+    int saved = trainer_save(&a, path, state) == 0;
+    char state_temp[CAP];
+    format_into(state_temp, sizeof state_temp, "%s.tmp", state);
+    check_true(saved && !exists(temp) && !exists(state_temp) &&
+               trainer_finish_save(path, state) == 0,
+               "save: no temporaries left; a matching pair needs no finishing");
+    run_steps(&a, tokens, 4, losses);
+    saved = saved && trainer_save(&a, next, next_state) == 0;
+    /* the crash: the step-4 state is in place, the step-4 checkpoint still in m.bin.tmp */
+    if (!check_true(saved && rename(next_state, state) == 0 && rename(next, temp) == 0,
+                    "interrupted save: staged")) goto free_a;
+    int refused = trainer_load(&b, path, state) != 0;
+    int finished = trainer_finish_save(path, state);
+    int loaded = trainer_load(&b, path, state) == 0;
+    check_true(refused && finished == 1 && loaded && b.step == 4 && !exists(temp) &&
+               memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0 &&
+               memcmp(a.adam_v, b.adam_v, a.n_params * sizeof(float)) == 0,
+               "interrupted save: the new state with the old checkpoint is refused; "
+               "trainer_finish_save renames m.bin.tmp (got %d) and step 4 loads exactly",
+               finished);
+    trainer_free(&b);
+    /* failed saves leave no temporaries: a missing folder; a state path that is a folder
+     * (its rename fails); a checkpoint temporary that cannot be written */
+    char missing[CAP], bad[CAP], bad_state[CAP], bad_temp[CAP], bad_state_temp[CAP];
+    format_into(missing, sizeof missing, "%s/no/such/folder/m.bin", dir);
+    check_true(trainer_save(&a, missing, NULL) != 0, "save into a missing folder fails");
+    join(bad, dir, "s.bin");
+    format_into(bad_state, sizeof bad_state, "%s.state", bad);
+    format_into(bad_temp, sizeof bad_temp, "%s.tmp", bad);
+    format_into(bad_state_temp, sizeof bad_state_temp, "%s.tmp", bad_state);
+    int failed = mkdir(bad_state, 0700) == 0 && trainer_save(&a, bad, bad_state) != 0;
+    check_true(failed && !exists(bad) && !exists(bad_temp) && !exists(bad_state_temp),
+               "save whose state rename fails: refused, no checkpoint, no temporaries left");
+    rmdir(bad_state);
+    failed = mkdir(bad_temp, 0700) == 0 && trainer_save(&a, bad, bad_state) != 0;
+    check_true(failed && !exists(bad) && !exists(bad_state) && !exists(bad_state_temp),
+               "save whose checkpoint temporary cannot be written: refused, the state's "
+               "temporary removed");
+    rmdir(bad_temp);
+free_a:
+    trainer_free(&a);
+done:
+    remove_dir(dir);
+    free(tokens);
+}
+
+#define KILLS 20                  /* kill -9 this many runs during their saves */
+#define KILL_ATTEMPTS 60          /* at most this many starts (a run may finish first) */
+#define KILL_STEPS 40             /* each run: 40 steps, a checkpoint after every one */
+#define KILL_TIMEOUT 60.0         /* seconds to wait for a run's first checkpoint */
+#define POLL_NS 200000L           /* 0.2 ms between looks at the folder */
+
+/* Start "exec $TRAIN args" with stdout and stderr to /dev/null, one thread. */
+static pid_t spawn_train(const char *args) {
+    char command[3 * CAP];
+    format_into(command, sizeof command, "exec %s %s >/dev/null 2>&1", train_bin, args);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("OMP_NUM_THREADS", "1", 1);
+        execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void sleep_seconds(double seconds) {
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* Wait until path exists while pid runs: 1 (it exists, pid still running), 0 (pid exited,
+ * *status set), -1 (timeout). */
+static int wait_for_file(pid_t pid, const char *path, int *status) {
+    double start = seconds_now();
+    while (seconds_now() - start < KILL_TIMEOUT) {
+        if (exists(path)) return 1;
+        if (waitpid(pid, status, WNOHANG) == pid) return 0;
+        sleep_seconds(POLL_NS * 1e-9);
+    }
+    return -1;
+}
+
+/* Task: training never loses work. A real ./train checkpointing every step is killed
+ * with SIGKILL at random moments; each time the last checkpoint must load in run's
+ * model_load, and -r must resume from it and end with exactly the bits of the
+ * uninterrupted run. */
+static void test_kill_during_save(void) {
+    char dir[CAP], text[CAP], model[CAP], state[CAP], tok[CAP], ref[CAP], args[3 * CAP];
+    char resume[3 * CAP], model_temp[CAP], state_temp[CAP], tok_temp[CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "kill: temp folder")) return;
+    if (write_play(join(text, dir, "text.txt")) != 0) goto done;
+    join(model, dir, "m.bin");
+    join(state, dir, "m.bin.state");
+    join(tok, dir, "tok.bin");
+    join(ref, dir, "ref.bin");
+    join(model_temp, dir, "m.bin.tmp");
+    join(state_temp, dir, "m.bin.state.tmp");
+    join(tok_temp, dir, "tok.bin.tmp");
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n %d -w 2 -e 1", text, model, tok,
+             KILL_STEPS);
+    format_into(resume, sizeof resume, "-r -d %s -o %s -z %s -e 1000000", text, model, tok);
+
+    /* the uninterrupted run: its final checkpoint, and how long its saving phase lasts */
+    int status = 0;
+    pid_t pid = spawn_train(args);
+    int seen = pid > 0 ? wait_for_file(pid, model, &status) : -1;
+    double first = seconds_now();
+    if (seen == 1) waitpid(pid, &status, 0);
+    double window = seconds_now() - first;
+    if (!check_true(seen >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                    rename(model, ref) == 0, "kill: the uninterrupted reference run")) goto done;
+
+    uint64_t rng = 4242;
+    int kills = 0, attempts = 0, in_save = 0, loaded = 0, resumed = 0, finished = 0;
+    int identical = 0, clean = 0, late = 0;
+    while (kills < KILLS && attempts < KILL_ATTEMPTS) {
+        attempts++;
+        const char *files[] = {model, state, tok, model_temp, state_temp, tok_temp};
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) remove(files[i]);
+        pid = spawn_train(args);
+        if (pid <= 0 || wait_for_file(pid, model, &status) != 1) {
+            if (pid > 0) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &status, 0);
+            }
+            continue;
+        }
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        sleep_seconds(window * (double)(rng >> 11) / 9007199254740992.0);   /* [0, window) */
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        if (!WIFSIGNALED(status)) {   /* it finished before the kill */
+            late++;
+            continue;
+        }
+        kills++;
+        in_save += exists(model_temp) || exists(state_temp);
+        Model m;
+        if (model_load(&m, model, KILL_STEPS) == 0) loaded++;
+        model_free(&m);
+        char *out = NULL;
+        int code = train(resume, &out, NULL);
+        resumed += code == 0 && out && strstr(out, "resuming at step ") != NULL;
+        finished += out && strstr(out, "finished the interrupted save") != NULL;
+        free(out);
+        identical += same_file(model, ref);
+        clean += !exists(model_temp) && !exists(state_temp);
+    }
+    check_true(kills == KILLS && loaded == kills && resumed == kills && identical == kills &&
+               clean == kills,
+               "kill -9 during training (%d attempts, %d finished first, window %.0f ms): %d "
+               "kills, %d with a save in progress, %d loaded by model_load, %d resumed by -r "
+               "(%d finishing an interrupted save), %d bit-identical to the uninterrupted run, "
+               "%d without temporaries left", attempts, late, window * 1e3, kills, in_save,
+               loaded, resumed, finished, identical, clean);
+done:
+    remove_dir(dir);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -690,8 +1367,10 @@ static void test_shipped_model(void) {
 }
 
 int main(void) {
-    const char *env = getenv("TRAIN");
-    if (env) train_bin = env;
+    const char *env = getenv("TRAIN"), *bin = env ? env : "./train";
+    char cwd[CAP / 2];
+    if (bin[0] != '/' && getcwd(cwd, sizeof cwd)) format_into(train_bin, CAP, "%s/%s", cwd, bin);
+    else format_into(train_bin, CAP, "%s", bin);
     env = getenv("RUN");
     if (env) run_bin = env;
     test_matmul_grad(5, 21, 6);     /* 4 + 1 rows, a 16-wide strip + 5, 4 + 2 outputs */
@@ -708,7 +1387,14 @@ int main(void) {
     test_training_run();
     test_bpe();
     test_bpe_roundtrip();
+    test_bpe_long_run();
     test_cli();
+    test_default_warmup();
+    test_bad_data();
+    test_no_overwrite();
+    test_state_file();
+    test_interrupted_save();
+    test_kill_during_save();
     test_shipped_model();
     return check_summary("test_train");
 }
