@@ -16,6 +16,7 @@
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* strcmp, strncmp, strrchr */
 #include <time.h>       /* clock_gettime, time */
+#include <sys/stat.h>   /* stat: refuse FIFOs and directories as text files */
 
 #include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
 #include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
@@ -253,6 +254,11 @@ static double now_seconds(void) {
 /* Reads a whole file (what: "prompt" or "eval") into a malloc'd buffer; returns NULL
  * after a message. */
 static char *read_text_file(const char *path, const char *what, size_t *len) {
+    struct stat st;   /* stat first: opening a FIFO would block */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "run: %s: not a regular file (expected a %s file)\n", path, what);
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "run: %s: cannot open %s file (%s)\n", path, what, strerror(errno));

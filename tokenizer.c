@@ -20,6 +20,7 @@
 #include <stdio.h>    /* FILE, fopen, fread, fseek, ftell, fprintf */
 #include <stdlib.h>   /* malloc, realloc, free */
 #include <string.h>   /* memcmp, memmove, memset, strerror */
+#include <sys/stat.h>   /* stat: refuse directories and FIFOs before opening */
 
 #include "unicode.h"  /* unicode_is_letter, unicode_is_number, unicode_is_space */
 
@@ -349,7 +350,15 @@ int tokenizer_load(Tokenizer *t, const char *path) {
     unsigned char first[4];
     memset(t, 0, sizeof *t);
     for (int b = 0; b < 256; b++) t->byte_values[b] = (unsigned char)b;
-    FILE *file = fopen(path, "rb");
+    /* stat first: opening a FIFO would block, and a directory opens but reads nothing */
+    struct stat st;
+    FILE *file = NULL;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "tokenizer: %s: not a regular file (got a %s, expected a tokenizer "
+                "file)\n", path, S_ISDIR(st.st_mode) ? "directory" : "special file");
+        goto fail;
+    }
+    file = fopen(path, "rb");
     if (!file) {
         fprintf(stderr, "tokenizer: %s: cannot open (got \"%s\", expected a readable file)\n",
                 path, strerror(errno));

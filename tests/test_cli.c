@@ -76,7 +76,8 @@ static const char *write_tokenizer(void) {
 /* Runs "$RUN ARGS", checks the exit code and that stderr contains `message`. */
 static void expect(const char *what, const char *args, int want_code, const char *message) {
     char command[1024];
-    snprintf(command, sizeof command, "%s %s", run_bin, args);
+    /* timeout: a hang (a blocking open, an endless loop) fails as exit 124 */
+    snprintf(command, sizeof command, "timeout 120 %s %s", run_bin, args);
     char *out = NULL, *err = NULL;
     int code = check_run(command, &out, &err);
     int has = err && strstr(err, message) != NULL;
@@ -233,6 +234,25 @@ static void test_bad_inputs(const char *model, const char *tok) {
 /* What a header or a flag may make the program allocate is bounded: a context field of
  * 2^20 with 1024 layers (a 32 GB KV cache) still runs a short generation in little
  * memory; LSH and Performer parameters beyond what can help are refused with a message. */
+/* A FIFO or a directory where a file belongs is refused at once (opening a FIFO would
+ * block forever; a directory opens but has no size). `timeout` turns a hang into exit 124. */
+static void test_special_files(const char *model, const char *tok) {
+    char fifo[128], args[1024];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    char command[256];
+    snprintf(command, sizeof command, "mkfifo %s", fifo);
+    if (!check_true(check_run(command, NULL, NULL) == 0, "mkfifo for the special-file tests"))
+        return;
+    snprintf(args, sizeof args, "%s -z %s -n 1", fifo, tok);
+    expect("a FIFO as the model", args, 1, "not a regular file");
+    snprintf(args, sizeof args, "%s -z %s -n 1", model, fifo);
+    expect("a FIFO as the tokenizer", args, 1, "not a regular file");
+    snprintf(args, sizeof args, "%s -z %s -n 1", model, dir);
+    expect("a directory as the tokenizer", args, 1, "got a directory");
+    snprintf(args, sizeof args, "%s -z %s -f %s -n 1", model, tok, fifo);
+    expect("a FIFO as the prompt file", args, 1, "not a regular file");
+}
+
 static void test_resource_limits(const char *model, const char *tok) {
     /* 1024 layers of dim 8: floats = norms 2*1024*8+8, embedding 260*8, per layer
      * wq 64, wk 32, wv 32, wo 64, w1 w2 w3 3*128 */
@@ -425,6 +445,7 @@ int main(void) {
     test_bad_inputs(model, tok);
     test_strict_parsing(model, tok);
     test_resource_limits(model, tok);
+    test_special_files(model, tok);
     test_numerical_edges(model, tok);
     test_generation(model, tok);
     test_eval(model, tok);
