@@ -91,7 +91,8 @@ $(B)/train: $(B)/train.o $(B)/cli.o $(B)/bpe.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # train: build, then train the shipped model (tokenizer and GPT) from scratch into
-# weights/, as weights/README.md records. Example: make train TRAIN_DATA=path/to/text.txt
+# weights/, replacing the files there (--force), as weights/README.md records.
+# Example: make train TRAIN_DATA=path/to/text.txt
 TRAIN_DATA ?= ../shared/data/tinyshakespeare.txt
 TRAIN_ARGS ?= --force -o weights/model.bin
 train: all
