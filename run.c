@@ -310,7 +310,15 @@ static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *
     }
     if (tokenizer_encode(tok, text, len, ids, len + 2, &n_ids) != 0) goto fail;
     /* GPT-2 with no prompt starts from end-of-text (Llama's encode already gave BOS) */
-    if (n_ids == 0) ids[n_ids++] = tok->eot_id;
+    if (n_ids == 0) {
+        if (tok->eot_id >= c->vocab_size) {
+            fprintf(stderr, "run: no prompt, and the tokenizer's end-of-text id is outside the "
+                    "model's vocabulary (got %d, expected 0..%d): give a prompt with -i\n",
+                    tok->eot_id, c->vocab_size - 1);
+            goto fail;
+        }
+        ids[n_ids++] = tok->eot_id;
+    }
     for (size_t t = 0; t < n_ids; t++) {
         if (ids[t] >= c->vocab_size) {
             fprintf(stderr, "run: prompt token id out of range for the model (got %d at "
