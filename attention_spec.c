@@ -223,7 +223,7 @@ int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size
 
 void attention_spec_format(const AttentionConfig *cfg, char *out, size_t cap) {
     const char *name = attention_kind_name(cfg->kind);
-    char extra[96] = "";
+    char extra[ATTENTION_SPEC_MAX] = "";
     if (cfg->kind == ATTENTION_EXACT && cfg->unscaled) name = "unscaled";
     switch (cfg->kind) {
     case ATTENTION_WINDOW:

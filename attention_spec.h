@@ -17,6 +17,8 @@
  * valid names or keys with their ranges. */
 int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size_t cap);
 
+#define ATTENTION_SPEC_MAX 192   /* bytes that hold any spec attention_spec_format writes */
+
 /* Writes the canonical spec of cfg (its name and the parameters that matter for its
  * kind, e.g. "window:w=64,sinks=4") into out (cap bytes). */
 void attention_spec_format(const AttentionConfig *cfg, char *out, size_t cap);

@@ -468,7 +468,7 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
                 o->eval_path, n_ids);
         goto done;
     }
-    char spec[160];
+    char spec[ATTENTION_SPEC_MAX];
     attention_spec_format(&o->attention, spec, sizeof spec);
     double nats = r.nll / (double)r.tokens;
     size_t state_bytes = m->attention_layer_bytes * (size_t)c->n_layers;
