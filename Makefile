@@ -70,6 +70,9 @@ KERNELS = $(B)/kernels.o $(B)/quant.o
 CORE = $(B)/attention.o $(B)/model.o $(B)/checkpoint.o $(KERNELS)
 TOK = $(B)/tokenizer.o $(B)/unicode.o
 
+# the fuzz targets (tests/fuzz/fuzz.mk): make fuzz, make fuzz-smoke, make fuzz-replay
+include tests/fuzz/fuzz.mk
+
 # all: build ./run, ./train and ./quantize (default). Example: make
 all: $(B)/run $(B)/train $(B)/quantize
 	@# rm first: a copy onto a binary that is running (a long ./train) fails with ETXTBSY
@@ -121,7 +124,9 @@ $(TESTS):
 
 # test: build, then run every test binary; exits non-zero if any check fails.
 # Reference-data checks read ../shared and say "skipped" without it. Example: make test
-test: all $(TESTS)
+# It first replays every fuzz target's regression corpus and seeds (tests/fuzz).
+test: all $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp
+	@$(FUZZ_ENV) FUZZ_BIN=$(B)/fuzz sh tests/fuzz/fuzz.sh replay $(FUZZ_TARGETS)
 	@RUN=$(B)/run TRAIN=$(B)/train sh tests/run_all.sh $(TESTS)
 
 # debug: the whole suite under AddressSanitizer and UBSan (own build folder, no
@@ -130,7 +135,8 @@ debug:
 	$(MAKE) B=build/debug OMP=0 CFLAGS="-O1 -g -fsanitize=address,undefined \
 	  -fno-omit-frame-pointer -fno-sanitize-recover=all" debug-tests
 
-debug-tests: $(B)/run $(B)/train $(TESTS)
+debug-tests: $(B)/run $(B)/train $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp
+	@$(FUZZ_ENV) FUZZ_BIN=$(B)/fuzz sh tests/fuzz/fuzz.sh replay $(FUZZ_TARGETS)
 	@RUN=$(B)/run TRAIN=$(B)/train sh tests/run_all.sh $(TESTS)
 
 # the benchmark's tools and random-weight models (tools/bench.mk)
