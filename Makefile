@@ -2,7 +2,7 @@
 #
 # The default build is the fast one users get (-O3 -march=native, OpenMP on); the
 # tests run on that same build. No -Ofast/-ffast-math anywhere: they reorder float
-# sums and break NaN checks (STYLE.md §9).
+# sums and break NaN checks.
 
 CC ?= cc
 CFLAGS ?= -O3 -march=native
@@ -47,10 +47,13 @@ $(B)/model.o: model.c model.h checkpoint.h kernels.h quant.h attention.h
 $(B)/unicode.o: unicode.c unicode.h
 $(B)/tokenizer.o: tokenizer.c tokenizer.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
+$(B)/attnmap.o: attnmap.c attnmap.h
 $(B)/attention_spec.o: attention_spec.c attention_spec.h attention.h cli.h
 $(B)/eval.o: eval.c eval.h model.h checkpoint.h kernels.h quant.h attention.h tokenizer.h
+$(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h \
+                 tokenizer.h sampler.h attnmap.h
 $(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h attention_spec.h eval.h \
-            tokenizer.h sampler.h cli.h
+            tokenizer.h sampler.h cli.h generate.h attnmap.h
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h
 $(B)/cli.o: cli.c cli.h
 $(B)/bpe.o: bpe.c bpe.h tokenizer.h
@@ -83,7 +86,8 @@ all: $(B)/run $(B)/train $(B)/quantize
 $(B)/quantize: $(B)/quantize.o $(B)/cli.o $(B)/checkpoint.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o $(CORE) $(TOK)
+$(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o \
+          $(B)/generate.o $(B)/attnmap.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # run: build, then generate text. Example: make run   (or: make run RUN_ARGS="...")
@@ -101,10 +105,33 @@ TRAIN_ARGS ?= --force -o weights/model.bin
 train: all
 	./train -d $(TRAIN_DATA) $(TRAIN_ARGS)
 
+# ---- the documentation's pictures and line references ----
+# docs-figures: the tutorial's heatmaps (docs/img/*.svg), from the shipped model on one
+# prompt: exact attention, a window of 16 and strided l = 8, last layer. Example:
+# make docs-figures
+DOC_PROMPT = ROMEO:\nBut soft, what light through yonder window breaks?\n
+DOC_RUN = printf '$(DOC_PROMPT)' | ./run weights/model.bin -f - -n 15 -t 0 --layer 5
+docs-figures: all
+	@mkdir -p docs/img
+	$(DOC_RUN) --attn-map docs/img/exact.svg
+	$(DOC_RUN) --attn window:w=16 --attn-map docs/img/window.svg
+	$(DOC_RUN) --attn strided:l=8 --attn-map docs/img/strided.svg
+
+# docs-check: every "FILE:START-END `function`" reference in docs/ still names the
+# function's lines (make test runs it). Example: make docs-check
+DOCS = docs/tutorial.md docs/attention.md
+docs-check:
+	@sh tools/doc_refs.sh check $(DOCS)
+
+# docs-refs: rewrite those line numbers after the code moved. Example: make docs-refs
+docs-refs:
+	sh tools/doc_refs.sh update $(DOCS)
+
 # ---- tests: one binary per module, each printing "NAME: N passed, N failed" ----
 TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention $(B)/tests/test_attention_variants $(B)/tests/test_model \
         $(B)/tests/test_tokenizer $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli \
-        $(B)/tests/test_train $(B)/tests/test_eval
+        $(B)/tests/test_train $(B)/tests/test_eval $(B)/tests/test_generate \
+        $(B)/tests/test_attnmap
 $(B)/tests/test_kernels: $(B)/tests/test_kernels.o $(B)/tests/check.o $(KERNELS)
 $(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(B)/quant.o
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o \
@@ -113,9 +140,12 @@ $(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/te
                                     $(B)/attention.o $(KERNELS)
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
 $(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/eval.o $(CORE) $(TOK)
+$(B)/tests/test_generate: $(B)/tests/test_generate.o $(B)/tests/check.o $(B)/generate.o \
+                          $(B)/attnmap.o $(B)/sampler.o $(CORE) $(TOK)
 $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_tokenizer_llama: $(B)/tests/test_tokenizer_llama.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampler.o
+$(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/attnmap.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
 $(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(B)/train_lib.o $(B)/cli.o $(B)/bpe.o \
                        $(CORE) $(TOK)
@@ -125,7 +155,7 @@ $(TESTS):
 # test: build, then run every test binary; exits non-zero if any check fails.
 # Reference-data checks read ../shared and say "skipped" without it. Example: make test
 # It first replays every fuzz target's regression corpus and seeds (tests/fuzz).
-test: all $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp
+test: all $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp docs-check
 	@$(FUZZ_ENV) FUZZ_BIN=$(B)/fuzz sh tests/fuzz/fuzz.sh replay $(FUZZ_TARGETS)
 	@RUN=$(B)/run TRAIN=$(B)/train sh tests/run_all.sh $(TESTS)
 
@@ -194,4 +224,4 @@ bench: all bench-attention bench-kernels $(BENCH_DEPS)
 clean:
 	rm -rf build run train quantize
 
-.PHONY: FORCE all run train test debug debug-tests valgrind bench bench-attention bench-kernels attn-table clean
+.PHONY: FORCE all run train test debug debug-tests valgrind bench bench-attention bench-kernels attn-table clean docs-figures docs-check docs-refs

@@ -1,18 +1,20 @@
 /* attention.c: attention and nothing else.
  *
  * First the exact causal scaled dot-product attention the trainer uses
- * (attention_forward), computed as ATTENTION.md §2.1 recommends for decoding:
+ * (attention_forward), computed as docs/attention.md §1 recommends for decoding:
  * write the visible scores into a scratch row, subtract their maximum,
  * exponentiate, normalise, take the weighted sum of values. Then the attention
- * lab: every variant of ATTENTION.md §4 behind attention_step, each keeping its
- * own per-layer state (§2.2), so any of them can replace exact attention in a
- * pretrained model. Then three kernels with no weights in a GPT (additive
- * scoring, attention pooling, Nystrom), and last the trainer's backward pass.
+ * lab: every variant of docs/attention.md §2-§6 and §8 behind attention_step, each
+ * keeping its own per-layer state (§10), so any of them can replace exact attention in a
+ * pretrained model, and attention_weights, which recomputes the weights a variant
+ * gives each key. Then three kernels with no weights in a GPT (additive scoring,
+ * attention pooling, Nystrom), and last the trainer's backward pass.
  * It does not know about layers or weights: model.c passes plain arrays and owns
  * the state's memory. No malloc, no stdio.
  *
  * Legend: T new queries, NH query heads, NKV kv heads, HS head size, t query index,
  * h head, g kv head, i query position, t2/j key position, m Performer features.
+ * Section numbers (§) are those of docs/attention.md.
  */
 #include "attention.h"
 
@@ -30,9 +32,37 @@ int attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
 /* How a softmax-family variant scores key k for query q. */
 typedef struct {
     float scale;    /* score = (q . k) * scale */
-    int gauss;      /* 1: minus |k|^2 * scale / 2 (Gaussian kernel, §4.2) */
-    int softmax1;   /* 1: a virtual key of score 0 and value 0 joins the softmax (§4.8) */
+    int gauss;      /* 1: minus |k|^2 * scale / 2 (Gaussian kernel, §2) */
+    int softmax1;   /* 1: a virtual key of score 0 and value 0 joins the softmax (§8) */
 } Scoring;
+
+/* scores (n_keys,) = the scores of query q_t (HS,) for the keys stored at the rows listed in
+ * rows (NULL: rows 0 .. n_keys-1) of k (rows, kv_stride), read at this kv head's column
+ * offset: (q . k_t2) * scale, minus |k_t2|^2 * scale / 2 for the Gaussian kernel. */
+static void score_rows(float *scores, const float *q_t, const float *k, int kv_stride,
+                       const int32_t *rows, int n_keys, int HS, Scoring sc) {
+    kernels_dots(scores, q_t, k, kv_stride, rows, n_keys, HS);
+    for (int n = 0; n < n_keys; n++) {
+        scores[n] *= sc.scale;
+        if (sc.gauss) {   /* -|q-k|^2 scale/2 = (q.k - |k|^2/2) scale - |q|^2 scale/2 */
+            const float *k_t2 = k + (long)(rows ? rows[n] : n) * kv_stride;
+            scores[n] -= 0.5f * sc.scale * kernels_dot(k_t2, k_t2, HS);
+        }
+    }
+}
+
+/* The stable softmax of scores (n_keys,), left unnormalised: scores become exp(s - max),
+ * and the return value is 1 / Z, so weight n is scores[n] * (1 / Z). The maximum is over the
+ * scores (softmax1: and the virtual key's 0), so every exponent is <= 0; Z sums the
+ * exponentials (softmax1: plus the virtual key's exp(0 - max)); an empty row gives 0. */
+static float softmax_unnormalised(float *scores, int n_keys, Scoring sc) {
+    float max_score = sc.softmax1 ? 0.0f : -INFINITY;
+    for (int n = 0; n < n_keys; n++)
+        if (scores[n] > max_score) max_score = scores[n];
+    float sum = kernels_exp_sum(scores, n_keys, max_score);
+    if (sc.softmax1) sum += kernels_expf(-max_score);
+    return sum > 0.0f ? 1.0f / sum : 0.0f;   /* an empty row gives zeros, not NaN */
+}
 
 /* One head, one query: out_t (HS,) = softmax(scores) . v over n_keys keys, stored at
  * the rows listed in rows (NULL: rows 0 .. n_keys-1, in order).
@@ -42,23 +72,9 @@ typedef struct {
 static void attend_rows(float *out_t, const float *q_t, const float *k, const float *v,
                         int kv_stride, const int32_t *rows, int n_keys, int HS, Scoring sc,
                         float *scores) {
-    /* pass 1: scores s_t2 = (q . k_t2) * scale, and their maximum (softmax1: at least 0,
-     * the virtual key's score) */
-    float max_score = sc.softmax1 ? 0.0f : -INFINITY;
-    kernels_dots(scores, q_t, k, kv_stride, rows, n_keys, HS);
-    for (int n = 0; n < n_keys; n++) {
-        scores[n] *= sc.scale;
-        if (sc.gauss) {   /* -|q-k|^2 scale/2 = (q.k - |k|^2/2) scale - |q|^2 scale/2 */
-            const float *k_t2 = k + (long)(rows ? rows[n] : n) * kv_stride;
-            scores[n] -= 0.5f * sc.scale * kernels_dot(k_t2, k_t2, HS);
-        }
-        if (scores[n] > max_score) max_score = scores[n];
-    }
-    /* pass 2: w_t2 = exp(s_t2 - max) and Z = sum w; subtracting max keeps exp <= 1 */
-    float sum = kernels_exp_sum(scores, n_keys, max_score);
-    if (sc.softmax1) sum += kernels_expf(-max_score);
-    float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;  /* an empty row gives zeros, not NaN */
-    /* pass 3: out = sum_t2 (w_t2 / Z) v_t2 */
+    score_rows(scores, q_t, k, kv_stride, rows, n_keys, HS, sc);
+    float inv_sum = softmax_unnormalised(scores, n_keys, sc);
+    /* out = sum_t2 (w_t2 / Z) v_t2 */
     kernels_weighted_sum(out_t, scores, inv_sum, v, kv_stride, rows, n_keys, HS);
 }
 
@@ -149,6 +165,11 @@ typedef struct {
 } Plan;
 
 static size_t align_up(size_t n) { return (n + STATE_ALIGN - 1) / STATE_ALIGN * STATE_ALIGN; }
+
+/* The score scale of a variant: 1 unscaled, else the shape's (1/sqrt(HS)) over tau. */
+static float config_scale(const AttentionConfig *cfg, const AttentionShape *shape) {
+    return cfg->unscaled ? 1.0f : shape->scale / cfg->tau;
+}
 
 static int is_softmax_family(AttentionKind kind) {
     return kind != ATTENTION_LINEAR && kind != ATTENTION_EFFICIENT &&
@@ -292,7 +313,7 @@ static void draw_gaussian(float *rows, int n, int HS, Rng *r) {
     for (long i = 0; i < (long)n * HS; i++) rows[i] = (float)rng_normal(r);
 }
 
-/* Orthogonal random features (§4.6): rows in blocks of HS, orthonormal within a block
+/* Orthogonal random features (§6): rows in blocks of HS, orthonormal within a block
  * (Gram-Schmidt on Gaussian rows), each then scaled by the norm of an independent
  * N(0, I) vector so it is marginally N(0, I) and the estimator stays unbiased. */
 static void draw_orthogonal(float *rows, int n, int HS, Rng *r) {
@@ -336,14 +357,19 @@ static void draw_orthogonal(float *rows, int n, int HS, Rng *r) {
 
 static void *at(void *state, size_t offset) { return (char *)state + offset; }
 
+/* Where the random matrix of (head h, round r) starts, in floats from the start of the
+ * random region: (NH, rounds, rand_rows, HS), rows contiguous. */
+static long random_offset(const Plan *p, int h, int r, int HS) {
+    return ((long)h * p->rounds + r) * p->rand_rows * HS;
+}
+
 float *attention_state_random(const AttentionConfig *cfg, const AttentionShape *shape,
                               int n_ctx, void *state, int head, int round, int *rows) {
     Plan p;
     if (plan(&p, cfg, shape, n_ctx) != 0 || p.rand_rows == 0 || head < 0 ||
         head >= shape->n_heads || round < 0 || round >= p.rounds) return NULL;
     *rows = p.rand_rows;
-    return (float *)at(state, p.rand) + ((long)head * p.rounds + round) * p.rand_rows *
-                                        shape->head_dim;
+    return (float *)at(state, p.rand) + random_offset(&p, head, round, shape->head_dim);
 }
 
 /* Empties the per-sequence parts: recurrent sums, running maxima, LSH lists. */
@@ -375,7 +401,7 @@ int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape
         for (int r = 0; r < p.rounds; r++) {
             Rng rng;
             rng_init(&rng, cfg->seed, layer, h, r);
-            float *rows = (float *)at(state, p.rand) + ((long)h * p.rounds + r) * p.rand_rows * HS;
+            float *rows = (float *)at(state, p.rand) + random_offset(&p, h, r, HS);
             if (cfg->kind == ATTENTION_PERFORMER && cfg->orthogonal)
                 draw_orthogonal(rows, p.rand_rows, HS, &rng);
             else
@@ -388,7 +414,7 @@ int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape
 }
 
 /* ------------------------------------------------------------------------- */
-/* Visible sets of the sparse patterns (§4.3), as lists of K/V rows             */
+/* Visible sets of the sparse patterns (§3), as lists of K/V rows               */
 
 /* Row of the K/V store that holds position j. (B): sinks keep rows 0..S-1, later
  * positions cycle through the R ring rows; before the ring wraps, row == position. */
@@ -397,8 +423,34 @@ static int store_row(const Plan *p, int j) {
     return p->sinks + (j - p->sinks) % p->ring;
 }
 
+/* 1 if the query at position i sees the key at position j <= i under the window (dilation
+ * k = 1) or dilated pattern: a sink (j < S), or one of the w keys i, i - k, .., i - (w-1) k. */
+static int window_visible(int S, int w, int k, int i, int j) {
+    return j < S || ((i - j) % k == 0 && (i - j) / k < w);
+}
+
+/* Sparse Transformer strided, both heads merged: the last l keys, and every l-th before. */
+static int strided_visible(int l, int i, int j) { return i - j < l || (i - j) % l == 0; }
+
+/* Sparse Transformer fixed, merged: the query's own block of l, and the last c positions of
+ * every block (the summaries). */
+static int fixed_visible(int l, int c, int i, int j) { return j / l == i / l || j % l >= l - c; }
+
+/* 1 if the pattern of cfg lets the query at position i see the key at position j <= i
+ * (exact and Gaussian: always). */
+static int pattern_visible(const AttentionConfig *cfg, int i, int j) {
+    switch (cfg->kind) {
+    case ATTENTION_WINDOW: return window_visible(cfg->sinks, cfg->window, 1, i, j);
+    case ATTENTION_DILATED: return window_visible(cfg->sinks, cfg->window, cfg->dilation, i, j);
+    case ATTENTION_STRIDED: return strided_visible(cfg->stride, i, j);
+    case ATTENTION_FIXED: return fixed_visible(cfg->stride, cfg->summary, i, j);
+    default: return 1;
+    }
+}
+
 /* Rows visible to the query at position i, in increasing position order (so that
- * with nothing excluded the sum runs in the exact kernel's order). Returns the count. */
+ * with nothing excluded the sum runs in the exact kernel's order). Returns the count.
+ * Window and dilated list window_visible's keys directly, in O(S + w) rather than O(i). */
 static int pattern_rows(const Plan *p, const AttentionConfig *cfg, int i, int32_t *rows) {
     int n = 0;
     switch (cfg->kind) {
@@ -412,15 +464,15 @@ static int pattern_rows(const Plan *p, const AttentionConfig *cfg, int i, int32_
         break;
     }
     case ATTENTION_STRIDED: {
-        int l = cfg->stride;
+        int l = cfg->stride;   /* a local: rows[n] could alias cfg for the compiler */
         for (int j = 0; j <= i; j++)
-            if (i - j < l || (i - j) % l == 0) rows[n++] = j;
+            if (strided_visible(l, i, j)) rows[n++] = j;
         break;
     }
     case ATTENTION_FIXED: {
         int l = cfg->stride, c = cfg->summary;
         for (int j = 0; j <= i; j++)
-            if (j / l == i / l || j % l >= l - c) rows[n++] = j;
+            if (fixed_visible(l, c, i, j)) rows[n++] = j;
         break;
     }
     default:
@@ -430,7 +482,7 @@ static int pattern_rows(const Plan *p, const AttentionConfig *cfg, int i, int32_
 }
 
 /* ------------------------------------------------------------------------- */
-/* LSH (§4.4): angular hashing, per-round bucket lists, exact softmax over the union */
+/* LSH (§4): angular hashing, per-round bucket lists, exact softmax over the union */
 
 static float dot_f(const float *a, const float *b, int n) {
     float sum = 0.0f;
@@ -450,6 +502,11 @@ static int lsh_bucket(const float *x, const float *R, int half, int HS) {
     return bucket;
 }
 
+/* Bucket of x in round r of the rotations R (rounds, half, HS); one bucket (half = 0): 0. */
+static int lsh_round_bucket(const float *x, const float *R, int r, int half, int HS) {
+    return half > 0 ? lsh_bucket(x, R + (long)r * half * HS, half, HS) : 0;
+}
+
 /* Views of one head's LSH lists: first[r][b] the newest key in bucket b of round r,
  * next[r][j] the previous key in j's bucket (-1: none). */
 typedef struct {
@@ -463,7 +520,7 @@ static LshHead lsh_head(const Plan *p, const AttentionConfig *cfg, const Attenti
                         int n_ctx, void *state, int h) {
     int HS = shape->head_dim;
     LshHead v;
-    v.R = (const float *)at(state, p->rand) + (long)h * p->rounds * p->rand_rows * HS;
+    v.R = (const float *)at(state, p->rand) + random_offset(p, h, 0, HS);
     v.first = (int32_t *)at(state, p->first) + (long)h * p->rounds * cfg->buckets;
     v.next = (int32_t *)at(state, p->next) + (long)h * p->rounds * n_ctx;
     v.stamp = (int32_t *)at(state, p->stamp) + (long)h * n_ctx;
@@ -474,10 +531,17 @@ static LshHead lsh_head(const Plan *p, const AttentionConfig *cfg, const Attenti
 static void lsh_insert(const LshHead *v, const Plan *p, const AttentionConfig *cfg, int n_ctx,
                        int HS, const float *k, int i) {
     for (int r = 0; r < p->rounds; r++) {
-        int b = lsh_bucket(k, v->R + (long)r * p->rand_rows * HS, p->rand_rows, HS);
+        int b = lsh_round_bucket(k, v->R, r, p->rand_rows, HS);
         v->next[(long)r * n_ctx + i] = v->first[(long)r * cfg->buckets + b];
         v->first[(long)r * cfg->buckets + b] = i;
     }
+}
+
+/* The first position of the query at position i's local window (self included, so at
+ * least one key even with local = 0). */
+static int lsh_local_first(const AttentionConfig *cfg, int i) {
+    int local = cfg->local > 1 ? cfg->local : 1;
+    return i - local + 1 > 0 ? i - local + 1 : 0;
 }
 
 /* Candidates of query q at position i: the sinks, the local window (self included),
@@ -486,10 +550,9 @@ static int lsh_rows(const LshHead *v, const Plan *p, const AttentionConfig *cfg,
                     int HS, const float *q, int i, int32_t *rows) {
     int32_t mark = i + 1;
     for (int j = 0; j < cfg->sinks && j <= i; j++) v->stamp[j] = mark;
-    int local = cfg->local > 1 ? cfg->local : 1;
-    for (int j = i - local + 1 > 0 ? i - local + 1 : 0; j <= i; j++) v->stamp[j] = mark;
+    for (int j = lsh_local_first(cfg, i); j <= i; j++) v->stamp[j] = mark;
     for (int r = 0; r < p->rounds; r++) {
-        int b = lsh_bucket(q, v->R + (long)r * p->rand_rows * HS, p->rand_rows, HS);
+        int b = lsh_round_bucket(q, v->R, r, p->rand_rows, HS);
         for (int j = v->first[(long)r * cfg->buckets + b]; j >= 0; j = v->next[(long)r * n_ctx + j])
             v->stamp[j] = mark;
     }
@@ -500,7 +563,7 @@ static int lsh_rows(const LshHead *v, const Plan *p, const AttentionConfig *cfg,
 }
 
 /* ------------------------------------------------------------------------- */
-/* Recurrent variants (§4.5, §4.6): O(1) state per head                        */
+/* Recurrent variants (§5, §6): O(1) state per head                            */
 
 /* elu(x) + 1: x + 1 for x > 0, exp(x) otherwise; always > 0. */
 static float elu1(float x) { return x > 0.0f ? x + 1.0f : expf(x); }
@@ -517,23 +580,63 @@ static void read_out(float *out, const float *a, const float *S, int n, int HS, 
     for (int e = 0; e < HS; e++) out[e] = den > 0.0f ? out[e] / den : 0.0f;
 }
 
+/* phi (HS,) = elu(x pre) + 1, linear attention's feature map of x (HS,); pre is 1, or
+ * sqrt(scale) with prescale. */
+static void linear_features(float *phi, const float *x, int HS, float pre) {
+    for (int c = 0; c < HS; c++) phi[c] = elu1(x[c] * pre);
+}
+
+/* Linear attention's query side: phi (HS,) = phi(q); returns the denominator
+ * phi(q) . z + eps, z (HS,) the sum of the key features so far. */
+static float linear_query(float *phi, const float *q, const float *z, int HS, float pre) {
+    float den = ATTENTION_LINEAR_EPS;
+    linear_features(phi, q, HS, pre);
+    for (int c = 0; c < HS; c++) den += phi[c] * z[c];
+    return den;
+}
+
 /* Linear attention: S += phi(k) v^T, z += phi(k); out = phi(q)^T S / (phi(q) . z + eps).
  * rec (HS*HS + HS,); phi (2 HS,) scratch; pre multiplies q and k before phi. */
 static void linear_step(float *rec, int HS, float pre, const float *k, const float *v,
                         const float *q, float *out, float *phi) {
-    float *S = rec, *z = rec + HS * HS;
+    float *S = rec, *z = rec + HS * HS, *phi_k = phi + HS;
+    linear_features(phi_k, k, HS, pre);
     for (int c = 0; c < HS; c++) {
-        float f = elu1(k[c] * pre);
+        float f = phi_k[c];   /* a local: S could alias phi_k for the compiler */
         z[c] += f;
         for (int e = 0; e < HS; e++) S[c * HS + e] += f * v[e];
     }
     if (!out) return;   /* append only */
-    float den = ATTENTION_LINEAR_EPS;
-    for (int c = 0; c < HS; c++) {
-        phi[c] = elu1(q[c] * pre);
-        den += phi[c] * z[c];
+    read_out(out, phi, S, HS, HS, linear_query(phi, q, z, HS, pre));
+}
+
+/* Folds one key into sums kept relative to a running maximum M (Efficient Attention: one
+ * per feature; Performer: one over all features). If the key's largest logit l_max exceeds
+ * M, the sums z (n,) are rescaled by f = exp(M - l_max) (0 while M = -inf), which is exact,
+ * and M becomes l_max. Then w (n,) = exp(l - M) <= 1 (w may be l) and z += w. Returns f,
+ * or 1 if M stayed: the caller rescales its value sums by it (skipping a multiplication by
+ * 1 changes no bit). */
+static float fold_key(float *M, float *z, float *w, const float *l, int n, float l_max) {
+    float f = 1.0f;
+    if (l_max > *M) {   /* a new maximum: rescale what was summed under the old one */
+        f = expf(*M - l_max);
+        for (int c = 0; c < n; c++) z[c] *= f;
+        *M = l_max;
     }
-    read_out(out, phi, S, HS, HS, den);
+    for (int c = 0; c < n; c++) {
+        w[c] = expf(l[c] - *M);
+        z[c] += w[c];
+    }
+    return f;
+}
+
+/* Efficient Attention's query side: p (HS,) = softmax(q)_c / z_c, the factor by which
+ * feature c's value sums enter the output. */
+static void efficient_query(float *p, const float *q, const float *z, int HS) {
+    float qmax = -INFINITY, sum = 0.0f;
+    for (int c = 0; c < HS; c++) if (q[c] > qmax) qmax = q[c];
+    for (int c = 0; c < HS; c++) sum += (p[c] = expf(q[c] - qmax));
+    for (int c = 0; c < HS; c++) p[c] = p[c] / sum / z[c];
 }
 
 /* Efficient Attention, causal: per feature c a softmax over the prefix of key column c,
@@ -543,22 +646,14 @@ static void efficient_step(float *rec, int HS, const float *k, const float *v, c
                            float *out, float *p) {
     float *S = rec, *z = rec + HS * HS, *mx = z + HS;
     for (int c = 0; c < HS; c++) {
-        float *S_c = S + (long)c * HS;
-        if (k[c] > mx[c]) {   /* a new maximum: rescale what was summed under the old one */
-            float f = expf(mx[c] - k[c]);
-            z[c] *= f;
+        float *S_c = S + (long)c * HS, w;
+        float f = fold_key(&mx[c], &z[c], &w, &k[c], 1, k[c]);
+        if (f != 1.0f)
             for (int e = 0; e < HS; e++) S_c[e] *= f;
-            mx[c] = k[c];
-        }
-        float w = expf(k[c] - mx[c]);
-        z[c] += w;
         for (int e = 0; e < HS; e++) S_c[e] += w * v[e];
     }
     if (!out) return;   /* append only */
-    float qmax = -INFINITY, sum = 0.0f;
-    for (int c = 0; c < HS; c++) if (q[c] > qmax) qmax = q[c];
-    for (int c = 0; c < HS; c++) sum += (p[c] = expf(q[c] - qmax));
-    for (int c = 0; c < HS; c++) p[c] = p[c] / sum / z[c];
+    efficient_query(p, q, z, HS);
     read_out(out, p, S, HS, HS, 1.0f);
 }
 
@@ -573,6 +668,18 @@ static float favor_logits(float *l, const float *W, int m, int HS, const float *
     return max;
 }
 
+/* Performer's query side: phi (m,) = exp(l(q) - max l(q)), the query's own maximum
+ * subtracted (a constant that cancels in the ratio); returns the denominator phi . z. */
+static float performer_query(float *phi, const float *W, int m, int HS, float s, const float *q,
+                             const float *z) {
+    float query_max = favor_logits(phi, W, m, HS, q, s), den = 0.0f;
+    for (int c = 0; c < m; c++) {
+        phi[c] = expf(phi[c] - query_max);
+        den += phi[c] * z[c];
+    }
+    return den;
+}
+
 /* FAVOR+ with positive features phi(x)_f = exp(l_f(x)) (1/sqrt(m) cancels in the ratio).
  * Keys: a running max M over all key logits so far; when a key raises it, S and z are
  * rescaled by exp(M - M'), which is exact. Queries subtract their own max, a constant
@@ -581,25 +688,15 @@ static void performer_step(float *rec, const float *W, int m, int HS, float s, c
                            const float *v, const float *q, float *out, float *phi) {
     float *S = rec, *z = rec + (long)m * HS, *M = z + m;
     float key_max = favor_logits(phi, W, m, HS, k, s);
-    if (key_max > *M) {
-        float f = expf(*M - key_max);   /* 0 for the first key (M = -inf) */
-        for (int c = 0; c < m; c++) z[c] *= f;
+    float f = fold_key(M, z, phi, phi, m, key_max);   /* phi becomes the key's features */
+    if (f != 1.0f)
         for (long i = 0; i < (long)m * HS; i++) S[i] *= f;
-        *M = key_max;
-    }
     for (int c = 0; c < m; c++) {
-        float w = expf(phi[c] - *M);
         float *S_c = S + (long)c * HS;
-        z[c] += w;
-        for (int e = 0; e < HS; e++) S_c[e] += w * v[e];
+        for (int e = 0; e < HS; e++) S_c[e] += phi[c] * v[e];
     }
     if (!out) return;   /* append only */
-    float query_max = favor_logits(phi, W, m, HS, q, s), den = 0.0f;
-    for (int c = 0; c < m; c++) {
-        phi[c] = expf(phi[c] - query_max);
-        den += phi[c] * z[c];
-    }
-    read_out(out, phi, S, m, HS, den);
+    read_out(out, phi, S, m, HS, performer_query(phi, W, m, HS, s, q, z));
 }
 
 /* ------------------------------------------------------------------------- */
@@ -617,7 +714,7 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
     if (pos == 0) reset_sequence(&p, cfg, shape, n_ctx, state);
     int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
     int group = NH / NKV, kv_stride = NKV * HS;
-    float scale = cfg->unscaled ? 1.0f : shape->scale / cfg->tau;
+    float scale = config_scale(cfg, shape);
     Scoring sc = {scale, cfg->kind == ATTENTION_GAUSS, cfg->softmax1};
     float *key = at(state, p.key), *value = at(state, p.value);
     float *rec = at(state, p.rec);
@@ -675,7 +772,7 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
                     efficient_step(rec_h, HS, k_t, v_t, q_t, out_t, work_h);
                     break;
                 case ATTENTION_PERFORMER:
-                    performer_step(rec_h, random + (long)h * p.rand_rows * HS, cfg->features,
+                    performer_step(rec_h, random + random_offset(&p, h, 0, HS), cfg->features,
                                    HS, sqrtf(scale), k_t, v_t, q_t, out_t, work_h);
                     break;
                 default:
@@ -685,6 +782,208 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
         }
     }
     header->next_pos = pos + T;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Attention weights: what a variant gives each key, recomputed from q and k   */
+/*
+ * For heatmaps and explanation. Each kind's weights come from the step's own pieces
+ * (score_rows and softmax_unnormalised, the visible-set predicates, lsh_round_bucket,
+ * linear_query, fold_key, efficient_query, favor_logits, performer_query), so that
+ * sum_j w_ij v_j is what attention_step outputs for query i.
+ */
+
+/* One head's views for attention_weights. */
+typedef struct {
+    float *w;           /* (T - q0, T) this head's rows of w */
+    const float *q;     /* q[i, h, :] at q + i * q_stride */
+    const float *k;     /* k[j, g, :] at k + j * kv_stride, g this head's kv head */
+    const float *R;     /* (rounds, rand_rows, HS) this head's random matrices, or NULL */
+    int q_stride, kv_stride, HS, q0, T;
+    float scale;        /* config_scale */
+    float *work;        /* (weights_head_floats(),) scratch */
+} WeightsHead;
+
+/* Floats of scratch one head of attention_weights uses for T positions. */
+static size_t weights_head_floats(const AttentionConfig *cfg, int HS, int T) {
+    size_t t = (size_t)T;
+    switch (cfg->kind) {
+    case ATTENTION_LINEAR:      /* phi(k) (T, HS); z, phi(q) (HS,) */
+        return t * HS + 2 * (size_t)HS;
+    case ATTENTION_EFFICIENT:   /* running max, z, p (HS,) */
+        return 3 * (size_t)HS;
+    case ATTENTION_PERFORMER:   /* key features (T, m), running max after each key (T,); */
+                                /* z, phi(q) (m,) */
+        return t * cfg->features + t + 2 * (size_t)cfg->features;
+    case ATTENTION_LSH:         /* scores, visible scores (T,); key buckets (rounds, T); */
+                                /* the query's buckets (rounds,) */
+        return 2 * t + (size_t)cfg->rounds * t + (size_t)cfg->rounds;
+    default:                    /* scores, visible scores (T,) */
+        return 2 * t;
+    }
+}
+
+/* 1 if LSH lets the query at position i see key j <= i (the set lsh_rows lists): a sink, in
+ * the local window, or sharing the query's bucket in some round. key_bucket (rounds, T),
+ * query_bucket (rounds,): bucket numbers, small integers, so exact as floats. */
+static int lsh_visible(const AttentionConfig *cfg, int i, int j, const float *key_bucket, int T,
+                       const float *query_bucket) {
+    if (j < cfg->sinks || j >= lsh_local_first(cfg, i)) return 1;
+    for (int r = 0; r < cfg->rounds; r++)
+        if (key_bucket[(long)r * T + j] == query_bucket[r]) return 1;
+    return 0;
+}
+
+/* Softmax kinds: query i's weights over its visible keys in position order, through
+ * score_rows and softmax_unnormalised as attend_rows computes them, so the same bits. */
+static void weights_softmax(const WeightsHead *v, const AttentionConfig *cfg, int half) {
+    int T = v->T, HS = v->HS, lsh = cfg->kind == ATTENTION_LSH;
+    float *scores = v->work, *visible = scores + T;
+    float *key_bucket = lsh ? visible + T : NULL;                          /* (rounds, T) */
+    float *query_bucket = lsh ? key_bucket + (long)cfg->rounds * T : NULL; /* (rounds,) */
+    Scoring sc = {v->scale, cfg->kind == ATTENTION_GAUSS, cfg->softmax1};
+    for (int r = 0; lsh && r < cfg->rounds; r++)   /* LSH: hash every key as lsh_insert does */
+        for (int j = 0; j < T; j++)
+            key_bucket[(long)r * T + j] =
+                (float)lsh_round_bucket(v->k + (long)j * v->kv_stride, v->R, r, half, HS);
+    for (int i = v->q0; i < T; i++) {
+        const float *q_i = v->q + (long)i * v->q_stride;
+        float *w_i = v->w + (long)(i - v->q0) * T;
+        for (int r = 0; lsh && r < cfg->rounds; r++)
+            query_bucket[r] = (float)lsh_round_bucket(q_i, v->R, r, half, HS);
+        /* score keys 0 .. i; keep the visible scores in position order, mark the rest NaN */
+        score_rows(scores, q_i, v->k, v->kv_stride, NULL, i + 1, HS, sc);
+        int n = 0;
+        for (int j = 0; j < T; j++) {
+            int seen = j <= i && (lsh ? lsh_visible(cfg, i, j, key_bucket, T, query_bucket)
+                                      : pattern_visible(cfg, i, j));
+            w_i[j] = seen ? 0.0f : NAN;
+            if (seen) visible[n++] = scores[j];
+        }
+        float inv_sum = softmax_unnormalised(visible, n, sc);
+        n = 0;
+        for (int j = 0; j <= i; j++)
+            if (!isnan(w_i[j])) w_i[j] = visible[n++] * inv_sum;
+    }
+}
+
+/* Linear attention: w_ij = phi(q_i) . phi(k_j) / (phi(q_i) . z_i + eps), z_i the sum of
+ * phi(k_0 .. k_i) in linear_step's order. The weights sum to phi.z / (phi.z + eps) < 1. */
+static void weights_linear(const WeightsHead *v, float pre) {
+    int T = v->T, HS = v->HS;
+    float *phi_k = v->work, *z = phi_k + (long)T * HS, *phi_q = z + HS;
+    for (int c = 0; c < HS; c++) z[c] = 0.0f;
+    for (int i = 0; i < T; i++) {
+        float *phi_i = phi_k + (long)i * HS;
+        linear_features(phi_i, v->k + (long)i * v->kv_stride, HS, pre);
+        for (int c = 0; c < HS; c++) z[c] += phi_i[c];
+        if (i < v->q0) continue;
+        float den = linear_query(phi_q, v->q + (long)i * v->q_stride, z, HS, pre);
+        float *w_i = v->w + (long)(i - v->q0) * T;
+        for (int j = 0; j < T; j++)
+            w_i[j] = j <= i ? dot_f(phi_q, phi_k + (long)j * HS, HS) / den : NAN;
+    }
+}
+
+/* Efficient Attention: w_ij = sum_c p_ic exp(k_jc - m_ic), with the running maxima m_ic and
+ * sums z_ic of efficient_step (the same folds, so the same bits) and p_ic = softmax(q_i)_c
+ * / z_ic: key j's share of the sums S_c the step reads out. */
+static void weights_efficient(const WeightsHead *v) {
+    int T = v->T, HS = v->HS;
+    float *mx = v->work, *z = mx + HS, *p = z + HS;
+    for (int c = 0; c < HS; c++) {
+        mx[c] = -INFINITY;
+        z[c] = 0.0f;
+    }
+    for (int i = 0; i < T; i++) {
+        const float *k_i = v->k + (long)i * v->kv_stride;
+        for (int c = 0; c < HS; c++) {
+            float w;
+            fold_key(&mx[c], &z[c], &w, &k_i[c], 1, k_i[c]);
+        }
+        if (i < v->q0) continue;
+        efficient_query(p, v->q + (long)i * v->q_stride, z, HS);
+        float *w_i = v->w + (long)(i - v->q0) * T;
+        for (int j = 0; j < T; j++) {
+            const float *k_j = v->k + (long)j * v->kv_stride;
+            float sum = 0.0f;
+            for (int c = 0; j <= i && c < HS; c++) sum += p[c] * expf(k_j[c] - mx[c]);
+            w_i[j] = j <= i ? sum : NAN;
+        }
+    }
+}
+
+/* Performer: key j's features E_j = exp(l(k_j) - M_j) as fold_key left them (M_j the running
+ * maximum after key j), so w_ij = exp(M_j - M_i) phi(q_i) . E_j / (phi(q_i) . z_i): key j's
+ * share of the rescaled S the step reads out for query i. m features. */
+static void weights_performer(const WeightsHead *v, int m) {
+    int T = v->T, HS = v->HS;
+    float *E = v->work, *M_after = E + (long)T * m, *z = M_after + T, *phi_q = z + m;
+    float M = -INFINITY, s = sqrtf(v->scale);
+    for (int c = 0; c < m; c++) z[c] = 0.0f;
+    for (int i = 0; i < T; i++) {
+        float *E_i = E + (long)i * m;
+        float key_max = favor_logits(E_i, v->R, m, HS, v->k + (long)i * v->kv_stride, s);
+        fold_key(&M, z, E_i, E_i, m, key_max);
+        M_after[i] = M;
+        if (i < v->q0) continue;
+        float den = performer_query(phi_q, v->R, m, HS, s, v->q + (long)i * v->q_stride, z);
+        float *w_i = v->w + (long)(i - v->q0) * T;
+        for (int j = 0; j < T; j++) {
+            /* read_out's rule: divide (den may be subnormal), and zeros if den <= 0 */
+            float share = j <= i ? dot_f(phi_q, E + (long)j * m, m) * expf(M_after[j] - M) : NAN;
+            w_i[j] = j > i ? NAN : den > 0.0f ? share / den : 0.0f;
+        }
+    }
+}
+
+size_t attention_weights_scratch_floats(const AttentionConfig *cfg, const AttentionShape *shape,
+                                        int T) {
+    Plan p;
+    if (T < 1 || plan(&p, cfg, shape, T) != 0) return 0;
+    return (size_t)shape->n_heads * weights_head_floats(cfg, shape->head_dim, T);
+}
+
+int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, const void *state,
+                      int n_ctx, float *w, const float *q, const float *k, int q0, int T,
+                      float *scratch) {
+    Plan p;
+    if (plan(&p, cfg, shape, n_ctx) != 0 || T < 1 || T > n_ctx || q0 < 0 || q0 >= T || !w ||
+        !q || !k || !scratch || (p.rand_rows > 0 && !state)) return -1;
+    int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
+    int group = NH / NKV;
+    size_t head_floats = weights_head_floats(cfg, HS, T);
+    const float *random = p.rand_rows > 0 ? (const float *)((const char *)state + p.rand) : NULL;
+    /* Each head writes only its own rows of w and its own part of scratch, in a fixed
+     * order, so the bits do not depend on the thread count. Work is about NH T HS times the
+     * queries plus the random features; small calls stay serial. */
+    #pragma omp parallel for schedule(static) \
+        if ((long)NH * T * HS * (T - q0 + p.rand_rows) >= ATTENTION_PARALLEL_MIN_WORK)
+    for (int h = 0; h < NH; h++) {
+        WeightsHead v = {
+            .w = w + (long)h * (T - q0) * T,           /* seek to w[h, 0, 0] */
+            .q = q + (long)h * HS,                      /* q[0, h, :] */
+            .k = k + (long)(h / group) * HS,            /* k[0, g, :] */
+            .R = random ? random + random_offset(&p, h, 0, HS) : NULL,
+            .q_stride = NH * HS, .kv_stride = NKV * HS, .HS = HS, .q0 = q0, .T = T,
+            .scale = config_scale(cfg, shape),
+            .work = scratch + (long)h * head_floats};
+        switch (cfg->kind) {
+        case ATTENTION_LINEAR:
+            weights_linear(&v, cfg->prescale ? sqrtf(v.scale) : 1.0f);
+            break;
+        case ATTENTION_EFFICIENT:
+            weights_efficient(&v);
+            break;
+        case ATTENTION_PERFORMER:
+            weights_performer(&v, cfg->features);
+            break;
+        default:
+            weights_softmax(&v, cfg, p.rand_rows);
+            break;
+        }
+    }
     return 0;
 }
 

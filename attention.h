@@ -7,6 +7,7 @@
  * Legend: NH query heads, NKV key/value heads (NH % NKV == 0; GPT-2 has NKV = NH,
  * grouped-query models share one K/V head among NH/NKV query heads), HS head size,
  * pos the position of the first new query, T the number of new queries.
+ * Section numbers (§) are those of docs/attention.md.
  */
 #ifndef ATTENTION_H
 #define ATTENTION_H
@@ -27,8 +28,8 @@ typedef struct {
 /* Floats of scratch attention_forward needs for a context of up to n_ctx positions. */
 int attention_scratch_floats(const AttentionShape *shape, int n_ctx);
 
-/* Exact causal multi-head scaled dot-product attention (ATTENTION.md §4.1), with a
- * max-subtracted softmax (§2.1). Query t (position pos + t) sees keys 0 .. pos + t.
+/* Exact causal multi-head scaled dot-product attention (docs/attention.md §2), with a
+ * max-subtracted softmax (§1). Query t (position pos + t) sees keys 0 .. pos + t.
  *   out     (T, NH * HS)            written
  *   q       (T, NH * HS)            queries of the T new positions
  *   k, v    (pos + T, NKV * HS)     keys and values of every position 0 .. pos + T - 1
@@ -39,12 +40,12 @@ void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch);
 
 /* ------------------------------------------------------------------------- */
-/* The attention lab: every variant of ATTENTION.md §4 behind one stateful step  */
+/* The attention lab: every variant of docs/attention.md behind one stateful step */
 /*
  * A variant is an AttentionConfig. Each layer keeps its own state, one block of
  * attention_state_bytes() that the caller allocates and attention_state_init()
  * fills; attention_step() appends new keys/values to it and attends. The state is
- * one of the four kinds of ATTENTION.md §2.2:
+ * one of the four kinds of docs/attention.md §10:
  *   (A) full KV cache: exact, gauss, strided, fixed           O(n_ctx) per layer
  *   (B) sink slots + ring buffer: window, dilated             O(S + W)
  *   (C) fixed-size recurrent state: linear, efficient, performer   O(1) in n_ctx
@@ -55,21 +56,21 @@ void attention_forward(const AttentionShape *shape, float *out, const float *q,
  */
 
 typedef enum {
-    ATTENTION_EXACT,      /* softmax(q.k * scale) over all past keys (§4.1) */
-    ATTENTION_GAUSS,      /* Gaussian kernel: q.k * scale - |k|^2 * scale / 2 (§4.2) */
-    ATTENTION_WINDOW,     /* last `window` keys, plus the first `sinks` positions (§4.3) */
-    ATTENTION_DILATED,    /* `window` keys spaced `dilation` apart, plus sinks (§4.3) */
+    ATTENTION_EXACT,      /* softmax(q.k * scale) over all past keys (§2) */
+    ATTENTION_GAUSS,      /* Gaussian kernel: q.k * scale - |k|^2 * scale / 2 (§2) */
+    ATTENTION_WINDOW,     /* last `window` keys, plus the first `sinks` positions (§3) */
+    ATTENTION_DILATED,    /* `window` keys spaced `dilation` apart, plus sinks (§3) */
     ATTENTION_STRIDED,    /* Sparse Transformer strided, merged: i-j < l or (i-j) % l == 0 */
     ATTENTION_FIXED,      /* Sparse Transformer fixed, merged: own block or j % l >= l - c */
-    ATTENTION_LSH,        /* Reformer angular LSH, causal bucket-union form (§4.4) */
-    ATTENTION_LINEAR,     /* Katharopoulos linear attention, phi = elu + 1 (§4.5) */
-    ATTENTION_EFFICIENT,  /* Shen et al. Efficient Attention, causal recurrent form (§4.5) */
-    ATTENTION_PERFORMER,  /* FAVOR+ positive random features, running-max form (§4.6) */
+    ATTENTION_LSH,        /* Reformer angular LSH, causal bucket-union form (§4) */
+    ATTENTION_LINEAR,     /* Katharopoulos linear attention, phi = elu + 1 (§5) */
+    ATTENTION_EFFICIENT,  /* Shen et al. Efficient Attention, causal recurrent form (§5) */
+    ATTENTION_PERFORMER,  /* FAVOR+ positive random features, running-max form (§6) */
     ATTENTION_KINDS       /* number of kinds */
 } AttentionKind;
 
-/* Defaults (ATTENTION.md §4) */
-#define ATTENTION_DEFAULT_WINDOW 128      /* W: §4.3 sweeps 64..512 at n_ctx 1024 */
+/* Defaults (docs/attention.md §3-§6) */
+#define ATTENTION_DEFAULT_WINDOW 128      /* W: §3 sweeps 64..512 at n_ctx 1024 */
 #define ATTENTION_DEFAULT_DILATION 2      /* k of dilated(w, k) = (128, 2) */
 #define ATTENTION_DEFAULT_STRIDE 32       /* strided l = sqrt(1024) */
 #define ATTENTION_DEFAULT_BLOCK 128       /* fixed l (paper: 128) */
@@ -83,7 +84,7 @@ typedef enum {
 
 typedef struct {
     AttentionKind kind;
-    int softmax1;      /* 1: softmax with a virtual key of score 0, value 0 (§4.8) */
+    int softmax1;      /* 1: softmax with a virtual key of score 0, value 0 (§8) */
     int unscaled;      /* 1: scale = 1 instead of 1/sqrt(HS) */
     float tau;         /* temperature: scale = 1 / (tau sqrt(HS)); 1 by default */
     int window;        /* W (window), w (dilated): keys in the window, self included */
@@ -144,22 +145,51 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
 float *attention_state_random(const AttentionConfig *cfg, const AttentionShape *shape,
                               int n_ctx, void *state, int head, int round, int *rows);
 
+/* Floats of scratch attention_weights needs for up to T positions, or 0 if cfg is invalid. */
+size_t attention_weights_scratch_floats(const AttentionConfig *cfg, const AttentionShape *shape,
+                                        int T);
+
+/* The weights variant cfg gives, for queries q0 .. T-1, to keys 0 .. T-1 (for heatmaps and
+ * explanation), recomputed from the queries and keys of positions 0 .. T-1 of one layer:
+ *   w       (NH, T - q0, T)  written; w[h][i - q0][j]: the weight of key j for query i, or
+ *                            NAN where key j is not visible to query i (a future key, outside
+ *                            the window or pattern, in no shared LSH bucket, ...)
+ *   q       (T, NH * HS)     queries of positions 0 .. T-1 (after any rotary embedding)
+ *   k       (T, NKV * HS)    keys of positions 0 .. T-1 (the same ones attention_step got)
+ *   state   a state block of (cfg, shape, n_ctx) after attention_state_init for this layer:
+ *           only its random matrices are read (LSH rotations, Performer features); may be
+ *           NULL for kinds without them. T <= n_ctx.
+ *   scratch (attention_weights_scratch_floats(cfg, shape, T),)  overwritten
+ * Softmax kinds: the weights of attention_step's own softmax, bit for bit; each row sums to
+ * 1 (softmax1: 1 minus the virtual key's share). Kernelised kinds (linear, efficient,
+ * performer): the normalised share of each key that the feature map implies (linear: rows
+ * sum to phi.z / (phi.z + eps), just under 1). For every kind sum_j w_ij v_j is what
+ * attention_step outputs for query i, to float rounding. Rows do not depend on q0 (q0 =
+ * T - 1 gives the last row alone, bitwise). Costs O(NH (T - q0) T HS) plus one feature
+ * map or hash of each key (Performer: O(NH T m (T - q0 + HS))). Heads run in parallel
+ * under OpenMP, bitwise identical for any thread count. Never allocates. Returns 0, or
+ * -1 (nothing written) if cfg is invalid, T < 1, T > n_ctx, q0 < 0, q0 >= T, a pointer is
+ * NULL, or state is NULL for LSH (nb > 1) or Performer. */
+int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, const void *state,
+                      int n_ctx, float *w, const float *q, const float *k, int q0, int T,
+                      float *scratch);
+
 /* ------------------------------------------------------------------------- */
 /* Kernels with no weights in a pretrained GPT: unit-tested, not model variants  */
 
-/* Additive (Bahdanau) attention, one head (§4.2): s_ij = wv . tanh(Wq q_i + Wk k_j).
+/* Additive (Bahdanau) attention, one head (§2): s_ij = wv . tanh(Wq q_i + Wk k_j).
  *   out (T, DV); q (T, DQ); k (T, DK); v (T, DV); Wq (H, DQ); Wk (H, DK); wv (H,)
  *   causal: 1 = key j visible iff j <= i; scratch (T * H + H + T,) floats. */
 void attention_additive(float *out, const float *q, const float *k, const float *v, int T,
                         int DQ, int DK, int DV, int H, const float *Wq, const float *Wk,
                         const float *wv, int causal, float *scratch);
 
-/* Attention pooling with a learned query (§4.9): beta = softmax_p(c . relu(W x_p + b)),
+/* Attention pooling with a learned query (§9): beta = softmax_p(c . relu(W x_p + b)),
  * out (C,) = sum_p beta_p x_p.  x (P, C); W (A, C); b (A,); c (A,); scratch (P + A,). */
 void attention_pool(float *out, const float *x, int P, int C, int A, const float *W,
                     const float *b, const float *c, float *scratch);
 
-/* Nystrom attention, one head, NON-CAUSAL diagnostic (§4.7): q, k scaled by
+/* Nystrom attention, one head, NON-CAUSAL diagnostic (§7): q, k scaled by
  * sqrt(scale) each, m landmarks = means of T/m contiguous rows (T % m == 0),
  * pseudo-inverse by `iters` Newton-Schulz steps.
  *   out (T, D); q, k, v (T, D); scratch (attention_nystrom_scratch_floats(T, D, m),) */

@@ -180,7 +180,7 @@ int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size
     if (!name) {
         if (name_len == 7 && strncmp(spec, "nystrom", 7) == 0) {
             snprintf(err, cap, "nystrom: not causal (its landmarks average future rows, "
-                     "ATTENTION.md §4.7), so it cannot replace attention in a causal model; "
+                     "docs/attention.md §7), so it cannot replace attention in a causal model; "
                      "it is a unit-tested kernel only");
             return -1;
         }

@@ -2,7 +2,7 @@
  *
  * Each parser accepts the whole string or nothing (no trailing characters, no
  * overflow, no NaN) and checks the range, so a flag's value is never silently
- * replaced (STYLE.md §4: never atoi). The callers print the usage error.
+ * replaced (never atoi, which cannot report either). The callers print the usage error.
  */
 #ifndef CLI_H
 #define CLI_H

@@ -63,6 +63,10 @@ static void free_attention(Model *m) {
     free(m->cache.v);
     free(m->attention_state);
     free(m->state.scratch);
+    free(m->trace.q);
+    free(m->trace.k);
+    free(m->trace.scratch);
+    m->trace.q = m->trace.k = m->trace.scratch = NULL;
     m->cache.k = m->cache.v = m->state.scratch = NULL;
     m->attention_state = NULL;
     m->attention_layer_bytes = 0;
@@ -87,6 +91,24 @@ static int check_state_size(const char *what, size_t bytes, int n_ctx) {
     return -1;
 }
 
+/* While tracing, allocates the trace for m->n_ctx positions (after the attention state:
+ * the weights' scratch depends on the variant). */
+static int alloc_trace(Model *m) {
+    if (!m->tracing) return 0;
+    const Config *c = &m->config;
+    size_t rows = (size_t)c->n_layers * (size_t)m->n_ctx;
+    m->trace.q = calloc(rows * (size_t)c->dim, sizeof(float));
+    m->trace.k = calloc(rows * (size_t)c->kv_dim, sizeof(float));
+    m->trace.scratch = calloc(attention_weights_scratch_floats(&m->attention_config,
+                                                               &m->attention, m->n_ctx) + 1,
+                              sizeof(float));
+    if (m->trace.q && m->trace.k && m->trace.scratch) return 0;
+    fprintf(stderr, "model: out of memory for the attention trace (%d layers of %d "
+            "positions)\n", c->n_layers, m->n_ctx);
+    free_attention(m);
+    return -1;
+}
+
 int model_set_attention(Model *m, const AttentionConfig *cfg) {
     const Config *c = &m->config;
     int n_ctx = m->n_ctx;
@@ -105,7 +127,7 @@ int model_set_attention(Model *m, const AttentionConfig *cfg) {
         m->attention_layer_bytes = 2 * (size_t)n_ctx * (size_t)c->kv_dim * sizeof(float);
         m->lab = 0;
         m->attention_config = *cfg;
-        return 0;
+        return alloc_trace(m);
     }
     size_t layer_bytes = attention_state_bytes(cfg, &m->attention, n_ctx);
     size_t scratch = attention_step_scratch_floats(cfg, &m->attention, n_ctx);
@@ -133,7 +155,7 @@ int model_set_attention(Model *m, const AttentionConfig *cfg) {
     m->attention_config = *cfg;
     m->attention_layer_bytes = layer_bytes;
     m->lab = 1;
-    return 0;
+    return alloc_trace(m);
 out_of_memory:
     fprintf(stderr, "model: attention %s: out of memory for %d layers of %d positions\n",
             attention_kind_name(cfg->kind), c->n_layers, n_ctx);
@@ -189,6 +211,29 @@ int model_load(Model *m, const char *path, int max_chunk) {
 fail:
     model_free(m);
     return -1;
+}
+
+int model_trace(Model *m, int on) {
+    m->tracing = on;
+    AttentionConfig cfg = m->attention_config;
+    return model_set_attention(m, &cfg);
+}
+
+int model_attention_weights(Model *m, int layer, int q0, int T, float *w) {
+    const Config *c = &m->config;
+    if (!m->tracing || layer < 0 || layer >= c->n_layers || q0 < 0 || q0 >= T ||
+        T > m->n_ctx) {
+        fprintf(stderr, "model: attention weights of layer %d, queries %d..%d out of range "
+                "(expected tracing on, layer 0..%d, 0 <= q0 < T <= %d)\n", layer, q0, T - 1,
+                c->n_layers - 1, m->n_ctx);
+        return -1;
+    }
+    const float *q_l = m->trace.q + (size_t)layer * m->n_ctx * c->dim;      /* (n_ctx, C) */
+    const float *k_l = m->trace.k + (size_t)layer * m->n_ctx * c->kv_dim;   /* (n_ctx, KVD) */
+    const void *state_l = m->lab ? (char *)m->attention_state
+                                   + (size_t)layer * m->attention_layer_bytes : NULL;
+    return attention_weights(&m->attention_config, &m->attention, state_l, m->n_ctx, w, q_l,
+                             k_l, q0, T, m->trace.scratch);
 }
 
 long model_macs_per_token(const Model *m) {
@@ -262,6 +307,16 @@ static void rope(const Config *c, const float *cs, float *q, float *k, int N) {
     }
 }
 
+/* While tracing, copies layer l's queries q (N, C) and keys k (N, KVD) of positions
+ * pos .. pos+N-1 into the trace. */
+static void trace(Model *m, int l, int pos, int N, const float *q, const float *k) {
+    if (!m->tracing) return;
+    size_t C = (size_t)m->config.dim, KVD = (size_t)m->config.kv_dim;
+    size_t row = (size_t)l * m->n_ctx + (size_t)pos;
+    memcpy(m->trace.q + row * C, q, (size_t)N * C * sizeof(float));
+    memcpy(m->trace.k + row * KVD, k, (size_t)N * KVD * sizeof(float));
+}
+
 /* x (N, C) = token embedding rows (+ position rows for learned positions). */
 static void embed(const Model *m, float *x, const int *tokens, int N, int pos) {
     const Weights *w = &m->checkpoint.weights;
@@ -322,12 +377,14 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
             matmul(s, k_new, s->xn, &lw->wk, lw->bk, n, C, KVD);
             matmul(s, v_new, s->xn, &lw->wv, lw->bv, n, C, KVD);
             if (c->family == MODEL_LLAMA) rope(c, s->rope, s->q, k_new, n);
+            trace(m, l, pos, n, s->q, k_new);
             attention_forward(&m->attention, s->att, s->q, k_l, v_l, pos, n, s->scratch);
         } else {
             /* a variant: its state stores k, v (N, KVD) of pos .. pos+n-1, then attends */
             matmul(s, s->k, s->xn, &lw->wk, lw->bk, n, C, KVD);
             matmul(s, s->v, s->xn, &lw->wv, lw->bv, n, C, KVD);
             if (c->family == MODEL_LLAMA) rope(c, s->rope, s->q, s->k, n);
+            trace(m, l, pos, n, s->q, s->k);
             void *state_l = (char *)m->attention_state + (size_t)l * m->attention_layer_bytes;
             if (attention_step(&m->attention_config, &m->attention, state_l, m->n_ctx, s->att,
                                s->q, s->k, s->v, pos, n, s->scratch) != 0) {

@@ -32,6 +32,14 @@ typedef struct {
     float *v;        /* (L, n_ctx, KVD) */
 } KVCache;
 
+/* What attention saw, kept only while tracing (model_trace) for heatmaps: each layer's
+ * queries and keys, after any rotary embedding, by position. */
+typedef struct {
+    float *q;        /* (L, n_ctx, C) */
+    float *k;        /* (L, n_ctx, KVD) */
+    float *scratch;  /* attention_weights scratch for n_ctx positions */
+} AttentionTrace;
+
 /* Activations for a chunk of up to max_chunk tokens. All owned. */
 typedef struct {
     float *x;        /* (N, C) residual stream */
@@ -60,6 +68,8 @@ typedef struct {
     void *attention_state;     /* (L, attention_layer_bytes) the variant's state (lab == 1) */
     size_t attention_layer_bytes;      /* bytes of one layer's attention state or KV cache */
     int n_ctx;                 /* positions the attention state holds (<= S) */
+    int tracing;               /* 1: model_forward fills trace */
+    AttentionTrace trace;      /* queries and keys by position (tracing == 1) */
     const char *format;        /* what the file was read as, and what was assumed */
     int max_chunk;             /* most tokens one model_forward call may take */
 } Model;
@@ -83,6 +93,18 @@ int model_set_attention(Model *m, const AttentionConfig *cfg);
  * variant: a run that will never reach position S needs less memory. The next
  * model_forward must start at position 0. Returns 0, or -1 after a stderr line. */
 int model_set_context(Model *m, int n_ctx);
+
+/* Start (on = 1) or stop (0) keeping every layer's queries and keys by position, for
+ * model_attention_weights; memory (L, n_ctx, C + KVD) floats, reallocated by
+ * model_set_context and model_set_attention. Returns 0, or -1 after a stderr line. */
+int model_trace(Model *m, int on);
+
+/* The attention weights of layer `layer` for queries q0 .. T-1 over keys 0 .. T-1, from
+ * the traced queries and keys of positions 0 .. T-1 (run before, while tracing), as the
+ * current variant computes them (attention_weights):
+ *   w (NH, T - q0, T)  written; NAN where a key is not visible to the query.
+ * Returns 0, or -1 after a stderr line (not tracing, or layer, q0, T out of range). */
+int model_attention_weights(Model *m, int layer, int q0, int T, float *w);
 
 /* Multiply-adds of the weight matrices for one token: the work a token brings to share
  * among threads. */

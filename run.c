@@ -1,13 +1,12 @@
 /* run.c: the command-line program. Parses flags, loads a model and a tokenizer,
- * encodes the prompt, runs it through the model in chunks, then samples and
- * streams new tokens, and reports speed on stderr. With --eval it instead reports
- * the model's loss on a file (eval.c), and --attn swaps in another attention.
+ * encodes the prompt and sizes the context, then hands over to generate.c (which
+ * streams the text) and reports the speed on stderr; --attn-map then draws the
+ * attention over the final context (attnmap.c). With --eval it instead reports the
+ * model's loss on a file (eval.c), and --attn swaps in another attention.
  *
- * It owns exit codes (0 ok, 1 bad data or runtime failure, 2 usage error) and all
- * output; it contains no kernels and reaches the network only via model_forward.
- * Read model.h, then tokenizer.h and sampler.h, for what it calls.
+ * It owns exit codes (0 ok, 1 bad data or runtime failure, 2 usage error); it
+ * contains no kernels. Read model.h, generate.h, then tokenizer.h and sampler.h.
  */
-#include <ctype.h>      /* isprint, isspace */
 #include <errno.h>      /* errno */
 #include <limits.h>     /* INT_MAX */
 #include <math.h>       /* log, exp (the eval report) */
@@ -15,12 +14,15 @@
 #include <stdio.h>      /* printf, fwrite, fprintf */
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* strcmp, strncmp, strrchr */
-#include <time.h>       /* clock_gettime, time */
+#include <time.h>       /* time: the default seed */
 #include <sys/stat.h>   /* stat: refuse FIFOs and directories as text files */
+#include <unistd.h>     /* isatty: show "> " only to a terminal */
 
 #include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
+#include "attnmap.h"    /* AttnMap, attnmap_write_svg, attnmap_write_html */
 #include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
 #include "eval.h"       /* eval_windows */
+#include "generate.h"   /* Generation, generate */
 #include "kernels.h"    /* kernels_set_threads, kernels_run */
 #include "model.h"      /* Model, model_load, model_forward, model_set_attention */
 #include "sampler.h"    /* Sampler, sampler_sample */
@@ -34,6 +36,9 @@
 #define DEFAULT_TOP_P 0.9f       /* -p default, as llama2.c */
 #define MAX_PROMPT_BYTES (1 << 24) /* -f refuses files larger than 16 MiB */
 #define MAX_THREADS 1024         /* -T upper bound (more than the cores is then capped) */
+#ifndef RUN_MAX_STEPS
+#define RUN_MAX_STEPS 1000000    /* -n upper bound (the fuzzer lowers it) */
+#endif
 #define RUN_MIN_MACS_FOR_THREADS 4000000L  /* per token; smaller models run on 1 thread */
 
 static const char USAGE[] =
@@ -46,28 +51,49 @@ static const char USAGE[] =
 "Options:\n"
 "  -z, --tokenizer PATH   tokenizer file (default: tokenizer.bin beside MODEL)\n"
 "  -i, --prompt TEXT      prompt text (default: none; start from end-of-text or BOS)\n"
-"  -f, --prompt-file PATH read the prompt from a file instead\n"
-"  -n, --n-predict N      tokens to generate after the prompt, 0..1000000 (default 256)\n"
+"  -f, --prompt-file PATH read the prompt from a file instead; - reads standard input\n"
+"                         (the bytes exactly, to its end)\n"
+"  -n, --n-predict N      tokens to generate after the prompt (per turn with -I),\n"
+"                         0..1000000 (default 256)\n"
 "  -t, --temperature T    sampling temperature, 0 = greedy, 0..100 (default 1.0)\n"
 "  -p, --top-p P          nucleus sampling mass, (0, 1]; 1 = off (default 0.9)\n"
 "  -k, --top-k K          keep only the K most likely tokens, 0 = off (default 0)\n"
 "  -s, --seed S           random seed, 1..18446744073709551615 (default: time)\n"
+"  -c, --ctx-size N       context size, 2..the model's context (default: the model's);\n"
+"                         attention memory is allocated for N positions; with --eval,\n"
+"                         the length of the windows scored\n"
+"      --keep N           tokens kept at the start when the context shifts, 0..N-1 of\n"
+"                         the context (default: 0 for GPT-2, the BOS token for Llama)\n"
+"      --no-context-shift stop with a message when the context is full, instead of\n"
+"                         keeping --keep tokens and the latest half of the rest and\n"
+"                         going on (they are run again from position 0)\n"
+"  -I, --interactive      after each turn (-n tokens, end-of-text, or -r), read a line\n"
+"                         from standard input, append it and go on; end of input ends\n"
+"  -r, --reverse-prompt TEXT  end the turn when the output ends with TEXT\n"
 "  -T, --threads N        most threads for the matrix products and attention, 1..1024,\n"
 "                         capped at the cores (default: all of them, or OMP_NUM_THREADS);\n"
 "                         models under 4 M multiply-adds per token always use one\n"
 "      --attn SPEC        attention variant NAME[:key=value,...] (default exact):\n"
 "%s"
+"      --attn-map FILE    write the attention weights over the final context as a\n"
+"                         heatmap: FILE.svg (an SVG picture) or FILE.html (an explorer\n"
+"                         page: point at a token to see what each head attends to)\n"
+"      --layer L          --attn-map, --attn-top: only layer L, 0..layers-1 (default:\n"
+"                         every layer for the map, the last for --attn-top)\n"
+"      --head H           --attn-map: only head H, 0..heads-1 (default: every head)\n"
+"      --attn-top K       instead of the text, print for each generated token the K\n"
+"                         earlier tokens each head attended to most, with the weights\n"
 "      --eval FILE        instead of generating, report the loss on FILE's tokens in\n"
 "                         non-overlapping windows (nats/token, bits/char, perplexity,\n"
 "                         and KL and top-1 agreement against exact attention)\n"
-"      --ctx T            --eval window length, 2..context (default: the context)\n"
 "      --ref MODEL        --eval: compare against MODEL (e.g. the fp32 file an int8 one\n"
 "                         was made from) instead of exact attention on MODEL itself\n"
 "  -h, --help             print this help and exit\n"
 "\n"
 "The prompt and the generated text stream to stdout; what was loaded and the speed go\n"
-"to stderr. Generation stops at end-of-text (GPT-2), BOS or EOS (Llama), or at the\n"
-"model's context length.\n"
+"to stderr. A turn of generation stops after -n tokens, at end-of-text (GPT-2), or at\n"
+"BOS or EOS (Llama). The attention variants and the heatmaps are explained in\n"
+"docs/attention.md and docs/tutorial.md.\n"
 "Exit status: 0 ok, 1 bad data or runtime failure, 2 usage error.\n";
 
 typedef struct {
@@ -82,10 +108,27 @@ typedef struct {
     uint64_t seed;                /* -s; 0 until chosen */
     AttentionConfig attention;    /* --attn; exact by default */
     const char *eval_path;        /* --eval FILE, or NULL to generate */
-    int ctx;                      /* --ctx; 0 = the model's context */
+    int ctx_size;                 /* -c; 0 = the model's context */
+    int keep;                     /* --keep; -1 = the family's default */
+    int no_shift;                 /* --no-context-shift */
+    int interactive;              /* -I */
+    const char *reverse_prompt;   /* -r TEXT, or NULL */
     int threads;                  /* -T; 0 = OpenMP's default */
     const char *ref_path;         /* --ref MODEL: the reference for --eval, or NULL */
+    const char *attn_map_path;    /* --attn-map FILE (.svg or .html), or NULL */
+    int layer;                    /* --layer; -1 = not given */
+    int head;                     /* --head; -1 = not given */
+    int attn_top;                 /* --attn-top K; 0 = off */
 } Options;
+
+/* The --attn-map format a path's extension asks for: "svg", "html", or NULL. */
+static const char *attn_map_format(const char *path) {
+    const char *dot = strrchr(path, '.');
+    if (!dot || dot == path || dot[-1] == '/') return NULL;
+    if (strcmp(dot, ".svg") == 0) return "svg";
+    if (strcmp(dot, ".html") == 0) return "html";
+    return NULL;
+}
 
 /* Prints the usage text (with the list of attention variants) to f. */
 static void print_usage(FILE *f) {
@@ -130,6 +173,7 @@ static int parse_args(int argc, char **argv, Options *o) {
     o->steps = DEFAULT_STEPS;
     o->temperature = DEFAULT_TEMPERATURE;
     o->top_p = DEFAULT_TOP_P;
+    o->keep = o->layer = o->head = -1;
     attention_config_default(&o->attention);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value = NULL;
@@ -152,8 +196,11 @@ static int parse_args(int argc, char **argv, Options *o) {
         } else if (FLAG("-f", "--prompt-file")) {
             o->prompt_file = value;
         } else if (FLAG("-n", "--n-predict")) {
-            if (m > 0 && cli_parse_int(value, 0, 1000000, &o->steps))
-                return usage_error(arg, value, "an integer in 0..1000000");
+            if (m > 0 && cli_parse_int(value, 0, RUN_MAX_STEPS, &o->steps)) {
+                char expected[64];
+                snprintf(expected, sizeof expected, "an integer in 0..%d", RUN_MAX_STEPS);
+                return usage_error(arg, value, expected);
+            }
         } else if (FLAG("-t", "--temperature")) {
             if (m > 0 && cli_parse_float(value, 0.0f, 100.0f, 0, &o->temperature))
                 return usage_error(arg, value, "a number in 0..100");
@@ -177,9 +224,35 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->ref_path = value;
         } else if (FLAG("--eval", "--eval")) {
             o->eval_path = value;
-        } else if (FLAG("--ctx", "--ctx")) {
-            if (m > 0 && cli_parse_int(value, 2, MODEL_MAX_SEQ_LEN, &o->ctx))
+        } else if (FLAG("-c", "--ctx-size")) {
+            if (m > 0 && cli_parse_int(value, 2, MODEL_MAX_SEQ_LEN, &o->ctx_size))
                 return usage_error(arg, value, "an integer in 2..the model's context");
+        } else if (FLAG("--keep", "--keep")) {
+            if (m > 0 && cli_parse_int(value, 0, MODEL_MAX_SEQ_LEN, &o->keep))
+                return usage_error(arg, value, "an integer in 0..the context - 1");
+        } else if (strcmp(arg, "--no-context-shift") == 0) {
+            o->no_shift = 1;
+            m = 1;
+        } else if (strcmp(arg, "-I") == 0 || strcmp(arg, "--interactive") == 0) {
+            o->interactive = 1;
+            m = 1;
+        } else if (FLAG("-r", "--reverse-prompt")) {
+            if (m > 0 && value[0] == '\0')
+                return usage_error(arg, value, "a non-empty text");
+            o->reverse_prompt = value;
+        } else if (FLAG("--attn-map", "--attn-map")) {
+            o->attn_map_path = value;
+            if (m > 0 && !attn_map_format(value))
+                return usage_error(arg, value, "a file name ending in .svg or .html");
+        } else if (FLAG("--layer", "--layer")) {
+            if (m > 0 && cli_parse_int(value, 0, INT_MAX, &o->layer))
+                return usage_error(arg, value, "an integer in 0..layers-1");
+        } else if (FLAG("--head", "--head")) {
+            if (m > 0 && cli_parse_int(value, 0, INT_MAX, &o->head))
+                return usage_error(arg, value, "an integer in 0..heads-1");
+        } else if (FLAG("--attn-top", "--attn-top")) {
+            if (m > 0 && cli_parse_int(value, 1, INT_MAX, &o->attn_top))
+                return usage_error(arg, value, "an integer >= 1");
         } else {
             return usage_error(arg, NULL, "unknown option");
         }
@@ -189,85 +262,47 @@ static int parse_args(int argc, char **argv, Options *o) {
     if (!o->model_path) return usage_error("MODEL", NULL, "missing (expected a model path)");
     if (o->prompt && o->prompt_file)
         return usage_error("-f", NULL, "cannot be combined with -i (give one prompt)");
-    if (o->ctx && !o->eval_path) return usage_error("--ctx", NULL, "only applies with --eval");
     if (o->ref_path && !o->eval_path)
         return usage_error("--ref", NULL, "only applies with --eval");
+    const char *generation_only = o->attn_map_path ? "--attn-map" : o->attn_top ? "--attn-top"
+                                : o->interactive ? "--interactive" : o->reverse_prompt ? "-r"
+                                : o->keep >= 0 ? "--keep" : o->no_shift ? "--no-context-shift"
+                                : NULL;
+    if (o->eval_path && generation_only)
+        return usage_error(generation_only, NULL, "cannot be combined with --eval (it applies "
+                           "to generation)");
+    if (o->interactive && o->prompt_file && strcmp(o->prompt_file, "-") == 0)
+        return usage_error("-f -", NULL, "cannot be combined with --interactive (standard "
+                           "input gives the lines)");
+    if (o->head >= 0 && !o->attn_map_path)
+        return usage_error("--head", NULL, "only applies with --attn-map");
+    if (o->layer >= 0 && !o->attn_map_path && !o->attn_top)
+        return usage_error("--layer", NULL, "only applies with --attn-map or --attn-top");
     return 0;
-}
-
-/* ------------------------------------------------------------------------- */
-/* Output that never splits a UTF-8 character                                  */
-
-/* Holds back the bytes of an unfinished UTF-8 sequence until it completes, so a
- * character split across two tokens reaches the terminal in one piece. Invalid
- * bytes are passed through as they are: the output is always exactly the bytes. */
-typedef struct {
-    unsigned char pending[4];
-    int n_pending;   /* bytes held */
-    int need;        /* total length of the held sequence */
-} Utf8Writer;
-
-/* Length of the sequence a lead byte starts, or 0 if b cannot start one. */
-static int utf8_sequence_length(unsigned char b) {
-    if (b >= 0xC2 && b <= 0xDF) return 2;
-    if (b >= 0xE0 && b <= 0xEF) return 3;
-    if (b >= 0xF0 && b <= 0xF4) return 4;
-    return 0;
-}
-
-static void utf8_flush(Utf8Writer *w) {
-    fwrite(w->pending, 1, (size_t)w->n_pending, stdout);
-    w->n_pending = 0;
-}
-
-static void utf8_write(Utf8Writer *w, const unsigned char *bytes, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char b = bytes[i];
-        if (w->n_pending > 0) {
-            if ((b & 0xC0) == 0x80) {           /* continuation: hold it */
-                w->pending[w->n_pending++] = b;
-                if (w->n_pending == w->need) utf8_flush(w);
-                continue;
-            }
-            utf8_flush(w);                       /* broken sequence: pass it through */
-        }
-        int need = utf8_sequence_length(b);
-        if (need == 0) {
-            fputc(b, stdout);
-        } else {
-            w->pending[0] = b;
-            w->n_pending = 1;
-            w->need = need;
-        }
-    }
 }
 
 /* ------------------------------------------------------------------------- */
 /* Generation                                                                  */
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Reads a whole file (what: "prompt" or "eval") into a malloc'd buffer; returns NULL
- * after a message. */
+/* Reads a whole file (what: "prompt" or "eval"; path "-" is standard input) into a
+ * malloc'd buffer; returns NULL after a message. */
 static char *read_text_file(const char *path, const char *what, size_t *len) {
+    int from_stdin = strcmp(path, "-") == 0;
     struct stat st;   /* stat first: opening a FIFO would block */
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (!from_stdin && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         fprintf(stderr, "run: %s: not a regular file (expected a %s file)\n", path, what);
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
+    FILE *f = from_stdin ? stdin : fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "run: %s: cannot open %s file (%s)\n", path, what, strerror(errno));
         return NULL;
     }
+    if (from_stdin) path = "standard input";
     char *text = malloc(MAX_PROMPT_BYTES + 1);
     size_t got = text ? fread(text, 1, MAX_PROMPT_BYTES + 1, f) : 0;
     int error = ferror(f);
-    fclose(f);
+    if (!from_stdin) fclose(f);
     if (!text || error || got > MAX_PROMPT_BYTES) {
         fprintf(stderr, "run: %s: cannot read %s file (%s)\n", path, what,
                 !text ? "out of memory" : error ? "read error" : "larger than 16 MiB");
@@ -278,21 +313,10 @@ static char *read_text_file(const char *path, const char *what, size_t *len) {
     return text;
 }
 
-/* Writes token id's bytes, as they read after token prev, through the UTF-8 writer.
- * Llama output follows llama2.c's safe_printf, so that it matches llama2.c byte for
- * byte: a piece of one byte that is neither printable ASCII nor whitespace (a control
- * character, or a lone byte of a byte-fallback character) is not printed. */
-static void emit_token(Utf8Writer *w, const Tokenizer *tok, int prev, int id) {
-    size_t len;
-    const unsigned char *bytes = tokenizer_decode(tok, prev, id, &len);
-    if (tok->kind == TOKENIZER_LLAMA && len == 1 && !isprint(bytes[0]) && !isspace(bytes[0]))
-        return;
-    utf8_write(w, bytes, len);
-}
-
-/* Encodes the prompt (or starts from end-of-text) and checks it fits the model.
+/* Encodes the prompt (or starts from end-of-text) and checks it fits n_ctx positions.
  * Returns a malloc'd id array with its length in *n, or NULL after a message. */
-static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *c, int *n) {
+static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *c, int n_ctx,
+                          int *n) {
     size_t len = 0, n_ids = 0;
     char *file_text = NULL;
     const char *text = o->prompt ? o->prompt : "";
@@ -326,9 +350,9 @@ static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *
             goto fail;
         }
     }
-    if (n_ids > (size_t)c->seq_len) {
+    if (n_ids > (size_t)n_ctx) {
         fprintf(stderr, "run: prompt too long for the context (got %zu tokens, expected at "
-                "most %d)\n", n_ids, c->seq_len);
+                "most %d%s)\n", n_ids, n_ctx, n_ctx < c->seq_len ? ", the --ctx-size" : "");
         goto fail;
     }
     free(file_text);
@@ -340,77 +364,138 @@ fail:
     return NULL;
 }
 
-/* Runs the prompt, then samples up to o->steps tokens, streaming them to stdout. */
-static int generate(const Options *o, Model *m, const Tokenizer *tok, Sampler *sampler) {
-    const Config *c = &m->config;
+/* Everything a generation needs besides the model, decided in main before it starts. */
+typedef struct {
+    Generation generation;
+    GenerateOptions options;
+    int *prompt;                  /* (n_prompt,) prompt token ids; owned */
     int n_prompt;
-    int *ids = prompt_tokens(o, tok, c, &n_prompt);
-    if (!ids) return EXIT_BAD_DATA;
-    Utf8Writer out = {0};
-    /* echo the prompt as its tokens decode, but not a BOS or end-of-text start token */
-    int first = (ids[0] == tok->bos_id || ids[0] == tok->eot_id) ? 1 : 0;
-    for (int t = first; t < n_prompt; t++) emit_token(&out, tok, t ? ids[t - 1] : -1, ids[t]);
-    fflush(stdout);
-    /* the attention state only needs the positions this run can reach */
-    long reach = (long)n_prompt + o->steps;
-    if (model_set_context(m, reach < c->seq_len ? (int)reach : c->seq_len) != 0) goto fail;
+    FILE *map;                    /* --attn-map's file, opened before generating, or NULL */
+} GenerationPlan;
 
-    /* prefill: the prompt in chunks; only the last chunk's last row of logits is kept */
-    double start = now_seconds();
-    float *row = NULL;   /* the next-token logits; the sampler scales them in place */
-    for (int pos = 0; pos < n_prompt; pos += m->max_chunk) {
-        int n = n_prompt - pos < m->max_chunk ? n_prompt - pos : m->max_chunk;
-        if (!(row = model_forward(m, ids + pos, n, pos, 0))) goto fail;
-    }
-    int pos = n_prompt;   /* the position whose token the logits in row predict */
-    if (!kernels_all_finite(row, (size_t)c->vocab_size)) goto non_finite;
-    double prompt_seconds = now_seconds() - start;
+/* What attnmap's layer_weights asks for: one layer's weights over the final context. */
+typedef struct {
+    Model *model;
+    int n_tokens;                 /* T */
+    float *weights;               /* (NH, T, T) */
+} MapLayers;
 
-    /* decode: sample, print, feed back, one token at a time */
-    start = now_seconds();
-    int generated = 0, status = 0, prev = ids[n_prompt - 1];
-    while (generated < o->steps) {
-        int next = sampler_sample(sampler, row);
-        if (next == tok->eot_id || next == tok->bos_id) break;   /* llama2.c stops at BOS */
-        if (next >= tok->vocab_size) {
-            fprintf(stderr, "\nrun: model produced token %d, which the tokenizer does not "
-                    "have (expected 0..%d)\n", next, tok->vocab_size - 1);
-            status = EXIT_BAD_DATA;
-            break;
-        }
-        emit_token(&out, tok, prev, next);
-        prev = next;
-        fflush(stdout);
-        generated++;
-        if (generated == o->steps) break;
-        if (pos == c->seq_len) {
-            utf8_flush(&out);
-            fprintf(stderr, "\nrun: context full (%d tokens); stopping\n", c->seq_len);
-            break;
-        }
-        if (!(row = model_forward(m, &next, 1, pos, 0))) goto fail;
-        pos++;
-        if (!kernels_all_finite(row, (size_t)c->vocab_size)) goto non_finite;
-    }
-    double gen_seconds = now_seconds() - start;
-    utf8_flush(&out);
-    printf("\n");
-    fflush(stdout);
-    fprintf(stderr, "prompt: %d tokens, %.1f tokens/s; generation: %d tokens, %.1f tokens/s; "
-            "seed %llu\n", n_prompt, prompt_seconds > 0 ? n_prompt / prompt_seconds : 0.0,
-            generated, gen_seconds > 0 ? generated / gen_seconds : 0.0,
-            (unsigned long long)o->seed);
-    free(ids);
-    return status;
-non_finite:
-    utf8_flush(&out);
-    fprintf(stderr, "\nrun: non-finite logits for position %d (expected finite numbers: the "
-            "weights hold a NaN or infinity, or the activations overflowed)\n", pos);
-fail:
-    free(ids);
-    return EXIT_BAD_DATA;
+static const float *map_layer_weights(void *ctx, int layer) {
+    MapLayers *layers = ctx;
+    if (model_attention_weights(layers->model, layer, 0, layers->n_tokens, layers->weights))
+        return NULL;
+    return layers->weights;
 }
 
+/* Writes --attn-map: the weights of every layer and head over the tokens in the context
+ * when generation ended, as SVG or HTML (attnmap.c). Returns 0 or EXIT_BAD_DATA. */
+static int write_attention_map(const Options *o, Model *m, const Tokenizer *tok,
+                               const Generation *g, FILE *f) {
+    const Config *c = &m->config;
+    int T = g->n_tokens, status = EXIT_BAD_DATA;
+    const unsigned char **labels = malloc((size_t)T * sizeof *labels);
+    size_t *lens = malloc((size_t)T * sizeof *lens);
+    MapLayers layers = {m, T, malloc((size_t)c->n_heads * (size_t)T * (size_t)T *
+                                     sizeof(float))};
+    if (!labels || !lens || !layers.weights) {
+        fprintf(stderr, "run: %s: out of memory for the attention map of %d tokens\n",
+                o->attn_map_path, T);
+        goto done;
+    }
+    for (int t = 0; t < T; t++) labels[t] = tokenizer_decode(tok, -1, g->tokens[t], &lens[t]);
+    char spec[ATTENTION_SPEC_MAX], title[4096 + ATTENTION_SPEC_MAX];
+    attention_spec_format(&o->attention, spec, sizeof spec);
+    snprintf(title, sizeof title, "%s, attention %s", o->model_path, spec);
+    AttnMap map = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_tokens = T,
+                   .layer = o->layer, .head = o->head,
+                   .n_prompt = g->n_tokens < g->stats.input_tokens ? g->n_tokens
+                                                                  : (int)g->stats.input_tokens,
+                   .labels = labels, .label_lens = lens, .title = title,
+                   .layer_weights = map_layer_weights, .ctx = &layers};
+    int written = strcmp(attn_map_format(o->attn_map_path), "svg") == 0
+                ? attnmap_write_svg(&map, f) : attnmap_write_html(&map, f);
+    if (written != 0 || fflush(f) != 0 || ferror(f)) {
+        fprintf(stderr, "run: %s: cannot write the attention map (%s)\n", o->attn_map_path,
+                strerror(errno));
+        goto done;
+    }
+    fprintf(stderr, "run: %s: attention of %d tokens, %s\n", o->attn_map_path, T,
+            o->layer >= 0 ? "one layer" : "every layer");
+    status = 0;
+done:
+    free(labels);
+    free(lens);
+    free(layers.weights);
+    return status;
+}
+
+/* Runs the generation main planned, then prints the speed line and writes the map. */
+static int run_generation(const Options *o, Model *m, const Tokenizer *tok, Sampler *sampler,
+                          GenerationPlan *plan) {
+    Generation *g = &plan->generation;
+    if (generate(g, tok, sampler, &plan->options, plan->prompt, plan->n_prompt) != 0)
+        return EXIT_BAD_DATA;
+    const GenerationStats *st = &g->stats;
+    fprintf(stderr, "prompt: %ld tokens, %.1f tokens/s; generation: %ld tokens, %.1f tokens/s; "
+            "context shifts: %ld (%.1f ms each, %ld tokens run again); seed %llu\n",
+            st->input_tokens, st->input_seconds > 0 ? st->input_tokens / st->input_seconds : 0.0,
+            st->generated, st->generate_seconds > 0 ? st->generated / st->generate_seconds : 0.0,
+            st->shifts, st->shifts ? 1e3 * st->shift_seconds / (double)st->shifts : 0.0,
+            st->rerun_tokens, (unsigned long long)o->seed);
+    if (plan->map) return write_attention_map(o, m, tok, g, plan->map);
+    return 0;
+}
+
+/* Checks an option that depends on the model against its range; EXIT_USAGE if outside. */
+static int check_model_range(const char *flag, int value, int low, int high, const char *what) {
+    if (value >= low && value <= high) return 0;
+    char shown[32], expected[128];
+    snprintf(shown, sizeof shown, "%d", value);
+    snprintf(expected, sizeof expected, "an integer in %d..%d, %s", low, high, what);
+    return usage_error(flag, shown, expected);
+}
+
+/* Encodes the prompt, sizes the context, opens the map file: everything a generation
+ * needs before it starts. Returns 0, EXIT_USAGE or EXIT_BAD_DATA after a message. */
+static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
+                           GenerationPlan *plan) {
+    const Config *c = &m->config;
+    int status;
+    int n_ctx = m->n_ctx;   /* the model's context (capped at load if its header is huge) */
+    if (o->ctx_size && (status = check_model_range("--ctx-size", o->ctx_size, 2, n_ctx,
+                                                   "this model's context")) != 0) return status;
+    if (o->ctx_size) n_ctx = o->ctx_size;
+    if (o->keep >= 0 && (status = check_model_range("--keep", o->keep, 0, n_ctx - 1,
+                                                    "less than the context")) != 0) return status;
+    if (o->layer >= 0 && (status = check_model_range("--layer", o->layer, 0, c->n_layers - 1,
+                                                     "this model's layers")) != 0) return status;
+    if (o->head >= 0 && (status = check_model_range("--head", o->head, 0, c->n_heads - 1,
+                                                    "this model's heads")) != 0) return status;
+    if (!(plan->prompt = prompt_tokens(o, tok, c, n_ctx, &plan->n_prompt))) return EXIT_BAD_DATA;
+    /* without -I a run never holds more than the prompt and -n tokens */
+    long reach = (long)plan->n_prompt + o->steps;
+    if (!o->interactive && reach < n_ctx) n_ctx = (int)reach;
+    /* keep Llama's BOS by default: the model has only ever seen text start with it */
+    int keep = o->keep >= 0 ? o->keep : plan->prompt[0] == tok->bos_id ? 1 : 0;
+    if (keep > n_ctx - 1) keep = n_ctx - 1;   /* a run that never shifts */
+    if (o->attn_map_path && !(plan->map = fopen(o->attn_map_path, "w"))) {
+        fprintf(stderr, "run: %s: cannot open the attention map for writing (%s)\n",
+                o->attn_map_path, strerror(errno));
+        return EXIT_BAD_DATA;
+    }
+    if ((o->attn_map_path || o->attn_top) && model_trace(m, 1) != 0) return EXIT_BAD_DATA;
+    if (generation_init(&plan->generation, m, n_ctx, keep, !o->no_shift) != 0)
+        return EXIT_BAD_DATA;
+    GenerateOptions *go = &plan->options;
+    go->steps = o->steps;
+    go->interactive = o->interactive;
+    go->reverse_prompt = o->reverse_prompt;
+    go->attn_top = o->attn_top;
+    go->attn_layer = o->layer >= 0 ? o->layer : c->n_layers - 1;
+    go->input = stdin;
+    go->prompt_user = isatty(STDIN_FILENO);
+    return 0;
+}
 /* ------------------------------------------------------------------------- */
 /* Evaluation (--eval)                                                         */
 
@@ -423,15 +508,9 @@ static int is_plain_exact(const AttentionConfig *cfg) {
  * the model for the KL and agreement), and prints one result block on stdout. */
 static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
     const Config *c = &m->config;
-    int ctx = o->ctx ? o->ctx : c->seq_len;
-    if (ctx > c->seq_len) {
-        char value[32];
-        snprintf(value, sizeof value, "%d", ctx);
-        char expected[64];
-        snprintf(expected, sizeof expected, "an integer in 2..%d (this model's context)",
-                 c->seq_len);
-        return usage_error("--ctx", value, expected);
-    }
+    int ctx = o->ctx_size ? o->ctx_size : c->seq_len;
+    if (ctx > c->seq_len) return check_model_range("--ctx-size", ctx, 2, c->seq_len,
+                                                   "this model's context");
     size_t len;
     char *text = read_text_file(o->eval_path, "eval", &len);
     if (!text) return EXIT_BAD_DATA;
@@ -499,6 +578,7 @@ typedef struct {
     Model *model;
     const Tokenizer *tokenizer;
     Sampler *sampler;
+    GenerationPlan *plan;
     int status;
 } Job;
 
@@ -506,7 +586,8 @@ static void run_job(void *ctx) {
     Job *job = ctx;
     job->status = job->options->eval_path
                 ? evaluate(job->options, job->model, job->tokenizer)
-                : generate(job->options, job->model, job->tokenizer, job->sampler);
+                : run_generation(job->options, job->model, job->tokenizer, job->sampler,
+                                 job->plan);
 }
 
 /* The default tokenizer path: tokenizer.bin in the model's folder. */
@@ -514,6 +595,28 @@ static void default_tokenizer_path(const char *model_path, char *out, size_t cap
     const char *slash = strrchr(model_path, '/');
     int dir_len = slash ? (int)(slash - model_path + 1) : 0;
     snprintf(out, cap, "%.*stokenizer.bin", dir_len, model_path);
+}
+
+/* Loads the tokenizer and checks it belongs to the model. Returns 0, or -1 after a
+ * message. */
+static int load_tokenizer(Tokenizer *tok, const char *path, const Config *c) {
+    if (tokenizer_load(tok, path) != 0) return -1;
+    if (c->family == MODEL_GPT2 && tok->vocab_size != c->vocab_size) {
+        /* a GPT-2 model and its tokenizer share one vocabulary: any other is not its own */
+        fprintf(stderr, "run: %s: tokenizer does not belong to the model (got %d tokens, "
+                "expected %d, the model's vocabulary)\n", path, tok->vocab_size, c->vocab_size);
+        return -1;
+    }
+    if (tok->vocab_size < c->vocab_size) {
+        fprintf(stderr, "run: %s: tokenizer has fewer tokens than the model (got %d, expected "
+                "at least %d)\n", path, tok->vocab_size, c->vocab_size);
+        return -1;
+    }
+    if (tok->vocab_size > c->vocab_size)   /* llama2.c reads only the model's first V */
+        fprintf(stderr, "run: %s: tokenizer has %d tokens, the model %d: as llama2.c does, only "
+                "the first %d are used (prompt ids beyond are refused)\n", path,
+                tok->vocab_size, c->vocab_size, c->vocab_size);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -530,8 +633,10 @@ int main(int argc, char **argv) {
     Model model;
     Tokenizer tok;
     Sampler sampler;
+    GenerationPlan plan;
     memset(&tok, 0, sizeof tok);
     memset(&sampler, 0, sizeof sampler);
+    memset(&plan, 0, sizeof plan);
     int status = EXIT_BAD_DATA;
     if (o.threads) kernels_set_threads(o.threads);
     if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
@@ -539,33 +644,30 @@ int main(int argc, char **argv) {
     /* a second thread pays only when a token brings enough work to share (measured: the
      * shipped model and s260k decode 15-30 % slower on two threads than on one) */
     if (model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS) kernels_set_threads(1);
-    fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d\n",
-            o.model_path, model.format, c->n_layers, c->dim, c->n_heads, c->n_kv_heads,
-            c->vocab_size, c->seq_len);
-    if (tokenizer_load(&tok, tokenizer_path) != 0) goto done;
-    if (c->family == MODEL_GPT2 && tok.vocab_size != c->vocab_size) {
-        /* a GPT-2 model and its tokenizer share one vocabulary: any other is not its own */
-        fprintf(stderr, "run: %s: tokenizer does not belong to the model (got %d tokens, "
-                "expected %d, the model's vocabulary)\n", tokenizer_path, tok.vocab_size,
-                c->vocab_size);
-        goto done;
-    }
-    if (tok.vocab_size < c->vocab_size) {
-        fprintf(stderr, "run: %s: tokenizer has fewer tokens than the model (got %d, expected "
-                "at least %d)\n", tokenizer_path, tok.vocab_size, c->vocab_size);
-        goto done;
-    }
-    if (tok.vocab_size > c->vocab_size)   /* llama2.c reads only the model's first V */
-        fprintf(stderr, "run: %s: tokenizer has %d tokens, the model %d: as llama2.c does, only "
-                "the first %d are used (prompt ids beyond are refused)\n", tokenizer_path,
-                tok.vocab_size, c->vocab_size, c->vocab_size);
+    if (load_tokenizer(&tok, tokenizer_path, c) != 0) goto done;
     if (model_set_attention(&model, &o.attention) != 0) goto done;
-    if (!o.eval_path && sampler_init(&sampler, model.config.vocab_size, o.temperature, o.top_p,
-                                     o.top_k, o.seed) != 0) goto done;
-    Job job = {&o, &model, &tok, &sampler, EXIT_BAD_DATA};
+    if (!o.eval_path) {
+        if ((status = plan_generation(&o, &model, &tok, &plan)) != 0) goto done;
+        status = EXIT_BAD_DATA;
+        if (sampler_init(&sampler, c->vocab_size, o.temperature, o.top_p, o.top_k,
+                         o.seed) != 0) goto done;
+    }
+    double state_mb = (double)(model.attention_layer_bytes * (size_t)c->n_layers) / 1048576.0;
+    fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d; "
+            "%s %.1f MB for %d positions\n", o.model_path, model.format, c->n_layers, c->dim,
+            c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,
+            model.lab ? "attention state" : "KV cache", state_mb, model.n_ctx);
+    Job job = {&o, &model, &tok, &sampler, &plan, EXIT_BAD_DATA};
     kernels_run(run_job, &job);
     status = job.status;
 done:
+    if (plan.map && fclose(plan.map) != 0 && status == 0) {
+        fprintf(stderr, "run: %s: cannot write the attention map (%s)\n", o.attn_map_path,
+                strerror(errno));
+        status = EXIT_BAD_DATA;
+    }
+    free(plan.prompt);
+    generation_free(&plan.generation);
     sampler_free(&sampler);
     tokenizer_free(&tok);
     model_free(&model);

@@ -2,7 +2,7 @@
  *
  * Each check prints one line ("ok - ..." or "FAIL - ..."), and check_summary
  * prints "NAME: N passed, N failed" and returns the exit code for main. Float
- * comparisons follow STYLE.md §8: |got - want| <= atol + rtol * |want|, and on
+ * comparisons are relative and absolute: |got - want| <= atol + rtol * |want|, and on
  * failure the largest difference and the first mismatches are printed.
  */
 #ifndef CHECK_H

@@ -1,10 +1,11 @@
-/* test_attention.c: exact causal attention against the worked examples of
- * ATTENTION.md §6 (a), (b), (c) and the properties G1, G2, G3, G7, G8, G10 of §7,
- * plus a float64 naive reference on random data at awkward sizes.
+/* test_attention.c: exact causal attention against the worked examples (a), (b), (c)
+ * of docs/attention.md §12 and the properties G1, G2, G3, G7, G8, G10 listed in
+ * docs/attention.md §12, plus a float64 naive reference on random data at awkward sizes.
  *
- * The expected numbers below were computed by numpy in float64 for ATTENTION.md,
- * not by this code. Tolerances: float32 kernels match them to ~1e-6 relative, so
- * 1e-5 absolute (plus 1e-6 relative for values in the hundreds) has margin.
+ * The expected numbers below were computed by numpy in float64 for docs/attention.md,
+ * not by this code. Section numbers (§) are those of docs/attention.md. Tolerances:
+ * float32 kernels match them to ~1e-6 relative, so 1e-5 absolute (plus 1e-6 relative
+ * for values in the hundreds) has margin.
  */
 #include "attention.h"
 
@@ -33,9 +34,9 @@ static void attend_all(float *out, const float *q, const float *k, const float *
     attention_forward(&shape, out, q, k, v, n - 1, 1, scratch);
 }
 
-/* §6.1 (a): Nadaraya–Watson with a Gaussian kernel, through dot-product attention:
+/* §12 (a): Nadaraya–Watson with a Gaussian kernel, through dot-product attention:
  * -(q - k)^2 / 2 = q k - k^2 / 2 - q^2 / 2, and the q^2 term cancels in the softmax,
- * so q' = [q, 1], k' = [k, -k^2 / 2] with scale 1 gives the same weights (§4.2). */
+ * so q' = [q, 1], k' = [k, -k^2 / 2] with scale 1 gives the same weights (§2). */
 static void test_nadaraya_watson(void) {
     const float keys[3] = {68, 60, 64}, values[3] = {126, 110, 115};
     const float queries[3] = {62, 63, 65};
@@ -51,12 +52,12 @@ static void test_nadaraya_watson(void) {
         float q[2] = {queries[i], 1.0f};
         attend_all(out, q, k, v, 3, 2, 1.0f);
         char what[64];
-        snprintf(what, sizeof what, "§6.1 Nadaraya-Watson q=%g", (double)queries[i]);
+        snprintf(what, sizeof what, "§12 (a) Nadaraya-Watson q=%g", (double)queries[i]);
         check_close_f64(what, out, &want[i], 1, ATOL, RTOL);
     }
 }
 
-/* §6.2 (b): the three-input example. */
+/* §12 (b): the three-input example. */
 static const float EX_Q[9] = {1, 0, 2, 2, 2, 2, 2, 1, 3};
 static const float EX_K[9] = {0, 1, 1, 4, 4, 0, 2, 3, 1};
 static const float EX_V[9] = {1, 2, 3, 2, 8, 0, 2, 6, 3};
@@ -74,15 +75,15 @@ static void test_worked_example_b(void) {
     float scale = 1.0f / sqrtf(3.0f);
     /* non-causal: each query sees all three keys */
     for (int i = 0; i < 3; i++) attend_all(out + 3 * i, EX_Q + 3 * i, EX_K, EX_V, 3, 3, 1.0f);
-    check_close_f64("§6.2 unscaled, all keys", out, unscaled_all, 9, ATOL, RTOL);
+    check_close_f64("§12 (b) unscaled, all keys", out, unscaled_all, 9, ATOL, RTOL);
     for (int i = 0; i < 3; i++) attend_all(out + 3 * i, EX_Q + 3 * i, EX_K, EX_V, 3, 3, scale);
-    check_close_f64("§6.2 scaled 1/sqrt(3), all keys", out, scaled_all, 9, ATOL, RTOL);
+    check_close_f64("§12 (b) scaled 1/sqrt(3), all keys", out, scaled_all, 9, ATOL, RTOL);
     /* causal: the three queries as one block at positions 0, 1, 2 */
     AttentionShape unscaled = {1, 1, 3, 1.0f}, scaled = {1, 1, 3, scale};
     attention_forward(&unscaled, out, EX_Q, EX_K, EX_V, 0, 3, scratch);
-    check_close_f64("§6.2 unscaled, causal", out, unscaled_causal, 9, ATOL, RTOL);
+    check_close_f64("§12 (b) unscaled, causal", out, unscaled_causal, 9, ATOL, RTOL);
     attention_forward(&scaled, out, EX_Q, EX_K, EX_V, 0, 3, scratch);
-    check_close_f64("§6.2 scaled, causal", out, scaled_causal, 9, ATOL, RTOL);
+    check_close_f64("§12 (b) scaled, causal", out, scaled_causal, 9, ATOL, RTOL);
 
     /* G7: two heads side by side must each equal the single-head result, in
      * concatenation order h0 | h1. Head 0 is the example; head 1 swaps K and V. */
@@ -111,7 +112,7 @@ static void test_worked_example_b(void) {
     check_true(same, "G7: grouped-query heads share their kv head, bitwise");
 }
 
-/* §6.4 (c): scores in the thousands must not overflow (G8). */
+/* §12 (c): scores in the thousands must not overflow (G8). */
 static void test_large_scores(void) {
     const float q[4] = {64, 85, 61, 80};
     const float k[6] = {68, 91, 60, 87, 64, 88};
@@ -120,8 +121,9 @@ static void test_large_scores(void) {
     float out[4];
     for (float scale = 1.0f; scale > 0.5f; scale = 1.0f / sqrtf(2.0f)) {
         for (int i = 0; i < 2; i++) attend_all(out + 2 * i, q + 2 * i, k, v, 3, 2, scale);
-        check_close_f64(scale == 1.0f ? "§6.4 cross-attention, unscaled"
-                                      : "§6.4 cross-attention, scaled", out, want_cross, 4, 0, 0);
+        check_close_f64(scale == 1.0f ? "§12 (c) cross-attention, unscaled"
+                                      : "§12 (c) cross-attention, scaled",
+                        out, want_cross, 4, 0, 0);
         if (scale != 1.0f) break;
     }
     const float x[6] = {67, 91, 60, 87, 64, 84};
@@ -129,7 +131,7 @@ static void test_large_scores(void) {
     float self[6];
     AttentionShape shape = {1, 1, 2, 1.0f / sqrtf(2.0f)};
     attention_forward(&shape, self, x, x, x, 0, 3, scratch);
-    check_close_f64("§6.4 self-attention, causal: every row is X[0]", self, want_self, 6, 0, 0);
+    check_close_f64("§12 (c) self-attention, causal: every row is X[0]", self, want_self, 6, 0, 0);
     /* scores of -1e4 against one of 0: the far key gets weight exactly 0, no NaN */
     const float qn[1] = {100}, kn[2] = {-100, 0}, vn[2] = {5, 7};
     float on[1];
@@ -201,7 +203,10 @@ static void test_random_against_naive(void) {
     memcpy(v2, v, sizeof v);
     int i = 2;   /* query index; position POS + i */
     for (int j = POS + i + 1; j < N; j++)
-        for (int c = 0; c < NKV * HS; c++) { k2[j * NKV * HS + c] += 5.0f; v2[j * NKV * HS + c] = -9.0f; }
+        for (int c = 0; c < NKV * HS; c++) {
+            k2[j * NKV * HS + c] += 5.0f;
+            v2[j * NKV * HS + c] = -9.0f;
+        }
     attention_forward(&shape, out2, q, k2, v2, POS, T, scratch);
     check_true(memcmp(out2, out, (size_t)(i + 1) * NH * HS * sizeof(float)) == 0,
                "G2: future keys and values do not change earlier outputs");

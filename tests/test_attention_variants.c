@@ -1,12 +1,15 @@
-/* test_attention_variants.c: the attention lab (attention_step) against ATTENTION.md.
+/* test_attention_variants.c: the attention lab (attention_step, attention_weights)
+ * against docs/attention.md.
  *
- * Worked vectors of §6.3 (softmax1) and §6.5 (window, sinks, LSH, elu+1, Efficient
- * Attention, fixed-feature Performer, Gaussian kernel, additive, pooling, Nystrom),
- * the visible-set table of §6.6, and the properties of §7 for every variant: G1
- * weights, G2 causality, G3 prefill == token-by-token, G4 limits equal to exact,
- * G9 seeds, G10 1 vs 2 threads; Performer's unbiasedness and 1/sqrt(m) error law.
- * The expected numbers were computed by numpy in float64 for ATTENTION.md, not by
+ * The worked vectors of docs/attention.md §12 (softmax1, window, sinks, LSH, elu+1,
+ * Efficient Attention, fixed-feature Performer, Gaussian kernel, additive, pooling,
+ * Nystrom) and its visible-set table, and the properties listed in docs/attention.md
+ * §12 for every variant: G1 weights, G2 causality, G3 prefill == token-by-token, G4
+ * limits equal to exact, G9 seeds, G10 1 vs 2 threads; Performer's unbiasedness and
+ * 1/sqrt(m) error law; attention_weights against attention_step for every variant.
+ * The expected numbers were computed by numpy in float64 for docs/attention.md, not by
  * this code. Tolerance: float32 kernels match them to ~1e-6 relative; 1e-5 absolute.
+ * Other section numbers (§) are those of docs/attention.md too.
  */
 #include "attention.h"
 
@@ -84,7 +87,7 @@ static AttentionConfig config(AttentionKind kind) {
     return cfg;
 }
 
-/* ---- §6.5: derived vectors on (b)'s Q, K, V ---- */
+/* ---- §12: derived vectors on (b)'s Q, K, V ---- */
 
 static const float EX_Q[9] = {1, 0, 2, 2, 2, 2, 2, 1, 3};
 static const float EX_K[9] = {0, 1, 1, 4, 4, 0, 2, 3, 1};
@@ -109,22 +112,22 @@ static void test_vectors(void) {
     run_once(&cfg, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
     const double window2[9] = {1, 2, 3, 1.99902120, 7.99412720, 2.93640210e-03, 2,
                                7.52073688, 0.718894674};
-    check_close_f64("§6.5 window(2), scaled, causal", out, window2, 9, ATOL, RTOL);
+    check_close_f64("§12 window(2), scaled, causal", out, window2, 9, ATOL, RTOL);
     cfg.window = 1;
     run_once(&cfg, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 1);
-    check_true(memcmp(out, EX_V, sizeof out) == 0, "§6.5 window(1): outputs are V");
+    check_true(memcmp(out, EX_V, sizeof out) == 0, "§12 window(1): outputs are V");
     AttentionConfig ex = config(ATTENTION_EXACT);
     run_once(&ex, 1, 1, 3, EX_SCALE, exact, EX_Q, EX_K, EX_V, 3, 3);
     cfg.window = 3;
     run_once(&cfg, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
-    check_true(memcmp(out, exact, sizeof out) == 0, "§6.5 window(3) == exact causal, bitwise");
+    check_true(memcmp(out, exact, sizeof out) == 0, "§12 window(3) == exact causal, bitwise");
 
     cfg.window = 1;
     cfg.sinks = 1;
     run_once(&cfg, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 1);
     const double sink11[9] = {1, 2, 3, 1.99902120, 7.99412720, 2.93640210e-03, 1.96964891,
                               5.87859564, 3};
-    check_close_f64("§6.5 sink(1,1), scaled: row 2 sees {0, 2}", out, sink11, 9, ATOL, RTOL);
+    check_close_f64("§12 sink(1,1), scaled: row 2 sees {0, 2}", out, sink11, 9, ATOL, RTOL);
 
     /* LSH, nb = 2, one round, r = [1, -0.5, 0.3], no sinks, self only */
     AttentionConfig lsh = config(ATTENTION_LSH);
@@ -140,7 +143,7 @@ static void test_vectors(void) {
         if (R) { R[0] = 1.0f; R[1] = -0.5f; R[2] = 0.3f; }
         lab_run(&lab, out, EX_Q, EX_K, EX_V, 3, 1);
         const double want[9] = {1, 2, 3, 2, 8, 0, 2, 7.52073688, 0.718894674};
-        check_close_f64("§6.5 LSH nb=2, one round: visible {0}, {1}, {1, 2}", out, want, 9, ATOL,
+        check_close_f64("§12 LSH nb=2, one round: visible {0}, {1}, {1, 2}", out, want, 9, ATOL,
                         RTOL);
     }
     lab_free(&lab);
@@ -148,20 +151,20 @@ static void test_vectors(void) {
     AttentionConfig lin = config(ATTENTION_LINEAR);
     run_once(&lin, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
     const double linear[9] = {1, 2, 3, 1.6875, 6.125, 0.9375, 1.78260870, 5.97101449, 1.73913043};
-    check_close_f64("§6.5 linear elu+1, causal", out, linear, 9, ATOL, RTOL);
+    check_close_f64("§12 linear elu+1, causal", out, linear, 9, ATOL, RTOL);
     lin.prescale = 1;
     run_once(&lin, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 1);
     const double linear_pre[9] = {1, 2, 3, 1.66763107, 6.00578640, 0.997106802, 1.77153240,
                                   5.91131519, 1.76222160};
-    check_close_f64("§6.5 linear elu+1 with d^-1/4 pre-scale", out, linear_pre, 9, ATOL, RTOL);
+    check_close_f64("§12 linear elu+1 with d^-1/4 pre-scale", out, linear_pre, 9, ATOL, RTOL);
 
     AttentionConfig eff = config(ATTENTION_EFFICIENT);
     run_once(&eff, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
     const double efficient[9] = {1, 2, 3, 1.73450978, 6.40705868, 0.796470662, 1.71200909,
                                  5.60602335, 1.86301948};
-    check_close_f64("§6.5 Efficient Attention, causal", out, efficient, 9, ATOL, RTOL);
+    check_close_f64("§12 Efficient Attention, causal", out, efficient, 9, ATOL, RTOL);
 
-    /* Performer with the fixed feature matrix of §6.5 */
+    /* Performer with the fixed feature matrix of §12 */
     AttentionConfig perf = config(ATTENTION_PERFORMER);
     perf.features = 4;
     if (check_true(lab_init(&lab, &perf, 1, 1, 3, EX_SCALE, 3) == 0, "Performer state init")) {
@@ -172,7 +175,7 @@ static void test_vectors(void) {
         lab_run(&lab, out, EX_Q, EX_K, EX_V, 3, 1);
         const double want[9] = {1, 2, 3, 1.00130360, 2.00782158, 2.99608921, 1.05802678,
                                 2.23356513, 2.99781297};
-        check_close_f64("§6.5 Performer, fixed m=4 features, running-max form", out, want, 9,
+        check_close_f64("§12 Performer, fixed m=4 features, running-max form", out, want, 9,
                         ATOL, RTOL);
     }
     lab_free(&lab);
@@ -183,23 +186,23 @@ static void test_vectors(void) {
     all_keys_rows(&gauss, EX_SCALE, out);
     const double gauss_all[9] = {1.01798839, 2.07195800, 2.99999334, 1.88150035, 5.53780088,
                                  2.98230075, 1.50022787, 4.00182293, 2.99863280};
-    check_close_f64("§6.5 Gaussian kernel, all keys", out, gauss_all, 9, ATOL, RTOL);
+    check_close_f64("§12 Gaussian kernel, all keys", out, gauss_all, 9, ATOL, RTOL);
     run_once(&gauss, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
     const double gauss_row1[3] = {1.04742587, 2.28455524, 2.85772238};
-    check_close_f64("§6.5 Gaussian kernel, causal row 1", out + 3, gauss_row1, 3, ATOL, RTOL);
+    check_close_f64("§12 Gaussian kernel, causal row 1", out + 3, gauss_row1, 3, ATOL, RTOL);
 
-    /* §6.3 softmax1 */
+    /* §12 softmax1 */
     AttentionConfig s1 = config(ATTENTION_EXACT);
     s1.softmax1 = 1;
     run_once(&s1, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
     const double s1_causal[9] = {0.760368442, 1.52073688, 2.28110533, 1.99882688, 7.99335012,
                                  2.93611667e-03, 1.99108284, 7.47410900, 0.735333529};
-    check_close_f64("§6.3 softmax1, scaled, causal", out, s1_causal, 9, ATOL, RTOL);
+    check_close_f64("§12 softmax1, scaled, causal", out, s1_causal, 9, ATOL, RTOL);
     s1.unscaled = 1;
     all_keys_rows(&s1, EX_SCALE, out);
     const double s1_unscaled[9] = {1.92015114, 6.62626910, 1.58150321, 1.99999375, 7.96399072,
                                    0.0539763993, 1.99969379, 7.75985027, 0.358387356};
-    check_close_f64("§6.3 softmax1, unscaled, all keys", out, s1_unscaled, 9, ATOL, RTOL);
+    check_close_f64("§12 softmax1, unscaled, all keys", out, s1_unscaled, 9, ATOL, RTOL);
     /* all scores very negative: the output is almost nothing */
     const float qn[1] = {1}, kn[3] = {-50, -60, -70}, vn[3] = {1, 1, 1};
     float on[3];
@@ -208,21 +211,21 @@ static void test_vectors(void) {
     s1u.unscaled = 1;
     float qq[3] = {qn[0], qn[0], qn[0]};
     run_once(&s1u, 1, 1, 1, 1.0f, on, qq, kn, vn, 3, 3);
-    check_true(on[2] >= 0.0f && on[2] < 3e-22f, "§6.3 softmax1: scores -50..-70 give output "
+    check_true(on[2] >= 0.0f && on[2] < 3e-22f, "§12 softmax1: scores -50..-70 give output "
                "%g (weights sum 1.93e-22)", (double)on[2]);
 }
 
-/* §6.5 additive, pooling, Nystrom: plain kernels. */
+/* §12 additive, pooling, Nystrom: plain kernels. */
 static void test_kernels(void) {
     const float Wq[6] = {1, 0, -1, 0, 1, 0}, Wk[6] = {0, 0.5f, 0, 0.5f, 0, 0.5f}, wv[2] = {1, -1};
     float out[9], scratch[64];
     attention_additive(out, EX_Q, EX_K, EX_V, 3, 3, 3, 3, 2, Wq, Wk, wv, 0, scratch);
     const double additive[9] = {1.78614916, 6.02486502, 1.67959741, 1.76022166, 5.82304523,
                                 1.82676213, 1.84448494, 6.34445258, 1.55023079};
-    check_close_f64("§6.5 additive scoring, all keys", out, additive, 9, ATOL, RTOL);
+    check_close_f64("§12 additive scoring, all keys", out, additive, 9, ATOL, RTOL);
     attention_additive(out, EX_Q, EX_K, EX_V, 3, 3, 3, 3, 2, Wq, Wk, wv, 1, scratch);
     const double additive_row1[3] = {1.61991688, 5.71950126, 1.14024937};
-    check_close_f64("§6.5 additive scoring, causal row 1", out + 3, additive_row1, 3, ATOL, RTOL);
+    check_close_f64("§12 additive scoring, causal row 1", out + 3, additive_row1, 3, ATOL, RTOL);
     const float zero[2] = {0, 0};
     attention_additive(out, EX_Q, EX_K, EX_V, 3, 3, 3, 3, 2, Wq, Wk, zero, 0, scratch);
     const double mean[3] = {5.0 / 3, 16.0 / 3, 2};
@@ -233,7 +236,7 @@ static void test_kernels(void) {
     float pooled[4];
     attention_pool(pooled, x, 3, 4, 2, W, b, c, scratch);
     const double want_pool[4] = {0.0203707927, 1.97720095, 0.0203707927, 1.97720095};
-    check_close_f64("§6.5 attention pooling, learned query", pooled, want_pool, 4, ATOL, RTOL);
+    check_close_f64("§12 attention pooling, learned query", pooled, want_pool, 4, ATOL, RTOL);
     attention_pool(pooled, x, 3, 4, 2, W, b, zero, scratch);
     const double want_mean[4] = {2.0 / 3, 1, 2.0 / 3, 1};
     check_close_f64("pooling: c = 0 gives the plain mean", pooled, want_mean, 4, ATOL, RTOL);
@@ -243,17 +246,17 @@ static void test_kernels(void) {
     attention_nystrom(out, EX_Q, EX_K, EX_V, 3, 3, 3, 6, EX_SCALE, nys_scratch);
     const double nys6[9] = {1.86180077, 6.31747628, 1.69459021, 1.99553261, 7.81085484,
                             0.256913420, 1.99803108, 7.48463962, 0.761227030};
-    check_close_f64("§6.5 Nystrom m=3, 6 pinv iterations", out, nys6, 9, 1e-4, 1e-5);
+    check_close_f64("§12 Nystrom m=3, 6 pinv iterations", out, nys6, 9, 1e-4, 1e-5);
     attention_nystrom(out, EX_Q, EX_K, EX_V, 3, 3, 3, 20, EX_SCALE, nys_scratch);
     const double exact_all[9] = {1.86387420, 6.31937101, 1.70418870, 1.99910955, 7.81412350,
                                  0.273472058, 1.99255511, 7.47963559, 0.735877258};
     /* 20 Newton-Schulz steps in float32 converge to ~1e-5 of the pseudo-inverse */
-    check_close_f64("§6.5 Nystrom m=T, 20 iterations == exact non-causal", out, exact_all, 9,
+    check_close_f64("§12 Nystrom m=T, 20 iterations == exact non-causal", out, exact_all, 9,
                     1e-4, 1e-5);
     attention_nystrom(out, EX_Q, EX_K, EX_V, 3, 3, 1, 6, EX_SCALE, nys_scratch);
     const double nys1[9] = {1.98909808, 7.46055023, 0.743763110, 1.98909808, 7.46055023,
                             0.743763110, 1.98909808, 7.46055023, 0.743763110};
-    check_close_f64("§6.5 Nystrom m=1: every row softmax(mean q K^T) V", out, nys1, 9, ATOL, RTOL);
+    check_close_f64("§12 Nystrom m=1: every row softmax(mean q K^T) V", out, nys1, 9, ATOL, RTOL);
     /* G2 expected failure: changing the last value row changes row 0 */
     float v2[9];
     memcpy(v2, EX_V, sizeof v2);
@@ -264,30 +267,50 @@ static void test_kernels(void) {
                "Nystrom is not causal: a future value changes row 0 (G2 fails, as documented)");
 }
 
-/* ---- §6.6 visible sets: q = 0 gives uniform weights on the visible set ---- */
+/* ---- §12 visible sets: q = 0 gives uniform weights on the visible set ---- */
 
+/* The keys j of one row (T,) that count as visible, as "{j,k,...}": with weights, the cells
+ * of attention_weights that are not NaN; else the outputs > 0 of one-hot values. */
+static void key_set(char *got, size_t cap, const float *row, int T, int weights) {
+    snprintf(got, cap, "{");
+    for (int j = 0; j < T; j++)
+        if (weights ? !isnan(row[j]) : row[j] > 0.0f)
+            snprintf(got + strlen(got), cap - strlen(got), "%s%d", got[1] ? "," : "", j);
+    snprintf(got + strlen(got), cap - strlen(got), "}");
+}
+
+/* The table's rows against attention_step (one-hot values: weights > 0) and against
+ * attention_weights (cells that are not NaN). */
 static void check_visible(const char *name, const AttentionConfig *cfg, const char *want[4]) {
     enum { T = 10 };
-    float q[T * T] = {0}, k[T * T], v[T * T], out[T * T];
+    float q[T * T] = {0}, k[T * T], v[T * T], out[T * T], w[T * T];
     for (int i = 0; i < T * T; i++) k[i] = (float)(i % 7) - 3.0f;
     for (int j = 0; j < T; j++)
         for (int c = 0; c < T; c++) v[j * T + c] = j == c ? 1.0f : 0.0f;
-    run_once(cfg, 1, 1, T, 1.0f, out, q, k, v, T, 1);
+    Lab lab;
+    float scratch[T * T];
+    int ran = lab_init(&lab, cfg, 1, 1, T, 1.0f, T) == 0 &&
+              lab_run(&lab, out, q, k, v, T, 1) == 0 &&
+              attention_weights_scratch_floats(cfg, &lab.shape, T) <= T * T &&
+              attention_weights(cfg, &lab.shape, lab.state, T, w, q, k, 0, T, scratch) == 0;
+    lab_free(&lab);
     const int show[4] = {0, 3, 6, 9};
-    int ok = 1;
-    for (int r = 0; r < 4; r++) {
-        char got[64] = "{";
-        for (int j = 0; j < T; j++)
-            if (out[show[r] * T + j] > 0.0f)
-                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%d",
-                         got[1] ? "," : "", j);
-        strcat(got, "}");
+    int ok = ran, ok_w = ran;
+    for (int r = 0; ran && r < 4; r++) {
+        char got[64], got_w[64];
+        key_set(got, sizeof got, out + show[r] * T, T, 0);
+        key_set(got_w, sizeof got_w, w + show[r] * T, T, 1);
         if (strcmp(got, want[r]) != 0) {
             ok = 0;
             printf("  %s row %d: got %s, want %s\n", name, show[r], got, want[r]);
         }
+        if (strcmp(got_w, want[r]) != 0) {
+            ok_w = 0;
+            printf("  %s weights row %d: got %s, want %s\n", name, show[r], got_w, want[r]);
+        }
     }
-    check_true(ok, "§6.6 visible sets of %s at i = 0, 3, 6, 9", name);
+    check_true(ok, "§12 visible sets of %s at i = 0, 3, 6, 9", name);
+    check_true(ok_w, "§12 visible sets of %s: attention_weights is NaN exactly elsewhere", name);
 }
 
 static void test_visible_sets(void) {
@@ -442,7 +465,7 @@ static void test_extreme(void) {
     }
 }
 
-/* Float64 reference: softmax restricted to the visible set of §4.3's definitions. */
+/* Float64 reference: softmax restricted to the visible set of §3's definitions. */
 static int visible(const AttentionConfig *cfg, int i, int j) {
     if (j > i) return 0;
     switch (cfg->kind) {
@@ -643,6 +666,7 @@ static void test_seeds_and_threads(void) {
 #ifdef _OPENMP
     AttentionConfig list[32];
     int n = all_variants(list);
+    static float w1[NH * T * T], w2[NH * T * T];
     for (int c = 0; c < n; c++) {
         char name[64];
         describe(&list[c], name, sizeof name);
@@ -651,6 +675,21 @@ static void test_seeds_and_threads(void) {
         omp_set_num_threads(2);
         run_once(&list[c], NH, NH / 2, HS, 0.2f, b, q, k, v, T, T);
         check_true(memcmp(a, b, sizeof a) == 0, "G10 %s: 1 vs 2 threads bitwise identical", name);
+        /* attention_weights: large enough (NH T^2 HS = 2^20) to run its heads in parallel */
+        Lab lab;
+        int ok = lab_init(&lab, &list[c], NH, NH / 2, HS, 0.2f, T) == 0;
+        float *scratch = malloc(attention_weights_scratch_floats(&list[c], &lab.shape, T) *
+                                sizeof(float));
+        omp_set_num_threads(1);
+        ok = ok && scratch && attention_weights(&list[c], &lab.shape, lab.state, T, w1, q, k, 0,
+                                                T, scratch) == 0;
+        omp_set_num_threads(2);
+        ok = ok && attention_weights(&list[c], &lab.shape, lab.state, T, w2, q, k, 0, T,
+                                     scratch) == 0;
+        free(scratch);
+        lab_free(&lab);
+        check_true(ok && memcmp(w1, w2, sizeof w1) == 0, "G10 weights %s: 1 vs 2 threads bitwise "
+                   "identical", name);
     }
 #else
     check_skip("G10: built without OpenMP");
@@ -764,8 +803,8 @@ static void test_performer(void) {
                tv[0], tv[1], tv[2], r1, r2);
 }
 
-/* softmax1 == exact attention with a key of score 0 and value 0 in front (§4.8), to rounding;
- * Efficient Attention is invariant to adding a constant to q (§4.5). */
+/* softmax1 == exact attention with a key of score 0 and value 0 in front (§8), to rounding;
+ * Efficient Attention is invariant to adding a constant to q (§5). */
 static void test_identities(void) {
     enum { HS = 6, T = 9 };
     float q[T * HS], k[(T + 1) * HS], v[(T + 1) * HS], q1[(T + 1) * HS];
@@ -833,6 +872,329 @@ static void test_invalid(void) {
     lab_free(&lab);
 }
 
+/* ---- attention_weights: the weights of every variant, against attention_step ---- */
+
+/* Tolerances. sum_j w_ij v_j (float64) against attention_step's float output: values in
+ * [-1, 1] and weights summing to 1, so either side rounds at most 37 terms of size <= 1
+ * (a few 1e-7); the kernelised kinds also round their running sums S and z where the
+ * weights round each key's share. Measured worst: 1.9e-7 (Performer). Row sums: at most 37
+ * float weights, each rounded once, summed in float64; linear attention's eps in the
+ * denominator takes ~1e-7 more. Measured worst: 7.7e-7. Both leave a 10x margin. */
+#define WEIGHTS_ATOL 1e-5
+#define WEIGHTS_RTOL 1e-5
+#define WEIGHTS_SUM_TOL 1e-5
+#define WEIGHTS_UNSET 1e30f   /* fills w first: no weight is this, so every cell is written */
+
+enum { WT_T = 37, WT_NH = 4, WT_HS = 9, WT_CTX = 40 };   /* the largest case; n_ctx > T */
+
+/* The variants of the weights tests: every kind, softmax1 where it applies, tau != 1,
+ * unscaled, small parameters so that windows, patterns and buckets cut. */
+static int weights_variants(AttentionConfig *list) {
+    int n = 0;
+    list[n++] = config(ATTENTION_EXACT);
+    list[n] = config(ATTENTION_EXACT); list[n++].softmax1 = 1;
+    list[n] = config(ATTENTION_EXACT); list[n++].tau = 1.6f;
+    list[n] = config(ATTENTION_EXACT); list[n++].unscaled = 1;
+    list[n++] = config(ATTENTION_GAUSS);
+    list[n] = config(ATTENTION_GAUSS); list[n].softmax1 = 1; list[n++].tau = 0.8f;
+    list[n] = config(ATTENTION_WINDOW); list[n++].window = 5;
+    list[n] = config(ATTENTION_WINDOW); list[n].window = 4; list[n++].sinks = 2;
+    list[n] = config(ATTENTION_WINDOW); list[n].window = 4; list[n].sinks = 2;
+    list[n++].softmax1 = 1;
+    list[n] = config(ATTENTION_DILATED); list[n].window = 3; list[n].dilation = 3;
+    list[n++].sinks = 1;
+    list[n] = config(ATTENTION_DILATED); list[n].window = 4; list[n].dilation = 2;
+    list[n].sinks = 0; list[n++].softmax1 = 1;
+    list[n] = config(ATTENTION_STRIDED); list[n++].stride = 4;
+    list[n] = config(ATTENTION_STRIDED); list[n].stride = 3; list[n].softmax1 = 1;
+    list[n++].unscaled = 1;
+    list[n] = config(ATTENTION_FIXED); list[n].stride = 6; list[n++].summary = 2;
+    list[n] = config(ATTENTION_FIXED); list[n].stride = 5; list[n].summary = 0;
+    list[n++].softmax1 = 1;
+    list[n] = config(ATTENTION_LSH); list[n].buckets = 4; list[n].rounds = 2;
+    list[n].local = 3; list[n++].sinks = 1;
+    list[n] = config(ATTENTION_LSH); list[n].buckets = 8; list[n].rounds = 1;
+    list[n].local = 0; list[n].sinks = 0; list[n++].softmax1 = 1;
+    list[n] = config(ATTENTION_LSH); list[n].buckets = 6; list[n].rounds = 3;
+    list[n].local = 2; list[n].sinks = 0; list[n++].tau = 1.3f;
+    list[n] = config(ATTENTION_LSH); list[n].buckets = 1; list[n].rounds = 1;
+    list[n].local = 0; list[n++].sinks = 0;
+    list[n++] = config(ATTENTION_LINEAR);
+    list[n] = config(ATTENTION_LINEAR); list[n++].prescale = 1;
+    list[n] = config(ATTENTION_LINEAR); list[n].prescale = 1; list[n++].tau = 0.7f;
+    list[n++] = config(ATTENTION_EFFICIENT);
+    list[n] = config(ATTENTION_PERFORMER); list[n++].features = 16;
+    list[n] = config(ATTENTION_PERFORMER); list[n].features = 12; list[n].orthogonal = 0;
+    list[n++].tau = 1.3f;
+    list[n] = config(ATTENTION_PERFORMER); list[n].features = 7; list[n++].unscaled = 1;
+    return n;
+}
+
+/* The variant with the parameters its kind reads, e.g. "window(w 4, S 2)+softmax1". */
+static void describe_params(const AttentionConfig *cfg, char *out, size_t cap) {
+    char p[64] = "";
+    switch (cfg->kind) {
+    case ATTENTION_WINDOW: snprintf(p, sizeof p, "(w %d, S %d)", cfg->window, cfg->sinks); break;
+    case ATTENTION_DILATED:
+        snprintf(p, sizeof p, "(w %d, k %d, S %d)", cfg->window, cfg->dilation, cfg->sinks);
+        break;
+    case ATTENTION_STRIDED: snprintf(p, sizeof p, "(l %d)", cfg->stride); break;
+    case ATTENTION_FIXED: snprintf(p, sizeof p, "(l %d, c %d)", cfg->stride, cfg->summary); break;
+    case ATTENTION_LSH:
+        snprintf(p, sizeof p, "(nb %d, rounds %d, L %d, S %d)", cfg->buckets, cfg->rounds,
+                 cfg->local, cfg->sinks);
+        break;
+    case ATTENTION_LINEAR: snprintf(p, sizeof p, "%s", cfg->prescale ? "(prescale)" : ""); break;
+    case ATTENTION_PERFORMER:
+        snprintf(p, sizeof p, "(m %d%s)", cfg->features, cfg->orthogonal ? "" : ", iid");
+        break;
+    default: break;
+    }
+    snprintf(out, cap, "%s%s%s%s", attention_kind_name(cfg->kind), p,
+             cfg->softmax1 ? "+softmax1" : "", cfg->unscaled ? " unscaled" : "");
+    if (cfg->tau != 1.0f)
+        snprintf(out + strlen(out), cap - strlen(out), " tau %g", (double)cfg->tau);
+}
+
+/* The bucket of x (HS,) under the rotation R (half, HS), in float64 from the definition:
+ * the argmax over the nb = 2 half entries of [x R^T, -x R^T]. */
+static int lsh_bucket_f64(const float *x, const float *R, int half, int HS) {
+    double best = -(double)INFINITY;
+    int bucket = 0;
+    for (int b = 0; b < 2 * half; b++) {
+        double d = 0;
+        for (int e = 0; e < HS; e++) d += (double)R[(b % half) * HS + e] * (double)x[e];
+        if (b >= half) d = -d;
+        if (d > best) { best = d; bucket = b; }
+    }
+    return bucket;
+}
+
+/* 1 if the variant's definition lets query i of head h see key j: causal, then the
+ * pattern's set (visible() above), or LSH's sinks, local window (self included) and shared
+ * buckets in any round (hashed here in float64 with the state's rotations). */
+static int defined_visible(const AttentionConfig *cfg, Lab *lab, const float *q, const float *k,
+                           int h, int i, int j) {
+    if (j > i) return 0;
+    if (cfg->kind != ATTENTION_LSH) return visible(cfg, i, j);
+    if (j < cfg->sinks || i - j < (cfg->local > 1 ? cfg->local : 1)) return 1;
+    int NH = lab->shape.n_heads, NKV = lab->shape.n_kv_heads, HS = lab->shape.head_dim;
+    const float *q_i = q + ((long)i * NH + h) * HS;
+    const float *k_j = k + ((long)j * NKV + h / (NH / NKV)) * HS;
+    for (int r = 0; r < cfg->rounds; r++) {
+        int rows = 0;
+        const float *R = attention_state_random(&lab->cfg, &lab->shape, lab->n_ctx, lab->state, h,
+                                                r, &rows);
+        if (!R || lsh_bucket_f64(q_i, R, rows, HS) == lsh_bucket_f64(k_j, R, rows, HS))
+            return 1;   /* (no rotation: one bucket, shared by all) */
+    }
+    return 0;
+}
+
+/* One property over all cases of a variant: ok stays 1 while every case passes, and
+ * first describes the first failure for the message (empty while none). */
+typedef struct {
+    int ok;
+    char first[192];
+} Property;
+
+/* What the weights of one variant did over all cases. */
+typedef struct {
+    Property repro, mask, sums, prefix;
+    double worst_diff, worst_sum;   /* |out - sum_j w_ij v_j|, |sum_j w_ij - 1| */
+} WeightsResult;
+
+static void weights_fail(Property *property, const char *what, int NH, int HS, int T, int h,
+                         int i, int j) {
+    if (property->ok)
+        snprintf(property->first, sizeof property->first,
+                 " [first: %s at NH %d HS %d T %d, h %d i %d j %d]", what, NH, HS, T, h, i, j);
+    property->ok = 0;
+}
+
+/* One variant on one shape and length: attention_step over T positions (chunks of 5), then
+ * attention_weights with q0 = 0 checked against it, then q0 = 1, T/2, T-1 against q0 = 0. */
+static void weights_case(const AttentionConfig *cfg, int NH, int NKV, int HS, int T,
+                         WeightsResult *res) {
+    static float q[WT_T * WT_NH * WT_HS], k[WT_T * WT_NH * WT_HS], v[WT_T * WT_NH * WT_HS];
+    static float out[WT_T * WT_NH * WT_HS], w[WT_NH * WT_T * WT_T], w2[WT_NH * WT_T * WT_T];
+    fill_random(q, (long)T * NH * HS, 1.5f);
+    fill_random(k, (long)T * NKV * HS, 1.5f);
+    fill_random(v, (long)T * NKV * HS, 1.0f);
+    Lab lab;
+    float *scratch = NULL;
+    int rows = 0;
+    if (lab_init(&lab, cfg, NH, NKV, HS, 1.0f / sqrtf((float)HS), WT_CTX) != 0 ||
+        lab_run(&lab, out, q, k, v, T, 5) != 0) goto fail;
+    scratch = malloc(attention_weights_scratch_floats(cfg, &lab.shape, T) * sizeof(float));
+    /* kinds without random matrices get no state at all */
+    const void *state = attention_state_random(cfg, &lab.shape, WT_CTX, lab.state, 0, 0, &rows)
+                        ? lab.state : NULL;
+    for (int c = 0; c < NH * T * T; c++) w[c] = WEIGHTS_UNSET;
+    if (!scratch || attention_weights(cfg, &lab.shape, state, WT_CTX, w, q, k, 0, T, scratch) != 0)
+        goto fail;
+    for (int h = 0; h < NH; h++) {
+        int g = h / (NH / NKV);
+        for (int i = 0; i < T; i++) {
+            const float *w_i = w + ((long)h * T + i) * T;
+            double sum = 0, acc[WT_HS] = {0};
+            for (int j = 0; j < T; j++) {
+                if (isnan(w_i[j]) == defined_visible(cfg, &lab, q, k, h, i, j))
+                    weights_fail(&res->mask, "NaN pattern", NH, HS, T, h, i, j);
+                if (isnan(w_i[j])) continue;
+                /* (a row of one key: its weight is a sum of shares, 1 to rounding) */
+                if (!(w_i[j] >= 0.0f && (double)w_i[j] <= 1.0 + WEIGHTS_SUM_TOL))
+                    weights_fail(&res->mask, "weight outside [0, 1]", NH, HS, T, h, i, j);
+                sum += (double)w_i[j];
+                for (int e = 0; e < HS; e++)
+                    acc[e] += (double)w_i[j] * (double)v[((long)j * NKV + g) * HS + e];
+            }
+            double dev = fabs(sum - 1.0);
+            res->worst_sum = fmax(res->worst_sum, dev);
+            if (cfg->softmax1 ? !(sum > 0.0 && sum < 1.0) : !(dev <= WEIGHTS_SUM_TOL))
+                weights_fail(&res->sums, "row sum", NH, HS, T, h, i, -1);
+            for (int e = 0; e < HS; e++) {
+                double got = (double)out[((long)i * NH + h) * HS + e];
+                double diff = fabs(got - acc[e]);
+                res->worst_diff = fmax(res->worst_diff, diff);
+                if (!(diff <= WEIGHTS_ATOL + WEIGHTS_RTOL * fabs(acc[e])))
+                    weights_fail(&res->repro, "output", NH, HS, T, h, i, e);
+            }
+        }
+    }
+    const int q0s[3] = {1, T / 2, T - 1};
+    for (int c = 0; c < 3 && T > 1; c++) {
+        int q0 = q0s[c], n = T - q0;
+        for (int e = 0; e < NH * T * T; e++) w2[e] = WEIGHTS_UNSET;
+        int ok = attention_weights(cfg, &lab.shape, state, WT_CTX, w2, q, k, q0, T, scratch) == 0;
+        for (int h = 0; h < NH; h++)
+            ok &= memcmp(w2 + (long)h * n * T, w + ((long)h * T + q0) * T,
+                         (size_t)n * T * sizeof(float)) == 0;
+        ok &= w2[NH * n * T] == WEIGHTS_UNSET || n == T;   /* nothing past (NH, T - q0, T) */
+        if (!ok) weights_fail(&res->prefix, "q0 rows", NH, HS, T, -1, q0, -1);
+    }
+    free(scratch);
+    lab_free(&lab);
+    return;
+fail:
+    free(scratch);
+    lab_free(&lab);
+    Property *all[4] = {&res->repro, &res->mask, &res->sums, &res->prefix};
+    for (int c = 0; c < 4; c++) weights_fail(all[c], "did not run", NH, HS, T, -1, -1, -1);
+}
+
+/* Softmax kinds: with one-hot values (HS = T) the step's output row is its weight row, so
+ * attention_weights must give it bit for bit, with NaN where the step has 0. */
+static int weights_onehot(const AttentionConfig *cfg, int T) {
+    enum { NH = 4, NKV = 2 };
+    static float q[WT_T * NH * WT_T], k[WT_T * NKV * WT_T], v[WT_T * NKV * WT_T];
+    static float out[WT_T * NH * WT_T], w[NH * WT_T * WT_T];
+    fill_random(q, (long)T * NH * T, 1.5f);
+    fill_random(k, (long)T * NKV * T, 1.5f);
+    for (int j = 0; j < T; j++)
+        for (int g = 0; g < NKV; g++)
+            for (int e = 0; e < T; e++) v[((long)j * NKV + g) * T + e] = j == e ? 1.0f : 0.0f;
+    Lab lab;
+    int ok = lab_init(&lab, cfg, NH, NKV, T, 1.0f / sqrtf((float)T), T) == 0 &&
+             lab_run(&lab, out, q, k, v, T, 3) == 0;
+    float *scratch = malloc(attention_weights_scratch_floats(cfg, &lab.shape, T) * sizeof(float));
+    ok = ok && scratch &&
+         attention_weights(cfg, &lab.shape, lab.state, T, w, q, k, 0, T, scratch) == 0;
+    for (int h = 0; ok && h < NH; h++)
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++) {
+                float a = w[((long)h * T + i) * T + j], b = out[((long)i * NH + h) * T + j];
+                ok &= isnan(a) ? b == 0.0f : memcmp(&a, &b, sizeof a) == 0;
+            }
+    free(scratch);
+    lab_free(&lab);
+    return ok;
+}
+
+static void test_weights(void) {
+    AttentionConfig list[32];
+    int n = weights_variants(list);
+    const int shapes[3][3] = {{4, 2, 5}, {2, 2, 9}, {3, 1, 3}};   /* NH, NKV, HS */
+    const int lengths[3] = {1, 7, WT_T};
+    for (int c = 0; c < n; c++) {
+        char name[96];
+        describe_params(&list[c], name, sizeof name);
+        WeightsResult res = {{1, ""}, {1, ""}, {1, ""}, {1, ""}, 0, 0};
+        for (int s = 0; s < 3; s++)
+            for (int t = 0; t < 3; t++)
+                weights_case(&list[c], shapes[s][0], shapes[s][1], shapes[s][2], lengths[t], &res);
+        const char *cases = "T 1, 7, 37; (NH, NKV, HS) (4, 2, 5), (2, 2, 9), (3, 1, 3)";
+        check_true(res.repro.ok, "weights %s: sum_j w_ij v_j == attention_step's output "
+                   "(worst diff %.2g; %s)%s", name, res.worst_diff, cases, res.repro.first);
+        check_true(res.mask.ok, "weights %s: NaN exactly where the definition hides the key "
+                   "(float64 predicate), else in [0, 1]%s", name, res.mask.first);
+        if (list[c].softmax1)
+            check_true(res.sums.ok, "weights %s: rows sum to less than 1 (the virtual key takes "
+                       "the rest)%s", name, res.sums.first);
+        else
+            check_true(res.sums.ok, "weights %s: rows sum to 1 (worst |sum - 1| %.2g)%s", name,
+                       res.worst_sum, res.sums.first);
+        check_true(res.prefix.ok, "weights %s: q0 = 1, T/2, T-1 give q0 = 0's rows, bitwise%s",
+                   name, res.prefix.first);
+        if (list[c].kind != ATTENTION_LINEAR && list[c].kind != ATTENTION_EFFICIENT &&
+            list[c].kind != ATTENTION_PERFORMER)
+            check_true(weights_onehot(&list[c], 7) && weights_onehot(&list[c], WT_T),
+                       "weights %s: equal attention_step's own softmax weights (one-hot values, "
+                       "T 7, 37), bitwise", name);
+    }
+}
+
+/* Bad arguments are refused with -1 and nothing written. */
+static void test_weights_invalid(void) {
+    enum { NH = 2, HS = 4, T = 6, N_CTX = 8 };
+    float q[T * NH * HS], k[T * NH * HS], v[T * NH * HS], out[T * NH * HS];
+    float w[NH * (N_CTX + 1) * (N_CTX + 1)], scratch[4096];
+    fill_random(q, T * NH * HS, 1.0f);
+    fill_random(k, T * NH * HS, 1.0f);
+    fill_random(v, T * NH * HS, 1.0f);
+    AttentionConfig kinds[3] = {config(ATTENTION_WINDOW), config(ATTENTION_LSH),
+                                config(ATTENTION_PERFORMER)};
+    kinds[1].buckets = 4;
+    kinds[2].features = 8;
+    for (int c = 0; c < 3; c++) {
+        const AttentionConfig *cfg = &kinds[c];
+        Lab lab;
+        int ok = lab_init(&lab, cfg, NH, NH, HS, 0.5f, N_CTX) == 0 &&
+                 lab_run(&lab, out, q, k, v, T, T) == 0 &&
+                 attention_weights_scratch_floats(cfg, &lab.shape, N_CTX + 1) <= 4096;
+        for (int e = 0; e < NH * (N_CTX + 1) * (N_CTX + 1); e++) w[e] = WEIGHTS_UNSET;
+        const AttentionShape *sh = &lab.shape;
+        void *st = lab.state;
+        ok &= attention_weights(cfg, sh, st, N_CTX, w, q, k, -1, T, scratch) == -1;
+        ok &= attention_weights(cfg, sh, st, N_CTX, w, q, k, T, T, scratch) == -1;
+        ok &= attention_weights(cfg, sh, st, N_CTX, w, q, k, 0, 0, scratch) == -1;
+        ok &= attention_weights(cfg, sh, st, N_CTX, w, q, k, 0, N_CTX + 1, scratch) == -1;
+        ok &= attention_weights(cfg, sh, st, 0, w, q, k, 0, T, scratch) == -1;
+        ok &= attention_weights(cfg, sh, st, N_CTX, NULL, q, k, 0, T, scratch) == -1;
+        ok &= attention_weights(cfg, sh, st, N_CTX, w, NULL, k, 0, T, scratch) == -1;
+        ok &= attention_weights(cfg, sh, st, N_CTX, w, q, NULL, 0, T, scratch) == -1;
+        ok &= attention_weights(cfg, sh, st, N_CTX, w, q, k, 0, T, NULL) == -1;
+        AttentionShape odd_groups = {3, 2, HS, 0.5f};
+        ok &= attention_weights(cfg, &odd_groups, st, N_CTX, w, q, k, 0, T, scratch) == -1;
+        AttentionConfig bad = *cfg;
+        bad.tau = 0.0f;
+        ok &= attention_weights(&bad, sh, st, N_CTX, w, q, k, 0, T, scratch) == -1;
+        ok &= attention_weights_scratch_floats(&bad, sh, T) == 0 &&
+              attention_weights_scratch_floats(cfg, sh, 0) == 0;
+        /* random matrices are needed for LSH and Performer, not for the window */
+        int null_state = attention_weights(cfg, sh, NULL, N_CTX, w, q, k, 0, T, scratch);
+        ok &= cfg->kind == ATTENTION_WINDOW ? null_state == 0 : null_state == -1;
+        int untouched = 1;
+        for (int e = 0; cfg->kind != ATTENTION_WINDOW && e < NH * (N_CTX + 1) * (N_CTX + 1); e++)
+            untouched &= w[e] == WEIGHTS_UNSET;
+        lab_free(&lab);
+        check_true(ok && untouched, "weights %s: q0 < 0, q0 >= T, T < 1, T > n_ctx, n_ctx < 1, "
+                   "NULL w/q/k/scratch, NH %% NKV != 0, tau 0%s return -1, nothing written",
+                   attention_kind_name(cfg->kind),
+                   cfg->kind == ATTENTION_WINDOW ? "" : ", NULL state");
+    }
+}
+
 int main(void) {
     test_vectors();
     test_kernels();
@@ -846,5 +1208,7 @@ int main(void) {
     test_performer();
     test_identities();
     test_invalid();
+    test_weights();
+    test_weights_invalid();
     return check_summary("test_attention_variants");
 }

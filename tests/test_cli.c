@@ -121,8 +121,33 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "unknown or malformed parameter 'softmax1=1'");
     EXPECT_USAGE("attention: nystrom is not causal", "--attn nystrom", "nystrom: not causal");
     EXPECT_USAGE("--attn missing value", "--attn", "--attn: missing value");
-    EXPECT_USAGE("--ctx without --eval", "--ctx 8", "--ctx: only applies with --eval");
-    EXPECT_USAGE("--ctx below 2", "--eval x --ctx 1", "--ctx: invalid value '1'");
+    EXPECT_USAGE("--ctx-size zero", "-c 0", "-c: invalid value '0'");
+    EXPECT_USAGE("--ctx-size below 2", "--eval x --ctx-size 1", "--ctx-size: invalid value '1'");
+    EXPECT_USAGE("--ctx-size beyond the model", "-c 17",
+                 "--ctx-size: invalid value '17' (expected an integer in 2..16, this model's "
+                 "context)");
+    EXPECT_USAGE("--keep as large as the context", "-c 8 --keep 8",
+                 "--keep: invalid value '8' (expected an integer in 0..7, less than the "
+                 "context)");
+    EXPECT_USAGE("--keep negative", "--keep -1", "--keep: invalid value '-1'");
+    EXPECT_USAGE("--interactive with -f -", "-I -f -", "-f -: cannot be combined with "
+                 "--interactive");
+    EXPECT_USAGE("--keep with --eval", "--eval x --keep 1", "--keep: cannot be combined with "
+                 "--eval");
+    EXPECT_USAGE("empty reverse prompt", "-r ''", "-r: invalid value ''");
+    EXPECT_USAGE("--attn-map with --eval", "--eval x --attn-map m.svg",
+                 "--attn-map: cannot be combined with --eval");
+    EXPECT_USAGE("--attn-map without .svg or .html", "--attn-map m.png",
+                 "--attn-map: invalid value 'm.png' (expected a file name ending in .svg or "
+                 ".html)");
+    EXPECT_USAGE("--layer out of range", "--attn-map m.svg --layer 1",
+                 "--layer: invalid value '1' (expected an integer in 0..0, this model's layers)");
+    EXPECT_USAGE("--head out of range", "--attn-map m.svg --head 2",
+                 "--head: invalid value '2' (expected an integer in 0..1, this model's heads)");
+    EXPECT_USAGE("--head without --attn-map", "--head 0", "--head: only applies with --attn-map");
+    EXPECT_USAGE("--layer alone", "--layer 0", "--layer: only applies with --attn-map or "
+                 "--attn-top");
+    EXPECT_USAGE("--attn-top zero", "--attn-top 0", "--attn-top: invalid value '0'");
 #undef EXPECT_USAGE
     char *out = NULL;
     snprintf(args, sizeof args, "%s --help", run_bin);
@@ -337,14 +362,90 @@ static void test_generation(const char *model, const char *tok) {
                strncmp(out1, "hi", 2) == 0, "same seed twice: same text, prompt echoed");
     check_true(err && strstr(err, "generation: 5 tokens"), "speed line reports 5 generated");
     free(out1); free(out2); free(err);
-    snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0", model, tok);
-    expect("generation stops at the context length", args, 0, "context full (16 tokens)");
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0 --no-context-shift", model, tok);
+    expect("--no-context-shift stops at the context length", args, 0,
+           "context full (16 tokens)");
     snprintf(args, sizeof args, "%s -z %s -n 3 -t 0", model, tok);
     expect("no prompt starts from end-of-text", args, 0, "prompt: 1 tokens");
-    snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0 --attn window:w=4,sinks=1", model,
-             tok);
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0 --attn window:w=4,sinks=1 "
+             "--no-context-shift", model, tok);
     expect("a window variant generates to the context length", args, 0,
            "context full (16 tokens)");
+}
+
+/* Context shift, --ctx-size, prompts from standard input, interactive mode. The token
+ * counts come from the speed line on stderr. */
+static void test_long_generation(const char *model, const char *tok) {
+    char args[1024];
+    /* 16 positions: 100 tokens need shifts; each keeps the latest half of the rest */
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0", model, tok);
+    expect("-n beyond the context writes exactly -n tokens", args, 0, "generation: 100 tokens");
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0 --keep 2 -c 8", model, tok);
+    expect("-c 8 --keep 2: 5 stay after each shift, 31 shifts", args, 0,
+           "context shifts: 31 (");
+    for (int i = 0; i < 3; i++) {
+        static const char *specs[] = {"window:w=4,sinks=1", "linear", "lsh:buckets=2,local=2"};
+        snprintf(args, sizeof args, "%s -z %s -i hi -n 40 -t 0 --attn %s", model, tok, specs[i]);
+        expect("a variant goes on across the context", args, 0, "generation: 40 tokens");
+    }
+    /* 16 positions; the prompt is 2 tokens, and 39 of the 40 generated tokens are run
+     * (the last is only printed). The 15th fills the context; appending the 15th shifts
+     * (keep 0: 8 stay) and so does every 8th after it: the 15th, 23rd, 31st and 39th */
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 40 -t 0", model, tok);
+    expect("shift count on the speed line", args, 0, "context shifts: 4 (");
+    snprintf(args, sizeof args, "%s -z %s -i ghijklmnopqrstuvw -n 1", model, tok);
+    expect("a prompt longer than the context is refused", args, 1,
+           "prompt too long for the context (got 17 tokens, expected at most 16)");
+    snprintf(args, sizeof args, "%s -z %s -i ghijklmnop -n 1 -c 8", model, tok);
+    expect("a prompt longer than --ctx-size is refused", args, 1,
+           "prompt too long for the context (got 10 tokens, expected at most 8, the "
+           "--ctx-size)");
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 3 -c 8 --attn window:w=4", model, tok);
+    expect("the load line reports the attention memory", args, 0,
+           "attention state");
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 3 -c 8", model, tok);
+    expect("the load line reports the KV cache", args, 0, "KV cache 0.0 MB for 5 positions");
+
+    /* -f -: the bytes of standard input exactly (a NUL, no trailing newline) */
+    char command[1024], *out = NULL, *err = NULL;
+    snprintf(command, sizeof command, "printf 'a\\000b' | %s %s -z %s -f - -n 0", run_bin,
+             model, tok);
+    int code = check_run(command, &out, &err);
+    check_true(code == 0 && out && memcmp(out, "a\0b\n", 4) == 0 && err &&
+               strstr(err, "prompt: 3 tokens"), "-f - reads a NUL and no newline: 3 tokens, "
+               "echoed as they are");
+    free(out); free(err);
+    out = err = NULL;
+    snprintf(command, sizeof command, "%s %s -z %s -f %s/missing.txt", run_bin, model, tok, dir);
+    code = check_run(command, NULL, &err);
+    check_true(code == 1 && err && strstr(err, "missing.txt: cannot open prompt file"),
+               "-f with a missing file names it, exit 1");
+    free(err);
+
+    /* interactive: two lines then end of input; no earlier token is run again, so the
+     * prompt tokens on the speed line are the prompt's plus each line's, as each
+     * encodes alone (-n 0 runs report their prompt's count) */
+    int counts[3] = {0, 0, 0};
+    const char *texts[3] = {"hi", "abcd\n", "efx\n"};
+    for (int i = 0; i < 3; i++) {
+        err = NULL;
+        snprintf(command, sizeof command, "%s %s -z %s -i '%s' -n 0", run_bin, model, tok,
+                 texts[i]);
+        check_run(command, NULL, &err);
+        const char *p = err ? strstr(err, "prompt: ") : NULL;
+        if (p) counts[i] = atoi(p + 8);
+        free(err);
+    }
+    err = out = NULL;
+    snprintf(command, sizeof command, "printf 'abcd\\nefx\\n' | %s %s -z %s -i hi -n 3 -t 0 "
+             "-I", run_bin, model, tok);
+    code = check_run(command, &out, &err);
+    char want[64];
+    snprintf(want, sizeof want, "prompt: %d tokens", counts[0] + counts[1] + counts[2]);
+    check_true(code == 0 && err && strstr(err, want) && strstr(err, "generation: 9 tokens"),
+               "-I with two lines piped: 3 turns of 3 tokens, \"%s\" (no re-processing)", want);
+    check_true(out && strstr(out, "> ") == NULL, "-I from a pipe: no \"> \" prompt");
+    free(out); free(err);
 }
 
 /* --eval: loss on a text file, against exact attention. */
@@ -356,7 +457,7 @@ static void test_eval(const char *model, const char *tok) {
         fputs("abcdefabcdef hello there, abcdef cdab efef abab cdcd hi hi hi!\n", f);
         fclose(f);
     }
-    snprintf(args, sizeof args, "%s %s -z %s --eval %s --ctx 8 --attn window:w=3", run_bin, model,
+    snprintf(args, sizeof args, "%s %s -z %s --eval %s -c 8 --attn window:w=3", run_bin, model,
              tok, text);
     int code = check_run(args, &out, NULL);
     check_true(code == 0 && out && strstr(out, "attention: window:w=3,sinks=0") &&
@@ -368,7 +469,7 @@ static void test_eval(const char *model, const char *tok) {
                                  {"window:sinks=2", "attention: window:w=128,sinks=2"},
                                  {"performer", "attention: performer:m=256,orf=1,seed=1"}};
     for (int i = 0; i < 4; i++) {
-        snprintf(args, sizeof args, "%s %s -z %s --eval %s --ctx 8 --attn %s", run_bin, model,
+        snprintf(args, sizeof args, "%s %s -z %s --eval %s -c 8 --attn %s", run_bin, model,
                  tok, text, defaults[i][0]);
         out = NULL;
         code = check_run(args, &out, NULL);
@@ -376,9 +477,10 @@ static void test_eval(const char *model, const char *tok) {
                    "defaults (%s)", defaults[i][0], defaults[i][1]);
         free(out);
     }
-    snprintf(args, sizeof args, "%s -z %s --eval %s --ctx 17", model, tok, text);
-    expect("--ctx beyond the model's context", args, 2,
-           "--ctx: invalid value '17' (expected an integer in 2..16 (this model's context))");
+    snprintf(args, sizeof args, "%s -z %s --eval %s --ctx-size 17", model, tok, text);
+    expect("--ctx-size beyond the model's context", args, 2,
+           "--ctx-size: invalid value '17' (expected an integer in 2..16, this model's "
+           "context)");
     snprintf(args, sizeof args, "%s -z %s --eval %s/none.txt", model, tok, dir);
     expect("--eval missing file", args, 1, "cannot open eval file");
 }
@@ -448,6 +550,7 @@ int main(void) {
     test_special_files(model, tok);
     test_numerical_edges(model, tok);
     test_generation(model, tok);
+    test_long_generation(model, tok);
     test_eval(model, tok);
     test_llama2c_generation();
     char command[128];

@@ -97,7 +97,7 @@ int main(void) {
     if (f) { fwrite(text, 1, TEXT_BYTES, f); fclose(f); }
     const char *run_bin = getenv("RUN") && *getenv("RUN") ? getenv("RUN") : "./run";
     char command[2048], *out = NULL;
-    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx %d", run_bin, model_path,
+    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d", run_bin, model_path,
              tok_path, text_path, CTX);
     int code = check_run(command, &out, NULL);
     const char *loss = out ? strstr(out, "loss: ") : NULL;
@@ -106,7 +106,7 @@ int main(void) {
                "./run --eval (exact) prints the plain forward's loss: %.6f vs %.9f", cli,
                plain / (double)plain_tokens);
     free(out);
-    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx %d --attn window:w=%d,sinks=4",
+    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d --attn window:w=%d,sinks=4",
              run_bin, model_path, tok_path, text_path, CTX, CTX - 4);
     out = NULL;
     code = check_run(command, &out, NULL);

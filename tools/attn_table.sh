@@ -62,7 +62,7 @@ for spec in $variants; do
     printf '| `%s` | %.4f | %.4f | %.3g | %s | %.0f | %.0f |\n' "$spec" "$bpc" "$nats" "$kl" \
         "$agree" "$state" "$speed" >> "$OUT"
 done
-echo '| `nystrom` | excluded: not causal (ATTENTION.md §4.7) | | | | | |' >> "$OUT"
+echo '| `nystrom` | excluded: not causal (docs/attention.md §7) | | | | | |' >> "$OUT"
 cat "$OUT"
 
 # The attention-only microbenchmark (tools/bench_attention.c), when built.

@@ -5,7 +5,7 @@
  * attention computed, so T = 16384 is cheap to reach, beyond any model's context),
  * then REPEATS x DECODE_STEPS single-token steps are timed; the fastest repetition
  * counts. Exact attention's cost per token
- * grows with T; window, dilated and the recurrent variants stay flat (ATTENTION.md
+ * grows with T; window, dilated and the recurrent variants stay flat (docs/attention.md
  * §3, §5). Prints a markdown table; asserts nothing. Usage: bench_attention
  * [max_T]. Run with OMP_NUM_THREADS=1 on a busy machine.
  */

@@ -17,16 +17,19 @@ FUZZ_SEEDS = $(B)/fuzz/seeds
 FUZZ_REGRESSIONS = tests/fuzz/regressions
 FUZZ_HEADERS = tests/fuzz/fuzz.h $(wildcard *.h)
 # the project's objects every target links (unused ones cost nothing)
-FUZZ_PROJECT = $(B)/attention_spec.o $(B)/eval.o $(B)/cli.o $(B)/sampler.o $(CORE) $(TOK)
+FUZZ_PROJECT = $(B)/attention_spec.o $(B)/eval.o $(B)/cli.o $(B)/sampler.o $(B)/generate.o \
+               $(B)/attnmap.o $(CORE) $(TOK)
 
 # ---- replay binaries: the project's compiler and flags ----
 $(B)/fuzz/%.o: tests/fuzz/%.c $(FUZZ_HEADERS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
-# run.c with its main renamed, callable by fuzz_cli (run.c returns exit codes, never exits)
+# run.c with its main renamed, callable by fuzz_cli (run.c returns exit codes, never exits),
+# and -n at most 1000 tokens: with the context shift a run of -n 1000000 would take minutes
+FUZZ_RUN_FLAGS = -Dmain=run_main -DRUN_MAX_STEPS=1000
 $(B)/fuzz/run_main.o: run.c $(wildcard *.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -Dmain=run_main -c $< -o $@
+	$(CC) $(BASE) $(CFLAGS) $(FUZZ_RUN_FLAGS) -c $< -o $@
 
 FUZZ_REPLAY = $(addprefix $(B)/fuzz/,$(FUZZ_TARGETS))
 $(FUZZ_REPLAY): $(B)/fuzz/%: $(B)/fuzz/%.o $(B)/fuzz/replay.o $(B)/fuzz/fuzz_util.o \
@@ -71,7 +74,7 @@ $(FUZZ_CLANG_B)/%.o: %.c $(FUZZ_HEADERS) $(FUZZ_CLANG_STAMP)
 	$(FUZZ_CLANG) $(FUZZ_CLANG_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 $(FUZZ_CLANG_B)/run_main.o: run.c $(wildcard *.h) $(FUZZ_CLANG_STAMP)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CLANG) $(FUZZ_CLANG_FLAGS) -fsanitize=fuzzer-no-link -Dmain=run_main -c $< -o $@
+	$(FUZZ_CLANG) $(FUZZ_CLANG_FLAGS) -fsanitize=fuzzer-no-link $(FUZZ_RUN_FLAGS) -c $< -o $@
 
 FUZZ_CLANG_PROJECT = $(patsubst $(B)/%,$(FUZZ_CLANG_B)/%,$(FUZZ_PROJECT))
 FUZZ_CLANG_BINS = $(addprefix $(FUZZ_CLANG_B)/,$(FUZZ_TARGETS))

@@ -1,0 +1,390 @@
+/* generate.c: generation. A Generation is the sequence in the model's context: tokens
+ * are appended, the context shifts when it is full, and the model runs whatever it has
+ * not run yet. generate() is the loop on top: echo the prompt, sample and stream tokens,
+ * stop at -n, end-of-text or the reverse prompt, and in interactive mode read a line and
+ * go on. It prints the text (stdout); run.c prints what was loaded and the speed.
+ *
+ * Legend: V vocab, n_ctx the context size, pos a position 0 .. n_ctx-1.
+ */
+#include "generate.h"
+
+#include <ctype.h>      /* isprint, isspace */
+#include <math.h>       /* NAN */
+#include <stdlib.h>     /* malloc, free */
+#include <string.h>     /* memcpy, memmove, memcmp */
+#include <time.h>       /* clock_gettime */
+
+#include "attnmap.h"    /* attnmap_print_top */
+#include "kernels.h"    /* kernels_all_finite */
+
+#define GENERATE_MAX_LINE (1 << 20)   /* interactive: longest input line, bytes */
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The sequence in the context                                                 */
+
+int generation_init(Generation *g, Model *m, int n_ctx, int keep, int shift) {
+    memset(g, 0, sizeof *g);
+    if (keep < 0 || keep >= n_ctx) {
+        fprintf(stderr, "generate: tokens to keep out of range (got %d, expected 0..%d, less "
+                "than the context)\n", keep, n_ctx - 1);
+        return -1;
+    }
+    if (model_set_context(m, n_ctx) != 0) return -1;
+    g->tokens = malloc((size_t)n_ctx * sizeof(int));
+    if (!g->tokens) {
+        fprintf(stderr, "generate: out of memory for a context of %d tokens\n", n_ctx);
+        return -1;
+    }
+    g->model = m;
+    g->n_ctx = n_ctx;
+    g->keep = keep;
+    g->shift = shift;
+    return 0;
+}
+
+void generation_free(Generation *g) {
+    free(g->tokens);
+    g->tokens = NULL;
+}
+
+/* Drops the older half of the tokens after the first `keep` (at least one token), so
+ * that the rest must be run again from position 0. */
+static void shift_context(Generation *g) {
+    int rest = g->n_tokens - g->keep;
+    int drop = rest / 2 > 0 ? rest / 2 : 1;
+    memmove(g->tokens + g->keep, g->tokens + g->keep + drop,
+            (size_t)(rest - drop) * sizeof(int));
+    g->n_tokens -= drop;
+    g->n_run = 0;
+    g->stats.shifts++;
+}
+
+/* Runs tokens n_run .. n_tokens-1 in chunks; g->logits gets the last one's logits. */
+static int run_pending(Generation *g) {
+    Model *m = g->model;
+    while (g->n_run < g->n_tokens) {
+        int n = g->n_tokens - g->n_run < m->max_chunk ? g->n_tokens - g->n_run : m->max_chunk;
+        if (!(g->logits = model_forward(m, g->tokens + g->n_run, n, g->n_run, 0))) return -1;
+        g->n_run += n;
+    }
+    if (!kernels_all_finite(g->logits, (size_t)m->config.vocab_size)) {
+        fprintf(stderr, "generate: non-finite logits for position %d (expected finite numbers: "
+                "the weights hold a NaN or infinity, or the activations overflowed)\n",
+                g->n_run);
+        return -1;
+    }
+    return 0;
+}
+
+int generation_append(Generation *g, const int *ids, int n, int input) {
+    if (!g->shift && g->n_tokens + n > g->n_ctx) return GENERATE_FULL;
+    for (int i = 0; i < n; i++) {
+        if (g->n_tokens == g->n_ctx) shift_context(g);
+        g->tokens[g->n_tokens++] = ids[i];
+    }
+    /* tokens run now: n new ones, and the kept ones again if a shift reset n_run */
+    int new_tokens = g->n_tokens - g->n_run < n ? g->n_tokens - g->n_run : n;
+    int rerun = g->n_tokens - g->n_run - new_tokens;
+    double start = now_seconds();
+    if (run_pending(g) != 0) return -1;
+    double seconds = now_seconds() - start;
+    g->stats.rerun_tokens += rerun;
+    if (rerun > 0) g->stats.shift_seconds += seconds;   /* the kept tokens dominate */
+    else if (input) g->stats.input_seconds += seconds;
+    if (input) g->stats.input_tokens += n;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Output that never splits a UTF-8 character                                  */
+
+/* Holds back the bytes of an unfinished UTF-8 sequence until it completes, so a
+ * character split across two tokens reaches the terminal in one piece. Invalid
+ * bytes are passed through as they are: the output is always exactly the bytes. */
+typedef struct {
+    unsigned char pending[4];
+    int n_pending;   /* bytes held */
+    int need;        /* total length of the held sequence */
+} Utf8Writer;
+
+/* Length of the sequence a lead byte starts, or 0 if b cannot start one. */
+static int utf8_sequence_length(unsigned char b) {
+    if (b >= 0xC2 && b <= 0xDF) return 2;
+    if (b >= 0xE0 && b <= 0xEF) return 3;
+    if (b >= 0xF0 && b <= 0xF4) return 4;
+    return 0;
+}
+
+static void utf8_flush(Utf8Writer *w) {
+    fwrite(w->pending, 1, (size_t)w->n_pending, stdout);
+    w->n_pending = 0;
+}
+
+static void utf8_write(Utf8Writer *w, const unsigned char *bytes, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b = bytes[i];
+        if (w->n_pending > 0) {
+            if ((b & 0xC0) == 0x80) {           /* continuation: hold it */
+                w->pending[w->n_pending++] = b;
+                if (w->n_pending == w->need) utf8_flush(w);
+                continue;
+            }
+            utf8_flush(w);                       /* broken sequence: pass it through */
+        }
+        int need = utf8_sequence_length(b);
+        if (need == 0) {
+            fputc(b, stdout);
+        } else {
+            w->pending[0] = b;
+            w->n_pending = 1;
+            w->need = need;
+        }
+    }
+}
+
+/* The bytes token id prints as after token prev. Llama output follows llama2.c's
+ * safe_printf, so that it matches llama2.c byte for byte: a piece of one byte that is
+ * neither printable ASCII nor whitespace (a control character, or a lone byte of a
+ * byte-fallback character) is not printed (*len = 0). */
+static const unsigned char *token_text(const Tokenizer *tok, int prev, int id, size_t *len) {
+    const unsigned char *bytes = tokenizer_decode(tok, prev, id, len);
+    if (tok->kind == TOKENIZER_LLAMA && *len == 1 && !isprint(bytes[0]) && !isspace(bytes[0]))
+        *len = 0;
+    return bytes;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The reverse prompt: does the output end with it?                            */
+
+typedef struct {
+    const char *text;        /* the reverse prompt, or NULL */
+    size_t len;
+    unsigned char *tail;     /* (len,) the last len bytes printed; owned */
+    size_t n_tail;
+} ReverseMatch;
+
+/* Feeds printed bytes; returns 1 if the output now ends with the reverse prompt. */
+static int reverse_feed(ReverseMatch *r, const unsigned char *bytes, size_t n) {
+    if (!r->text || r->len == 0) return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r->n_tail == r->len) memmove(r->tail, r->tail + 1, --r->n_tail);
+        r->tail[r->n_tail++] = bytes[i];
+    }
+    return r->n_tail == r->len && memcmp(r->tail, r->text, r->len) == 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The text view of attention (--attn-top)                                     */
+
+/* Labels of the tokens in the context, as AttnMap wants them. */
+typedef struct {
+    const unsigned char **labels;   /* (n_ctx,) views into the tokenizer */
+    size_t *lens;                   /* (n_ctx,) */
+    float *weights;                 /* (NH, 1, n_ctx) one query's row per head */
+} TopView;
+
+/* Prints which earlier tokens each head of the chosen layer attended to most when the
+ * model read the last token of the context, the step that chose `next`. */
+static int print_attention_top(Generation *g, const Tokenizer *tok, const GenerateOptions *o,
+                               TopView *view, int next) {
+    int T = g->n_tokens;
+    for (int t = 0; t < T; t++)
+        view->labels[t] = tokenizer_decode(tok, -1, g->tokens[t], &view->lens[t]);
+    if (model_attention_weights(g->model, o->attn_layer, T - 1, T, view->weights) != 0)
+        return -1;
+    size_t len;
+    const unsigned char *bytes = tokenizer_decode(tok, -1, next, &len);
+    AttnTop top = {.n_heads = g->model->config.n_heads, .n_keys = T,
+                   .layer = o->attn_layer, .query = T - 1, .labels = view->labels,
+                   .label_lens = view->lens, .row = view->weights};
+    fputs("token ", stdout);
+    attnmap_print_label(bytes, len, stdout);
+    printf(" at position %d, chosen after reading position %d:\n", T, T - 1);
+    attnmap_print_top(&top, o->attn_top, stdout);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The loop                                                                    */
+
+/* Reads one line (up to and including '\n', NUL bytes kept) from f into a malloc'd
+ * buffer; returns its length, 0 at end of input, -1 after a message. */
+static long read_line(FILE *f, char **line) {
+    size_t cap = 256, n = 0;
+    char *buffer = malloc(cap);
+    if (!buffer) goto out_of_memory;
+    int c;
+    while ((c = fgetc(f)) != EOF) {
+        if (n == GENERATE_MAX_LINE) {
+            fprintf(stderr, "generate: input line too long (expected at most %d bytes)\n",
+                    GENERATE_MAX_LINE);
+            free(buffer);
+            return -1;
+        }
+        if (n == cap) {
+            char *bigger = realloc(buffer, cap * 2);
+            if (!bigger) goto out_of_memory;
+            buffer = bigger;
+            cap *= 2;
+        }
+        buffer[n++] = (char)c;
+        if (c == '\n') break;
+    }
+    if (ferror(f)) {
+        fprintf(stderr, "generate: cannot read the input (read error)\n");
+        free(buffer);
+        return -1;
+    }
+    *line = buffer;
+    return (long)n;
+out_of_memory:
+    fprintf(stderr, "generate: out of memory for an input line\n");
+    free(buffer);
+    return -1;
+}
+
+/* Encodes a line of input to continue the sequence: as the tokenizer encodes text, minus
+ * the BOS a Llama encoding starts with. Returns the count, or -1 after a message. */
+static int encode_input(const Tokenizer *tok, int vocab_size, const char *text, size_t len,
+                        int **ids) {
+    size_t n = 0;
+    *ids = malloc((len + 2) * sizeof(int));
+    if (!*ids) {
+        fprintf(stderr, "generate: out of memory for a %zu-byte input line\n", len);
+        return -1;
+    }
+    if (tokenizer_encode(tok, text, len, *ids, len + 2, &n) != 0) return -1;
+    size_t first = n > 0 && (*ids)[0] == tok->bos_id ? 1 : 0;
+    for (size_t t = first; t < n; t++) {
+        if ((*ids)[t] >= vocab_size) {
+            fprintf(stderr, "generate: input token id out of range for the model (got %d, "
+                    "expected 0..%d)\n", (*ids)[t], vocab_size - 1);
+            return -1;
+        }
+    }
+    memmove(*ids, *ids + first, (n - first) * sizeof(int));
+    return (int)(n - first);
+}
+
+int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const GenerateOptions *o,
+             const int *prompt, int n_prompt) {
+    const Config *c = &g->model->config;
+    int status = 1;
+    Utf8Writer out = {0};
+    ReverseMatch reverse = {o->reverse_prompt, o->reverse_prompt ? strlen(o->reverse_prompt)
+                                                                 : 0, NULL, 0};
+    TopView view = {NULL, NULL, NULL};
+    char *line = NULL;
+    int *line_ids = NULL;
+    if (reverse.len && !(reverse.tail = malloc(reverse.len))) goto out_of_memory;
+    if (o->attn_top) {
+        view.labels = malloc((size_t)g->n_ctx * sizeof *view.labels);
+        view.lens = malloc((size_t)g->n_ctx * sizeof *view.lens);
+        view.weights = malloc((size_t)c->n_heads * (size_t)g->n_ctx * sizeof(float));
+        if (!view.labels || !view.lens || !view.weights) goto out_of_memory;
+    }
+
+    /* echo the prompt as its tokens decode, but not a BOS or end-of-text start token */
+    int first = (prompt[0] == tok->bos_id || prompt[0] == tok->eot_id) ? 1 : 0;
+    if (!o->attn_top) {
+        for (int t = first; t < n_prompt; t++) {
+            size_t len;
+            const unsigned char *bytes = token_text(tok, t ? prompt[t - 1] : -1, prompt[t], &len);
+            utf8_write(&out, bytes, len);
+        }
+        fflush(stdout);
+    }
+    if (generation_append(g, prompt, n_prompt, 1) != 0) goto done;
+
+    int prev = prompt[n_prompt - 1];
+    for (;;) {
+        /* one turn: sample until -n tokens, end-of-text, or the reverse prompt */
+        int pending = -1;   /* the last token printed, not yet run (the turn ended first) */
+        double start = now_seconds(), shift_seconds = g->stats.shift_seconds;
+        for (int turn = 0; turn < o->steps; turn++) {
+            int next = sampler_sample(sampler, g->logits);
+            if (next == tok->eot_id || next == tok->bos_id) break;   /* llama2.c stops at BOS */
+            if (next >= tok->vocab_size) {
+                utf8_flush(&out);
+                fprintf(stderr, "\ngenerate: model produced token %d, which the tokenizer "
+                        "does not have (expected 0..%d)\n", next, tok->vocab_size - 1);
+                goto done;
+            }
+            if (o->attn_top && print_attention_top(g, tok, o, &view, next) != 0) goto done;
+            size_t len;
+            const unsigned char *bytes = token_text(tok, prev, next, &len);
+            if (!o->attn_top) utf8_write(&out, bytes, len);
+            fflush(stdout);
+            prev = next;
+            g->stats.generated++;
+            int stop = reverse_feed(&reverse, bytes, len) || turn + 1 == o->steps;
+            if (stop && !o->interactive) break;   /* no need to run a token nobody reads */
+            if (stop) {
+                pending = next;
+                break;
+            }
+            int appended = generation_append(g, &next, 1, 0);
+            if (appended < 0) goto done;
+            if (appended == GENERATE_FULL) {
+                utf8_flush(&out);
+                fprintf(stderr, "\ngenerate: context full (%d tokens); stopping\n", g->n_ctx);
+                status = 0;
+                goto done;
+            }
+        }
+        /* the turn's time, less the shifts it made */
+        g->stats.generate_seconds += now_seconds() - start
+                                     - (g->stats.shift_seconds - shift_seconds);
+        if (!o->interactive) break;
+
+        /* interactive: the next line of input continues the sequence */
+        utf8_flush(&out);
+        if (o->prompt_user) fputs("\n> ", stdout);
+        fflush(stdout);
+        free(line);
+        line = NULL;
+        long got = read_line(o->input, &line);
+        if (got < 0) goto done;
+        if (got == 0) break;                      /* end of input */
+        free(line_ids);
+        line_ids = NULL;
+        int n = encode_input(tok, c->vocab_size, line, (size_t)got, &line_ids);
+        if (n < 0) goto done;
+        if (pending >= 0) {
+            int appended = generation_append(g, &pending, 1, 0);
+            if (appended < 0) goto done;
+            if (appended == GENERATE_FULL) goto context_full;
+        }
+        if (n > 0) {
+            int appended = generation_append(g, line_ids, n, 1);
+            if (appended < 0) goto done;
+            if (appended == GENERATE_FULL) goto context_full;
+            prev = line_ids[n - 1];
+        }
+    }
+    status = 0;
+    goto done;
+context_full:
+    fprintf(stderr, "\ngenerate: context full (%d tokens); stopping\n", g->n_ctx);
+    status = 0;
+    goto done;
+out_of_memory:
+    fprintf(stderr, "generate: out of memory\n");
+done:
+    utf8_flush(&out);
+    if (!o->attn_top) printf("\n");
+    fflush(stdout);
+    free(reverse.tail);
+    free(view.labels);
+    free(view.lens);
+    free(view.weights);
+    free(line);
+    free(line_ids);
+    return status;
+}

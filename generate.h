@@ -1,0 +1,80 @@
+/* generate.h: the sequence a generation holds in the model's context, and the loop that
+ * extends it: the prompt, sampled tokens, lines typed in interactive mode.
+ *
+ * When the next token would not fit, the context shifts (as llama.cpp does): the first
+ * `keep` tokens and the most recent half of the rest stay, and are run again from
+ * position 0. Re-running them, rather than moving cached keys, keeps a model with learned
+ * positions (GPT-2) inside its position table and works with every attention variant;
+ * it gives exactly the state a fresh run of those tokens would have. With prefill in
+ * chunks it costs one prompt-sized forward per shift.
+ *
+ * Read model.h for what it calls, and run.c for how the options are chosen.
+ */
+#ifndef GENERATE_H
+#define GENERATE_H
+
+#include <stdio.h>       /* FILE */
+#include "model.h"       /* Model */
+#include "sampler.h"     /* Sampler */
+#include "tokenizer.h"   /* Tokenizer */
+
+#define GENERATE_FULL 1  /* generation_append: the context is full and shifting is off */
+
+/* What a run did, for the speed line. */
+typedef struct {
+    long input_tokens;       /* prompt and interactive-input tokens (each run once) */
+    long generated;          /* tokens sampled and printed */
+    long shifts;             /* context shifts */
+    long rerun_tokens;       /* tokens run again after shifts */
+    double input_seconds;    /* time running input tokens */
+    double generate_seconds; /* time sampling and running generated tokens (not shifts) */
+    double shift_seconds;    /* time re-running the kept tokens after shifts */
+} GenerationStats;
+
+/* The tokens in the context, and how many of them the model has run. */
+typedef struct {
+    Model *model;            /* not owned */
+    int *tokens;             /* (n_ctx,) the token at each position 0 .. n_tokens-1; owned */
+    int n_tokens;            /* tokens in the context */
+    int n_run;               /* tokens 0 .. n_run-1 are in the model's attention state */
+    int n_ctx;               /* context size: positions the model holds */
+    int keep;                /* tokens kept at the front on a shift (< n_ctx) */
+    int shift;               /* 1: shift when full; 0: generation_append reports GENERATE_FULL */
+    float *logits;           /* (V,) next-token logits after token n_run-1; owned by the model */
+    GenerationStats stats;
+} Generation;
+
+/* Sizes the model's attention state for n_ctx positions (model_set_context) and makes an
+ * empty sequence. 0 <= keep < n_ctx. Returns 0, or -1 after a stderr line. */
+int generation_init(Generation *g, Model *m, int n_ctx, int keep, int shift);
+
+/* Appends n tokens (input: 1 counts them as input, 0 as generated), shifting the context
+ * whenever it is full, then runs every token the model has not run, in chunks, leaving
+ * the next-token logits in g->logits. Returns 0; GENERATE_FULL (nothing appended) if
+ * the tokens do not fit and shifting is off; -1 after a stderr line (a model error, or
+ * non-finite logits). */
+int generation_append(Generation *g, const int *ids, int n, int input);
+
+/* Releases the token array. Safe on a zeroed or freed Generation. */
+void generation_free(Generation *g);
+
+/* How the loop behaves (run.c fills it from the flags). */
+typedef struct {
+    int steps;                   /* tokens to generate per turn (-n) */
+    int interactive;             /* 1: after each turn, read a line from `input`, continue */
+    const char *reverse_prompt;  /* end a turn when the output ends with it (-r), or NULL */
+    int attn_top;                /* print each generated token's K most-attended keys, 0: off */
+    int attn_layer;              /* the layer --attn-top shows */
+    FILE *input;                 /* where interactive lines come from (stdin) */
+    int prompt_user;             /* 1: show "> " when input is awaited (a terminal) */
+} GenerateOptions;
+
+/* Runs the prompt ids (n_prompt >= 1, fits the context), echoing it, then turns of
+ * sampling until -n tokens, end-of-text (GPT-2) or BOS/EOS (Llama), or the reverse
+ * prompt; in interactive mode each turn is followed by a line of input appended to the
+ * sequence (no earlier token is run again), until end of input. Streams the text to
+ * stdout. Returns 0, 1 after a stderr line (a model or data failure). */
+int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const GenerateOptions *o,
+             const int *prompt, int n_prompt);
+
+#endif /* GENERATE_H */

@@ -1,0 +1,125 @@
+/* test_generate.c: the context shift is exact. After a shift, the sequence holds the kept
+ * tokens, run again from position 0; the logits and every greedy token after it must be
+ * the bits a fresh run of just those tokens gives. Checked on the shipped GPT-2 model
+ * (exact attention and a window variant) and on llama2.c's s260k (BOS kept). Greedy
+ * tokens are chosen by this test's own argmax, not the sampler.
+ */
+#include <stdio.h>     /* snprintf */
+#include <stdlib.h>    /* malloc, free */
+#include <string.h>    /* memcmp, memcpy */
+
+#include "attention.h"     /* AttentionConfig */
+#include "generate.h"      /* Generation, generation_init, generation_append */
+#include "model.h"         /* Model, model_load */
+#include "tests/check.h"   /* check_true, check_summary, check_data_file */
+
+#define SHIPPED_MODEL "weights/model.bin"
+#define AFTER_SHIFT 40     /* greedy tokens compared after the first shift */
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* Generates greedily until the first shift, then AFTER_SHIFT more tokens; runs the kept
+ * tokens fresh and generates as many; both must agree bit for bit. */
+static void check_shift_exact(const char *what, Model *m, int n_ctx, int keep,
+                              const int *prompt, int n_prompt) {
+    int V = m->config.vocab_size;
+    Generation g, fresh;
+    memset(&fresh, 0, sizeof fresh);
+    int *kept = malloc((size_t)n_ctx * sizeof(int));
+    float *logits = malloc((size_t)V * sizeof(float));
+    int shifted[AFTER_SHIFT], again[AFTER_SHIFT], n_kept = 0, ok = 1;
+    if (!kept || !logits || generation_init(&g, m, n_ctx, keep, 1) != 0 ||
+        generation_append(&g, prompt, n_prompt, 1) != 0) {
+        check_true(0, "%s: set up", what);
+        goto done;
+    }
+    /* until the first shift: at most n_ctx appends */
+    for (int i = 0; i <= n_ctx && g.stats.shifts == 0 && ok; i++) {
+        int next = argmax(g.logits, V);
+        ok = generation_append(&g, &next, 1, 0) == 0;
+    }
+    check_true(ok && g.stats.shifts == 1 && g.n_tokens == keep + (n_ctx - keep) -
+               (n_ctx - keep) / 2 + 1, "%s: one shift keeps %d + the latest half of %d, plus "
+               "the new token (got %d tokens)", what, keep, n_ctx - keep, g.n_tokens);
+    n_kept = g.n_tokens;
+    memcpy(kept, g.tokens, (size_t)n_kept * sizeof(int));
+    memcpy(logits, g.logits, (size_t)V * sizeof(float));
+    for (int i = 0; i < AFTER_SHIFT && ok; i++) {
+        shifted[i] = argmax(g.logits, V);
+        ok = generation_append(&g, &shifted[i], 1, 0) == 0;
+    }
+    long shifts = g.stats.shifts;
+    generation_free(&g);
+    /* fresh: the kept tokens as a prompt */
+    if (!ok || generation_init(&fresh, m, n_ctx, keep, 1) != 0 ||
+        generation_append(&fresh, kept, n_kept, 1) != 0) {
+        check_true(0, "%s: the fresh run", what);
+        goto done;
+    }
+    check_true(memcmp(fresh.logits, logits, (size_t)V * sizeof(float)) == 0,
+               "%s: logits after the shift == a fresh run of the %d kept tokens, bitwise",
+               what, n_kept);
+    for (int i = 0; i < AFTER_SHIFT && ok; i++) {
+        again[i] = argmax(fresh.logits, V);
+        ok = generation_append(&fresh, &again[i], 1, 0) == 0;
+    }
+    check_true(ok && memcmp(shifted, again, sizeof shifted) == 0 && fresh.stats.shifts ==
+               shifts - 1, "%s: the %d greedy tokens after the shift == the fresh run's "
+               "(%ld more shifts in both)", what, AFTER_SHIFT, shifts - 1);
+done:
+    generation_free(&fresh);
+    free(kept);
+    free(logits);
+}
+
+/* Shifting off: a token that does not fit is refused and nothing changes. */
+static void check_full(Model *m) {
+    Generation g;
+    int ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int ok = generation_init(&g, m, 8, 0, 0) == 0 && generation_append(&g, ids, 8, 1) == 0;
+    int full = ok ? generation_append(&g, ids, 1, 0) : -1;
+    check_true(full == GENERATE_FULL && g.n_tokens == 8 && g.stats.shifts == 0,
+               "no shift: the 9th token of 8 positions is refused (GENERATE_FULL)");
+    generation_free(&g);
+    check_true(generation_init(&g, m, 8, 8, 1) == -1, "keep == the context is refused");
+    generation_free(&g);
+}
+
+int main(void) {
+    Model m;
+    /* arbitrary ids of the shipped vocabulary */
+    static const int prompt[] = {50, 100, 200, 300, 400, 500, 10};
+    if (model_load(&m, SHIPPED_MODEL, 64) != 0) {
+        check_true(0, "load %s", SHIPPED_MODEL);
+        return check_summary("test_generate");
+    }
+    check_shift_exact("shipped model, 32 positions, keep 0", &m, 32, 0, prompt, 7);
+    check_shift_exact("shipped model, 128 positions, keep 3", &m, 128, 3, prompt, 7);
+    AttentionConfig window;
+    attention_config_default(&window);
+    window.kind = ATTENTION_WINDOW;
+    window.window = 8;
+    window.sinks = 2;
+    if (model_set_attention(&m, &window) == 0)
+        check_shift_exact("shipped model, window w=8 sinks=2, 32 positions", &m, 32, 0, prompt, 7);
+    else
+        check_true(0, "window attention on the shipped model");
+    check_full(&m);
+    model_free(&m);
+
+    const char *llama = check_data_file("llama2c/s260k.bin");
+    if (!llama) {
+        check_skip("llama2c/s260k.bin not found: the Llama shift (BOS kept) not checked");
+    } else if (model_load(&m, llama, 64) == 0) {
+        static const int bos_prompt[] = {1, 403, 407, 261, 378};   /* BOS, then story ids */
+        check_shift_exact("s260k, 24 positions, BOS kept", &m, 24, 1, bos_prompt, 5);
+        model_free(&m);
+    } else {
+        check_true(0, "load %s", llama);
+    }
+    return check_summary("test_generate");
+}
