@@ -448,6 +448,56 @@ static void test_long_generation(const char *model, const char *tok) {
     free(out); free(err);
 }
 
+/* Counts the occurrences of needle in text. */
+static int count_of(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* --attn-map and --attn-top through ./run: the cells of the picture, what masked means,
+ * where the file goes. The fixture has 1 layer of 2 heads; prompt "hi" (2 tokens) and
+ * -n 5 run 6 tokens (the last generated one is printed, never run). */
+static void test_attention_views(const char *model, const char *tok) {
+    char args[1024], path[128];
+    snprintf(path, sizeof path, "%s/map.svg", dir);
+    const char *specs[2] = {"exact", "window:w=2"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "%s %s -z %s -i hi -n 5 -t 0 --attn %s --attn-map %s",
+                 run_bin, model, tok, specs[i], path);
+        int code = check_run(args, NULL, NULL);
+        size_t len = 0;
+        char *svg = check_read_file(path, &len);
+        /* 6 tokens: 21 (query, key <= query) cells per head; the window of 2 shows
+         * 1 + 2 * 5 = 11 of them per head and masks the other 10 */
+        int cells = svg ? count_of(svg, "class=\"c\"") : -1;
+        int masked = svg ? count_of(svg, "class=\"m\"") : -1;
+        int want_masked = i == 0 ? 0 : 20;
+        double sum = 0.0;
+        for (const char *p = svg; p && (p = strstr(p, "data-w=\"")) != NULL; p += 8)
+            sum += atof(p + 8);
+        check_true(code == 0 && cells + masked == 42 && masked == want_masked &&
+                   sum > 12.0 - 0.01 && sum < 12.0 + 0.01, "--attn %s --attn-map: 42 cells, "
+                   "%d masked (got %d cells, %d masked), weights sum to 1 per row (12 rows: "
+                   "got %.4f)", specs[i], want_masked, cells, masked, sum);
+        free(svg);
+    }
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 2 --attn-map %s/no/such/dir/m.svg", model,
+             tok, dir);
+    expect("--attn-map into a missing folder", args, 1,
+           "cannot open the attention map for writing");
+    char *out = NULL;
+    snprintf(args, sizeof args, "%s %s -z %s -i hi -n 3 -t 0 --attn-top 2 --attn window:w=1",
+             run_bin, model, tok);
+    int code = check_run(args, &out, NULL);
+    /* a window of 1 sees only the query itself: one key, weight 1, per head */
+    check_true(code == 0 && out && count_of(out, "L0 H0: ") == 3 && count_of(out, "L0 H1: ") == 3
+               && count_of(out, " 1.000") == 6 && !strstr(out, "0.000"),
+               "--attn-top 2 with a window of 1: per token and head, only the query itself, "
+               "weight 1");
+    free(out);
+}
+
 /* --eval: loss on a text file, against exact attention. */
 static void test_eval(const char *model, const char *tok) {
     char text[128], args[1024], *out = NULL;
@@ -551,6 +601,7 @@ int main(void) {
     test_numerical_edges(model, tok);
     test_generation(model, tok);
     test_long_generation(model, tok);
+    test_attention_views(model, tok);
     test_eval(model, tok);
     test_llama2c_generation();
     char command[128];
