@@ -181,7 +181,7 @@ include tools/bench.mk
 VALGRIND = valgrind -q --error-exitcode=9 --leak-check=full \
            --errors-for-leak-kinds=definite,indirect
 VG_TESTS = test_kernels test_quant test_attention test_attention_variants test_sampler \
-           test_tokenizer test_tokenizer_llama test_model test_cli
+           test_tokenizer test_tokenizer_llama test_model test_cli test_generate test_attnmap
 valgrind:
 	$(MAKE) B=build/valgrind OMP=0 CFLAGS="-O2 -g -mavx2 -mfma" build/valgrind/run \
 	  $(addprefix build/valgrind/tests/,$(VG_TESTS))
