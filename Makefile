@@ -117,8 +117,9 @@ docs-figures: all
 	$(DOC_RUN) --attn window:w=16 --attn-map docs/img/window.svg
 	$(DOC_RUN) --attn strided:l=8 --attn-map docs/img/strided.svg
 
-# docs-check: every "FILE:START-END `function`" reference in docs/ still names the
-# function's lines (make test runs it). Example: make docs-check
+# docs-check: every "FILE:START-END `function`" reference in docs/ still spans the
+# function, and every quoted check label (`"LABEL"`) is one the tests print (make test
+# runs it). Example: make docs-check
 DOCS = docs/tutorial.md docs/attention.md
 docs-check:
 	@sh tools/doc_refs.sh check $(DOCS)

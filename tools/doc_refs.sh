@@ -1,5 +1,6 @@
 #!/bin/sh
-# doc_refs.sh: keep the docs' line references to the C code current.
+# doc_refs.sh: keep the docs' line references to the C code, and their quotes of test
+# check labels, current.
 #
 # A reference is a Markdown link whose text is FILE:START-END and whose target is the
 # same file (relative to the document) with #LSTART-LEND, followed by a space and the
@@ -10,13 +11,38 @@
 # signatures may span lines). END is the first line after it that starts with '}' (or
 # START's own line, for a one-line function).
 #
+# Check mode also checks the docs' quotes of test check labels (what a test prints after
+# "ok - "). A label is written as a code span that is entirely a double-quoted string,
+# e.g. `"§12 (b) unscaled, all keys"`; it may wrap onto the next line (the line break and
+# the indentation count as one space), and fenced code blocks are skipped. Each label
+# must spell the beginning of a string literal in some tests/test_*.c (tests/ beside
+# this script's tools/; byte for byte, UTF-8 as it is), where:
+#   - adjacent literals ("a" "b", even across lines) count as one, with escapes undone;
+#   - a printf conversion in the literal (%s, %d, %g, %zu, %.2g, ...) matches any text
+#     (one word if it starts the literal), so a label built by printf is quoted with its
+#     values filled in: "G3 %s: prefill" is quoted as `"G3 window: prefill"` (what
+#     stands for a conversion is not checked);
+#   - "..." in the quote matches any text: `"... q=63"` (a sibling of the label before),
+#     `"G4 ... == exact, bitwise"`, `"weights exact: ..."`;
+#   - each part of the quote between "..."s must match at least one letter or digit of
+#     the literal's own text, and a part followed by "..." must end in the literal's own
+#     text, not in text standing for a conversion;
+#   - the quote may stop early (a prefix), best at a natural boundary such as ":", but
+#     not inside the text of a conversion unless that ends the literal: for
+#     "rows sum to %s (worst ...)" quote `"... rows sum to ..."`, not `"... rows sum to 1"`.
+# An unknown label is reported as: doc_refs: FILE:LINE: check "LABEL": not found in tests/
+# A plain double quote outside code that opens like a label ("§12 ..." or "G7: ...") is
+# reported too, as probably missing its backticks.
+#
 # Usage:
-#   sh tools/doc_refs.sh check DOC...    report every stale or broken reference;
-#                                        exit 1 if any, else 0 with a count line
+#   sh tools/doc_refs.sh check DOC...    report every stale or broken reference and
+#                                        every unknown check label; exit 1 if any, else
+#                                        0 with a count line
 #   sh tools/doc_refs.sh update DOC...   rewrite the numbers in place to the current
 #                                        ones; a DOC with a reference that cannot be
 #                                        resolved (missing file or function) is left
-#                                        unchanged, and the exit status is 1
+#                                        unchanged, and the exit status is 1 (labels
+#                                        are not looked at)
 # POSIX sh and awk only.
 set -u
 
@@ -161,15 +187,200 @@ BEGIN { refs = 0; bad = 0; broken = 0; changed = 0; }
 END {
     print refs, bad, broken, changed > countfile;
     close(countfile);
+    close("cat 1>&2");
+}'
+
+# ---- check labels (check mode only) ----
+# litprog: prints every string literal of the C files it reads, one a line; adjacent
+# literals ("a" "b", across lines and comments) are joined, escapes are undone (\c -> c,
+# \n and \t -> space) and each printf conversion (%d, %5.2f, %zu, ...) becomes the byte
+# \001; %% becomes %. Literals without a letter outside conversions ("%s%s") are dropped.
+litprog='
+function flush(    s, out, k, c) {
+    if (!pending) return;
+    pending = 0; s = cur; out = "";
+    while ((k = index(s, "%")) > 0) {
+        out = out substr(s, 1, k - 1); s = substr(s, k);
+        if (substr(s, 1, 2) == "%%") { out = out "%"; s = substr(s, 3); }
+        else if (match(s, /^%[-+ #0]*[0-9*]*(\.[0-9*]*)?(hh|h|ll|l|z|j|t|L)?[diouxXeEfFgGcsp]/)) {
+            out = out "\001"; s = substr(s, RLENGTH + 1);
+        } else { out = out "%"; s = substr(s, 2); }
+    }
+    out = out s; s = out; gsub(/\001/, "", s);
+    if (s ~ /[A-Za-z]/) print out;
+}
+function unescape(s,    out, k, c) {
+    out = "";
+    while ((k = index(s, "\\")) > 0) {
+        c = substr(s, k + 1, 1);
+        out = out substr(s, 1, k - 1) ((c == "n" || c == "t") ? " " : c);
+        s = substr(s, k + 2);
+    }
+    return out s;
+}
+FNR == 1 { flush(); incomment = 0; }
+{
+    rest = $0;
+    while (rest != "") {
+        if (incomment) {
+            if ((k = index(rest, "*/")) == 0) break;
+            rest = substr(rest, k + 2); incomment = 0; continue;
+        }
+        if (!match(rest, /["\047]|\/\*|\/\//)) {
+            if (rest ~ /[^ \t]/) flush();
+            break;
+        }
+        if (substr(rest, 1, RSTART - 1) ~ /[^ \t]/) flush();
+        tok = substr(rest, RSTART, RLENGTH); rest = substr(rest, RSTART + RLENGTH);
+        if (tok == "//") break;
+        if (tok == "/*") { incomment = 1; continue; }
+        if (tok == "\047") {                        # a character constant
+            flush();
+            if (match(rest, /^(\\.|[^\047\\])*\047/)) rest = substr(rest, RLENGTH + 1);
+            else rest = "";
+            continue;
+        }
+        if (!match(rest, /^(\\.|[^"\\])*"/)) { flush(); break; }   # unterminated
+        if (!pending) cur = "";
+        cur = cur unescape(substr(rest, 1, RLENGTH - 1)); pending = 1;
+        rest = substr(rest, RLENGTH + 1);
+    }
+}
+END { flush(); }'
+
+# labprog: reads the literals (file lits), then one document; checks every label in it.
+labprog='
+function err(msg) { print "doc_refs: " msg | "cat 1>&2"; }
+
+# 1 if label d (with \002 for each "...") spells the beginning of some expansion of the
+# format s (with \001 for each conversion): a dynamic program over (i in d, j in s). After
+# i characters of d, C[j,e] says that they can use up j characters of s with the last one
+# matched as itself, W[j,e] with the last one taken by a conversion, L[j] with the last
+# one a "..." (which takes any text of s, conversions too); e = 1 once the current part
+# of d (between "..."s) has matched a letter or digit of s as itself. A conversion takes
+# any text of d (one word if it starts s), but not the character right after a "...". A
+# "..." may follow C with e = 1 only (or start d); d may end in L, in C with e = 1, or in
+# W with e = 1 at the end of s.
+function matches(d, s,    n, m, i, j, e, dc, sc, C, W, L, C2, W2, L2, any, k) {
+    n = length(d); m = length(s);
+    for (j = 0; j <= m; j++) { C[j,0] = C[j,1] = W[j,0] = W[j,1] = L[j] = 0; }
+    i = 0;
+    if (substr(d, 1, 1) == "\002") {                 # d starts with "...": any of s
+        for (j = 0; j <= m; j++) L[j] = 1;
+        i = 1;
+    } else C[0,0] = 1;
+    for (; ; i++) {
+        for (j = 0; j < m; j++)                       # a conversion ends (or is skipped)
+            if (substr(s, j + 1, 1) == "\001") {
+                for (e = 0; e <= 1; e++) {
+                    if (C[j,e]) C[j + 1,e] = 1;
+                    if (W[j,e]) W[j + 1,e] = 1;
+                }
+                if (L[j]) L[j + 1] = 1;
+            }
+        if (i == n) {
+            for (j = 0; j <= m; j++) if (C[j,1] || L[j]) return 1;
+            return W[m,1];
+        }
+        dc = substr(d, i + 1, 1);
+        any = 0;
+        for (j = 0; j <= m; j++) { C2[j,0] = C2[j,1] = W2[j,0] = W2[j,1] = L2[j] = 0; }
+        if (dc == "\002") {                          # "..." takes s[j+1..k], any k >= j
+            for (j = 0; j <= m; j++)
+                if (C[j,1] || L[j]) break;
+            for (; j <= m; j++) L2[j] = any = 1;
+        } else {
+            for (j = 0; j < m; j++) {
+                sc = substr(s, j + 1, 1);
+                if (sc == "\001") {
+                    if (j == 0 && dc == " ") continue;
+                    for (e = 0; e <= 1; e++)
+                        if (C[j,e] || W[j,e]) W2[j,e] = any = 1;
+                } else if (dc == sc) {
+                    k = (dc ~ /[A-Za-z0-9]/);
+                    if (C[j,1] || W[j,1]) C2[j + 1,1] = any = 1;
+                    if (C[j,0] || W[j,0] || L[j]) C2[j + 1,k] = any = 1;
+                }
+            }
+        }
+        if (!any) return 0;
+        for (j = 0; j <= m; j++) {
+            C[j,0] = C2[j,0]; C[j,1] = C2[j,1]; W[j,0] = W2[j,0]; W[j,1] = W2[j,1];
+            L[j] = L2[j];
+        }
+    }
+}
+
+function known(label,    d, d0, s0, k, i) {
+    d = label; gsub(/\.\.\./, "\002", d);
+    d0 = d; if ((k = index(d0, "\002")) > 0) d0 = substr(d0, 1, k - 1);
+    for (i = 1; i <= nlit; i++) {
+        s0 = LIT[i]; if ((k = index(s0, "\001")) > 0) s0 = substr(s0, 1, k - 1);
+        k = length(d0) < length(s0) ? length(d0) : length(s0);   # cheap test first
+        if (substr(d0, 1, k) != substr(s0, 1, k)) continue;
+        if (matches(d, LIT[i])) return 1;
+    }
+    return 0;
+}
+
+function label(text, ln) {
+    labels++;
+    if (!known(text)) {
+        err(doc ":" ln ": check \"" text "\": not found in tests/"); bad++;
+    }
+}
+
+BEGIN { while ((getline s < lits) > 0) LIT[++nlit] = s; close(lits); }
+/^[ \t]*(```|~~~)/ { fence = !fence; next; }
+fence { next; }
+/^[ \t]*$/ {                                 # a blank line ends any code span
+    if (incode && span ~ /^"/) {
+        err(doc ":" start ": unterminated check label `" span); bad++;
+    }
+    incode = 0; next;
+}
+{
+    rest = $0;
+    if (incode) { sub(/^[ \t]+/, "", rest); span = span " "; }
+    while (rest != "") {
+        if (incode) {
+            if ((k = index(rest, "`")) == 0) { sub(/[ \t]+$/, "", rest); span = span rest; break; }
+            span = span substr(rest, 1, k - 1); rest = substr(rest, k + 1); incode = 0;
+            if (span ~ /^".*"$/ && length(span) > 2) label(substr(span, 2, length(span) - 2), start);
+            continue;
+        }
+        if ((k = index(rest, "`")) == 0) k = length(rest) + 1;
+        plain = substr(rest, 1, k - 1);
+        if (match(plain, /"(§[0-9]|G[0-9]+[ :])/)) {
+            err(doc ":" FNR ": " substr(plain, RSTART) ": a check label? write it as `\"LABEL\"`");
+            bad++;
+        }
+        if (k > length(rest)) break;
+        rest = substr(rest, k + 1); incode = 1; span = ""; start = FNR;
+    }
+}
+END {
+    print labels, bad > countfile;
+    close(countfile);
+    close("cat 1>&2");
 }'
 
 status=0
 total=0
 total_bad=0
+total_labels=0
+root=$(cd "$(dirname "$0")/.." && pwd) || exit 1
 tmpdir=${TMPDIR:-/tmp}/doc_refs.$$
 trap 'rm -rf "$tmpdir"' EXIT
 trap 'exit 1' HUP INT TERM
 mkdir "$tmpdir" || exit 1
+if [ "$mode" = check ]; then
+    for src in "$root"/tests/test_*.c; do        # an unmatched glob stays as it is
+        [ -f "$src" ] || { echo "doc_refs: no $root/tests/test_*.c" >&2; exit 1; }
+        break
+    done
+    LC_ALL=C awk "$litprog" "$root"/tests/test_*.c > "$tmpdir/literals" || exit 1
+fi
 for doc in "$@"; do
     if [ ! -f "$doc" ]; then
         echo "doc_refs: $doc: no such file" >&2
@@ -183,6 +394,11 @@ for doc in "$@"; do
     read -r refs bad broken changed < "$tmpdir/count"
     total=$((total + refs))
     if [ "$mode" = check ]; then
+        LC_ALL=C awk -v doc="$doc" -v lits="$tmpdir/literals" -v countfile="$tmpdir/count" \
+            "$labprog" "$doc" || { status=1; continue; }
+        read -r labels lbad < "$tmpdir/count"
+        total_labels=$((total_labels + labels))
+        bad=$((bad + lbad))
         [ "$bad" -eq 0 ] || status=1
         total_bad=$((total_bad + bad))
     elif [ "$broken" -ne 0 ]; then
@@ -197,9 +413,9 @@ for doc in "$@"; do
 done
 if [ "$mode" = check ]; then
     if [ "$status" -eq 0 ]; then
-        echo "doc_refs: $total references in $# file(s), all current"
+        echo "doc_refs: $total references and $total_labels check labels in $# file(s), all current"
     else
-        echo "doc_refs: $total_bad problem(s) in $total reference(s)" >&2
+        echo "doc_refs: $total_bad problem(s) in $total reference(s) and $total_labels check label(s)" >&2
     fi
 fi
 exit "$status"
