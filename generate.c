@@ -307,6 +307,7 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
         /* one turn: sample until -n tokens, end-of-text, or the reverse prompt */
         int pending = -1;   /* the last token printed, not yet run (the turn ended first) */
         double start = now_seconds(), shift_seconds = g->stats.shift_seconds;
+        int appended = 0;   /* generation_append's last result */
         for (int turn = 0; turn < o->steps; turn++) {
             int next = sampler_sample(sampler, g->logits);
             if (next == tok->eot_id || next == tok->bos_id) break;   /* llama2.c stops at BOS */
@@ -329,18 +330,14 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
                 pending = next;
                 break;
             }
-            int appended = generation_append(g, &next, 1, 0);
-            if (appended < 0) goto done;
-            if (appended == GENERATE_FULL) {
-                utf8_flush(&out);
-                fprintf(stderr, "\ngenerate: context full (%d tokens); stopping\n", g->n_ctx);
-                status = 0;
-                goto done;
-            }
+            appended = generation_append(g, &next, 1, 0);
+            if (appended != 0) break;
         }
         /* the turn's time, less the shifts it made */
         g->stats.generate_seconds += now_seconds() - start
                                      - (g->stats.shift_seconds - shift_seconds);
+        if (appended < 0) goto done;
+        if (appended == GENERATE_FULL) goto context_full;
         if (!o->interactive) break;
 
         /* interactive: the next line of input continues the sequence */
@@ -357,12 +354,12 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
         int n = encode_input(tok, c->vocab_size, line, (size_t)got, &line_ids);
         if (n < 0) goto done;
         if (pending >= 0) {
-            int appended = generation_append(g, &pending, 1, 0);
+            appended = generation_append(g, &pending, 1, 0);
             if (appended < 0) goto done;
             if (appended == GENERATE_FULL) goto context_full;
         }
         if (n > 0) {
-            int appended = generation_append(g, line_ids, n, 1);
+            appended = generation_append(g, line_ids, n, 1);
             if (appended < 0) goto done;
             if (appended == GENERATE_FULL) goto context_full;
             prev = line_ids[n - 1];
@@ -371,6 +368,7 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
     status = 0;
     goto done;
 context_full:
+    utf8_flush(&out);
     fprintf(stderr, "\ngenerate: context full (%d tokens); stopping\n", g->n_ctx);
     status = 0;
     goto done;
