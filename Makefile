@@ -57,13 +57,15 @@ $(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h attention_s
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h
 $(B)/cli.o: cli.c cli.h
 $(B)/bpe.o: bpe.c bpe.h tokenizer.h
-$(B)/train.o: train.c train.h model.h checkpoint.h kernels.h quant.h attention.h tokenizer.h \
-             bpe.h cli.h
+TRAIN_HEADERS = train.h train_model.h train_backward.h train_optim.h model.h checkpoint.h \
+                kernels.h quant.h attention.h
+$(B)/train.o: train.c $(TRAIN_HEADERS) tokenizer.h bpe.h cli.h
+$(B)/train_model.o: train_model.c $(TRAIN_HEADERS)
+$(B)/train_backward.o: train_backward.c $(TRAIN_HEADERS)
+$(B)/train_optim.o: train_optim.c $(TRAIN_HEADERS)
 $(B)/tests/check.o: tests/check.c tests/check.h
-# the trainer's functions without its main, for tests/test_train.c
-$(B)/train_lib.o: train.c train.h model.h checkpoint.h kernels.h quant.h attention.h \
-                  tokenizer.h bpe.h cli.h $(FLAGS_STAMP)
-	$(CC) $(BASE) $(CFLAGS) -DTRAIN_LIBRARY -c $< -o $@
+# the trainer library (what tests/test_train.c links; train.o adds the program)
+TRAIN_LIB = $(B)/train_model.o $(B)/train_backward.o $(B)/train_optim.o
 # a test may include any header, so every test object depends on all of them
 $(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -94,7 +96,7 @@ $(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o
 run: all
 	./run $(RUN_ARGS)
 
-$(B)/train: $(B)/train.o $(B)/cli.o $(B)/bpe.o $(CORE) $(TOK)
+$(B)/train: $(B)/train.o $(TRAIN_LIB) $(B)/cli.o $(B)/bpe.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # train: build, then train the shipped model (tokenizer and GPT) from scratch into
@@ -148,7 +150,7 @@ $(B)/tests/test_tokenizer_llama: $(B)/tests/test_tokenizer_llama.o $(B)/tests/ch
 $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampler.o
 $(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/attnmap.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
-$(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(B)/train_lib.o $(B)/cli.o $(B)/bpe.o \
+$(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(TRAIN_LIB) $(B)/cli.o $(B)/bpe.o \
                        $(CORE) $(TOK)
 $(TESTS):
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)

@@ -2,9 +2,10 @@
  * reference the tests hold it to.
  *
  * Matrix products (fp32, and int8 through quant.h), LayerNorm, RMSNorm, GELU and SwiGLU,
- * the matmul backward the trainer needs, and the one place that decides how work is split
- * across threads. Fast paths use AVX2 + FMA intrinsics when the build targets them
- * (KERNELS_SIMD is then 1); every kernel keeps a portable C path. Results are bitwise
+ * what the trainer adds (its forward and backward products on one register tile, the
+ * LayerNorm and GELU backward, AdamW), and the one place that decides how work is split
+ * across threads. Fast paths use AVX-512 or AVX2 + FMA intrinsics when the build targets
+ * them (KERNELS_SIMD is then 1); every kernel keeps a portable C path. Results are bitwise
  * identical for any thread count: each output is computed by one thread, in an order that
  * depends only on the shapes. They are not bitwise equal between the SIMD and the portable
  * paths (FMA rounds once, the portable path twice); tests bound the difference against
@@ -87,11 +88,28 @@ const char *kernels_isa(void);
 void kernels_matmul_reference(float *out, const float *x, const float *w, const float *b,
                               int N, int IC, int OC);
 
-/* Gradients of out = x w^T + b, accumulated: dx (N, IC) += dout (N, OC) . w (OC, IC);
- * dw (OC, IC) += dout^T . x (N, IC); db (OC,) += column sums of dout (db may be NULL).
- * Each sum runs over n (or o) in increasing order, whatever the thread count. */
+/* The trainer's forward product with the weights transposed in advance: out (N, OC) =
+ * x (N, IC) . wt (IC, OC) + b (OC,) (b may be NULL), on a register tile of several rows
+ * of x by several vectors of wt's row. Each output is one FMA chain over i in increasing
+ * order from 0, then + b: the bits of kernels_matmul's broadcast path (N >=
+ * kernels_gemm_min_rows(), IC <= 1024) and never dependent on the thread count. */
+void kernels_matmul_wt(float *out, const float *x, const float *wt, const float *b,
+                       int N, int IC, int OC);
+
+/* dst (cols, rows) = src (rows, cols)^T. dst and src must not overlap. */
+void kernels_transpose(float *dst, const float *src, int rows, int cols);
+
+/* How a kernel writes an output: added to what is there, or in place of it. */
+typedef enum { KERNELS_ACCUMULATE, KERNELS_OVERWRITE } KernelsWrite;
+
+/* Gradients of out = x w^T + b: dx (N, IC) += dout (N, OC) . w (OC, IC) (or =, with
+ * dx_write KERNELS_OVERWRITE: no need to zero dx first); dw (OC, IC) += dout^T . x (N, IC);
+ * db (OC,) += column sums of dout. dx and db may be NULL (not wanted). dx and dw use
+ * kernels_matmul_wt's register tile: each entry is one FMA chain over o (dx) or n (dw,
+ * db) in increasing order, starting from its old value (or 0), whatever the thread count. */
 void kernels_matmul_backward(float *dx, float *dw, float *db, const float *dout,
-                             const float *x, const float *w, int N, int IC, int OC);
+                             const float *x, const float *w, int N, int IC, int OC,
+                             KernelsWrite dx_write);
 
 /* ---- normalisation and activations ---- */
 
@@ -105,8 +123,37 @@ void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C);
  * vectorisable exp (kernels_expf); within 2e-7 relative of the float64 formula. */
 void kernels_gelu(float *x, size_t n);
 
+/* dx (n,) = GELU'(x) * dout for kernels_gelu's GELU; dx may be dout (in place). */
+void kernels_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
+
+/* Backward of kernels_layernorm, out = LN(x; w, b) over rows of x (N, C): dx (N, C) +=
+ * d loss / d x; dw, db (C,) += d loss / d w, d b, given dout (N, C) = d loss / d out.
+ * mean, rstd (N,) receive each row's statistics (recomputed from x). Rows of dx, then
+ * columns of dw and db (each a sum over n in increasing order) run as jobs of their own:
+ * the same bits for any thread count. */
+void kernels_layernorm_backward(float *dx, float *dw, float *db, const float *dout,
+                                const float *x, const float *w, float *mean, float *rstd,
+                                int N, int C);
+
 /* hidden (n,) = SiLU(hidden) * gate, SiLU(v) = v / (1 + exp(-v)), in place. */
 void kernels_swiglu(float *hidden, const float *gate, size_t n);
+
+/* One AdamW step's settings (Loshchilov & Hutter, AdamW, Algorithm 2). */
+typedef struct {
+    float lr;             /* learning rate of this step */
+    float beta1, beta2;   /* moment decays */
+    float eps;
+    float weight_decay;   /* decoupled decay of this tensor (0 for biases and norms) */
+    float grad_scale;     /* the gradient is multiplied by this first (clipping) */
+    float correction1, correction2;   /* 1 - beta1^t, 1 - beta2^t */
+} KernelsAdamW;
+
+/* AdamW over n parameters: g = grad * grad_scale; m = beta1 m + (1 - beta1) g;
+ * v = beta2 v + (1 - beta2) g g; param -= lr (m / c1 / (sqrt(v / c2) + eps) + decay param),
+ * each in that order with no fused operation, so every path gives the scalar formula's
+ * bits (vector division and square root round as the scalar ones). */
+void kernels_adamw(float *param, const float *grad, float *m, float *v, size_t n,
+                   const KernelsAdamW *h);
 
 /* exp(x) in float, within 2 ulp for |x| < 87, 0 below -87.3, +inf above 88.7, NaN for NaN;
  * written so that a loop over it vectorises (no libm call). */
@@ -136,7 +183,8 @@ float kernels_exp_sum(float *x, int n, float shift);
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs: on the pool
  * inside kernels_run when work >= KERNELS_POOL_MIN_WORK, as an OpenMP loop outside it when
  * work >= KERNELS_PARALLEL_MIN_MACS, else on the calling thread alone. work counts
- * multiply-adds or the like. */
+ * multiply-adds or the like. Called from inside a job (a job that starts a loop of its
+ * own, on any thread), it runs that loop on the calling thread alone. */
 void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, long work);
 
 #endif /* KERNELS_H */

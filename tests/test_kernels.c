@@ -5,12 +5,15 @@
  *    gives the same bits in blocks of N and N-1 rows on one path; a single row (decode)
  *    matches the same row of a block (prefill) within the tolerance.
  * 2. kernels_matmul_q8 against float64 sums of the dequantized operands.
- * 3. kernels_matmul_backward against float64 sums.
- * 4. LayerNorm, RMSNorm, GELU, SwiGLU and kernels_expf against libm in float64.
+ * 3. kernels_matmul_backward and the trainer's kernels_matmul_wt against float64 sums,
+ *    1 and 2 threads bit for bit; kernels_matmul_wt equals kernels_matmul's prompt path.
+ * 4. LayerNorm, RMSNorm, GELU, SwiGLU, kernels_expf, and the trainer's LayerNorm and GELU
+ *    backward, against libm in float64; attention's dots and weighted sums bit for bit
+ *    against their one-row definitions.
  */
 #include "kernels.h"
 
-#include <math.h>          /* NAN, exp, tanh, sqrt, isnan, isinf */
+#include <math.h>          /* NAN, INFINITY, exp, tanh, sqrt, sqrtf, fmaf, isnan, isinf */
 #include <stdint.h>        /* uint64_t, int8_t */
 #include <stdlib.h>        /* malloc, free */
 #include <string.h>        /* memcmp, memcpy */
@@ -154,7 +157,35 @@ static void test_matmul_backward(int N, int IC, int OC) {
             want_dw[(size_t)o * IC + i] = sum;
         }
     }
-    kernels_matmul_backward(dx, dw, db, dout, x, w, N, IC, OC);
+    /* copies of the starting gradients, for the 2-thread run and the dx-less run */
+    float *dx2 = malloc(sizeof(float) * N * IC), *dw2 = malloc(sizeof(float) * OC * IC);
+    float *db2 = malloc(sizeof(float) * OC), *dw3 = malloc(sizeof(float) * OC * IC);
+    memcpy(dx2, dx, sizeof(float) * N * IC);
+    memcpy(dw2, dw, sizeof(float) * OC * IC);
+    memcpy(dw3, dw, sizeof(float) * OC * IC);
+    memcpy(db2, db, sizeof(float) * OC);
+    set_threads(1);
+    kernels_matmul_backward(dx, dw, db, dout, x, w, N, IC, OC, KERNELS_ACCUMULATE);
+    set_threads(2);
+    kernels_matmul_backward(dx2, dw2, db2, dout, x, w, N, IC, OC, KERNELS_ACCUMULATE);
+    kernels_matmul_backward(NULL, dw3, NULL, dout, x, w, N, IC, OC, KERNELS_ACCUMULATE);
+    check_true(memcmp(dx, dx2, sizeof(float) * N * IC) == 0 &&
+               memcmp(dw, dw2, sizeof(float) * OC * IC) == 0 &&
+               memcmp(db, db2, sizeof(float) * OC) == 0 &&
+               memcmp(dw, dw3, sizeof(float) * OC * IC) == 0,
+               "kernels_matmul_backward (N %d, IC %d, OC %d): 1 and 2 threads, and without dx "
+               "and db, give identical bits", N, IC, OC);
+    /* overwriting dx (here full of NaN) gives the bits of accumulating into zeros */
+    float *dx_zero = calloc((size_t)N * IC, sizeof(float));
+    float *dx_nan = malloc(sizeof(float) * N * IC);
+    for (int i = 0; i < N * IC; i++) dx_nan[i] = NAN;
+    kernels_matmul_backward(dx_zero, dw3, NULL, dout, x, w, N, IC, OC, KERNELS_ACCUMULATE);
+    kernels_matmul_backward(dx_nan, dw3, NULL, dout, x, w, N, IC, OC,
+                            KERNELS_OVERWRITE);   /* dw3 only accumulates further */
+    check_true(memcmp(dx_zero, dx_nan, sizeof(float) * N * IC) == 0,
+               "kernels_matmul_backward (N %d, IC %d, OC %d): overwriting dx (NaN before) equals "
+               "accumulating into zeros, bitwise", N, IC, OC);
+    free(dx_zero); free(dx_nan);
     check_close_f64("kernels_matmul_backward dx vs float64", dx, want_dx, (size_t)N * IC,
                     MATMUL_ATOL, MATMUL_RTOL);
     check_close_f64("kernels_matmul_backward dw vs float64", dw, want_dw, (size_t)OC * IC,
@@ -162,7 +193,93 @@ static void test_matmul_backward(int N, int IC, int OC) {
     check_close_f64("kernels_matmul_backward db vs float64", db, want_db, (size_t)OC,
                     MATMUL_ATOL, MATMUL_RTOL);
     free(dout); free(x); free(w); free(dx); free(dw); free(db); free(want_dx); free(want_dw);
-    free(want_db);
+    free(want_db); free(dx2); free(dw2); free(db2); free(dw3);
+}
+
+/* The trainer's forward: x . wt with wt = w^T made by kernels_transpose. */
+static void test_matmul_wt(int N, int IC, int OC, int bias) {
+    float *x = random_floats((size_t)N * IC, 1.0f), *w = random_floats((size_t)OC * IC, 1.0f);
+    float *b = random_floats((size_t)OC, 1.0f), *wt = malloc(sizeof(float) * IC * OC);
+    float *out1 = malloc(sizeof(float) * N * OC), *out2 = malloc(sizeof(float) * N * OC);
+    float *ref = malloc(sizeof(float) * N * OC);
+    double *want = malloc(sizeof(double) * N * OC);
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            double sum = bias ? (double)b[o] : 0.0;
+            for (int i = 0; i < IC; i++)
+                sum += (double)x[(size_t)n * IC + i] * (double)w[(size_t)o * IC + i];
+            want[(size_t)n * OC + o] = sum;
+        }
+    for (int i = 0; i < IC * OC; i++) wt[i] = NAN;
+    kernels_transpose(wt, w, OC, IC);
+    int transposed = 1;
+    for (int o = 0; o < OC; o++)
+        for (int i = 0; i < IC; i++)
+            transposed &= !memcmp(&wt[(size_t)i * OC + o], &w[(size_t)o * IC + i], sizeof(float));
+    check_true(transposed, "kernels_transpose (%d x %d): every entry in place", OC, IC);
+    for (int i = 0; i < N * OC; i++) out1[i] = out2[i] = NAN;   /* unwritten entries show */
+    set_threads(1);
+    kernels_matmul_wt(out1, x, wt, bias ? b : NULL, N, IC, OC);
+    set_threads(2);
+    kernels_matmul_wt(out2, x, wt, bias ? b : NULL, N, IC, OC);
+    check_close_f64("kernels_matmul_wt vs float64", out1, want, (size_t)N * OC, MATMUL_ATOL,
+                    MATMUL_RTOL);
+    check_true(memcmp(out1, out2, sizeof(float) * N * OC) == 0,
+               "kernels_matmul_wt (N %d, IC %d, OC %d%s): 1 and 2 threads give identical bits",
+               N, IC, OC, bias ? ", bias" : "");
+    /* the same chains as the prompt path of kernels_matmul, where that path runs */
+    int min_rows = kernels_gemm_min_rows();
+    if (min_rows > 0 && N >= min_rows && IC >= 1 && IC <= 1024) {
+        kernels_matmul(ref, x, w, bias ? b : NULL, N, IC, OC);
+        check_true(memcmp(out1, ref, sizeof(float) * N * OC) == 0,
+                   "kernels_matmul_wt (N %d, IC %d, OC %d) equals kernels_matmul bit for bit",
+                   N, IC, OC);
+    }
+    free(x); free(w); free(b); free(wt); free(out1); free(out2); free(ref); free(want);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Attention's vector helpers                                                  */
+
+/* kernels_dots gives each row kernels_dot's bits (several rows share one reduction);
+ * kernels_weighted_sum gives each output one FMA chain over the rows in order (a
+ * multiply and an add per row in the portable build). Rows listed or consecutive. */
+static void test_vector_helpers(int n_rows, int n) {
+    int stride = n + 3;
+    float *q = random_floats((size_t)n, 1.0f);
+    float *k = random_floats((size_t)(n_rows + 2) * stride, 1.0f);
+    float *weights = random_floats((size_t)n_rows, 1.0f);
+    float *out = malloc(sizeof(float) * (n_rows > n ? n_rows : n));
+    float *want = malloc(sizeof(float) * (n_rows > n ? n_rows : n));
+    int32_t *rows = malloc(sizeof(int32_t) * n_rows);
+    for (int r = 0; r < n_rows; r++) rows[r] = (int32_t)((r * 7 + 1) % (n_rows + 2));
+    int portable = !strcmp(kernels_isa(), "portable");
+    for (int listed = 0; listed < 2; listed++) {
+        const int32_t *list = listed ? rows : NULL;
+        for (int r = 0; r < n_rows; r++) {
+            out[r] = NAN;
+            want[r] = kernels_dot(q, k + (size_t)(list ? list[r] : r) * stride, n);
+        }
+        kernels_dots(out, q, k, stride, list, n_rows, n);
+        check_true(memcmp(out, want, sizeof(float) * n_rows) == 0,
+                   "kernels_dots (%d rows%s, n %d): each row's bits are kernels_dot's", n_rows,
+                   listed ? " listed" : "", n);
+        const float scale = 0.7f;
+        for (int i = 0; i < n; i++) {
+            float sum = 0.0f;
+            for (int r = 0; r < n_rows; r++) {
+                float v = k[(size_t)(list ? list[r] : r) * stride + i];
+                sum = portable ? sum + weights[r] * scale * v : fmaf(weights[r] * scale, v, sum);
+            }
+            want[i] = sum;
+            out[i] = NAN;
+        }
+        kernels_weighted_sum(out, weights, scale, k, stride, list, n_rows, n);
+        check_true(memcmp(out, want, sizeof(float) * n) == 0,
+                   "kernels_weighted_sum (%d rows%s, n %d): one %s chain per output, in row "
+                   "order", n_rows, listed ? " listed" : "", n, portable ? "multiply-add" : "FMA");
+    }
+    free(q); free(k); free(weights); free(out); free(want); free(rows);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -196,6 +313,129 @@ static void test_norms(int N, int C) {
     free(x); free(w); free(b); free(out); free(want);
 }
 
+/* LayerNorm backward against the float64 formula (llm.c doc/layernorm), 1 and 2 threads
+ * bit for bit. Gradients are sums of C terms of O(1): NORM_ATOL. */
+static void test_layernorm_backward(int N, int C) {
+    float *x = random_floats((size_t)N * C, 3.0f), *w = random_floats((size_t)C, 1.0f);
+    float *dout = random_floats((size_t)N * C, 1.0f);
+    float *dx = random_floats((size_t)N * C, 1.0f), *dw = random_floats((size_t)C, 1.0f);
+    float *db = random_floats((size_t)C, 1.0f);
+    float *dx2 = malloc(sizeof(float) * N * C), *dw2 = malloc(sizeof(float) * C);
+    float *db2 = malloc(sizeof(float) * C), *mean = malloc(sizeof(float) * N);
+    float *rstd = malloc(sizeof(float) * N);
+    double *want_dx = malloc(sizeof(double) * N * C), *want_dw = malloc(sizeof(double) * C);
+    double *want_db = malloc(sizeof(double) * C);
+    memcpy(dx2, dx, sizeof(float) * N * C);
+    memcpy(dw2, dw, sizeof(float) * C);
+    memcpy(db2, db, sizeof(float) * C);
+    for (int i = 0; i < C; i++) {
+        want_dw[i] = (double)dw[i];
+        want_db[i] = (double)db[i];
+    }
+    for (int n = 0; n < N; n++) {
+        const float *x_n = x + (size_t)n * C, *d_n = dout + (size_t)n * C;
+        double m = 0, var = 0, g_mean = 0, gx_mean = 0;
+        for (int i = 0; i < C; i++) m += (double)x_n[i];
+        m /= C;
+        for (int i = 0; i < C; i++) var += ((double)x_n[i] - m) * ((double)x_n[i] - m);
+        double r = 1.0 / sqrt(var / C + (double)KERNELS_NORM_EPS);
+        for (int i = 0; i < C; i++) {
+            double g = (double)w[i] * (double)d_n[i], xhat = ((double)x_n[i] - m) * r;
+            g_mean += g / C;
+            gx_mean += g * xhat / C;
+            want_dw[i] += (double)d_n[i] * xhat;
+            want_db[i] += (double)d_n[i];
+        }
+        for (int i = 0; i < C; i++) {
+            double xhat = ((double)x_n[i] - m) * r;
+            want_dx[(size_t)n * C + i] = (double)dx[(size_t)n * C + i] +
+                r * ((double)w[i] * (double)d_n[i] - g_mean - xhat * gx_mean);
+        }
+    }
+    set_threads(1);
+    kernels_layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C);
+    set_threads(2);
+    kernels_layernorm_backward(dx2, dw2, db2, dout, x, w, mean, rstd, N, C);
+    check_close_f64("kernels_layernorm_backward dx vs float64", dx, want_dx, (size_t)N * C,
+                    NORM_ATOL, 1e-5);
+    check_close_f64("kernels_layernorm_backward dw vs float64", dw, want_dw, (size_t)C,
+                    NORM_ATOL, 1e-5);
+    check_close_f64("kernels_layernorm_backward db vs float64", db, want_db, (size_t)C,
+                    NORM_ATOL, 1e-5);
+    check_true(memcmp(dx, dx2, sizeof(float) * N * C) == 0 && !memcmp(dw, dw2, sizeof(float) * C) &&
+               !memcmp(db, db2, sizeof(float) * C),
+               "kernels_layernorm_backward (N %d, C %d): 1 and 2 threads give identical bits",
+               N, C);
+    free(x); free(w); free(dout); free(dx); free(dw); free(db); free(dx2); free(dw2); free(db2);
+    free(mean); free(rstd); free(want_dx); free(want_dw); free(want_db);
+}
+
+/* The vector paths of GELU, its backward and kernels_exp_sum give the bits of the scalar
+ * formulas on kernels_expf (a vector exp that repeats exp_approx's operations), over a
+ * sweep, float's edges and NaN, in an array whose length leaves a tail. */
+static void test_exp_bits(void) {
+    enum { N = 1003 };
+    float *x = malloc(sizeof(float) * N), *out = malloc(sizeof(float) * N);
+    float *want = malloc(sizeof(float) * N), *dout = random_floats(N, 1.0f);
+    const float edges[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e30f, -1e30f, 88.7f, 89.5f,
+                           -87.3f, -103.9f, -104.5f, -150.0f, 1e-30f, -1e-30f, 0.5f, -0.5f};
+    int n_edges = (int)(sizeof edges / sizeof edges[0]);
+    for (int i = 0; i < N; i++)
+        x[i] = i < n_edges ? edges[i]
+                           : -110.0f + 220.0f * (float)(i - n_edges) / (float)(N - n_edges);
+    const float a = 0.7978845608028654f, c = 0.044715f;   /* GELU's constants, as kernels.c */
+    memcpy(out, x, sizeof(float) * N);
+    kernels_gelu(out, N);
+    for (int i = 0; i < N; i++) {
+        float v = x[i], u = a * (v + c * v * v * v);
+        want[i] = v / (1.0f + kernels_expf(-2.0f * u));
+    }
+    check_true(!memcmp(out, want, sizeof(float) * N), "kernels_gelu: every element has the "
+               "scalar formula's bits (sweep of [-110, 110], edges, NaN)");
+    kernels_gelu_backward(out, x, dout, N);
+    for (int i = 0; i < N; i++) {
+        float v = x[i], u = a * (v + c * v * v * v), du = a * (1.0f + 3.0f * c * v * v);
+        float sg = 1.0f / (1.0f + kernels_expf(-2.0f * u));
+        want[i] = (sg + 2.0f * v * du * sg * (1.0f - sg)) * dout[i];
+    }
+    check_true(!memcmp(out, want, sizeof(float) * N), "kernels_gelu_backward: every element "
+               "has the scalar formula's bits");
+    memcpy(out, x, sizeof(float) * N);
+    kernels_exp_sum(out, N, 1.5f);
+    for (int i = 0; i < N; i++) want[i] = kernels_expf(x[i] - 1.5f);
+    check_true(!memcmp(out, want, sizeof(float) * N), "kernels_exp_sum: every element is "
+               "kernels_expf's bits");
+    free(x); free(out); free(want); free(dout);
+}
+
+/* AdamW: every path gives the scalar formula's bits (no fused operations; vector division
+ * and square root are IEEE like the scalar ones). */
+static void test_adamw(int n) {
+    float *param = random_floats((size_t)n, 1.0f), *grad = random_floats((size_t)n, 3.0f);
+    float *m = random_floats((size_t)n, 0.1f), *v = random_floats((size_t)n, 0.1f);
+    for (int i = 0; i < n; i++) v[i] = v[i] * v[i];   /* a second moment is >= 0 */
+    float *p2 = malloc(sizeof(float) * n), *m2 = malloc(sizeof(float) * n);
+    float *v2 = malloc(sizeof(float) * n);
+    memcpy(p2, param, sizeof(float) * n);
+    memcpy(m2, m, sizeof(float) * n);
+    memcpy(v2, v, sizeof(float) * n);
+    KernelsAdamW h = {2e-3f, 0.9f, 0.99f, 1e-8f, 0.1f, 0.5f, 1.0f - 0.9f * 0.9f,
+                      1.0f - 0.99f * 0.99f};
+    kernels_adamw(param, grad, m, v, (size_t)n, &h);
+    for (int i = 0; i < n; i++) {
+        float g = grad[i] * h.grad_scale;
+        m2[i] = h.beta1 * m2[i] + (1.0f - h.beta1) * g;
+        v2[i] = h.beta2 * v2[i] + (1.0f - h.beta2) * g * g;
+        float m_hat = m2[i] / h.correction1, v_hat = v2[i] / h.correction2;
+        p2[i] -= h.lr * (m_hat / (sqrtf(v_hat) + h.eps) + h.weight_decay * p2[i]);
+    }
+    check_true(!memcmp(param, p2, sizeof(float) * n) && !memcmp(m, m2, sizeof(float) * n) &&
+               !memcmp(v, v2, sizeof(float) * n),
+               "kernels_adamw (n %d): parameters and moments equal the scalar formula's, bitwise",
+               n);
+    free(param); free(grad); free(m); free(v); free(p2); free(m2); free(v2);
+}
+
 static void test_activations(void) {
     enum { N = 4001 };
     float *x = malloc(sizeof(float) * N), *gate = random_floats(N, 2.0f);
@@ -211,6 +451,20 @@ static void test_activations(void) {
     }
     check_close_f64("kernels_gelu on [-20, 20] vs float64 tanh form", out, want, N,
                     ELEMENT_ATOL, ELEMENT_RTOL);
+    /* GELU's derivative (times dout), in place over dout; the float64 derivative of the
+     * tanh form; near 0 and far out it is 0.5, 0 and 1 */
+    float *dout = random_floats(N, 1.0f), *dx = malloc(sizeof(float) * N);
+    memcpy(dx, dout, sizeof(float) * N);
+    kernels_gelu_backward(dx, x, dx, N);
+    for (int i = 0; i < N; i++) {
+        double v = (double)x[i], a = 0.7978845608028654, c = 0.044715;
+        double th = tanh(a * (v + c * v * v * v));
+        want[i] = (0.5 * (1.0 + th) + 0.5 * v * (1.0 - th * th) * a * (1.0 + 3.0 * c * v * v)) *
+                  (double)dout[i];
+    }
+    check_close_f64("kernels_gelu_backward on [-20, 20] vs float64 tanh form", dx, want, N,
+                    ELEMENT_ATOL, 1e-5);
+    free(dout); free(dx);
     /* SwiGLU */
     memcpy(out, x, sizeof(float) * N);
     kernels_swiglu(out, gate, N);
@@ -251,10 +505,30 @@ int main(void) {
                          {7, 288, 33, 32}, {1, 33, 3, 16}, {5, 1, 2, 32}};
     for (size_t i = 0; i < sizeof q8 / sizeof q8[0]; i++)
         test_matmul_q8(q8[i][0], q8[i][1], q8[i][2], q8[i][3]);
-    test_matmul_backward(5, 17, 7);
-    test_matmul_backward(67, 40, 33);
+    /* awkward sizes: single rows and columns, odd widths (masked lanes), a tile of rows
+     * plus leftovers, chains longer than a cache block (K > 128), the trainer's shapes */
+    const int backward[][3] = {{1, 1, 1}, {5, 17, 7}, {67, 40, 33}, {3, 65, 130},
+                               {70, 129, 5}, {64, 64, 64}, {130, 300, 257}, {301, 19, 70},
+                               {256, 128, 384}};
+    for (size_t i = 0; i < sizeof backward / sizeof backward[0]; i++) {
+        test_matmul_backward(backward[i][0], backward[i][1], backward[i][2]);
+        test_matmul_wt(backward[i][0], backward[i][1], backward[i][2], (int)(i % 2));
+    }
+    test_matmul_wt(40, 1100, 9, 1);
+    test_matmul_wt(33, 0, 5, 1);
+    const int helpers[][2] = {{1, 1}, {7, 5}, {8, 8}, {9, 31}, {17, 32}, {24, 33}, {3, 64},
+                              {40, 70}, {129, 32}};
+    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
+        test_vector_helpers(helpers[i][0], helpers[i][1]);
     test_norms(3, 1);
     test_norms(5, 131);
+    const int norms[][2] = {{1, 1}, {3, 7}, {5, 131}, {33, 16}, {70, 128}, {2, 200}};
+    for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++)
+        test_layernorm_backward(norms[i][0], norms[i][1]);
     test_activations();
+    test_exp_bits();
+    test_adamw(1);
+    test_adamw(37);
+    test_adamw(1000);
     return check_summary("test_kernels");
 }

@@ -4,10 +4,13 @@
  * figure to hold against the FMA peak that tools/probe.c measures) and GB/s of weights
  * streamed for single rows (decode, against the read bandwidth), fp32 and int8, at the
  * shapes of the benchmark's models. Best of several repetitions; asserts nothing.
+ * With --train: the trainer's products instead (kernels_matmul_wt forward, the whole
+ * kernels_matmul_backward), at the shapes of its reference model (C 128, 16 x 128 tokens).
  */
 #include <stdint.h>    /* int8_t */
 #include <stdio.h>     /* printf, fprintf */
-#include <stdlib.h>    /* malloc, free */
+#include <stdlib.h>    /* malloc, calloc, free */
+#include <string.h>    /* strcmp */
 #include <time.h>      /* clock_gettime */
 
 #include "kernels.h"   /* kernels_matmul, kernels_matmul_q8, kernels_set_threads, kernels_isa */
@@ -42,12 +45,65 @@ static double time_matmul(float *out, const float *x, const float *w, const Quan
     return best;
 }
 
-int main(void) {
+/* Seconds per call of the trainer's products at (N, IC, OC): forward (x . wt) when
+ * backward is 0, else the whole backward (dx, dw, db). */
+static double time_train(const float *x, const float *w, const float *wt, float *out,
+                         const float *dout, float *dx, float *dw, float *db, int N, int IC,
+                         int OC, int backward) {
+    long calls = 1;
+    double best = 1e30;
+    for (int r = 0; r < REPEATS; r++) {
+        double start = now_seconds();
+        for (long c = 0; c < calls; c++) {
+            if (backward)
+                kernels_matmul_backward(dx, dw, db, dout, x, w, N, IC, OC, KERNELS_OVERWRITE);
+            else kernels_matmul_wt(out, x, wt, NULL, N, IC, OC);
+        }
+        double per_call = (now_seconds() - start) / (double)calls;
+        if (per_call < best) best = per_call;
+        if (r == 0 && per_call * (double)calls < TARGET_SECONDS)
+            calls = (long)(TARGET_SECONDS / (per_call > 1e-9 ? per_call : 1e-9)) + 1;
+    }
+    return best;
+}
+
+/* The trainer's products at the shapes of its reference model (C 128, batch 16 x 128). */
+static int bench_train(void) {
+    const int shapes[][3] = {{2048, 128, 128}, {2048, 128, 512}, {2048, 512, 128},
+                             {2048, 128, 1024}};
+    printf("%5s %6s %6s %12s %12s\n", "N", "IC", "OC", "fwd GF/s", "bwd GF/s");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2];
+        size_t nx = (size_t)N * IC, nw = (size_t)OC * IC, no = (size_t)N * OC;
+        float *x = malloc(nx * sizeof(float)), *w = malloc(nw * sizeof(float));
+        float *wt = malloc(nw * sizeof(float)), *out = malloc(no * sizeof(float));
+        float *dout = malloc(no * sizeof(float)), *dx = calloc(nx, sizeof(float));
+        float *dw = calloc(nw, sizeof(float)), *db = calloc((size_t)OC, sizeof(float));
+        if (!x || !w || !wt || !out || !dout || !dx || !dw || !db) {
+            fprintf(stderr, "bench_kernels: out of memory for %d x %d x %d\n", N, IC, OC);
+            return 1;
+        }
+        for (size_t i = 0; i < nx; i++) x[i] = (float)(i % 17) * 0.05f - 0.4f;
+        for (size_t i = 0; i < nw; i++) w[i] = (float)(i % 13) * 0.01f - 0.06f;
+        for (size_t i = 0; i < no; i++) dout[i] = (float)(i % 11) * 1e-4f - 5e-4f;
+        kernels_transpose(wt, w, OC, IC);
+        double flops = 2.0 * N * IC * OC;
+        double tf = time_train(x, w, wt, out, dout, dx, dw, db, N, IC, OC, 0);
+        double tb = time_train(x, w, wt, out, dout, dx, dw, db, N, IC, OC, 1);
+        printf("%5d %6d %6d %12.1f %12.1f\n", N, IC, OC, flops / tf * 1e-9,
+               2.0 * flops / tb * 1e-9);
+        free(x); free(w); free(wt); free(out); free(dout); free(dx); free(dw); free(db);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
     /* (N, IC, OC): prompt blocks of 64 rows and single rows at the models' shapes */
     const int shapes[][3] = {{64, 128, 512}, {64, 288, 768}, {64, 768, 2048}, {64, 3072, 768},
                              {1, 288, 768}, {1, 768, 2048}, {1, 768, 32000}, {1, 4096, 16384}};
     kernels_set_threads(1);
     printf("kernels: %s, int8 %s, one thread\n", kernels_isa(), quant_kernel_name());
+    if (argc > 1 && !strcmp(argv[1], "--train")) return bench_train();
     printf("%5s %6s %6s %10s %10s %10s %10s\n", "N", "IC", "OC", "fp32 GF/s", "fp32 GB/s",
            "int8 GF/s", "int8 GB/s");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {

@@ -1,0 +1,513 @@
+/* train_model.c: the trainer's network: parameters, their GPT-2 initialisation, the
+ * activations, and the batched forward pass (train_model.h).
+ *
+ * The forward is model.c's block over B sequences at once, keeping every activation the
+ * backward needs: LayerNorm, the q/k/v projections, attention_forward per sequence, the
+ * output projection, the GELU MLP, residual sums with dropout, the tied classifier and
+ * the cross-entropy. Its products run on kernels_matmul_wt's register tile, so each
+ * forward first transposes every weight matrix (under 1% of a step). It does not know
+ * about gradients (train_backward.c) or files (train_optim.c).
+ * Every parallel loop is a kernels_parallel_for whose jobs depend only on the shapes and
+ * write disjoint outputs, so results are the same bits for any thread count.
+ *
+ * Legend: B sequences, T positions, N = B * T rows, C width, Hd = 4 C, L layers,
+ * V vocab, n row, i column.
+ */
+#include "train_model.h"
+
+#include <math.h>         /* logf, sqrtf, cosf, ceilf */
+#include <stdint.h>       /* uint64_t */
+#include <stdio.h>        /* fprintf */
+#include <stdlib.h>       /* aligned_alloc, calloc, free */
+#include <string.h>       /* memcpy, memset */
+
+#include "attention.h"    /* attention_forward and the scratch sizes */
+#include "kernels.h"      /* kernels_matmul_wt, kernels_transpose, kernels_layernorm, ... */
+#include "model.h"        /* Config, AttentionShape, MODEL_MAX_* */
+
+#define PI_F 3.14159265358979f
+#define ROWS_PER_JOB 32         /* row-wise loops (LayerNorm, softmax): rows per job */
+#define ELEMENTS_PER_JOB 16384  /* elementwise loops: floats per job */
+#define DROPOUT_BLOCK 256       /* dropout: mask entries hashed at a time */
+#define MATRICES_PER_LAYER 6    /* transposed per layer: W_q, W_k, W_v, W_o, W_up, W_down */
+#define CACHE_LINE 64           /* bytes; buffers start on a line (floats_alloc) */
+#define UNIFORM_SHIFT 40        /* a uniform number is the top 24 bits of a 64-bit hash ... */
+#define UNIFORM_ONE 16777216.0f /* ... divided by 2^24 */
+
+/* ------------------------------------------------------------------------- */
+/* Random numbers: splitmix64 (https://prng.di.unimi.it/splitmix64.c)          */
+
+uint64_t train_mix64(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1) from the top 24 bits of r. */
+static float uniform_from(uint64_t r) { return (float)(r >> UNIFORM_SHIFT) / UNIFORM_ONE; }
+
+/* Standard normal by Box-Muller from two draws of the stream *state. */
+static float normal_next(uint64_t *state) {
+    float u1 = uniform_from(train_mix64((*state)++));
+    float u2 = uniform_from(train_mix64((*state)++));
+    if (u1 < 1e-7f) u1 = 1e-7f;   /* log(0) would give -inf */
+    return sqrtf(-2.0f * logf(u1)) * cosf(2.0f * PI_F * u2);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Parameters                                                                  */
+
+size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c) {
+    size_t V = (size_t)c->padded_vocab_size, S = (size_t)c->seq_len, L = (size_t)c->n_layers;
+    size_t C = (size_t)c->dim, Hd = (size_t)c->hidden_dim, total = 0;
+    size_t sizes[TRAIN_N_TENSORS] = {
+        V * C, S * C, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
+        L * C, L * C, L * Hd * C, L * Hd, L * C * Hd, L * C, C, C};
+    memcpy(size, sizes, sizeof sizes);
+    for (int i = 0; i < TRAIN_N_TENSORS; i++) total += sizes[i];
+    return total;
+}
+
+/* Point the 16 views of t into block, in file order. */
+static void tensors_point(TrainTensors *t, float *block, const size_t size[TRAIN_N_TENSORS]) {
+    float **views[TRAIN_N_TENSORS] = {
+        &t->wte, &t->wpe, &t->ln1w, &t->ln1b, &t->qkvw, &t->qkvb, &t->attprojw, &t->attprojb,
+        &t->ln2w, &t->ln2b, &t->fcw, &t->fcb, &t->fcprojw, &t->fcprojb, &t->lnfw, &t->lnfb};
+    for (int i = 0; i < TRAIN_N_TENSORS; i++) {
+        *views[i] = block;
+        block += size[i];
+    }
+}
+
+int trainer_tensor_decayed(int i) {
+    static const int DECAYED[TRAIN_N_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+    return i >= 0 && i < TRAIN_N_TENSORS && DECAYED[i];
+}
+
+/* GPT-2 initialisation: weights N(0, 0.02), the two projections into the residual
+ * stream scaled by 1/sqrt(2 L) (GPT-2 paper, section 2.3), biases 0, norms 1. */
+static void params_init(Trainer *tr) {
+    uint64_t stream = train_mix64(tr->settings.seed);
+    float residual_std = TRAIN_INIT_STD / sqrtf(2.0f * (float)tr->config.n_layers);
+    float *block = tr->params;
+    for (int i = 0; i < TRAIN_N_TENSORS; i++) {
+        float *p = block;
+        block += tr->tensor_size[i];
+        if (p == tr->p.ln1w || p == tr->p.ln2w || p == tr->p.lnfw) {
+            for (size_t j = 0; j < tr->tensor_size[i]; j++) p[j] = 1.0f;
+        } else if (trainer_tensor_decayed(i)) {
+            float std = (p == tr->p.attprojw || p == tr->p.fcprojw) ? residual_std
+                                                                   : TRAIN_INIT_STD;
+            for (size_t j = 0; j < tr->tensor_size[i]; j++) p[j] = std * normal_next(&stream);
+        } else {
+            for (size_t j = 0; j < tr->tensor_size[i]; j++) p[j] = 0.0f;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Init and free                                                               */
+
+int trainer_check_config(const Config *c, int B, const char *subject) {
+    if (c->seq_len < 1 || c->vocab_size < 1 || c->n_layers < 1 || c->n_heads < 1 ||
+        c->dim < 1 || B < 1 || c->dim % c->n_heads != 0 || c->dim > MODEL_MAX_DIM / 4 ||
+        c->vocab_size > MODEL_MAX_VOCAB || c->n_layers > MODEL_MAX_LAYERS ||
+        c->seq_len > MODEL_MAX_SEQ_LEN || B > TRAIN_MAX_BATCH) {
+        fprintf(stderr, "train: %s: model shape out of range (got V %d, L %d, NH %d, C %d, "
+                "T %d, B %d; expected all >= 1, C divisible by NH, V <= %d, L <= %d, "
+                "C <= %d, T <= %d, B <= %d)\n", subject, c->vocab_size, c->n_layers,
+                c->n_heads, c->dim, c->seq_len, B, MODEL_MAX_VOCAB, MODEL_MAX_LAYERS,
+                MODEL_MAX_DIM / 4, MODEL_MAX_SEQ_LEN, TRAIN_MAX_BATCH);
+        return -1;
+    }
+    /* every buffer's floats, in float64 (exact here) so that nothing wraps: the
+     * parameters 5 times (values, transposes, gradients, two moments), then the
+     * activations; refused if the bytes would not fit in size_t */
+    double C = c->dim, L = c->n_layers, V = c->vocab_size, T = c->seq_len, N = (double)B * T;
+    double params = V * C + T * C + L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
+    double floats = 5.0 * params + N * (L * 17.0 * C + 12.0 * C + 2.0 * V + 4.0) +
+                    (double)B * 2.0 * c->n_heads * T;
+    if (floats * sizeof(float) > (double)SIZE_MAX / 2) {
+        fprintf(stderr, "train: %s: model too large for this machine (got %.3g bytes of "
+                "parameters and activations, expected at most %.3g)\n", subject,
+                floats * sizeof(float), (double)SIZE_MAX / 2);
+        return -1;
+    }
+    return 0;
+}
+
+/* n zeroed floats aligned to a cache line (free() releases them), or NULL. Threads write
+ * the gradients and activations in blocks that start at multiples of 16 floats of a row:
+ * with the rows on cache-line boundaries no line is written by two threads at once
+ * (calloc's large blocks start 16 bytes past a page, which puts every block boundary in
+ * the middle of a line). */
+static float *floats_alloc(size_t n) {
+    size_t bytes = (n * sizeof(float) + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE;
+    float *x = aligned_alloc(CACHE_LINE, bytes > 0 ? bytes : CACHE_LINE);
+    if (x) memset(x, 0, bytes);
+    return x;
+}
+
+int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, int B) {
+    memset(tr, 0, sizeof *tr);
+    if (trainer_check_config(c, B, "model") != 0) return -1;
+    tr->config = *c;
+    tr->config.padded_vocab_size = c->vocab_size;
+    tr->config.n_kv_heads = c->n_heads;
+    tr->config.hidden_dim = 4 * c->dim;
+    tr->config.head_dim = c->dim / c->n_heads;
+    tr->config.kv_dim = c->dim;
+    tr->settings = *settings;
+    tr->settings.batch = B;
+    tr->B = B;
+    tr->T = c->seq_len;
+    tr->attention.n_heads = c->n_heads;
+    tr->attention.n_kv_heads = c->n_heads;
+    tr->attention.head_dim = tr->config.head_dim;
+    tr->attention.scale = 1.0f / sqrtf((float)tr->config.head_dim);
+    /* in range (trainer_check_config), so no size below overflows a 64-bit size_t */
+    tr->n_params = trainer_tensor_sizes(tr->tensor_size, &tr->config);
+
+    size_t N = (size_t)B * (size_t)tr->T, C = (size_t)c->dim, L = (size_t)c->n_layers;
+    size_t Hd = 4 * C, V = (size_t)c->vocab_size;
+    int scratch = attention_scratch_floats(&tr->attention, tr->T);
+    int scratch_back = attention_backward_scratch_floats(&tr->attention, tr->T);
+    tr->attention_scratch = (size_t)(scratch > scratch_back ? scratch : scratch_back);
+    TrainActivations *a = &tr->a;
+    tr->params = floats_alloc(tr->n_params);
+    tr->params_t = floats_alloc(tr->n_params);
+    tr->grads = floats_alloc(tr->n_params);
+    tr->adam_m = floats_alloc(tr->n_params);
+    tr->adam_v = floats_alloc(tr->n_params);
+    tr->inputs = calloc(N, sizeof(int));
+    tr->targets = calloc(N, sizeof(int));
+    a->encoded = floats_alloc(N * C);
+    a->ln1 = floats_alloc(L * N * C);
+    a->q = floats_alloc(L * N * C);
+    a->k = floats_alloc(L * N * C);
+    a->v = floats_alloc(L * N * C);
+    a->atty = floats_alloc(L * N * C);
+    a->residual2 = floats_alloc(L * N * C);
+    a->ln2 = floats_alloc(L * N * C);
+    a->fch = floats_alloc(L * N * Hd);
+    a->fch_gelu = floats_alloc(L * N * Hd);
+    a->residual3 = floats_alloc(L * N * C);
+    a->lnf = floats_alloc(N * C);
+    a->logits = floats_alloc(N * V);
+    a->probs = floats_alloc(N * V);
+    a->losses = floats_alloc(N);
+    a->dresidual = floats_alloc(N * C);
+    a->dtmp = floats_alloc(N * C);
+    a->dln = floats_alloc(N * C);
+    a->datty = floats_alloc(N * C);
+    a->dq = floats_alloc(N * C);
+    a->dk = floats_alloc(N * C);
+    a->dv = floats_alloc(N * C);
+    a->dfch = floats_alloc(N * Hd);
+    a->scratch = floats_alloc((size_t)B * tr->attention_scratch);
+    a->mean = floats_alloc(N);
+    a->rstd = floats_alloc(N);
+    if (!tr->params || !tr->params_t || !tr->grads || !tr->adam_m || !tr->adam_v ||
+        !tr->inputs || !tr->targets || !a->encoded || !a->ln1 || !a->q || !a->k || !a->v ||
+        !a->atty || !a->residual2 || !a->ln2 || !a->fch || !a->fch_gelu || !a->residual3 ||
+        !a->lnf || !a->logits || !a->probs || !a->losses || !a->dresidual || !a->dtmp ||
+        !a->dln || !a->datty || !a->dq || !a->dk || !a->dv || !a->dfch || !a->scratch ||
+        !a->mean || !a->rstd) {
+        fprintf(stderr, "train: out of memory (%zu parameters, batch %d x %d)\n",
+                tr->n_params, B, tr->T);
+        trainer_free(tr);
+        return -1;
+    }
+    tensors_point(&tr->p, tr->params, tr->tensor_size);
+    tensors_point(&tr->g, tr->grads, tr->tensor_size);
+    params_init(tr);
+    tr->dropout_on = 1;
+    return 0;
+}
+
+void trainer_free(Trainer *tr) {
+    TrainActivations *a = &tr->a;
+    float *buffers[] = {
+        tr->params, tr->params_t, tr->grads, tr->adam_m, tr->adam_v, a->encoded, a->ln1,
+        a->q, a->k, a->v, a->atty, a->residual2, a->ln2, a->fch, a->fch_gelu, a->residual3,
+        a->lnf, a->logits, a->probs, a->losses, a->dresidual, a->dtmp, a->dln, a->datty,
+        a->dq, a->dk, a->dv, a->dfch, a->scratch, a->mean, a->rstd};
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) free(buffers[i]);
+    free(tr->inputs);
+    free(tr->targets);
+    memset(tr, 0, sizeof *tr);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Row-wise and elementwise loops, as jobs of kernels_parallel_for               */
+
+/* Arguments of the loops below; each uses the fields it names. */
+typedef struct {
+    float *out;
+    const float *x, *y, *w, *b;
+    const int *tokens, *targets;
+    float *losses;
+    size_t n;                /* elementwise: floats */
+    int N, C, T;             /* row-wise: rows, width; embedding: positions */
+    float p;                 /* dropout probability */
+    uint64_t key;            /* dropout key */
+} Loop;
+
+/* Jobs needed for n items at per_job a job. */
+static int jobs_for(size_t n, size_t per_job) { return (int)((n + per_job - 1) / per_job); }
+
+/* kernels_layernorm over rows j*ROWS_PER_JOB ..: out = LN(x; w, b). */
+static void layernorm_job(void *ctx, int j) {
+    const Loop *f = ctx;
+    int n0 = j * ROWS_PER_JOB, rows = f->N - n0 < ROWS_PER_JOB ? f->N - n0 : ROWS_PER_JOB;
+    kernels_layernorm(f->out + (size_t)n0 * f->C, f->x + (size_t)n0 * f->C, f->w, f->b, rows,
+                      f->C);
+}
+
+static void layernorm_rows(float *out, const float *x, const float *w, const float *b,
+                           int N, int C) {
+    Loop f = {.out = out, .x = x, .w = w, .b = b, .N = N, .C = C};
+    kernels_parallel_for(layernorm_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (long)N * C);
+}
+
+/* out = GELU(x), a chunk of ELEMENTS_PER_JOB floats. */
+static void gelu_job(void *ctx, int j) {
+    const Loop *f = ctx;
+    size_t start = (size_t)j * ELEMENTS_PER_JOB;
+    size_t count = f->n - start < ELEMENTS_PER_JOB ? f->n - start : ELEMENTS_PER_JOB;
+    memcpy(f->out + start, f->x + start, count * sizeof(float));
+    kernels_gelu(f->out + start, count);
+}
+
+/* out (n,) = GELU(x) */
+static void gelu_copy(float *out, const float *x, size_t n) {
+    Loop f = {.out = out, .x = x, .n = n};
+    kernels_parallel_for(gelu_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
+}
+
+uint64_t train_dropout_key(const Trainer *tr, int layer, int site) {
+    return train_mix64(tr->settings.seed ^ train_mix64(((uint64_t)tr->step << 24) ^
+                                                       ((uint64_t)layer << 2) ^ (uint64_t)site));
+}
+
+/* A chunk of out = drop(x) (y NULL) or out = x + drop(y), drop(z) = z * mask / (1 - p):
+ * mask_i = 0 iff the top 24 bits of train_mix64(key + i) are below p 2^24 (exact: p 2^24
+ * is p scaled by a power of two; the same masks as comparing uniform_from(hash) < p, the
+ * trainer's first form). The hashes of
+ * DROPOUT_BLOCK indices at a time go into a small array first, in a loop of integer
+ * operations alone, which vectorises. */
+static void dropout_job(void *ctx, int j) {
+    const Loop *f = ctx;
+    float keep_scale = 1.0f / (1.0f - f->p);
+    uint64_t threshold = (uint64_t)ceilf(f->p * UNIFORM_ONE);
+    size_t end = (size_t)(j + 1) * ELEMENTS_PER_JOB;
+    if (end > f->n) end = f->n;
+    const float *drop = f->y ? f->y : f->x;   /* the input that is dropped out */
+    if (f->p <= 0.0f) {   /* no dropout (evaluation): a plain sum */
+        for (size_t i = (size_t)j * ELEMENTS_PER_JOB; i < end; i++)
+            f->out[i] = f->y ? f->x[i] + f->y[i] : f->x[i];
+        return;
+    }
+    uint32_t keep[DROPOUT_BLOCK];
+    for (size_t i0 = (size_t)j * ELEMENTS_PER_JOB; i0 < end; i0 += DROPOUT_BLOCK) {
+        int count = end - i0 < DROPOUT_BLOCK ? (int)(end - i0) : DROPOUT_BLOCK;
+        for (int i = 0; i < count; i++)
+            keep[i] = train_mix64(f->key + i0 + (size_t)i) >> UNIFORM_SHIFT >= threshold;
+        for (int i = 0; i < count; i++) {
+            float kept = keep[i] ? drop[i0 + i] * keep_scale : 0.0f;
+            f->out[i0 + i] = f->y ? f->x[i0 + i] + kept : kept;
+        }
+    }
+}
+
+void train_dropout(float *out, const float *x, size_t n, float p, uint64_t key) {
+    if (p <= 0.0f) {
+        if (out != x) memcpy(out, x, n * sizeof(float));
+        return;
+    }
+    Loop f = {.out = out, .x = x, .n = n, .p = p, .key = key};
+    kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
+}
+
+/* out (n,) = x + drop(y): a residual sum, dropout on the sublayer's output y. */
+static void residual_add(float *out, const float *x, const float *y, size_t n, float p,
+                         uint64_t key) {
+    Loop f = {.out = out, .x = x, .y = y, .n = n, .p = p, .key = key};
+    kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
+}
+
+/* Rows of the embedding: out[n] = wte[tokens[n]] + wpe[n mod T]. */
+static void embedding_job(void *ctx, int j) {
+    const Loop *f = ctx;
+    int n1 = (j + 1) * ROWS_PER_JOB < f->N ? (j + 1) * ROWS_PER_JOB : f->N;
+    for (int n = j * ROWS_PER_JOB; n < n1; n++) {
+        const float *wte_n = f->x + (size_t)f->tokens[n] * f->C;
+        const float *wpe_t = f->y + (size_t)(n % f->T) * f->C;
+        float *x_n = f->out + (size_t)n * f->C;
+        for (int i = 0; i < f->C; i++) x_n[i] = wte_n[i] + wpe_t[i];
+    }
+}
+
+/* Softmax and cross-entropy of a block of rows (see train_crossentropy_forward). */
+static void crossentropy_job(void *ctx, int j) {
+    const Loop *f = ctx;
+    int V = f->C, n1 = (j + 1) * ROWS_PER_JOB < f->N ? (j + 1) * ROWS_PER_JOB : f->N;
+    for (int n = j * ROWS_PER_JOB; n < n1; n++) {
+        const float *logits_n = f->x + (size_t)n * V;
+        float *probs_n = f->out + (size_t)n * V;
+        float max = logits_n[0];
+        for (int i = 1; i < V; i++) max = logits_n[i] > max ? logits_n[i] : max;
+        memcpy(probs_n, logits_n, (size_t)V * sizeof(float));
+        float sum = kernels_exp_sum(probs_n, V, max);   /* probs = exp(logits - max) */
+        float inv_sum = 1.0f / sum;
+        for (int i = 0; i < V; i++) probs_n[i] *= inv_sum;
+        /* -log softmax[target] = log(sum) - (logit[target] - max), exact even when tiny */
+        int target = f->targets[n];
+        f->losses[n] = target < 0 ? 0.0f : logf(sum) - (logits_n[target] - max);
+    }
+}
+
+void train_crossentropy_forward(float *probs, float *losses, const float *logits,
+                                const int *targets, int N, int V) {
+    Loop f = {.out = probs, .x = logits, .targets = targets, .losses = losses, .N = N, .C = V};
+    kernels_parallel_for(crossentropy_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (long)N * V);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Forward                                                                     */
+
+/* Job j of the transposition: matrix j % 6 of layer j / 6 (W_q, W_k, W_v, W_o, W_up,
+ * W_down), or the classifier wte after the layers; each into its place in params_t. */
+static void transpose_job(void *ctx, int j) {
+    Trainer *tr = ctx;
+    size_t C = (size_t)tr->config.dim, Hd = (size_t)tr->config.hidden_dim;
+    int V = tr->config.vocab_size, L = tr->config.n_layers;
+    const float *base = tr->params;
+    float *base_t = tr->params_t;
+    if (j == MATRICES_PER_LAYER * L) {
+        kernels_transpose(base_t, base, V, (int)C);   /* wte is the first tensor */
+        return;
+    }
+    size_t l = (size_t)(j / MATRICES_PER_LAYER), at = 0;
+    int rows = (int)C, cols = (int)C;
+    switch (j % MATRICES_PER_LAYER) {
+    case 0: case 1: case 2:   /* W_q, W_k, W_v: the (C, C) blocks of qkvw[l] */
+        at = (size_t)(tr->p.qkvw - base) + (l * 3 + (size_t)(j % MATRICES_PER_LAYER)) * C * C;
+        break;
+    case 3: at = (size_t)(tr->p.attprojw - base) + l * C * C; break;
+    case 4: at = (size_t)(tr->p.fcw - base) + l * Hd * C; rows = (int)Hd; break;
+    default: at = (size_t)(tr->p.fcprojw - base) + l * C * Hd; cols = (int)Hd; break;
+    }
+    kernels_transpose(base_t + at, base + at, rows, cols);
+}
+
+/* Attention of one sequence b per job, each with its own scratch. */
+typedef struct {
+    Trainer *tr;
+    float *out;
+    const float *q, *k, *v;
+} AttentionJob;
+
+static void attention_job(void *ctx, int b) {
+    const AttentionJob *f = ctx;
+    const Trainer *tr = f->tr;
+    size_t seq = (size_t)b * tr->T * tr->config.dim;   /* seek to sequence b */
+    attention_forward(&tr->attention, f->out + seq, f->q + seq, f->k + seq, f->v + seq, 0,
+                      tr->T, tr->a.scratch + (size_t)b * tr->attention_scratch);
+}
+
+/* trainer_forward's arguments and result, for kernels_run. */
+typedef struct {
+    Trainer *tr;
+    const int *inputs, *targets;
+    float loss;
+} ForwardCall;
+
+static void forward_body(void *ctx) {
+    ForwardCall *call = ctx;
+    Trainer *tr = call->tr;
+    const int *inputs = call->inputs, *targets = call->targets;
+    const Config *c = &tr->config;
+    const TrainTensors *p = &tr->p;
+    TrainActivations *a = &tr->a;
+    int B = tr->B, T = tr->T, C = c->dim, Hd = c->hidden_dim, V = c->vocab_size;
+    int L = c->n_layers;
+    size_t N = (size_t)B * T;
+    float drop = tr->dropout_on ? tr->settings.dropout : 0.0f;
+    memcpy(tr->inputs, inputs, N * sizeof(int));
+    /* every weight matrix transposed, for kernels_matmul_wt */
+    kernels_parallel_for(transpose_job, tr, MATRICES_PER_LAYER * L + 1, (long)tr->n_params);
+    /* seek to a tensor's transpose: the same offset in params_t as in params */
+#define TRANSPOSED(view) (tr->params_t + ((view) - tr->params))
+
+    /* encoded (N, C) = wte[token] + wpe[t], then embedding dropout */
+    Loop embed = {.out = a->encoded, .x = p->wte, .y = p->wpe, .tokens = inputs, .N = (int)N,
+                  .C = C, .T = T};
+    kernels_parallel_for(embedding_job, &embed, jobs_for(N, ROWS_PER_JOB), (long)N * C);
+    train_dropout(a->encoded, a->encoded, N * C, drop, train_dropout_key(tr, L, 0));
+
+    for (int l = 0; l < L; l++) {
+        const float *residual = l == 0 ? a->encoded : TRAIN_LAYER(a->residual3, l - 1, N, C);
+        float *ln1 = TRAIN_LAYER(a->ln1, l, N, C), *q = TRAIN_LAYER(a->q, l, N, C);
+        float *k = TRAIN_LAYER(a->k, l, N, C), *v = TRAIN_LAYER(a->v, l, N, C);
+        float *atty = TRAIN_LAYER(a->atty, l, N, C);
+        float *residual2 = TRAIN_LAYER(a->residual2, l, N, C);
+        float *ln2 = TRAIN_LAYER(a->ln2, l, N, C);
+        float *fch = TRAIN_LAYER(a->fch, l, N, Hd), *fch_gelu = TRAIN_LAYER(a->fch_gelu, l, N, Hd);
+        float *residual3 = TRAIN_LAYER(a->residual3, l, N, C);
+        /* seek to layer l's transposed weights; W_q^T, W_k^T, W_v^T are (C, C) each */
+        const float *wq_t = TRANSPOSED(p->qkvw + (size_t)l * 3 * C * C);
+        const float *wk_t = wq_t + (size_t)C * C, *wv_t = wk_t + (size_t)C * C;
+        const float *bq = p->qkvb + (size_t)l * 3 * C, *bk = bq + C, *bv = bk + C;
+
+        /* attention sublayer: residual2 = residual + drop(W_O . attention(LN1(residual))) */
+        layernorm_rows(ln1, residual, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C,
+                       (int)N, C);
+        kernels_matmul_wt(q, ln1, wq_t, bq, (int)N, C, C);
+        kernels_matmul_wt(k, ln1, wk_t, bk, (int)N, C, C);
+        kernels_matmul_wt(v, ln1, wv_t, bv, (int)N, C, C);
+        AttentionJob att = {tr, atty, q, k, v};
+        kernels_parallel_for(attention_job, &att, B,
+                             2L * B * T * T * C);   /* scores and sums: ~2 T^2 C per sequence */
+        kernels_matmul_wt(a->dtmp, atty, TRANSPOSED(p->attprojw + (size_t)l * C * C),
+                          p->attprojb + (size_t)l * C, (int)N, C, C);
+        residual_add(residual2, residual, a->dtmp, N * C, drop, train_dropout_key(tr, l, 0));
+
+        /* MLP sublayer: residual3 = residual2 + drop(W_down . GELU(W_up . LN2(residual2))) */
+        layernorm_rows(ln2, residual2, p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C,
+                       (int)N, C);
+        kernels_matmul_wt(fch, ln2, TRANSPOSED(p->fcw + (size_t)l * Hd * C),
+                          p->fcb + (size_t)l * Hd, (int)N, C, Hd);
+        gelu_copy(fch_gelu, fch, N * Hd);
+        kernels_matmul_wt(a->dtmp, fch_gelu, TRANSPOSED(p->fcprojw + (size_t)l * C * Hd),
+                          p->fcprojb + (size_t)l * C, (int)N, Hd, C);
+        residual_add(residual3, residual2, a->dtmp, N * C, drop, train_dropout_key(tr, l, 1));
+    }
+
+    /* final LayerNorm, logits (N, V) = lnf . wte^T */
+    layernorm_rows(a->lnf, TRAIN_LAYER(a->residual3, L - 1, N, C), p->lnfw, p->lnfb, (int)N, C);
+    kernels_matmul_wt(a->logits, a->lnf, TRANSPOSED(p->wte), NULL, (int)N, C, V);
+#undef TRANSPOSED
+    call->loss = 0.0f;
+    if (!targets) return;
+
+    memcpy(tr->targets, targets, N * sizeof(int));
+    train_crossentropy_forward(a->probs, a->losses, a->logits, targets, (int)N, V);
+    double sum = 0.0;
+    tr->n_targets = 0;
+    for (size_t n = 0; n < N; n++) {
+        if (targets[n] < 0) continue;
+        sum += (double)a->losses[n];
+        tr->n_targets++;
+    }
+    call->loss = tr->n_targets ? (float)(sum / tr->n_targets) : 0.0f;
+}
+
+float trainer_forward(Trainer *tr, const int *inputs, const int *targets) {
+    /* the whole pass on kernels_run's pool: its loops hand jobs to threads that wait,
+     * with no thread start or barrier per loop */
+    ForwardCall call = {tr, inputs, targets, 0.0f};
+    kernels_run(forward_body, &call);
+    return call.loss;
+}

@@ -1,0 +1,167 @@
+/* train_model.h: the network as the trainer holds it: settings, parameters, activations,
+ * and the batched forward pass that keeps what the backward pass needs.
+ *
+ * Parameters are llm.c's 16 GPT-2 tensors in one block (the checkpoint's order, so a save
+ * is one write). The forward runs B sequences of T tokens at once on kernels.c's products
+ * (the weights transposed once per forward for its register tile) and attention.c's
+ * attention_forward, with dropout masks drawn from a hash so that the backward can redraw
+ * them. train_backward.h differentiates it; train_optim.h updates and saves it.
+ *
+ * Legend: B sequences, T positions, N = B * T rows, C width, Hd = 4 C, L layers,
+ * NH heads, V vocab (= padded vocab here), S context of the checkpoint (= T).
+ */
+#ifndef TRAIN_MODEL_H
+#define TRAIN_MODEL_H
+
+#include <stddef.h>     /* size_t */
+#include <stdint.h>     /* uint64_t */
+#include "model.h"      /* Config, AttentionShape */
+
+#define TRAIN_N_TENSORS 16                   /* llm.c's GPT-2 parameter tensors */
+#define TRAIN_INIT_STD 0.02f                 /* GPT-2 init: N(0, 0.02) for weights */
+
+/* Limits of a run's settings: the trainer's flags accept these ranges, and a state file
+ * whose settings fall outside them is refused. */
+#define TRAIN_MAX_BATCH 4096
+#define TRAIN_MAX_STEPS 10000000
+#define TRAIN_MAX_LR 1.0f                    /* lr in (0, TRAIN_MAX_LR] */
+#define TRAIN_MAX_WEIGHT_DECAY 10.0f
+#define TRAIN_MAX_DROPOUT 0.9f
+#define TRAIN_MAX_CLIP 1000.0f
+
+/* Seek to layer l's slice of a per-layer activation (L, N, width). */
+#define TRAIN_LAYER(buffer, l, N, width) ((buffer) + (size_t)(l) * (N) * (width))
+
+/* Settings of a run; saved in the state file so a resumed run continues identically. */
+typedef struct {
+    int batch;              /* B: sequences per step */
+    int steps;              /* total optimizer steps */
+    int warmup;             /* steps of linear learning-rate warmup */
+    float lr;               /* peak learning rate, after warmup */
+    float lr_min_ratio;     /* cosine decay ends at lr * lr_min_ratio */
+    float weight_decay;     /* AdamW decoupled decay, on weight matrices only */
+    float beta1, beta2;     /* AdamW moment decays */
+    float eps;              /* AdamW epsilon */
+    float clip;             /* global gradient-norm clip; 0 = off */
+    float dropout;          /* residual and embedding dropout probability, [0, 1) */
+    uint64_t seed;          /* initialisation, batches and dropout masks */
+} TrainSettings;
+
+/* Views of the 16 tensors, in file order, into one block. */
+typedef struct {
+    float *wte;        /* (V, C) token embedding, also the classifier */
+    float *wpe;        /* (S, C) */
+    float *ln1w;       /* (L, C) */
+    float *ln1b;       /* (L, C) */
+    float *qkvw;       /* (L, 3C, C) */
+    float *qkvb;       /* (L, 3C) */
+    float *attprojw;   /* (L, C, C) */
+    float *attprojb;   /* (L, C) */
+    float *ln2w;       /* (L, C) */
+    float *ln2b;       /* (L, C) */
+    float *fcw;        /* (L, Hd, C) */
+    float *fcb;        /* (L, Hd) */
+    float *fcprojw;    /* (L, C, Hd) */
+    float *fcprojb;    /* (L, C) */
+    float *lnfw;       /* (C,) */
+    float *lnfb;       /* (C,) */
+} TrainTensors;
+
+/* Activations of one forward pass over (B, T) tokens; all owned by the Trainer. */
+typedef struct {
+    float *encoded;    /* (N, C) embeddings (after dropout) */
+    float *ln1;        /* (L, N, C) */
+    float *q, *k, *v;  /* (L, N, C) each */
+    float *atty;       /* (L, N, C) attention output before the projection */
+    float *residual2;  /* (L, N, C) stream after the attention sublayer */
+    float *ln2;        /* (L, N, C) */
+    float *fch;        /* (L, N, Hd) MLP pre-activation */
+    float *fch_gelu;   /* (L, N, Hd) */
+    float *residual3;  /* (L, N, C) stream after the MLP sublayer */
+    float *lnf;        /* (N, C) */
+    float *logits;     /* (N, V) */
+    float *probs;      /* (N, V) softmax, then the logits' gradient in the backward */
+    float *losses;     /* (N,) per-position cross-entropy; 0 where the target is < 0 */
+    /* backward work buffers, reused by every layer */
+    float *dresidual;  /* (N, C) */
+    float *dtmp;       /* (N, C) */
+    float *dln;        /* (N, C) */
+    float *datty;      /* (N, C) */
+    float *dq, *dk, *dv;          /* (N, C) each */
+    float *dfch;       /* (N, Hd) gradient of fch_gelu, then (in place) of fch */
+    float *scratch;    /* (B, attention scratch): one attention scratch per sequence */
+    float *mean, *rstd;           /* (N,) LayerNorm statistics (backward) */
+} TrainActivations;
+
+typedef struct {
+    Config config;                 /* model shape (S = T, Vp = V) */
+    AttentionShape attention;
+    TrainSettings settings;
+    int B, T;                      /* batch shape the activations hold */
+    size_t tensor_size[TRAIN_N_TENSORS];  /* floats of each tensor, in file order */
+    size_t n_params;
+    size_t attention_scratch;      /* floats of one sequence's attention scratch */
+    float *params;                 /* (n_params,) owned */
+    float *params_t;               /* (n_params,) owned: each weight matrix of params
+                                    * transposed, at its own offset (qkvw as three (C, C)
+                                    * blocks per layer), remade by every trainer_forward */
+    float *grads;                  /* (n_params,) owned */
+    float *adam_m, *adam_v;        /* (n_params,) owned AdamW moments */
+    TrainTensors p, g;             /* views into params and grads */
+    TrainActivations a;
+    int *inputs, *targets;         /* (N,) owned copies of the last forward's batch */
+    int n_targets;                 /* targets >= 0 in the last forward */
+    int step;                      /* optimizer steps taken */
+    int dropout_on;                /* 1 while training; 0 for evaluation */
+} Trainer;
+
+/* 0 if the shape of c (V, L, NH, C, T) and batch B are in range, else -1 after one stderr
+ * line naming subject. */
+int trainer_check_config(const Config *c, int B, const char *subject);
+
+/* Floats of each of the 16 tensors for c (V = padded V, S = T, Hd set) into size, in file
+ * order; returns their sum, the parameter count. c must have passed trainer_check_config. */
+size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c);
+
+/* 1 if AdamW decays tensor i (0 .. 15): the weight matrices and embeddings, not biases or
+ * norms. */
+int trainer_tensor_decayed(int i);
+
+/* Build a trainer for config c (seq_len = T, vocab_size = padded_vocab_size = V,
+ * n_kv_heads = n_heads, hidden_dim = 4 dim) and batch B, with parameters initialised
+ * as GPT-2 from settings.seed. Returns 0, or -1 after one stderr line. *tr is zeroed
+ * first; trainer_free is safe either way. */
+int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, int B);
+
+/* Release everything trainer_init made. Safe on a zeroed or freed Trainer. */
+void trainer_free(Trainer *tr);
+
+/* Forward over inputs (B, T) token ids (each < V). With targets (B, T) (id < V, or -1
+ * for none) computes probs and losses and returns the mean loss over the targets
+ * that are >= 0; with targets NULL only the logits, returning 0. Results live in tr->a.
+ * Reads tr->params afresh at every call (tests perturb them in place). */
+float trainer_forward(Trainer *tr, const int *inputs, const int *targets);
+
+/* Softmax and cross-entropy of logits (N, V) against targets (N,) (-1 = none):
+ * probs (N, V) = softmax (kernels_exp_sum's exp), losses (N,) = -log probs[target]
+ * (0 if none). */
+void train_crossentropy_forward(float *probs, float *losses, const float *logits,
+                                const int *targets, int N, int V);
+
+/* ---- shared with the backward pass and the program ---- */
+
+/* A 64-bit mixing function (splitmix64's finaliser, https://prng.di.unimi.it/splitmix64.c):
+ * distinct inputs give well-spread outputs. */
+uint64_t train_mix64(uint64_t z);
+
+/* The key of one dropout site at tr's current step: layer l (L for the embeddings),
+ * site 0 attention, 1 MLP. */
+uint64_t train_dropout_key(const Trainer *tr, int layer, int site);
+
+/* out (n,) = x (n,) * mask / (1 - p), mask_i = 0 with probability p (when the top 24 bits
+ * of train_mix64(key + i), as a fraction of 2^24, fall below p), so the backward applies
+ * the same mask by calling it again; out may be x.
+ * With p = 0 a copy (or nothing, in place). */
+void train_dropout(float *out, const float *x, size_t n, float p, uint64_t key);
+
+#endif /* TRAIN_MODEL_H */

@@ -1,0 +1,577 @@
+/* train_optim.c: the update (schedule, clipping, AdamW) and the files of a run (the
+ * checkpoint run loads, the optimizer state tied to it), written crash-safe and read back
+ * with every field checked (train_optim.h).
+ *
+ * What this file does not do: gradients (train_backward.c), the network
+ * (train_model.c), flags and data (train.c).
+ */
+#include "train_optim.h"
+
+#include <errno.h>        /* errno */
+#include <math.h>         /* sqrt, sqrtf, powf, cosf, isfinite */
+#include <stdint.h>       /* int32_t, uint32_t, uint64_t, SIZE_MAX */
+#include <stdio.h>        /* FILE, fopen, fread, fwrite, fprintf, rename, remove */
+#include <stdlib.h>       /* malloc, free */
+#include <string.h>       /* memcpy, memset, strlen, strrchr, strerror */
+#include <fcntl.h>        /* open, O_RDONLY (POSIX: syncing a folder) */
+#include <unistd.h>       /* fsync, close (POSIX) */
+
+#include "checkpoint.h"   /* checkpoint_gpt2_header, CHECKPOINT_GPT2_* */
+#include "kernels.h"      /* kernels_parallel_for */
+#include "train_model.h"  /* Trainer, trainer_init, trainer_check_config, ... */
+
+#define PI_F 3.14159265358979f
+#define NORM_BLOCKS 64          /* the gradient norm: float64 sums over this many blocks */
+#define NORM_LANES 8            /* ... each kept as 8 partial sums, added in a fixed order */
+#define ELEMENTS_PER_JOB 16384  /* AdamW: parameters per job */
+
+/* ------------------------------------------------------------------------- */
+/* Schedule, clipping, AdamW                                                   */
+
+float trainer_learning_rate(const TrainSettings *s, int step) {
+    if (step < s->warmup) return s->lr * (float)(step + 1) / (float)s->warmup;
+    float lr_min = s->lr * s->lr_min_ratio;
+    float progress = s->steps > s->warmup ?
+                     (float)(step - s->warmup) / (float)(s->steps - s->warmup) : 1.0f;
+    if (progress > 1.0f) progress = 1.0f;
+    return lr_min + 0.5f * (s->lr - lr_min) * (1.0f + cosf(PI_F * progress));
+}
+
+/* One update's arguments, for its jobs. */
+typedef struct {
+    Trainer *tr;
+    double partial[NORM_BLOCKS];   /* the norm's block sums */
+    size_t block;                  /* parameters per norm block */
+    float norm;                    /* the result: the norm before clipping */
+    float clip_scale, lr, correction1, correction2;
+} Update;
+
+/* Block j of the squared gradient norm, in float64: NORM_LANES interleaved partial sums
+ * (independent chains, so the additions overlap), added in a fixed order. */
+static void norm_job(void *ctx, int j) {
+    Update *u = ctx;
+    const float *g = u->tr->grads;
+    size_t start = (size_t)j * u->block, end = start + u->block;
+    if (start > u->tr->n_params) start = u->tr->n_params;
+    if (end > u->tr->n_params) end = u->tr->n_params;
+    double lanes[NORM_LANES] = {0};
+    size_t i = start;
+    for (; i + NORM_LANES <= end; i += NORM_LANES)
+        for (int k = 0; k < NORM_LANES; k++) lanes[k] += (double)g[i + k] * (double)g[i + k];
+    for (; i < end; i++) lanes[0] += (double)g[i] * (double)g[i];
+    u->partial[j] = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+                    ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+/* AdamW (Loshchilov & Hutter, Algorithm 2) on parameters [j, j + 1) * ELEMENTS_PER_JOB:
+ * each tensor's part with its own weight decay. */
+static void adamw_job(void *ctx, int j) {
+    const Update *u = ctx;
+    Trainer *tr = u->tr;
+    const TrainSettings *s = &tr->settings;
+    KernelsAdamW h = {u->lr, s->beta1, s->beta2, s->eps, 0.0f, u->clip_scale, u->correction1,
+                      u->correction2};
+    size_t start = (size_t)j * ELEMENTS_PER_JOB, end = start + ELEMENTS_PER_JOB;
+    if (end > tr->n_params) end = tr->n_params;
+    size_t tensor_start = 0;
+    for (int t = 0; t < TRAIN_N_TENSORS; t++) {
+        size_t tensor_end = tensor_start + tr->tensor_size[t];
+        size_t lo = start > tensor_start ? start : tensor_start;
+        size_t hi = end < tensor_end ? end : tensor_end;
+        if (lo < hi) {
+            h.weight_decay = trainer_tensor_decayed(t) ? s->weight_decay : 0.0f;
+            kernels_adamw(tr->params + lo, tr->grads + lo, tr->adam_m + lo, tr->adam_v + lo,
+                          hi - lo, &h);
+        }
+        tensor_start = tensor_end;
+    }
+}
+
+static void update_body(void *ctx) {
+    Update *u = ctx;
+    Trainer *tr = u->tr;
+    const TrainSettings *s = &tr->settings;
+    /* global gradient norm: the blocks depend only on n_params, summed in order */
+    u->block = (tr->n_params + NORM_BLOCKS - 1) / NORM_BLOCKS;
+    kernels_parallel_for(norm_job, u, NORM_BLOCKS, (long)tr->n_params);
+    double sum_sq = 0.0;
+    for (int j = 0; j < NORM_BLOCKS; j++) sum_sq += u->partial[j];
+    u->norm = (float)sqrt(sum_sq);
+    u->clip_scale = s->clip > 0.0f && u->norm > s->clip ? s->clip / u->norm : 1.0f;
+    u->lr = trainer_learning_rate(s, tr->step);
+    int t = tr->step + 1;
+    u->correction1 = 1.0f - powf(s->beta1, (float)t);
+    u->correction2 = 1.0f - powf(s->beta2, (float)t);
+    kernels_parallel_for(adamw_job, u,
+                         (int)((tr->n_params + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB),
+                         (long)tr->n_params * 4);
+    tr->step++;
+}
+
+float trainer_update(Trainer *tr) {
+    Update u = {.tr = tr};
+    kernels_run(update_body, &u);   /* on the pool, as trainer_forward */
+    return u.norm;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Checkpoints                                                                 */
+
+/* Header field indices of llm.c's GPT-2 checkpoint (as model.c reads it). */
+enum { HEADER_MAGIC, HEADER_VERSION, HEADER_MAX_T, HEADER_V, HEADER_L, HEADER_NH, HEADER_C,
+       HEADER_VP };
+
+/* Fields of the optimizer state file's header (TRAIN_STATE_HEADER_INTS int32 slots; the
+ * float ones hold float32 bits, 64-bit ones low half first; from STATE_UNUSED on, 0).
+ * Then adam_m and adam_v, n_params floats each. STATE_MODEL_SUM is the FNV-1a 64 of the
+ * checkpoint file the state belongs to (header and parameters); STATE_SUM that of this
+ * file with the STATE_SUM slots 0. weights/README.md documents the format. */
+enum { STATE_MAGIC, STATE_VERSION, STATE_STEP, STATE_N_PARAMS_LO, STATE_N_PARAMS_HI,
+       STATE_BATCH, STATE_STEPS, STATE_WARMUP, STATE_LR, STATE_LR_MIN_RATIO,
+       STATE_WEIGHT_DECAY, STATE_BETA1, STATE_BETA2, STATE_EPS, STATE_CLIP, STATE_DROPOUT,
+       STATE_SEED_LO, STATE_SEED_HI, STATE_MODEL_SUM_LO, STATE_MODEL_SUM_HI, STATE_T, STATE_V,
+       STATE_L, STATE_NH, STATE_C, STATE_SUM_LO, STATE_SUM_HI, STATE_UNUSED };
+
+#define FNV64_OFFSET 0xCBF29CE484222325ull  /* FNV-1a 64-bit offset basis (isthe.com/chongo) */
+#define FNV64_PRIME 0x100000001B3ull         /* FNV-1a 64-bit prime */
+#define HASH_CHUNK 65536                     /* bytes per read when hashing a file */
+
+static int32_t float_bits(float f) { int32_t i; memcpy(&i, &f, sizeof i); return i; }
+static float bits_float(int32_t i) { float f; memcpy(&f, &i, sizeof f); return f; }
+
+/* A 64-bit value in two int32 slots, low half first. */
+static void put_u64(int32_t *slots, int low, uint64_t x) {
+    slots[low] = (int32_t)(uint32_t)(x & 0xFFFFFFFFu);
+    slots[low + 1] = (int32_t)(uint32_t)(x >> 32);
+}
+static uint64_t get_u64(const int32_t *slots, int low) {
+    return (uint64_t)(uint32_t)slots[low] | (uint64_t)(uint32_t)slots[low + 1] << 32;
+}
+
+/* FNV-1a 64 of data (n bytes), continuing from hash (FNV64_OFFSET to start). */
+static uint64_t fnv1a64(uint64_t hash, const void *data, size_t n) {
+    const unsigned char *bytes = data;
+    for (size_t i = 0; i < n; i++) hash = (hash ^ bytes[i]) * FNV64_PRIME;
+    return hash;
+}
+
+/* Read exactly n bytes, or print what was missing and return -1. */
+int train_read_all(FILE *file, void *data, size_t n, const char *path, const char *what) {
+    size_t got = fread(data, 1, n, file);
+    if (got != n) {
+        fprintf(stderr, "train: %s: truncated %s (got %zu bytes, expected %zu)\n",
+                path, what, got, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Size in bytes of an open file into *size, leaving the position at the start.
+ * Returns 0, or -1 after a stderr line. */
+int train_file_size(FILE *file, const char *path, size_t *size) {
+    long end = -1;
+    if (fseek(file, 0, SEEK_END) == 0) end = ftell(file);
+    if (end < 0 || fseek(file, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "train: %s: cannot find the file size (got \"%s\", expected a "
+                "seekable file)\n", path, strerror(errno));
+        return -1;
+    }
+    *size = (size_t)end;
+    return 0;
+}
+
+/* ---- crash-safe files: write PATH.tmp, fsync it, rename it over PATH, fsync the folder */
+
+int train_temp_path(char temp[TRAIN_PATH_CAP], const char *path) {
+    int n = snprintf(temp, TRAIN_PATH_CAP, "%s%s", path, TRAIN_TEMP_SUFFIX);
+    if (n < 0 || n >= TRAIN_PATH_CAP) {
+        fprintf(stderr, "train: %s: path too long (got %zu bytes, expected at most %zu)\n",
+                path, strlen(path), (size_t)TRAIN_PATH_CAP - sizeof TRAIN_TEMP_SUFFIX);
+        return -1;
+    }
+    return 0;
+}
+
+/* Write the n_parts buffers, in order, to path; flush them to the disk (fsync); close.
+ * Returns 0, or -1 after a stderr line, with path removed. */
+static int write_synced(const char *path, const void *const parts[], const size_t sizes[],
+                        int n_parts) {
+    FILE *file = fopen(path, "wb");
+    if (!file) {
+        fprintf(stderr, "train: %s: cannot open for writing (got \"%s\", expected a writable "
+                "path)\n", path, strerror(errno));
+        return -1;
+    }
+    int ok = 1;
+    for (int i = 0; ok && i < n_parts; i++) ok = fwrite(parts[i], 1, sizes[i], file) == sizes[i];
+    if (ok) ok = fflush(file) == 0 && fsync(fileno(file)) == 0;
+    int error = errno;
+    if (fclose(file) != 0 && ok) {
+        ok = 0;
+        error = errno;
+    }
+    if (!ok) {
+        fprintf(stderr, "train: %s: write failed (got \"%s\", expected the whole file on the "
+                "disk)\n", path, strerror(error));
+        remove(path);
+        return -1;
+    }
+    return 0;
+}
+
+/* fsync the folder holding path, so a rename into it survives a power cut. A file system
+ * that cannot sync folders (EINVAL) counts as done. Returns 0, or -1 after a stderr line. */
+int train_sync_folder(const char *path) {
+    char folder[TRAIN_PATH_CAP];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n >= sizeof folder) {
+        fprintf(stderr, "train: %s: path too long (got %zu bytes, expected at most %d)\n",
+                path, strlen(path), TRAIN_PATH_CAP - 1);
+        return -1;
+    }
+    if (!slash) strcpy(folder, ".");
+    else if (n == 0) strcpy(folder, "/");
+    else {
+        memcpy(folder, path, n);
+        folder[n] = '\0';
+    }
+    int fd = open(folder, O_RDONLY);
+    int rc = fd < 0 ? -1 : fsync(fd);
+    int error = errno;
+    if (fd >= 0) close(fd);
+    if (rc != 0 && !(fd >= 0 && error == EINVAL)) {
+        fprintf(stderr, "train: %s: cannot sync the folder (got \"%s\", expected a readable "
+                "folder)\n", folder, strerror(error));
+        return -1;
+    }
+    return 0;
+}
+
+/* rename(from, to), or -1 after a stderr line. */
+int train_rename(const char *from, const char *to) {
+    if (rename(from, to) == 0) return 0;
+    fprintf(stderr, "train: %s: cannot rename to %s (got \"%s\", expected a writable path)\n",
+            from, to, strerror(errno));
+    return -1;
+}
+
+/* ---- the checkpoint and its optimizer state */
+
+/* FNV-1a 64 of a checkpoint file's bytes: header, then parameters. */
+static uint64_t checkpoint_sum(const int32_t header[CHECKPOINT_GPT2_HEADER_INTS],
+                               const float *params, size_t n_params) {
+    uint64_t sum = fnv1a64(FNV64_OFFSET, header, CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t));
+    return fnv1a64(sum, params, n_params * sizeof(float));
+}
+
+/* FNV-1a 64 of a state file's bytes, with its own checksum slots taken as 0. */
+static uint64_t state_sum(const int32_t state[TRAIN_STATE_HEADER_INTS], const float *adam_m,
+                          const float *adam_v, size_t n_params) {
+    int32_t header[TRAIN_STATE_HEADER_INTS];
+    memcpy(header, state, sizeof header);
+    put_u64(header, STATE_SUM_LO, 0);
+    uint64_t sum = fnv1a64(FNV64_OFFSET, header, sizeof header);
+    sum = fnv1a64(sum, adam_m, n_params * sizeof(float));
+    return fnv1a64(sum, adam_v, n_params * sizeof(float));
+}
+
+/* The state header of tr, belonging to the checkpoint whose bytes hash to model_sum. */
+static void state_header(int32_t state[TRAIN_STATE_HEADER_INTS], const Trainer *tr,
+                         uint64_t model_sum) {
+    const TrainSettings *s = &tr->settings;
+    const Config *c = &tr->config;
+    memset(state, 0, TRAIN_STATE_HEADER_INTS * sizeof(int32_t));
+    state[STATE_MAGIC] = TRAIN_STATE_MAGIC;
+    state[STATE_VERSION] = TRAIN_STATE_VERSION;
+    state[STATE_STEP] = tr->step;
+    put_u64(state, STATE_N_PARAMS_LO, (uint64_t)tr->n_params);
+    state[STATE_BATCH] = s->batch;
+    state[STATE_STEPS] = s->steps;
+    state[STATE_WARMUP] = s->warmup;
+    state[STATE_LR] = float_bits(s->lr);
+    state[STATE_LR_MIN_RATIO] = float_bits(s->lr_min_ratio);
+    state[STATE_WEIGHT_DECAY] = float_bits(s->weight_decay);
+    state[STATE_BETA1] = float_bits(s->beta1);
+    state[STATE_BETA2] = float_bits(s->beta2);
+    state[STATE_EPS] = float_bits(s->eps);
+    state[STATE_CLIP] = float_bits(s->clip);
+    state[STATE_DROPOUT] = float_bits(s->dropout);
+    put_u64(state, STATE_SEED_LO, s->seed);
+    put_u64(state, STATE_MODEL_SUM_LO, model_sum);
+    state[STATE_T] = c->seq_len;
+    state[STATE_V] = c->vocab_size;
+    state[STATE_L] = c->n_layers;
+    state[STATE_NH] = c->n_heads;
+    state[STATE_C] = c->dim;
+    put_u64(state, STATE_SUM_LO, state_sum(state, tr->adam_m, tr->adam_v, tr->n_params));
+}
+
+int trainer_save(const Trainer *tr, const char *path, const char *state_path) {
+    size_t param_bytes = tr->n_params * sizeof(float);
+    int32_t header[CHECKPOINT_GPT2_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
+    char path_temp[TRAIN_PATH_CAP], state_temp[TRAIN_PATH_CAP];
+    checkpoint_gpt2_header(header, &tr->config, CHECKPOINT_GPT2_FP32, 0);
+    if (train_temp_path(path_temp, path) != 0 ||
+        (state_path && train_temp_path(state_temp, state_path)))
+        return -1;
+    /* both files go to their temporaries first, each synced to the disk */
+    if (state_path) {
+        state_header(state, tr, checkpoint_sum(header, tr->params, tr->n_params));
+        const void *parts[] = {state, tr->adam_m, tr->adam_v};
+        const size_t sizes[] = {sizeof state, param_bytes, param_bytes};
+        if (write_synced(state_temp, parts, sizes, (int)(sizeof parts / sizeof parts[0])) != 0)
+            return -1;
+    }
+    const void *parts[] = {header, tr->params};
+    const size_t sizes[] = {sizeof header, param_bytes};
+    if (write_synced(path_temp, parts, sizes, (int)(sizeof parts / sizeof parts[0])) != 0) {
+        if (state_path) remove(state_temp);
+        return -1;
+    }
+    /* then the state, then the checkpoint, are renamed into place; a crash between the
+     * two leaves the new state, the old checkpoint and the new one in path.tmp, which
+     * trainer_finish_save renames (so path.tmp is kept if the second step fails) */
+    if (state_path) {
+        if (train_rename(state_temp, state_path) != 0) {
+            remove(state_temp);
+            remove(path_temp);
+            return -1;
+        }
+        if (train_sync_folder(state_path) != 0) return -1;
+    }
+    if (train_rename(path_temp, path) != 0) {
+        if (!state_path) remove(path_temp);
+        return -1;
+    }
+    return train_sync_folder(path);
+}
+
+/* FNV-1a 64 of the whole file at path into *sum. Returns 0, or -1 (no message) if it
+ * cannot be read. */
+static int file_sum(const char *path, uint64_t *sum) {
+    FILE *file = fopen(path, "rb");
+    if (!file) return -1;
+    unsigned char *buffer = malloc(HASH_CHUNK);
+    uint64_t hash = FNV64_OFFSET;
+    size_t got = 0;
+    while (buffer && (got = fread(buffer, 1, HASH_CHUNK, file)) > 0)
+        hash = fnv1a64(hash, buffer, got);
+    int ok = buffer && !ferror(file);
+    free(buffer);
+    fclose(file);
+    *sum = hash;
+    return ok ? 0 : -1;
+}
+
+int trainer_finish_save(const char *path, const char *state_path) {
+    int32_t state[TRAIN_STATE_HEADER_INTS];
+    char path_temp[TRAIN_PATH_CAP];
+    uint64_t sum;
+    FILE *file = fopen(state_path, "rb");
+    if (!file) return 0;
+    int complete = fread(state, sizeof state, 1, file) == 1;
+    fclose(file);
+    if (!complete || state[STATE_MAGIC] != TRAIN_STATE_MAGIC ||
+        state[STATE_VERSION] != TRAIN_STATE_VERSION) return 0;
+    uint64_t want = get_u64(state, STATE_MODEL_SUM_LO);
+    if (file_sum(path, &sum) == 0 && sum == want) return 0;       /* the pair matches */
+    if (train_temp_path(path_temp, path) != 0) return -1;
+    if (file_sum(path_temp, &sum) != 0 || sum != want) return 0;  /* nothing to finish */
+    if (train_rename(path_temp, path) != 0 || train_sync_folder(path) != 0) return -1;
+    return 1;
+}
+
+/* 1 if x is in [lo, hi] (an open end excluded), else 0 after a stderr line naming the
+ * state file and the field. */
+static int state_int_ok(const char *state_path, const char *name, long x, long lo, long hi) {
+    if (x >= lo && x <= hi) return 1;
+    fprintf(stderr, "train: %s: bad %s in the optimizer state (got %ld, expected %ld..%ld)\n",
+            state_path, name, x, lo, hi);
+    return 0;
+}
+
+static int state_float_ok(const char *state_path, const char *name, float x, float lo,
+                          float hi, int open_lo, int open_hi) {
+    if (isfinite(x) && (open_lo ? x > lo : x >= lo) && (open_hi ? x < hi : x <= hi)) return 1;
+    fprintf(stderr, "train: %s: bad %s in the optimizer state (got %g, expected a number in "
+            "%c%g, %g%c)\n", state_path, name, (double)x, open_lo ? '(' : '[', (double)lo,
+            (double)hi, open_hi ? ')' : ']');
+    return 0;
+}
+
+/* Settings from a state header into *s, each checked against the flags' ranges.
+ * Returns 0, or -1 after a stderr line. */
+static int state_settings(TrainSettings *s, const int32_t state[TRAIN_STATE_HEADER_INTS],
+                          const char *state_path) {
+    memset(s, 0, sizeof *s);
+    s->batch = state[STATE_BATCH];
+    s->steps = state[STATE_STEPS];
+    s->warmup = state[STATE_WARMUP];
+    s->lr = bits_float(state[STATE_LR]);
+    s->lr_min_ratio = bits_float(state[STATE_LR_MIN_RATIO]);
+    s->weight_decay = bits_float(state[STATE_WEIGHT_DECAY]);
+    s->beta1 = bits_float(state[STATE_BETA1]);
+    s->beta2 = bits_float(state[STATE_BETA2]);
+    s->eps = bits_float(state[STATE_EPS]);
+    s->clip = bits_float(state[STATE_CLIP]);
+    s->dropout = bits_float(state[STATE_DROPOUT]);
+    s->seed = get_u64(state, STATE_SEED_LO);   /* any 64-bit value is a seed */
+    const char *p = state_path;
+    if (!state_int_ok(p, "batch", s->batch, 1, TRAIN_MAX_BATCH) ||
+        !state_int_ok(p, "total steps", s->steps, 0, TRAIN_MAX_STEPS) ||
+        !state_int_ok(p, "warmup", s->warmup, 1, s->steps > 0 ? s->steps : TRAIN_MAX_STEPS) ||
+        !state_int_ok(p, "step", state[STATE_STEP], 0, s->steps) ||
+        !state_float_ok(p, "learning rate", s->lr, 0.0f, TRAIN_MAX_LR, 1, 0) ||
+        !state_float_ok(p, "final learning-rate ratio", s->lr_min_ratio, 0.0f, 1.0f, 0, 0) ||
+        !state_float_ok(p, "weight decay", s->weight_decay, 0.0f, TRAIN_MAX_WEIGHT_DECAY, 0, 0) ||
+        !state_float_ok(p, "beta1", s->beta1, 0.0f, 1.0f, 0, 1) ||
+        !state_float_ok(p, "beta2", s->beta2, 0.0f, 1.0f, 0, 1) ||
+        !state_float_ok(p, "eps", s->eps, 0.0f, 1.0f, 1, 0) ||
+        !state_float_ok(p, "clip", s->clip, 0.0f, TRAIN_MAX_CLIP, 0, 0) ||
+        !state_float_ok(p, "dropout", s->dropout, 0.0f, TRAIN_MAX_DROPOUT, 0, 0)) return -1;
+    for (int i = STATE_UNUSED; i < TRAIN_STATE_HEADER_INTS; i++) {
+        if (state[i] != 0) {
+            fprintf(stderr, "train: %s: bad optimizer state header (got %d in unused slot %d, "
+                    "expected 0)\n", state_path, (int)state[i], i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Index of the first non-finite value of x (n,), or n if there is none. */
+static size_t first_non_finite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) if (!isfinite(x[i])) return i;
+    return n;
+}
+
+int trainer_load(Trainer *tr, const char *path, const char *state_path) {
+    memset(tr, 0, sizeof *tr);
+    int32_t header[CHECKPOINT_GPT2_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
+    size_t model_bytes = 0, state_bytes = 0;
+    FILE *model_file = fopen(path, "rb"), *state_file = NULL;
+    if (!model_file) {
+        fprintf(stderr, "train: %s: cannot open (got \"%s\", expected a readable checkpoint)\n",
+                path, strerror(errno));
+        return -1;
+    }
+    /* the checkpoint's header and size */
+    if (train_file_size(model_file, path, &model_bytes) != 0 ||
+        train_read_all(model_file, header, sizeof header, path, "header") != 0) goto fail;
+    if (header[HEADER_MAGIC] != CHECKPOINT_GPT2_MAGIC ||
+        header[HEADER_VERSION] != CHECKPOINT_GPT2_FP32 || header[HEADER_V] != header[HEADER_VP]) {
+        fprintf(stderr, "train: %s: not a checkpoint this trainer wrote (got magic %d version "
+                "%d, V %d, Vp %d; expected %d version %d with V == Vp)\n", path,
+                (int)header[HEADER_MAGIC], (int)header[HEADER_VERSION], (int)header[HEADER_V],
+                (int)header[HEADER_VP], CHECKPOINT_GPT2_MAGIC, CHECKPOINT_GPT2_FP32);
+        goto fail;
+    }
+    Config c = {0};
+    c.seq_len = header[HEADER_MAX_T];
+    c.vocab_size = c.padded_vocab_size = header[HEADER_V];
+    c.n_layers = header[HEADER_L];
+    c.n_heads = header[HEADER_NH];
+    c.dim = header[HEADER_C];
+    if (trainer_check_config(&c, 1, path) != 0) goto fail;
+    c.hidden_dim = 4 * c.dim;   /* in range now: C <= MODEL_MAX_DIM / 4 */
+    /* in range, so the sizes below fit in size_t (trainer_check_config bounds them) */
+    size_t sizes[TRAIN_N_TENSORS], n_params = trainer_tensor_sizes(sizes, &c);
+    size_t want_model = sizeof header + n_params * sizeof(float);
+    if (model_bytes != want_model) {
+        fprintf(stderr, "train: %s: %s (got %zu bytes, expected %zu for %zu parameters)\n",
+                path, model_bytes < want_model ? "truncated" : "trailing bytes", model_bytes,
+                want_model, n_params);
+        goto fail;
+    }
+
+    /* the state's header and size, every field checked before allocating */
+    state_file = fopen(state_path, "rb");
+    if (!state_file) {
+        fprintf(stderr, "train: %s: cannot open (got \"%s\", expected the optimizer state of "
+                "%s)\n", state_path, strerror(errno), path);
+        goto fail;
+    }
+    if (train_file_size(state_file, state_path, &state_bytes) != 0 ||
+        train_read_all(state_file, state, sizeof state, state_path, "header") != 0) goto fail;
+    if (state[STATE_MAGIC] != TRAIN_STATE_MAGIC || state[STATE_VERSION] != TRAIN_STATE_VERSION) {
+        fprintf(stderr, "train: %s: not an optimizer state of this trainer (got magic %d "
+                "version %d, expected %d version %d)\n", state_path, (int)state[STATE_MAGIC],
+                (int)state[STATE_VERSION], TRAIN_STATE_MAGIC, TRAIN_STATE_VERSION);
+        goto fail;
+    }
+    if (state[STATE_T] != c.seq_len || state[STATE_V] != c.vocab_size ||
+        state[STATE_L] != c.n_layers || state[STATE_NH] != c.n_heads || state[STATE_C] != c.dim ||
+        get_u64(state, STATE_N_PARAMS_LO) != (uint64_t)n_params) {
+        fprintf(stderr, "train: %s: state of another model shape (got T %d, V %d, L %d, NH %d, "
+                "C %d, %llu parameters; expected %s's T %d, V %d, L %d, NH %d, C %d, %zu)\n",
+                state_path, (int)state[STATE_T], (int)state[STATE_V], (int)state[STATE_L],
+                (int)state[STATE_NH], (int)state[STATE_C],
+                (unsigned long long)get_u64(state, STATE_N_PARAMS_LO), path, c.seq_len,
+                c.vocab_size, c.n_layers, c.n_heads, c.dim, n_params);
+        goto fail;
+    }
+    size_t want_state = sizeof state + 2 * n_params * sizeof(float);
+    if (state_bytes != want_state) {
+        fprintf(stderr, "train: %s: %s (got %zu bytes, expected %zu: the header and 2 x %zu "
+                "moments)\n", state_path, state_bytes < want_state ? "truncated" : "trailing bytes",
+                state_bytes, want_state, n_params);
+        goto fail;
+    }
+    TrainSettings s;
+    if (state_settings(&s, state, state_path) != 0) goto fail;
+
+    /* the data, then the checksums that tie the two files together */
+    if (trainer_init(tr, &c, &s, s.batch) != 0) goto fail;
+    if (train_read_all(model_file, tr->params, n_params * sizeof(float), path, "parameters") ||
+        train_read_all(state_file, tr->adam_m, n_params * sizeof(float), state_path, "moments") ||
+        train_read_all(state_file, tr->adam_v, n_params * sizeof(float), state_path, "moments"))
+        goto fail;
+    size_t bad_p = first_non_finite(tr->params, n_params);
+    size_t bad_m = first_non_finite(tr->adam_m, n_params);
+    size_t bad_v = first_non_finite(tr->adam_v, n_params);
+    if (bad_p < n_params) {
+        fprintf(stderr, "train: %s: parameter %zu is not finite (got %g, expected a finite "
+                "number)\n", path, bad_p, (double)tr->params[bad_p]);
+        goto fail;
+    }
+    if (bad_m < n_params || bad_v < n_params) {
+        int in_m = bad_m < n_params;
+        size_t at = in_m ? bad_m : bad_v;
+        fprintf(stderr, "train: %s: adam_%c[%zu] is not finite (got %g, expected a finite "
+                "number)\n", state_path, in_m ? 'm' : 'v', at,
+                (double)(in_m ? tr->adam_m : tr->adam_v)[at]);
+        goto fail;
+    }
+    for (size_t j = 0; j < n_params; j++) {
+        if (tr->adam_v[j] < 0.0f) {
+            fprintf(stderr, "train: %s: adam_v[%zu] is negative (got %g, expected a mean of "
+                    "squares, >= 0)\n", state_path, j, (double)tr->adam_v[j]);
+            goto fail;
+        }
+    }
+    uint64_t sum = state_sum(state, tr->adam_m, tr->adam_v, n_params);
+    if (sum != get_u64(state, STATE_SUM_LO)) {
+        fprintf(stderr, "train: %s: corrupt optimizer state (got checksum %016llx, expected the "
+                "%016llx stored in it)\n", state_path, (unsigned long long)sum,
+                (unsigned long long)get_u64(state, STATE_SUM_LO));
+        goto fail;
+    }
+    sum = checkpoint_sum(header, tr->params, n_params);
+    if (sum != get_u64(state, STATE_MODEL_SUM_LO)) {
+        fprintf(stderr, "train: %s: state of another checkpoint (got %s with checksum %016llx, "
+                "expected the %016llx of the step-%d checkpoint the state was saved with)\n",
+                state_path, path, (unsigned long long)sum,
+                (unsigned long long)get_u64(state, STATE_MODEL_SUM_LO), (int)state[STATE_STEP]);
+        goto fail;
+    }
+    tr->step = state[STATE_STEP];
+    fclose(model_file);
+    fclose(state_file);
+    return 0;
+fail:
+    fclose(model_file);
+    if (state_file) fclose(state_file);
+    trainer_free(tr);
+    return -1;
+}

@@ -1,0 +1,77 @@
+/* train_optim.h: what the trainer does with a gradient, and how it keeps a run on disk:
+ * the learning-rate schedule, global-norm clipping and AdamW, then checkpoints in the
+ * format run loads, each with an optimizer state file tied to it by a checksum, written
+ * crash-safe, and validated like any input when a run resumes.
+ *
+ * The state file's format is in weights/README.md ("Optimizer state file"); its header
+ * slots are the enum in train_optim.c.
+ */
+#ifndef TRAIN_OPTIM_H
+#define TRAIN_OPTIM_H
+
+#include <stddef.h>        /* size_t */
+#include <stdio.h>         /* FILE */
+#include "train_model.h"   /* Trainer, TrainSettings */
+
+#define TRAIN_STATE_MAGIC 0x31534F41         /* optimizer state file: "AOS1" little-endian */
+#define TRAIN_STATE_VERSION 2                /* 2: tied to its checkpoint by a checksum */
+#define TRAIN_STATE_HEADER_INTS 64           /* state header: 64 int32/float32 fields */
+#define TRAIN_TEMP_SUFFIX ".tmp"             /* a file is written as PATH.tmp, then renamed */
+#define TRAIN_PATH_CAP 4096                  /* longest path the trainer builds, NUL included */
+
+/* ---- the update ---- */
+
+/* Learning rate at step: linear warmup to lr, then cosine decay to lr * lr_min_ratio. */
+float trainer_learning_rate(const TrainSettings *s, int step);
+
+/* Clip, then one AdamW step at the scheduled learning rate; increments tr->step.
+ * Returns the gradient norm before clipping. The norm is summed in float64 over fixed
+ * blocks of the parameters, and the blocks in order: the same bits for any thread count. */
+float trainer_update(Trainer *tr);
+
+/* ---- checkpoints and the optimizer state ---- */
+
+/* Write the parameters as an llm.c fp32 GPT-2 checkpoint (what run loads) to path, and,
+ * if state_path is not NULL, the step, settings, AdamW moments and a checksum of that
+ * checkpoint to state_path (format: weights/README.md). Crash-safe: each file is written
+ * to its PATH.tmp and flushed to the disk (fsync), then the state is renamed into place,
+ * then the checkpoint, and the folder is synced after each rename; so path always holds
+ * a whole checkpoint, and state_path always belongs to it unless a crash fell between
+ * the two renames, which trainer_finish_save repairs. Returns 0, or -1 after one stderr
+ * line: temporaries are removed, except a checkpoint's whose state is already in place. */
+int trainer_save(const Trainer *tr, const char *path, const char *state_path);
+
+/* Finish a trainer_save interrupted between its two renames: if state_path's checksum
+ * does not match path but matches path.tmp, rename path.tmp to path. Returns 1 if it did,
+ * 0 if there was nothing to finish (unreadable or mismatched files are left for
+ * trainer_load to report), -1 after one stderr line if the rename failed. */
+int trainer_finish_save(const char *path, const char *state_path);
+
+/* Resume: build a trainer from a checkpoint and its state file (batch and settings
+ * come from the state). Every field is checked before anything is allocated (shape and
+ * settings in range, exact file sizes computed without overflow, the state's own
+ * checksum, the checksum of the checkpoint it belongs to, finite parameters and
+ * moments, second moments >= 0); call trainer_finish_save first. Returns 0 or -1 after
+ * one stderr line naming the file at fault; trainer_free is safe either way. */
+int trainer_load(Trainer *tr, const char *path, const char *state_path);
+
+/* ---- files (also the program's) ---- */
+
+/* path + TRAIN_TEMP_SUFFIX into temp. Returns 0, or -1 after a stderr line. */
+int train_temp_path(char temp[TRAIN_PATH_CAP], const char *path);
+
+/* rename(from, to), or -1 after a stderr line. */
+int train_rename(const char *from, const char *to);
+
+/* fsync the folder holding path, so a rename into it survives a power cut. A file system
+ * that cannot sync folders (EINVAL) counts as done. Returns 0, or -1 after a stderr line. */
+int train_sync_folder(const char *path);
+
+/* Read exactly n bytes of `what` from file, or print what was missing and return -1. */
+int train_read_all(FILE *file, void *data, size_t n, const char *path, const char *what);
+
+/* Size in bytes of an open file into *size, leaving the position at the start.
+ * Returns 0, or -1 after a stderr line. */
+int train_file_size(FILE *file, const char *path, size_t *size);
+
+#endif /* TRAIN_OPTIM_H */
