@@ -1,10 +1,12 @@
-/* cli.c: strict number parsing for the command-line programs (see cli.h). */
+/* cli.c: the flag parser and strict number parsing of the command-line programs
+ * (see cli.h). */
 #include "cli.h"
 
 #include <errno.h>    /* errno, ERANGE */
 #include <math.h>     /* isfinite */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* strtol, strtof, strtoull */
+#include <string.h>   /* strlen, strncmp, strchr */
 
 /* The one rule for every number on a command line: an optional '-' (where negative values
  * make sense), decimal digits, and for real numbers an optional fraction and exponent.
@@ -71,4 +73,96 @@ const char *cli_printable(const char *text, char *out, size_t cap) {
     }
     if (cap > 0) out[n < cap ? n : cap - 1] = '\0';
     return out;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The flag parser                                                             */
+
+#define CLI_SHOWN_CAP 256   /* bytes of a flag or value quoted in a message */
+
+int cli_usage_error(const char *program, const char *subject, const char *problem,
+                    const char *got, const char *expected) {
+    char shown[CLI_SHOWN_CAP];
+    fprintf(stderr, "%s: %s: %s", program, cli_printable(subject, shown, sizeof shown),
+            problem);
+    if (got && expected) fprintf(stderr, " (got %s, expected %s)", got, expected);
+    else if (expected) fprintf(stderr, " (expected %s)", expected);
+    fprintf(stderr, "\nTry '%s --help' for the options.\n", program);
+    return CLI_EXIT_USAGE;
+}
+
+const char *cli_expected(const CliOption *o, char *buf, size_t cap) {
+    if (o->expected) snprintf(buf, cap, "%s", o->expected);
+    else if (o->kind == CLI_INT) snprintf(buf, cap, "an integer in %.0f..%.0f", o->min, o->max);
+    else if (o->kind == CLI_U64) snprintf(buf, cap, "an integer in %.0f..18446744073709551615",
+                                          o->min);
+    else if (o->kind == CLI_FLOAT && o->open_min)
+        snprintf(buf, cap, "a number in (%g, %g]", o->min, o->max);
+    else if (o->kind == CLI_FLOAT) snprintf(buf, cap, "a number in %g..%g", o->min, o->max);
+    else snprintf(buf, cap, "a value");
+    return buf;
+}
+
+/* The option spelled name[0 .. len) (short or long), or NULL. */
+static const CliOption *find_option(const CliOption *options, int n, const char *name,
+                                    size_t len) {
+    for (int k = 0; k < n; k++) {
+        const CliOption *o = &options[k];
+        if ((o->short_name && strlen(o->short_name) == len &&
+             strncmp(o->short_name, name, len) == 0) ||
+            (strlen(o->long_name) == len && strncmp(o->long_name, name, len) == 0)) return o;
+    }
+    return NULL;
+}
+
+/* Parses text as o's kind into arg; returns 0, or -1 if it is not a valid value. */
+static int parse_value(const CliOption *o, const char *text, CliArg *arg) {
+    switch (o->kind) {
+    case CLI_INT: return cli_parse_int(text, (long)o->min, (long)o->max, &arg->number);
+    case CLI_FLOAT: return cli_parse_float(text, (float)o->min, (float)o->max, o->open_min,
+                                           &arg->real);
+    case CLI_U64: return cli_parse_u64(text, (uint64_t)o->min, &arg->u64);
+    default: return 0;
+    }
+}
+
+int cli_next(const char *program, const CliOption *options, int n_options, int argc,
+             char **argv, int *i, CliArg *arg) {
+    const char *text = argv[*i];
+    char flag[CLI_SHOWN_CAP], got[CLI_SHOWN_CAP + 2], shown[CLI_SHOWN_CAP];
+    char expected[CLI_SHOWN_CAP + 16];
+    memset(arg, 0, sizeof *arg);
+    arg->flag = text;
+    if (text[0] != '-' || text[1] == '\0') {   /* a positional argument, or "-" */
+        arg->value = text;
+        return 0;
+    }
+    size_t len = strlen(text);
+    const char *equals = strncmp(text, "--", 2) == 0 ? strchr(text, '=') : NULL;
+    if (equals) len = (size_t)(equals - text);
+    arg->flag_len = len;
+    snprintf(flag, sizeof flag, "%.*s", (int)len, text);
+    snprintf(got, sizeof got, "'%s'", cli_printable(text, shown, sizeof shown));
+    const CliOption *o = find_option(options, n_options, text, len);
+    if (!o) return cli_usage_error(program, flag, "unknown option", got,
+                                   "an option --help lists");
+    arg->option = o;
+    if (o->kind == CLI_NONE) {
+        if (!equals) return 0;
+        snprintf(expected, sizeof expected, "%s alone", flag);
+        return cli_usage_error(program, flag, "takes no value", got, expected);
+    }
+    cli_expected(o, expected, sizeof expected);
+    if (equals) {
+        arg->value = equals + 1;
+    } else {
+        if (*i + 1 >= argc)
+            return cli_usage_error(program, flag, "missing value", "nothing after it",
+                                   expected);
+        arg->value = argv[++*i];
+    }
+    snprintf(got, sizeof got, "'%s'", cli_printable(arg->value, shown, sizeof shown));
+    if (parse_value(o, arg->value, arg) != 0)
+        return cli_usage_error(program, flag, "invalid value", got, expected);
+    return 0;
 }

@@ -1,8 +1,11 @@
-/* cli.h: strict parsing of command-line numbers, shared by run and train.
+/* cli.h: the command-line parser shared by run and train, and strict number parsing.
  *
- * Each parser accepts the whole string or nothing (no trailing characters, no
- * overflow, no NaN) and checks the range, so a flag's value is never silently
- * replaced (never atoi, which cannot report either). The callers print the usage error.
+ * A program describes its flags in a table of CliOption; cli_next reads one argument
+ * at a time against it (short and long names, "--long=VALUE" or a separate value, the
+ * value checked by kind and range) and prints the one usage-error format both programs
+ * use. Each number parser accepts the whole string or nothing (no trailing characters,
+ * no overflow, no NaN) and checks the range, so a flag's value is never silently
+ * replaced (never atoi, which cannot report either).
  */
 #ifndef CLI_H
 #define CLI_H
@@ -29,5 +32,55 @@ int cli_parse_u64(const char *text, uint64_t min, uint64_t *out);
  * for quoting a bad value in a message without sending raw control bytes to a terminal.
  * Returns out. */
 const char *cli_printable(const char *text, char *out, size_t cap);
+
+/* ---- One flag parser for every program ---- */
+
+#define CLI_EXIT_USAGE 2   /* the exit status of a usage error */
+
+typedef enum {
+    CLI_NONE,    /* takes no value */
+    CLI_TEXT,    /* any text (a path, a spec): the program checks it */
+    CLI_INT,     /* a decimal integer in [min, max] */
+    CLI_FLOAT,   /* a finite decimal number in [min, max] ((min, max] with open_min) */
+    CLI_U64      /* an unsigned 64-bit integer >= min */
+} CliKind;
+
+typedef struct {
+    int id;                  /* the program's name for the flag */
+    const char *short_name;  /* "-n", or NULL for a long-only flag */
+    const char *long_name;   /* "--n-predict" */
+    CliKind kind;
+    double min, max;         /* CLI_INT, CLI_FLOAT: the range; CLI_U64: min only */
+    int open_min;            /* CLI_FLOAT: min itself excluded */
+    const char *expected;    /* what a valid value is, for messages ("a path"); NULL:
+                                worded from the kind and range */
+} CliOption;
+
+typedef struct {
+    const CliOption *option; /* the flag, or NULL for a positional argument */
+    const char *flag;        /* the flag as given, without "=VALUE" (view into argv) */
+    size_t flag_len;
+    const char *value;       /* the flag's value text, or the positional argument */
+    int number;              /* CLI_INT: the value */
+    float real;              /* CLI_FLOAT: the value */
+    uint64_t u64;            /* CLI_U64: the value */
+} CliArg;
+
+/* Reads argv[*i] and, for a flag with a value, "--long=VALUE" or the next argument
+ * (*i then moves onto it). An argument not starting with '-', or "-" alone, is
+ * positional. Returns 0 with *arg filled, or CLI_EXIT_USAGE after printing the problem
+ * (unknown option, missing value, invalid value, a value given to a flag that takes
+ * none) with cli_usage_error. */
+int cli_next(const char *program, const CliOption *options, int n_options, int argc,
+             char **argv, int *i, CliArg *arg);
+
+/* What a valid value of o is, e.g. "an integer in 1..64", into buf; returns buf. */
+const char *cli_expected(const CliOption *o, char *buf, size_t cap);
+
+/* Prints "PROGRAM: SUBJECT: PROBLEM (got GOT, expected EXPECTED)" (the parenthesis only
+ * when got or expected is given; control bytes shown as \xHH) and the line "Try
+ * 'PROGRAM --help' for the options." to stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *program, const char *subject, const char *problem,
+                    const char *got, const char *expected);
 
 #endif /* CLI_H */

@@ -138,36 +138,54 @@ static void print_usage(FILE *f) {
 /* ------------------------------------------------------------------------- */
 /* Strict argument parsing                                                     */
 
-/* Prints "run: FLAG: problem" on one line and a hint to --help (not the whole usage,
- * which would scroll the error off a small terminal), and returns EXIT_USAGE. */
-static int usage_error(const char *flag, const char *value, const char *expected) {
-    char shown_flag[256], shown_value[256];
-    cli_printable(flag, shown_flag, sizeof shown_flag);
-    if (value) fprintf(stderr, "run: %s: invalid value '%s' (expected %s)\n", shown_flag,
-                       cli_printable(value, shown_value, sizeof shown_value), expected);
-    else fprintf(stderr, "run: %s: %s\n", shown_flag, expected);
-    fprintf(stderr, "Try 'run --help' for the options.\n");
-    return EXIT_USAGE;
+/* Prints "run: SUBJECT: PROBLEM" (with "(got 'VALUE', expected EXPECTED)" when a value is
+ * given) and the hint to --help, not the whole usage, which would scroll the error off
+ * a small terminal; returns EXIT_USAGE. */
+static int usage_error(const char *subject, const char *value, const char *problem,
+                       const char *expected) {
+    char shown[256], got[260];
+    if (value) snprintf(got, sizeof got, "'%s'", cli_printable(value, shown, sizeof shown));
+    return cli_usage_error("run", subject, problem, value ? got : NULL, expected);
 }
 
-/* Matches argv[*i] against a short and long flag name, taking its value from
- * "--long=VALUE" or from the next argument. Returns 1 and sets *value on a match,
- * 0 if the flag is another one, -1 if the value is missing. */
-static int match_flag(int argc, char **argv, int *i, const char *short_name,
-                      const char *long_name, const char **value) {
-    const char *arg = argv[*i];
-    size_t long_len = strlen(long_name);
-    if (strncmp(arg, long_name, long_len) == 0 && arg[long_len] == '=') {
-        *value = arg + long_len + 1;
-        return 1;
-    }
-    if (strcmp(arg, short_name) != 0 && strcmp(arg, long_name) != 0) return 0;
-    if (*i + 1 >= argc) return -1;
-    *value = argv[++*i];
-    return 1;
-}
+typedef enum {
+    OPT_HELP, OPT_TOKENIZER, OPT_PROMPT, OPT_PROMPT_FILE, OPT_STEPS, OPT_TEMPERATURE,
+    OPT_TOP_P, OPT_TOP_K, OPT_SEED, OPT_CTX_SIZE, OPT_KEEP, OPT_NO_SHIFT, OPT_INTERACTIVE,
+    OPT_REVERSE, OPT_THREADS, OPT_ATTN, OPT_ATTN_MAP, OPT_LAYER, OPT_HEAD, OPT_ATTN_TOP,
+    OPT_EVAL, OPT_REF
+} OptionId;
 
-/* Fills o from argv. Returns 0, EXIT_USAGE after printing the problem and usage,
+/* The flags, as --help lists them (cli.h: names, value kind, range). */
+static const CliOption OPTIONS[] = {
+    {OPT_HELP, "-h", "--help", CLI_NONE, 0, 0, 0, NULL},
+    {OPT_TOKENIZER, "-z", "--tokenizer", CLI_TEXT, 0, 0, 0, "a path"},
+    {OPT_PROMPT, "-i", "--prompt", CLI_TEXT, 0, 0, 0, "a text"},
+    {OPT_PROMPT_FILE, "-f", "--prompt-file", CLI_TEXT, 0, 0, 0, "a path, or - for stdin"},
+    {OPT_STEPS, "-n", "--n-predict", CLI_INT, 0, RUN_MAX_STEPS, 0, NULL},
+    {OPT_TEMPERATURE, "-t", "--temperature", CLI_FLOAT, 0, 100, 0, NULL},
+    {OPT_TOP_P, "-p", "--top-p", CLI_FLOAT, 0, 1, 1, NULL},
+    {OPT_TOP_K, "-k", "--top-k", CLI_INT, 0, INT_MAX, 0, "an integer >= 0"},
+    {OPT_SEED, "-s", "--seed", CLI_U64, 1, 0, 0, NULL},
+    {OPT_CTX_SIZE, "-c", "--ctx-size", CLI_INT, 2, MODEL_MAX_SEQ_LEN, 0,
+     "an integer in 2..the model's context"},
+    {OPT_KEEP, NULL, "--keep", CLI_INT, 0, MODEL_MAX_SEQ_LEN, 0,
+     "an integer in 0..the context - 1"},
+    {OPT_NO_SHIFT, NULL, "--no-context-shift", CLI_NONE, 0, 0, 0, NULL},
+    {OPT_INTERACTIVE, "-I", "--interactive", CLI_NONE, 0, 0, 0, NULL},
+    {OPT_REVERSE, "-r", "--reverse-prompt", CLI_TEXT, 0, 0, 0, "a non-empty text"},
+    {OPT_THREADS, "-T", "--threads", CLI_INT, 1, MAX_THREADS, 0, NULL},
+    {OPT_ATTN, NULL, "--attn", CLI_TEXT, 0, 0, 0, "an attention spec"},
+    {OPT_ATTN_MAP, NULL, "--attn-map", CLI_TEXT, 0, 0, 0,
+     "a file name ending in .svg or .html"},
+    {OPT_LAYER, NULL, "--layer", CLI_INT, 0, INT_MAX, 0, "an integer in 0..layers-1"},
+    {OPT_HEAD, NULL, "--head", CLI_INT, 0, INT_MAX, 0, "an integer in 0..heads-1"},
+    {OPT_ATTN_TOP, NULL, "--attn-top", CLI_INT, 1, INT_MAX, 0, "an integer >= 1"},
+    {OPT_EVAL, NULL, "--eval", CLI_TEXT, 0, 0, 0, "a path"},
+    {OPT_REF, NULL, "--ref", CLI_TEXT, 0, 0, 0, "a path"},
+};
+#define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
+
+/* Fills o from argv. Returns 0, EXIT_USAGE after printing the problem and the hint,
  * or -1 for --help (already printed). */
 static int parse_args(int argc, char **argv, Options *o) {
     o->steps = DEFAULT_STEPS;
@@ -176,108 +194,72 @@ static int parse_args(int argc, char **argv, Options *o) {
     o->keep = o->layer = o->head = -1;
     attention_config_default(&o->attention);
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *value = NULL;
-        int m;
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            print_usage(stdout);
-            return -1;
-        }
-        if (arg[0] != '-' || arg[1] == '\0') {
-            if (o->model_path) return usage_error(arg, NULL, "unexpected extra argument");
-            o->model_path = arg;
+        CliArg arg;
+        if (cli_next("run", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
+        if (!arg.option) {   /* the model path, once */
+            if (o->model_path)
+                return usage_error(arg.value, NULL, "unexpected extra argument", NULL);
+            o->model_path = arg.value;
             continue;
         }
-#define FLAG(short_name, long_name) \
-        ((m = match_flag(argc, argv, &i, short_name, long_name, &value)) != 0)
-        if (FLAG("-z", "--tokenizer")) {
-            o->tokenizer_path = value;
-        } else if (FLAG("-i", "--prompt")) {
-            o->prompt = value;
-        } else if (FLAG("-f", "--prompt-file")) {
-            o->prompt_file = value;
-        } else if (FLAG("-n", "--n-predict")) {
-            if (m > 0 && cli_parse_int(value, 0, RUN_MAX_STEPS, &o->steps)) {
-                char expected[64];
-                snprintf(expected, sizeof expected, "an integer in 0..%d", RUN_MAX_STEPS);
-                return usage_error(arg, value, expected);
-            }
-        } else if (FLAG("-t", "--temperature")) {
-            if (m > 0 && cli_parse_float(value, 0.0f, 100.0f, 0, &o->temperature))
-                return usage_error(arg, value, "a number in 0..100");
-        } else if (FLAG("-p", "--top-p")) {
-            if (m > 0 && cli_parse_float(value, 0.0f, 1.0f, 1, &o->top_p))
-                return usage_error(arg, value, "a number in (0, 1]");
-        } else if (FLAG("-k", "--top-k")) {
-            if (m > 0 && cli_parse_int(value, 0, INT_MAX, &o->top_k))
-                return usage_error(arg, value, "an integer >= 0");
-        } else if (FLAG("-s", "--seed")) {
-            if (m > 0 && cli_parse_u64(value, 1, &o->seed))
-                return usage_error(arg, value, "an integer in 1..18446744073709551615");
-        } else if (FLAG("-T", "--threads")) {
-            if (m > 0 && cli_parse_int(value, 1, MAX_THREADS, &o->threads))
-                return usage_error(arg, value, "an integer in 1..1024");
-        } else if (FLAG("--attn", "--attn")) {
-            char problem[512];
-            if (m > 0 && attention_spec_parse(value, &o->attention, problem, sizeof problem))
-                return usage_error(arg, NULL, problem);
-        } else if (FLAG("--ref", "--ref")) {
-            o->ref_path = value;
-        } else if (FLAG("--eval", "--eval")) {
-            o->eval_path = value;
-        } else if (FLAG("-c", "--ctx-size")) {
-            if (m > 0 && cli_parse_int(value, 2, MODEL_MAX_SEQ_LEN, &o->ctx_size))
-                return usage_error(arg, value, "an integer in 2..the model's context");
-        } else if (FLAG("--keep", "--keep")) {
-            if (m > 0 && cli_parse_int(value, 0, MODEL_MAX_SEQ_LEN, &o->keep))
-                return usage_error(arg, value, "an integer in 0..the context - 1");
-        } else if (strcmp(arg, "--no-context-shift") == 0) {
-            o->no_shift = 1;
-            m = 1;
-        } else if (strcmp(arg, "-I") == 0 || strcmp(arg, "--interactive") == 0) {
-            o->interactive = 1;
-            m = 1;
-        } else if (FLAG("-r", "--reverse-prompt")) {
-            if (m > 0 && value[0] == '\0')
-                return usage_error(arg, value, "a non-empty text");
-            o->reverse_prompt = value;
-        } else if (FLAG("--attn-map", "--attn-map")) {
-            o->attn_map_path = value;
-            if (m > 0 && !attn_map_format(value))
-                return usage_error(arg, value, "a file name ending in .svg or .html");
-        } else if (FLAG("--layer", "--layer")) {
-            if (m > 0 && cli_parse_int(value, 0, INT_MAX, &o->layer))
-                return usage_error(arg, value, "an integer in 0..layers-1");
-        } else if (FLAG("--head", "--head")) {
-            if (m > 0 && cli_parse_int(value, 0, INT_MAX, &o->head))
-                return usage_error(arg, value, "an integer in 0..heads-1");
-        } else if (FLAG("--attn-top", "--attn-top")) {
-            if (m > 0 && cli_parse_int(value, 1, INT_MAX, &o->attn_top))
-                return usage_error(arg, value, "an integer >= 1");
-        } else {
-            return usage_error(arg, NULL, "unknown option");
+        char flag[64], problem[512];
+        snprintf(flag, sizeof flag, "%.*s", (int)arg.flag_len, arg.flag);
+        switch ((OptionId)arg.option->id) {
+        case OPT_HELP: print_usage(stdout); return -1;
+        case OPT_TOKENIZER: o->tokenizer_path = arg.value; break;
+        case OPT_PROMPT: o->prompt = arg.value; break;
+        case OPT_PROMPT_FILE: o->prompt_file = arg.value; break;
+        case OPT_STEPS: o->steps = arg.number; break;
+        case OPT_TEMPERATURE: o->temperature = arg.real; break;
+        case OPT_TOP_P: o->top_p = arg.real; break;
+        case OPT_TOP_K: o->top_k = arg.number; break;
+        case OPT_SEED: o->seed = arg.u64; break;
+        case OPT_CTX_SIZE: o->ctx_size = arg.number; break;
+        case OPT_KEEP: o->keep = arg.number; break;
+        case OPT_NO_SHIFT: o->no_shift = 1; break;
+        case OPT_INTERACTIVE: o->interactive = 1; break;
+        case OPT_REVERSE:
+            if (arg.value[0] == '\0')
+                return usage_error(flag, arg.value, "invalid value", "a non-empty text");
+            o->reverse_prompt = arg.value;
+            break;
+        case OPT_THREADS: o->threads = arg.number; break;
+        case OPT_ATTN:
+            if (attention_spec_parse(arg.value, &o->attention, problem, sizeof problem))
+                return usage_error(flag, NULL, problem, NULL);
+            break;
+        case OPT_ATTN_MAP:
+            if (!attn_map_format(arg.value))
+                return usage_error(flag, arg.value, "invalid value",
+                                   "a file name ending in .svg or .html");
+            o->attn_map_path = arg.value;
+            break;
+        case OPT_LAYER: o->layer = arg.number; break;
+        case OPT_HEAD: o->head = arg.number; break;
+        case OPT_ATTN_TOP: o->attn_top = arg.number; break;
+        case OPT_EVAL: o->eval_path = arg.value; break;
+        case OPT_REF: o->ref_path = arg.value; break;
         }
-#undef FLAG
-        if (m < 0) return usage_error(arg, NULL, "missing value");
     }
-    if (!o->model_path) return usage_error("MODEL", NULL, "missing (expected a model path)");
+    if (!o->model_path) return usage_error("MODEL", NULL, "missing", "a model path");
     if (o->prompt && o->prompt_file)
-        return usage_error("-f", NULL, "cannot be combined with -i (give one prompt)");
+        return usage_error("-f", NULL, "cannot be combined with -i (give one prompt)", NULL);
     if (o->ref_path && !o->eval_path)
-        return usage_error("--ref", NULL, "only applies with --eval");
+        return usage_error("--ref", NULL, "only applies with --eval", NULL);
     const char *generation_only = o->attn_map_path ? "--attn-map" : o->attn_top ? "--attn-top"
                                 : o->interactive ? "--interactive" : o->reverse_prompt ? "-r"
                                 : o->keep >= 0 ? "--keep" : o->no_shift ? "--no-context-shift"
                                 : NULL;
     if (o->eval_path && generation_only)
         return usage_error(generation_only, NULL, "cannot be combined with --eval (it applies "
-                           "to generation)");
+                           "to generation)", NULL);
     if (o->interactive && o->prompt_file && strcmp(o->prompt_file, "-") == 0)
         return usage_error("-f -", NULL, "cannot be combined with --interactive (standard "
-                           "input gives the lines)");
+                           "input gives the lines)", NULL);
     if (o->head >= 0 && !o->attn_map_path)
-        return usage_error("--head", NULL, "only applies with --attn-map");
+        return usage_error("--head", NULL, "only applies with --attn-map", NULL);
     if (o->layer >= 0 && !o->attn_map_path && !o->attn_top)
-        return usage_error("--layer", NULL, "only applies with --attn-map or --attn-top");
+        return usage_error("--layer", NULL, "only applies with --attn-map or --attn-top", NULL);
     return 0;
 }
 
@@ -452,7 +434,7 @@ static int check_model_range(const char *flag, int value, int low, int high, con
     char shown[32], expected[128];
     snprintf(shown, sizeof shown, "%d", value);
     snprintf(expected, sizeof expected, "an integer in %d..%d, %s", low, high, what);
-    return usage_error(flag, shown, expected);
+    return usage_error(flag, shown, "invalid value", expected);
 }
 
 /* Encodes the prompt, sizes the context, opens the map file: everything a generation

@@ -43,10 +43,8 @@
 #define FLAG_MAX_DIM 2048
 #define FLAG_MIN_CONTEXT 2
 #define FLAG_MAX_CONTEXT 4096
-#define FLAG_NAME_CAP 64                /* longest flag name quoted in a message */
 #define STATE_SUFFIX ".state"           /* the optimizer state is PATH.state */
 #define TOKENIZER_NAME "tokenizer.bin"  /* default tokenizer, beside the checkpoint */
-#define HINT "Try './train --help'.\n"  /* the second line of every usage error */
 
 static const char USAGE[] =
 "Usage: train [options]\n"
@@ -95,41 +93,29 @@ typedef enum {
     OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_CLIP, OPT_SEED
 } OptionId;
 
-typedef enum { VALUE_NONE, VALUE_PATH, VALUE_INT, VALUE_FLOAT } ValueKind;
-
-/* One flag: its names, what its value must be, and whether it combines with -r. */
-typedef struct {
-    OptionId id;
-    const char *short_name;   /* "-d", or NULL for a long-only flag */
-    const char *long_name;    /* "--data" */
-    ValueKind kind;
-    double min, max;          /* VALUE_INT, VALUE_FLOAT: the range */
-    int open_min;             /* VALUE_FLOAT: min itself excluded */
-    int with_resume;          /* 1: may be given with -r (the rest is in the state file) */
-} OptionSpec;
-
-static const OptionSpec OPTIONS[] = {
-    {OPT_HELP, "-h", "--help", VALUE_NONE, 0, 0, 0, 1},
-    {OPT_RESUME, "-r", "--resume", VALUE_NONE, 0, 0, 0, 1},
-    {OPT_FORCE, NULL, "--force", VALUE_NONE, 0, 0, 0, 1},
-    {OPT_DATA, "-d", "--data", VALUE_PATH, 0, 0, 0, 1},
-    {OPT_OUT, "-o", "--out", VALUE_PATH, 0, 0, 0, 1},
-    {OPT_TOKENIZER, "-z", "--tokenizer", VALUE_PATH, 0, 0, 0, 1},
-    {OPT_EVAL_EVERY, "-e", "--eval-every", VALUE_INT, 1, INT_MAX, 0, 1},
-    {OPT_STEPS, "-n", "--steps", VALUE_INT, 0, TRAIN_MAX_STEPS, 0, 1},
-    {OPT_VOCAB, "-v", "--vocab", VALUE_INT, BPE_BYTE_TOKENS + 1, FLAG_MAX_VOCAB, 0, 0},
-    {OPT_LAYERS, "-L", "--layers", VALUE_INT, 1, FLAG_MAX_LAYERS, 0, 0},
-    {OPT_DIM, "-C", "--dim", VALUE_INT, FLAG_MIN_DIM, FLAG_MAX_DIM, 0, 0},
-    {OPT_HEADS, "-H", "--heads", VALUE_INT, 1, FLAG_MAX_DIM, 0, 0},
-    {OPT_CONTEXT, "-T", "--context", VALUE_INT, FLAG_MIN_CONTEXT, FLAG_MAX_CONTEXT, 0, 0},
-    {OPT_BATCH, "-B", "--batch", VALUE_INT, 1, TRAIN_MAX_BATCH, 0, 0},
-    {OPT_LR, "-l", "--lr", VALUE_FLOAT, 0, (double)TRAIN_MAX_LR, 1, 0},
-    {OPT_WARMUP, "-w", "--warmup", VALUE_INT, 1, TRAIN_MAX_STEPS, 0, 0},
-    {OPT_WEIGHT_DECAY, "-W", "--weight-decay", VALUE_FLOAT, 0, (double)TRAIN_MAX_WEIGHT_DECAY,
-     0, 0},
-    {OPT_DROPOUT, "-p", "--dropout", VALUE_FLOAT, 0, (double)TRAIN_MAX_DROPOUT, 0, 0},
-    {OPT_CLIP, "-g", "--clip", VALUE_FLOAT, 0, (double)TRAIN_MAX_CLIP, 0, 0},
-    {OPT_SEED, "-s", "--seed", VALUE_INT, 0, INT_MAX, 0, 0},
+/* The flags, as --help lists them (cli.h: names, value kind, range). */
+static const CliOption OPTIONS[] = {
+    {OPT_HELP, "-h", "--help", CLI_NONE, 0, 0, 0, NULL},
+    {OPT_RESUME, "-r", "--resume", CLI_NONE, 0, 0, 0, NULL},
+    {OPT_FORCE, NULL, "--force", CLI_NONE, 0, 0, 0, NULL},
+    {OPT_DATA, "-d", "--data", CLI_TEXT, 0, 0, 0, "a path"},
+    {OPT_OUT, "-o", "--out", CLI_TEXT, 0, 0, 0, "a path"},
+    {OPT_TOKENIZER, "-z", "--tokenizer", CLI_TEXT, 0, 0, 0, "a path"},
+    {OPT_EVAL_EVERY, "-e", "--eval-every", CLI_INT, 1, INT_MAX, 0, NULL},
+    {OPT_STEPS, "-n", "--steps", CLI_INT, 0, TRAIN_MAX_STEPS, 0, NULL},
+    {OPT_VOCAB, "-v", "--vocab", CLI_INT, BPE_BYTE_TOKENS + 1, FLAG_MAX_VOCAB, 0, NULL},
+    {OPT_LAYERS, "-L", "--layers", CLI_INT, 1, FLAG_MAX_LAYERS, 0, NULL},
+    {OPT_DIM, "-C", "--dim", CLI_INT, FLAG_MIN_DIM, FLAG_MAX_DIM, 0, NULL},
+    {OPT_HEADS, "-H", "--heads", CLI_INT, 1, FLAG_MAX_DIM, 0, NULL},
+    {OPT_CONTEXT, "-T", "--context", CLI_INT, FLAG_MIN_CONTEXT, FLAG_MAX_CONTEXT, 0, NULL},
+    {OPT_BATCH, "-B", "--batch", CLI_INT, 1, TRAIN_MAX_BATCH, 0, NULL},
+    {OPT_LR, "-l", "--lr", CLI_FLOAT, 0, (double)TRAIN_MAX_LR, 1, NULL},
+    {OPT_WARMUP, "-w", "--warmup", CLI_INT, 1, TRAIN_MAX_STEPS, 0, NULL},
+    {OPT_WEIGHT_DECAY, "-W", "--weight-decay", CLI_FLOAT, 0, (double)TRAIN_MAX_WEIGHT_DECAY,
+     0, NULL},
+    {OPT_DROPOUT, "-p", "--dropout", CLI_FLOAT, 0, (double)TRAIN_MAX_DROPOUT, 0, NULL},
+    {OPT_CLIP, "-g", "--clip", CLI_FLOAT, 0, (double)TRAIN_MAX_CLIP, 0, NULL},
+    {OPT_SEED, "-s", "--seed", CLI_INT, 0, INT_MAX, 0, NULL},
 };
 #define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
@@ -145,29 +131,13 @@ typedef struct {
 /* Print "train: SUBJECT: PROBLEM (got GOT, expected EXPECTED)" and the hint; EXIT_USAGE. */
 static int usage_error(const char *subject, const char *problem, const char *got,
                        const char *expected) {
-    fprintf(stderr, "train: %s: %s (got %s, expected %s)\n", subject, problem, got, expected);
-    fputs(HINT, stderr);
-    return EXIT_USAGE;
+    return cli_usage_error("train", subject, problem, got, expected);
 }
 
-/* The flag spelled name[0 .. len), or NULL. */
-static const OptionSpec *find_option(const char *name, size_t len) {
-    for (int k = 0; k < N_OPTIONS; k++) {
-        const OptionSpec *o = &OPTIONS[k];
-        if ((o->short_name && strlen(o->short_name) == len &&
-             !strncmp(o->short_name, name, len)) ||
-            (strlen(o->long_name) == len && !strncmp(o->long_name, name, len))) return o;
-    }
-    return NULL;
-}
-
-/* What a value of flag o must be ("an integer in 1..64"), in buf. */
-static const char *expected_value(const OptionSpec *o, char *buf, size_t cap) {
-    if (o->kind == VALUE_PATH) snprintf(buf, cap, "a path");
-    else if (o->kind == VALUE_INT) snprintf(buf, cap, "an integer in %.0f..%.0f", o->min, o->max);
-    else if (o->open_min) snprintf(buf, cap, "a number in (%g, %g]", o->min, o->max);
-    else snprintf(buf, cap, "a number in %g..%g", o->min, o->max);
-    return buf;
+/* 1 if the flag may be given with -r (the rest comes from the state file). */
+static int allowed_with_resume(OptionId id) {
+    return id == OPT_HELP || id == OPT_RESUME || id == OPT_FORCE || id == OPT_DATA ||
+           id == OPT_OUT || id == OPT_TOKENIZER || id == OPT_EVAL_EVERY || id == OPT_STEPS;
 }
 
 /* Warmup when -w is not given: DEFAULT_WARMUP, or a tenth of a shorter run, at least 1. */
@@ -182,8 +152,8 @@ static int default_warmup(int steps) {
 static int parse_options(Options *o, int argc, char **argv) {
     TrainSettings *s = &o->settings;
     int seed = DEFAULT_SEED, warmup_given = 0;
-    const OptionSpec *first_shape = NULL;   /* the first flag -r does not allow */
-    char flag[FLAG_NAME_CAP], shown[TRAIN_PATH_CAP], got[TRAIN_PATH_CAP + 2];
+    const CliOption *first_shape = NULL;   /* the first flag -r does not allow */
+    char shown[TRAIN_PATH_CAP], got[TRAIN_PATH_CAP + 2];
     char expected[TRAIN_PATH_CAP];
     memset(o, 0, sizeof *o);
     o->data_path = "../shared/data/tinyshakespeare.txt";
@@ -205,52 +175,25 @@ static int parse_options(Options *o, int argc, char **argv) {
     s->clip = 1.0f;
     s->dropout = 0.1f;
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *value = NULL;
-        size_t name_len = strlen(arg);
-        const char *equals = strncmp(arg, "--", 2) == 0 ? strchr(arg, '=') : NULL;
-        if (equals) {   /* --name=value */
-            name_len = (size_t)(equals - arg);
-            value = equals + 1;
-        }
-        snprintf(shown, sizeof shown, "%.*s", (int)name_len, arg);
-        cli_printable(shown, flag, sizeof flag);   /* control bytes as \xHH */
-        snprintf(got, sizeof got, "'%s'", cli_printable(arg, shown, sizeof shown));
-        if (arg[0] != '-')
-            return usage_error(flag, "unexpected argument", got, "options only, each "
+        CliArg arg;
+        if (cli_next("train", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
+        if (!arg.option) {
+            snprintf(got, sizeof got, "'%s'", cli_printable(arg.value, shown, sizeof shown));
+            return usage_error(arg.value, "unexpected argument", got, "options only, each "
                                "starting with '-'");
-        const OptionSpec *spec = find_option(arg, name_len);
-        if (!spec) return usage_error(flag, "unknown option", got, "an option --help lists");
-        if (!spec->with_resume && !first_shape) first_shape = spec;
-        if (spec->kind == VALUE_NONE) {
-            if (value) {
-                snprintf(expected, sizeof expected, "%s alone", flag);
-                return usage_error(flag, "takes no value", got, expected);
-            }
-            if (spec->id == OPT_HELP) {
-                fputs(USAGE, stdout);
-                return -1;
-            }
-            if (spec->id == OPT_RESUME) o->resume = 1;
-            if (spec->id == OPT_FORCE) o->force = 1;
-            continue;
         }
-        expected_value(spec, expected, sizeof expected);
-        if (!value) {
-            if (i + 1 >= argc) return usage_error(flag, "missing value", "nothing after it",
-                                                  expected);
-            value = argv[++i];
+        const CliOption *spec = arg.option;
+        const char *value = arg.value;
+        int number = arg.number;
+        float real = arg.real;
+        if (!allowed_with_resume((OptionId)spec->id) && !first_shape) first_shape = spec;
+        if (spec->id == OPT_HELP) {
+            fputs(USAGE, stdout);
+            return -1;
         }
-        snprintf(got, sizeof got, "'%s'", cli_printable(value, shown, sizeof shown));
-        int number = 0;
-        float real = 0.0f;
-        int bad = spec->kind == VALUE_INT ?
-                  cli_parse_int(value, (long)spec->min, (long)spec->max, &number) != 0 :
-                  spec->kind == VALUE_FLOAT ?
-                  cli_parse_float(value, (float)spec->min, (float)spec->max, spec->open_min,
-                                  &real) != 0 :
-                  value[0] == '\0';
-        if (bad) return usage_error(flag, "invalid value", got, expected);
-        switch (spec->id) {
+        if (spec->id == OPT_RESUME) o->resume = 1;
+        if (spec->id == OPT_FORCE) o->force = 1;
+        switch ((OptionId)spec->id) {
         case OPT_DATA: o->data_path = value; break;
         case OPT_OUT: o->out_path = value; break;
         case OPT_TOKENIZER: o->tokenizer_path = value; break;

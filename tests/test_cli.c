@@ -95,17 +95,17 @@ static void test_usage_errors(const char *model, const char *tok) {
     (snprintf(args, sizeof args, "%s %s", base, flags), expect(what, args, 2, message))
     expect("no arguments", "", 2, "missing (expected a model path)");
     EXPECT_USAGE("unknown flag", "--bogus", "--bogus: unknown option");
-    EXPECT_USAGE("-n not a number", "-n abc", "-n: invalid value 'abc'");
-    EXPECT_USAGE("-n trailing junk", "-n 12x", "-n: invalid value '12x'");
+    EXPECT_USAGE("-n not a number", "-n abc", "-n: invalid value (got 'abc'");
+    EXPECT_USAGE("-n trailing junk", "-n 12x", "-n: invalid value (got '12x'");
     EXPECT_USAGE("-n out of range", "-n 99999999999999", "expected an integer in 0..1000000");
     EXPECT_USAGE("-n missing value", "-n", "-n: missing value");
-    EXPECT_USAGE("-t negative", "-t -1", "-t: invalid value '-1'");
-    EXPECT_USAGE("-t nan", "--temperature=nan", "invalid value 'nan'");
+    EXPECT_USAGE("-t negative", "-t -1", "-t: invalid value (got '-1'");
+    EXPECT_USAGE("-t nan", "--temperature=nan", "invalid value (got 'nan'");
     EXPECT_USAGE("-p zero", "-p 0", "expected a number in (0, 1]");
-    EXPECT_USAGE("-p above one", "--top-p 1.5", "invalid value '1.5'");
-    EXPECT_USAGE("-k negative", "-k -3", "-k: invalid value '-3'");
+    EXPECT_USAGE("-p above one", "--top-p 1.5", "invalid value (got '1.5'");
+    EXPECT_USAGE("-k negative", "-k -3", "-k: invalid value (got '-3'");
     EXPECT_USAGE("-s zero", "-s 0", "expected an integer in 1..18446744073709551615");
-    EXPECT_USAGE("-s negative", "-s -1", "-s: invalid value '-1'");
+    EXPECT_USAGE("-s negative", "-s -1", "-s: invalid value (got '-1'");
     EXPECT_USAGE("-s overflow", "-s 18446744073709551616", "invalid value");
     EXPECT_USAGE("two prompts", "-i a -f b", "cannot be combined with -i");
     EXPECT_USAGE("extra argument", "other.bin", "unexpected extra argument");
@@ -121,33 +121,33 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "unknown or malformed parameter 'softmax1=1'");
     EXPECT_USAGE("attention: nystrom is not causal", "--attn nystrom", "nystrom: not causal");
     EXPECT_USAGE("--attn missing value", "--attn", "--attn: missing value");
-    EXPECT_USAGE("--ctx-size zero", "-c 0", "-c: invalid value '0'");
-    EXPECT_USAGE("--ctx-size below 2", "--eval x --ctx-size 1", "--ctx-size: invalid value '1'");
+    EXPECT_USAGE("--ctx-size zero", "-c 0", "-c: invalid value (got '0'");
+    EXPECT_USAGE("--ctx-size below 2", "--eval x --ctx-size 1", "--ctx-size: invalid value (got '1'");
     EXPECT_USAGE("--ctx-size beyond the model", "-c 17",
-                 "--ctx-size: invalid value '17' (expected an integer in 2..16, this model's "
+                 "--ctx-size: invalid value (got '17', expected an integer in 2..16, this model's "
                  "context)");
     EXPECT_USAGE("--keep as large as the context", "-c 8 --keep 8",
-                 "--keep: invalid value '8' (expected an integer in 0..7, less than the "
+                 "--keep: invalid value (got '8', expected an integer in 0..7, less than the "
                  "context)");
-    EXPECT_USAGE("--keep negative", "--keep -1", "--keep: invalid value '-1'");
+    EXPECT_USAGE("--keep negative", "--keep -1", "--keep: invalid value (got '-1'");
     EXPECT_USAGE("--interactive with -f -", "-I -f -", "-f -: cannot be combined with "
                  "--interactive");
     EXPECT_USAGE("--keep with --eval", "--eval x --keep 1", "--keep: cannot be combined with "
                  "--eval");
-    EXPECT_USAGE("empty reverse prompt", "-r ''", "-r: invalid value ''");
+    EXPECT_USAGE("empty reverse prompt", "-r ''", "-r: invalid value (got ''");
     EXPECT_USAGE("--attn-map with --eval", "--eval x --attn-map m.svg",
                  "--attn-map: cannot be combined with --eval");
     EXPECT_USAGE("--attn-map without .svg or .html", "--attn-map m.png",
-                 "--attn-map: invalid value 'm.png' (expected a file name ending in .svg or "
+                 "--attn-map: invalid value (got 'm.png', expected a file name ending in .svg or "
                  ".html)");
     EXPECT_USAGE("--layer out of range", "--attn-map m.svg --layer 1",
-                 "--layer: invalid value '1' (expected an integer in 0..0, this model's layers)");
+                 "--layer: invalid value (got '1', expected an integer in 0..0, this model's layers)");
     EXPECT_USAGE("--head out of range", "--attn-map m.svg --head 2",
-                 "--head: invalid value '2' (expected an integer in 0..1, this model's heads)");
+                 "--head: invalid value (got '2', expected an integer in 0..1, this model's heads)");
     EXPECT_USAGE("--head without --attn-map", "--head 0", "--head: only applies with --attn-map");
     EXPECT_USAGE("--layer alone", "--layer 0", "--layer: only applies with --attn-map or "
                  "--attn-top");
-    EXPECT_USAGE("--attn-top zero", "--attn-top 0", "--attn-top: invalid value '0'");
+    EXPECT_USAGE("--attn-top zero", "--attn-top 0", "--attn-top: invalid value (got '0'");
 #undef EXPECT_USAGE
     char *out = NULL;
     snprintf(args, sizeof args, "%s --help", run_bin);
@@ -301,15 +301,15 @@ static void test_resource_limits(const char *model, const char *tok) {
 static void test_strict_parsing(const char *model, const char *tok) {
     char args[1024];
     const char *bad[][3] = {
-        {"-n +5", "-n: invalid value '+5'", "a leading + on an integer"},
-        {"-n ' 5'", "-n: invalid value ' 5'", "a leading space"},
-        {"-t 0x1p3", "-t: invalid value '0x1p3'", "a hexadecimal float"},
-        {"-t inf", "-t: invalid value 'inf'", "inf"},
-        {"-s +5", "-s: invalid value '+5'", "a leading + on the seed"},
+        {"-n +5", "-n: invalid value (got '+5'", "a leading + on an integer"},
+        {"-n ' 5'", "-n: invalid value (got ' 5'", "a leading space"},
+        {"-t 0x1p3", "-t: invalid value (got '0x1p3'", "a hexadecimal float"},
+        {"-t inf", "-t: invalid value (got 'inf'", "inf"},
+        {"-s +5", "-s: invalid value (got '+5'", "a leading + on the seed"},
         {"--attn window:w=3,w=5", "parameter w given twice", "a key given twice"},
         {"--attn exact:tau=' 1'", "invalid value ' 1' for tau", "a space in tau"},
         {"--attn exact:softmax1=+1", "invalid value '+1' for softmax1", "+1 for a flag"},
-        {"-n \"$(printf 'a\\033b')\"", "invalid value 'a\\x1bb'", "a control byte, escaped"},
+        {"-n \"$(printf 'a\\033b')\"", "invalid value (got 'a\\x1bb'", "a control byte, escaped"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(args, sizeof args, "%s -z %s %s", model, tok, bad[i][0]);
@@ -529,7 +529,7 @@ static void test_eval(const char *model, const char *tok) {
     }
     snprintf(args, sizeof args, "%s -z %s --eval %s --ctx-size 17", model, tok, text);
     expect("--ctx-size beyond the model's context", args, 2,
-           "--ctx-size: invalid value '17' (expected an integer in 2..16, this model's "
+           "--ctx-size: invalid value (got '17', expected an integer in 2..16, this model's "
            "context)");
     snprintf(args, sizeof args, "%s -z %s --eval %s/none.txt", model, tok, dir);
     expect("--eval missing file", args, 1, "cannot open eval file");

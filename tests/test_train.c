@@ -801,7 +801,7 @@ static void expect_train(const char *what, const char *args, int want_code, cons
 static void expect_usage(const char *what, const char *args, const char *message) {
     char *out = NULL, *err = NULL;
     int code = train(args, &out, &err);
-    const char *hint = "Try './train --help'.\n";
+    const char *hint = "Try 'train --help' for the options.\n";
     const char *second = err ? strchr(err, '\n') : NULL;
     int one_line = err && second && !strcmp(second + 1, hint) && !strncmp(err, "train: ", 7) &&
                    strstr(err, "(got ") && strstr(err, ", expected ");
