@@ -34,7 +34,10 @@
 #define DEFAULT_STEPS 256        /* -n default: tokens to generate */
 #define DEFAULT_TEMPERATURE 1.0f /* -t default, as llama2.c */
 #define DEFAULT_TOP_P 0.9f       /* -p default, as llama2.c */
-#define MAX_PROMPT_BYTES (1 << 24) /* -f refuses files larger than 16 MiB */
+#ifndef RUN_MAX_TEXT_BYTES
+#define RUN_MAX_TEXT_BYTES (1 << 24) /* -f and --eval refuse files larger than 16 MiB (the
+                                      * fuzzer lowers it: evaluating megabytes takes long) */
+#endif
 #define MAX_THREADS 1024         /* -T upper bound (more than the cores is then capped) */
 #ifndef RUN_MAX_STEPS
 #define RUN_MAX_STEPS 1000000    /* -n upper bound (the fuzzer lowers it) */
@@ -281,13 +284,14 @@ static char *read_text_file(const char *path, const char *what, size_t *len) {
         return NULL;
     }
     if (from_stdin) path = "standard input";
-    char *text = malloc(MAX_PROMPT_BYTES + 1);
-    size_t got = text ? fread(text, 1, MAX_PROMPT_BYTES + 1, f) : 0;
+    char *text = malloc(RUN_MAX_TEXT_BYTES + 1);
+    size_t got = text ? fread(text, 1, RUN_MAX_TEXT_BYTES + 1, f) : 0;
     int error = ferror(f);
     if (!from_stdin) fclose(f);
-    if (!text || error || got > MAX_PROMPT_BYTES) {
-        fprintf(stderr, "run: %s: cannot read %s file (%s)\n", path, what,
-                !text ? "out of memory" : error ? "read error" : "larger than 16 MiB");
+    if (!text || error || got > RUN_MAX_TEXT_BYTES) {
+        fprintf(stderr, "run: %s: cannot read %s file (%s, expected at most %d bytes)\n",
+                path, what, !text ? "out of memory" : error ? "read error" : "too large",
+                RUN_MAX_TEXT_BYTES);
         free(text);
         return NULL;
     }

@@ -25,8 +25,10 @@ $(B)/fuzz/%.o: tests/fuzz/%.c $(FUZZ_HEADERS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 # run.c with its main renamed, callable by fuzz_cli (run.c returns exit codes, never exits),
-# and -n at most 1000 tokens: with the context shift a run of -n 1000000 would take minutes
-FUZZ_RUN_FLAGS = -Dmain=run_main -DRUN_MAX_STEPS=1000
+# -n at most 200 tokens (with the context shift a run of -n 1000000 would take minutes)
+# and prompt and eval files of at most 4 KiB (--eval on a model file would run tens of
+# thousands of tokens under the sanitizers, past libFuzzer's timeout)
+FUZZ_RUN_FLAGS = -Dmain=run_main -DRUN_MAX_STEPS=200 -DRUN_MAX_TEXT_BYTES=4096
 $(B)/fuzz/run_main.o: run.c $(wildcard *.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) $(FUZZ_RUN_FLAGS) -c $< -o $@
