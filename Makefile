@@ -43,7 +43,8 @@ $(B)/attention.o: attention.c attention.h kernels.h quant.h
 $(B)/quant.o: quant.c quant.h
 $(B)/kernels.o: kernels.c kernels.h quant.h
 $(B)/checkpoint.o: checkpoint.c checkpoint.h kernels.h quant.h
-$(B)/model.o: model.c model.h checkpoint.h kernels.h quant.h attention.h
+$(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
+$(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h
 $(B)/unicode.o: unicode.c unicode.h
 $(B)/tokenizer.o: tokenizer.c tokenizer.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
@@ -60,7 +61,7 @@ $(B)/bpe.o: bpe.c bpe.h tokenizer.h
 TRAIN_HEADERS = train.h train_model.h train_backward.h train_optim.h model.h checkpoint.h \
                 kernels.h quant.h attention.h
 $(B)/train.o: train.c $(TRAIN_HEADERS) tokenizer.h bpe.h cli.h
-$(B)/train_model.o: train_model.c $(TRAIN_HEADERS)
+$(B)/train_model.o: train_model.c block.h $(TRAIN_HEADERS)
 $(B)/train_backward.o: train_backward.c $(TRAIN_HEADERS)
 $(B)/train_optim.o: train_optim.c $(TRAIN_HEADERS)
 $(B)/tests/check.o: tests/check.c tests/check.h
@@ -72,7 +73,7 @@ $(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h) $(FLAGS_STAMP)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
 KERNELS = $(B)/kernels.o $(B)/quant.o
-CORE = $(B)/attention.o $(B)/model.o $(B)/checkpoint.o $(KERNELS)
+CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(KERNELS)
 TOK = $(B)/tokenizer.o $(B)/unicode.o
 
 # the fuzz targets (tests/fuzz/fuzz.mk): make fuzz, make fuzz-smoke, make fuzz-replay

@@ -42,6 +42,8 @@
  * scales. Exactly one of f32 and q8.q is non-NULL. Views: the model owns the memory. */
 typedef struct {
     const float *f32;     /* (OC, IC) fp32 weights, or NULL */
+    const float *f32_t;   /* (IC, OC) the same weights transposed, or NULL: the trainer
+                           * makes them once per step for kernels_matmul_wt */
     QuantMatrix q8;       /* int8 weights and scales when f32 is NULL */
 } Matrix;
 

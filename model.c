@@ -1,12 +1,12 @@
 /* model.c: the forward pass of a GPT-2 or Llama model, and its attention state.
  *
- * The forward pass is one pre-norm block written out with shapes: embeddings, L x (norm,
- * attention, residual, norm, MLP, residual), final norm, logits. The two families differ
- * in four places, each a branch on config.family: LayerNorm vs RMSNorm, learned vs
- * rotary positions, GELU vs SwiGLU, tied vs separate classifier. Exact attention keeps
- * its keys and values in a KV cache and calls attention_forward; the attention lab's
- * variants keep their own state and go through attention_step. Loading is in
- * checkpoint.c, the arithmetic in kernels.c, attention in attention.c.
+ * The forward pass: embeddings, L blocks (block.c, the code the trainer runs too), final
+ * norm, logits. The two families differ in four places, each a branch on config.family:
+ * LayerNorm vs RMSNorm, learned vs rotary positions, GELU vs SwiGLU (those three in
+ * block.c), tied vs separate classifier (checkpoint.c). Exact attention keeps its keys
+ * and values in a KV cache and calls attention_forward; the attention lab's variants
+ * keep their own state and go through attention_step. Loading is in checkpoint.c, the
+ * arithmetic in kernels.c, attention in attention.c.
  *
  * Legend: N tokens in the chunk, C width, Hd MLP width, KVD kv width, V vocab,
  * S context, n token index within the chunk, l layer.
@@ -20,6 +20,7 @@
 #include <string.h>     /* memcpy, memset */
 
 #include "attention.h"  /* attention_forward, attention_step and the lab's state */
+#include "block.h"      /* block_forward, block_norm, block_matmul */
 #include "kernels.h"    /* kernels_matmul, kernels_layernorm, kernels_gelu, ... */
 #include "quant.h"      /* quant_groups, quant_dequantize_row */
 
@@ -255,30 +256,10 @@ void model_free(Model *m) {
 /* ------------------------------------------------------------------------- */
 /* Layer pieces                                                                */
 
-/* out (N, OC) = x (N, IC) . W (OC, IC)^T + b, with W fp32 or int8. */
-static void matmul(RunState *s, float *out, const float *x, const Matrix *w, const float *b,
-                   int N, int IC, int OC) {
-    if (w->f32) kernels_matmul(out, x, w->f32, b, N, IC, OC);
-    else kernels_matmul_q8(out, x, &w->q8, b, N, s->xq, s->xs);
-}
-
-/* x (N, C) += y (N, C) */
-static void residual_add(float *x, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] += y[i];
-}
-
-/* The norm before a sublayer: LayerNorm with bias for GPT-2, RMSNorm for Llama. */
-static void norm(const Config *c, float *out, const float *x, const float *w, const float *b,
-                 int N) {
-    if (c->family == MODEL_GPT2) kernels_layernorm(out, x, w, b, N, c->dim);
-    else kernels_rmsnorm(out, x, w, N, c->dim);
-}
-
-/* Rotary position embedding as llama2.c applies it: within each head, the pairs of
- * adjacent dimensions (i, i+1) of q (N, C) and k (N, KVD) are rotated by the angle
- * (pos + n) * base^(-(i % HS) / HS) (Su et al. 2021, arXiv:2104.09864). The angles depend
- * only on the position and i % HS, so rope_angles computes their cosines and sines once
- * per forward call, into cs (N, HS): (cos, sin) for each pair, shared by every layer. */
+/* The cosines and sines of the rotary angles (pos + n) * base^(-i / HS) for each row n of
+ * a chunk and each even i < HS, into cs (N, HS) as (cos, sin) pairs: they depend only
+ * on the position and i, so they are computed once per forward call and block.c's
+ * rotation reads them in every layer. */
 static void rope_angles(const Config *c, float *cs, int N, int pos) {
     int HS = c->head_dim;
     for (int n = 0; n < N; n++) {
@@ -287,22 +268,6 @@ static void rope_angles(const Config *c, float *cs, int N, int pos) {
             float angle = (float)(pos + n) * freq;
             cs[(size_t)n * HS + i] = cosf(angle);
             cs[(size_t)n * HS + i + 1] = sinf(angle);
-        }
-    }
-}
-
-static void rope(const Config *c, const float *cs, float *q, float *k, int N) {
-    int C = c->dim, KVD = c->kv_dim, HS = c->head_dim;
-    for (int n = 0; n < N; n++) {
-        float *q_n = q + (size_t)n * C, *k_n = k + (size_t)n * KVD;
-        const float *cs_n = cs + (size_t)n * HS;
-        for (int i = 0; i < C; i += 2) {
-            float cos_a = cs_n[i % HS], sin_a = cs_n[i % HS + 1];
-            for (float *v = q_n; v; v = (v == q_n && i < KVD) ? k_n : NULL) {
-                float v0 = v[i], v1 = v[i + 1];
-                v[i] = v0 * cos_a - v1 * sin_a;
-                v[i + 1] = v0 * sin_a + v1 * cos_a;
-            }
         }
     }
 }
@@ -334,6 +299,38 @@ static void embed(const Model *m, float *x, const int *tokens, int N, int pos) {
     }
 }
 
+/* block.c's attention hook: where one forward call is. */
+typedef struct {
+    Model *m;
+    int pos, n;        /* the chunk's first position and its length */
+} Attend;
+
+/* Layer l's attention for the chunk: exact attention over the KV cache rows 0 .. pos+n-1
+ * (block.c wrote the chunk's keys and values into rows pos ..), or the variant's
+ * attention_step, whose state takes k, v (n, KVD) in. */
+static int attend(void *ctx, int l, float *out, const float *q, const float *k,
+                  const float *v) {
+    const Attend *a = ctx;
+    Model *m = a->m;
+    RunState *s = &m->state;
+    trace(m, l, a->pos, a->n, q, k);
+    if (!m->lab) {
+        size_t layer = (size_t)l * m->n_ctx * m->config.kv_dim;   /* seek to layer l */
+        attention_forward(&m->attention, out, q, m->cache.k + layer, m->cache.v + layer,
+                          a->pos, a->n, s->scratch);
+        return 0;
+    }
+    void *state_l = (char *)m->attention_state + (size_t)l * m->attention_layer_bytes;
+    if (attention_step(&m->attention_config, &m->attention, state_l, m->n_ctx, out, q, k, v,
+                       a->pos, a->n, s->scratch) != 0) {
+        fprintf(stderr, "model: attention %s cannot continue at position %d (the sequence "
+                "so far ends at another position; start again at 0)\n",
+                attention_kind_name(m->attention_config.kind), a->pos);
+        return -1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Forward pass                                                                */
 
@@ -358,61 +355,28 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
         fprintf(stderr, "model: no attention state (model_set_attention failed)\n");
         return NULL;
     }
-    int C = c->dim, Hd = c->hidden_dim, KVD = c->kv_dim;
+    int C = c->dim, KVD = c->kv_dim;
     embed(m, s->x, tokens, n, pos);
     if (c->family == MODEL_LLAMA) rope_angles(c, s->rope, n, pos);
 
+    Attend at = {m, pos, n};
+    BlockHooks hooks = {.attend = attend, .ctx = &at};
     for (int l = 0; l < c->n_layers; l++) {
-        const LayerWeights *lw = &w->layers[l];
-
-        /* attention sublayer: x += W_O . attention(norm1(x) W_Q, W_K, W_V) */
-        norm(c, s->xn, s->x, lw->norm1_w, lw->norm1_b, n);
-        matmul(s, s->q, s->xn, &lw->wq, lw->bq, n, C, C);
-        if (!m->lab) {
-            /* exact: this layer's cache rows pos .. pos+n-1 get the new keys and values,
-             * then each query attends over rows 0 .. its own position */
-            float *k_l = m->cache.k + (size_t)l * m->n_ctx * KVD;   /* (n_ctx, KVD) */
-            float *v_l = m->cache.v + (size_t)l * m->n_ctx * KVD;   /* (n_ctx, KVD) */
-            float *k_new = k_l + (size_t)pos * KVD, *v_new = v_l + (size_t)pos * KVD;
-            matmul(s, k_new, s->xn, &lw->wk, lw->bk, n, C, KVD);
-            matmul(s, v_new, s->xn, &lw->wv, lw->bv, n, C, KVD);
-            if (c->family == MODEL_LLAMA) rope(c, s->rope, s->q, k_new, n);
-            trace(m, l, pos, n, s->q, k_new);
-            attention_forward(&m->attention, s->att, s->q, k_l, v_l, pos, n, s->scratch);
-        } else {
-            /* a variant: its state stores k, v (N, KVD) of pos .. pos+n-1, then attends */
-            matmul(s, s->k, s->xn, &lw->wk, lw->bk, n, C, KVD);
-            matmul(s, s->v, s->xn, &lw->wv, lw->bv, n, C, KVD);
-            if (c->family == MODEL_LLAMA) rope(c, s->rope, s->q, s->k, n);
-            trace(m, l, pos, n, s->q, s->k);
-            void *state_l = (char *)m->attention_state + (size_t)l * m->attention_layer_bytes;
-            if (attention_step(&m->attention_config, &m->attention, state_l, m->n_ctx, s->att,
-                               s->q, s->k, s->v, pos, n, s->scratch) != 0) {
-                fprintf(stderr, "model: attention %s cannot continue at position %d (the "
-                        "sequence so far ends at another position; start again at 0)\n",
-                        attention_kind_name(m->attention_config.kind), pos);
-                return NULL;
-            }
-        }
-        matmul(s, s->xn, s->att, &lw->wo, lw->bo, n, C, C);
-        residual_add(s->x, s->xn, (size_t)n * C);
-
-        /* MLP sublayer: x += W_down . act(W_up . norm2(x)), act = GELU or SwiGLU */
-        norm(c, s->xn, s->x, lw->norm2_w, lw->norm2_b, n);
-        matmul(s, s->hidden, s->xn, &lw->w_up, lw->b_up, n, C, Hd);
-        if (c->family == MODEL_GPT2) {
-            kernels_gelu(s->hidden, (size_t)n * Hd);
-        } else {
-            matmul(s, s->gate, s->xn, &lw->w_gate, NULL, n, C, Hd);
-            kernels_swiglu(s->hidden, s->gate, (size_t)n * Hd);
-        }
-        matmul(s, s->xn, s->hidden, &lw->w_down, lw->b_down, n, Hd, C);
-        residual_add(s->x, s->xn, (size_t)n * C);
+        /* one set of buffers for every layer, the stream updated in place; exact
+         * attention writes the keys and values straight into the KV cache rows pos .. */
+        size_t row = ((size_t)l * m->n_ctx + (size_t)pos) * KVD;
+        BlockBuffers b = {
+            .x = s->x, .xn1 = s->xn, .q = s->q,
+            .k = m->lab ? s->k : m->cache.k + row, .v = m->lab ? s->v : m->cache.v + row,
+            .att = s->att, .proj = s->xn, .x_mid = s->x, .xn2 = s->xn, .pre = s->hidden,
+            .act = s->hidden, .gate = s->gate, .out = s->x, .rope = s->rope, .xq = s->xq,
+            .xs = s->xs};
+        if (block_forward(c, &w->layers[l], l, n, &b, &hooks) != 0) return NULL;
     }
 
     /* final norm, then logits (rows, V) = xn (rows, C) . classifier (V, C)^T */
     int first = all_logits ? 0 : n - 1, rows = n - first;
-    norm(c, s->xn, s->x + (size_t)first * C, w->norm_final_w, w->norm_final_b, rows);
-    matmul(s, s->logits, s->xn, &w->classifier, NULL, rows, C, c->vocab_size);
+    block_norm(c, s->xn, s->x + (size_t)first * C, w->norm_final_w, w->norm_final_b, rows);
+    block_matmul(s->logits, s->xn, &w->classifier, NULL, rows, C, c->vocab_size, s->xq, s->xs);
     return s->logits;
 }

@@ -1,12 +1,14 @@
 /* train_model.c: the trainer's network: parameters, their GPT-2 initialisation, the
  * activations, and the batched forward pass (train_model.h).
  *
- * The forward is model.c's block over B sequences at once, keeping every activation the
- * backward needs: LayerNorm, the q/k/v projections, attention_forward per sequence, the
- * output projection, the GELU MLP, residual sums with dropout, the tied classifier and
- * the cross-entropy. Its products run on kernels_matmul_wt's register tile, so each
- * forward first transposes every weight matrix (under 1% of a step). It does not know
- * about gradients (train_backward.c) or files (train_optim.c).
+ * The forward runs block.c's block, the code run's forward runs, over B sequences at
+ * once: the buffers it is given are each layer's own slices of the activations, so
+ * everything the backward needs is kept; its hooks attend within each sequence and add
+ * each sublayer's output to the stream through dropout. Around the blocks: the embedding
+ * (with dropout), the final LayerNorm, the tied classifier and the cross-entropy. Every
+ * product runs on kernels_matmul_wt's register tile, so each forward first transposes
+ * every weight matrix (under 1% of a step). It does not know about gradients
+ * (train_backward.c) or files (train_optim.c).
  * Every parallel loop is a kernels_parallel_for whose jobs depend only on the shapes and
  * write disjoint outputs, so results are the same bits for any thread count.
  *
@@ -22,6 +24,7 @@
 #include <string.h>       /* memcpy, memset */
 
 #include "attention.h"    /* attention_forward and the scratch sizes */
+#include "block.h"        /* block_forward, block_norm: the block run executes too */
 #include "kernels.h"      /* kernels_matmul_wt, kernels_transpose, kernels_layernorm, ... */
 #include "model.h"        /* Config, AttentionShape, MODEL_MAX_* */
 
@@ -106,6 +109,30 @@ static void params_init(Trainer *tr) {
     }
 }
 
+/* A weight matrix of params as block.c takes it: with its transpose, which sits at the
+ * same offset in params_t (made by every trainer_forward) for kernels_matmul_wt. */
+static Matrix matrix_view(const Trainer *tr, const float *w) {
+    return (Matrix){.f32 = w, .f32_t = tr->params_t + (w - tr->params)};
+}
+
+/* Point layers[l] (the views block.c reads) at layer l's slices of the 16 tensors. */
+static void layers_point(Trainer *tr) {
+    const TrainTensors *p = &tr->p;
+    size_t C = (size_t)tr->config.dim, Hd = (size_t)tr->config.hidden_dim;
+    for (size_t l = 0; l < (size_t)tr->config.n_layers; l++) {
+        const float *qkv = p->qkvw + l * 3 * C * C, *qkv_b = p->qkvb + l * 3 * C;
+        tr->layers[l] = (LayerWeights){
+            .norm1_w = p->ln1w + l * C, .norm1_b = p->ln1b + l * C,
+            .wq = matrix_view(tr, qkv), .wk = matrix_view(tr, qkv + C * C),
+            .wv = matrix_view(tr, qkv + 2 * C * C),
+            .bq = qkv_b, .bk = qkv_b + C, .bv = qkv_b + 2 * C,
+            .wo = matrix_view(tr, p->attprojw + l * C * C), .bo = p->attprojb + l * C,
+            .norm2_w = p->ln2w + l * C, .norm2_b = p->ln2b + l * C,
+            .w_up = matrix_view(tr, p->fcw + l * Hd * C), .b_up = p->fcb + l * Hd,
+            .w_down = matrix_view(tr, p->fcprojw + l * C * Hd), .b_down = p->fcprojb + l * C};
+    }
+}
+
 /* ------------------------------------------------------------------------- */
 /* Init and free                                                               */
 
@@ -181,6 +208,7 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     tr->adam_m = floats_alloc(tr->n_params);
     tr->adam_v = floats_alloc(tr->n_params);
     tr->inputs = calloc(N, sizeof(int));
+    tr->layers = calloc(L, sizeof(LayerWeights));
     tr->targets = calloc(N, sizeof(int));
     a->encoded = floats_alloc(N * C);
     a->ln1 = floats_alloc(L * N * C);
@@ -209,7 +237,7 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     a->mean = floats_alloc(N);
     a->rstd = floats_alloc(N);
     if (!tr->params || !tr->params_t || !tr->grads || !tr->adam_m || !tr->adam_v ||
-        !tr->inputs || !tr->targets || !a->encoded || !a->ln1 || !a->q || !a->k || !a->v ||
+        !tr->inputs || !tr->targets || !tr->layers || !a->encoded || !a->ln1 || !a->q || !a->k || !a->v ||
         !a->atty || !a->residual2 || !a->ln2 || !a->fch || !a->fch_gelu || !a->residual3 ||
         !a->lnf || !a->logits || !a->probs || !a->losses || !a->dresidual || !a->dtmp ||
         !a->dln || !a->datty || !a->dq || !a->dk || !a->dv || !a->dfch || !a->scratch ||
@@ -221,6 +249,7 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     }
     tensors_point(&tr->p, tr->params, tr->tensor_size);
     tensors_point(&tr->g, tr->grads, tr->tensor_size);
+    layers_point(tr);
     params_init(tr);
     tr->dropout_on = 1;
     return 0;
@@ -236,6 +265,7 @@ void trainer_free(Trainer *tr) {
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) free(buffers[i]);
     free(tr->inputs);
     free(tr->targets);
+    free(tr->layers);
     memset(tr, 0, sizeof *tr);
 }
 
@@ -256,35 +286,6 @@ typedef struct {
 
 /* Jobs needed for n items at per_job a job. */
 static int jobs_for(size_t n, size_t per_job) { return (int)((n + per_job - 1) / per_job); }
-
-/* kernels_layernorm over rows j*ROWS_PER_JOB ..: out = LN(x; w, b). */
-static void layernorm_job(void *ctx, int j) {
-    const Loop *f = ctx;
-    int n0 = j * ROWS_PER_JOB, rows = f->N - n0 < ROWS_PER_JOB ? f->N - n0 : ROWS_PER_JOB;
-    kernels_layernorm(f->out + (size_t)n0 * f->C, f->x + (size_t)n0 * f->C, f->w, f->b, rows,
-                      f->C);
-}
-
-static void layernorm_rows(float *out, const float *x, const float *w, const float *b,
-                           int N, int C) {
-    Loop f = {.out = out, .x = x, .w = w, .b = b, .N = N, .C = C};
-    kernels_parallel_for(layernorm_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (long)N * C);
-}
-
-/* out = GELU(x), a chunk of ELEMENTS_PER_JOB floats. */
-static void gelu_job(void *ctx, int j) {
-    const Loop *f = ctx;
-    size_t start = (size_t)j * ELEMENTS_PER_JOB;
-    size_t count = f->n - start < ELEMENTS_PER_JOB ? f->n - start : ELEMENTS_PER_JOB;
-    memcpy(f->out + start, f->x + start, count * sizeof(float));
-    kernels_gelu(f->out + start, count);
-}
-
-/* out (n,) = GELU(x) */
-static void gelu_copy(float *out, const float *x, size_t n) {
-    Loop f = {.out = out, .x = x, .n = n};
-    kernels_parallel_for(gelu_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
-}
 
 uint64_t train_dropout_key(const Trainer *tr, int layer, int site) {
     return train_mix64(tr->settings.seed ^ train_mix64(((uint64_t)tr->step << 24) ^
@@ -330,10 +331,14 @@ void train_dropout(float *out, const float *x, size_t n, float p, uint64_t key) 
     kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
 }
 
-/* out (n,) = x + drop(y): a residual sum, dropout on the sublayer's output y. */
-static void residual_add(float *out, const float *x, const float *y, size_t n, float p,
-                         uint64_t key) {
-    Loop f = {.out = out, .x = x, .y = y, .n = n, .p = p, .key = key};
+/* block.c's residual hook: out (n,) = x + drop(y), dropout on the sublayer's output y
+ * with the mask of (layer, site) at this step (none while evaluating). */
+static void residual_dropout(void *ctx, int layer, int site, float *out, const float *x,
+                             const float *y, size_t n) {
+    const Trainer *tr = ctx;
+    Loop f = {.out = out, .x = x, .y = y, .n = n,
+              .p = tr->dropout_on ? tr->settings.dropout : 0.0f,
+              .key = train_dropout_key(tr, layer, site)};
     kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
 }
 
@@ -404,7 +409,7 @@ static void transpose_job(void *ctx, int j) {
 
 /* Attention of one sequence b per job, each with its own scratch. */
 typedef struct {
-    Trainer *tr;
+    const Trainer *tr;
     float *out;
     const float *q, *k, *v;
 } AttentionJob;
@@ -415,6 +420,17 @@ static void attention_job(void *ctx, int b) {
     size_t seq = (size_t)b * tr->T * tr->config.dim;   /* seek to sequence b */
     attention_forward(&tr->attention, f->out + seq, f->q + seq, f->k + seq, f->v + seq, 0,
                       tr->T, tr->a.scratch + (size_t)b * tr->attention_scratch);
+}
+
+/* block.c's attention hook: each of the B sequences attends over its own T positions. */
+static int attend_batch(void *ctx, int layer, float *out, const float *q, const float *k,
+                        const float *v) {
+    (void)layer;
+    const Trainer *tr = ctx;
+    AttentionJob att = {tr, out, q, k, v};
+    kernels_parallel_for(attention_job, &att, tr->B,   /* scores and sums: ~2 T^2 C each */
+                         2L * tr->B * tr->T * tr->T * tr->config.dim);
+    return 0;
 }
 
 /* trainer_forward's arguments and result, for kernels_run. */
@@ -438,8 +454,6 @@ static void forward_body(void *ctx) {
     memcpy(tr->inputs, inputs, N * sizeof(int));
     /* every weight matrix transposed, for kernels_matmul_wt */
     kernels_parallel_for(transpose_job, tr, MATRICES_PER_LAYER * L + 1, (long)tr->n_params);
-    /* seek to a tensor's transpose: the same offset in params_t as in params */
-#define TRANSPOSED(view) (tr->params_t + ((view) - tr->params))
 
     /* encoded (N, C) = wte[token] + wpe[t], then embedding dropout */
     Loop embed = {.out = a->encoded, .x = p->wte, .y = p->wpe, .tokens = inputs, .N = (int)N,
@@ -447,48 +461,24 @@ static void forward_body(void *ctx) {
     kernels_parallel_for(embedding_job, &embed, jobs_for(N, ROWS_PER_JOB), (long)N * C);
     train_dropout(a->encoded, a->encoded, N * C, drop, train_dropout_key(tr, L, 0));
 
+    /* the blocks, each layer's activations kept for the backward pass */
+    BlockHooks hooks = {.attend = attend_batch, .residual = residual_dropout, .ctx = tr};
     for (int l = 0; l < L; l++) {
-        const float *residual = l == 0 ? a->encoded : TRAIN_LAYER(a->residual3, l - 1, N, C);
-        float *ln1 = TRAIN_LAYER(a->ln1, l, N, C), *q = TRAIN_LAYER(a->q, l, N, C);
-        float *k = TRAIN_LAYER(a->k, l, N, C), *v = TRAIN_LAYER(a->v, l, N, C);
-        float *atty = TRAIN_LAYER(a->atty, l, N, C);
-        float *residual2 = TRAIN_LAYER(a->residual2, l, N, C);
-        float *ln2 = TRAIN_LAYER(a->ln2, l, N, C);
-        float *fch = TRAIN_LAYER(a->fch, l, N, Hd), *fch_gelu = TRAIN_LAYER(a->fch_gelu, l, N, Hd);
-        float *residual3 = TRAIN_LAYER(a->residual3, l, N, C);
-        /* seek to layer l's transposed weights; W_q^T, W_k^T, W_v^T are (C, C) each */
-        const float *wq_t = TRANSPOSED(p->qkvw + (size_t)l * 3 * C * C);
-        const float *wk_t = wq_t + (size_t)C * C, *wv_t = wk_t + (size_t)C * C;
-        const float *bq = p->qkvb + (size_t)l * 3 * C, *bk = bq + C, *bv = bk + C;
-
-        /* attention sublayer: residual2 = residual + drop(W_O . attention(LN1(residual))) */
-        layernorm_rows(ln1, residual, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C,
-                       (int)N, C);
-        kernels_matmul_wt(q, ln1, wq_t, bq, (int)N, C, C);
-        kernels_matmul_wt(k, ln1, wk_t, bk, (int)N, C, C);
-        kernels_matmul_wt(v, ln1, wv_t, bv, (int)N, C, C);
-        AttentionJob att = {tr, atty, q, k, v};
-        kernels_parallel_for(attention_job, &att, B,
-                             2L * B * T * T * C);   /* scores and sums: ~2 T^2 C per sequence */
-        kernels_matmul_wt(a->dtmp, atty, TRANSPOSED(p->attprojw + (size_t)l * C * C),
-                          p->attprojb + (size_t)l * C, (int)N, C, C);
-        residual_add(residual2, residual, a->dtmp, N * C, drop, train_dropout_key(tr, l, 0));
-
-        /* MLP sublayer: residual3 = residual2 + drop(W_down . GELU(W_up . LN2(residual2))) */
-        layernorm_rows(ln2, residual2, p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C,
-                       (int)N, C);
-        kernels_matmul_wt(fch, ln2, TRANSPOSED(p->fcw + (size_t)l * Hd * C),
-                          p->fcb + (size_t)l * Hd, (int)N, C, Hd);
-        gelu_copy(fch_gelu, fch, N * Hd);
-        kernels_matmul_wt(a->dtmp, fch_gelu, TRANSPOSED(p->fcprojw + (size_t)l * C * Hd),
-                          p->fcprojb + (size_t)l * C, (int)N, Hd, C);
-        residual_add(residual3, residual2, a->dtmp, N * C, drop, train_dropout_key(tr, l, 1));
+        BlockBuffers b = {
+            .x = l == 0 ? a->encoded : TRAIN_LAYER(a->residual3, l - 1, N, C),
+            .xn1 = TRAIN_LAYER(a->ln1, l, N, C), .q = TRAIN_LAYER(a->q, l, N, C),
+            .k = TRAIN_LAYER(a->k, l, N, C), .v = TRAIN_LAYER(a->v, l, N, C),
+            .att = TRAIN_LAYER(a->atty, l, N, C), .proj = a->dtmp,
+            .x_mid = TRAIN_LAYER(a->residual2, l, N, C), .xn2 = TRAIN_LAYER(a->ln2, l, N, C),
+            .pre = TRAIN_LAYER(a->fch, l, N, Hd), .act = TRAIN_LAYER(a->fch_gelu, l, N, Hd),
+            .out = TRAIN_LAYER(a->residual3, l, N, C)};
+        block_forward(c, &tr->layers[l], l, (int)N, &b, &hooks);
     }
 
-    /* final LayerNorm, logits (N, V) = lnf . wte^T */
-    layernorm_rows(a->lnf, TRAIN_LAYER(a->residual3, L - 1, N, C), p->lnfw, p->lnfb, (int)N, C);
-    kernels_matmul_wt(a->logits, a->lnf, TRANSPOSED(p->wte), NULL, (int)N, C, V);
-#undef TRANSPOSED
+    /* final LayerNorm, logits (N, V) = lnf . wte^T (the tied classifier) */
+    block_norm(c, a->lnf, TRAIN_LAYER(a->residual3, L - 1, N, C), p->lnfw, p->lnfb, (int)N);
+    Matrix classifier = matrix_view(tr, p->wte);
+    block_matmul(a->logits, a->lnf, &classifier, NULL, (int)N, C, V, NULL, NULL);
     call->loss = 0.0f;
     if (!targets) return;
 

@@ -108,6 +108,8 @@ typedef struct {
     float *grads;                  /* (n_params,) owned */
     float *adam_m, *adam_v;        /* (n_params,) owned AdamW moments */
     TrainTensors p, g;             /* views into params and grads */
+    LayerWeights *layers;          /* (L,) owned: each layer's views of params (and of
+                                    * params_t), as block.c's block_forward reads them */
     TrainActivations a;
     int *inputs, *targets;         /* (N,) owned copies of the last forward's batch */
     int n_targets;                 /* targets >= 0 in the last forward */

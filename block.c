@@ -1,0 +1,141 @@
+/* block.c: one transformer block (block.h), shared by inference and training.
+ *
+ * The row-wise and elementwise steps (norms, activation, residual sums) are cut into
+ * jobs of kernels_parallel_for that depend only on the shapes, so the bits are the same
+ * for any thread count; small ones (one decoded token) run on the calling thread.
+ *
+ * Legend: N rows, C width, KVD key/value width, Hd MLP width, HS head size.
+ */
+#include "block.h"
+
+#include <string.h>       /* memcpy */
+
+#include "kernels.h"      /* products, norms, activations, kernels_parallel_for */
+
+#define ROWS_PER_JOB 32         /* norms: rows per job */
+#define ELEMENTS_PER_JOB 16384  /* activations and sums: floats per job */
+
+/* Arguments of the jobs below; each uses the fields it names. */
+typedef struct {
+    const Config *c;
+    float *out;
+    const float *x, *y, *w, *b;
+    size_t n;                   /* elementwise: floats */
+    int N;                      /* row-wise: rows */
+} Loop;
+
+static int jobs_for(size_t n, size_t per_job) { return (int)((n + per_job - 1) / per_job); }
+
+/* The range [*start, *end) of job j over n items, per_job at a time. */
+static void job_range(size_t *start, size_t *end, int j, size_t n, size_t per_job) {
+    *start = (size_t)j * per_job;
+    *end = *start + per_job < n ? *start + per_job : n;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Norms and products                                                          */
+
+static void norm_job(void *ctx, int j) {
+    const Loop *f = ctx;
+    size_t n0, n1, C = (size_t)f->c->dim;
+    job_range(&n0, &n1, j, (size_t)f->N, ROWS_PER_JOB);
+    if (f->c->family == MODEL_GPT2)
+        kernels_layernorm(f->out + n0 * C, f->x + n0 * C, f->w, f->b, (int)(n1 - n0), (int)C);
+    else
+        kernels_rmsnorm(f->out + n0 * C, f->x + n0 * C, f->w, (int)(n1 - n0), (int)C);
+}
+
+void block_norm(const Config *c, float *out, const float *x, const float *w, const float *b,
+                int N) {
+    Loop f = {.c = c, .out = out, .x = x, .w = w, .b = b, .N = N};
+    kernels_parallel_for(norm_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (long)N * c->dim);
+}
+
+void block_matmul(float *out, const float *x, const Matrix *w, const float *b, int N,
+                  int IC, int OC, int8_t *xq, float *xs) {
+    if (w->f32_t) kernels_matmul_wt(out, x, w->f32_t, b, N, IC, OC);
+    else if (w->f32) kernels_matmul(out, x, w->f32, b, N, IC, OC);
+    else kernels_matmul_q8(out, x, &w->q8, b, N, xq, xs);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Rotary embedding, activation, residual sum                                  */
+
+/* Rotary position embedding as llama2.c applies it: within each head, the pairs of
+ * adjacent dimensions (i, i+1) of q (N, C) and k (N, KVD) are rotated by the angle whose
+ * cosine and sine rope (N, HS) holds for the row and i % HS (Su et al. 2021,
+ * arXiv:2104.09864; model.c computes the angles once per forward call). */
+static void rope(const Config *c, const float *cs, float *q, float *k, int N) {
+    int C = c->dim, KVD = c->kv_dim, HS = c->head_dim;
+    for (int n = 0; n < N; n++) {
+        float *q_n = q + (size_t)n * C, *k_n = k + (size_t)n * KVD;
+        const float *cs_n = cs + (size_t)n * HS;
+        for (int i = 0; i < C; i += 2) {
+            float cos_a = cs_n[i % HS], sin_a = cs_n[i % HS + 1];
+            for (float *v = q_n; v; v = (v == q_n && i < KVD) ? k_n : NULL) {
+                float v0 = v[i], v1 = v[i + 1];
+                v[i] = v0 * cos_a - v1 * sin_a;
+                v[i + 1] = v0 * sin_a + v1 * cos_a;
+            }
+        }
+    }
+}
+
+/* out = GELU(x) (GPT-2) or SiLU(x) * y (Llama, y the gate), a chunk of the n floats. */
+static void activation_job(void *ctx, int j) {
+    const Loop *f = ctx;
+    size_t i0, i1;
+    job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
+    if (f->out != f->x) memcpy(f->out + i0, f->x + i0, (i1 - i0) * sizeof(float));
+    if (f->c->family == MODEL_GPT2) kernels_gelu(f->out + i0, i1 - i0);
+    else kernels_swiglu(f->out + i0, f->y + i0, i1 - i0);
+}
+
+/* out = x + y, a chunk of the n floats. */
+static void sum_job(void *ctx, int j) {
+    const Loop *f = ctx;
+    size_t i0, i1;
+    job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
+    for (size_t i = i0; i < i1; i++) f->out[i] = f->x[i] + f->y[i];
+}
+
+/* out (n,) = x + y through the caller's hook, or the plain sum. */
+static void residual(const BlockHooks *h, int layer, int site, float *out, const float *x,
+                     const float *y, size_t n) {
+    if (h->residual) {
+        h->residual(h->ctx, layer, site, out, x, y, n);
+        return;
+    }
+    Loop f = {.out = out, .x = x, .y = y, .n = n};
+    kernels_parallel_for(sum_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The block                                                                   */
+
+int block_forward(const Config *c, const LayerWeights *w, int layer, int N,
+                  const BlockBuffers *b, const BlockHooks *h) {
+    int C = c->dim, KVD = c->kv_dim, Hd = c->hidden_dim;
+    size_t NC = (size_t)N * C, NH = (size_t)N * Hd;
+
+    /* attention sublayer: x_mid = x + W_O . attention(norm1(x) W_Q, W_K, W_V) */
+    block_norm(c, b->xn1, b->x, w->norm1_w, w->norm1_b, N);
+    block_matmul(b->q, b->xn1, &w->wq, w->bq, N, C, C, b->xq, b->xs);
+    block_matmul(b->k, b->xn1, &w->wk, w->bk, N, C, KVD, b->xq, b->xs);
+    block_matmul(b->v, b->xn1, &w->wv, w->bv, N, C, KVD, b->xq, b->xs);
+    if (c->family == MODEL_LLAMA) rope(c, b->rope, b->q, b->k, N);
+    if (h->attend(h->ctx, layer, b->att, b->q, b->k, b->v) != 0) return -1;
+    block_matmul(b->proj, b->att, &w->wo, w->bo, N, C, C, b->xq, b->xs);
+    residual(h, layer, 0, b->x_mid, b->x, b->proj, NC);
+
+    /* MLP sublayer: out = x_mid + W_down . act(W_up . norm2(x_mid)), act GELU or SwiGLU */
+    block_norm(c, b->xn2, b->x_mid, w->norm2_w, w->norm2_b, N);
+    block_matmul(b->pre, b->xn2, &w->w_up, w->b_up, N, C, Hd, b->xq, b->xs);
+    if (c->family == MODEL_LLAMA)
+        block_matmul(b->gate, b->xn2, &w->w_gate, NULL, N, C, Hd, b->xq, b->xs);
+    Loop act = {.c = c, .out = b->act, .x = b->pre, .y = b->gate, .n = NH};
+    kernels_parallel_for(activation_job, &act, jobs_for(NH, ELEMENTS_PER_JOB), (long)NH);
+    block_matmul(b->proj, b->act, &w->w_down, w->b_down, N, Hd, C, b->xq, b->xs);
+    residual(h, layer, 1, b->out, b->x_mid, b->proj, NC);
+    return 0;
+}
