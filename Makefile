@@ -103,7 +103,7 @@ $(B)/train: $(B)/train.o $(TRAIN_LIB) $(B)/cli.o $(B)/bpe.o $(CORE) $(TOK)
 # train: build, then train the shipped model (tokenizer and GPT) from scratch into
 # weights/, replacing the files there (--force), as weights/README.md records.
 # Example: make train TRAIN_DATA=path/to/text.txt
-TRAIN_DATA ?= ../shared/data/tinyshakespeare.txt
+TRAIN_DATA ?= $(firstword $(wildcard data/tinyshakespeare.txt) ../shared/data/tinyshakespeare.txt)
 TRAIN_ARGS ?= --force -o weights/model.bin
 train: all
 	./train -d $(TRAIN_DATA) $(TRAIN_ARGS)

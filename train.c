@@ -52,7 +52,8 @@ static const char USAGE[] =
 "first 90% of its bytes train, the last 10% validate.\n"
 "\n"
 "Options (a long one takes its value as --name VALUE or --name=VALUE):\n"
-"  -d, --data PATH        training text (default ../shared/data/tinyshakespeare.txt)\n"
+"  -d, --data PATH        training text (default data/tinyshakespeare.txt; weights/README.md\n"
+"                         says where to get Tiny Shakespeare)\n"
 "  -o, --out PATH         checkpoint to write (default weights/model.bin); the optimizer\n"
 "                         state goes to PATH.state\n"
 "  -z, --tokenizer PATH   tokenizer to write, or read with -r (default: tokenizer.bin\n"
@@ -65,16 +66,16 @@ static const char USAGE[] =
 "  -L, --layers N         transformer blocks, 1..64 (default 6)\n"
 "  -C, --dim N            model width, 8..2048 (default 128)\n"
 "  -H, --heads N          attention heads, dividing the width (default 4)\n"
-"  -T, --context N        context length in tokens, 2..4096 (default 128)\n"
+"  -T, --context N        context length in tokens, 2..4096 (default 256)\n"
 "  -B, --batch N          sequences per step, 1..4096 (default 16)\n"
-"  -n, --steps N          optimizer steps, 0..10000000 (default 3500)\n"
+"  -n, --steps N          optimizer steps, 0..10000000 (default 5300)\n"
 "  -l, --lr X             peak learning rate, (0, 1] (default 0.002)\n"
 "  -w, --warmup N         warmup steps, 1..steps (default 100, or steps / 10 if that is\n"
 "                         smaller, at least 1)\n"
 "  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.1)\n"
-"  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.1)\n"
+"  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.2)\n"
 "  -g, --clip X           gradient-norm clip, 0 = off, 0..1000 (default 1.0)\n"
-"  -e, --eval-every N     steps between validation and checkpoints, 1.. (default 250)\n"
+"  -e, --eval-every N     steps between validation and checkpoints, 1.. (default 500)\n"
 "  -s, --seed N           random seed, 0..2147483647 (default 1337)\n"
 "  -h, --help             print this help and exit\n"
 "\n"
@@ -156,16 +157,16 @@ static int parse_options(Options *o, int argc, char **argv) {
     char shown[TRAIN_PATH_CAP], got[TRAIN_PATH_CAP + 2];
     char expected[TRAIN_PATH_CAP];
     memset(o, 0, sizeof *o);
-    o->data_path = "../shared/data/tinyshakespeare.txt";
+    o->data_path = "data/tinyshakespeare.txt";
     o->out_path = "weights/model.bin";
     o->vocab = 1024;
     o->layers = 6;
     o->dim = 128;
     o->heads = 4;
-    o->context = 128;
-    o->eval_every = 250;
+    o->context = 256;
+    o->eval_every = 500;
     s->batch = 16;
-    s->steps = 3500;
+    s->steps = 5300;
     s->lr = 0.002f;
     s->lr_min_ratio = 0.1f;
     s->weight_decay = 0.1f;
@@ -173,7 +174,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     s->beta2 = 0.99f;
     s->eps = 1e-8f;
     s->clip = 1.0f;
-    s->dropout = 0.1f;
+    s->dropout = 0.2f;
     for (int i = 1; i < argc; i++) {
         CliArg arg;
         if (cli_next("train", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;

@@ -907,8 +907,8 @@ static void test_bad_data(void) {
     if (write_bytes(join(path, dir, "short.txt"), line, strlen(line)) == 0) {
         format_into(args, sizeof args, "-d %s -o %s/s.bin", path, dir);
         expect_train("text shorter than one context window", args, 1, "short.txt: too little "
-                     "text for a context of 128 tokens (got ");
-        expect_train("... says how many tokens it needs", args, 1, "expected at least 130 and 2)");
+                     "text for a context of 256 tokens (got ");
+        expect_train("... says how many tokens it needs", args, 1, "expected at least 258 and 2)");
         char tok[CAP];
         check_true(!exists(join(tok, dir, "s.bin")) && !exists(join(tok, dir, "tokenizer.bin")) &&
                    !exists(join(tok, dir, "tokenizer.bin.tmp")),
@@ -1355,13 +1355,13 @@ done:
  * This is a regression pin, recorded once from the trained model (the ids this test
  * printed on its first run; the same text as
  *   ./run weights/model.bin -z weights/tokenizer.bin -i "ROMEO:" -n 24 -t 0
- * which prints "\nI'll not, my lord, I'll not be a little.\n\nROMEO:\nI'll not").
+ * which prints "\nI'll be a brave, and I'll be a brave.\n\nROMEO:\nI").
  * Any change to the forward pass that alters the shipped model's output fails it;
  * if such a change is intended, re-record the ids. */
 #define PIN_PROMPT "ROMEO:"
 #define PIN_STEPS 24
-static const int PIN_IDS[PIN_STEPS] = {10, 73, 457, 321, 44, 307, 436, 44, 291, 457, 321, 304,
-                                       258, 279, 1005, 46, 10, 10, 813, 58, 10, 73, 457, 321};
+static const int PIN_IDS[PIN_STEPS] = {10, 73, 457, 304, 258, 268, 351, 294, 44, 298, 291, 457,
+                                       304, 258, 268, 351, 294, 46, 10, 10, 813, 58, 10, 73};
 
 static void test_shipped_model(void) {
     Model m;

@@ -13,7 +13,8 @@ set -eu
 RUN=${RUN:-./run}
 MODEL=${MODEL:-weights/model.bin}
 TOK=${TOK:-weights/tokenizer.bin}
-DATA=${DATA:-../shared/data/tinyshakespeare.txt}
+DATA=${DATA:-data/tinyshakespeare.txt}
+[ -f "$DATA" ] || DATA=../shared/data/tinyshakespeare.txt   # where the test machines keep it
 README=${README:-README.md}
 OUT=build/attn_table.md
 for f in "$RUN" "$MODEL" "$TOK" "$DATA"; do
@@ -39,7 +40,7 @@ linear efficient performer:m=64,seed=1 performer:m=256,seed=1 performer:m=256,se
 performer:m=256,seed=3 performer:m=1024,seed=1"
 
 {
-    echo "Model \`$MODEL\` (context $S), validation slice of \`$DATA\` (bytes $split..$size),"
+    echo "Model \`$MODEL\` (context $S), validation slice of \`$(basename "$DATA")\` (bytes $split..$size),"
     echo "non-overlapping windows of $S tokens; \`sh tools/attn_table.sh\` (\`make attn-table\`),"
     echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), OMP_NUM_THREADS=${OMP_NUM_THREADS:-all}."
     echo
