@@ -74,6 +74,9 @@ static const char USAGE[] =
 "                         smaller, at least 1)\n"
 "  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.1)\n"
 "  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.2)\n"
+"      --ema X            keep a moving average of the weights with this decay per step,\n"
+"                         0..0.99999, 0 = none (default 0); checkpoints, validation and\n"
+"                         the final figures use the average\n"
 "  -g, --clip X           gradient-norm clip, 0 = off, 0..1000 (default 1.0)\n"
 "  -e, --eval-every N     steps between validation and checkpoints, 1.. (default 500)\n"
 "  -s, --seed N           random seed, 0..2147483647 (default 1337)\n"
@@ -91,7 +94,7 @@ static const char USAGE[] =
 typedef enum {
     OPT_HELP, OPT_RESUME, OPT_FORCE, OPT_DATA, OPT_OUT, OPT_TOKENIZER, OPT_EVAL_EVERY,
     OPT_STEPS, OPT_VOCAB, OPT_LAYERS, OPT_DIM, OPT_HEADS, OPT_CONTEXT, OPT_BATCH, OPT_LR,
-    OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_CLIP, OPT_SEED
+    OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_EMA, OPT_CLIP, OPT_SEED
 } OptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
@@ -115,6 +118,7 @@ static const CliOption OPTIONS[] = {
     {OPT_WEIGHT_DECAY, "-W", "--weight-decay", CLI_FLOAT, 0, (double)TRAIN_MAX_WEIGHT_DECAY,
      0, NULL},
     {OPT_DROPOUT, "-p", "--dropout", CLI_FLOAT, 0, (double)TRAIN_MAX_DROPOUT, 0, NULL},
+    {OPT_EMA, NULL, "--ema", CLI_FLOAT, 0, (double)TRAIN_MAX_EMA, 0, NULL},
     {OPT_CLIP, "-g", "--clip", CLI_FLOAT, 0, (double)TRAIN_MAX_CLIP, 0, NULL},
     {OPT_SEED, "-s", "--seed", CLI_INT, 0, INT_MAX, 0, NULL},
 };
@@ -210,6 +214,7 @@ static int parse_options(Options *o, int argc, char **argv) {
         case OPT_WARMUP: s->warmup = number; warmup_given = 1; break;
         case OPT_WEIGHT_DECAY: s->weight_decay = real; break;
         case OPT_DROPOUT: s->dropout = real; break;
+        case OPT_EMA: s->ema = real; break;
         case OPT_CLIP: s->clip = real; break;
         case OPT_SEED: seed = number; break;
         default: break;   /* the flags without a value were handled above */
@@ -357,7 +362,8 @@ static void train_batch(const Trainer *tr, const int *tokens, size_t n, int *inp
 
 /* Mean loss (nats per token) over every next-token prediction in tokens[0 .. n): windows
  * of T tokens from offsets 0, T, 2T, ..., each starting with an empty context, B at
- * a time; the first token is never a target. Dropout is off. Sets *sum_nats. */
+ * a time; the first token is never a target. Dropout is off. Sets *sum_nats. Runs the
+ * weights as they are: evaluate_saved runs what a checkpoint holds. */
 static double evaluate(Trainer *tr, const int *tokens, size_t n, int *inputs, int *targets,
                        double *sum_nats) {
     int B = tr->B, T = tr->T;
@@ -381,6 +387,15 @@ static double evaluate(Trainer *tr, const int *tokens, size_t n, int *inputs, in
     tr->dropout_on = 1;
     *sum_nats = sum;
     return count ? sum / (double)count : 0.0;
+}
+
+/* evaluate() on the weights a checkpoint holds: the moving average, if kept. */
+static double evaluate_saved(Trainer *tr, const int *tokens, size_t n, int *inputs,
+                             int *targets, double *sum_nats) {
+    trainer_swap_ema(tr);
+    double loss = evaluate(tr, tokens, n, inputs, targets, sum_nats);
+    trainer_swap_ema(tr);
+    return loss;
 }
 
 static double now_seconds(void) {
@@ -533,6 +548,7 @@ static int run_loop(Trainer *tr, const Options *o, const RunData *d, int *inputs
     const TrainSettings *s = &tr->settings;
     double flops = flops_per_token(&tr->config), start = now_seconds(), loss_sum = 0.0;
     double val_loss = -1.0, val_nats = 0.0, val_bytes = (double)(d->size - d->split);
+    double raw_nats = 0.0;   /* validation of the weights themselves, beside their average */
     int first_step = tr->step, loss_count = 0;
     char elapsed[32], left[32];
     *seconds = 0.0;
@@ -552,7 +568,8 @@ static int run_loop(Trainer *tr, const Options *o, const RunData *d, int *inputs
         }
         int evaluate_now = tr->step % o->eval_every == 0 || tr->step == s->steps;
         if (evaluate_now) {
-            val_loss = evaluate(tr, d->val_tokens, d->n_val, inputs, targets, &val_nats);
+            val_loss = evaluate_saved(tr, d->val_tokens, d->n_val, inputs, targets, &val_nats);
+            if (tr->ema) evaluate(tr, d->val_tokens, d->n_val, inputs, targets, &raw_nats);
             if (trainer_save(tr, o->out_path, o->state_path) != 0) return -1;
         }
         if (evaluate_now || tr->step % LOG_EVERY == 0) {
@@ -562,6 +579,8 @@ static int run_loop(Trainer *tr, const Options *o, const RunData *d, int *inputs
             printf("step %6d/%d | loss %.4f | val %s", tr->step, s->steps,
                    loss_sum / loss_count, val_loss < 0 ? "-" : "");
             if (val_loss >= 0) printf("%.4f (%.4f bpc)", val_loss, val_nats / (LN2 * val_bytes));
+            if (val_loss >= 0 && tr->ema)
+                printf(" | unaveraged %.4f bpc", raw_nats / (LN2 * val_bytes));
             printf(" | lr %.2e | norm %.2f | %.0f tok/s | %.1f GFLOP/s | elapsed %s | left %s\n",
                    (double)trainer_learning_rate(s, tr->step - 1), (double)norm, tokens_per_s,
                    tokens_per_s * flops * 1e-9, format_duration(elapsed, sizeof elapsed, wall),
@@ -615,17 +634,18 @@ int main(int argc, char **argv) {
            T, c->vocab_size, tr.n_params, B, T, flops_per_token(c) * 1e-6, threads,
            threads == 1 ? "" : "s", kernels_isa());
     printf("schedule: %d steps, warmup %d, lr %g -> %g, weight decay %g, dropout %g, clip %g, "
-           "seed %llu\n", s->steps, s->warmup, (double)s->lr, (double)(s->lr * s->lr_min_ratio),
-           (double)s->weight_decay, (double)s->dropout, (double)s->clip,
-           (unsigned long long)s->seed);
+           "moving average %g, seed %llu\n", s->steps, s->warmup, (double)s->lr,
+           (double)(s->lr * s->lr_min_ratio), (double)s->weight_decay, (double)s->dropout,
+           (double)s->clip, (double)s->ema, (unsigned long long)s->seed);
     fflush(stdout);
     double train_seconds = 0.0;
     if (run_loop(&tr, &o, &d, inputs, targets, &train_seconds) != 0) goto done;
 
     /* final figures over whole splits, dropout off */
     double train_nats = 0.0, val_nats = 0.0;
-    double train_loss = evaluate(&tr, d.train_tokens, d.n_train, inputs, targets, &train_nats);
-    double val_loss = evaluate(&tr, d.val_tokens, d.n_val, inputs, targets, &val_nats);
+    double train_loss = evaluate_saved(&tr, d.train_tokens, d.n_train, inputs, targets,
+                                       &train_nats);
+    double val_loss = evaluate_saved(&tr, d.val_tokens, d.n_val, inputs, targets, &val_nats);
     char elapsed[32];
     printf("final: train %.4f nats/token (%.4f bits/char over %zu bytes), validation %.4f "
            "nats/token (%.4f bits/char over %zu bytes); training time %s\n",

@@ -207,6 +207,7 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     tr->grads = floats_alloc(tr->n_params);
     tr->adam_m = floats_alloc(tr->n_params);
     tr->adam_v = floats_alloc(tr->n_params);
+    if (settings->ema > 0.0f) tr->ema = floats_alloc(tr->n_params);
     tr->inputs = calloc(N, sizeof(int));
     tr->layers = calloc(L, sizeof(LayerWeights));
     tr->targets = calloc(N, sizeof(int));
@@ -237,6 +238,7 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     a->mean = floats_alloc(N);
     a->rstd = floats_alloc(N);
     if (!tr->params || !tr->params_t || !tr->grads || !tr->adam_m || !tr->adam_v ||
+        (settings->ema > 0.0f && !tr->ema) ||
         !tr->inputs || !tr->targets || !tr->layers || !a->encoded || !a->ln1 || !a->q || !a->k || !a->v ||
         !a->atty || !a->residual2 || !a->ln2 || !a->fch || !a->fch_gelu || !a->residual3 ||
         !a->lnf || !a->logits || !a->probs || !a->losses || !a->dresidual || !a->dtmp ||
@@ -251,6 +253,7 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     tensors_point(&tr->g, tr->grads, tr->tensor_size);
     layers_point(tr);
     params_init(tr);
+    if (tr->ema) memcpy(tr->ema, tr->params, tr->n_params * sizeof(float));
     tr->dropout_on = 1;
     return 0;
 }
@@ -258,7 +261,7 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
 void trainer_free(Trainer *tr) {
     TrainActivations *a = &tr->a;
     float *buffers[] = {
-        tr->params, tr->params_t, tr->grads, tr->adam_m, tr->adam_v, a->encoded, a->ln1,
+        tr->params, tr->params_t, tr->grads, tr->adam_m, tr->adam_v, tr->ema, a->encoded, a->ln1,
         a->q, a->k, a->v, a->atty, a->residual2, a->ln2, a->fch, a->fch_gelu, a->residual3,
         a->lnf, a->logits, a->probs, a->losses, a->dresidual, a->dtmp, a->dln, a->datty,
         a->dq, a->dk, a->dv, a->dfch, a->scratch, a->mean, a->rstd};

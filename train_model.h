@@ -28,6 +28,7 @@
 #define TRAIN_MAX_WEIGHT_DECAY 10.0f
 #define TRAIN_MAX_DROPOUT 0.9f
 #define TRAIN_MAX_CLIP 1000.0f
+#define TRAIN_MAX_EMA 0.99999f               /* weight-average decay in [0, TRAIN_MAX_EMA] */
 
 /* Seek to layer l's slice of a per-layer activation (L, N, width). */
 #define TRAIN_LAYER(buffer, l, N, width) ((buffer) + (size_t)(l) * (N) * (width))
@@ -44,6 +45,7 @@ typedef struct {
     float eps;              /* AdamW epsilon */
     float clip;             /* global gradient-norm clip; 0 = off */
     float dropout;          /* residual and embedding dropout probability, [0, 1) */
+    float ema;              /* decay of the weights' moving average; 0 = none */
     uint64_t seed;          /* initialisation, batches and dropout masks */
 } TrainSettings;
 
@@ -107,6 +109,9 @@ typedef struct {
                                     * blocks per layer), remade by every trainer_forward */
     float *grads;                  /* (n_params,) owned */
     float *adam_m, *adam_v;        /* (n_params,) owned AdamW moments */
+    float *ema;                    /* (n_params,) owned moving average of params, the
+                                    * weights a checkpoint holds; NULL when settings.ema
+                                    * is 0 */
     TrainTensors p, g;             /* views into params and grads */
     LayerWeights *layers;          /* (L,) owned: each layer's views of params (and of
                                     * params_t), as block.c's block_forward reads them */

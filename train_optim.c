@@ -44,6 +44,7 @@ typedef struct {
     size_t block;                  /* parameters per norm block */
     float norm;                    /* the result: the norm before clipping */
     float clip_scale, lr, correction1, correction2;
+    float ema_rate;                /* 1 - the moving average's decay at this step */
 } Update;
 
 /* Block j of the squared gradient norm, in float64: NORM_LANES interleaved partial sums
@@ -87,6 +88,22 @@ static void adamw_job(void *ctx, int j) {
     }
 }
 
+/* The weights' moving average on parameters [j, j + 1) * ELEMENTS_PER_JOB:
+ * ema += (1 - decay) (params - ema), one rounding order for any thread count. */
+static void ema_job(void *ctx, int j) {
+    const Update *u = ctx;
+    Trainer *tr = u->tr;
+    size_t start = (size_t)j * ELEMENTS_PER_JOB, end = start + ELEMENTS_PER_JOB;
+    if (end > tr->n_params) end = tr->n_params;
+    for (size_t i = start; i < end; i++)
+        tr->ema[i] += u->ema_rate * (tr->params[i] - tr->ema[i]);
+}
+
+float trainer_ema_decay(const TrainSettings *s, int step) {
+    float warm = (1.0f + (float)step) / (10.0f + (float)step);
+    return warm < s->ema ? warm : s->ema;
+}
+
 static void update_body(void *ctx) {
     Update *u = ctx;
     Trainer *tr = u->tr;
@@ -106,12 +123,27 @@ static void update_body(void *ctx) {
                          (int)((tr->n_params + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB),
                          (long)tr->n_params * 4);
     tr->step++;
+    if (tr->ema) {
+        u->ema_rate = 1.0f - trainer_ema_decay(s, tr->step);
+        kernels_parallel_for(ema_job, u,
+                             (int)((tr->n_params + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB),
+                             (long)tr->n_params * 2);
+    }
 }
 
 float trainer_update(Trainer *tr) {
     Update u = {.tr = tr};
     kernels_run(update_body, &u);   /* on the pool, as trainer_forward */
     return u.norm;
+}
+
+void trainer_swap_ema(Trainer *tr) {
+    if (!tr->ema) return;
+    for (size_t i = 0; i < tr->n_params; i++) {
+        float x = tr->params[i];
+        tr->params[i] = tr->ema[i];
+        tr->ema[i] = x;
+    }
 }
 
 /* ------------------------------------------------------------------------- */
@@ -123,14 +155,15 @@ enum { HEADER_MAGIC, HEADER_VERSION, HEADER_MAX_T, HEADER_V, HEADER_L, HEADER_NH
 
 /* Fields of the optimizer state file's header (TRAIN_STATE_HEADER_INTS int32 slots; the
  * float ones hold float32 bits, 64-bit ones low half first; from STATE_UNUSED on, 0).
- * Then adam_m and adam_v, n_params floats each. STATE_MODEL_SUM is the FNV-1a 64 of the
+ * Then adam_m and adam_v, n_params floats each, and with a moving average (STATE_EMA > 0)
+ * the training weights (the checkpoint holds the average). STATE_MODEL_SUM is the FNV-1a 64 of the
  * checkpoint file the state belongs to (header and parameters); STATE_SUM that of this
  * file with the STATE_SUM slots 0. weights/README.md documents the format. */
 enum { STATE_MAGIC, STATE_VERSION, STATE_STEP, STATE_N_PARAMS_LO, STATE_N_PARAMS_HI,
        STATE_BATCH, STATE_STEPS, STATE_WARMUP, STATE_LR, STATE_LR_MIN_RATIO,
        STATE_WEIGHT_DECAY, STATE_BETA1, STATE_BETA2, STATE_EPS, STATE_CLIP, STATE_DROPOUT,
        STATE_SEED_LO, STATE_SEED_HI, STATE_MODEL_SUM_LO, STATE_MODEL_SUM_HI, STATE_T, STATE_V,
-       STATE_L, STATE_NH, STATE_C, STATE_SUM_LO, STATE_SUM_HI, STATE_UNUSED };
+       STATE_L, STATE_NH, STATE_C, STATE_SUM_LO, STATE_SUM_HI, STATE_EMA, STATE_UNUSED };
 
 #define FNV64_OFFSET 0xCBF29CE484222325ull  /* FNV-1a 64-bit offset basis (isthe.com/chongo) */
 #define FNV64_PRIME 0x100000001B3ull         /* FNV-1a 64-bit prime */
@@ -267,14 +300,20 @@ static uint64_t checkpoint_sum(const int32_t header[CHECKPOINT_GPT2_HEADER_INTS]
 
 /* FNV-1a 64 of a state file's bytes, with its own checksum slots taken as 0. */
 static uint64_t state_sum(const int32_t state[TRAIN_STATE_HEADER_INTS], const float *adam_m,
-                          const float *adam_v, size_t n_params) {
+                          const float *adam_v, const float *weights, size_t n_params) {
     int32_t header[TRAIN_STATE_HEADER_INTS];
     memcpy(header, state, sizeof header);
     put_u64(header, STATE_SUM_LO, 0);
     uint64_t sum = fnv1a64(FNV64_OFFSET, header, sizeof header);
     sum = fnv1a64(sum, adam_m, n_params * sizeof(float));
-    return fnv1a64(sum, adam_v, n_params * sizeof(float));
+    sum = fnv1a64(sum, adam_v, n_params * sizeof(float));
+    return weights ? fnv1a64(sum, weights, n_params * sizeof(float)) : sum;
 }
+
+/* What a checkpoint holds: the moving average when there is one, else the weights; and
+ * the training weights the state file then carries (NULL without an average). */
+static const float *saved_params(const Trainer *tr) { return tr->ema ? tr->ema : tr->params; }
+static const float *state_weights(const Trainer *tr) { return tr->ema ? tr->params : NULL; }
 
 /* The state header of tr, belonging to the checkpoint whose bytes hash to model_sum. */
 static void state_header(int32_t state[TRAIN_STATE_HEADER_INTS], const Trainer *tr,
@@ -304,7 +343,9 @@ static void state_header(int32_t state[TRAIN_STATE_HEADER_INTS], const Trainer *
     state[STATE_L] = c->n_layers;
     state[STATE_NH] = c->n_heads;
     state[STATE_C] = c->dim;
-    put_u64(state, STATE_SUM_LO, state_sum(state, tr->adam_m, tr->adam_v, tr->n_params));
+    state[STATE_EMA] = float_bits(s->ema);
+    put_u64(state, STATE_SUM_LO, state_sum(state, tr->adam_m, tr->adam_v, state_weights(tr),
+                                           tr->n_params));
 }
 
 int trainer_save(const Trainer *tr, const char *path, const char *state_path) {
@@ -317,13 +358,12 @@ int trainer_save(const Trainer *tr, const char *path, const char *state_path) {
         return -1;
     /* both files go to their temporaries first, each synced to the disk */
     if (state_path) {
-        state_header(state, tr, checkpoint_sum(header, tr->params, tr->n_params));
-        const void *parts[] = {state, tr->adam_m, tr->adam_v};
-        const size_t sizes[] = {sizeof state, param_bytes, param_bytes};
-        if (write_synced(state_temp, parts, sizes, (int)(sizeof parts / sizeof parts[0])) != 0)
-            return -1;
+        state_header(state, tr, checkpoint_sum(header, saved_params(tr), tr->n_params));
+        const void *parts[] = {state, tr->adam_m, tr->adam_v, state_weights(tr)};
+        const size_t sizes[] = {sizeof state, param_bytes, param_bytes, param_bytes};
+        if (write_synced(state_temp, parts, sizes, tr->ema ? 4 : 3) != 0) return -1;
     }
-    const void *parts[] = {header, tr->params};
+    const void *parts[] = {header, saved_params(tr)};
     const size_t sizes[] = {sizeof header, param_bytes};
     if (write_synced(path_temp, parts, sizes, (int)(sizeof parts / sizeof parts[0])) != 0) {
         if (state_path) remove(state_temp);
@@ -373,7 +413,8 @@ int trainer_finish_save(const char *path, const char *state_path) {
     int complete = fread(state, sizeof state, 1, file) == 1;
     fclose(file);
     if (!complete || state[STATE_MAGIC] != TRAIN_STATE_MAGIC ||
-        state[STATE_VERSION] != TRAIN_STATE_VERSION) return 0;
+        state[STATE_VERSION] < TRAIN_STATE_MIN_VERSION ||
+        state[STATE_VERSION] > TRAIN_STATE_VERSION) return 0;
     uint64_t want = get_u64(state, STATE_MODEL_SUM_LO);
     if (file_sum(path, &sum) == 0 && sum == want) return 0;       /* the pair matches */
     if (train_temp_path(path_temp, path) != 0) return -1;
@@ -416,6 +457,7 @@ static int state_settings(TrainSettings *s, const int32_t state[TRAIN_STATE_HEAD
     s->eps = bits_float(state[STATE_EPS]);
     s->clip = bits_float(state[STATE_CLIP]);
     s->dropout = bits_float(state[STATE_DROPOUT]);
+    s->ema = bits_float(state[STATE_EMA]);   /* 0 in a version 2 file: no average */
     s->seed = get_u64(state, STATE_SEED_LO);   /* any 64-bit value is a seed */
     const char *p = state_path;
     if (!state_int_ok(p, "batch", s->batch, 1, TRAIN_MAX_BATCH) ||
@@ -429,7 +471,9 @@ static int state_settings(TrainSettings *s, const int32_t state[TRAIN_STATE_HEAD
         !state_float_ok(p, "beta2", s->beta2, 0.0f, 1.0f, 0, 1) ||
         !state_float_ok(p, "eps", s->eps, 0.0f, 1.0f, 1, 0) ||
         !state_float_ok(p, "clip", s->clip, 0.0f, TRAIN_MAX_CLIP, 0, 0) ||
-        !state_float_ok(p, "dropout", s->dropout, 0.0f, TRAIN_MAX_DROPOUT, 0, 0)) return -1;
+        !state_float_ok(p, "dropout", s->dropout, 0.0f, TRAIN_MAX_DROPOUT, 0, 0) ||
+        !state_float_ok(p, "moving-average decay", s->ema, 0.0f, TRAIN_MAX_EMA, 0, 0))
+        return -1;
     for (int i = STATE_UNUSED; i < TRAIN_STATE_HEADER_INTS; i++) {
         if (state[i] != 0) {
             fprintf(stderr, "train: %s: bad optimizer state header (got %d in unused slot %d, "
@@ -494,10 +538,12 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path) {
     }
     if (train_file_size(state_file, state_path, &state_bytes) != 0 ||
         train_read_all(state_file, state, sizeof state, state_path, "header") != 0) goto fail;
-    if (state[STATE_MAGIC] != TRAIN_STATE_MAGIC || state[STATE_VERSION] != TRAIN_STATE_VERSION) {
+    if (state[STATE_MAGIC] != TRAIN_STATE_MAGIC || state[STATE_VERSION] < TRAIN_STATE_MIN_VERSION ||
+        state[STATE_VERSION] > TRAIN_STATE_VERSION) {
         fprintf(stderr, "train: %s: not an optimizer state of this trainer (got magic %d "
-                "version %d, expected %d version %d)\n", state_path, (int)state[STATE_MAGIC],
-                (int)state[STATE_VERSION], TRAIN_STATE_MAGIC, TRAIN_STATE_VERSION);
+                "version %d, expected %d version %d..%d)\n", state_path,
+                (int)state[STATE_MAGIC], (int)state[STATE_VERSION], TRAIN_STATE_MAGIC,
+                TRAIN_STATE_MIN_VERSION, TRAIN_STATE_VERSION);
         goto fail;
     }
     if (state[STATE_T] != c.seq_len || state[STATE_V] != c.vocab_size ||
@@ -511,28 +557,39 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path) {
                 c.vocab_size, c.n_layers, c.n_heads, c.dim, n_params);
         goto fail;
     }
-    size_t want_state = sizeof state + 2 * n_params * sizeof(float);
-    if (state_bytes != want_state) {
-        fprintf(stderr, "train: %s: %s (got %zu bytes, expected %zu: the header and 2 x %zu "
-                "moments)\n", state_path, state_bytes < want_state ? "truncated" : "trailing bytes",
-                state_bytes, want_state, n_params);
-        goto fail;
-    }
     TrainSettings s;
     if (state_settings(&s, state, state_path) != 0) goto fail;
+    int arrays = s.ema > 0.0f ? 3 : 2;   /* the moments, and the weights with an average */
+    size_t want_state = sizeof state + (size_t)arrays * n_params * sizeof(float);
+    if (state_bytes != want_state) {
+        fprintf(stderr, "train: %s: %s (got %zu bytes, expected %zu: the header and %d x %zu "
+                "floats)\n", state_path, state_bytes < want_state ? "truncated" : "trailing bytes",
+                state_bytes, want_state, arrays, n_params);
+        goto fail;
+    }
 
     /* the data, then the checksums that tie the two files together */
     if (trainer_init(tr, &c, &s, s.batch) != 0) goto fail;
-    if (train_read_all(model_file, tr->params, n_params * sizeof(float), path, "parameters") ||
+    /* the checkpoint holds the average when there is one, the state the weights */
+    float *saved = tr->ema ? tr->ema : tr->params;
+    if (train_read_all(model_file, saved, n_params * sizeof(float), path, "parameters") ||
         train_read_all(state_file, tr->adam_m, n_params * sizeof(float), state_path, "moments") ||
-        train_read_all(state_file, tr->adam_v, n_params * sizeof(float), state_path, "moments"))
+        train_read_all(state_file, tr->adam_v, n_params * sizeof(float), state_path, "moments") ||
+        (tr->ema && train_read_all(state_file, tr->params, n_params * sizeof(float), state_path,
+                                   "weights")))
         goto fail;
-    size_t bad_p = first_non_finite(tr->params, n_params);
+    size_t bad_p = first_non_finite(saved, n_params);
     size_t bad_m = first_non_finite(tr->adam_m, n_params);
     size_t bad_v = first_non_finite(tr->adam_v, n_params);
     if (bad_p < n_params) {
         fprintf(stderr, "train: %s: parameter %zu is not finite (got %g, expected a finite "
-                "number)\n", path, bad_p, (double)tr->params[bad_p]);
+                "number)\n", path, bad_p, (double)saved[bad_p]);
+        goto fail;
+    }
+    size_t bad_w = tr->ema ? first_non_finite(tr->params, n_params) : n_params;
+    if (bad_w < n_params) {
+        fprintf(stderr, "train: %s: weight %zu is not finite (got %g, expected a finite "
+                "number)\n", state_path, bad_w, (double)tr->params[bad_w]);
         goto fail;
     }
     if (bad_m < n_params || bad_v < n_params) {
@@ -550,14 +607,14 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path) {
             goto fail;
         }
     }
-    uint64_t sum = state_sum(state, tr->adam_m, tr->adam_v, n_params);
+    uint64_t sum = state_sum(state, tr->adam_m, tr->adam_v, state_weights(tr), n_params);
     if (sum != get_u64(state, STATE_SUM_LO)) {
         fprintf(stderr, "train: %s: corrupt optimizer state (got checksum %016llx, expected the "
                 "%016llx stored in it)\n", state_path, (unsigned long long)sum,
                 (unsigned long long)get_u64(state, STATE_SUM_LO));
         goto fail;
     }
-    sum = checkpoint_sum(header, tr->params, n_params);
+    sum = checkpoint_sum(header, saved, n_params);
     if (sum != get_u64(state, STATE_MODEL_SUM_LO)) {
         fprintf(stderr, "train: %s: state of another checkpoint (got %s with checksum %016llx, "
                 "expected the %016llx of the step-%d checkpoint the state was saved with)\n",

@@ -14,7 +14,8 @@
 #include "train_model.h"   /* Trainer, TrainSettings */
 
 #define TRAIN_STATE_MAGIC 0x31534F41         /* optimizer state file: "AOS1" little-endian */
-#define TRAIN_STATE_VERSION 2                /* 2: tied to its checkpoint by a checksum */
+#define TRAIN_STATE_VERSION 3                /* 3: the weights' moving average */
+#define TRAIN_STATE_MIN_VERSION 2            /* 2: tied to its checkpoint by a checksum */
 #define TRAIN_STATE_HEADER_INTS 64           /* state header: 64 int32/float32 fields */
 #define TRAIN_TEMP_SUFFIX ".tmp"             /* a file is written as PATH.tmp, then renamed */
 #define TRAIN_PATH_CAP 4096                  /* longest path the trainer builds, NUL included */
@@ -24,15 +25,25 @@
 /* Learning rate at step: linear warmup to lr, then cosine decay to lr * lr_min_ratio. */
 float trainer_learning_rate(const TrainSettings *s, int step);
 
-/* Clip, then one AdamW step at the scheduled learning rate; increments tr->step.
+/* Clip, then one AdamW step at the scheduled learning rate; increments tr->step; then,
+ * with settings.ema, ema += (1 - trainer_ema_decay(step)) (params - ema).
  * Returns the gradient norm before clipping. The norm is summed in float64 over fixed
  * blocks of the parameters, and the blocks in order: the same bits for any thread count. */
 float trainer_update(Trainer *tr);
 
+/* Decay of the weights' moving average after `step` updates: settings.ema, or less
+ * early on, (1 + step) / (10 + step), so the first weights are soon forgotten. */
+float trainer_ema_decay(const TrainSettings *s, int step);
+
+/* Exchange params and the moving average (nothing without one): evaluation swaps, runs
+ * the forward, and swaps back, bit for bit. */
+void trainer_swap_ema(Trainer *tr);
+
 /* ---- checkpoints and the optimizer state ---- */
 
-/* Write the parameters as an llm.c fp32 GPT-2 checkpoint (what run loads) to path, and,
- * if state_path is not NULL, the step, settings, AdamW moments and a checksum of that
+/* Write the parameters (their moving average, if kept) as an llm.c fp32 GPT-2 checkpoint
+ * (what run loads) to path, and, if state_path is not NULL, the step, settings, AdamW
+ * moments (and, with an average, the training weights) and a checksum of that
  * checkpoint to state_path (format: weights/README.md). Crash-safe: each file is written
  * to its PATH.tmp and flushed to the disk (fsync), then the state is renamed into place,
  * then the checkpoint, and the folder is synced after each rename; so path always holds

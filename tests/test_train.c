@@ -387,13 +387,16 @@ static void run_steps(Trainer *tr, const int *tokens, int until, float *losses) 
     }
 }
 
-static int run_init(Trainer *tr) {
+static int run_init_ema(Trainer *tr, float ema) {
     Config c;
     tiny_config(&c, RUN_V, 2, 32, 2, 16);
     TrainSettings s = tiny_settings(0.1f, 1e-2f);
     s.steps = RUN_STEPS;
+    s.ema = ema;
     return trainer_init(tr, &c, &s, 8);
 }
+
+static int run_init(Trainer *tr) { return run_init_ema(tr, 0.0f); }
 
 static void test_training_run(void) {
     int *tokens = malloc(sizeof(int) * RUN_TOKENS);
@@ -454,6 +457,85 @@ done:
     remove(path);
     remove(state);
     trainer_free(&a);
+    free(tokens);
+}
+
+/* The weights' moving average (--ema): after each update, against a float64 recurrence
+ * kept here from the weights the trainer reaches, with the decay written out again
+ * (min(ema, (1 + t) / (10 + t)) after t updates); float rounding of 60 updates stays far
+ * under 1e-6. Then the checkpoint holds the average, a resumed run ends with the same bits
+ * (weights and average), and the weights themselves are the run without an average. */
+#define EMA_DECAY 0.9f
+#define EMA_TOL 1e-6
+
+static void test_ema_run(void) {
+    int *tokens = malloc(sizeof(int) * RUN_TOKENS), inputs[8 * 16], targets[8 * 16];
+    float losses[2][RUN_STEPS];
+    const char *path = "build/test_train_ema.bin", *state = "build/test_train_ema.bin.state";
+    make_stream(tokens, RUN_TOKENS);
+    Trainer a, b, plain;
+    memset(&b, 0, sizeof b);
+    memset(&plain, 0, sizeof plain);
+    if (!check_true(run_init_ema(&a, EMA_DECAY) == 0 && a.ema != NULL, "ema: init")) goto done;
+    double *expect = to_f64(a.params, a.n_params), worst = 0.0;
+    for (int step = 0; step < RUN_STEPS; step++) {
+        stream_batch(tokens, a.step, a.B, a.T, inputs, targets);
+        trainer_forward(&a, inputs, targets);
+        trainer_backward(&a);
+        trainer_update(&a);
+        double t = a.step, decay = (1.0 + t) / (10.0 + t);
+        if (decay > (double)EMA_DECAY) decay = (double)EMA_DECAY;
+        for (size_t j = 0; j < a.n_params; j++) {
+            expect[j] = decay * expect[j] + (1.0 - decay) * (double)a.params[j];
+            double err = fabs(expect[j] - (double)a.ema[j]);
+            if (err > worst) worst = err;
+        }
+    }
+    check_true(worst < EMA_TOL, "ema: the average after each of %d updates equals a float64 "
+               "recurrence over the weights (worst error %.2e, tolerance %.0e)", RUN_STEPS,
+               worst, EMA_TOL);
+    free(expect);
+
+    /* without an average the weights are the same bits: the average only watches */
+    if (!check_true(run_init(&plain) == 0, "ema: init without")) goto done;
+    run_steps(&plain, tokens, RUN_STEPS, losses[0]);
+    check_true(memcmp(plain.params, a.params, a.n_params * sizeof(float)) == 0,
+               "ema: the weights equal a run without an average, bit for bit");
+
+    /* the checkpoint holds the average; save at the middle, resume, same bits at the end */
+    if (!check_true(run_init_ema(&b, EMA_DECAY) == 0, "ema: init again")) goto done;
+    run_steps(&b, tokens, RUN_STEPS / 2, losses[1]);
+    int saved = trainer_save(&b, path, state);
+    Model m;
+    if (check_true(saved == 0 && model_load(&m, path, b.T) == 0, "ema: checkpoint loads")) {
+        const float *wte = m.checkpoint.tensors[TENSOR_WTE].f32;
+        size_t bytes = b.tensor_size[0] * sizeof(float);
+        check_true(memcmp(wte, b.ema, bytes) == 0 && memcmp(wte, b.params, bytes) != 0,
+                   "ema: the checkpoint holds the average, not the weights");
+        model_free(&m);
+    }
+    trainer_free(&b);
+    if (!check_true(trainer_load(&b, path, state) == 0 && b.ema != NULL, "ema: load")) goto done;
+    run_steps(&b, tokens, RUN_STEPS, losses[1]);
+    check_true(memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0 &&
+               memcmp(a.ema, b.ema, a.n_params * sizeof(float)) == 0,
+               "ema: resumed at step %d, the weights and the average end with the same bits",
+               RUN_STEPS / 2);
+    /* evaluation swaps the average in and out, exactly */
+    float *copy = malloc(a.n_params * sizeof(float));
+    memcpy(copy, a.params, a.n_params * sizeof(float));
+    trainer_swap_ema(&a);
+    int swapped = memcmp(a.params, b.ema, a.n_params * sizeof(float)) == 0;
+    trainer_swap_ema(&a);
+    check_true(swapped && memcmp(a.params, copy, a.n_params * sizeof(float)) == 0,
+               "ema: trainer_swap_ema puts the average in place and back, bit for bit");
+    free(copy);
+done:
+    remove(path);
+    remove(state);
+    trainer_free(&a);
+    trainer_free(&b);
+    trainer_free(&plain);
     free(tokens);
 }
 
@@ -1415,6 +1497,7 @@ int main(void) {
     test_model_grad(0.3f);
     test_schedule();
     test_training_run();
+    test_ema_run();
     test_bpe();
     test_bpe_roundtrip();
     test_bpe_long_run();
