@@ -75,7 +75,7 @@ static const char USAGE[] =
 "  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.1)\n"
 "  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.2)\n"
 "      --ema X            keep a moving average of the weights with this decay per step,\n"
-"                         0..0.99999, 0 = none (default 0); checkpoints, validation and\n"
+"                         0..0.99999, 0 = none (default 0.999); checkpoints, validation and\n"
 "                         the final figures use the average\n"
 "  -g, --clip X           gradient-norm clip, 0 = off, 0..1000 (default 1.0)\n"
 "  -e, --eval-every N     steps between validation and checkpoints, 1.. (default 500)\n"
@@ -179,6 +179,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     s->eps = 1e-8f;
     s->clip = 1.0f;
     s->dropout = 0.2f;
+    s->ema = 0.999f;
     for (int i = 1; i < argc; i++) {
         CliArg arg;
         if (cli_next("train", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;

@@ -238,8 +238,8 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     a->mean = floats_alloc(N);
     a->rstd = floats_alloc(N);
     if (!tr->params || !tr->params_t || !tr->grads || !tr->adam_m || !tr->adam_v ||
-        (settings->ema > 0.0f && !tr->ema) ||
-        !tr->inputs || !tr->targets || !tr->layers || !a->encoded || !a->ln1 || !a->q || !a->k || !a->v ||
+        (settings->ema > 0.0f && !tr->ema) || !tr->inputs || !tr->targets || !tr->layers ||
+        !a->encoded || !a->ln1 || !a->q || !a->k || !a->v ||
         !a->atty || !a->residual2 || !a->ln2 || !a->fch || !a->fch_gelu || !a->residual3 ||
         !a->lnf || !a->logits || !a->probs || !a->losses || !a->dresidual || !a->dtmp ||
         !a->dln || !a->datty || !a->dq || !a->dk || !a->dv || !a->dfch || !a->scratch ||
@@ -261,7 +261,8 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
 void trainer_free(Trainer *tr) {
     TrainActivations *a = &tr->a;
     float *buffers[] = {
-        tr->params, tr->params_t, tr->grads, tr->adam_m, tr->adam_v, tr->ema, a->encoded, a->ln1,
+        tr->params, tr->params_t, tr->grads, tr->adam_m, tr->adam_v, tr->ema, a->encoded,
+        a->ln1,
         a->q, a->k, a->v, a->atty, a->residual2, a->ln2, a->fch, a->fch_gelu, a->residual3,
         a->lnf, a->logits, a->probs, a->losses, a->dresidual, a->dtmp, a->dln, a->datty,
         a->dq, a->dk, a->dv, a->dfch, a->scratch, a->mean, a->rstd};

@@ -1090,7 +1090,8 @@ done:
 }
 
 /* Slots of the optimizer state header (weights/README.md), and where the moments start. */
-enum { SLOT_VERSION = 1, SLOT_STEP = 2, SLOT_N_PARAMS_LO = 3, SLOT_BETA2 = 12, SLOT_UNUSED = 40 };
+enum { SLOT_VERSION = 1, SLOT_STEP = 2, SLOT_N_PARAMS_LO = 3, SLOT_BETA2 = 12, SLOT_EMA = 27,
+       SLOT_UNUSED = 40 };
 #define STATE_HEADER_BYTES (64 * 4)
 
 /* Write state (n bytes) to path after fix(state) changed it; then expect -r to fail. */
@@ -1127,12 +1128,18 @@ static void step_minus_one(unsigned char *s, size_t n) {
     put_slot(s, SLOT_STEP, get_slot(s, SLOT_STEP) - 1);
 }
 static void version_one(unsigned char *s, size_t n) { (void)n; put_slot(s, SLOT_VERSION, 1); }
-static void beta2_above_one(unsigned char *s, size_t n) {
-    float f = 1.5f;
+static void put_float_slot(unsigned char *s, int slot, float f) {
     uint32_t bits;
     memcpy(&bits, &f, sizeof bits);
+    put_slot(s, slot, bits);
+}
+static void beta2_above_one(unsigned char *s, size_t n) {
     (void)n;
-    put_slot(s, SLOT_BETA2, bits);
+    put_float_slot(s, SLOT_BETA2, 1.5f);
+}
+static void ema_above_one(unsigned char *s, size_t n) {
+    (void)n;
+    put_float_slot(s, SLOT_EMA, 1.5f);
 }
 static void unused_slot(unsigned char *s, size_t n) { (void)n; put_slot(s, SLOT_UNUSED, 7); }
 static void huge_n_params(unsigned char *s, size_t n) {   /* 2^64 - 1: a size that would wrap */
@@ -1145,10 +1152,14 @@ static void nan_moment(unsigned char *s, size_t n) {   /* adam_m[7] */
     (void)n;
     memcpy(s + STATE_HEADER_BYTES + 7 * sizeof(float), &f, sizeof f);
 }
-static void negative_v(unsigned char *s, size_t n) {   /* adam_v[0] */
-    float f = -1.0f;
-    memcpy(s + STATE_HEADER_BYTES + (n - STATE_HEADER_BYTES) / 2, &f, sizeof f);
+/* Float i of array `array` (0 adam_m, 1 adam_v, 2 the weights) set to f; the parameter
+ * count is the state's own (slot 3; these files are far below 2^32 parameters). */
+static void put_state_float(unsigned char *s, int array, size_t i, float f) {
+    size_t n_params = get_slot(s, SLOT_N_PARAMS_LO);
+    memcpy(s + STATE_HEADER_BYTES + ((size_t)array * n_params + i) * sizeof f, &f, sizeof f);
 }
+static void negative_v(unsigned char *s, size_t n) { (void)n; put_state_float(s, 1, 0, -1.0f); }
+static void nan_weight(unsigned char *s, size_t n) { (void)n; put_state_float(s, 2, 5, NAN); }
 
 /* Task: a corrupt or mismatched state file is refused, naming the state file. */
 static void test_state_file(void) {
@@ -1185,6 +1196,11 @@ static void test_state_file(void) {
                      negative_v, "adam_v[0] is negative");
     expect_bad_state("-r, state with beta2 1.5", resume, state, pristine, n, n, beta2_above_one,
                      "bad beta2 in the optimizer state (got 1.5, expected a number in [0, 1))");
+    expect_bad_state("-r, state with a NaN training weight (beside the average)", resume, state,
+                     pristine, n, n, nan_weight, "weight 5 is not finite (got nan");
+    expect_bad_state("-r, state with moving-average decay 1.5", resume, state, pristine, n, n,
+                     ema_above_one, "bad moving-average decay in the optimizer state (got 1.5, "
+                     "expected a number in [0, 0.99999])");
     expect_bad_state("-r, state of format version 1", resume, state, pristine, n, n,
                      version_one, "not an optimizer state of this trainer (got magic");
     expect_bad_state("-r, state with an unused slot set", resume, state, pristine, n, n,
