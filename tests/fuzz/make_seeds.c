@@ -383,8 +383,9 @@ static const char *const SPECS[] = {
     "exact", "exact:tau=0.5", "exact:softmax1=1", "unscaled", "unscaled:softmax1=1",
     "softmax1", "softmax1:tau=2", "gauss", "gauss:tau=1.5,softmax1=1", "window",
     "window:w=4,sinks=1", "window:w=1", "dilated:w=3,k=2,sinks=1", "dilated", "strided:l=3",
-    "strided", "fixed:l=4,c=1", "fixed:l=4,c=4", "fixed", "lsh:buckets=4,rounds=2,local=2,"
-    "sinks=1,seed=7", "lsh:buckets=1", "lsh", "linear", "linear:prescale=1", "efficient",
+    "strided", "fixed:l=4,c=1", "fixed:l=4,c=4", "fixed",
+    "lsh:buckets=4,rounds=2,local=2,sinks=1,seed=7", "lsh:buckets=1", "lsh", "linear",
+    "linear:prescale=1", "efficient",
     "performer:m=8,orf=0,seed=3", "performer:m=5,orf=1", "performer:tau=0.5", "performer",
     "lsh:buckets=8,rounds=3,local=0,sinks=0,seed=18446744073709551615,tau=0.25,softmax1=1",
     /* broken */
@@ -411,8 +412,8 @@ static const char *const COMMANDS[] = {
     "q.bin\n--eval\ne.txt\n--ref\nmodel.bin\n--ctx\n32",
     "l.bin\n-z\nlt.bin\n--eval\ne.txt\n--ctx\n4\n--attn\nlinear",
     "model.bin\n--attn\nlsh:buckets=4,rounds=2\n-n\n4\n-s\n6",
-    "model.bin\n--attn=performer:m=8\n--n-predict=3\n--seed=7\n--temperature=0.7\n--top-p=0.9"
-    "\n--top-k=4",
+    ("model.bin\n--attn=performer:m=8\n--n-predict=3\n--seed=7\n--temperature=0.7\n--top-p=0.9"
+     "\n--top-k=4"),
     "model.bin\n-T\n2\n-n\n2\n-s\n8",
     "model.bin\n-n\n0",
     "n.bin\n-i\nHello\n-n\n4\n-s\n1", "n.bin\n--eval\ne.txt\n--ctx\n8",
