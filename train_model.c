@@ -262,10 +262,9 @@ void trainer_free(Trainer *tr) {
     TrainActivations *a = &tr->a;
     float *buffers[] = {
         tr->params, tr->params_t, tr->grads, tr->adam_m, tr->adam_v, tr->ema, a->encoded,
-        a->ln1,
-        a->q, a->k, a->v, a->atty, a->residual2, a->ln2, a->fch, a->fch_gelu, a->residual3,
-        a->lnf, a->logits, a->probs, a->losses, a->dresidual, a->dtmp, a->dln, a->datty,
-        a->dq, a->dk, a->dv, a->dfch, a->scratch, a->mean, a->rstd};
+        a->ln1, a->q, a->k, a->v, a->atty, a->residual2, a->ln2, a->fch, a->fch_gelu,
+        a->residual3, a->lnf, a->logits, a->probs, a->losses, a->dresidual, a->dtmp, a->dln,
+        a->datty, a->dq, a->dk, a->dv, a->dfch, a->scratch, a->mean, a->rstd};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) free(buffers[i]);
     free(tr->inputs);
     free(tr->targets);

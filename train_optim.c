@@ -119,15 +119,12 @@ static void update_body(void *ctx) {
     int t = tr->step + 1;
     u->correction1 = 1.0f - powf(s->beta1, (float)t);
     u->correction2 = 1.0f - powf(s->beta2, (float)t);
-    kernels_parallel_for(adamw_job, u,
-                         (int)((tr->n_params + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB),
-                         (long)tr->n_params * 4);
+    int jobs = (int)((tr->n_params + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB);
+    kernels_parallel_for(adamw_job, u, jobs, (long)tr->n_params * 4);
     tr->step++;
     if (tr->ema) {
         u->ema_rate = 1.0f - trainer_ema_decay(s, tr->step);
-        kernels_parallel_for(ema_job, u,
-                             (int)((tr->n_params + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB),
-                             (long)tr->n_params * 2);
+        kernels_parallel_for(ema_job, u, jobs, (long)tr->n_params * 2);
     }
 }
 
@@ -156,9 +153,9 @@ enum { HEADER_MAGIC, HEADER_VERSION, HEADER_MAX_T, HEADER_V, HEADER_L, HEADER_NH
 /* Fields of the optimizer state file's header (TRAIN_STATE_HEADER_INTS int32 slots; the
  * float ones hold float32 bits, 64-bit ones low half first; from STATE_UNUSED on, 0).
  * Then adam_m and adam_v, n_params floats each, and with a moving average (STATE_EMA > 0)
- * the training weights (the checkpoint holds the average). STATE_MODEL_SUM is the FNV-1a 64 of the
- * checkpoint file the state belongs to (header and parameters); STATE_SUM that of this
- * file with the STATE_SUM slots 0. weights/README.md documents the format. */
+ * the training weights (the checkpoint holds the average). STATE_MODEL_SUM is the FNV-1a
+ * 64 of the checkpoint file the state belongs to (header and parameters); STATE_SUM that
+ * of this file with the STATE_SUM slots 0. weights/README.md documents the format. */
 enum { STATE_MAGIC, STATE_VERSION, STATE_STEP, STATE_N_PARAMS_LO, STATE_N_PARAMS_HI,
        STATE_BATCH, STATE_STEPS, STATE_WARMUP, STATE_LR, STATE_LR_MIN_RATIO,
        STATE_WEIGHT_DECAY, STATE_BETA1, STATE_BETA2, STATE_EPS, STATE_CLIP, STATE_DROPOUT,
@@ -387,6 +384,13 @@ int trainer_save(const Trainer *tr, const char *path, const char *state_path) {
     return train_sync_folder(path);
 }
 
+/* 1 if the state header's magic and version are ones this trainer reads. */
+static int state_version_ok(const int32_t state[TRAIN_STATE_HEADER_INTS]) {
+    return state[STATE_MAGIC] == TRAIN_STATE_MAGIC &&
+           state[STATE_VERSION] >= TRAIN_STATE_MIN_VERSION &&
+           state[STATE_VERSION] <= TRAIN_STATE_VERSION;
+}
+
 /* FNV-1a 64 of the whole file at path into *sum. Returns 0, or -1 (no message) if it
  * cannot be read. */
 static int file_sum(const char *path, uint64_t *sum) {
@@ -412,9 +416,7 @@ int trainer_finish_save(const char *path, const char *state_path) {
     if (!file) return 0;
     int complete = fread(state, sizeof state, 1, file) == 1;
     fclose(file);
-    if (!complete || state[STATE_MAGIC] != TRAIN_STATE_MAGIC ||
-        state[STATE_VERSION] < TRAIN_STATE_MIN_VERSION ||
-        state[STATE_VERSION] > TRAIN_STATE_VERSION) return 0;
+    if (!complete || !state_version_ok(state)) return 0;
     uint64_t want = get_u64(state, STATE_MODEL_SUM_LO);
     if (file_sum(path, &sum) == 0 && sum == want) return 0;       /* the pair matches */
     if (train_temp_path(path_temp, path) != 0) return -1;
@@ -538,8 +540,7 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path) {
     }
     if (train_file_size(state_file, state_path, &state_bytes) != 0 ||
         train_read_all(state_file, state, sizeof state, state_path, "header") != 0) goto fail;
-    if (state[STATE_MAGIC] != TRAIN_STATE_MAGIC || state[STATE_VERSION] < TRAIN_STATE_MIN_VERSION ||
-        state[STATE_VERSION] > TRAIN_STATE_VERSION) {
+    if (!state_version_ok(state)) {
         fprintf(stderr, "train: %s: not an optimizer state of this trainer (got magic %d "
                 "version %d, expected %d version %d..%d)\n", state_path,
                 (int)state[STATE_MAGIC], (int)state[STATE_VERSION], TRAIN_STATE_MAGIC,
