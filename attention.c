@@ -78,9 +78,26 @@ static void attend_rows(float *out_t, const float *q_t, const float *k, const fl
     kernels_weighted_sum(out_t, scores, inv_sum, v, kv_stride, rows, n_keys, HS);
 }
 
+static uint64_t splitmix64(uint64_t *x);   /* the project's generator's step, below */
+
+/* Dropout on the weights of one query (training, attention_forward_dropout): w (n,) becomes
+ * w_j * 0 or w_j / (1 - p), the mask of (head h, query t) of a call over T queries being that
+ * of indices first .. first + n - 1 with first = (h T + t) T; w may hold ones, which gives
+ * the factors themselves (attend_one_backward). See AttentionDropout. */
+static void dropout_weights(float *w, int n, const AttentionDropout *drop, uint64_t first) {
+    uint64_t threshold = (uint64_t)ceilf(drop->p * 16777216.0f);   /* p 2^24, exact */
+    float keep_scale = 1.0f / (1.0f - drop->p);
+    for (int j = 0; j < n; j++) {
+        uint64_t x = drop->key + first + (uint64_t)j;
+        uint64_t hash = splitmix64(&x);
+        w[j] = hash >> 40 >= threshold ? w[j] * keep_scale : 0.0f;
+    }
+}
+
 /* One call's arguments, for its per-head jobs. */
 typedef struct {
     const AttentionShape *shape;
+    const AttentionDropout *drop;   /* NULL: no dropout */
     float *out;
     const float *q, *k, *v;
     int pos, T;
@@ -99,20 +116,42 @@ static void forward_head(void *ctx, int h) {
     for (int t = 0; t < f->T; t++) {
         const float *q_t = f->q + ((long)t * NH + h) * HS;
         float *out_t = f->out + ((long)t * NH + h) * HS;
-        attend_rows(out_t, q_t, f->k + kv_offset, f->v + kv_offset, kv_stride, NULL,
-                    f->pos + t + 1, HS, exact, scores);
+        const float *k = f->k + kv_offset, *v = f->v + kv_offset;
+        int n_keys = f->pos + t + 1;
+        if (!f->drop) {
+            attend_rows(out_t, q_t, k, v, kv_stride, NULL, n_keys, HS, exact, scores);
+            continue;
+        }
+        /* attend_rows with the dropout mask applied between the softmax and the sum */
+        score_rows(scores, q_t, k, kv_stride, NULL, n_keys, HS, exact);
+        float inv_sum = softmax_unnormalised(scores, n_keys, exact);
+        dropout_weights(scores, n_keys, f->drop, ((uint64_t)h * f->T + (uint64_t)t) * f->T);
+        kernels_weighted_sum(out_t, scores, inv_sum, v, kv_stride, NULL, n_keys, HS);
     }
+}
+
+/* attention_forward and attention_forward_dropout: drop NULL for none. */
+static void forward(const AttentionShape *shape, const AttentionDropout *drop, float *out,
+                    const float *q, const float *k, const float *v, int pos, int T,
+                    float *scratch) {
+    /* Heads are independent and each writes its own HS columns of out, and its own
+     * scratch row, so running them on different threads changes no result. A short
+     * context stays on one thread: sharing the work would cost more than it saves. */
+    ForwardJob f = {shape, drop, out, q, k, v, pos, T, scratch};
+    /* scores and weighted sums: two multiply-adds per head, query, key and dimension */
+    long work = 2L * shape->n_heads * T * (pos + T) * shape->head_dim;
+    kernels_parallel_for(forward_head, &f, shape->n_heads, work);
 }
 
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch) {
-    /* Heads are independent and each writes its own HS columns of out, and its own
-     * scratch row, so running them on different threads changes no result. A short
-     * context stays on one thread: sharing the work would cost more than it saves. */
-    ForwardJob f = {shape, out, q, k, v, pos, T, scratch};
-    /* scores and weighted sums: two multiply-adds per head, query, key and dimension */
-    long work = 2L * shape->n_heads * T * (pos + T) * shape->head_dim;
-    kernels_parallel_for(forward_head, &f, shape->n_heads, work);
+    forward(shape, NULL, out, q, k, v, pos, T, scratch);
+}
+
+void attention_forward_dropout(const AttentionShape *shape, const AttentionDropout *drop,
+                               float *out, const float *q, const float *k, const float *v,
+                               int T, float *scratch) {
+    forward(shape, drop && drop->p > 0.0f ? drop : NULL, out, q, k, v, 0, T, scratch);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1126,12 +1165,15 @@ int attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx) {
 }
 
 /* One head, one query t with n_keys = t + 1 visible keys: recompute p = softmax(scores)
- * exactly as attend_one does, then accumulate the gradients of q_t, k, v.
+ * exactly as attend_rows does, then accumulate the gradients of q_t, k, v. With dropout
+ * the forward summed p_t2 m_t2 v_t2 (m_t2 = 0 or 1 / (1 - p), the mask of this head and
+ * query, starting at index `first`), so m_t2 scales both dv_t2 and dp_t2.
  *   dout_t, q_t, dq_t (HS,); k, v, dk, dv (n_keys, kv_stride) at this kv head's columns;
  *   p, dp (n_keys,) scratch. */
 static void attend_one_backward(float *dq_t, float *dk, float *dv, const float *dout_t,
                                 const float *q_t, const float *k, const float *v,
                                 int kv_stride, int n_keys, int HS, float scale,
+                                const AttentionDropout *drop, uint64_t first,
                                 float *p, float *dp) {
     /* recompute the weights: the same three steps, in the same order, as attend_one */
     float max_score = -INFINITY;
@@ -1142,19 +1184,24 @@ static void attend_one_backward(float *dq_t, float *dk, float *dv, const float *
     }
     float sum = kernels_exp_sum(p, n_keys, max_score);
     float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;
-    /* dp_t2 = dout . v_t2, dv_t2 += p_t2 dout, and the softmax's weighted mean of dp */
+    /* the mask's factors m_t2 go into dp first (ones without dropout) */
+    for (int t2 = 0; t2 < n_keys; t2++) dp[t2] = 1.0f;
+    if (drop) dropout_weights(dp, n_keys, drop, first);
+    /* dp_t2 = m_t2 (dout . v_t2), dv_t2 += p_t2 m_t2 dout, and the softmax's weighted
+     * mean of dp */
     float mean_dp = 0.0f;
     for (int t2 = 0; t2 < n_keys; t2++) {
         const float *v_t2 = v + (long)t2 * kv_stride;
         float *dv_t2 = dv + (long)t2 * kv_stride;
         p[t2] *= inv_sum;
+        float kept = p[t2] * dp[t2];
         float dot = 0.0f;
         for (int i = 0; i < HS; i++) {
             dot += dout_t[i] * v_t2[i];
-            dv_t2[i] += p[t2] * dout_t[i];
+            dv_t2[i] += kept * dout_t[i];
         }
-        dp[t2] = dot;
-        mean_dp += p[t2] * dot;
+        dp[t2] *= dot;
+        mean_dp += p[t2] * dp[t2];
     }
     /* ds_t2 = p_t2 (dp_t2 - mean_dp); scores were (q . k_t2) * scale */
     for (int t2 = 0; t2 < n_keys; t2++) {
@@ -1170,7 +1217,8 @@ static void attend_one_backward(float *dq_t, float *dk, float *dv, const float *
 
 void attention_backward(const AttentionShape *shape, float *dq, float *dk, float *dv,
                         const float *dout, const float *q, const float *k, const float *v,
-                        int T, float *scratch) {
+                        int T, const AttentionDropout *drop, float *scratch) {
+    if (drop && drop->p <= 0.0f) drop = NULL;
     int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
     int group = NH / NKV;                      /* query heads per kv head */
     int kv_stride = NKV * HS;
@@ -1188,7 +1236,8 @@ void attention_backward(const AttentionShape *shape, float *dq, float *dk, float
                 long row = ((long)t * NH + h) * HS;    /* seek to q[t, h, :] */
                 attend_one_backward(dq + row, dk + kv_offset, dv + kv_offset, dout + row,
                                     q + row, k + kv_offset, v + kv_offset, kv_stride, t + 1,
-                                    HS, shape->scale, p, dp);
+                                    HS, shape->scale, drop,
+                                    ((uint64_t)h * T + (uint64_t)t) * T, p, dp);
             }
         }
     }

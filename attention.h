@@ -39,6 +39,23 @@ int attention_scratch_floats(const AttentionShape *shape, int n_ctx);
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch);
 
+/* Dropout on the attention weights, for training: in a call over T queries, the weight of
+ * key j for query t in head h is dropped (set to 0) when the top 24 bits of splitmix64 of
+ * key + (h T + t) T + j, read as a fraction of 2^24, fall below p; the kept weights are
+ * divided by 1 - p, so each output's expectation is unchanged. The mask depends only on
+ * (key, h, t, j), so the backward redraws it, and it is the same for any thread count. */
+typedef struct {
+    float p;                  /* drop probability, [0, 1); 0 = none */
+    unsigned long long key;   /* the caller's key for this call (trainer: step, layer, row) */
+} AttentionDropout;
+
+/* attention_forward with pos = 0 (T queries over their own T keys) and the weights dropped
+ * out as drop says (NULL or p = 0: none, the same bits as attention_forward). Same
+ * arguments otherwise. */
+void attention_forward_dropout(const AttentionShape *shape, const AttentionDropout *drop,
+                               float *out, const float *q, const float *k, const float *v,
+                               int T, float *scratch);
+
 /* ------------------------------------------------------------------------- */
 /* The attention lab: every variant of docs/attention.md behind one stateful step */
 /*
@@ -205,6 +222,8 @@ int attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx);
  * and s = (q . k) * scale, for each query t, head h and key t2 <= t:
  *   dv_t2 += p_t2 dout_t;  ds_t2 = p_t2 (dout_t . v_t2 - sum_j p_j dout_t . v_j);
  *   dq_t += ds_t2 scale k_t2;  dk_t2 += ds_t2 scale q_t.
+ * With dropout (drop as given to attention_forward_dropout; NULL or p = 0: none) each
+ * dout_t . v_t2 and each p_t2 of dv_t2 is multiplied by the mask's 0 or 1 / (1 - p).
  *   dq      (T, NH * HS)    accumulated (+=)
  *   dk, dv  (T, NKV * HS)   accumulated (+=)
  *   dout    (T, NH * HS)    gradient of the loss with respect to out
@@ -215,6 +234,6 @@ int attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx);
  * count. Never allocates. */
 void attention_backward(const AttentionShape *shape, float *dq, float *dk, float *dv,
                         const float *dout, const float *q, const float *k, const float *v,
-                        int T, float *scratch);
+                        int T, const AttentionDropout *drop, float *scratch);
 
 #endif /* ATTENTION_H */

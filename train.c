@@ -74,6 +74,7 @@ static const char USAGE[] =
 "                         smaller, at least 1)\n"
 "  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.1)\n"
 "  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.2)\n"
+"      --attn-dropout X   dropout on the attention weights, [0, 0.9] (default 0)\n"
 "      --ema X            keep a moving average of the weights with this decay per step,\n"
 "                         0..0.99999, 0 = none (default 0.999); checkpoints, validation and\n"
 "                         the final figures use the average\n"
@@ -94,7 +95,7 @@ static const char USAGE[] =
 typedef enum {
     OPT_HELP, OPT_RESUME, OPT_FORCE, OPT_DATA, OPT_OUT, OPT_TOKENIZER, OPT_EVAL_EVERY,
     OPT_STEPS, OPT_VOCAB, OPT_LAYERS, OPT_DIM, OPT_HEADS, OPT_CONTEXT, OPT_BATCH, OPT_LR,
-    OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_EMA, OPT_CLIP, OPT_SEED
+    OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_EMA, OPT_CLIP, OPT_SEED
 } OptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
@@ -118,6 +119,8 @@ static const CliOption OPTIONS[] = {
     {OPT_WEIGHT_DECAY, "-W", "--weight-decay", CLI_FLOAT, 0, (double)TRAIN_MAX_WEIGHT_DECAY,
      0, NULL},
     {OPT_DROPOUT, "-p", "--dropout", CLI_FLOAT, 0, (double)TRAIN_MAX_DROPOUT, 0, NULL},
+    {OPT_ATTN_DROPOUT, NULL, "--attn-dropout", CLI_FLOAT, 0, (double)TRAIN_MAX_DROPOUT, 0,
+     NULL},
     {OPT_EMA, NULL, "--ema", CLI_FLOAT, 0, (double)TRAIN_MAX_EMA, 0, NULL},
     {OPT_CLIP, "-g", "--clip", CLI_FLOAT, 0, (double)TRAIN_MAX_CLIP, 0, NULL},
     {OPT_SEED, "-s", "--seed", CLI_INT, 0, INT_MAX, 0, NULL},
@@ -215,6 +218,7 @@ static int parse_options(Options *o, int argc, char **argv) {
         case OPT_WARMUP: s->warmup = number; warmup_given = 1; break;
         case OPT_WEIGHT_DECAY: s->weight_decay = real; break;
         case OPT_DROPOUT: s->dropout = real; break;
+        case OPT_ATTN_DROPOUT: s->attn_dropout = real; break;
         case OPT_EMA: s->ema = real; break;
         case OPT_CLIP: s->clip = real; break;
         case OPT_SEED: seed = number; break;
@@ -634,10 +638,10 @@ int main(int argc, char **argv) {
            "%.2f MFLOP per token; %d thread%s, %s kernels\n", c->n_layers, c->dim, c->n_heads,
            T, c->vocab_size, tr.n_params, B, T, flops_per_token(c) * 1e-6, threads,
            threads == 1 ? "" : "s", kernels_isa());
-    printf("schedule: %d steps, warmup %d, lr %g -> %g, weight decay %g, dropout %g, clip %g, "
-           "moving average %g, seed %llu\n", s->steps, s->warmup, (double)s->lr,
-           (double)(s->lr * s->lr_min_ratio), (double)s->weight_decay, (double)s->dropout,
-           (double)s->clip, (double)s->ema, (unsigned long long)s->seed);
+    printf("schedule: %d steps, warmup %d, lr %g -> %g, weight decay %g, dropout %g, attention "
+           "dropout %g, clip %g, moving average %g, seed %llu\n", s->steps, s->warmup,
+           (double)s->lr, (double)(s->lr * s->lr_min_ratio), (double)s->weight_decay,
+           (double)s->dropout, (double)s->attn_dropout, (double)s->clip, (double)s->ema, (unsigned long long)s->seed);
     fflush(stdout);
     double train_seconds = 0.0;
     if (run_loop(&tr, &o, &d, inputs, targets, &train_seconds) != 0) goto done;

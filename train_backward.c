@@ -108,6 +108,7 @@ static void gelu_job(void *ctx, int j) {
  * its own scratch. */
 typedef struct {
     Trainer *tr;
+    int layer;
     const float *q, *k, *v;
 } AttentionJob;
 
@@ -120,8 +121,9 @@ static void attention_job(void *ctx, int b) {
     memset(a->dq + seq, 0, bytes);   /* attention_backward accumulates */
     memset(a->dk + seq, 0, bytes);
     memset(a->dv + seq, 0, bytes);
+    AttentionDropout drop = train_attention_dropout(tr, f->layer, b);
     attention_backward(&tr->attention, a->dq + seq, a->dk + seq, a->dv + seq, a->datty + seq,
-                       f->q + seq, f->k + seq, f->v + seq, tr->T,
+                       f->q + seq, f->k + seq, f->v + seq, tr->T, &drop,
                        a->scratch + (size_t)b * tr->attention_scratch);
 }
 
@@ -179,7 +181,7 @@ static void backward_body(void *ctx) {
         kernels_matmul_backward(a->datty, g->attprojw + (size_t)l * CC,
                                 g->attprojb + (size_t)l * C, a->dtmp, atty,
                                 p->attprojw + (size_t)l * CC, (int)N, C, C, KERNELS_OVERWRITE);
-        AttentionJob att = {tr, q, k, v};
+        AttentionJob att = {tr, l, q, k, v};
         kernels_parallel_for(attention_job, &att, B, 4L * B * T * T * C);
         /* dln = dq W_q + dk W_k + dv W_v */
         kernels_matmul_backward(a->dln, g->qkvw + qkv, g->qkvb + qkv_b, a->dq, ln1,

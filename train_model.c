@@ -410,9 +410,18 @@ static void transpose_job(void *ctx, int j) {
     kernels_transpose(base_t + at, base + at, rows, cols);
 }
 
+AttentionDropout train_attention_dropout(const Trainer *tr, int layer, int b) {
+    /* a call's mask covers NH T^2 indices from its key: one span per sequence b */
+    uint64_t span = (uint64_t)tr->config.n_heads * (uint64_t)tr->T * (uint64_t)tr->T;
+    AttentionDropout drop = {tr->dropout_on ? tr->settings.attn_dropout : 0.0f,
+                             train_dropout_key(tr, layer, 2) + (uint64_t)b * span};
+    return drop;
+}
+
 /* Attention of one sequence b per job, each with its own scratch. */
 typedef struct {
     const Trainer *tr;
+    int layer;
     float *out;
     const float *q, *k, *v;
 } AttentionJob;
@@ -421,16 +430,17 @@ static void attention_job(void *ctx, int b) {
     const AttentionJob *f = ctx;
     const Trainer *tr = f->tr;
     size_t seq = (size_t)b * tr->T * tr->config.dim;   /* seek to sequence b */
-    attention_forward(&tr->attention, f->out + seq, f->q + seq, f->k + seq, f->v + seq, 0,
-                      tr->T, tr->a.scratch + (size_t)b * tr->attention_scratch);
+    AttentionDropout drop = train_attention_dropout(tr, f->layer, b);
+    attention_forward_dropout(&tr->attention, &drop, f->out + seq, f->q + seq, f->k + seq,
+                              f->v + seq, tr->T,
+                              tr->a.scratch + (size_t)b * tr->attention_scratch);
 }
 
 /* block.c's attention hook: each of the B sequences attends over its own T positions. */
 static int attend_batch(void *ctx, int layer, float *out, const float *q, const float *k,
                         const float *v) {
-    (void)layer;
     const Trainer *tr = ctx;
-    AttentionJob att = {tr, out, q, k, v};
+    AttentionJob att = {tr, layer, out, q, k, v};
     kernels_parallel_for(attention_job, &att, tr->B,   /* scores and sums: ~2 T^2 C each */
                          2L * tr->B * tr->T * tr->T * tr->config.dim);
     return 0;

@@ -45,6 +45,7 @@ typedef struct {
     float eps;              /* AdamW epsilon */
     float clip;             /* global gradient-norm clip; 0 = off */
     float dropout;          /* residual and embedding dropout probability, [0, 1) */
+    float attn_dropout;     /* dropout on the attention weights, [0, 1) */
     float ema;              /* decay of the weights' moving average; 0 = none */
     uint64_t seed;          /* initialisation, batches and dropout masks */
 } TrainSettings;
@@ -162,8 +163,12 @@ void train_crossentropy_forward(float *probs, float *losses, const float *logits
 uint64_t train_mix64(uint64_t z);
 
 /* The key of one dropout site at tr's current step: layer l (L for the embeddings),
- * site 0 attention, 1 MLP. */
+ * site 0 attention output, 1 MLP output, 2 attention weights. */
 uint64_t train_dropout_key(const Trainer *tr, int layer, int site);
+
+/* The attention-weight dropout of sequence b in layer l at tr's current step (p = 0 while
+ * evaluating): key train_dropout_key(tr, l, 2) plus b times one call's NH T^2 indices. */
+AttentionDropout train_attention_dropout(const Trainer *tr, int layer, int b);
 
 /* out (n,) = x (n,) * mask / (1 - p), mask_i = 0 with probability p (when the top 24 bits
  * of train_mix64(key + i), as a fraction of 2^24, fall below p), so the backward applies

@@ -187,8 +187,9 @@ static void test_gelu_grad(void) {
     free(c.x); free(c.g);
 }
 
-/* causal attention: loss = sum g . attention(q, k, v), heads of HS, scale 1/sqrt(HS) */
-typedef struct { double *q, *k, *v, *g; int T, NH, HS; } AttentionCase;
+/* causal attention: loss = sum g . attention(q, k, v), heads of HS, scale 1/sqrt(HS); with
+ * a dropout mask (NH, T, T) of factors 0 or 1 / (1 - p) (NULL: none) multiplying each weight */
+typedef struct { double *q, *k, *v, *g; const double *mask; int T, NH, HS; } AttentionCase;
 
 static double attention_loss(void *ctx) {
     AttentionCase *c = ctx;
@@ -207,7 +208,9 @@ static double attention_loss(void *ctx) {
             for (int t2 = 0; t2 <= t; t2++) z += (s[t2] = exp(s[t2] - max));
             for (int i = 0; i < c->HS; i++) {
                 double out = 0.0;
-                for (int t2 = 0; t2 <= t; t2++) out += s[t2] / z * c->v[t2 * C + h * c->HS + i];
+                for (int t2 = 0; t2 <= t; t2++)
+                    out += s[t2] / z * (c->mask ? c->mask[(h * c->T + t) * c->T + t2] : 1.0) *
+                           c->v[t2 * C + h * c->HS + i];
                 loss += c->g[t * C + h * c->HS + i] * out;
             }
         }
@@ -224,12 +227,90 @@ static void test_attention_grad(void) {
     AttentionShape shape = {NH, NH, HS, 1.0f / sqrtf((float)HS)};
     check_true(attention_backward_scratch_floats(&shape, T) <= 2 * NH * T,
                "attention backward scratch fits 2 rows per head");
-    attention_backward(&shape, dq, dk, dv, g, q, k, v, T, scratch);
+    attention_backward(&shape, dq, dk, dv, g, q, k, v, T, NULL, scratch);
     AttentionCase c = {to_f64(q, T * C), to_f64(k, T * C), to_f64(v, T * C), to_f64(g, T * C),
-                       T, NH, HS};
+                       NULL, T, NH, HS};
     check_grad("attention backward dq (T 5, NH 2, HS 3)", dq, c.q, T * C, attention_loss, &c);
     check_grad("attention backward dk", dk, c.k, T * C, attention_loss, &c);
     check_grad("attention backward dv", dv, c.v, T * C, attention_loss, &c);
+    free(c.q); free(c.k); free(c.v); free(c.g);
+}
+
+/* The dropout mask drop gives (NH heads, T queries), read through the forward alone: with
+ * q = k = 0 every visible weight is 1 / (t + 1), and with HS = T and v_j the j-th unit
+ * vector, output t of head h is that row of weights times the mask. mask (NH, T, T) gets
+ * each factor, snapped to exactly 0 or 1 / (1 - p); returns how many weights were dropped,
+ * or -1 if a factor is neither (within 1e-6). */
+static int read_dropout_mask(double *mask, int NH, int T, const AttentionDropout *drop) {
+    int C = NH * T, dropped = 0;
+    float *q = calloc((size_t)T * C, sizeof(float)), *v = calloc((size_t)T * C, sizeof(float));
+    float *out = malloc((size_t)T * C * sizeof(float)), *scratch = malloc((size_t)C * sizeof(float));
+    for (int j = 0; j < T; j++)
+        for (int h = 0; h < NH; h++) v[j * C + h * T + j] = 1.0f;
+    AttentionShape shape = {NH, NH, T, 1.0f};
+    attention_forward_dropout(&shape, drop, out, q, q, v, T, scratch);
+    double keep = 1.0 / (1.0 - (double)drop->p);
+    for (int h = 0; h < NH && dropped >= 0; h++)
+        for (int t = 0; t < T && dropped >= 0; t++)
+            for (int j = 0; j < T; j++) {
+                double m = (double)out[t * C + h * T + j] * (t + 1);
+                double *slot = &mask[(h * T + t) * T + j];
+                if (j > t && m == 0.0) *slot = 0.0;   /* a future key: no weight */
+                else if (j <= t && fabs(m) < 1e-6) { *slot = 0.0; dropped++; }
+                else if (j <= t && fabs(m - keep) < 1e-6 * keep) *slot = keep;
+                else { dropped = -1; break; }
+            }
+    free(q); free(v); free(out); free(scratch);
+    return dropped;
+}
+
+/* Attention-weight dropout (the trainer's --attn-dropout): the mask's factors, the share it
+ * drops, that it follows the key, p = 0 as no dropout, and the backward with a mask against
+ * finite differences of a float64 forward that applies the mask read from the forward. */
+static void test_attention_dropout(void) {
+    enum { BIG_T = 64, BIG_NH = 2, T = 5, NH = 2, HS = 3, C = NH * HS };
+    static double mask[BIG_NH * BIG_T * BIG_T], other[BIG_NH * BIG_T * BIG_T];
+    AttentionDropout drop = {0.2f, 0x5eedULL}, next_key = {0.2f, 0x5eeeULL};
+    int dropped = read_dropout_mask(mask, BIG_NH, BIG_T, &drop);
+    int visible = BIG_NH * BIG_T * (BIG_T + 1) / 2;   /* 4,160 weights */
+    /* a binomial share of 4,160 draws at p 0.2 has sd 0.0062: 0.17..0.23 is +-4.8 sd */
+    check_true(dropped > 0.17 * visible && dropped < 0.23 * visible,
+               "attention dropout: every weight is kept x 1/(1 - p) or dropped, %d of %d "
+               "dropped at p 0.2", dropped, visible);
+    int changed = read_dropout_mask(other, BIG_NH, BIG_T, &next_key) >= 0 &&
+                  memcmp(mask, other, sizeof mask) != 0;
+    int same = read_dropout_mask(other, BIG_NH, BIG_T, &drop) >= 0 &&
+               memcmp(mask, other, sizeof mask) == 0;
+    check_true(changed && same, "attention dropout: the mask follows the key, and the same key "
+               "gives the same mask");
+
+    float q[T * C], k[T * C], v[T * C], g[T * C], out[T * C], plain[T * C], scratch[2 * NH * T];
+    float dq[T * C] = {0}, dk[T * C] = {0}, dv[T * C] = {0};
+    fill_random(q, T * C); fill_random(k, T * C); fill_random(v, T * C); fill_random(g, T * C);
+    AttentionShape shape = {NH, NH, HS, 1.0f / sqrtf((float)HS)};
+    AttentionDropout none = {0.0f, 1};
+    attention_forward(&shape, plain, q, k, v, 0, T, scratch);
+    attention_forward_dropout(&shape, &none, out, q, k, v, T, scratch);
+    check_true(memcmp(out, plain, sizeof out) == 0,
+               "attention dropout: p 0 gives attention_forward's bits");
+
+    AttentionDropout half = {0.4f, 77};
+    double small[NH * T * T];
+    int small_dropped = read_dropout_mask(small, NH, T, &half);
+    check_true(small_dropped > 0 && small_dropped < NH * T * (T + 1) / 2,
+               "attention dropout: the small case drops some weights and keeps others (%d of %d)",
+               small_dropped, NH * T * (T + 1) / 2);
+    attention_forward_dropout(&shape, &half, out, q, k, v, T, scratch);
+    AttentionCase c = {to_f64(q, T * C), to_f64(k, T * C), to_f64(v, T * C), to_f64(g, T * C),
+                       small, T, NH, HS};
+    double loss = 0.0;
+    for (int i = 0; i < T * C; i++) loss += (double)g[i] * (double)out[i];
+    check_true(fabs(loss - attention_loss(&c)) < 1e-5, "attention dropout forward: sum g . out "
+               "%.7f equals the float64 forward with the mask, %.7f", loss, attention_loss(&c));
+    attention_backward(&shape, dq, dk, dv, g, q, k, v, T, &half, scratch);
+    check_grad("attention backward with dropout p 0.4: dq", dq, c.q, T * C, attention_loss, &c);
+    check_grad("attention backward with dropout: dk", dk, c.k, T * C, attention_loss, &c);
+    check_grad("attention backward with dropout: dv", dv, c.v, T * C, attention_loss, &c);
     free(c.q); free(c.k); free(c.v); free(c.g);
 }
 
@@ -323,6 +404,7 @@ static void test_model_grad(float dropout) {
     Config c;
     tiny_config(&c, 11, 2, 8, 2, 4);
     TrainSettings s = tiny_settings(dropout, 1e-3f);
+    s.attn_dropout = dropout;
     Trainer tr;
     if (!check_true(trainer_init(&tr, &c, &s, 2) == 0, "whole-model trainer init")) return;
     /* larger weights than GPT-2's init, so every path carries a visible gradient */
@@ -340,9 +422,9 @@ static void test_model_grad(float dropout) {
         tr.params[j] = saved;
         numeric[j] = (up - down) / (2.0f * MODEL_GRAD_H);
     }
-    char what[128];
+    char what[192];
     snprintf(what, sizeof what, "whole model gradient, %zu parameters (L 2, C 8, residual sums, "
-             "tied embedding, dropout %.1f)", tr.n_params, (double)dropout);
+             "tied embedding, dropout %.1f on the residuals and the attention weights)", tr.n_params, (double)dropout);
     check_close(what, tr.grads, numeric, tr.n_params, MODEL_GRAD_ATOL, MODEL_GRAD_RTOL);
     free(numeric);
     trainer_free(&tr);
@@ -391,6 +473,7 @@ static int run_init_ema(Trainer *tr, float ema) {
     Config c;
     tiny_config(&c, RUN_V, 2, 32, 2, 16);
     TrainSettings s = tiny_settings(0.1f, 1e-2f);
+    s.attn_dropout = 0.1f;
     s.steps = RUN_STEPS;
     s.ema = ema;
     return trainer_init(tr, &c, &s, 8);
@@ -1091,7 +1174,7 @@ done:
 
 /* Slots of the optimizer state header (weights/README.md), and where the moments start. */
 enum { SLOT_VERSION = 1, SLOT_STEP = 2, SLOT_N_PARAMS_LO = 3, SLOT_BETA2 = 12, SLOT_EMA = 27,
-       SLOT_UNUSED = 40 };
+       SLOT_ATTN_DROPOUT = 28, SLOT_UNUSED = 40 };
 #define STATE_HEADER_BYTES (64 * 4)
 
 /* Write state (n bytes) to path after fix(state) changed it; then expect -r to fail. */
@@ -1140,6 +1223,10 @@ static void beta2_above_one(unsigned char *s, size_t n) {
 static void ema_above_one(unsigned char *s, size_t n) {
     (void)n;
     put_float_slot(s, SLOT_EMA, 1.5f);
+}
+static void attn_dropout_one(unsigned char *s, size_t n) {
+    (void)n;
+    put_float_slot(s, SLOT_ATTN_DROPOUT, 1.0f);
 }
 static void unused_slot(unsigned char *s, size_t n) { (void)n; put_slot(s, SLOT_UNUSED, 7); }
 static void huge_n_params(unsigned char *s, size_t n) {   /* 2^64 - 1: a size that would wrap */
@@ -1196,6 +1283,9 @@ static void test_state_file(void) {
                      negative_v, "adam_v[0] is negative");
     expect_bad_state("-r, state with beta2 1.5", resume, state, pristine, n, n, beta2_above_one,
                      "bad beta2 in the optimizer state (got 1.5, expected a number in [0, 1))");
+    expect_bad_state("-r, state with attention dropout 1", resume, state, pristine, n, n,
+                     attn_dropout_one, "bad attention dropout in the optimizer state (got 1, "
+                     "expected a number in [0, 0.9])");
     expect_bad_state("-r, state with a NaN training weight (beside the average)", resume, state,
                      pristine, n, n, nan_weight, "weight 5 is not finite (got nan");
     expect_bad_state("-r, state with moving-average decay 1.5", resume, state, pristine, n, n,
@@ -1507,6 +1597,7 @@ int main(void) {
     test_layernorm_grad();
     test_gelu_grad();
     test_attention_grad();
+    test_attention_dropout();
     test_crossentropy_grad();
     test_embedding_grad();
     test_model_grad(0.0f);
