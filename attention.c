@@ -1,7 +1,8 @@
 /* attention.c: attention and nothing else.
  *
  * First the exact causal scaled dot-product attention the trainer uses
- * (attention_forward), computed as docs/attention.md §1 recommends for decoding:
+ * (attention_forward; attention_forward_dropout adds the trainer's dropout on the
+ * weights), computed as docs/attention.md §1 recommends for decoding:
  * write the visible scores into a scratch row, subtract their maximum,
  * exponentiate, normalise, take the weighted sum of values. Then the attention
  * lab: every variant of docs/attention.md §2-§6 and §8 behind attention_step, each
@@ -131,9 +132,9 @@ static void forward_head(void *ctx, int h) {
 }
 
 /* attention_forward and attention_forward_dropout: drop NULL for none. */
-static void forward(const AttentionShape *shape, const AttentionDropout *drop, float *out,
-                    const float *q, const float *k, const float *v, int pos, int T,
-                    float *scratch) {
+static void forward_heads(const AttentionShape *shape, const AttentionDropout *drop,
+                          float *out, const float *q, const float *k, const float *v, int pos,
+                          int T, float *scratch) {
     /* Heads are independent and each writes its own HS columns of out, and its own
      * scratch row, so running them on different threads changes no result. A short
      * context stays on one thread: sharing the work would cost more than it saves. */
@@ -145,13 +146,13 @@ static void forward(const AttentionShape *shape, const AttentionDropout *drop, f
 
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch) {
-    forward(shape, NULL, out, q, k, v, pos, T, scratch);
+    forward_heads(shape, NULL, out, q, k, v, pos, T, scratch);
 }
 
 void attention_forward_dropout(const AttentionShape *shape, const AttentionDropout *drop,
                                float *out, const float *q, const float *k, const float *v,
                                int T, float *scratch) {
-    forward(shape, drop && drop->p > 0.0f ? drop : NULL, out, q, k, v, 0, T, scratch);
+    forward_heads(shape, drop && drop->p > 0.0f ? drop : NULL, out, q, k, v, 0, T, scratch);
 }
 
 /* ------------------------------------------------------------------------- */

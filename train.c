@@ -74,7 +74,7 @@ static const char USAGE[] =
 "                         smaller, at least 1)\n"
 "  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.1)\n"
 "  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.2)\n"
-"      --attn-dropout X   dropout on the attention weights, [0, 0.9] (default 0)\n"
+"      --attn-dropout X   dropout on the attention weights, [0, 0.9] (default 0.1)\n"
 "      --ema X            keep a moving average of the weights with this decay per step,\n"
 "                         0..0.99999, 0 = none (default 0.999); checkpoints, validation and\n"
 "                         the final figures use the average\n"
@@ -183,6 +183,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     s->clip = 1.0f;
     s->dropout = 0.2f;
     s->ema = 0.999f;
+    s->attn_dropout = 0.1f;
     for (int i = 1; i < argc; i++) {
         CliArg arg;
         if (cli_next("train", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
@@ -641,7 +642,8 @@ int main(int argc, char **argv) {
     printf("schedule: %d steps, warmup %d, lr %g -> %g, weight decay %g, dropout %g, attention "
            "dropout %g, clip %g, moving average %g, seed %llu\n", s->steps, s->warmup,
            (double)s->lr, (double)(s->lr * s->lr_min_ratio), (double)s->weight_decay,
-           (double)s->dropout, (double)s->attn_dropout, (double)s->clip, (double)s->ema, (unsigned long long)s->seed);
+           (double)s->dropout, (double)s->attn_dropout, (double)s->clip, (double)s->ema,
+           (unsigned long long)s->seed);
     fflush(stdout);
     double train_seconds = 0.0;
     if (run_loop(&tr, &o, &d, inputs, targets, &train_seconds) != 0) goto done;

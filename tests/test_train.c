@@ -244,7 +244,8 @@ static void test_attention_grad(void) {
 static int read_dropout_mask(double *mask, int NH, int T, const AttentionDropout *drop) {
     int C = NH * T, dropped = 0;
     float *q = calloc((size_t)T * C, sizeof(float)), *v = calloc((size_t)T * C, sizeof(float));
-    float *out = malloc((size_t)T * C * sizeof(float)), *scratch = malloc((size_t)C * sizeof(float));
+    float *out = malloc((size_t)T * C * sizeof(float));
+    float *scratch = malloc((size_t)C * sizeof(float));
     for (int j = 0; j < T; j++)
         for (int h = 0; h < NH; h++) v[j * C + h * T + j] = 1.0f;
     AttentionShape shape = {NH, NH, T, 1.0f};
@@ -1543,13 +1544,13 @@ done:
  * This is a regression pin, recorded once from the trained model (the ids this test
  * printed on its first run; the same text as
  *   ./run weights/model.bin -z weights/tokenizer.bin -i "ROMEO:" -n 24 -t 0
- * which prints "\nI'll be a brave, and I'll be a brave.\n\nROMEO:\nI").
+ * which prints "\nI'll tell thee, and I'll tell thee,\nAnd I'll tell thee, and I'll tell thee\n").
  * Any change to the forward pass that alters the shipped model's output fails it;
  * if such a change is intended, re-record the ids. */
 #define PIN_PROMPT "ROMEO:"
 #define PIN_STEPS 24
-static const int PIN_IDS[PIN_STEPS] = {10, 73, 457, 304, 258, 268, 351, 294, 44, 298, 291, 457,
-                                       304, 258, 268, 351, 294, 46, 10, 10, 813, 58, 10, 73};
+static const int PIN_IDS[PIN_STEPS] = {10, 73, 457, 731, 418, 44, 298, 291, 457, 731, 418, 44,
+                                         10, 327, 291, 457, 731, 418, 44, 298, 291, 457, 731, 418};
 
 static void test_shipped_model(void) {
     Model m;
