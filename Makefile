@@ -39,7 +39,7 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
-$(B)/attention.o: attention.c attention.h kernels.h quant.h
+$(B)/attention.o: attention.c attention.h hash.h kernels.h quant.h
 $(B)/quant.o: quant.c quant.h
 $(B)/kernels.o: kernels.c kernels.h quant.h
 $(B)/checkpoint.o: checkpoint.c checkpoint.h kernels.h quant.h
@@ -61,7 +61,7 @@ $(B)/bpe.o: bpe.c bpe.h tokenizer.h
 TRAIN_HEADERS = train.h train_model.h train_backward.h train_optim.h model.h checkpoint.h \
                 kernels.h quant.h attention.h
 $(B)/train.o: train.c $(TRAIN_HEADERS) tokenizer.h bpe.h cli.h
-$(B)/train_model.o: train_model.c block.h $(TRAIN_HEADERS)
+$(B)/train_model.o: train_model.c block.h hash.h $(TRAIN_HEADERS)
 $(B)/train_backward.o: train_backward.c $(TRAIN_HEADERS)
 $(B)/train_optim.o: train_optim.c $(TRAIN_HEADERS)
 $(B)/tests/check.o: tests/check.c tests/check.h

@@ -23,6 +23,7 @@
 #include <stdint.h>   /* uint64_t, int32_t */
 #include <string.h>   /* memset, memcpy */
 
+#include "hash.h"     /* hash_mix64 and the dropout rule */
 #include "kernels.h"  /* kernels_dots, kernels_exp_sum, kernels_weighted_sum, ... */
 
 int attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
@@ -79,19 +80,16 @@ static void attend_rows(float *out_t, const float *q_t, const float *k, const fl
     kernels_weighted_sum(out_t, scores, inv_sum, v, kv_stride, rows, n_keys, HS);
 }
 
-static uint64_t splitmix64(uint64_t *x);   /* the project's generator's step, below */
-
 /* Dropout on the weights of one query (training, attention_forward_dropout): w (n,) becomes
  * w_j * 0 or w_j / (1 - p), the mask of (head h, query t) of a call over T queries being that
  * of indices first .. first + n - 1 with first = (h T + t) T; w may hold ones, which gives
  * the factors themselves (attend_one_backward). See AttentionDropout. */
 static void dropout_weights(float *w, int n, const AttentionDropout *drop, uint64_t first) {
-    uint64_t threshold = (uint64_t)ceilf(drop->p * 16777216.0f);   /* p 2^24, exact */
+    uint64_t threshold = hash_threshold(drop->p);
     float keep_scale = 1.0f / (1.0f - drop->p);
     for (int j = 0; j < n; j++) {
-        uint64_t x = drop->key + first + (uint64_t)j;
-        uint64_t hash = splitmix64(&x);
-        w[j] = hash >> 40 >= threshold ? w[j] * keep_scale : 0.0f;
+        uint64_t hash = hash_mix64(drop->key + first + (uint64_t)j);
+        w[j] = hash_drops(hash, threshold) ? 0.0f : w[j] * keep_scale;
     }
 }
 
@@ -311,11 +309,11 @@ size_t attention_step_scratch_floats(const AttentionConfig *cfg, const Attention
 
 typedef struct { uint64_t s[4]; } Rng;
 
+/* splitmix64's step: the output for state *x, then the next state. */
 static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
+    uint64_t z = hash_mix64(*x);
+    *x += 0x9E3779B97F4A7C15ULL;
+    return z;
 }
 
 /* One independent stream per (seed, layer, head, round): each key is mixed in turn. */

@@ -40,9 +40,9 @@ void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch);
 
 /* Dropout on the attention weights, for training: in a call over T queries, the weight of
- * key j for query t in head h is dropped (set to 0) when the top 24 bits of splitmix64 of
- * key + (h T + t) T + j, read as a fraction of 2^24, fall below p; the kept weights are
- * divided by 1 - p, so each output's expectation is unchanged. The mask depends only on
+ * key j for query t in head h is dropped (set to 0) by hash.h's dropout rule for
+ * key + (h T + t) T + j (probability p); the kept weights are divided by 1 - p, so each
+ * output's expectation is unchanged. The mask depends only on
  * (key, h, t, j), so the backward redraws it, and it is the same for any thread count. */
 typedef struct {
     float p;                  /* drop probability, [0, 1); 0 = none */

@@ -75,6 +75,9 @@ static const char USAGE[] =
 "  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.1)\n"
 "  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.2)\n"
 "      --attn-dropout X   dropout on the attention weights, [0, 0.9] (default 0.1)\n"
+"      --token-noise X    replace this share of the input tokens of each training batch,\n"
+"                         each by the token at a random place of the training text (the\n"
+"                         targets stay), [0, 0.9] (default 0)\n"
 "      --ema X            keep a moving average of the weights with this decay per step,\n"
 "                         0..0.99999, 0 = none (default 0.999); checkpoints, validation and\n"
 "                         the final figures use the average\n"
@@ -95,7 +98,7 @@ static const char USAGE[] =
 typedef enum {
     OPT_HELP, OPT_RESUME, OPT_FORCE, OPT_DATA, OPT_OUT, OPT_TOKENIZER, OPT_EVAL_EVERY,
     OPT_STEPS, OPT_VOCAB, OPT_LAYERS, OPT_DIM, OPT_HEADS, OPT_CONTEXT, OPT_BATCH, OPT_LR,
-    OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_EMA, OPT_CLIP, OPT_SEED
+    OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_TOKEN_NOISE, OPT_EMA, OPT_CLIP, OPT_SEED
 } OptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
@@ -120,6 +123,8 @@ static const CliOption OPTIONS[] = {
      0, NULL},
     {OPT_DROPOUT, "-p", "--dropout", CLI_FLOAT, 0, (double)TRAIN_MAX_DROPOUT, 0, NULL},
     {OPT_ATTN_DROPOUT, NULL, "--attn-dropout", CLI_FLOAT, 0, (double)TRAIN_MAX_DROPOUT, 0,
+     NULL},
+    {OPT_TOKEN_NOISE, NULL, "--token-noise", CLI_FLOAT, 0, (double)TRAIN_MAX_DROPOUT, 0,
      NULL},
     {OPT_EMA, NULL, "--ema", CLI_FLOAT, 0, (double)TRAIN_MAX_EMA, 0, NULL},
     {OPT_CLIP, "-g", "--clip", CLI_FLOAT, 0, (double)TRAIN_MAX_CLIP, 0, NULL},
@@ -220,6 +225,7 @@ static int parse_options(Options *o, int argc, char **argv) {
         case OPT_WEIGHT_DECAY: s->weight_decay = real; break;
         case OPT_DROPOUT: s->dropout = real; break;
         case OPT_ATTN_DROPOUT: s->attn_dropout = real; break;
+        case OPT_TOKEN_NOISE: s->token_noise = real; break;
         case OPT_EMA: s->ema = real; break;
         case OPT_CLIP: s->clip = real; break;
         case OPT_SEED: seed = number; break;
@@ -347,23 +353,6 @@ static int *encode_all(const Tokenizer *t, const char *text, size_t len, size_t 
         return NULL;
     }
     return ids;
-}
-
-/* Fill inputs, targets (B, T) with B windows of tokens starting at random offsets drawn
- * from a hash of (seed, step, b): the batch depends only on the step, so resuming
- * replays the same batches. */
-static void train_batch(const Trainer *tr, const int *tokens, size_t n, int *inputs,
-                        int *targets) {
-    int B = tr->B, T = tr->T;
-    for (int b = 0; b < B; b++) {
-        uint64_t r = train_mix64(tr->settings.seed ^
-                                 train_mix64(((uint64_t)tr->step << 20) | (uint64_t)b));
-        size_t start = (size_t)(r % (uint64_t)(n - (size_t)T));
-        for (int t = 0; t < T; t++) {
-            inputs[b * T + t] = tokens[start + (size_t)t];
-            targets[b * T + t] = tokens[start + (size_t)t + 1];
-        }
-    }
 }
 
 /* Mean loss (nats per token) over every next-token prediction in tokens[0 .. n): windows
@@ -560,7 +549,7 @@ static int run_loop(Trainer *tr, const Options *o, const RunData *d, int *inputs
     *seconds = 0.0;
     while (tr->step < s->steps) {
         double step_start = now_seconds();
-        train_batch(tr, d->train_tokens, d->n_train, inputs, targets);
+        trainer_batch(tr, d->train_tokens, d->n_train, inputs, targets);
         float loss = trainer_forward(tr, inputs, targets);
         trainer_backward(tr);
         float norm = trainer_update(tr);
@@ -640,10 +629,10 @@ int main(int argc, char **argv) {
            T, c->vocab_size, tr.n_params, B, T, flops_per_token(c) * 1e-6, threads,
            threads == 1 ? "" : "s", kernels_isa());
     printf("schedule: %d steps, warmup %d, lr %g -> %g, weight decay %g, dropout %g, attention "
-           "dropout %g, clip %g, moving average %g, seed %llu\n", s->steps, s->warmup,
-           (double)s->lr, (double)(s->lr * s->lr_min_ratio), (double)s->weight_decay,
-           (double)s->dropout, (double)s->attn_dropout, (double)s->clip, (double)s->ema,
-           (unsigned long long)s->seed);
+           "dropout %g, token noise %g, clip %g, moving average %g, seed %llu\n", s->steps,
+           s->warmup, (double)s->lr, (double)(s->lr * s->lr_min_ratio),
+           (double)s->weight_decay, (double)s->dropout, (double)s->attn_dropout,
+           (double)s->token_noise, (double)s->clip, (double)s->ema, (unsigned long long)s->seed);
     fflush(stdout);
     double train_seconds = 0.0;
     if (run_loop(&tr, &o, &d, inputs, targets, &train_seconds) != 0) goto done;

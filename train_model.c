@@ -25,6 +25,7 @@
 
 #include "attention.h"    /* attention_forward and the scratch sizes */
 #include "block.h"        /* block_forward, block_norm: the block run executes too */
+#include "hash.h"         /* hash_mix64, hash_threshold, hash_drops */
 #include "kernels.h"      /* kernels_matmul_wt, kernels_transpose, kernels_layernorm, ... */
 #include "model.h"        /* Config, AttentionShape, MODEL_MAX_* */
 
@@ -34,26 +35,17 @@
 #define DROPOUT_BLOCK 256       /* dropout: mask entries hashed at a time */
 #define MATRICES_PER_LAYER 6    /* transposed per layer: W_q, W_k, W_v, W_o, W_up, W_down */
 #define CACHE_LINE 64           /* bytes; buffers start on a line (floats_alloc) */
-#define UNIFORM_SHIFT 40        /* a uniform number is the top 24 bits of a 64-bit hash ... */
-#define UNIFORM_ONE 16777216.0f /* ... divided by 2^24 */
 
 /* ------------------------------------------------------------------------- */
-/* Random numbers: splitmix64 (https://prng.di.unimi.it/splitmix64.c)          */
-
-uint64_t train_mix64(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+/* Random numbers (hash.h)                                                    */
 
 /* Uniform in [0, 1) from the top 24 bits of r. */
-static float uniform_from(uint64_t r) { return (float)(r >> UNIFORM_SHIFT) / UNIFORM_ONE; }
+static float uniform_from(uint64_t r) { return (float)(r >> HASH_TOP_SHIFT) / HASH_ONE; }
 
 /* Standard normal by Box-Muller from two draws of the stream *state. */
 static float normal_next(uint64_t *state) {
-    float u1 = uniform_from(train_mix64((*state)++));
-    float u2 = uniform_from(train_mix64((*state)++));
+    float u1 = uniform_from(hash_mix64((*state)++));
+    float u2 = uniform_from(hash_mix64((*state)++));
     if (u1 < 1e-7f) u1 = 1e-7f;   /* log(0) would give -inf */
     return sqrtf(-2.0f * logf(u1)) * cosf(2.0f * PI_F * u2);
 }
@@ -91,7 +83,7 @@ int trainer_tensor_decayed(int i) {
 /* GPT-2 initialisation: weights N(0, 0.02), the two projections into the residual
  * stream scaled by 1/sqrt(2 L) (GPT-2 paper, section 2.3), biases 0, norms 1. */
 static void params_init(Trainer *tr) {
-    uint64_t stream = train_mix64(tr->settings.seed);
+    uint64_t stream = hash_mix64(tr->settings.seed);
     float residual_std = TRAIN_INIT_STD / sqrtf(2.0f * (float)tr->config.n_layers);
     float *block = tr->params;
     for (int i = 0; i < TRAIN_N_TENSORS; i++) {
@@ -291,20 +283,41 @@ typedef struct {
 static int jobs_for(size_t n, size_t per_job) { return (int)((n + per_job - 1) / per_job); }
 
 uint64_t train_dropout_key(const Trainer *tr, int layer, int site) {
-    return train_mix64(tr->settings.seed ^ train_mix64(((uint64_t)tr->step << 24) ^
+    return hash_mix64(tr->settings.seed ^ hash_mix64(((uint64_t)tr->step << 24) ^
                                                        ((uint64_t)layer << 2) ^ (uint64_t)site));
 }
 
+void trainer_batch(const Trainer *tr, const int *tokens, size_t n, int *inputs,
+                   int *targets) {
+    int B = tr->B, T = tr->T;
+    for (int b = 0; b < B; b++) {
+        uint64_t r = hash_mix64(tr->settings.seed ^
+                                 hash_mix64(((uint64_t)tr->step << 20) | (uint64_t)b));
+        size_t start = (size_t)(r % (uint64_t)(n - (size_t)T));
+        for (int t = 0; t < T; t++) {
+            inputs[b * T + t] = tokens[start + (size_t)t];
+            targets[b * T + t] = tokens[start + (size_t)t + 1];
+        }
+    }
+    if (tr->settings.token_noise <= 0.0f) return;
+    /* element i is replaced by hash.h's dropout rule; a second hash of its hash picks the
+     * position */
+    uint64_t key = train_dropout_key(tr, tr->config.n_layers, 3);
+    uint64_t threshold = hash_threshold(tr->settings.token_noise);
+    for (size_t i = 0; i < (size_t)B * (size_t)T; i++) {
+        uint64_t h = hash_mix64(key + i);
+        if (hash_drops(h, threshold)) inputs[i] = tokens[hash_mix64(h) % n];
+    }
+}
+
 /* A chunk of out = drop(x) (y NULL) or out = x + drop(y), drop(z) = z * mask / (1 - p):
- * mask_i = 0 iff the top 24 bits of train_mix64(key + i) are below p 2^24 (exact: p 2^24
- * is p scaled by a power of two; the same masks as comparing uniform_from(hash) < p, the
- * trainer's first form). The hashes of
- * DROPOUT_BLOCK indices at a time go into a small array first, in a loop of integer
- * operations alone, which vectorises. */
+ * mask_i = 0 by hash.h's dropout rule for key + i. The hashes of DROPOUT_BLOCK indices at
+ * a time go into a small array first, in a loop of integer operations alone, which
+ * vectorises. */
 static void dropout_job(void *ctx, int j) {
     const Loop *f = ctx;
     float keep_scale = 1.0f / (1.0f - f->p);
-    uint64_t threshold = (uint64_t)ceilf(f->p * UNIFORM_ONE);
+    uint64_t threshold = hash_threshold(f->p);
     size_t end = (size_t)(j + 1) * ELEMENTS_PER_JOB;
     if (end > f->n) end = f->n;
     const float *drop = f->y ? f->y : f->x;   /* the input that is dropped out */
@@ -317,7 +330,7 @@ static void dropout_job(void *ctx, int j) {
     for (size_t i0 = (size_t)j * ELEMENTS_PER_JOB; i0 < end; i0 += DROPOUT_BLOCK) {
         int count = end - i0 < DROPOUT_BLOCK ? (int)(end - i0) : DROPOUT_BLOCK;
         for (int i = 0; i < count; i++)
-            keep[i] = train_mix64(f->key + i0 + (size_t)i) >> UNIFORM_SHIFT >= threshold;
+            keep[i] = !hash_drops(hash_mix64(f->key + i0 + (size_t)i), threshold);
         for (int i = 0; i < count; i++) {
             float kept = keep[i] ? drop[i0 + i] * keep_scale : 0.0f;
             f->out[i0 + i] = f->y ? f->x[i0 + i] + kept : kept;

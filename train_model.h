@@ -46,6 +46,7 @@ typedef struct {
     float clip;             /* global gradient-norm clip; 0 = off */
     float dropout;          /* residual and embedding dropout probability, [0, 1) */
     float attn_dropout;     /* dropout on the attention weights, [0, 1) */
+    float token_noise;      /* share of input tokens replaced by a random draw, [0, 1) */
     float ema;              /* decay of the weights' moving average; 0 = none */
     uint64_t seed;          /* initialisation, batches and dropout masks */
 } TrainSettings;
@@ -150,6 +151,14 @@ void trainer_free(Trainer *tr);
  * Reads tr->params afresh at every call (tests perturb them in place). */
 float trainer_forward(Trainer *tr, const int *inputs, const int *targets);
 
+/* Fill inputs, targets (B, T) with B windows of tokens[0 .. n) (n > T) at random
+ * offsets drawn from a hash of (seed, step, b): the batch depends only on the step, so
+ * resuming replays the same batches. With token noise q, each input token is then
+ * replaced, with probability q, by the token at a random position of tokens, a draw from
+ * the tokens' own frequencies; targets are never changed. */
+void trainer_batch(const Trainer *tr, const int *tokens, size_t n, int *inputs,
+                   int *targets);
+
 /* Softmax and cross-entropy of logits (N, V) against targets (N,) (-1 = none):
  * probs (N, V) = softmax (kernels_exp_sum's exp), losses (N,) = -log probs[target]
  * (0 if none). */
@@ -158,21 +167,17 @@ void train_crossentropy_forward(float *probs, float *losses, const float *logits
 
 /* ---- shared with the backward pass and the program ---- */
 
-/* A 64-bit mixing function (splitmix64's finaliser, https://prng.di.unimi.it/splitmix64.c):
- * distinct inputs give well-spread outputs. */
-uint64_t train_mix64(uint64_t z);
-
 /* The key of one dropout site at tr's current step: layer l (L for the embeddings),
- * site 0 attention output, 1 MLP output, 2 attention weights. */
+ * site 0 attention output, 1 MLP output, 2 attention weights, 3 (layer L) input tokens. */
 uint64_t train_dropout_key(const Trainer *tr, int layer, int site);
 
 /* The attention-weight dropout of sequence b in layer l at tr's current step (p = 0 while
  * evaluating): key train_dropout_key(tr, l, 2) plus b times one call's NH T^2 indices. */
 AttentionDropout train_attention_dropout(const Trainer *tr, int layer, int b);
 
-/* out (n,) = x (n,) * mask / (1 - p), mask_i = 0 with probability p (when the top 24 bits
- * of train_mix64(key + i), as a fraction of 2^24, fall below p), so the backward applies
- * the same mask by calling it again; out may be x.
+/* out (n,) = x (n,) * mask / (1 - p), mask_i = 0 with probability p (hash.h's dropout
+ * rule for key + i), so the backward applies the same mask by calling it again; out may
+ * be x.
  * With p = 0 a copy (or nothing, in place). */
 void train_dropout(float *out, const float *x, size_t n, float p, uint64_t key);
 

@@ -161,7 +161,7 @@ enum { STATE_MAGIC, STATE_VERSION, STATE_STEP, STATE_N_PARAMS_LO, STATE_N_PARAMS
        STATE_WEIGHT_DECAY, STATE_BETA1, STATE_BETA2, STATE_EPS, STATE_CLIP, STATE_DROPOUT,
        STATE_SEED_LO, STATE_SEED_HI, STATE_MODEL_SUM_LO, STATE_MODEL_SUM_HI, STATE_T, STATE_V,
        STATE_L, STATE_NH, STATE_C, STATE_SUM_LO, STATE_SUM_HI, STATE_EMA, STATE_ATTN_DROPOUT,
-       STATE_UNUSED };
+       STATE_TOKEN_NOISE, STATE_UNUSED };
 
 #define FNV64_OFFSET 0xCBF29CE484222325ull  /* FNV-1a 64-bit offset basis (isthe.com/chongo) */
 #define FNV64_PRIME 0x100000001B3ull         /* FNV-1a 64-bit prime */
@@ -343,6 +343,7 @@ static void state_header(int32_t state[TRAIN_STATE_HEADER_INTS], const Trainer *
     state[STATE_C] = c->dim;
     state[STATE_EMA] = float_bits(s->ema);
     state[STATE_ATTN_DROPOUT] = float_bits(s->attn_dropout);
+    state[STATE_TOKEN_NOISE] = float_bits(s->token_noise);
     put_u64(state, STATE_SUM_LO, state_sum(state, tr->adam_m, tr->adam_v, state_weights(tr),
                                            tr->n_params));
 }
@@ -463,6 +464,7 @@ static int state_settings(TrainSettings *s, const int32_t state[TRAIN_STATE_HEAD
     s->dropout = bits_float(state[STATE_DROPOUT]);
     s->ema = bits_float(state[STATE_EMA]);   /* 0 in a version 2 file: no average */
     s->attn_dropout = bits_float(state[STATE_ATTN_DROPOUT]);   /* 0 before it existed */
+    s->token_noise = bits_float(state[STATE_TOKEN_NOISE]);     /* likewise */
     s->seed = get_u64(state, STATE_SEED_LO);   /* any 64-bit value is a seed */
     const char *p = state_path;
     if (!state_int_ok(p, "batch", s->batch, 1, TRAIN_MAX_BATCH) ||
@@ -479,6 +481,7 @@ static int state_settings(TrainSettings *s, const int32_t state[TRAIN_STATE_HEAD
         !state_float_ok(p, "dropout", s->dropout, 0.0f, TRAIN_MAX_DROPOUT, 0, 0) ||
         !state_float_ok(p, "attention dropout", s->attn_dropout, 0.0f, TRAIN_MAX_DROPOUT, 0,
                         0) ||
+        !state_float_ok(p, "token noise", s->token_noise, 0.0f, TRAIN_MAX_DROPOUT, 0, 0) ||
         !state_float_ok(p, "moving-average decay", s->ema, 0.0f, TRAIN_MAX_EMA, 0, 0))
         return -1;
     for (int i = STATE_UNUSED; i < TRAIN_STATE_HEADER_INTS; i++) {

@@ -544,6 +544,67 @@ done:
     free(tokens);
 }
 
+/* The training batch (trainer_batch) with and without token noise, on a stream whose
+ * token at position i is i, so a window shows where it starts and a replacement shows
+ * where it was drawn from. Without noise: B windows of consecutive tokens, targets one
+ * ahead. With noise q: the same targets, the same inputs except a share q of them (at
+ * ±5 sd), each replaced by a token of the stream, from positions spread evenly (their
+ * mean within 5 sd of n/2); another step gives other windows. */
+#define BATCH_B 64
+#define BATCH_T 64
+#define BATCH_N 20000
+#define BATCH_NOISE 0.25f
+
+static void test_batch(void) {
+    static int tokens[BATCH_N], in[2][BATCH_B * BATCH_T], tg[2][BATCH_B * BATCH_T];
+    for (int i = 0; i < BATCH_N; i++) tokens[i] = i;
+    Config c;
+    tiny_config(&c, RUN_V, 1, 8, 2, BATCH_T);
+    TrainSettings s = tiny_settings(0.0f, 1e-3f);
+    Trainer tr;
+    if (!check_true(trainer_init(&tr, &c, &s, BATCH_B) == 0, "batch: init")) return;
+    tr.step = 3;
+    trainer_batch(&tr, tokens, BATCH_N, in[0], tg[0]);
+    int windows_ok = 1;
+    for (int b = 0; b < BATCH_B; b++) {
+        int start = in[0][b * BATCH_T];
+        windows_ok &= start >= 0 && start < BATCH_N - BATCH_T;
+        for (int t = 0; t < BATCH_T; t++)
+            windows_ok &= in[0][b * BATCH_T + t] == start + t &&
+                          tg[0][b * BATCH_T + t] == start + t + 1;
+    }
+    check_true(windows_ok, "batch: without noise, %d windows of %d consecutive tokens, targets "
+               "one ahead", BATCH_B, BATCH_T);
+
+    tr.settings.token_noise = BATCH_NOISE;
+    trainer_batch(&tr, tokens, BATCH_N, in[1], tg[1]);
+    int n = BATCH_B * BATCH_T, replaced = 0, in_stream = 1;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        if (in[1][i] == in[0][i]) continue;
+        replaced++;
+        in_stream &= in[1][i] >= 0 && in[1][i] < BATCH_N;
+        sum += in[1][i];
+    }
+    double expect = (double)BATCH_NOISE * n, sd = sqrt(expect * (1.0 - (double)BATCH_NOISE));
+    check_true(memcmp(tg[0], tg[1], sizeof tg[0]) == 0, "batch: token noise leaves the targets");
+    check_true(fabs(replaced - expect) < 5.0 * sd && in_stream,
+               "batch: token noise %.2f replaces %d of %d inputs (expected %.0f +- %.0f), each by "
+               "a token of the stream", (double)BATCH_NOISE, replaced, n, expect, 5.0 * sd);
+    /* positions uniform on [0, N): mean N/2, sd of the mean N / sqrt(12 replaced) */
+    double mean = replaced ? sum / replaced : 0.0, mean_sd = BATCH_N / sqrt(12.0 * replaced);
+    check_true(fabs(mean - BATCH_N / 2.0) < 5.0 * mean_sd,
+               "batch: replacements come from across the stream (mean position %.0f, expected "
+               "%d +- %.0f)", mean, BATCH_N / 2, 5.0 * mean_sd);
+    trainer_batch(&tr, tokens, BATCH_N, in[0], tg[0]);
+    int same = memcmp(in[0], in[1], sizeof in[0]) == 0;
+    tr.step = 4;
+    trainer_batch(&tr, tokens, BATCH_N, in[0], tg[0]);
+    check_true(same && memcmp(tg[0], tg[1], sizeof tg[0]) != 0,
+               "batch: the same step gives the same batch, another step other windows");
+    trainer_free(&tr);
+}
+
 /* The weights' moving average (--ema): after each update, against a float64 recurrence
  * kept here from the weights the trainer reaches, with the decay written out again
  * (min(ema, (1 + t) / (10 + t)) after t updates); float rounding of 60 updates stays far
@@ -1175,7 +1236,7 @@ done:
 
 /* Slots of the optimizer state header (weights/README.md), and where the moments start. */
 enum { SLOT_VERSION = 1, SLOT_STEP = 2, SLOT_N_PARAMS_LO = 3, SLOT_BETA2 = 12, SLOT_EMA = 27,
-       SLOT_ATTN_DROPOUT = 28, SLOT_UNUSED = 40 };
+       SLOT_ATTN_DROPOUT = 28, SLOT_TOKEN_NOISE = 29, SLOT_UNUSED = 40 };
 #define STATE_HEADER_BYTES (64 * 4)
 
 /* Write state (n bytes) to path after fix(state) changed it; then expect -r to fail. */
@@ -1228,6 +1289,10 @@ static void ema_above_one(unsigned char *s, size_t n) {
 static void attn_dropout_one(unsigned char *s, size_t n) {
     (void)n;
     put_float_slot(s, SLOT_ATTN_DROPOUT, 1.0f);
+}
+static void token_noise_high(unsigned char *s, size_t n) {
+    (void)n;
+    put_float_slot(s, SLOT_TOKEN_NOISE, 0.95f);
 }
 static void unused_slot(unsigned char *s, size_t n) { (void)n; put_slot(s, SLOT_UNUSED, 7); }
 static void huge_n_params(unsigned char *s, size_t n) {   /* 2^64 - 1: a size that would wrap */
@@ -1286,6 +1351,9 @@ static void test_state_file(void) {
                      "bad beta2 in the optimizer state (got 1.5, expected a number in [0, 1))");
     expect_bad_state("-r, state with attention dropout 1", resume, state, pristine, n, n,
                      attn_dropout_one, "bad attention dropout in the optimizer state (got 1, "
+                     "expected a number in [0, 0.9])");
+    expect_bad_state("-r, state with token noise 0.95", resume, state, pristine, n, n,
+                     token_noise_high, "bad token noise in the optimizer state (got 0.95, "
                      "expected a number in [0, 0.9])");
     expect_bad_state("-r, state with a NaN training weight (beside the average)", resume, state,
                      pristine, n, n, nan_weight, "weight 5 is not finite (got nan");
@@ -1606,6 +1674,7 @@ int main(void) {
     test_schedule();
     test_training_run();
     test_ema_run();
+    test_batch();
     test_bpe();
     test_bpe_roundtrip();
     test_bpe_long_run();
