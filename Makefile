@@ -113,7 +113,7 @@ train: all
 # prompt: exact attention, a window of 16 and strided l = 8, last layer. Example:
 # make docs-figures
 DOC_PROMPT = ROMEO:\nBut soft, what light through yonder window breaks?\n
-DOC_RUN = printf '$(DOC_PROMPT)' | ./run weights/model.bin -f - -n 15 -t 0 --layer 5
+DOC_RUN = printf '$(DOC_PROMPT)' | ./run weights/model.bin -f - -n 15 -t 0 --layer 9
 docs-figures: all
 	@mkdir -p docs/img
 	$(DOC_RUN) --attn-map docs/img/exact.svg

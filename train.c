@@ -63,7 +63,7 @@ static const char USAGE[] =
 "                         it a new run refuses to, so no trained model is lost)\n"
 "  -v, --vocab N          BPE vocabulary size incl. 256 bytes and end-of-text, 257..65536\n"
 "                         (default 1024)\n"
-"  -L, --layers N         transformer blocks, 1..64 (default 6)\n"
+"  -L, --layers N         transformer blocks, 1..64 (default 10)\n"
 "  -C, --dim N            model width, 8..2048 (default 128)\n"
 "  -H, --heads N          attention heads, dividing the width (default 4)\n"
 "  -T, --context N        context length in tokens, 2..4096 (default 256)\n"
@@ -172,7 +172,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     o->data_path = "data/tinyshakespeare.txt";
     o->out_path = "weights/model.bin";
     o->vocab = 1024;
-    o->layers = 6;
+    o->layers = 10;
     o->dim = 128;
     o->heads = 4;
     o->context = 256;
