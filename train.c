@@ -72,7 +72,7 @@ static const char USAGE[] =
 "  -l, --lr X             peak learning rate, (0, 1] (default 0.002)\n"
 "  -w, --warmup N         warmup steps, 1..steps (default 100, or steps / 10 if that is\n"
 "                         smaller, at least 1)\n"
-"  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.3)\n"
+"  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.5)\n"
 "  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.2)\n"
 "      --attn-dropout X   dropout on the attention weights, [0, 0.9] (default 0.1)\n"
 "      --token-noise X    replace this share of the input tokens of each training batch,\n"
@@ -181,7 +181,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     s->steps = 5300;
     s->lr = 0.002f;
     s->lr_min_ratio = 0.1f;
-    s->weight_decay = 0.3f;
+    s->weight_decay = 0.5f;
     s->beta1 = 0.9f;
     s->beta2 = 0.99f;
     s->eps = 1e-8f;

@@ -1612,13 +1612,13 @@ done:
  * This is a regression pin, recorded once from the trained model (the ids this test
  * printed on its first run; the same text as
  *   ./run weights/model.bin -z weights/tokenizer.bin -i "ROMEO:" -n 24 -t 0
- * which prints "\nI will not believe thee, and I'll be a word.\n\nROMEO:\nI'll").
+ * which prints "\nI'll tell thee, I'll not.\n\nROMEO:\nI'll tell thee, I'll not.").
  * Any change to the forward pass that alters the shipped model's output fails it;
  * if such a change is intended, re-record the ids. */
 #define PIN_PROMPT "ROMEO:"
 #define PIN_STEPS 24
-static const int PIN_IDS[PIN_STEPS] = {10, 73, 384, 321, 304, 108, 480, 294, 418, 44, 298, 291,
-                                         457, 304, 258, 710, 46, 10, 10, 813, 58, 10, 73, 457};
+static const int PIN_IDS[PIN_STEPS] = {10, 73, 457, 731, 418, 44, 291, 457, 321, 46, 10, 10,
+                                         813, 58, 10, 73, 457, 731, 418, 44, 291, 457, 321, 46};
 
 static void test_shipped_model(void) {
     Model m;
