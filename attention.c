@@ -220,7 +220,7 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     memset(p, 0, sizeof *p);
     int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
     if (n_ctx < 1 || NH < 1 || NKV < 1 || NH % NKV != 0 || HS < 1) return -1;
-    if (!(cfg->tau > 0.0f) || !isfinite(cfg->tau)) return -1;
+    if (!(cfg->tau >= ATTENTION_MIN_TAU && cfg->tau <= ATTENTION_MAX_TAU)) return -1;
     if (cfg->softmax1 && !is_softmax_family(cfg->kind)) return -1;
     long rows = 0, ring = 0, list = 0;
     switch (cfg->kind) {

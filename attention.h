@@ -98,12 +98,18 @@ typedef enum {
 #define ATTENTION_DEFAULT_LSH_SINKS 4     /* LSH always-kept first positions S */
 #define ATTENTION_DEFAULT_FEATURES 256    /* Performer m (JAX reference nb_features) */
 #define ATTENTION_LINEAR_EPS 1e-6f        /* linear attention denominator eps (fast-transformers) */
+/* The temperature's range. Below 0.01 the scale 1/(tau sqrt(HS)) can push ordinary scores
+ * past FLT_MAX (tau = 1.2e-38 makes q.k = 30 infinite), and softmax of +inf is NaN; at
+ * 0.01 softmax is already all but argmax. Above 100 every head is all but uniform. */
+#define ATTENTION_MIN_TAU 0.01f
+#define ATTENTION_MAX_TAU 100.0f
 
 typedef struct {
     AttentionKind kind;
     int softmax1;      /* 1: softmax with a virtual key of score 0, value 0 (§8) */
     int unscaled;      /* 1: scale = 1 instead of 1/sqrt(HS) */
-    float tau;         /* temperature: scale = 1 / (tau sqrt(HS)); 1 by default */
+    float tau;         /* temperature: scale = 1 / (tau sqrt(HS)); 1 by default; in
+                        * [ATTENTION_MIN_TAU, ATTENTION_MAX_TAU] */
     int window;        /* W (window), w (dilated): keys in the window, self included */
     int sinks;         /* S: positions 0 .. S-1 always visible (window, dilated, lsh) */
     int dilation;      /* k (dilated): spacing of the window's keys */

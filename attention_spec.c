@@ -15,7 +15,6 @@
 #include "cli.h"         /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
 
 #define SPEC_MAX_INT 1048576    /* upper bound of integer keys (2^20, the longest context) */
-#define SPEC_MAX_TAU 100.0f     /* upper bound of the temperature */
 #define SPEC_MAX_BUCKETS 4096   /* LSH buckets: beyond this (and beyond the context, which
                                  * model_set_attention checks) buckets are nearly empty */
 #define SPEC_MAX_FEATURES 8192  /* Performer m: 8192 features already cost ~100x exact
@@ -87,7 +86,7 @@ const char *attention_spec_help(void) {
     "  linear[:prescale=]          linear attention, elu+1 features\n"
     "  efficient                   Efficient Attention (Shen et al.), causal\n"
     "  performer[:m=,orf=,seed=]   FAVOR+, m positive random features (256, 1, 1)\n"
-    "  (tau in (0, 100], softmax1/orf/prescale 0 or 1, buckets <= 4096, m <= 8192, other\n"
+    "  (tau in [0.01, 100], softmax1/orf/prescale 0 or 1, buckets <= 4096, m <= 8192, other\n"
     "  integers 0..2^20, seed 0..2^64-1;\n"
     "  nystrom is not causal and cannot run in the model)\n";
 }
@@ -149,9 +148,10 @@ static int parse_pair(const Name *name, const char *pair, const char *end, Atten
             *(int *)((char *)cfg + key->offset) = v;
         } else if (key->type == KEY_TAU) {
             float v;
-            if (cli_parse_float(value, 0.0f, SPEC_MAX_TAU, 1, &v) != 0) {
+            if (cli_parse_float(value, ATTENTION_MIN_TAU, ATTENTION_MAX_TAU, 0, &v) != 0) {
                 snprintf(err, cap, "%s: invalid value '%s' for tau (expected a number in "
-                         "(0, 100])", name->name, shown);
+                         "[%g, %g])", name->name, shown, (double)ATTENTION_MIN_TAU,
+                         (double)ATTENTION_MAX_TAU);
                 return -1;
             }
             cfg->tau = v;

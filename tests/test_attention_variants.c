@@ -847,8 +847,19 @@ static void test_invalid(void) {
     cfg = config(ATTENTION_FIXED);
     cfg.summary = cfg.stride + 1;
     bad &= attention_state_bytes(&cfg, &shape, 8) == 0;
-    check_true(bad, "invalid configs (odd buckets, softmax1 on Performer, window 0, c > l) "
-               "have no state size");
+    cfg = config(ATTENTION_EXACT);   /* tau 1.2e-38 would make q.k = 30 an infinite score */
+    cfg.tau = 1.2e-38f;
+    bad &= attention_state_bytes(&cfg, &shape, 8) == 0;
+    cfg.tau = nextafterf(ATTENTION_MIN_TAU, 0.0f);
+    bad &= attention_state_bytes(&cfg, &shape, 8) == 0;
+    cfg.tau = nextafterf(ATTENTION_MAX_TAU, 1e9f);
+    bad &= attention_state_bytes(&cfg, &shape, 8) == 0;
+    cfg.tau = ATTENTION_MIN_TAU;
+    int edges = attention_state_bytes(&cfg, &shape, 8) > 0;
+    cfg.tau = ATTENTION_MAX_TAU;
+    edges &= attention_state_bytes(&cfg, &shape, 8) > 0;
+    check_true(bad && edges, "invalid configs (odd buckets, softmax1 on Performer, window 0, "
+               "c > l, tau just outside [0.01, 100]) have no state size; tau 0.01 and 100 do");
     /* the largest dilation the CLI accepts: (w-1) k + 1 = 2^40 slots is capped at n_ctx */
     cfg = config(ATTENTION_DILATED);
     cfg.window = 1 << 20;

@@ -308,6 +308,9 @@ static void test_strict_parsing(const char *model, const char *tok) {
         {"-s +5", "-s: invalid value (got '+5'", "a leading + on the seed"},
         {"--attn window:w=3,w=5", "parameter w given twice", "a key given twice"},
         {"--attn exact:tau=' 1'", "invalid value ' 1' for tau", "a space in tau"},
+        {"--attn exact:tau=1.2e-38", "expected a number in [0.01, 100]",
+         "a temperature small enough to overflow the scores"},
+        {"--attn exact:tau=100.5", "expected a number in [0.01, 100]", "tau above 100"},
         {"--attn exact:softmax1=+1", "invalid value '+1' for softmax1", "+1 for a flag"},
         {"-n \"$(printf 'a\\033b')\"", "invalid value (got 'a\\x1bb'", "a control byte, escaped"},
     };

@@ -80,6 +80,16 @@ for t in "$@"; do
         echo "  $t: exit status $rc; new files in $artifacts/$t/:"
         ls -t "$artifacts/$t" | head -n "$((found > 0 ? found : 1))" | sed 's/^/    /'
         grep -E 'ERROR|SUMMARY|fuzz: |Test unit written' "$log" | head -n 8 | sed 's/^/    /'
+        # -close_fd_mask hid the target's own stderr (fuzz_fail's message): run each new
+        # input once more with stderr open, and show its first bytes, so that a CI log
+        # alone says what failed and on what
+        for f in $(ls -t "$artifacts/$t" | head -n "$found"); do
+            echo "  $f, first 256 bytes:"
+            head -c 256 "$artifacts/$t/$f" | od -An -c | head -n 16 | sed 's/^/    /'
+            "$bin/$t" "$artifacts/$t/$f" 2>&1 |
+                grep -E 'fuzz: |runtime error|ERROR: AddressSanitizer|SUMMARY' | head -n 4 |
+                sed 's/^/    /'
+        done
     fi
 done
 exit $status
