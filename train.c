@@ -293,14 +293,20 @@ static int check_new_file(const char *path, const char *what, const char *altern
     return -1;
 }
 
+/* 0 if path is free or a regular file; else -1 after a stderr line (--force must never
+ * remove a folder, and a FIFO would block the write). */
+static int check_output_path(const char *path, const char *what) {
+    const char *kind;
+    if (!train_not_regular(path, &kind)) return 0;
+    fprintf(stderr, "train: %s: not a regular file (got a %s, expected a path for %s)\n", path,
+            kind, what);
+    return -1;
+}
+
 /* Read a whole file into a malloc'd buffer; prints and returns NULL on failure. */
 static char *read_text(const char *path, size_t *size) {
-    FILE *file = fopen(path, "rb");
-    if (!file) {
-        fprintf(stderr, "train: %s: cannot open (got \"%s\", expected a readable file)\n",
-                path, strerror(errno));
-        return NULL;
-    }
+    FILE *file = train_open_read(path, "a readable text file");
+    if (!file) return NULL;
     char *text = NULL;
     size_t length = 0;
     if (train_file_size(file, path, &length) != 0) {
@@ -594,6 +600,10 @@ int main(int argc, char **argv) {
     Options o;
     int rc = parse_options(&o, argc, argv);
     if (rc != 0) return rc < 0 ? 0 : rc;
+    if (check_output_path(o.out_path, "the checkpoint") != 0 ||
+        check_output_path(o.state_path, "the optimizer state") != 0 ||
+        check_output_path(o.tokenizer_path, "the tokenizer") != 0)
+        return EXIT_BAD_DATA;
     /* a new run never replaces a trained model or tokenizer unless asked to */
     if (!o.resume && !o.force &&
         (check_new_file(o.out_path, "the checkpoint", "-r to resume its run") != 0 ||

@@ -14,6 +14,7 @@
 #include <stdlib.h>       /* malloc, free */
 #include <string.h>       /* memcpy, memset, strlen, strrchr, strerror */
 #include <fcntl.h>        /* open, O_RDONLY (POSIX: syncing a folder) */
+#include <sys/stat.h>     /* stat, S_ISREG, S_ISDIR, S_ISFIFO (POSIX) */
 #include <unistd.h>       /* fsync, close (POSIX) */
 
 #include "checkpoint.h"   /* checkpoint_gpt2_header, CHECKPOINT_GPT2_* */
@@ -184,6 +185,28 @@ static uint64_t fnv1a64(uint64_t hash, const void *data, size_t n) {
     const unsigned char *bytes = data;
     for (size_t i = 0; i < n; i++) hash = (hash ^ bytes[i]) * FNV64_PRIME;
     return hash;
+}
+
+int train_not_regular(const char *path, const char **kind) {
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;
+    *kind = S_ISDIR(st.st_mode) ? "folder" : S_ISFIFO(st.st_mode) ? "FIFO" : "special file";
+    return 1;
+}
+
+FILE *train_open_read(const char *path, const char *expected) {
+    const char *kind;
+    if (train_not_regular(path, &kind)) {   /* before fopen: opening a FIFO would block */
+        if (expected)
+            fprintf(stderr, "train: %s: not a regular file (got a %s, expected %s)\n", path,
+                    kind, expected);
+        return NULL;
+    }
+    FILE *file = fopen(path, "rb");
+    if (!file && expected)
+        fprintf(stderr, "train: %s: cannot open (got \"%s\", expected %s)\n", path,
+                strerror(errno), expected);
+    return file;
 }
 
 /* Read exactly n bytes, or print what was missing and return -1. */
@@ -397,7 +420,7 @@ static int state_version_ok(const int32_t state[TRAIN_STATE_HEADER_INTS]) {
 /* FNV-1a 64 of the whole file at path into *sum. Returns 0, or -1 (no message) if it
  * cannot be read. */
 static int file_sum(const char *path, uint64_t *sum) {
-    FILE *file = fopen(path, "rb");
+    FILE *file = train_open_read(path, NULL);
     if (!file) return -1;
     unsigned char *buffer = malloc(HASH_CHUNK);
     uint64_t hash = FNV64_OFFSET;
@@ -415,7 +438,7 @@ int trainer_finish_save(const char *path, const char *state_path) {
     int32_t state[TRAIN_STATE_HEADER_INTS];
     char path_temp[TRAIN_PATH_CAP];
     uint64_t sum;
-    FILE *file = fopen(state_path, "rb");
+    FILE *file = train_open_read(state_path, NULL);
     if (!file) return 0;
     int complete = fread(state, sizeof state, 1, file) == 1;
     fclose(file);
@@ -504,12 +527,8 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path) {
     memset(tr, 0, sizeof *tr);
     int32_t header[CHECKPOINT_GPT2_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
     size_t model_bytes = 0, state_bytes = 0;
-    FILE *model_file = fopen(path, "rb"), *state_file = NULL;
-    if (!model_file) {
-        fprintf(stderr, "train: %s: cannot open (got \"%s\", expected a readable checkpoint)\n",
-                path, strerror(errno));
-        return -1;
-    }
+    FILE *model_file = train_open_read(path, "a readable checkpoint"), *state_file = NULL;
+    if (!model_file) return -1;
     /* the checkpoint's header and size */
     if (train_file_size(model_file, path, &model_bytes) != 0 ||
         train_read_all(model_file, header, sizeof header, path, "header") != 0) goto fail;
@@ -540,12 +559,9 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path) {
     }
 
     /* the state's header and size, every field checked before allocating */
-    state_file = fopen(state_path, "rb");
-    if (!state_file) {
-        fprintf(stderr, "train: %s: cannot open (got \"%s\", expected the optimizer state of "
-                "%s)\n", state_path, strerror(errno), path);
-        goto fail;
-    }
+    char expected[TRAIN_PATH_CAP + 32];
+    snprintf(expected, sizeof expected, "the optimizer state of %s", path);
+    if (!(state_file = train_open_read(state_path, expected))) goto fail;
     if (train_file_size(state_file, state_path, &state_bytes) != 0 ||
         train_read_all(state_file, state, sizeof state, state_path, "header") != 0) goto fail;
     if (!state_version_ok(state)) {

@@ -78,6 +78,14 @@ int train_rename(const char *from, const char *to);
  * that cannot sync folders (EINVAL) counts as done. Returns 0, or -1 after a stderr line. */
 int train_sync_folder(const char *path);
 
+/* 1 if something that is not a regular file (a folder, a FIFO, a device) is at path; then
+ * *kind names it ("folder", "FIFO", "special file"). Never opens path, so never blocks. */
+int train_not_regular(const char *path, const char **kind);
+
+/* fopen(path, "rb") of a regular file. On failure returns NULL after a stderr line
+ * "train: PATH: ... (got ..., expected EXPECTED)", or silently if expected is NULL. */
+FILE *train_open_read(const char *path, const char *expected);
+
 /* Read exactly n bytes of `what` from file, or print what was missing and return -1. */
 int train_read_all(FILE *file, void *data, size_t n, const char *path, const char *what);
 

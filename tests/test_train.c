@@ -22,7 +22,7 @@
 #include <stdlib.h>    /* malloc, calloc, free, mkdtemp, setenv */
 #include <string.h>    /* memcpy, memcmp, strstr */
 #include <signal.h>    /* kill, SIGKILL (POSIX: the kill -9 test) */
-#include <sys/stat.h>  /* mkdir */
+#include <sys/stat.h>  /* mkdir, mkfifo */
 #include <sys/wait.h>  /* waitpid */
 #include <time.h>      /* clock, clock_gettime, nanosleep */
 #include <unistd.h>    /* access, fork, execl, getcwd, rmdir */
@@ -1140,6 +1140,22 @@ static void test_bad_data(void) {
         check_true(!exists(join(tok, dir, "s.bin")) && !exists(join(tok, dir, "tokenizer.bin")) &&
                    !exists(join(tok, dir, "tokenizer.bin.tmp")),
                    "data: a refused run leaves no checkpoint, tokenizer or temporary behind");
+    }
+    /* not regular files: a folder or a FIFO as the text (opening a FIFO would block), a
+     * folder as an output, which --force must not remove */
+    char other[CAP];
+    if (mkdir(join(path, dir, "folder"), 0700) == 0 &&
+        mkfifo(join(other, dir, "fifo"), 0600) == 0) {
+        format_into(args, sizeof args, "-d %s -o %s/f.bin", path, dir);
+        expect_train("a folder as the text", args, 1, "folder: not a regular file (got a "
+                     "folder, expected a readable text file)");
+        format_into(args, sizeof args, "-d %s -o %s/f.bin", other, dir);
+        expect_train("a FIFO as the text", args, 1, "fifo: not a regular file (got a FIFO, "
+                     "expected a readable text file)");
+        format_into(args, sizeof args, "--force -d %s -o %s", other, path);
+        expect_train("--force with a folder as the checkpoint", args, 1, "folder: not a regular "
+                     "file (got a folder, expected a path for the checkpoint)");
+        check_true(access(path, F_OK) == 0, "data: --force left the folder in place");
     }
     unsigned char *bytes = malloc(2 * BINARY_RANDOM + BINARY_ZEROS);
     if (bytes) {
