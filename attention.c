@@ -26,9 +26,9 @@
 #include "hash.h"     /* hash_mix64 and the dropout rule */
 #include "kernels.h"  /* kernels_dots, kernels_exp_sum, kernels_weighted_sum, ... */
 
-int attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
+size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
     /* one score row of n_ctx floats per head, so heads can run in parallel */
-    return shape->n_heads * n_ctx;
+    return (size_t)shape->n_heads * (size_t)n_ctx;
 }
 
 /* How a softmax-family variant scores key k for query q. */
@@ -1158,9 +1158,9 @@ void attention_nystrom(float *out, const float *q, const float *k, const float *
 /* ------------------------------------------------------------------------- */
 /* Backward (for the trainer)                                                  */
 
-int attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx) {
+size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx) {
     /* two rows per kv head (weights p and their gradients), so kv heads run in parallel */
-    return shape->n_kv_heads * 2 * n_ctx;
+    return (size_t)shape->n_kv_heads * 2 * (size_t)n_ctx;
 }
 
 /* One head, one query t with n_keys = t + 1 visible keys: recompute p = softmax(scores)

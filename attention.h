@@ -25,8 +25,9 @@ typedef struct {
     float scale;      /* score = (q . k) * scale; 1/sqrt(HS) for scaled dot product */
 } AttentionShape;
 
-/* Floats of scratch attention_forward needs for a context of up to n_ctx positions. */
-int attention_scratch_floats(const AttentionShape *shape, int n_ctx);
+/* Floats of scratch attention_forward needs for a context of up to n_ctx positions (a
+ * size_t: NH n_ctx exceeds an int for large head counts and contexts). */
+size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx);
 
 /* Exact causal multi-head scaled dot-product attention (docs/attention.md §2), with a
  * max-subtracted softmax (§1). Query t (position pos + t) sees keys 0 .. pos + t.
@@ -221,7 +222,7 @@ void attention_nystrom(float *out, const float *q, const float *k, const float *
                        int m, int iters, float scale, float *scratch);
 
 /* Floats of scratch attention_backward needs for a context of up to n_ctx positions. */
-int attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx);
+size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx);
 
 /* Backward of attention_forward with pos = 0 (training: T queries over T keys). The
  * softmax weights are recomputed from q and k, not stored. With out = softmax(s) . v

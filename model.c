@@ -83,6 +83,15 @@ static size_t kv_cache_bytes(const Config *c, int n_ctx) {
     return 2 * sizeof(float) * (size_t)c->n_layers * (size_t)n_ctx * (size_t)c->kv_dim;
 }
 
+/* state_bytes plus scratch_floats floats, or SIZE_MAX if that overflows (so that the
+ * limit below refuses it). */
+static size_t state_plus_scratch(size_t state_bytes, size_t scratch_floats) {
+    size_t scratch_bytes;
+    if (size_mul(scratch_floats, sizeof(float), &scratch_bytes) != 0 ||
+        scratch_bytes > SIZE_MAX - state_bytes) return SIZE_MAX;
+    return state_bytes + scratch_bytes;
+}
+
 /* Refuses (with a message) an attention state larger than MODEL_MAX_STATE_BYTES. */
 static int check_state_size(const char *what, size_t bytes, int n_ctx) {
     if (bytes <= MODEL_MAX_STATE_BYTES) return 0;
@@ -116,14 +125,18 @@ int model_set_attention(Model *m, const AttentionConfig *cfg) {
     size_t total;
     free_attention(m);
     if (is_plain_exact(cfg)) {
-        if (check_state_size("exact (KV cache)", kv_cache_bytes(c, n_ctx), n_ctx) != 0)
+        /* the KV cache and the score rows (NH n_ctx floats: with many heads and a long
+         * context the larger of the two) count toward the limit together */
+        size_t scratch_floats = attention_scratch_floats(&m->attention, n_ctx);
+        if (check_state_size("exact (KV cache)",
+                             state_plus_scratch(kv_cache_bytes(c, n_ctx), scratch_floats),
+                             n_ctx) != 0)
             return -1;
         /* calloc'd: pages are committed only as positions are written */
         size_t floats = (size_t)c->n_layers * (size_t)n_ctx * (size_t)c->kv_dim;
         m->cache.k = calloc(floats, sizeof(float));
         m->cache.v = calloc(floats, sizeof(float));
-        m->state.scratch = calloc((size_t)attention_scratch_floats(&m->attention, n_ctx),
-                                  sizeof(float));
+        m->state.scratch = calloc(scratch_floats, sizeof(float));
         if (!m->cache.k || !m->cache.v || !m->state.scratch) goto out_of_memory;
         m->attention_layer_bytes = 2 * (size_t)n_ctx * (size_t)c->kv_dim * sizeof(float);
         m->lab = 0;
@@ -144,8 +157,9 @@ int model_set_attention(Model *m, const AttentionConfig *cfg) {
                 cfg->buckets, c->seq_len, c->seq_len);
         return -1;
     }
-    if (size_mul(layer_bytes, (size_t)c->n_layers, &total) != 0 ||
-        check_state_size(attention_kind_name(cfg->kind), total, n_ctx) != 0) return -1;
+    if (size_mul(layer_bytes, (size_t)c->n_layers, &total) != 0) total = SIZE_MAX;
+    if (check_state_size(attention_kind_name(cfg->kind), state_plus_scratch(total, scratch),
+                         n_ctx) != 0) return -1;
     /* one block for all layers, carved into L equal cache-line-aligned parts */
     m->attention_state = calloc(total, 1);
     m->state.scratch = calloc(scratch, sizeof(float));
@@ -188,8 +202,10 @@ int model_load(Model *m, const char *path, int max_chunk) {
     m->config = *c;
     m->format = m->checkpoint.format;
     m->n_ctx = c->seq_len;
-    size_t per_position = kv_cache_bytes(c, 1);
-    if (kv_cache_bytes(c, c->seq_len) > MODEL_MAX_STATE_BYTES)   /* a header's huge context */
+    /* a position's key, value and score row (one float per head), as model_set_attention
+     * counts them; a header's huge context is cut to what the limit holds */
+    size_t per_position = state_plus_scratch(kv_cache_bytes(c, 1), (size_t)c->n_heads);
+    if ((size_t)c->seq_len > MODEL_MAX_STATE_BYTES / per_position)
         m->n_ctx = (int)(MODEL_MAX_STATE_BYTES / per_position);
     if (m->n_ctx < 1) {
         fprintf(stderr, "model: %s: one position of KV cache needs %zu bytes (expected at most "

@@ -190,9 +190,9 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
 
     size_t N = (size_t)B * (size_t)tr->T, C = (size_t)c->dim, L = (size_t)c->n_layers;
     size_t Hd = 4 * C, V = (size_t)c->vocab_size;
-    int scratch = attention_scratch_floats(&tr->attention, tr->T);
-    int scratch_back = attention_backward_scratch_floats(&tr->attention, tr->T);
-    tr->attention_scratch = (size_t)(scratch > scratch_back ? scratch : scratch_back);
+    size_t scratch = attention_scratch_floats(&tr->attention, tr->T);
+    size_t scratch_back = attention_backward_scratch_floats(&tr->attention, tr->T);
+    tr->attention_scratch = scratch > scratch_back ? scratch : scratch_back;
     TrainActivations *a = &tr->a;
     tr->params = floats_alloc(tr->n_params);
     tr->params_t = floats_alloc(tr->n_params);

@@ -251,7 +251,19 @@ static void test_weights_and_threads(void) {
 #endif
 }
 
+/* Scratch sizes are size_t products: 4097 heads x 2^20 positions is past INT_MAX, where
+ * an int product wrapped to 2^20 floats and attention_forward wrote past them. */
+static void test_scratch_sizes(void) {
+    AttentionShape shape = {4097, 1, 2, 0.5f};
+    int n_ctx = 1 << 20;
+    check_true(attention_scratch_floats(&shape, n_ctx) == (size_t)4097 << 20 &&
+               attention_backward_scratch_floats(&shape, n_ctx) == (size_t)2 << 20,
+               "scratch sizes of 4097 heads (1 kv head) x 2^20 positions: 4097 x 2^20 and "
+               "2 x 2^20 floats, not wrapped");
+}
+
 int main(void) {
+    test_scratch_sizes();
     test_nadaraya_watson();
     test_worked_example_b();
     test_large_scores();
