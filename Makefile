@@ -161,7 +161,7 @@ $(TESTS):
 # It first replays every fuzz target's regression corpus and seeds (tests/fuzz).
 test: all $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp docs-check
 	@$(FUZZ_ENV) FUZZ_BIN=$(B)/fuzz sh tests/fuzz/fuzz.sh replay $(FUZZ_TARGETS)
-	@RUN=$(B)/run TRAIN=$(B)/train sh tests/run_all.sh $(TESTS)
+	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize sh tests/run_all.sh $(TESTS)
 
 # debug: the whole suite under AddressSanitizer and UBSan (own build folder, no
 # OpenMP so that no runtime library hides a report). Example: make debug
@@ -169,9 +169,9 @@ debug:
 	$(MAKE) B=build/debug OMP=0 CFLAGS="-O1 -g -fsanitize=address,undefined \
 	  -fno-omit-frame-pointer -fno-sanitize-recover=all" debug-tests
 
-debug-tests: $(B)/run $(B)/train $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp
+debug-tests: $(B)/run $(B)/train $(B)/quantize $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp
 	@$(FUZZ_ENV) FUZZ_BIN=$(B)/fuzz sh tests/fuzz/fuzz.sh replay $(FUZZ_TARGETS)
-	@RUN=$(B)/run TRAIN=$(B)/train sh tests/run_all.sh $(TESTS)
+	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize sh tests/run_all.sh $(TESTS)
 
 # the benchmark's tools and random-weight models (tools/bench.mk)
 include tools/bench.mk
@@ -188,8 +188,9 @@ VG_TESTS = test_kernels test_quant test_attention test_attention_variants test_s
            test_tokenizer test_tokenizer_llama test_model test_cli test_generate test_attnmap
 valgrind:
 	$(MAKE) B=build/valgrind OMP=0 CFLAGS="-O2 -g -mavx2 -mfma" build/valgrind/run \
-	  $(addprefix build/valgrind/tests/,$(VG_TESTS))
+	  build/valgrind/quantize $(addprefix build/valgrind/tests/,$(VG_TESTS))
 	@SHARED_DIR=/nonexistent RUN="$(VALGRIND) build/valgrind/run" WRAP="$(VALGRIND)" \
+	  QUANTIZE="$(VALGRIND) build/valgrind/quantize" \
 	  sh tests/run_all.sh $(addprefix build/valgrind/tests/,$(VG_TESTS))
 
 # bench-attention: attention-only time per generated token at T = 128 .. 16384 on

@@ -16,9 +16,9 @@
 #include <fcntl.h>      /* open, O_NONBLOCK */
 #include <math.h>       /* isfinite */
 #include <stdint.h>     /* int32_t, uint16_t, uint32_t, SIZE_MAX */
-#include <stdio.h>      /* fprintf(stderr), FILE, fwrite */
+#include <stdio.h>      /* fprintf(stderr), FILE, fwrite, snprintf, rename, remove */
 #include <stdlib.h>     /* malloc, free */
-#include <string.h>     /* memcpy, memset, strerror */
+#include <string.h>     /* memcpy, memset, strerror, strlen */
 #include <sys/mman.h>   /* mmap, munmap */
 #include <sys/stat.h>   /* fstat */
 #include <unistd.h>     /* read, close */
@@ -661,10 +661,17 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
     float *row = malloc((size_t)widest * sizeof(float));
     float *s = malloc((size_t)widest * sizeof(float));
     int8_t *q = malloc((size_t)widest);
-    FILE *f = fopen(path, "wb");
+    /* written as PATH.tmp and renamed over PATH when complete: a failed or interrupted
+     * write never leaves a partial file under PATH, and PATH itself (which may be the
+     * mapped input) is never truncated while it is read */
+    char temp[CHECKPOINT_PATH_CAP];
+    int temp_ok = snprintf(temp, sizeof temp, "%s.tmp", path) < (int)sizeof temp;
+    FILE *f = temp_ok ? fopen(temp, "wb") : NULL;
     int status = -1;
     if (!row || !s || !q) fprintf(stderr, "quantize: out of memory\n");
-    else if (!f) fprintf(stderr, "quantize: %s: cannot create (%s)\n", path, strerror(errno));
+    else if (!temp_ok) fprintf(stderr, "quantize: %s: path too long (got %zu bytes, expected "
+                               "at most %d)\n", path, strlen(path), CHECKPOINT_PATH_CAP - 5);
+    else if (!f) fprintf(stderr, "quantize: %s: cannot create (%s)\n", temp, strerror(errno));
     else if (write_all(f, header, 1, header_bytes))
         fprintf(stderr, "quantize: %s: write error (%s)\n", path, strerror(errno));
     else {
@@ -680,6 +687,12 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
         fprintf(stderr, "quantize: %s: write error (%s)\n", path, strerror(errno));
         status = -1;
     }
+    if (f && status == 0 && rename(temp, path) != 0) {
+        fprintf(stderr, "quantize: %s: cannot rename %s over it (%s)\n", path, temp,
+                strerror(errno));
+        status = -1;
+    }
+    if (f && status != 0) remove(temp);
     free(row);
     free(s);
     free(q);

@@ -8,55 +8,68 @@
  */
 #include <stdio.h>        /* fprintf, printf */
 #include <stdlib.h>       /* EXIT_SUCCESS */
-#include <string.h>       /* strcmp */
+#include <sys/stat.h>     /* stat (POSIX): is OUT the file IN? */
 
 #include "checkpoint.h"   /* checkpoint_load, checkpoint_save_q8 */
-#include "cli.h"          /* cli_parse_int */
+#include "cli.h"          /* cli_next, cli_usage_error */
 #include "quant.h"        /* QUANT_GROUP_MAX */
 
-enum { EXIT_BAD_DATA = 1, EXIT_USAGE = 2 };
+enum { EXIT_BAD_DATA = 1 };
+enum { OPT_GROUP, OPT_HELP };
+
+static const CliOption OPTIONS[] = {
+    {OPT_GROUP, "-g", "--group", CLI_INT, 1, QUANT_GROUP_MAX, 0, NULL},
+    {OPT_HELP, "-h", "--help", CLI_NONE, 0, 0, 0, NULL},
+};
+enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };
 
 static void usage(FILE *f) {
     fprintf(f, "Usage: quantize IN.bin OUT.bin [-g GS]\n"
                "Write the int8 form of the checkpoint IN.bin (any format run loads) to OUT.bin:\n"
                "every matrix as int8 values with one fp32 scale per GS values along each row\n"
                "(default %d; the last group of a row may be shorter), norms and biases fp32.\n"
+               "OUT.bin is written as OUT.bin.tmp and renamed when complete; it must not be\n"
+               "IN.bin itself.\n"
                "  -g, --group GS   values per scale, 1..%d\n"
-               "  -h, --help       print this help and exit\n",
+               "  -h, --help       print this help and exit\n"
+               "Exit status: 0 ok, 1 bad data or runtime failure, 2 usage error.\n",
             CHECKPOINT_Q8_GROUP, QUANT_GROUP_MAX);
+}
+
+/* 1 if a and b name the same existing file (through links or other spellings). */
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 int main(int argc, char **argv) {
     const char *paths[2] = {NULL, NULL};
     int n_paths = 0, group = CHECKPOINT_Q8_GROUP;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        CliArg arg;
+        int rc = cli_next("quantize", OPTIONS, N_OPTIONS, argc, argv, &i, &arg);
+        if (rc != 0) return rc;
+        if (!arg.option) {
+            if (n_paths == 2)
+                return cli_usage_error("quantize", arg.value, "too many arguments", NULL,
+                                       "IN.bin and OUT.bin only");
+            paths[n_paths++] = arg.value;
+        } else if (arg.option->id == OPT_GROUP) {
+            group = arg.number;
+        } else {
             usage(stdout);
             return EXIT_SUCCESS;
-        } else if (!strcmp(argv[i], "-g") || !strcmp(argv[i], "--group")) {
-            if (i + 1 == argc || cli_parse_int(argv[i + 1], 1, QUANT_GROUP_MAX, &group) != 0) {
-                fprintf(stderr, "quantize: %s needs an integer 1..%d (got %s)\n", argv[i],
-                        QUANT_GROUP_MAX, i + 1 == argc ? "nothing" : argv[i + 1]);
-                fprintf(stderr, "Try 'quantize --help'.\n");
-                return EXIT_USAGE;
-            }
-            i++;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "quantize: unknown option %s\nTry 'quantize --help'.\n", argv[i]);
-            return EXIT_USAGE;
-        } else if (n_paths < 2) {
-            paths[n_paths++] = argv[i];
-        } else {
-            fprintf(stderr, "quantize: too many arguments (got %s after IN and OUT)\n"
-                    "Try 'quantize --help'.\n", argv[i]);
-            return EXIT_USAGE;
         }
     }
     if (n_paths != 2) {
-        fprintf(stderr, "quantize: expected IN.bin and OUT.bin (got %d paths)\n"
-                "Try 'quantize --help'.\n", n_paths);
-        return EXIT_USAGE;
+        char got[32];
+        snprintf(got, sizeof got, "%d of 2", n_paths);
+        return cli_usage_error("quantize", "arguments", "missing", got, "IN.bin and OUT.bin");
     }
+    if (same_file(paths[0], paths[1]))
+        return cli_usage_error("quantize", paths[1], "is the same file as the input",
+                               paths[0], "another path for OUT.bin");
     Checkpoint ck;
     if (checkpoint_load(&ck, paths[0]) != 0) return EXIT_BAD_DATA;
     int status = checkpoint_save_q8(&ck, paths[1], group);

@@ -76,10 +76,12 @@ static const char *write_tokenizer(void) {
 }
 
 /* Runs "$RUN ARGS", checks the exit code and that stderr contains `message`. */
-static void expect(const char *what, const char *args, int want_code, const char *message) {
+/* Runs program (a command) with args; checks its exit status and a substring of stderr. */
+static void expect_program(const char *program, const char *what, const char *args,
+                           int want_code, const char *message) {
     char command[1024];
     /* timeout: a hang (a blocking open, an endless loop) fails as exit 124 */
-    snprintf(command, sizeof command, "timeout 120 %s %s", run_bin, args);
+    snprintf(command, sizeof command, "timeout 120 %s %s", program, args);
     char *out = NULL, *err = NULL;
     int code = check_run(command, &out, &err);
     int has = err && strstr(err, message) != NULL;
@@ -87,6 +89,11 @@ static void expect(const char *what, const char *args, int want_code, const char
                code, want_code, message, has ? "" : "; stderr was: ", has || !err ? "" : err);
     free(out);
     free(err);
+}
+
+/* expect_program for run. */
+static void expect(const char *what, const char *args, int want_code, const char *message) {
+    expect_program(run_bin, what, args, want_code, message);
 }
 
 static void test_usage_errors(const char *model, const char *tok) {
@@ -601,6 +608,49 @@ static void test_llama2c_generation(void) {
     }
 }
 
+/* Bytes in the file at path, or -1. */
+static long file_size(const char *path) {
+    FILE *f = fopen(path, "rb");
+    long size = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (f) fclose(f);
+    return size;
+}
+
+/* quantize: the shared flag parser, and an output that is the input (directly or through
+ * a link) refused before anything is written: writing it truncated the mapped input
+ * (SIGBUS, and an empty model). The int8 file is written under OUT.tmp and renamed. */
+static void test_quantize_program(const char *model, const char *tok) {
+    const char *quantize = getenv("QUANTIZE");
+    if (!quantize || !*quantize) quantize = "./quantize";
+    char args[1024], link[256], out[256], command[512];
+    long size_before = file_size(model);
+    snprintf(args, sizeof args, "%s %s", model, model);
+    expect_program(quantize, "quantize: OUT is IN", args, 2, "is the same file as the input");
+    snprintf(link, sizeof link, "%s/link.bin", dir);
+    snprintf(command, sizeof command, "ln -s %s %s", model, link);
+    if (check_run(command, NULL, NULL) == 0) {
+        snprintf(args, sizeof args, "%s %s", model, link);
+        expect_program(quantize, "quantize: OUT is a link to IN", args, 2,
+                       "is the same file as the input");
+    }
+    check_true(file_size(model) == size_before && size_before > 0,
+               "quantize: the input is untouched (%ld bytes)", file_size(model));
+    snprintf(out, sizeof out, "%s/q8.bin", dir);
+    snprintf(args, sizeof args, "--group=16 %s %s", model, out);
+    expect_program(quantize, "quantize --group=16", args, 0, "int8, groups of 16");
+    snprintf(args, sizeof args, "%s -z %s -n 2", out, tok);
+    expect("the int8 file loads and runs", args, 0, "checkpoint, int8 (llm.c header, version 80)");
+    snprintf(command, sizeof command, "test ! -e %s.tmp", out);
+    check_true(check_run(command, NULL, NULL) == 0, "quantize: no %s.tmp left behind", out);
+    snprintf(args, sizeof args, "%s %s/no_folder/q8.bin", model, dir);
+    expect_program(quantize, "quantize into a missing folder", args, 1, "cannot create");
+    snprintf(args, sizeof args, "-g 0 %s %s", model, out);
+    expect_program(quantize, "quantize -g 0", args, 2,
+                   "-g: invalid value (got '0', expected an integer in 1..65536)");
+    snprintf(args, sizeof args, "%s", model);
+    expect_program(quantize, "quantize with one path", args, 2, "missing (got 1 of 2");
+}
+
 int main(void) {
     run_bin = getenv("RUN");
     if (!run_bin || !*run_bin) run_bin = "./run";
@@ -624,6 +674,7 @@ int main(void) {
     test_attention_views(model, tok);
     test_eval(model, tok);
     test_llama2c_generation();
+    test_quantize_program(model, tok);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", dir);
     check_run(command, NULL, NULL);
