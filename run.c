@@ -16,7 +16,7 @@
 #include <string.h>     /* strcmp, strncmp, strrchr */
 #include <time.h>       /* time: the default seed */
 #include <sys/stat.h>   /* stat: refuse FIFOs and directories as text files */
-#include <unistd.h>     /* isatty: show "> " only to a terminal */
+#include <unistd.h>     /* isatty: "> " and --eval's progress only to a terminal */
 
 #include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
 #include "attnmap.h"    /* AttnMap, attnmap_write_svg, attnmap_write_html */
@@ -122,6 +122,7 @@ typedef struct {
     int layer;                    /* --layer; -1 = not given */
     int head;                     /* --head; -1 = not given */
     int attn_top;                 /* --attn-top K; 0 = off */
+    char sampling_flag[64];       /* the last of -i -f -n -t -p -k -s given, or "" */
 } Options;
 
 /* The --attn-map format a path's extension asks for: "svg", "html", or NULL. */
@@ -208,6 +209,13 @@ static int parse_args(int argc, char **argv, Options *o) {
         char flag[64], problem[512];
         snprintf(flag, sizeof flag, "%.*s", (int)arg.flag_len, arg.flag);
         switch ((OptionId)arg.option->id) {
+        case OPT_PROMPT: case OPT_PROMPT_FILE: case OPT_STEPS: case OPT_TEMPERATURE:
+        case OPT_TOP_P: case OPT_TOP_K: case OPT_SEED:   /* generation's flags */
+            snprintf(o->sampling_flag, sizeof o->sampling_flag, "%s", flag);
+            break;
+        default: break;
+        }
+        switch ((OptionId)arg.option->id) {
         case OPT_HELP: print_usage(stdout); return -1;
         case OPT_TOKENIZER: o->tokenizer_path = arg.value; break;
         case OPT_PROMPT: o->prompt = arg.value; break;
@@ -252,7 +260,7 @@ static int parse_args(int argc, char **argv, Options *o) {
     const char *generation_only = o->attn_map_path ? "--attn-map" : o->attn_top ? "--attn-top"
                                 : o->interactive ? "--interactive" : o->reverse_prompt ? "-r"
                                 : o->keep >= 0 ? "--keep" : o->no_shift ? "--no-context-shift"
-                                : NULL;
+                                : o->sampling_flag[0] ? o->sampling_flag : NULL;
     if (o->eval_path && generation_only)
         return usage_error(generation_only, NULL, "cannot be combined with --eval (it applies "
                            "to generation)", NULL);
@@ -494,9 +502,7 @@ static int is_plain_exact(const AttentionConfig *cfg) {
  * the model for the KL and agreement), and prints one result block on stdout. */
 static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
     const Config *c = &m->config;
-    int ctx = o->ctx_size ? o->ctx_size : c->seq_len;
-    if (ctx > c->seq_len) return check_model_range("--ctx-size", ctx, 2, c->seq_len,
-                                                   "this model's context");
+    int ctx = o->ctx_size ? o->ctx_size : m->n_ctx;   /* main set n_ctx to -c */
     size_t len;
     char *text = read_text_file(o->eval_path, "eval", &len);
     if (!text) return EXIT_BAD_DATA;
@@ -525,8 +531,16 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
                 "%d)\n", o->ref_path, exact.config.vocab_size, c->vocab_size);
         goto done;
     }
+    if (compare && exact.n_ctx < ctx) {
+        fprintf(stderr, "run: --ref %s: context shorter than the windows (got %d, expected at "
+                "least %d; -c sets the window)\n", o->ref_path, exact.n_ctx, ctx);
+        goto done;
+    }
+    if (compare && exact.n_ctx > ctx && model_set_context(&exact, ctx) != 0) goto done;
     EvalResult r;
-    if (eval_windows(m, compare ? &exact : NULL, tok, ids, (long)n_ids, ctx, 1, &r) != 0)
+    /* the progress line rewrites itself with \r: only for a terminal, not a log file */
+    if (eval_windows(m, compare ? &exact : NULL, tok, ids, (long)n_ids, ctx,
+                     isatty(STDERR_FILENO), &r) != 0)
         goto done;
     if (r.tokens == 0) {
         fprintf(stderr, "run: %s: nothing to evaluate (got %zu tokens, expected at least 2)\n",
@@ -547,8 +561,8 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
            o->ref_path ? o->ref_path : "exact", r.kl / (double)r.tokens,
            100.0 * (double)r.agree / (double)r.tokens);
     printf("state: %zu bytes for %d layers at context %d (%.1f bytes/token); speed: %.1f "
-           "tokens/s\n", state_bytes, c->n_layers, c->seq_len,
-           (double)state_bytes / (double)c->seq_len,
+           "tokens/s\n", state_bytes, c->n_layers, m->n_ctx,
+           (double)state_bytes / (double)m->n_ctx,
            r.seconds > 0 ? (double)r.tokens / r.seconds : 0.0);
     status = 0;
 done:
@@ -632,6 +646,14 @@ int main(int argc, char **argv) {
     if (model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS) kernels_set_threads(1);
     if (load_tokenizer(&tok, tokenizer_path, c) != 0) goto done;
     if (model_set_attention(&model, &o.attention) != 0) goto done;
+    if (o.eval_path && o.ctx_size) {   /* attention memory for the windows' -c positions */
+        if (o.ctx_size > model.n_ctx) {
+            status = check_model_range("--ctx-size", o.ctx_size, 2, model.n_ctx,
+                                       "this model's context");
+            goto done;
+        }
+        if (model_set_context(&model, o.ctx_size) != 0) goto done;
+    }
     if (!o.eval_path) {
         if ((status = plan_generation(&o, &model, &tok, &plan)) != 0) goto done;
         status = EXIT_BAD_DATA;
@@ -647,6 +669,11 @@ int main(int argc, char **argv) {
     kernels_run(run_job, &job);
     status = job.status;
 done:
+    /* text that never reached its destination (a full disk, a closed pipe) is a failure */
+    if ((fflush(stdout) != 0 || ferror(stdout)) && status == 0) {
+        fprintf(stderr, "run: standard output: write error (%s)\n", strerror(errno));
+        status = EXIT_BAD_DATA;
+    }
     if (plan.map && fclose(plan.map) != 0 && status == 0) {
         fprintf(stderr, "run: %s: cannot write the attention map (%s)\n", o.attn_map_path,
                 strerror(errno));

@@ -143,6 +143,10 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "--interactive");
     EXPECT_USAGE("--keep with --eval", "--eval x --keep 1", "--keep: cannot be combined with "
                  "--eval");
+    EXPECT_USAGE("a prompt with --eval", "--eval x -i hi", "-i: cannot be combined with --eval");
+    EXPECT_USAGE("--temperature with --eval", "--temperature 0 --eval x",
+                 "--temperature: cannot be combined with --eval");
+    EXPECT_USAGE("-n with --eval", "--eval x -n 5", "-n: cannot be combined with --eval");
     EXPECT_USAGE("empty reverse prompt", "-r ''", "-r: invalid value (got ''");
     EXPECT_USAGE("--attn-map with --eval", "--eval x --attn-map m.svg",
                  "--attn-map: cannot be combined with --eval");
@@ -560,6 +564,19 @@ static void test_eval(const char *model, const char *tok) {
            "context)");
     snprintf(args, sizeof args, "%s -z %s --eval %s/none.txt", model, tok, dir);
     expect("--eval missing file", args, 1, "cannot open eval file");
+    snprintf(args, sizeof args, "%s -z %s --eval %s -c 8 >/dev/full", model, tok, text);
+    expect("--eval into a full disk", args, 1, "standard output: write error");
+    snprintf(args, sizeof args, "%s -z %s -n 4 -i hi >/dev/full", model, tok);
+    expect("generation into a full disk", args, 1, "standard output: write error");
+    /* a reference of context 8 against windows of the model's 16: one line before any
+     * work; with -c 8 the two fit */
+    const char *short_ref = write_model("ref8.bin", 20240326, 3, 8, V, L, NH, C, VP, 0);
+    snprintf(args, sizeof args, "%s -z %s --eval %s --ref %s", model, tok, text, short_ref);
+    expect("--ref with a shorter context", args, 1, "context shorter than the windows (got 8, "
+           "expected at least 16; -c sets the window)");
+    snprintf(args, sizeof args, "%s -z %s --eval %s --ref %s -c 8", model, tok, text, short_ref);
+    expect("--ref with a shorter context, -c 8 (memory for 8 positions)", args, 0,
+           "KV cache 0.0 MB for 8 positions");
 }
 
 /* llama2.c's generations (../shared/testdata/llama2c/generation.json: stdout of its run
