@@ -601,8 +601,11 @@ static void default_tokenizer_path(const char *model_path, char *out, size_t cap
  * message. */
 static int load_tokenizer(Tokenizer *tok, const char *path, const Config *c) {
     if (tokenizer_load(tok, path) != 0) return -1;
-    if (c->family == MODEL_GPT2 && tok->vocab_size != c->vocab_size) {
-        /* a GPT-2 model and its tokenizer share one vocabulary: any other is not its own */
+    if ((c->family == MODEL_GPT2 || tok->kind == TOKENIZER_GPT2) &&
+        tok->vocab_size != c->vocab_size) {
+        /* a GPT-2 model and its tokenizer share one vocabulary, and a GPT-2 tokenizer file
+         * is its model's: any other is not its own (only llama2.c's larger tokenizer.bin
+         * serves smaller models, as in llama2.c) */
         fprintf(stderr, "run: %s: tokenizer does not belong to the model (got %d tokens, "
                 "expected %d, the model's vocabulary)\n", path, tok->vocab_size, c->vocab_size);
         return -1;

@@ -264,6 +264,16 @@ static void test_bad_inputs(const char *model, const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -n 1", big_vocab, tok);
     expect("GPT-2 tokenizer smaller than the model", args, 1,
            "tokenizer does not belong to the model (got 260 tokens, expected 261");
+    /* a Llama model of 200 tokens (dim 8, hidden 16, 1 layer, 2 heads, 1 kv head, context
+     * 16; floats: norms 24, embedding 200*8, wq 64, wk 32, wv 32, wo 64, w1 w2 w3 3*128)
+     * with this GPT-2 tokenizer: its ids would mean other tokens (only llama2.c's larger
+     * tokenizer may serve a smaller Llama model) */
+    const int32_t llama200[7] = {8, 16, 1, 2, 1, 200, 16};
+    snprintf(args, sizeof args, "%s -z %s -i ef -n 1",
+             write_llama("llama200.bin", 1, llama200, 24 + 200 * 8 + 64 + 32 + 32 + 64 + 3 * 128),
+             tok);
+    expect("GPT-2 tokenizer larger than a Llama model", args, 1,
+           "tokenizer does not belong to the model (got 260 tokens, expected 200");
     snprintf(args, sizeof args, "%s -z %s -i 'abcdefghijklmnopqrstuvwxyz' -n 1", model, tok);
     expect("prompt longer than the context", args, 1,
            "prompt too long for the context (got 23 tokens, expected at most 16)");
@@ -305,10 +315,10 @@ static void test_resource_limits(const char *model, const char *tok) {
            "generation: 3 tokens");
     /* 1024 heads of 2 (dim 2048) and one kv head: a position's key and value are 16 bytes,
      * its score rows 4096; the context is cut to what the limit holds of both together
-     * (floats: norms 3*2048, embedding 4*2048, wq wo 2*2048^2, wk wv 2*2*2048, w1 w2 w3
+     * (floats: norms 3*2048, embedding 260*2048, wq wo 2*2048^2, wk wv 2*2*2048, w1 w2 w3
      * 3*2*2048) */
-    const int32_t many_heads[7] = {2048, 2, 1, 1024, 1, 4, 1 << 20};
-    long n_heads_floats = 17L * 2048 + 2L * 2048 * 2048;
+    const int32_t many_heads[7] = {2048, 2, 1, 1024, 1, 260, 1 << 20};
+    long n_heads_floats = 273L * 2048 + 2L * 2048 * 2048;
     char expected[128];
     snprintf(expected, sizeof expected, "expected an integer in 2..%zu, this model's context",
              (size_t)MODEL_MAX_STATE_BYTES / (16 + 4 * 1024));
