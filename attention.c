@@ -19,7 +19,8 @@
  */
 #include "attention.h"
 
-#include <math.h>     /* expf, sqrtf, tanhf, INFINITY; log, sqrt, cos for the generator */
+#include <float.h>    /* FLT_MIN */
+#include <math.h>     /* expf, logf, sqrtf, tanhf, INFINITY; log, sqrt, cos for the generator */
 #include <stdint.h>   /* uint64_t, int32_t */
 #include <string.h>   /* memset, memcpy */
 
@@ -706,13 +707,22 @@ static float favor_logits(float *l, const float *W, int m, int HS, const float *
     return max;
 }
 
-/* Performer's query side: phi (m,) = exp(l(q) - max l(q)), the query's own maximum
- * subtracted (a constant that cancels in the ratio); returns the denominator phi . z. */
+/* Performer's query side: phi (m,) = exp(l(q) - shift); returns the denominator phi . z.
+ * Any shift cancels in the ratio; this one is the largest term's, max_c l_c(q) + log z_c,
+ * so that term is exactly 1 and den >= 1. Shifting by the query's own maximum instead
+ * let every product phi_c z_c underflow to 0 when the query's strongest features were
+ * the keys' weakest (den 0, an output of zeros where the ratio is well defined). A
+ * feature whose key sum z_c is below FLT_MIN (underflowed: less than 1e-38 of the
+ * strongest key's weight) is left out, so that phi_c <= 1 / z_c stays finite; the
+ * current key's strongest feature always has z_c >= 1. */
 static float performer_query(float *phi, const float *W, int m, int HS, float s, const float *q,
                              const float *z) {
-    float query_max = favor_logits(phi, W, m, HS, q, s), den = 0.0f;
+    float shift = -INFINITY, den = 0.0f;
+    favor_logits(phi, W, m, HS, q, s);
+    for (int c = 0; c < m; c++)
+        if (z[c] >= FLT_MIN && phi[c] + logf(z[c]) > shift) shift = phi[c] + logf(z[c]);
     for (int c = 0; c < m; c++) {
-        phi[c] = expf(phi[c] - query_max);
+        phi[c] = z[c] >= FLT_MIN ? expf(phi[c] - shift) : 0.0f;
         den += phi[c] * z[c];
     }
     return den;
@@ -969,8 +979,16 @@ static void weights_performer(const WeightsHead *v, int m) {
         float den = performer_query(phi_q, v->R, m, HS, s, v->q + (long)i * v->q_stride, z);
         float *w_i = v->w + (long)(i - v->q0) * T;
         for (int j = 0; j < T; j++) {
-            /* read_out's rule: divide (den may be subnormal), and zeros if den <= 0 */
-            float share = j <= i ? dot_f(phi_q, E + (long)j * m, m) * expf(M_after[j] - M) : NAN;
+            /* read_out's rule: divide, and zeros if den <= 0; key j's features are
+             * brought to the current maximum before the product, so that each term stays
+             * below phi_c z_c <= 1 (phi_c may be large where z_c is small) */
+            float share = NAN;
+            if (j <= i) {
+                const float *E_j = E + (long)j * m;
+                float g = expf(M_after[j] - M);
+                share = 0.0f;
+                for (int c = 0; c < m; c++) share += phi_q[c] * (E_j[c] * g);
+            }
             w_i[j] = j > i ? NAN : den > 0.0f ? share / den : 0.0f;
         }
     }
