@@ -750,6 +750,90 @@ static void performer_step(float *rec, const float *W, int m, int HS, float s, c
 /* ------------------------------------------------------------------------- */
 /* The step                                                                    */
 
+/* One call of attention_step, for its per-kv-head jobs. */
+typedef struct {
+    const AttentionConfig *cfg;
+    const AttentionShape *shape;
+    Plan p;
+    void *state;
+    int n_ctx, pos, T;
+    float *out, *scratch;
+    const float *q, *k_new, *v_new;
+} StepJob;
+
+/* kv head g of attention_step: its columns of the K/V store, the state and scratch of its
+ * query heads and their columns of out, always in the order t, h. */
+static void step_kv_head(void *ctx, int g) {
+    const StepJob *s = ctx;
+    const AttentionConfig *cfg = s->cfg;
+    const AttentionShape *shape = s->shape;
+    const Plan p = s->p;
+    void *state = s->state;
+    int n_ctx = s->n_ctx, pos = s->pos, T = s->T;
+    float *out = s->out, *scratch = s->scratch;
+    const float *q = s->q, *k_new = s->k_new, *v_new = s->v_new;
+    int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
+    int group = NH / NKV, kv_stride = NKV * HS;
+    float scale = config_scale(cfg, shape);
+    Scoring sc = {scale, cfg->kind == ATTENTION_GAUSS, cfg->softmax1};
+    float *key = at(state, p.key), *value = at(state, p.value);
+    float *rec = at(state, p.rec);
+    int32_t *lists = at(state, p.list);
+    const float *random = at(state, p.rand);
+    for (int t = 0; t < T; t++) {
+        int i = pos + t;
+        /* append k, v of position i, kv head g (a ring overwrites its oldest slot) */
+        const float *k_t = k_new + ((long)t * NKV + g) * HS;
+        const float *v_t = v_new + ((long)t * NKV + g) * HS;
+        if (p.kv_rows > 0) {
+            long row = (long)store_row(&p, i) * kv_stride + (long)g * HS;
+            memcpy(key + row, k_t, (size_t)HS * sizeof(float));
+            memcpy(value + row, v_t, (size_t)HS * sizeof(float));
+        }
+        for (int h = g * group; h < (g + 1) * group; h++) {
+            const float *q_t = q ? q + ((long)t * NH + h) * HS : NULL;
+            float *out_t = out ? out + ((long)t * NH + h) * HS : NULL;
+            float *work_h = scratch + (long)h * p.score_cap;
+            float *rec_h = rec + (long)h * p.rec_floats;
+            int32_t *rows = lists + (long)h * p.list_cap;
+            const float *k_g = key + (long)g * HS, *v_g = value + (long)g * HS;
+            int n;
+            if (!out && cfg->kind != ATTENTION_LSH && p.rec_floats == 0) continue;
+            switch (cfg->kind) {
+            case ATTENTION_EXACT: case ATTENTION_GAUSS:
+                attend_rows(out_t, q_t, k_g, v_g, kv_stride, NULL, i + 1, HS, sc, work_h);
+                break;
+            case ATTENTION_WINDOW: case ATTENTION_DILATED:
+            case ATTENTION_STRIDED: case ATTENTION_FIXED:
+                n = pattern_rows(&p, cfg, i, rows);
+                attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h);
+                break;
+            case ATTENTION_LSH: {
+                LshHead lsh = lsh_head(&p, cfg, shape, n_ctx, state, h);
+                lsh_insert(&lsh, &p, cfg, n_ctx, HS, k_t, i);
+                if (!out) break;
+                n = lsh_rows(&lsh, &p, cfg, n_ctx, HS, q_t, i, rows);
+                attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h);
+                break;
+            }
+            case ATTENTION_LINEAR:
+                linear_step(rec_h, HS, cfg->prescale ? sqrtf(scale) : 1.0f, k_t, v_t, q_t,
+                            out_t, work_h);
+                break;
+            case ATTENTION_EFFICIENT:
+                efficient_step(rec_h, HS, k_t, v_t, q_t, out_t, work_h);
+                break;
+            case ATTENTION_PERFORMER:
+                performer_step(rec_h, random + random_offset(&p, h, 0, HS), cfg->features,
+                               HS, sqrtf(scale), k_t, v_t, q_t, out_t, work_h);
+                break;
+            default:
+                break;
+            }
+        }
+    }
+}
+
 int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void *state,
                    int n_ctx, float *out, const float *q, const float *k_new,
                    const float *v_new, int pos, int T, float *scratch) {
@@ -760,75 +844,14 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
                      cfg->kind == ATTENTION_STRIDED || cfg->kind == ATTENTION_FIXED;
     if (pos != 0 && pos != header->next_pos && !full_cache) return -1;
     if (pos == 0) reset_sequence(&p, cfg, shape, n_ctx, state);
-    int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
-    int group = NH / NKV, kv_stride = NKV * HS;
-    float scale = config_scale(cfg, shape);
-    Scoring sc = {scale, cfg->kind == ATTENTION_GAUSS, cfg->softmax1};
-    float *key = at(state, p.key), *value = at(state, p.value);
-    float *rec = at(state, p.rec);
-    int32_t *lists = at(state, p.list);
-    const float *random = at(state, p.rand);
-    /* Each kv head g runs on one thread: it alone writes its columns of the K/V store,
-     * the state and scratch of its query heads, and their columns of out, always in
-     * the order t, h. So the bits do not depend on the thread count. Work is about NH T HS
-     * times the keys (or recurrent rows) each query reads; small steps stay serial. */
-    #pragma omp parallel for schedule(static) \
-        if ((long)NH * T * HS * (p.kv_rows > 0 ? p.kv_rows : p.rec_floats / HS + 1) >= \
-            ATTENTION_PARALLEL_MIN_WORK)
-    for (int g = 0; g < NKV; g++) {
-        for (int t = 0; t < T; t++) {
-            int i = pos + t;
-            /* append k, v of position i, kv head g (a ring overwrites its oldest slot) */
-            const float *k_t = k_new + ((long)t * NKV + g) * HS;
-            const float *v_t = v_new + ((long)t * NKV + g) * HS;
-            if (p.kv_rows > 0) {
-                long row = (long)store_row(&p, i) * kv_stride + (long)g * HS;
-                memcpy(key + row, k_t, (size_t)HS * sizeof(float));
-                memcpy(value + row, v_t, (size_t)HS * sizeof(float));
-            }
-            for (int h = g * group; h < (g + 1) * group; h++) {
-                const float *q_t = q ? q + ((long)t * NH + h) * HS : NULL;
-                float *out_t = out ? out + ((long)t * NH + h) * HS : NULL;
-                float *work_h = scratch + (long)h * p.score_cap;
-                float *rec_h = rec + (long)h * p.rec_floats;
-                int32_t *rows = lists + (long)h * p.list_cap;
-                const float *k_g = key + (long)g * HS, *v_g = value + (long)g * HS;
-                int n;
-                if (!out && cfg->kind != ATTENTION_LSH && p.rec_floats == 0) continue;
-                switch (cfg->kind) {
-                case ATTENTION_EXACT: case ATTENTION_GAUSS:
-                    attend_rows(out_t, q_t, k_g, v_g, kv_stride, NULL, i + 1, HS, sc, work_h);
-                    break;
-                case ATTENTION_WINDOW: case ATTENTION_DILATED:
-                case ATTENTION_STRIDED: case ATTENTION_FIXED:
-                    n = pattern_rows(&p, cfg, i, rows);
-                    attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h);
-                    break;
-                case ATTENTION_LSH: {
-                    LshHead lsh = lsh_head(&p, cfg, shape, n_ctx, state, h);
-                    lsh_insert(&lsh, &p, cfg, n_ctx, HS, k_t, i);
-                    if (!out) break;
-                    n = lsh_rows(&lsh, &p, cfg, n_ctx, HS, q_t, i, rows);
-                    attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h);
-                    break;
-                }
-                case ATTENTION_LINEAR:
-                    linear_step(rec_h, HS, cfg->prescale ? sqrtf(scale) : 1.0f, k_t, v_t, q_t,
-                                out_t, work_h);
-                    break;
-                case ATTENTION_EFFICIENT:
-                    efficient_step(rec_h, HS, k_t, v_t, q_t, out_t, work_h);
-                    break;
-                case ATTENTION_PERFORMER:
-                    performer_step(rec_h, random + random_offset(&p, h, 0, HS), cfg->features,
-                                   HS, sqrtf(scale), k_t, v_t, q_t, out_t, work_h);
-                    break;
-                default:
-                    break;
-                }
-            }
-        }
-    }
+    /* Each kv head g is one job: it alone writes its columns of the K/V store, the state
+     * and scratch of its query heads, and their columns of out. So the bits do not depend
+     * on the thread count. Work is about NH T HS times the keys (or recurrent rows) each
+     * query reads; small steps stay on the calling thread. */
+    StepJob job = {cfg, shape, p, state, n_ctx, pos, T, out, scratch, q, k_new, v_new};
+    long rows = p.kv_rows > 0 ? p.kv_rows : p.rec_floats / shape->head_dim + 1;
+    kernels_parallel_for(step_kv_head, &job, shape->n_kv_heads,
+                         (long)shape->n_heads * T * shape->head_dim * rows);
     header->next_pos = pos + T;
     return 0;
 }
@@ -1001,45 +1024,61 @@ size_t attention_weights_scratch_floats(const AttentionConfig *cfg, const Attent
     return (size_t)shape->n_heads * weights_head_floats(cfg, shape->head_dim, T);
 }
 
+/* One call of attention_weights, for its per-head jobs. */
+typedef struct {
+    const AttentionConfig *cfg;
+    const AttentionShape *shape;
+    Plan p;
+    const void *state;
+    float *w, *scratch;
+    const float *q, *k;
+    int q0, T;
+} WeightsJob;
+
+/* Head h of attention_weights: its rows of w, its part of scratch. */
+static void weights_head(void *ctx, int h) {
+    const WeightsJob *j = ctx;
+    const AttentionConfig *cfg = j->cfg;
+    int NH = j->shape->n_heads, NKV = j->shape->n_kv_heads, HS = j->shape->head_dim;
+    int group = NH / NKV, q0 = j->q0, T = j->T;
+    const float *random = j->p.rand_rows > 0
+                          ? (const float *)((const char *)j->state + j->p.rand) : NULL;
+    WeightsHead v = {
+        .w = j->w + (long)h * (T - q0) * T,          /* seek to w[h, 0, 0] */
+        .q = j->q + (long)h * HS,                      /* q[0, h, :] */
+        .k = j->k + (long)(h / group) * HS,            /* k[0, g, :] */
+        .R = random ? random + random_offset(&j->p, h, 0, HS) : NULL,
+        .q_stride = NH * HS, .kv_stride = NKV * HS, .HS = HS, .q0 = q0, .T = T,
+        .scale = config_scale(cfg, j->shape),
+        .work = j->scratch + (long)h * weights_head_floats(cfg, HS, T)};
+    switch (cfg->kind) {
+    case ATTENTION_LINEAR:
+        weights_linear(&v, cfg->prescale ? sqrtf(v.scale) : 1.0f);
+        break;
+    case ATTENTION_EFFICIENT:
+        weights_efficient(&v);
+        break;
+    case ATTENTION_PERFORMER:
+        weights_performer(&v, cfg->features);
+        break;
+    default:
+        weights_softmax(&v, cfg, j->p.rand_rows);
+        break;
+    }
+}
+
 int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, const void *state,
                       int n_ctx, float *w, const float *q, const float *k, int q0, int T,
                       float *scratch) {
     Plan p;
     if (plan(&p, cfg, shape, n_ctx) != 0 || T < 1 || T > n_ctx || q0 < 0 || q0 >= T || !w ||
         !q || !k || !scratch || (p.rand_rows > 0 && !state)) return -1;
-    int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
-    int group = NH / NKV;
-    size_t head_floats = weights_head_floats(cfg, HS, T);
-    const float *random = p.rand_rows > 0 ? (const float *)((const char *)state + p.rand) : NULL;
-    /* Each head writes only its own rows of w and its own part of scratch, in a fixed
-     * order, so the bits do not depend on the thread count. Work is about NH T HS times the
-     * queries plus the random features; small calls stay serial. */
-    #pragma omp parallel for schedule(static) \
-        if ((long)NH * T * HS * (T - q0 + p.rand_rows) >= ATTENTION_PARALLEL_MIN_WORK)
-    for (int h = 0; h < NH; h++) {
-        WeightsHead v = {
-            .w = w + (long)h * (T - q0) * T,           /* seek to w[h, 0, 0] */
-            .q = q + (long)h * HS,                      /* q[0, h, :] */
-            .k = k + (long)(h / group) * HS,            /* k[0, g, :] */
-            .R = random ? random + random_offset(&p, h, 0, HS) : NULL,
-            .q_stride = NH * HS, .kv_stride = NKV * HS, .HS = HS, .q0 = q0, .T = T,
-            .scale = config_scale(cfg, shape),
-            .work = scratch + (long)h * head_floats};
-        switch (cfg->kind) {
-        case ATTENTION_LINEAR:
-            weights_linear(&v, cfg->prescale ? sqrtf(v.scale) : 1.0f);
-            break;
-        case ATTENTION_EFFICIENT:
-            weights_efficient(&v);
-            break;
-        case ATTENTION_PERFORMER:
-            weights_performer(&v, cfg->features);
-            break;
-        default:
-            weights_softmax(&v, cfg, p.rand_rows);
-            break;
-        }
-    }
+    /* Each head is one job: it writes only its own rows of w and its own part of scratch,
+     * in a fixed order, so the bits do not depend on the thread count. Work is about
+     * NH T HS times the queries plus the random features; small calls stay serial. */
+    WeightsJob job = {cfg, shape, p, state, w, scratch, q, k, q0, T};
+    kernels_parallel_for(weights_head, &job, shape->n_heads,
+                         (long)shape->n_heads * T * shape->head_dim * (T - q0 + p.rand_rows));
     return 0;
 }
 

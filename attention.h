@@ -35,8 +35,8 @@ size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx);
  *   q       (T, NH * HS)            queries of the T new positions
  *   k, v    (pos + T, NKV * HS)     keys and values of every position 0 .. pos + T - 1
  *   scratch (attention_scratch_floats(shape, pos + T),)  overwritten
- * Heads run in parallel under OpenMP; each output row is written by one thread, so
- * the result is bitwise identical for any thread count. Never allocates. */
+ * Heads run in parallel (kernels_parallel_for); each output row is written by one
+ * thread, so the result is bitwise identical for any thread count. Never allocates. */
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch);
 
@@ -155,8 +155,9 @@ size_t attention_step_scratch_floats(const AttentionConfig *cfg, const Attention
  * attends over whatever rows 0 .. pos-1 hold (so it can rewind).
  * out == NULL (q may then be NULL too) only appends: the state advances exactly as
  * it would, but nothing attends (for filling a long context cheaply in benchmarks).
- * Prefill of T tokens gives the same bits as T single-token steps. Heads run in
- * parallel under OpenMP, bitwise identical for any thread count. Never allocates.
+ * Prefill of T tokens gives the same bits as T single-token steps. Key/value heads run
+ * in parallel (kernels_parallel_for: on the pool inside kernels_run), bitwise identical
+ * for any thread count. Never allocates.
  * Returns 0, or -1 (nothing written) if pos/T are out of range or do not continue. */
 int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void *state,
                    int n_ctx, float *out, const float *q, const float *k_new,
@@ -191,9 +192,9 @@ size_t attention_weights_scratch_floats(const AttentionConfig *cfg, const Attent
  * attention_step outputs for query i, to float rounding. Rows do not depend on q0 (q0 =
  * T - 1 gives the last row alone, bitwise). Costs O(NH (T - q0) T HS) plus one feature
  * map or hash of each key (Performer: O(NH T m (T - q0 + HS))). Heads run in parallel
- * under OpenMP, bitwise identical for any thread count. Never allocates. Returns 0, or
- * -1 (nothing written) if cfg is invalid, T < 1, T > n_ctx, q0 < 0, q0 >= T, a pointer is
- * NULL, or state is NULL for LSH (nb > 1) or Performer. */
+ * (kernels_parallel_for), bitwise identical for any thread count. Never allocates.
+ * Returns 0, or -1 (nothing written) if cfg is invalid, T < 1, T > n_ctx, q0 < 0,
+ * q0 >= T, a pointer is NULL, or state is NULL for LSH (nb > 1) or Performer. */
 int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, const void *state,
                       int n_ctx, float *w, const float *q, const float *k, int q0, int T,
                       float *scratch);

@@ -22,6 +22,7 @@
 #include <omp.h>       /* omp_set_num_threads */
 #endif
 
+#include "kernels.h"       /* kernels_run, kernels_set_threads: the pool run uses */
 #include "tests/check.h"   /* check_* */
 
 #define ATOL 1e-5
@@ -650,6 +651,19 @@ static void test_lsh_nested(void) {
                "added)", grew);
 }
 
+/* run_once's arguments, for running it inside kernels_run (run's thread pool). */
+typedef struct {
+    const AttentionConfig *cfg;
+    int NH, NKV, HS, T;
+    float *out;
+    const float *q, *k, *v;
+} PoolRun;
+
+static void pool_run_body(void *ctx) {
+    const PoolRun *r = ctx;
+    run_once(r->cfg, r->NH, r->NKV, r->HS, 0.2f, r->out, r->q, r->k, r->v, r->T, r->T);
+}
+
 /* G9 seeds and G10 threads, for every variant. */
 static void test_seeds_and_threads(void) {
     enum { NH = 8, HS = 32, T = 64, W = T * NH * HS };
@@ -685,6 +699,14 @@ static void test_seeds_and_threads(void) {
         omp_set_num_threads(2);
         run_once(&list[c], NH, NH / 2, HS, 0.2f, b, q, k, v, T, T);
         check_true(memcmp(a, b, sizeof a) == 0, "G10 %s: 1 vs 2 threads bitwise identical", name);
+        /* inside kernels_run, as run calls it: the heads go to the pool's threads (an
+         * OpenMP loop there would be nested, and run on one thread) */
+        PoolRun pool = {&list[c], NH, NH / 2, HS, T, b, q, k, v};
+        memset(b, 0, sizeof b);
+        int threads = kernels_set_threads(2);
+        kernels_run(pool_run_body, &pool);
+        check_true(memcmp(a, b, sizeof a) == 0, "G10 %s: on run's pool of %d threads, bitwise "
+                   "identical to 1 thread", name, threads);
         /* attention_weights: large enough (NH T^2 HS = 2^20) to run its heads in parallel */
         Lab lab;
         int ok = lab_init(&lab, &list[c], NH, NH / 2, HS, 0.2f, T) == 0;
