@@ -86,8 +86,8 @@ const char *attention_spec_help(void) {
     "  linear[:prescale=]          linear attention, elu+1 features\n"
     "  efficient                   Efficient Attention (Shen et al.), causal\n"
     "  performer[:m=,orf=,seed=]   FAVOR+, m positive random features (256, 1, 1)\n"
-    "  (tau in [0.01, 100], softmax1/orf/prescale 0 or 1, buckets <= 4096, m <= 8192, other\n"
-    "  integers 0..2^20, seed 0..2^64-1;\n"
+    "  (tau in [0.01, 100], softmax1/orf/prescale 0 or 1, buckets <= 4096, rounds <= 64,\n"
+    "  m <= 8192, other integers 0..2^20, seed 0..2^64-1;\n"
     "  nystrom is not causal and cannot run in the model)\n";
 }
 
@@ -184,9 +184,11 @@ int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size
                      "it is a unit-tested kernel only");
             return -1;
         }
-        snprintf(err, cap, "unknown attention '%.*s' (expected one of: exact, unscaled, "
+        char raw[64], shown[sizeof raw * 4];
+        snprintf(raw, sizeof raw, "%.*s", (int)name_len, spec);
+        snprintf(err, cap, "unknown attention '%s' (expected one of: exact, unscaled, "
                  "softmax1, gauss, window, dilated, strided, fixed, lsh, linear, efficient, "
-                 "performer)", (int)name_len, spec);
+                 "performer)", cli_printable(raw, shown, sizeof shown));
         return -1;
     }
     cfg->kind = name->kind;

@@ -168,7 +168,7 @@ static const CliOption OPTIONS[] = {
     {OPT_STEPS, "-n", "--n-predict", CLI_INT, 0, RUN_MAX_STEPS, 0, NULL},
     {OPT_TEMPERATURE, "-t", "--temperature", CLI_FLOAT, 0, 100, 0, NULL},
     {OPT_TOP_P, "-p", "--top-p", CLI_FLOAT, 0, 1, 1, NULL},
-    {OPT_TOP_K, "-k", "--top-k", CLI_INT, 0, INT_MAX, 0, "an integer >= 0"},
+    {OPT_TOP_K, "-k", "--top-k", CLI_INT, 0, INT_MAX, 0, NULL},
     {OPT_SEED, "-s", "--seed", CLI_U64, 1, 0, 0, NULL},
     {OPT_CTX_SIZE, "-c", "--ctx-size", CLI_INT, 2, MODEL_MAX_SEQ_LEN, 0,
      "an integer in 2..the model's context"},
@@ -183,7 +183,7 @@ static const CliOption OPTIONS[] = {
      "a file name ending in .svg or .html"},
     {OPT_LAYER, NULL, "--layer", CLI_INT, 0, INT_MAX, 0, "an integer in 0..layers-1"},
     {OPT_HEAD, NULL, "--head", CLI_INT, 0, INT_MAX, 0, "an integer in 0..heads-1"},
-    {OPT_ATTN_TOP, NULL, "--attn-top", CLI_INT, 1, INT_MAX, 0, "an integer >= 1"},
+    {OPT_ATTN_TOP, NULL, "--attn-top", CLI_INT, 1, INT_MAX, 0, NULL},
     {OPT_EVAL, NULL, "--eval", CLI_TEXT, 0, 0, 0, "a path"},
     {OPT_REF, NULL, "--ref", CLI_TEXT, 0, 0, 0, "a path"},
 };
@@ -283,7 +283,8 @@ static char *read_text_file(const char *path, const char *what, size_t *len) {
     int from_stdin = strcmp(path, "-") == 0;
     struct stat st;   /* stat first: opening a FIFO would block */
     if (!from_stdin && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "run: %s: not a regular file (expected a %s file)\n", path, what);
+        fprintf(stderr, "run: %s: not a regular file (expected a regular %s file)\n", path,
+                what);
         return NULL;
     }
     FILE *f = from_stdin ? stdin : fopen(path, "rb");
@@ -648,6 +649,15 @@ int main(int argc, char **argv) {
      * shipped model and s260k decode 15-30 % slower on two threads than on one) */
     if (model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS) kernels_set_threads(1);
     if (load_tokenizer(&tok, tokenizer_path, c) != 0) goto done;
+    if (o.attention.kind == ATTENTION_LSH && o.attention.buckets > c->seq_len) {
+        /* a flag's value out of this model's range: a usage error, as --layer's */
+        char got[32], expected[96];
+        snprintf(got, sizeof got, "buckets=%d", o.attention.buckets);
+        snprintf(expected, sizeof expected, "at most %d buckets, this model's context (more "
+                 "would stay empty)", c->seq_len);
+        status = usage_error("--attn lsh", got, "invalid value", expected);
+        goto done;
+    }
     if (model_set_attention(&model, &o.attention) != 0) goto done;
     if (o.eval_path && o.ctx_size) {   /* attention memory for the windows' -c positions */
         if (o.ctx_size > model.n_ctx) {

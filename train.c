@@ -604,6 +604,11 @@ int main(int argc, char **argv) {
         check_output_path(o.state_path, "the optimizer state") != 0 ||
         check_output_path(o.tokenizer_path, "the tokenizer") != 0)
         return EXIT_BAD_DATA;
+    if (o.resume && access(o.out_path, F_OK) != 0) {   /* before the tokenizer beside it */
+        fprintf(stderr, "train: %s: nothing to resume (got \"%s\", expected the checkpoint "
+                "of a run; -o names it)\n", o.out_path, strerror(errno));
+        return EXIT_BAD_DATA;
+    }
     /* a new run never replaces a trained model or tokenizer unless asked to */
     if (!o.resume && !o.force &&
         (check_new_file(o.out_path, "the checkpoint", "-r to resume its run") != 0 ||

@@ -331,7 +331,8 @@ static void test_resource_limits(const char *model, const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -n 1 --attn performer:m=65536", model, tok);
     expect("performer m beyond 8192", args, 2, "expected an integer in 1..8192");
     snprintf(args, sizeof args, "%s -z %s -n 1 --attn lsh:buckets=64", model, tok);
-    expect("more lsh buckets than positions", args, 1, "64 buckets for 16 positions");
+    expect("more lsh buckets than positions", args, 2, "--attn lsh: invalid value (got "
+           "'buckets=64', expected at most 16 buckets, this model's context");
 }
 
 /* Usage errors are one line and a hint, never the whole help; every number follows one

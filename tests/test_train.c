@@ -1156,6 +1156,9 @@ static void test_bad_data(void) {
         expect_train("--force with a folder as the checkpoint", args, 1, "folder: not a regular "
                      "file (got a folder, expected a path for the checkpoint)");
         check_true(access(path, F_OK) == 0, "data: --force left the folder in place");
+        format_into(args, sizeof args, "-r -d %s -o %s/none.bin", other, dir);
+        expect_train("-r without a checkpoint names the checkpoint", args, 1,
+                     "none.bin: nothing to resume");
     }
     unsigned char *bytes = malloc(2 * BINARY_RANDOM + BINARY_ZEROS);
     if (bytes) {
