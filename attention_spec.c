@@ -86,9 +86,10 @@ const char *attention_spec_help(void) {
     "  linear[:prescale=]          linear attention, elu+1 features\n"
     "  efficient                   Efficient Attention (Shen et al.), causal\n"
     "  performer[:m=,orf=,seed=]   FAVOR+, m positive random features (256, 1, 1)\n"
-    "  (tau in [0.01, 100], softmax1/orf/prescale 0 or 1, buckets <= 4096, rounds <= 64,\n"
-    "  m <= 8192, other integers 0..2^20, seed 0..2^64-1;\n"
-    "  nystrom is not causal and cannot run in the model)\n";
+    "  (exact, gauss, window, dilated, strided, fixed and lsh also take tau= and\n"
+    "  softmax1=; tau in [0.01, 100], softmax1/orf/prescale 0 or 1, buckets <= 4096,\n"
+    "  rounds <= 64, m <= 8192, other integers 0..2^20, seed 0..2^64-1; nystrom is not\n"
+    "  causal and cannot run in the model)\n";
 }
 
 /* Is `key` (length n) one of the space-separated words of list? */
