@@ -35,7 +35,7 @@ static int is_decimal(const char *text, int allow_minus, int allow_real) {
 }
 
 int cli_parse_int(const char *text, long min, long max, int *out) {
-    if (!is_decimal(text, 1, 0)) return -1;
+    if (!is_decimal(text, min < 0, 0)) return -1;   /* '-' only where negatives exist */
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
@@ -45,7 +45,7 @@ int cli_parse_int(const char *text, long min, long max, int *out) {
 }
 
 int cli_parse_float(const char *text, float min, float max, int open_min, float *out) {
-    if (!is_decimal(text, 1, 1)) return -1;
+    if (!is_decimal(text, min < 0.0f, 1)) return -1;
     char *end;
     errno = 0;
     float v = strtof(text, &end);

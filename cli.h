@@ -13,9 +13,9 @@
 #include <stddef.h>   /* size_t */
 #include <stdint.h>   /* uint64_t */
 
-/* One rule for every number: an optional '-' (not for unsigned values), decimal digits,
- * and for real numbers an optional fraction and exponent; no '+', spaces, hexadecimal,
- * inf or nan. */
+/* One rule for every number: an optional '-' (only where the range has negative values,
+ * so never "-0" for a count), decimal digits, and for real numbers an optional fraction
+ * and exponent; no '+', spaces, hexadecimal, inf or nan. */
 
 /* A whole decimal integer in [min, max] into *out. Returns 0, or -1 if text is not one. */
 int cli_parse_int(const char *text, long min, long max, int *out);

@@ -123,6 +123,7 @@ typedef struct {
     int head;                     /* --head; -1 = not given */
     int attn_top;                 /* --attn-top K; 0 = off */
     char sampling_flag[64];       /* the last of -i -f -n -t -p -k -s given, or "" */
+    char ctx_flag[64];            /* -c or --ctx-size, as given (for its messages) */
 } Options;
 
 /* The --attn-map format a path's extension asks for: "svg", "html", or NULL. */
@@ -225,7 +226,10 @@ static int parse_args(int argc, char **argv, Options *o) {
         case OPT_TOP_P: o->top_p = arg.real; break;
         case OPT_TOP_K: o->top_k = arg.number; break;
         case OPT_SEED: o->seed = arg.u64; break;
-        case OPT_CTX_SIZE: o->ctx_size = arg.number; break;
+        case OPT_CTX_SIZE:
+            o->ctx_size = arg.number;
+            snprintf(o->ctx_flag, sizeof o->ctx_flag, "%s", flag);
+            break;
         case OPT_KEEP: o->keep = arg.number; break;
         case OPT_NO_SHIFT: o->no_shift = 1; break;
         case OPT_INTERACTIVE: o->interactive = 1; break;
@@ -457,7 +461,7 @@ static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
     const Config *c = &m->config;
     int status;
     int n_ctx = m->n_ctx;   /* the model's context (capped at load if its header is huge) */
-    if (o->ctx_size && (status = check_model_range("--ctx-size", o->ctx_size, 2, n_ctx,
+    if (o->ctx_size && (status = check_model_range(o->ctx_flag, o->ctx_size, 2, n_ctx,
                                                    "this model's context")) != 0) return status;
     if (o->ctx_size) n_ctx = o->ctx_size;
     if (o->keep >= 0 && (status = check_model_range("--keep", o->keep, 0, n_ctx - 1,
@@ -661,7 +665,7 @@ int main(int argc, char **argv) {
     if (model_set_attention(&model, &o.attention) != 0) goto done;
     if (o.eval_path && o.ctx_size) {   /* attention memory for the windows' -c positions */
         if (o.ctx_size > model.n_ctx) {
-            status = check_model_range("--ctx-size", o.ctx_size, 2, model.n_ctx,
+            status = check_model_range(o.ctx_flag, o.ctx_size, 2, model.n_ctx,
                                        "this model's context");
             goto done;
         }

@@ -132,8 +132,8 @@ static void test_usage_errors(const char *model, const char *tok) {
     EXPECT_USAGE("--attn missing value", "--attn", "--attn: missing value");
     EXPECT_USAGE("--ctx-size zero", "-c 0", "-c: invalid value (got '0'");
     EXPECT_USAGE("--ctx-size below 2", "--eval x --ctx-size 1", "--ctx-size: invalid value (got '1'");
-    EXPECT_USAGE("--ctx-size beyond the model", "-c 17",
-                 "--ctx-size: invalid value (got '17', expected an integer in 2..16, this model's "
+    EXPECT_USAGE("-c beyond the model (named as given)", "-c 17",
+                 "-c: invalid value (got '17', expected an integer in 2..16, this model's "
                  "context)");
     EXPECT_USAGE("--keep as large as the context", "-c 8 --keep 8",
                  "--keep: invalid value (got '8', expected an integer in 0..7, less than the "
@@ -345,6 +345,8 @@ static void test_strict_parsing(const char *model, const char *tok) {
         {"-t 0x1p3", "-t: invalid value (got '0x1p3'", "a hexadecimal float"},
         {"-t inf", "-t: invalid value (got 'inf'", "inf"},
         {"-s +5", "-s: invalid value (got '+5'", "a leading + on the seed"},
+        {"-n -0", "-n: invalid value (got '-0'", "a '-' on a count (no negative counts)"},
+        {"-t -0", "-t: invalid value (got '-0'", "a '-' on the temperature"},
         {"--attn window:w=3,w=5", "parameter w given twice", "a key given twice"},
         {"--attn exact:tau=' 1'", "invalid value ' 1' for tau", "a space in tau"},
         {"--attn exact:tau=1.2e-38", "expected a number in [0.01, 100]",
