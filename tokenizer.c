@@ -255,7 +255,26 @@ static int load_llama(Tokenizer *t, FILE *file, size_t size, const char *path) {
     t->kind = TOKENIZER_LLAMA;
     t->bos_id = TOKENIZER_LLAMA_BOS;
     t->eot_id = TOKENIZER_LLAMA_EOS;
-    unsigned char *data = malloc(size ? size : 1);
+    // the header and the size before anything is allocated for the file
+    unsigned char head[4];
+    if (size < 4 || fread(head, 1, 4, file) != 4 || fseek(file, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "tokenizer: %s: file too short (got %zu bytes, expected a 4-byte "
+                "max_token_length then tokens)\n", path, size);
+        return -1;
+    }
+    uint32_t max_len = read_u32_le(head);
+    if (max_len < 1 || max_len > TOKENIZER_MAX_TOKEN_LEN) {
+        fprintf(stderr, "tokenizer: %s: bad max_token_length (got %d, expected 1..%d; or a GPT-2 "
+                "file, which starts with magic %d)\n", path, (int32_t)max_len,
+                TOKENIZER_MAX_TOKEN_LEN, TOKENIZER_MAGIC);
+        return -1;
+    }
+    if (size > UINT32_MAX) {   /* token offsets are 32-bit */
+        fprintf(stderr, "tokenizer: %s: file too large (got %zu bytes, expected at most %u)\n",
+                path, size, (unsigned)UINT32_MAX);
+        return -1;
+    }
+    unsigned char *data = malloc(size);
     ScoredId *order = NULL;
     if (!data) {
         fprintf(stderr, "tokenizer: %s: out of memory for a %zu-byte file\n", path, size);
@@ -263,18 +282,6 @@ static int load_llama(Tokenizer *t, FILE *file, size_t size, const char *path) {
     }
     if (read_exact(file, data, size, path, "file") != 0) goto fail;
     // pass 1: validate every record and count the tokens and their bytes
-    if (size < 4) {
-        fprintf(stderr, "tokenizer: %s: file too short (got %zu bytes, expected a 4-byte "
-                "max_token_length then tokens)\n", path, size);
-        goto fail;
-    }
-    uint32_t max_len = read_u32_le(data);
-    if (max_len < 1 || max_len > TOKENIZER_MAX_TOKEN_LEN) {
-        fprintf(stderr, "tokenizer: %s: bad max_token_length (got %d, expected 1..%d; or a GPT-2 "
-                "file, which starts with magic %d)\n", path, (int32_t)max_len,
-                TOKENIZER_MAX_TOKEN_LEN, TOKENIZER_MAGIC);
-        goto fail;
-    }
     size_t pos = 4, n_tokens = 0, total = 0;
     while (pos < size) {
         if (size - pos < 8) {
