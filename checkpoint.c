@@ -147,6 +147,15 @@ static int parse_gpt2_header(Config *c, Layout *layout, const char *path, const 
         layout->group_size = h[GPT2_GROUP];
         layout->name = "GPT-2 checkpoint, int8 (llm.c header, version 80)";
     }
+    /* the rest of the header is reserved: 0 in every file llm.c and this project write */
+    for (int i = version == CHECKPOINT_GPT2_Q8 ? GPT2_GROUP + 1 : GPT2_GROUP;
+         i < CHECKPOINT_GPT2_HEADER_INTS; i++) {
+        if (h[i] != 0) {
+            fprintf(stderr, "model: %s: reserved header field [%d] is not 0 (got %d, expected "
+                    "0)\n", path, i, (int)h[i]);
+            return -1;
+        }
+    }
     return 0;
 }
 

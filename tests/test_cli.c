@@ -187,6 +187,17 @@ static void test_bad_files(const char *tok) {
                "width dim not divisible by n_heads (got dim 8, n_heads 3");
     EXPECT_BAD("V > Vp", write_model("vp.bin", 20240326, 3, MAX_T, VP + 1, L, NH, C, VP, 0),
                "vocab V larger than padded vocab Vp (got");
+    /* a reserved header int (here [200]) that is not 0 */
+    const char *reserved = write_model("reserved.bin", 20240326, 3, MAX_T, V, L, NH, C, VP, 0);
+    FILE *patch = fopen(reserved, "r+b");
+    int32_t seven = 7;
+    if (patch) {
+        fseek(patch, 200 * (long)sizeof(int32_t), SEEK_SET);
+        fwrite(&seven, sizeof seven, 1, patch);
+        fclose(patch);
+    }
+    EXPECT_BAD("a reserved header field not 0", reserved,
+               "reserved header field [200] is not 0 (got 7, expected 0)");
     EXPECT_BAD("absurd layer count",
                write_model("layers.bin", 20240326, 3, MAX_T, V, 1000000, NH, C, VP, 0),
                "header field n_layers out of range (got 1000000");
