@@ -719,8 +719,10 @@ static float performer_query(float *phi, const float *W, int m, int HS, float s,
                              const float *z) {
     float shift = -INFINITY, den = 0.0f;
     favor_logits(phi, W, m, HS, q, s);
-    for (int c = 0; c < m; c++)
-        if (z[c] >= FLT_MIN && phi[c] + logf(z[c]) > shift) shift = phi[c] + logf(z[c]);
+    for (int c = 0; c < m; c++) {
+        float term = z[c] >= FLT_MIN ? phi[c] + logf(z[c]) : -INFINITY;   /* log phi_c z_c */
+        if (term > shift) shift = term;
+    }
     for (int c = 0; c < m; c++) {
         phi[c] = z[c] >= FLT_MIN ? expf(phi[c] - shift) : 0.0f;
         den += phi[c] * z[c];
