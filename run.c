@@ -291,6 +291,10 @@ static char *read_text_file(const char *path, const char *what, size_t *len) {
                 what);
         return NULL;
     }
+    if (from_stdin && fstat(STDIN_FILENO, &st) == 0 && S_ISDIR(st.st_mode)) {   /* < FOLDER */
+        fprintf(stderr, "run: standard input: a folder (expected the %s text)\n", what);
+        return NULL;
+    }
     FILE *f = from_stdin ? stdin : fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "run: %s: cannot open %s file (%s)\n", path, what, strerror(errno));

@@ -312,6 +312,9 @@ static void test_special_files(const char *model, const char *tok) {
     expect("a directory as the tokenizer", args, 1, "got a directory");
     snprintf(args, sizeof args, "%s -z %s -f %s -n 1", model, tok, fifo);
     expect("a FIFO as the prompt file", args, 1, "not a regular file");
+    snprintf(args, sizeof args, "%s -z %s -f - -n 1 < %s", model, tok, dir);
+    expect("a folder as standard input with -f -", args, 1,
+           "standard input: a folder (expected the prompt text)");
 }
 
 static void test_resource_limits(const char *model, const char *tok) {
