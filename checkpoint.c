@@ -24,6 +24,7 @@
 #include <unistd.h>     /* read, close */
 
 #include "quant.h"      /* quant_groups, quant_quantize, quant_dequantize_row */
+#include "savefile.h"   /* SaveFile: the int8 file written crash-safe */
 
 #define PAGE_STRIDE 4096   /* touch_pages reads one byte this often */
 
@@ -670,38 +671,26 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
     float *row = malloc((size_t)widest * sizeof(float));
     float *s = malloc((size_t)widest * sizeof(float));
     int8_t *q = malloc((size_t)widest);
-    /* written as PATH.tmp and renamed over PATH when complete: a failed or interrupted
-     * write never leaves a partial file under PATH, and PATH itself (which may be the
-     * mapped input) is never truncated while it is read */
-    char temp[CHECKPOINT_PATH_CAP];
-    int temp_ok = snprintf(temp, sizeof temp, "%s.tmp", path) < (int)sizeof temp;
-    FILE *f = temp_ok ? fopen(temp, "wb") : NULL;
+    /* written to a new temporary and renamed over PATH when complete (savefile.h): a
+     * failed or interrupted write never leaves a partial file under PATH, and no existing
+     * file (the mapped input among them) is ever truncated */
+    SaveFile out;
     int status = -1;
     if (!row || !s || !q) fprintf(stderr, "quantize: out of memory\n");
-    else if (!temp_ok) fprintf(stderr, "quantize: %s: path too long (got %zu bytes, expected "
-                               "at most %d)\n", path, strlen(path), CHECKPOINT_PATH_CAP - 5);
-    else if (!f) fprintf(stderr, "quantize: %s: cannot create (%s)\n", temp, strerror(errno));
-    else if (write_all(f, header, 1, header_bytes))
-        fprintf(stderr, "quantize: %s: write error (%s)\n", path, strerror(errno));
+    else if (savefile_open(&out, "quantize", path) != 0) { /* it said why */ }
+    else if (write_all(out.file, header, 1, header_bytes))
+        fprintf(stderr, "quantize: %s: write error (%s)\n", out.temp, strerror(errno));
     else {
         status = 0;
         for (int t = 0; t < count && status == 0; t++) {
-            if (write_tensor(f, &ck->tensors[list[t].name], group, row, q, s) != 0) {
-                fprintf(stderr, "quantize: %s: write error (%s)\n", path, strerror(errno));
+            if (write_tensor(out.file, &ck->tensors[list[t].name], group, row, q, s) != 0) {
+                fprintf(stderr, "quantize: %s: write error (%s)\n", out.temp, strerror(errno));
                 status = -1;
             }
         }
+        if (status == 0) status = savefile_commit(&out, "quantize");
+        else savefile_discard(&out);
     }
-    if (f && fclose(f) != 0 && status == 0) {
-        fprintf(stderr, "quantize: %s: write error (%s)\n", path, strerror(errno));
-        status = -1;
-    }
-    if (f && status == 0 && rename(temp, path) != 0) {
-        fprintf(stderr, "quantize: %s: cannot rename %s over it (%s)\n", path, temp,
-                strerror(errno));
-        status = -1;
-    }
-    if (f && status != 0) remove(temp);
     free(row);
     free(s);
     free(q);

@@ -28,7 +28,6 @@
 #define CHECKPOINT_LLAMA_HEADER_BYTES 256  /* llama2.c versioned header, zero-padded */
 #define CHECKPOINT_LLAMA_LEGACY_INTS 7     /* llama2.c legacy header: 7 int32, no magic */
 #define CHECKPOINT_Q8_GROUP 32             /* default int8 group size of checkpoint_save_q8 */
-#define CHECKPOINT_PATH_CAP 4096           /* longest path checkpoint_save_q8 writes, NUL incl. */
 
 typedef enum { MODEL_GPT2, MODEL_LLAMA } ModelFamily;
 
@@ -136,8 +135,9 @@ void checkpoint_gpt2_header(int32_t header[CHECKPOINT_GPT2_HEADER_INTS], const C
 /* Writes ck's model with every matrix in int8, groups of `group` values per scale along
  * each row (the last group of a row may be shorter): GPT-2 as llm.c's header with
  * version CHECKPOINT_GPT2_Q8, Llama as llama2.c's version 2 (readable by llama2.c's runq
- * when group divides C and Hd). fp32 or int8 input. The bytes go to PATH.tmp, renamed to
- * path when complete (removed on failure). Returns 0, or -1 after a stderr line. */
+ * when group divides C and Hd). fp32 or int8 input. The bytes go to a new temporary
+ * beside path, renamed over it when complete (savefile_open: removed on failure, and
+ * never any existing file). Returns 0, or -1 after a stderr line. */
 int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group);
 
 #endif /* CHECKPOINT_H */

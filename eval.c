@@ -51,7 +51,10 @@ int eval_windows(Model *variant, Model *exact, const Tokenizer *tok, const int *
     for (long w = 0; w < n_windows; w++) {
         const int *win = ids + w * ctx;
         int len = n_ids - w * ctx < ctx ? (int)(n_ids - w * ctx) : ctx;
-        if (len < 2) break;                      /* one token predicts nothing */
+        if (len < 2) {                           /* one token predicts nothing */
+            r->unscored = len;
+            break;
+        }
         for (int pos = 0; pos < len - 1; pos += chunk) {
             int n = len - 1 - pos < chunk ? len - 1 - pos : chunk;   /* rows that predict */
             double start = seconds_now();
@@ -92,6 +95,7 @@ int eval_windows(Model *variant, Model *exact, const Tokenizer *tok, const int *
             }
         }
         r->windows++;
+        r->last_window = len;
         if (progress)
             fprintf(stderr, "\reval: window %ld/%ld, %ld tokens, %.4f nats/token", w + 1,
                     n_windows, r->tokens, r->tokens ? r->nll / (double)r->tokens : 0.0);

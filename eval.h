@@ -19,6 +19,8 @@ typedef struct {
     long agree;          /* positions where the variant's and exact's top-1 token agree */
     long bytes;          /* bytes of the predicted tokens' text */
     int windows;         /* windows evaluated */
+    int last_window;     /* tokens in the last window evaluated (ctx unless the ids ran out) */
+    int unscored;        /* trailing tokens of no window: one left over predicts nothing */
     double seconds;      /* time spent in the variant's model_forward calls */
 } EvalResult;
 

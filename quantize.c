@@ -8,11 +8,11 @@
  */
 #include <stdio.h>        /* fprintf, printf */
 #include <stdlib.h>       /* EXIT_SUCCESS */
-#include <sys/stat.h>     /* stat (POSIX): is OUT the file IN? */
 
 #include "checkpoint.h"   /* checkpoint_load, checkpoint_save_q8 */
 #include "cli.h"          /* cli_next, cli_usage_error */
 #include "quant.h"        /* QUANT_GROUP_MAX */
+#include "savefile.h"     /* savefile_check_output, savefile_lock: one writer, never IN */
 
 enum { EXIT_BAD_DATA = 1 };
 enum { OPT_GROUP, OPT_HELP };
@@ -28,19 +28,13 @@ static void usage(FILE *f) {
                "Write the int8 form of the checkpoint IN.bin (any format run loads) to OUT.bin:\n"
                "every matrix as int8 values with one fp32 scale per GS values along each row\n"
                "(default %d; the last group of a row may be shorter), norms and biases fp32.\n"
-               "OUT.bin is written as OUT.bin.tmp and renamed when complete; it must not be\n"
-               "IN.bin itself.\n"
+               "OUT.bin is written to a new file beside it (OUT.bin.tmp-XXXXXX), renamed over\n"
+               "it when complete; it must be a regular file or a new path, not IN.bin, and no\n"
+               "other process may be writing it (OUT.bin.lock is held meanwhile).\n"
                "  -g, --group GS   values per scale, 1..%d\n"
                "  -h, --help       print this help and exit\n"
                "Exit status: 0 ok, 1 bad data or runtime failure, 2 usage error.\n",
             CHECKPOINT_Q8_GROUP, QUANT_GROUP_MAX);
-}
-
-/* 1 if a and b name the same existing file (through links or other spellings). */
-static int same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
 }
 
 int main(int argc, char **argv) {
@@ -67,15 +61,23 @@ int main(int argc, char **argv) {
         snprintf(got, sizeof got, "%d of 2", n_paths);
         return cli_usage_error("quantize", "arguments", "missing", got, "IN.bin and OUT.bin");
     }
-    if (same_file(paths[0], paths[1]))
+    if (savefile_same_file(paths[0], paths[1]))
         return cli_usage_error("quantize", paths[1], "is the same file as the input",
                                paths[0], "another path for OUT.bin");
+    const char *inputs[] = {paths[0]};
+    SaveLock lock;
+    if (savefile_check_output("quantize", paths[1], "the int8 model", inputs, 1) != 0 ||
+        savefile_lock(&lock, "quantize", paths[1]) != 0)
+        return EXIT_BAD_DATA;
     Checkpoint ck;
-    if (checkpoint_load(&ck, paths[0]) != 0) return EXIT_BAD_DATA;
-    int status = checkpoint_save_q8(&ck, paths[1], group);
-    if (status == 0)
-        fprintf(stderr, "quantize: %s (%s) -> %s: int8, groups of %d\n", paths[0], ck.format,
-                paths[1], group);
-    checkpoint_free(&ck);
+    int status = checkpoint_load(&ck, paths[0]);
+    if (status == 0) {
+        status = checkpoint_save_q8(&ck, paths[1], group);
+        if (status == 0)
+            fprintf(stderr, "quantize: %s (%s) -> %s: int8, groups of %d\n", paths[0],
+                    ck.format, paths[1], group);
+        checkpoint_free(&ck);
+    }
+    savefile_unlock(&lock);
     return status == 0 ? EXIT_SUCCESS : EXIT_BAD_DATA;
 }

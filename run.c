@@ -20,6 +20,7 @@
 
 #include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
 #include "attnmap.h"    /* AttnMap, attnmap_write_svg, attnmap_write_html */
+#include "savefile.h"   /* SaveFile: the map written whole or not at all; output checks */
 #include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
 #include "eval.h"       /* eval_windows */
 #include "generate.h"   /* Generation, generate */
@@ -43,6 +44,8 @@
 #define RUN_MAX_STEPS 1000000    /* -n upper bound (the fuzzer lowers it) */
 #endif
 #define RUN_MIN_MACS_FOR_THREADS 4000000L  /* per token; smaller models run on 1 thread */
+#define MAP_MAX_WEIGHTS (1L << 26) /* --attn-map: weights drawn (about 1 byte each in the
+                                    * file), and floats of one layer's (NH, T, T) (256 MB) */
 
 static const char USAGE[] =
 "Usage: run MODEL [options]\n"
@@ -80,7 +83,9 @@ static const char USAGE[] =
 "%s"
 "      --attn-map FILE    write the attention weights over the final context as a\n"
 "                         heatmap: FILE.svg (an SVG picture) or FILE.html (an explorer\n"
-"                         page: point at a token to see what each head attends to)\n"
+"                         page: point at a token to see what each head attends to);\n"
+"                         at most 2^26 weights (layers x heads x tokens^2), written\n"
+"                         whole or not at all\n"
 "      --layer L          --attn-map, --attn-top: only layer L, 0..layers-1 (default:\n"
 "                         every layer for the map, the last for --attn-top)\n"
 "      --head H           --attn-map: only head H, 0..heads-1 (default: every head)\n"
@@ -373,7 +378,8 @@ typedef struct {
     GenerateOptions options;
     int *prompt;                  /* (n_prompt,) prompt token ids; owned */
     int n_prompt;
-    FILE *map;                    /* --attn-map's file, opened before generating, or NULL */
+    SaveFile map;                 /* --attn-map's file (map.file NULL without one), opened
+                                   * before generating, renamed into place when whole */
 } GenerationPlan;
 
 /* What attnmap's layer_weights asks for: one layer's weights over the final context. */
@@ -393,7 +399,8 @@ static const float *map_layer_weights(void *ctx, int layer) {
 /* Writes --attn-map: the weights of every layer and head over the tokens in the context
  * when generation ended, as SVG or HTML (attnmap.c). Returns 0 or EXIT_BAD_DATA. */
 static int write_attention_map(const Options *o, Model *m, const Tokenizer *tok,
-                               const Generation *g, FILE *f) {
+                               const Generation *g, SaveFile *out) {
+    FILE *f = out->file;
     const Config *c = &m->config;
     int T = g->n_tokens, status = EXIT_BAD_DATA;
     const unsigned char **labels = malloc((size_t)T * sizeof *labels);
@@ -422,10 +429,12 @@ static int write_attention_map(const Options *o, Model *m, const Tokenizer *tok,
                 strerror(errno));
         goto done;
     }
+    if (savefile_commit(out, "run") != 0) goto done;
     fprintf(stderr, "run: %s: attention of %d tokens, %s\n", o->attn_map_path, T,
             o->layer >= 0 ? "one layer" : "every layer");
     status = 0;
 done:
+    savefile_discard(out);   /* a map not written whole leaves no file */
     free(labels);
     free(lens);
     free(layers.weights);
@@ -445,7 +454,7 @@ static int run_generation(const Options *o, Model *m, const Tokenizer *tok, Samp
             st->generated, st->generate_seconds > 0 ? st->generated / st->generate_seconds : 0.0,
             st->shifts, st->shifts ? 1e3 * st->shift_seconds / (double)st->shifts : 0.0,
             st->rerun_tokens, (unsigned long long)o->seed);
-    if (plan->map) return write_attention_map(o, m, tok, g, plan->map);
+    if (plan->map.file) return write_attention_map(o, m, tok, g, &plan->map);
     return 0;
 }
 
@@ -456,6 +465,22 @@ static int check_model_range(const char *flag, int value, int low, int high, con
     snprintf(shown, sizeof shown, "%d", value);
     snprintf(expected, sizeof expected, "an integer in %d..%d, %s", low, high, what);
     return usage_error(flag, shown, "invalid value", expected);
+}
+
+/* EXIT_USAGE after a stderr line if the map of up to T tokens would exceed
+ * MAP_MAX_WEIGHTS, drawn (layers x heads x T x T) or held (NH x T x T); else 0. */
+static int check_map_size(const Options *o, const Config *c, int T) {
+    long drawn = (o->layer >= 0 ? 1L : c->n_layers) * (o->head >= 0 ? 1L : c->n_heads);
+    long per_pair = drawn > c->n_heads ? drawn : c->n_heads;   /* weights per (query, key) */
+    long T_max = (long)sqrt((double)(MAP_MAX_WEIGHTS / per_pair));
+    while (T_max * T_max * per_pair > MAP_MAX_WEIGHTS) T_max--;   /* exact despite rounding */
+    if (T <= T_max) return 0;
+    char problem[64], expected[256];
+    snprintf(problem, sizeof problem, "too large for up to %d tokens", T);
+    snprintf(expected, sizeof expected, "at most %ld tokens with this model (a map holds at "
+             "most %ld weights): fewer with -n or -c, or more with --layer and --head", T_max,
+             MAP_MAX_WEIGHTS);
+    return usage_error("--attn-map", o->attn_map_path, problem, expected);
 }
 
 /* Encodes the prompt, sizes the context, opens the map file: everything a generation
@@ -481,10 +506,9 @@ static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
     /* keep Llama's BOS by default: the model has only ever seen text start with it */
     int keep = o->keep >= 0 ? o->keep : plan->prompt[0] == tok->bos_id ? 1 : 0;
     if (keep > n_ctx - 1) keep = n_ctx - 1;   /* a run that never shifts */
-    if (o->attn_map_path && !(plan->map = fopen(o->attn_map_path, "w"))) {
-        fprintf(stderr, "run: %s: cannot open the attention map for writing (%s)\n",
-                o->attn_map_path, strerror(errno));
-        return EXIT_BAD_DATA;
+    if (o->attn_map_path) {
+        if ((status = check_map_size(o, c, n_ctx)) != 0) return status;
+        if (savefile_open(&plan->map, "run", o->attn_map_path) != 0) return EXIT_BAD_DATA;
     }
     if ((o->attn_map_path || o->attn_top) && model_trace(m, 1) != 0) return EXIT_BAD_DATA;
     if (generation_init(&plan->generation, m, n_ctx, keep, !o->no_shift) != 0)
@@ -560,9 +584,17 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
     attention_spec_format(&o->attention, spec, sizeof spec);
     double nats = r.nll / (double)r.tokens;
     size_t state_bytes = m->attention_layer_bytes * (size_t)c->n_layers;
-    printf("eval: %s: %zu bytes, %zu tokens, %d windows of %d (the last %zu tokens), %ld "
-           "tokens predicted (%ld bytes)\n", o->eval_path, len, n_ids, r.windows, ctx,
-           n_ids % (size_t)ctx ? n_ids % (size_t)ctx : (size_t)ctx, r.tokens, r.bytes);
+    char windows[96], unscored[64] = "";
+    if (r.last_window == ctx)
+        snprintf(windows, sizeof windows, "%d window%s of %d", r.windows, r.windows == 1 ? "" :
+                 "s", ctx);
+    else
+        snprintf(windows, sizeof windows, "%d window%s of %d (the last %d tokens)", r.windows,
+                 r.windows == 1 ? "" : "s", ctx, r.last_window);
+    if (r.unscored)
+        snprintf(unscored, sizeof unscored, ", the last token alone in no window");
+    printf("eval: %s: %zu bytes, %zu tokens, %s%s, %ld tokens predicted (%ld bytes)\n",
+           o->eval_path, len, n_ids, windows, unscored, r.tokens, r.bytes);
     printf("attention: %s\n", spec);
     printf("loss: %.6f nats/token, %.6f bits/char, perplexity %.4f\n", nats,
            r.nll / (log(2.0) * (double)r.bytes), exp(nats));
@@ -641,6 +673,10 @@ int main(int argc, char **argv) {
     char tokenizer_path[4096];
     if (o.tokenizer_path) snprintf(tokenizer_path, sizeof tokenizer_path, "%s", o.tokenizer_path);
     else default_tokenizer_path(o.model_path, tokenizer_path, sizeof tokenizer_path);
+    const char *inputs[] = {o.model_path, tokenizer_path, o.prompt_file};
+    if (o.attn_map_path && savefile_check_output("run", o.attn_map_path, "the attention map",
+                                                 inputs, 3) != 0)
+        return EXIT_BAD_DATA;
 
     Model model;
     Tokenizer tok;
@@ -695,11 +731,7 @@ done:
         fprintf(stderr, "run: standard output: write error (%s)\n", strerror(errno));
         status = EXIT_BAD_DATA;
     }
-    if (plan.map && fclose(plan.map) != 0 && status == 0) {
-        fprintf(stderr, "run: %s: cannot write the attention map (%s)\n", o.attn_map_path,
-                strerror(errno));
-        status = EXIT_BAD_DATA;
-    }
+    savefile_discard(&plan.map);   /* a run that failed before writing its map */
     free(plan.prompt);
     generation_free(&plan.generation);
     sampler_free(&sampler);

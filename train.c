@@ -22,6 +22,7 @@
 #include "cli.h"          /* cli_parse_int, cli_parse_float, cli_printable (flag parsing) */
 #include "kernels.h"      /* kernels_threads, kernels_isa (progress line) */
 #include "model.h"        /* Config */
+#include "savefile.h"     /* savefile_check_output, savefile_lock: outputs checked, one writer */
 #include "tokenizer.h"    /* tokenizer_load, tokenizer_encode */
 
 #define EXIT_BAD_DATA 1                 /* unreadable or unusable data, runtime failure */
@@ -88,8 +89,11 @@ static const char USAGE[] =
 "\n"
 "With -r only -d, -o, -z, -e, -n and --force may be given: the rest comes from the state\n"
 "file; -n then sets a new total, and the cosine decay continues toward the new end.\n"
-"A checkpoint and its state are written to temporary files and renamed into place, so a\n"
-"run stopped at any moment (even by a crash) resumes with -r from its last checkpoint.\n"
+"A checkpoint and its state (and, with the first, the tokenizer) are written to PATH.tmp\n"
+"files and renamed into place, so a run stopped at any moment (even by a crash) resumes\n"
+"with -r from its last checkpoint, or, stopped before its first, left nothing: run the\n"
+"same command again. PATH.lock is held while a run writes PATH: a second trainer aimed\n"
+"at the same checkpoint or tokenizer is refused.\n"
 "Exit status: 0 ok, 1 bad data or runtime failure (or an output file exists without\n"
 "--force), 2 usage error.\n";
 
@@ -293,14 +297,27 @@ static int check_new_file(const char *path, const char *what, const char *altern
     return -1;
 }
 
-/* 0 if path is free or a regular file; else -1 after a stderr line (--force must never
- * remove a folder, and a FIFO would block the write). */
-static int check_output_path(const char *path, const char *what) {
-    const char *kind;
-    if (!train_not_regular(path, &kind)) return 0;
-    fprintf(stderr, "train: %s: not a regular file (got a %s, expected a path for %s)\n", path,
-            kind, what);
-    return -1;
+/* 0 if the run may write its files: each output and its PATH.tmp a regular file or a new
+ * path in a writable folder, and none of them the text (--force must never remove a
+ * folder or the data, and a FIFO would block the write); else -1 after a stderr line. */
+static int check_outputs(const Options *o) {
+    const char *paths[] = {o->out_path, o->state_path, o->tokenizer_path};
+    const char *what[] = {"the checkpoint", "the optimizer state", "the tokenizer"};
+    const char *inputs[] = {o->data_path};
+    for (int i = 0; i < 3; i++) {
+        char temp[TRAIN_PATH_CAP];
+        if (savefile_check_output("train", paths[i], what[i], inputs, 1) != 0 ||
+            train_temp_path(temp, paths[i]) != 0 ||
+            savefile_check_output("train", temp, what[i], inputs, 1) != 0)
+            return -1;
+    }
+    if (savefile_same_file(o->tokenizer_path, o->out_path) ||
+        savefile_same_file(o->tokenizer_path, o->state_path)) {
+        fprintf(stderr, "train: %s: the tokenizer is the checkpoint or its state (got the same "
+                "file, expected a path of its own)\n", o->tokenizer_path);
+        return -1;
+    }
+    return 0;
 }
 
 /* Read a whole file into a malloc'd buffer; prints and returns NULL on failure. */
@@ -434,6 +451,7 @@ typedef struct {
     double bpe_seconds;
     int tokenizer_pending;        /* 1 while the new tokenizer waits at tokenizer_temp */
     char tokenizer_temp[TRAIN_PATH_CAP];
+    uint64_t tokenizer_sum;       /* FNV-1a 64 of the tokenizer file (train_file_sum) */
 } RunData;
 
 static void run_data_free(RunData *d) {
@@ -446,7 +464,7 @@ static void run_data_free(RunData *d) {
 }
 
 /* Read and split the data; for a new run learn the tokenizer on the training bytes
- * (into a temporary: it takes its place only once the run is committed), else load the
+ * (into its PATH.tmp: it takes its place with the run's first checkpoint), else load the
  * run's; encode both splits. Returns 0, or -1 after a stderr line. */
 static int run_data_load(RunData *d, const Options *o) {
     memset(d, 0, sizeof *d);
@@ -472,6 +490,7 @@ static int run_data_load(RunData *d, const Options *o) {
         Bpe bpe;
         if (train_temp_path(d->tokenizer_temp, o->tokenizer_path) != 0 ||
             bpe_train(&bpe, d->text, d->split, o->vocab) != 0) return -1;
+        remove(d->tokenizer_temp);   /* a new file, not whatever a link there points to */
         int saved = bpe_save(&bpe, d->tokenizer_temp);
         d->n_merges = bpe.n_merges;
         d->bpe_seconds = now_seconds() - start;
@@ -479,23 +498,34 @@ static int run_data_load(RunData *d, const Options *o) {
         if (saved != 0) return -1;
         d->tokenizer_pending = 1;
     }
-    if (tokenizer_load(&d->tok, o->resume ? o->tokenizer_path : d->tokenizer_temp) != 0)
+    const char *tokenizer = o->resume ? o->tokenizer_path : d->tokenizer_temp;
+    if (tokenizer_load(&d->tok, tokenizer) != 0) return -1;
+    if (train_file_sum(tokenizer, &d->tokenizer_sum) != 0) {
+        fprintf(stderr, "train: %s: cannot read the tokenizer again (got \"%s\", expected the "
+                "file just loaded)\n", tokenizer, strerror(errno));
         return -1;
+    }
     d->train_tokens = encode_all(&d->tok, d->text, d->split, &d->n_train);
     d->val_tokens = encode_all(&d->tok, d->text + d->split, size - d->split, &d->n_val);
     return d->train_tokens && d->val_tokens ? 0 : -1;
 }
 
 /* The trainer of the run: resumed from the checkpoint and its state (with -n a new
- * total), or new, once the data is known to suffice; a new run then replaces the old
- * files (--force) and puts its tokenizer in place. Returns 0 or an exit code, after a
- * stderr line. */
+ * total; the tokenizer must be the run's), or new, once the data is known to suffice.
+ * Returns 0 or an exit code, after a stderr line. */
 static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
     if (o->resume) {
         if (trainer_load(tr, o->out_path, o->state_path) != 0) return EXIT_BAD_DATA;
         if (tr->config.vocab_size != d->tok.vocab_size) {
             fprintf(stderr, "train: %s: vocab size differs from %s (got %d, expected %d)\n",
                     o->out_path, o->tokenizer_path, tr->config.vocab_size, d->tok.vocab_size);
+            return EXIT_BAD_DATA;
+        }
+        if (tr->tokenizer_sum && tr->tokenizer_sum != d->tokenizer_sum) {
+            fprintf(stderr, "train: %s: not the tokenizer this run trained with (got checksum "
+                    "%016llx, expected the %016llx recorded in %s)\n", o->tokenizer_path,
+                    (unsigned long long)d->tokenizer_sum,
+                    (unsigned long long)tr->tokenizer_sum, o->state_path);
             return EXIT_BAD_DATA;
         }
         if (o->steps_given) {
@@ -515,36 +545,36 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
            d->n_train, (double)d->split / (double)d->n_train, d->n_val,
            (double)(d->size - d->split) / (double)d->n_val);
     if (o->resume) {
+        tr->tokenizer_sum = d->tokenizer_sum;   /* recorded from now on (states before 4) */
         printf("resuming at step %d of %d\n", tr->step, tr->settings.steps);
         return 0;
     }
-    /* committed to a new run: with --force the old checkpoint and state go first, so the
-     * new tokenizer is never paired with the old model */
-    if (o->force && ((remove(o->state_path) != 0 && errno != ENOENT) ||
-                     (remove(o->out_path) != 0 && errno != ENOENT))) {
-        fprintf(stderr, "train: %s: cannot remove the previous run (got \"%s\", expected "
-                "--force to replace it)\n", o->out_path, strerror(errno));
-        return EXIT_BAD_DATA;
-    }
-    if (train_rename(d->tokenizer_temp, o->tokenizer_path) != 0 ||
-        train_sync_folder(o->tokenizer_path) != 0) return EXIT_BAD_DATA;
-    d->tokenizer_pending = 0;
-    printf("tokenizer: %d merges learned in %.1f s, vocab %d, written to %s\n", d->n_merges,
-           d->bpe_seconds, d->tok.vocab_size, o->tokenizer_path);
+    printf("tokenizer: %d merges learned in %.1f s, vocab %d, written to %s with the first "
+           "checkpoint\n", d->n_merges, d->bpe_seconds, d->tok.vocab_size, o->tokenizer_path);
     Config c = {0};
     c.seq_len = o->context;
     c.vocab_size = d->tok.vocab_size;
     c.n_layers = o->layers;
     c.n_heads = o->heads;
     c.dim = o->dim;
-    return trainer_init(tr, &c, &o->settings, o->settings.batch) == 0 ? 0 : EXIT_BAD_DATA;
+    if (trainer_init(tr, &c, &o->settings, o->settings.batch) != 0) return EXIT_BAD_DATA;
+    tr->tokenizer_sum = d->tokenizer_sum;
+    return 0;
+}
+
+/* A checkpoint and its state; a new run's first one also puts its tokenizer in place
+ * (trainer_save removes or commits the temporary either way). Returns 0 or -1. */
+static int save(const Trainer *tr, const Options *o, RunData *d) {
+    const char *tokenizer = d->tokenizer_pending ? o->tokenizer_path : NULL;
+    d->tokenizer_pending = 0;
+    return trainer_save(tr, o->out_path, o->state_path, tokenizer);
 }
 
 /* The training loop, from tr->step to the last step: a batch, forward, backward, update;
  * every eval_every steps (and at the end) a validation pass and a checkpoint; a progress
  * line every LOG_EVERY steps. inputs, targets (B, T) are the batch's buffers. *seconds
  * receives the time spent in steps. Returns 0, or -1 after a stderr line. */
-static int run_loop(Trainer *tr, const Options *o, const RunData *d, int *inputs,
+static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
                     int *targets, double *seconds) {
     const TrainSettings *s = &tr->settings;
     double flops = flops_per_token(&tr->config), start = now_seconds(), loss_sum = 0.0;
@@ -571,7 +601,7 @@ static int run_loop(Trainer *tr, const Options *o, const RunData *d, int *inputs
         if (evaluate_now) {
             val_loss = evaluate_saved(tr, d->val_tokens, d->n_val, inputs, targets, &val_nats);
             if (tr->ema) evaluate(tr, d->val_tokens, d->n_val, inputs, targets, &raw_nats);
-            if (trainer_save(tr, o->out_path, o->state_path) != 0) return -1;
+            if (save(tr, o, d) != 0) return -1;
         }
         if (evaluate_now || tr->step % LOG_EVERY == 0) {
             double steps_done = (double)(tr->step - first_step);
@@ -592,7 +622,7 @@ static int run_loop(Trainer *tr, const Options *o, const RunData *d, int *inputs
             loss_count = 0;
         }
     }
-    if (tr->step == first_step && trainer_save(tr, o->out_path, o->state_path) != 0) return -1;
+    if (tr->step == first_step && save(tr, o, d) != 0) return -1;
     return 0;
 }
 
@@ -600,32 +630,39 @@ int main(int argc, char **argv) {
     Options o;
     int rc = parse_options(&o, argc, argv);
     if (rc != 0) return rc < 0 ? 0 : rc;
-    if (check_output_path(o.out_path, "the checkpoint") != 0 ||
-        check_output_path(o.state_path, "the optimizer state") != 0 ||
-        check_output_path(o.tokenizer_path, "the tokenizer") != 0)
+    if (check_outputs(&o) != 0) return EXIT_BAD_DATA;
+    /* one trainer per checkpoint and per tokenizer, held until exit */
+    SaveLock model_lock, tokenizer_lock = {.fd = -1};
+    if (savefile_lock(&model_lock, "train", o.out_path) != 0) return EXIT_BAD_DATA;
+    if (savefile_lock(&tokenizer_lock, "train", o.tokenizer_path) != 0) {
+        savefile_unlock(&model_lock);
         return EXIT_BAD_DATA;
-    if (o.resume && access(o.out_path, F_OK) != 0) {   /* before the tokenizer beside it */
-        fprintf(stderr, "train: %s: nothing to resume (got \"%s\", expected the checkpoint "
-                "of a run; -o names it)\n", o.out_path, strerror(errno));
-        return EXIT_BAD_DATA;
+    }
+    int status = EXIT_BAD_DATA, *inputs = NULL, *targets = NULL;
+    RunData d = {0};
+    Trainer tr = {0};
+    if (o.resume) {   /* first finish a save a crash interrupted, the first one included */
+        int finished = trainer_finish_save(o.out_path, o.state_path, o.tokenizer_path);
+        if (finished < 0) goto done;
+        if (finished & TRAIN_FINISHED_CHECKPOINT)
+            printf("resume: %s%s belongs to %s: finished the interrupted save of %s\n",
+                   o.out_path, TRAIN_TEMP_SUFFIX, o.state_path, o.out_path);
+        if (finished & TRAIN_FINISHED_TOKENIZER)
+            printf("resume: %s%s belongs to %s: finished the interrupted save of %s\n",
+                   o.tokenizer_path, TRAIN_TEMP_SUFFIX, o.state_path, o.tokenizer_path);
+        if (access(o.out_path, F_OK) != 0) {   /* before the tokenizer beside it */
+            fprintf(stderr, "train: %s: nothing to resume (got \"%s\", expected the checkpoint "
+                    "of a run; -o names it; a run stopped before its first checkpoint left "
+                    "nothing: start it again)\n", o.out_path, strerror(errno));
+            goto done;
+        }
     }
     /* a new run never replaces a trained model or tokenizer unless asked to */
     if (!o.resume && !o.force &&
         (check_new_file(o.out_path, "the checkpoint", "-r to resume its run") != 0 ||
          check_new_file(o.state_path, "the optimizer state", "-o for another checkpoint") != 0 ||
          check_new_file(o.tokenizer_path, "the tokenizer", "-z for another path") != 0))
-        return EXIT_BAD_DATA;
-    if (o.resume) {
-        int finished = trainer_finish_save(o.out_path, o.state_path);
-        if (finished < 0) return EXIT_BAD_DATA;
-        if (finished)
-            printf("resume: %s%s belongs to %s: finished the interrupted save of %s\n",
-                   o.out_path, TRAIN_TEMP_SUFFIX, o.state_path, o.out_path);
-    }
-
-    int status = EXIT_BAD_DATA, *inputs = NULL, *targets = NULL;
-    RunData d;
-    Trainer tr = {0};
+        goto done;
     if (run_data_load(&d, &o) != 0) goto done;
     if ((status = run_trainer(&tr, &o, &d)) != 0) goto done;
     status = EXIT_BAD_DATA;
@@ -670,5 +707,7 @@ done:
     free(inputs);
     free(targets);
     trainer_free(&tr);
+    savefile_unlock(&tokenizer_lock);
+    savefile_unlock(&model_lock);
     return status;
 }

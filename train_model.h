@@ -122,6 +122,8 @@ typedef struct {
     int n_targets;                 /* targets >= 0 in the last forward */
     int step;                      /* optimizer steps taken */
     int dropout_on;                /* 1 while training; 0 for evaluation */
+    uint64_t tokenizer_sum;        /* FNV-1a 64 of the run's tokenizer file, kept in the
+                                    * state; 0 = not known (a state before version 4) */
 } Trainer;
 
 /* 0 if the shape of c (V, L, NH, C, T) and batch B are in range, else -1 after one stderr

@@ -10,15 +10,14 @@
 #include <errno.h>        /* errno */
 #include <math.h>         /* sqrt, sqrtf, powf, cosf, isfinite */
 #include <stdint.h>       /* int32_t, uint32_t, uint64_t, SIZE_MAX */
-#include <stdio.h>        /* FILE, fopen, fread, fwrite, fprintf, rename, remove */
+#include <stdio.h>        /* FILE, fopen, fread, fwrite, fprintf, remove */
 #include <stdlib.h>       /* malloc, free */
-#include <string.h>       /* memcpy, memset, strlen, strrchr, strerror */
-#include <fcntl.h>        /* open, O_RDONLY (POSIX: syncing a folder) */
+#include <string.h>       /* memcpy, memset, strlen, strerror */
 #include <sys/stat.h>     /* stat, S_ISREG, S_ISDIR, S_ISFIFO (POSIX) */
-#include <unistd.h>       /* fsync, close (POSIX) */
 
 #include "checkpoint.h"   /* checkpoint_gpt2_header, CHECKPOINT_GPT2_* */
 #include "kernels.h"      /* kernels_parallel_for */
+#include "savefile.h"     /* savefile_create, savefile_close, savefile_rename */
 #include "train_model.h"  /* Trainer, trainer_init, trainer_check_config, ... */
 
 #define PI_F 3.14159265358979f
@@ -156,13 +155,14 @@ enum { HEADER_MAGIC, HEADER_VERSION, HEADER_MAX_T, HEADER_V, HEADER_L, HEADER_NH
  * Then adam_m and adam_v, n_params floats each, and with a moving average (STATE_EMA > 0)
  * the training weights (the checkpoint holds the average). STATE_MODEL_SUM is the FNV-1a
  * 64 of the checkpoint file the state belongs to (header and parameters); STATE_SUM that
- * of this file with the STATE_SUM slots 0. weights/README.md documents the format. */
+ * of this file with the STATE_SUM slots 0; STATE_TOKENIZER_SUM that of the run's tokenizer
+ * file (0 before version 4). weights/README.md documents the format. */
 enum { STATE_MAGIC, STATE_VERSION, STATE_STEP, STATE_N_PARAMS_LO, STATE_N_PARAMS_HI,
        STATE_BATCH, STATE_STEPS, STATE_WARMUP, STATE_LR, STATE_LR_MIN_RATIO,
        STATE_WEIGHT_DECAY, STATE_BETA1, STATE_BETA2, STATE_EPS, STATE_CLIP, STATE_DROPOUT,
        STATE_SEED_LO, STATE_SEED_HI, STATE_MODEL_SUM_LO, STATE_MODEL_SUM_HI, STATE_T, STATE_V,
        STATE_L, STATE_NH, STATE_C, STATE_SUM_LO, STATE_SUM_HI, STATE_EMA, STATE_ATTN_DROPOUT,
-       STATE_TOKEN_NOISE, STATE_UNUSED };
+       STATE_TOKEN_NOISE, STATE_TOKENIZER_SUM_LO, STATE_TOKENIZER_SUM_HI, STATE_UNUSED };
 
 #define FNV64_OFFSET 0xCBF29CE484222325ull  /* FNV-1a 64-bit offset basis (isthe.com/chongo) */
 #define FNV64_PRIME 0x100000001B3ull         /* FNV-1a 64-bit prime */
@@ -234,7 +234,7 @@ int train_file_size(FILE *file, const char *path, size_t *size) {
     return 0;
 }
 
-/* ---- crash-safe files: write PATH.tmp, fsync it, rename it over PATH, fsync the folder */
+/* ---- crash-safe files: write PATH.tmp, fsync it, rename it over PATH (savefile.h) */
 
 int train_temp_path(char temp[TRAIN_PATH_CAP], const char *path) {
     int n = snprintf(temp, TRAIN_PATH_CAP, "%s%s", path, TRAIN_TEMP_SUFFIX);
@@ -246,68 +246,38 @@ int train_temp_path(char temp[TRAIN_PATH_CAP], const char *path) {
     return 0;
 }
 
-/* Write the n_parts buffers, in order, to path; flush them to the disk (fsync); close.
- * Returns 0, or -1 after a stderr line, with path removed. */
+/* Write the n_parts buffers, in order, to a new file at path (savefile_create: never into
+ * another file's bytes); flush them to the disk (fsync); close. Returns 0, or -1 after a
+ * stderr line, with path removed. */
 static int write_synced(const char *path, const void *const parts[], const size_t sizes[],
                         int n_parts) {
-    FILE *file = fopen(path, "wb");
-    if (!file) {
-        fprintf(stderr, "train: %s: cannot open for writing (got \"%s\", expected a writable "
-                "path)\n", path, strerror(errno));
-        return -1;
-    }
+    FILE *file = savefile_create("train", path);
+    if (!file) return -1;
     int ok = 1;
     for (int i = 0; ok && i < n_parts; i++) ok = fwrite(parts[i], 1, sizes[i], file) == sizes[i];
-    if (ok) ok = fflush(file) == 0 && fsync(fileno(file)) == 0;
-    int error = errno;
-    if (fclose(file) != 0 && ok) {
-        ok = 0;
-        error = errno;
-    }
     if (!ok) {
         fprintf(stderr, "train: %s: write failed (got \"%s\", expected the whole file on the "
-                "disk)\n", path, strerror(error));
+                "disk)\n", path, strerror(errno));
+        fclose(file);
         remove(path);
         return -1;
     }
-    return 0;
+    return savefile_close(file, "train", path);
 }
 
-/* fsync the folder holding path, so a rename into it survives a power cut. A file system
- * that cannot sync folders (EINVAL) counts as done. Returns 0, or -1 after a stderr line. */
-int train_sync_folder(const char *path) {
-    char folder[TRAIN_PATH_CAP];
-    const char *slash = strrchr(path, '/');
-    size_t n = slash ? (size_t)(slash - path) : 0;
-    if (n >= sizeof folder) {
-        fprintf(stderr, "train: %s: path too long (got %zu bytes, expected at most %d)\n",
-                path, strlen(path), TRAIN_PATH_CAP - 1);
-        return -1;
-    }
-    if (!slash) strcpy(folder, ".");
-    else if (n == 0) strcpy(folder, "/");
-    else {
-        memcpy(folder, path, n);
-        folder[n] = '\0';
-    }
-    int fd = open(folder, O_RDONLY);
-    int rc = fd < 0 ? -1 : fsync(fd);
-    int error = errno;
-    if (fd >= 0) close(fd);
-    if (rc != 0 && !(fd >= 0 && error == EINVAL)) {
-        fprintf(stderr, "train: %s: cannot sync the folder (got \"%s\", expected a readable "
-                "folder)\n", folder, strerror(error));
-        return -1;
-    }
-    return 0;
-}
-
-/* rename(from, to), or -1 after a stderr line. */
-int train_rename(const char *from, const char *to) {
-    if (rename(from, to) == 0) return 0;
-    fprintf(stderr, "train: %s: cannot rename to %s (got \"%s\", expected a writable path)\n",
-            from, to, strerror(errno));
-    return -1;
+int train_file_sum(const char *path, uint64_t *sum) {
+    FILE *file = train_open_read(path, NULL);
+    if (!file) return -1;
+    unsigned char *buffer = malloc(HASH_CHUNK);
+    uint64_t hash = FNV64_OFFSET;
+    size_t got = 0;
+    while (buffer && (got = fread(buffer, 1, HASH_CHUNK, file)) > 0)
+        hash = fnv1a64(hash, buffer, got);
+    int ok = buffer && !ferror(file);
+    free(buffer);
+    fclose(file);
+    *sum = hash;
+    return ok ? 0 : -1;
 }
 
 /* ---- the checkpoint and its optimizer state */
@@ -367,47 +337,52 @@ static void state_header(int32_t state[TRAIN_STATE_HEADER_INTS], const Trainer *
     state[STATE_EMA] = float_bits(s->ema);
     state[STATE_ATTN_DROPOUT] = float_bits(s->attn_dropout);
     state[STATE_TOKEN_NOISE] = float_bits(s->token_noise);
+    put_u64(state, STATE_TOKENIZER_SUM_LO, tr->tokenizer_sum);
     put_u64(state, STATE_SUM_LO, state_sum(state, tr->adam_m, tr->adam_v, state_weights(tr),
                                            tr->n_params));
 }
 
-int trainer_save(const Trainer *tr, const char *path, const char *state_path) {
+int trainer_save(const Trainer *tr, const char *path, const char *state_path,
+                 const char *tokenizer_path) {
     size_t param_bytes = tr->n_params * sizeof(float);
     int32_t header[CHECKPOINT_GPT2_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
-    char path_temp[TRAIN_PATH_CAP], state_temp[TRAIN_PATH_CAP];
+    char path_temp[TRAIN_PATH_CAP], state_temp[TRAIN_PATH_CAP], tokenizer_temp[TRAIN_PATH_CAP];
     checkpoint_gpt2_header(header, &tr->config, CHECKPOINT_GPT2_FP32, 0);
     if (train_temp_path(path_temp, path) != 0 ||
-        (state_path && train_temp_path(state_temp, state_path)))
+        (state_path && train_temp_path(state_temp, state_path)) ||
+        (tokenizer_path && train_temp_path(tokenizer_temp, tokenizer_path)))
         return -1;
     /* both files go to their temporaries first, each synced to the disk */
     if (state_path) {
         state_header(state, tr, checkpoint_sum(header, saved_params(tr), tr->n_params));
         const void *parts[] = {state, tr->adam_m, tr->adam_v, state_weights(tr)};
         const size_t sizes[] = {sizeof state, param_bytes, param_bytes, param_bytes};
-        if (write_synced(state_temp, parts, sizes, tr->ema ? 4 : 3) != 0) return -1;
+        if (write_synced(state_temp, parts, sizes, tr->ema ? 4 : 3) != 0) {
+            if (tokenizer_path) remove(tokenizer_temp);
+            return -1;
+        }
     }
     const void *parts[] = {header, saved_params(tr)};
     const size_t sizes[] = {sizeof header, param_bytes};
     if (write_synced(path_temp, parts, sizes, (int)(sizeof parts / sizeof parts[0])) != 0) {
         if (state_path) remove(state_temp);
+        if (tokenizer_path) remove(tokenizer_temp);
         return -1;
     }
-    /* then the state, then the checkpoint, are renamed into place; a crash between the
-     * two leaves the new state, the old checkpoint and the new one in path.tmp, which
-     * trainer_finish_save renames (so path.tmp is kept if the second step fails) */
-    if (state_path) {
-        if (train_rename(state_temp, state_path) != 0) {
-            remove(state_temp);
-            remove(path_temp);
-            return -1;
-        }
-        if (train_sync_folder(state_path) != 0) return -1;
+    /* then the state is renamed into place: the commit. From here on a crash leaves a
+     * state whose checkpoint (and tokenizer) wait in their PATH.tmp, which
+     * trainer_finish_save renames; so those are kept if a later step fails */
+    if (state_path && savefile_rename("train", state_temp, state_path) != 0) {
+        remove(state_temp);
+        remove(path_temp);
+        if (tokenizer_path) remove(tokenizer_temp);
+        return -1;
     }
-    if (train_rename(path_temp, path) != 0) {
+    if (savefile_rename("train", path_temp, path) != 0) {
         if (!state_path) remove(path_temp);
         return -1;
     }
-    return train_sync_folder(path);
+    return tokenizer_path ? savefile_rename("train", tokenizer_temp, tokenizer_path) : 0;
 }
 
 /* 1 if the state header's magic and version are ones this trainer reads. */
@@ -417,38 +392,31 @@ static int state_version_ok(const int32_t state[TRAIN_STATE_HEADER_INTS]) {
            state[STATE_VERSION] <= TRAIN_STATE_VERSION;
 }
 
-/* FNV-1a 64 of the whole file at path into *sum. Returns 0, or -1 (no message) if it
- * cannot be read. */
-static int file_sum(const char *path, uint64_t *sum) {
-    FILE *file = train_open_read(path, NULL);
-    if (!file) return -1;
-    unsigned char *buffer = malloc(HASH_CHUNK);
-    uint64_t hash = FNV64_OFFSET;
-    size_t got = 0;
-    while (buffer && (got = fread(buffer, 1, HASH_CHUNK, file)) > 0)
-        hash = fnv1a64(hash, buffer, got);
-    int ok = buffer && !ferror(file);
-    free(buffer);
-    fclose(file);
-    *sum = hash;
-    return ok ? 0 : -1;
+/* If the file at path does not hash to want but path.tmp does, rename path.tmp over path:
+ * 1 if it did, 0 if there was nothing to finish, -1 after a stderr line. */
+static int finish_rename(const char *path, uint64_t want) {
+    char temp[TRAIN_PATH_CAP];
+    uint64_t sum;
+    if (train_file_sum(path, &sum) == 0 && sum == want) return 0;   /* in place already */
+    if (train_temp_path(temp, path) != 0) return -1;
+    if (train_file_sum(temp, &sum) != 0 || sum != want) return 0;   /* nothing to finish */
+    return savefile_rename("train", temp, path) == 0 ? 1 : -1;
 }
 
-int trainer_finish_save(const char *path, const char *state_path) {
+int trainer_finish_save(const char *path, const char *state_path, const char *tokenizer_path) {
     int32_t state[TRAIN_STATE_HEADER_INTS];
-    char path_temp[TRAIN_PATH_CAP];
-    uint64_t sum;
     FILE *file = train_open_read(state_path, NULL);
     if (!file) return 0;
     int complete = fread(state, sizeof state, 1, file) == 1;
     fclose(file);
     if (!complete || !state_version_ok(state)) return 0;
-    uint64_t want = get_u64(state, STATE_MODEL_SUM_LO);
-    if (file_sum(path, &sum) == 0 && sum == want) return 0;       /* the pair matches */
-    if (train_temp_path(path_temp, path) != 0) return -1;
-    if (file_sum(path_temp, &sum) != 0 || sum != want) return 0;  /* nothing to finish */
-    if (train_rename(path_temp, path) != 0 || train_sync_folder(path) != 0) return -1;
-    return 1;
+    int model = finish_rename(path, get_u64(state, STATE_MODEL_SUM_LO));
+    if (model < 0) return -1;
+    uint64_t tokenizer_sum = get_u64(state, STATE_TOKENIZER_SUM_LO);
+    int tokenizer = tokenizer_path && tokenizer_sum ? finish_rename(tokenizer_path,
+                                                                    tokenizer_sum) : 0;
+    if (tokenizer < 0) return -1;
+    return model * TRAIN_FINISHED_CHECKPOINT + tokenizer * TRAIN_FINISHED_TOKENIZER;
 }
 
 /* 1 if x is in [lo, hi] (an open end excluded), else 0 after a stderr line naming the
@@ -595,6 +563,7 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path) {
 
     /* the data, then the checksums that tie the two files together */
     if (trainer_init(tr, &c, &s, s.batch) != 0) goto fail;
+    tr->tokenizer_sum = get_u64(state, STATE_TOKENIZER_SUM_LO);
     /* the checkpoint holds the average when there is one, the state the weights */
     float *saved = tr->ema ? tr->ema : tr->params;
     if (train_read_all(model_file, saved, n_params * sizeof(float), path, "parameters") ||

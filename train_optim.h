@@ -10,15 +10,18 @@
 #define TRAIN_OPTIM_H
 
 #include <stddef.h>        /* size_t */
+#include <stdint.h>        /* uint64_t */
 #include <stdio.h>         /* FILE */
 #include "train_model.h"   /* Trainer, TrainSettings */
 
 #define TRAIN_STATE_MAGIC 0x31534F41         /* optimizer state file: "AOS1" little-endian */
-#define TRAIN_STATE_VERSION 3                /* 3: the weights' moving average */
+#define TRAIN_STATE_VERSION 4                /* 4: the tokenizer's checksum */
 #define TRAIN_STATE_MIN_VERSION 2            /* 2: tied to its checkpoint by a checksum */
 #define TRAIN_STATE_HEADER_INTS 64           /* state header: 64 int32/float32 fields */
 #define TRAIN_TEMP_SUFFIX ".tmp"             /* a file is written as PATH.tmp, then renamed */
 #define TRAIN_PATH_CAP 4096                  /* longest path the trainer builds, NUL included */
+#define TRAIN_FINISHED_CHECKPOINT 1          /* trainer_finish_save: what it finished */
+#define TRAIN_FINISHED_TOKENIZER 2
 
 /* ---- the update ---- */
 
@@ -43,26 +46,32 @@ void trainer_swap_ema(Trainer *tr);
 
 /* Write the parameters (their moving average, if kept) as an llm.c fp32 GPT-2 checkpoint
  * (what run loads) to path, and, if state_path is not NULL, the step, settings, AdamW
- * moments (and, with an average, the training weights) and a checksum of that
- * checkpoint to state_path (format: weights/README.md). Crash-safe: each file is written
- * to its PATH.tmp and flushed to the disk (fsync), then the state is renamed into place,
- * then the checkpoint, and the folder is synced after each rename; so path always holds
- * a whole checkpoint, and state_path always belongs to it unless a crash fell between
- * the two renames, which trainer_finish_save repairs. Returns 0, or -1 after one stderr
- * line: temporaries are removed, except a checkpoint's whose state is already in place. */
-int trainer_save(const Trainer *tr, const char *path, const char *state_path);
+ * moments (and, with an average, the training weights), a checksum of that checkpoint
+ * and tr->tokenizer_sum to state_path (format: weights/README.md). A new run's first save
+ * also passes tokenizer_path, whose PATH.tmp the caller has written and synced: it is
+ * renamed into place last (else NULL). Crash-safe: each file is written to a new file at
+ * its PATH.tmp and flushed to the disk (fsync), then the state is renamed into place (the
+ * commit), then the checkpoint, then the tokenizer, and the folder is synced after each
+ * rename; so path always holds a whole checkpoint, and state_path belongs to it unless a
+ * crash fell after the commit, which trainer_finish_save completes. Returns 0, or -1
+ * after one stderr line: temporaries are removed, except those whose state is in place. */
+int trainer_save(const Trainer *tr, const char *path, const char *state_path,
+                 const char *tokenizer_path);
 
-/* Finish a trainer_save interrupted between its two renames: if state_path's checksum
- * does not match path but matches path.tmp, rename path.tmp to path. Returns 1 if it did,
- * 0 if there was nothing to finish (unreadable or mismatched files are left for
- * trainer_load to report), -1 after one stderr line if the rename failed. */
-int trainer_finish_save(const char *path, const char *state_path);
+/* Finish a trainer_save interrupted after its commit: if state_path's checksum of the
+ * checkpoint does not match path but matches path.tmp, rename path.tmp to path; likewise
+ * the tokenizer (with tokenizer_path not NULL and a state of version 4). Returns what it
+ * finished (TRAIN_FINISHED_CHECKPOINT | TRAIN_FINISHED_TOKENIZER), 0 if nothing
+ * (unreadable or mismatched files are left for trainer_load to report), or -1 after one
+ * stderr line if a rename failed. */
+int trainer_finish_save(const char *path, const char *state_path, const char *tokenizer_path);
 
 /* Resume: build a trainer from a checkpoint and its state file (batch and settings
  * come from the state). Every field is checked before anything is allocated (shape and
  * settings in range, exact file sizes computed without overflow, the state's own
  * checksum, the checksum of the checkpoint it belongs to, finite parameters and
- * moments, second moments >= 0); call trainer_finish_save first. Returns 0 or -1 after
+ * moments, second moments >= 0); tr->tokenizer_sum from the state (0 before version 4);
+ * call trainer_finish_save first. Returns 0 or -1 after
  * one stderr line naming the file at fault; trainer_free is safe either way. */
 int trainer_load(Trainer *tr, const char *path, const char *state_path);
 
@@ -71,12 +80,9 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path);
 /* path + TRAIN_TEMP_SUFFIX into temp. Returns 0, or -1 after a stderr line. */
 int train_temp_path(char temp[TRAIN_PATH_CAP], const char *path);
 
-/* rename(from, to), or -1 after a stderr line. */
-int train_rename(const char *from, const char *to);
-
-/* fsync the folder holding path, so a rename into it survives a power cut. A file system
- * that cannot sync folders (EINVAL) counts as done. Returns 0, or -1 after a stderr line. */
-int train_sync_folder(const char *path);
+/* FNV-1a 64 of the whole file at path into *sum (a state records its tokenizer's).
+ * Returns 0, or -1 (no message) if it cannot be read. */
+int train_file_sum(const char *path, uint64_t *sum);
 
 /* 1 if something that is not a regular file (a folder, a FIFO, a device) is at path; then
  * *kind names it ("folder", "FIFO", "special file"). Never opens path, so never blocks. */

@@ -6,11 +6,12 @@
  * The binary under test is $RUN (default ./run), so `make debug` can point it at the
  * sanitizer build.
  */
+#include <fcntl.h>     /* open, fcntl, struct flock (POSIX: holding a lock) */
 #include <stdint.h>    /* int32_t, uint32_t */
 #include <stdio.h>     /* fopen, fwrite, snprintf */
 #include <stdlib.h>    /* getenv, free, mkdtemp */
 #include <string.h>    /* strstr, strcmp */
-#include <unistd.h>    /* truncate (POSIX) */
+#include <unistd.h>    /* truncate, close, getpid (POSIX) */
 
 #include "model.h"         /* MODEL_MAX_STATE_BYTES */
 #include "tests/check.h"   /* check_*, check_run */
@@ -543,7 +544,36 @@ static void test_attention_views(const char *model, const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -i hi -n 2 --attn-map %s/no/such/dir/m.svg", model,
              tok, dir);
     expect("--attn-map into a missing folder", args, 1,
-           "cannot open the attention map for writing");
+           "cannot write the attention map there");
+    /* a map named for an input (a link to the model) crashed with SIGBUS and left the model
+     * empty; now refused before the model is read */
+    char link[256], command[600];
+    snprintf(link, sizeof link, "%s/model_link.svg", dir);
+    snprintf(command, sizeof command, "ln -sf %s %s && cp %s %s/model_copy.bin", model, link,
+             model, dir);
+    if (check_run(command, NULL, NULL) == 0) {
+        snprintf(args, sizeof args, "%s -z %s -i hi -n 2 --attn-map %s", model, tok, link);
+        expect("--attn-map naming the model", args, 1, "is the input");
+        snprintf(command, sizeof command, "cmp -s %s %s/model_copy.bin", model, dir);
+        check_true(check_run(command, NULL, NULL) == 0, "--attn-map naming the model: the "
+                   "model is untouched");
+    }
+    /* a map has a bound of its own, like the KV cache: at most 2^26 weights drawn or held
+     * (a long generation's map grew as T^2 until the OOM killer came; measured with 4 x 4
+     * heads: 278 MB at 4,000 tokens). Here 1 layer x 2 heads: at most 5,792 tokens. A
+     * refused map leaves no file (a failed one left an empty file). */
+    const char *long_model = write_model("long.bin", 20240326, 3, 8192, V, L, NH, C, VP, 0);
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 6000 --attn-map %s/none.svg", long_model,
+             tok, dir);
+    expect("--attn-map over 6,002 tokens", args, 2, "--attn-map: too large for up to 6002 "
+           "tokens (got '");
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 6000 --attn-map %s/none.svg --head 1",
+             long_model, tok, dir);
+    expect("--attn-map --head 1 over 6,002 tokens (both heads are held)", args, 2,
+           "expected at most 5792 tokens with this model (a map holds at most 67108864 "
+           "weights)");
+    snprintf(command, sizeof command, "ls -a %s | grep -q -e none.svg -e '\\.tmp-'", dir);
+    check_true(check_run(command, NULL, NULL) != 0, "a refused --attn-map leaves no file");
     char *out = NULL;
     snprintf(args, sizeof args, "%s %s -z %s -i hi -n 3 -t 0 --attn-top 2 --attn window:w=1",
              run_bin, model, tok);
@@ -584,6 +614,40 @@ static void test_eval(const char *model, const char *tok) {
         check_true(code == 0 && out && strstr(out, defaults[i][1]), "--attn %s runs with its "
                    "defaults (%s)", defaults[i][0], defaults[i][1]);
         free(out);
+    }
+    /* N = k x ctx + 1 tokens: k whole windows, and the last token alone in none (it was
+     * reported as "k windows of ctx (the last 1 tokens)") */
+    snprintf(args, sizeof args, "%s %s -z %s --eval %s -c 2", run_bin, model, tok, text);
+    out = NULL;
+    long n_ids = 0;
+    const char *at = check_run(args, &out, NULL) == 0 && out ? strstr(out, " bytes, ") : NULL;
+    if (at) n_ids = strtol(at + strlen(" bytes, "), NULL, 10);
+    free(out);
+    int ctx = 0;
+    for (int c = MAX_T; c >= 3 && !ctx; c--) if (n_ids > c && (n_ids - 1) % c == 0) ctx = c;
+    if (check_true(ctx > 0, "--eval: a window length that leaves one token over (%ld tokens)",
+                   n_ids)) {
+        char want[160];
+        for (int shorter = 0; shorter < 2; shorter++) {
+            int c = ctx - shorter, last = (int)(n_ids % c);
+            if (shorter && last < 2) break;   /* ctx - 1 must leave a window of 2 or more */
+            snprintf(args, sizeof args, "%s %s -z %s --eval %s -c %d", run_bin, model, tok,
+                     text, c);
+            if (!shorter)
+                snprintf(want, sizeof want, "%ld tokens, %ld windows of %d, the last token "
+                         "alone in no window, %ld tokens predicted", n_ids, (n_ids - 1) / c, c,
+                         (n_ids - 1) / c * (c - 1));
+            else
+                snprintf(want, sizeof want, "%ld tokens, %ld windows of %d (the last %d tokens), "
+                         "%ld tokens predicted", n_ids, n_ids / c + 1, c, last,
+                         n_ids / c * (c - 1) + last - 1);
+            out = NULL;
+            int rc = check_run(args, &out, NULL);
+            check_true(rc == 0 && out && strstr(out, want), "--eval reports the windows it "
+                       "scored: \"%s\"%s%s", want, out && !strstr(out, want) ? "; got " : "",
+                       out && !strstr(out, want) ? out : "");
+            free(out);
+        }
     }
     snprintf(args, sizeof args, "%s -z %s --eval %s --ctx-size 17", model, tok, text);
     expect("--ctx-size beyond the model's context", args, 2,
@@ -687,7 +751,50 @@ static void test_quantize_program(const char *model, const char *tok) {
     snprintf(command, sizeof command, "test ! -e %s.tmp", out);
     check_true(check_run(command, NULL, NULL) == 0, "quantize: no %s.tmp left behind", out);
     snprintf(args, sizeof args, "%s %s/no_folder/q8.bin", model, dir);
-    expect_program(quantize, "quantize into a missing folder", args, 1, "cannot create");
+    expect_program(quantize, "quantize into a missing folder", args, 1,
+                   "cannot write the int8 model there");
+    /* IN is OUT's old temporary name, OUT.tmp: it was opened "wb" while mapped (SIGBUS, and
+     * an empty input); the temporary now has a name no file had */
+    char in_tmp[256], q8[256];
+    snprintf(in_tmp, sizeof in_tmp, "%s/m.bin.tmp", dir);
+    snprintf(q8, sizeof q8, "%s/m.bin", dir);
+    snprintf(command, sizeof command, "cp %s %s", model, in_tmp);
+    if (check_true(check_run(command, NULL, NULL) == 0, "quantize: copy the model to m.bin.tmp")) {
+        snprintf(args, sizeof args, "%s %s", in_tmp, q8);
+        expect_program(quantize, "quantize m.bin.tmp m.bin", args, 0, "int8, groups of 32");
+        snprintf(command, sizeof command, "cmp -s %s %s", model, in_tmp);
+        check_true(check_run(command, NULL, NULL) == 0, "quantize m.bin.tmp m.bin: the input "
+                   "is untouched");
+        snprintf(args, sizeof args, "%s -z %s -n 2", q8, tok);
+        expect("quantize m.bin.tmp m.bin: m.bin loads and runs", args, 0, "int8");
+    }
+    /* OUT a FIFO (or a device): refused; it was replaced by a regular file */
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "%s/fifo.bin", dir);
+    snprintf(command, sizeof command, "mkfifo %s", fifo);
+    if (check_run(command, NULL, NULL) == 0) {
+        snprintf(args, sizeof args, "%s %s", model, fifo);
+        expect_program(quantize, "quantize into a FIFO", args, 1,
+                       "not a regular file (got a FIFO, expected a path for the int8 model)");
+        snprintf(command, sizeof command, "test -p %s", fifo);
+        check_true(check_run(command, NULL, NULL) == 0, "quantize into a FIFO: still a FIFO");
+    }
+    /* one writer per output: while another process holds OUT's lock, quantize is refused
+     * (two quantizers aimed at one OUT interleaved their bytes in a shared OUT.tmp) */
+    char lock_path[300];
+    snprintf(lock_path, sizeof lock_path, "%s.lock", q8);
+    int fd = open(lock_path, O_RDWR | O_CREAT, 0666);
+    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (check_true(fd >= 0 && fcntl(fd, F_SETLK, &lock) == 0, "quantize: hold m.bin.lock")) {
+        char want[128];
+        snprintf(want, sizeof want, "another process (pid %ld) is writing it", (long)getpid());
+        snprintf(args, sizeof args, "%s %s", model, q8);
+        expect_program(quantize, "quantize while another writer holds OUT", args, 1, want);
+    }
+    if (fd >= 0) close(fd);
+    remove(lock_path);
+    snprintf(command, sizeof command, "ls -a %s | grep -q -e '\\.tmp-' -e '\\.lock'", dir);
+    check_true(check_run(command, NULL, NULL) != 0, "quantize: no temporary or lock left");
     snprintf(args, sizeof args, "-g 0 %s %s", model, out);
     expect_program(quantize, "quantize -g 0", args, 2,
                    "-g: invalid value (got '0', expected an integer in 1..65536)");

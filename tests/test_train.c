@@ -15,6 +15,7 @@
  */
 #include "train.h"
 
+#include <fcntl.h>     /* open, fcntl, struct flock (POSIX: holding a lock) */
 #include <math.h>      /* fabs, sqrt, exp, log, tanh, NAN */
 #include <stdarg.h>    /* va_list (format_into) */
 #include <stdint.h>    /* uint64_t */
@@ -25,7 +26,7 @@
 #include <sys/stat.h>  /* mkdir, mkfifo */
 #include <sys/wait.h>  /* waitpid */
 #include <time.h>      /* clock, clock_gettime, nanosleep */
-#include <unistd.h>    /* access, fork, execl, getcwd, rmdir */
+#include <unistd.h>    /* access, fork, execl, getcwd, rmdir, close, getpid */
 #ifdef _OPENMP
 #include <omp.h>       /* omp_set_num_threads */
 #endif
@@ -510,7 +511,7 @@ static void test_training_run(void) {
     const char *path = "build/test_train_ckpt.bin", *state = "build/test_train_ckpt.bin.state";
     if (!check_true(run_init(&b) == 0, "short run: init again")) goto done;
     run_steps(&b, tokens, RUN_STEPS / 2, losses[2]);
-    int saved = trainer_save(&b, path, state);
+    int saved = trainer_save(&b, path, state, NULL);
     trainer_free(&b);
     if (!check_true(saved == 0 && trainer_load(&b, path, state) == 0, "short run: save, load"))
         goto done;
@@ -522,7 +523,7 @@ static void test_training_run(void) {
     trainer_free(&b);
 
     /* 4. the checkpoint loads in run's model.c and gives the trainer's own logits */
-    if (trainer_save(&a, path, NULL) != 0) goto done;
+    if (trainer_save(&a, path, NULL, NULL) != 0) goto done;
     Model m;
     if (check_true(model_load(&m, path, a.T) == 0, "checkpoint loads with model_load")) {
         int inputs[8 * 16], targets[8 * 16];
@@ -650,7 +651,7 @@ static void test_ema_run(void) {
     /* the checkpoint holds the average; save at the middle, resume, same bits at the end */
     if (!check_true(run_init_ema(&b, EMA_DECAY) == 0, "ema: init again")) goto done;
     run_steps(&b, tokens, RUN_STEPS / 2, losses[1]);
-    int saved = trainer_save(&b, path, state);
+    int saved = trainer_save(&b, path, state, NULL);
     Model m;
     if (check_true(saved == 0 && model_load(&m, path, b.T) == 0, "ema: checkpoint loads")) {
         const float *wte = m.checkpoint.tensors[TENSOR_WTE].f32;
@@ -1463,19 +1464,19 @@ static void test_interrupted_save(void) {
     join(temp, dir, "m.bin.tmp");
     if (!check_true(run_init(&a) == 0, "interrupted save: init")) goto done;
     run_steps(&a, tokens, 3, losses);
-    int saved = trainer_save(&a, path, state) == 0;
+    int saved = trainer_save(&a, path, state, NULL) == 0;
     char state_temp[CAP];
     format_into(state_temp, sizeof state_temp, "%s.tmp", state);
     check_true(saved && !exists(temp) && !exists(state_temp) &&
-               trainer_finish_save(path, state) == 0,
+               trainer_finish_save(path, state, NULL) == 0,
                "save: no temporaries left; a matching pair needs no finishing");
     run_steps(&a, tokens, 4, losses);
-    saved = saved && trainer_save(&a, next, next_state) == 0;
+    saved = saved && trainer_save(&a, next, next_state, NULL) == 0;
     /* the crash: the step-4 state is in place, the step-4 checkpoint still in m.bin.tmp */
     if (!check_true(saved && rename(next_state, state) == 0 && rename(next, temp) == 0,
                     "interrupted save: staged")) goto free_a;
     int refused = trainer_load(&b, path, state) != 0;
-    int finished = trainer_finish_save(path, state);
+    int finished = trainer_finish_save(path, state, NULL);
     int loaded = trainer_load(&b, path, state) == 0;
     check_true(refused && finished == 1 && loaded && b.step == 4 && !exists(temp) &&
                memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0 &&
@@ -1488,16 +1489,16 @@ static void test_interrupted_save(void) {
      * (its rename fails); a checkpoint temporary that cannot be written */
     char missing[CAP], bad[CAP], bad_state[CAP], bad_temp[CAP], bad_state_temp[CAP];
     format_into(missing, sizeof missing, "%s/no/such/folder/m.bin", dir);
-    check_true(trainer_save(&a, missing, NULL) != 0, "save into a missing folder fails");
+    check_true(trainer_save(&a, missing, NULL, NULL) != 0, "save into a missing folder fails");
     join(bad, dir, "s.bin");
     format_into(bad_state, sizeof bad_state, "%s.state", bad);
     format_into(bad_temp, sizeof bad_temp, "%s.tmp", bad);
     format_into(bad_state_temp, sizeof bad_state_temp, "%s.tmp", bad_state);
-    int failed = mkdir(bad_state, 0700) == 0 && trainer_save(&a, bad, bad_state) != 0;
+    int failed = mkdir(bad_state, 0700) == 0 && trainer_save(&a, bad, bad_state, NULL) != 0;
     check_true(failed && !exists(bad) && !exists(bad_temp) && !exists(bad_state_temp),
                "save whose state rename fails: refused, no checkpoint, no temporaries left");
     rmdir(bad_state);
-    failed = mkdir(bad_temp, 0700) == 0 && trainer_save(&a, bad, bad_state) != 0;
+    failed = mkdir(bad_temp, 0700) == 0 && trainer_save(&a, bad, bad_state, NULL) != 0;
     check_true(failed && !exists(bad) && !exists(bad_state) && !exists(bad_state_temp),
                "save whose checkpoint temporary cannot be written: refused, the state's "
                "temporary removed");
@@ -1624,6 +1625,121 @@ done:
     remove_dir(dir);
 }
 
+/* 1 if strace can run a program here (it is how the kill points are injected). */
+static int strace_works(void) {
+    return check_run("strace -qq -o /dev/null true 2>/dev/null", NULL, NULL) == 0;
+}
+
+/* Task: a run killed at any moment of its first save, or just before or after it,
+ * recovers: -r finishes the save (or, killed before any checkpoint, the same command
+ * starts the run again: nothing of it is in place), and the run ends bit-identical to
+ * an uninterrupted one. strace kills it (SIGKILL) at the K-th rename or fsync: the first
+ * save's three renames (state, checkpoint, tokenizer), the next save's first, and fsyncs
+ * before and during the first save. A run killed between the first save's renames could
+ * not be resumed ("nothing to resume"), nor started again (its state existed). */
+static void test_first_save_kills(void) {
+    if (!strace_works()) {
+        check_skip("strace is missing or cannot trace here: the first-save kill points");
+        return;
+    }
+    char dir[CAP], text[CAP], model[CAP], tok[CAP], ref[CAP], ref_tok[CAP], args[3 * CAP];
+    char resume[3 * CAP], command[4 * CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "first-save kills: temp folder")) return;
+    if (write_play(join(text, dir, "text.txt")) != 0) goto done;
+    join(model, dir, "m.bin");
+    join(tok, dir, "tok.bin");
+    join(ref, dir, "ref.bin");
+    join(ref_tok, dir, "ref_tok.bin");
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 3 -w 1 -e 1", text, model,
+                tok);
+    format_into(resume, sizeof resume, "-r -d %s -o %s -z %s", text, model, tok);
+    if (!check_true(train(args, NULL, NULL) == 0 && rename(model, ref) == 0 &&
+                    rename(tok, ref_tok) == 0, "first-save kills: the reference run")) goto done;
+    /* the syscall and its count: rename 1-3 the first save, 4 the second; fsync 1 the
+     * tokenizer's temporary, 2 the first state's, 3 the first checkpoint's */
+    const struct { const char *call; int when; const char *point; } kills[] = {
+        {"fsync", 1, "before the first save (the tokenizer's temporary synced)"},
+        {"fsync", 2, "during the first save, before its renames"},
+        {"rename", 1, "at the first save's state rename"},
+        {"rename", 2, "between the first save's state and checkpoint renames"},
+        {"rename", 3, "between the first save's checkpoint and tokenizer renames"},
+        {"rename", 4, "after the first save, at the second's"},
+    };
+    for (size_t i = 0; i < sizeof kills / sizeof kills[0]; i++) {
+        format_into(command, sizeof command, "cd %s && rm -f m.bin* tok.bin*", dir);
+        check_run(command, NULL, NULL);
+        format_into(command, sizeof command, "%s strace -f -qq -o /dev/null -e trace=%s -e "
+                    "inject=%s:signal=KILL:when=%d %s %s >/dev/null 2>&1", TRAIN_ENV,
+                    kills[i].call, kills[i].call, kills[i].when, train_bin, args);
+        int killed = check_run(command, NULL, NULL) != 0;
+        char *out = NULL, *err = NULL;
+        int code = train(resume, &out, &err);
+        const char *how = "-r";
+        if (code != 0 && err && strstr(err, "nothing to resume")) {
+            free(out);
+            free(err);
+            out = err = NULL;
+            code = train(args, &out, &err);   /* the same command again, without --force */
+            how = "the same command again";
+        }
+        int identical = code == 0 && same_file(model, ref) && same_file(tok, ref_tok);
+        format_into(command, sizeof command, "ls -a %s | grep -q -e '\\.tmp' -e '\\.lock'",
+                    dir);
+        int clean = check_run(command, NULL, NULL) != 0;
+        check_true(killed && identical && clean, "kill %s (%s %d): recovered by %s (exit %d), "
+                   "bit-identical to the uninterrupted run, no temporary or lock left%s%s",
+                   kills[i].point, kills[i].call, kills[i].when, how, code,
+                   err && code ? "; stderr: " : "", err && code ? err : "");
+        free(out);
+        free(err);
+    }
+done:
+    remove_dir(dir);
+}
+
+/* Task: one trainer per output. Two trainers on one -o both passed the "exists already"
+ * checks (nothing existed yet) and wrote the same temporaries, leaving a mix of two
+ * runs. Now the second is refused by name while the first holds the lock: first with
+ * this process holding m.bin.lock, then with two trainers started together. */
+static void test_one_writer(void) {
+    char dir[CAP], text[CAP], model[CAP], tok[CAP], lock_path[CAP], args[3 * CAP];
+    char want[128];
+    if (!check_true(make_temp_dir(dir) == 0, "one writer: temp folder")) return;
+    if (write_play(join(text, dir, "text.txt")) != 0) goto done;
+    join(model, dir, "m.bin");
+    join(tok, dir, "tok.bin");
+    format_into(lock_path, sizeof lock_path, "%s.lock", model);
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 300 -w 1 -e 1000", text,
+                model, tok);
+    int fd = open(lock_path, O_RDWR | O_CREAT, 0666);
+    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (check_true(fd >= 0 && fcntl(fd, F_SETLK, &lock) == 0, "one writer: hold m.bin.lock")) {
+        format_into(want, sizeof want, "m.bin: another process (pid %ld) is writing it",
+                    (long)getpid());
+        expect_train("while another process writes its checkpoint", args, 1, want);
+        check_true(!exists(model) && !exists(tok), "one writer: the refused trainer wrote "
+                   "nothing");
+    }
+    if (fd >= 0) close(fd);
+    remove(lock_path);
+    /* two at once: exactly one trains; the other is refused, by the lock or, if it came
+     * late, by the first one's files */
+    pid_t a = spawn_train(args), b = spawn_train(args);
+    int status_a = 0, status_b = 0;
+    if (a > 0) waitpid(a, &status_a, 0);
+    if (b > 0) waitpid(b, &status_b, 0);
+    int ok_a = WIFEXITED(status_a) && WEXITSTATUS(status_a) == 0;
+    int ok_b = WIFEXITED(status_b) && WEXITSTATUS(status_b) == 0;
+    int refused = WIFEXITED(status_a) && WIFEXITED(status_b) &&
+                  WEXITSTATUS(status_a) + WEXITSTATUS(status_b) == 1;
+    check_true(a > 0 && b > 0 && ok_a != ok_b && refused && !exists(lock_path),
+               "two trainers started together on one -o: one trains, the other is refused "
+               "(exits %d and %d)", WIFEXITED(status_a) ? WEXITSTATUS(status_a) : -1,
+               WIFEXITED(status_b) ? WEXITSTATUS(status_b) : -1);
+done:
+    remove_dir(dir);
+}
+
 /* ------------------------------------------------------------------------- */
 /* 5. The shipped model (a regression pin)                                      */
 
@@ -1704,6 +1820,8 @@ int main(void) {
     test_state_file();
     test_interrupted_save();
     test_kill_during_save();
+    test_first_save_kills();
+    test_one_writer();
     test_shipped_model();
     return check_summary("test_train");
 }
