@@ -1,35 +1,31 @@
 /* bpe.c: learn byte-level BPE merges from a text (the tokenizer trainer).
  *
- * The text is cut into pieces by tokenizer_next_piece and identical pieces are
- * counted once with a weight. Each step counts every adjacent token pair over the
- * distinct pieces, makes the most frequent pair the next token (the highest id so
- * far) and updates the pieces it touches. The update re-encodes a piece exactly as
- * tokenizer.c does, with its own merge loop, tokenizer_merge (a piece that is a token is
- * taken whole; otherwise repeatedly merge the adjacent pair whose bytes form the lowest-id
- * token, leftmost first; O(n log n) in the piece's bytes, so one long run of a repeated
- * character costs milliseconds, not hours). Why that
- * suffices: a new token has the highest id, so the encoder picks it only once no other
- * merge applies, which is when a piece's current segmentation is final; so only pieces
- * with an adjacent pair spelling the new token, or equal to it, change.
+ * The text is cut into pieces by tokenizer_next_piece and identical pieces are kept once,
+ * with a weight. A table holds every adjacent pair's count and the places it was made, and
+ * a heap keeps the most frequent pair on top. Each step makes that pair the next token and
+ * rewrites only the places where it now appears, moving the counts of the pairs around
+ * them, so a step costs what it changes (learn says why the result is the encoder's).
  * It does not encode corpora (tokenizer.c does) and keeps no state between calls.
  */
 #include "bpe.h"
 
 #include <errno.h>       /* errno */
-#include <stdint.h>      /* int32_t, uint32_t, uint64_t */
-#include <stdio.h>       /* fopen, fwrite, fflush, fileno, fprintf, remove */
-#include <stdlib.h>      /* calloc, malloc, free */
+#include <stdint.h>      /* uint32_t, uint64_t, SIZE_MAX */
+#include <stdio.h>       /* FILE, fopen, fwrite, fflush, fileno, fprintf, remove */
+#include <stdlib.h>      /* calloc, malloc, realloc, free, qsort */
 #include <string.h>      /* memcmp, memcpy, memset, strerror, strlen */
 #include <unistd.h>      /* fsync (POSIX) */
 
-#include "tokenizer.h"   /* tokenizer_next_piece, tokenizer_merge, TOKENIZER_MAGIC, ... */
+#include "tokenizer.h"   /* tokenizer_next_piece, TOKENIZER_MAGIC, TOKENIZER_HEADER_INTS */
 
 #define BPE_FILE_VERSION 2          /* llm.c tokenizer version that stores vocab size and eot */
 #define FNV_OFFSET 2166136261u      /* FNV-1a 32-bit offset basis */
 #define FNV_PRIME 16777619u         /* FNV-1a 32-bit prime */
+#define FIBONACCI 0x9E3779B97F4A7C15ull   /* 2^64 / golden ratio: spreads pair keys */
+#define NONE SIZE_MAX               /* no position, no list entry, not in the heap */
 
 /* ------------------------------------------------------------------------- */
-/* Hash tables of byte strings (open addressing; a slot holds id + 1, 0 = empty) */
+/* Hash tables (open addressing; a slot holds index + 1, 0 = empty), growing arrays */
 
 static uint32_t fnv1a(const unsigned char *bytes, size_t len) {
     uint32_t h = FNV_OFFSET;
@@ -44,78 +40,109 @@ static size_t table_size_for(size_t n) {
     return size;
 }
 
-/* Distinct pieces of the text, each with its count and current segmentation. */
+/* Room for need items of item_size bytes in array (*capacity items now), at least doubling.
+ * Returns the array, moved or not, with *capacity updated; or NULL (out of memory; the
+ * old array is still valid and *capacity unchanged). */
+static void *grow(void *array, size_t *capacity, size_t need, size_t item_size) {
+    if (need <= *capacity) return array;
+    size_t wanted = *capacity < 16 ? 16 : 2 * *capacity;
+    if (wanted < need) wanted = need;
+    if (wanted > SIZE_MAX / item_size) return NULL;
+    void *moved = realloc(array, wanted * item_size);
+    if (moved) *capacity = wanted;
+    return moved;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The distinct pieces, laid end to end                                        */
+
+/* Every distinct piece's bytes, each followed by one separator position. A token is named
+ * by the position of its first byte: token[g] is its id there and -1 at every other
+ * position; the next token of the piece starts at g + its length, and a separator there
+ * (token -1) ends the piece. */
 typedef struct {
-    size_t n;               /* distinct pieces */
-    size_t *start;          /* (n,) offset of the first occurrence in the text */
-    size_t *len;            /* (n,) bytes */
-    long *count;            /* (n,) occurrences */
-    int *n_tokens;          /* (n,) tokens in the current segmentation */
-    size_t *token_offset;   /* (n,) where this piece's arrays start in tokens/token_start */
-    int *tokens;            /* (total bytes,) token ids of each segmentation */
-    int32_t *token_start;   /* (total bytes,) offset of each token inside its piece */
+    size_t n;                /* distinct pieces */
+    size_t size;             /* positions: the pieces' bytes and one separator each */
+    size_t *at;              /* (n,) position of each piece's first byte */
+    size_t *len;             /* (n,) bytes of each piece */
+    long *count;             /* (n,) occurrences of each piece in the text */
+    unsigned char *bytes;    /* (size,) the pieces' bytes; a separator holds 0 */
+    int *token;              /* (size,) id of the token starting here, else -1 */
+    size_t *prev;            /* (size,) start of the token before, or NONE for a piece's first */
+    size_t *piece;           /* (size,) which piece a position belongs to */
+    size_t *slot;            /* (table_size,) piece index + 1 by hash of its bytes; 0 = empty */
+    size_t table_size;       /* a power of two */
 } Pieces;
 
 static void pieces_free(Pieces *p) {
-    free(p->start); free(p->len); free(p->count); free(p->n_tokens); free(p->token_offset);
-    free(p->tokens); free(p->token_start);
+    free(p->at); free(p->len); free(p->count); free(p->bytes);
+    free(p->token); free(p->prev); free(p->piece); free(p->slot);
     memset(p, 0, sizeof *p);
 }
 
-/* Split text into pieces and count the distinct ones. Returns 0 or -1 (out of memory). */
+/* The index of the distinct piece spelled by bytes[0 .. len), or NONE. */
+static size_t pieces_find(const Pieces *p, const unsigned char *bytes, size_t len) {
+    for (size_t i = fnv1a(bytes, len) & (p->table_size - 1);; i = (i + 1) & (p->table_size - 1)) {
+        if (p->slot[i] == 0) return NONE;
+        size_t w = p->slot[i] - 1;
+        if (p->len[w] == len && memcmp(p->bytes + p->at[w], bytes, len) == 0) return w;
+    }
+}
+
+/* Split text into pieces, keep the distinct ones with their counts, and start every piece
+ * as its bytes (token id = byte value). Returns 0 or -1 (out of memory). */
 static int pieces_build(Pieces *p, const char *text, size_t len) {
     memset(p, 0, sizeof *p);
     size_t n_all = 0;
     for (size_t at = 0; at < len; at = tokenizer_next_piece(text, len, at)) n_all++;
-    size_t table_size = table_size_for(n_all);
-    size_t *slot = calloc(table_size, sizeof *slot);
-    p->start = malloc((n_all + 1) * sizeof *p->start);
+    p->table_size = table_size_for(n_all);
+    p->slot = calloc(p->table_size, sizeof *p->slot);
+    p->at = malloc((n_all + 1) * sizeof *p->at);
     p->len = malloc((n_all + 1) * sizeof *p->len);
     p->count = malloc((n_all + 1) * sizeof *p->count);
-    if (!slot || !p->start || !p->len || !p->count) goto fail;
-    const unsigned char *bytes = (const unsigned char *)text;
-    size_t total = 0;
+    p->bytes = malloc(len + n_all + 1);   /* at most: every piece distinct */
+    if (!p->slot || !p->at || !p->len || !p->count || !p->bytes) goto fail;
     for (size_t at = 0; at < len;) {
         size_t end = tokenizer_next_piece(text, len, at), n = end - at;
-        size_t i = fnv1a(bytes + at, n) & (table_size - 1);
-        for (;; i = (i + 1) & (table_size - 1)) {
-            if (slot[i] == 0) {   /* a new distinct piece */
-                p->start[p->n] = at;
+        const unsigned char *piece = (const unsigned char *)text + at;
+        size_t i = fnv1a(piece, n) & (p->table_size - 1);
+        for (;; i = (i + 1) & (p->table_size - 1)) {
+            if (p->slot[i] == 0) {   /* a new distinct piece: append it and a separator */
+                p->at[p->n] = p->size;
                 p->len[p->n] = n;
                 p->count[p->n] = 1;
-                slot[i] = ++p->n;
-                total += n;
+                memcpy(p->bytes + p->size, piece, n);
+                p->bytes[p->size + n] = 0;
+                p->size += n + 1;
+                p->slot[i] = ++p->n;
                 break;
             }
-            size_t w = slot[i] - 1;
-            if (p->len[w] == n && memcmp(bytes + p->start[w], bytes + at, n) == 0) {
+            size_t w = p->slot[i] - 1;
+            if (p->len[w] == n && memcmp(p->bytes + p->at[w], piece, n) == 0) {
                 p->count[w]++;
                 break;
             }
         }
         at = end;
     }
-    free(slot);
-    slot = NULL;
-    p->n_tokens = malloc((p->n + 1) * sizeof *p->n_tokens);
-    p->token_offset = malloc((p->n + 1) * sizeof *p->token_offset);
-    p->tokens = malloc((total + 1) * sizeof *p->tokens);
-    p->token_start = malloc((total + 1) * sizeof *p->token_start);
-    if (!p->n_tokens || !p->token_offset || !p->tokens || !p->token_start) goto fail;
-    /* every piece starts as its bytes: token id = byte value */
-    size_t offset = 0;
+    p->token = malloc((p->size + 1) * sizeof *p->token);
+    p->prev = malloc((p->size + 1) * sizeof *p->prev);
+    p->piece = malloc((p->size + 1) * sizeof *p->piece);
+    if (!p->token || !p->prev || !p->piece) goto fail;
     for (size_t w = 0; w < p->n; w++) {
-        p->token_offset[w] = offset;
-        p->n_tokens[w] = (int)p->len[w];
         for (size_t i = 0; i < p->len[w]; i++) {
-            p->tokens[offset + i] = bytes[p->start[w] + i];
-            p->token_start[offset + i] = (int32_t)i;
+            size_t g = p->at[w] + i;
+            p->token[g] = p->bytes[g];
+            p->prev[g] = i == 0 ? NONE : g - 1;
+            p->piece[g] = w;
         }
-        offset += p->len[w];
+        size_t separator = p->at[w] + p->len[w];
+        p->token[separator] = -1;
+        p->prev[separator] = NONE;
+        p->piece[separator] = w;
     }
     return 0;
 fail:
-    free(slot);
     pieces_free(p);
     return -1;
 }
@@ -152,56 +179,277 @@ static void vocab_add(Vocab *v, const unsigned char *bytes, size_t len) {
     v->slot[i] = id + 1;
 }
 
-/* tokenizer_merge's lookup: the id of the string in the Vocab, or -1. */
-static int vocab_lookup(const void *vocab, const unsigned char *bytes, size_t len) {
-    return vocab_find(vocab, bytes, len);
+/* ------------------------------------------------------------------------- */
+/* Adjacent pairs: counts, where they were seen, and a heap of the best        */
+
+typedef struct {
+    int left, right;   /* token ids */
+    long count;        /* occurrences in the current segmentations, weighted by piece count */
+    size_t last_seen;  /* newest entry of its list of sightings, or NONE */
+    size_t heap_at;    /* index in the heap; NONE if the pair is too long to merge */
+} Pair;
+
+/* A place where a pair was made. It stays in the pair's list after the pair is gone from
+ * there (a later merge took one of its tokens); readers check it. */
+typedef struct {
+    size_t position;   /* start of the left token */
+    size_t next;       /* the pair's previous sighting, or NONE */
+} Sighting;
+
+typedef struct {
+    Pair *pair;              /* (n,) every pair ever seen; capacity `capacity` */
+    size_t n, capacity;
+    size_t *heap;            /* (n_heap,) pair indices, a binary heap: the next merge on top */
+    size_t n_heap;           /* capacity `capacity` too */
+    size_t *slot;            /* (table_size,) pair index + 1 by hash of (left, right); 0 = empty */
+    size_t table_size;       /* a power of two, at least twice n */
+    Sighting *seen;          /* (n_seen,) the pairs' lists; capacity seen_capacity */
+    size_t n_seen, seen_capacity;
+} Pairs;
+
+static void pairs_free(Pairs *t) {
+    free(t->pair); free(t->heap); free(t->slot); free(t->seen);
+    memset(t, 0, sizeof *t);
 }
 
-/* Re-encode piece w from its bytes as tokenizer_encode does: a piece that is a token is
- * taken whole, otherwise tokenizer_merge (lowest id first, O(n log n) in the piece's n
- * bytes). Returns 0, or -1 after a stderr line (out of memory). */
-static int piece_encode(Pieces *p, size_t w, const unsigned char *text, const Vocab *v) {
-    const unsigned char *piece = text + p->start[w];
-    size_t n = p->len[w];
-    int *tokens = p->tokens + p->token_offset[w];
-    int32_t *start = p->token_start + p->token_offset[w];
-    int whole = vocab_find(v, piece, n);
-    if (whole >= 0) {   /* a piece that is itself a token is taken whole */
-        tokens[0] = whole;
-        start[0] = 0;
-        p->n_tokens[w] = 1;
-        return 0;
+static size_t pair_slot(const Pairs *t, int left, int right) {
+    uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
+    return (size_t)((key * FIBONACCI) >> 32) & (t->table_size - 1);
+}
+
+/* The index of pair (left, right), or NONE if it was never seen. */
+static size_t pairs_find(const Pairs *t, int left, int right) {
+    for (size_t i = pair_slot(t, left, right);; i = (i + 1) & (t->table_size - 1)) {
+        if (t->slot[i] == 0) return NONE;
+        const Pair *pair = &t->pair[t->slot[i] - 1];
+        if (pair->left == left && pair->right == right) return t->slot[i] - 1;
     }
-    TokenizerMergeRules rules = {vocab_lookup, v, NULL, 0};   /* rank = id: lowest id first */
-    long count = tokenizer_merge(&rules, piece, n, tokens, start);
-    if (count < 0) return -1;
-    p->n_tokens[w] = (int)count;
-    return 0;
+}
+
+/* 1 if pair a merges before pair b: the higher count; on a tie the lower left id, then
+ * the lower right id. */
+static int pair_before(const Pair *a, const Pair *b) {
+    if (a->count != b->count) return a->count > b->count;
+    return a->left != b->left ? a->left < b->left : a->right < b->right;
+}
+
+static void heap_put(Pairs *t, size_t at, size_t pair) {
+    t->heap[at] = pair;
+    t->pair[pair].heap_at = at;
+}
+
+/* Restore the heap order after the count of the pair at heap index `at` changed. */
+static void heap_fix(Pairs *t, size_t at) {
+    size_t pair = t->heap[at];
+    while (at > 0 && pair_before(&t->pair[pair], &t->pair[t->heap[(at - 1) / 2]])) {
+        heap_put(t, at, t->heap[(at - 1) / 2]);   /* move the parent down */
+        at = (at - 1) / 2;
+    }
+    for (;;) {
+        size_t child = 2 * at + 1;
+        if (child >= t->n_heap) break;
+        if (child + 1 < t->n_heap && pair_before(&t->pair[t->heap[child + 1]],
+                                                 &t->pair[t->heap[child]])) child++;
+        if (!pair_before(&t->pair[t->heap[child]], &t->pair[pair])) break;
+        heap_put(t, at, t->heap[child]);          /* move the better child up */
+        at = child;
+    }
+    heap_put(t, at, pair);
+}
+
+/* The index of pair (left, right), added with count 0 if new (into the heap too, unless
+ * its token would exceed BPE_MAX_TOKEN_BYTES). Returns NONE when out of memory. */
+static size_t pairs_get(Pairs *t, const Bpe *b, int left, int right) {
+    size_t found = pairs_find(t, left, right);
+    if (found != NONE) return found;
+    if (t->n + 1 > t->capacity) {   /* the pairs and the heap grow together */
+        size_t capacity = t->capacity, heap_capacity = t->capacity;
+        Pair *pair = grow(t->pair, &capacity, t->n + 1, sizeof *t->pair);
+        if (!pair) return NONE;
+        t->pair = pair;
+        size_t *heap = grow(t->heap, &heap_capacity, capacity, sizeof *t->heap);
+        if (!heap) return NONE;
+        t->heap = heap;
+        t->capacity = capacity;
+    }
+    if (2 * (t->n + 1) > t->table_size) {   /* rehash into a table twice the size */
+        size_t size = 2 * t->table_size, *slot = calloc(size, sizeof *slot);
+        if (!slot) return NONE;
+        free(t->slot);
+        t->slot = slot;
+        t->table_size = size;
+        for (size_t k = 0; k < t->n; k++) {
+            size_t i = pair_slot(t, t->pair[k].left, t->pair[k].right);
+            while (t->slot[i] != 0) i = (i + 1) & (size - 1);
+            t->slot[i] = k + 1;
+        }
+    }
+    size_t index = t->n++, i = pair_slot(t, left, right);
+    while (t->slot[i] != 0) i = (i + 1) & (t->table_size - 1);
+    t->slot[i] = index + 1;
+    Pair *pair = &t->pair[index];
+    pair->left = left;
+    pair->right = right;
+    pair->count = 0;
+    pair->last_seen = NONE;
+    pair->heap_at = NONE;
+    if (token_len(b, left) + token_len(b, right) <= BPE_MAX_TOKEN_BYTES) {
+        t->n_heap++;
+        heap_put(t, t->n_heap - 1, index);
+        heap_fix(t, t->n_heap - 1);
+    }
+    return index;
 }
 
 /* ------------------------------------------------------------------------- */
 /* Training                                                                    */
 
-/* Pair counts for one step: key = left * vocab + right, open addressing. */
 typedef struct {
-    uint64_t *key;     /* (size,) pair key + 1, 0 = empty */
-    long *count;       /* (size,) */
-    size_t size;       /* a power of two */
-} PairTable;
+    Bpe *bpe;          /* the result, growing */
+    Vocab vocab;
+    Pieces pieces;
+    Pairs pairs;
+    size_t *found;     /* (pieces.size,) scratch: where pairs spell the newest token */
+} Learner;
 
-static void pair_add(PairTable *t, uint64_t key, long count) {
-    size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (t->size - 1);
-    while (t->key[i] != 0 && t->key[i] != key + 1) i = (i + 1) & (t->size - 1);
-    t->key[i] = key + 1;
-    t->count[i] += count;
+/* Add delta occurrences of the pair whose left token starts at g (and whose right token
+ * follows it) to its count, and record where it is when it is made (delta > 0). Returns
+ * 0, or -1 when out of memory. */
+static int count_pair(Learner *l, size_t g, long delta) {
+    Pieces *p = &l->pieces;
+    Pairs *t = &l->pairs;
+    int left = p->token[g], right = p->token[g + token_len(l->bpe, left)];
+    size_t index = pairs_get(t, l->bpe, left, right);
+    if (index == NONE) return -1;
+    l->bpe->work++;
+    Pair *pair = &t->pair[index];
+    pair->count += delta;
+    if (pair->heap_at != NONE) heap_fix(t, pair->heap_at);
+    if (delta > 0) {
+        Sighting *seen = grow(t->seen, &t->seen_capacity, t->n_seen + 1, sizeof *t->seen);
+        if (!seen) return -1;
+        t->seen = seen;
+        seen[t->n_seen].position = g;
+        seen[t->n_seen].next = pair->last_seen;
+        pair->last_seen = t->n_seen++;
+    }
+    return 0;
+}
+
+/* Merge the token starting at g with the one after it into token id, and move the
+ * counts: its pairs with the tokens before and after become pairs of the new token.
+ * Returns 0, or -1 when out of memory. */
+static int merge_at(Learner *l, size_t g, int id) {
+    Pieces *p = &l->pieces;
+    long weight = p->count[p->piece[g]];
+    size_t before = p->prev[g], right = g + token_len(l->bpe, p->token[g]);
+    size_t after = right + token_len(l->bpe, p->token[right]);
+    int has_after = p->token[after] >= 0;
+    if ((before != NONE && count_pair(l, before, -weight) != 0) ||
+        count_pair(l, g, -weight) != 0 ||
+        (has_after && count_pair(l, right, -weight) != 0)) return -1;
+    p->token[g] = id;
+    p->token[right] = -1;
+    if (has_after) p->prev[after] = g;
+    if ((before != NONE && count_pair(l, before, weight) != 0) ||
+        (has_after && count_pair(l, g, weight) != 0)) return -1;
+    return 0;
+}
+
+/* The id of the token spelled by positions [from, to) (one piece's bytes), or -1. */
+static int spelled(const Learner *l, size_t from, size_t to) {
+    if (to - from > BPE_MAX_TOKEN_BYTES) return -1;
+    return vocab_find(&l->vocab, l->pieces.bytes + from, to - from);
+}
+
+/* After a merge made the token at g: while it and a neighbour spell an (older) token,
+ * merge that pair as the encoder would: the lower id first, the left pair on a tie.
+ * Returns 0, or -1 when out of memory. */
+static int settle(Learner *l, size_t g) {
+    const Pieces *p = &l->pieces;
+    for (;;) {
+        size_t before = p->prev[g], end = g + token_len(l->bpe, p->token[g]);
+        int with_before = before != NONE ? spelled(l, before, end) : -1;
+        int with_after =
+            p->token[end] >= 0 ? spelled(l, g, end + token_len(l->bpe, p->token[end])) : -1;
+        if (with_before < 0 && with_after < 0) return 0;
+        if (with_before >= 0 && (with_after < 0 || with_before <= with_after)) {
+            if (merge_at(l, before, with_before) != 0) return -1;
+            g = before;
+        } else if (merge_at(l, g, with_after) != 0) {
+            return -1;
+        }
+    }
+}
+
+static int compare_positions(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Bring every piece to what tokenizer.c's encoder makes of it now that the newest token,
+ * id, exists: a piece that is a token is taken whole; otherwise the adjacent pair spelling
+ * the lowest-id token merges, leftmost first, until none does. Only the places where a pair
+ * spells the new token X change: X has the highest id, so the encoder does what it did
+ * before X until no other pair spells a token, which is the current segmentation; then it
+ * merges the leftmost pair spelling X; X and a neighbour may spell an older token, which
+ * merges first (settle); then the next pair spelling X, left to right. Those merges make
+ * tokens longer than X, so no new pair spells X: the places are known before starting.
+ * Returns 0, or -1 when out of memory. */
+static int learn(Learner *l, int id) {
+    Pieces *p = &l->pieces;
+    Pairs *t = &l->pairs;
+    const Bpe *b = l->bpe;
+    const unsigned char *x = b->bytes + b->offset[id];
+    size_t n = token_len(b, id);
+    // a piece that is the new token is taken whole: its pairs go
+    size_t w = pieces_find(p, x, n);
+    if (w != NONE) {
+        size_t g = p->at[w];
+        for (size_t h = g; p->token[h + token_len(b, p->token[h])] >= 0;
+             h += token_len(b, p->token[h]))
+            if (count_pair(l, h, -p->count[w]) != 0) return -1;
+        for (size_t h = g; h < g + n; h++) p->token[h] = -1;
+        p->token[g] = id;
+    }
+    // the places where a pair spells the new token, from the lists of those pairs; each
+    // place is in one list at most once (a token at a position only ever grows, so a pair
+    // gone from there never comes back), and these lists are never needed again
+    size_t n_found = 0;
+    for (size_t k = 1; k < n; k++) {
+        int left = vocab_find(&l->vocab, x, k), right = vocab_find(&l->vocab, x + k, n - k);
+        size_t index = left >= 0 && right >= 0 ? pairs_find(t, left, right) : NONE;
+        if (index == NONE) continue;
+        for (size_t s = t->pair[index].last_seen; s != NONE; s = t->seen[s].next) {
+            size_t g = t->seen[s].position;
+            l->bpe->work++;
+            if (p->token[g] == left && p->token[g + k] == right) l->found[n_found++] = g;
+        }
+        t->pair[index].last_seen = NONE;
+    }
+    // left to right, as the encoder goes; skip a place an earlier merge took a token from
+    qsort(l->found, n_found, sizeof *l->found, compare_positions);
+    for (size_t i = 0; i < n_found; i++) {
+        size_t g = l->found[i];
+        if (p->token[g] < 0) continue;
+        size_t right = g + token_len(b, p->token[g]);
+        if (p->token[right] < 0 || right + token_len(b, p->token[right]) != g + n) continue;
+        if (merge_at(l, g, id) != 0 || settle(l, g) != 0) return -1;
+    }
+    return 0;
+}
+
+static void learner_free(Learner *l) {
+    pieces_free(&l->pieces);
+    pairs_free(&l->pairs);
+    free(l->vocab.slot);
+    free(l->found);
+    memset(l, 0, sizeof *l);
 }
 
 int bpe_train(Bpe *b, const char *text, size_t len, int vocab_size) {
     memset(b, 0, sizeof *b);
-    Pieces p = {0};
-    Vocab v = {0};
-    PairTable pairs = {0};
-    const unsigned char *bytes = (const unsigned char *)text;
+    Learner l = {0};
     size_t eot_len = strlen(BPE_EOT_TEXT);
     if (vocab_size < BPE_BYTE_TOKENS + 1) {
         fprintf(stderr, "bpe: vocab size too small (got %d, expected >= %d: the 256 bytes and "
@@ -213,88 +461,52 @@ int bpe_train(Bpe *b, const char *text, size_t len, int vocab_size) {
     b->merge_count = malloc(((size_t)max_merges + 1) * sizeof *b->merge_count);
     b->offset = calloc((size_t)vocab_size + 1, sizeof *b->offset);
     b->bytes = malloc(BPE_BYTE_TOKENS + (size_t)max_merges * BPE_MAX_TOKEN_BYTES + eot_len);
-    v.bpe = b;
-    v.table_size = table_size_for((size_t)vocab_size);
-    v.slot = calloc(v.table_size, sizeof *v.slot);
-    if (!b->merges || !b->merge_count || !b->offset || !b->bytes || !v.slot ||
-        pieces_build(&p, text, len) != 0) goto out_of_memory;
-    size_t total = p.n ? p.token_offset[p.n - 1] + p.len[p.n - 1] : 0;
-    pairs.size = table_size_for(total + 1);
-    pairs.key = malloc(pairs.size * sizeof *pairs.key);
-    pairs.count = malloc(pairs.size * sizeof *pairs.count);
-    if (!pairs.key || !pairs.count) goto out_of_memory;
+    l.bpe = b;
+    l.vocab.bpe = b;
+    l.vocab.table_size = table_size_for((size_t)vocab_size);
+    l.vocab.slot = calloc(l.vocab.table_size, sizeof *l.vocab.slot);
+    l.pairs.table_size = 16;
+    l.pairs.slot = calloc(l.pairs.table_size, sizeof *l.pairs.slot);
+    if (!b->merges || !b->merge_count || !b->offset || !b->bytes || !l.vocab.slot ||
+        !l.pairs.slot || pieces_build(&l.pieces, text, len) != 0) goto out_of_memory;
+    l.found = malloc((l.pieces.size + 1) * sizeof *l.found);
+    if (!l.found) goto out_of_memory;
     for (int byte = 0; byte < BPE_BYTE_TOKENS; byte++) {
         unsigned char c = (unsigned char)byte;
-        vocab_add(&v, &c, 1);
+        vocab_add(&l.vocab, &c, 1);
     }
+    // count every adjacent pair once, weighted by how often its piece occurs
+    for (size_t w = 0; w < l.pieces.n; w++)
+        for (size_t g = l.pieces.at[w]; g + 1 < l.pieces.at[w] + l.pieces.len[w]; g++)
+            if (count_pair(&l, g, l.pieces.count[w]) != 0) goto out_of_memory;
 
-    uint64_t V = (uint64_t)vocab_size;
-    while (b->n_merges < max_merges) {
-        /* count every adjacent pair, weighted by how often its piece occurs */
-        memset(pairs.key, 0, pairs.size * sizeof *pairs.key);
-        memset(pairs.count, 0, pairs.size * sizeof *pairs.count);
-        for (size_t w = 0; w < p.n; w++) {
-            const int *tokens = p.tokens + p.token_offset[w];
-            for (int i = 0; i + 1 < p.n_tokens[w]; i++)
-                pair_add(&pairs, (uint64_t)tokens[i] * V + (uint64_t)tokens[i + 1], p.count[w]);
-        }
-        /* the most frequent pair; ties go to the lower left id, then the lower right id */
-        uint64_t best_key = 0;
-        long best_count = 0;
-        for (size_t i = 0; i < pairs.size; i++) {
-            if (pairs.key[i] == 0) continue;
-            uint64_t key = pairs.key[i] - 1;
-            int left = (int)(key / V), right = (int)(key % V);
-            if (token_len(b, left) + token_len(b, right) > BPE_MAX_TOKEN_BYTES) continue;
-            if (pairs.count[i] > best_count ||
-                (pairs.count[i] == best_count && key < best_key)) {
-                best_key = key;
-                best_count = pairs.count[i];
-            }
-        }
-        if (best_count < 2) break;   /* a pair seen once teaches nothing */
-        int left = (int)(best_key / V), right = (int)(best_key % V);
+    while (b->n_merges < max_merges && l.pairs.n_heap > 0) {
+        // the most frequent pair (ties: the lower left id, then the lower right id)
+        const Pair *best = &l.pairs.pair[l.pairs.heap[0]];
+        if (best->count < 2) break;   /* a pair seen once teaches nothing */
+        int left = best->left, right = best->right;
         size_t left_len = token_len(b, left), right_len = token_len(b, right);
         unsigned char merged[BPE_MAX_TOKEN_BYTES];
         memcpy(merged, b->bytes + b->offset[left], left_len);
         memcpy(merged + left_len, b->bytes + b->offset[right], right_len);
-        size_t merged_len = left_len + right_len;
-        /* segmentations are final, so no adjacent pair already spells a token: new */
-        vocab_add(&v, merged, merged_len);
+        // segmentations are final, so no adjacent pair already spells a token: new
+        vocab_add(&l.vocab, merged, left_len + right_len);
         b->merges[b->n_merges][0] = left;
         b->merges[b->n_merges][1] = right;
-        b->merge_count[b->n_merges] = best_count;
+        b->merge_count[b->n_merges] = best->count;
         b->n_merges++;
-        /* re-encode the pieces the new token can change (see the file comment) */
-        for (size_t w = 0; w < p.n; w++) {
-            const unsigned char *piece = bytes + p.start[w];
-            int changed = p.len[w] == merged_len && memcmp(piece, merged, merged_len) == 0;
-            const int32_t *start = p.token_start + p.token_offset[w];
-            for (int i = 0; !changed && i + 1 < p.n_tokens[w]; i++) {
-                int end = i + 2 < p.n_tokens[w] ? start[i + 2] : (int)p.len[w];
-                changed = (size_t)(end - start[i]) == merged_len &&
-                          memcmp(piece + start[i], merged, merged_len) == 0;
-            }
-            if (changed && piece_encode(&p, w, bytes, &v) != 0) goto fail;
-        }
+        if (learn(&l, b->vocab_size - 1) != 0) goto out_of_memory;
     }
-    /* the end-of-text token comes last (it is never produced by encoding) */
+    // the end-of-text token comes last (it is never produced by encoding)
     int eot = b->vocab_size++;
     memcpy(b->bytes + b->offset[eot], BPE_EOT_TEXT, eot_len);
     b->offset[eot + 1] = b->offset[eot] + eot_len;
-    pieces_free(&p);
-    free(v.slot);
-    free(pairs.key);
-    free(pairs.count);
+    learner_free(&l);
     return 0;
 
 out_of_memory:
     fprintf(stderr, "bpe: out of memory (text of %zu bytes, vocab size %d)\n", len, vocab_size);
-fail:
-    pieces_free(&p);
-    free(v.slot);
-    free(pairs.key);
-    free(pairs.count);
+    learner_free(&l);
     bpe_free(b);
     return -1;
 }

@@ -24,16 +24,19 @@ typedef struct {
     int *merge_count;        /* (n_merges,) owned: occurrences of the pair when it was chosen */
     unsigned char *bytes;    /* all token bytes, concatenated; owned */
     size_t *offset;          /* (vocab_size + 1,) token i: bytes[offset[i] .. offset[i+1]); owned */
+    size_t work;             /* pair occurrences counted, uncounted or looked up while learning:
+                                the training's cost, O(text bytes) (the tests bound it) */
 } Bpe;
 
 /* Learn up to vocab_size - 257 merges from text[0 .. len): at each step the adjacent
  * pair with the highest count over all pieces (ties: the lower left id, then the
  * lower right id) becomes the next token. Stops early when no pair occurs twice or a
  * token would exceed BPE_MAX_TOKEN_BYTES, so b->vocab_size may be smaller than asked.
- * Any bytes are valid text (binary data too). Cost per merge: one pass over the distinct
- * pieces' tokens, plus O(n log n) for each piece of n bytes the merge changes.
- * vocab_size must be >= 257. Returns 0, or -1 after one stderr line (bad size, out of
- * memory). *b is zeroed first; bpe_free is safe either way. */
+ * Any bytes are valid text (binary data too). Cost: near-linear in the text (a merge
+ * costs O(log pairs) for each place it changes, plus lookups of its token's splits);
+ * memory about 70 bytes per byte of the distinct pieces. vocab_size must be >= 257.
+ * Returns 0, or -1 after one stderr line (bad size, out of memory). *b is zeroed first;
+ * bpe_free is safe either way. */
 int bpe_train(Bpe *b, const char *text, size_t len, int vocab_size);
 
 /* Write b as an llm.c tokenizer file, version 2 (vocab_size and eot id in the header),

@@ -34,7 +34,7 @@
 #include "attention.h"    /* attention_backward */
 #include "kernels.h"      /* kernels_gelu, KERNELS_NORM_EPS */
 #include "model.h"        /* model_load, model_forward */
-#include "tokenizer.h"    /* tokenizer_load, tokenizer_encode, tokenizer_decode */
+#include "tokenizer.h"    /* tokenizer_load, _encode, _decode, _next_piece, _merge */
 #include "tests/check.h"  /* check_* */
 
 /* Gradient checks: the float backward against float64 central differences (step
@@ -950,6 +950,186 @@ done:
 }
 
 /* ------------------------------------------------------------------------- */
+/* The BPE trainer against a brute-force one, and its cost on text without spaces */
+
+#define REF_MAX_VOCAB 512          /* the brute-force trainer's largest vocabulary */
+#define REF_TEXT_BYTES 1500        /* each text the two trainers learn from */
+#define REF_VOCAB 400              /* 143 merges at most */
+#define DNA_BYTES 200000           /* random ACGT: one piece; the second text is twice this */
+/* bpe_train's work (Bpe.work) per byte of distinct pieces is at most 9: 1 for the first
+ * count of every pair, 5 count changes for each merge of two tokens into one (at most one
+ * per byte), 3 sightings looked at (each pair made: one per byte at the start, two per
+ * merge). Recounting every pair at every merge, as a loop without incremental counts does,
+ * is 767 per byte here. */
+#define WORK_PER_BYTE 9
+/* The merges the code before incremental counts (recount every pair, re-encode every
+ * changed piece at every merge) learned from random_text's first DNA_BYTES of ACGT (seed
+ * 42) at vocab SHIPPED_VOCAB: FNV-1a 64 as merges_fnv computes it. */
+#define DNA_MERGES_FNV 0x1826D29E933CF75Cull
+
+/* n bytes drawn uniformly from alphabet (n_letters bytes, NUL allowed), by rand_sym's LCG
+ * from *state. */
+static void random_text(char *text, size_t n, const char *alphabet, size_t n_letters,
+                        uint64_t *state) {
+    for (size_t i = 0; i < n; i++) {
+        *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+        text[i] = alphabet[(*state >> 33) % n_letters];
+    }
+}
+
+/* The brute-force trainer's vocabulary: each token's bytes, by id. */
+typedef struct {
+    int n;                                                /* tokens */
+    size_t len[REF_MAX_VOCAB];
+    unsigned char bytes[REF_MAX_VOCAB][BPE_MAX_TOKEN_BYTES];
+} RefVocab;
+
+/* tokenizer_merge's lookup, by a scan of every token. */
+static int ref_find(const void *vocab, const unsigned char *bytes, size_t len) {
+    const RefVocab *v = vocab;
+    for (int id = 0; id < v->n; id++)
+        if (v->len[id] == len && memcmp(v->bytes[id], bytes, len) == 0) return id;
+    return -1;
+}
+
+/* bpe_train's contract done the slow way: before each merge, every piece of the text, one
+ * occurrence at a time, is encoded afresh from its bytes as tokenizer_encode does (whole if
+ * it is a token, else tokenizer_merge: lowest id first, leftmost on ties) and every pair is
+ * counted again; the most frequent pair wins, ties to the lower left id, then the lower
+ * right id; a token over BPE_MAX_TOKEN_BYTES is never made; stop when no pair occurs twice.
+ * Writes merges (n, 2) and their counts (n,); returns n, or -1 (out of memory). */
+static int ref_train(const char *text, size_t len, int vocab_size, int (*merges)[2],
+                     long *counts) {
+    size_t V = (size_t)vocab_size;
+    RefVocab *v = malloc(sizeof *v);
+    long *pair = malloc(V * V * sizeof *pair);   /* (V, V) count of (left, right) */
+    int *ids = malloc((len + 1) * sizeof *ids);
+    int32_t *starts = malloc((len + 1) * sizeof *starts);
+    int n_merges = -1;
+    if (!v || !pair || !ids || !starts || vocab_size > REF_MAX_VOCAB) goto done;
+    TokenizerMergeRules rules = {ref_find, v, NULL, 0};
+    for (v->n = 0; v->n < BPE_BYTE_TOKENS; v->n++) {
+        v->len[v->n] = 1;
+        v->bytes[v->n][0] = (unsigned char)v->n;
+    }
+    for (n_merges = 0; n_merges < vocab_size - BPE_BYTE_TOKENS - 1; n_merges++) {
+        memset(pair, 0, V * V * sizeof *pair);
+        for (size_t at = 0, end; at < len; at = end) {
+            end = tokenizer_next_piece(text, len, at);
+            const unsigned char *piece = (const unsigned char *)text + at;
+            long n = 1;
+            ids[0] = ref_find(v, piece, end - at);
+            if (ids[0] < 0) n = tokenizer_merge(&rules, piece, end - at, ids, starts);
+            if (n < 0) { n_merges = -1; goto done; }
+            for (long i = 0; i + 1 < n; i++) pair[(size_t)ids[i] * V + (size_t)ids[i + 1]]++;
+        }
+        int left = -1, right = -1;
+        for (int l = 0; l < v->n; l++)   /* in (left, right) order: the first maximum wins */
+            for (int r = 0; r < v->n; r++)
+                if (v->len[l] + v->len[r] <= BPE_MAX_TOKEN_BYTES &&
+                    (left < 0 || pair[(size_t)l * V + (size_t)r] >
+                                 pair[(size_t)left * V + (size_t)right])) {
+                    left = l;
+                    right = r;
+                }
+        if (left < 0 || pair[(size_t)left * V + (size_t)right] < 2) break;
+        memcpy(v->bytes[v->n], v->bytes[left], v->len[left]);
+        memcpy(v->bytes[v->n] + v->len[left], v->bytes[right], v->len[right]);
+        v->len[v->n] = v->len[left] + v->len[right];
+        v->n++;
+        merges[n_merges][0] = left;
+        merges[n_merges][1] = right;
+        counts[n_merges] = pair[(size_t)left * V + (size_t)right];
+    }
+done:
+    free(v);
+    free(pair);
+    free(ids);
+    free(starts);
+    return n_merges;
+}
+
+/* bpe_train learns the brute-force trainer's merges, counts and ties included, on random
+ * texts: one piece with no word boundaries, words and runs of spaces, punctuation and
+ * newlines, binary bytes, a two-letter alphabet of overlapping pairs, and a long run whose
+ * doubled token would exceed BPE_MAX_TOKEN_BYTES. */
+static void test_bpe_reference(void) {
+    static const struct { const char *name, *alphabet; size_t letters, run; } texts[] = {
+        {"ACGT, one piece", "ACGT", 4, 0},
+        {"words and spaces", "abc  ", 5, 0},
+        {"punctuation and newlines", "ab \n.,'", 7, 0},
+        {"binary bytes", "\x00\xff\x80\xc3\xa9 a", 7, 0},
+        {"aab, overlapping pairs", "aab", 3, 0},
+        {"700 'x' then ab", "ab", 2, 700},
+    };
+    uint64_t state = 2026;
+    char *text = malloc(REF_TEXT_BYTES);
+    int (*merges)[2] = malloc(REF_VOCAB * sizeof *merges);
+    long *counts = malloc(REF_VOCAB * sizeof *counts);
+    if (!check_true(text && merges && counts, "bpe reference: buffers")) goto done;
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+        memset(text, 'x', texts[k].run);
+        random_text(text + texts[k].run, REF_TEXT_BYTES - texts[k].run, texts[k].alphabet,
+                    texts[k].letters, &state);
+        int n = ref_train(text, REF_TEXT_BYTES, REF_VOCAB, merges, counts);
+        Bpe b;
+        int trained = bpe_train(&b, text, REF_TEXT_BYTES, REF_VOCAB) == 0;
+        if (!check_true(n >= 0 && trained, "bpe reference: %s: both trainers run",
+                        texts[k].name)) {
+            bpe_free(&b);   /* safe: bpe_train zeroed it */
+            continue;
+        }
+        int first = 0;   /* the first merge that differs */
+        while (first < n && first < b.n_merges && b.merges[first][0] == merges[first][0] &&
+               b.merges[first][1] == merges[first][1] && b.merge_count[first] == counts[first])
+            first++;
+        check_true(b.n_merges == n && first == n && n > 10, "bpe: %s: bpe_train learns the "
+                   "brute-force trainer's %d merges, counts included (got %d; the first %d "
+                   "agree)", texts[k].name, n, b.n_merges, first);
+        bpe_free(&b);
+    }
+done:
+    free(text);
+    free(merges);
+    free(counts);
+}
+
+/* Text without word boundaries (random ACGT, one piece) at the shipped vocabulary: the
+ * work grows linearly with the text, and the merges are the earlier code's. */
+static void test_bpe_linear(void) {
+    uint64_t state = 42;
+    char *text = malloc(2 * DNA_BYTES);
+    if (!check_true(text != NULL, "bpe linear: buffer")) return;
+    random_text(text, 2 * DNA_BYTES, "ACGT", 4, &state);
+    Bpe small, large;
+    int trained = bpe_train(&small, text, DNA_BYTES, SHIPPED_VOCAB) == 0;
+    if (trained && bpe_train(&large, text, 2 * DNA_BYTES, SHIPPED_VOCAB) != 0) {
+        bpe_free(&small);
+        trained = 0;
+    }
+    if (!check_true(trained, "bpe linear: train on %d and %d bytes of ACGT", DNA_BYTES,
+                    2 * DNA_BYTES)) goto done;
+    int all = SHIPPED_VOCAB - BPE_BYTE_TOKENS - 1;
+    check_true(small.n_merges == all && large.n_merges == all,
+               "bpe linear: %d merges from each (got %d and %d)", all, small.n_merges,
+               large.n_merges);
+    check_true(small.work <= (size_t)WORK_PER_BYTE * DNA_BYTES &&
+               large.work <= (size_t)WORK_PER_BYTE * 2 * DNA_BYTES,
+               "bpe: work on one piece of %d and %d bytes at most %d per byte (got %.2f and "
+               "%.2f)", DNA_BYTES, 2 * DNA_BYTES, WORK_PER_BYTE,
+               (double)small.work / DNA_BYTES, (double)large.work / (2 * DNA_BYTES));
+    check_true(large.work <= small.work * 21 / 10, "bpe: twice the text, at most 2.1 times "
+               "the work (got %.3f)", (double)large.work / (double)small.work);
+    check_true(merges_fnv(&small) == DNA_MERGES_FNV, "bpe: %d bytes of ACGT give the merges "
+               "recorded from the earlier code (FNV %016llx)", DNA_BYTES,
+               (unsigned long long)merges_fnv(&small));
+    bpe_free(&small);
+    bpe_free(&large);
+done:
+    free(text);
+}
+
+/* ------------------------------------------------------------------------- */
 /* The train program: flags, exit codes, data, files, and crashes            */
 
 #define TRAIN_ENV "OMP_NUM_THREADS=1"   /* tiny models: one thread is quickest; same bits */
@@ -1813,6 +1993,8 @@ int main(void) {
     test_bpe();
     test_bpe_roundtrip();
     test_bpe_long_run();
+    test_bpe_reference();
+    test_bpe_linear();
     test_cli();
     test_default_warmup();
     test_bad_data();
