@@ -14,6 +14,7 @@
 #include <stdio.h>       /* FILE, fopen, fwrite, fflush, fileno, fprintf, remove */
 #include <stdlib.h>      /* calloc, malloc, realloc, free, qsort */
 #include <string.h>      /* memcmp, memcpy, memset, strerror, strlen */
+#include <time.h>        /* clock (progress lines) */
 #include <unistd.h>      /* fsync (POSIX) */
 
 #include "tokenizer.h"   /* tokenizer_next_piece, TOKENIZER_MAGIC, TOKENIZER_HEADER_INTS */
@@ -447,9 +448,21 @@ static void learner_free(Learner *l) {
     memset(l, 0, sizeof *l);
 }
 
+/* Processor seconds since start (clock: C's own, so the file needs no POSIX clock). */
+static double seconds_since(clock_t start) {
+    return (double)(clock() - start) / CLOCKS_PER_SEC;
+}
+
 int bpe_train(Bpe *b, const char *text, size_t len, int vocab_size) {
+    return bpe_train_logged(b, text, len, vocab_size, NULL, 0.0);
+}
+
+int bpe_train_logged(Bpe *b, const char *text, size_t len, int vocab_size, FILE *log,
+                     double every) {
     memset(b, 0, sizeof *b);
     Learner l = {0};
+    clock_t start = clock();
+    double logged = 0.0;   /* processor seconds at the last progress line */
     size_t eot_len = strlen(BPE_EOT_TEXT);
     if (vocab_size < BPE_BYTE_TOKENS + 1) {
         fprintf(stderr, "bpe: vocab size too small (got %d, expected >= %d: the 256 bytes and "
@@ -480,7 +493,14 @@ int bpe_train(Bpe *b, const char *text, size_t len, int vocab_size) {
         for (size_t g = l.pieces.at[w]; g + 1 < l.pieces.at[w] + l.pieces.len[w]; g++)
             if (count_pair(&l, g, l.pieces.count[w]) != 0) goto out_of_memory;
 
-    while (b->n_merges < max_merges && l.pairs.n_heap > 0) {
+    for (;;) {
+        if (log && seconds_since(start) - logged >= every) {
+            logged = seconds_since(start);
+            fprintf(log, "bpe: %d/%d merges learned, %.1f s\n", b->n_merges, max_merges,
+                    logged);
+            fflush(log);
+        }
+        if (b->n_merges == max_merges || l.pairs.n_heap == 0) break;
         // the most frequent pair (ties: the lower left id, then the lower right id)
         const Pair *best = &l.pairs.pair[l.pairs.heap[0]];
         if (best->count < 2) break;   /* a pair seen once teaches nothing */

@@ -700,7 +700,7 @@ static void test_schedule(void) {
 /* ------------------------------------------------------------------------- */
 /* BPE trainer                                                                 */
 
-#include "bpe.h"   /* bpe_train, bpe_save (the tokenizer trainer, tested here too) */
+#include "bpe.h"   /* bpe_train, bpe_train_logged, bpe_save: the tokenizer trainer, tested here */
 
 /* Encode text with the tokenizer file b was saved to; ids (cap,) and the count. */
 static size_t encode_with(const Tokenizer *t, const char *text, int *ids, size_t cap) {
@@ -1127,6 +1127,34 @@ static void test_bpe_linear(void) {
     bpe_free(&large);
 done:
     free(text);
+}
+
+/* bpe_train_logged: a line at the start and after each merge when every = 0, with the
+ * same merges as bpe_train; none when the interval is never reached. */
+static void test_bpe_progress(void) {
+    const char *text = "ab ab ab abc abc";   /* 3 merges (test_bpe) */
+    FILE *log = tmpfile(), *quiet = tmpfile();
+    Bpe b;
+    if (!check_true(log && quiet && bpe_train_logged(&b, text, strlen(text), 300, log, 0.0) == 0,
+                    "bpe progress: train with a log")) goto done;
+    int same = b.n_merges == 3 && b.merges[2][0] == 257 && b.merges[2][1] == 'c';
+    bpe_free(&b);
+    char line[128], expected[64];
+    int lines = 0, ok = 1;
+    rewind(log);
+    while (fgets(line, sizeof line, log)) {
+        snprintf(expected, sizeof expected, "bpe: %d/43 merges learned, ", lines);
+        ok &= strncmp(line, expected, strlen(expected)) == 0;
+        lines++;
+    }
+    check_true(same && ok && lines == 4, "bpe: every = 0 logs \"bpe: 0/43 merges learned, "
+               "S s\" .. 3/43, one line each (got %d lines)", lines);
+    int quiet_ok = bpe_train_logged(&b, text, strlen(text), 300, quiet, 1e9) == 0;
+    bpe_free(&b);
+    check_true(quiet_ok && ftell(quiet) == 0, "bpe: no line before the interval has passed");
+done:
+    if (log) fclose(log);
+    if (quiet) fclose(quiet);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1995,6 +2023,7 @@ int main(void) {
     test_bpe_long_run();
     test_bpe_reference();
     test_bpe_linear();
+    test_bpe_progress();
     test_cli();
     test_default_warmup();
     test_bad_data();
