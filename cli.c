@@ -2,11 +2,11 @@
  * (see cli.h). */
 #include "cli.h"
 
-#include <errno.h>    /* errno, ERANGE */
+#include <errno.h>    /* errno, ERANGE, EIO */
 #include <math.h>     /* isfinite */
-#include <stdio.h>    /* snprintf */
+#include <stdio.h>    /* snprintf, fflush, ferror, fprintf */
 #include <stdlib.h>   /* strtol, strtof, strtoull */
-#include <string.h>   /* strlen, strncmp, strchr */
+#include <string.h>   /* strlen, strncmp, strchr, strerror */
 
 /* The one rule for every number on a command line: an optional '-' (where negative values
  * make sense), decimal digits, and for real numbers an optional fraction and exponent.
@@ -165,4 +165,12 @@ int cli_next(const char *program, const CliOption *options, int n_options, int a
     if (parse_value(o, arg->value, arg) != 0)
         return cli_usage_error(program, flag, "invalid value", got, expected);
     return 0;
+}
+
+int cli_stdout_ok(const char *program) {
+    /* a failed write left its errno: keep it when the flush has nothing left to fail on */
+    int error = fflush(stdout) != 0 ? errno : ferror(stdout) ? (errno ? errno : EIO) : 0;
+    if (!error) return 0;
+    fprintf(stderr, "%s: standard output: write error (%s)\n", program, strerror(error));
+    return -1;
 }

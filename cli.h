@@ -83,4 +83,9 @@ const char *cli_expected(const CliOption *o, char *buf, size_t cap);
 int cli_usage_error(const char *program, const char *subject, const char *problem,
                     const char *got, const char *expected);
 
+/* Flushes standard output; if anything written to it failed (a full disk, a closed pipe:
+ * programs ignore SIGPIPE so that this is reported rather than fatal), prints
+ * "PROGRAM: standard output: write error (REASON)" and returns -1; else 0. */
+int cli_stdout_ok(const char *program);
+
 #endif /* CLI_H */

@@ -322,6 +322,7 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
             const unsigned char *bytes = token_text(tok, prev, next, &len);
             if (!o->attn_top) utf8_write(&out, bytes, len);
             fflush(stdout);
+            if (ferror(stdout)) break;   /* nobody reads on (a closed pipe): run reports it */
             prev = next;
             g->stats.generated++;
             int stop = reverse_feed(&reverse, bytes, len) || turn + 1 == o->steps;
@@ -338,7 +339,7 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
                                      - (g->stats.shift_seconds - shift_seconds);
         if (appended < 0) goto done;
         if (appended == GENERATE_FULL) goto context_full;
-        if (!o->interactive) break;
+        if (!o->interactive || ferror(stdout)) break;
 
         /* interactive: the next line of input continues the sequence */
         utf8_flush(&out);

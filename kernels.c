@@ -214,6 +214,17 @@ int kernels_set_threads(int n) {
 #endif
 }
 
+int kernels_cap_threads(void) {
+#ifdef _OPENMP
+    int asked = omp_get_max_threads(), cores = omp_get_num_procs();
+    if (asked <= cores) return 0;
+    omp_set_num_threads(cores);
+    return asked;
+#else
+    return 0;
+#endif
+}
+
 int kernels_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();

@@ -54,6 +54,11 @@ typedef struct {
  * the number that will be used. */
 int kernels_set_threads(int n);
 
+/* Caps the threads the environment asks for (OMP_NUM_THREADS) at the cores available:
+ * more only wait for each other, and tens of thousands cannot even be started. Returns
+ * the number asked for when it capped it (for the program to say so), else 0. */
+int kernels_cap_threads(void);
+
 /* The number of threads kernels_run will use (1 without OpenMP). */
 int kernels_threads(void);
 

@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
             group = arg.number;
         } else {
             usage(stdout);
-            return EXIT_SUCCESS;
+            return cli_stdout_ok("quantize") == 0 ? EXIT_SUCCESS : EXIT_BAD_DATA;
         }
     }
     if (n_paths != 2) {

@@ -10,6 +10,7 @@
 #include <errno.h>      /* errno */
 #include <limits.h>     /* INT_MAX */
 #include <math.h>       /* log, exp (the eval report) */
+#include <signal.h>     /* signal, SIGPIPE (POSIX): a closed pipe is a write error */
 #include <stdint.h>     /* uint64_t */
 #include <stdio.h>      /* printf, fwrite, fprintf */
 #include <stdlib.h>     /* malloc, free */
@@ -664,9 +665,10 @@ static int load_tokenizer(Tokenizer *tok, const char *path, const Config *c) {
 }
 
 int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error, reported like a full disk */
     Options o = {0};
     int parsed = parse_args(argc, argv, &o);
-    if (parsed < 0) return 0;           /* --help */
+    if (parsed < 0) return cli_stdout_ok("run") == 0 ? 0 : EXIT_BAD_DATA;   /* --help */
     if (parsed > 0) return parsed;
     if (o.seed == 0) o.seed = (uint64_t)time(NULL) | 1u;   /* nonzero for xorshift */
 
@@ -686,6 +688,10 @@ int main(int argc, char **argv) {
     memset(&sampler, 0, sizeof sampler);
     memset(&plan, 0, sizeof plan);
     int status = EXIT_BAD_DATA;
+    int asked = kernels_cap_threads();
+    if (asked && !o.threads)
+        fprintf(stderr, "run: OMP_NUM_THREADS asks for %d threads; using the %d cores\n",
+                asked, kernels_threads());
     if (o.threads) kernels_set_threads(o.threads);
     if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
     const Config *c = &model.config;
@@ -727,10 +733,7 @@ int main(int argc, char **argv) {
     status = job.status;
 done:
     /* text that never reached its destination (a full disk, a closed pipe) is a failure */
-    if ((fflush(stdout) != 0 || ferror(stdout)) && status == 0) {
-        fprintf(stderr, "run: standard output: write error (%s)\n", strerror(errno));
-        status = EXIT_BAD_DATA;
-    }
+    if (cli_stdout_ok("run") != 0 && status == 0) status = EXIT_BAD_DATA;
     savefile_discard(&plan.map);   /* a run that failed before writing its map */
     free(plan.prompt);
     generation_free(&plan.generation);

@@ -9,7 +9,8 @@
  */
 #include "train.h"
 
-#include <errno.h>        /* errno, ENOENT */
+#include <errno.h>        /* errno */
+#include <signal.h>       /* signal, SIGPIPE (POSIX): a closed pipe is a write error */
 #include <limits.h>       /* INT_MAX (flag parsing) */
 #include <stdint.h>       /* uint64_t */
 #include <stdio.h>        /* FILE, fopen, printf, fprintf, snprintf, remove */
@@ -18,7 +19,7 @@
 #include <time.h>         /* clock_gettime (progress line) */
 #include <unistd.h>       /* access (POSIX) */
 
-#include "bpe.h"          /* bpe_train, bpe_save: the tokenizer trainer */
+#include "bpe.h"          /* bpe_train_logged, bpe_save: the tokenizer trainer */
 #include "cli.h"          /* cli_parse_int, cli_parse_float, cli_printable (flag parsing) */
 #include "kernels.h"      /* kernels_threads, kernels_isa (progress line) */
 #include "model.h"        /* Config */
@@ -44,6 +45,9 @@
 #define FLAG_MAX_DIM 2048
 #define FLAG_MIN_CONTEXT 2
 #define FLAG_MAX_CONTEXT 4096
+#define MAX_THREADS 1024                /* --threads upper bound (then capped at the cores) */
+#define MAX_MEMORY_GB 1e6               /* --max-memory upper bound, GB */
+#define DEFAULT_MAX_MEMORY (16ULL << 30) /* --max-memory where physical memory is unknown */
 #define STATE_SUFFIX ".state"           /* the optimizer state is PATH.state */
 #define TOKENIZER_NAME "tokenizer.bin"  /* default tokenizer, beside the checkpoint */
 
@@ -85,10 +89,16 @@ static const char USAGE[] =
 "  -g, --clip X           gradient-norm clip, 0 = off, 0..1000 (default 1.0)\n"
 "  -e, --eval-every N     steps between validation and checkpoints, 1.. (default 500)\n"
 "  -s, --seed N           random seed, 0..2147483647 (default 1337)\n"
+"      --threads N        threads, 1..1024, capped at the cores (default: all of them,\n"
+"                         or OMP_NUM_THREADS); any number gives the same bits\n"
+"      --max-memory GB    refuse a run that needs more memory, (0, 1e6] (default: this\n"
+"                         machine's physical memory; the run's need is computed before\n"
+"                         anything is allocated)\n"
 "  -h, --help             print this help and exit\n"
 "\n"
-"With -r only -d, -o, -z, -e, -n and --force may be given: the rest comes from the state\n"
-"file; -n then sets a new total, and the cosine decay continues toward the new end.\n"
+"With -r only -d, -o, -z, -e, -n, --threads, --max-memory and --force may be given: the\n"
+"rest comes from the state file; -n then sets a new total, and the cosine decay continues\n"
+"toward the new end.\n"
 "A checkpoint and its state (and, with the first, the tokenizer) are written to PATH.tmp\n"
 "files and renamed into place, so a run stopped at any moment (even by a crash) resumes\n"
 "with -r from its last checkpoint, or, stopped before its first, left nothing: run the\n"
@@ -102,7 +112,8 @@ static const char USAGE[] =
 typedef enum {
     OPT_HELP, OPT_RESUME, OPT_FORCE, OPT_DATA, OPT_OUT, OPT_TOKENIZER, OPT_EVAL_EVERY,
     OPT_STEPS, OPT_VOCAB, OPT_LAYERS, OPT_DIM, OPT_HEADS, OPT_CONTEXT, OPT_BATCH, OPT_LR,
-    OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_TOKEN_NOISE, OPT_EMA, OPT_CLIP, OPT_SEED
+    OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_TOKEN_NOISE, OPT_EMA, OPT_CLIP, OPT_SEED,
+    OPT_THREADS, OPT_MAX_MEMORY
 } OptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
@@ -133,6 +144,8 @@ static const CliOption OPTIONS[] = {
     {OPT_EMA, NULL, "--ema", CLI_FLOAT, 0, (double)TRAIN_MAX_EMA, 0, NULL},
     {OPT_CLIP, "-g", "--clip", CLI_FLOAT, 0, (double)TRAIN_MAX_CLIP, 0, NULL},
     {OPT_SEED, "-s", "--seed", CLI_INT, 0, INT_MAX, 0, NULL},
+    {OPT_THREADS, NULL, "--threads", CLI_INT, 1, MAX_THREADS, 0, NULL},
+    {OPT_MAX_MEMORY, NULL, "--max-memory", CLI_FLOAT, 0, MAX_MEMORY_GB, 1, NULL},
 };
 #define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
@@ -140,6 +153,7 @@ typedef struct {
     const char *data_path, *out_path, *tokenizer_path;
     int resume, force, vocab, layers, dim, heads, context, eval_every;
     int steps_given;              /* -n was given (with -r: a new total) */
+    int threads;                  /* --threads; 0 = OpenMP's default, capped at the cores */
     TrainSettings settings;
     char state_path[TRAIN_PATH_CAP];    /* out_path + STATE_SUFFIX */
     char tokenizer_default[TRAIN_PATH_CAP];
@@ -154,7 +168,8 @@ static int usage_error(const char *subject, const char *problem, const char *got
 /* 1 if the flag may be given with -r (the rest comes from the state file). */
 static int allowed_with_resume(OptionId id) {
     return id == OPT_HELP || id == OPT_RESUME || id == OPT_FORCE || id == OPT_DATA ||
-           id == OPT_OUT || id == OPT_TOKENIZER || id == OPT_EVAL_EVERY || id == OPT_STEPS;
+           id == OPT_OUT || id == OPT_TOKENIZER || id == OPT_EVAL_EVERY || id == OPT_STEPS ||
+           id == OPT_THREADS || id == OPT_MAX_MEMORY;
 }
 
 /* Warmup when -w is not given: DEFAULT_WARMUP, or a tenth of a shorter run, at least 1. */
@@ -162,6 +177,17 @@ static int default_warmup(int steps) {
     int share = steps / WARMUP_SHARE;
     int warmup = share < DEFAULT_WARMUP ? share : DEFAULT_WARMUP;
     return warmup > 1 ? warmup : 1;
+}
+
+/* The machine's physical memory in bytes (--max-memory's default), or
+ * DEFAULT_MAX_MEMORY where the system does not say. */
+static size_t physical_memory(void) {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && (unsigned long)pages <= SIZE_MAX / (unsigned long)page)
+        return (size_t)pages * (size_t)page;
+#endif
+    return (size_t)DEFAULT_MAX_MEMORY < SIZE_MAX ? (size_t)DEFAULT_MAX_MEMORY : SIZE_MAX;
 }
 
 /* Fill o from argv. Returns 0, -1 after printing the help (exit 0), or EXIT_USAGE after
@@ -182,6 +208,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     o->context = 256;
     o->eval_every = 500;
     s->batch = 16;
+    s->max_memory = physical_memory();
     s->steps = 5300;
     s->lr = 0.002f;
     s->lr_min_ratio = 0.1f;
@@ -223,6 +250,8 @@ static int parse_options(Options *o, int argc, char **argv) {
         case OPT_DIM: o->dim = number; break;
         case OPT_HEADS: o->heads = number; break;
         case OPT_CONTEXT: o->context = number; break;
+        case OPT_THREADS: o->threads = number; break;
+        case OPT_MAX_MEMORY: s->max_memory = (size_t)((double)real * 1e9); break;
         case OPT_BATCH: s->batch = number; break;
         case OPT_LR: s->lr = real; break;
         case OPT_WARMUP: s->warmup = number; warmup_given = 1; break;
@@ -489,7 +518,8 @@ static int run_data_load(RunData *d, const Options *o) {
         double start = now_seconds();
         Bpe bpe;
         if (train_temp_path(d->tokenizer_temp, o->tokenizer_path) != 0 ||
-            bpe_train(&bpe, d->text, d->split, o->vocab) != 0) return -1;
+            bpe_train_logged(&bpe, d->text, d->split, o->vocab, stdout, BPE_LOG_SECONDS) != 0)
+            return -1;
         remove(d->tokenizer_temp);   /* a new file, not whatever a link there points to */
         int saved = bpe_save(&bpe, d->tokenizer_temp);
         d->n_merges = bpe.n_merges;
@@ -515,7 +545,8 @@ static int run_data_load(RunData *d, const Options *o) {
  * Returns 0 or an exit code, after a stderr line. */
 static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
     if (o->resume) {
-        if (trainer_load(tr, o->out_path, o->state_path) != 0) return EXIT_BAD_DATA;
+        if (trainer_load(tr, o->out_path, o->state_path, o->settings.max_memory) != 0)
+            return EXIT_BAD_DATA;
         if (tr->config.vocab_size != d->tok.vocab_size) {
             fprintf(stderr, "train: %s: vocab size differs from %s (got %d, expected %d)\n",
                     o->out_path, o->tokenizer_path, tr->config.vocab_size, d->tok.vocab_size);
@@ -617,7 +648,11 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
                    tokens_per_s * flops * 1e-9, format_duration(elapsed, sizeof elapsed, wall),
                    format_duration(left, sizeof left,
                                    wall / steps_done * (double)(s->steps - tr->step)));
-            fflush(stdout);
+            if (fflush(stdout) != 0 || ferror(stdout)) {   /* nobody reads on: stop */
+                fprintf(stderr, "train: standard output: write error (%s); stopped at step %d "
+                        "(-r resumes from the last checkpoint)\n", strerror(errno), tr->step);
+                return -1;
+            }
             loss_sum = 0.0;
             loss_count = 0;
         }
@@ -627,9 +662,16 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
 }
 
 int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error, reported like a full disk */
     Options o;
     int rc = parse_options(&o, argc, argv);
-    if (rc != 0) return rc < 0 ? 0 : rc;
+    if (rc < 0) return cli_stdout_ok("train") == 0 ? 0 : EXIT_BAD_DATA;   /* --help */
+    if (rc != 0) return rc;
+    int asked = kernels_cap_threads();
+    if (asked && !o.threads)
+        fprintf(stderr, "train: OMP_NUM_THREADS asks for %d threads; using the %d cores\n",
+                asked, kernels_threads());
+    if (o.threads) kernels_set_threads(o.threads);
     if (check_outputs(&o) != 0) return EXIT_BAD_DATA;
     /* one trainer per checkpoint and per tokenizer, held until exit */
     SaveLock model_lock, tokenizer_lock = {.fd = -1};
@@ -701,7 +743,7 @@ int main(int argc, char **argv) {
            val_nats / (LN2 * (double)(d.size - d.split)), d.size - d.split,
            format_duration(elapsed, sizeof elapsed, train_seconds));
     printf("wrote %s, %s and %s\n", o.out_path, o.state_path, o.tokenizer_path);
-    status = 0;
+    status = cli_stdout_ok("train") == 0 ? 0 : EXIT_BAD_DATA;
 done:
     run_data_free(&d);
     free(inputs);

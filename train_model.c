@@ -168,7 +168,10 @@ static float *floats_alloc(size_t n) {
     return x;
 }
 
-int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, int B) {
+/* What trainer_init knows before allocating: the shapes, the attention geometry and the
+ * parameter count of a trainer of config c and batch B. Returns 0, or -1 after a stderr
+ * line (c out of range). */
+static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *settings, int B) {
     memset(tr, 0, sizeof *tr);
     if (trainer_check_config(c, B, "model") != 0) return -1;
     tr->config = *c;
@@ -187,57 +190,110 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     tr->attention.scale = 1.0f / sqrtf((float)tr->config.head_dim);
     /* in range (trainer_check_config), so no size below overflows a 64-bit size_t */
     tr->n_params = trainer_tensor_sizes(tr->tensor_size, &tr->config);
-
-    size_t N = (size_t)B * (size_t)tr->T, C = (size_t)c->dim, L = (size_t)c->n_layers;
-    size_t Hd = 4 * C, V = (size_t)c->vocab_size;
     size_t scratch = attention_scratch_floats(&tr->attention, tr->T);
     size_t scratch_back = attention_backward_scratch_floats(&tr->attention, tr->T);
     tr->attention_scratch = scratch > scratch_back ? scratch : scratch_back;
+    return 0;
+}
+
+/* Every float buffer of a trainer: where its pointer goes, and its floats. */
+typedef struct {
+    float **at;
+    size_t floats;
+} Buffer;
+enum { TRAIN_MAX_BUFFERS = 40 };
+
+/* The buffers of tr (shaped by trainer_shape) into list; returns how many. The
+ * parameter-sized ones first: n_parameter_buffers of them. */
+static int trainer_buffers(Trainer *tr, Buffer list[TRAIN_MAX_BUFFERS],
+                           int *n_parameter_buffers) {
     TrainActivations *a = &tr->a;
-    tr->params = floats_alloc(tr->n_params);
-    tr->params_t = floats_alloc(tr->n_params);
-    tr->grads = floats_alloc(tr->n_params);
-    tr->adam_m = floats_alloc(tr->n_params);
-    tr->adam_v = floats_alloc(tr->n_params);
-    if (settings->ema > 0.0f) tr->ema = floats_alloc(tr->n_params);
+    size_t N = (size_t)tr->B * (size_t)tr->T, C = (size_t)tr->config.dim;
+    size_t L = (size_t)tr->config.n_layers, Hd = 4 * C, V = (size_t)tr->config.vocab_size;
+    size_t P = tr->n_params;
+    int n = 0;
+#define BUFFER(pointer, count) (list[n++] = (Buffer){&(pointer), (count)})
+    BUFFER(tr->params, P);
+    BUFFER(tr->params_t, P);
+    BUFFER(tr->grads, P);
+    BUFFER(tr->adam_m, P);
+    BUFFER(tr->adam_v, P);
+    if (tr->settings.ema > 0.0f) BUFFER(tr->ema, P);
+    *n_parameter_buffers = n;
+    BUFFER(a->encoded, N * C);
+    BUFFER(a->ln1, L * N * C);
+    BUFFER(a->q, L * N * C);
+    BUFFER(a->k, L * N * C);
+    BUFFER(a->v, L * N * C);
+    BUFFER(a->atty, L * N * C);
+    BUFFER(a->residual2, L * N * C);
+    BUFFER(a->ln2, L * N * C);
+    BUFFER(a->fch, L * N * Hd);
+    BUFFER(a->fch_gelu, L * N * Hd);
+    BUFFER(a->residual3, L * N * C);
+    BUFFER(a->lnf, N * C);
+    BUFFER(a->logits, N * V);
+    BUFFER(a->probs, N * V);
+    BUFFER(a->losses, N);
+    BUFFER(a->dresidual, N * C);
+    BUFFER(a->dtmp, N * C);
+    BUFFER(a->dln, N * C);
+    BUFFER(a->datty, N * C);
+    BUFFER(a->dq, N * C);
+    BUFFER(a->dk, N * C);
+    BUFFER(a->dv, N * C);
+    BUFFER(a->dfch, N * Hd);
+    BUFFER(a->scratch, (size_t)tr->B * tr->attention_scratch);
+    BUFFER(a->mean, N);
+    BUFFER(a->rstd, N);
+#undef BUFFER
+    return n;
+}
+
+/* Bytes of tr's buffers (shaped by trainer_shape): all, and the parameter-sized part. */
+static size_t trainer_bytes(Trainer *tr, size_t *parameter_bytes) {
+    Buffer list[TRAIN_MAX_BUFFERS];
+    int n_parameters, n = trainer_buffers(tr, list, &n_parameters);
+    size_t floats = 0, parameter_floats = 0;
+    for (int i = 0; i < n; i++) {
+        floats += list[i].floats;
+        if (i < n_parameters) parameter_floats += list[i].floats;
+    }
+    size_t N = (size_t)tr->B * (size_t)tr->T;
+    *parameter_bytes = parameter_floats * sizeof(float);
+    return floats * sizeof(float) + 2 * N * sizeof(int) +
+           (size_t)tr->config.n_layers * sizeof(LayerWeights);
+}
+
+size_t trainer_memory_bytes(const Config *c, const TrainSettings *settings, int B) {
+    Trainer tr;
+    size_t parameter_bytes;
+    return trainer_shape(&tr, c, settings, B) == 0 ? trainer_bytes(&tr, &parameter_bytes) : 0;
+}
+
+int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, int B) {
+    if (trainer_shape(tr, c, settings, B) != 0) return -1;
+    size_t parameter_bytes, bytes = trainer_bytes(tr, &parameter_bytes);
+    if (settings->max_memory && bytes > settings->max_memory) {
+        fprintf(stderr, "train: the run needs %.2f GB of memory (parameters and optimizer "
+                "%.2f GB, activations of a batch of %d x %d tokens %.2f GB), more than the "
+                "limit of %.2f GB (expected less: lower -B, -T, -L or -C, or raise "
+                "--max-memory)\n", (double)bytes * 1e-9, (double)parameter_bytes * 1e-9, B,
+                tr->T, (double)(bytes - parameter_bytes) * 1e-9,
+                (double)settings->max_memory * 1e-9);
+        memset(tr, 0, sizeof *tr);
+        return -1;
+    }
+    Buffer list[TRAIN_MAX_BUFFERS];
+    int n_parameters, n = trainer_buffers(tr, list, &n_parameters), ok = 1;
+    for (int i = 0; i < n; i++) ok = (*list[i].at = floats_alloc(list[i].floats)) && ok;
+    size_t N = (size_t)B * (size_t)tr->T;
     tr->inputs = calloc(N, sizeof(int));
-    tr->layers = calloc(L, sizeof(LayerWeights));
     tr->targets = calloc(N, sizeof(int));
-    a->encoded = floats_alloc(N * C);
-    a->ln1 = floats_alloc(L * N * C);
-    a->q = floats_alloc(L * N * C);
-    a->k = floats_alloc(L * N * C);
-    a->v = floats_alloc(L * N * C);
-    a->atty = floats_alloc(L * N * C);
-    a->residual2 = floats_alloc(L * N * C);
-    a->ln2 = floats_alloc(L * N * C);
-    a->fch = floats_alloc(L * N * Hd);
-    a->fch_gelu = floats_alloc(L * N * Hd);
-    a->residual3 = floats_alloc(L * N * C);
-    a->lnf = floats_alloc(N * C);
-    a->logits = floats_alloc(N * V);
-    a->probs = floats_alloc(N * V);
-    a->losses = floats_alloc(N);
-    a->dresidual = floats_alloc(N * C);
-    a->dtmp = floats_alloc(N * C);
-    a->dln = floats_alloc(N * C);
-    a->datty = floats_alloc(N * C);
-    a->dq = floats_alloc(N * C);
-    a->dk = floats_alloc(N * C);
-    a->dv = floats_alloc(N * C);
-    a->dfch = floats_alloc(N * Hd);
-    a->scratch = floats_alloc((size_t)B * tr->attention_scratch);
-    a->mean = floats_alloc(N);
-    a->rstd = floats_alloc(N);
-    if (!tr->params || !tr->params_t || !tr->grads || !tr->adam_m || !tr->adam_v ||
-        (settings->ema > 0.0f && !tr->ema) || !tr->inputs || !tr->targets || !tr->layers ||
-        !a->encoded || !a->ln1 || !a->q || !a->k || !a->v ||
-        !a->atty || !a->residual2 || !a->ln2 || !a->fch || !a->fch_gelu || !a->residual3 ||
-        !a->lnf || !a->logits || !a->probs || !a->losses || !a->dresidual || !a->dtmp ||
-        !a->dln || !a->datty || !a->dq || !a->dk || !a->dv || !a->dfch || !a->scratch ||
-        !a->mean || !a->rstd) {
-        fprintf(stderr, "train: out of memory (%zu parameters, batch %d x %d)\n",
-                tr->n_params, B, tr->T);
+    tr->layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
+    if (!ok || !tr->inputs || !tr->targets || !tr->layers) {
+        fprintf(stderr, "train: out of memory (%zu parameters, batch %d x %d: %.2f GB)\n",
+                tr->n_params, B, tr->T, (double)bytes * 1e-9);
         trainer_free(tr);
         return -1;
     }

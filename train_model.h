@@ -49,6 +49,8 @@ typedef struct {
     float token_noise;      /* share of input tokens replaced by a random draw, [0, 1) */
     float ema;              /* decay of the weights' moving average; 0 = none */
     uint64_t seed;          /* initialisation, batches and dropout masks */
+    size_t max_memory;      /* bytes trainer_init may allocate, 0 = no limit; the run's
+                             * own, not saved in the state file */
 } TrainSettings;
 
 /* Views of the 16 tensors, in file order, into one block. */
@@ -140,9 +142,15 @@ int trainer_tensor_decayed(int i);
 
 /* Build a trainer for config c (seq_len = T, vocab_size = padded_vocab_size = V,
  * n_kv_heads = n_heads, hidden_dim = 4 dim) and batch B, with parameters initialised
- * as GPT-2 from settings.seed. Returns 0, or -1 after one stderr line. *tr is zeroed
- * first; trainer_free is safe either way. */
+ * as GPT-2 from settings.seed. Computes its memory first (trainer_memory_bytes) and
+ * allocates nothing if that exceeds settings.max_memory. Returns 0, or -1 after one
+ * stderr line. *tr is zeroed first; trainer_free is safe either way. */
 int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, int B);
+
+/* Bytes trainer_init allocates for config c, settings (the average adds a copy of the
+ * parameters) and batch B: the parameters, gradients, AdamW moments, the activations kept
+ * for the backward of B x T tokens and the attention scratch; 0 if c is out of range. */
+size_t trainer_memory_bytes(const Config *c, const TrainSettings *settings, int B);
 
 /* Release everything trainer_init made. Safe on a zeroed or freed Trainer. */
 void trainer_free(Trainer *tr);

@@ -491,7 +491,7 @@ static size_t first_non_finite(const float *x, size_t n) {
     return n;
 }
 
-int trainer_load(Trainer *tr, const char *path, const char *state_path) {
+int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t max_memory) {
     memset(tr, 0, sizeof *tr);
     int32_t header[CHECKPOINT_GPT2_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
     size_t model_bytes = 0, state_bytes = 0;
@@ -562,6 +562,7 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path) {
     }
 
     /* the data, then the checksums that tie the two files together */
+    s.max_memory = max_memory;
     if (trainer_init(tr, &c, &s, s.batch) != 0) goto fail;
     tr->tokenizer_sum = get_u64(state, STATE_TOKENIZER_SUM_LO);
     /* the checkpoint holds the average when there is one, the state the weights */

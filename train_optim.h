@@ -71,9 +71,10 @@ int trainer_finish_save(const char *path, const char *state_path, const char *to
  * settings in range, exact file sizes computed without overflow, the state's own
  * checksum, the checksum of the checkpoint it belongs to, finite parameters and
  * moments, second moments >= 0); tr->tokenizer_sum from the state (0 before version 4);
+ * max_memory bounds its memory as settings.max_memory does trainer_init's (0 = none);
  * call trainer_finish_save first. Returns 0 or -1 after
  * one stderr line naming the file at fault; trainer_free is safe either way. */
-int trainer_load(Trainer *tr, const char *path, const char *state_path);
+int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t max_memory);
 
 /* ---- files (also the program's) ---- */
 

@@ -318,6 +318,46 @@ static void test_special_files(const char *model, const char *tok) {
            "standard input: a folder (expected the prompt text)");
 }
 
+/* Standard output that fails (a full disk, a closed pipe) is an error with one line, and
+ * thread counts beyond the cores are capped: --help on /dev/full exited 0; generation into
+ * `head -c 1` died by SIGPIPE (exit 141) with no message; OMP_NUM_THREADS=100000
+ * crashed a model large enough to use threads. */
+static void test_output_and_threads(const char *model, const char *tok) {
+    const char *quantize = getenv("QUANTIZE");
+    if (!quantize || !*quantize) quantize = "./quantize";
+    char args[1024], command[2048];
+    expect("--help into a full disk", "--help >/dev/full", 1,
+           "run: standard output: write error (No space left on device)");
+    expect_program(quantize, "quantize --help into a full disk", "--help >/dev/full", 1,
+                   "quantize: standard output: write error (No space left on device)");
+    snprintf(command, sizeof command, "{ %s %s -z %s -n 200 -s 1 2>%s/pipe_err; echo $? > "
+             "%s/pipe_code; } | head -c 1 >/dev/null", run_bin, model, tok, dir, dir);
+    check_run(command, NULL, NULL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/pipe_code", dir);
+    size_t size;
+    char *code = check_read_file(path, &size);
+    snprintf(path, sizeof path, "%s/pipe_err", dir);
+    char *err = check_read_file(path, &size);
+    check_true(code && atoi(code) == 1 && err &&
+               strstr(err, "run: standard output: write error (Broken pipe)"),
+               "generation into a closed pipe: exit 1 (got %s), one line naming the broken pipe",
+               code ? code : "nothing");
+    free(code);
+    free(err);
+    /* 2 layers of width 512: 6.4 M multiply-adds per token, so the threads are used */
+    const char *wide = write_model("wide.bin", 20240326, 3, MAX_T, V, 2, 4, 512, VP, 0);
+    snprintf(args, sizeof args, "%s -z %s -n 2 -t 0", wide, tok);
+    snprintf(command, sizeof command, "env OMP_NUM_THREADS=100000 %s", run_bin);
+#ifdef _OPENMP
+    expect_program(command, "OMP_NUM_THREADS=100000", args, 0,
+                   "OMP_NUM_THREADS asks for 100000 threads; using the");
+#else
+    expect_program(command, "OMP_NUM_THREADS=100000 (no OpenMP: one thread)", args, 0,
+                   "generation: 2 tokens");
+#endif
+}
+
 static void test_resource_limits(const char *model, const char *tok) {
     /* 1024 layers of dim 8: floats = norms 2*1024*8+8, embedding 260*8, per layer
      * wq 64, wk 32, wv 32, wo 64, w1 w2 w3 3*128 */
@@ -819,6 +859,7 @@ int main(void) {
     test_strict_parsing(model, tok);
     test_resource_limits(model, tok);
     test_special_files(model, tok);
+    test_output_and_threads(model, tok);
     test_numerical_edges(model, tok);
     test_generation(model, tok);
     test_long_generation(model, tok);

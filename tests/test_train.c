@@ -513,7 +513,7 @@ static void test_training_run(void) {
     run_steps(&b, tokens, RUN_STEPS / 2, losses[2]);
     int saved = trainer_save(&b, path, state, NULL);
     trainer_free(&b);
-    if (!check_true(saved == 0 && trainer_load(&b, path, state) == 0, "short run: save, load"))
+    if (!check_true(saved == 0 && trainer_load(&b, path, state, 0) == 0, "short run: save, load"))
         goto done;
     run_steps(&b, tokens, RUN_STEPS, losses[2]);
     check_true(memcmp(losses[0], losses[2], sizeof losses[0]) == 0 &&
@@ -661,7 +661,7 @@ static void test_ema_run(void) {
         model_free(&m);
     }
     trainer_free(&b);
-    if (!check_true(trainer_load(&b, path, state) == 0 && b.ema != NULL, "ema: load")) goto done;
+    if (!check_true(trainer_load(&b, path, state, 0) == 0 && b.ema != NULL, "ema: load")) goto done;
     run_steps(&b, tokens, RUN_STEPS, losses[1]);
     check_true(memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0 &&
                memcmp(a.ema, b.ema, a.n_params * sizeof(float)) == 0,
@@ -1683,9 +1683,9 @@ static void test_interrupted_save(void) {
     /* the crash: the step-4 state is in place, the step-4 checkpoint still in m.bin.tmp */
     if (!check_true(saved && rename(next_state, state) == 0 && rename(next, temp) == 0,
                     "interrupted save: staged")) goto free_a;
-    int refused = trainer_load(&b, path, state) != 0;
+    int refused = trainer_load(&b, path, state, 0) != 0;
     int finished = trainer_finish_save(path, state, NULL);
-    int loaded = trainer_load(&b, path, state) == 0;
+    int loaded = trainer_load(&b, path, state, 0) == 0;
     check_true(refused && finished == 1 && loaded && b.step == 4 && !exists(temp) &&
                memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0 &&
                memcmp(a.adam_v, b.adam_v, a.n_params * sizeof(float)) == 0,
@@ -1948,6 +1948,143 @@ done:
     remove_dir(dir);
 }
 
+/* Task: the hostile round's contract breaks, each refused with one line before any work
+ * (or reported): outputs that are the training text; an empty -o; a folder that does not
+ * exist (it failed only at the first checkpoint, after training); a run needing more
+ * memory than the limit (it went to the OOM killer); a tokenizer of the same size that is
+ * not the run's, on -r; OMP_NUM_THREADS beyond the cores (it crashed); standard output
+ * closed (SIGPIPE, exit 141, no message) or full. */
+static void test_contracts(void) {
+    char dir[CAP], text[CAP], model[CAP], tok[CAP], other[CAP], args[3 * CAP];
+    char command[4 * CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "contracts: temp folder")) return;
+    if (write_play(join(text, dir, "text.txt")) != 0) goto done;
+    join(model, dir, "m.bin");
+    join(tok, dir, "tok.bin");
+    size_t n_text = 0;
+    char *text_before = check_read_file(text, &n_text);
+    /* the text as an output, even with --force */
+    format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2", text, model, text);
+    expect_train("--force -z naming the training text", args, 1, "text.txt: is the input");
+    format_into(args, sizeof args, "--force -d %s -o %s " TINY " -n 2", text, text);
+    expect_train("--force -o naming the training text", args, 1, "text.txt: is the input");
+    size_t n_after = 0;
+    char *text_after = check_read_file(text, &n_after);
+    check_true(text_before && text_after && n_text == n_after &&
+               !memcmp(text_before, text_after, n_text), "contracts: the text is untouched");
+    free(text_before);
+    free(text_after);
+    /* outputs that cannot be written, refused before any training */
+    char *out = NULL, *err = NULL;
+    format_into(args, sizeof args, "-d %s -o '' " TINY " -n 2", text);
+    int code = train(args, &out, &err);
+    check_true(code == 1 && err && strstr(err, "empty path for the checkpoint") &&
+               !(out && strstr(out, "step")), "-o '': refused before training (exit %d)", code);
+    free(out);
+    free(err);
+    out = err = NULL;
+    format_into(args, sizeof args, "-d %s -o %s/no/such/m.bin " TINY " -n 2", text, dir);
+    code = train(args, &out, &err);
+    check_true(code == 1 && err && strstr(err, "cannot write the checkpoint there") &&
+               !(out && strstr(out, "step")), "-o in a missing folder: refused before training "
+               "(exit %d)", code);
+    free(out);
+    free(err);
+    /* the memory a run needs, against --max-memory: refused just below, run just above */
+    Config c = {0};
+    c.seq_len = 8;
+    c.vocab_size = 300;
+    c.n_layers = 1;
+    c.n_heads = 2;
+    c.dim = 16;
+    TrainSettings settings = {0};
+    settings.ema = 0.999f;   /* train's default: the average is a sixth parameter copy */
+    size_t need = trainer_memory_bytes(&c, &settings, 4);
+    /* at least the five parameter copies and the per-layer activations (8 of N x C and 2 of
+     * N x 4C floats, N = 4 x 8), counted here from the shapes */
+    size_t P = trainer_tensor_sizes((size_t[TRAIN_N_TENSORS]){0}, &(Config){.seq_len = 8,
+                                    .vocab_size = 300, .padded_vocab_size = 300,
+                                    .n_layers = 1, .n_heads = 2, .dim = 16,
+                                    .hidden_dim = 64});
+    size_t floor_bytes = (6 * P + 1 * 32 * (8 * 16 + 2 * 64)) * sizeof(float);
+    check_true(need >= floor_bytes && need < 4 * floor_bytes, "trainer_memory_bytes: %zu bytes "
+               "for the tiny model, at least the %zu its parameters and activations take",
+               need, floor_bytes);
+    format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --max-memory %.9f",
+                text, model, tok, (double)need * 0.99e-9);
+    expect_train("--max-memory just below the need", args, 1, "more than the limit of");
+    check_true(!exists(model) && !exists(tok), "--max-memory: the refused run wrote nothing");
+    format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --max-memory %.9f",
+                text, model, tok, (double)need * 1.01e-9);
+    expect_train("--max-memory just above the need", args, 0, "final: train");
+    /* the hostile round's shape (-B 64 -T 4096 -C 512 -L 8: about 80 GB), on a text long
+     * enough for its context, against a limit of 64 GB */
+    char long_text[CAP], want[128];
+    format_into(command, sizeof command, "for i in 1 2 3 4 5 6 7 8 9 10; do cat %s; done > %s",
+                text, join(long_text, dir, "long.txt"));
+    check_run(command, NULL, NULL);
+    Config big = {.seq_len = 4096, .vocab_size = 300, .n_layers = 8, .n_heads = 8, .dim = 512};
+    format_into(want, sizeof want, "the run needs %.2f GB of memory",
+                (double)trainer_memory_bytes(&big, &settings, 64) * 1e-9);
+    format_into(args, sizeof args, "--force -d %s -o %s -z %s -v 300 -L 8 -C 512 -H 8 -T 4096 "
+                "-B 64 -n 1 --max-memory 64", long_text, model, tok);
+    expect_train("the 80 GB shape against a 64 GB limit", args, 1, want);
+    check_true(trainer_memory_bytes(&big, &settings, 64) > (size_t)75e9, "the 80 GB shape "
+               "needs more than 75 GB (%.2f)", (double)trainer_memory_bytes(&big, &settings, 64)
+               * 1e-9);
+    /* -r with a tokenizer of the same size that another run learned */
+    char other_text[CAP], other_model[CAP];
+    join(other_text, dir, "other.txt");
+    join(other_model, dir, "o.bin");
+    join(other, dir, "other_tok.bin");
+    format_into(command, sizeof command, "tr 'a-z' 'b-za' < %s > %s", text, other_text);
+    check_run(command, NULL, NULL);
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 2", other_text, other_model,
+                other);
+    expect_train("a second run (another tokenizer of 300 tokens)", args, 0, "final: train");
+    format_into(args, sizeof args, "-r -d %s -o %s -z %s -n 3", text, model, other);
+    expect_train("-r with another run's tokenizer of the same size", args, 1,
+                 "other_tok.bin: not the tokenizer this run trained with");
+    /* threads: capped with a note; --threads in range */
+    format_into(command, sizeof command, "env OMP_NUM_THREADS=100000 %s --force -d %s -o %s "
+                "-z %s " TINY " -n 2", train_bin, text, model, tok);
+    out = err = NULL;
+    code = check_run(command, &out, &err);
+#ifdef _OPENMP
+    check_true(code == 0 && err && strstr(err, "OMP_NUM_THREADS asks for 100000 threads; "
+               "using the"), "OMP_NUM_THREADS=100000: capped at the cores with a note (exit %d)",
+               code);
+#else
+    check_true(code == 0, "OMP_NUM_THREADS=100000 without OpenMP: one thread (exit %d)", code);
+#endif
+    free(out);
+    free(err);
+    format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --threads 1", text,
+                model, tok);
+    expect_train("--threads 1", args, 0, "1 thread,");
+    expect_usage("--threads 0", "--threads 0", "--threads: invalid value (got '0', expected an "
+                 "integer in 1..1024)");
+    /* standard output closed after the first line, or full */
+    format_into(command, sizeof command, "{ %s %s --force -d %s -o %s -z %s " TINY " -n 300 "
+                "2>%s/pipe_err; echo $? > %s/pipe_code; } | head -n 1 >/dev/null", TRAIN_ENV,
+                train_bin, text, model, tok, dir, dir);
+    check_run(command, NULL, NULL);
+    char path[CAP];
+    size_t size;
+    char *code_text = check_read_file(join(path, dir, "pipe_code"), &size);
+    char *pipe_err = check_read_file(join(path, dir, "pipe_err"), &size);
+    check_true(code_text && atoi(code_text) == 1 && pipe_err &&
+               strstr(pipe_err, "standard output: write error (Broken pipe)"),
+               "train into a closed pipe: exit 1, one line naming the broken pipe (exit %s)",
+               code_text ? code_text : "?");
+    free(code_text);
+    free(pipe_err);
+    expect_train("--help into a full disk", "--help >/dev/full", 1,
+                 "train: standard output: write error (No space left on device)");
+done:
+    remove_dir(dir);
+}
+
 /* ------------------------------------------------------------------------- */
 /* 5. The shipped model (a regression pin)                                      */
 
@@ -2033,6 +2170,7 @@ int main(void) {
     test_kill_during_save();
     test_first_save_kills();
     test_one_writer();
+    test_contracts();
     test_shipped_model();
     return check_summary("test_train");
 }
