@@ -560,6 +560,13 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
     int compare = o->ref_path || !is_plain_exact(&o->attention);
     if (compare && model_load(&exact, o->ref_path ? o->ref_path : o->model_path,
                               m->max_chunk) != 0) goto done;
+    if (compare && exact.config.family != c->family) {
+        fprintf(stderr, "run: --ref %s: a model of the other family (got %s, expected %s like "
+                "the model: their token ids would not mean the same text)\n", o->ref_path,
+                exact.config.family == MODEL_GPT2 ? "GPT-2" : "Llama",
+                c->family == MODEL_GPT2 ? "GPT-2" : "Llama");
+        goto done;
+    }
     if (compare && exact.config.vocab_size != c->vocab_size) {
         fprintf(stderr, "run: --ref %s: vocabulary differs from the model's (got %d, expected "
                 "%d)\n", o->ref_path, exact.config.vocab_size, c->vocab_size);
@@ -643,6 +650,15 @@ static void default_tokenizer_path(const char *model_path, char *out, size_t cap
  * message. */
 static int load_tokenizer(Tokenizer *tok, const char *path, const Config *c) {
     if (tokenizer_load(tok, path) != 0) return -1;
+    int gpt2_model = c->family == MODEL_GPT2, gpt2_tokenizer = tok->kind == TOKENIZER_GPT2;
+    if (gpt2_model != gpt2_tokenizer) {   /* the same ids would mean other text */
+        fprintf(stderr, "run: %s: tokenizer of the other family (got %s, expected %s for a "
+                "%s model)\n", path,
+                gpt2_tokenizer ? "llm.c's GPT-2 tokenizer file" : "llama2.c's tokenizer file",
+                gpt2_model ? "llm.c's GPT-2 tokenizer file" : "llama2.c's tokenizer file",
+                gpt2_model ? "GPT-2" : "Llama");
+        return -1;
+    }
     if ((c->family == MODEL_GPT2 || tok->kind == TOKENIZER_GPT2) &&
         tok->vocab_size != c->vocab_size) {
         /* a GPT-2 model and its tokenizer share one vocabulary, and a GPT-2 tokenizer file

@@ -530,6 +530,11 @@ static int run_data_load(RunData *d, const Options *o) {
     }
     const char *tokenizer = o->resume ? o->tokenizer_path : d->tokenizer_temp;
     if (tokenizer_load(&d->tok, tokenizer) != 0) return -1;
+    if (d->tok.kind != TOKENIZER_GPT2) {   /* what bpe.c writes and the model's ids mean */
+        fprintf(stderr, "train: %s: tokenizer of the other family (got llama2.c's tokenizer "
+                "file, expected llm.c's GPT-2 tokenizer file, as train writes)\n", tokenizer);
+        return -1;
+    }
     if (train_file_sum(tokenizer, &d->tokenizer_sum) != 0) {
         fprintf(stderr, "train: %s: cannot read the tokenizer again (got \"%s\", expected the "
                 "file just loaded)\n", tokenizer, strerror(errno));

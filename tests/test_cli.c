@@ -76,6 +76,32 @@ static const char *write_tokenizer(void) {
     return path;
 }
 
+/* A llama2.c tokenizer of 260 tokens for the Llama fixtures: <unk>, BOS, EOS, the 256
+ * byte tokens <0x00>..<0xFF>, and " " (its format: an int32 max_token_length, then per
+ * token a float32 score, an int32 length and the bytes). */
+static const char *write_llama_tokenizer(void) {
+    static char path[128];
+    snprintf(path, sizeof path, "%s/llama_tok.bin", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f) return path;
+    int32_t max_len = 7;
+    fwrite(&max_len, sizeof max_len, 1, f);
+    for (int id = 0; id < 260; id++) {
+        char name[16];
+        if (id < 3) snprintf(name, sizeof name, "%s", id == 0 ? "<unk>" : id == 1 ? "\n<s>\n"
+                                                                                   : "\n</s>\n");
+        else if (id < 259) snprintf(name, sizeof name, "<0x%02X>", id - 3);
+        else snprintf(name, sizeof name, " ");   /* encode's dummy prefix */
+        float score = -(float)id;
+        int32_t len = (int32_t)strlen(name);
+        fwrite(&score, sizeof score, 1, f);
+        fwrite(&len, sizeof len, 1, f);
+        fwrite(name, 1, (size_t)len, f);
+    }
+    fclose(f);
+    return path;
+}
+
 /* Runs "$RUN ARGS", checks the exit code and that stderr contains `message`. */
 /* Runs program (a command) with args; checks its exit status and a substring of stderr. */
 static void expect_program(const char *program, const char *what, const char *args,
@@ -281,11 +307,20 @@ static void test_bad_inputs(const char *model, const char *tok) {
      * with this GPT-2 tokenizer: its ids would mean other tokens (only llama2.c's larger
      * tokenizer may serve a smaller Llama model) */
     const int32_t llama200[7] = {8, 16, 1, 2, 1, 200, 16};
-    snprintf(args, sizeof args, "%s -z %s -i ef -n 1",
-             write_llama("llama200.bin", 1, llama200, 24 + 200 * 8 + 64 + 32 + 32 + 64 + 3 * 128),
-             tok);
-    expect("GPT-2 tokenizer larger than a Llama model", args, 1,
-           "tokenizer does not belong to the model (got 260 tokens, expected 200");
+    const char *llama_model = write_llama("llama200.bin", 1, llama200,
+                                          24 + 200 * 8 + 64 + 32 + 32 + 64 + 3 * 128);
+    snprintf(args, sizeof args, "%s -z %s -i ef -n 1", llama_model, tok);
+    expect("GPT-2 tokenizer for a Llama model", args, 1, "tokenizer of the other family (got "
+           "llm.c's GPT-2 tokenizer file, expected llama2.c's tokenizer file for a Llama model)");
+    /* the other family at the model's own size was accepted without a word */
+    const char *llama_tok = write_llama_tokenizer();
+    snprintf(args, sizeof args, "%s -z %s -n 1", model, llama_tok);
+    expect("a llama2.c tokenizer of the model's size for a GPT-2 model", args, 1,
+           "tokenizer of the other family (got llama2.c's tokenizer file, expected llm.c's "
+           "GPT-2 tokenizer file for a GPT-2 model)");
+    snprintf(args, sizeof args, "%s -z %s -n 1 -t 0", llama_model, llama_tok);
+    expect("a larger llama2.c tokenizer serves a smaller Llama model", args, 0,
+           "only the first 200 are used");
     snprintf(args, sizeof args, "%s -z %s -i 'abcdefghijklmnopqrstuvwxyz' -n 1", model, tok);
     expect("prompt longer than the context", args, 1,
            "prompt too long for the context (got 23 tokens, expected at most 16)");
@@ -330,8 +365,10 @@ static void test_output_and_threads(const char *model, const char *tok) {
            "run: standard output: write error (No space left on device)");
     expect_program(quantize, "quantize --help into a full disk", "--help >/dev/full", 1,
                    "quantize: standard output: write error (No space left on device)");
-    snprintf(command, sizeof command, "{ %s %s -z %s -n 200 -s 1 2>%s/pipe_err; echo $? > "
-             "%s/pipe_code; } | head -c 1 >/dev/null", run_bin, model, tok, dir, dir);
+    /* the reader is gone before the first write (true exits at once; run starts a second
+     * later), so the write fails whatever the pipe's buffer holds */
+    snprintf(command, sizeof command, "{ sleep 1; %s %s -z %s -n 200 -s 1 2>%s/pipe_err; "
+             "echo $? > %s/pipe_code; } | true", run_bin, model, tok, dir, dir);
     check_run(command, NULL, NULL);
     char path[256];
     snprintf(path, sizeof path, "%s/pipe_code", dir);
@@ -364,8 +401,9 @@ static void test_resource_limits(const char *model, const char *tok) {
     const int32_t huge[7] = {8, 16, 1024, 2, 1, 260, 1 << 20};
     long n = 2L * 1024 * 8 + 8 + 260 * 8 + 1024L * (64 + 32 + 32 + 64 + 3 * 128);
     char args[1024];
+    const char *llama_tok = write_llama_tokenizer();
     snprintf(args, sizeof args, "%s -z %s -n 3 -t 0", write_llama("huge_ctx.bin", 1, huge, n),
-             tok);
+             llama_tok);
     expect("context field 2^20 x 1024 layers: a short run still works", args, 0,
            "generation: 3 tokens");
     /* 1024 heads of 2 (dim 2048) and one kv head: a position's key and value are 16 bytes,
@@ -378,7 +416,7 @@ static void test_resource_limits(const char *model, const char *tok) {
     snprintf(expected, sizeof expected, "expected an integer in 2..%zu, this model's context",
              (size_t)MODEL_MAX_STATE_BYTES / (16 + 4 * 1024));
     snprintf(args, sizeof args, "%s -z %s -n 1 -c 1048576",
-             write_llama("many_heads.bin", 1, many_heads, n_heads_floats), tok);
+             write_llama("many_heads.bin", 1, many_heads, n_heads_floats), llama_tok);
     expect("1024 heads x 2^20 positions: the context limit counts the score rows", args, 2,
            expected);
     snprintf(args, sizeof args, "%s -z %s -n 1 --attn lsh:buckets=65536", model, tok);
@@ -699,6 +737,14 @@ static void test_eval(const char *model, const char *tok) {
     expect("--eval into a full disk", args, 1, "standard output: write error");
     snprintf(args, sizeof args, "%s -z %s -n 4 -i hi >/dev/full", model, tok);
     expect("generation into a full disk", args, 1, "standard output: write error");
+    /* a reference of the other family with the same vocabulary was compared token id by
+     * token id, though the ids mean other text */
+    const int32_t llama260[7] = {8, 16, 1, 2, 1, 260, 16};
+    const char *llama_ref = write_llama("ref_llama.bin", 1, llama260,
+                                        24 + 260 * 8 + 64 + 32 + 32 + 64 + 3 * 128);
+    snprintf(args, sizeof args, "%s -z %s --eval %s --ref %s", model, tok, text, llama_ref);
+    expect("--ref of the other family", args, 1, "a model of the other family (got Llama, "
+           "expected GPT-2 like the model");
     /* a reference of context 8 against windows of the model's 16: one line before any
      * work; with -c 8 the two fit */
     const char *short_ref = write_model("ref8.bin", 20240326, 3, 8, V, L, NH, C, VP, 0);
@@ -854,7 +900,7 @@ int main(void) {
     const char *tok = write_tokenizer();
     test_usage_errors(model, tok);
     test_bad_files(tok);
-    test_bad_llama_files(tok);
+    test_bad_llama_files(write_llama_tokenizer());
     test_bad_inputs(model, tok);
     test_strict_parsing(model, tok);
     test_resource_limits(model, tok);

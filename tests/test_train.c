@@ -2045,6 +2045,15 @@ static void test_contracts(void) {
     format_into(args, sizeof args, "-r -d %s -o %s -z %s -n 3", text, model, other);
     expect_train("-r with another run's tokenizer of the same size", args, 1,
                  "other_tok.bin: not the tokenizer this run trained with");
+    /* a llama2.c tokenizer file for -r: the other family, whatever its size */
+    char llama_tok[CAP];
+    format_into(command, sizeof command, "cp tests/data/llama2c/tok512.bin %s",
+                join(llama_tok, dir, "llama_tok.bin"));
+    if (check_true(check_run(command, NULL, NULL) == 0, "contracts: a llama2.c tokenizer")) {
+        format_into(args, sizeof args, "-r -d %s -o %s -z %s -n 3", text, model, llama_tok);
+        expect_train("-r with a llama2.c tokenizer", args, 1, "llama_tok.bin: tokenizer of the "
+                     "other family (got llama2.c's tokenizer file");
+    }
     /* threads: capped with a note; --threads in range */
     format_into(command, sizeof command, "env OMP_NUM_THREADS=100000 %s --force -d %s -o %s "
                 "-z %s " TINY " -n 2", train_bin, text, model, tok);
@@ -2065,8 +2074,10 @@ static void test_contracts(void) {
     expect_usage("--threads 0", "--threads 0", "--threads: invalid value (got '0', expected an "
                  "integer in 1..1024)");
     /* standard output closed after the first line, or full */
-    format_into(command, sizeof command, "{ %s %s --force -d %s -o %s -z %s " TINY " -n 300 "
-                "2>%s/pipe_err; echo $? > %s/pipe_code; } | head -n 1 >/dev/null", TRAIN_ENV,
+    /* the reader is gone before the first write (true exits at once; train starts a second
+     * later), so the write fails whatever the pipe's buffer holds */
+    format_into(command, sizeof command, "{ sleep 1; %s %s --force -d %s -o %s -z %s " TINY
+                " -n 300 2>%s/pipe_err; echo $? > %s/pipe_code; } | true", TRAIN_ENV,
                 train_bin, text, model, tok, dir, dir);
     check_run(command, NULL, NULL);
     char path[CAP];
