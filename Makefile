@@ -58,7 +58,7 @@ $(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h attention_s
             tokenizer.h sampler.h cli.h generate.h attnmap.h
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h
 $(B)/cli.o: cli.c cli.h
-$(B)/bpe.o: bpe.c bpe.h tokenizer.h
+$(B)/bpe.o: bpe.c bpe.h tokenizer.h savefile.h
 TRAIN_HEADERS = train.h train_model.h train_backward.h train_optim.h model.h checkpoint.h \
                 kernels.h quant.h attention.h
 $(B)/train.o: train.c $(TRAIN_HEADERS) tokenizer.h bpe.h cli.h savefile.h

@@ -11,12 +11,12 @@
 
 #include <errno.h>       /* errno */
 #include <stdint.h>      /* uint32_t, uint64_t, SIZE_MAX */
-#include <stdio.h>       /* FILE, fopen, fwrite, fflush, fileno, fprintf, remove */
+#include <stdio.h>       /* FILE, fwrite, fclose, fprintf, remove */
 #include <stdlib.h>      /* calloc, malloc, realloc, free, qsort */
 #include <string.h>      /* memcmp, memcpy, memset, strerror, strlen */
 #include <time.h>        /* clock (progress lines) */
-#include <unistd.h>      /* fsync (POSIX) */
 
+#include "savefile.h"    /* savefile_create, savefile_close: the file written whole */
 #include "tokenizer.h"   /* tokenizer_next_piece, TOKENIZER_MAGIC, TOKENIZER_HEADER_INTS */
 
 #define BPE_FILE_VERSION 2          /* llm.c tokenizer version that stores vocab size and eot */
@@ -547,25 +547,21 @@ int bpe_save(const Bpe *b, const char *path) {
     put_u32_le(header + 4, BPE_FILE_VERSION);
     put_u32_le(header + 8, (uint32_t)b->vocab_size);
     put_u32_le(header + 12, (uint32_t)(b->vocab_size - 1));   /* eot is the last id */
-    FILE *file = fopen(path, "wb");
-    if (!file) {
-        fprintf(stderr, "bpe: %s: cannot open for writing (%s)\n", path, strerror(errno));
-        return -1;
-    }
+    FILE *file = savefile_create("bpe", path);   /* a new file, never through a link */
+    if (!file) return -1;
     int ok = fwrite(header, sizeof header, 1, file) == 1;
     for (int id = 0; ok && id < b->vocab_size; id++) {
         unsigned char len = (unsigned char)token_len(b, id);
         ok = fwrite(&len, 1, 1, file) == 1 && fwrite(b->bytes + b->offset[id], len, 1, file) == 1;
     }
-    /* on the disk before returning, so a caller's rename of the file is durable */
-    if (ok) ok = fflush(file) == 0 && fsync(fileno(file)) == 0;
-    if (fclose(file) != 0) ok = 0;
     if (!ok) {
         fprintf(stderr, "bpe: %s: write failed (%s)\n", path, strerror(errno));
+        fclose(file);
         remove(path);
         return -1;
     }
-    return 0;
+    /* on the disk before returning, so a caller's rename of the file is durable */
+    return savefile_close(file, "bpe", path);
 }
 
 void bpe_free(Bpe *b) {

@@ -520,7 +520,6 @@ static int run_data_load(RunData *d, const Options *o) {
         if (train_temp_path(d->tokenizer_temp, o->tokenizer_path) != 0 ||
             bpe_train_logged(&bpe, d->text, d->split, o->vocab, stdout, BPE_LOG_SECONDS) != 0)
             return -1;
-        remove(d->tokenizer_temp);   /* a new file, not whatever a link there points to */
         int saved = bpe_save(&bpe, d->tokenizer_temp);
         d->n_merges = bpe.n_merges;
         d->bpe_seconds = now_seconds() - start;

@@ -2092,6 +2092,10 @@ static void test_contracts(void) {
     free(pipe_err);
     expect_train("--help into a full disk", "--help >/dev/full", 1,
                  "train: standard output: write error (No space left on device)");
+    format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 >/dev/full", text,
+                model, tok);
+    expect_train("a run into a full disk", args, 1,
+                 "standard output: write error (No space left on device)");
 done:
     remove_dir(dir);
 }
