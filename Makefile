@@ -42,29 +42,37 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 $(B)/attention.o: attention.c attention.h hash.h kernels.h quant.h
 $(B)/quant.o: quant.c quant.h
 $(B)/kernels.o: kernels.c kernels.h quant.h
-$(B)/checkpoint.o: checkpoint.c checkpoint.h kernels.h quant.h savefile.h
-$(B)/savefile.o: savefile.c savefile.h
+$(B)/checkpoint.o: checkpoint.c checkpoint.h kernels.h quant.h os.h
+$(B)/os.o: os.c os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
 $(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h
 $(B)/unicode.o: unicode.c unicode.h
 $(B)/tokenizer.o: tokenizer.c tokenizer.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
-$(B)/attnmap.o: attnmap.c attnmap.h
+# attnmap.c includes its explorer page, attnmap_page.html, as C string literals that sed
+# writes into the build folder: one per line (C11 promises no more than 4095 bytes in a
+# literal), with \ " and ? escaped (so that no trigraph forms).
+$(B)/attnmap_page.inc: attnmap_page.html
+	@mkdir -p $(B)
+	sed -e 's/[\\"?]/\\&/g' -e 's/^/"/' -e 's/$$/\\n",/' attnmap_page.html > $@.tmp
+	@mv $@.tmp $@
+$(B)/attnmap.o: attnmap.c attnmap.h $(B)/attnmap_page.inc $(FLAGS_STAMP)
+	$(CC) $(BASE) $(CFLAGS) -I$(B) -c $< -o $@
 $(B)/attention_spec.o: attention_spec.c attention_spec.h attention.h cli.h
-$(B)/eval.o: eval.c eval.h model.h checkpoint.h kernels.h quant.h attention.h tokenizer.h
-$(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h \
+$(B)/eval.o: eval.c eval.h model.h checkpoint.h kernels.h quant.h attention.h tokenizer.h os.h
+$(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h os.h \
                  tokenizer.h sampler.h attnmap.h
-$(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h attention_spec.h eval.h \
+$(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h attention_spec.h eval.h os.h \
             tokenizer.h sampler.h cli.h generate.h attnmap.h
-$(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h
+$(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h os.h
 $(B)/cli.o: cli.c cli.h
-$(B)/bpe.o: bpe.c bpe.h tokenizer.h savefile.h
+$(B)/bpe.o: bpe.c bpe.h tokenizer.h os.h
 TRAIN_HEADERS = train.h train_model.h train_backward.h train_optim.h model.h checkpoint.h \
                 kernels.h quant.h attention.h
-$(B)/train.o: train.c $(TRAIN_HEADERS) tokenizer.h bpe.h cli.h savefile.h
+$(B)/train.o: train.c $(TRAIN_HEADERS) tokenizer.h bpe.h cli.h os.h
 $(B)/train_model.o: train_model.c block.h hash.h $(TRAIN_HEADERS)
 $(B)/train_backward.o: train_backward.c $(TRAIN_HEADERS)
-$(B)/train_optim.o: train_optim.c $(TRAIN_HEADERS) savefile.h
+$(B)/train_optim.o: train_optim.c $(TRAIN_HEADERS) os.h
 $(B)/tests/check.o: tests/check.c tests/check.h
 # the trainer library (what tests/test_train.c links; train.o adds the program)
 TRAIN_LIB = $(B)/train_model.o $(B)/train_backward.o $(B)/train_optim.o
@@ -74,7 +82,7 @@ $(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h) $(FLAGS_STAMP)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
 KERNELS = $(B)/kernels.o $(B)/quant.o
-CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/savefile.o $(KERNELS)
+CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
 TOK = $(B)/tokenizer.o $(B)/unicode.o
 
 # the fuzz targets (tests/fuzz/fuzz.mk): make fuzz, make fuzz-smoke, make fuzz-replay
@@ -87,7 +95,7 @@ all: $(B)/run $(B)/train $(B)/quantize
 	@cmp -s $(B)/train train || { rm -f train && cp $(B)/train train; }
 	@cmp -s $(B)/quantize quantize || { rm -f quantize && cp $(B)/quantize quantize; }
 
-$(B)/quantize: $(B)/quantize.o $(B)/cli.o $(B)/checkpoint.o $(B)/savefile.o $(KERNELS)
+$(B)/quantize: $(B)/quantize.o $(B)/cli.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o \

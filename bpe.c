@@ -16,7 +16,7 @@
 #include <string.h>      /* memcmp, memcpy, memset, strerror, strlen */
 #include <time.h>        /* clock (progress lines) */
 
-#include "savefile.h"    /* savefile_create, savefile_close: the file written whole */
+#include "os.h"          /* os_create_new, os_close_synced: the file written whole */
 #include "tokenizer.h"   /* tokenizer_next_piece, TOKENIZER_MAGIC, TOKENIZER_HEADER_INTS */
 
 #define BPE_FILE_VERSION 2          /* llm.c tokenizer version that stores vocab size and eot */
@@ -547,7 +547,7 @@ int bpe_save(const Bpe *b, const char *path) {
     put_u32_le(header + 4, BPE_FILE_VERSION);
     put_u32_le(header + 8, (uint32_t)b->vocab_size);
     put_u32_le(header + 12, (uint32_t)(b->vocab_size - 1));   /* eot is the last id */
-    FILE *file = savefile_create("bpe", path);   /* a new file, never through a link */
+    FILE *file = os_create_new("bpe", path);   /* a new file, never through a link */
     if (!file) return -1;
     int ok = fwrite(header, sizeof header, 1, file) == 1;
     for (int id = 0; ok && id < b->vocab_size; id++) {
@@ -561,7 +561,7 @@ int bpe_save(const Bpe *b, const char *path) {
         return -1;
     }
     /* on the disk before returning, so a caller's rename of the file is durable */
-    return savefile_close(file, "bpe", path);
+    return os_close_synced(file, "bpe", path);
 }
 
 void bpe_free(Bpe *b) {

@@ -49,7 +49,7 @@ int bpe_train_logged(Bpe *b, const char *text, size_t len, int vocab_size, FILE 
                      double every);
 
 /* Write b as an llm.c tokenizer file, version 2 (vocab_size and eot id in the header),
- * which tokenizer_load reads, to a new file at path (savefile_create: whatever was there
+ * which tokenizer_load reads, to a new file at path (os_create_new: whatever was there
  * is replaced, never written through), flushed to the disk (fsync) before it returns. To replace a file atomically, save to a temporary and rename it (train.c
  * does). Returns 0, or -1 after one stderr line naming path (the partial file removed). */
 int bpe_save(const Bpe *b, const char *path);

@@ -24,7 +24,7 @@
 #include <unistd.h>     /* read, close */
 
 #include "quant.h"      /* quant_groups, quant_quantize, quant_dequantize_row */
-#include "savefile.h"   /* SaveFile: the int8 file written crash-safe */
+#include "os.h"         /* SaveFile: the int8 file written crash-safe */
 
 #define PAGE_STRIDE 4096   /* touch_pages reads one byte this often */
 
@@ -671,13 +671,13 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
     float *row = malloc((size_t)widest * sizeof(float));
     float *s = malloc((size_t)widest * sizeof(float));
     int8_t *q = malloc((size_t)widest);
-    /* written to a new temporary and renamed over PATH when complete (savefile.h): a
+    /* written to a new temporary and renamed over PATH when complete (os.h): a
      * failed or interrupted write never leaves a partial file under PATH, and no existing
      * file (the mapped input among them) is ever truncated */
     SaveFile out;
     int status = -1;
     if (!row || !s || !q) fprintf(stderr, "quantize: out of memory\n");
-    else if (savefile_open(&out, "quantize", path) != 0) { /* it said why */ }
+    else if (os_save_open(&out, "quantize", path) != 0) { /* it said why */ }
     else if (write_all(out.file, header, 1, header_bytes))
         fprintf(stderr, "quantize: %s: write error (%s)\n", out.temp, strerror(errno));
     else {
@@ -688,8 +688,8 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
                 status = -1;
             }
         }
-        if (status == 0) status = savefile_commit(&out, "quantize");
-        else savefile_discard(&out);
+        if (status == 0) status = os_save_commit(&out, "quantize");
+        else os_save_discard(&out);
     }
     free(row);
     free(s);

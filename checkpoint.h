@@ -136,7 +136,7 @@ void checkpoint_gpt2_header(int32_t header[CHECKPOINT_GPT2_HEADER_INTS], const C
  * each row (the last group of a row may be shorter): GPT-2 as llm.c's header with
  * version CHECKPOINT_GPT2_Q8, Llama as llama2.c's version 2 (readable by llama2.c's runq
  * when group divides C and Hd). fp32 or int8 input. The bytes go to a new temporary
- * beside path, renamed over it when complete (savefile_open: removed on failure, and
+ * beside path, renamed over it when complete (os_save_open: removed on failure, and
  * never any existing file). Returns 0, or -1 after a stderr line. */
 int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group);
 

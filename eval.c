@@ -10,17 +10,11 @@
 
 #include <math.h>     /* exp, log */
 #include <stdio.h>    /* fprintf(stderr) */
-#include <time.h>     /* clock_gettime */
 
 #include "kernels.h"     /* kernels_all_finite */
 #include "model.h"       /* model_forward */
+#include "os.h"          /* os_seconds: the speed */
 #include "tokenizer.h"   /* tokenizer_decode */
-
-static double seconds_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* log Z of logits (V,): max + ln sum exp(logit - max), and the argmax in *best. */
 static double log_normaliser(const float *logits, int V, int *best) {
@@ -57,9 +51,9 @@ int eval_windows(Model *variant, Model *exact, const Tokenizer *tok, const int *
         }
         for (int pos = 0; pos < len - 1; pos += chunk) {
             int n = len - 1 - pos < chunk ? len - 1 - pos : chunk;   /* rows that predict */
-            double start = seconds_now();
+            double start = os_seconds();
             const float *logits = model_forward(variant, win + pos, n, pos, 1);
-            r->seconds += seconds_now() - start;
+            r->seconds += os_seconds() - start;
             const float *ref = exact ? model_forward(exact, win + pos, n, pos, 1) : NULL;
             if (!logits || (exact && !ref)) {
                 fprintf(stderr, "eval: forward failed in window %ld at position %d\n", w, pos);

@@ -12,18 +12,12 @@
 #include <math.h>       /* NAN */
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* memcpy, memmove, memcmp */
-#include <time.h>       /* clock_gettime */
 
 #include "attnmap.h"    /* attnmap_print_top */
 #include "kernels.h"    /* kernels_all_finite */
+#include "os.h"         /* os_seconds: the speed line */
 
 #define GENERATE_MAX_LINE (1 << 20)   /* interactive: longest input line, bytes */
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ------------------------------------------------------------------------- */
 /* The sequence in the context                                                 */
@@ -91,9 +85,9 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
     /* tokens run now: n new ones, and the kept ones again if a shift reset n_run */
     int new_tokens = g->n_tokens - g->n_run < n ? g->n_tokens - g->n_run : n;
     int rerun = g->n_tokens - g->n_run - new_tokens;
-    double start = now_seconds();
+    double start = os_seconds();
     if (run_pending(g) != 0) return -1;
-    double seconds = now_seconds() - start;
+    double seconds = os_seconds() - start;
     g->stats.rerun_tokens += rerun;
     if (rerun > 0) g->stats.shift_seconds += seconds;   /* the kept tokens dominate */
     else if (input) g->stats.input_seconds += seconds;
@@ -306,7 +300,7 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
     for (;;) {
         /* one turn: sample until -n tokens, end-of-text, or the reverse prompt */
         int pending = -1;   /* the last token printed, not yet run (the turn ended first) */
-        double start = now_seconds(), shift_seconds = g->stats.shift_seconds;
+        double start = os_seconds(), shift_seconds = g->stats.shift_seconds;
         int appended = 0;   /* generation_append's last result */
         for (int turn = 0; turn < o->steps; turn++) {
             int next = sampler_sample(sampler, g->logits);
@@ -335,7 +329,7 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
             if (appended != 0) break;
         }
         /* the turn's time, less the shifts it made */
-        g->stats.generate_seconds += now_seconds() - start
+        g->stats.generate_seconds += os_seconds() - start
                                      - (g->stats.shift_seconds - shift_seconds);
         if (appended < 0) goto done;
         if (appended == GENERATE_FULL) goto context_full;

@@ -12,7 +12,7 @@
 #include "checkpoint.h"   /* checkpoint_load, checkpoint_save_q8 */
 #include "cli.h"          /* cli_next, cli_usage_error */
 #include "quant.h"        /* QUANT_GROUP_MAX */
-#include "savefile.h"     /* savefile_check_output, savefile_lock: one writer, never IN */
+#include "os.h"           /* os_check_output, os_lock: one writer, never IN */
 
 enum { EXIT_BAD_DATA = 1 };
 enum { OPT_GROUP, OPT_HELP };
@@ -61,13 +61,13 @@ int main(int argc, char **argv) {
         snprintf(got, sizeof got, "%d of 2", n_paths);
         return cli_usage_error("quantize", "arguments", "missing", got, "IN.bin and OUT.bin");
     }
-    if (savefile_same_file(paths[0], paths[1]))
+    if (os_same_file(paths[0], paths[1]))
         return cli_usage_error("quantize", paths[1], "is the same file as the input",
                                paths[0], "another path for OUT.bin");
     const char *inputs[] = {paths[0]};
     SaveLock lock;
-    if (savefile_check_output("quantize", paths[1], "the int8 model", inputs, 1) != 0 ||
-        savefile_lock(&lock, "quantize", paths[1]) != 0)
+    if (os_check_output("quantize", paths[1], "the int8 model", inputs, 1) != 0 ||
+        os_lock(&lock, "quantize", paths[1]) != 0)
         return EXIT_BAD_DATA;
     Checkpoint ck;
     int status = checkpoint_load(&ck, paths[0]);
@@ -78,6 +78,6 @@ int main(int argc, char **argv) {
                     ck.format, paths[1], group);
         checkpoint_free(&ck);
     }
-    savefile_unlock(&lock);
+    os_unlock(&lock);
     return status == 0 ? EXIT_SUCCESS : EXIT_BAD_DATA;
 }

@@ -16,17 +16,16 @@
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* strcmp, strncmp, strrchr */
 #include <time.h>       /* time: the default seed */
-#include <sys/stat.h>   /* stat: refuse FIFOs and directories as text files */
 #include <unistd.h>     /* isatty: "> " and --eval's progress only to a terminal */
 
 #include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
 #include "attnmap.h"    /* AttnMap, attnmap_write_svg, attnmap_write_html */
-#include "savefile.h"   /* SaveFile: the map written whole or not at all; output checks */
 #include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
 #include "eval.h"       /* eval_windows */
 #include "generate.h"   /* Generation, generate */
 #include "kernels.h"    /* kernels_set_threads, kernels_run */
 #include "model.h"      /* Model, model_load, model_forward, model_set_attention */
+#include "os.h"         /* os_read_file; the map written whole (SaveFile), output checks */
 #include "sampler.h"    /* Sampler, sampler_sample */
 #include "tokenizer.h"  /* Tokenizer, tokenizer_encode, tokenizer_decode */
 
@@ -287,41 +286,6 @@ static int parse_args(int argc, char **argv, Options *o) {
 /* ------------------------------------------------------------------------- */
 /* Generation                                                                  */
 
-/* Reads a whole file (what: "prompt" or "eval"; path "-" is standard input) into a
- * malloc'd buffer; returns NULL after a message. */
-static char *read_text_file(const char *path, const char *what, size_t *len) {
-    int from_stdin = strcmp(path, "-") == 0;
-    struct stat st;   /* stat first: opening a FIFO would block */
-    if (!from_stdin && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "run: %s: not a regular file (expected a regular %s file)\n", path,
-                what);
-        return NULL;
-    }
-    if (from_stdin && fstat(STDIN_FILENO, &st) == 0 && S_ISDIR(st.st_mode)) {   /* < FOLDER */
-        fprintf(stderr, "run: standard input: a folder (expected the %s text)\n", what);
-        return NULL;
-    }
-    FILE *f = from_stdin ? stdin : fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "run: %s: cannot open %s file (%s)\n", path, what, strerror(errno));
-        return NULL;
-    }
-    if (from_stdin) path = "standard input";
-    char *text = malloc(RUN_MAX_TEXT_BYTES + 1);
-    size_t got = text ? fread(text, 1, RUN_MAX_TEXT_BYTES + 1, f) : 0;
-    int error = ferror(f);
-    if (!from_stdin) fclose(f);
-    if (!text || error || got > RUN_MAX_TEXT_BYTES) {
-        fprintf(stderr, "run: %s: cannot read %s file (%s, expected at most %d bytes)\n",
-                path, what, !text ? "out of memory" : error ? "read error" : "too large",
-                RUN_MAX_TEXT_BYTES);
-        free(text);
-        return NULL;
-    }
-    *len = got;
-    return text;
-}
-
 /* Encodes the prompt (or starts from end-of-text) and checks it fits n_ctx positions.
  * Returns a malloc'd id array with its length in *n, or NULL after a message. */
 static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *c, int n_ctx,
@@ -330,7 +294,9 @@ static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *
     char *file_text = NULL;
     const char *text = o->prompt ? o->prompt : "";
     if (o->prompt_file) {
-        if (!(file_text = read_text_file(o->prompt_file, "prompt", &len))) return NULL;
+        file_text = os_read_file("run", o->prompt_file, "a prompt file", RUN_MAX_TEXT_BYTES,
+                                 &len);
+        if (!file_text) return NULL;
         text = file_text;
     } else {
         len = strlen(text);
@@ -430,12 +396,12 @@ static int write_attention_map(const Options *o, Model *m, const Tokenizer *tok,
                 strerror(errno));
         goto done;
     }
-    if (savefile_commit(out, "run") != 0) goto done;
+    if (os_save_commit(out, "run") != 0) goto done;
     fprintf(stderr, "run: %s: attention of %d tokens, %s\n", o->attn_map_path, T,
             o->layer >= 0 ? "one layer" : "every layer");
     status = 0;
 done:
-    savefile_discard(out);   /* a map not written whole leaves no file */
+    os_save_discard(out);   /* a map not written whole leaves no file */
     free(labels);
     free(lens);
     free(layers.weights);
@@ -509,7 +475,7 @@ static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
     if (keep > n_ctx - 1) keep = n_ctx - 1;   /* a run that never shifts */
     if (o->attn_map_path) {
         if ((status = check_map_size(o, c, n_ctx)) != 0) return status;
-        if (savefile_open(&plan->map, "run", o->attn_map_path) != 0) return EXIT_BAD_DATA;
+        if (os_save_open(&plan->map, "run", o->attn_map_path) != 0) return EXIT_BAD_DATA;
     }
     if ((o->attn_map_path || o->attn_top) && model_trace(m, 1) != 0) return EXIT_BAD_DATA;
     if (generation_init(&plan->generation, m, n_ctx, keep, !o->no_shift) != 0)
@@ -538,7 +504,7 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
     const Config *c = &m->config;
     int ctx = o->ctx_size ? o->ctx_size : m->n_ctx;   /* main set n_ctx to -c */
     size_t len;
-    char *text = read_text_file(o->eval_path, "eval", &len);
+    char *text = os_read_file("run", o->eval_path, "an eval file", RUN_MAX_TEXT_BYTES, &len);
     if (!text) return EXIT_BAD_DATA;
     int status = EXIT_BAD_DATA;
     Model exact;
@@ -692,7 +658,7 @@ int main(int argc, char **argv) {
     if (o.tokenizer_path) snprintf(tokenizer_path, sizeof tokenizer_path, "%s", o.tokenizer_path);
     else default_tokenizer_path(o.model_path, tokenizer_path, sizeof tokenizer_path);
     const char *inputs[] = {o.model_path, tokenizer_path, o.prompt_file};
-    if (o.attn_map_path && savefile_check_output("run", o.attn_map_path, "the attention map",
+    if (o.attn_map_path && os_check_output("run", o.attn_map_path, "the attention map",
                                                  inputs, 3) != 0)
         return EXIT_BAD_DATA;
 
@@ -750,7 +716,7 @@ int main(int argc, char **argv) {
 done:
     /* text that never reached its destination (a full disk, a closed pipe) is a failure */
     if (cli_stdout_ok("run") != 0 && status == 0) status = EXIT_BAD_DATA;
-    savefile_discard(&plan.map);   /* a run that failed before writing its map */
+    os_save_discard(&plan.map);   /* a run that failed before writing its map */
     free(plan.prompt);
     generation_free(&plan.generation);
     sampler_free(&sampler);

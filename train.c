@@ -16,14 +16,13 @@
 #include <stdio.h>        /* FILE, fopen, printf, fprintf, snprintf, remove */
 #include <stdlib.h>       /* malloc, free */
 #include <string.h>       /* strcmp, strncmp, strlen, strchr, strrchr, strerror */
-#include <time.h>         /* clock_gettime (progress line) */
 #include <unistd.h>       /* access (POSIX) */
 
 #include "bpe.h"          /* bpe_train_logged, bpe_save: the tokenizer trainer */
 #include "cli.h"          /* cli_parse_int, cli_parse_float, cli_printable (flag parsing) */
 #include "kernels.h"      /* kernels_threads, kernels_isa (progress line) */
 #include "model.h"        /* Config */
-#include "savefile.h"     /* savefile_check_output, savefile_lock: outputs checked, one writer */
+#include "os.h"           /* os_read_file, os_seconds, os_check_output, os_lock */
 #include "tokenizer.h"    /* tokenizer_load, tokenizer_encode */
 
 #define EXIT_BAD_DATA 1                 /* unreadable or unusable data, runtime failure */
@@ -47,7 +46,8 @@
 #define FLAG_MAX_CONTEXT 4096
 #define MAX_THREADS 1024                /* --threads upper bound (then capped at the cores) */
 #define MAX_MEMORY_GB 1e6               /* --max-memory upper bound, GB */
-#define DEFAULT_MAX_MEMORY (16ULL << 30) /* --max-memory where physical memory is unknown */
+#define DEFAULT_MAX_MEMORY ((size_t)1 << (sizeof(size_t) > 4 ? 34 : 31)) /* --max-memory where
+                                        * physical memory is unknown: 16 GiB (2 GiB on 32-bit) */
 #define STATE_SUFFIX ".state"           /* the optimizer state is PATH.state */
 #define TOKENIZER_NAME "tokenizer.bin"  /* default tokenizer, beside the checkpoint */
 
@@ -179,17 +179,6 @@ static int default_warmup(int steps) {
     return warmup > 1 ? warmup : 1;
 }
 
-/* The machine's physical memory in bytes (--max-memory's default), or
- * DEFAULT_MAX_MEMORY where the system does not say. */
-static size_t physical_memory(void) {
-#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0 && (unsigned long)pages <= SIZE_MAX / (unsigned long)page)
-        return (size_t)pages * (size_t)page;
-#endif
-    return (size_t)DEFAULT_MAX_MEMORY < SIZE_MAX ? (size_t)DEFAULT_MAX_MEMORY : SIZE_MAX;
-}
-
 /* Fill o from argv. Returns 0, -1 after printing the help (exit 0), or EXIT_USAGE after
  * a one-line message and the hint. */
 static int parse_options(Options *o, int argc, char **argv) {
@@ -208,7 +197,7 @@ static int parse_options(Options *o, int argc, char **argv) {
     o->context = 256;
     o->eval_every = 500;
     s->batch = 16;
-    s->max_memory = physical_memory();
+    s->max_memory = os_physical_memory(DEFAULT_MAX_MEMORY);
     s->steps = 5300;
     s->lr = 0.002f;
     s->lr_min_ratio = 0.1f;
@@ -335,41 +324,18 @@ static int check_outputs(const Options *o) {
     const char *inputs[] = {o->data_path};
     for (int i = 0; i < 3; i++) {
         char temp[TRAIN_PATH_CAP];
-        if (savefile_check_output("train", paths[i], what[i], inputs, 1) != 0 ||
+        if (os_check_output("train", paths[i], what[i], inputs, 1) != 0 ||
             train_temp_path(temp, paths[i]) != 0 ||
-            savefile_check_output("train", temp, what[i], inputs, 1) != 0)
+            os_check_output("train", temp, what[i], inputs, 1) != 0)
             return -1;
     }
-    if (savefile_same_file(o->tokenizer_path, o->out_path) ||
-        savefile_same_file(o->tokenizer_path, o->state_path)) {
+    if (os_same_file(o->tokenizer_path, o->out_path) ||
+        os_same_file(o->tokenizer_path, o->state_path)) {
         fprintf(stderr, "train: %s: the tokenizer is the checkpoint or its state (got the same "
                 "file, expected a path of its own)\n", o->tokenizer_path);
         return -1;
     }
     return 0;
-}
-
-/* Read a whole file into a malloc'd buffer; prints and returns NULL on failure. */
-static char *read_text(const char *path, size_t *size) {
-    FILE *file = train_open_read(path, "a readable text file");
-    if (!file) return NULL;
-    char *text = NULL;
-    size_t length = 0;
-    if (train_file_size(file, path, &length) != 0) {
-        /* file_size printed why */
-    } else if (length > (size_t)MAX_DATA_BYTES) {
-        fprintf(stderr, "train: %s: file too large (got %zu bytes, expected at most %ld)\n",
-                path, length, MAX_DATA_BYTES);
-    } else if (!(text = malloc(length + 1))) {
-        fprintf(stderr, "train: %s: out of memory (%zu bytes)\n", path, length);
-    } else if (train_read_all(file, text, length, path, "text") != 0) {
-        free(text);
-        text = NULL;
-    } else {
-        *size = length;
-    }
-    fclose(file);
-    return text;
 }
 
 /* Bytes of text[0 .. n) that are control characters other than whitespace (C0 but for
@@ -445,12 +411,6 @@ static double evaluate_saved(Trainer *tr, const int *tokens, size_t n, int *inpu
     return loss;
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* "1h02m03s" style duration into buf. */
 static const char *format_duration(char *buf, size_t cap, double seconds) {
     long s = (long)(seconds + 0.5);
@@ -497,7 +457,8 @@ static void run_data_free(RunData *d) {
  * run's; encode both splits. Returns 0, or -1 after a stderr line. */
 static int run_data_load(RunData *d, const Options *o) {
     memset(d, 0, sizeof *d);
-    d->text = read_text(o->data_path, &d->size);
+    d->text = os_read_file("train", o->data_path, "a readable text file", MAX_DATA_BYTES,
+                           &d->size);
     if (!d->text) return -1;
     if (d->size == 0) {
         fprintf(stderr, "train: %s: empty file (got 0 bytes, expected text to train on)\n",
@@ -515,14 +476,14 @@ static int run_data_load(RunData *d, const Options *o) {
                "tokenizer learns its merges over the raw bytes all the same\n", o->data_path,
                control, size);
     if (!o->resume) {   /* the tokenizer: learned on the training split only */
-        double start = now_seconds();
+        double start = os_seconds();
         Bpe bpe;
         if (train_temp_path(d->tokenizer_temp, o->tokenizer_path) != 0 ||
             bpe_train_logged(&bpe, d->text, d->split, o->vocab, stdout, BPE_LOG_SECONDS) != 0)
             return -1;
         int saved = bpe_save(&bpe, d->tokenizer_temp);
         d->n_merges = bpe.n_merges;
-        d->bpe_seconds = now_seconds() - start;
+        d->bpe_seconds = os_seconds() - start;
         bpe_free(&bpe);
         if (saved != 0) return -1;
         d->tokenizer_pending = 1;
@@ -612,19 +573,19 @@ static int save(const Trainer *tr, const Options *o, RunData *d) {
 static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
                     int *targets, double *seconds) {
     const TrainSettings *s = &tr->settings;
-    double flops = flops_per_token(&tr->config), start = now_seconds(), loss_sum = 0.0;
+    double flops = flops_per_token(&tr->config), start = os_seconds(), loss_sum = 0.0;
     double val_loss = -1.0, val_nats = 0.0, val_bytes = (double)(d->size - d->split);
     double raw_nats = 0.0;   /* validation of the weights themselves, beside their average */
     int first_step = tr->step, loss_count = 0;
     char elapsed[32], left[32];
     *seconds = 0.0;
     while (tr->step < s->steps) {
-        double step_start = now_seconds();
+        double step_start = os_seconds();
         trainer_batch(tr, d->train_tokens, d->n_train, inputs, targets);
         float loss = trainer_forward(tr, inputs, targets);
         trainer_backward(tr);
         float norm = trainer_update(tr);
-        *seconds += now_seconds() - step_start;
+        *seconds += os_seconds() - step_start;
         loss_sum += (double)loss;
         loss_count++;
         if (!(loss == loss) || !(norm == norm)) {   /* NaN: training diverged */
@@ -641,7 +602,7 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
         if (evaluate_now || tr->step % LOG_EVERY == 0) {
             double steps_done = (double)(tr->step - first_step);
             double tokens_per_s = steps_done * tr->B * tr->T / *seconds;
-            double wall = now_seconds() - start;
+            double wall = os_seconds() - start;
             printf("step %6d/%d | loss %.4f | val %s", tr->step, s->steps,
                    loss_sum / loss_count, val_loss < 0 ? "-" : "");
             if (val_loss >= 0) printf("%.4f (%.4f bpc)", val_loss, val_nats / (LN2 * val_bytes));
@@ -679,9 +640,9 @@ int main(int argc, char **argv) {
     if (check_outputs(&o) != 0) return EXIT_BAD_DATA;
     /* one trainer per checkpoint and per tokenizer, held until exit */
     SaveLock model_lock, tokenizer_lock = {.fd = -1};
-    if (savefile_lock(&model_lock, "train", o.out_path) != 0) return EXIT_BAD_DATA;
-    if (savefile_lock(&tokenizer_lock, "train", o.tokenizer_path) != 0) {
-        savefile_unlock(&model_lock);
+    if (os_lock(&model_lock, "train", o.out_path) != 0) return EXIT_BAD_DATA;
+    if (os_lock(&tokenizer_lock, "train", o.tokenizer_path) != 0) {
+        os_unlock(&model_lock);
         return EXIT_BAD_DATA;
     }
     int status = EXIT_BAD_DATA, *inputs = NULL, *targets = NULL;
@@ -753,7 +714,7 @@ done:
     free(inputs);
     free(targets);
     trainer_free(&tr);
-    savefile_unlock(&tokenizer_lock);
-    savefile_unlock(&model_lock);
+    os_unlock(&tokenizer_lock);
+    os_unlock(&model_lock);
     return status;
 }

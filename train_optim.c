@@ -17,7 +17,7 @@
 
 #include "checkpoint.h"   /* checkpoint_gpt2_header, CHECKPOINT_GPT2_* */
 #include "kernels.h"      /* kernels_parallel_for */
-#include "savefile.h"     /* savefile_create, savefile_close, savefile_rename */
+#include "os.h"           /* os_create_new, os_close_synced, os_rename_synced, os_open_read */
 #include "train_model.h"  /* Trainer, trainer_init, trainer_check_config, ... */
 
 #define PI_F 3.14159265358979f
@@ -187,54 +187,7 @@ static uint64_t fnv1a64(uint64_t hash, const void *data, size_t n) {
     return hash;
 }
 
-int train_not_regular(const char *path, const char **kind) {
-    struct stat st;
-    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;
-    *kind = S_ISDIR(st.st_mode) ? "folder" : S_ISFIFO(st.st_mode) ? "FIFO" : "special file";
-    return 1;
-}
-
-FILE *train_open_read(const char *path, const char *expected) {
-    const char *kind;
-    if (train_not_regular(path, &kind)) {   /* before fopen: opening a FIFO would block */
-        if (expected)
-            fprintf(stderr, "train: %s: not a regular file (got a %s, expected %s)\n", path,
-                    kind, expected);
-        return NULL;
-    }
-    FILE *file = fopen(path, "rb");
-    if (!file && expected)
-        fprintf(stderr, "train: %s: cannot open (got \"%s\", expected %s)\n", path,
-                strerror(errno), expected);
-    return file;
-}
-
-/* Read exactly n bytes, or print what was missing and return -1. */
-int train_read_all(FILE *file, void *data, size_t n, const char *path, const char *what) {
-    size_t got = fread(data, 1, n, file);
-    if (got != n) {
-        fprintf(stderr, "train: %s: truncated %s (got %zu bytes, expected %zu)\n",
-                path, what, got, n);
-        return -1;
-    }
-    return 0;
-}
-
-/* Size in bytes of an open file into *size, leaving the position at the start.
- * Returns 0, or -1 after a stderr line. */
-int train_file_size(FILE *file, const char *path, size_t *size) {
-    long end = -1;
-    if (fseek(file, 0, SEEK_END) == 0) end = ftell(file);
-    if (end < 0 || fseek(file, 0, SEEK_SET) != 0) {
-        fprintf(stderr, "train: %s: cannot find the file size (got \"%s\", expected a "
-                "seekable file)\n", path, strerror(errno));
-        return -1;
-    }
-    *size = (size_t)end;
-    return 0;
-}
-
-/* ---- crash-safe files: write PATH.tmp, fsync it, rename it over PATH (savefile.h) */
+/* ---- crash-safe files: write PATH.tmp, fsync it, rename it over PATH (os.h) */
 
 int train_temp_path(char temp[TRAIN_PATH_CAP], const char *path) {
     int n = snprintf(temp, TRAIN_PATH_CAP, "%s%s", path, TRAIN_TEMP_SUFFIX);
@@ -246,12 +199,12 @@ int train_temp_path(char temp[TRAIN_PATH_CAP], const char *path) {
     return 0;
 }
 
-/* Write the n_parts buffers, in order, to a new file at path (savefile_create: never into
+/* Write the n_parts buffers, in order, to a new file at path (os_create_new: never into
  * another file's bytes); flush them to the disk (fsync); close. Returns 0, or -1 after a
  * stderr line, with path removed. */
 static int write_synced(const char *path, const void *const parts[], const size_t sizes[],
                         int n_parts) {
-    FILE *file = savefile_create("train", path);
+    FILE *file = os_create_new("train", path);
     if (!file) return -1;
     int ok = 1;
     for (int i = 0; ok && i < n_parts; i++) ok = fwrite(parts[i], 1, sizes[i], file) == sizes[i];
@@ -262,11 +215,11 @@ static int write_synced(const char *path, const void *const parts[], const size_
         remove(path);
         return -1;
     }
-    return savefile_close(file, "train", path);
+    return os_close_synced(file, "train", path);
 }
 
 int train_file_sum(const char *path, uint64_t *sum) {
-    FILE *file = train_open_read(path, NULL);
+    FILE *file = os_open_read("train", path, NULL);
     if (!file) return -1;
     unsigned char *buffer = malloc(HASH_CHUNK);
     uint64_t hash = FNV64_OFFSET;
@@ -372,17 +325,17 @@ int trainer_save(const Trainer *tr, const char *path, const char *state_path,
     /* then the state is renamed into place: the commit. From here on a crash leaves a
      * state whose checkpoint (and tokenizer) wait in their PATH.tmp, which
      * trainer_finish_save renames; so those are kept if a later step fails */
-    if (state_path && savefile_rename("train", state_temp, state_path) != 0) {
+    if (state_path && os_rename_synced("train", state_temp, state_path) != 0) {
         remove(state_temp);
         remove(path_temp);
         if (tokenizer_path) remove(tokenizer_temp);
         return -1;
     }
-    if (savefile_rename("train", path_temp, path) != 0) {
+    if (os_rename_synced("train", path_temp, path) != 0) {
         if (!state_path) remove(path_temp);
         return -1;
     }
-    return tokenizer_path ? savefile_rename("train", tokenizer_temp, tokenizer_path) : 0;
+    return tokenizer_path ? os_rename_synced("train", tokenizer_temp, tokenizer_path) : 0;
 }
 
 /* 1 if the state header's magic and version are ones this trainer reads. */
@@ -400,12 +353,12 @@ static int finish_rename(const char *path, uint64_t want) {
     if (train_file_sum(path, &sum) == 0 && sum == want) return 0;   /* in place already */
     if (train_temp_path(temp, path) != 0) return -1;
     if (train_file_sum(temp, &sum) != 0 || sum != want) return 0;   /* nothing to finish */
-    return savefile_rename("train", temp, path) == 0 ? 1 : -1;
+    return os_rename_synced("train", temp, path) == 0 ? 1 : -1;
 }
 
 int trainer_finish_save(const char *path, const char *state_path, const char *tokenizer_path) {
     int32_t state[TRAIN_STATE_HEADER_INTS];
-    FILE *file = train_open_read(state_path, NULL);
+    FILE *file = os_open_read("train", state_path, NULL);
     if (!file) return 0;
     int complete = fread(state, sizeof state, 1, file) == 1;
     fclose(file);
@@ -495,11 +448,11 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t m
     memset(tr, 0, sizeof *tr);
     int32_t header[CHECKPOINT_GPT2_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
     size_t model_bytes = 0, state_bytes = 0;
-    FILE *model_file = train_open_read(path, "a readable checkpoint"), *state_file = NULL;
+    FILE *model_file = os_open_read("train", path, "a readable checkpoint"), *state_file = NULL;
     if (!model_file) return -1;
     /* the checkpoint's header and size */
-    if (train_file_size(model_file, path, &model_bytes) != 0 ||
-        train_read_all(model_file, header, sizeof header, path, "header") != 0) goto fail;
+    if (os_file_size(model_file, "train", path, &model_bytes) != 0 ||
+        os_read_exact(model_file, header, sizeof header, "train", path, "header") != 0) goto fail;
     if (header[HEADER_MAGIC] != CHECKPOINT_GPT2_MAGIC ||
         header[HEADER_VERSION] != CHECKPOINT_GPT2_FP32 || header[HEADER_V] != header[HEADER_VP]) {
         fprintf(stderr, "train: %s: not a checkpoint this trainer wrote (got magic %d version "
@@ -529,9 +482,10 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t m
     /* the state's header and size, every field checked before allocating */
     char expected[TRAIN_PATH_CAP + 32];
     snprintf(expected, sizeof expected, "the optimizer state of %s", path);
-    if (!(state_file = train_open_read(state_path, expected))) goto fail;
-    if (train_file_size(state_file, state_path, &state_bytes) != 0 ||
-        train_read_all(state_file, state, sizeof state, state_path, "header") != 0) goto fail;
+    if (!(state_file = os_open_read("train", state_path, expected))) goto fail;
+    if (os_file_size(state_file, "train", state_path, &state_bytes) != 0 ||
+        os_read_exact(state_file, state, sizeof state, "train", state_path, "header") != 0)
+        goto fail;
     if (!state_version_ok(state)) {
         fprintf(stderr, "train: %s: not an optimizer state of this trainer (got magic %d "
                 "version %d, expected %d version %d..%d)\n", state_path,
@@ -567,11 +521,13 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t m
     tr->tokenizer_sum = get_u64(state, STATE_TOKENIZER_SUM_LO);
     /* the checkpoint holds the average when there is one, the state the weights */
     float *saved = tr->ema ? tr->ema : tr->params;
-    if (train_read_all(model_file, saved, n_params * sizeof(float), path, "parameters") ||
-        train_read_all(state_file, tr->adam_m, n_params * sizeof(float), state_path, "moments") ||
-        train_read_all(state_file, tr->adam_v, n_params * sizeof(float), state_path, "moments") ||
-        (tr->ema && train_read_all(state_file, tr->params, n_params * sizeof(float), state_path,
-                                   "weights")))
+    if (os_read_exact(model_file, saved, n_params * sizeof(float), "train", path, "parameters") ||
+        os_read_exact(state_file, tr->adam_m, n_params * sizeof(float), "train", state_path,
+                      "moments") ||
+        os_read_exact(state_file, tr->adam_v, n_params * sizeof(float), "train", state_path,
+                      "moments") ||
+        (tr->ema && os_read_exact(state_file, tr->params, n_params * sizeof(float), "train",
+                                  state_path, "weights")))
         goto fail;
     size_t bad_p = first_non_finite(saved, n_params);
     size_t bad_m = first_non_finite(tr->adam_m, n_params);

@@ -85,19 +85,4 @@ int train_temp_path(char temp[TRAIN_PATH_CAP], const char *path);
  * Returns 0, or -1 (no message) if it cannot be read. */
 int train_file_sum(const char *path, uint64_t *sum);
 
-/* 1 if something that is not a regular file (a folder, a FIFO, a device) is at path; then
- * *kind names it ("folder", "FIFO", "special file"). Never opens path, so never blocks. */
-int train_not_regular(const char *path, const char **kind);
-
-/* fopen(path, "rb") of a regular file. On failure returns NULL after a stderr line
- * "train: PATH: ... (got ..., expected EXPECTED)", or silently if expected is NULL. */
-FILE *train_open_read(const char *path, const char *expected);
-
-/* Read exactly n bytes of `what` from file, or print what was missing and return -1. */
-int train_read_all(FILE *file, void *data, size_t n, const char *path, const char *what);
-
-/* Size in bytes of an open file into *size, leaving the position at the start.
- * Returns 0, or -1 after a stderr line. */
-int train_file_size(FILE *file, const char *path, size_t *size);
-
 #endif /* TRAIN_OPTIM_H */

@@ -325,7 +325,8 @@ static void test_bad_inputs(const char *model, const char *tok) {
     expect("prompt longer than the context", args, 1,
            "prompt too long for the context (got 23 tokens, expected at most 16)");
     snprintf(args, sizeof args, "%s -z %s -f %s/no_prompt.txt", model, tok, dir);
-    expect("missing prompt file", args, 1, "cannot open prompt file");
+    expect("missing prompt file", args, 1, "cannot open (got \"No such file or directory\", "
+           "expected a prompt file)");
 }
 
 /* What a header or a flag may make the program allocate is bounded: a context field of
@@ -350,7 +351,7 @@ static void test_special_files(const char *model, const char *tok) {
     expect("a FIFO as the prompt file", args, 1, "not a regular file");
     snprintf(args, sizeof args, "%s -z %s -f - -n 1 < %s", model, tok, dir);
     expect("a folder as standard input with -f -", args, 1,
-           "standard input: a folder (expected the prompt text)");
+           "standard input: a folder (expected a prompt file)");
 }
 
 /* Standard output that fails (a full disk, a closed pipe) is an error with one line, and
@@ -555,7 +556,7 @@ static void test_long_generation(const char *model, const char *tok) {
     out = err = NULL;
     snprintf(command, sizeof command, "%s %s -z %s -f %s/missing.txt", run_bin, model, tok, dir);
     code = check_run(command, NULL, &err);
-    check_true(code == 1 && err && strstr(err, "missing.txt: cannot open prompt file"),
+    check_true(code == 1 && err && strstr(err, "missing.txt: cannot open (got"),
                "-f with a missing file names it, exit 1");
     free(err);
 
@@ -732,7 +733,8 @@ static void test_eval(const char *model, const char *tok) {
            "--ctx-size: invalid value (got '17', expected an integer in 2..16, this model's "
            "context)");
     snprintf(args, sizeof args, "%s -z %s --eval %s/none.txt", model, tok, dir);
-    expect("--eval missing file", args, 1, "cannot open eval file");
+    expect("--eval missing file", args, 1, "none.txt: cannot open (got \"No such file or "
+           "directory\", expected an eval file)");
     snprintf(args, sizeof args, "%s -z %s --eval %s -c 8 >/dev/full", model, tok, text);
     expect("--eval into a full disk", args, 1, "standard output: write error");
     snprintf(args, sizeof args, "%s -z %s -n 4 -i hi >/dev/full", model, tok);

@@ -1,0 +1,123 @@
+/* os.h: the little the programs ask of the operating system (POSIX), in one place: a
+ * monotonic clock, the machine's memory, whole files read with a size limit, and files
+ * written without ever losing one.
+ *
+ * Writing: a file is written whole to a temporary beside its destination, flushed to the
+ * disk (fsync), and renamed over the destination, then the folder is synced: a reader
+ * sees the old file or the new one, never a part, and a failure removes the temporary
+ * and leaves every existing file as it was. The temporary of os_save_open has a name no
+ * file had (mkstemp: PATH.tmp-XXXXXX), so it is never an input of the same command. A
+ * writer that must find its temporary again after a crash (the trainer) uses a fixed
+ * name instead (os_create_new), under a lock, after checking that name against its
+ * inputs. Before writing, a program checks each destination (os_check_output: a regular
+ * file or a new path, and none of its inputs) and holds a lock on it for the whole run
+ * (os_lock), so a second program aimed at the same file is refused instead of mixing
+ * its bytes in.
+ */
+#ifndef OS_H
+#define OS_H
+
+#include <stddef.h>  /* size_t */
+#include <stdio.h>   /* FILE */
+
+#define OS_PATH_CAP 4096         /* longest path, NUL included */
+#define OS_TEMP_SUFFIX ".tmp"    /* os_save_open: PATH.tmp-XXXXXX */
+#define OS_LOCK_SUFFIX ".lock"   /* os_lock: PATH.lock */
+
+/* ---- the clock and the machine ---- */
+
+/* Seconds on a monotonic clock (for speeds and durations: differences only). */
+double os_seconds(void);
+
+/* The machine's physical memory in bytes, or fallback where the system does not say. */
+size_t os_physical_memory(size_t fallback);
+
+/* ---- reading ---- */
+
+/* 1 if something that is not a regular file (a folder, a FIFO, a device) is at path; then
+ * *kind names it ("folder", "FIFO", "special file"). Never opens path, so never blocks. */
+int os_not_regular(const char *path, const char **kind);
+
+/* fopen(path, "rb") of a regular file (a FIFO would block, a folder has no size). On
+ * failure returns NULL after a stderr line "PROGRAM: PATH: ... (got ..., expected
+ * EXPECTED)", or silently if expected is NULL. */
+FILE *os_open_read(const char *program, const char *path, const char *expected);
+
+/* Read exactly n bytes of `what` from file, or print what was missing and return -1. */
+int os_read_exact(FILE *file, void *data, size_t n, const char *program, const char *path,
+                  const char *what);
+
+/* Size in bytes of an open file into *size, leaving the position at the start.
+ * Returns 0, or -1 after a stderr line. */
+int os_file_size(FILE *file, const char *program, const char *path, size_t *size);
+
+/* The whole of a regular file, or of standard input for path "-", as a malloc'd buffer
+ * with one spare byte (callers may NUL-terminate); *size its bytes. expected describes it
+ * in messages ("a prompt file"). Refuses a folder, a FIFO or a device (before opening:
+ * a FIFO would block), and more than max_bytes. Returns NULL after one stderr line. */
+char *os_read_file(const char *program, const char *path, const char *expected,
+                   size_t max_bytes, size_t *size);
+
+/* ---- writing ---- */
+
+/* A file being written: a new temporary, renamed over `path` by os_save_commit. */
+typedef struct {
+    FILE *file;                  /* open for writing; NULL once closed */
+    char path[OS_PATH_CAP];      /* the destination */
+    char temp[OS_PATH_CAP];      /* the temporary beside it; "" when there is none */
+} SaveFile;
+
+/* Create a temporary of a name no file had, PATH.tmp-XXXXXX in path's folder (mode
+ * 0666 less the umask), and open it for writing into s->file. Returns 0, or -1 after one
+ * stderr line "PROGRAM: PATH: ..." (then s holds nothing to discard). */
+int os_save_open(SaveFile *s, const char *program, const char *path);
+
+/* Flush and fsync the temporary, close it, rename it over s->path and sync the folder.
+ * Returns 0, or -1 after one stderr line, with the temporary removed and s->path as it
+ * was. Either way s holds nothing afterwards. */
+int os_save_commit(SaveFile *s, const char *program);
+
+/* Close and remove the temporary, if any (a failed write). Safe to call twice. */
+void os_save_discard(SaveFile *s);
+
+/* A new file at the fixed name path, open for writing: whatever was at path is removed
+ * first and the file is created with O_EXCL, so the bytes of no other file (a link's
+ * target, another name of an input) are ever overwritten. Returns NULL after one stderr
+ * line. For temporaries a program finds again by name; the caller has checked path
+ * against its inputs (os_check_output) and holds the lock of its destination. */
+FILE *os_create_new(const char *program, const char *path);
+
+/* fflush, fsync and fclose a file of os_create_new; on failure remove path. Returns 0,
+ * or -1 after one stderr line. */
+int os_close_synced(FILE *file, const char *program, const char *path);
+
+/* rename(from, to), then fsync to's folder so the rename survives a power cut (a file
+ * system that cannot sync folders counts as done). Returns 0, or -1 after one stderr
+ * line (from is left in place). */
+int os_rename_synced(const char *program, const char *from, const char *to);
+
+/* Whether path may be written as `what` (for messages: "the checkpoint"): it must be a
+ * new path in an existing, writable folder, or a regular file (links followed), and no
+ * file of inputs (n_inputs paths, NULL entries skipped; compared by device and inode, so
+ * links and other spellings count). Returns 0, or -1 after one stderr line. */
+int os_check_output(const char *program, const char *path, const char *what,
+                          const char *const inputs[], int n_inputs);
+
+/* 1 if a and b name the same existing file (through links or other spellings). */
+int os_same_file(const char *a, const char *b);
+
+/* A lock that says "this process writes PATH": PATH.lock, locked with fcntl. */
+typedef struct {
+    int fd;                      /* the lock file, or -1 */
+    char path[OS_PATH_CAP];      /* PATH.lock */
+} SaveLock;
+
+/* Take the lock of path for the rest of the run, never waiting: if another process
+ * holds it, returns -1 after one stderr line naming that process and the file. Returns
+ * 0, or -1 after one stderr line. */
+int os_lock(SaveLock *l, const char *program, const char *path);
+
+/* Release the lock and remove its file. Safe on a lock never taken (fd -1) and twice. */
+void os_unlock(SaveLock *l);
+
+#endif /* OS_H */
