@@ -15,15 +15,20 @@
 #define MODEL_H
 
 #include <stddef.h>        /* size_t */
-#include <stdint.h>        /* int8_t */
+#include <stdint.h>        /* int8_t, SIZE_MAX */
 #include "attention.h"     /* AttentionShape, AttentionConfig */
 #include "checkpoint.h"    /* Config, Weights, Checkpoint */
 
 #define MODEL_ROPE_BASE 10000.0f       /* rotary embedding base, as llama2.c */
 #ifndef MODEL_MAX_STATE_BYTES
-#define MODEL_MAX_STATE_BYTES ((size_t)4 << 30)  /* most bytes of attention state (KV cache
-                                                  * or a variant's) a model may allocate:
-                                                  * a header cannot ask for more */
+/* most bytes of attention state (KV cache or a variant's) a model may allocate: a header
+ * cannot ask for more. 4 GiB, or half the address space where size_t has 32 bits (there
+ * 4 << 30 would wrap to 0 and refuse every model) */
+#if SIZE_MAX > 0xffffffffu
+#define MODEL_MAX_STATE_BYTES ((size_t)4 << 30)
+#else
+#define MODEL_MAX_STATE_BYTES (SIZE_MAX / 2)
+#endif
 #endif
 
 /* Exact attention's memory: the keys and values of every position so far, per layer. */
