@@ -14,7 +14,7 @@
 #include <stdint.h>    /* uint64_t */
 #include <stdio.h>     /* printf, snprintf */
 #include <stdlib.h>    /* malloc, free */
-#include <string.h>    /* memcmp, memcpy */
+#include <string.h>    /* memcmp, memcpy, memset */
 #ifdef _OPENMP
 #include <omp.h>       /* omp_set_num_threads */
 #endif
@@ -129,7 +129,9 @@ static void test_llama_logits(const char *name) {
 static void test_q80(void) {
     char f32_path[512], q8_path[512];
     if (data_pair("llama2c/s15m.bin", "llama2c/s15m_q80.bin", f32_path, q8_path) != 0) return;
-    Model a, b;
+    Model a, b;   /* zeroed: when a load fails, the other is never loaded but still freed */
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
     int T = 16, ids[16];
     lcg42_tokens(ids, T, 32000);
     ids[0] = 1;   /* BOS */
@@ -160,7 +162,9 @@ static void test_quantize(const char *rel, int T, int bos) {
     int saved = checkpoint_load(&ck, f32_path) == 0 &&
                 checkpoint_save_q8(&ck, q8_path, CHECKPOINT_Q8_GROUP) == 0;
     checkpoint_free(&ck);
-    Model a, b;
+    Model a, b;   /* zeroed: when a load fails, the other is never loaded but still freed */
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
     int ids[64];
     int loaded = saved && model_load(&a, f32_path, T) == 0 && model_load(&b, q8_path, T) == 0;
     if (check_true(loaded, "quantize: %s written as int8 and loaded", rel)) {
@@ -216,7 +220,9 @@ static void test_bf16(void) {
     const char *bf16_path = "/tmp/test_model_bf16.bin", *f32_path = "/tmp/test_model_f32.bin";
     if (!check_true(write_bf16_pair(src, bf16_path, f32_path) == 0, "bf16: fixtures written"))
         return;
-    Model a, b;
+    Model a, b;   /* zeroed: when a load fails, the other is never loaded but still freed */
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
     int T = 16, ids[16];
     lcg42_tokens(ids, T, 512);
     int loaded = model_load(&a, bf16_path, T) == 0 && model_load(&b, f32_path, T) == 0;
