@@ -139,7 +139,7 @@ static void forward_heads(const AttentionShape *shape, const AttentionDropout *d
      * context stays on one thread: sharing the work would cost more than it saves. */
     ForwardJob f = {shape, drop, out, q, k, v, pos, T, scratch};
     /* scores and weighted sums: two multiply-adds per head, query, key and dimension */
-    long work = 2L * shape->n_heads * T * (pos + T) * shape->head_dim;
+    double work = 2.0 * shape->n_heads * T * (pos + T) * shape->head_dim;
     kernels_parallel_for(forward_head, &f, shape->n_heads, work);
 }
 
@@ -853,7 +853,7 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
     StepJob job = {cfg, shape, p, state, n_ctx, pos, T, out, scratch, q, k_new, v_new};
     long rows = p.kv_rows > 0 ? p.kv_rows : p.rec_floats / shape->head_dim + 1;
     kernels_parallel_for(step_kv_head, &job, shape->n_kv_heads,
-                         (long)shape->n_heads * T * shape->head_dim * rows);
+                         (double)shape->n_heads * T * shape->head_dim * rows);
     header->next_pos = pos + T;
     return 0;
 }
@@ -1080,7 +1080,7 @@ int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, c
      * NH T HS times the queries plus the random features; small calls stay serial. */
     WeightsJob job = {cfg, shape, p, state, w, scratch, q, k, q0, T};
     kernels_parallel_for(weights_head, &job, shape->n_heads,
-                         (long)shape->n_heads * T * shape->head_dim * (T - q0 + p.rand_rows));
+                         (double)shape->n_heads * T * shape->head_dim * (T - q0 + p.rand_rows));
     return 0;
 }
 

@@ -48,7 +48,7 @@ static void norm_job(void *ctx, int j) {
 void block_norm(const Config *c, float *out, const float *x, const float *w, const float *b,
                 int N) {
     Loop f = {.c = c, .out = out, .x = x, .w = w, .b = b, .N = N};
-    kernels_parallel_for(norm_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (long)N * c->dim);
+    kernels_parallel_for(norm_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (double)N * c->dim);
 }
 
 void block_matmul(float *out, const float *x, const Matrix *w, const float *b, int N,
@@ -107,7 +107,7 @@ static void residual(const BlockHooks *h, int layer, int site, float *out, const
         return;
     }
     Loop f = {.out = out, .x = x, .y = y, .n = n};
-    kernels_parallel_for(sum_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
+    kernels_parallel_for(sum_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (double)n);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -134,7 +134,7 @@ int block_forward(const Config *c, const LayerWeights *w, int layer, int N,
     if (c->family == MODEL_LLAMA)
         block_matmul(b->gate, b->xn2, &w->w_gate, NULL, N, C, Hd, b->xq, b->xs);
     Loop act = {.c = c, .out = b->act, .x = b->pre, .y = b->gate, .n = NH};
-    kernels_parallel_for(activation_job, &act, jobs_for(NH, ELEMENTS_PER_JOB), (long)NH);
+    kernels_parallel_for(activation_job, &act, jobs_for(NH, ELEMENTS_PER_JOB), (double)NH);
     block_matmul(b->proj, b->act, &w->w_down, w->b_down, N, Hd, C, b->xq, b->xs);
     residual(h, layer, 1, b->out, b->x_mid, b->proj, NC);
     return 0;

@@ -155,7 +155,7 @@ static void pool_wake(void) {
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs; `work`
  * (multiply-adds, or the like) decides whether sharing pays: on the pool from
  * KERNELS_POOL_MIN_WORK, in an OpenMP region from KERNELS_PARALLEL_MIN_MACS, else here. */
-static void parallel_for(PoolJob job, void *ctx, int n_jobs, long work) {
+static void parallel_for(PoolJob job, void *ctx, int n_jobs, double work) {
     int parallel = work >= KERNELS_PARALLEL_MIN_MACS;
 #ifdef _OPENMP
     if (in_job) parallel = 0;   /* a loop inside a job: this thread does it all */
@@ -197,7 +197,7 @@ static void parallel_for(PoolJob job, void *ctx, int n_jobs, long work) {
     }
 }
 
-void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, long work) {
+void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, double work) {
     parallel_for(job, ctx, n_jobs, work);
 }
 
@@ -544,7 +544,7 @@ void kernels_matmul(float *out, const float *x, const float *w, const float *b,
     MatmulJob m = {.out = out, .x = x, .w = w, .b = b, .N = N, .IC = IC, .OC = OC,
                    .cols = cols, .col_blocks = (OC + cols - 1) / cols};
     int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
-    parallel_for(matmul_job, &m, row_blocks * m.col_blocks, (long)N * IC * OC);
+    parallel_for(matmul_job, &m, row_blocks * m.col_blocks, (double)N * IC * OC);
 }
 
 void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
@@ -555,7 +555,7 @@ void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const f
     MatmulJob m = {.out = out, .b = b, .q8 = w, .xq = xq, .xs = xs, .N = N, .IC = IC,
                    .OC = OC, .cols = cols, .col_blocks = (OC + cols - 1) / cols};
     /* an int8 weight is a quarter of an fp32 one to stream: count the work accordingly */
-    parallel_for(matmul_q8_job, &m, m.col_blocks, (long)N * IC * OC / 4);
+    parallel_for(matmul_q8_job, &m, m.col_blocks, (double)N * IC * OC / 4);
 }
 
 int kernels_gemm_min_rows(void) {
@@ -789,7 +789,7 @@ void kernels_matmul_wt(float *out, const float *x, const float *wt, const float 
                        int N, int IC, int OC) {
     Product p = {.c = out, .a = x, .b = wt, .bias = b, .a_k = 1, .a_m = IC, .ldc = OC,
                  .ldb = OC, .M = N, .NC = OC, .K = IC, .store = 1};
-    parallel_for(product_job, &p, product_plan(&p, 0), (long)N * IC * OC);
+    parallel_for(product_job, &p, product_plan(&p, 0), (double)N * IC * OC);
 }
 
 void kernels_transpose(float *dst, const float *src, int rows, int cols) {
@@ -847,7 +847,7 @@ void kernels_matmul_backward(float *dx, float *dw, float *db, const float *dout,
     g.dw_jobs = product_plan(&g.dw, 1);
     int db_jobs = db ? (OC + PRODUCT_JOB_COLS - 1) / PRODUCT_JOB_COLS : 0;
     parallel_for(backward_job, &g, g.dx_jobs + g.dw_jobs + db_jobs,
-                 (long)N * IC * OC * (dx ? 2 : 1));
+                 (double)N * IC * OC * (dx ? 2 : 1));
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1001,9 +1001,9 @@ void kernels_layernorm_backward(float *dx, float *dw, float *db, const float *do
     NormBackward f = {dx, dw, db, mean, rstd, dout, x, w, N, C,
                       (N + NORM_ROWS_PER_JOB - 1) / NORM_ROWS_PER_JOB};
     /* first every row (dx, and the statistics the columns need), then the columns */
-    parallel_for(norm_backward_rows, &f, f.row_jobs, (long)N * C * 4);
+    parallel_for(norm_backward_rows, &f, f.row_jobs, (double)N * C * 4);
     parallel_for(norm_backward_columns, &f,
-                 (C + NORM_COLS_PER_JOB - 1) / NORM_COLS_PER_JOB, (long)N * C * 2);
+                 (C + NORM_COLS_PER_JOB - 1) / NORM_COLS_PER_JOB, (double)N * C * 2);
 }
 
 void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C) {

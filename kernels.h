@@ -190,8 +190,9 @@ float kernels_exp_sum(float *x, int n, float shift);
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs: on the pool
  * inside kernels_run when work >= KERNELS_POOL_MIN_WORK, as an OpenMP loop outside it when
  * work >= KERNELS_PARALLEL_MIN_MACS, else on the calling thread alone. work counts
- * multiply-adds or the like. Called from inside a job (a job that starts a loop of its
- * own, on any thread), it runs that loop on the calling thread alone. */
-void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, long work);
+ * multiply-adds or the like, as a double: an estimate whose products of three or four sizes
+ * overflow a 32-bit long, never a double. Called from inside a job (a job that starts a
+ * loop of its own, on any thread), it runs that loop on the calling thread alone. */
+void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, double work);
 
 #endif /* KERNELS_H */

@@ -253,10 +253,10 @@ int model_attention_weights(Model *m, int layer, int q0, int T, float *w) {
                              k_l, q0, T, m->trace.scratch);
 }
 
-long model_macs_per_token(const Model *m) {
+double model_macs_per_token(const Model *m) {
     const Config *c = &m->config;
-    long C = c->dim, KVD = c->kv_dim, Hd = c->hidden_dim;
-    long per_layer = C * C * 2 + C * KVD * 2 + C * Hd * (c->family == MODEL_LLAMA ? 3 : 2);
+    double C = c->dim, KVD = c->kv_dim, Hd = c->hidden_dim;
+    double per_layer = C * C * 2 + C * KVD * 2 + C * Hd * (c->family == MODEL_LLAMA ? 3 : 2);
     return per_layer * c->n_layers + C * c->vocab_size;
 }
 

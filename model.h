@@ -112,8 +112,8 @@ int model_trace(Model *m, int on);
 int model_attention_weights(Model *m, int layer, int q0, int T, float *w);
 
 /* Multiply-adds of the weight matrices for one token: the work a token brings to share
- * among threads. */
-long model_macs_per_token(const Model *m);
+ * among threads (a double: a large model's count overflows a 32-bit long). */
+double model_macs_per_token(const Model *m);
 
 /* Release everything model_load made. Safe on a zeroed or already freed Model. */
 void model_free(Model *m);

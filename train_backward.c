@@ -58,7 +58,7 @@ static void crossentropy_job(void *ctx, int j) {
 
 void train_crossentropy_backward(float *probs, const int *targets, int N, int V, float scale) {
     Loop f = {.out = probs, .tokens = targets, .N = N, .V = V, .scale = scale};
-    kernels_parallel_for(crossentropy_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (long)N * V);
+    kernels_parallel_for(crossentropy_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (double)N * V);
 }
 
 /* Job j < T: row t = j of dwpe, summing sequences b in order. Job T + k: the rows of dwte
@@ -90,7 +90,7 @@ void train_embedding_backward(float *dwte, float *dwpe, const float *dx, const i
                               int B, int T, int C, int V) {
     Loop f = {.out = dwte, .out2 = dwpe, .x = dx, .tokens = tokens, .N = B * T, .C = C,
               .T = T, .V = V};
-    kernels_parallel_for(embedding_job, &f, T + EMBEDDING_JOBS, 2L * B * T * C);
+    kernels_parallel_for(embedding_job, &f, T + EMBEDDING_JOBS, 2.0 * B * T * C);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -168,7 +168,7 @@ static void backward_body(void *ctx) {
                                 KERNELS_OVERWRITE);
         /* dfch: from d loss / d fch_gelu to d loss / d fch, in place */
         Loop gelu = {.out = a->dfch, .x = fch, .n = N * Hd};
-        kernels_parallel_for(gelu_job, &gelu, jobs_for(N * Hd, ELEMENTS_PER_JOB), (long)(N * Hd));
+        kernels_parallel_for(gelu_job, &gelu, jobs_for(N * Hd, ELEMENTS_PER_JOB), (double)N * Hd);
         kernels_matmul_backward(a->dln, g->fcw + (size_t)l * Hd * C, g->fcb + (size_t)l * Hd,
                                 a->dfch, ln2, p->fcw + (size_t)l * Hd * C, (int)N, C, Hd,
                                 KERNELS_OVERWRITE);
@@ -182,7 +182,7 @@ static void backward_body(void *ctx) {
                                 g->attprojb + (size_t)l * C, a->dtmp, atty,
                                 p->attprojw + (size_t)l * CC, (int)N, C, C, KERNELS_OVERWRITE);
         AttentionJob att = {tr, l, q, k, v};
-        kernels_parallel_for(attention_job, &att, B, 4L * B * T * T * C);
+        kernels_parallel_for(attention_job, &att, B, 4.0 * B * T * T * C);
         /* dln = dq W_q + dk W_k + dv W_v */
         kernels_matmul_backward(a->dln, g->qkvw + qkv, g->qkvb + qkv_b, a->dq, ln1,
                                 p->qkvw + qkv, (int)N, C, C, KERNELS_OVERWRITE);
