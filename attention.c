@@ -231,9 +231,10 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     case ATTENTION_WINDOW: case ATTENTION_DILATED:
         if (cfg->window < 1 || cfg->sinks < 0) return -1;
         if (cfg->kind == ATTENTION_DILATED && cfg->dilation < 1) return -1;
-        ring = cfg->kind == ATTENTION_WINDOW ? cfg->window
-                                             : (long)(cfg->window - 1) * cfg->dilation + 1;
-        if (ring > n_ctx) ring = n_ctx;   /* never wraps: (w-1) k + 1 can exceed an int */
+        /* in 64 bits: (w-1) k + 1 can exceed an int, and a 32-bit long */
+        int64_t span = cfg->kind == ATTENTION_WINDOW
+                       ? cfg->window : (int64_t)(cfg->window - 1) * cfg->dilation + 1;
+        ring = span < n_ctx ? (long)span : n_ctx;
         p->sinks = cfg->sinks < n_ctx ? cfg->sinks : n_ctx;
         rows = p->sinks + ring < n_ctx ? p->sinks + ring : n_ctx;
         p->ring = (int)ring;
@@ -497,9 +498,10 @@ static int pattern_rows(const Plan *p, const AttentionConfig *cfg, int i, int32_
         int k = cfg->kind == ATTENTION_WINDOW ? 1 : cfg->dilation;
         int S = p->sinks < i + 1 ? p->sinks : i + 1;
         for (int j = 0; j < S; j++) rows[n++] = j;
-        long first = (long)i - (long)(cfg->window - 1) * k;   /* oldest key of the window */
+        /* the oldest key of the window, in 64 bits: (w-1) k can exceed a 32-bit long */
+        int64_t first = i - (int64_t)(cfg->window - 1) * k;
         if (first < p->sinks) first += ((p->sinks - first) + k - 1) / k * k;
-        for (long j = first; j <= i; j += k) rows[n++] = store_row(p, (int)j);
+        for (int64_t j = first; j <= i; j += k) rows[n++] = store_row(p, (int)j);
         break;
     }
     case ATTENTION_STRIDED: {
