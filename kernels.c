@@ -73,8 +73,10 @@
 typedef void (*PoolJob)(void *ctx, int job);
 
 typedef struct {
-    _Atomic uint64_t ticket;   /* generation (32 bits) | front (16) | back (16): the jobs
-                                * front .. back-1 are still to claim */
+    _Alignas(8) _Atomic uint64_t ticket;   /* generation (32 bits) | front (16) | back (16):
+                                            * the jobs front .. back-1 are still to claim
+                                            * (aligned as gcc 11 and later do on 32-bit
+                                            * x86, which they otherwise note at each build) */
     _Atomic int done;          /* jobs of the current generation finished */
     _Atomic int stop;          /* set by main when kernels_run's body returns */
     _Atomic int sleeping;      /* workers asleep on `wake`, or about to be */
