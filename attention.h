@@ -101,8 +101,10 @@ typedef enum {
 #define ATTENTION_LINEAR_EPS 1e-6f        /* linear attention denominator eps (fast-transformers) */
 /* The temperature's range. Below 0.01 the scale 1/(tau sqrt(HS)) can push ordinary scores
  * past FLT_MAX (tau = 1.2e-38 makes q.k = 30 infinite), and softmax of +inf is NaN; at
- * 0.01 softmax is already all but argmax. Above 100 every head is all but uniform. */
-#define ATTENTION_MIN_TAU 0.01f
+ * 0.01 softmax is already all but argmax. Above 100 every head is all but uniform. The
+ * cast: where floats are evaluated wider (FLT_EVAL_METHOD 2: x87) a bare 0.01f keeps more
+ * digits than the float 0.01 that a flag or a config holds, and would refuse it. */
+#define ATTENTION_MIN_TAU ((float)0.01f)
 #define ATTENTION_MAX_TAU 100.0f
 
 typedef struct {

@@ -1026,7 +1026,10 @@ static inline float exp_approx(float x) {
      * Selects instead of branches, so the compiler vectorises a loop over it. */
     int is_nan = x != x;
     float xc = is_nan ? 0.0f : x < EXP_X_MIN ? EXP_X_MIN : x > EXP_X_MAX ? EXP_X_MAX : x;
-    float k = (xc * EXP_LOG2E + EXP_ROUND) - EXP_ROUND;
+    /* adding 1.5 * 2^23 rounds to an integer only if the sum is rounded to float: the cast
+     * does that where floats are evaluated wider (FLT_EVAL_METHOD not 0: x87, s390x), which
+     * otherwise keep the fraction (errors of millions of ulp); elsewhere it costs nothing */
+    float k = (float)(xc * EXP_LOG2E + EXP_ROUND) - EXP_ROUND;
     float r = (xc - k * EXP_LN2_HI) - k * EXP_LN2_LO;
     float p = 1.0f / 5040.0f;
     p = p * r + 1.0f / 720.0f;

@@ -16,11 +16,16 @@
 #ifndef KERNELS_H
 #define KERNELS_H
 
+#include <float.h>    /* FLT_EVAL_METHOD */
 #include <stddef.h>   /* size_t */
 #include <stdint.h>   /* int8_t, int32_t */
 #include "quant.h"    /* QuantMatrix */
 
-#if defined(__AVX2__) && defined(__FMA__)
+/* The SIMD lanes round every operation to float, which scalar C does only where floats are
+ * evaluated as floats (FLT_EVAL_METHOD 0). On x87 (32-bit x86 unless built with -msse2
+ * -mfpmath=sse) scalar code keeps extra precision, and the lanes would not give the bits of
+ * the scalar loops they must equal (exp, GELU, AdamW): such a build uses the portable paths. */
+#if defined(__AVX2__) && defined(__FMA__) && FLT_EVAL_METHOD == 0
 #define KERNELS_SIMD 1         /* the AVX2 + FMA paths are compiled in */
 #else
 #define KERNELS_SIMD 0         /* portable C only */

@@ -933,7 +933,9 @@ static void test_invalid(void) {
 #define WEIGHTS_ATOL 1e-5
 #define WEIGHTS_RTOL 1e-5
 #define WEIGHTS_SUM_TOL 1e-5
-#define WEIGHTS_UNSET 1e30f   /* fills w first: no weight is this, so every cell is written */
+#define WEIGHTS_UNSET -1.0f   /* fills w first: no weight is this, so every cell is written
+                               * (exact in float: comparisons hold where floats are evaluated
+                               * wider, FLT_EVAL_METHOD not 0: x87) */
 
 enum { WT_T = 37, WT_NH = 4, WT_HS = 9, WT_CTX = 40 };   /* the largest case; n_ctx > T */
 

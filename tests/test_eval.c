@@ -39,7 +39,10 @@ static double plain_loss(Model *m, const int *ids, long n, long *tokens) {
             double max = (double)row[0], sum = 0;
             for (int i = 1; i < V; i++) if ((double)row[i] > max) max = (double)row[i];
             for (int i = 0; i < V; i++) sum += exp((double)row[i] - max);
-            nll += max + log(sum) - (double)row[ids[w * CTX + t + 1]];
+            /* log Z rounded to double before the subtraction, as eval.c's function returns
+             * it (this matters where doubles are evaluated wider, FLT_EVAL_METHOD 2: x87) */
+            double log_z = max + log(sum);
+            nll += log_z - (double)row[ids[w * CTX + t + 1]];
             (*tokens)++;
         }
     }

@@ -269,8 +269,10 @@ static void test_vector_helpers(int n_rows, int n) {
         for (int i = 0; i < n; i++) {
             float sum = 0.0f;
             for (int r = 0; r < n_rows; r++) {
-                float v = k[(size_t)(list ? list[r] : r) * stride + i];
-                sum = portable ? sum + weights[r] * scale * v : fmaf(weights[r] * scale, v, sum);
+                /* a rounded to float first, as the kernel stores it (this matters where
+                 * floats are evaluated wider, FLT_EVAL_METHOD not 0: x87) */
+                float v = k[(size_t)(list ? list[r] : r) * stride + i], a = weights[r] * scale;
+                sum = portable ? sum + a * v : fmaf(a, v, sum);
             }
             want[i] = sum;
             out[i] = NAN;
@@ -384,23 +386,29 @@ static void test_exp_bits(void) {
     for (int i = 0; i < N; i++)
         x[i] = i < n_edges ? edges[i]
                            : -110.0f + 220.0f * (float)(i - n_edges) / (float)(N - n_edges);
-    const float a = 0.7978845608028654f, c = 0.044715f;   /* GELU's constants, as kernels.c */
+    /* GELU's constants as kernels.c writes them: literals, not float variables, since where
+     * floats are evaluated wider (FLT_EVAL_METHOD not 0: x87) a literal keeps its digits */
+#define GELU_A 0.7978845608028654f
+#define GELU_C 0.044715f
     memcpy(out, x, sizeof(float) * N);
     kernels_gelu(out, N);
     for (int i = 0; i < N; i++) {
-        float v = x[i], u = a * (v + c * v * v * v);
+        float v = x[i], u = GELU_A * (v + GELU_C * v * v * v);
         want[i] = v / (1.0f + kernels_expf(-2.0f * u));
     }
     check_true(!memcmp(out, want, sizeof(float) * N), "kernels_gelu: every element has the "
                "scalar formula's bits (sweep of [-110, 110], edges, NaN)");
     kernels_gelu_backward(out, x, dout, N);
     for (int i = 0; i < N; i++) {
-        float v = x[i], u = a * (v + c * v * v * v), du = a * (1.0f + 3.0f * c * v * v);
+        float v = x[i], u = GELU_A * (v + GELU_C * v * v * v);
+        float du = GELU_A * (1.0f + 3.0f * GELU_C * v * v);
         float sg = 1.0f / (1.0f + kernels_expf(-2.0f * u));
         want[i] = (sg + 2.0f * v * du * sg * (1.0f - sg)) * dout[i];
     }
     check_true(!memcmp(out, want, sizeof(float) * N), "kernels_gelu_backward: every element "
                "has the scalar formula's bits");
+#undef GELU_A
+#undef GELU_C
     memcpy(out, x, sizeof(float) * N);
     kernels_exp_sum(out, N, 1.5f);
     for (int i = 0; i < N; i++) want[i] = kernels_expf(x[i] - 1.5f);
@@ -486,9 +494,12 @@ static void test_activations(void) {
     check_true(kernels_expf(-200.0f) == 0.0f && isinf(kernels_expf(100.0f)) &&
                kernels_expf(0.0f) == 1.0f && isnan(kernels_expf(NAN)),
                "kernels_expf: exp(-200) = 0, exp(100) = inf, exp(0) = 1, exp(NaN) = NaN");
-    float edge[3] = {NAN, 1e30f, -1e30f};
+    /* compared with a float variable: a literal such as 1e30f keeps digits beyond float's
+     * where floats are evaluated wider (FLT_EVAL_METHOD not 0: x87) */
+    const float big = 1e30f;
+    float edge[3] = {NAN, big, -big};
     kernels_gelu(edge, 3);
-    check_true(isnan(edge[0]) && edge[1] == 1e30f && edge[2] == 0.0f,
+    check_true(isnan(edge[0]) && edge[1] == big && edge[2] == 0.0f,
                "kernels_gelu: NaN stays NaN, +1e30 -> 1e30, -1e30 -> 0");
     free(x); free(gate); free(out); free(want);
 }
