@@ -514,8 +514,23 @@ static long read_up_to(int fd, void *buf, size_t n) {
     return (long)done;
 }
 
+/* 1 on a little-endian host. Weight files are little-endian, as their format says, and their
+ * tensors are mapped as they are, so a big-endian host cannot use them: it is refused by
+ * name rather than left to fail as a "bad magic number". */
+static int host_is_little_endian(void) {
+    const uint32_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 1;
+}
+
 int checkpoint_load(Checkpoint *ck, const char *path) {
     memset(ck, 0, sizeof *ck);
+    if (!host_is_little_endian()) {
+        fprintf(stderr, "model: %s: this host is big-endian (expected a little-endian host: "
+                "weight files are little-endian and are mapped as they are)\n", path);
+        return -1;
+    }
     /* O_NONBLOCK: a FIFO given as the model must not block the open; the regular-file
      * check below then refuses it */
     int fd = open(path, O_RDONLY | O_NONBLOCK);

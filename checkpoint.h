@@ -120,8 +120,9 @@ typedef struct {
 } Checkpoint;
 
 /* Reads and validates the checkpoint at path into ck (zeroed first). Returns 0, or -1
- * after one stderr line "model: PATH: problem (got X, expected Y)"; checkpoint_free is
- * safe after either outcome. The weights stay valid until checkpoint_free. */
+ * after one stderr line "model: PATH: problem (got X, expected Y)" (a big-endian host is
+ * refused by name); checkpoint_free is safe after either outcome. The weights stay valid
+ * until checkpoint_free. */
 int checkpoint_load(Checkpoint *ck, const char *path);
 
 /* Releases the map and everything owned. Safe on a zeroed or freed Checkpoint. */
