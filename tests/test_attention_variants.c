@@ -657,7 +657,8 @@ static void test_lsh_nested(void) {
                "added)", grew);
 }
 
-/* run_once's arguments, for running it inside kernels_run (run's thread pool). */
+#ifdef _OPENMP
+/* run_once's arguments, for running it inside kernels_run (run's thread pool; G10 only). */
 typedef struct {
     const AttentionConfig *cfg;
     int NH, NKV, HS, T;
@@ -669,6 +670,7 @@ static void pool_run_body(void *ctx) {
     const PoolRun *r = ctx;
     run_once(r->cfg, r->NH, r->NKV, r->HS, 0.2f, r->out, r->q, r->k, r->v, r->T, r->T);
 }
+#endif
 
 /* G9 seeds and G10 threads, for every variant. */
 static void test_seeds_and_threads(void) {
