@@ -34,15 +34,26 @@
 # A plain double quote outside code that opens like a label ("§12 ..." or "G7: ...") is
 # reported too, as probably missing its backticks.
 #
+# A file map row is a table row whose first cell lists files in backticks and whose
+# second cell lists as many numbers, e.g.
+#     | `attention.h`, `attention.c` | 247, 1302 | ... |
+# The numbers must be the files' line counts (wc -l; paths relative to the document).
+#
+# Check mode also checks every Markdown link and image outside code: it must be relative,
+# name a file or folder that exists inside the repository, and, for a #anchor into a
+# Markdown file, a heading of that file (GitHub's anchors, compared on their ASCII
+# characters only). Links to http(s) or other schemes, and absolute paths, are reported:
+# the docs point only inside the repository.
+#
 # Usage:
 #   sh tools/doc_refs.sh check DOC...    report every stale or broken reference and
 #                                        every unknown check label; exit 1 if any, else
 #                                        0 with a count line
-#   sh tools/doc_refs.sh update DOC...   rewrite the numbers in place to the current
-#                                        ones; a DOC with a reference that cannot be
-#                                        resolved (missing file or function) is left
-#                                        unchanged, and the exit status is 1 (labels
-#                                        are not looked at)
+#   sh tools/doc_refs.sh update DOC...   rewrite the numbers (line references and file
+#                                        map counts) in place to the current ones; a DOC
+#                                        with one that cannot be resolved (missing file
+#                                        or function) is left unchanged, and the exit
+#                                        status is 1 (labels and links are not looked at)
 # POSIX sh and awk only.
 set -u
 
@@ -163,7 +174,57 @@ function resolve(ref, ln,    text, target, name, file, rng, path, lrng, full, a,
     return "[" file ":" want "](" path "#L" DEF_START "-L" DEF_END ") `" name "`";
 }
 
-BEGIN { refs = 0; bad = 0; broken = 0; changed = 0; }
+# Line count of path as wc -l gives it (cached); -1 if it cannot be read.
+function lines_of(path,    cmd, n, s) {
+    if (path in LINES) return LINES[path];
+    LINES[path] = -1;
+    if ((getline s < path) < 0) return -1;
+    close(path);
+    cmd = "wc -l < \"" path "\"";
+    if ((cmd | getline n) > 0) LINES[path] = n + 0;
+    close(cmd);
+    return LINES[path];
+}
+
+# A file map row (see the top of this script): returns it with the current line counts.
+function counts(row, ln,    head, files, nf, s, rest, nums, nn, i, full, want, fixed) {
+    if (!match(row, /^\| *`[^`]+`( *, *`[^`]+`)* *\| */)) return row;
+    head = substr(row, 1, RLENGTH); rest = substr(row, RLENGTH + 1);
+    if (!match(rest, /^[0-9][0-9, ]*\|/)) return row;   # (mawk mismatches "( *, *[0-9]+)*")
+    s = substr(rest, 1, RLENGTH - 1); rest = substr(rest, RLENGTH);
+    sub(/ +$/, "", s);
+    nn = split(s, nums, / *, */);
+    for (i = 1; i <= nn; i++)
+        if (nums[i] !~ /^[0-9]+$/) return row;
+    nf = 0; s = head;
+    while (match(s, /`[^`]+`/)) {
+        files[++nf] = substr(s, RSTART + 1, RLENGTH - 2); s = substr(s, RSTART + RLENGTH);
+    }
+    if (nn != nf) {
+        err(doc ":" ln ": file map row with " nf " file(s) and " nn " line count(s)");
+        bad++; broken++;
+        return row;
+    }
+    fixed = "";
+    for (i = 1; i <= nf; i++) {
+        counted++;
+        full = (files[i] ~ /^\//) ? files[i] : dir "/" files[i];
+        want = lines_of(full);
+        if (want < 0) {
+            err(doc ":" ln ": file map: " files[i] ": no such file"); bad++; broken++;
+            return row;
+        }
+        if (want != nums[i] + 0) {
+            bad++; changed++;
+            if (mode == "check")
+                err(doc ":" ln ": file map: " files[i] " has " want " lines, not " nums[i]);
+        }
+        fixed = fixed (i > 1 ? ", " : "") want;
+    }
+    return head fixed " " rest;
+}
+
+BEGIN { refs = 0; bad = 0; broken = 0; changed = 0; counted = 0; }
 {
     line = $0; out = ""; strict = 0;
     while (match(line, /\[[^]]*:[0-9]+-[0-9]+\]\([^)]*#L[0-9]+-L[0-9]+\) `[A-Za-z_][A-Za-z0-9_]*`/)) {
@@ -172,7 +233,7 @@ BEGIN { refs = 0; bad = 0; broken = 0; changed = 0; }
         line = substr(line, at + len);
         strict++;
     }
-    out = out line;
+    out = counts(out line, NR);
     # anything that looks like a line link but is not a whole reference
     loose = 0; rest = $0;
     while (match(rest, /\]\([^)]*#L[0-9]+(-L[0-9]+)?\)/)) {
@@ -185,7 +246,7 @@ BEGIN { refs = 0; bad = 0; broken = 0; changed = 0; }
     if (mode == "update") print out;
 }
 END {
-    print refs, bad, broken, changed > countfile;
+    print refs, bad, broken, changed, counted > countfile;
     close(countfile);
     close("cat 1>&2");
 }'
@@ -365,11 +426,78 @@ END {
     close("cat 1>&2");
 }'
 
+# ---- links (check mode only) ----
+# linkprog: prints "LINE<TAB>TARGET" for every Markdown link or image target of a document,
+# outside fenced code blocks and code spans.
+linkprog='
+/^[ \t]*(```|~~~)/ { fence = !fence; next; }
+fence { next; }
+{
+    s = $0; gsub(/`[^`]*`/, "", s);
+    while (match(s, /\]\([^) ]*\)/)) {
+        print FNR "\t" substr(s, RSTART + 2, RLENGTH - 3);
+        s = substr(s, RSTART + RLENGTH);
+    }
+}'
+
+# anchorprog: prints the anchor of every heading of a Markdown file, as GitHub makes them
+# (lower case; punctuation dropped; spaces to hyphens; -1, -2 ... for repeats), keeping
+# only the ASCII characters.
+anchorprog='
+/^[ \t]*(```|~~~)/ { fence = !fence; next; }
+fence { next; }
+/^#+ / {
+    s = $0; sub(/^#+ +/, "", s); sub(/ +#* *$/, "", s);
+    s = tolower(s); gsub(/[^a-z0-9 _-]/, "", s); gsub(/ /, "-", s);
+    if (s in seen) { seen[s]++; print s "-" seen[s]; } else { seen[s] = 0; print s; }
+}'
+
+# check_links DOC: reports each link of DOC that leaves the repository, names nothing, or
+# names a heading its Markdown file does not have; prints the number of links, then of
+# problems, on stdout.
+check_links() {
+    n=0; nbad=0
+    LC_ALL=C awk "$linkprog" "$1" > "$tmpdir/links"
+    while IFS='	' read -r ln target; do
+        n=$((n + 1))
+        path=${target%%#*}
+        anchor=
+        case $target in *'#'*) anchor=${target#*#} ;; esac
+        case $path in
+            *:*|/*)
+                echo "doc_refs: $1:$ln: link $target: points outside the repository" >&2
+                nbad=$((nbad + 1)); continue ;;
+        esac
+        [ -n "$path" ] && full=$(dirname "$1")/$path || full=$1
+        if [ ! -e "$full" ]; then
+            echo "doc_refs: $1:$ln: link $target: no such file" >&2
+            nbad=$((nbad + 1)); continue
+        fi
+        real=$(cd "$(dirname "$full")" && pwd -P)/$(basename "$full")
+        case $real in
+            "$root"/*|"$root") ;;
+            *) echo "doc_refs: $1:$ln: link $target: outside the repository" >&2
+               nbad=$((nbad + 1)); continue ;;
+        esac
+        case $full:$anchor in
+            *.md:?*)
+                want=$(printf '%s' "$anchor" | LC_ALL=C tr -cd 'A-Za-z0-9_-' | tr 'A-Z' 'a-z')
+                if ! LC_ALL=C awk "$anchorprog" "$full" | grep -qx -e "$want"; then
+                    echo "doc_refs: $1:$ln: link $target: no such heading in $path" >&2
+                    nbad=$((nbad + 1))
+                fi ;;
+        esac
+    done < "$tmpdir/links"
+    echo "$n $nbad"
+}
+
 status=0
 total=0
+total_counts=0
+total_links=0
 total_bad=0
 total_labels=0
-root=$(cd "$(dirname "$0")/.." && pwd) || exit 1
+root=$(cd "$(dirname "$0")/.." && pwd -P) || exit 1
 tmpdir=${TMPDIR:-/tmp}/doc_refs.$$
 trap 'rm -rf "$tmpdir"' EXIT
 trap 'exit 1' HUP INT TERM
@@ -391,14 +519,19 @@ for doc in "$@"; do
     dir=$(dirname "$doc")
     awk -v mode="$mode" -v doc="$doc" -v dir="$dir" -v countfile="$tmpdir/count" \
         "$prog" "$doc" > "$tmpdir/out" || { status=1; continue; }
-    read -r refs bad broken changed < "$tmpdir/count"
+    read -r refs bad broken changed counted < "$tmpdir/count"
     total=$((total + refs))
+    total_counts=$((total_counts + counted))
     if [ "$mode" = check ]; then
         LC_ALL=C awk -v doc="$doc" -v lits="$tmpdir/literals" -v countfile="$tmpdir/count" \
             "$labprog" "$doc" || { status=1; continue; }
         read -r labels lbad < "$tmpdir/count"
         total_labels=$((total_labels + labels))
         bad=$((bad + lbad))
+        check_links "$doc" > "$tmpdir/count" || status=1
+        read -r links lnbad < "$tmpdir/count"
+        total_links=$((total_links + links))
+        bad=$((bad + lnbad))
         [ "$bad" -eq 0 ] || status=1
         total_bad=$((total_bad + bad))
     elif [ "$broken" -ne 0 ]; then
@@ -406,16 +539,18 @@ for doc in "$@"; do
         status=1
     elif [ "$changed" -ne 0 ]; then
         cat "$tmpdir/out" > "$doc" || status=1      # in place: keeps the file's mode
-        echo "doc_refs: $doc: updated $changed of $refs references"
+        echo "doc_refs: $doc: updated $changed of $refs references and $counted line counts"
     else
-        echo "doc_refs: $doc: $refs references, all current"
+        echo "doc_refs: $doc: $refs references and $counted line counts, all current"
     fi
 done
 if [ "$mode" = check ]; then
     if [ "$status" -eq 0 ]; then
-        echo "doc_refs: $total references and $total_labels check labels in $# file(s), all current"
+        echo "doc_refs: $total references, $total_counts file-map line counts," \
+             "$total_labels check labels and $total_links links in $# file(s), all current"
     else
-        echo "doc_refs: $total_bad problem(s) in $total reference(s) and $total_labels check label(s)" >&2
+        echo "doc_refs: $total_bad problem(s) in $total reference(s), $total_counts" \
+             "file-map line count(s), $total_labels check label(s) and $total_links link(s)" >&2
     fi
 fi
 exit "$status"
