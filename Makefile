@@ -129,16 +129,21 @@ docs-figures: all
 	$(DOC_RUN) --attn window:w=16 --attn-map docs/img/window.svg
 	$(DOC_RUN) --attn strided:l=8 --attn-map docs/img/strided.svg
 
-# docs-check: every "FILE:START-END `function`" reference in docs/ still spans the
-# function, and every quoted check label (`"LABEL"`) is one the tests print (make test
-# runs it). Example: make docs-check
-DOCS = docs/tutorial.md docs/attention.md
-docs-check:
+# docs-check: every "FILE:START-END `function`" reference in the docs still spans the
+# function, every file-map line count is current, every quoted check label (`"LABEL"`) is
+# one the tests print, every link stays inside the repository and resolves
+# (tools/doc_refs.sh), and docs/cli.md's help texts are what the programs print
+# (tools/doc_help.sh); make test runs it. Example: make docs-check
+DOCS = README.md $(wildcard docs/*.md) weights/README.md
+docs-check: $(B)/run $(B)/train $(B)/quantize
 	@sh tools/doc_refs.sh check $(DOCS)
+	@sh tools/doc_help.sh check $(B) $(DOCS)
 
-# docs-refs: rewrite those line numbers after the code moved. Example: make docs-refs
-docs-refs:
+# docs-refs: rewrite those line numbers, line counts and help texts after the code
+# changed. Example: make docs-refs
+docs-refs: $(B)/run $(B)/train $(B)/quantize
 	sh tools/doc_refs.sh update $(DOCS)
+	sh tools/doc_help.sh update $(B) $(DOCS)
 
 # ---- tests: one binary per module, each printing "NAME: N passed, N failed" ----
 TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention $(B)/tests/test_attention_variants $(B)/tests/test_model \
@@ -232,7 +237,8 @@ bench-kernels: $(B)/tools/bench_kernels
 	@$(B)/tools/bench_kernels
 
 # attn-table: every attention variant and its sweep on the shipped model over the
-# validation slice; writes the table into README.md (tools/attn_table.sh). Minutes.
+# validation slice, then the attention-only cost table; writes both into docs/lab.md
+# (tools/attn_table.sh; `sh tools/attn_table.sh bench` the second alone). Minutes.
 # Example: make attn-table
 attn-table: all $(B)/tools/bench_attention
 	@BENCH=$(B)/tools/bench_attention sh tools/attn_table.sh

@@ -1,88 +1,132 @@
 #!/bin/sh
-# attn_table.sh: the attention lab's quality table on the shipped model.
+# attn_table.sh: the attention lab's two tables, written into docs/lab.md, their one home.
 #
 # Runs ./run --eval with every variant and its sweep over the validation slice of
 # the training text (bytes from floor(0.9 x size) to the end, the split train.c
 # uses), and writes a markdown table (variant, parameters, bits/char, KL to exact,
 # top-1 agreement, state bytes per token, tokens/s) to build/attn_table.md and into
-# README.md between <!-- attn-table:begin --> and <!-- attn-table:end -->; then the
+# docs/lab.md between <!-- attn-table:begin --> and <!-- attn-table:end -->; then the
 # attention-only benchmark (build/tools/bench_attention) between the attn-bench markers.
+# Each table starts with a line naming the date, the machine, the commit and the command.
 # Sweep sizes follow the model's context S (windows S/16 .. S/2). Usage:
-#   sh tools/attn_table.sh            (MODEL, TOK, DATA, RUN, README override paths)
+#   sh tools/attn_table.sh            both tables (minutes; make attn-table)
+#   sh tools/attn_table.sh bench      the attention-only benchmark alone
+# MODEL, TOK, DATA, RUN, BENCH and DOC override the paths.
 set -eu
 RUN=${RUN:-./run}
 MODEL=${MODEL:-weights/model.bin}
 TOK=${TOK:-weights/tokenizer.bin}
 DATA=${DATA:-data/tinyshakespeare.txt}
 [ -f "$DATA" ] || DATA=../shared/data/tinyshakespeare.txt   # where the test machines keep it
-README=${README:-README.md}
-OUT=build/attn_table.md
-for f in "$RUN" "$MODEL" "$TOK" "$DATA"; do
-    [ -f "$f" ] || { echo "attn-table: $f: missing (train the model first: make train)" >&2; exit 1; }
-done
-mkdir -p build
-size=$(wc -c < "$DATA")
-split=$(( size / 10 * 9 + size % 10 * 9 / 10 ))
-VAL=build/validation.txt
-tail -c +$((split + 1)) "$DATA" > "$VAL"
-S=$("$RUN" "$MODEL" -z "$TOK" -n 0 2>&1 >/dev/null | sed -n 's/.*context \([0-9]*\).*/\1/p')
-[ -n "$S" ] || { echo "attn-table: cannot read the context of $MODEL" >&2; exit 1; }
-w1=$((S / 16)); w2=$((S / 8)); w3=$((S / 4)); w4=$((S / 2))
-l=1; while [ $(( (l + 1) * (l + 1) )) -le "$S" ]; do l=$((l + 1)); done   # floor(sqrt(S))
-
-variants="exact unscaled exact:tau=0.8 exact:tau=1.25 softmax1 gauss
-window:w=$w1 window:w=$w1,sinks=4 window:w=$w2 window:w=$w2,sinks=4 window:w=$w3,sinks=4
-window:w=$w4 window:w=$w4,sinks=4 window:w=$w2,sinks=4,softmax1=1
-dilated:w=$w2,k=2 dilated:w=$w2,k=2,sinks=4 strided:l=$l fixed:l=$w3,c=$w1
-lsh:buckets=16,rounds=1,local=0,sinks=0 lsh:buckets=4,rounds=4,local=$w1,sinks=4
-lsh:buckets=16,rounds=4,local=$w1,sinks=4 lsh:buckets=16,rounds=8,local=$w1,sinks=4
-linear efficient performer:m=64,seed=1 performer:m=256,seed=1 performer:m=256,seed=2
-performer:m=256,seed=3 performer:m=1024,seed=1"
-
-{
-    echo "Model \`$MODEL\` (context $S), validation slice of \`$(basename "$DATA")\` (bytes $split..$size),"
-    echo "non-overlapping windows of $S tokens; \`sh tools/attn_table.sh\` (\`make attn-table\`),"
-    echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), OMP_NUM_THREADS=${OMP_NUM_THREADS:-all}."
-    echo
-    echo "| variant | bits/char | nats/token | KL to exact (nats/token) | top-1 agreement | state bytes/token | tokens/s |"
-    echo "|---|---|---|---|---|---|---|"
-} > "$OUT"
-for spec in $variants; do
-    echo "attn-table: $spec" >&2
-    if ! result=$("$RUN" "$MODEL" -z "$TOK" --eval "$VAL" --attn "$spec" 2>build/attn_table.err)
-    then
-        cat build/attn_table.err >&2
-        exit 1
-    fi
-    bpc=$(echo "$result" | sed -n 's/^loss: .* nats\/token, \([0-9.]*\) bits\/char.*/\1/p')
-    nats=$(echo "$result" | sed -n 's/^loss: \([0-9.]*\) nats\/token.*/\1/p')
-    kl=$(echo "$result" | sed -n 's/^vs exact: KL \([0-9.]*\) nats.*/\1/p')
-    agree=$(echo "$result" | sed -n 's/.*top-1 agreement \([0-9.]*%\).*/\1/p')
-    state=$(echo "$result" | sed -n 's/^state: .*(\([0-9.]*\) bytes\/token).*/\1/p')
-    speed=$(echo "$result" | sed -n 's/.*speed: \([0-9.]*\) tokens\/s.*/\1/p')
-    printf '| `%s` | %.4f | %.4f | %.3g | %s | %.0f | %.0f |\n' "$spec" "$bpc" "$nats" "$kl" \
-        "$agree" "$state" "$speed" >> "$OUT"
-done
-echo '| `nystrom` | excluded: not causal (docs/attention.md §7) | | | | | |' >> "$OUT"
-cat "$OUT"
-
-# The attention-only microbenchmark (tools/bench_attention.c), when built.
 BENCH=${BENCH:-build/tools/bench_attention}
-if [ -x "$BENCH" ]; then
-    echo "attn-table: attention-only benchmark" >&2
-    "$BENCH" | grep '^|' > build/attn_bench.md || true
-    cat build/attn_bench.md
-fi
+DOC=${DOC:-docs/lab.md}
+WHAT=${1:-all}
+case $WHAT in
+    all|bench) ;;
+    *) echo "usage: sh tools/attn_table.sh [bench]" >&2; exit 2 ;;
+esac
+OUT=build/attn_table.md
+BENCH_OUT=build/attn_bench.md
+mkdir -p build
 
-# Replaces the lines between <!-- NAME:begin --> and <!-- NAME:end --> of README by FILE.
+# The label line of a table: date, CPU (name, family and model, cores, the widest SIMD
+# that -march=native can use), threads, commit, and the command ($1).
+label() {
+    cpu=$(grep -m1 '^model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //')
+    family=$(grep -m1 '^cpu family' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //')
+    model=$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //')
+    case $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null) in
+        *avx512f*) isa=AVX-512 ;;
+        *avx2*) isa=AVX2 ;;
+        *) isa="no AVX2" ;;
+    esac
+    if commit=$(git rev-parse --short HEAD 2>/dev/null); then
+        git diff --quiet HEAD -- || commit="$commit with local changes"
+    else
+        commit="unknown (not a git checkout)"
+    fi
+    echo "Measured $(date +%Y-%m-%d) on ${cpu:-an unknown CPU} (family ${family:-?}," \
+         "model ${model:-?}; $(nproc 2>/dev/null || echo '?') cores, $isa)," \
+         "OMP_NUM_THREADS=${OMP_NUM_THREADS:-all}, commit $commit: \`$1\`."
+}
+
+# Replaces the lines between <!-- NAME:begin --> and <!-- NAME:end --> of DOC by FILE.
 replace_between() {
-    grep -q "<!-- $1:begin -->" "$README" || return 0
+    grep -q "^<!-- $1:begin -->\$" "$DOC" || {
+        echo "attn-table: $DOC: no <!-- $1:begin --> line; the table is only in $2" >&2
+        return 1
+    }
     awk -v table="$2" -v begin="<!-- $1:begin -->" -v end="<!-- $1:end -->" '
         $0 == begin { print; while ((getline line < table) > 0) print line; skip = 1; next }
         $0 == end { skip = 0 }
-        !skip { print }' "$README" > build/README.tmp && cat build/README.tmp > "$README"
-    echo "attn-table: $1 written into $README" >&2
+        !skip { print }' "$DOC" > build/attn_doc.tmp && cat build/attn_doc.tmp > "$DOC"
+    echo "attn-table: $1 written into $DOC" >&2
 }
-replace_between attn-table "$OUT"
-[ -f build/attn_bench.md ] && [ -x "$BENCH" ] && replace_between attn-bench build/attn_bench.md
+
+# ---- the quality table ----
+if [ "$WHAT" = all ]; then
+    for f in "$RUN" "$MODEL" "$TOK" "$DATA"; do
+        [ -f "$f" ] || { echo "attn-table: $f: missing (train the model first: make train)" >&2; exit 1; }
+    done
+    size=$(wc -c < "$DATA")
+    split=$(( size / 10 * 9 + size % 10 * 9 / 10 ))
+    VAL=build/validation.txt
+    tail -c +$((split + 1)) "$DATA" > "$VAL"
+    S=$("$RUN" "$MODEL" -z "$TOK" -n 0 2>&1 >/dev/null | sed -n 's/.*context \([0-9]*\).*/\1/p')
+    [ -n "$S" ] || { echo "attn-table: cannot read the context of $MODEL" >&2; exit 1; }
+    w1=$((S / 16)); w2=$((S / 8)); w3=$((S / 4)); w4=$((S / 2))
+    l=1; while [ $(( (l + 1) * (l + 1) )) -le "$S" ]; do l=$((l + 1)); done   # floor(sqrt(S))
+
+    variants="exact unscaled exact:tau=0.8 exact:tau=1.25 softmax1 gauss
+    window:w=$w1 window:w=$w1,sinks=4 window:w=$w2 window:w=$w2,sinks=4 window:w=$w3,sinks=4
+    window:w=$w4 window:w=$w4,sinks=4 window:w=$w2,sinks=4,softmax1=1
+    dilated:w=$w2,k=2 dilated:w=$w2,k=2,sinks=4 strided:l=$l fixed:l=$w3,c=$w1
+    lsh:buckets=16,rounds=1,local=0,sinks=0 lsh:buckets=4,rounds=4,local=$w1,sinks=4
+    lsh:buckets=16,rounds=4,local=$w1,sinks=4 lsh:buckets=16,rounds=8,local=$w1,sinks=4
+    linear efficient performer:m=64,seed=1 performer:m=256,seed=1 performer:m=256,seed=2
+    performer:m=256,seed=3 performer:m=1024,seed=1"
+
+    {
+        label "make attn-table"
+        echo "Model \`$MODEL\` (context $S), validation slice of \`$(basename "$DATA")\` (bytes $split..$size),"
+        echo "non-overlapping windows of $S tokens."
+        echo
+        echo "| variant | bits/char | nats/token | KL to exact (nats/token) | top-1 agreement | state bytes/token | tokens/s |"
+        echo "|---|---|---|---|---|---|---|"
+    } > "$OUT"
+    for spec in $variants; do
+        echo "attn-table: $spec" >&2
+        if ! result=$("$RUN" "$MODEL" -z "$TOK" --eval "$VAL" --attn "$spec" 2>build/attn_table.err)
+        then
+            cat build/attn_table.err >&2
+            exit 1
+        fi
+        bpc=$(echo "$result" | sed -n 's/^loss: .* nats\/token, \([0-9.]*\) bits\/char.*/\1/p')
+        nats=$(echo "$result" | sed -n 's/^loss: \([0-9.]*\) nats\/token.*/\1/p')
+        kl=$(echo "$result" | sed -n 's/^vs exact: KL \([0-9.]*\) nats.*/\1/p')
+        agree=$(echo "$result" | sed -n 's/.*top-1 agreement \([0-9.]*%\).*/\1/p')
+        state=$(echo "$result" | sed -n 's/^state: .*(\([0-9.]*\) bytes\/token).*/\1/p')
+        speed=$(echo "$result" | sed -n 's/.*speed: \([0-9.]*\) tokens\/s.*/\1/p')
+        printf '| `%s` | %.4f | %.4f | %.3g | %s | %.0f | %.0f |\n' "$spec" "$bpc" "$nats" "$kl" \
+            "$agree" "$state" "$speed" >> "$OUT"
+    done
+    echo '| `nystrom` | excluded: not causal ([attention.md §7](attention.md#7-nyström-attention)) | | | | | |' >> "$OUT"
+    cat "$OUT"
+    replace_between attn-table "$OUT"
+fi
+
+# ---- the attention-only microbenchmark (tools/bench_attention.c) ----
+if [ -x "$BENCH" ]; then
+    echo "attn-table: attention-only benchmark" >&2
+    {
+        label "make bench-attention"
+        echo
+        "$BENCH" | grep '^|'
+    } > "$BENCH_OUT"
+    cat "$BENCH_OUT"
+    replace_between attn-bench "$BENCH_OUT"
+elif [ "$WHAT" = bench ]; then
+    echo "attn-table: $BENCH: not built (make $BENCH)" >&2
+    exit 1
+fi
 exit 0

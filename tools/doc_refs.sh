@@ -539,7 +539,7 @@ for doc in "$@"; do
         status=1
     elif [ "$changed" -ne 0 ]; then
         cat "$tmpdir/out" > "$doc" || status=1      # in place: keeps the file's mode
-        echo "doc_refs: $doc: updated $changed of $refs references and $counted line counts"
+        echo "doc_refs: $doc: updated $changed of its $refs references and $counted line counts"
     else
         echo "doc_refs: $doc: $refs references and $counted line counts, all current"
     fi
