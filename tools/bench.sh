@@ -283,8 +283,9 @@ echo "prefill GFLOP/s = (2 x matmul parameters x P + 2 x V x C) / prefill time (
 echo "  own FLOPs left out); decode GB/s = (matmul parameters + V x C classifier) x bytes per"
 echo "  parameter ($FP32_BYTES fp32, $INT8_BYTES int8 Q8_0) x dec@$N_SHORT tok/s; peak MB:" \
      "the largest of the row's runs"
-echo "s260k is llama2.c's random-weight test model; *-rand are random-weight files of the"
-echo "  real shapes from $GEN (s15m-rand: context 1024, for dec@$N_LONG); s15m is the real one"
+echo "s260k and s15m are the llama2.c-format reference checkpoints of the tests (random weights);"
+echo "  *-rand are random-weight files of the real shapes from $GEN (s15m-rand: context 1024,"
+echo "  for dec@$N_LONG)"
 [ "$HAS_T" = 1 ] || echo "threads: $RUN has no -T flag; set with OMP_NUM_THREADS instead"
 awk '!seen[$0]++' "$tmp/notes"
 echo "total: $(( $(date +%s) - start_seconds )) s"
