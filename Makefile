@@ -1,19 +1,39 @@
 # Makefile for the engine. Every target has a comment: when to use it, and an example.
 #
-# The default build is the fast one users get (-O3 -march=native, OpenMP on); the
-# tests run on that same build. No -Ofast/-ffast-math anywhere: they reorder float
-# sums and break NaN checks.
+# The default build is the fast one users get (-O3 for the host's own CPU, OpenMP on
+# where the compiler has it); the tests run on that same build. No -Ofast/-ffast-math
+# anywhere: they reorder float sums and break NaN checks.
 
 CC ?= cc
-CFLAGS ?= -O3 -march=native
+# $(call accepts,FLAG): FLAG if $(CC) compiles an empty file with it and no warning.
+accepts = $(shell $(CC) $(1) -Werror -x c -c /dev/null -o /dev/null >/dev/null 2>&1 && echo $(1))
+# The default CFLAGS: -O3 and the host's CPU, -march=native where $(CC) takes it, else
+# -mcpu=native (what clang for AArch64 takes, Apple clang 14 and older among them), else
+# neither (a cross compiler). make CFLAGS=... replaces them.
+ifeq ($(origin CFLAGS),undefined)
+  NATIVE := $(call accepts,-march=native)
+  ifeq ($(NATIVE),)
+    NATIVE := $(call accepts,-mcpu=native)
+  endif
+  CFLAGS := -O3 $(NATIVE)
+endif
 # -ffp-contract=off: a*b+c in plain C is never fused behind our back, so gcc and clang
 # round the portable code alike; the SIMD kernels fuse explicitly with FMA intrinsics.
-BASE = -std=c11 -D_POSIX_C_SOURCE=200809L -I. -Wall -Wextra -Wpedantic -Wshadow \
-       -Wdouble-promotion -Wstrict-prototypes -ffp-contract=off
+# -D_DARWIN_C_SOURCE: on macOS, _POSIX_C_SOURCE alone hides mkdtemp (the tests' temporary
+# folders); other systems ignore it.
+BASE = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DARWIN_C_SOURCE -I. -Wall -Wextra -Wpedantic \
+       -Wshadow -Wdouble-promotion -Wstrict-prototypes -ffp-contract=off
 LDLIBS = -lm
-# OpenMP (parallel matmul rows and attention heads) is on by default; OMP=0 builds
-# without it and gives bit-identical results: make OMP=0
-OMP ?= 1
+# OpenMP (parallel matmul rows and attention heads) is on where $(CC) builds and links an
+# OpenMP program (Apple clang does not); OMP=0 builds without it and gives bit-identical
+# results: make OMP=0
+ifeq ($(origin OMP),undefined)
+  OMP := $(shell printf '\043include <omp.h>\nint main(void) { return omp_get_max_threads(); }\n' \
+           | $(CC) -fopenmp -x c - -o /dev/null >/dev/null 2>&1 && echo 1 || echo 0)
+  ifeq ($(OMP),0)
+    $(info make: $(CC) cannot build with -fopenmp: building without OpenMP, as with OMP=0)
+  endif
+endif
 ifeq ($(OMP),1)
   BASE += -fopenmp
 else
