@@ -99,11 +99,11 @@ static void sum_job(void *ctx, int j) {
     for (size_t i = i0; i < i1; i++) f->out[i] = f->x[i] + f->y[i];
 }
 
-/* out (n,) = x + y through the caller's hook, or the plain sum. */
-static void residual(const BlockHooks *h, int layer, int site, float *out, const float *x,
+/* out (n,) = x + y through the caller's residual, or the plain sum. */
+static void residual(const BlockResidual *r, int layer, int site, float *out, const float *x,
                      const float *y, size_t n) {
-    if (h->residual) {
-        h->residual(h->ctx, layer, site, out, x, y, n);
+    if (r && r->add) {
+        r->add(r->ctx, layer, site, out, x, y, n);
         return;
     }
     Loop f = {.out = out, .x = x, .y = y, .n = n};
@@ -111,22 +111,25 @@ static void residual(const BlockHooks *h, int layer, int site, float *out, const
 }
 
 /* ------------------------------------------------------------------------- */
-/* The block                                                                   */
+/* The block, forward                                                          */
 
-int block_forward(const Config *c, const LayerWeights *w, int layer, int N,
-                  const BlockBuffers *b, const BlockHooks *h) {
-    int C = c->dim, KVD = c->kv_dim, Hd = c->hidden_dim;
-    size_t NC = (size_t)N * C, NH = (size_t)N * Hd;
-
-    /* attention sublayer: x_mid = x + W_O . attention(norm1(x) W_Q, W_K, W_V) */
+void block_qkv(const Config *c, const LayerWeights *w, int N, const BlockBuffers *b) {
+    int C = c->dim, KVD = c->kv_dim;
     block_norm(c, b->xn1, b->x, w->norm1_w, w->norm1_b, N);
     block_matmul(b->q, b->xn1, &w->wq, w->bq, N, C, C, b->xq, b->xs);
     block_matmul(b->k, b->xn1, &w->wk, w->bk, N, C, KVD, b->xq, b->xs);
     block_matmul(b->v, b->xn1, &w->wv, w->bv, N, C, KVD, b->xq, b->xs);
     if (c->family == MODEL_LLAMA) rope(c, b->rope, b->q, b->k, N);
-    if (h->attend(h->ctx, layer, b->att, b->q, b->k, b->v) != 0) return -1;
+}
+
+void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
+                  const BlockBuffers *b, const BlockResidual *r) {
+    int C = c->dim, Hd = c->hidden_dim;
+    size_t NC = (size_t)N * C, NH = (size_t)N * Hd;
+
+    /* the attention sublayer's output: x_mid = x + att W_O + bo */
     block_matmul(b->proj, b->att, &w->wo, w->bo, N, C, C, b->xq, b->xs);
-    residual(h, layer, 0, b->x_mid, b->x, b->proj, NC);
+    residual(r, layer, 0, b->x_mid, b->x, b->proj, NC);
 
     /* MLP sublayer: out = x_mid + W_down . act(W_up . norm2(x_mid)), act GELU or SwiGLU */
     block_norm(c, b->xn2, b->x_mid, w->norm2_w, w->norm2_b, N);
@@ -136,6 +139,61 @@ int block_forward(const Config *c, const LayerWeights *w, int layer, int N,
     Loop act = {.c = c, .out = b->act, .x = b->pre, .y = b->gate, .n = NH};
     kernels_parallel_for(activation_job, &act, jobs_for(NH, ELEMENTS_PER_JOB), (double)NH);
     block_matmul(b->proj, b->act, &w->w_down, w->b_down, N, Hd, C, b->xq, b->xs);
-    residual(h, layer, 1, b->out, b->x_mid, b->proj, NC);
-    return 0;
+    residual(r, layer, 1, b->out, b->x_mid, b->proj, NC);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The block, backward (GPT-2), block_finish and block_qkv in reverse           */
+
+/* dy (n,) = the gradient reaching a sublayer's output y from dout (n,): through the
+ * caller's residual, or unchanged (a plain sum passes it on). */
+static void residual_grad(const BlockResidual *r, int layer, int site, float *dy,
+                          const float *dout, size_t n) {
+    if (r && r->grad) r->grad(r->ctx, layer, site, dy, dout, n);
+    else memcpy(dy, dout, n * sizeof(float));
+}
+
+/* A chunk of d (n,) = GELU'(x) * d, in place (kernels_gelu_backward). */
+static void gelu_backward_job(void *ctx, int j) {
+    const Loop *f = ctx;
+    size_t i0, i1;
+    job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
+    kernels_gelu_backward(f->out + i0, f->x + i0, f->out + i0, i1 - i0);
+}
+
+void block_finish_backward(const Config *c, const LayerWeights *w, const BlockTensors *g,
+                           int layer, int N, const BlockBuffers *b, const BlockGradBuffers *d,
+                           const BlockResidual *r) {
+    int C = c->dim, Hd = c->hidden_dim;
+    size_t NC = (size_t)N * C, NH = (size_t)N * Hd;
+
+    /* MLP sublayer: dx is d loss / d out; the MLP's output gets its share */
+    residual_grad(r, layer, 1, d->dproj, d->dx, NC);
+    kernels_matmul_backward(d->dact, g->w_down, g->b_down, d->dproj, b->act, w->w_down.f32,
+                            N, Hd, C, KERNELS_OVERWRITE);
+    Loop gelu = {.out = d->dact, .x = b->pre, .n = NH};   /* d act -> d pre, in place */
+    kernels_parallel_for(gelu_backward_job, &gelu, jobs_for(NH, ELEMENTS_PER_JOB), (double)NH);
+    kernels_matmul_backward(d->dxn, g->w_up, g->b_up, d->dact, b->xn2, w->w_up.f32, N, C, Hd,
+                            KERNELS_OVERWRITE);
+    kernels_layernorm_backward(d->dx, g->norm2_w, g->norm2_b, d->dxn, b->x_mid, w->norm2_w,
+                               d->mean, d->rstd, N, C);
+
+    /* attention sublayer's output: dx is now d loss / d x_mid */
+    residual_grad(r, layer, 0, d->dproj, d->dx, NC);
+    kernels_matmul_backward(d->datt, g->wo, g->bo, d->dproj, b->att, w->wo.f32, N, C, C,
+                            KERNELS_OVERWRITE);
+}
+
+void block_qkv_backward(const Config *c, const LayerWeights *w, const BlockTensors *g, int N,
+                        const BlockBuffers *b, const BlockGradBuffers *d) {
+    int C = c->dim;
+    /* dxn1 = dq W_Q + dk W_K + dv W_V */
+    kernels_matmul_backward(d->dxn, g->wq, g->bq, d->dq, b->xn1, w->wq.f32, N, C, C,
+                            KERNELS_OVERWRITE);
+    kernels_matmul_backward(d->dxn, g->wk, g->bk, d->dk, b->xn1, w->wk.f32, N, C, C,
+                            KERNELS_ACCUMULATE);
+    kernels_matmul_backward(d->dxn, g->wv, g->bv, d->dv, b->xn1, w->wv.f32, N, C, C,
+                            KERNELS_ACCUMULATE);
+    kernels_layernorm_backward(d->dx, g->norm1_w, g->norm1_b, d->dxn, b->x, w->norm1_w,
+                               d->mean, d->rstd, N, C);
 }

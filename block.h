@@ -1,15 +1,21 @@
 /* block.h: one transformer block, the code that both the inference forward (model.c)
- * and the trainer's forward (train_model.c) run, so the network is written once.
+ * and the trainer (train_model.c, train_backward.c) run, so the network is written once,
+ * forward and backward.
  *
- *   x_mid = x     + W_O . attention(W_Q xn1 + bq, W_K xn1 + bk, W_V xn1 + bv),  xn1 = norm1(x)
- *   x_out = x_mid + W_down . act(W_up xn2 + b_up [, W_gate xn2]) + b_down,      xn2 = norm2(x_mid)
+ *   xn1 = norm1(x);   q, k, v = xn1 W_Q + bq, xn1 W_K + bk, xn1 W_V + bv      block_qkv
+ *   att = attention(q, k, v)                                               the caller's
+ *   x_mid = x + att W_O + bo;   xn2 = norm2(x_mid)                          block_finish
+ *   out = x_mid + act(xn2 W_up + b_up [, xn2 W_gate]) W_down + b_down
  *
  * GPT-2: LayerNorm, biases, GELU. Llama: RMSNorm, no biases, rotary q and k, SwiGLU.
- * The caller decides where every intermediate goes (BlockBuffers: inference reuses one
- * set for every layer and adds in place; the trainer keeps each layer's for the backward
- * pass), how queries attend (BlockHooks.attend: over the KV cache, a variant's state, or
- * each sequence of a training batch) and how a sublayer's output joins the stream
- * (BlockHooks.residual: a plain sum, or the trainer's dropout).
+ * Attention sits between the two halves, called by each caller directly: run's exact
+ * attention over the KV cache, a lab variant's step, or the trainer's per-sequence
+ * attention with its dropout. The caller decides where every intermediate goes
+ * (BlockBuffers: inference reuses one set for every layer and adds in place; the trainer
+ * keeps each layer's for the backward pass) and how a sublayer's output joins the stream
+ * (BlockResidual: a plain sum, or the trainer's dropout). The backward (GPT-2 only: what
+ * the trainer trains) mirrors the forward half by half: block_finish_backward, the
+ * caller's attention backward, block_qkv_backward.
  *
  * Legend: N rows (tokens), C width, KVD key/value width, Hd MLP width, HS head size.
  */
@@ -39,23 +45,61 @@ typedef struct {
     float *xs;         /* their group scales (int8 weights only) */
 } BlockBuffers;
 
-/* What the caller supplies. ctx is passed back to both. */
+/* How a sublayer's output joins the stream; NULL where a plain sum will do. ctx is passed
+ * back to both. */
 typedef struct {
-    /* out (N, C) = attention of q (N, C) over the keys and values this block just wrote
-     * to k, v (N, KVD) and whatever came before them. Returns 0, or -1 after a stderr
-     * line (block_forward then returns -1). */
-    int (*attend)(void *ctx, int layer, float *out, const float *q, const float *k,
-                  const float *v);
-    /* out (n,) = x + (what is kept of) y at sublayer site 0 (attention) or 1 (MLP);
-     * NULL: the plain sum. out may be x. */
-    void (*residual)(void *ctx, int layer, int site, float *out, const float *x,
-                     const float *y, size_t n);
+    /* out (n,) = x + (what is kept of) y at sublayer site 0 (attention) or 1 (MLP); out may
+     * be x */
+    void (*add)(void *ctx, int layer, int site, float *out, const float *x, const float *y,
+                size_t n);
+    /* its backward: dy (n,) = the gradient that reaches y from dout (n,), the same mask */
+    void (*grad)(void *ctx, int layer, int site, float *dy, const float *dout, size_t n);
     void *ctx;
-} BlockHooks;
+} BlockResidual;
 
-/* Run block `layer` (weights w) over N rows as above. Returns 0, or -1 if attend did. */
-int block_forward(const Config *c, const LayerWeights *w, int layer, int N,
-                  const BlockBuffers *b, const BlockHooks *h);
+/* The attention sublayer's inputs: b->xn1 = norm1(b->x); b->q, b->k, b->v from it; Llama
+ * rotates q and k by b->rope. */
+void block_qkv(const Config *c, const LayerWeights *w, int N, const BlockBuffers *b);
+
+/* The rest of block `layer` once the caller's attention has written b->att (N, C):
+ * x_mid = x + att W_O + bo, then the MLP sublayer into b->out. r may be NULL. */
+void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
+                  const BlockBuffers *b, const BlockResidual *r);
+
+/* One GPT-2 block's fp32 tensors, shaped as LayerWeights': views of the trainer's
+ * parameters or of their gradients (the backward adds into the latter). */
+typedef struct {
+    float *norm1_w, *norm1_b;   /* (C,) */
+    float *wq, *wk, *wv;        /* (C, C) each */
+    float *bq, *bk, *bv;        /* (C,) each */
+    float *wo, *bo;             /* (C, C), (C,) */
+    float *norm2_w, *norm2_b;   /* (C,) */
+    float *w_up, *b_up;         /* (Hd, C), (Hd,) */
+    float *w_down, *b_down;     /* (C, Hd), (C,) */
+} BlockTensors;
+
+/* Where the backward reads and writes, beside the forward's BlockBuffers. */
+typedef struct {
+    float *dx;          /* (N, C) in: d loss / d out; out: d loss / d x (summed in place) */
+    float *dproj;       /* (N, C) scratch: the gradient of a sublayer's output */
+    float *dact;        /* (N, Hd) scratch: the MLP's hidden gradient */
+    float *dxn;         /* (N, C) scratch: the gradient of a norm's output */
+    float *datt;        /* (N, C) out of block_finish_backward: d loss / d att */
+    float *dq, *dk, *dv;   /* (N, C) in to block_qkv_backward: the attention's backward */
+    float *mean, *rstd; /* (N,) scratch of the norms' backward */
+} BlockGradBuffers;
+
+/* Backward of block_finish (GPT-2): from d->dx = d loss / d out, adds the weights'
+ * gradients to g, writes d->datt and leaves d loss / d x_mid in d->dx. b holds the
+ * forward's intermediates (x_mid, xn2, pre, act, att); r as in the forward. */
+void block_finish_backward(const Config *c, const LayerWeights *w, const BlockTensors *g,
+                           int layer, int N, const BlockBuffers *b, const BlockGradBuffers *d,
+                           const BlockResidual *r);
+
+/* Backward of block_qkv (GPT-2): from d->dq, dk, dv, adds the gradients of W_Q, W_K, W_V,
+ * their biases and norm1 to g, and d loss / d x to d->dx. */
+void block_qkv_backward(const Config *c, const LayerWeights *w, const BlockTensors *g, int N,
+                        const BlockBuffers *b, const BlockGradBuffers *d);
 
 /* out (N, C) = norm(x) with weight w and bias b (b NULL for Llama's RMSNorm): the norm
  * before each sublayer and the final one. Rows in parallel (same bits for any count). */

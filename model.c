@@ -20,7 +20,7 @@
 #include <string.h>     /* memcpy, memset */
 
 #include "attention.h"  /* attention_forward, attention_step and the lab's state */
-#include "block.h"      /* block_forward, block_norm, block_matmul */
+#include "block.h"      /* block_qkv, block_finish, block_norm, block_matmul */
 #include "kernels.h"    /* kernels_matmul, kernels_layernorm, kernels_gelu, ... */
 #include "quant.h"      /* quant_groups, quant_dequantize_row */
 
@@ -47,14 +47,15 @@ static int alloc_state(Model *m) {
     s->k = calloc(N * (size_t)c->kv_dim, sizeof(float));
     s->v = calloc(N * (size_t)c->kv_dim, sizeof(float));
     s->att = calloc(N * (size_t)c->dim, sizeof(float));
+    s->proj = calloc(N * (size_t)c->dim, sizeof(float));
     s->hidden = calloc(N * (size_t)c->hidden_dim, sizeof(float));
     s->gate = calloc(N * (size_t)c->hidden_dim, sizeof(float));
     s->logits = calloc(N * (size_t)c->vocab_size, sizeof(float));
     s->xq = calloc(N * widest, 1);
     s->xs = calloc(N * widest, sizeof(float));   /* at most one scale per value */
     s->rope = calloc(N * (size_t)c->head_dim, sizeof(float));
-    if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->att || !s->hidden || !s->gate ||
-        !s->logits || !s->xq || !s->xs || !s->rope) return -1;
+    if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->att || !s->proj || !s->hidden ||
+        !s->gate || !s->logits || !s->xq || !s->xs || !s->rope) return -1;
     return 0;
 }
 
@@ -264,7 +265,8 @@ void model_free(Model *m) {
     checkpoint_free(&m->checkpoint);
     free_attention(m);
     RunState *s = &m->state;
-    free(s->x); free(s->xn); free(s->q); free(s->k); free(s->v); free(s->att); free(s->hidden);
+    free(s->x); free(s->xn); free(s->q); free(s->k); free(s->v); free(s->att); free(s->proj);
+    free(s->hidden);
     free(s->gate); free(s->logits); free(s->xq); free(s->xs); free(s->rope);
     memset(m, 0, sizeof *m);
 }
@@ -315,33 +317,17 @@ static void embed(const Model *m, float *x, const int *tokens, int N, int pos) {
     }
 }
 
-/* block.c's attention hook: where one forward call is. */
-typedef struct {
-    Model *m;
-    int pos, n;        /* the chunk's first position and its length */
-} Attend;
-
-/* Layer l's attention for the chunk: exact attention over the KV cache rows 0 .. pos+n-1
- * (block.c wrote the chunk's keys and values into rows pos ..), or the variant's
- * attention_step, whose state takes k, v (n, KVD) in. */
-static int attend(void *ctx, int l, float *out, const float *q, const float *k,
-                  const float *v) {
-    const Attend *a = ctx;
-    Model *m = a->m;
-    RunState *s = &m->state;
-    trace(m, l, a->pos, a->n, q, k);
-    if (!m->lab) {
-        size_t layer = (size_t)l * m->n_ctx * m->config.kv_dim;   /* seek to layer l */
-        attention_forward(&m->attention, out, q, m->cache.k + layer, m->cache.v + layer,
-                          a->pos, a->n, s->scratch);
-        return 0;
-    }
+/* Layer l's attention of the chunk's queries q (n, C) at positions pos .. pos+n-1, into
+ * out (n, C): a lab variant's attention_step, whose state takes the chunk's keys and
+ * values k, v (n, KVD) in. Returns 0, or -1 after a stderr line. */
+static int attend_variant(Model *m, int l, float *out, const float *q, const float *k,
+                          const float *v, int pos, int n) {
     void *state_l = (char *)m->attention_state + (size_t)l * m->attention_layer_bytes;
     if (attention_step(&m->attention_config, &m->attention, state_l, m->n_ctx, out, q, k, v,
-                       a->pos, a->n, s->scratch) != 0) {
+                       pos, n, m->state.scratch) != 0) {
         fprintf(stderr, "model: attention %s cannot continue at position %d (the sequence "
                 "so far ends at another position; start again at 0)\n",
-                attention_kind_name(m->attention_config.kind), a->pos);
+                attention_kind_name(m->attention_config.kind), pos);
         return -1;
     }
     return 0;
@@ -375,19 +361,29 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
     embed(m, s->x, tokens, n, pos);
     if (c->family == MODEL_LLAMA) rope_angles(c, s->rope, n, pos);
 
-    Attend at = {m, pos, n};
-    BlockHooks hooks = {.attend = attend, .ctx = &at};
     for (int l = 0; l < c->n_layers; l++) {
-        /* one set of buffers for every layer, the stream updated in place; exact
+        /* one set of buffers for every layer, the stream x updated in place; exact
          * attention writes the keys and values straight into the KV cache rows pos .. */
-        size_t row = ((size_t)l * m->n_ctx + (size_t)pos) * KVD;
+        float *k_cache = NULL, *v_cache = NULL;   /* exact: layer l's (n_ctx, KVD) cache */
+        if (!m->lab) {
+            k_cache = m->cache.k + (size_t)l * m->n_ctx * KVD;
+            v_cache = m->cache.v + (size_t)l * m->n_ctx * KVD;
+        }
         BlockBuffers b = {
             .x = s->x, .xn1 = s->xn, .q = s->q,
-            .k = m->lab ? s->k : m->cache.k + row, .v = m->lab ? s->v : m->cache.v + row,
-            .att = s->att, .proj = s->xn, .x_mid = s->x, .xn2 = s->xn, .pre = s->hidden,
+            .k = m->lab ? s->k : k_cache + (size_t)pos * KVD,
+            .v = m->lab ? s->v : v_cache + (size_t)pos * KVD,
+            .att = s->att, .proj = s->proj, .x_mid = s->x, .xn2 = s->xn, .pre = s->hidden,
             .act = s->hidden, .gate = s->gate, .out = s->x, .rope = s->rope, .xq = s->xq,
             .xs = s->xs};
-        if (block_forward(c, &w->layers[l], l, n, &b, &hooks) != 0) return NULL;
+        block_qkv(c, &w->layers[l], n, &b);
+        trace(m, l, pos, n, b.q, b.k);
+        if (!m->lab)   /* exact: the chunk's queries over the cache rows 0 .. pos+n-1 */
+            attention_forward(&m->attention, s->att, s->q, k_cache, v_cache, pos, n,
+                              s->scratch);
+        else if (attend_variant(m, l, s->att, s->q, b.k, b.v, pos, n) != 0)
+            return NULL;
+        block_finish(c, &w->layers[l], l, n, &b, NULL);
     }
 
     /* final norm, then logits (rows, V) = xn (rows, C) . classifier (V, C)^T */

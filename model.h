@@ -48,11 +48,12 @@ typedef struct {
 /* Activations for a chunk of up to max_chunk tokens. All owned. */
 typedef struct {
     float *x;        /* (N, C) residual stream */
-    float *xn;       /* (N, C) normalised input of the current sublayer */
+    float *xn;       /* (N, C) normalised input of the current sublayer, and the final norm */
     float *q;        /* (N, C) queries */
     float *k;        /* (N, KVD) keys of the chunk (the lab's variants; exact writes the cache) */
     float *v;        /* (N, KVD) values of the chunk, likewise */
     float *att;      /* (N, C) attention output, before W_O */
+    float *proj;     /* (N, C) a sublayer's output (att W_O, or the MLP's), before the sum */
     float *hidden;   /* (N, Hd) MLP activations */
     float *gate;     /* (N, Hd) SwiGLU gate (Llama) */
     float *logits;   /* (N, V) */

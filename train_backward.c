@@ -18,6 +18,7 @@
 #include <string.h>       /* memset */
 
 #include "attention.h"    /* attention_backward */
+#include "block.h"        /* block_finish_backward, block_qkv_backward */
 #include "kernels.h"      /* kernels_matmul_backward, kernels_layernorm_backward, ... */
 #include "train_model.h"  /* Trainer, TRAIN_LAYER, train_dropout, train_dropout_key */
 
@@ -96,14 +97,6 @@ void train_embedding_backward(float *dwte, float *dwpe, const float *dx, const i
 /* ------------------------------------------------------------------------- */
 /* Backward pass                                                               */
 
-/* A chunk of d (n,) = GELU'(x) * d, in place (kernels_gelu_backward). */
-static void gelu_job(void *ctx, int j) {
-    const Loop *f = ctx;
-    size_t start = (size_t)j * ELEMENTS_PER_JOB;
-    size_t count = f->n - start < ELEMENTS_PER_JOB ? f->n - start : ELEMENTS_PER_JOB;
-    kernels_gelu_backward(f->out + start, f->x + start, f->out + start, count);
-}
-
 /* Attention backward of one sequence b per job (dq, dk, dv of its rows from 0), each with
  * its own scratch. */
 typedef struct {
@@ -133,7 +126,7 @@ static void backward_body(void *ctx) {
     const TrainTensors *p = &tr->p;
     TrainTensors *g = &tr->g;
     TrainActivations *a = &tr->a;
-    int B = tr->B, T = tr->T, C = c->dim, Hd = c->hidden_dim, V = c->vocab_size;
+    int B = tr->B, T = tr->T, C = c->dim, V = c->vocab_size;
     int L = c->n_layers;
     size_t N = (size_t)B * T;
     float drop = tr->dropout_on ? tr->settings.dropout : 0.0f;
@@ -150,50 +143,19 @@ static void backward_body(void *ctx) {
                                TRAIN_LAYER(a->residual3, L - 1, N, C), p->lnfw, a->mean,
                                a->rstd, (int)N, C);
 
+    /* each block in reverse: its second half, its attention, its first half; dresidual
+     * carries d loss / d (the stream) down through the layers */
+    BlockResidual residual = train_residual(tr);
+    BlockGradBuffers d = {.dx = a->dresidual, .dproj = a->dtmp, .dact = a->dfch,
+                          .dxn = a->dln, .datt = a->datty, .dq = a->dq, .dk = a->dk,
+                          .dv = a->dv, .mean = a->mean, .rstd = a->rstd};
     for (int l = L - 1; l >= 0; l--) {
-        const float *residual = l == 0 ? a->encoded : TRAIN_LAYER(a->residual3, l - 1, N, C);
-        const float *ln1 = TRAIN_LAYER(a->ln1, l, N, C), *q = TRAIN_LAYER(a->q, l, N, C);
-        const float *k = TRAIN_LAYER(a->k, l, N, C), *v = TRAIN_LAYER(a->v, l, N, C);
-        const float *atty = TRAIN_LAYER(a->atty, l, N, C);
-        const float *residual2 = TRAIN_LAYER(a->residual2, l, N, C);
-        const float *ln2 = TRAIN_LAYER(a->ln2, l, N, C), *fch = TRAIN_LAYER(a->fch, l, N, Hd);
-        const float *fch_gelu = TRAIN_LAYER(a->fch_gelu, l, N, Hd);
-        size_t qkv = (size_t)l * 3 * C * C, qkv_b = (size_t)l * 3 * C, CC = (size_t)C * C;
-
-        /* dresidual is d loss / d residual3; the MLP branch gets drop(dresidual) */
-        train_dropout(a->dtmp, a->dresidual, N * C, drop, train_dropout_key(tr, l, 1));
-        kernels_matmul_backward(a->dfch, g->fcprojw + (size_t)l * C * Hd,
-                                g->fcprojb + (size_t)l * C, a->dtmp, fch_gelu,
-                                p->fcprojw + (size_t)l * C * Hd, (int)N, Hd, C,
-                                KERNELS_OVERWRITE);
-        /* dfch: from d loss / d fch_gelu to d loss / d fch, in place */
-        Loop gelu = {.out = a->dfch, .x = fch, .n = N * Hd};
-        kernels_parallel_for(gelu_job, &gelu, jobs_for(N * Hd, ELEMENTS_PER_JOB), (double)N * Hd);
-        kernels_matmul_backward(a->dln, g->fcw + (size_t)l * Hd * C, g->fcb + (size_t)l * Hd,
-                                a->dfch, ln2, p->fcw + (size_t)l * Hd * C, (int)N, C, Hd,
-                                KERNELS_OVERWRITE);
-        kernels_layernorm_backward(a->dresidual, g->ln2w + (size_t)l * C,
-                                   g->ln2b + (size_t)l * C, a->dln, residual2,
-                                   p->ln2w + (size_t)l * C, a->mean, a->rstd, (int)N, C);
-
-        /* dresidual is now d loss / d residual2; the attention branch gets drop(dresidual) */
-        train_dropout(a->dtmp, a->dresidual, N * C, drop, train_dropout_key(tr, l, 0));
-        kernels_matmul_backward(a->datty, g->attprojw + (size_t)l * CC,
-                                g->attprojb + (size_t)l * C, a->dtmp, atty,
-                                p->attprojw + (size_t)l * CC, (int)N, C, C, KERNELS_OVERWRITE);
-        AttentionJob att = {tr, l, q, k, v};
+        BlockBuffers b = train_block_buffers(tr, l);
+        BlockTensors grads = train_layer_tensors(g, c, l);
+        block_finish_backward(c, &tr->layers[l], &grads, l, (int)N, &b, &d, &residual);
+        AttentionJob att = {tr, l, b.q, b.k, b.v};
         kernels_parallel_for(attention_job, &att, B, 4.0 * B * T * T * C);
-        /* dln = dq W_q + dk W_k + dv W_v */
-        kernels_matmul_backward(a->dln, g->qkvw + qkv, g->qkvb + qkv_b, a->dq, ln1,
-                                p->qkvw + qkv, (int)N, C, C, KERNELS_OVERWRITE);
-        kernels_matmul_backward(a->dln, g->qkvw + qkv + CC, g->qkvb + qkv_b + C, a->dk, ln1,
-                                p->qkvw + qkv + CC, (int)N, C, C, KERNELS_ACCUMULATE);
-        kernels_matmul_backward(a->dln, g->qkvw + qkv + 2 * CC, g->qkvb + qkv_b + 2 * C,
-                                a->dv, ln1, p->qkvw + qkv + 2 * CC, (int)N, C, C,
-                                KERNELS_ACCUMULATE);
-        kernels_layernorm_backward(a->dresidual, g->ln1w + (size_t)l * C,
-                                   g->ln1b + (size_t)l * C, a->dln, residual,
-                                   p->ln1w + (size_t)l * C, a->mean, a->rstd, (int)N, C);
+        block_qkv_backward(c, &tr->layers[l], &grads, (int)N, &b, &d);
     }
     /* dresidual is d loss / d encoded; undo the embedding dropout, then scatter */
     train_dropout(a->dresidual, a->dresidual, N * C, drop, train_dropout_key(tr, L, 0));

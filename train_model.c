@@ -108,20 +108,32 @@ static Matrix matrix_view(const Trainer *tr, const float *w) {
 }
 
 /* Point layers[l] (the views block.c reads) at layer l's slices of the 16 tensors. */
+BlockTensors train_layer_tensors(const TrainTensors *t, const Config *c, int l) {
+    size_t C = (size_t)c->dim, Hd = (size_t)c->hidden_dim, L = (size_t)l;
+    float *qkv = t->qkvw + L * 3 * C * C, *qkv_b = t->qkvb + L * 3 * C;   /* W_Q; W_K; W_V */
+    return (BlockTensors){
+        .norm1_w = t->ln1w + L * C, .norm1_b = t->ln1b + L * C,
+        .wq = qkv, .wk = qkv + C * C, .wv = qkv + 2 * C * C,
+        .bq = qkv_b, .bk = qkv_b + C, .bv = qkv_b + 2 * C,
+        .wo = t->attprojw + L * C * C, .bo = t->attprojb + L * C,
+        .norm2_w = t->ln2w + L * C, .norm2_b = t->ln2b + L * C,
+        .w_up = t->fcw + L * Hd * C, .b_up = t->fcb + L * Hd,
+        .w_down = t->fcprojw + L * C * Hd, .b_down = t->fcprojb + L * C};
+}
+
+/* tr->layers: each layer's parameters as block.c reads them (fp32, and their transposes
+ * for the forward's products). */
 static void layers_point(Trainer *tr) {
-    const TrainTensors *p = &tr->p;
-    size_t C = (size_t)tr->config.dim, Hd = (size_t)tr->config.hidden_dim;
-    for (size_t l = 0; l < (size_t)tr->config.n_layers; l++) {
-        const float *qkv = p->qkvw + l * 3 * C * C, *qkv_b = p->qkvb + l * 3 * C;
+    for (int l = 0; l < tr->config.n_layers; l++) {
+        BlockTensors t = train_layer_tensors(&tr->p, &tr->config, l);
         tr->layers[l] = (LayerWeights){
-            .norm1_w = p->ln1w + l * C, .norm1_b = p->ln1b + l * C,
-            .wq = matrix_view(tr, qkv), .wk = matrix_view(tr, qkv + C * C),
-            .wv = matrix_view(tr, qkv + 2 * C * C),
-            .bq = qkv_b, .bk = qkv_b + C, .bv = qkv_b + 2 * C,
-            .wo = matrix_view(tr, p->attprojw + l * C * C), .bo = p->attprojb + l * C,
-            .norm2_w = p->ln2w + l * C, .norm2_b = p->ln2b + l * C,
-            .w_up = matrix_view(tr, p->fcw + l * Hd * C), .b_up = p->fcb + l * Hd,
-            .w_down = matrix_view(tr, p->fcprojw + l * C * Hd), .b_down = p->fcprojb + l * C};
+            .norm1_w = t.norm1_w, .norm1_b = t.norm1_b,
+            .wq = matrix_view(tr, t.wq), .wk = matrix_view(tr, t.wk),
+            .wv = matrix_view(tr, t.wv), .bq = t.bq, .bk = t.bk, .bv = t.bv,
+            .wo = matrix_view(tr, t.wo), .bo = t.bo,
+            .norm2_w = t.norm2_w, .norm2_b = t.norm2_b,
+            .w_up = matrix_view(tr, t.w_up), .b_up = t.b_up,
+            .w_down = matrix_view(tr, t.w_down), .b_down = t.b_down};
     }
 }
 
@@ -403,15 +415,27 @@ void train_dropout(float *out, const float *x, size_t n, float p, uint64_t key) 
     kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
 }
 
-/* block.c's residual hook: out (n,) = x + drop(y), dropout on the sublayer's output y
- * with the mask of (layer, site) at this step (none while evaluating). */
-static void residual_dropout(void *ctx, int layer, int site, float *out, const float *x,
-                             const float *y, size_t n) {
+/* out (n,) = x + drop(y): dropout on a sublayer's output y with the mask of (layer,
+ * site) at this step (none while evaluating). */
+static void residual_add(void *ctx, int layer, int site, float *out, const float *x,
+                         const float *y, size_t n) {
     const Trainer *tr = ctx;
     Loop f = {.out = out, .x = x, .y = y, .n = n,
               .p = tr->dropout_on ? tr->settings.dropout : 0.0f,
               .key = train_dropout_key(tr, layer, site)};
     kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
+}
+
+/* residual_add's backward: dy (n,) = drop(dout) with the same mask. */
+static void residual_grad(void *ctx, int layer, int site, float *dy, const float *dout,
+                          size_t n) {
+    const Trainer *tr = ctx;
+    train_dropout(dy, dout, n, tr->dropout_on ? tr->settings.dropout : 0.0f,
+                  train_dropout_key(tr, layer, site));
+}
+
+BlockResidual train_residual(Trainer *tr) {
+    return (BlockResidual){.add = residual_add, .grad = residual_grad, .ctx = tr};
 }
 
 /* Rows of the embedding: out[n] = wte[tokens[n]] + wpe[n mod T]. */
@@ -505,14 +529,26 @@ static void attention_job(void *ctx, int b) {
                               tr->a.scratch + (size_t)b * tr->attention_scratch);
 }
 
-/* block.c's attention hook: each of the B sequences attends over its own T positions. */
-static int attend_batch(void *ctx, int layer, float *out, const float *q, const float *k,
-                        const float *v) {
-    const Trainer *tr = ctx;
+BlockBuffers train_block_buffers(const Trainer *tr, int l) {
+    const TrainActivations *a = &tr->a;
+    size_t N = (size_t)tr->B * (size_t)tr->T, C = (size_t)tr->config.dim;
+    size_t Hd = (size_t)tr->config.hidden_dim;
+    return (BlockBuffers){
+        .x = l == 0 ? a->encoded : TRAIN_LAYER(a->residual3, l - 1, N, C),
+        .xn1 = TRAIN_LAYER(a->ln1, l, N, C), .q = TRAIN_LAYER(a->q, l, N, C),
+        .k = TRAIN_LAYER(a->k, l, N, C), .v = TRAIN_LAYER(a->v, l, N, C),
+        .att = TRAIN_LAYER(a->atty, l, N, C), .proj = a->dtmp,
+        .x_mid = TRAIN_LAYER(a->residual2, l, N, C), .xn2 = TRAIN_LAYER(a->ln2, l, N, C),
+        .pre = TRAIN_LAYER(a->fch, l, N, Hd), .act = TRAIN_LAYER(a->fch_gelu, l, N, Hd),
+        .out = TRAIN_LAYER(a->residual3, l, N, C)};
+}
+
+/* out (N, C) = each of the B sequences' attention over its own T positions. */
+static void attend_batch(const Trainer *tr, int layer, float *out, const float *q,
+                         const float *k, const float *v) {
     AttentionJob att = {tr, layer, out, q, k, v};
     kernels_parallel_for(attention_job, &att, tr->B,   /* scores and sums: ~2 T^2 C each */
                          2L * tr->B * tr->T * tr->T * tr->config.dim);
-    return 0;
 }
 
 /* trainer_forward's arguments and result, for kernels_run. */
@@ -529,7 +565,7 @@ static void forward_body(void *ctx) {
     const Config *c = &tr->config;
     const TrainTensors *p = &tr->p;
     TrainActivations *a = &tr->a;
-    int B = tr->B, T = tr->T, C = c->dim, Hd = c->hidden_dim, V = c->vocab_size;
+    int B = tr->B, T = tr->T, C = c->dim, V = c->vocab_size;
     int L = c->n_layers;
     size_t N = (size_t)B * T;
     float drop = tr->dropout_on ? tr->settings.dropout : 0.0f;
@@ -544,17 +580,12 @@ static void forward_body(void *ctx) {
     train_dropout(a->encoded, a->encoded, N * C, drop, train_dropout_key(tr, L, 0));
 
     /* the blocks, each layer's activations kept for the backward pass */
-    BlockHooks hooks = {.attend = attend_batch, .residual = residual_dropout, .ctx = tr};
+    BlockResidual residual = train_residual(tr);
     for (int l = 0; l < L; l++) {
-        BlockBuffers b = {
-            .x = l == 0 ? a->encoded : TRAIN_LAYER(a->residual3, l - 1, N, C),
-            .xn1 = TRAIN_LAYER(a->ln1, l, N, C), .q = TRAIN_LAYER(a->q, l, N, C),
-            .k = TRAIN_LAYER(a->k, l, N, C), .v = TRAIN_LAYER(a->v, l, N, C),
-            .att = TRAIN_LAYER(a->atty, l, N, C), .proj = a->dtmp,
-            .x_mid = TRAIN_LAYER(a->residual2, l, N, C), .xn2 = TRAIN_LAYER(a->ln2, l, N, C),
-            .pre = TRAIN_LAYER(a->fch, l, N, Hd), .act = TRAIN_LAYER(a->fch_gelu, l, N, Hd),
-            .out = TRAIN_LAYER(a->residual3, l, N, C)};
-        block_forward(c, &tr->layers[l], l, (int)N, &b, &hooks);
+        BlockBuffers b = train_block_buffers(tr, l);
+        block_qkv(c, &tr->layers[l], (int)N, &b);
+        attend_batch(tr, l, b.att, b.q, b.k, b.v);
+        block_finish(c, &tr->layers[l], l, (int)N, &b, &residual);
     }
 
     /* final LayerNorm, logits (N, V) = lnf . wte^T (the tied classifier) */

@@ -15,6 +15,7 @@
 
 #include <stddef.h>     /* size_t */
 #include <stdint.h>     /* uint64_t */
+#include "block.h"      /* BlockTensors, BlockResidual */
 #include "model.h"      /* Config, AttentionShape */
 
 #define TRAIN_N_TENSORS 16                   /* llm.c's GPT-2 parameter tensors */
@@ -139,6 +140,18 @@ size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c);
 /* 1 if AdamW decays tensor i (0 .. 15): the weight matrices and embeddings, not biases or
  * norms. */
 int trainer_tensor_decayed(int i);
+
+/* Layer l's tensors inside t (the parameters or the gradients), as block.c takes them:
+ * the one place that knows where a layer's W_Q, W_K, W_V sit in qkvw and so on. */
+BlockTensors train_layer_tensors(const TrainTensors *t, const Config *c, int l);
+
+/* Layer l's slices of the kept activations (and the shared scratch a->dtmp as proj), as
+ * block.c's forward writes them and its backward reads them. */
+BlockBuffers train_block_buffers(const Trainer *tr, int l);
+
+/* The residual sums of every block, with dropout on each sublayer's output (the mask of
+ * (layer, site) at this step; none while evaluating), forward and backward. */
+BlockResidual train_residual(Trainer *tr);
 
 /* Build a trainer for config c (seq_len = T, vocab_size = padded_vocab_size = V,
  * n_kv_heads = n_heads, hidden_dim = 4 dim) and batch B, with parameters initialised
