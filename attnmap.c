@@ -4,8 +4,9 @@
  * PNG buffer per panel of a big SVG and the text view's sort array. In order: label
  * escaping (shared by all three outputs), the checks on an AttnMap, the colour scale,
  * the SVG (one element per cell, or PNG panels past ATTNMAP_SVG_MAX_CELLS), the HTML
- * page and its script, the text view. Nothing here computes attention: the caller
- * collects the weights (attention.h) and hands them over one layer at a time.
+ * page (its markup, style and script are attnmap_page.html; this file fills in the
+ * map), the text view. Nothing here computes attention: the caller collects the
+ * weights (attention.h) and hands them over one layer at a time.
  */
 #include "attnmap.h"
 
@@ -737,257 +738,62 @@ int attnmap_write_svg(const AttnMap *map, FILE *f) {
 }
 
 /* ======================================================================================
- * HTML explorer: static chips and selectors written here, the rest drawn by the script
- * from one embedded object. Written so that it is also well-formed XML (self-closed
- * empty elements, quoted attributes, CSS and script in CDATA sections commented out for
- * HTML), which lets the tests check it with the SVG's checker.
+ * HTML explorer: the page is attnmap_page.html, written line by line with each @@name@@
+ * marker in it replaced by what html_part writes: the title, the selectors' options, the
+ * token chips and the data object the page's script draws everything else from. The
+ * page is also well-formed XML (self-closed empty elements, quoted attributes, CSS and
+ * script in CDATA sections commented out for HTML), which lets the tests check it with
+ * the SVG's checker.
  * ==================================================================================== */
 
 #define HTML_WEIGHT_SCALE 1000      /* weights embedded as integers 0..1000 */
 #define HTML_MASKED (-1)            /* the embedded value of a masked cell */
+#define HTML_MARK "@@"              /* opens and closes a marker in the page */
+#define HTML_MARK_BYTES 2
+#define HTML_SELECTED " selected=\"selected\""
 
-static const char *const HTML_STYLE[] = {
-    "body{font:14px/1.45 system-ui,sans-serif;margin:16px 20px;color:#1a1a1a;"
-    "background:#fff}\n"
-    "h1{font-size:17px;margin:0 0 4px}\n"
-    ".legend{font-size:12px;color:#444;margin:0 0 8px}\n"
-    ".bar{display:inline-block;width:150px;height:10px;vertical-align:middle;"
-    "border:1px solid #888;margin:0 4px}\n"
-    ".controls{margin:6px 0}\n"
-    ".controls select{font:inherit;margin:0 14px 0 4px}\n"
-    "#status{color:#333;font-family:ui-monospace,monospace;font-size:13px}\n"
-    ".tokens{font-family:ui-monospace,monospace;font-size:13px;padding:6px 0 10px;"
-    "border-bottom:1px solid #ccc}\n"
-    ".tok{display:inline-block;min-width:6px;padding:0 3px;margin:2px 1px;"
-    "border:1px solid #c8ccd2;border-radius:3px;white-space:pre;cursor:pointer;"
-    "line-height:1.5}\n"
-    ".tok.p{background:#eef1f5}\n"
-    ".tok.g{background:#fdebd8;border-color:#eeb07a;color:#8a2c06}\n"
-    ".tok.shown{outline:2px solid #d62728}\n"
-    ".tok.pinned{background:#d62728;border-color:#d62728;color:#fff}\n"
-    "#heads{display:grid;grid-template-columns:repeat(auto-fill,minmax(600px,1fr));"
-    "column-gap:24px}\n"
-    ".head{display:flex;align-items:flex-start;gap:14px;padding:10px 0;"
-    "border-bottom:1px solid #e4e4e4}\n"
-    "canvas.heat{width:240px;height:240px;flex:none;image-rendering:pixelated;"
-    "border:1px solid #999;cursor:crosshair}\n"
-    ".right{flex:1;min-width:0}\n"
-    ".cap{font-weight:600;font-size:13px}\n"
-    ".top{font-family:ui-monospace,monospace;font-size:12px;color:#222;margin:2px 0 6px;"
-    "white-space:pre-wrap}\n"
-    ".row{font-family:ui-monospace,monospace;font-size:12px}\n"
-    ".k{display:inline-block;min-width:5px;padding:0 2px;margin:1px;border-radius:2px;"
-    "white-space:pre;line-height:1.5;border-bottom:2px solid transparent}\n"
-    ".k.g{border-bottom-color:#e6550d}\n",
+/* attnmap_page.html, one string literal per line (C11 promises no more than 4095 bytes
+ * in one), each ending in its newline: the Makefile writes them into the build folder. */
+static const char *const HTML_PAGE[] = {
+#include "attnmap_page.inc"
     NULL};
 
-static const char *const HTML_SCRIPT[] = {
-    "var T = D.tokens.length, L = D.n_layers, NH = D.n_heads;\n"
-    "var HEAT_PX = 240, TOP = 5;\n"
-    "var layer = D.layer, headSel = D.head, pinned = T - 1, shown = T - 1, views = [];\n"
-    "function $(id) { return document.getElementById(id); }\n"
-    "function make(tag, cls, text) {\n"
-    "  var e = document.createElement(tag);\n"
-    "  if (cls) e.className = cls;\n"
-    "  if (text !== undefined) e.textContent = text;\n"
-    "  return e;\n"
-    "}\n"
-    "/* weight query i gives key j (j <= i), or -1 if masked */\n"
-    "function weight(l, h, i, j) {\n"
-    "  var v = D.w[l][h][i * (i + 1) / 2 + j];\n"
-    "  return v < 0 ? -1 : v / D.unit;\n"
-    "}\n"
-    "/* the SVG's colour scale: stops at the square root of the weight */\n"
-    "function colour(w) {\n"
-    "  var S = D.scale, t = Math.sqrt(Math.min(Math.max(w, 0), 1)) * (S.length - 1);\n"
-    "  var k = Math.min(Math.floor(t), S.length - 2), f = t - k;\n"
-    "  return [0, 1, 2].map(function (c) {\n"
-    "    return Math.round(S[k][c] + (S[k + 1][c] - S[k][c]) * f);\n"
-    "  });\n"
-    "}\n"
-    "function label(j) { return '\"' + D.tokens[j] + '\"@' + j; }\n"
-    "function readHash() {\n"
-    "  location.hash.slice(1).split('&').forEach(function (part) {\n"
-    "    var kv = part.split('='), v = parseInt(kv[1], 10);\n"
-    "    if (isNaN(v)) return;\n"
-    "    if (kv[0] === 'token' && v >= 0 && v < T) pinned = shown = v;\n"
-    "    else if (kv[0] === 'layer' && v >= 0 && v < L) layer = v;\n"
-    "    else if (kv[0] === 'head' && v >= -1 && v < NH) headSel = v;\n"
-    "  });\n"
-    "}\n"
-    "function saveHash() {\n"
-    "  try {\n"
-    "    history.replaceState(null, '', '#token=' + pinned + '&layer=' + layer +\n"
-    "                         '&head=' + headSel);\n"
-    "  } catch (e) { /* some browsers refuse it for file: pages; the page still works */ }\n"
-    "}\n",
-    "/* head h of the current layer as a T x T image, masked cells transparent */\n"
-    "function heatImage(h) {\n"
-    "  var c = make('canvas'), g, img, d, i, j, w, p, rgb;\n"
-    "  c.width = c.height = T;\n"
-    "  g = c.getContext('2d');\n"
-    "  img = g.createImageData(T, T);\n"
-    "  d = img.data;\n"
-    "  for (i = 0; i < T; i++) {\n"
-    "    for (j = 0; j <= i; j++) {\n"
-    "      w = weight(layer, h, i, j);\n"
-    "      if (w < 0) continue;\n"
-    "      p = 4 * (i * T + j);\n"
-    "      rgb = colour(w);\n"
-    "      d[p] = rgb[0]; d[p + 1] = rgb[1]; d[p + 2] = rgb[2]; d[p + 3] = 255;\n"
-    "    }\n"
-    "  }\n"
-    "  g.putImageData(img, 0, 0);\n"
-    "  return c;\n"
-    "}\n"
-    "function build() {\n"
-    "  var box = $('heads'), scale = Math.max(1, Math.floor(HEAT_PX / T)), h, j, v, div,\n"
-    "      right;\n"
-    "  box.textContent = '';\n"
-    "  views = [];\n"
-    "  for (h = 0; h < NH; h++) {\n"
-    "    if (headSel >= 0 && h !== headSel) continue;\n"
-    "    v = { h: h, scale: scale, chips: [], image: heatImage(h) };\n"
-    "    div = make('div', 'head');\n"
-    "    right = make('div', 'right');\n"
-    "    v.canvas = make('canvas', 'heat masked');\n"
-    "    v.canvas.width = v.canvas.height = T * scale;\n"
-    "    v.canvas.title = 'rows: queries, columns: keys; click a row to choose its query';\n"
-    "    v.canvas.addEventListener('click', pickRow);\n"
-    "    right.appendChild(make('div', 'cap', 'layer ' + layer + ', head ' + h));\n"
-    "    v.top = make('div', 'top');\n"
-    "    v.row = make('div', 'row');\n"
-    "    for (j = 0; j < T; j++) {\n"
-    "      v.chips.push(make('span', 'k ' + (j < D.n_prompt ? 'p' : 'g'), D.tokens[j]));\n"
-    "      v.row.appendChild(v.chips[j]);\n"
-    "    }\n"
-    "    right.appendChild(v.top);\n"
-    "    right.appendChild(v.row);\n"
-    "    div.appendChild(v.canvas);\n"
-    "    div.appendChild(right);\n"
-    "    box.appendChild(div);\n"
-    "    views.push(v);\n"
-    "  }\n"
-    "  render();\n"
-    "}\n"
-    "function pickRow(e) {\n"
-    "  var r = e.target.getBoundingClientRect();\n"
-    "  var i = Math.floor((e.clientY - r.top) / r.height * T);\n"
-    "  select(Math.min(T - 1, Math.max(0, i)));\n"
-    "}\n"
-    "function select(i) {\n"
-    "  pinned = shown = i;\n"
-    "  render();\n"
-    "  saveHash();\n"
-    "}\n",
-    "function render() {\n"
-    "  var chips = $('tokens').children, i;\n"
-    "  for (i = 0; i < T; i++) {\n"
-    "    chips[i].classList.toggle('shown', i === shown);\n"
-    "    chips[i].classList.toggle('pinned', i === pinned);\n"
-    "  }\n"
-    "  $('status').textContent = 'query ' + label(shown) + ' (' +\n"
-    "      (shown < D.n_prompt ? 'prompt' : 'generated') + '), layer ' + layer;\n"
-    "  views.forEach(function (v) {\n"
-    "    var g = v.canvas.getContext('2d'), s = v.scale, best = [], j, c, w, rgb;\n"
-    "    g.clearRect(0, 0, T * s, T * s);\n"
-    "    g.imageSmoothingEnabled = false;\n"
-    "    g.drawImage(v.image, 0, 0, T * s, T * s);\n"
-    "    if (D.n_prompt > 0 && D.n_prompt < T) {  /* the prompt's end, as in the SVG */\n"
-    "      g.strokeStyle = D.generated;\n"
-    "      g.setLineDash([4, 3]);\n"
-    "      g.beginPath();\n"
-    "      g.moveTo(D.n_prompt * s + 0.5, D.n_prompt * s);\n"
-    "      g.lineTo(D.n_prompt * s + 0.5, T * s);\n"
-    "      g.moveTo(0, D.n_prompt * s + 0.5);\n"
-    "      g.lineTo(D.n_prompt * s, D.n_prompt * s + 0.5);\n"
-    "      g.stroke();\n"
-    "      g.setLineDash([]);\n"
-    "    }\n"
-    "    g.strokeStyle = '#d62728';\n"
-    "    g.lineWidth = Math.max(1, s / 4);\n"
-    "    g.strokeRect(0, shown * s, (shown + 1) * s, s);\n"
-    "    for (j = 0; j < T; j++) {\n"
-    "      c = v.chips[j];\n"
-    "      c.style.display = j <= shown ? '' : 'none';\n"
-    "      if (j > shown) continue;\n"
-    "      w = weight(layer, v.h, shown, j);\n"
-    "      c.classList.toggle('masked', w < 0);\n"
-    "      if (w < 0) {\n"
-    "        c.style.background = c.style.color = '';\n"
-    "        c.title = label(j) + ': masked (not visible)';\n"
-    "        continue;\n"
-    "      }\n"
-    "      rgb = colour(w);\n"
-    "      c.style.background = 'rgb(' + rgb.join(',') + ')';\n"
-    "      c.style.color = w > 0.3 ? '#fff' : '#111';\n"
-    "      c.title = label(j) + ': ' + w.toFixed(3);\n"
-    "      best.push([w, j]);\n"
-    "    }\n"
-    "    best.sort(function (a, b) { return b[0] - a[0] || a[1] - b[1]; });\n"
-    "    v.top.textContent = best.length === 0 ? 'no visible keys' : 'top: ' +\n"
-    "        best.slice(0, TOP).map(function (p) {\n"
-    "          return label(p[1]) + ' ' + p[0].toFixed(3);\n"
-    "        }).join('   ');\n"
-    "  });\n"
-    "}\n"
-    "readHash();\n"
-    "$('layer').value = String(layer);\n"
-    "$('head').value = String(headSel);\n"
-    "$('layer').addEventListener('change', function (e) {\n"
-    "  layer = parseInt(e.target.value, 10); build(); saveHash();\n"
-    "});\n"
-    "$('head').addEventListener('change', function (e) {\n"
-    "  headSel = parseInt(e.target.value, 10); build(); saveHash();\n"
-    "});\n"
-    "Array.prototype.forEach.call($('tokens').children, function (chip, i) {\n"
-    "  chip.addEventListener('mouseenter', function () { shown = i; render(); });\n"
-    "  chip.addEventListener('mouseleave', function () { shown = pinned; render(); });\n"
-    "  chip.addEventListener('click', function () { select(i); });\n"
-    "});\n"
-    "document.addEventListener('keydown', function (e) {\n"
-    "  if (e.key === 'ArrowLeft' && pinned > 0) select(pinned - 1);\n"
-    "  if (e.key === 'ArrowRight' && pinned < T - 1) select(pinned + 1);\n"
-    "});\n"
-    "build();\n",
-    NULL};
-
-static void write_lines(const char *const *parts, FILE *f) {
-    for (int k = 0; parts[k]; k++) fputs(parts[k], f);
+/* The layer the page opens at: the map's, or the last for every layer (-1). */
+static int html_start_layer(const AttnMap *map) {
+    return map->layer < 0 ? map->n_layers - 1 : map->layer;
 }
 
-/* The CSS of the masked hatch, the same in the chips and behind the heatmaps. */
-static void html_hatch(FILE *f) {
-    fprintf(f, ".masked{background:repeating-linear-gradient(45deg,%s 0,%s 3px,%s 3px,%s 4px)}\n",
-            COLOUR_HATCH_BACK, COLOUR_HATCH_BACK, COLOUR_HATCH_LINE, COLOUR_HATCH_LINE);
+/* A selector's <option>s 0..n-1, with `selected` marked; with_all: first an "all" (-1). */
+static void html_options(int n, int selected, int with_all, FILE *f) {
+    if (with_all)
+        fprintf(f, "<option value=\"-1\"%s>all</option>", selected < 0 ? HTML_SELECTED : "");
+    for (int k = 0; k < n; k++)
+        fprintf(f, "<option value=\"%d\"%s>%d</option>", k, k == selected ? HTML_SELECTED : "",
+                k);
 }
 
-/* The colour scale as a CSS gradient. */
-static void html_gradient(FILE *f) {
-    fputs(".bar{background:linear-gradient(to right", f);
+/* One chip per token, classed prompt (p) or generated (g); the script finds them by order. */
+static void html_chips(const AttnMap *map, FILE *f) {
+    for (int i = 0; i < map->n_tokens; i++) {
+        fprintf(f, "<span class=\"tok %s\" data-i=\"%d\" title=\"token %d\">",
+                i < map->n_prompt ? "p" : "g", i, i);
+        write_label(f, map, i, ATTNMAP_ESCAPE_XML, 0);
+        fputs("</span>", f);
+    }
+}
+
+/* The scale's stops as the rest of a CSS linear-gradient(): ",#rrggbb" each. */
+static void html_scale_stops(FILE *f) {
     for (int k = 0; k < SCALE_STOPS; k++)
         fprintf(f, ",#%02x%02x%02x", SCALE[k][0], SCALE[k][1], SCALE[k][2]);
-    fputs(")}\n", f);
 }
 
-/* The data object the script reads: labels, the scale, every layer's lower triangles. */
-static int html_data(const AttnMap *map, FILE *f) {
+/* Every layer's and head's lower triangle, rows in order, as a JSON array (L, NH, T (T + 1) / 2)
+ * of integers 0..HTML_WEIGHT_SCALE, HTML_MASKED where masked. Returns 0, or -1 after a
+ * stderr line if the callback fails. */
+static int html_weights(const AttnMap *map, FILE *f) {
     int T = map->n_tokens;
-    fputs("var D = {\"title\": \"", f);
-    write_title(f, map, ATTNMAP_ESCAPE_JSON);
-    fprintf(f, "\", \"n_layers\": %d, \"n_heads\": %d, \"n_prompt\": %d, \"layer\": %d, "
-            "\"head\": %d, \"unit\": %d, \"generated\": \"%s\",\n\"scale\": [", map->n_layers,
-            map->n_heads, map->n_prompt, map->layer < 0 ? map->n_layers - 1 : map->layer,
-            map->head, HTML_WEIGHT_SCALE, COLOUR_GENERATED);
-    for (int k = 0; k < SCALE_STOPS; k++)
-        fprintf(f, "%s[%d, %d, %d]", k ? ", " : "", SCALE[k][0], SCALE[k][1], SCALE[k][2]);
-    fputs("],\n\"tokens\": [", f);
-    for (int i = 0; i < T; i++) {
-        fputs(i ? ", \"" : "\"", f);
-        write_label(f, map, i, ATTNMAP_ESCAPE_JSON, 0);
-        fputc('"', f);
-    }
-    fputs("],\n\"w\": [\n", f);
+    fputs("[\n", f);
     for (int l = 0; l < map->n_layers && !ferror(f); l++) {
         const float *w = map_layer(map, l);
         if (!w) return -1;
@@ -1007,50 +813,75 @@ static int html_data(const AttnMap *map, FILE *f) {
         }
         fputc(']', f);
     }
-    fputs("]};\n", f);
+    fputc(']', f);
+    return 0;
+}
+
+/* The JSON object the script reads (its D): the map's shape and opening view, the colour
+ * scale's stops, the labels and the weights. Returns as html_weights. */
+static int html_data(const AttnMap *map, FILE *f) {
+    fputs("{\"title\": \"", f);
+    write_title(f, map, ATTNMAP_ESCAPE_JSON);
+    fprintf(f, "\", \"n_layers\": %d, \"n_heads\": %d, \"n_prompt\": %d, \"layer\": %d, "
+            "\"head\": %d, \"unit\": %d, \"generated\": \"%s\",\n\"scale\": [", map->n_layers,
+            map->n_heads, map->n_prompt, html_start_layer(map), map->head, HTML_WEIGHT_SCALE,
+            COLOUR_GENERATED);
+    for (int k = 0; k < SCALE_STOPS; k++)
+        fprintf(f, "%s[%d, %d, %d]", k ? ", " : "", SCALE[k][0], SCALE[k][1], SCALE[k][2]);
+    fputs("],\n\"tokens\": [", f);
+    for (int i = 0; i < map->n_tokens; i++) {
+        fputs(i ? ", \"" : "\"", f);
+        write_label(f, map, i, ATTNMAP_ESCAPE_JSON, 0);
+        fputc('"', f);
+    }
+    fputs("],\n\"w\": ", f);
+    if (html_weights(map, f) != 0) return -1;
+    fputc('}', f);
+    return 0;
+}
+
+/* Whether the marker name (n bytes) is `want`. */
+static int is_marker(const char *name, size_t n, const char *want) {
+    return strlen(want) == n && memcmp(name, want, n) == 0;
+}
+
+/* What the page's marker @@name@@ (name: n bytes) stands for: title, n_tokens,
+ * space_mark, hatch_back, hatch_line, scale_stops, layer_options, head_options,
+ * token_chips or data. Returns 0, or -1 after a stderr line when the callback fails or
+ * the marker is none of these. */
+static int html_part(const AttnMap *map, const char *name, size_t n, FILE *f) {
+    if (is_marker(name, n, "title")) write_title(f, map, ATTNMAP_ESCAPE_XML);
+    else if (is_marker(name, n, "n_tokens")) fprintf(f, "%d", map->n_tokens);
+    else if (is_marker(name, n, "space_mark")) fputs(SPACE_MARK, f);
+    else if (is_marker(name, n, "hatch_back")) fputs(COLOUR_HATCH_BACK, f);
+    else if (is_marker(name, n, "hatch_line")) fputs(COLOUR_HATCH_LINE, f);
+    else if (is_marker(name, n, "scale_stops")) html_scale_stops(f);
+    else if (is_marker(name, n, "layer_options"))
+        html_options(map->n_layers, html_start_layer(map), 0, f);
+    else if (is_marker(name, n, "head_options")) html_options(map->n_heads, map->head, 1, f);
+    else if (is_marker(name, n, "token_chips")) html_chips(map, f);
+    else if (is_marker(name, n, "data")) return html_data(map, f);
+    else {
+        fprintf(stderr, "attnmap: page: unknown marker %s%.*s%s\n", HTML_MARK, (int)n, name,
+                HTML_MARK);
+        return -1;
+    }
     return 0;
 }
 
 int attnmap_write_html(const AttnMap *map, FILE *f) {
     if (map_check(map) != 0) return -1;
-    int T = map->n_tokens;
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>", f);
-    write_title(f, map, ATTNMAP_ESCAPE_XML);
-    fputs("</title>\n<style>/*<![CDATA[*/\n", f);
-    write_lines(HTML_STYLE, f);
-    html_hatch(f);
-    html_gradient(f);
-    fputs("/*]]>*/</style>\n</head>\n<body>\n<h1>", f);
-    write_title(f, map, ATTNMAP_ESCAPE_XML);
-    fprintf(f, "</h1>\n<p class=\"legend\">%d tokens: <span class=\"tok p\">prompt</span> "
-            "<span class=\"tok g\">generated</span>. Hover over a token to see what each head "
-            "of the layer attends to from it; click to pin it (arrow keys move). Weight "
-            "0<span class=\"bar\"></span>1 (colour: square root of the weight); "
-            "<span class=\"tok masked\">masked</span> = not visible, not the same as 0; "
-            "a space shows as \xE2\x90\xA3.</p>\n<div class=\"controls\"><label>layer"
-            "<select id=\"layer\">", T);
-    int start = map->layer < 0 ? map->n_layers - 1 : map->layer;
-    for (int l = 0; l < map->n_layers; l++)
-        fprintf(f, "<option value=\"%d\"%s>%d</option>", l, l == start ? " selected=\"selected\""
-                : "", l);
-    fprintf(f, "</select></label><label>head<select id=\"head\"><option value=\"-1\"%s>all"
-            "</option>", map->head < 0 ? " selected=\"selected\"" : "");
-    for (int h = 0; h < map->n_heads; h++)
-        fprintf(f, "<option value=\"%d\"%s>%d</option>", h, h == map->head ?
-                " selected=\"selected\"" : "", h);
-    fputs("</select></label><span id=\"status\"></span></div>\n<div id=\"tokens\" "
-          "class=\"tokens\">", f);
-    for (int i = 0; i < T; i++) {
-        fprintf(f, "<span class=\"tok %s\" data-i=\"%d\" title=\"token %d\">",
-                i < map->n_prompt ? "p" : "g", i, i);
-        write_label(f, map, i, ATTNMAP_ESCAPE_XML, 0);
-        fputs("</span>", f);
+    for (int k = 0; HTML_PAGE[k] && !ferror(f); k++) {
+        const char *text = HTML_PAGE[k], *open, *close;
+        while ((open = strstr(text, HTML_MARK)) &&
+               (close = strstr(open + HTML_MARK_BYTES, HTML_MARK))) {
+            fwrite(text, 1, (size_t)(open - text), f);
+            const char *name = open + HTML_MARK_BYTES;
+            if (html_part(map, name, (size_t)(close - name), f) != 0) return -1;
+            text = close + HTML_MARK_BYTES;
+        }
+        fputs(text, f);
     }
-    fputs("</div>\n<div id=\"heads\"></div>\n<script>//<![CDATA[\n(function () {\n"
-          "\"use strict\";\n", f);
-    if (html_data(map, f) != 0) return -1;
-    write_lines(HTML_SCRIPT, f);
-    fputs("})();\n//]]></script>\n</body>\n</html>\n", f);
     return write_end(f);
 }
 

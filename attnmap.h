@@ -76,11 +76,12 @@ size_t attnmap_escape(const unsigned char *label, size_t len, AttnMapEscape cont
  * line) or on a write error (no line: the caller knows the file name; ferror(f) is set). */
 int attnmap_write_svg(const AttnMap *map, FILE *f);
 
-/* One self-contained HTML page (inline CSS and JavaScript, nothing fetched) that embeds
- * every layer and head, weights as integers 0..1000 (-1 = masked): the tokens as chips;
- * hovering one shows what each head of the selected layer attends to from it, a click
- * pins it. It opens at map->layer (the last layer for -1) and map->head (all for -1);
- * the address may choose: page.html#token=5&layer=1&head=2. Returns as attnmap_write_svg. */
+/* One self-contained HTML page (attnmap_page.html: inline CSS and JavaScript, nothing
+ * fetched) that embeds every layer and head, weights as integers 0..1000 (-1 = masked):
+ * the tokens as chips; hovering one shows what each head of the selected layer attends
+ * to from it, a click pins it. It opens at map->layer (the last layer for -1) and
+ * map->head (all for -1); the address may choose: page.html#token=5&layer=1&head=2.
+ * Returns as attnmap_write_svg. */
 int attnmap_write_html(const AttnMap *map, FILE *f);
 
 /* The text view: one query's weights over its keys, per head of one layer. */

@@ -823,6 +823,51 @@ static void check_html_weights(const char *html, const Fixture *fx) {
                want, wrong);
 }
 
+#define PAGE_PATH "attnmap_page.html"   /* the page's template, from the repository's root */
+#define PAGE_MARK "@@"
+
+/* The page against its template: the text around the template's @@markers@@ is the
+ * page's, in order and byte for byte (so the C literals the build writes reproduce the
+ * file), from the page's first byte to its last, and no marker is left unfilled. */
+static void check_html_template(const char *html) {
+    FILE *f = fopen(PAGE_PATH, "rb");
+    if (!f) {
+        check_skip(PAGE_PATH " not in the working folder: the page not compared with it");
+        return;
+    }
+    char *page = malloc(1 << 16);
+    size_t n = page ? fread(page, 1, (1 << 16) - 1, f) : 0;
+    fclose(f);
+    if (!page || n == 0 || n == (1 << 16) - 1) {
+        check_true(0, "html: " PAGE_PATH " read");
+        free(page);
+        return;
+    }
+    page[n] = '\0';
+    const char *at = html;
+    int ok = 1, markers = 0;
+    for (char *text = page; ok;) {
+        char *open = strstr(text, PAGE_MARK);
+        char *close = open ? strstr(open + 2, PAGE_MARK) : NULL;
+        if (close) *open = '\0';
+        size_t len = strlen(text);
+        if (!close) {                                  /* the last piece ends the page */
+            size_t left = strlen(at);
+            ok = left >= len && strcmp(at + left - len, text) == 0;
+            break;
+        }
+        const char *found = text == page ? (strncmp(html, text, len) == 0 ? html : NULL)
+                                         : strstr(at, text);
+        ok = found != NULL;
+        at = found ? found + len : at;
+        markers++;
+        text = close + 2;
+    }
+    check_true(ok && markers > 0 && !strstr(html, PAGE_MARK), "html: the page is "
+               PAGE_PATH " byte for byte around its %d markers, all filled", markers);
+    free(page);
+}
+
 static size_t count(const char *text, const char *what) {
     size_t n = 0;
     for (const char *p = strstr(text, what); p; p = strstr(p + 1, what)) n++;
@@ -864,7 +909,17 @@ static void test_html(void) {
                "html: labels escaped for JSON in the data and for XML in the chips");
     check_html_weights(html, &fx);
     check_html_script(html);
+    check_html_template(html);
     free(html);
+
+    const char *title = map.title;
+    map.title = "@@title@@ @@data@@";
+    html = write_to_string(attnmap_write_html, &map, &rc, &len);
+    check_true(html && rc == 0 && strstr(html, "<title>@@title@@ @@data@@</title>") &&
+               count(html, "var D = {") == 1, "html: a title that spells the page's markers "
+               "is written as text, not filled in");
+    free(html);
+    map.title = title;
 
     map.layer = 1;
     map.head = 0;

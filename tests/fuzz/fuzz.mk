@@ -74,6 +74,9 @@ FUZZ_FORCE:
 $(FUZZ_CLANG_B)/%.o: %.c $(FUZZ_HEADERS) $(FUZZ_CLANG_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CLANG) $(FUZZ_CLANG_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+# attnmap.c includes the page the Makefile generates into $(B) (see $(B)/attnmap_page.inc)
+$(FUZZ_CLANG_B)/attnmap.o: attnmap.c $(FUZZ_HEADERS) $(FUZZ_CLANG_STAMP) $(B)/attnmap_page.inc
+	$(FUZZ_CLANG) $(FUZZ_CLANG_FLAGS) -fsanitize=fuzzer-no-link -I$(B) -c $< -o $@
 $(FUZZ_CLANG_B)/run_main.o: run.c $(wildcard *.h) $(FUZZ_CLANG_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CLANG) $(FUZZ_CLANG_FLAGS) -fsanitize=fuzzer-no-link $(FUZZ_RUN_FLAGS) -c $< -o $@
