@@ -56,8 +56,7 @@ enum { LLAMA_DIM, LLAMA_HIDDEN, LLAMA_LAYERS, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA
 /* ------------------------------------------------------------------------- */
 /* Overflow-safe size arithmetic                                               */
 
-/* *out = a * b; returns -1 if that overflows size_t. */
-static int size_mul(size_t a, size_t b, size_t *out) {
+int checkpoint_size_mul(size_t a, size_t b, size_t *out) {
     if (a != 0 && b > SIZE_MAX / a) return -1;
     *out = a * b;
     return 0;
@@ -66,7 +65,8 @@ static int size_mul(size_t a, size_t b, size_t *out) {
 /* *acc += a * b * c; returns -1 on overflow. */
 static int size_add_product(size_t *acc, size_t a, size_t b, size_t c) {
     size_t ab, abc;
-    if (size_mul(a, b, &ab) || size_mul(ab, c, &abc) || abc > SIZE_MAX - *acc) return -1;
+    if (checkpoint_size_mul(a, b, &ab) || checkpoint_size_mul(ab, c, &abc) ||
+        abc > SIZE_MAX - *acc) return -1;
     *acc += abc;
     return 0;
 }
@@ -157,6 +157,20 @@ static int parse_gpt2_header(Config *c, Layout *layout, const char *path, const 
             return -1;
         }
     }
+    return 0;
+}
+
+int checkpoint_read_gpt2_header(const int32_t h[CHECKPOINT_GPT2_HEADER_INTS], const char *path,
+                                Config *c, int *version) {
+    Layout layout;
+    memset(c, 0, sizeof *c);
+    if (h[GPT2_MAGIC] != CHECKPOINT_GPT2_MAGIC) {
+        fprintf(stderr, "model: %s: not an llm.c GPT-2 checkpoint (got magic %d, expected "
+                "%d)\n", path, (int)h[GPT2_MAGIC], CHECKPOINT_GPT2_MAGIC);
+        return -1;
+    }
+    if (parse_gpt2_header(c, &layout, path, h) != 0) return -1;
+    *version = h[GPT2_VERSION];
     return 0;
 }
 
@@ -347,7 +361,7 @@ static int expected_sizes(const Config *c, const Layout *layout, size_t *file_by
         int widened = layout->storage == STORE_BF16;
         int copied = layout->storage == STORE_Q8 && !list[t].is_matrix;
         if (widened || copied) {
-            if (size_mul((size_t)list[t].rows, (size_t)list[t].cols, &numel) ||
+            if (checkpoint_size_mul((size_t)list[t].rows, (size_t)list[t].cols, &numel) ||
                 size_add_product(&floats, (size_t)list[t].layers, numel, 1)) return -1;
         } else if (size_add_product(&floats, (size_t)list[t].layers, scales, 1)) {
             return -1;

@@ -128,6 +128,17 @@ int checkpoint_load(Checkpoint *ck, const char *path);
 /* Releases the map and everything owned. Safe on a zeroed or freed Checkpoint. */
 void checkpoint_free(Checkpoint *ck);
 
+/* *out = a * b, or -1 if that overflows size_t (0 otherwise): every size computed from a
+ * file's header goes through it. */
+int checkpoint_size_mul(size_t a, size_t b, size_t *out);
+
+/* Reads llm.c's GPT-2 header h as checkpoint_load does (magic, version, reserved slots,
+ * the width's range): c gets the shape (seq_len, vocab_size, padded_vocab_size, n_layers,
+ * n_heads, dim), *version the version. Returns 0, or -1 after a stderr line naming path.
+ * The header of llm.c's files is read here only: the trainer resumes through it. */
+int checkpoint_read_gpt2_header(const int32_t h[CHECKPOINT_GPT2_HEADER_INTS], const char *path,
+                                Config *c, int *version);
+
 /* Fills llm.c's 256-int32 GPT-2 header for c: magic, version (CHECKPOINT_GPT2_FP32 or
  * CHECKPOINT_GPT2_Q8, which also records the group size), sizes, zeros elsewhere. */
 void checkpoint_gpt2_header(int32_t header[CHECKPOINT_GPT2_HEADER_INTS], const Config *c,

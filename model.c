@@ -27,13 +27,6 @@
 /* ------------------------------------------------------------------------- */
 /* Load and free                                                               */
 
-/* *out = a * b; returns -1 if that overflows size_t. */
-static int size_mul(size_t a, size_t b, size_t *out) {
-    if (a != 0 && b > SIZE_MAX / a) return -1;
-    *out = a * b;
-    return 0;
-}
-
 /* Allocates the activations for chunks of m->max_chunk tokens (the attention state
  * and its scratch come from model_set_attention). */
 static int alloc_state(Model *m) {
@@ -74,8 +67,7 @@ static void free_attention(Model *m) {
     m->attention_layer_bytes = 0;
 }
 
-/* 1 if cfg is plain exact attention (the KV-cache path), 0 for any other variant. */
-static int is_plain_exact(const AttentionConfig *cfg) {
+int model_attention_is_plain(const AttentionConfig *cfg) {
     return cfg->kind == ATTENTION_EXACT && !cfg->softmax1 && !cfg->unscaled && cfg->tau == 1.0f;
 }
 
@@ -88,7 +80,7 @@ static size_t kv_cache_bytes(const Config *c, int n_ctx) {
  * limit below refuses it). */
 static size_t state_plus_scratch(size_t state_bytes, size_t scratch_floats) {
     size_t scratch_bytes;
-    if (size_mul(scratch_floats, sizeof(float), &scratch_bytes) != 0 ||
+    if (checkpoint_size_mul(scratch_floats, sizeof(float), &scratch_bytes) != 0 ||
         scratch_bytes > SIZE_MAX - state_bytes) return SIZE_MAX;
     return state_bytes + scratch_bytes;
 }
@@ -125,7 +117,7 @@ int model_set_attention(Model *m, const AttentionConfig *cfg) {
     int n_ctx = m->n_ctx;
     size_t total;
     free_attention(m);
-    if (is_plain_exact(cfg)) {
+    if (model_attention_is_plain(cfg)) {
         /* the KV cache and the score rows (NH n_ctx floats: with many heads and a long
          * context the larger of the two) count toward the limit together */
         size_t scratch_floats = attention_scratch_floats(&m->attention, n_ctx);
@@ -158,7 +150,7 @@ int model_set_attention(Model *m, const AttentionConfig *cfg) {
                 cfg->buckets, c->seq_len, c->seq_len);
         return -1;
     }
-    if (size_mul(layer_bytes, (size_t)c->n_layers, &total) != 0) total = SIZE_MAX;
+    if (checkpoint_size_mul(layer_bytes, (size_t)c->n_layers, &total) != 0) total = SIZE_MAX;
     if (check_state_size(attention_kind_name(cfg->kind), state_plus_scratch(total, scratch),
                          n_ctx) != 0) return -1;
     /* one block for all layers, carved into L equal cache-line-aligned parts */

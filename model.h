@@ -88,6 +88,11 @@ typedef struct {
  * expected Y)". *m is zeroed first and model_free is safe after either outcome. */
 int model_load(Model *m, const char *path, int max_chunk);
 
+/* 1 if cfg computes exactly what the plain model computes (exact attention, scaled, no
+ * softmax1, temperature 1): the model then keeps a KV cache and runs attention_forward;
+ * any other cfg runs the lab's attention_step over its own state. */
+int model_attention_is_plain(const AttentionConfig *cfg);
+
 /* Replace the attention of every layer by the variant cfg (a copy is kept), for
  * m->n_ctx positions: frees and reallocates the per-layer states and the scratch, then
  * draws the variant's random matrices. The next model_forward must start at position 0.

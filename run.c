@@ -490,13 +490,9 @@ static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
     go->prompt_user = isatty(STDIN_FILENO);
     return 0;
 }
+
 /* ------------------------------------------------------------------------- */
 /* Evaluation (--eval)                                                         */
-
-/* Whether cfg computes exactly what the plain model computes. */
-static int is_plain_exact(const AttentionConfig *cfg) {
-    return cfg->kind == ATTENTION_EXACT && !cfg->unscaled && !cfg->softmax1 && cfg->tau == 1.0f;
-}
 
 /* Tokenises the eval file, runs eval_windows with the variant (and an exact twin of
  * the model for the KL and agreement), and prints one result block on stdout. */
@@ -523,7 +519,7 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
             goto done;
         }
     }
-    int compare = o->ref_path || !is_plain_exact(&o->attention);
+    int compare = o->ref_path || !model_attention_is_plain(&o->attention);
     if (compare && model_load(&exact, o->ref_path ? o->ref_path : o->model_path,
                               m->max_chunk) != 0) goto done;
     if (compare && exact.config.family != c->family) {

@@ -146,10 +146,6 @@ void trainer_swap_ema(Trainer *tr) {
 /* ------------------------------------------------------------------------- */
 /* Checkpoints                                                                 */
 
-/* Header field indices of llm.c's GPT-2 checkpoint (as model.c reads it). */
-enum { HEADER_MAGIC, HEADER_VERSION, HEADER_MAX_T, HEADER_V, HEADER_L, HEADER_NH, HEADER_C,
-       HEADER_VP };
-
 /* Fields of the optimizer state file's header (TRAIN_STATE_HEADER_INTS int32 slots; the
  * float ones hold float32 bits, 64-bit ones low half first; from STATE_UNUSED on, 0).
  * Then adam_m and adam_v, n_params floats each, and with a moving average (STATE_EMA > 0)
@@ -453,20 +449,15 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t m
     /* the checkpoint's header and size */
     if (os_file_size(model_file, "train", path, &model_bytes) != 0 ||
         os_read_exact(model_file, header, sizeof header, "train", path, "header") != 0) goto fail;
-    if (header[HEADER_MAGIC] != CHECKPOINT_GPT2_MAGIC ||
-        header[HEADER_VERSION] != CHECKPOINT_GPT2_FP32 || header[HEADER_V] != header[HEADER_VP]) {
-        fprintf(stderr, "train: %s: not a checkpoint this trainer wrote (got magic %d version "
-                "%d, V %d, Vp %d; expected %d version %d with V == Vp)\n", path,
-                (int)header[HEADER_MAGIC], (int)header[HEADER_VERSION], (int)header[HEADER_V],
-                (int)header[HEADER_VP], CHECKPOINT_GPT2_MAGIC, CHECKPOINT_GPT2_FP32);
+    Config c;
+    int version;
+    if (checkpoint_read_gpt2_header(header, path, &c, &version) != 0) goto fail;
+    if (version != CHECKPOINT_GPT2_FP32 || c.vocab_size != c.padded_vocab_size) {
+        fprintf(stderr, "train: %s: not a checkpoint this trainer wrote (got version %d, V %d, "
+                "Vp %d; expected version %d with V == Vp)\n", path, version, c.vocab_size,
+                c.padded_vocab_size, CHECKPOINT_GPT2_FP32);
         goto fail;
     }
-    Config c = {0};
-    c.seq_len = header[HEADER_MAX_T];
-    c.vocab_size = c.padded_vocab_size = header[HEADER_V];
-    c.n_layers = header[HEADER_L];
-    c.n_heads = header[HEADER_NH];
-    c.dim = header[HEADER_C];
     if (trainer_check_config(&c, 1, path) != 0) goto fail;
     c.hidden_dim = 4 * c.dim;   /* in range now: C <= MODEL_MAX_DIM / 4 */
     /* in range, so the sizes below fit in size_t (trainer_check_config bounds them) */
