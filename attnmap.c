@@ -2,11 +2,12 @@
  *
  * Everything is written with stdio as it is produced: the only allocations are one
  * PNG buffer per panel of a big SVG and the text view's sort array. In order: label
- * escaping (shared by all three outputs), the checks on an AttnMap, the colour scale,
- * the SVG (one element per cell, or PNG panels past ATTNMAP_SVG_MAX_CELLS), the HTML
- * page (its markup, style and script are attnmap_page.html; this file fills in the
- * map), the text view. Nothing here computes attention: the caller collects the
- * weights (attention.h) and hands them over one layer at a time.
+ * escaping (shared by all three outputs), the checks on an AttnMap and the one rule of
+ * which cells are visible, the colour scale, the SVG (one element per cell, or PNG
+ * panels past ATTNMAP_SVG_MAX_CELLS), the HTML page (its markup, style and script are
+ * attnmap_page.html; this file fills in the map), the text view. Nothing here computes
+ * attention: the caller collects the weights (attention.h) and hands them over one
+ * layer at a time.
  */
 #include "attnmap.h"
 
@@ -200,9 +201,14 @@ static void write_label(FILE *f, const AttnMap *map, int i, AttnMapEscape contex
               context != ATTNMAP_ESCAPE_TEXT, max_chars);
 }
 
+/* The map's title, or "attention" without one. */
+static const char *map_title(const AttnMap *map) {
+    return map->title ? map->title : "attention";
+}
+
 /* The title to f, escaped like a label but with its spaces left as spaces. */
 static void write_title(FILE *f, const AttnMap *map, AttnMapEscape context) {
-    const char *title = map->title ? map->title : "attention";
+    const char *title = map_title(map);
     Sink s = {f, NULL, 0, 0, 0, 0};
     put_label(&s, (const unsigned char *)title, strlen(title), context, 0, 0);
 }
@@ -386,8 +392,7 @@ static void svg_layout(const AttnMap *map, SvgLayout *lay) {
     lay->panel_h = SVG_CAPTION_H + lay->side + lay->gutter + SVG_GAP;
     lay->top = SVG_MARGIN + SVG_TITLE_H + SVG_LEGEND_H;
     lay->width = 2 * SVG_MARGIN + lay->n_cols * lay->panel_w;
-    const char *title = map->title ? map->title : "attention";
-    int title_w = 2 * SVG_MARGIN + (int)strlen(title) * SVG_TITLE_CHAR_W;
+    int title_w = 2 * SVG_MARGIN + (int)strlen(map_title(map)) * SVG_TITLE_CHAR_W;
     if (lay->width < SVG_LEGEND_W) lay->width = SVG_LEGEND_W;
     if (lay->width < title_w) lay->width = title_w;
     lay->height = lay->top + lay->n_rows * lay->panel_h + SVG_MARGIN;
@@ -459,41 +464,54 @@ static void svg_begin(const AttnMap *map, const SvgLayout *lay, FILE *f) {
     svg_legend(SVG_MARGIN + SVG_TITLE_H, f);
 }
 
-/* One element per cell of head h's (T, T) weights w_h: visible cells (class c) with their
- * colour, then masked ones (class m) in a hatched group; the future is the background. */
+/* Cell (i, j) as a visible element: class c, its weight (as given) in data-w, its colour,
+ * and with the labels on a tooltip naming both tokens. */
+static void svg_weight_cell(const AttnMap *map, const SvgLayout *lay, int i, int j, float weight,
+                            FILE *f) {
+    int s = lay->cell;
+    double w = (double)weight + 0.0;   /* + 0.0: -0 prints as 0 */
+    unsigned char rgb[3];
+    scale_colour(scale_position(w), rgb);
+    fprintf(f, "<rect class=\"c\" data-q=\"%d\" data-k=\"%d\" data-w=\"%.4f\" x=\"%d\" y=\"%d\" "
+            "width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\"", i, j, w, j * s, i * s, s, s,
+            rgb[0], rgb[1], rgb[2]);
+    if (!lay->labels) { fputs("/>\n", f); return; }
+    fprintf(f, "><title>query %d ", i);
+    write_label(f, map, i, ATTNMAP_ESCAPE_XML, 0);
+    fprintf(f, " \xE2\x86\x92 key %d ", j);
+    write_label(f, map, j, ATTNMAP_ESCAPE_XML, 0);
+    fprintf(f, ": %.4f</title></rect>\n", w);
+}
+
+/* Cell (i, j) as a masked element: class m, filled by its group's hatch. */
+static void svg_masked_cell(const SvgLayout *lay, int i, int j, FILE *f) {
+    int s = lay->cell;
+    fprintf(f, "<rect class=\"m\" data-q=\"%d\" data-k=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
+            "height=\"%d\"", i, j, j * s, i * s, s, s);
+    if (!lay->labels) { fputs("/>\n", f); return; }
+    fprintf(f, "><title>query %d \xE2\x86\x92 key %d: masked</title></rect>\n", i, j);
+}
+
+/* One element per drawn cell of a head's weights w_h (T, T): the visible cells, then the
+ * masked ones inside a group whose hatch fill they share (written once, not per cell);
+ * the future is the panel's hatched background. */
 static void svg_cells(const AttnMap *map, const SvgLayout *lay, const float *w_h, FILE *f) {
-    int T = map->n_tokens, s = lay->cell;
-    fputs("<g shape-rendering=\"crispEdges\">\n", f);
-    for (int i = 0; i < T && !ferror(f); i++) {
-        const float *w_i = w_h + (size_t)i * T;
-        for (int j = 0; j <= i; j++) {
-            if (!is_visible(w_i, i, j)) continue;
-            double w = (double)w_i[j] + 0.0;   /* + 0.0: -0 prints as 0 */
-            unsigned char rgb[3];
-            scale_colour(scale_position(w), rgb);
-            fprintf(f, "<rect class=\"c\" data-q=\"%d\" data-k=\"%d\" data-w=\"%.4f\" x=\"%d\" "
-                    "y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\"", i, j, w, j * s,
-                    i * s, s, s, rgb[0], rgb[1], rgb[2]);
-            if (!lay->labels) { fputs("/>\n", f); continue; }
-            fprintf(f, "><title>query %d ", i);
-            write_label(f, map, i, ATTNMAP_ESCAPE_XML, 0);
-            fprintf(f, " \xE2\x86\x92 key %d ", j);
-            write_label(f, map, j, ATTNMAP_ESCAPE_XML, 0);
-            fprintf(f, ": %.4f</title></rect>\n", w);
+    static const char *const group[2] = {
+        "<g shape-rendering=\"crispEdges\">\n",
+        "<g fill=\"url(#hatch)\" shape-rendering=\"crispEdges\">\n"};
+    int T = map->n_tokens;
+    for (int masked = 0; masked <= 1; masked++) {
+        fputs(group[masked], f);
+        for (int i = 0; i < T && !ferror(f); i++) {
+            const float *w_i = w_h + (size_t)i * T;
+            for (int j = 0; j <= i; j++) {
+                int visible = is_visible(w_i, i, j);
+                if (!masked && visible) svg_weight_cell(map, lay, i, j, w_i[j], f);
+                else if (masked && !visible) svg_masked_cell(lay, i, j, f);
+            }
         }
+        fputs("</g>\n", f);
     }
-    fputs("</g>\n<g fill=\"url(#hatch)\" shape-rendering=\"crispEdges\">\n", f);
-    for (int i = 0; i < T && !ferror(f); i++) {
-        const float *w_i = w_h + (size_t)i * T;
-        for (int j = 0; j <= i; j++) {
-            if (is_visible(w_i, i, j)) continue;
-            fprintf(f, "<rect class=\"m\" data-q=\"%d\" data-k=\"%d\" x=\"%d\" y=\"%d\" "
-                    "width=\"%d\" height=\"%d\"", i, j, j * s, i * s, s, s);
-            if (!lay->labels) { fputs("/>\n", f); continue; }
-            fprintf(f, "><title>query %d \xE2\x86\x92 key %d: masked</title></rect>\n", i, j);
-        }
-    }
-    fputs("</g>\n", f);
 }
 
 /* ---- PNG panels for big maps (W3C PNG spec, 2nd ed.): one palette pixel per cell,
@@ -538,6 +556,78 @@ static void png_chunk_end(Png *png, size_t start) {
     png_u32(png, crc ^ 0xFFFFFFFFu);
 }
 
+/* The signature and the chunks before the pixels: IHDR (T x T, 8-bit palette), PLTE
+ * (index 0 black, 1..255 the colour scale from 0 to 1) and tRNS (index 0 transparent). */
+static void png_begin(Png *png, int T) {
+    memcpy(png->p, PNG_SIGNATURE, PNG_SIGNATURE_BYTES);
+    png->len = PNG_SIGNATURE_BYTES;
+
+    size_t start = png->len;
+    png_chunk_begin(png, "IHDR", PNG_IHDR_BYTES);
+    png_u32(png, (uint32_t)T);
+    png_u32(png, (uint32_t)T);
+    unsigned char ihdr_rest[] = {PNG_DEPTH, PNG_TYPE_PALETTE, 0, 0, 0};  /* deflate, no filter
+                                                                           method, no interlace */
+    memcpy(png->p + png->len, ihdr_rest, sizeof ihdr_rest);
+    png->len += sizeof ihdr_rest;
+    png_chunk_end(png, start);
+
+    start = png->len;
+    png_chunk_begin(png, "PLTE", 3 * PNG_COLOURS);
+    for (int k = 0; k < PNG_COLOURS; k++) {
+        unsigned char rgb[3] = {0, 0, 0};
+        if (k > 0) scale_colour((double)(k - 1) / (PNG_COLOURS - 2), rgb);
+        memcpy(png->p + png->len, rgb, 3);
+        png->len += 3;
+    }
+    png_chunk_end(png, start);
+
+    start = png->len;                                        /* alpha 0 for index 0 only */
+    png_chunk_begin(png, "tRNS", 1);
+    png->p[png->len++] = 0;
+    png_chunk_end(png, start);
+}
+
+/* The palette index of cell (i, j) of row w_i: 0 (transparent) when masked or in the
+ * future, else the weight's scale position as 1..255. */
+static unsigned char png_index(const float *w_i, int i, int j) {
+    if (!is_visible(w_i, i, j)) return 0;
+    return (unsigned char)(1 + lround(scale_position((double)w_i[j]) * (PNG_COLOURS - 2)));
+}
+
+/* The IDAT chunk: a zlib stream of stored deflate blocks holding raw (T rows, each a
+ * filter byte 0 then T indices) bytes. */
+static void png_pixels(Png *png, const float *w_h, int T, size_t zlib, size_t raw) {
+    size_t start = png->len;
+    png_chunk_begin(png, "IDAT", zlib);
+    memcpy(png->p + png->len, ZLIB_HEADER, 2);
+    png->len += 2;
+    uint32_t adler_a = 1, adler_b = 0;
+    size_t in_block = 0, left = raw;
+    for (int i = 0; i < T; i++) {
+        const float *w_i = w_h + (size_t)i * T;
+        for (int j = -1; j < T; j++) {                       /* j = -1: the filter byte */
+            if (in_block == 0) {
+                size_t n = left < PNG_STORED_MAX ? left : PNG_STORED_MAX;
+                png->p[png->len++] = left == n;              /* BFINAL on the last, BTYPE 00 */
+                png->p[png->len++] = (unsigned char)(n & 0xFF);
+                png->p[png->len++] = (unsigned char)(n >> 8);
+                png->p[png->len++] = (unsigned char)(~n & 0xFF);
+                png->p[png->len++] = (unsigned char)((~n >> 8) & 0xFF);
+                in_block = n;
+                left -= n;
+            }
+            unsigned char index = j < 0 ? 0 : png_index(w_i, i, j);   /* filter 0: none */
+            png->p[png->len++] = index;
+            in_block--;
+            adler_a = (adler_a + index) % ADLER_MOD;
+            adler_b = (adler_b + adler_a) % ADLER_MOD;
+        }
+    }
+    png_u32(png, (adler_b << 16) | adler_a);
+    png_chunk_end(png, start);
+}
+
 /* Head h's weights w_h (T, T) as a PNG, malloc'd into *out (caller frees); returns its
  * size, or 0 when memory runs out. */
 static size_t png_encode(const float *w_h, int T, unsigned char **out) {
@@ -555,67 +645,9 @@ static size_t png_encode(const float *w_h, int T, unsigned char **out) {
         for (int bit = 0; bit < 8; bit++) c = c & 1u ? CRC_POLY ^ (c >> 1) : c >> 1;
         png.crc_table[n] = c;
     }
-    memcpy(png.p, PNG_SIGNATURE, PNG_SIGNATURE_BYTES);
-    png.len = PNG_SIGNATURE_BYTES;
-
+    png_begin(&png, T);
+    png_pixels(&png, w_h, T, zlib, raw);
     size_t start = png.len;
-    png_chunk_begin(&png, "IHDR", PNG_IHDR_BYTES);
-    png_u32(&png, (uint32_t)T);
-    png_u32(&png, (uint32_t)T);
-    unsigned char ihdr_rest[] = {PNG_DEPTH, PNG_TYPE_PALETTE, 0, 0, 0};  /* deflate, no filter
-                                                                           method, no interlace */
-    memcpy(png.p + png.len, ihdr_rest, sizeof ihdr_rest);
-    png.len += sizeof ihdr_rest;
-    png_chunk_end(&png, start);
-
-    start = png.len;
-    png_chunk_begin(&png, "PLTE", 3 * PNG_COLOURS);
-    for (int k = 0; k < PNG_COLOURS; k++) {
-        unsigned char rgb[3] = {0, 0, 0};
-        if (k > 0) scale_colour((double)(k - 1) / (PNG_COLOURS - 2), rgb);
-        memcpy(png.p + png.len, rgb, 3);
-        png.len += 3;
-    }
-    png_chunk_end(&png, start);
-
-    start = png.len;                                         /* alpha 0 for index 0 only */
-    png_chunk_begin(&png, "tRNS", 1);
-    png.p[png.len++] = 0;
-    png_chunk_end(&png, start);
-
-    start = png.len;
-    png_chunk_begin(&png, "IDAT", zlib);
-    memcpy(png.p + png.len, ZLIB_HEADER, 2);
-    png.len += 2;
-    uint32_t adler_a = 1, adler_b = 0;
-    size_t in_block = 0, left = raw;
-    for (int i = 0; i < T; i++) {
-        const float *w_i = w_h + (size_t)i * T;
-        for (int j = -1; j < T; j++) {                       /* j = -1: the filter byte */
-            if (in_block == 0) {
-                size_t n = left < PNG_STORED_MAX ? left : PNG_STORED_MAX;
-                png.p[png.len++] = left == n;                /* BFINAL on the last, BTYPE 00 */
-                png.p[png.len++] = (unsigned char)(n & 0xFF);
-                png.p[png.len++] = (unsigned char)(n >> 8);
-                png.p[png.len++] = (unsigned char)(~n & 0xFF);
-                png.p[png.len++] = (unsigned char)((~n >> 8) & 0xFF);
-                in_block = n;
-                left -= n;
-            }
-            unsigned char index = 0;                         /* filter 0, or masked */
-            if (j >= 0 && is_visible(w_i, i, j))
-                index = (unsigned char)(1 + lround(scale_position((double)w_i[j]) *
-                                                   (PNG_COLOURS - 2)));
-            png.p[png.len++] = index;
-            in_block--;
-            adler_a = (adler_a + index) % ADLER_MOD;
-            adler_b = (adler_b + adler_a) % ADLER_MOD;
-        }
-    }
-    png_u32(&png, (adler_b << 16) | adler_a);
-    png_chunk_end(&png, start);
-
-    start = png.len;
     png_chunk_begin(&png, "IEND", 0);
     png_chunk_end(&png, start);
     *out = png.p;
