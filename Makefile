@@ -153,11 +153,14 @@ docs-figures: all
 # function, every file-map line count is current, every quoted check label (`"LABEL"`) is
 # one the tests print, every link stays inside the repository and resolves
 # (tools/doc_refs.sh), and docs/cli.md's help texts are what the programs print
-# (tools/doc_help.sh); make test runs it. Example: make docs-check
+# (tools/doc_help.sh), and every project name a comment or a doc gives (a function, a
+# type, a macro) exists in the code (tools/doc_names.sh); make test runs it.
+# Example: make docs-check
 DOCS = README.md $(wildcard docs/*.md) weights/README.md
 docs-check: $(B)/run $(B)/train $(B)/quantize
 	@sh tools/doc_refs.sh check $(DOCS)
 	@sh tools/doc_help.sh check $(B) $(DOCS)
+	@sh tools/doc_names.sh $(DOCS)
 
 # docs-refs: rewrite those line numbers, line counts and help texts after the code
 # changed. Example: make docs-refs

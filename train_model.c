@@ -24,7 +24,7 @@
 #include <string.h>       /* memcpy, memset */
 
 #include "attention.h"    /* attention_forward and the scratch sizes */
-#include "block.h"        /* block_forward, block_norm: the block run executes too */
+#include "block.h"        /* block_qkv, block_finish, block_norm: the block run executes */
 #include "hash.h"         /* hash_mix64, hash_threshold, hash_drops */
 #include "kernels.h"      /* kernels_matmul_wt, kernels_transpose, kernels_layernorm, ... */
 #include "model.h"        /* Config, AttentionShape, MODEL_MAX_* */

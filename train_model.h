@@ -119,7 +119,7 @@ typedef struct {
                                     * is 0 */
     TrainTensors p, g;             /* views into params and grads */
     LayerWeights *layers;          /* (L,) owned: each layer's views of params (and of
-                                    * params_t), as block.c's block_forward reads them */
+                                    * params_t), as block.c's halves read them */
     TrainActivations a;
     int *inputs, *targets;         /* (N,) owned copies of the last forward's batch */
     int n_targets;                 /* targets >= 0 in the last forward */
