@@ -67,7 +67,7 @@ $(B)/os.o: os.c os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
 $(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h
 $(B)/unicode.o: unicode.c unicode.h
-$(B)/tokenizer.o: tokenizer.c tokenizer.h unicode.h
+$(B)/tokenizer.o: tokenizer.c tokenizer.h os.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
 # attnmap.c includes its explorer page, attnmap_page.html, as C string literals that sed
 # writes into the build folder: one per line (C11 promises no more than 4095 bytes in a
@@ -103,7 +103,7 @@ $(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h) $(FLAGS_STAMP)
 
 KERNELS = $(B)/kernels.o $(B)/quant.o
 CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
-TOK = $(B)/tokenizer.o $(B)/unicode.o
+TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/os.o
 
 # the fuzz targets (tests/fuzz/fuzz.mk): make fuzz, make fuzz-smoke, make fuzz-replay
 include tests/fuzz/fuzz.mk

@@ -14,14 +14,13 @@
  */
 #include "tokenizer.h"
 
-#include <errno.h>    /* errno */
 #include <math.h>     /* isfinite */
 #include <stdint.h>   /* uint32_t, int32_t, INT32_MAX, SIZE_MAX */
-#include <stdio.h>    /* FILE, fopen, fread, fseek, ftell, fprintf */
+#include <stdio.h>    /* FILE, fread, fseek, fclose, fprintf */
 #include <stdlib.h>   /* malloc, realloc, free */
-#include <string.h>   /* memcmp, memmove, memset, strerror */
-#include <sys/stat.h>   /* stat: refuse directories and FIFOs before opening */
+#include <string.h>   /* memcmp, memmove, memset */
 
+#include "os.h"       /* os_open_read, os_file_size, os_read_exact: the file read whole */
 #include "unicode.h"  /* unicode_is_letter, unicode_is_number, unicode_is_space */
 
 #define HEADER_BYTES (TOKENIZER_HEADER_INTS * 4)  /* the header is 256 uint32 */
@@ -99,30 +98,6 @@ static uint32_t read_u32_le(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Read exactly n bytes, or print what was read instead and return -1. */
-static int read_exact(FILE *file, void *dst, size_t n, const char *path, const char *what) {
-    size_t got = fread(dst, 1, n, file);
-    if (got != n) {
-        fprintf(stderr, "tokenizer: %s: short read of the %s (got %zu bytes, expected %zu)\n",
-                path, what, got, n);
-        return -1;
-    }
-    return 0;
-}
-
-/* Size of an open file in bytes, leaving the position at the start. */
-static int file_size(FILE *file, const char *path, size_t *size) {
-    long end = -1;
-    if (fseek(file, 0, SEEK_END) == 0) end = ftell(file);
-    if (end < 0 || fseek(file, 0, SEEK_SET) != 0) {
-        fprintf(stderr, "tokenizer: %s: cannot find the file size (got \"%s\", expected a "
-                "seekable file)\n", path, strerror(errno));
-        return -1;
-    }
-    *size = (size_t)end;
-    return 0;
-}
-
 /* Reads llm.c's GPT-2 tokenizer file (size bytes, positioned at the start) into t. */
 static int load_gpt2(Tokenizer *t, FILE *file, size_t size, const char *path) {
     unsigned char header[HEADER_BYTES];
@@ -133,7 +108,7 @@ static int load_gpt2(Tokenizer *t, FILE *file, size_t size, const char *path) {
                 "expected at least %d)\n", path, size, HEADER_BYTES);
         return -1;
     }
-    if (read_exact(file, header, HEADER_BYTES, path, "header") != 0) return -1;
+    if (os_read_exact(file, header, HEADER_BYTES, "tokenizer", path, "header") != 0) return -1;
 
     // validate the header before allocating anything
     uint32_t magic = read_u32_le(header), version = read_u32_le(header + 4);
@@ -184,7 +159,7 @@ static int load_gpt2(Tokenizer *t, FILE *file, size_t size, const char *path) {
                 "expected malloc to succeed)\n", path, data_size);
         return -1;
     }
-    if (read_exact(file, t->bytes, data_size, path, "tokens") != 0) return -1;
+    if (os_read_exact(file, t->bytes, data_size, "tokenizer", path, "tokens") != 0) return -1;
 
     // drop the length bytes in place: write_pos never passes read_pos
     size_t read_pos = 0, write_pos = 0;
@@ -280,7 +255,7 @@ static int load_llama(Tokenizer *t, FILE *file, size_t size, const char *path) {
         fprintf(stderr, "tokenizer: %s: out of memory for a %zu-byte file\n", path, size);
         return -1;
     }
-    if (read_exact(file, data, size, path, "file") != 0) goto fail;
+    if (os_read_exact(file, data, size, "tokenizer", path, "file") != 0) goto fail;
     // pass 1: validate every record and count the tokens and their bytes
     size_t pos = 4, n_tokens = 0, total = 0;
     while (pos < size) {
@@ -357,21 +332,9 @@ int tokenizer_load(Tokenizer *t, const char *path) {
     unsigned char first[4];
     memset(t, 0, sizeof *t);
     for (int b = 0; b < 256; b++) t->byte_values[b] = (unsigned char)b;
-    /* stat first: opening a FIFO would block, and a directory opens but reads nothing */
-    struct stat st;
-    FILE *file = NULL;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "tokenizer: %s: not a regular file (got a %s, expected a tokenizer "
-                "file)\n", path, S_ISDIR(st.st_mode) ? "directory" : "special file");
-        goto fail;
-    }
-    file = fopen(path, "rb");
-    if (!file) {
-        fprintf(stderr, "tokenizer: %s: cannot open (got \"%s\", expected a readable file)\n",
-                path, strerror(errno));
-        goto fail;
-    }
-    if (file_size(file, path, &size) != 0) goto fail;
+    FILE *file = os_open_read("tokenizer", path, "a tokenizer file");
+    if (!file) goto fail;
+    if (os_file_size(file, "tokenizer", path, &size) != 0) goto fail;
     // llm.c's files start with their magic; llama2.c's with a small max_token_length
     int is_gpt2 = size >= 4 && fread(first, 1, 4, file) == 4 &&
                   read_u32_le(first) == TOKENIZER_MAGIC;

@@ -346,7 +346,7 @@ static void test_special_files(const char *model, const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -n 1", model, fifo);
     expect("a FIFO as the tokenizer", args, 1, "not a regular file");
     snprintf(args, sizeof args, "%s -z %s -n 1", model, dir);
-    expect("a directory as the tokenizer", args, 1, "got a directory");
+    expect("a directory as the tokenizer", args, 1, "got a folder");
     snprintf(args, sizeof args, "%s -z %s -f %s -n 1", model, tok, fifo);
     expect("a FIFO as the prompt file", args, 1, "not a regular file");
     snprintf(args, sizeof args, "%s -z %s -f - -n 1 < %s", model, tok, dir);
