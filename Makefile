@@ -81,7 +81,7 @@ $(B)/attnmap.o: attnmap.c attnmap.h $(B)/attnmap_page.inc $(FLAGS_STAMP)
 $(B)/attention_spec.o: attention_spec.c attention_spec.h attention.h cli.h
 $(B)/eval.o: eval.c eval.h model.h checkpoint.h kernels.h quant.h attention.h tokenizer.h os.h
 $(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h os.h \
-                 tokenizer.h sampler.h attnmap.h
+                 tokenizer.h sampler.h attnmap.h unicode.h
 $(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h attention_spec.h eval.h os.h \
             tokenizer.h sampler.h cli.h generate.h attnmap.h
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h os.h

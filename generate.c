@@ -16,6 +16,7 @@
 #include "attnmap.h"    /* attnmap_print_top */
 #include "kernels.h"    /* kernels_all_finite */
 #include "os.h"         /* os_seconds: the speed line */
+#include "unicode.h"    /* unicode_utf8_length: a character is written whole */
 
 #define GENERATE_MAX_LINE (1 << 20)   /* interactive: longest input line, bytes */
 
@@ -107,14 +108,6 @@ typedef struct {
     int need;        /* total length of the held sequence */
 } Utf8Writer;
 
-/* Length of the sequence a lead byte starts, or 0 if b cannot start one. */
-static int utf8_sequence_length(unsigned char b) {
-    if (b >= 0xC2 && b <= 0xDF) return 2;
-    if (b >= 0xE0 && b <= 0xEF) return 3;
-    if (b >= 0xF0 && b <= 0xF4) return 4;
-    return 0;
-}
-
 static void utf8_flush(Utf8Writer *w) {
     fwrite(w->pending, 1, (size_t)w->n_pending, stdout);
     w->n_pending = 0;
@@ -131,8 +124,8 @@ static void utf8_write(Utf8Writer *w, const unsigned char *bytes, size_t n) {
             }
             utf8_flush(w);                       /* broken sequence: pass it through */
         }
-        int need = utf8_sequence_length(b);
-        if (need == 0) {
+        int need = unicode_utf8_length(b);
+        if (need <= 1) {                         /* ASCII, or a byte that starts nothing */
             fputc(b, stdout);
         } else {
             w->pending[0] = b;

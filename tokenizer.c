@@ -10,7 +10,7 @@
  * one token per UTF-8 character, unknown characters fall back to byte tokens, and the
  * pair with the highest score merges first, as llama2.c does. Both use the same merge loop
  * (tokenizer_merge, which the BPE trainer bpe.c uses too).
- * Read tokenizer.h first; unicode.c holds the character classes.
+ * Read tokenizer.h first; unicode.c holds the UTF-8 decoder and the character classes.
  */
 #include "tokenizer.h"
 
@@ -21,7 +21,7 @@
 #include <string.h>   /* memcmp, memmove, memset */
 
 #include "os.h"       /* os_open_read, os_file_size, os_read_exact: the file read whole */
-#include "unicode.h"  /* unicode_is_letter, unicode_is_number, unicode_is_space */
+#include "unicode.h"  /* unicode_utf8_next; unicode_is_letter, _is_number, _is_space */
 
 #define HEADER_BYTES (TOKENIZER_HEADER_INTS * 4)  /* the header is 256 uint32 */
 #define MAX_TOKEN_BYTES 255   /* a token's length is stored in one uint8 */
@@ -361,37 +361,11 @@ void tokenizer_free(Tokenizer *t) {
 /* The character classes GPT-2's regex distinguishes. */
 typedef enum { CHAR_LETTER, CHAR_NUMBER, CHAR_SPACE, CHAR_OTHER } CharClass;
 
-#define UTF8_INVALID 0xFFFFFFFFu   /* stands for a byte that starts no valid sequence */
-
-/* Decode the UTF-8 sequence at s[i] (i < len) into *cp and return its length in bytes.
- * A byte that starts no well-formed sequence (Unicode Table 3-7: a bad lead or
- * continuation byte, an overlong form, a surrogate, a value above U+10FFFF, or a
- * sequence cut off by the end) decodes alone, as UTF8_INVALID, so any bytes round-trip. */
-static size_t utf8_decode(const unsigned char *s, size_t len, size_t i, uint32_t *cp) {
-    unsigned char lead = s[i];
-    size_t n;              /* sequence length the lead byte announces */
-    uint32_t value, min;   /* code point so far; smallest that needs n bytes */
-    *cp = UTF8_INVALID;
-    if (lead < 0x80) { *cp = lead; return 1; }                          /* 0xxxxxxx */
-    if (lead >= 0xC2 && lead <= 0xDF) { n = 2; value = lead & 0x1Fu; min = 0x80; } /* 110xxxxx */
-    else if (lead >= 0xE0 && lead <= 0xEF) { n = 3; value = lead & 0x0Fu; min = 0x800; }
-    else if (lead >= 0xF0 && lead <= 0xF4) { n = 4; value = lead & 0x07u; min = 0x10000; }
-    else return 1;   /* a continuation byte, 0xC0/0xC1 (always overlong) or 0xF5..0xFF */
-    if (n > len - i) return 1;
-    for (size_t k = 1; k < n; k++) {
-        if ((s[i + k] & 0xC0) != 0x80) return 1;   /* continuation bytes are 10xxxxxx */
-        value = value << 6 | (s[i + k] & 0x3Fu);
-    }
-    if (value < min || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return 1;
-    *cp = value;
-    return n;
-}
-
 /* Class of the character at s[i] (i < len); its length in bytes goes to *width. */
 static CharClass char_class_at(const unsigned char *s, size_t len, size_t i, size_t *width) {
     uint32_t cp;
-    *width = utf8_decode(s, len, i, &cp);
-    if (cp == UTF8_INVALID) return CHAR_OTHER;
+    *width = unicode_utf8_next(s + i, len - i, &cp);
+    if (cp == UNICODE_INVALID) return CHAR_OTHER;
     if (unicode_is_letter(cp)) return CHAR_LETTER;
     if (unicode_is_number(cp)) return CHAR_NUMBER;
     if (unicode_is_space(cp)) return CHAR_SPACE;

@@ -16,7 +16,7 @@
 #include <time.h>     /* clock_gettime, CLOCK_MONOTONIC */
 #include <unistd.h>   /* rmdir */
 
-#include "../unicode.h"  /* unicode_is_letter, unicode_is_number, unicode_is_space */
+#include "../unicode.h"  /* unicode_utf8_next, unicode_utf8_length, unicode_is_* */
 #include "check.h"       /* check_true, check_skip, check_summary, check_shared_dir */
 
 #define MAX_PATH 4096
@@ -187,6 +187,77 @@ static void test_unicode(void) {
     }
     check_true(bad == 0, "unicode classes of %zu spot-check code points",
                sizeof cases / sizeof cases[0]);
+}
+
+/* UTF-8 of code point cp (a scalar value) into out; returns its length. */
+static size_t utf8_encode(uint32_t cp, unsigned char out[4]) {
+    if (cp < 0x80) { out[0] = (unsigned char)cp; return 1; }
+    if (cp < 0x800) {
+        out[0] = (unsigned char)(0xC0 | cp >> 6);
+        out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | cp >> 12);
+        out[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | cp >> 18);
+    out[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+    out[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* unicode_utf8_next on the edges of Unicode's Table 3-7 (each ill-formed sequence decodes
+ * as one invalid byte), every scalar value round-tripped, and unicode_utf8_length on
+ * every byte. */
+static void test_utf8(void) {
+    static const struct { const char *bytes; size_t n; uint32_t cp; size_t len; } cases[] = {
+        {"A", 1, 'A', 1},                        {"\xC3\xA9", 2, 0xE9, 2},
+        {"\xE0\xA0\x80", 3, 0x800, 3},           {"\xE4\xB8\xAD", 3, 0x4E2D, 3},
+        {"\xEF\xBF\xBF", 3, 0xFFFF, 3},          {"\xF0\x90\x80\x80", 4, 0x10000, 4},
+        {"\xF4\x8F\xBF\xBF", 4, 0x10FFFF, 4},    {"\xC3\xA9Z", 3, 0xE9, 2},
+        {"\x80", 1, UNICODE_INVALID, 1},         {"\xC0\x80", 2, UNICODE_INVALID, 1},
+        {"\xC1\xBF", 2, UNICODE_INVALID, 1},     {"\xE0\x80\x80", 3, UNICODE_INVALID, 1},
+        {"\xE0\x9F\xBF", 3, UNICODE_INVALID, 1}, {"\xED\xA0\x80", 3, UNICODE_INVALID, 1},
+        {"\xED\xBF\xBF", 3, UNICODE_INVALID, 1}, {"\xF0\x8F\xBF\xBF", 4, UNICODE_INVALID, 1},
+        {"\xF4\x90\x80\x80", 4, UNICODE_INVALID, 1}, {"\xF5\x80\x80\x80", 4, UNICODE_INVALID, 1},
+        {"\xFF", 1, UNICODE_INVALID, 1},         {"\xC3", 1, UNICODE_INVALID, 1},
+        {"\xE4\xB8", 2, UNICODE_INVALID, 1},     {"\xC3\x41", 2, UNICODE_INVALID, 1},
+        {"\xF0\x9F\x98\x41", 4, UNICODE_INVALID, 1},
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint32_t cp = 0;
+        size_t len = unicode_utf8_next((const unsigned char *)cases[i].bytes, cases[i].n, &cp);
+        if (cp != cases[i].cp || len != cases[i].len) {
+            printf("  case %zu: got U+%04X length %zu, want U+%04X length %zu\n", i,
+                   (unsigned)cp, len, (unsigned)cases[i].cp, cases[i].len);
+            bad++;
+        }
+    }
+    check_true(bad == 0, "unicode_utf8_next: %zu sequences at the edges of Table 3-7",
+               sizeof cases / sizeof cases[0]);
+
+    long wrong = 0;
+    for (uint32_t cp = 0; cp <= UNICODE_MAX; cp++) {
+        if (cp == UNICODE_SURROGATE_FIRST) cp = UNICODE_SURROGATE_LAST + 1;
+        unsigned char bytes[4];
+        uint32_t got = 0;
+        size_t n = utf8_encode(cp, bytes);
+        if (unicode_utf8_next(bytes, n, &got) != n || got != cp) wrong++;
+    }
+    check_true(wrong == 0, "unicode_utf8_next decodes every scalar value's UTF-8 (%ld wrong)",
+               wrong);
+
+    int count[5] = {0};
+    for (int b = 0; b < 256; b++) count[unicode_utf8_length((unsigned char)b)]++;
+    check_true(count[0] == 77 && count[1] == 128 && count[2] == 30 && count[3] == 16 &&
+               count[4] == 5, "unicode_utf8_length: 128 ASCII, 30/16/5 leads of 2/3/4 bytes, "
+               "77 bytes that start nothing (got %d, %d/%d/%d, %d)", count[1], count[2],
+               count[3], count[4], count[0]);
 }
 
 /* ---------------------------------------------------------------- pre-tokenization */
@@ -512,6 +583,7 @@ int main(void) {
     int have_dir = mkdtemp(dir) != NULL;
 
     test_unicode();
+    test_utf8();
     test_next_piece();
     if (check_true(have_dir, "create a temporary directory")) {
         test_synthetic(dir);

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""gen_unicode.py: write unicode.c, the character-class tables of GPT-2's pre-tokenizer.
+"""gen_unicode.py: write unicode.c, the character-class tables of GPT-2's pre-tokenizer
+(and, verbatim, the UTF-8 decoder after them).
 
 Usage:  python3 tools/gen_unicode.py > unicode.c
         python3 tools/gen_unicode.py --check-node   (compare with node's /\\p{L}/u etc.)
@@ -67,8 +68,8 @@ HEADER = """\
  *
  * Three sorted tables of inclusive code point ranges, searched by bisection: letters
  * (\\p{{L}}: Lu Ll Lt Lm Lo), numbers (\\p{{N}}: Nd Nl No) and JavaScript's \\s (ECMAScript
- * WhiteSpace + LineTerminator, because the reference tokenizer is js-tiktoken).
- * It does no UTF-8 decoding; tokenizer.c does that. Read tokenizer.c next.
+ * WhiteSpace + LineTerminator, because the reference tokenizer is js-tiktoken). After
+ * them, the project's one UTF-8 decoder. Read tokenizer.c next.
  * Checked against node 20.20 (Unicode 17.0) with --check-node: whitespace agrees; node also
  * counts 13916 letters and 133 numbers assigned after Unicode 14.0.0 (e.g. CJK Extensions
  * H and J, U+31350..U+33479), which here are "other". No reference test case uses them.
@@ -105,6 +106,37 @@ int unicode_is_number(uint32_t cp) {
 
 int unicode_is_space(uint32_t cp) {
     return in_ranges(space_ranges, sizeof space_ranges / sizeof space_ranges[0], cp);
+}
+
+/* ---------------------------------------------------------------- UTF-8 */
+
+int unicode_utf8_length(unsigned char lead) {
+    if (lead < 0x80) return 1;                    /* 0xxxxxxx: ASCII */
+    if (lead >= 0xC2 && lead <= 0xDF) return 2;   /* 110xxxxx (0xC0, 0xC1: always overlong) */
+    if (lead >= 0xE0 && lead <= 0xEF) return 3;   /* 1110xxxx */
+    if (lead >= 0xF0 && lead <= 0xF4) return 4;   /* 11110xxx up to U+10FFFF */
+    return 0;                                     /* 10xxxxxx, 0xC0, 0xC1, 0xF5..0xFF */
+}
+
+size_t unicode_utf8_next(const unsigned char *s, size_t n, uint32_t *cp) {
+    /* the smallest code point that needs k bytes: below it the form is overlong */
+    static const uint32_t min_value[5] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t k = (size_t)unicode_utf8_length(s[0]);
+    if (k == 1) {
+        *cp = s[0];
+        return 1;
+    }
+    *cp = UNICODE_INVALID;
+    if (k == 0 || k > n) return 1;
+    uint32_t value = s[0] & (0x7Fu >> k);         /* the lead's bits: 0x1F, 0x0F or 0x07 */
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 1;      /* continuation bytes are 10xxxxxx */
+        value = value << 6 | (s[i] & 0x3Fu);
+    }
+    if (value < min_value[k] || value > UNICODE_MAX ||
+        (value >= UNICODE_SURROGATE_FIRST && value <= UNICODE_SURROGATE_LAST)) return 1;
+    *cp = value;
+    return k;
 }
 """
 
