@@ -67,7 +67,8 @@ $(B)/os.o: os.c os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
 $(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h
 $(B)/unicode.o: unicode.c unicode.h
-$(B)/tokenizer.o: tokenizer.c tokenizer.h os.h unicode.h
+$(B)/hash.o: hash.c hash.h
+$(B)/tokenizer.o: tokenizer.c tokenizer.h hash.h os.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
 # attnmap.c includes its explorer page, attnmap_page.html, as C string literals that sed
 # writes into the build folder: one per line (C11 promises no more than 4095 bytes in a
@@ -86,13 +87,13 @@ $(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h attention_s
             tokenizer.h sampler.h cli.h generate.h attnmap.h
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h os.h
 $(B)/cli.o: cli.c cli.h
-$(B)/bpe.o: bpe.c bpe.h tokenizer.h os.h
+$(B)/bpe.o: bpe.c bpe.h hash.h tokenizer.h os.h
 TRAIN_HEADERS = train.h train_model.h train_backward.h train_optim.h model.h checkpoint.h \
                 kernels.h quant.h attention.h
 $(B)/train.o: train.c $(TRAIN_HEADERS) tokenizer.h bpe.h cli.h os.h
 $(B)/train_model.o: train_model.c block.h hash.h $(TRAIN_HEADERS)
 $(B)/train_backward.o: train_backward.c $(TRAIN_HEADERS)
-$(B)/train_optim.o: train_optim.c $(TRAIN_HEADERS) os.h
+$(B)/train_optim.o: train_optim.c $(TRAIN_HEADERS) hash.h os.h
 $(B)/tests/check.o: tests/check.c tests/check.h
 # the trainer library (what tests/test_train.c links; train.o adds the program)
 TRAIN_LIB = $(B)/train_model.o $(B)/train_backward.o $(B)/train_optim.o
@@ -103,7 +104,7 @@ $(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h) $(FLAGS_STAMP)
 
 KERNELS = $(B)/kernels.o $(B)/quant.o
 CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
-TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/os.o
+TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/hash.o $(B)/os.o
 
 # the fuzz targets (tests/fuzz/fuzz.mk): make fuzz, make fuzz-smoke, make fuzz-replay
 include tests/fuzz/fuzz.mk

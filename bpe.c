@@ -16,23 +16,16 @@
 #include <string.h>      /* memcmp, memcpy, memset, strerror, strlen */
 #include <time.h>        /* clock (progress lines) */
 
+#include "hash.h"        /* hash_fnv1a32: the tables of pieces and tokens */
 #include "os.h"          /* os_create_new, os_close_synced: the file written whole */
 #include "tokenizer.h"   /* tokenizer_next_piece, TOKENIZER_MAGIC, TOKENIZER_HEADER_INTS */
 
 #define BPE_FILE_VERSION 2          /* llm.c tokenizer version that stores vocab size and eot */
-#define FNV_OFFSET 2166136261u      /* FNV-1a 32-bit offset basis */
-#define FNV_PRIME 16777619u         /* FNV-1a 32-bit prime */
 #define FIBONACCI 0x9E3779B97F4A7C15ull   /* 2^64 / golden ratio: spreads pair keys */
 #define NONE SIZE_MAX               /* no position, no list entry, not in the heap */
 
 /* ------------------------------------------------------------------------- */
 /* Hash tables (open addressing; a slot holds index + 1, 0 = empty), growing arrays */
-
-static uint32_t fnv1a(const unsigned char *bytes, size_t len) {
-    uint32_t h = FNV_OFFSET;
-    for (size_t i = 0; i < len; i++) h = (h ^ bytes[i]) * FNV_PRIME;
-    return h;
-}
 
 /* Smallest power of two >= 2 n (so the table stays at most half full). */
 static size_t table_size_for(size_t n) {
@@ -83,7 +76,8 @@ static void pieces_free(Pieces *p) {
 
 /* The index of the distinct piece spelled by bytes[0 .. len), or NONE. */
 static size_t pieces_find(const Pieces *p, const unsigned char *bytes, size_t len) {
-    for (size_t i = fnv1a(bytes, len) & (p->table_size - 1);; i = (i + 1) & (p->table_size - 1)) {
+    size_t mask = p->table_size - 1;
+    for (size_t i = hash_fnv1a32(bytes, len) & mask;; i = (i + 1) & mask) {
         if (p->slot[i] == 0) return NONE;
         size_t w = p->slot[i] - 1;
         if (p->len[w] == len && memcmp(p->bytes + p->at[w], bytes, len) == 0) return w;
@@ -106,7 +100,7 @@ static int pieces_build(Pieces *p, const char *text, size_t len) {
     for (size_t at = 0; at < len;) {
         size_t end = tokenizer_next_piece(text, len, at), n = end - at;
         const unsigned char *piece = (const unsigned char *)text + at;
-        size_t i = fnv1a(piece, n) & (p->table_size - 1);
+        size_t i = hash_fnv1a32(piece, n) & (p->table_size - 1);
         for (;; i = (i + 1) & (p->table_size - 1)) {
             if (p->slot[i] == 0) {   /* a new distinct piece: append it and a separator */
                 p->at[p->n] = p->size;
@@ -161,7 +155,8 @@ static size_t token_len(const Bpe *b, int id) { return b->offset[id + 1] - b->of
 
 /* The id of the token spelled by bytes[0 .. len), or -1. */
 static int vocab_find(const Vocab *v, const unsigned char *bytes, size_t len) {
-    for (size_t i = fnv1a(bytes, len) & (v->table_size - 1);; i = (i + 1) & (v->table_size - 1)) {
+    size_t mask = v->table_size - 1;
+    for (size_t i = hash_fnv1a32(bytes, len) & mask;; i = (i + 1) & mask) {
         if (v->slot[i] == 0) return -1;
         int id = v->slot[i] - 1;
         if (token_len(v->bpe, id) == len &&
@@ -175,7 +170,7 @@ static void vocab_add(Vocab *v, const unsigned char *bytes, size_t len) {
     int id = b->vocab_size++;
     memcpy(b->bytes + b->offset[id], bytes, len);
     b->offset[id + 1] = b->offset[id] + len;
-    size_t i = fnv1a(bytes, len) & (v->table_size - 1);
+    size_t i = hash_fnv1a32(bytes, len) & (v->table_size - 1);
     while (v->slot[i] != 0) i = (i + 1) & (v->table_size - 1);
     v->slot[i] = id + 1;
 }

@@ -20,14 +20,12 @@
 #include <stdlib.h>   /* malloc, realloc, free */
 #include <string.h>   /* memcmp, memmove, memset */
 
+#include "hash.h"     /* hash_fnv1a32: the table of tokens */
 #include "os.h"       /* os_open_read, os_file_size, os_read_exact: the file read whole */
 #include "unicode.h"  /* unicode_utf8_next; unicode_is_letter, _is_number, _is_space */
 
 #define HEADER_BYTES (TOKENIZER_HEADER_INTS * 4)  /* the header is 256 uint32 */
 #define MAX_TOKEN_BYTES 255   /* a token's length is stored in one uint8 */
-/* 32-bit FNV-1a hash constants, http://www.isthe.com/chongo/tech/comp/fnv/ */
-#define FNV_OFFSET_BASIS 2166136261u
-#define FNV_PRIME 16777619u
 
 /* ---------------------------------------------------------------- the hash table */
 
@@ -37,20 +35,11 @@ struct TokenizerEntry {
     int32_t id;      /* token id, or -1 for an empty slot */
 };
 
-static uint32_t fnv1a(const unsigned char *bytes, size_t len) {
-    uint32_t hash = FNV_OFFSET_BASIS;
-    for (size_t i = 0; i < len; i++) {
-        hash ^= bytes[i];
-        hash *= FNV_PRIME;
-    }
-    return hash;
-}
-
 /* The id of the token whose bytes are exactly bytes[0 .. len), or -1 if there is none.
  * The table is at most half full, so the probe always reaches an empty slot. */
 static int table_find(const Tokenizer *t, const unsigned char *bytes, size_t len) {
     if (len > t->max_token_len) return -1;
-    uint32_t hash = fnv1a(bytes, len);
+    uint32_t hash = hash_fnv1a32(bytes, len);
     size_t mask = t->table_size - 1;
     for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
         const TokenizerEntry *entry = &t->table[slot];
@@ -82,7 +71,7 @@ static int table_build(Tokenizer *t, const char *path) {
         const unsigned char *bytes = t->bytes + t->offset[id];
         size_t len = t->offset[id + 1] - t->offset[id];
         if (table_find(t, bytes, len) >= 0) continue;   /* a duplicate: keep the lower id */
-        uint32_t hash = fnv1a(bytes, len);
+        uint32_t hash = hash_fnv1a32(bytes, len);
         size_t slot = hash & (size - 1);
         while (t->table[slot].id >= 0) slot = (slot + 1) & (size - 1);
         t->table[slot].hash = hash;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>     /* stat, S_ISREG, S_ISDIR, S_ISFIFO (POSIX) */
 
 #include "checkpoint.h"   /* checkpoint_gpt2_header, CHECKPOINT_GPT2_* */
+#include "hash.h"         /* hash_fnv1a64: the checksums of the files */
 #include "kernels.h"      /* kernels_parallel_for */
 #include "os.h"           /* os_create_new, os_close_synced, os_rename_synced, os_open_read */
 #include "train_model.h"  /* Trainer, trainer_init, trainer_check_config, ... */
@@ -160,9 +161,7 @@ enum { STATE_MAGIC, STATE_VERSION, STATE_STEP, STATE_N_PARAMS_LO, STATE_N_PARAMS
        STATE_L, STATE_NH, STATE_C, STATE_SUM_LO, STATE_SUM_HI, STATE_EMA, STATE_ATTN_DROPOUT,
        STATE_TOKEN_NOISE, STATE_TOKENIZER_SUM_LO, STATE_TOKENIZER_SUM_HI, STATE_UNUSED };
 
-#define FNV64_OFFSET 0xCBF29CE484222325ull  /* FNV-1a 64-bit offset basis (isthe.com/chongo) */
-#define FNV64_PRIME 0x100000001B3ull         /* FNV-1a 64-bit prime */
-#define HASH_CHUNK 65536                     /* bytes per read when hashing a file */
+#define SUM_CHUNK 65536    /* bytes per read when hashing a file (train_file_sum) */
 
 static int32_t float_bits(float f) { int32_t i; memcpy(&i, &f, sizeof i); return i; }
 static float bits_float(int32_t i) { float f; memcpy(&f, &i, sizeof f); return f; }
@@ -174,13 +173,6 @@ static void put_u64(int32_t *slots, int low, uint64_t x) {
 }
 static uint64_t get_u64(const int32_t *slots, int low) {
     return (uint64_t)(uint32_t)slots[low] | (uint64_t)(uint32_t)slots[low + 1] << 32;
-}
-
-/* FNV-1a 64 of data (n bytes), continuing from hash (FNV64_OFFSET to start). */
-static uint64_t fnv1a64(uint64_t hash, const void *data, size_t n) {
-    const unsigned char *bytes = data;
-    for (size_t i = 0; i < n; i++) hash = (hash ^ bytes[i]) * FNV64_PRIME;
-    return hash;
 }
 
 /* ---- crash-safe files: write PATH.tmp, fsync it, rename it over PATH (os.h) */
@@ -217,11 +209,11 @@ static int write_synced(const char *path, const void *const parts[], const size_
 int train_file_sum(const char *path, uint64_t *sum) {
     FILE *file = os_open_read("train", path, NULL);
     if (!file) return -1;
-    unsigned char *buffer = malloc(HASH_CHUNK);
-    uint64_t hash = FNV64_OFFSET;
+    unsigned char *buffer = malloc(SUM_CHUNK);
+    uint64_t hash = HASH_FNV64_OFFSET;
     size_t got = 0;
-    while (buffer && (got = fread(buffer, 1, HASH_CHUNK, file)) > 0)
-        hash = fnv1a64(hash, buffer, got);
+    while (buffer && (got = fread(buffer, 1, SUM_CHUNK, file)) > 0)
+        hash = hash_fnv1a64(hash, buffer, got);
     int ok = buffer && !ferror(file);
     free(buffer);
     fclose(file);
@@ -234,8 +226,9 @@ int train_file_sum(const char *path, uint64_t *sum) {
 /* FNV-1a 64 of a checkpoint file's bytes: header, then parameters. */
 static uint64_t checkpoint_sum(const int32_t header[CHECKPOINT_GPT2_HEADER_INTS],
                                const float *params, size_t n_params) {
-    uint64_t sum = fnv1a64(FNV64_OFFSET, header, CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t));
-    return fnv1a64(sum, params, n_params * sizeof(float));
+    uint64_t sum = hash_fnv1a64(HASH_FNV64_OFFSET, header,
+                                CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t));
+    return hash_fnv1a64(sum, params, n_params * sizeof(float));
 }
 
 /* FNV-1a 64 of a state file's bytes, with its own checksum slots taken as 0. */
@@ -244,10 +237,10 @@ static uint64_t state_sum(const int32_t state[TRAIN_STATE_HEADER_INTS], const fl
     int32_t header[TRAIN_STATE_HEADER_INTS];
     memcpy(header, state, sizeof header);
     put_u64(header, STATE_SUM_LO, 0);
-    uint64_t sum = fnv1a64(FNV64_OFFSET, header, sizeof header);
-    sum = fnv1a64(sum, adam_m, n_params * sizeof(float));
-    sum = fnv1a64(sum, adam_v, n_params * sizeof(float));
-    return weights ? fnv1a64(sum, weights, n_params * sizeof(float)) : sum;
+    uint64_t sum = hash_fnv1a64(HASH_FNV64_OFFSET, header, sizeof header);
+    sum = hash_fnv1a64(sum, adam_m, n_params * sizeof(float));
+    sum = hash_fnv1a64(sum, adam_v, n_params * sizeof(float));
+    return weights ? hash_fnv1a64(sum, weights, n_params * sizeof(float)) : sum;
 }
 
 /* What a checkpoint holds: the moving average when there is one, else the weights; and

@@ -32,6 +32,7 @@
 #endif
 
 #include "attention.h"    /* attention_backward */
+#include "hash.h"         /* hash_fnv1a64: the merges' checksum */
 #include "kernels.h"      /* kernels_gelu, KERNELS_NORM_EPS */
 #include "model.h"        /* model_load, model_forward */
 #include "tokenizer.h"    /* tokenizer_load, _encode, _decode, _next_piece, _merge */
@@ -859,13 +860,17 @@ static double seconds_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* FNV-1a 64 of the merges' ids, each as 4 bytes little-endian (whatever the host). */
 static uint64_t merges_fnv(const Bpe *b) {
-    uint64_t hash = 0xCBF29CE484222325ull;   /* FNV-1a 64 offset basis; prime 2^40 + 0x1B3 */
-    for (int i = 0; i < b->n_merges; i++)
-        for (int k = 0; k < 2; k++)
+    uint64_t hash = HASH_FNV64_OFFSET;
+    for (int i = 0; i < b->n_merges; i++) {
+        for (int k = 0; k < 2; k++) {
+            unsigned char id[4];
             for (int byte = 0; byte < 4; byte++)
-                hash = (hash ^ (((uint32_t)b->merges[i][k] >> (8 * byte)) & 0xFFu)) *
-                       0x100000001B3ull;
+                id[byte] = (unsigned char)((uint32_t)b->merges[i][k] >> (8 * byte));
+            hash = hash_fnv1a64(hash, id, sizeof id);
+        }
+    }
     return hash;
 }
 
