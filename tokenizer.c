@@ -87,19 +87,17 @@ static uint32_t read_u32_le(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Reads llm.c's GPT-2 tokenizer file (size bytes, positioned at the start) into t. */
-static int load_gpt2(Tokenizer *t, FILE *file, size_t size, const char *path) {
+/* The header of llm.c's GPT-2 tokenizer file (size bytes, positioned at the start), read
+ * and checked before anything is allocated: magic, version, vocab_size and eot id, the
+ * last two into t. Returns 0, or -1 after a stderr line. */
+static int gpt2_read_header(Tokenizer *t, FILE *file, size_t size, const char *path) {
     unsigned char header[HEADER_BYTES];
-    t->kind = TOKENIZER_GPT2;
-    t->bos_id = -1;
     if (size < HEADER_BYTES) {
         fprintf(stderr, "tokenizer: %s: file too short for the header (got %zu bytes, "
                 "expected at least %d)\n", path, size, HEADER_BYTES);
         return -1;
     }
     if (os_read_exact(file, header, HEADER_BYTES, "tokenizer", path, "header") != 0) return -1;
-
-    // validate the header before allocating anything
     uint32_t magic = read_u32_le(header), version = read_u32_le(header + 4);
     uint32_t vocab_size = read_u32_le(header + 8), eot_id = read_u32_le(header + 12);
     if (magic != TOKENIZER_MAGIC) {
@@ -127,30 +125,15 @@ static int load_gpt2(Tokenizer *t, FILE *file, size_t size, const char *path) {
     }
     t->vocab_size = (int)vocab_size;
     t->eot_id = (int)eot_id;
+    return 0;
+}
 
-    // each token takes 1 length byte plus 1..255 bytes, which bounds the file size
-    size_t data_size = size - HEADER_BYTES;
-    size_t min_data = 2 * (size_t)vocab_size, max_data = (1 + MAX_TOKEN_BYTES) * (size_t)vocab_size;
-    if (data_size < min_data) {
-        fprintf(stderr, "tokenizer: %s: truncated (got %zu bytes of tokens, expected at least "
-                "%zu for %u tokens)\n", path, data_size, min_data, (unsigned)vocab_size);
-        return -1;
-    }
-    if (data_size > max_data) {
-        fprintf(stderr, "tokenizer: %s: trailing bytes (got %zu bytes of tokens, expected at "
-                "most %zu for %u tokens)\n", path, data_size, max_data, (unsigned)vocab_size);
-        return -1;
-    }
-    t->bytes = malloc(data_size);
-    t->offset = malloc(((size_t)vocab_size + 1) * sizeof *t->offset);
-    if (!t->bytes || !t->offset) {
-        fprintf(stderr, "tokenizer: %s: out of memory (got no %zu bytes for the tokens, "
-                "expected malloc to succeed)\n", path, data_size);
-        return -1;
-    }
-    if (os_read_exact(file, t->bytes, data_size, "tokenizer", path, "tokens") != 0) return -1;
-
-    // drop the length bytes in place: write_pos never passes read_pos
+/* t->bytes holds the data_size bytes after the header as read: for each of t->vocab_size
+ * tokens a uint8 length (1..255) and that many bytes. Drops the length bytes in place
+ * (write_pos never passes read_pos), fills t->offset and t->max_token_len, and gives the
+ * spare bytes back. Returns 0, or -1 after a stderr line (a zero length, a token cut off,
+ * bytes after the last token; size, the file's, is for that message). */
+static int gpt2_unpack_tokens(Tokenizer *t, size_t data_size, size_t size, const char *path) {
     size_t read_pos = 0, write_pos = 0;
     for (int id = 0; id < t->vocab_size; id++) {
         if (read_pos == data_size) {
@@ -183,6 +166,46 @@ static int load_gpt2(Tokenizer *t, FILE *file, size_t size, const char *path) {
     }
     unsigned char *shrunk = realloc(t->bytes, write_pos);   /* give back the length bytes */
     if (shrunk) t->bytes = shrunk;                          /* (a failed shrink is harmless) */
+    return 0;
+}
+
+/* The tokens after the header (the file positioned there, size bytes in all), checked
+ * against the size bounds t->vocab_size implies, then read into t->bytes and t->offset.
+ * Returns 0, or -1 after a stderr line. */
+static int gpt2_read_tokens(Tokenizer *t, FILE *file, size_t size, const char *path) {
+    // each token takes 1 length byte plus 1..255 bytes, which bounds the file size
+    size_t vocab_size = (size_t)t->vocab_size;
+    size_t data_size = size - HEADER_BYTES;
+    size_t min_data = 2 * vocab_size, max_data = (1 + MAX_TOKEN_BYTES) * vocab_size;
+    if (data_size < min_data) {
+        fprintf(stderr, "tokenizer: %s: truncated (got %zu bytes of tokens, expected at least "
+                "%zu for %u tokens)\n", path, data_size, min_data, (unsigned)vocab_size);
+        return -1;
+    }
+    if (data_size > max_data) {
+        fprintf(stderr, "tokenizer: %s: trailing bytes (got %zu bytes of tokens, expected at "
+                "most %zu for %u tokens)\n", path, data_size, max_data, (unsigned)vocab_size);
+        return -1;
+    }
+    t->bytes = malloc(data_size);
+    t->offset = malloc((vocab_size + 1) * sizeof *t->offset);
+    if (!t->bytes || !t->offset) {
+        fprintf(stderr, "tokenizer: %s: out of memory (got no %zu bytes for the tokens, "
+                "expected malloc to succeed)\n", path, data_size);
+        return -1;
+    }
+    if (os_read_exact(file, t->bytes, data_size, "tokenizer", path, "tokens") != 0) return -1;
+    return gpt2_unpack_tokens(t, data_size, size, path);
+}
+
+/* Reads llm.c's GPT-2 tokenizer file (size bytes, positioned at the start) into t: the
+ * header, the tokens, then what encoding needs (the single-byte tokens, the ranks, the
+ * hash table). Returns 0, or -1 after a stderr line (tokenizer_free releases the rest). */
+static int load_gpt2(Tokenizer *t, FILE *file, size_t size, const char *path) {
+    t->kind = TOKENIZER_GPT2;
+    t->bos_id = -1;
+    if (gpt2_read_header(t, file, size, path) != 0) return -1;
+    if (gpt2_read_tokens(t, file, size, path) != 0) return -1;
 
     // the single-byte tokens every encoding starts from; a missing one fails at encode
     for (int b = 0; b < 256; b++) t->byte_token[b] = -1;
@@ -214,22 +237,20 @@ static int by_score_desc(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* Reads llama2.c's tokenizer file (size bytes, positioned at the start) into t. */
-static int load_llama(Tokenizer *t, FILE *file, size_t size, const char *path) {
-    t->kind = TOKENIZER_LLAMA;
-    t->bos_id = TOKENIZER_LLAMA_BOS;
-    t->eot_id = TOKENIZER_LLAMA_EOS;
-    // the header and the size before anything is allocated for the file
+/* The first field of llama2.c's tokenizer file (size bytes, positioned at the start, and
+ * left there), max_token_length, checked into *max_len, and the size checked against the
+ * 32-bit offsets, before anything is allocated. Returns 0, or -1 after a stderr line. */
+static int llama_read_header(FILE *file, size_t size, const char *path, uint32_t *max_len) {
     unsigned char head[4];
     if (size < 4 || fread(head, 1, 4, file) != 4 || fseek(file, 0, SEEK_SET) != 0) {
         fprintf(stderr, "tokenizer: %s: file too short (got %zu bytes, expected a 4-byte "
                 "max_token_length then tokens)\n", path, size);
         return -1;
     }
-    uint32_t max_len = read_u32_le(head);
-    if (max_len < 1 || max_len > TOKENIZER_MAX_TOKEN_LEN) {
+    *max_len = read_u32_le(head);
+    if (*max_len < 1 || *max_len > TOKENIZER_MAX_TOKEN_LEN) {
         fprintf(stderr, "tokenizer: %s: bad max_token_length (got %d, expected 1..%d; or a GPT-2 "
-                "file, which starts with magic %d)\n", path, (int32_t)max_len,
+                "file, which starts with magic %d)\n", path, (int32_t)*max_len,
                 TOKENIZER_MAX_TOKEN_LEN, TOKENIZER_MAGIC);
         return -1;
     }
@@ -238,56 +259,54 @@ static int load_llama(Tokenizer *t, FILE *file, size_t size, const char *path) {
                 path, size, (unsigned)UINT32_MAX);
         return -1;
     }
-    unsigned char *data = malloc(size);
-    ScoredId *order = NULL;
-    if (!data) {
-        fprintf(stderr, "tokenizer: %s: out of memory for a %zu-byte file\n", path, size);
-        return -1;
-    }
-    if (os_read_exact(file, data, size, "tokenizer", path, "file") != 0) goto fail;
-    // pass 1: validate every record and count the tokens and their bytes
-    size_t pos = 4, n_tokens = 0, total = 0;
+    return 0;
+}
+
+/* Pass 1 over the whole file data (size bytes): checks every record (a finite float32
+ * score, an int32 length 0..max_len, that many bytes) and counts the tokens into
+ * *n_tokens and their bytes into *total. Returns 0, or -1 after a stderr line (a record
+ * cut off or bad, too many tokens, or fewer than <unk>, BOS, EOS). */
+static int llama_count_tokens(const unsigned char *data, size_t size, uint32_t max_len,
+                              const char *path, size_t *n_tokens, size_t *total) {
+    size_t pos = 4;
+    *n_tokens = 0;
+    *total = 0;
     while (pos < size) {
         if (size - pos < 8) {
             fprintf(stderr, "tokenizer: %s: truncated after token %zu (got %zu bytes, expected "
-                    "8 for a score and a length)\n", path, n_tokens, size - pos);
-            goto fail;
+                    "8 for a score and a length)\n", path, *n_tokens, size - pos);
+            return -1;
         }
         float score;
         uint32_t bits = read_u32_le(data + pos), len = read_u32_le(data + pos + 4);
         memcpy(&score, &bits, sizeof score);
         if (!isfinite(score) || len > max_len || len > size - pos - 8) {
             fprintf(stderr, "tokenizer: %s: bad token %zu (got score %g, length %d with %zu bytes "
-                    "left, expected a finite score and a length 0..%u)\n", path, n_tokens,
+                    "left, expected a finite score and a length 0..%u)\n", path, *n_tokens,
                     (double)score, (int32_t)len, size - pos - 8, (unsigned)max_len);
-            goto fail;
+            return -1;
         }
         pos += 8 + len;
-        total += len;
-        if (++n_tokens > TOKENIZER_MAX_VOCAB) {
+        *total += len;
+        if (++*n_tokens > TOKENIZER_MAX_VOCAB) {
             fprintf(stderr, "tokenizer: %s: too many tokens (expected at most %d)\n", path,
                     TOKENIZER_MAX_VOCAB);
-            goto fail;
+            return -1;
         }
     }
-    if (n_tokens <= TOKENIZER_LLAMA_EOS) {
+    if (*n_tokens <= TOKENIZER_LLAMA_EOS) {
         fprintf(stderr, "tokenizer: %s: too few tokens (got %zu, expected at least %d: "
-                "<unk>, BOS, EOS)\n", path, n_tokens, TOKENIZER_LLAMA_EOS + 1);
-        goto fail;
+                "<unk>, BOS, EOS)\n", path, *n_tokens, TOKENIZER_LLAMA_EOS + 1);
+        return -1;
     }
-    // pass 2: copy the bytes and scores out
-    t->vocab_size = (int)n_tokens;
-    t->bytes = malloc(total ? total : 1);
-    t->offset = malloc((n_tokens + 1) * sizeof *t->offset);
-    t->rank = malloc(n_tokens * sizeof *t->rank);
-    order = malloc(n_tokens * sizeof *order);
-    if (!t->bytes || !t->offset || !t->rank || !order) {
-        fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, n_tokens);
-        goto fail;
-    }
-    pos = 4;
-    size_t written = 0;
-    for (size_t id = 0; id < n_tokens; id++) {
+    return 0;
+}
+
+/* Pass 2 over data, checked by pass 1: each token's bytes into t->bytes and t->offset
+ * (t->vocab_size of them), its score and id into order (vocab_size,). */
+static void llama_copy_tokens(Tokenizer *t, const unsigned char *data, ScoredId *order) {
+    size_t pos = 4, written = 0;
+    for (size_t id = 0; id < (size_t)t->vocab_size; id++) {
         uint32_t bits = read_u32_le(data + pos), len = read_u32_le(data + pos + 4);
         memcpy(&order[id].score, &bits, sizeof order[id].score);
         order[id].id = (int32_t)id;
@@ -297,15 +316,51 @@ static int load_llama(Tokenizer *t, FILE *file, size_t size, const char *path) {
         pos += 8 + len;
         if (len > t->max_token_len) t->max_token_len = len;
     }
-    t->offset[n_tokens] = (uint32_t)written;
-    // rank = position in descending score order; equal scores share a rank, so between
-    // them the leftmost pair merges first, as in llama2.c's scan
+    t->offset[t->vocab_size] = (uint32_t)written;
+}
+
+/* t->rank from the scores in order (vocab_size,), which it sorts: a token's rank is its
+ * position in descending score order; equal scores share a rank, so between them the
+ * leftmost pair merges first, as in llama2.c's scan. */
+static void llama_rank_scores(Tokenizer *t, ScoredId *order) {
+    size_t n_tokens = (size_t)t->vocab_size;
     qsort(order, n_tokens, sizeof *order, by_score_desc);
     int32_t rank = 0;
     for (size_t i = 0; i < n_tokens; i++) {
         if (i > 0 && order[i].score != order[i - 1].score) rank = (int32_t)i;
         t->rank[order[i].id] = rank;
     }
+}
+
+/* Reads llama2.c's tokenizer file (size bytes, positioned at the start) into t: the
+ * whole file is read, checked and counted (pass 1), then copied out and ranked (pass 2).
+ * Returns 0, or -1 after a stderr line (tokenizer_free releases the rest). */
+static int load_llama(Tokenizer *t, FILE *file, size_t size, const char *path) {
+    t->kind = TOKENIZER_LLAMA;
+    t->bos_id = TOKENIZER_LLAMA_BOS;
+    t->eot_id = TOKENIZER_LLAMA_EOS;
+    uint32_t max_len;
+    if (llama_read_header(file, size, path, &max_len) != 0) return -1;
+    unsigned char *data = malloc(size);
+    ScoredId *order = NULL;
+    if (!data) {
+        fprintf(stderr, "tokenizer: %s: out of memory for a %zu-byte file\n", path, size);
+        return -1;
+    }
+    size_t n_tokens, total;
+    if (os_read_exact(file, data, size, "tokenizer", path, "file") != 0) goto fail;
+    if (llama_count_tokens(data, size, max_len, path, &n_tokens, &total) != 0) goto fail;
+    t->vocab_size = (int)n_tokens;
+    t->bytes = malloc(total ? total : 1);
+    t->offset = malloc((n_tokens + 1) * sizeof *t->offset);
+    t->rank = malloc(n_tokens * sizeof *t->rank);
+    order = malloc(n_tokens * sizeof *order);
+    if (!t->bytes || !t->offset || !t->rank || !order) {
+        fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, n_tokens);
+        goto fail;
+    }
+    llama_copy_tokens(t, data, order);
+    llama_rank_scores(t, order);
     for (int b = 0; b < 256; b++) t->byte_token[b] = -1;   /* Llama falls back to <0xHH> */
     free(data);
     free(order);
