@@ -259,118 +259,175 @@ static int encode_input(const Tokenizer *tok, int vocab_size, const char *text, 
     return (int)(n - first);
 }
 
+/* What generate() carries from one step to the next; the buffers are owned. */
+typedef struct {
+    Generation *g;                 /* the sequence; not owned */
+    const Tokenizer *tok;          /* not owned */
+    Sampler *sampler;              /* not owned */
+    const GenerateOptions *o;      /* not owned */
+    Utf8Writer out;                /* stdout, never splitting a character */
+    ReverseMatch reverse;          /* -r: does the output end with it? */
+    TopView view;                  /* --attn-top's buffers */
+    char *line;                    /* the last line of input read (interactive) */
+    int *line_ids;                 /* its tokens */
+    int prev;                      /* the last token of the sequence: decoding follows it */
+    int pending;                   /* the token that ended a turn, printed but not run; or -1 */
+} Loop;
+
+/* How a step of the loop ended, and so what comes next. */
+typedef enum {
+    STEP_ERROR = -1,   /* stop, failed: a stderr line said why */
+    STEP_CONTINUE,     /* go on: another turn */
+    STEP_FULL,         /* stop: the context is full and shifting is off */
+    STEP_END,          /* stop: -n reached (not interactive), the end of input, stdout closed */
+} Step;
+
+/* An empty loop for options o, with its buffers allocated (the reverse prompt's tail,
+ * --attn-top's labels and weights). Returns 0, or -1 when out of memory (loop_free
+ * releases what was allocated). */
+static int loop_init(Loop *L, Generation *g, const Tokenizer *tok, Sampler *sampler,
+                     const GenerateOptions *o) {
+    memset(L, 0, sizeof *L);
+    L->g = g;
+    L->tok = tok;
+    L->sampler = sampler;
+    L->o = o;
+    L->reverse.text = o->reverse_prompt;
+    L->reverse.len = o->reverse_prompt ? strlen(o->reverse_prompt) : 0;
+    L->pending = -1;
+    if (L->reverse.len && !(L->reverse.tail = malloc(L->reverse.len))) return -1;
+    if (o->attn_top) {
+        L->view.labels = malloc((size_t)g->n_ctx * sizeof *L->view.labels);
+        L->view.lens = malloc((size_t)g->n_ctx * sizeof *L->view.lens);
+        L->view.weights = malloc((size_t)g->model->config.n_heads * (size_t)g->n_ctx *
+                                 sizeof(float));
+        if (!L->view.labels || !L->view.lens || !L->view.weights) return -1;
+    }
+    return 0;
+}
+
+static void loop_free(Loop *L) {
+    free(L->reverse.tail);
+    free(L->view.labels);
+    free(L->view.lens);
+    free(L->view.weights);
+    free(L->line);
+    free(L->line_ids);
+    memset(L, 0, sizeof *L);
+}
+
+/* Echoes the prompt as its tokens decode, but not a BOS or end-of-text start token.
+ * Nothing with --attn-top, whose view names the tokens itself. */
+static void echo_prompt(Loop *L, const int *prompt, int n_prompt) {
+    if (L->o->attn_top) return;
+    int first = (prompt[0] == L->tok->bos_id || prompt[0] == L->tok->eot_id) ? 1 : 0;
+    for (int t = first; t < n_prompt; t++) {
+        size_t len;
+        const unsigned char *bytes = token_text(L->tok, t ? prompt[t - 1] : -1, prompt[t], &len);
+        utf8_write(&L->out, bytes, len);
+    }
+    fflush(stdout);
+}
+
+/* One turn: sample, print and run tokens until -n tokens, end-of-text (Llama: BOS or
+ * EOS), the reverse prompt, or a closed stdout. The token that ends a turn by -n or the
+ * reverse prompt is not run (nobody may read on): in interactive mode it becomes
+ * L->pending, run before the next input. The turn's time, less its context shifts', adds
+ * to generate_seconds. Returns STEP_CONTINUE, STEP_FULL, or STEP_ERROR after a stderr
+ * line (a token the tokenizer lacks, a model failure). */
+static Step sample_turn(Loop *L) {
+    Generation *g = L->g;
+    const Tokenizer *tok = L->tok;
+    const GenerateOptions *o = L->o;
+    double start = os_seconds(), shift_seconds = g->stats.shift_seconds;
+    int appended = 0;   /* generation_append's last result */
+    L->pending = -1;
+    for (int turn = 0; turn < o->steps; turn++) {
+        int next = sampler_sample(L->sampler, g->logits);
+        if (next == tok->eot_id || next == tok->bos_id) break;   /* llama2.c stops at BOS */
+        if (next >= tok->vocab_size) {
+            utf8_flush(&L->out);
+            fprintf(stderr, "\ngenerate: model produced token %d, which the tokenizer "
+                    "does not have (expected 0..%d)\n", next, tok->vocab_size - 1);
+            return STEP_ERROR;
+        }
+        if (o->attn_top && print_attention_top(g, tok, o, &L->view, next) != 0)
+            return STEP_ERROR;
+        size_t len;
+        const unsigned char *bytes = token_text(tok, L->prev, next, &len);
+        if (!o->attn_top) utf8_write(&L->out, bytes, len);
+        fflush(stdout);
+        if (ferror(stdout)) break;   /* nobody reads on (a closed pipe): run reports it */
+        L->prev = next;
+        g->stats.generated++;
+        int stop = reverse_feed(&L->reverse, bytes, len) || turn + 1 == o->steps;
+        if (stop && !o->interactive) break;   /* no need to run a token nobody reads */
+        if (stop) {
+            L->pending = next;
+            break;
+        }
+        appended = generation_append(g, &next, 1, 0);
+        if (appended != 0) break;
+    }
+    /* the turn's time, less the shifts it made */
+    g->stats.generate_seconds += os_seconds() - start - (g->stats.shift_seconds - shift_seconds);
+    if (appended < 0) return STEP_ERROR;
+    return appended == GENERATE_FULL ? STEP_FULL : STEP_CONTINUE;
+}
+
+/* Interactive mode, between turns: reads the next line of input and appends it to the
+ * sequence, after the token that ended the turn (L->pending). Returns STEP_CONTINUE,
+ * STEP_END at the end of input, STEP_FULL, or STEP_ERROR after a stderr line. */
+static Step continue_with_input(Loop *L) {
+    Generation *g = L->g;
+    utf8_flush(&L->out);
+    if (L->o->prompt_user) fputs("\n> ", stdout);
+    fflush(stdout);
+    free(L->line);
+    L->line = NULL;
+    long got = read_line(L->o->input, &L->line);
+    if (got < 0) return STEP_ERROR;
+    if (got == 0) return STEP_END;
+    free(L->line_ids);
+    L->line_ids = NULL;
+    int n = encode_input(L->tok, g->model->config.vocab_size, L->line, (size_t)got,
+                         &L->line_ids);
+    if (n < 0) return STEP_ERROR;
+    int appended = 0;
+    if (L->pending >= 0) appended = generation_append(g, &L->pending, 1, 0);
+    if (appended == 0 && n > 0) {
+        appended = generation_append(g, L->line_ids, n, 1);
+        if (appended == 0) L->prev = L->line_ids[n - 1];
+    }
+    if (appended < 0) return STEP_ERROR;
+    return appended == GENERATE_FULL ? STEP_FULL : STEP_CONTINUE;
+}
+
 int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const GenerateOptions *o,
              const int *prompt, int n_prompt) {
-    const Config *c = &g->model->config;
-    int status = 1;
-    Utf8Writer out = {0};
-    ReverseMatch reverse = {o->reverse_prompt, o->reverse_prompt ? strlen(o->reverse_prompt)
-                                                                 : 0, NULL, 0};
-    TopView view = {NULL, NULL, NULL};
-    char *line = NULL;
-    int *line_ids = NULL;
-    if (reverse.len && !(reverse.tail = malloc(reverse.len))) goto out_of_memory;
-    if (o->attn_top) {
-        view.labels = malloc((size_t)g->n_ctx * sizeof *view.labels);
-        view.lens = malloc((size_t)g->n_ctx * sizeof *view.lens);
-        view.weights = malloc((size_t)c->n_heads * (size_t)g->n_ctx * sizeof(float));
-        if (!view.labels || !view.lens || !view.weights) goto out_of_memory;
+    Loop L;
+    Step step = STEP_ERROR;
+    if (loop_init(&L, g, tok, sampler, o) != 0) {
+        fprintf(stderr, "generate: out of memory\n");
+        goto done;
     }
-
-    /* echo the prompt as its tokens decode, but not a BOS or end-of-text start token */
-    int first = (prompt[0] == tok->bos_id || prompt[0] == tok->eot_id) ? 1 : 0;
-    if (!o->attn_top) {
-        for (int t = first; t < n_prompt; t++) {
-            size_t len;
-            const unsigned char *bytes = token_text(tok, t ? prompt[t - 1] : -1, prompt[t], &len);
-            utf8_write(&out, bytes, len);
-        }
-        fflush(stdout);
-    }
+    echo_prompt(&L, prompt, n_prompt);
     if (generation_append(g, prompt, n_prompt, 1) != 0) goto done;
-
-    int prev = prompt[n_prompt - 1];
-    for (;;) {
-        /* one turn: sample until -n tokens, end-of-text, or the reverse prompt */
-        int pending = -1;   /* the last token printed, not yet run (the turn ended first) */
-        double start = os_seconds(), shift_seconds = g->stats.shift_seconds;
-        int appended = 0;   /* generation_append's last result */
-        for (int turn = 0; turn < o->steps; turn++) {
-            int next = sampler_sample(sampler, g->logits);
-            if (next == tok->eot_id || next == tok->bos_id) break;   /* llama2.c stops at BOS */
-            if (next >= tok->vocab_size) {
-                utf8_flush(&out);
-                fprintf(stderr, "\ngenerate: model produced token %d, which the tokenizer "
-                        "does not have (expected 0..%d)\n", next, tok->vocab_size - 1);
-                goto done;
-            }
-            if (o->attn_top && print_attention_top(g, tok, o, &view, next) != 0) goto done;
-            size_t len;
-            const unsigned char *bytes = token_text(tok, prev, next, &len);
-            if (!o->attn_top) utf8_write(&out, bytes, len);
-            fflush(stdout);
-            if (ferror(stdout)) break;   /* nobody reads on (a closed pipe): run reports it */
-            prev = next;
-            g->stats.generated++;
-            int stop = reverse_feed(&reverse, bytes, len) || turn + 1 == o->steps;
-            if (stop && !o->interactive) break;   /* no need to run a token nobody reads */
-            if (stop) {
-                pending = next;
-                break;
-            }
-            appended = generation_append(g, &next, 1, 0);
-            if (appended != 0) break;
-        }
-        /* the turn's time, less the shifts it made */
-        g->stats.generate_seconds += os_seconds() - start
-                                     - (g->stats.shift_seconds - shift_seconds);
-        if (appended < 0) goto done;
-        if (appended == GENERATE_FULL) goto context_full;
-        if (!o->interactive || ferror(stdout)) break;
-
-        /* interactive: the next line of input continues the sequence */
-        utf8_flush(&out);
-        if (o->prompt_user) fputs("\n> ", stdout);
-        fflush(stdout);
-        free(line);
-        line = NULL;
-        long got = read_line(o->input, &line);
-        if (got < 0) goto done;
-        if (got == 0) break;                      /* end of input */
-        free(line_ids);
-        line_ids = NULL;
-        int n = encode_input(tok, c->vocab_size, line, (size_t)got, &line_ids);
-        if (n < 0) goto done;
-        if (pending >= 0) {
-            appended = generation_append(g, &pending, 1, 0);
-            if (appended < 0) goto done;
-            if (appended == GENERATE_FULL) goto context_full;
-        }
-        if (n > 0) {
-            appended = generation_append(g, line_ids, n, 1);
-            if (appended < 0) goto done;
-            if (appended == GENERATE_FULL) goto context_full;
-            prev = line_ids[n - 1];
-        }
+    L.prev = prompt[n_prompt - 1];
+    /* turns, each followed in interactive mode by a line of input */
+    do {
+        step = sample_turn(&L);
+        if (step == STEP_CONTINUE)
+            step = o->interactive && !ferror(stdout) ? continue_with_input(&L) : STEP_END;
+    } while (step == STEP_CONTINUE);
+    if (step == STEP_FULL) {
+        utf8_flush(&L.out);
+        fprintf(stderr, "\ngenerate: context full (%d tokens); stopping\n", g->n_ctx);
     }
-    status = 0;
-    goto done;
-context_full:
-    utf8_flush(&out);
-    fprintf(stderr, "\ngenerate: context full (%d tokens); stopping\n", g->n_ctx);
-    status = 0;
-    goto done;
-out_of_memory:
-    fprintf(stderr, "generate: out of memory\n");
 done:
-    utf8_flush(&out);
+    utf8_flush(&L.out);
     if (!o->attn_top) printf("\n");
     fflush(stdout);
-    free(reverse.tail);
-    free(view.labels);
-    free(view.lens);
-    free(view.weights);
-    free(line);
-    free(line_ids);
-    return status;
+    loop_free(&L);
+    return step == STEP_ERROR ? 1 : 0;
 }
