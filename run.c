@@ -195,72 +195,67 @@ static const CliOption OPTIONS[] = {
 };
 #define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
-/* Fills o from argv. Returns 0, EXIT_USAGE after printing the problem and the hint,
- * or -1 for --help (already printed). */
-static int parse_args(int argc, char **argv, Options *o) {
-    o->steps = DEFAULT_STEPS;
-    o->temperature = DEFAULT_TEMPERATURE;
-    o->top_p = DEFAULT_TOP_P;
-    o->keep = o->layer = o->head = -1;
-    attention_config_default(&o->attention);
-    for (int i = 1; i < argc; i++) {
-        CliArg arg;
-        if (cli_next("run", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
-        if (!arg.option) {   /* the model path, once */
-            if (o->model_path)
-                return usage_error(arg.value, NULL, "unexpected extra argument", NULL);
-            o->model_path = arg.value;
-            continue;
-        }
-        char flag[64], problem[512];
-        snprintf(flag, sizeof flag, "%.*s", (int)arg.flag_len, arg.flag);
-        switch ((OptionId)arg.option->id) {
-        case OPT_PROMPT: case OPT_PROMPT_FILE: case OPT_STEPS: case OPT_TEMPERATURE:
-        case OPT_TOP_P: case OPT_TOP_K: case OPT_SEED:   /* generation's flags */
-            snprintf(o->sampling_flag, sizeof o->sampling_flag, "%s", flag);
-            break;
-        default: break;
-        }
-        switch ((OptionId)arg.option->id) {
-        case OPT_HELP: print_usage(stdout); return -1;
-        case OPT_TOKENIZER: o->tokenizer_path = arg.value; break;
-        case OPT_PROMPT: o->prompt = arg.value; break;
-        case OPT_PROMPT_FILE: o->prompt_file = arg.value; break;
-        case OPT_STEPS: o->steps = arg.number; break;
-        case OPT_TEMPERATURE: o->temperature = arg.real; break;
-        case OPT_TOP_P: o->top_p = arg.real; break;
-        case OPT_TOP_K: o->top_k = arg.number; break;
-        case OPT_SEED: o->seed = arg.u64; break;
-        case OPT_CTX_SIZE:
-            o->ctx_size = arg.number;
-            snprintf(o->ctx_flag, sizeof o->ctx_flag, "%s", flag);
-            break;
-        case OPT_KEEP: o->keep = arg.number; break;
-        case OPT_NO_SHIFT: o->no_shift = 1; break;
-        case OPT_INTERACTIVE: o->interactive = 1; break;
-        case OPT_REVERSE:
-            if (arg.value[0] == '\0')
-                return usage_error(flag, arg.value, "invalid value", "a non-empty text");
-            o->reverse_prompt = arg.value;
-            break;
-        case OPT_THREADS: o->threads = arg.number; break;
-        case OPT_ATTN:
-            if (attention_spec_parse(arg.value, &o->attention, problem, sizeof problem))
-                return usage_error(flag, NULL, problem, NULL);
-            break;
-        case OPT_ATTN_MAP:
-            if (!attn_map_format(arg.value))
-                return usage_error(flag, arg.value, "invalid value",
-                                   "a file name ending in .svg or .html");
-            o->attn_map_path = arg.value;
-            break;
-        case OPT_LAYER: o->layer = arg.number; break;
-        case OPT_HEAD: o->head = arg.number; break;
-        case OPT_ATTN_TOP: o->attn_top = arg.number; break;
-        case OPT_EVAL: o->eval_path = arg.value; break;
-        case OPT_REF: o->ref_path = arg.value; break;
-        }
+/* Records one flag (arg, its value checked by cli_next for kind and range) in o; a
+ * generation flag is also remembered as given, for --eval's message. Returns 0,
+ * EXIT_USAGE after printing the problem and the hint (an empty -r, a bad --attn spec, an
+ * --attn-map name of no known format), or -1 for --help (already printed). */
+static int apply_option(Options *o, const CliArg *arg) {
+    char flag[64], problem[512];
+    snprintf(flag, sizeof flag, "%.*s", (int)arg->flag_len, arg->flag);
+    switch ((OptionId)arg->option->id) {
+    case OPT_PROMPT: case OPT_PROMPT_FILE: case OPT_STEPS: case OPT_TEMPERATURE:
+    case OPT_TOP_P: case OPT_TOP_K: case OPT_SEED:   /* generation's flags */
+        snprintf(o->sampling_flag, sizeof o->sampling_flag, "%s", flag);
+        break;
+    default: break;
     }
+    switch ((OptionId)arg->option->id) {
+    case OPT_HELP: print_usage(stdout); return -1;
+    case OPT_TOKENIZER: o->tokenizer_path = arg->value; break;
+    case OPT_PROMPT: o->prompt = arg->value; break;
+    case OPT_PROMPT_FILE: o->prompt_file = arg->value; break;
+    case OPT_STEPS: o->steps = arg->number; break;
+    case OPT_TEMPERATURE: o->temperature = arg->real; break;
+    case OPT_TOP_P: o->top_p = arg->real; break;
+    case OPT_TOP_K: o->top_k = arg->number; break;
+    case OPT_SEED: o->seed = arg->u64; break;
+    case OPT_CTX_SIZE:
+        o->ctx_size = arg->number;
+        snprintf(o->ctx_flag, sizeof o->ctx_flag, "%s", flag);
+        break;
+    case OPT_KEEP: o->keep = arg->number; break;
+    case OPT_NO_SHIFT: o->no_shift = 1; break;
+    case OPT_INTERACTIVE: o->interactive = 1; break;
+    case OPT_REVERSE:
+        if (arg->value[0] == '\0')
+            return usage_error(flag, arg->value, "invalid value", "a non-empty text");
+        o->reverse_prompt = arg->value;
+        break;
+    case OPT_THREADS: o->threads = arg->number; break;
+    case OPT_ATTN:
+        if (attention_spec_parse(arg->value, &o->attention, problem, sizeof problem))
+            return usage_error(flag, NULL, problem, NULL);
+        break;
+    case OPT_ATTN_MAP:
+        if (!attn_map_format(arg->value))
+            return usage_error(flag, arg->value, "invalid value",
+                               "a file name ending in .svg or .html");
+        o->attn_map_path = arg->value;
+        break;
+    case OPT_LAYER: o->layer = arg->number; break;
+    case OPT_HEAD: o->head = arg->number; break;
+    case OPT_ATTN_TOP: o->attn_top = arg->number; break;
+    case OPT_EVAL: o->eval_path = arg->value; break;
+    case OPT_REF: o->ref_path = arg->value; break;
+    }
+    return 0;
+}
+
+/* What the flags mean together: a model path given, one prompt at most, --ref only with
+ * --eval and no generation flag with it, -f - not with -I (standard input gives its
+ * lines), --head only with --attn-map, --layer only with --attn-map or --attn-top.
+ * Returns 0, or EXIT_USAGE after printing the problem and the hint. */
+static int check_combinations(const Options *o) {
     if (!o->model_path) return usage_error("MODEL", NULL, "missing", "a model path");
     if (o->prompt && o->prompt_file)
         return usage_error("-f", NULL, "cannot be combined with -i (give one prompt)", NULL);
@@ -281,6 +276,29 @@ static int parse_args(int argc, char **argv, Options *o) {
     if (o->layer >= 0 && !o->attn_map_path && !o->attn_top)
         return usage_error("--layer", NULL, "only applies with --attn-map or --attn-top", NULL);
     return 0;
+}
+
+/* Fills o from argv. Returns 0, EXIT_USAGE after printing the problem and the hint,
+ * or -1 for --help (already printed). */
+static int parse_args(int argc, char **argv, Options *o) {
+    o->steps = DEFAULT_STEPS;
+    o->temperature = DEFAULT_TEMPERATURE;
+    o->top_p = DEFAULT_TOP_P;
+    o->keep = o->layer = o->head = -1;
+    attention_config_default(&o->attention);
+    for (int i = 1; i < argc; i++) {
+        CliArg arg;
+        if (cli_next("run", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
+        if (!arg.option) {   /* the model path, once */
+            if (o->model_path)
+                return usage_error(arg.value, NULL, "unexpected extra argument", NULL);
+            o->model_path = arg.value;
+            continue;
+        }
+        int status = apply_option(o, &arg);
+        if (status != 0) return status;
+    }
+    return check_combinations(o);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -494,10 +512,93 @@ static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
 /* ------------------------------------------------------------------------- */
 /* Evaluation (--eval)                                                         */
 
-/* Tokenises the eval file, runs eval_windows with the variant (and an exact twin of
- * the model for the KL and agreement), and prints one result block on stdout. */
-static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
+/* The eval file's text (len bytes) encoded into a malloc'd *ids with *n_ids of them,
+ * every id checked against the model's vocabulary c. Returns 0, or -1 after a stderr line
+ * (*ids is then freed by the caller). */
+static int encode_eval_text(const Options *o, const Tokenizer *tok, const Config *c,
+                            const char *text, size_t len, int **ids, size_t *n_ids) {
+    *n_ids = 0;
+    *ids = malloc((len + 2) * sizeof(int));
+    if (!*ids) {
+        fprintf(stderr, "run: out of memory for a %zu-byte eval file\n", len);
+        return -1;
+    }
+    if (tokenizer_encode(tok, text, len, *ids, len + 2, n_ids) != 0) return -1;
+    for (size_t t = 0; t < *n_ids; t++) {
+        if ((*ids)[t] >= c->vocab_size) {
+            fprintf(stderr, "run: %s: token id out of range for the model (got %d at position "
+                    "%zu, expected 0..%d)\n", o->eval_path, (*ids)[t], t, c->vocab_size - 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The model eval compares m against, into *exact: --ref's file, or m's own file again
+ * (with exact attention), checked to be of m's family and vocabulary with a context of
+ * at least ctx, and sized to ctx. Returns 0, or -1 after a stderr line (model_free
+ * releases *exact either way). */
+static int load_reference(const Options *o, const Model *m, int ctx, Model *exact) {
     const Config *c = &m->config;
+    if (model_load(exact, o->ref_path ? o->ref_path : o->model_path, m->max_chunk) != 0)
+        return -1;
+    if (exact->config.family != c->family) {
+        fprintf(stderr, "run: --ref %s: a model of the other family (got %s, expected %s like "
+                "the model: their token ids would not mean the same text)\n", o->ref_path,
+                exact->config.family == MODEL_GPT2 ? "GPT-2" : "Llama",
+                c->family == MODEL_GPT2 ? "GPT-2" : "Llama");
+        return -1;
+    }
+    if (exact->config.vocab_size != c->vocab_size) {
+        fprintf(stderr, "run: --ref %s: vocabulary differs from the model's (got %d, expected "
+                "%d)\n", o->ref_path, exact->config.vocab_size, c->vocab_size);
+        return -1;
+    }
+    if (exact->n_ctx < ctx) {
+        fprintf(stderr, "run: --ref %s: context shorter than the windows (got %d, expected at "
+                "least %d; -c sets the window)\n", o->ref_path, exact->n_ctx, ctx);
+        return -1;
+    }
+    if (exact->n_ctx > ctx && model_set_context(exact, ctx) != 0) return -1;
+    return 0;
+}
+
+/* Prints eval's result block on stdout: what was scored (len bytes, n_ids tokens, in
+ * windows of ctx), the attention, the loss, the comparison and the state and speed. */
+static void print_eval_report(const Options *o, const Model *m, size_t len, size_t n_ids,
+                              int ctx, const EvalResult *r) {
+    const Config *c = &m->config;
+    char spec[ATTENTION_SPEC_MAX];
+    attention_spec_format(&o->attention, spec, sizeof spec);
+    double nats = r->nll / (double)r->tokens;
+    size_t state_bytes = m->attention_layer_bytes * (size_t)c->n_layers;
+    char windows[96], unscored[64] = "";
+    if (r->last_window == ctx)
+        snprintf(windows, sizeof windows, "%d window%s of %d", r->windows, r->windows == 1 ? "" :
+                 "s", ctx);
+    else
+        snprintf(windows, sizeof windows, "%d window%s of %d (the last %d tokens)", r->windows,
+                 r->windows == 1 ? "" : "s", ctx, r->last_window);
+    if (r->unscored)
+        snprintf(unscored, sizeof unscored, ", the last token alone in no window");
+    printf("eval: %s: %zu bytes, %zu tokens, %s%s, %ld tokens predicted (%ld bytes)\n",
+           o->eval_path, len, n_ids, windows, unscored, r->tokens, r->bytes);
+    printf("attention: %s\n", spec);
+    printf("loss: %.6f nats/token, %.6f bits/char, perplexity %.4f\n", nats,
+           r->nll / (log(2.0) * (double)r->bytes), exp(nats));
+    printf("vs %s: KL %.6f nats/token, top-1 agreement %.4f%%\n",
+           o->ref_path ? o->ref_path : "exact", r->kl / (double)r->tokens,
+           100.0 * (double)r->agree / (double)r->tokens);
+    printf("state: %zu bytes for %d layers at context %d (%.1f bytes/token); speed: %.1f "
+           "tokens/s\n", state_bytes, c->n_layers, m->n_ctx,
+           (double)state_bytes / (double)m->n_ctx,
+           r->seconds > 0 ? (double)r->tokens / r->seconds : 0.0);
+}
+
+/* Tokenises the eval file, runs eval_windows with the variant (and an exact twin of
+ * the model for the KL and agreement), and prints one result block on stdout. Returns
+ * 0, or EXIT_BAD_DATA after a stderr line. */
+static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
     int ctx = o->ctx_size ? o->ctx_size : m->n_ctx;   /* main set n_ctx to -c */
     size_t len;
     char *text = os_read_file("run", o->eval_path, "an eval file", RUN_MAX_TEXT_BYTES, &len);
@@ -506,40 +607,10 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
     Model exact;
     memset(&exact, 0, sizeof exact);
     size_t n_ids = 0;
-    int *ids = malloc((len + 2) * sizeof(int));
-    if (!ids) {
-        fprintf(stderr, "run: out of memory for a %zu-byte eval file\n", len);
-        goto done;
-    }
-    if (tokenizer_encode(tok, text, len, ids, len + 2, &n_ids) != 0) goto done;
-    for (size_t t = 0; t < n_ids; t++) {
-        if (ids[t] >= c->vocab_size) {
-            fprintf(stderr, "run: %s: token id out of range for the model (got %d at position "
-                    "%zu, expected 0..%d)\n", o->eval_path, ids[t], t, c->vocab_size - 1);
-            goto done;
-        }
-    }
+    int *ids = NULL;
+    if (encode_eval_text(o, tok, &m->config, text, len, &ids, &n_ids) != 0) goto done;
     int compare = o->ref_path || !model_attention_is_plain(&o->attention);
-    if (compare && model_load(&exact, o->ref_path ? o->ref_path : o->model_path,
-                              m->max_chunk) != 0) goto done;
-    if (compare && exact.config.family != c->family) {
-        fprintf(stderr, "run: --ref %s: a model of the other family (got %s, expected %s like "
-                "the model: their token ids would not mean the same text)\n", o->ref_path,
-                exact.config.family == MODEL_GPT2 ? "GPT-2" : "Llama",
-                c->family == MODEL_GPT2 ? "GPT-2" : "Llama");
-        goto done;
-    }
-    if (compare && exact.config.vocab_size != c->vocab_size) {
-        fprintf(stderr, "run: --ref %s: vocabulary differs from the model's (got %d, expected "
-                "%d)\n", o->ref_path, exact.config.vocab_size, c->vocab_size);
-        goto done;
-    }
-    if (compare && exact.n_ctx < ctx) {
-        fprintf(stderr, "run: --ref %s: context shorter than the windows (got %d, expected at "
-                "least %d; -c sets the window)\n", o->ref_path, exact.n_ctx, ctx);
-        goto done;
-    }
-    if (compare && exact.n_ctx > ctx && model_set_context(&exact, ctx) != 0) goto done;
+    if (compare && load_reference(o, m, ctx, &exact) != 0) goto done;
     EvalResult r;
     /* the progress line rewrites itself with \r: only for a terminal, not a log file */
     if (eval_windows(m, compare ? &exact : NULL, tok, ids, (long)n_ids, ctx,
@@ -550,31 +621,7 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
                 o->eval_path, n_ids);
         goto done;
     }
-    char spec[ATTENTION_SPEC_MAX];
-    attention_spec_format(&o->attention, spec, sizeof spec);
-    double nats = r.nll / (double)r.tokens;
-    size_t state_bytes = m->attention_layer_bytes * (size_t)c->n_layers;
-    char windows[96], unscored[64] = "";
-    if (r.last_window == ctx)
-        snprintf(windows, sizeof windows, "%d window%s of %d", r.windows, r.windows == 1 ? "" :
-                 "s", ctx);
-    else
-        snprintf(windows, sizeof windows, "%d window%s of %d (the last %d tokens)", r.windows,
-                 r.windows == 1 ? "" : "s", ctx, r.last_window);
-    if (r.unscored)
-        snprintf(unscored, sizeof unscored, ", the last token alone in no window");
-    printf("eval: %s: %zu bytes, %zu tokens, %s%s, %ld tokens predicted (%ld bytes)\n",
-           o->eval_path, len, n_ids, windows, unscored, r.tokens, r.bytes);
-    printf("attention: %s\n", spec);
-    printf("loss: %.6f nats/token, %.6f bits/char, perplexity %.4f\n", nats,
-           r.nll / (log(2.0) * (double)r.bytes), exp(nats));
-    printf("vs %s: KL %.6f nats/token, top-1 agreement %.4f%%\n",
-           o->ref_path ? o->ref_path : "exact", r.kl / (double)r.tokens,
-           100.0 * (double)r.agree / (double)r.tokens);
-    printf("state: %zu bytes for %d layers at context %d (%.1f bytes/token); speed: %.1f "
-           "tokens/s\n", state_bytes, c->n_layers, m->n_ctx,
-           (double)state_bytes / (double)m->n_ctx,
-           r.seconds > 0 ? (double)r.tokens / r.seconds : 0.0);
+    print_eval_report(o, m, len, n_ids, ctx, &r);
     status = 0;
 done:
     model_free(&exact);
