@@ -95,6 +95,8 @@ $(B)/train_model.o: train_model.c block.h hash.h $(TRAIN_HEADERS)
 $(B)/train_backward.o: train_backward.c $(TRAIN_HEADERS)
 $(B)/train_optim.o: train_optim.c $(TRAIN_HEADERS) hash.h os.h
 $(B)/tests/check.o: tests/check.c tests/check.h
+$(B)/tests/attention_kernels.o: tests/attention_kernels.c tests/attention_kernels.h
+$(B)/tests/test_attention_variants.o: tests/attention_kernels.h
 # the trainer library (what tests/test_train.c links; train.o adds the program)
 TRAIN_LIB = $(B)/train_model.o $(B)/train_backward.o $(B)/train_optim.o
 # a test may include any header, so every test object depends on all of them
@@ -179,7 +181,7 @@ $(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(B)/quant.o
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o \
                            $(KERNELS)
 $(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/tests/check.o \
-                                    $(B)/attention.o $(KERNELS)
+                                    $(B)/tests/attention_kernels.o $(B)/attention.o $(KERNELS)
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
 $(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/eval.o $(CORE) $(TOK)
 $(B)/tests/test_generate: $(B)/tests/test_generate.o $(B)/tests/check.o $(B)/generate.o \

@@ -1,17 +1,28 @@
-/* attention.c: attention and nothing else.
+/* attention.c: every attention mechanism that run and train execute, and nothing else.
  *
- * First the exact causal scaled dot-product attention the trainer uses
- * (attention_forward; attention_forward_dropout adds the trainer's dropout on the
- * weights), computed as docs/attention.md §1 recommends for decoding:
- * write the visible scores into a scratch row, subtract their maximum,
- * exponentiate, normalise, take the weighted sum of values. Then the attention
- * lab: every variant of docs/attention.md §2-§6 and §8 behind attention_step, each
- * keeping its own per-layer state (§10), so any of them can replace exact attention in a
- * pretrained model, and attention_weights, which recomputes the weights a variant
- * gives each key. Then three kernels with no weights in a GPT (additive scoring,
- * attention pooling, Nystrom), and last the trainer's backward pass.
- * It does not know about layers or weights: model.c passes plain arrays and owns
- * the state's memory. No malloc, no stdio.
+ * Exact causal scaled dot-product attention comes first: attention_forward (and
+ * attention_forward_dropout, the trainer's), computed as docs/attention.md §1 recommends:
+ * write the visible scores into a scratch row, subtract their maximum, exponentiate,
+ * normalise, take the weighted sum of values. Then the attention lab: every variant of
+ * §2-§6 and §8 behind attention_step, each keeping its own per-layer state (§10) so that it
+ * can replace exact attention in a pretrained model, and attention_weights, which
+ * recomputes the weights a variant gives each key. Last, the backward of exact attention
+ * for the trainer. Nothing here knows about layers or weights: callers pass plain arrays
+ * and own every state and scratch block. No malloc, no stdio. The kernels no program runs
+ * (additive scoring, pooling, Nystrom) are in tests/attention_kernels.c.
+ *
+ * Contents, in reading order (each a section below under the same title):
+ *   Exact attention                          attention_forward, attention_forward_dropout
+ *   The lab: configuration and names         attention_config_default, attention_kind_name
+ *   The lab: the state block's layout        plan, attention_state_bytes
+ *   The lab: the random generator            splitmix64 seeding xoshiro256**
+ *   The lab: initialising a state            attention_state_init, attention_state_random
+ *   The lab: sparse patterns (§3)            pattern_rows, store_row
+ *   The lab: LSH (§4)                        lsh_insert, lsh_rows
+ *   The lab: recurrent variants (§5, §6)     linear_step, efficient_step, performer_step
+ *   The lab: the step                        attention_step
+ *   The lab: attention weights               attention_weights
+ *   Backward of exact attention              attention_backward
  *
  * Legend: T new queries, NH query heads, NKV kv heads, HS head size, t query index,
  * h head, g kv head, i query position, t2/j key position, m Performer features.
@@ -20,12 +31,15 @@
 #include "attention.h"
 
 #include <float.h>    /* FLT_MIN */
-#include <math.h>     /* expf, logf, sqrtf, tanhf, INFINITY; log, sqrt, cos for the generator */
+#include <math.h>     /* expf, logf, sqrtf, isnan, INFINITY, NAN; log, sqrt, cos (the generator) */
 #include <stdint.h>   /* uint64_t, int32_t */
 #include <string.h>   /* memset, memcpy */
 
 #include "hash.h"     /* hash_mix64 and the dropout rule */
 #include "kernels.h"  /* kernels_dots, kernels_exp_sum, kernels_weighted_sum, ... */
+
+/* ------------------------------------------------------------------------- */
+/* Exact attention                                                           */
 
 size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
     /* one score row of n_ctx floats per head, so heads can run in parallel */
@@ -155,7 +169,7 @@ void attention_forward_dropout(const AttentionShape *shape, const AttentionDropo
 }
 
 /* ------------------------------------------------------------------------- */
-/* The attention lab: configuration and names                                  */
+/* The lab: configuration and names                                          */
 
 void attention_config_default(AttentionConfig *cfg) {
     memset(cfg, 0, sizeof *cfg);
@@ -181,7 +195,7 @@ const char *attention_kind_name(AttentionKind kind) {
 }
 
 /* ------------------------------------------------------------------------- */
-/* The state block: where each part lives                                      */
+/* The lab: the state block's layout                                         */
 
 /* The first bytes of every state block. */
 typedef struct {
@@ -306,8 +320,9 @@ size_t attention_step_scratch_floats(const AttentionConfig *cfg, const Attention
 }
 
 /* ------------------------------------------------------------------------- */
-/* The project's random generator: splitmix64 seeding xoshiro256**            */
-/* (Vigna, https://prng.di.unimi.it/), Box-Muller normals in double precision. */
+/* The lab: the random generator                                             */
+/* splitmix64 seeding xoshiro256** (Vigna, https://prng.di.unimi.it/); Box-Muller normals
+ * in double precision. */
 
 typedef struct { uint64_t s[4]; } Rng;
 
@@ -393,7 +408,7 @@ static void draw_orthogonal(float *rows, int n, int HS, Rng *r) {
 }
 
 /* ------------------------------------------------------------------------- */
-/* State views                                                                 */
+/* The lab: initialising a state                                             */
 
 static void *at(void *state, size_t offset) { return (char *)state + offset; }
 
@@ -454,7 +469,8 @@ int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape
 }
 
 /* ------------------------------------------------------------------------- */
-/* Visible sets of the sparse patterns (§3), as lists of K/V rows               */
+/* The lab: sparse patterns (§3)                                             */
+/* Which keys each pattern lets a query see, as lists of rows of the K/V store. */
 
 /* Row of the K/V store that holds position j. (B): sinks keep rows 0..S-1, later
  * positions cycle through the R ring rows; before the ring wraps, row == position. */
@@ -523,7 +539,8 @@ static int pattern_rows(const Plan *p, const AttentionConfig *cfg, int i, int32_
 }
 
 /* ------------------------------------------------------------------------- */
-/* LSH (§4): angular hashing, per-round bucket lists, exact softmax over the union */
+/* The lab: LSH (§4)                                                         */
+/* Angular hashing, per-round bucket lists, exact softmax over the union of buckets. */
 
 static float dot_f(const float *a, const float *b, int n) {
     float sum = 0.0f;
@@ -604,7 +621,8 @@ static int lsh_rows(const LshHead *v, const Plan *p, const AttentionConfig *cfg,
 }
 
 /* ------------------------------------------------------------------------- */
-/* Recurrent variants (§5, §6): O(1) state per head                            */
+/* The lab: recurrent variants (§5, §6)                                      */
+/* Linear attention, Efficient Attention and Performer: O(1) state per head. */
 
 /* elu(x) + 1: x + 1 for x > 0, exp(x) otherwise; always > 0. */
 static float elu1(float x) { return x > 0.0f ? x + 1.0f : expf(x); }
@@ -709,14 +727,13 @@ static float favor_logits(float *l, const float *W, int m, int HS, const float *
     return max;
 }
 
-/* Performer's query side: phi (m,) = exp(l(q) - shift); returns the denominator phi . z.
- * Any shift cancels in the ratio; this one is the largest term's, max_c l_c(q) + log z_c,
- * so that term is exactly 1 and den >= 1. Shifting by the query's own maximum instead
- * let every product phi_c z_c underflow to 0 when the query's strongest features were
- * the keys' weakest (den 0, an output of zeros where the ratio is well defined). A
- * feature whose key sum z_c is below FLT_MIN (underflowed: less than 1e-38 of the
- * strongest key's weight) is left out, so that phi_c <= 1 / z_c stays finite; the
- * current key's strongest feature always has z_c >= 1. */
+/* Performer's query side: phi (m,) = exp(l(q) - shift); returns the denominator phi . z,
+ * which is >= 1. Any shift cancels in the ratio; this one is the largest term's,
+ * max_c l_c(q) + log z_c, so that term is exactly 1. (Why not the query's own maximum:
+ * where the query's strongest features are the keys' weakest, every phi_c z_c would
+ * underflow to 0, and the output with it.) A feature whose key sum z_c is below FLT_MIN
+ * (less than 1e-38 of the strongest key's weight) is left out, so that phi_c <= 1 / z_c
+ * stays finite; the current key's strongest feature always has z_c >= 1. */
 static float performer_query(float *phi, const float *W, int m, int HS, float s, const float *q,
                              const float *z) {
     float shift = -INFINITY, den = 0.0f;
@@ -734,8 +751,8 @@ static float performer_query(float *phi, const float *W, int m, int HS, float s,
 
 /* FAVOR+ with positive features phi(x)_f = exp(l_f(x)) (1/sqrt(m) cancels in the ratio).
  * Keys: a running max M over all key logits so far; when a key raises it, S and z are
- * rescaled by exp(M - M'), which is exact. Queries subtract their own max, a constant
- * that cancels. rec (m*HS + m + 1,); phi (m,) scratch. */
+ * rescaled by exp(M - M'), which is exact (fold_key). Queries: performer_query's shift,
+ * which cancels. rec (m*HS + m + 1,); phi (m,) scratch. */
 static void performer_step(float *rec, const float *W, int m, int HS, float s, const float *k,
                            const float *v, const float *q, float *out, float *phi) {
     float *S = rec, *z = rec + (long)m * HS, *M = z + m;
@@ -752,7 +769,7 @@ static void performer_step(float *rec, const float *W, int m, int HS, float s, c
 }
 
 /* ------------------------------------------------------------------------- */
-/* The step                                                                    */
+/* The lab: the step                                                         */
 
 /* One call of attention_step, for its per-kv-head jobs. */
 typedef struct {
@@ -861,9 +878,10 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
 }
 
 /* ------------------------------------------------------------------------- */
-/* Attention weights: what a variant gives each key, recomputed from q and k   */
+/* The lab: attention weights                                                */
 /*
- * For heatmaps and explanation. Each kind's weights come from the step's own pieces
+ * What a variant gives each key, recomputed from q and k, for heatmaps and explanation.
+ * Each kind's weights come from the step's own pieces
  * (score_rows and softmax_unnormalised, the visible-set predicates, lsh_round_bucket,
  * linear_query, fold_key, efficient_query, favor_logits, performer_query), so that
  * sum_j w_ij v_j is what attention_step outputs for query i.
@@ -1087,137 +1105,7 @@ int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, c
 }
 
 /* ------------------------------------------------------------------------- */
-/* Kernels with no weights in a pretrained GPT                                 */
-
-/* x (n,) = softmax(x), max-subtracted. */
-static void softmax_inplace(float *x, int n) {
-    float max = -INFINITY, sum = 0.0f;
-    for (int i = 0; i < n; i++) if (x[i] > max) max = x[i];
-    for (int i = 0; i < n; i++) sum += (x[i] = expf(x[i] - max));
-    for (int i = 0; i < n; i++) x[i] /= sum;
-}
-
-void attention_additive(float *out, const float *q, const float *k, const float *v, int T,
-                        int DQ, int DK, int DV, int H, const float *Wq, const float *Wk,
-                        const float *wv, int causal, float *scratch) {
-    float *u = scratch, *p = u + (long)T * H, *s = p + H;   /* (T, H), (H,), (T,) */
-    for (int j = 0; j < T; j++)          /* u_j = W_k k_j, once per key */
-        for (int c = 0; c < H; c++)
-            u[(long)j * H + c] = dot_f(Wk + (long)c * DK, k + (long)j * DK, DK);
-    for (int i = 0; i < T; i++) {
-        for (int c = 0; c < H; c++) p[c] = dot_f(Wq + (long)c * DQ, q + (long)i * DQ, DQ);
-        int n = causal ? i + 1 : T;
-        for (int j = 0; j < n; j++) {    /* s_ij = w_v . tanh(p + u_j) */
-            float score = 0.0f;
-            for (int c = 0; c < H; c++) score += wv[c] * tanhf(p[c] + u[(long)j * H + c]);
-            s[j] = score;
-        }
-        softmax_inplace(s, n);
-        float *out_i = out + (long)i * DV;
-        for (int e = 0; e < DV; e++) out_i[e] = 0.0f;
-        for (int j = 0; j < n; j++)
-            for (int e = 0; e < DV; e++) out_i[e] += s[j] * v[(long)j * DV + e];
-    }
-}
-
-void attention_pool(float *out, const float *x, int P, int C, int A, const float *W,
-                    const float *b, const float *c, float *scratch) {
-    float *s = scratch, *hidden = s + P;   /* (P,), (A,) */
-    for (int p = 0; p < P; p++) {          /* s_p = c . relu(W x_p + b) */
-        float score = 0.0f;
-        for (int a = 0; a < A; a++) {
-            hidden[a] = dot_f(W + (long)a * C, x + (long)p * C, C) + b[a];
-            score += c[a] * (hidden[a] > 0.0f ? hidden[a] : 0.0f);
-        }
-        s[p] = score;
-    }
-    softmax_inplace(s, P);
-    for (int i = 0; i < C; i++) out[i] = 0.0f;
-    for (int p = 0; p < P; p++)
-        for (int i = 0; i < C; i++) out[i] += s[p] * x[(long)p * C + i];
-}
-
-size_t attention_nystrom_scratch_floats(int T, int D, int m) {
-    /* F (T, m), B (m, T), landmarks 2 (m, D), B V and Z B V 2 (m, D), six (m, m) */
-    return (size_t)2 * T * m + (size_t)4 * m * D + (size_t)6 * m * m;
-}
-
-/* c (n, p) = a (n, r) . b (r, p) */
-static void matmul_nn(float *c, const float *a, const float *b, int n, int r, int p) {
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; j < p; j++) c[(long)i * p + j] = 0.0f;
-        for (int l = 0; l < r; l++) {
-            float a_il = a[(long)i * r + l];
-            for (int j = 0; j < p; j++) c[(long)i * p + j] += a_il * b[(long)l * p + j];
-        }
-    }
-}
-
-/* out (n, n) = alpha I - x (n, n) */
-static void identity_minus(float *out, float alpha, const float *x, int n) {
-    for (int i = 0; i < n * n; i++) out[i] = -x[i];
-    for (int i = 0; i < n; i++) out[i * n + i] += alpha;
-}
-
-/* scores (n, p) = softmax over each row of (a (n, D) . b (p, D)^T) * s */
-static void softmax_scores(float *scores, const float *a, const float *b, int n, int p, int D,
-                           float s) {
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; j < p; j++)
-            scores[(long)i * p + j] = dot_f(a + (long)i * D, b + (long)j * D, D) * s;
-        softmax_inplace(scores + (long)i * p, p);
-    }
-}
-
-void attention_nystrom(float *out, const float *q, const float *k, const float *v, int T, int D,
-                       int m, int iters, float scale, float *scratch) {
-    float *F = scratch, *B = F + (long)T * m, *Qm = B + (long)m * T, *Km = Qm + (long)m * D;
-    float *BV = Km + (long)m * D, *ZBV = BV + (long)m * D, *A = ZBV + (long)m * D;
-    float *Z = A + m * m, *AZ = Z + m * m, *t1 = AZ + m * m, *t2 = t1 + m * m, *Z2 = t2 + m * m;
-    int seg = T / m;
-    /* landmarks: segment means of q and k (unscaled; the scale goes on the scores) */
-    for (int a = 0; a < m; a++) {
-        for (int e = 0; e < D; e++) {
-            float sq = 0.0f, sk = 0.0f;
-            for (int r = a * seg; r < (a + 1) * seg; r++) {
-                sq += q[(long)r * D + e];
-                sk += k[(long)r * D + e];
-            }
-            Qm[(long)a * D + e] = sq / (float)seg;
-            Km[(long)a * D + e] = sk / (float)seg;
-        }
-    }
-    softmax_scores(F, q, Km, T, m, D, scale);    /* (T, m) */
-    softmax_scores(A, Qm, Km, m, m, D, scale);   /* (m, m) */
-    softmax_scores(B, Qm, k, m, T, D, scale);    /* (m, T) */
-    /* Z_0 = A^T / (max column sum of A x max row sum of A) */
-    float col_max = 0.0f, row_max = 0.0f;
-    for (int j = 0; j < m; j++) {
-        float col = 0.0f, row = 0.0f;
-        for (int i = 0; i < m; i++) { col += fabsf(A[i * m + j]); row += fabsf(A[j * m + i]); }
-        if (col > col_max) col_max = col;
-        if (row > row_max) row_max = row;
-    }
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < m; j++) Z[i * m + j] = A[j * m + i] / (col_max * row_max);
-    /* Z <- Z (13 I - AZ (15 I - AZ (7 I - AZ))) / 4 */
-    for (int it = 0; it < iters; it++) {
-        matmul_nn(AZ, A, Z, m, m, m);
-        identity_minus(t1, 7.0f, AZ, m);
-        matmul_nn(t2, AZ, t1, m, m, m);
-        identity_minus(t1, 15.0f, t2, m);
-        matmul_nn(t2, AZ, t1, m, m, m);
-        identity_minus(t1, 13.0f, t2, m);
-        matmul_nn(Z2, Z, t1, m, m, m);
-        for (int i = 0; i < m * m; i++) Z[i] = 0.25f * Z2[i];
-    }
-    matmul_nn(BV, B, v, m, T, D);
-    matmul_nn(ZBV, Z, BV, m, m, D);
-    matmul_nn(out, F, ZBV, T, m, D);
-}
-
-/* ------------------------------------------------------------------------- */
-/* Backward (for the trainer)                                                  */
+/* Backward of exact attention                                               */
 
 size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx) {
     /* two rows per kv head (weights p and their gradients), so kv heads run in parallel */
@@ -1235,7 +1123,8 @@ static void attend_one_backward(float *dq_t, float *dk, float *dv, const float *
                                 int kv_stride, int n_keys, int HS, float scale,
                                 const AttentionDropout *drop, uint64_t first,
                                 float *p, float *dp) {
-    /* recompute the weights: the same three steps, in the same order, as attend_one */
+    /* recompute the weights: the same three steps, in the same order, as score_rows and
+     * softmax_unnormalised, so p has attend_rows's bits */
     float max_score = -INFINITY;
     kernels_dots(p, q_t, k, kv_stride, NULL, n_keys, HS);
     for (int t2 = 0; t2 < n_keys; t2++) {

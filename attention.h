@@ -18,6 +18,9 @@
 #define ATTENTION_PARALLEL_MIN_WORK (1L << 18)  /* less work (multiply-adds) runs on one thread */
 #endif
 
+/* ------------------------------------------------------------------------- */
+/* Exact attention                                                             */
+
 typedef struct {
     int n_heads;      /* NH: query heads */
     int n_kv_heads;   /* NKV: key/value heads; query head h reads kv head h / (NH / NKV) */
@@ -202,27 +205,7 @@ int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, c
                       float *scratch);
 
 /* ------------------------------------------------------------------------- */
-/* Kernels with no weights in a pretrained GPT: unit-tested, not model variants  */
-
-/* Additive (Bahdanau) attention, one head (§2): s_ij = wv . tanh(Wq q_i + Wk k_j).
- *   out (T, DV); q (T, DQ); k (T, DK); v (T, DV); Wq (H, DQ); Wk (H, DK); wv (H,)
- *   causal: 1 = key j visible iff j <= i; scratch (T * H + H + T,) floats. */
-void attention_additive(float *out, const float *q, const float *k, const float *v, int T,
-                        int DQ, int DK, int DV, int H, const float *Wq, const float *Wk,
-                        const float *wv, int causal, float *scratch);
-
-/* Attention pooling with a learned query (§9): beta = softmax_p(c . relu(W x_p + b)),
- * out (C,) = sum_p beta_p x_p.  x (P, C); W (A, C); b (A,); c (A,); scratch (P + A,). */
-void attention_pool(float *out, const float *x, int P, int C, int A, const float *W,
-                    const float *b, const float *c, float *scratch);
-
-/* Nystrom attention, one head, NON-CAUSAL diagnostic (§7): q, k scaled by
- * sqrt(scale) each, m landmarks = means of T/m contiguous rows (T % m == 0),
- * pseudo-inverse by `iters` Newton-Schulz steps.
- *   out (T, D); q, k, v (T, D); scratch (attention_nystrom_scratch_floats(T, D, m),) */
-size_t attention_nystrom_scratch_floats(int T, int D, int m);
-void attention_nystrom(float *out, const float *q, const float *k, const float *v, int T, int D,
-                       int m, int iters, float scale, float *scratch);
+/* Backward of exact attention, for the trainer                                */
 
 /* Floats of scratch attention_backward needs for a context of up to n_ctx positions. */
 size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx);

@@ -23,6 +23,7 @@
 #endif
 
 #include "kernels.h"       /* kernels_run, kernels_set_threads: the pool run uses */
+#include "tests/attention_kernels.h"   /* attention_additive, attention_pool, attention_nystrom */
 #include "tests/check.h"   /* check_* */
 
 #define ATOL 1e-5
@@ -221,7 +222,7 @@ static void test_vectors(void) {
                "%g (weights sum 1.93e-22)", (double)on[2]);
 }
 
-/* §12 additive, pooling, Nystrom: plain kernels. */
+/* §12 additive, pooling, Nystrom: the kernels of tests/attention_kernels.c. */
 static void test_kernels(void) {
     const float Wq[6] = {1, 0, -1, 0, 1, 0}, Wk[6] = {0, 0.5f, 0, 0.5f, 0, 0.5f}, wv[2] = {1, -1};
     float out[9], scratch[64];
