@@ -98,7 +98,7 @@ static void attend_rows(float *out_t, const float *q_t, const float *k, const fl
 /* Dropout on the weights of one query (training, attention_forward_dropout): w (n,) becomes
  * w_j * 0 or w_j / (1 - p), the mask of (head h, query t) of a call over T queries being that
  * of indices first .. first + n - 1 with first = (h T + t) T; w may hold ones, which gives
- * the factors themselves (attend_one_backward). See AttentionDropout. */
+ * the factors themselves (attend_rows_backward). See AttentionDropout. */
 static void dropout_weights(float *w, int n, const AttentionDropout *drop, uint64_t first) {
     uint64_t threshold = hash_threshold(drop->p);
     float keep_scale = 1.0f / (1.0f - drop->p);
@@ -1112,27 +1112,22 @@ size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx)
     return (size_t)shape->n_kv_heads * 2 * (size_t)n_ctx;
 }
 
-/* One head, one query t with n_keys = t + 1 visible keys: recompute p = softmax(scores)
- * exactly as attend_rows does, then accumulate the gradients of q_t, k, v. With dropout
- * the forward summed p_t2 m_t2 v_t2 (m_t2 = 0 or 1 / (1 - p), the mask of this head and
- * query, starting at index `first`), so m_t2 scales both dv_t2 and dp_t2.
+/* The backward of attend_rows for one head and one query t with exact scoring over its
+ * n_keys = t + 1 keys: recompute p = softmax(scores) as attend_rows does, then add the
+ * gradients of q_t, k and v. With dropout the forward summed p_t2 m_t2 v_t2 (m_t2 = 0 or
+ * 1 / (1 - p), the mask of this head and query, starting at index `first`), so m_t2 scales
+ * both dv_t2 and dp_t2.
  *   dout_t, q_t, dq_t (HS,); k, v, dk, dv (n_keys, kv_stride) at this kv head's columns;
  *   p, dp (n_keys,) scratch. */
-static void attend_one_backward(float *dq_t, float *dk, float *dv, const float *dout_t,
-                                const float *q_t, const float *k, const float *v,
-                                int kv_stride, int n_keys, int HS, float scale,
-                                const AttentionDropout *drop, uint64_t first,
-                                float *p, float *dp) {
-    /* recompute the weights: the same three steps, in the same order, as score_rows and
-     * softmax_unnormalised, so p has attend_rows's bits */
-    float max_score = -INFINITY;
-    kernels_dots(p, q_t, k, kv_stride, NULL, n_keys, HS);
-    for (int t2 = 0; t2 < n_keys; t2++) {
-        p[t2] *= scale;
-        if (p[t2] > max_score) max_score = p[t2];
-    }
-    float sum = kernels_exp_sum(p, n_keys, max_score);
-    float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;
+static void attend_rows_backward(float *dq_t, float *dk, float *dv, const float *dout_t,
+                                 const float *q_t, const float *k, const float *v,
+                                 int kv_stride, int n_keys, int HS, float scale,
+                                 const AttentionDropout *drop, uint64_t first,
+                                 float *p, float *dp) {
+    /* the weights through the forward's own two steps, so p has the forward's bits */
+    Scoring exact = {scale, 0, 0};
+    score_rows(p, q_t, k, kv_stride, NULL, n_keys, HS, exact);
+    float inv_sum = softmax_unnormalised(p, n_keys, exact);
     /* the mask's factors m_t2 go into dp first (ones without dropout) */
     for (int t2 = 0; t2 < n_keys; t2++) dp[t2] = 1.0f;
     if (drop) dropout_weights(dp, n_keys, drop, first);
@@ -1152,7 +1147,7 @@ static void attend_one_backward(float *dq_t, float *dk, float *dv, const float *
         dp[t2] *= dot;
         mean_dp += p[t2] * dp[t2];
     }
-    /* ds_t2 = p_t2 (dp_t2 - mean_dp); scores were (q . k_t2) * scale */
+    /* ds_t2 = p_t2 (dp_t2 - mean_dp); the scores are (q . k_t2) * scale */
     for (int t2 = 0; t2 < n_keys; t2++) {
         const float *k_t2 = k + (long)t2 * kv_stride;
         float *dk_t2 = dk + (long)t2 * kv_stride;
@@ -1164,30 +1159,46 @@ static void attend_one_backward(float *dq_t, float *dk, float *dv, const float *
     }
 }
 
+/* One call of attention_backward, for its per-kv-head jobs. */
+typedef struct {
+    const AttentionShape *shape;
+    const AttentionDropout *drop;   /* NULL: no dropout */
+    float *dq, *dk, *dv;
+    const float *dout, *q, *k, *v;
+    int T;
+    float *scratch;
+} BackwardJob;
+
+/* kv head g of attention_backward: its columns of dk and dv, the dq columns of its query
+ * heads, always in the order h, t, t2; its own two scratch rows. */
+static void backward_kv_head(void *ctx, int g) {
+    const BackwardJob *b = ctx;
+    int NH = b->shape->n_heads, NKV = b->shape->n_kv_heads, HS = b->shape->head_dim;
+    int T = b->T, group = NH / NKV;            /* query heads per kv head */
+    int kv_stride = NKV * HS;                  /* floats per position of k, v, dk, dv */
+    int kv_offset = g * HS;                    /* seek to this head's columns of k, v */
+    float *p = b->scratch + (long)g * 2 * T, *dp = p + T;
+    for (int h = g * group; h < (g + 1) * group; h++) {
+        for (int t = 0; t < T; t++) {
+            long row = ((long)t * NH + h) * HS;    /* seek to q[t, h, :] */
+            attend_rows_backward(b->dq + row, b->dk + kv_offset, b->dv + kv_offset,
+                                 b->dout + row, b->q + row, b->k + kv_offset,
+                                 b->v + kv_offset, kv_stride, t + 1, HS, b->shape->scale,
+                                 b->drop, ((uint64_t)h * T + (uint64_t)t) * T, p, dp);
+        }
+    }
+}
+
 void attention_backward(const AttentionShape *shape, float *dq, float *dk, float *dv,
                         const float *dout, const float *q, const float *k, const float *v,
                         int T, const AttentionDropout *drop, float *scratch) {
-    if (drop && drop->p <= 0.0f) drop = NULL;
-    int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
-    int group = NH / NKV;                      /* query heads per kv head */
-    int kv_stride = NKV * HS;
     /* Every query head of one kv head adds into the same dk, dv columns, so the unit of
-     * parallel work is the kv head: its thread alone writes those columns and the dq
-     * columns of its query heads, always in the order h, t, t2. Small problems stay on
-     * one thread: starting a parallel region costs more than they do. */
-    #pragma omp parallel for schedule(static) \
-        if ((long)NH * T * T * HS >= ATTENTION_PARALLEL_MIN_WORK)
-    for (int kvh = 0; kvh < NKV; kvh++) {
-        float *p = scratch + (long)kvh * 2 * T, *dp = p + T;
-        int kv_offset = kvh * HS;              /* seek to this head's columns of k, v */
-        for (int h = kvh * group; h < (kvh + 1) * group; h++) {
-            for (int t = 0; t < T; t++) {
-                long row = ((long)t * NH + h) * HS;    /* seek to q[t, h, :] */
-                attend_one_backward(dq + row, dk + kv_offset, dv + kv_offset, dout + row,
-                                    q + row, k + kv_offset, v + kv_offset, kv_stride, t + 1,
-                                    HS, shape->scale, drop,
-                                    ((uint64_t)h * T + (uint64_t)t) * T, p, dp);
-            }
-        }
-    }
+     * parallel work is the kv head: its job alone writes those columns and the dq columns
+     * of its query heads, in a fixed order, so the bits do not depend on the thread count.
+     * Work: five multiply-adds per head, query, visible key and dimension (the score
+     * again, dout . v, dv, dq and dk); small calls stay on the calling thread. */
+    BackwardJob job = {shape, drop && drop->p > 0.0f ? drop : NULL, dq, dk, dv, dout, q, k, v,
+                       T, scratch};
+    double work = 2.5 * shape->n_heads * shape->head_dim * (double)T * (T + 1);
+    kernels_parallel_for(backward_kv_head, &job, shape->n_kv_heads, work);
 }

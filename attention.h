@@ -14,10 +14,6 @@
 
 #include <stddef.h>   /* size_t */
 
-#ifndef ATTENTION_PARALLEL_MIN_WORK
-#define ATTENTION_PARALLEL_MIN_WORK (1L << 18)  /* less work (multiply-adds) runs on one thread */
-#endif
-
 /* ------------------------------------------------------------------------- */
 /* Exact attention                                                             */
 
@@ -222,9 +218,10 @@ size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx)
  *   dout    (T, NH * HS)    gradient of the loss with respect to out
  *   q (T, NH * HS); k, v (T, NKV * HS): the forward's inputs
  *   scratch (attention_backward_scratch_floats(shape, T),)  overwritten
- * Key/value heads run in parallel under OpenMP; each writes only its own columns of
- * dq, dk and dv in a fixed order, so the result is bitwise identical for any thread
- * count. Never allocates. */
+ * Key/value heads run in parallel (kernels_parallel_for: on the pool inside kernels_run,
+ * on the calling thread alone when called from a job, as the trainer's per-sequence jobs
+ * call it); each writes only its own columns of dq, dk and dv in a fixed order, so the
+ * result is bitwise identical for any thread count. Never allocates. */
 void attention_backward(const AttentionShape *shape, float *dq, float *dk, float *dv,
                         const float *dout, const float *q, const float *k, const float *v,
                         int T, const AttentionDropout *drop, float *scratch);

@@ -1,6 +1,7 @@
 /* test_attention.c: exact causal attention against the worked examples (a), (b), (c)
  * of docs/attention.md §12 and the properties G1, G2, G3, G7, G8, G10 listed in
- * docs/attention.md §12, plus a float64 naive reference on random data at awkward sizes.
+ * docs/attention.md §12, plus a float64 naive reference on random data at awkward sizes,
+ * and G10 for the trainer's backward (its gradients are checked in test_train).
  *
  * The expected numbers below were computed by numpy in float64 for docs/attention.md,
  * not by this code. Section numbers (§) are those of docs/attention.md. Tolerances:
@@ -18,6 +19,7 @@
 #include <omp.h>       /* omp_set_num_threads */
 #endif
 
+#include "kernels.h"       /* kernels_run, kernels_parallel_for: the pool the programs use */
 #include "tests/check.h"   /* check_* */
 
 #define ATOL 1e-5
@@ -251,6 +253,81 @@ static void test_weights_and_threads(void) {
 #endif
 }
 
+/* ---- G10 for attention_backward ---- */
+
+#ifdef _OPENMP
+/* Two sequences of one backward shape (grouped-query, with dropout), large enough that
+ * the kv heads are shared out among threads. */
+enum { BW_NH = 8, BW_NKV = 4, BW_HS = 16, BW_T = 48, BW_C = BW_NH * BW_HS,
+       BW_KVD = BW_NKV * BW_HS };
+typedef struct {
+    AttentionShape shape;
+    AttentionDropout drop;
+    float q[2][BW_T * BW_C], dout[2][BW_T * BW_C], k[2][BW_T * BW_KVD], v[2][BW_T * BW_KVD];
+    float dq[2][BW_T * BW_C], dk[2][BW_T * BW_KVD], dv[2][BW_T * BW_KVD];
+    float scratch[2][2 * BW_NKV * BW_T];
+} BackwardCase;
+
+/* The backward of sequence s, into zeroed gradients. */
+static void backward_sequence(void *ctx, int s) {
+    BackwardCase *c = ctx;
+    memset(c->dq[s], 0, sizeof c->dq[s]);
+    memset(c->dk[s], 0, sizeof c->dk[s]);
+    memset(c->dv[s], 0, sizeof c->dv[s]);
+    attention_backward(&c->shape, c->dq[s], c->dk[s], c->dv[s], c->dout[s], c->q[s], c->k[s],
+                       c->v[s], BW_T, &c->drop, c->scratch[s]);
+}
+
+/* Both sequences one after the other: each call's kv heads are its parallel loop. */
+static void backward_both(void *ctx) {
+    backward_sequence(ctx, 0);
+    backward_sequence(ctx, 1);
+}
+
+/* One job per sequence, as the trainer calls it: each call runs inside a job. */
+static void backward_in_jobs(void *ctx) {
+    kernels_parallel_for(backward_sequence, ctx, 2, 1e9);
+}
+
+/* 1 if the gradients equal want's, bit for bit. */
+static int same_gradients(const BackwardCase *c, const BackwardCase *want) {
+    return memcmp(c->dq, want->dq, sizeof c->dq) == 0 &&
+           memcmp(c->dk, want->dk, sizeof c->dk) == 0 &&
+           memcmp(c->dv, want->dv, sizeof c->dv) == 0;
+}
+#endif
+
+/* G10: attention_backward gives the same bits on 1 and 2 threads, as a parallel loop of
+ * its own (outside kernels_run), on the pool (inside it), and inside a pool job. */
+static void test_backward_threads(void) {
+#ifdef _OPENMP
+    static BackwardCase c, one;
+    c.shape = (AttentionShape){BW_NH, BW_NKV, BW_HS, 0.25f};
+    c.drop = (AttentionDropout){0.1f, 12345};
+    for (int s = 0; s < 2; s++) {
+        fill_random(c.q[s], BW_T * BW_C, 2.0f);
+        fill_random(c.dout[s], BW_T * BW_C, 1.0f);
+        fill_random(c.k[s], BW_T * BW_KVD, 2.0f);
+        fill_random(c.v[s], BW_T * BW_KVD, 1.0f);
+    }
+    omp_set_num_threads(1);
+    backward_both(&c);
+    one = c;
+    omp_set_num_threads(2);
+    backward_both(&c);
+    int outside = same_gradients(&c, &one);
+    kernels_run(backward_both, &c);
+    int pool = same_gradients(&c, &one);
+    kernels_run(backward_in_jobs, &c);
+    int in_job = same_gradients(&c, &one);
+    check_true(outside && pool && in_job, "G10: attention_backward 1 vs 2 threads bitwise "
+               "identical (outside kernels_run %d, on the pool %d, inside a job %d)", outside,
+               pool, in_job);
+#else
+    check_skip("G10 backward: built without OpenMP");
+#endif
+}
+
 /* Scratch sizes are size_t products: 4097 heads x 2^20 positions is past INT_MAX, where
  * an int product wrapped to 2^20 floats and attention_forward wrote past them. */
 static void test_scratch_sizes(void) {
@@ -269,5 +346,6 @@ int main(void) {
     test_large_scores();
     test_random_against_naive();
     test_weights_and_threads();
+    test_backward_threads();
     return check_summary("test_attention");
 }
