@@ -112,8 +112,8 @@ static const char USAGE[] =
 typedef enum {
     OPT_HELP, OPT_RESUME, OPT_FORCE, OPT_DATA, OPT_OUT, OPT_TOKENIZER, OPT_EVAL_EVERY,
     OPT_STEPS, OPT_VOCAB, OPT_LAYERS, OPT_DIM, OPT_HEADS, OPT_CONTEXT, OPT_BATCH, OPT_LR,
-    OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_TOKEN_NOISE, OPT_EMA, OPT_CLIP, OPT_SEED,
-    OPT_THREADS, OPT_MAX_MEMORY
+    OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_TOKEN_NOISE, OPT_EMA,
+    OPT_CLIP, OPT_SEED, OPT_THREADS, OPT_MAX_MEMORY
 } OptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
@@ -179,14 +179,10 @@ static int default_warmup(int steps) {
     return warmup > 1 ? warmup : 1;
 }
 
-/* Fill o from argv. Returns 0, -1 after printing the help (exit 0), or EXIT_USAGE after
- * a one-line message and the hint. */
-static int parse_options(Options *o, int argc, char **argv) {
+/* o with every default: the shipped model's shape and training settings (weights/README.md
+ * records the run). */
+static void set_defaults(Options *o) {
     TrainSettings *s = &o->settings;
-    int seed = DEFAULT_SEED, warmup_given = 0;
-    const CliOption *first_shape = NULL;   /* the first flag -r does not allow */
-    char shown[TRAIN_PATH_CAP], got[TRAIN_PATH_CAP + 2];
-    char expected[TRAIN_PATH_CAP];
     memset(o, 0, sizeof *o);
     o->data_path = "data/tinyshakespeare.txt";
     o->out_path = "weights/model.bin";
@@ -209,54 +205,58 @@ static int parse_options(Options *o, int argc, char **argv) {
     s->dropout = 0.2f;
     s->ema = 0.999f;
     s->attn_dropout = 0.1f;
-    for (int i = 1; i < argc; i++) {
-        CliArg arg;
-        if (cli_next("train", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
-        if (!arg.option) {
-            snprintf(got, sizeof got, "'%s'", cli_printable(arg.value, shown, sizeof shown));
-            return usage_error(arg.value, "unexpected argument", got, "options only, each "
-                               "starting with '-'");
-        }
-        const CliOption *spec = arg.option;
-        const char *value = arg.value;
-        int number = arg.number;
-        float real = arg.real;
-        if (!allowed_with_resume((OptionId)spec->id) && !first_shape) first_shape = spec;
-        if (spec->id == OPT_HELP) {
-            fputs(USAGE, stdout);
-            return -1;
-        }
-        if (spec->id == OPT_RESUME) o->resume = 1;
-        if (spec->id == OPT_FORCE) o->force = 1;
-        switch ((OptionId)spec->id) {
-        case OPT_DATA: o->data_path = value; break;
-        case OPT_OUT: o->out_path = value; break;
-        case OPT_TOKENIZER: o->tokenizer_path = value; break;
-        case OPT_EVAL_EVERY: o->eval_every = number; break;
-        case OPT_STEPS: s->steps = number; o->steps_given = 1; break;
-        case OPT_VOCAB: o->vocab = number; break;
-        case OPT_LAYERS: o->layers = number; break;
-        case OPT_DIM: o->dim = number; break;
-        case OPT_HEADS: o->heads = number; break;
-        case OPT_CONTEXT: o->context = number; break;
-        case OPT_THREADS: o->threads = number; break;
-        case OPT_MAX_MEMORY: s->max_memory = (size_t)((double)real * 1e9); break;
-        case OPT_BATCH: s->batch = number; break;
-        case OPT_LR: s->lr = real; break;
-        case OPT_WARMUP: s->warmup = number; warmup_given = 1; break;
-        case OPT_WEIGHT_DECAY: s->weight_decay = real; break;
-        case OPT_DROPOUT: s->dropout = real; break;
-        case OPT_ATTN_DROPOUT: s->attn_dropout = real; break;
-        case OPT_TOKEN_NOISE: s->token_noise = real; break;
-        case OPT_EMA: s->ema = real; break;
-        case OPT_CLIP: s->clip = real; break;
-        case OPT_SEED: seed = number; break;
-        default: break;   /* the flags without a value were handled above */
-        }
-    }
-    s->seed = (uint64_t)seed;
+}
 
-    /* combinations */
+/* Records one flag (arg, its value checked by cli_next for kind and range) in o; the seed
+ * into *seed (an int until parsing ends), and *warmup_given = 1 for -w. Returns 0, or -1
+ * after printing the help for -h. */
+static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_given) {
+    TrainSettings *s = &o->settings;
+    const CliOption *spec = arg->option;
+    const char *value = arg->value;
+    int number = arg->number;
+    float real = arg->real;
+    if (spec->id == OPT_HELP) {
+        fputs(USAGE, stdout);
+        return -1;
+    }
+    if (spec->id == OPT_RESUME) o->resume = 1;
+    if (spec->id == OPT_FORCE) o->force = 1;
+    switch ((OptionId)spec->id) {
+    case OPT_DATA: o->data_path = value; break;
+    case OPT_OUT: o->out_path = value; break;
+    case OPT_TOKENIZER: o->tokenizer_path = value; break;
+    case OPT_EVAL_EVERY: o->eval_every = number; break;
+    case OPT_STEPS: s->steps = number; o->steps_given = 1; break;
+    case OPT_VOCAB: o->vocab = number; break;
+    case OPT_LAYERS: o->layers = number; break;
+    case OPT_DIM: o->dim = number; break;
+    case OPT_HEADS: o->heads = number; break;
+    case OPT_CONTEXT: o->context = number; break;
+    case OPT_THREADS: o->threads = number; break;
+    case OPT_MAX_MEMORY: s->max_memory = (size_t)((double)real * 1e9); break;
+    case OPT_BATCH: s->batch = number; break;
+    case OPT_LR: s->lr = real; break;
+    case OPT_WARMUP: s->warmup = number; *warmup_given = 1; break;
+    case OPT_WEIGHT_DECAY: s->weight_decay = real; break;
+    case OPT_DROPOUT: s->dropout = real; break;
+    case OPT_ATTN_DROPOUT: s->attn_dropout = real; break;
+    case OPT_TOKEN_NOISE: s->token_noise = real; break;
+    case OPT_EMA: s->ema = real; break;
+    case OPT_CLIP: s->clip = real; break;
+    case OPT_SEED: *seed = number; break;
+    default: break;   /* the flags without a value were handled above */
+    }
+    return 0;
+}
+
+/* What the flags mean together: with -r, no flag the state file sets (first_shape, the
+ * first one given, or NULL); the heads divide the width; the warmup, defaulted unless
+ * given (warmup_given), at most the steps. Returns 0, or EXIT_USAGE after a one-line
+ * message and the hint. */
+static int check_combinations(Options *o, const CliOption *first_shape, int warmup_given) {
+    TrainSettings *s = &o->settings;
+    char got[TRAIN_PATH_CAP + 2], expected[TRAIN_PATH_CAP];
     if (o->resume && first_shape) {
         const char *name = first_shape->short_name ? first_shape->short_name
                                                    : first_shape->long_name;
@@ -276,8 +276,15 @@ static int parse_options(Options *o, int argc, char **argv) {
         snprintf(expected, sizeof expected, "at most the %d steps", s->steps);
         return usage_error("-w", "warmup exceeds the steps", got, expected);
     }
+    return 0;
+}
 
-    /* the derived paths, each with room for TRAIN_TEMP_SUFFIX */
+/* The paths derived from -o and -z: the state file (PATH.state) and the default
+ * tokenizer (tokenizer.bin beside the checkpoint), each with room for TRAIN_TEMP_SUFFIX,
+ * and the tokenizer a file of its own. Returns 0, or EXIT_USAGE after a one-line message
+ * and the hint. */
+static int derive_paths(Options *o) {
+    char shown[TRAIN_PATH_CAP], got[TRAIN_PATH_CAP + 2], expected[TRAIN_PATH_CAP];
     size_t room = TRAIN_PATH_CAP - sizeof TRAIN_TEMP_SUFFIX - sizeof STATE_SUFFIX;
     if (strlen(o->out_path) > room) {
         snprintf(got, sizeof got, "%zu bytes", strlen(o->out_path));
@@ -303,6 +310,30 @@ static int parse_options(Options *o, int argc, char **argv) {
                            "a path of its own");
     }
     return 0;
+}
+
+/* Fill o from argv. Returns 0, -1 after printing the help (exit 0), or EXIT_USAGE after
+ * a one-line message and the hint. */
+static int parse_options(Options *o, int argc, char **argv) {
+    int seed = DEFAULT_SEED, warmup_given = 0;
+    const CliOption *first_shape = NULL;   /* the first flag -r does not allow */
+    char shown[TRAIN_PATH_CAP], got[TRAIN_PATH_CAP + 2];
+    set_defaults(o);
+    for (int i = 1; i < argc; i++) {
+        CliArg arg;
+        if (cli_next("train", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
+        if (!arg.option) {
+            snprintf(got, sizeof got, "'%s'", cli_printable(arg.value, shown, sizeof shown));
+            return usage_error(arg.value, "unexpected argument", got, "options only, each "
+                               "starting with '-'");
+        }
+        if (!allowed_with_resume((OptionId)arg.option->id) && !first_shape)
+            first_shape = arg.option;
+        if (apply_option(o, &arg, &seed, &warmup_given) != 0) return -1;
+    }
+    o->settings.seed = (uint64_t)seed;
+    int status = check_combinations(o, first_shape, warmup_given);
+    return status != 0 ? status : derive_paths(o);
 }
 
 /* ---- data ---- */
@@ -626,6 +657,69 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
     return 0;
 }
 
+/* Before a run reads anything: a resumed run first finishes a save a crash interrupted
+ * (the first one included) and needs its checkpoint; a new run never replaces a trained
+ * model, its state or a tokenizer unless --force asks it to. Returns 0, or -1 after a
+ * stderr line. */
+static int prepare_outputs(const Options *o) {
+    if (!o->resume) {
+        if (o->force) return 0;
+        if (check_new_file(o->out_path, "the checkpoint", "-r to resume its run") != 0) return -1;
+        if (check_new_file(o->state_path, "the optimizer state",
+                           "-o for another checkpoint") != 0) return -1;
+        return check_new_file(o->tokenizer_path, "the tokenizer", "-z for another path");
+    }
+    int finished = trainer_finish_save(o->out_path, o->state_path, o->tokenizer_path);
+    if (finished < 0) return -1;
+    if (finished & TRAIN_FINISHED_CHECKPOINT)
+        printf("resume: %s%s belongs to %s: finished the interrupted save of %s\n",
+               o->out_path, TRAIN_TEMP_SUFFIX, o->state_path, o->out_path);
+    if (finished & TRAIN_FINISHED_TOKENIZER)
+        printf("resume: %s%s belongs to %s: finished the interrupted save of %s\n",
+               o->tokenizer_path, TRAIN_TEMP_SUFFIX, o->state_path, o->tokenizer_path);
+    if (access(o->out_path, F_OK) != 0) {   /* before the tokenizer beside it */
+        fprintf(stderr, "train: %s: nothing to resume (got \"%s\", expected the checkpoint "
+                "of a run; -o names it; a run stopped before its first checkpoint left "
+                "nothing: start it again)\n", o->out_path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The run's first two progress lines: the model and its cost, then the schedule. */
+static void print_run_header(const Trainer *tr) {
+    const TrainSettings *s = &tr->settings;
+    const Config *c = &tr->config;
+    int threads = kernels_threads();
+    printf("model: L %d, C %d, NH %d, T %d, V %d: %zu parameters; batch %d x %d; "
+           "%.2f MFLOP per token; %d thread%s, %s kernels\n", c->n_layers, c->dim, c->n_heads,
+           tr->T, c->vocab_size, tr->n_params, tr->B, tr->T, flops_per_token(c) * 1e-6,
+           threads, threads == 1 ? "" : "s", kernels_isa());
+    printf("schedule: %d steps, warmup %d, lr %g -> %g, weight decay %g, dropout %g, attention "
+           "dropout %g, token noise %g, clip %g, moving average %g, seed %llu\n", s->steps,
+           s->warmup, (double)s->lr, (double)(s->lr * s->lr_min_ratio),
+           (double)s->weight_decay, (double)s->dropout, (double)s->attn_dropout,
+           (double)s->token_noise, (double)s->clip, (double)s->ema, (unsigned long long)s->seed);
+    fflush(stdout);
+}
+
+/* The final figures over the whole of both splits (the saved weights, dropout off), and
+ * the files written. inputs and targets (B * T,) are scratch. */
+static void print_final(Trainer *tr, const Options *o, const RunData *d, int *inputs,
+                        int *targets, double train_seconds) {
+    double train_nats = 0.0, val_nats = 0.0;
+    double train_loss = evaluate_saved(tr, d->train_tokens, d->n_train, inputs, targets,
+                                       &train_nats);
+    double val_loss = evaluate_saved(tr, d->val_tokens, d->n_val, inputs, targets, &val_nats);
+    char elapsed[32];
+    printf("final: train %.4f nats/token (%.4f bits/char over %zu bytes), validation %.4f "
+           "nats/token (%.4f bits/char over %zu bytes); training time %s\n",
+           train_loss, train_nats / (LN2 * (double)d->split), d->split, val_loss,
+           val_nats / (LN2 * (double)(d->size - d->split)), d->size - d->split,
+           format_duration(elapsed, sizeof elapsed, train_seconds));
+    printf("wrote %s, %s and %s\n", o->out_path, o->state_path, o->tokenizer_path);
+}
+
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error, reported like a full disk */
     Options o;
@@ -648,66 +742,19 @@ int main(int argc, char **argv) {
     int status = EXIT_BAD_DATA, *inputs = NULL, *targets = NULL;
     RunData d = {0};
     Trainer tr = {0};
-    if (o.resume) {   /* first finish a save a crash interrupted, the first one included */
-        int finished = trainer_finish_save(o.out_path, o.state_path, o.tokenizer_path);
-        if (finished < 0) goto done;
-        if (finished & TRAIN_FINISHED_CHECKPOINT)
-            printf("resume: %s%s belongs to %s: finished the interrupted save of %s\n",
-                   o.out_path, TRAIN_TEMP_SUFFIX, o.state_path, o.out_path);
-        if (finished & TRAIN_FINISHED_TOKENIZER)
-            printf("resume: %s%s belongs to %s: finished the interrupted save of %s\n",
-                   o.tokenizer_path, TRAIN_TEMP_SUFFIX, o.state_path, o.tokenizer_path);
-        if (access(o.out_path, F_OK) != 0) {   /* before the tokenizer beside it */
-            fprintf(stderr, "train: %s: nothing to resume (got \"%s\", expected the checkpoint "
-                    "of a run; -o names it; a run stopped before its first checkpoint left "
-                    "nothing: start it again)\n", o.out_path, strerror(errno));
-            goto done;
-        }
-    }
-    /* a new run never replaces a trained model or tokenizer unless asked to */
-    if (!o.resume && !o.force &&
-        (check_new_file(o.out_path, "the checkpoint", "-r to resume its run") != 0 ||
-         check_new_file(o.state_path, "the optimizer state", "-o for another checkpoint") != 0 ||
-         check_new_file(o.tokenizer_path, "the tokenizer", "-z for another path") != 0))
-        goto done;
-    if (run_data_load(&d, &o) != 0) goto done;
+    if (prepare_outputs(&o) != 0 || run_data_load(&d, &o) != 0) goto done;
     if ((status = run_trainer(&tr, &o, &d)) != 0) goto done;
     status = EXIT_BAD_DATA;
-    int B = tr.B, T = tr.T;
-    inputs = malloc((size_t)B * T * sizeof(int));
-    targets = malloc((size_t)B * T * sizeof(int));
+    inputs = malloc((size_t)tr.B * tr.T * sizeof(int));
+    targets = malloc((size_t)tr.B * tr.T * sizeof(int));
     if (!inputs || !targets) {
         fprintf(stderr, "train: out of memory for the batch\n");
         goto done;
     }
-    const TrainSettings *s = &tr.settings;
-    const Config *c = &tr.config;
-    int threads = kernels_threads();
-    printf("model: L %d, C %d, NH %d, T %d, V %d: %zu parameters; batch %d x %d; "
-           "%.2f MFLOP per token; %d thread%s, %s kernels\n", c->n_layers, c->dim, c->n_heads,
-           T, c->vocab_size, tr.n_params, B, T, flops_per_token(c) * 1e-6, threads,
-           threads == 1 ? "" : "s", kernels_isa());
-    printf("schedule: %d steps, warmup %d, lr %g -> %g, weight decay %g, dropout %g, attention "
-           "dropout %g, token noise %g, clip %g, moving average %g, seed %llu\n", s->steps,
-           s->warmup, (double)s->lr, (double)(s->lr * s->lr_min_ratio),
-           (double)s->weight_decay, (double)s->dropout, (double)s->attn_dropout,
-           (double)s->token_noise, (double)s->clip, (double)s->ema, (unsigned long long)s->seed);
-    fflush(stdout);
+    print_run_header(&tr);
     double train_seconds = 0.0;
     if (run_loop(&tr, &o, &d, inputs, targets, &train_seconds) != 0) goto done;
-
-    /* final figures over whole splits, dropout off */
-    double train_nats = 0.0, val_nats = 0.0;
-    double train_loss = evaluate_saved(&tr, d.train_tokens, d.n_train, inputs, targets,
-                                       &train_nats);
-    double val_loss = evaluate_saved(&tr, d.val_tokens, d.n_val, inputs, targets, &val_nats);
-    char elapsed[32];
-    printf("final: train %.4f nats/token (%.4f bits/char over %zu bytes), validation %.4f "
-           "nats/token (%.4f bits/char over %zu bytes); training time %s\n",
-           train_loss, train_nats / (LN2 * (double)d.split), d.split, val_loss,
-           val_nats / (LN2 * (double)(d.size - d.split)), d.size - d.split,
-           format_duration(elapsed, sizeof elapsed, train_seconds));
-    printf("wrote %s, %s and %s\n", o.out_path, o.state_path, o.tokenizer_path);
+    print_final(&tr, &o, &d, inputs, targets, train_seconds);
     status = cli_stdout_ok("train") == 0 ? 0 : EXIT_BAD_DATA;
 done:
     run_data_free(&d);
