@@ -35,8 +35,8 @@
 #define LANES 8            /* floats per AVX2 register; the portable path keeps 8 sums too */
 #define BLOCK_ROWS 64      /* rows of x per job: 64 x IC floats stay in L2 */
 #define MIN_BLOCK_COLS 16  /* fewest output columns per job */
-#define TARGET_JOBS 8      /* column blocks per matmul: measured best of 8, 16, 32 (fewer claims of
-                            * the shared ticket; enough for dynamic balance) */
+#define TARGET_JOBS 8      /* column blocks per matmul: few claims of the shared ticket, yet
+                            * enough blocks for threads to balance dynamically */
 #define NORM_ROWS_PER_JOB 32   /* LayerNorm backward: rows of dx per job */
 #define NORM_COLS_PER_JOB 64   /* LayerNorm backward: entries of dw and db per job */
 #define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi) in GELU's tanh form */
@@ -102,9 +102,8 @@ static void cpu_relax(void) {
 /* Claims and runs jobs of the ticket's loop until none is left; returns jobs run. Main
  * takes jobs from the front, workers from the back: consecutive loops over the same rows
  * then give main the first rows and a worker the last ones each time, so the rows a
- * thread wrote are mostly still in its own cache when it reads them (measured: trainer
- * steps on two threads 6-12% faster than with one shared order). Results never depend
- * on who runs what. */
+ * thread wrote are mostly still in its own cache when it reads them. Results never
+ * depend on who runs what. */
 static int pool_claim(int from_back) {
     int ran = 0;
     for (;;) {
@@ -308,8 +307,8 @@ typedef __m256 Vec;
 #endif
 
 #if KERNELS_SIMD
-/* The decode tile stays 8 lanes wide even with AVX-512: measured, 16-lane sums made
- * single-row products slower (more work in each final sum, same memory traffic). */
+/* The decode tile stays 8 lanes wide even with AVX-512: a single row's product is bound by
+ * memory traffic, which 16 lanes do not reduce, and each final sum of 16 lanes costs more. */
 
 /* The first n (< 8) floats at p, the other lanes zero; nothing beyond is read. */
 static inline __m256 load_first(const float *p, int n) {
@@ -459,7 +458,7 @@ static ALWAYS_INLINE void gemm_tile(float *out, const float *xt, const float *w,
 /* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, NB rows of x at a time. */
 static void gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
                        int n1, int o0, int o1, int IC, int OC) {
-    float xt[GEMM_KC * GEMM_NB];   /* (KC, NB): 64 KB (AVX-512) on the stack */
+    float xt[GEMM_KC * GEMM_NB];   /* (KC, NB) on the stack: 128 KiB (AVX-512), 64 KiB (AVX2) */
     for (int nb = n0; nb < n1; nb += GEMM_NB) {
         int nb1 = nb + GEMM_NB < n1 ? nb + GEMM_NB : n1;
         for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
@@ -608,7 +607,7 @@ void kernels_matmul_reference(float *out, const float *x, const float *w, const 
  * of B stays in L1 while every tile of rows passes over it.
  */
 #if KERNELS_SIMD && defined(__AVX512F__)
-#define TILE_MR 6          /* rows of C per tile (measured: 4 x 4 tiles ran at 60-75% of this) */
+#define TILE_MR 6          /* rows of C per tile: each loaded vector of B serves 6 FMAs */
 #define TILE_NV 4          /* vectors of C's columns per tile: 24 accumulators of 32 registers */
 typedef __mmask16 LaneMask;
 #define vec_load_mask(p, m) _mm512_maskz_loadu_ps(m, p)
@@ -635,7 +634,8 @@ static inline LaneMask lane_mask(int n) {
 #define PRODUCT_TARGET_JOBS 8          /* ... and fewer if that gives under 8 row blocks */
 #define PRODUCT_JOB_COLS 256           /* columns of C per job (a multiple of TILE_COLS) */
 #define PRODUCT_CHAIN_ROWS 256         /* dw: at most this many rows per job (its strip of
-                                        * C, 64 KB, stays in L2 between blocks of k) */
+                                        * C, 256 x TILE_COLS floats: 64 KiB with AVX-512,
+                                        * 16 KiB with AVX2, stays in L2 between blocks of k) */
 
 /* One product's operands and its split into jobs (blocks of rows x blocks of columns). */
 typedef struct {
@@ -651,8 +651,8 @@ typedef struct {
 
 #if KERNELS_SIMD
 /* The tile's loops over its rows and vectors must unroll completely, or acc stays an array
- * in memory (measured with gcc 12, AVX2: a store of every accumulator at every k, half
- * the speed). gcc and clang take this pragma; other compilers may just not unroll. */
+ * in memory, stored and reloaded at every k. gcc and clang take this pragma; other
+ * compilers may just not unroll. */
 #if defined(__GNUC__)
 #define TILE_UNROLL _Pragma("GCC unroll 8")
 #else

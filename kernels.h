@@ -32,14 +32,14 @@
 #endif
 
 #ifndef KERNELS_PARALLEL_MIN_MACS
-#define KERNELS_PARALLEL_MIN_MACS (1L << 17)  /* smaller products run on one thread (measured:
-                                               * below this a parallel region costs more
-                                               * than the second thread saves) */
+#define KERNELS_PARALLEL_MIN_MACS (1L << 17)  /* outside kernels_run, smaller loops run on
+                                               * one thread: starting a parallel region
+                                               * costs more than a second thread saves */
 #endif
 #ifndef KERNELS_POOL_MIN_WORK
 #define KERNELS_POOL_MIN_WORK (1L << 14)      /* inside kernels_run, the pool hands out jobs
-                                               * for products from this size: a job costs
-                                               * an atomic, not a thread start */
+                                               * for loops from this size: a job costs an
+                                               * atomic, not a thread start */
 #endif
 #define KERNELS_NORM_EPS 1e-5f   /* LayerNorm (GPT-2) and RMSNorm (Llama) epsilon */
 
@@ -167,7 +167,8 @@ typedef struct {
 void kernels_adamw(float *param, const float *grad, float *m, float *v, size_t n,
                    const KernelsAdamW *h);
 
-/* exp(x) in float, within 2 ulp for |x| < 87, 0 below -87.3, +inf above 88.7, NaN for NaN;
+/* exp(x) in float: within 2 ulp where exp(x) is a normal float (x >= -87.33), within 2^-149
+ * where it is subnormal (down to x = -103.97; 0 below), +inf for x > 88.72284, NaN for NaN;
  * written so that a loop over it vectorises (no libm call). */
 float kernels_expf(float x);
 
