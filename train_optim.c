@@ -433,99 +433,120 @@ static size_t first_non_finite(const float *x, size_t n) {
     return n;
 }
 
-int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t max_memory) {
-    memset(tr, 0, sizeof *tr);
-    int32_t header[CHECKPOINT_GPT2_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
-    size_t model_bytes = 0, state_bytes = 0;
-    FILE *model_file = os_open_read("train", path, "a readable checkpoint"), *state_file = NULL;
-    if (!model_file) return -1;
-    /* the checkpoint's header and size */
+/* The checkpoint's header (model_file open at its start) into header and *c, checked to
+ * be an fp32 file this trainer wrote, of a shape it trains, and exactly as long as its
+ * *n_params parameters make it; the file is left at the parameters. Returns 0, or -1
+ * after a stderr line naming path. */
+static int read_checkpoint_header(FILE *model_file, const char *path,
+                                  int32_t header[CHECKPOINT_GPT2_HEADER_INTS], Config *c,
+                                  size_t *n_params) {
+    size_t model_bytes = 0, header_bytes = CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t);
     if (os_file_size(model_file, "train", path, &model_bytes) != 0 ||
-        os_read_exact(model_file, header, sizeof header, "train", path, "header") != 0) goto fail;
-    Config c;
+        os_read_exact(model_file, header, header_bytes, "train", path, "header") != 0)
+        return -1;
     int version;
-    if (checkpoint_read_gpt2_header(header, path, &c, &version) != 0) goto fail;
-    if (version != CHECKPOINT_GPT2_FP32 || c.vocab_size != c.padded_vocab_size) {
+    if (checkpoint_read_gpt2_header(header, path, c, &version) != 0) return -1;
+    if (version != CHECKPOINT_GPT2_FP32 || c->vocab_size != c->padded_vocab_size) {
         fprintf(stderr, "train: %s: not a checkpoint this trainer wrote (got version %d, V %d, "
-                "Vp %d; expected version %d with V == Vp)\n", path, version, c.vocab_size,
-                c.padded_vocab_size, CHECKPOINT_GPT2_FP32);
-        goto fail;
+                "Vp %d; expected version %d with V == Vp)\n", path, version, c->vocab_size,
+                c->padded_vocab_size, CHECKPOINT_GPT2_FP32);
+        return -1;
     }
-    if (trainer_check_config(&c, 1, path) != 0) goto fail;
-    c.hidden_dim = 4 * c.dim;   /* in range now: C <= MODEL_MAX_DIM / 4 */
+    if (trainer_check_config(c, 1, path) != 0) return -1;
+    c->hidden_dim = 4 * c->dim;   /* in range now: C <= MODEL_MAX_DIM / 4 */
     /* in range, so the sizes below fit in size_t (trainer_check_config bounds them) */
-    size_t sizes[TRAIN_N_TENSORS], n_params = trainer_tensor_sizes(sizes, &c);
-    size_t want_model = sizeof header + n_params * sizeof(float);
+    size_t sizes[TRAIN_N_TENSORS];
+    *n_params = trainer_tensor_sizes(sizes, c);
+    size_t want_model = header_bytes + *n_params * sizeof(float);
     if (model_bytes != want_model) {
         fprintf(stderr, "train: %s: %s (got %zu bytes, expected %zu for %zu parameters)\n",
                 path, model_bytes < want_model ? "truncated" : "trailing bytes", model_bytes,
-                want_model, n_params);
-        goto fail;
+                want_model, *n_params);
+        return -1;
     }
+    return 0;
+}
 
-    /* the state's header and size, every field checked before allocating */
+/* The optimizer state of the checkpoint at path (shape c, n_params parameters): opened
+ * into *state_file (the caller closes it), its header read into state and checked before
+ * anything is allocated (magic and version, the same shape, every setting in range into
+ * *s, the exact size its arrays make); the file is left at the arrays. Returns 0, or -1
+ * after a stderr line naming state_path. */
+static int read_state_header(const char *path, const char *state_path, const Config *c,
+                             size_t n_params, int32_t state[TRAIN_STATE_HEADER_INTS],
+                             TrainSettings *s, FILE **state_file) {
+    size_t state_bytes = 0, header_bytes = TRAIN_STATE_HEADER_INTS * sizeof(int32_t);
     char expected[TRAIN_PATH_CAP + 32];
     snprintf(expected, sizeof expected, "the optimizer state of %s", path);
-    if (!(state_file = os_open_read("train", state_path, expected))) goto fail;
-    if (os_file_size(state_file, "train", state_path, &state_bytes) != 0 ||
-        os_read_exact(state_file, state, sizeof state, "train", state_path, "header") != 0)
-        goto fail;
+    if (!(*state_file = os_open_read("train", state_path, expected))) return -1;
+    if (os_file_size(*state_file, "train", state_path, &state_bytes) != 0 ||
+        os_read_exact(*state_file, state, header_bytes, "train", state_path, "header") != 0)
+        return -1;
     if (!state_version_ok(state)) {
         fprintf(stderr, "train: %s: not an optimizer state of this trainer (got magic %d "
                 "version %d, expected %d version %d..%d)\n", state_path,
                 (int)state[STATE_MAGIC], (int)state[STATE_VERSION], TRAIN_STATE_MAGIC,
                 TRAIN_STATE_MIN_VERSION, TRAIN_STATE_VERSION);
-        goto fail;
+        return -1;
     }
-    if (state[STATE_T] != c.seq_len || state[STATE_V] != c.vocab_size ||
-        state[STATE_L] != c.n_layers || state[STATE_NH] != c.n_heads || state[STATE_C] != c.dim ||
-        get_u64(state, STATE_N_PARAMS_LO) != (uint64_t)n_params) {
+    if (state[STATE_T] != c->seq_len || state[STATE_V] != c->vocab_size ||
+        state[STATE_L] != c->n_layers || state[STATE_NH] != c->n_heads ||
+        state[STATE_C] != c->dim || get_u64(state, STATE_N_PARAMS_LO) != (uint64_t)n_params) {
         fprintf(stderr, "train: %s: state of another model shape (got T %d, V %d, L %d, NH %d, "
                 "C %d, %llu parameters; expected %s's T %d, V %d, L %d, NH %d, C %d, %zu)\n",
                 state_path, (int)state[STATE_T], (int)state[STATE_V], (int)state[STATE_L],
                 (int)state[STATE_NH], (int)state[STATE_C],
-                (unsigned long long)get_u64(state, STATE_N_PARAMS_LO), path, c.seq_len,
-                c.vocab_size, c.n_layers, c.n_heads, c.dim, n_params);
-        goto fail;
+                (unsigned long long)get_u64(state, STATE_N_PARAMS_LO), path, c->seq_len,
+                c->vocab_size, c->n_layers, c->n_heads, c->dim, n_params);
+        return -1;
     }
-    TrainSettings s;
-    if (state_settings(&s, state, state_path) != 0) goto fail;
-    int arrays = s.ema > 0.0f ? 3 : 2;   /* the moments, and the weights with an average */
-    size_t want_state = sizeof state + (size_t)arrays * n_params * sizeof(float);
+    if (state_settings(s, state, state_path) != 0) return -1;
+    int arrays = s->ema > 0.0f ? 3 : 2;   /* the moments, and the weights with an average */
+    size_t want_state = header_bytes + (size_t)arrays * n_params * sizeof(float);
     if (state_bytes != want_state) {
         fprintf(stderr, "train: %s: %s (got %zu bytes, expected %zu: the header and %d x %zu "
                 "floats)\n", state_path, state_bytes < want_state ? "truncated" : "trailing bytes",
                 state_bytes, want_state, arrays, n_params);
-        goto fail;
+        return -1;
     }
+    return 0;
+}
 
-    /* the data, then the checksums that tie the two files together */
-    s.max_memory = max_memory;
-    if (trainer_init(tr, &c, &s, s.batch) != 0) goto fail;
-    tr->tokenizer_sum = get_u64(state, STATE_TOKENIZER_SUM_LO);
-    /* the checkpoint holds the average when there is one, the state the weights */
+/* The arrays of a checkpoint and its state, read into tr (whose tensors trainer_init
+ * made): the checkpoint's parameters into the average when there is one, else the
+ * weights; then the moments, and with an average the training weights. Returns 0, or -1
+ * after a stderr line. */
+static int read_arrays(Trainer *tr, FILE *model_file, FILE *state_file, const char *path,
+                       const char *state_path) {
+    size_t bytes = tr->n_params * sizeof(float);
     float *saved = tr->ema ? tr->ema : tr->params;
-    if (os_read_exact(model_file, saved, n_params * sizeof(float), "train", path, "parameters") ||
-        os_read_exact(state_file, tr->adam_m, n_params * sizeof(float), "train", state_path,
-                      "moments") ||
-        os_read_exact(state_file, tr->adam_v, n_params * sizeof(float), "train", state_path,
-                      "moments") ||
-        (tr->ema && os_read_exact(state_file, tr->params, n_params * sizeof(float), "train",
-                                  state_path, "weights")))
-        goto fail;
+    if (os_read_exact(model_file, saved, bytes, "train", path, "parameters") ||
+        os_read_exact(state_file, tr->adam_m, bytes, "train", state_path, "moments") ||
+        os_read_exact(state_file, tr->adam_v, bytes, "train", state_path, "moments") ||
+        (tr->ema && os_read_exact(state_file, tr->params, bytes, "train", state_path,
+                                  "weights")))
+        return -1;
+    return 0;
+}
+
+/* The arrays tr read are usable: every parameter, weight and moment finite, and every
+ * second moment >= 0. Returns 0, or -1 after a stderr line naming the file and index. */
+static int check_arrays(const Trainer *tr, const char *path, const char *state_path) {
+    size_t n_params = tr->n_params;
+    const float *saved = tr->ema ? tr->ema : tr->params;
     size_t bad_p = first_non_finite(saved, n_params);
     size_t bad_m = first_non_finite(tr->adam_m, n_params);
     size_t bad_v = first_non_finite(tr->adam_v, n_params);
     if (bad_p < n_params) {
         fprintf(stderr, "train: %s: parameter %zu is not finite (got %g, expected a finite "
                 "number)\n", path, bad_p, (double)saved[bad_p]);
-        goto fail;
+        return -1;
     }
     size_t bad_w = tr->ema ? first_non_finite(tr->params, n_params) : n_params;
     if (bad_w < n_params) {
         fprintf(stderr, "train: %s: weight %zu is not finite (got %g, expected a finite "
                 "number)\n", state_path, bad_w, (double)tr->params[bad_w]);
-        goto fail;
+        return -1;
     }
     if (bad_m < n_params || bad_v < n_params) {
         int in_m = bad_m < n_params;
@@ -533,30 +554,62 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t m
         fprintf(stderr, "train: %s: adam_%c[%zu] is not finite (got %g, expected a finite "
                 "number)\n", state_path, in_m ? 'm' : 'v', at,
                 (double)(in_m ? tr->adam_m : tr->adam_v)[at]);
-        goto fail;
+        return -1;
     }
     for (size_t j = 0; j < n_params; j++) {
         if (tr->adam_v[j] < 0.0f) {
             fprintf(stderr, "train: %s: adam_v[%zu] is negative (got %g, expected a mean of "
                     "squares, >= 0)\n", state_path, j, (double)tr->adam_v[j]);
-            goto fail;
+            return -1;
         }
     }
+    return 0;
+}
+
+/* The checksums that tie the two files together: the state's own (over its header and
+ * arrays as read into tr), then that of the checkpoint (header, and the parameters) it
+ * records. Returns 0, or -1 after a stderr line. */
+static int check_sums(const Trainer *tr, const int32_t header[CHECKPOINT_GPT2_HEADER_INTS],
+                      const int32_t state[TRAIN_STATE_HEADER_INTS], const char *path,
+                      const char *state_path) {
+    size_t n_params = tr->n_params;
     uint64_t sum = state_sum(state, tr->adam_m, tr->adam_v, state_weights(tr), n_params);
     if (sum != get_u64(state, STATE_SUM_LO)) {
         fprintf(stderr, "train: %s: corrupt optimizer state (got checksum %016llx, expected the "
                 "%016llx stored in it)\n", state_path, (unsigned long long)sum,
                 (unsigned long long)get_u64(state, STATE_SUM_LO));
-        goto fail;
+        return -1;
     }
-    sum = checkpoint_sum(header, saved, n_params);
+    sum = checkpoint_sum(header, saved_params(tr), n_params);
     if (sum != get_u64(state, STATE_MODEL_SUM_LO)) {
         fprintf(stderr, "train: %s: state of another checkpoint (got %s with checksum %016llx, "
                 "expected the %016llx of the step-%d checkpoint the state was saved with)\n",
                 state_path, path, (unsigned long long)sum,
                 (unsigned long long)get_u64(state, STATE_MODEL_SUM_LO), (int)state[STATE_STEP]);
-        goto fail;
+        return -1;
     }
+    return 0;
+}
+
+int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t max_memory) {
+    memset(tr, 0, sizeof *tr);
+    int32_t header[CHECKPOINT_GPT2_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
+    FILE *model_file = os_open_read("train", path, "a readable checkpoint"), *state_file = NULL;
+    if (!model_file) return -1;
+    Config c;
+    TrainSettings s;
+    size_t n_params;
+    if (read_checkpoint_header(model_file, path, header, &c, &n_params) != 0 ||
+        read_state_header(path, state_path, &c, n_params, state, &s, &state_file) != 0)
+        goto fail;
+    /* the data, then the checksums that tie the two files together */
+    s.max_memory = max_memory;
+    if (trainer_init(tr, &c, &s, s.batch) != 0) goto fail;
+    tr->tokenizer_sum = get_u64(state, STATE_TOKENIZER_SUM_LO);
+    if (read_arrays(tr, model_file, state_file, path, state_path) != 0 ||
+        check_arrays(tr, path, state_path) != 0 ||
+        check_sums(tr, header, state, path, state_path) != 0)
+        goto fail;
     tr->step = state[STATE_STEP];
     fclose(model_file);
     fclose(state_file);
