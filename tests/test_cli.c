@@ -158,7 +158,8 @@ static void test_usage_errors(const char *model, const char *tok) {
     EXPECT_USAGE("attention: nystrom is not causal", "--attn nystrom", "nystrom: not causal");
     EXPECT_USAGE("--attn missing value", "--attn", "--attn: missing value");
     EXPECT_USAGE("--ctx-size zero", "-c 0", "-c: invalid value (got '0'");
-    EXPECT_USAGE("--ctx-size below 2", "--eval x --ctx-size 1", "--ctx-size: invalid value (got '1'");
+    EXPECT_USAGE("--ctx-size below 2", "--eval x --ctx-size 1",
+                 "--ctx-size: invalid value (got '1'");
     EXPECT_USAGE("-c beyond the model (named as given)", "-c 17",
                  "-c: invalid value (got '17', expected an integer in 2..16, this model's "
                  "context)");
@@ -181,9 +182,11 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "--attn-map: invalid value (got 'm.png', expected a file name ending in .svg or "
                  ".html)");
     EXPECT_USAGE("--layer out of range", "--attn-map m.svg --layer 1",
-                 "--layer: invalid value (got '1', expected an integer in 0..0, this model's layers)");
+                 "--layer: invalid value (got '1', expected an integer in 0..0, this model's "
+                 "layers)");
     EXPECT_USAGE("--head out of range", "--attn-map m.svg --head 2",
-                 "--head: invalid value (got '2', expected an integer in 0..1, this model's heads)");
+                 "--head: invalid value (got '2', expected an integer in 0..1, this model's "
+                 "heads)");
     EXPECT_USAGE("--head without --attn-map", "--head 0", "--head: only applies with --attn-map");
     EXPECT_USAGE("--layer alone", "--layer 0", "--layer: only applies with --attn-map or "
                  "--attn-top");
@@ -231,7 +234,8 @@ static void test_bad_files(const char *tok) {
     EXPECT_BAD("zero width", write_model("c0.bin", 20240326, 3, MAX_T, V, L, NH, 0, VP, 0),
                "header field C out of range (got 0");
     EXPECT_BAD("negative context",
-               write_model("t.bin", 20240326, 3, -5, V, L, NH, C, VP, 0), "header field seq_len out of range (got -5");
+               write_model("t.bin", 20240326, 3, -5, V, L, NH, C, VP, 0),
+               "header field seq_len out of range (got -5");
     char short_path[128];
     snprintf(short_path, sizeof short_path, "%s/short.bin", dir);
     FILE *f = fopen(short_path, "wb");
@@ -279,7 +283,8 @@ static void test_bad_llama_files(const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -n 2 -t 0", write_llama("legacy.bin", 0, good, n + rope),
              tok);
     expect("a valid legacy llama2.c file runs", args, 0, "llama2.c legacy checkpoint");
-    EXPECT_BAD("legacy llama2.c file truncated", write_llama("l_trunc.bin", 0, good, n), "truncated");
+    EXPECT_BAD("legacy llama2.c file truncated", write_llama("l_trunc.bin", 0, good, n),
+               "truncated");
     EXPECT_BAD("llama2.c heads not divisible by kv heads",
                write_llama("l_kv.bin", 0, bad_kv, n + rope), "n_kv_heads out of range (got 3");
     EXPECT_BAD("llama2.c unknown version", write_llama("l_v3.bin", 3, good, n),
@@ -665,15 +670,10 @@ static void test_attention_views(const char *model, const char *tok) {
     free(out);
 }
 
-/* --eval: loss on a text file, against exact attention. */
-static void test_eval(const char *model, const char *tok) {
-    char text[128], args[1024], *out = NULL;
-    snprintf(text, sizeof text, "%s/eval.txt", dir);
-    FILE *f = fopen(text, "wb");
-    if (f) {
-        fputs("abcdefabcdef hello there, abcdef cdab efef abab cdcd hi hi hi!\n", f);
-        fclose(f);
-    }
+/* --eval with a window prints the loss and the comparison with exact; variants given
+ * without parameters run with their defaults, named in the report. */
+static void eval_variants(const char *model, const char *tok, const char *text) {
+    char args[1024], *out = NULL;
     snprintf(args, sizeof args, "%s %s -z %s --eval %s -c 8 --attn window:w=3", run_bin, model,
              tok, text);
     int code = check_run(args, &out, NULL);
@@ -694,40 +694,51 @@ static void test_eval(const char *model, const char *tok) {
                    "defaults (%s)", defaults[i][0], defaults[i][1]);
         free(out);
     }
-    /* N = k x ctx + 1 tokens: k whole windows, and the last token alone in none (it was
-     * reported as "k windows of ctx (the last 1 tokens)") */
+}
+
+/* --eval reports the windows it scored: with N = k x ctx + 1 tokens, k whole windows and
+ * the last token alone in none (it was reported as "k windows of ctx (the last 1
+ * tokens)"); with ctx - 1, a shorter last window. */
+static void eval_window_counts(const char *model, const char *tok, const char *text) {
+    char args[1024], *out = NULL;
     snprintf(args, sizeof args, "%s %s -z %s --eval %s -c 2", run_bin, model, tok, text);
-    out = NULL;
     long n_ids = 0;
     const char *at = check_run(args, &out, NULL) == 0 && out ? strstr(out, " bytes, ") : NULL;
     if (at) n_ids = strtol(at + strlen(" bytes, "), NULL, 10);
     free(out);
     int ctx = 0;
     for (int c = MAX_T; c >= 3 && !ctx; c--) if (n_ids > c && (n_ids - 1) % c == 0) ctx = c;
-    if (check_true(ctx > 0, "--eval: a window length that leaves one token over (%ld tokens)",
-                   n_ids)) {
-        char want[160];
-        for (int shorter = 0; shorter < 2; shorter++) {
-            int c = ctx - shorter, last = (int)(n_ids % c);
-            if (shorter && last < 2) break;   /* ctx - 1 must leave a window of 2 or more */
-            snprintf(args, sizeof args, "%s %s -z %s --eval %s -c %d", run_bin, model, tok,
-                     text, c);
-            if (!shorter)
-                snprintf(want, sizeof want, "%ld tokens, %ld windows of %d, the last token "
-                         "alone in no window, %ld tokens predicted", n_ids, (n_ids - 1) / c, c,
-                         (n_ids - 1) / c * (c - 1));
-            else
-                snprintf(want, sizeof want, "%ld tokens, %ld windows of %d (the last %d tokens), "
-                         "%ld tokens predicted", n_ids, n_ids / c + 1, c, last,
-                         n_ids / c * (c - 1) + last - 1);
-            out = NULL;
-            int rc = check_run(args, &out, NULL);
-            check_true(rc == 0 && out && strstr(out, want), "--eval reports the windows it "
-                       "scored: \"%s\"%s%s", want, out && !strstr(out, want) ? "; got " : "",
-                       out && !strstr(out, want) ? out : "");
-            free(out);
-        }
+    if (!check_true(ctx > 0, "--eval: a window length that leaves one token over (%ld tokens)",
+                    n_ids))
+        return;
+    char want[160];
+    for (int shorter = 0; shorter < 2; shorter++) {
+        int c = ctx - shorter, last = (int)(n_ids % c);
+        if (shorter && last < 2) break;   /* ctx - 1 must leave a window of 2 or more */
+        snprintf(args, sizeof args, "%s %s -z %s --eval %s -c %d", run_bin, model, tok,
+                 text, c);
+        if (!shorter)
+            snprintf(want, sizeof want, "%ld tokens, %ld windows of %d, the last token "
+                     "alone in no window, %ld tokens predicted", n_ids, (n_ids - 1) / c, c,
+                     (n_ids - 1) / c * (c - 1));
+        else
+            snprintf(want, sizeof want, "%ld tokens, %ld windows of %d (the last %d tokens), "
+                     "%ld tokens predicted", n_ids, n_ids / c + 1, c, last,
+                     n_ids / c * (c - 1) + last - 1);
+        out = NULL;
+        int rc = check_run(args, &out, NULL);
+        check_true(rc == 0 && out && strstr(out, want), "--eval reports the windows it "
+                   "scored: \"%s\"%s%s", want, out && !strstr(out, want) ? "; got " : "",
+                   out && !strstr(out, want) ? out : "");
+        free(out);
     }
+}
+
+/* --eval's failures, each one line: a window beyond the model's context, a missing file,
+ * a full disk (and generation's), a --ref of the other family or of a shorter context
+ * (which -c then fits). */
+static void eval_failures(const char *model, const char *tok, const char *text) {
+    char args[1024];
     snprintf(args, sizeof args, "%s -z %s --eval %s --ctx-size 17", model, tok, text);
     expect("--ctx-size beyond the model's context", args, 2,
            "--ctx-size: invalid value (got '17', expected an integer in 2..16, this model's "
@@ -756,6 +767,20 @@ static void test_eval(const char *model, const char *tok) {
     snprintf(args, sizeof args, "%s -z %s --eval %s --ref %s -c 8", model, tok, text, short_ref);
     expect("--ref with a shorter context, -c 8 (memory for 8 positions)", args, 0,
            "KV cache 0.0 MB for 8 positions");
+}
+
+/* --eval: loss on a text file, against exact attention. */
+static void test_eval(const char *model, const char *tok) {
+    char text[128];
+    snprintf(text, sizeof text, "%s/eval.txt", dir);
+    FILE *f = fopen(text, "wb");
+    if (f) {
+        fputs("abcdefabcdef hello there, abcdef cdab efef abab cdcd hi hi hi!\n", f);
+        fclose(f);
+    }
+    eval_variants(model, tok, text);
+    eval_window_counts(model, tok, text);
+    eval_failures(model, tok, text);
 }
 
 /* llama2.c's generations (../shared/testdata/llama2c/generation.json: stdout of its run

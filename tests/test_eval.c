@@ -49,22 +49,107 @@ static double plain_loss(Model *m, const int *ids, long n, long *tokens) {
     return nll;
 }
 
-int main(void) {
+/* The model, tokenizer and text files: the shipped weights/ when present, else ../shared's
+ * random GPT-2 small.bin; the training text's held-out part from ../shared, else this
+ * repository's README. Returns 0, or -1 (after check_skip) when there is no model. */
+static int choose_files(char model_path[512], char tok_path[512], char data_path[512]) {
     const char *shared = check_shared_dir();
-    char model_path[512], tok_path[512], data_path[512], text_path[64];
     if (access("weights/model.bin", R_OK) == 0 && access("weights/tokenizer.bin", R_OK) == 0) {
-        snprintf(model_path, sizeof model_path, "weights/model.bin");
-        snprintf(tok_path, sizeof tok_path, "weights/tokenizer.bin");
+        snprintf(model_path, 512, "weights/model.bin");
+        snprintf(tok_path, 512, "weights/tokenizer.bin");
     } else if (shared) {
-        snprintf(model_path, sizeof model_path, "%s/testdata/gpt2/small.bin", shared);
-        snprintf(tok_path, sizeof tok_path, "%s/testdata/gpt2/gpt2_tokenizer.bin", shared);
+        snprintf(model_path, 512, "%s/testdata/gpt2/small.bin", shared);
+        snprintf(tok_path, 512, "%s/testdata/gpt2/gpt2_tokenizer.bin", shared);
     } else {
         check_skip("no weights/ and no ../shared: no model to evaluate");
-        return check_summary("test_eval");
+        return -1;
     }
-    /* the training text's held-out part; without ../shared, this repository's README */
-    if (shared) snprintf(data_path, sizeof data_path, "%s/data/tinyshakespeare.txt", shared);
-    else snprintf(data_path, sizeof data_path, "README.md");
+    if (shared) snprintf(data_path, 512, "%s/data/tinyshakespeare.txt", shared);
+    else snprintf(data_path, 512, "README.md");
+    return 0;
+}
+
+/* 2. The exact loss through ./run --eval (printed to 6 decimals) is plain_per_token,
+ * and a window with sinks covering the window reports KL 0 and full agreement. text is
+ * written (TEXT_BYTES) to a temporary file for it. */
+static void check_run_eval(const char *model_path, const char *tok_path, const char *text,
+                           double plain_per_token) {
+    char text_path[64];
+    snprintf(text_path, sizeof text_path, "/tmp/test_eval_%d.txt", (int)getpid());
+    FILE *f = fopen(text_path, "wb");
+    if (f) { fwrite(text, 1, TEXT_BYTES, f); fclose(f); }
+    const char *run_bin = getenv("RUN") && *getenv("RUN") ? getenv("RUN") : "./run";
+    char command[2048], *out = NULL;
+    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d", run_bin, model_path,
+             tok_path, text_path, CTX);
+    int code = check_run(command, &out, NULL);
+    const char *loss = out ? strstr(out, "loss: ") : NULL;
+    double cli = loss ? strtod(loss + 6, NULL) : (double)NAN;
+    check_true(code == 0 && fabs(cli - plain_per_token) <= 1e-6,
+               "./run --eval (exact) prints the plain forward's loss: %.6f vs %.9f", cli,
+               plain_per_token);
+    free(out);
+    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d "
+             "--attn window:w=%d,sinks=4", run_bin, model_path, tok_path, text_path, CTX, CTX - 4);
+    out = NULL;
+    code = check_run(command, &out, NULL);
+    check_true(code == 0 && out && strstr(out, "KL 0.000000 nats/token, top-1 agreement 100.0000%"),
+               "./run --eval --attn window:w=%d,sinks=4 reports KL 0 and 100%% agreement", CTX - 4);
+    free(out);
+    remove(text_path);
+}
+
+/* 3. A window with sinks that covers the window is exact, bit for bit (plain: the exact
+ * NLL); 4. a short window is a different function with a smaller state. m's attention
+ * is changed; exact stays exact. */
+static void check_windows(Model *m, Model *exact, const Tokenizer *tok, const int *ids,
+                          size_t n_ids, double plain) {
+    AttentionConfig cfg;
+    attention_config_default(&cfg);
+    cfg.kind = ATTENTION_WINDOW;
+    cfg.window = CTX - 4;
+    cfg.sinks = 4;
+    EvalResult w;
+    int ok = model_set_attention(m, &cfg) == 0 &&
+             eval_windows(m, exact, tok, ids, (long)n_ids, CTX, 0, &w) == 0;
+    check_true(ok && w.nll == plain && w.kl == 0.0 && w.agree == w.tokens,
+               "window(%d) + 4 sinks == exact: same loss bits, KL %g, agreement %ld/%ld",
+               CTX - 4, w.kl, w.agree, w.tokens);
+    size_t ring_bytes = m->attention_layer_bytes;
+
+    cfg.window = 8;
+    cfg.sinks = 0;
+    ok = model_set_attention(m, &cfg) == 0 &&
+         eval_windows(m, exact, tok, ids, (long)n_ids, CTX, 0, &w) == 0;
+    check_true(ok && w.kl > 0.0 && w.nll != plain && m->attention_layer_bytes < ring_bytes &&
+               ring_bytes <= exact->attention_layer_bytes,
+               "window(8): KL %.3g > 0, state %zu < %zu <= exact %zu bytes per layer",
+               w.kl / (double)w.tokens, m->attention_layer_bytes, ring_bytes,
+               exact->attention_layer_bytes);
+}
+
+/* 5. Every kind runs on the model (m's attention is changed) and gives finite losses. */
+static void check_every_kind(Model *m, const Tokenizer *tok, const int *ids, size_t n_ids) {
+    const AttentionKind kinds[] = {ATTENTION_GAUSS, ATTENTION_DILATED, ATTENTION_STRIDED,
+                                   ATTENTION_FIXED, ATTENTION_LSH, ATTENTION_LINEAR,
+                                   ATTENTION_EFFICIENT, ATTENTION_PERFORMER};
+    AttentionConfig cfg;
+    EvalResult w;
+    int finite = 1;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        attention_config_default(&cfg);
+        cfg.kind = kinds[k];
+        cfg.features = 32;
+        finite &= model_set_attention(m, &cfg) == 0 &&
+                  eval_windows(m, NULL, tok, ids, (long)(n_ids < 130 ? n_ids : 130), CTX, 0,
+                               &w) == 0 && isfinite(w.nll);
+    }
+    check_true(finite, "every variant runs on the model with a finite loss");
+}
+
+int main(void) {
+    char model_path[512], tok_path[512], data_path[512];
+    if (choose_files(model_path, tok_path, data_path) != 0) return check_summary("test_eval");
     printf("model %s\n", model_path);
     size_t size;
     char *data = check_read_file(data_path, &size);
@@ -93,69 +178,9 @@ int main(void) {
     check_true(ok && r.tokens == plain_tokens && r.nll == plain,
                "exact eval == plain forward loss, bitwise (%.9f vs %.9f nats/token, %ld tokens)",
                r.nll / (double)r.tokens, plain / (double)plain_tokens, r.tokens);
-
-    /* 2. the same through ./run --eval (printed to 6 decimals) */
-    snprintf(text_path, sizeof text_path, "/tmp/test_eval_%d.txt", (int)getpid());
-    FILE *f = fopen(text_path, "wb");
-    if (f) { fwrite(text, 1, TEXT_BYTES, f); fclose(f); }
-    const char *run_bin = getenv("RUN") && *getenv("RUN") ? getenv("RUN") : "./run";
-    char command[2048], *out = NULL;
-    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d", run_bin, model_path,
-             tok_path, text_path, CTX);
-    int code = check_run(command, &out, NULL);
-    const char *loss = out ? strstr(out, "loss: ") : NULL;
-    double cli = loss ? strtod(loss + 6, NULL) : (double)NAN;
-    check_true(code == 0 && fabs(cli - plain / (double)plain_tokens) <= 1e-6,
-               "./run --eval (exact) prints the plain forward's loss: %.6f vs %.9f", cli,
-               plain / (double)plain_tokens);
-    free(out);
-    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d --attn window:w=%d,sinks=4",
-             run_bin, model_path, tok_path, text_path, CTX, CTX - 4);
-    out = NULL;
-    code = check_run(command, &out, NULL);
-    check_true(code == 0 && out && strstr(out, "KL 0.000000 nats/token, top-1 agreement 100.0000%"),
-               "./run --eval --attn window:w=%d,sinks=4 reports KL 0 and 100%% agreement", CTX - 4);
-    free(out);
-    remove(text_path);
-
-    /* 3. window + sinks covering the window == exact, bit for bit */
-    AttentionConfig cfg;
-    attention_config_default(&cfg);
-    cfg.kind = ATTENTION_WINDOW;
-    cfg.window = CTX - 4;
-    cfg.sinks = 4;
-    EvalResult w;
-    ok = model_set_attention(&m, &cfg) == 0 &&
-         eval_windows(&m, &exact, &tok, ids, (long)n_ids, CTX, 0, &w) == 0;
-    check_true(ok && w.nll == plain && w.kl == 0.0 && w.agree == w.tokens,
-               "window(%d) + 4 sinks == exact: same loss bits, KL %g, agreement %ld/%ld",
-               CTX - 4, w.kl, w.agree, w.tokens);
-    size_t ring_bytes = m.attention_layer_bytes;
-
-    /* 4. a short window is a different function with a smaller state */
-    cfg.window = 8;
-    cfg.sinks = 0;
-    ok = model_set_attention(&m, &cfg) == 0 &&
-         eval_windows(&m, &exact, &tok, ids, (long)n_ids, CTX, 0, &w) == 0;
-    check_true(ok && w.kl > 0.0 && w.nll != plain && m.attention_layer_bytes < ring_bytes &&
-               ring_bytes <= exact.attention_layer_bytes,
-               "window(8): KL %.3g > 0, state %zu < %zu <= exact %zu bytes per layer",
-               w.kl / (double)w.tokens, m.attention_layer_bytes, ring_bytes,
-               exact.attention_layer_bytes);
-    /* 5. every kind runs on the model and gives finite losses */
-    const AttentionKind kinds[] = {ATTENTION_GAUSS, ATTENTION_DILATED, ATTENTION_STRIDED,
-                                   ATTENTION_FIXED, ATTENTION_LSH, ATTENTION_LINEAR,
-                                   ATTENTION_EFFICIENT, ATTENTION_PERFORMER};
-    int finite = 1;
-    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        attention_config_default(&cfg);
-        cfg.kind = kinds[k];
-        cfg.features = 32;
-        finite &= model_set_attention(&m, &cfg) == 0 &&
-                  eval_windows(&m, NULL, &tok, ids, (long)(n_ids < 130 ? n_ids : 130), CTX, 0,
-                               &w) == 0 && isfinite(w.nll);
-    }
-    check_true(finite, "every variant runs on the model with a finite loss");
+    check_run_eval(model_path, tok_path, text, plain / (double)plain_tokens);
+    check_windows(&m, &exact, &tok, ids, n_ids, plain);
+    check_every_kind(&m, &tok, ids, n_ids);
 done:
     free(ids);
     free(data);

@@ -427,7 +427,8 @@ static void test_model_grad(float dropout) {
     }
     char what[192];
     snprintf(what, sizeof what, "whole model gradient, %zu parameters (L 2, C 8, residual sums, "
-             "tied embedding, dropout %.1f on the residuals and the attention weights)", tr.n_params, (double)dropout);
+             "tied embedding, dropout %.1f on the residuals and the attention weights)",
+             tr.n_params, (double)dropout);
     check_close(what, tr.grads, numeric, tr.n_params, MODEL_GRAD_ATOL, MODEL_GRAD_RTOL);
     free(numeric);
     trainer_free(&tr);
@@ -1547,14 +1548,10 @@ static void put_state_float(unsigned char *s, int array, size_t i, float f) {
 static void negative_v(unsigned char *s, size_t n) { (void)n; put_state_float(s, 1, 0, -1.0f); }
 static void nan_weight(unsigned char *s, size_t n) { (void)n; put_state_float(s, 2, 5, NAN); }
 
-/* Task: a corrupt or mismatched state file is refused, naming the state file. */
-static void test_state_file(void) {
-    char dir[CAP], text[CAP], model[CAP], state[CAP], tok[CAP], args[3 * CAP], resume[3 * CAP];
-    if (!check_true(make_temp_dir(dir) == 0, "state: temp folder")) return;
-    if (write_play(join(text, dir, "text.txt")) != 0) goto done;
-    join(model, dir, "a.bin");
-    join(state, dir, "a.bin.state");
-    join(tok, dir, "tokenizer.bin");
+/* State: the runs whose files the checks use, in dir on text: A at model (a.bin), B of
+ * the same shape with another seed (b.bin), C of another shape (c.bin). */
+static void state_runs(const char *dir, const char *text, const char *model) {
+    char args[3 * CAP];
     format_into(args, sizeof args, "-d %s -o %s " TINY " -n 6 -e 3", text, model);
     expect_train("state: run A", args, 0, "final: train");
     format_into(args, sizeof args, "-d %s -o %s/b.bin -z %s/b.tok " TINY " -n 6 -e 3 -s 2", text,
@@ -1563,11 +1560,12 @@ static void test_state_file(void) {
     format_into(args, sizeof args, "-d %s -o %s/c.bin -z %s/c.tok -v 300 -L 1 -C 32 -H 2 -T 8 -B 4 "
              "-n 6 -e 3", text, dir, dir);
     expect_train("state: run C, another shape", args, 0, "final: train");
-    size_t n = 0;
-    unsigned char *pristine = check_read_file(state, &n);
-    if (!check_true(pristine && n > STATE_HEADER_BYTES, "state: read A's state")) goto done;
-    format_into(resume, sizeof resume, "-r -d %s -o %s -n 8", text, model);
+}
 
+/* State: A's state (pristine, n bytes) written to state cut, lengthened or with one field
+ * broken, each refused by resume (-r) with its message. */
+static void state_corruptions(const char *resume, const char *state,
+                              const unsigned char *pristine, size_t n) {
     expect_bad_state("-r, state truncated by 4 bytes", resume, state, pristine, n, n - 4, NULL,
                      "truncated (got ");
     expect_bad_state("-r, state with a trailing byte", resume, state, pristine, n, n + 1, NULL,
@@ -1600,6 +1598,10 @@ static void test_state_file(void) {
     expect_bad_state("-r, state with 2^64 - 1 parameters", resume, state, pristine, n, n,
                      huge_n_params, "state of another model shape (got T 8, V 300, L 1, NH 2, "
                      "C 16, 18446744073709551615 parameters");
+}
+
+/* State: the whole state of run B (same shape) or C (another shape) in place of A's. */
+static void state_of_other_runs(const char *dir, const char *resume, const char *state) {
     char other[CAP];
     size_t n_other = 0;
     unsigned char *b_state = check_read_file(join(other, dir, "b.bin.state"), &n_other);
@@ -1615,10 +1617,13 @@ static void test_state_file(void) {
                          "L 1, NH 2, C 32");
         free(c_state);
     }
-    /* the state of an earlier checkpoint of the same run: run D stops at step 3, its state
-     * is kept, the run is resumed to step 6; that old state beside the new checkpoint is
-     * refused, naming the step it belongs to */
-    char d_model[CAP], d_state[CAP], d_tok[CAP];
+}
+
+/* State: the state of an earlier checkpoint of the same run: run D stops at step 3, its
+ * state is kept, the run is resumed to step 6; that old state beside the new checkpoint
+ * is refused, naming the step it belongs to. */
+static void state_of_earlier_step(const char *dir, const char *text) {
+    char args[3 * CAP], d_model[CAP], d_state[CAP], d_tok[CAP];
     join(d_model, dir, "d.bin");
     join(d_state, dir, "d.bin.state");
     join(d_tok, dir, "d.tok");
@@ -1639,7 +1644,13 @@ static void test_state_file(void) {
                      "of the step-3 checkpoint the state was saved with)");
         free(d3_state);
     }
-    /* a corrupt checkpoint is named as such */
+}
+
+/* State: a truncated checkpoint (model) beside its intact state (pristine, n bytes) is
+ * named as such; with both files as they were, resume goes on from step 6. */
+static void state_checkpoint_truncated(const char *resume, const char *model,
+                                       const char *state, const unsigned char *pristine,
+                                       size_t n) {
     size_t n_model = 0;
     unsigned char *model_bytes = check_read_file(model, &n_model);
     if (model_bytes && write_bytes(state, pristine, n) == 0 &&
@@ -1648,11 +1659,28 @@ static void test_state_file(void) {
         format_into(message, sizeof message, "%s: truncated (got %zu bytes", model, n_model - 4);
         expect_train("-r, checkpoint truncated", resume, 1, message);
     }
-    /* the files as they were: -r goes on from step 6 */
     if (model_bytes && write_bytes(model, model_bytes, n_model) == 0 &&
         write_bytes(state, pristine, n) == 0)
         expect_train("-r with the intact state", resume, 0, "resuming at step 6 of 8");
     free(model_bytes);
+}
+
+/* Task: a corrupt or mismatched state file is refused, naming the state file. */
+static void test_state_file(void) {
+    char dir[CAP], text[CAP], model[CAP], state[CAP], resume[3 * CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "state: temp folder")) return;
+    if (write_play(join(text, dir, "text.txt")) != 0) goto done;
+    join(model, dir, "a.bin");
+    join(state, dir, "a.bin.state");
+    state_runs(dir, text, model);
+    size_t n = 0;
+    unsigned char *pristine = check_read_file(state, &n);
+    if (!check_true(pristine && n > STATE_HEADER_BYTES, "state: read A's state")) goto done;
+    format_into(resume, sizeof resume, "-r -d %s -o %s -n 8", text, model);
+    state_corruptions(resume, state, pristine, n);
+    state_of_other_runs(dir, resume, state);
+    state_of_earlier_step(dir, text);
+    state_checkpoint_truncated(resume, model, state, pristine, n);
     free(pristine);
 done:
     remove_dir(dir);
@@ -1953,22 +1981,12 @@ done:
     remove_dir(dir);
 }
 
-/* Task: the hostile round's contract breaks, each refused with one line before any work
- * (or reported): outputs that are the training text; an empty -o; a folder that does not
- * exist (it failed only at the first checkpoint, after training); a run needing more
- * memory than the limit (it went to the OOM killer); a tokenizer of the same size that is
- * not the run's, on -r; OMP_NUM_THREADS beyond the cores (it crashed); standard output
- * closed (SIGPIPE, exit 141, no message) or full. */
-static void test_contracts(void) {
-    char dir[CAP], text[CAP], model[CAP], tok[CAP], other[CAP], args[3 * CAP];
-    char command[4 * CAP];
-    if (!check_true(make_temp_dir(dir) == 0, "contracts: temp folder")) return;
-    if (write_play(join(text, dir, "text.txt")) != 0) goto done;
-    join(model, dir, "m.bin");
-    join(tok, dir, "tok.bin");
+/* Contracts: the training text as an output (-z or -o naming it), refused even with
+ * --force, and the text left untouched. */
+static void contracts_text_as_output(const char *text, const char *model) {
+    char args[3 * CAP];
     size_t n_text = 0;
     char *text_before = check_read_file(text, &n_text);
-    /* the text as an output, even with --force */
     format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2", text, model, text);
     expect_train("--force -z naming the training text", args, 1, "text.txt: is the input");
     format_into(args, sizeof args, "--force -d %s -o %s " TINY " -n 2", text, text);
@@ -1979,7 +1997,12 @@ static void test_contracts(void) {
                !memcmp(text_before, text_after, n_text), "contracts: the text is untouched");
     free(text_before);
     free(text_after);
-    /* outputs that cannot be written, refused before any training */
+}
+
+/* Contracts: outputs that cannot be written (an empty -o, a folder that does not exist),
+ * refused before any training. */
+static void contracts_unwritable_outputs(const char *dir, const char *text) {
+    char args[3 * CAP];
     char *out = NULL, *err = NULL;
     format_into(args, sizeof args, "-d %s -o '' " TINY " -n 2", text);
     int code = train(args, &out, &err);
@@ -1995,7 +2018,14 @@ static void test_contracts(void) {
                "(exit %d)", code);
     free(out);
     free(err);
-    /* the memory a run needs, against --max-memory: refused just below, run just above */
+}
+
+/* Contracts: the memory a run needs, against --max-memory: refused just below (writing
+ * nothing), run just above (leaving model and tok for the next checks); the hostile
+ * round's 80 GB shape refused under a 64 GB limit. */
+static void contracts_memory(const char *dir, const char *text, const char *model,
+                             const char *tok) {
+    char args[3 * CAP], command[4 * CAP];
     Config c = {0};
     c.seq_len = 8;
     c.vocab_size = 300;
@@ -2037,8 +2067,13 @@ static void test_contracts(void) {
     check_true(trainer_memory_bytes(&big, &settings, 64) > (size_t)75e9, "the 80 GB shape "
                "needs more than 75 GB (%.2f)", (double)trainer_memory_bytes(&big, &settings, 64)
                * 1e-9);
-    /* -r with a tokenizer of the same size that another run learned */
-    char other_text[CAP], other_model[CAP];
+}
+
+/* Contracts: -r on the run at model with a tokenizer that is not the run's: another run's
+ * of the same size, or a llama2.c file. */
+static void contracts_foreign_tokenizer(const char *dir, const char *text, const char *model) {
+    char args[3 * CAP], command[4 * CAP];
+    char other[CAP], other_text[CAP], other_model[CAP];
     join(other_text, dir, "other.txt");
     join(other_model, dir, "o.bin");
     join(other, dir, "other_tok.bin");
@@ -2059,11 +2094,15 @@ static void test_contracts(void) {
         expect_train("-r with a llama2.c tokenizer", args, 1, "llama_tok.bin: tokenizer of the "
                      "other family (got llama2.c's tokenizer file");
     }
-    /* threads: capped with a note; --threads in range */
+}
+
+/* Contracts: OMP_NUM_THREADS beyond the cores capped with a note; --threads in range. */
+static void contracts_threads(const char *text, const char *model, const char *tok) {
+    char args[3 * CAP], command[4 * CAP];
     format_into(command, sizeof command, "env OMP_NUM_THREADS=100000 %s --force -d %s -o %s "
                 "-z %s " TINY " -n 2", train_bin, text, model, tok);
-    out = err = NULL;
-    code = check_run(command, &out, &err);
+    char *out = NULL, *err = NULL;
+    int code = check_run(command, &out, &err);
 #ifdef _OPENMP
     check_true(code == 0 && err && strstr(err, "OMP_NUM_THREADS asks for 100000 threads; "
                "using the"), "OMP_NUM_THREADS=100000: capped at the cores with a note (exit %d)",
@@ -2078,7 +2117,13 @@ static void test_contracts(void) {
     expect_train("--threads 1", args, 0, "1 thread,");
     expect_usage("--threads 0", "--threads 0", "--threads: invalid value (got '0', expected an "
                  "integer in 1..1024)");
-    /* standard output closed after the first line, or full */
+}
+
+/* Contracts: standard output closed after the first line (exit 1 with a message, not
+ * SIGPIPE's silent 141), or full. */
+static void contracts_stdout(const char *dir, const char *text, const char *model,
+                             const char *tok) {
+    char args[3 * CAP], command[4 * CAP];
     /* the reader is gone before the first write (true exits at once; train starts a second
      * later), so the write fails whatever the pipe's buffer holds */
     format_into(command, sizeof command, "{ sleep 1; %s %s --force -d %s -o %s -z %s " TINY
@@ -2101,7 +2146,28 @@ static void test_contracts(void) {
                 model, tok);
     expect_train("a run into a full disk", args, 1,
                  "standard output: write error (No space left on device)");
-done:
+}
+
+/* Task: the hostile round's contract breaks, each refused with one line before any work
+ * (or reported): outputs that are the training text; an empty -o; a folder that does not
+ * exist (it failed only at the first checkpoint, after training); a run needing more
+ * memory than the limit (it went to the OOM killer); a tokenizer of the same size that is
+ * not the run's, on -r; OMP_NUM_THREADS beyond the cores (it crashed); standard output
+ * closed (SIGPIPE, exit 141, no message) or full. In this order: -r needs the run the
+ * memory checks leave. */
+static void test_contracts(void) {
+    char dir[CAP], text[CAP], model[CAP], tok[CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "contracts: temp folder")) return;
+    if (write_play(join(text, dir, "text.txt")) == 0) {
+        join(model, dir, "m.bin");
+        join(tok, dir, "tok.bin");
+        contracts_text_as_output(text, model);
+        contracts_unwritable_outputs(dir, text);
+        contracts_memory(dir, text, model, tok);
+        contracts_foreign_tokenizer(dir, text, model);
+        contracts_threads(text, model, tok);
+        contracts_stdout(dir, text, model, tok);
+    }
     remove_dir(dir);
 }
 
