@@ -1023,7 +1023,7 @@ static inline float exp_approx(float x) {
     /* exp(x) = 2^k exp(r) with k = round(x / ln 2) and |r| <= ln(2) / 2; exp(r) from its
      * Taylor series to r^7 (truncation below 6e-9 relative); 2^k applied as two factors
      * 2^(k/2) 2^(k - k/2) so that k = -150 .. 128 never leaves float's exponent range.
-     * Selects instead of branches, so the compiler vectorises a loop over it. */
+     * Selects, not branches: clang vectorises a loop over it, gcc 12 only for AVX-512. */
     int is_nan = x != x;
     float xc = is_nan ? 0.0f : x < EXP_X_MIN ? EXP_X_MIN : x > EXP_X_MAX ? EXP_X_MAX : x;
     /* adding 1.5 * 2^23 rounds to an integer only if the sum is rounded to float: the cast
