@@ -241,6 +241,9 @@ valgrind:
 	  QUANTIZE="$(VALGRIND) build/valgrind/quantize" \
 	  sh tests/run_all.sh $(addprefix build/valgrind/tests/,$(VG_TESTS))
 
+# the other architectures (tests/cross.mk): make test-aarch64, test-aarch64-all, test-i686
+include tests/cross.mk
+
 # bench-attention: attention-only time per generated token at T = 128 .. 16384 on
 # synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
 # nothing. Example: OMP_NUM_THREADS=1 make bench-attention

@@ -1,0 +1,80 @@
+# tests/cross.mk: the suite on other architectures, each cross-built into its own build
+# folder (included by the Makefile; the targets use its TESTS and build rules): aarch64
+# under qemu-user, and 32-bit x86 with x87 floats. Each also checks that the shipped
+# model's greedy text is this machine's, byte for byte. Debian's packages for each are
+# named by the target, and .ci/run installs them.
+
+GREEDY_ARGS = weights/model.bin -z weights/tokenizer.bin -i "ROMEO:" -n 120 -t 0
+# $(call same_greedy,NAME,RUN): RUN (a command) prints $(B)/run's greedy text, or fails
+same_greedy = $(B)/run $(GREEDY_ARGS) > $(B)/greedy.txt 2>/dev/null && \
+  $(2) $(GREEDY_ARGS) > $(B)/greedy_$(1).txt 2>/dev/null && \
+  if cmp -s $(B)/greedy.txt $(B)/greedy_$(1).txt; then \
+    echo "ok - $(1): the shipped model's greedy text equals this machine's, byte for byte"; \
+  else echo "FAIL - $(1): the greedy text differs:"; diff $(B)/greedy.txt $(B)/greedy_$(1).txt; \
+    exit 1; fi
+# $(call need,COMMAND,PACKAGES): fail with what to install when COMMAND is missing
+need = command -v $(1) >/dev/null || { echo "$@: needs $(1) (Debian: apt-get install $(2))"; \
+  exit 1; }
+TEST_NAMES = $(notdir $(TESTS))
+# aarch64: Debian's cross compiler; qemu-user runs its programs, with the cross libraries as
+# their root (-L). The build's flags are the default ones ($(CC) for aarch64 takes no
+# -march=native here: -O3 for any ARMv8-A), with OpenMP.
+AARCH64_CC = aarch64-linux-gnu-gcc
+AARCH64_ROOT = /usr/aarch64-linux-gnu
+AARCH64_RUN = qemu-aarch64 -L $(AARCH64_ROOT)
+AARCH64_B = build/aarch64
+AARCH64_PACKAGES = gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+AARCH64_QUICK = test_kernels test_quant test_attention test_model test_tokenizer \
+                test_tokenizer_llama test_sampler
+
+# test-aarch64: the aarch64 build under qemu-aarch64: the kernel, quantization, attention,
+# model, tokenizer and sampler tests, and the greedy text. About 2 minutes (CI runs it).
+# Example: make test-aarch64
+test-aarch64: all
+	@$(call need,$(AARCH64_CC),$(AARCH64_PACKAGES))
+	@$(call need,qemu-aarch64,$(AARCH64_PACKAGES))
+	$(MAKE) B=$(AARCH64_B) CC=$(AARCH64_CC) $(AARCH64_B)/run \
+	  $(addprefix $(AARCH64_B)/tests/,$(AARCH64_QUICK))
+	@WRAP="$(AARCH64_RUN)" sh tests/run_all.sh $(addprefix $(AARCH64_B)/tests/,$(AARCH64_QUICK))
+	@$(call same_greedy,aarch64,$(AARCH64_RUN) $(AARCH64_B)/run)
+
+# test-aarch64-all: the whole suite on the aarch64 build under qemu-aarch64 (test_cli,
+# test_eval and test_train run the aarch64 programs under it too), and the greedy text.
+# About 7 minutes here: for occasional runs. Example: make test-aarch64-all
+# (the programs' commands are absolute: test_train puts its folder before a relative one.
+# Its four rename kill points fail here until its strace also traces renameat, which is
+# what rename is on aarch64, natively and under qemu)
+test-aarch64-all: all
+	@$(call need,$(AARCH64_CC),$(AARCH64_PACKAGES))
+	@$(call need,qemu-aarch64,$(AARCH64_PACKAGES))
+	$(MAKE) B=$(AARCH64_B) CC=$(AARCH64_CC) $(AARCH64_B)/run $(AARCH64_B)/train \
+	  $(AARCH64_B)/quantize $(addprefix $(AARCH64_B)/tests/,$(TEST_NAMES))
+	@qemu="$$(command -v qemu-aarch64) -L $(AARCH64_ROOT)" && bin=$(CURDIR)/$(AARCH64_B) && \
+	  WRAP="$(AARCH64_RUN)" RUN="$$qemu $$bin/run" TRAIN="$$qemu $$bin/train" \
+	  QUANTIZE="$$qemu $$bin/quantize" \
+	  sh tests/run_all.sh $(addprefix $(AARCH64_B)/tests/,$(TEST_NAMES))
+	@$(call same_greedy,aarch64,$(AARCH64_RUN) $(AARCH64_B)/run)
+
+# i686: 32-bit x86 (32-bit size_t and long) with gcc's default x87 floats (FLT_EVAL_METHOD
+# 2: float expressions kept wider, the portable kernels), as Debian's i386 builds; Debian's
+# cross compiler, as gcc-multilib (for -m32) conflicts with the aarch64 one. Linked to the
+# cross libraries (rpath and loader), so the programs run here natively.
+I686_CC = i686-linux-gnu-gcc
+I686_LIB = /usr/i686-linux-gnu/lib
+I686_LDLIBS = -lm -Wl,-rpath,$(I686_LIB) -Wl,--dynamic-linker=$(I686_LIB)/ld-linux.so.2
+I686_B = build/i686
+# test_train is built but not run: two of its checks expect the 80 GB model's memory
+# figure, which a 32-bit build refuses to compute (the model is too large for it)
+I686_TESTS = $(filter-out test_train,$(TEST_NAMES))
+
+# test-i686: the whole suite but test_train on the i686 build, and the greedy text. About
+# 2 minutes (CI runs it). Example: make test-i686
+test-i686: all
+	@$(call need,$(I686_CC),gcc-i686-linux-gnu libc6-dev-i386-cross)
+	$(MAKE) B=$(I686_B) CC=$(I686_CC) CFLAGS=-O3 LDLIBS="$(I686_LDLIBS)" $(I686_B)/run \
+	  $(I686_B)/train $(I686_B)/quantize $(addprefix $(I686_B)/tests/,$(TEST_NAMES))
+	@RUN=$(I686_B)/run TRAIN=$(I686_B)/train QUANTIZE=$(I686_B)/quantize \
+	  sh tests/run_all.sh $(addprefix $(I686_B)/tests/,$(I686_TESTS))
+	@$(call same_greedy,i686,$(I686_B)/run)
+
+.PHONY: test-aarch64 test-aarch64-all test-i686
