@@ -77,7 +77,7 @@ $(B)/attnmap_page.inc: attnmap_page.html
 	@mkdir -p $(B)
 	sed -e 's/[\\"?]/\\&/g' -e 's/^/"/' -e 's/$$/\\n",/' attnmap_page.html > $@.tmp
 	@mv $@.tmp $@
-$(B)/attnmap.o: attnmap.c attnmap.h $(B)/attnmap_page.inc $(FLAGS_STAMP)
+$(B)/attnmap.o: attnmap.c attnmap.h unicode.h $(B)/attnmap_page.inc $(FLAGS_STAMP)
 	$(CC) $(BASE) $(CFLAGS) -I$(B) -c $< -o $@
 $(B)/attention_spec.o: attention_spec.c attention_spec.h attention.h cli.h
 $(B)/eval.o: eval.c eval.h model.h checkpoint.h kernels.h quant.h attention.h tokenizer.h os.h
@@ -189,7 +189,7 @@ $(B)/tests/test_generate: $(B)/tests/test_generate.o $(B)/tests/check.o $(B)/gen
 $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_tokenizer_llama: $(B)/tests/test_tokenizer_llama.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampler.o
-$(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/attnmap.o
+$(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/attnmap.o $(B)/unicode.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
 $(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(TRAIN_LIB) $(B)/cli.o $(B)/bpe.o \
                        $(CORE) $(TOK)

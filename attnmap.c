@@ -18,6 +18,8 @@
 #include <stdlib.h>   /* malloc, free, qsort */
 #include <string.h>   /* strlen, memcpy */
 
+#include "unicode.h"  /* unicode_utf8_next: a label's characters */
+
 /* ======================================================================================
  * Labels: bytes to display units, then each unit escaped for its context
  * ==================================================================================== */
@@ -32,28 +34,6 @@
 #define ASCII_DEL 0x7F
 #define ASCII_CONTROL_END 0x20      /* bytes below this are control characters */
 #define BMP_END 0x10000             /* code points from here are written \UXXXXXXXX */
-
-/* The code point of the valid UTF-8 sequence at s (n bytes left) into *code; returns its
- * length, or 0 if s does not start one: a stray continuation byte, an overlong form, a
- * surrogate, a value above U+10FFFF, or a sequence cut off by the end (RFC 3629 4). */
-static int utf8_decode(const unsigned char *s, size_t n, uint32_t *code) {
-    unsigned char b = s[0];
-    int len;
-    uint32_t c, min;
-    if (b < ASCII_END) { *code = b; return 1; }
-    if (b >= 0xC2 && b <= 0xDF) { len = 2; c = b & 0x1Fu; min = 0x80; }
-    else if (b >= 0xE0 && b <= 0xEF) { len = 3; c = b & 0x0Fu; min = 0x800; }
-    else if (b >= 0xF0 && b <= 0xF4) { len = 4; c = b & 0x07u; min = 0x10000; }
-    else return 0;
-    if ((size_t)len > n) return 0;
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0u) != 0x80u) return 0;
-        c = (c << 6) | (s[i] & 0x3Fu);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    *code = c;
-    return len;
-}
 
 /* Valid characters that would show as nothing, move the text around, break a JavaScript
  * string (U+2028/9), or are not meant for text: written as \u escapes instead. */
@@ -75,15 +55,15 @@ static int is_hidden(uint32_t c) {
 static size_t label_unit(const unsigned char *label, size_t len, size_t *pos, int quoted,
                          int mark_spaces, char *unit, size_t *chars) {
     uint32_t code = 0;
-    int n = utf8_decode(label + *pos, len - *pos, &code);
+    size_t n = unicode_utf8_next(label + *pos, len - *pos, &code);
     int m;
-    if (n == 0) {                                  /* a byte of no valid character */
+    if (code == UNICODE_INVALID) {                 /* a byte of no valid character */
         m = snprintf(unit, UNIT_MAX, "\\x%02x", label[*pos]);
         *pos += 1;
         *chars = (size_t)m;
         return (size_t)m;
     }
-    *pos += (size_t)n;
+    *pos += n;
     *chars = 1;
     if (code >= ASCII_END) {
         if (is_hidden(code)) {
@@ -91,8 +71,8 @@ static size_t label_unit(const unsigned char *label, size_t len, size_t *pos, in
             *chars = (size_t)m;
             return (size_t)m;
         }
-        memcpy(unit, label + *pos - n, (size_t)n);
-        return (size_t)n;
+        memcpy(unit, label + *pos - n, n);
+        return n;
     }
     const char *text = NULL;
     if (code == '\\') text = "\\\\";
