@@ -412,7 +412,7 @@ void train_dropout(float *out, const float *x, size_t n, float p, uint64_t key) 
         return;
     }
     Loop f = {.out = out, .x = x, .n = n, .p = p, .key = key};
-    kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
+    kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (double)n);
 }
 
 /* out (n,) = x + drop(y): dropout on a sublayer's output y with the mask of (layer,
@@ -423,7 +423,7 @@ static void residual_add(void *ctx, int layer, int site, float *out, const float
     Loop f = {.out = out, .x = x, .y = y, .n = n,
               .p = tr->dropout_on ? tr->settings.dropout : 0.0f,
               .key = train_dropout_key(tr, layer, site)};
-    kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (long)n);
+    kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (double)n);
 }
 
 /* residual_add's backward: dy (n,) = drop(dout) with the same mask. */
@@ -472,7 +472,7 @@ static void crossentropy_job(void *ctx, int j) {
 void train_crossentropy_forward(float *probs, float *losses, const float *logits,
                                 const int *targets, int N, int V) {
     Loop f = {.out = probs, .x = logits, .targets = targets, .losses = losses, .N = N, .C = V};
-    kernels_parallel_for(crossentropy_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (long)N * V);
+    kernels_parallel_for(crossentropy_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (double)N * V);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -548,7 +548,7 @@ static void attend_batch(const Trainer *tr, int layer, float *out, const float *
                          const float *k, const float *v) {
     AttentionJob att = {tr, layer, out, q, k, v};
     kernels_parallel_for(attention_job, &att, tr->B,   /* scores and sums: ~2 T^2 C each */
-                         2L * tr->B * tr->T * tr->T * tr->config.dim);
+                         2.0 * tr->B * tr->T * tr->T * tr->config.dim);
 }
 
 /* trainer_forward's arguments and result, for kernels_run. */
@@ -571,12 +571,12 @@ static void forward_body(void *ctx) {
     float drop = tr->dropout_on ? tr->settings.dropout : 0.0f;
     memcpy(tr->inputs, inputs, N * sizeof(int));
     /* every weight matrix transposed, for kernels_matmul_wt */
-    kernels_parallel_for(transpose_job, tr, MATRICES_PER_LAYER * L + 1, (long)tr->n_params);
+    kernels_parallel_for(transpose_job, tr, MATRICES_PER_LAYER * L + 1, (double)tr->n_params);
 
     /* encoded (N, C) = wte[token] + wpe[t], then embedding dropout */
     Loop embed = {.out = a->encoded, .x = p->wte, .y = p->wpe, .tokens = inputs, .N = (int)N,
                   .C = C, .T = T};
-    kernels_parallel_for(embedding_job, &embed, jobs_for(N, ROWS_PER_JOB), (long)N * C);
+    kernels_parallel_for(embedding_job, &embed, jobs_for(N, ROWS_PER_JOB), (double)N * C);
     train_dropout(a->encoded, a->encoded, N * C, drop, train_dropout_key(tr, L, 0));
 
     /* the blocks, each layer's activations kept for the backward pass */

@@ -111,7 +111,7 @@ static void update_body(void *ctx) {
     const TrainSettings *s = &tr->settings;
     /* global gradient norm: the blocks depend only on n_params, summed in order */
     u->block = (tr->n_params + NORM_BLOCKS - 1) / NORM_BLOCKS;
-    kernels_parallel_for(norm_job, u, NORM_BLOCKS, (long)tr->n_params);
+    kernels_parallel_for(norm_job, u, NORM_BLOCKS, (double)tr->n_params);
     double sum_sq = 0.0;
     for (int j = 0; j < NORM_BLOCKS; j++) sum_sq += u->partial[j];
     u->norm = (float)sqrt(sum_sq);
@@ -121,11 +121,11 @@ static void update_body(void *ctx) {
     u->correction1 = 1.0f - powf(s->beta1, (float)t);
     u->correction2 = 1.0f - powf(s->beta2, (float)t);
     int jobs = (int)((tr->n_params + ELEMENTS_PER_JOB - 1) / ELEMENTS_PER_JOB);
-    kernels_parallel_for(adamw_job, u, jobs, (long)tr->n_params * 4);
+    kernels_parallel_for(adamw_job, u, jobs, (double)tr->n_params * 4);
     tr->step++;
     if (tr->ema) {
         u->ema_rate = 1.0f - trainer_ema_decay(s, tr->step);
-        kernels_parallel_for(ema_job, u, jobs, (long)tr->n_params * 2);
+        kernels_parallel_for(ema_job, u, jobs, (double)tr->n_params * 2);
     }
 }
 

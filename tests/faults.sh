@@ -37,11 +37,16 @@ row() {   # point, left, recovered, identical, ok
 # The files a folder holds, on one line, text.txt and the reference files left out.
 left_in() { (cd "$1" && ls -A | grep -v -e '^text.txt$' -e '^ref' | tr '\n' ' ' | sed 's/ $//'); }
 
-# Count the calls of one system call a command makes (strace -c would count threads too).
-count_calls() {   # syscall, command...
+# The system calls strace traces and injects for a kind of call: rename() is the rename
+# system call on x86-64 and renameat (or renameat2) elsewhere, such as aarch64; '?' takes
+# the names this machine has.
+calls() { if [ "$1" = rename ]; then echo '?rename,?renameat,?renameat2'; else echo "$1"; fi; }
+
+# Count the calls of one kind a command makes (strace -c would count threads too).
+count_calls() {   # write | rename | fsync, command...
     local call=$1; shift
-    strace -f -qq -o "$work/trace" -e trace="$call" "$@" > /dev/null 2>&1
-    grep -c "$call(" "$work/trace"
+    strace -f -qq -o "$work/trace" -e trace="$(calls "$call")" "$@" > /dev/null 2>&1
+    grep -cE "(^|[ ])$call(at2?)?\(" "$work/trace"
 }
 
 if ! command -v strace > /dev/null || ! strace -qq -o /dev/null true 2> /dev/null; then
@@ -59,8 +64,8 @@ else
         n=$(cd "$work/t" && count_calls $call "$TRAIN" -d text.txt -o m.bin -z tok.bin $TINY)
         for k in $(seq 1 "$n"); do
             (cd "$work/t" && rm -f m.bin* tok.bin*)
-            (cd "$work/t" && strace -f -qq -o /dev/null -e trace=$call \
-                -e inject=$call:signal=KILL:when=$k \
+            (cd "$work/t" && strace -f -qq -o /dev/null -e trace="$(calls $call)" \
+                -e inject="$(calls $call)":signal=KILL:when=$k \
                 "$TRAIN" -d text.txt -o m.bin -z tok.bin $TINY > /dev/null 2>&1)
             left=$(left_in "$work/t")
             # resume; a run killed before its first checkpoint is started again instead
@@ -105,7 +110,8 @@ else
             for k in $(seq 1 "$n"); do
                 cp "$work/q/old" "$out"
                 rm -f "$work"/q/*.tmp-* "$work"/q/*.lock
-                strace -f -qq -o /dev/null -e trace=$call -e inject=$call:signal=KILL:when=$k \
+                strace -f -qq -o /dev/null -e trace="$(calls $call)" \
+                    -e inject="$(calls $call)":signal=KILL:when=$k \
                     "$@" > /dev/null 2>&1
                 state=part
                 cmp -s "$out" "$work/q/old" && state=old
