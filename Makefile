@@ -21,8 +21,11 @@ endif
 # round the portable code alike; the SIMD kernels fuse explicitly with FMA intrinsics.
 # -D_DARWIN_C_SOURCE: on macOS, _POSIX_C_SOURCE alone hides mkdtemp (the tests' temporary
 # folders); other systems ignore it.
-BASE = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DARWIN_C_SOURCE -I. -Wall -Wextra -Wpedantic \
-       -Wshadow -Wdouble-promotion -Wstrict-prototypes -ffp-contract=off
+# -I: the engine's headers at the top, the attention lab's in lab/, the trainer's in
+# trainer/; a file includes any of them by its name.
+BASE = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DARWIN_C_SOURCE -I. -Ilab -Itrainer -Wall \
+       -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wstrict-prototypes -ffp-contract=off
+HEADERS = $(wildcard *.h lab/*.h trainer/*.h)
 LDLIBS = -lm
 # OpenMP (parallel matmul rows and attention heads) is on where $(CC) builds and links an
 # OpenMP program (Apple clang does not); OMP=0 builds without it and gives bit-identical
@@ -70,37 +73,40 @@ $(B)/unicode.o: unicode.c unicode.h
 $(B)/hash.o: hash.c hash.h
 $(B)/tokenizer.o: tokenizer.c tokenizer.h hash.h os.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
-# attnmap.c includes its explorer page, attnmap_page.html, as C string literals that sed
+# lab/attnmap.c includes its explorer page, lab/attnmap_page.html, as C string literals sed
 # writes into the build folder: one per line (C11 promises no more than 4095 bytes in a
 # literal), with \ " and ? escaped (so that no trigraph forms).
-$(B)/attnmap_page.inc: attnmap_page.html
+$(B)/attnmap_page.inc: lab/attnmap_page.html
 	@mkdir -p $(B)
-	sed -e 's/[\\"?]/\\&/g' -e 's/^/"/' -e 's/$$/\\n",/' attnmap_page.html > $@.tmp
+	sed -e 's/[\\"?]/\\&/g' -e 's/^/"/' -e 's/$$/\\n",/' lab/attnmap_page.html > $@.tmp
 	@mv $@.tmp $@
-$(B)/attnmap.o: attnmap.c attnmap.h unicode.h $(B)/attnmap_page.inc $(FLAGS_STAMP)
+$(B)/lab/attnmap.o: lab/attnmap.c lab/attnmap.h unicode.h $(B)/attnmap_page.inc $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -I$(B) -c $< -o $@
-$(B)/attention_spec.o: attention_spec.c attention_spec.h attention.h cli.h
-$(B)/eval.o: eval.c eval.h model.h checkpoint.h kernels.h quant.h attention.h tokenizer.h os.h
+$(B)/lab/attention_spec.o: lab/attention_spec.c lab/attention_spec.h attention.h cli.h
+$(B)/lab/eval.o: lab/eval.c lab/eval.h model.h checkpoint.h kernels.h quant.h attention.h \
+                 tokenizer.h os.h
 $(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h os.h \
-                 tokenizer.h sampler.h attnmap.h unicode.h
-$(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h attention_spec.h eval.h os.h \
-            tokenizer.h sampler.h cli.h generate.h attnmap.h
+                 tokenizer.h sampler.h lab/attnmap.h unicode.h
+$(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h lab/attention_spec.h \
+            lab/eval.h os.h tokenizer.h sampler.h cli.h generate.h lab/attnmap.h
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h os.h
 $(B)/cli.o: cli.c cli.h
-$(B)/bpe.o: bpe.c bpe.h hash.h tokenizer.h os.h
-TRAIN_HEADERS = train.h train_model.h train_backward.h train_optim.h model.h checkpoint.h \
+$(B)/trainer/bpe.o: trainer/bpe.c trainer/bpe.h hash.h tokenizer.h os.h
+TRAIN_HEADERS = trainer/train.h trainer/train_model.h trainer/train_backward.h \
+                trainer/train_optim.h model.h checkpoint.h \
                 kernels.h quant.h attention.h
-$(B)/train.o: train.c $(TRAIN_HEADERS) tokenizer.h bpe.h cli.h os.h
-$(B)/train_model.o: train_model.c block.h hash.h $(TRAIN_HEADERS)
-$(B)/train_backward.o: train_backward.c $(TRAIN_HEADERS)
-$(B)/train_optim.o: train_optim.c $(TRAIN_HEADERS) hash.h os.h
+$(B)/trainer/train.o: trainer/train.c $(TRAIN_HEADERS) tokenizer.h trainer/bpe.h cli.h os.h
+$(B)/trainer/train_model.o: trainer/train_model.c block.h hash.h $(TRAIN_HEADERS)
+$(B)/trainer/train_backward.o: trainer/train_backward.c $(TRAIN_HEADERS)
+$(B)/trainer/train_optim.o: trainer/train_optim.c $(TRAIN_HEADERS) hash.h os.h
 $(B)/tests/check.o: tests/check.c tests/check.h
 $(B)/tests/attention_kernels.o: tests/attention_kernels.c tests/attention_kernels.h
 $(B)/tests/test_attention_variants.o: tests/attention_kernels.h
 # the trainer library (what tests/test_train.c links; train.o adds the program)
-TRAIN_LIB = $(B)/train_model.o $(B)/train_backward.o $(B)/train_optim.o
+TRAIN_LIB = $(B)/trainer/train_model.o $(B)/trainer/train_backward.o $(B)/trainer/train_optim.o
 # a test may include any header, so every test object depends on all of them
-$(B)/tests/%.o: tests/%.c tests/check.h $(wildcard *.h) $(FLAGS_STAMP)
+$(B)/tests/%.o: tests/%.c tests/check.h $(HEADERS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
@@ -121,15 +127,15 @@ all: $(B)/run $(B)/train $(B)/quantize
 $(B)/quantize: $(B)/quantize.o $(B)/cli.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/attention_spec.o $(B)/eval.o \
-          $(B)/generate.o $(B)/attnmap.o $(CORE) $(TOK)
+$(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/lab/attention_spec.o $(B)/lab/eval.o \
+          $(B)/generate.o $(B)/lab/attnmap.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # run: build, then generate text. Example: make run   (or: make run RUN_ARGS="...")
 run: all
 	./run $(RUN_ARGS)
 
-$(B)/train: $(B)/train.o $(TRAIN_LIB) $(B)/cli.o $(B)/bpe.o $(CORE) $(TOK)
+$(B)/train: $(B)/trainer/train.o $(TRAIN_LIB) $(B)/cli.o $(B)/trainer/bpe.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # train: build, then train the shipped model (tokenizer and GPT) from scratch into
@@ -183,15 +189,17 @@ $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/a
 $(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/tests/check.o \
                                     $(B)/tests/attention_kernels.o $(B)/attention.o $(KERNELS)
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
-$(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/eval.o $(CORE) $(TOK)
+$(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/lab/eval.o $(CORE) $(TOK)
 $(B)/tests/test_generate: $(B)/tests/test_generate.o $(B)/tests/check.o $(B)/generate.o \
-                          $(B)/attnmap.o $(B)/sampler.o $(CORE) $(TOK)
+                          $(B)/lab/attnmap.o $(B)/sampler.o $(CORE) $(TOK)
 $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_tokenizer_llama: $(B)/tests/test_tokenizer_llama.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampler.o
-$(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/attnmap.o $(B)/unicode.o
+$(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/lab/attnmap.o \
+                        $(B)/unicode.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
-$(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(TRAIN_LIB) $(B)/cli.o $(B)/bpe.o \
+$(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(TRAIN_LIB) $(B)/cli.o \
+                       $(B)/trainer/bpe.o \
                        $(CORE) $(TOK)
 $(TESTS):
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
@@ -247,10 +255,10 @@ include tests/cross.mk
 # bench-attention: attention-only time per generated token at T = 128 .. 16384 on
 # synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
 # nothing. Example: OMP_NUM_THREADS=1 make bench-attention
-$(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/attention_spec.o \
+$(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/lab/attention_spec.o \
                             $(B)/cli.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(B)/tools/bench_attention.o: tools/bench_attention.c attention.h attention_spec.h
+$(B)/tools/bench_attention.o: tools/bench_attention.c attention.h lab/attention_spec.h
 bench-attention: $(B)/tools/bench_attention
 	@echo "machine: $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), \
 	$$(nproc --all) cores, OMP_NUM_THREADS=$${OMP_NUM_THREADS:-all}"

@@ -823,7 +823,7 @@ static void check_html_weights(const char *html, const Fixture *fx) {
                want, wrong);
 }
 
-#define PAGE_PATH "attnmap_page.html"   /* the page's template, from the repository's root */
+#define PAGE_PATH "lab/attnmap_page.html"   /* the page's template, from the repository's root */
 #define PAGE_MARK "@@"
 
 /* The page against its template: the text around the template's @@markers@@ is the

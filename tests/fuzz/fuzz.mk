@@ -15,10 +15,10 @@ FUZZ_CLANG ?= clang-14
 FUZZ_CLANG_B = build/fuzz-clang
 FUZZ_SEEDS = $(B)/fuzz/seeds
 FUZZ_REGRESSIONS = tests/fuzz/regressions
-FUZZ_HEADERS = tests/fuzz/fuzz.h $(wildcard *.h)
+FUZZ_HEADERS = tests/fuzz/fuzz.h $(HEADERS)
 # the project's objects every target links (unused ones cost nothing)
-FUZZ_PROJECT = $(B)/attention_spec.o $(B)/eval.o $(B)/cli.o $(B)/sampler.o $(B)/generate.o \
-               $(B)/attnmap.o $(CORE) $(TOK)
+FUZZ_PROJECT = $(B)/lab/attention_spec.o $(B)/lab/eval.o $(B)/cli.o $(B)/sampler.o $(B)/generate.o \
+               $(B)/lab/attnmap.o $(CORE) $(TOK)
 
 # ---- replay binaries: the project's compiler and flags ----
 $(B)/fuzz/%.o: tests/fuzz/%.c $(FUZZ_HEADERS) $(FLAGS_STAMP)
@@ -29,7 +29,7 @@ $(B)/fuzz/%.o: tests/fuzz/%.c $(FUZZ_HEADERS) $(FLAGS_STAMP)
 # and prompt and eval files of at most 4 KiB (--eval on a model file would run tens of
 # thousands of tokens under the sanitizers, past libFuzzer's timeout)
 FUZZ_RUN_FLAGS = -Dmain=run_main -DRUN_MAX_STEPS=200 -DRUN_MAX_TEXT_BYTES=4096
-$(B)/fuzz/run_main.o: run.c $(wildcard *.h) $(FLAGS_STAMP)
+$(B)/fuzz/run_main.o: run.c $(HEADERS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) $(FUZZ_RUN_FLAGS) -c $< -o $@
 
@@ -74,10 +74,12 @@ FUZZ_FORCE:
 $(FUZZ_CLANG_B)/%.o: %.c $(FUZZ_HEADERS) $(FUZZ_CLANG_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CLANG) $(FUZZ_CLANG_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-# attnmap.c includes the page the Makefile generates into $(B) (see $(B)/attnmap_page.inc)
-$(FUZZ_CLANG_B)/attnmap.o: attnmap.c $(FUZZ_HEADERS) $(FUZZ_CLANG_STAMP) $(B)/attnmap_page.inc
+# lab/attnmap.c includes the page the Makefile generates into $(B) (see $(B)/attnmap_page.inc)
+$(FUZZ_CLANG_B)/lab/attnmap.o: lab/attnmap.c $(FUZZ_HEADERS) $(FUZZ_CLANG_STAMP) \
+                               $(B)/attnmap_page.inc
+	@mkdir -p $(dir $@)
 	$(FUZZ_CLANG) $(FUZZ_CLANG_FLAGS) -fsanitize=fuzzer-no-link -I$(B) -c $< -o $@
-$(FUZZ_CLANG_B)/run_main.o: run.c $(wildcard *.h) $(FUZZ_CLANG_STAMP)
+$(FUZZ_CLANG_B)/run_main.o: run.c $(HEADERS) $(FUZZ_CLANG_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CLANG) $(FUZZ_CLANG_FLAGS) -fsanitize=fuzzer-no-link $(FUZZ_RUN_FLAGS) -c $< -o $@
 
