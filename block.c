@@ -24,21 +24,13 @@ typedef struct {
     int N;                      /* row-wise: rows */
 } Loop;
 
-static int jobs_for(size_t n, size_t per_job) { return (int)((n + per_job - 1) / per_job); }
-
-/* The range [*start, *end) of job j over n items, per_job at a time. */
-static void job_range(size_t *start, size_t *end, int j, size_t n, size_t per_job) {
-    *start = (size_t)j * per_job;
-    *end = *start + per_job < n ? *start + per_job : n;
-}
-
 /* ------------------------------------------------------------------------- */
 /* Norms and products                                                          */
 
 static void norm_job(void *ctx, int j) {
     const Loop *f = ctx;
     size_t n0, n1, C = (size_t)f->c->dim;
-    job_range(&n0, &n1, j, (size_t)f->N, ROWS_PER_JOB);
+    kernels_job_range(&n0, &n1, j, (size_t)f->N, ROWS_PER_JOB);
     if (f->c->family == MODEL_GPT2)
         kernels_layernorm(f->out + n0 * C, f->x + n0 * C, f->w, f->b, (int)(n1 - n0), (int)C);
     else
@@ -48,7 +40,7 @@ static void norm_job(void *ctx, int j) {
 void block_norm(const Config *c, float *out, const float *x, const float *w, const float *b,
                 int N) {
     Loop f = {.c = c, .out = out, .x = x, .w = w, .b = b, .N = N};
-    kernels_parallel_for(norm_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (double)N * c->dim);
+    kernels_parallel_for(norm_job, &f, kernels_jobs((size_t)N, ROWS_PER_JOB), (double)N * c->dim);
 }
 
 void block_matmul(float *out, const float *x, const Matrix *w, const float *b, int N,
@@ -85,7 +77,7 @@ static void rope(const Config *c, const float *cs, float *q, float *k, int N) {
 static void activation_job(void *ctx, int j) {
     const Loop *f = ctx;
     size_t i0, i1;
-    job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
+    kernels_job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
     if (f->out != f->x) memcpy(f->out + i0, f->x + i0, (i1 - i0) * sizeof(float));
     if (f->c->family == MODEL_GPT2) kernels_gelu(f->out + i0, i1 - i0);
     else kernels_swiglu(f->out + i0, f->y + i0, i1 - i0);
@@ -95,7 +87,7 @@ static void activation_job(void *ctx, int j) {
 static void sum_job(void *ctx, int j) {
     const Loop *f = ctx;
     size_t i0, i1;
-    job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
+    kernels_job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
     for (size_t i = i0; i < i1; i++) f->out[i] = f->x[i] + f->y[i];
 }
 
@@ -107,7 +99,7 @@ static void residual(const BlockResidual *r, int layer, int site, float *out, co
         return;
     }
     Loop f = {.out = out, .x = x, .y = y, .n = n};
-    kernels_parallel_for(sum_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (double)n);
+    kernels_parallel_for(sum_job, &f, kernels_jobs(n, ELEMENTS_PER_JOB), (double)n);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -137,7 +129,7 @@ void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
     if (c->family == MODEL_LLAMA)
         block_matmul(b->gate, b->xn2, &w->w_gate, NULL, N, C, Hd, b->xq, b->xs);
     Loop act = {.c = c, .out = b->act, .x = b->pre, .y = b->gate, .n = NH};
-    kernels_parallel_for(activation_job, &act, jobs_for(NH, ELEMENTS_PER_JOB), (double)NH);
+    kernels_parallel_for(activation_job, &act, kernels_jobs(NH, ELEMENTS_PER_JOB), (double)NH);
     block_matmul(b->proj, b->act, &w->w_down, w->b_down, N, Hd, C, b->xq, b->xs);
     residual(r, layer, 1, b->out, b->x_mid, b->proj, NC);
 }
@@ -157,7 +149,7 @@ static void residual_grad(const BlockResidual *r, int layer, int site, float *dy
 static void gelu_backward_job(void *ctx, int j) {
     const Loop *f = ctx;
     size_t i0, i1;
-    job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
+    kernels_job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
     kernels_gelu_backward(f->out + i0, f->x + i0, f->out + i0, i1 - i0);
 }
 
@@ -172,7 +164,7 @@ void block_finish_backward(const Config *c, const LayerWeights *w, const BlockTe
     kernels_matmul_backward(d->dact, g->w_down, g->b_down, d->dproj, b->act, w->w_down.f32,
                             N, Hd, C, KERNELS_OVERWRITE);
     Loop gelu = {.out = d->dact, .x = b->pre, .n = NH};   /* d act -> d pre, in place */
-    kernels_parallel_for(gelu_backward_job, &gelu, jobs_for(NH, ELEMENTS_PER_JOB), (double)NH);
+    kernels_parallel_for(gelu_backward_job, &gelu, kernels_jobs(NH, ELEMENTS_PER_JOB), (double)NH);
     kernels_matmul_backward(d->dxn, g->w_up, g->b_up, d->dact, b->xn2, w->w_up.f32, N, C, Hd,
                             KERNELS_OVERWRITE);
     kernels_layernorm_backward(d->dx, g->norm2_w, g->norm2_b, d->dxn, b->x_mid, w->norm2_w,

@@ -202,6 +202,13 @@ void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, 
     parallel_for(job, ctx, n_jobs, work);
 }
 
+int kernels_jobs(size_t n, size_t per_job) { return (int)((n + per_job - 1) / per_job); }
+
+void kernels_job_range(size_t *start, size_t *end, int j, size_t n, size_t per_job) {
+    *start = (size_t)j * per_job;
+    *end = *start + per_job < n ? *start + per_job : n;
+}
+
 int kernels_set_threads(int n) {
 #ifdef _OPENMP
     int max = omp_get_num_procs();

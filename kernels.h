@@ -67,6 +67,12 @@ int kernels_cap_threads(void);
 /* The number of threads kernels_run will use (1 without OpenMP). */
 int kernels_threads(void);
 
+/* The jobs that cover n items per_job at a time (the count kernels_parallel_for takes),
+ * and the items [*start, *end) of job j among them: how every row-wise and elementwise
+ * loop cuts its work, by the shapes alone, so any thread count computes the same bits. */
+int kernels_jobs(size_t n, size_t per_job);
+void kernels_job_range(size_t *start, size_t *end, int j, size_t n, size_t per_job);
+
 /* Runs body(ctx) on the calling thread with the other threads waiting as a pool: the
  * matmuls body makes hand their jobs to the pool instead of starting threads each time,
  * and the caller never waits for a thread that has not taken a job (another process on

@@ -36,8 +36,6 @@ typedef struct {
     float scale;
 } Loop;
 
-static int jobs_for(size_t n, size_t per_job) { return (int)((n + per_job - 1) / per_job); }
-
 /* ------------------------------------------------------------------------- */
 /* Softmax + cross-entropy, embedding                                          */
 
@@ -59,7 +57,8 @@ static void crossentropy_job(void *ctx, int j) {
 
 void train_crossentropy_backward(float *probs, const int *targets, int N, int V, float scale) {
     Loop f = {.out = probs, .tokens = targets, .N = N, .V = V, .scale = scale};
-    kernels_parallel_for(crossentropy_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (double)N * V);
+    kernels_parallel_for(crossentropy_job, &f, kernels_jobs((size_t)N, ROWS_PER_JOB),
+                         (double)N * V);
 }
 
 /* Job j < T: row t = j of dwpe, summing sequences b in order. Job T + k: the rows of dwte

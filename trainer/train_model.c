@@ -347,9 +347,6 @@ typedef struct {
     uint64_t key;            /* dropout key */
 } Loop;
 
-/* Jobs needed for n items at per_job a job. */
-static int jobs_for(size_t n, size_t per_job) { return (int)((n + per_job - 1) / per_job); }
-
 uint64_t train_dropout_key(const Trainer *tr, int layer, int site) {
     return hash_mix64(tr->settings.seed ^ hash_mix64(((uint64_t)tr->step << 24) ^
                                                        ((uint64_t)layer << 2) ^ (uint64_t)site));
@@ -412,7 +409,7 @@ void train_dropout(float *out, const float *x, size_t n, float p, uint64_t key) 
         return;
     }
     Loop f = {.out = out, .x = x, .n = n, .p = p, .key = key};
-    kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (double)n);
+    kernels_parallel_for(dropout_job, &f, kernels_jobs(n, ELEMENTS_PER_JOB), (double)n);
 }
 
 /* out (n,) = x + drop(y): dropout on a sublayer's output y with the mask of (layer,
@@ -423,7 +420,7 @@ static void residual_add(void *ctx, int layer, int site, float *out, const float
     Loop f = {.out = out, .x = x, .y = y, .n = n,
               .p = tr->dropout_on ? tr->settings.dropout : 0.0f,
               .key = train_dropout_key(tr, layer, site)};
-    kernels_parallel_for(dropout_job, &f, jobs_for(n, ELEMENTS_PER_JOB), (double)n);
+    kernels_parallel_for(dropout_job, &f, kernels_jobs(n, ELEMENTS_PER_JOB), (double)n);
 }
 
 /* residual_add's backward: dy (n,) = drop(dout) with the same mask. */
@@ -472,7 +469,8 @@ static void crossentropy_job(void *ctx, int j) {
 void train_crossentropy_forward(float *probs, float *losses, const float *logits,
                                 const int *targets, int N, int V) {
     Loop f = {.out = probs, .x = logits, .targets = targets, .losses = losses, .N = N, .C = V};
-    kernels_parallel_for(crossentropy_job, &f, jobs_for((size_t)N, ROWS_PER_JOB), (double)N * V);
+    kernels_parallel_for(crossentropy_job, &f, kernels_jobs((size_t)N, ROWS_PER_JOB),
+                         (double)N * V);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -576,7 +574,7 @@ static void forward_body(void *ctx) {
     /* encoded (N, C) = wte[token] + wpe[t], then embedding dropout */
     Loop embed = {.out = a->encoded, .x = p->wte, .y = p->wpe, .tokens = inputs, .N = (int)N,
                   .C = C, .T = T};
-    kernels_parallel_for(embedding_job, &embed, jobs_for(N, ROWS_PER_JOB), (double)N * C);
+    kernels_parallel_for(embedding_job, &embed, kernels_jobs(N, ROWS_PER_JOB), (double)N * C);
     train_dropout(a->encoded, a->encoded, N * C, drop, train_dropout_key(tr, L, 0));
 
     /* the blocks, each layer's activations kept for the backward pass */
