@@ -229,114 +229,152 @@ static int xml_skip_to(Xml *x, const char *close, const char *what) {
     return 1;
 }
 
-#define XML_FAIL(what) do { xml_fail(&x, what); return error; } while (0)
+enum { XML_MAX_DEPTH = 256, XML_MAX_ATTRS = 32 };
+
+/* The open elements: where each one's name starts in the document, and its length. */
+typedef struct {
+    size_t at[XML_MAX_DEPTH], len[XML_MAX_DEPTH];
+    int depth, roots;
+} XmlStack;
+
+/* Every character of the document is valid UTF-8 and one XML allows. */
+static int xml_chars(Xml *x) {
+    for (size_t i = 0; i < x->n;) {
+        uint32_t c;
+        int len = utf8_char((const unsigned char *)x->doc + i, x->n - i, &c);
+        x->pos = i;
+        if (len == 0) return xml_fail(x, "invalid UTF-8");
+        if (!xml_char(c)) return xml_fail(x, "a character XML does not allow");
+        i += (size_t)len;
+    }
+    x->pos = 0;
+    return 1;
+}
+
+/* Character data at x->pos, up to the next '<'. */
+static int xml_text(Xml *x, const XmlStack *s) {
+    const char *p = x->doc + x->pos;
+    if (*p == '&') return xml_reference(x);
+    if (s->depth == 0 && !is_space(*p)) return xml_fail(x, "text outside the root");
+    if (strncmp(p, "]]>", 3) == 0) return xml_fail(x, "\"]]>\" in text");
+    x->pos++;
+    return 1;
+}
+
+/* A comment, CDATA section, DOCTYPE or processing instruction at x->pos: 1 and skipped,
+ * 0 after xml_fail, or -1 if there is none (a tag). */
+static int xml_markup(Xml *x, const XmlStack *s) {
+    const char *p = x->doc + x->pos;
+    if (strncmp(p, "<!--", 4) == 0) {
+        const char *end = strstr(p + 4, "--");
+        if (!end || end[2] != '>') return xml_fail(x, "a comment without \"-->\"");
+        x->pos = (size_t)(end - x->doc) + 3;
+        return 1;
+    }
+    if (strncmp(p, "<![CDATA[", 9) == 0) {
+        if (s->depth == 0) return xml_fail(x, "CDATA outside the root");
+        return xml_skip_to(x, "]]>", "unclosed CDATA");
+    }
+    if (strncmp(p, "<!DOCTYPE", 9) == 0) {
+        if (s->roots) return xml_fail(x, "DOCTYPE after the root");
+        const char *end = strchr(p, '>');
+        if (!end || memchr(p, '[', (size_t)(end - p))) return xml_fail(x, "bad DOCTYPE");
+        x->pos = (size_t)(end - x->doc) + 1;
+        return 1;
+    }
+    if (p[1] == '?') return xml_skip_to(x, "?>", "unclosed instruction");
+    return -1;
+}
+
+/* The end tag at x->pos ("</"), which must close the innermost open element. */
+static int xml_end_tag(Xml *x, XmlStack *s) {
+    size_t len;
+    x->pos += 2;
+    size_t at = x->pos;
+    if (!xml_name(x, &len)) return 0;
+    while (x->pos < x->n && is_space(x->doc[x->pos])) x->pos++;
+    if (x->pos >= x->n || x->doc[x->pos] != '>') return xml_fail(x, "an end tag without '>'");
+    if (s->depth == 0 || s->len[s->depth - 1] != len ||
+        memcmp(x->doc + s->at[s->depth - 1], x->doc + at, len) != 0)
+        return xml_fail(x, "an end tag that does not match the open element");
+    s->depth--;
+    x->pos++;
+    return 1;
+}
+
+/* One attribute's value at x->pos: quoted, without '<', references valid. */
+static int xml_attribute_value(Xml *x) {
+    char quote = x->pos < x->n ? x->doc[x->pos] : 0;
+    if (quote != '"' && quote != '\'') return xml_fail(x, "an unquoted attribute value");
+    for (x->pos++; x->pos < x->n && x->doc[x->pos] != quote;) {
+        if (x->doc[x->pos] == '<') return xml_fail(x, "'<' in an attribute value");
+        if (x->doc[x->pos] == '&') { if (!xml_reference(x)) return 0; }
+        else x->pos++;
+    }
+    if (x->pos >= x->n) return xml_fail(x, "an unclosed attribute value");
+    x->pos++;
+    return 1;
+}
+
+/* A start tag's attributes, up to its '>' or "/>": separated by spaces, each once. */
+static int xml_attributes(Xml *x) {
+    size_t attr_at[XML_MAX_ATTRS], attr_len[XML_MAX_ATTRS];
+    int attrs = 0;
+    for (;;) {
+        int spaced = 0;
+        while (x->pos < x->n && is_space(x->doc[x->pos])) { x->pos++; spaced = 1; }
+        if (x->pos >= x->n) return xml_fail(x, "an unclosed tag");
+        if (x->doc[x->pos] == '>' || strncmp(x->doc + x->pos, "/>", 2) == 0) return 1;
+        if (!spaced) return xml_fail(x, "attributes not separated by a space");
+        size_t a_at = x->pos, a_len;
+        if (!xml_name(x, &a_len)) return 0;
+        for (int a = 0; a < attrs; a++)
+            if (attr_len[a] == a_len && memcmp(x->doc + attr_at[a], x->doc + a_at, a_len) == 0)
+                return xml_fail(x, "an attribute twice");
+        if (attrs < XML_MAX_ATTRS) { attr_at[attrs] = a_at; attr_len[attrs++] = a_len; }
+        while (x->pos < x->n && is_space(x->doc[x->pos])) x->pos++;
+        if (x->pos >= x->n || x->doc[x->pos] != '=') return xml_fail(x, "an attribute without '='");
+        x->pos++;
+        while (x->pos < x->n && is_space(x->doc[x->pos])) x->pos++;
+        if (!xml_attribute_value(x)) return 0;
+    }
+}
+
+/* The start tag at x->pos ('<'): one root only; an element that is not empty is opened. */
+static int xml_start_tag(Xml *x, XmlStack *s) {
+    x->pos++;
+    size_t at = x->pos, len;
+    if (!xml_name(x, &len)) return 0;
+    if (s->depth == 0 && s->roots++) return xml_fail(x, "a second root element");
+    if (!xml_attributes(x)) return 0;
+    if (x->doc[x->pos] != '>') {   /* "/>": empty */
+        x->pos += 2;
+        return 1;
+    }
+    if (s->depth == XML_MAX_DEPTH) return xml_fail(x, "nested too deep for this checker");
+    s->at[s->depth] = at;
+    s->len[s->depth++] = len;
+    x->pos++;
+    return 1;
+}
 
 /* Checks doc (n bytes): NULL if well-formed, else a message in error. */
 static const char *xml_check(const char *doc, size_t n, char *error) {
     Xml x = {doc, n, 0, error};
-    enum { MAX_DEPTH = 256 };
-    size_t open_at[MAX_DEPTH], open_len[MAX_DEPTH];
-    int depth = 0, roots = 0;
-    /* the characters: valid UTF-8, XML characters only */
-    for (size_t i = 0; i < n;) {
-        uint32_t c;
-        int len = utf8_char((const unsigned char *)doc + i, n - i, &c);
-        x.pos = i;
-        if (len == 0) XML_FAIL("invalid UTF-8");
-        if (!xml_char(c)) XML_FAIL("a character XML does not allow");
-        i += (size_t)len;
-    }
-    x.pos = 0;
+    XmlStack s = {.depth = 0, .roots = 0};
+    if (!xml_chars(&x)) return error;
     if (strncmp(doc, "<?xml", 5) == 0 && !xml_skip_to(&x, "?>", "unclosed declaration"))
         return error;
     while (x.pos < n) {
-        const char *p = doc + x.pos;
-        if (*p != '<') {                                   /* character data */
-            if (*p == '&') { if (!xml_reference(&x)) return error; continue; }
-            if (depth == 0 && !is_space(*p)) XML_FAIL("text outside the root");
-            if (strncmp(p, "]]>", 3) == 0) XML_FAIL("\"]]>\" in text");
-            x.pos++;
-            continue;
-        }
-        if (strncmp(p, "<!--", 4) == 0) {
-            x.pos += 4;
-            const char *end = strstr(doc + x.pos, "--");
-            if (!end || end[2] != '>') XML_FAIL("a comment without \"-->\"");
-            x.pos = (size_t)(end - doc) + 3;
-            continue;
-        }
-        if (strncmp(p, "<![CDATA[", 9) == 0) {
-            if (depth == 0) XML_FAIL("CDATA outside the root");
-            if (!xml_skip_to(&x, "]]>", "unclosed CDATA")) return error;
-            continue;
-        }
-        if (strncmp(p, "<!DOCTYPE", 9) == 0) {
-            if (roots) XML_FAIL("DOCTYPE after the root");
-            const char *end = strchr(p, '>');
-            if (!end || memchr(p, '[', (size_t)(end - p))) XML_FAIL("bad DOCTYPE");
-            x.pos = (size_t)(end - doc) + 1;
-            continue;
-        }
-        if (p[1] == '?') {
-            if (!xml_skip_to(&x, "?>", "unclosed instruction")) return error;
-            continue;
-        }
-        if (p[1] == '/') {                                 /* an end tag */
-            size_t len;
-            x.pos += 2;
-            size_t at = x.pos;
-            if (!xml_name(&x, &len)) return error;
-            while (x.pos < n && is_space(doc[x.pos])) x.pos++;
-            if (x.pos >= n || doc[x.pos] != '>') XML_FAIL("an end tag without '>'");
-            if (depth == 0 || open_len[depth - 1] != len ||
-                memcmp(doc + open_at[depth - 1], doc + at, len) != 0)
-                XML_FAIL("an end tag that does not match the open element");
-            depth--;
-            x.pos++;
-            continue;
-        }
-        x.pos++;                                           /* a start tag */
-        size_t at = x.pos, len;
-        if (!xml_name(&x, &len)) return error;
-        if (depth == 0 && roots++) XML_FAIL("a second root element");
-        enum { MAX_ATTRS = 32 };
-        size_t attr_at[MAX_ATTRS], attr_len[MAX_ATTRS];
-        int attrs = 0;
-        for (;;) {
-            int spaced = 0;
-            while (x.pos < n && is_space(doc[x.pos])) { x.pos++; spaced = 1; }
-            if (x.pos >= n) XML_FAIL("an unclosed tag");
-            if (doc[x.pos] == '>' || strncmp(doc + x.pos, "/>", 2) == 0) break;
-            if (!spaced) XML_FAIL("attributes not separated by a space");
-            size_t a_at = x.pos, a_len;
-            if (!xml_name(&x, &a_len)) return error;
-            for (int a = 0; a < attrs; a++)
-                if (attr_len[a] == a_len && memcmp(doc + attr_at[a], doc + a_at, a_len) == 0)
-                    XML_FAIL("an attribute twice");
-            if (attrs < MAX_ATTRS) { attr_at[attrs] = a_at; attr_len[attrs++] = a_len; }
-            while (x.pos < n && is_space(doc[x.pos])) x.pos++;
-            if (x.pos >= n || doc[x.pos] != '=') XML_FAIL("an attribute without '='");
-            x.pos++;
-            while (x.pos < n && is_space(doc[x.pos])) x.pos++;
-            char quote = x.pos < n ? doc[x.pos] : 0;
-            if (quote != '"' && quote != '\'') XML_FAIL("an unquoted attribute value");
-            for (x.pos++; x.pos < n && doc[x.pos] != quote;) {
-                if (doc[x.pos] == '<') XML_FAIL("'<' in an attribute value");
-                if (doc[x.pos] == '&') { if (!xml_reference(&x)) return error; }
-                else x.pos++;
-            }
-            if (x.pos >= n) XML_FAIL("an unclosed attribute value");
-            x.pos++;
-        }
-        if (doc[x.pos] == '>') {
-            if (depth == MAX_DEPTH) XML_FAIL("nested too deep for this checker");
-            open_at[depth] = at;
-            open_len[depth++] = len;
-            x.pos++;
-        } else x.pos += 2;
+        int ok;
+        if (doc[x.pos] != '<') ok = xml_text(&x, &s);
+        else if ((ok = xml_markup(&x, &s)) >= 0) { /* skipped */ }
+        else if (doc[x.pos + 1] == '/') ok = xml_end_tag(&x, &s);
+        else ok = xml_start_tag(&x, &s);
+        if (!ok) return error;
     }
-    if (depth != 0) XML_FAIL("unclosed elements at the end");
-    if (roots != 1) XML_FAIL("no root element");
+    if (s.depth != 0) { xml_fail(&x, "unclosed elements at the end"); return error; }
+    if (s.roots != 1) { xml_fail(&x, "no root element"); return error; }
     return NULL;
 }
 
