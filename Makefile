@@ -229,6 +229,15 @@ debug-tests: $(B)/run $(B)/train $(B)/quantize $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SE
 faults: all
 	@bash tests/faults.sh $(B)
 
+# page-check: the explorer page in headless Chromium (tools/page_check.sh): two maps at
+# 1400 and 600 px wide, each running the page's own #selftest (hovering a token, Tab and
+# Enter, the weight under the pointer, an edited #token=, nothing wider than the window)
+# with no console message. Installs Debian's chromium when missing and root, else says
+# skipped. About 10 s. Example: make page-check
+page-check: all
+	@bash tools/page_check.sh $(B)
+.PHONY: page-check
+
 # the benchmark's tools and random-weight models (tools/bench.mk)
 include tools/bench.mk
 
