@@ -89,7 +89,7 @@ $(B)/lab/eval.o: lab/eval.c lab/eval.h model.h checkpoint.h kernels.h quant.h at
 $(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h os.h \
                  tokenizer.h sampler.h lab/attnmap.h unicode.h
 $(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h lab/attention_spec.h \
-            lab/eval.h os.h tokenizer.h sampler.h cli.h generate.h lab/attnmap.h
+            lab/eval.h os.h tokenizer.h sampler.h cli.h generate.h lab/attnmap.h hash.h
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h os.h
 $(B)/cli.o: cli.c cli.h
 $(B)/trainer/bpe.o: trainer/bpe.c trainer/bpe.h hash.h tokenizer.h os.h

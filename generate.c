@@ -56,6 +56,9 @@ static void shift_context(Generation *g) {
     memmove(g->tokens + g->keep, g->tokens + g->keep + drop,
             (size_t)(rest - drop) * sizeof(int));
     g->n_tokens -= drop;
+    /* the prompt's tokens at positions keep .. keep+drop-1 go with the rest */
+    if (g->n_prompt > g->keep)
+        g->n_prompt = g->n_prompt - drop > g->keep ? g->n_prompt - drop : g->keep;
     g->n_run = 0;
     g->stats.shifts++;
 }
@@ -81,6 +84,7 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
     if (!g->shift && g->n_tokens + n > g->n_ctx) return GENERATE_FULL;
     for (int i = 0; i < n; i++) {
         if (g->n_tokens == g->n_ctx) shift_context(g);
+        if (input && g->n_prompt == g->n_tokens) g->n_prompt++;   /* no generated token yet */
         g->tokens[g->n_tokens++] = ids[i];
     }
     /* tokens run now: n new ones, and the kept ones again if a shift reset n_run */
@@ -269,6 +273,7 @@ typedef struct {
     ReverseMatch reverse;          /* -r: does the output end with it? */
     TopView view;                  /* --attn-top's buffers */
     char *line;                    /* the last line of input read (interactive) */
+    char *text;                    /* "\n" and that line: what the model reads */
     int *line_ids;                 /* its tokens */
     int prev;                      /* the last token of the sequence: decoding follows it */
     int pending;                   /* the token that ended a turn, printed but not run; or -1 */
@@ -312,6 +317,7 @@ static void loop_free(Loop *L) {
     free(L->view.lens);
     free(L->view.weights);
     free(L->line);
+    free(L->text);
     free(L->line_ids);
     memset(L, 0, sizeof *L);
 }
@@ -375,9 +381,27 @@ static Step sample_turn(Loop *L) {
     return appended == GENERATE_FULL ? STEP_FULL : STEP_CONTINUE;
 }
 
-/* Interactive mode, between turns: reads the next line of input and appends it to the
- * sequence, after the token that ended the turn (L->pending). Returns STEP_CONTINUE,
- * STEP_END at the end of input, STEP_FULL, or STEP_ERROR after a stderr line. */
+/* The text a line of input (len bytes) continues the sequence with, into L->text: a
+ * newline, which ends the turn's text on the screen, then the line. Printed to stdout
+ * unless the line comes from a terminal (which showed "\n> " and echoed it), so that the
+ * screen shows what the model reads. Returns its length, or -1 after a message. */
+static long input_text(Loop *L, const char *line, long len) {
+    free(L->text);
+    if (!(L->text = malloc((size_t)len + 1))) {
+        fprintf(stderr, "generate: out of memory for an input line\n");
+        return -1;
+    }
+    L->text[0] = '\n';
+    memcpy(L->text + 1, line, (size_t)len);
+    if (!L->o->prompt_user && !L->o->attn_top)
+        utf8_write(&L->out, (const unsigned char *)L->text, (size_t)len + 1);
+    return len + 1;
+}
+
+/* Interactive mode, between turns: reads the next line of input and appends it, after a
+ * newline (input_text), to the sequence, after the token that ended the turn
+ * (L->pending). Returns STEP_CONTINUE, STEP_END at the end of input, STEP_FULL, or
+ * STEP_ERROR after a stderr line. */
 static Step continue_with_input(Loop *L) {
     Generation *g = L->g;
     utf8_flush(&L->out);
@@ -388,9 +412,11 @@ static Step continue_with_input(Loop *L) {
     long got = read_line(L->o->input, &L->line);
     if (got < 0) return STEP_ERROR;
     if (got == 0) return STEP_END;
+    long len = input_text(L, L->line, got);
+    if (len < 0) return STEP_ERROR;
     free(L->line_ids);
     L->line_ids = NULL;
-    int n = encode_input(L->tok, g->model->config.vocab_size, L->line, (size_t)got,
+    int n = encode_input(L->tok, g->model->config.vocab_size, L->text, (size_t)len,
                          &L->line_ids);
     if (n < 0) return STEP_ERROR;
     int appended = 0;

@@ -36,6 +36,8 @@ typedef struct {
     Model *model;            /* not owned */
     int *tokens;             /* (n_ctx,) the token at each position 0 .. n_tokens-1; owned */
     int n_tokens;            /* tokens in the context */
+    int n_prompt;            /* tokens 0 .. n_prompt-1 are input no generated token precedes
+                                (the prompt; with -n 0, lines typed too): those a shift kept */
     int n_run;               /* tokens 0 .. n_run-1 are in the model's attention state */
     int n_ctx;               /* context size: positions the model holds */
     int keep;                /* tokens kept at the front on a shift (< n_ctx) */
@@ -48,11 +50,12 @@ typedef struct {
  * empty sequence. 0 <= keep < n_ctx. Returns 0, or -1 after a stderr line. */
 int generation_init(Generation *g, Model *m, int n_ctx, int keep, int shift);
 
-/* Appends n tokens (input: 1 counts them as input, 0 as generated), shifting the context
- * whenever it is full, then runs every token the model has not run, in chunks, leaving
- * the next-token logits in g->logits. Returns 0; GENERATE_FULL (nothing appended) if
- * the tokens do not fit and shifting is off; -1 after a stderr line (a model error, or
- * non-finite logits). */
+/* Appends n tokens (input: 1 counts them as input, 0 as generated; input that follows only
+ * input extends n_prompt), shifting the context whenever it is full (n_prompt then counts
+ * the prompt's tokens that stayed), then runs every token the model has not run, in
+ * chunks, leaving the next-token logits in g->logits. Returns 0; GENERATE_FULL (nothing
+ * appended) if the tokens do not fit and shifting is off; -1 after a stderr line (a model
+ * error, or non-finite logits). */
 int generation_append(Generation *g, const int *ids, int n, int input);
 
 /* Releases the token array. Safe on a zeroed or freed Generation. */
@@ -66,14 +69,17 @@ typedef struct {
     int attn_top;                /* print each generated token's K most-attended keys, 0: off */
     int attn_layer;              /* the layer --attn-top shows */
     FILE *input;                 /* where interactive lines come from (stdin) */
-    int prompt_user;             /* 1: show "> " when input is awaited (a terminal) */
+    int prompt_user;             /* 1: input is a terminal: show "> " when a line is awaited
+                                    (the terminal echoes it); 0: echo each line to stdout */
 } GenerateOptions;
 
 /* Runs the prompt ids (n_prompt >= 1, fits the context), echoing it, then turns of
  * sampling until -n tokens, end-of-text (GPT-2) or BOS/EOS (Llama), or the reverse
- * prompt; in interactive mode each turn is followed by a line of input appended to the
- * sequence (no earlier token is run again), until end of input. Streams the text to
- * stdout. Returns 0, 1 after a stderr line (a model or data failure). */
+ * prompt; in interactive mode each turn is followed by a newline and a line of input,
+ * both appended to the sequence (no earlier token is run again), until end of input.
+ * Streams the text to stdout, a line of input included when it does not come from a
+ * terminal (which echoes it), so that stdout shows what the model reads. Returns 0, 1
+ * after a stderr line (a model or data failure). */
 int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const GenerateOptions *o,
              const int *prompt, int n_prompt);
 

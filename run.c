@@ -7,7 +7,8 @@
  * It owns exit codes (0 ok, 1 bad data or runtime failure, 2 usage error); it
  * contains no kernels. Read model.h, generate.h, then tokenizer.h and sampler.h.
  */
-#include <errno.h>      /* errno */
+#include <errno.h>      /* errno, ENOENT */
+#include <float.h>      /* FLT_MAX: is -p's value a number at all? */
 #include <limits.h>     /* INT_MAX */
 #include <math.h>       /* log, exp (the eval report) */
 #include <signal.h>     /* signal, SIGPIPE (POSIX): a closed pipe is a write error */
@@ -15,14 +16,16 @@
 #include <stdio.h>      /* printf, fwrite, fprintf */
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* strcmp, strncmp, strrchr */
-#include <time.h>       /* time: the default seed */
-#include <unistd.h>     /* isatty: "> " and --eval's progress only to a terminal */
+#include <time.h>       /* clock_gettime, CLOCK_REALTIME: the default seed */
+#include <unistd.h>     /* isatty: "> " and --eval's progress only to a terminal; getpid;
+                         * access: is the default tokenizer there? */
 
 #include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
 #include "attnmap.h"    /* AttnMap, attnmap_write_svg, attnmap_write_html */
 #include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
 #include "eval.h"       /* eval_windows */
 #include "generate.h"   /* Generation, generate */
+#include "hash.h"       /* hash_mix64: the default seed */
 #include "kernels.h"    /* kernels_set_threads, kernels_run */
 #include "model.h"      /* Model, model_load, model_forward, model_set_attention */
 #include "os.h"         /* os_read_file; the map written whole (SaveFile), output checks */
@@ -35,6 +38,7 @@
 #define DEFAULT_STEPS 256        /* -n default: tokens to generate */
 #define DEFAULT_TEMPERATURE 1.0f /* -t default, as llama2.c */
 #define DEFAULT_TOP_P 0.9f       /* -p default, as llama2.c */
+#define TOP_P_EXPECTED "a number in (0, 1]"   /* -p's values */
 #ifndef RUN_MAX_TEXT_BYTES
 #define RUN_MAX_TEXT_BYTES (1 << 24) /* -f and --eval refuse files larger than 16 MiB (the
                                       * fuzzer lowers it: evaluating megabytes takes long) */
@@ -64,7 +68,8 @@ static const char USAGE[] =
 "  -t, --temperature T    sampling temperature, 0 = greedy, 0..100 (default 1.0)\n"
 "  -p, --top-p P          nucleus sampling mass, (0, 1]; 1 = off (default 0.9)\n"
 "  -k, --top-k K          keep only the K most likely tokens, 0 = off (default 0)\n"
-"  -s, --seed S           random seed, 1..18446744073709551615 (default: time)\n"
+"  -s, --seed S           random seed, 1..18446744073709551615 (default: from the clock\n"
+"                         and the process id; the speed line prints it)\n"
 "  -c, --ctx-size N       context size, 2..the model's context (default: the model's);\n"
 "                         attention memory is allocated for N positions; with --eval,\n"
 "                         the length of the windows scored\n"
@@ -74,7 +79,8 @@ static const char USAGE[] =
 "                         keeping --keep tokens and the latest half of the rest and\n"
 "                         going on (they are run again from position 0)\n"
 "  -I, --interactive      after each turn (-n tokens, end-of-text, or -r), read a line\n"
-"                         from standard input, append it and go on; end of input ends\n"
+"                         from standard input, append it after a newline and go on;\n"
+"                         end of input (Ctrl-D) ends\n"
 "  -r, --reverse-prompt TEXT  end the turn when the output ends with TEXT\n"
 "  -T, --threads N        most threads for the matrix products and attention, 1..1024,\n"
 "                         capped at the cores (default: all of them, or OMP_NUM_THREADS);\n"
@@ -173,7 +179,7 @@ static const CliOption OPTIONS[] = {
     {OPT_PROMPT_FILE, "-f", "--prompt-file", CLI_TEXT, 0, 0, 0, "a path, or - for stdin"},
     {OPT_STEPS, "-n", "--n-predict", CLI_INT, 0, RUN_MAX_STEPS, 0, NULL},
     {OPT_TEMPERATURE, "-t", "--temperature", CLI_FLOAT, 0, 100, 0, NULL},
-    {OPT_TOP_P, "-p", "--top-p", CLI_FLOAT, 0, 1, 1, NULL},
+    {OPT_TOP_P, "-p", "--top-p", CLI_TEXT, 0, 0, 0, TOP_P_EXPECTED},   /* apply_option */
     {OPT_TOP_K, "-k", "--top-k", CLI_INT, 0, INT_MAX, 0, NULL},
     {OPT_SEED, "-s", "--seed", CLI_U64, 1, 0, 0, NULL},
     {OPT_CTX_SIZE, "-c", "--ctx-size", CLI_INT, 2, MODEL_MAX_SEQ_LEN, 0,
@@ -194,6 +200,12 @@ static const CliOption OPTIONS[] = {
     {OPT_REF, NULL, "--ref", CLI_TEXT, 0, 0, 0, "a path"},
 };
 #define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
+
+/* 1 if text is a number by cli.h's rule, in any range. */
+static int is_number(const char *text) {
+    float x;
+    return cli_parse_float(text, -FLT_MAX, FLT_MAX, 0, &x) == 0;
+}
 
 /* Records one flag (arg, its value checked by cli_next for kind and range) in o; a
  * generation flag is also remembered as given, for --eval's message. Returns 0,
@@ -216,7 +228,12 @@ static int apply_option(Options *o, const CliArg *arg) {
     case OPT_PROMPT_FILE: o->prompt_file = arg->value; break;
     case OPT_STEPS: o->steps = arg->number; break;
     case OPT_TEMPERATURE: o->temperature = arg->real; break;
-    case OPT_TOP_P: o->top_p = arg->real; break;
+    case OPT_TOP_P:   /* -p is top-p as in llama2.c, but llama.cpp's prompt: say so */
+        if (cli_parse_float(arg->value, 0.0f, 1.0f, 1, &o->top_p) != 0)
+            return usage_error(flag, arg->value, "invalid value", is_number(arg->value)
+                               ? TOP_P_EXPECTED : TOP_P_EXPECTED "; the prompt is -i TEXT, "
+                               "-p is top-p");
+        break;
     case OPT_TOP_K: o->top_k = arg->number; break;
     case OPT_SEED: o->seed = arg->u64; break;
     case OPT_CTX_SIZE:
@@ -402,9 +419,8 @@ static int write_attention_map(const Options *o, Model *m, const Tokenizer *tok,
     attention_spec_format(&o->attention, spec, sizeof spec);
     snprintf(title, sizeof title, "%s, attention %s", o->model_path, spec);
     AttnMap map = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_tokens = T,
-                   .layer = o->layer, .head = o->head,
-                   .n_prompt = g->n_tokens < g->stats.input_tokens ? g->n_tokens
-                                                                  : (int)g->stats.input_tokens,
+                   .layer = o->layer, .head = o->head, .n_prompt = g->n_prompt,
+                   .n_shifts = g->stats.shifts, .n_kept = g->stats.shifts ? g->keep : 0,
                    .labels = labels, .label_lens = lens, .title = title,
                    .layer_weights = map_layer_weights, .ctx = &layers};
     int written = strcmp(attn_map_format(o->attn_map_path), "svg") == 0
@@ -430,6 +446,9 @@ done:
 static int run_generation(const Options *o, Model *m, const Tokenizer *tok, Sampler *sampler,
                           GenerationPlan *plan) {
     Generation *g = &plan->generation;
+    if (plan->options.interactive && plan->options.prompt_user)   /* a person at a terminal */
+        fprintf(stderr, "run: -I: after each turn, type a line and Enter to continue the text; "
+                "end of input (Ctrl-D) to stop\n");
     if (generate(g, tok, sampler, &plan->options, plan->prompt, plan->n_prompt) != 0)
         return EXIT_BAD_DATA;
     const GenerationStats *st = &g->stats;
@@ -648,6 +667,17 @@ static void run_job(void *ctx) {
                                  job->plan);
 }
 
+/* The seed when -s is not given: the wall clock in nanoseconds and the process id, mixed
+ * by hash_mix64, so that runs started in the same second (a script's, in parallel) differ;
+ * never 0, which xorshift would never leave. The speed line prints it, for -s. */
+static uint64_t default_seed(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    uint64_t seed = hash_mix64(ns ^ hash_mix64((uint64_t)getpid()));
+    return seed ? seed : 1;
+}
+
 /* The default tokenizer path: tokenizer.bin in the model's folder. */
 static void default_tokenizer_path(const char *model_path, char *out, size_t cap) {
     const char *slash = strrchr(model_path, '/');
@@ -655,9 +685,16 @@ static void default_tokenizer_path(const char *model_path, char *out, size_t cap
     snprintf(out, cap, "%.*stokenizer.bin", dir_len, model_path);
 }
 
-/* Loads the tokenizer and checks it belongs to the model. Returns 0, or -1 after a
- * message. */
-static int load_tokenizer(Tokenizer *tok, const char *path, const Config *c) {
+/* Loads the tokenizer at path (-z's, or without -z the default beside the model) and
+ * checks it belongs to the model. Returns 0, or -1 after a message. */
+static int load_tokenizer(Tokenizer *tok, const char *path, const Options *o, const Config *c) {
+    if (!o->tokenizer_path && access(path, F_OK) != 0 && errno == ENOENT) {
+        /* a model quantize wrote, or moved, has no tokenizer beside it */
+        fprintf(stderr, "run: %s: no tokenizer beside the model %s, and no -z (expected -z PATH: "
+                "its tokenizer, e.g. that of the model it was quantized from)\n", path,
+                o->model_path);
+        return -1;
+    }
     if (tokenizer_load(tok, path) != 0) return -1;
     int gpt2_model = c->family == MODEL_GPT2, gpt2_tokenizer = tok->kind == TOKENIZER_GPT2;
     if (gpt2_model != gpt2_tokenizer) {   /* the same ids would mean other text */
@@ -695,7 +732,7 @@ int main(int argc, char **argv) {
     int parsed = parse_args(argc, argv, &o);
     if (parsed < 0) return cli_stdout_ok("run") == 0 ? 0 : EXIT_BAD_DATA;   /* --help */
     if (parsed > 0) return parsed;
-    if (o.seed == 0) o.seed = (uint64_t)time(NULL) | 1u;   /* nonzero for xorshift */
+    if (o.seed == 0) o.seed = default_seed();
 
     char tokenizer_path[4096];
     if (o.tokenizer_path) snprintf(tokenizer_path, sizeof tokenizer_path, "%s", o.tokenizer_path);
@@ -723,7 +760,7 @@ int main(int argc, char **argv) {
     /* a second thread pays only when a token brings enough work to share (measured: the
      * shipped model and s260k decode 15-30 % slower on two threads than on one) */
     if (model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS) kernels_set_threads(1);
-    if (load_tokenizer(&tok, tokenizer_path, c) != 0) goto done;
+    if (load_tokenizer(&tok, tokenizer_path, &o, c) != 0) goto done;
     if (o.attention.kind == ATTENTION_LSH && o.attention.buckets > c->seq_len) {
         /* a flag's value out of this model's range: a usage error, as --layer's */
         char got[32], expected[96];

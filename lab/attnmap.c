@@ -11,6 +11,7 @@
  */
 #include "attnmap.h"
 
+#include <ctype.h>    /* toupper: the shift note as a sentence */
 #include <limits.h>   /* INT_MAX */
 #include <math.h>     /* sqrt, ceil, lround, isfinite */
 #include <stdint.h>   /* uint32_t */
@@ -214,7 +215,9 @@ static int map_check(const AttnMap *map) {
           && in_range("n_tokens", map->n_tokens, 1, ATTNMAP_MAX_TOKENS)
           && in_range("layer", map->layer, -1, map->n_layers - 1)
           && in_range("head", map->head, -1, map->n_heads - 1)
-          && in_range("n_prompt", map->n_prompt, 0, map->n_tokens);
+          && in_range("n_prompt", map->n_prompt, 0, map->n_tokens)
+          && in_range("n_shifts", map->n_shifts, 0, LONG_MAX)
+          && in_range("n_kept", map->n_kept, 0, map->n_tokens);
     for (int i = 0; ok && i < map->n_tokens; i++) {
         if (!map->labels[i] && map->label_lens[i] > 0) {
             fprintf(stderr, "attnmap: label %d: NULL with length %zu\n", i, map->label_lens[i]);
@@ -239,6 +242,27 @@ static const float *weights_row(const float *w, int T, int h, int i) {
 /* Whether key j is visible to query i, whose weights row is w_i (T,). */
 static int is_visible(const float *w_i, int i, int j) {
     return j <= i && isfinite(w_i[j]);
+}
+
+#define SHIFT_NOTE_MAX 128          /* bytes of shift_note's text */
+
+/* What the tokens are after the context shifted, into out (cap bytes): "the context shifted
+ * N times: the first K tokens kept, then the latest M", or with K = 0 "...: the run's
+ * latest T tokens"; "" when it never shifted. */
+static void shift_note(const AttnMap *map, char *out, size_t cap) {
+    char times[48];
+    int K = map->n_kept, T = map->n_tokens;
+    out[0] = '\0';
+    if (map->n_shifts <= 0) return;
+    if (map->n_shifts == 1) snprintf(times, sizeof times, "once");
+    else snprintf(times, sizeof times, "%ld times", map->n_shifts);
+    char first[32] = "token";   /* K = 1: "the first token kept" */
+    if (K > 1) snprintf(first, sizeof first, "%d tokens", K);
+    if (K == 0)
+        snprintf(out, cap, "the context shifted %s: the run's latest %d tokens", times, T);
+    else
+        snprintf(out, cap, "the context shifted %s: the first %s kept, then the latest %d",
+                 times, first, T - K);
 }
 
 /* Ends a write: 0, or -1 if anything failed to reach the file. */
@@ -296,6 +320,8 @@ static const char *token_colour(const AttnMap *map, int i) {
 #define SVG_TITLE_FONT 16
 #define SVG_TITLE_H 28              /* the title line */
 #define SVG_TITLE_CHAR_W 9          /* px per title character, to size the picture */
+#define SVG_CAPTION_CHAR_W 7        /* px per character of the caption after the title */
+#define SVG_CAPTION_MAX (64 + SHIFT_NOTE_MAX)   /* bytes of that caption */
 #define SVG_LEGEND_H 64             /* the legend block under the title */
 #define SVG_LEGEND_W 660            /* the picture is at least this wide, for the legend */
 #define SVG_LEGEND_FONT 11
@@ -342,6 +368,15 @@ typedef struct {
     int top;                        /* y of the first panel row */
 } SvgLayout;
 
+/* The caption after the title, into out (cap bytes): " - T tokens: P prompt, G generated",
+ * and the shift note. */
+static void svg_caption(const AttnMap *map, char *out, size_t cap) {
+    char note[SHIFT_NOTE_MAX];
+    shift_note(map, note, sizeof note);
+    snprintf(out, cap, " \xE2\x80\x94 %d tokens: %d prompt, %d generated%s%s", map->n_tokens,
+             map->n_prompt, map->n_tokens - map->n_prompt, note[0] ? "; " : "", note);
+}
+
 static void svg_layout(const AttnMap *map, SvgLayout *lay) {
     int T = map->n_tokens;
     lay->first_layer = map->layer < 0 ? 0 : map->layer;
@@ -372,7 +407,10 @@ static void svg_layout(const AttnMap *map, SvgLayout *lay) {
     lay->panel_h = SVG_CAPTION_H + lay->side + lay->gutter + SVG_GAP;
     lay->top = SVG_MARGIN + SVG_TITLE_H + SVG_LEGEND_H;
     lay->width = 2 * SVG_MARGIN + lay->n_cols * lay->panel_w;
-    int title_w = 2 * SVG_MARGIN + (int)strlen(map_title(map)) * SVG_TITLE_CHAR_W;
+    char caption[SVG_CAPTION_MAX];
+    svg_caption(map, caption, sizeof caption);
+    int title_w = 2 * SVG_MARGIN + (int)strlen(map_title(map)) * SVG_TITLE_CHAR_W +
+                  (int)strlen(caption) * SVG_CAPTION_CHAR_W;
     if (lay->width < SVG_LEGEND_W) lay->width = SVG_LEGEND_W;
     if (lay->width < title_w) lay->width = title_w;
     lay->height = lay->top + lay->n_rows * lay->panel_h + SVG_MARGIN;
@@ -438,9 +476,10 @@ static void svg_begin(const AttnMap *map, const SvgLayout *lay, FILE *f) {
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"%d\" font-weight=\"bold\">", SVG_MARGIN,
             SVG_MARGIN + SVG_TITLE_FONT, SVG_TITLE_FONT);
     write_title(f, map, ATTNMAP_ESCAPE_XML);
-    fprintf(f, "<tspan font-size=\"%d\" font-weight=\"normal\" fill=\"#555555\"> \xE2\x80\x94 "
-            "%d tokens: %d prompt, %d generated</tspan></text>\n", SVG_CAPTION_FONT,
-            map->n_tokens, map->n_prompt, map->n_tokens - map->n_prompt);
+    char caption[SVG_CAPTION_MAX];
+    svg_caption(map, caption, sizeof caption);
+    fprintf(f, "<tspan font-size=\"%d\" font-weight=\"normal\" fill=\"#555555\">%s</tspan>"
+            "</text>\n", SVG_CAPTION_FONT, caption);
     svg_legend(SVG_MARGIN + SVG_TITLE_H, f);
 }
 
@@ -857,13 +896,22 @@ static int is_marker(const char *name, size_t n, const char *want) {
     return strlen(want) == n && memcmp(name, want, n) == 0;
 }
 
+/* The shift note as a sentence after the legend's first: " The context shifted ...", or
+ * nothing when it never shifted. */
+static void html_shift_note(const AttnMap *map, FILE *f) {
+    char note[SHIFT_NOTE_MAX];
+    shift_note(map, note, sizeof note);
+    if (note[0]) fprintf(f, " %c%s.", toupper((unsigned char)note[0]), note + 1);
+}
+
 /* What the page's marker @@name@@ (name: n bytes) stands for: title, n_tokens,
- * space_mark, hatch_back, hatch_line, scale_stops, layer_options, head_options,
- * token_chips or data. Returns 0, or -1 after a stderr line when the callback fails or
- * the marker is none of these. */
+ * shift_note, space_mark, hatch_back, hatch_line, scale_stops, layer_options,
+ * head_options, token_chips or data. Returns 0, or -1 after a stderr line when the
+ * callback fails or the marker is none of these. */
 static int html_part(const AttnMap *map, const char *name, size_t n, FILE *f) {
     if (is_marker(name, n, "title")) write_title(f, map, ATTNMAP_ESCAPE_XML);
     else if (is_marker(name, n, "n_tokens")) fprintf(f, "%d", map->n_tokens);
+    else if (is_marker(name, n, "shift_note")) html_shift_note(map, f);
     else if (is_marker(name, n, "space_mark")) fputs(SPACE_MARK, f);
     else if (is_marker(name, n, "hatch_back")) fputs(COLOUR_HATCH_BACK, f);
     else if (is_marker(name, n, "hatch_line")) fputs(COLOUR_HATCH_LINE, f);

@@ -45,6 +45,10 @@ typedef struct {
     int head;                               /* one head 0..NH-1, or -1 for every head */
     int n_prompt;                           /* tokens 0..n_prompt-1 were the prompt, the
                                                rest generated; 0..T */
+    long n_shifts;                          /* times the context shifted before the map,
+                                               0..: the map says so */
+    int n_kept;                             /* after a shift, tokens 0..n_kept-1 are the
+                                               run's first, the rest its latest; 0..T */
     const unsigned char *const *labels;     /* (T,) each token's bytes as decoded: any
                                                bytes (NUL, invalid or partial UTF-8) */
     const size_t *label_lens;               /* (T,) */

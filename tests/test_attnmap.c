@@ -105,7 +105,7 @@ static void labels_fill(Labels *lb, int T) {
 }
 
 static AttnMap map_make(Fixture *fx, const Labels *lb, int layer, int head) {
-    AttnMap map = {fx->L, fx->NH, fx->T, layer, head, fx->T / 3, lb->labels, lb->lens,
+    AttnMap map = {fx->L, fx->NH, fx->T, layer, head, fx->T / 3, 0, 0, lb->labels, lb->lens,
                    "weights/model.bin, attention window:w=3 <test> & \"quotes\"",
                    fixture_layer, fx};
     return map;
@@ -969,6 +969,44 @@ static void test_html(void) {
     free(fx.w);
 }
 
+/* After a context shift the map's tokens are the run's first n_kept and its latest ones:
+ * the SVG's caption and the page's legend say so (the map never did), and say nothing
+ * without a shift. */
+static void test_shift_note(void) {
+    static Labels labels;
+    Fixture fx;
+    if (fixture_init(&fx, 1, 2, 9, FIX_WINDOW) != 0) { check_true(0, "fixture memory"); return; }
+    labels_fill(&labels, fx.T);
+    AttnMap map = map_make(&fx, &labels, -1, -1);
+    static const struct { long shifts; int kept; const char *want; } cases[] = {
+        {0, 0, NULL},
+        {3, 2, "context shifted 3 times: the first 2 tokens kept, then the latest 7"},
+        {1, 0, "context shifted once: the run's latest 9 tokens"},
+        {2, 1, "context shifted 2 times: the first token kept, then the latest 8"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        map.n_shifts = cases[c].shifts;
+        map.n_kept = cases[c].kept;
+        int rc_svg, rc_html;
+        size_t len;
+        char *svg = write_to_string(attnmap_write_svg, &map, &rc_svg, &len);
+        char *html = write_to_string(attnmap_write_html, &map, &rc_html, &len);
+        char in_svg[160], in_html[160];
+        const char *want = cases[c].want;
+        if (want) {   /* after the caption's counts in the SVG; a sentence in the page */
+            snprintf(in_svg, sizeof in_svg, "generated; the %s</tspan>", want);
+            snprintf(in_html, sizeof in_html, "generated</span>. The %s. ", want);
+        }
+        int ok = svg && html && rc_svg == 0 && rc_html == 0 &&
+                 (want ? strstr(svg, in_svg) && strstr(html, in_html)
+                       : !strstr(svg, "shifted") && !strstr(html, "shifted"));
+        check_true(ok, "%ld shifts, %d kept: %s", cases[c].shifts, cases[c].kept,
+                   want ? want : "no note in the SVG or the page");
+        free(svg);
+        free(html);
+    }
+    free(fx.w);
+}
+
 /* ======================================================================================
  * Text view
  * ==================================================================================== */
@@ -1059,6 +1097,13 @@ static void test_errors(void) {
     map.n_prompt = 6;
     int bad_prompt = attnmap_write_svg(&map, null);
     map.n_prompt = 1;
+    map.n_shifts = 1;
+    map.n_kept = 6;
+    int bad_kept = attnmap_write_svg(&map, null);
+    map.n_kept = 0;
+    map.n_shifts = -1;
+    int bad_shifts = attnmap_write_html(&map, null);
+    map.n_shifts = 0;
     float row[5] = {1, 0, 0, 0, 0};
     AttnTop top = {1, 5, 0, 5, labels.labels, labels.lens, row};
     int bad_query = attnmap_print_top(&top, 1, null);
@@ -1068,6 +1113,8 @@ static void test_errors(void) {
     int failed_svg = attnmap_write_svg(&map, null), failed_html = attnmap_write_html(&map, null);
     check_true(bad_layer == -1 && bad_head == -1 && bad_prompt == -1 && bad_query == -1 &&
                bad_k == -1, "out-of-range layer, head, n_prompt, query and k are refused");
+    check_true(bad_kept == -1 && bad_shifts == -1, "n_kept above T and negative n_shifts are "
+               "refused");
     check_true(failed_svg == -1 && failed_html == -1, "a callback that returns NULL fails the "
                "write");
     fclose(null);
@@ -1116,6 +1163,7 @@ int main(void) {
     test_svg();
     test_svg_raster();
     test_html();
+    test_shift_note();
     test_text();
     test_errors();
     test_sizes();

@@ -139,6 +139,9 @@ static void test_usage_errors(const char *model, const char *tok) {
     EXPECT_USAGE("-t nan", "--temperature=nan", "invalid value (got 'nan'");
     EXPECT_USAGE("-p zero", "-p 0", "expected a number in (0, 1]");
     EXPECT_USAGE("-p above one", "--top-p 1.5", "invalid value (got '1.5'");
+    EXPECT_USAGE("-p given a prompt, as llama.cpp's -p: the prompt is -i", "-p ROMEO:",
+                 "-p: invalid value (got 'ROMEO:', expected a number in (0, 1]; the prompt is "
+                 "-i TEXT, -p is top-p)");
     EXPECT_USAGE("-k negative", "-k -3", "-k: invalid value (got '-3'");
     EXPECT_USAGE("-s zero", "-s 0", "expected an integer in 1..18446744073709551615");
     EXPECT_USAGE("-s negative", "-s -1", "-s: invalid value (got '-1'");
@@ -298,6 +301,18 @@ static void test_bad_inputs(const char *model, const char *tok) {
     char args[1024];
     snprintf(args, sizeof args, "%s -z %s/none.bin", model, dir);
     expect("missing tokenizer", args, 1, "none.bin");
+    /* no -z, and no tokenizer.bin beside the model (a file quantize wrote): the message
+     * said only "tokenizer: DIR/tokenizer.bin: cannot open" */
+    char command[1024], *err = NULL, want[256];
+    snprintf(command, sizeof command, "%s %s -n 1", run_bin, model);
+    snprintf(want, sizeof want, "run: %s/tokenizer.bin: no tokenizer beside the model %s, and "
+             "no -z (expected -z PATH: its tokenizer, e.g. that of the model it was quantized "
+             "from)\n", dir, model);
+    int code = check_run(command, NULL, &err);
+    int ok = code == 1 && err && strstr(err, want) && !strstr(err, "tokenizer: ");
+    check_true(ok, "no tokenizer beside the model and no -z: exit 1, one line saying to pass "
+               "-z (exit %d)%s%s", code, ok || !err ? "" : "; stderr was: ", ok || !err ? "" : err);
+    free(err);
     const char *small_vocab = write_model("small_vocab.bin", 20240326, 3, MAX_T, 200, L, NH, C,
                                           VP, 0);
     snprintf(args, sizeof args, "%s -z %s -i ef -n 1", small_vocab, tok);
@@ -459,14 +474,23 @@ static void test_strict_parsing(const char *model, const char *tok) {
         expect(bad[i][2], args, 2, bad[i][1]);
     }
     char command[1024], *err = NULL;
-    snprintf(command, sizeof command, "%s %s -z %s --bogus", run_bin, model, tok);
-    int code = check_run(command, NULL, &err);
-    int lines = 0;
-    for (const char *p = err; p && *p; p++) lines += *p == '\n';
-    check_true(code == 2 && err && strstr(err, "Try 'run --help'") && !strstr(err, "Options:") &&
-               lines == 2, "usage error: one line and a hint to --help, not the whole help "
-               "(exit %d, %d lines)", code, lines);
-    free(err);
+    /* -p with a prompt names the prompt flag on the same line; a number out of range does not */
+    static const char *const flags[][2] = {{"--bogus", NULL}, {"-p ROMEO:", "the prompt is -i"},
+                                           {"-p 1.5", NULL}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(command, sizeof command, "%s %s -z %s %s", run_bin, model, tok, flags[i][0]);
+        err = NULL;
+        int code = check_run(command, NULL, &err);
+        int lines = 0;
+        for (const char *p = err; p && *p; p++) lines += *p == '\n';
+        int hint = err && strstr(err, "the prompt is -i");
+        check_true(code == 2 && err && strstr(err, "Try 'run --help'") &&
+                   !strstr(err, "Options:") && lines == 2 && hint == (flags[i][1] != NULL),
+                   "usage error (%s): one line%s and a hint to --help, not the whole help "
+                   "(exit %d, %d lines)", flags[i][0], flags[i][1] ? " naming -i" : "", code,
+                   lines);
+        free(err);
+    }
     snprintf(args, sizeof args, "%s -z %s -n 3 -t 0.5 -s 3 -T 1", model, tok);
     expect("valid numbers still parse (-t 0.5, -T 1)", args, 0, "generation: 3 tokens");
 }
@@ -496,6 +520,30 @@ static void test_numerical_edges(const char *model, const char *tok) {
     expect("top-p below 1/V: keeps the most likely token", args, 0, "generation: 5 tokens");
 }
 
+/* The seed the speed line printed in the file at path, or 0. */
+static unsigned long long printed_seed(const char *path) {
+    size_t size;
+    char *err = check_read_file(path, &size);
+    const char *at = err ? strstr(err, "; seed ") : NULL;
+    unsigned long long seed = at ? strtoull(at + strlen("; seed "), NULL, 10) : 0;
+    free(err);
+    return seed;
+}
+
+/* Without -s, two runs started together choose different seeds: the seed was
+ * time(NULL) | 1, the same for every run started within the same two seconds. */
+static void test_default_seed(const char *model, const char *tok) {
+    char command[1024], first[160], second[160];
+    snprintf(first, sizeof first, "%s/seed1", dir);
+    snprintf(second, sizeof second, "%s/seed2", dir);
+    snprintf(command, sizeof command, "%s %s -z %s -n 1 >/dev/null 2>%s & %s %s -z %s -n 1 "
+             ">/dev/null 2>%s; wait", run_bin, model, tok, first, run_bin, model, tok, second);
+    check_run(command, NULL, NULL);
+    unsigned long long a = printed_seed(first), b = printed_seed(second);
+    check_true(a != 0 && b != 0 && a != b, "two runs started together print different seeds "
+               "(%llu, %llu)", a, b);
+}
+
 static void test_generation(const char *model, const char *tok) {
     char args[1024], *out1 = NULL, *out2 = NULL, *err = NULL;
     snprintf(args, sizeof args, "%s %s -z %s -i hi -n 5 -t 0.9 -s 7", run_bin, model, tok);
@@ -505,6 +553,7 @@ static void test_generation(const char *model, const char *tok) {
                strncmp(out1, "hi", 2) == 0, "same seed twice: same text, prompt echoed");
     check_true(err && strstr(err, "generation: 5 tokens"), "speed line reports 5 generated");
     free(out1); free(out2); free(err);
+    test_default_seed(model, tok);
     snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0 --no-context-shift", model, tok);
     expect("--no-context-shift stops at the context length", args, 0,
            "context full (16 tokens)");
@@ -566,10 +615,12 @@ static void test_long_generation(const char *model, const char *tok) {
     free(err);
 
     /* interactive: two lines then end of input; no earlier token is run again, so the
-     * prompt tokens on the speed line are the prompt's plus each line's, as each
-     * encodes alone (-n 0 runs report their prompt's count) */
+     * prompt tokens on the speed line are the prompt's plus each line's after the newline
+     * that ends a turn, as each encodes alone (-n 0 runs report their prompt's count).
+     * The model read "...abcd", the turn's last token glued to the line, while the
+     * screen showed a newline between them. */
     int counts[3] = {0, 0, 0};
-    const char *texts[3] = {"hi", "abcd\n", "efx\n"};
+    const char *texts[3] = {"hi", "\nabcd\n", "\nefx\n"};
     for (int i = 0; i < 3; i++) {
         err = NULL;
         snprintf(command, sizeof command, "%s %s -z %s -i '%s' -n 0", run_bin, model, tok,
@@ -586,9 +637,26 @@ static void test_long_generation(const char *model, const char *tok) {
     char want[64];
     snprintf(want, sizeof want, "prompt: %d tokens", counts[0] + counts[1] + counts[2]);
     check_true(code == 0 && err && strstr(err, want) && strstr(err, "generation: 9 tokens"),
-               "-I with two lines piped: 3 turns of 3 tokens, \"%s\" (no re-processing)", want);
-    check_true(out && strstr(out, "> ") == NULL, "-I from a pipe: no \"> \" prompt");
+               "-I with two lines piped: 3 turns of 3 tokens, \"%s\": each line after a "
+               "newline, nothing run twice", want);
+    check_true(out && strstr(out, "> ") == NULL && strstr(out, "\nabcd\n") &&
+               strstr(out, "\nefx\n") && err && !strstr(err, "type a line"),
+               "-I from a pipe: no \"> \" prompt and no hint; each line printed after a "
+               "newline, as the model reads it");
     free(out); free(err);
+    /* on a terminal (script(1) makes one), a line on stderr says how a turn works */
+    if (check_run("script -qec true /dev/null", NULL, NULL) != 0) {
+        check_skip("script(1) from util-linux not found: the -I hint on a terminal not checked");
+        return;
+    }
+    out = NULL;
+    snprintf(command, sizeof command, "printf '' | timeout 60 script -qec '%s %s -z %s -i hi "
+             "-n 2 -t 0 -I' /dev/null", run_bin, model, tok);
+    code = check_run(command, &out, NULL);
+    check_true(code == 0 && out && strstr(out, "run: -I: after each turn, type a line and Enter "
+               "to continue the text; end of input (Ctrl-D) to stop") && strstr(out, "\n> "),
+               "-I on a terminal: the hint, and \"> \" when a line is awaited (exit %d)", code);
+    free(out);
 }
 
 /* Counts the occurrences of needle in text. */
@@ -596,6 +664,41 @@ static int count_of(const char *text, const char *needle) {
     int n = 0;
     for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
     return n;
+}
+
+/* The map after context shifts: 16 positions, prompt "hi" (2 tokens), 40 generated, 4
+ * shifts. With --keep 0 the prompt is gone, yet the map drew the first two tokens as the
+ * prompt (it took min(tokens, input tokens)); with --keep 2 both stay. A line of -I input
+ * after generated tokens was counted as prompt too. The caption says the context shifted. */
+static void map_after_shifts(const char *model, const char *tok) {
+    static const struct { const char *flags, *file, *want[2], *what; } cases[] = {
+        {"-n 40 --keep 0", "shift.svg", {"9 tokens: 0 prompt, 9 generated; the context shifted "
+         "4 times: the run's latest 9 tokens</tspan>", NULL}, "--keep 0: no prompt token left"},
+        {"-n 40 --keep 2", "shift_keep.svg", {"13 tokens: 2 prompt, 11 generated; the context "
+         "shifted 4 times: the first 2 tokens kept, then the latest 11</tspan>", NULL},
+         "--keep 2: the prompt stays"},
+        {"-n 40 --keep 0", "shift.html", {"\"n_prompt\": 0,", "generated</span>. The context "
+         "shifted 4 times: the run's latest 9 tokens. "}, "the page: no prompt token, a note"},
+        /* 2 + 2 generated + the turn's last + "\nabcd\n" (4) + 2 generated */
+        {"-n 3 -I", "interactive.svg", {"11 tokens: 2 prompt, 9 generated</tspan>", NULL},
+         "-I: the line after generated tokens is not prompt"},
+        {"-n 3", "no_shift.svg", {"4 tokens: 2 prompt, 2 generated</tspan>", NULL},
+         "no shift: no note"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char command[1024], path[160];
+        snprintf(path, sizeof path, "%s/%s", dir, cases[c].file);
+        snprintf(command, sizeof command, "printf 'abcd\\n' | %s %s -z %s -i hi -t 0 %s "
+                 "--attn-map %s", run_bin, model, tok, cases[c].flags, path);
+        int code = check_run(command, NULL, NULL);
+        size_t len = 0;
+        char *map = check_read_file(path, &len);
+        int ok = code == 0 && map;
+        for (int k = 0; k < 2 && ok; k++) ok = !cases[c].want[k] || strstr(map, cases[c].want[k]);
+        check_true(ok, "--attn-map after context shifts, %s: has \"%s\"%s%s%s", cases[c].what,
+                   cases[c].want[0], cases[c].want[1] ? " and \"" : "",
+                   cases[c].want[1] ? cases[c].want[1] : "", cases[c].want[1] ? "\"" : "");
+        free(map);
+    }
 }
 
 /* --attn-map and --attn-top through ./run: the cells of the picture, what masked means,
@@ -625,6 +728,7 @@ static void test_attention_views(const char *model, const char *tok) {
                    "got %.4f)", specs[i], want_masked, cells, masked, sum);
         free(svg);
     }
+    map_after_shifts(model, tok);
     snprintf(args, sizeof args, "%s -z %s -i hi -n 2 --attn-map %s/no/such/dir/m.svg", model,
              tok, dir);
     expect("--attn-map into a missing folder", args, 1,

@@ -2,7 +2,8 @@
  * tokens, run again from position 0; the logits and every greedy token after it must be
  * the bits a fresh run of just those tokens gives. Checked on the shipped GPT-2 model
  * (exact attention and a window variant) and on llama2.c's s260k (BOS kept). Greedy
- * tokens are chosen by this test's own argmax, not the sampler.
+ * tokens are chosen by this test's own argmax, not the sampler. The count of prompt
+ * tokens a shift leaves (what --attn-map marks as prompt) is checked too.
  */
 #include <stdio.h>     /* snprintf */
 #include <stdlib.h>    /* malloc, free */
@@ -89,6 +90,35 @@ static void check_full(Model *m) {
     generation_free(&g);
 }
 
+/* n_prompt counts the prompt's tokens still in the context: the shift drops those after
+ * the first `keep` with the rest (the map drew generated tokens as prompt after a shift),
+ * and input that follows a generated token is no longer the prompt. */
+static void check_prompt_count(Model *m) {
+    static const struct { int keep, n_prompt, want; const char *what; } cases[] = {
+        {2, 5, 2, "keep 2, a 5-token prompt: positions 2..4 dropped, 2 stay"},
+        {0, 7, 3, "keep 0, a 7-token prompt: the 4 oldest dropped, 3 stay"},
+        {4, 3, 3, "keep 4, a 3-token prompt: all kept"}};
+    int ids[8] = {50, 100, 200, 300, 400, 500, 10, 20};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Generation g;
+        int ok = generation_init(&g, m, 8, cases[c].keep, 1) == 0 &&
+                 generation_append(&g, ids, cases[c].n_prompt, 1) == 0;
+        int before = g.n_prompt;
+        while (ok && g.stats.shifts == 0) ok = generation_append(&g, ids, 1, 0) == 0;
+        check_true(ok && before == cases[c].n_prompt && g.n_prompt == cases[c].want,
+                   "n_prompt after a shift, %s (got %d, before %d)", cases[c].what, g.n_prompt,
+                   before);
+        generation_free(&g);
+    }
+    Generation g;
+    int ok = generation_init(&g, m, 8, 0, 1) == 0 && generation_append(&g, ids, 2, 1) == 0 &&
+             generation_append(&g, ids, 1, 0) == 0 && generation_append(&g, ids, 2, 1) == 0;
+    check_true(ok && g.n_prompt == 2 && g.stats.input_tokens == 4, "input after a generated "
+               "token (-I's lines) is not the prompt (n_prompt %d of 4 input tokens)",
+               g.n_prompt);
+    generation_free(&g);
+}
+
 int main(void) {
     Model m;
     /* arbitrary ids of the shipped vocabulary */
@@ -109,6 +139,7 @@ int main(void) {
     else
         check_true(0, "window attention on the shipped model");
     check_full(&m);
+    check_prompt_count(&m);
     model_free(&m);
 
     const char *llama = check_data_file("llama2c/s260k.bin");
