@@ -131,9 +131,34 @@ $(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/lab/attention_spec.o $(B)/la
           $(B)/generate.o $(B)/lab/attnmap.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-# run: build, then generate text. Example: make run   (or: make run RUN_ARGS="...")
-run: all
+# run: build ./run (only it), then generate text from the shipped model.
+# Example: make run   (or: make run RUN_ARGS="...")
+run: $(B)/run
+	@cmp -s $(B)/run run || { rm -f run && cp $(B)/run run; }
 	./run $(RUN_ARGS)
+
+# help: the targets, one line each (each has its comment here). Example: make help
+.PHONY: help
+help:
+	@echo "make targets (each has a comment in the Makefile saying when to use it):"
+	@echo "  make                  build ./run, ./train and ./quantize"
+	@echo "  make run              build ./run, then generate from the shipped model"
+	@echo "                        (RUN_ARGS=\"...\" replaces the flags)"
+	@echo "  make test             build everything, then run every test program"
+	@echo "  make debug            the tests under AddressSanitizer and UBSan"
+	@echo "  make valgrind         the tests under valgrind's memcheck (minutes)"
+	@echo "  make faults           the programs killed at each write, rename and fsync"
+	@echo "  make fuzz, fuzz-smoke the fuzz targets (tests/fuzz); fuzz-replay their corpora"
+	@echo "  make test-aarch64, test-i686  the tests on other architectures (tests/cross.mk)"
+	@echo "  make train            train the shipped model again into weights/ (half an hour)"
+	@echo "  make bench            speed tables; bench-kernels, bench-attention: their parts"
+	@echo "  make attn-table       the attention lab's tables, written into docs/lab.md"
+	@echo "  make docs-figures     the tutorial's heatmaps (docs/img/)"
+	@echo "  make page-check       the explorer page's self-test in headless Chromium"
+	@echo "  make docs-check       the docs checked against the code; docs-refs rewrites them"
+	@echo "  make clean            remove every build product"
+	@echo "  make help             this list"
+	@echo "Variables: OMP=0 (no OpenMP), B=DIR (build folder), CC=..., CFLAGS=..."
 
 $(B)/train: $(B)/trainer/train.o $(TRAIN_LIB) $(B)/cli.o $(B)/trainer/bpe.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)

@@ -1,7 +1,8 @@
 /* test_cli.c: ./run end to end on fixtures this test writes itself: a tiny random
  * GPT-2 checkpoint and a 260-token tokenizer. It checks every failure path the
  * README promises (exit code and a specific stderr message) and that a healthy run
- * streams text, is reproducible for a seed, and stops at the context length.
+ * streams text, is reproducible for a seed, and stops at the context length; last, the
+ * make targets a newcomer starts with and the test runner's output.
  *
  * The binary under test is $RUN (default ./run), so `make debug` can point it at the
  * sanitizer build.
@@ -11,6 +12,7 @@
 #include <stdio.h>     /* fopen, fwrite, snprintf */
 #include <stdlib.h>    /* getenv, free, mkdtemp */
 #include <string.h>    /* strstr, strcmp */
+#include <sys/stat.h>  /* chmod (POSIX): the test runner's fake tests */
 #include <unistd.h>    /* truncate, close, getpid (POSIX) */
 
 #include "model.h"         /* MODEL_MAX_STATE_BYTES */
@@ -397,6 +399,7 @@ static void test_output_and_threads(const char *model, const char *tok) {
     char *code = check_read_file(path, &size);
     snprintf(path, sizeof path, "%s/pipe_err", dir);
     char *err = check_read_file(path, &size);
+    if (code) code[strcspn(code, "\n")] = '\0';   /* the check stays one line */
     check_true(code && atoi(code) == 1 && err &&
                strstr(err, "run: standard output: write error (Broken pipe)"),
                "generation into a closed pipe: exit 1 (got %s), one line naming the broken pipe",
@@ -1019,6 +1022,65 @@ static void test_quantize_program(const char *model, const char *tok) {
     expect_program(quantize, "quantize with one path", args, 2, "missing (got 1 of 2");
 }
 
+/* Writes an executable shell script at dir/name that prints a check line, a line on stderr
+ * and a summary line, and exits with code. Returns its path (static buffer per call). */
+static const char *write_fake_test(const char *name, const char *check, const char *noise,
+                                   const char *summary, int code) {
+    static char paths[2][160];
+    static int next;
+    char *path = paths[next++ % 2];
+    snprintf(path, 160, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) return path;
+    fprintf(f, "#!/bin/sh\necho '%s'\necho '%s' >&2\necho '%s'\nexit %d\n", check, noise,
+            summary, code);
+    fclose(f);
+    chmod(path, 0755);
+    return path;
+}
+
+/* The developer's entry points: `make run` builds ./run alone (it built all three programs
+ * first: 43 s on a fresh clone), `make help` lists the targets, and tests/run_all.sh shows
+ * a test's standard error only when the test fails (the messages its failure paths
+ * provoke read as errors among passing checks). Skipped away from the repository. */
+static void test_make_and_runner(void) {
+    if (check_run("test -f Makefile && test -f tests/run_all.sh && make --version", NULL,
+                  NULL) != 0) {
+        check_skip("make or the repository's Makefile not found: make run, make help and "
+                   "tests/run_all.sh not checked");
+        return;
+    }
+    /* a make of its own: not the flags (B=...) or the jobserver of a make running this */
+    char *out = NULL;
+    int code = check_run("MAKEFLAGS= MAKELEVEL= make -n run", &out, NULL);
+    check_true(code == 0 && out && strstr(out, "./run ") && !strstr(out, "build/train") &&
+               !strstr(out, "build/quantize"), "make run builds and runs ./run, not ./train "
+               "or ./quantize (make -n run)");
+    free(out);
+    out = NULL;
+    code = check_run("MAKEFLAGS= MAKELEVEL= make -s help", &out, NULL);
+    check_true(code == 0 && out && strstr(out, "  make run ") && strstr(out, "  make test ") &&
+               strstr(out, "  make clean ") && strstr(out, "  make help "), "make help lists "
+               "the targets, one line each");
+    free(out);
+    const char *fake[2] = {
+        write_fake_test("pass_test", "ok - fine", "an expected message", "pass_test: 1 passed, "
+                        "0 failed", 0),
+        write_fake_test("fail_test", "FAIL - broken", "why it broke", "fail_test: 0 passed, "
+                        "1 failed", 1)};
+    for (int i = 0; i < 2; i++) {
+        char command[512];
+        snprintf(command, sizeof command, "WRAP= sh tests/run_all.sh %s", fake[i]);
+        out = NULL;
+        code = check_run(command, &out, NULL);
+        int shown = out && strstr(out, i ? "why it broke" : "an expected message");
+        check_true(i ? code == 1 && shown : code == 0 && out && !shown, "tests/run_all.sh: a "
+                   "%s test's standard error is %s", i ? "failing" : "passing",
+                   i ? "shown" : "not shown");
+        free(out);
+    }
+}
+
 int main(void) {
     run_bin = getenv("RUN");
     if (!run_bin || !*run_bin) run_bin = "./run";
@@ -1044,6 +1106,7 @@ int main(void) {
     test_eval(model, tok);
     test_llama2c_generation();
     test_quantize_program(model, tok);
+    test_make_and_runner();
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", dir);
     check_run(command, NULL, NULL);
