@@ -23,13 +23,17 @@ endif
 # folders); other systems ignore it.
 # -I: the engine's headers at the top, the attention lab's in lab/, the trainer's in
 # trainer/; a file includes any of them by its name.
+# -pthread: the thread pool (kernels.c) is POSIX threads without OpenMP, and waits on a
+# pthread condition variable in every build; BASE is in every compile and link line
+# (tests, tools, fuzz and the cross builds too).
 BASE = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DARWIN_C_SOURCE -I. -Ilab -Itrainer -Wall \
-       -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wstrict-prototypes -ffp-contract=off
+       -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wstrict-prototypes -ffp-contract=off \
+       -pthread
 HEADERS = $(wildcard *.h lab/*.h trainer/*.h)
 LDLIBS = -lm
 # OpenMP (parallel matmul rows and attention heads) is on where $(CC) builds and links an
-# OpenMP program (Apple clang does not); OMP=0 builds without it and gives bit-identical
-# results: make OMP=0
+# OpenMP program (Apple clang does not); OMP=0 builds without it, runs kernels_run's pool
+# on POSIX threads, and gives bit-identical results: make OMP=0
 ifeq ($(origin OMP),undefined)
   OMP := $(shell printf '\043include <omp.h>\nint main(void) { return omp_get_max_threads(); }\n' \
            | $(CC) -fopenmp -x c - -o /dev/null >/dev/null 2>&1 && echo 1 || echo 0)

@@ -18,11 +18,17 @@
  */
 #include "kernels.h"
 
+#include <ctype.h>        /* isdigit, isspace, isprint: reading OMP_NUM_THREADS */
+#include <errno.h>        /* errno, ERANGE */
+#include <limits.h>       /* INT_MAX */
 #include <math.h>         /* sqrtf, fmaf, isfinite */
+#include <pthread.h>      /* the pool's workers without OpenMP; its lock and condition */
 #include <sched.h>        /* sched_yield */
-#include <semaphore.h>    /* sem_t: idle workers sleep on one */
 #include <stdatomic.h>    /* the pool's ticket and counters */
+#include <stdio.h>        /* fprintf: an invalid OMP_NUM_THREADS */
+#include <stdlib.h>       /* getenv, strtol */
 #include <string.h>       /* memcpy */
+#include <unistd.h>       /* sysconf: the cores, without OpenMP */
 #if KERNELS_SIMD
 #include <immintrin.h>    /* AVX2 and FMA intrinsics */
 #endif
@@ -57,18 +63,27 @@
  * once every claimed job is finished. Main never waits for a worker that has claimed
  * nothing: if another process holds a worker's core, main simply does the jobs itself
  * (a barrier, by contrast, waits for every thread to arrive). Workers spin between
- * loops, and sleep on a semaphore after a while without work. Which thread does a job
- * never changes its result. The forward pass of run and each pass of the trainer run
- * inside kernels_run; outside it (tests, tools) each loop is an ordinary OpenMP parallel
- * for. A loop started from inside a job runs on that job's thread. The pool (and each
- * thread's in_job flag) is the one piece of mutable global state in the project: like
- * OpenMP's own runtime, there is one per process.
+ * loops, and sleep on a condition variable after a while without work. Which thread does
+ * a job never changes its result. The workers are OpenMP's team of one parallel region
+ * in an OpenMP build, POSIX threads that kernels_run starts and joins without OpenMP;
+ * everything else (ticket, claims, sleep) is the same code in both. The forward pass of
+ * run and each pass of the trainer run inside kernels_run; outside it (tests, tools) each
+ * loop is an ordinary OpenMP parallel for, or a plain loop without OpenMP. A loop started
+ * from inside a job runs on that job's thread. The pool (and each thread's in_job flag)
+ * is the one piece of mutable global state in the project: like OpenMP's own runtime,
+ * there is one per process.
  */
 
 #define POOL_FIELD_BITS 16                /* ticket: generation | front | back */
 #define POOL_MAX_JOBS ((1 << POOL_FIELD_BITS) - 1)
 #define POOL_SPINS_BEFORE_YIELD 1000      /* polls (~30 us) before a waiting thread starts
                                            * yielding its core at every poll */
+#define POOL_MAX_THREADS 1024             /* most threads kernels_run starts without
+                                           * OpenMP: run's -T and train's --threads bound */
+#define POOL_STACK_BYTES ((size_t)8 << 20)  /* each such thread's stack, what Linux and
+                                             * macOS give a program's main thread (macOS
+                                             * gives other threads 512 KiB; a GEMM job
+                                             * keeps a 128 KiB tile on the stack) */
 
 typedef void (*PoolJob)(void *ctx, int job);
 
@@ -80,14 +95,16 @@ typedef struct {
     _Atomic int done;          /* jobs of the current generation finished */
     _Atomic int stop;          /* set by main when kernels_run's body returns */
     _Atomic int sleeping;      /* workers asleep on `wake`, or about to be */
-    sem_t wake;                /* main posts it to wake sleeping workers */
+    pthread_mutex_t lock;      /* guards wakes */
+    pthread_cond_t wake;       /* sleeping workers wait on it for wakes to change */
+    unsigned wakes;            /* main's wake-ups so far */
     PoolJob job;               /* the current loop (written before its ticket) */
     void *ctx;
     int active;                /* 1 while kernels_run's body runs (main reads it only) */
+    int threads;               /* without OpenMP: kernels_run's threads, 0 until asked */
 } Pool;
 
-#ifdef _OPENMP
-static Pool pool;
+static Pool pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 /* 1 while this thread runs a job of a parallel loop: a loop that the job itself starts
  * (attention inside a per-sequence job) runs on this thread alone, never re-entering the
  * pool or nesting OpenMP regions. */
@@ -125,6 +142,35 @@ static int pool_claim(int from_back) {
     }
 }
 
+/* 1 if the ticket holds jobs nobody has claimed yet. */
+static int pool_has_jobs(void) {
+    uint64_t t = atomic_load(&pool.ticket);   /* sequentially consistent: see pool_sleep */
+    return (unsigned)(t >> POOL_FIELD_BITS & POOL_MAX_JOBS) < (unsigned)(t & POOL_MAX_JOBS);
+}
+
+/* A worker with nothing to do: sleeps until main's next wake-up, a loop to claim, or stop.
+ * The worker counts itself asleep before it reads the ticket, and main publishes a ticket
+ * before it reads the count (all four sequentially consistent): so either main sees this
+ * sleeper and wakes it, under the lock it holds until it waits, or the worker sees the
+ * new jobs and does not sleep. */
+static void pool_sleep(void) {
+    pthread_mutex_lock(&pool.lock);
+    atomic_fetch_add(&pool.sleeping, 1);
+    unsigned seen = pool.wakes;
+    while (pool.wakes == seen && !atomic_load(&pool.stop) && !pool_has_jobs())
+        pthread_cond_wait(&pool.wake, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+}
+
+/* Wakes every worker that sleeps (or is about to); costs one atomic when none does. */
+static void pool_wake(void) {
+    if (atomic_exchange(&pool.sleeping, 0) == 0) return;
+    pthread_mutex_lock(&pool.lock);
+    pool.wakes++;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.lock);
+}
+
 /* A worker: claim jobs whenever a loop is published, until main says stop. After a
  * while with nothing to do it sleeps until main publishes again. A sleeping thread is
  * not runnable, so on a machine where another process keeps a core busy it does not
@@ -136,8 +182,7 @@ static void pool_worker(void) {
         if (pool_claim(1) > 0) {
             idle = 0;
         } else if (++idle > POOL_SPINS_BEFORE_YIELD) {
-            atomic_fetch_add_explicit(&pool.sleeping, 1, memory_order_acq_rel);
-            while (sem_wait(&pool.wake) != 0) {}   /* EINTR: wait again */
+            pool_sleep();
             idle = 0;
         } else {
             cpu_relax();
@@ -145,20 +190,81 @@ static void pool_worker(void) {
     }
 }
 
-/* Wakes every worker that sleeps (or is about to). */
-static void pool_wake(void) {
-    for (int n = atomic_exchange_explicit(&pool.sleeping, 0, memory_order_acq_rel); n > 0; n--)
-        sem_post(&pool.wake);
+/* Main's part of kernels_run: body with the pool active, then every worker told to stop
+ * (one about to sleep sees `stop` under the lock; one asleep is woken). */
+static void pool_main(void (*body)(void *ctx), void *ctx) {
+    pool.active = 1;
+    body(ctx);
+    pool.active = 0;
+    atomic_store(&pool.stop, 1);
+    pthread_mutex_lock(&pool.lock);
+    pool.wakes++;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.lock);
 }
 
-#endif /* _OPENMP */
+#ifndef _OPENMP
+/* A worker thread of kernels_run (without OpenMP). */
+static void *pool_thread(void *unused) {
+    (void)unused;
+    pool_worker();
+    return NULL;
+}
+
+/* The cores the system has online. */
+static int pool_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
+}
+
+/* OMP_NUM_THREADS as OpenMP reads it: a positive integer, or a comma-separated list of
+ * them (one per level of nested parallelism; the pool is the first level), spaces
+ * allowed around each. Returns the first, or -1 if text is not such a list. */
+static int parse_num_threads(const char *text) {
+    const char *s = text;
+    int first = 0;
+    for (;;) {
+        while (isspace((unsigned char)*s)) s++;
+        if (!isdigit((unsigned char)*s)) return -1;   /* no sign, no empty entry */
+        char *end;
+        errno = 0;
+        long n = strtol(s, &end, 10);
+        if (errno == ERANGE || n < 1 || n > INT_MAX) return -1;
+        if (!first) first = (int)n;
+        for (s = end; isspace((unsigned char)*s); s++) {}
+        if (*s == '\0') return first;
+        if (*s++ != ',') return -1;
+    }
+}
+
+/* The threads kernels_run uses without OpenMP: kernels_set_threads's number, else, as
+ * OpenMP would start, OMP_NUM_THREADS's (read once), else every core. An invalid
+ * OMP_NUM_THREADS is reported and ignored, as OpenMP's runtime does. */
+static int pool_threads(void) {
+    if (pool.threads > 0) return pool.threads;
+    const char *env = getenv("OMP_NUM_THREADS");
+    int asked = env ? parse_num_threads(env) : 0;
+    if (asked < 0) {
+        char shown[33];   /* the value, at most 32 bytes, control bytes as '?' */
+        size_t n = 0;
+        for (; env[n] && n < sizeof shown - 1; n++)
+            shown[n] = isprint((unsigned char)env[n]) ? env[n] : '?';
+        shown[n] = '\0';
+        fprintf(stderr, "OMP_NUM_THREADS: invalid value (got '%s', expected a positive "
+                "integer or a list of them); using the %d cores\n", shown, pool_cores());
+        asked = 0;
+    }
+    pool.threads = asked > 0 ? asked : pool_cores();
+    return pool.threads;
+}
+#endif /* !_OPENMP */
 
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs; `work`
  * (multiply-adds, or the like) decides whether sharing pays: on the pool from
- * KERNELS_POOL_MIN_WORK, in an OpenMP region from KERNELS_PARALLEL_MIN_MACS, else here. */
+ * KERNELS_POOL_MIN_WORK, in an OpenMP region from KERNELS_PARALLEL_MIN_MACS (without
+ * OpenMP the pragma is ignored and the loop runs here), else here. */
 static void parallel_for(PoolJob job, void *ctx, int n_jobs, double work) {
     int parallel = work >= KERNELS_PARALLEL_MIN_MACS;
-#ifdef _OPENMP
     if (in_job) parallel = 0;   /* a loop inside a job: this thread does it all */
     else if (pool.active && work >= KERNELS_POOL_MIN_WORK && n_jobs > 1 &&
              n_jobs <= POOL_MAX_JOBS) {
@@ -168,7 +274,7 @@ static void parallel_for(PoolJob job, void *ctx, int n_jobs, double work) {
         atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
         generation++;
         uint64_t ticket = (generation << (2 * POOL_FIELD_BITS)) | (uint64_t)n_jobs;
-        atomic_store_explicit(&pool.ticket, ticket, memory_order_release);
+        atomic_store(&pool.ticket, ticket);   /* sequentially consistent: see pool_sleep */
         pool_wake();
         pool_claim(0);
         /* wait for the jobs a worker still holds; if that takes a while, the worker may
@@ -181,20 +287,15 @@ static void parallel_for(PoolJob job, void *ctx, int n_jobs, double work) {
         return;
     }
     else if (pool.active) parallel = 0;   /* inside the body but too small: stay on main */
-#endif
     if (!parallel || n_jobs == 1) {   /* no threads started for this */
         for (int j = 0; j < n_jobs; j++) job(ctx, j);
         return;
     }
     #pragma omp parallel for schedule(dynamic, 1)
     for (int j = 0; j < n_jobs; j++) {
-#ifdef _OPENMP
         in_job = 1;
-#endif
         job(ctx, j);
-#ifdef _OPENMP
         in_job = 0;
-#endif
     }
 }
 
@@ -212,14 +313,17 @@ void kernels_job_range(size_t *start, size_t *end, int j, size_t n, size_t per_j
 int kernels_set_threads(int n) {
 #ifdef _OPENMP
     int max = omp_get_num_procs();
+#else
+    int max = pool_cores();
+#endif
     if (n < 1) n = 1;
     if (n > max) n = max;
+#ifdef _OPENMP
     omp_set_num_threads(n);
-    return n;
 #else
-    (void)n;
-    return 1;
+    pool.threads = n;
 #endif
+    return n;
 }
 
 int kernels_cap_threads(void) {
@@ -227,46 +331,53 @@ int kernels_cap_threads(void) {
     int asked = omp_get_max_threads(), cores = omp_get_num_procs();
     if (asked <= cores) return 0;
     omp_set_num_threads(cores);
-    return asked;
 #else
-    return 0;
+    int asked = pool_threads(), cores = pool_cores();
+    if (asked <= cores) return 0;
+    pool.threads = cores;
 #endif
+    return asked;
 }
 
 int kernels_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
 #else
-    return 1;
+    return pool_threads();
 #endif
 }
 
 void kernels_run(void (*body)(void *ctx), void *ctx) {
-#ifdef _OPENMP
-    int threads = omp_get_max_threads();
-    if (threads > 1 && !pool.active && sem_init(&pool.wake, 0, 0) == 0) {
-        atomic_store(&pool.stop, 0);
-        atomic_store(&pool.ticket, 0);
-        atomic_store(&pool.sleeping, 0);
-        /* thread 0 runs the body with the pool active; the others are its workers */
-        #pragma omp parallel num_threads(threads)
-        {
-            if (omp_get_thread_num() == 0) {
-                pool.active = 1;
-                body(ctx);
-                pool.active = 0;
-                atomic_store_explicit(&pool.stop, 1, memory_order_release);
-                /* a worker may go to sleep after seeing no stop: one post each covers it */
-                for (int n = 1; n < threads; n++) sem_post(&pool.wake);
-            } else {
-                pool_worker();
-            }
-        }
-        sem_destroy(&pool.wake);
+    int threads = kernels_threads();
+    if (threads < 2 || in_job || pool.active) {   /* one thread, or already on the pool */
+        body(ctx);
         return;
     }
+    atomic_store(&pool.stop, 0);
+    atomic_store(&pool.ticket, 0);
+    atomic_store(&pool.sleeping, 0);
+#ifdef _OPENMP
+    /* thread 0 runs the body with the pool active; the others are its workers */
+    #pragma omp parallel num_threads(threads)
+    {
+        if (omp_get_thread_num() == 0) pool_main(body, ctx);
+        else pool_worker();
+    }
+#else
+    /* threads - 1 workers for the body's duration (a thread that cannot be started is
+     * one worker fewer: main does its jobs) */
+    pthread_t workers[POOL_MAX_THREADS - 1];
+    pthread_attr_t attr;
+    int has_attr = pthread_attr_init(&attr) == 0;
+    if (has_attr) pthread_attr_setstacksize(&attr, POOL_STACK_BYTES);  /* else the default */
+    int started = 0;
+    while (started < threads - 1 && started < POOL_MAX_THREADS - 1 &&
+           pthread_create(&workers[started], has_attr ? &attr : NULL, pool_thread, NULL) == 0)
+        started++;
+    if (has_attr) pthread_attr_destroy(&attr);
+    pool_main(body, ctx);
+    for (int t = 0; t < started; t++) pthread_join(workers[t], NULL);
 #endif
-    body(ctx);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -32,9 +32,10 @@
 #endif
 
 #ifndef KERNELS_PARALLEL_MIN_MACS
-#define KERNELS_PARALLEL_MIN_MACS (1L << 17)  /* outside kernels_run, smaller loops run on
-                                               * one thread: starting a parallel region
-                                               * costs more than a second thread saves */
+#define KERNELS_PARALLEL_MIN_MACS (1L << 17)  /* outside kernels_run (OpenMP builds), smaller
+                                               * loops run on one thread: starting a parallel
+                                               * region costs more than a second thread
+                                               * saves */
 #endif
 #ifndef KERNELS_POOL_MIN_WORK
 #define KERNELS_POOL_MIN_WORK (1L << 14)      /* inside kernels_run, the pool hands out jobs
@@ -55,8 +56,10 @@ typedef struct {
 /* ---- threads ---- */
 
 /* Sets the number of threads the kernels (and attention) may use, 1 .. the cores
- * available; without OpenMP everything runs on one thread and this does nothing. Returns
- * the number that will be used. */
+ * available, from the next kernels_run (or OpenMP loop) on. Returns the number that will
+ * be used. Until then it is OMP_NUM_THREADS, or every core; without OpenMP kernels.c reads
+ * them as OpenMP's runtime would (an invalid OMP_NUM_THREADS is reported on stderr and
+ * ignored). */
 int kernels_set_threads(int n);
 
 /* Caps the threads the environment asks for (OMP_NUM_THREADS) at the cores available:
@@ -64,7 +67,7 @@ int kernels_set_threads(int n);
  * the number asked for when it capped it (for the program to say so), else 0. */
 int kernels_cap_threads(void);
 
-/* The number of threads kernels_run will use (1 without OpenMP). */
+/* The number of threads kernels_run will use. */
 int kernels_threads(void);
 
 /* The jobs that cover n items per_job at a time (the count kernels_parallel_for takes),
@@ -76,7 +79,9 @@ void kernels_job_range(size_t *start, size_t *end, int j, size_t n, size_t per_j
 /* Runs body(ctx) on the calling thread with the other threads waiting as a pool: the
  * matmuls body makes hand their jobs to the pool instead of starting threads each time,
  * and the caller never waits for a thread that has not taken a job (another process on
- * its core cannot hold it up). Without OpenMP, or with one thread, just calls body. */
+ * its core cannot hold it up). The pool is an OpenMP parallel region, or without OpenMP
+ * kernels_threads() - 1 POSIX threads started for body's duration. With one thread, or
+ * called from inside body or a job, just calls body. */
 void kernels_run(void (*body)(void *ctx), void *ctx);
 
 /* ---- matrix products ---- */
@@ -201,10 +206,11 @@ float kernels_exp_sum(float *x, int n, float shift);
 
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs: on the pool
  * inside kernels_run when work >= KERNELS_POOL_MIN_WORK, as an OpenMP loop outside it when
- * work >= KERNELS_PARALLEL_MIN_MACS, else on the calling thread alone. work counts
- * multiply-adds or the like, as a double: an estimate whose products of three or four sizes
- * overflow a 32-bit long, never a double. Called from inside a job (a job that starts a
- * loop of its own, on any thread), it runs that loop on the calling thread alone. */
+ * work >= KERNELS_PARALLEL_MIN_MACS (in OpenMP builds), else on the calling thread alone.
+ * work counts multiply-adds or the like, as a double: an estimate whose products of three
+ * or four sizes overflow a 32-bit long, never a double. Called from inside a job (a job
+ * that starts a loop of its own, on any thread), it runs that loop on the calling thread
+ * alone. */
 void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, double work);
 
 #endif /* KERNELS_H */

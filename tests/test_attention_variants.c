@@ -18,9 +18,6 @@
 #include <stdio.h>     /* snprintf */
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* memcmp, memcpy, memset */
-#ifdef _OPENMP
-#include <omp.h>       /* omp_set_num_threads */
-#endif
 
 #include "kernels.h"       /* kernels_run, kernels_set_threads: the pool run uses */
 #include "tests/attention_kernels.h"   /* attention_additive, attention_pool, attention_nystrom */
@@ -658,20 +655,26 @@ static void test_lsh_nested(void) {
                "added)", grew);
 }
 
-#ifdef _OPENMP
-/* run_once's arguments, for running it inside kernels_run (run's thread pool; G10 only). */
+/* run_once's arguments, or attention_weights's (with lab), for running them inside
+ * kernels_run (run's thread pool; G10 only). */
 typedef struct {
     const AttentionConfig *cfg;
     int NH, NKV, HS, T;
     float *out;
     const float *q, *k, *v;
+    Lab *lab;              /* attention_weights's state, or NULL for run_once */
+    float *scratch;
+    int ok;                /* attention_weights's result was 0 */
 } PoolRun;
 
 static void pool_run_body(void *ctx) {
-    const PoolRun *r = ctx;
-    run_once(r->cfg, r->NH, r->NKV, r->HS, 0.2f, r->out, r->q, r->k, r->v, r->T, r->T);
+    PoolRun *r = ctx;
+    if (r->lab)
+        r->ok = attention_weights(r->cfg, &r->lab->shape, r->lab->state, r->T, r->out, r->q,
+                                  r->k, 0, r->T, r->scratch) == 0;
+    else
+        run_once(r->cfg, r->NH, r->NKV, r->HS, 0.2f, r->out, r->q, r->k, r->v, r->T, r->T);
 }
-#endif
 
 /* G9 seeds and G10 threads, for every variant. */
 static void test_seeds_and_threads(void) {
@@ -696,23 +699,23 @@ static void test_seeds_and_threads(void) {
         check_true(same && memcmp(a, b, sizeof a) != 0, "G9 %s: same seed bitwise identical, "
                    "seed 2 differs", attention_kind_name(seeded[c]->kind));
     }
-#ifdef _OPENMP
+    /* 1 vs 2 threads outside kernels_run (an OpenMP loop per call; one thread without
+     * OpenMP), and on run's pool inside it (OpenMP's threads, or POSIX threads) */
     AttentionConfig list[32];
     int n = all_variants(list);
-    static float w1[NH * T * T], w2[NH * T * T];
+    static float w1[NH * T * T], w2[NH * T * T], w_pool[NH * T * T];
     for (int c = 0; c < n; c++) {
         char name[64];
         describe(&list[c], name, sizeof name);
-        omp_set_num_threads(1);
+        kernels_set_threads(1);
         run_once(&list[c], NH, NH / 2, HS, 0.2f, a, q, k, v, T, T);
-        omp_set_num_threads(2);
+        int threads = kernels_set_threads(2);   /* at most the cores */
         run_once(&list[c], NH, NH / 2, HS, 0.2f, b, q, k, v, T, T);
         check_true(memcmp(a, b, sizeof a) == 0, "G10 %s: 1 vs 2 threads bitwise identical", name);
         /* inside kernels_run, as run calls it: the heads go to the pool's threads (an
          * OpenMP loop there would be nested, and run on one thread) */
-        PoolRun pool = {&list[c], NH, NH / 2, HS, T, b, q, k, v};
+        PoolRun pool = {&list[c], NH, NH / 2, HS, T, b, q, k, v, NULL, NULL, 0};
         memset(b, 0, sizeof b);
-        int threads = kernels_set_threads(2);   /* at most the cores */
         if (threads < 2) {
             char reason[128];
             snprintf(reason, sizeof reason, "G10 %s on run's pool: one core, nothing to compare",
@@ -728,20 +731,20 @@ static void test_seeds_and_threads(void) {
         int ok = lab_init(&lab, &list[c], NH, NH / 2, HS, 0.2f, T) == 0;
         float *scratch = malloc(attention_weights_scratch_floats(&list[c], &lab.shape, T) *
                                 sizeof(float));
-        omp_set_num_threads(1);
+        kernels_set_threads(1);
         ok = ok && scratch && attention_weights(&list[c], &lab.shape, lab.state, T, w1, q, k, 0,
                                                 T, scratch) == 0;
-        omp_set_num_threads(2);
+        kernels_set_threads(2);
         ok = ok && attention_weights(&list[c], &lab.shape, lab.state, T, w2, q, k, 0, T,
                                      scratch) == 0;
+        PoolRun weights = {&list[c], NH, NH / 2, HS, T, w_pool, q, k, v, &lab, scratch, 0};
+        if (ok) kernels_run(pool_run_body, &weights);
         free(scratch);
         lab_free(&lab);
-        check_true(ok && memcmp(w1, w2, sizeof w1) == 0, "G10 weights %s: 1 vs 2 threads bitwise "
-                   "identical", name);
+        check_true(ok && weights.ok && memcmp(w1, w2, sizeof w1) == 0 &&
+                   memcmp(w1, w_pool, sizeof w1) == 0, "G10 weights %s: 1 vs 2 threads bitwise "
+                   "identical (outside kernels_run and on its pool)", name);
     }
-#else
-    check_skip("G10: built without OpenMP");
-#endif
 }
 
 /* Performer: the features make an unbiased estimator of exp(x . y), orthogonal rows

@@ -10,14 +10,21 @@
  * 4. LayerNorm, RMSNorm, GELU, SwiGLU, kernels_expf, and the trainer's LayerNorm and GELU
  *    backward, against libm in float64; attention's dots and weighted sums bit for bit
  *    against their one-row definitions.
+ * 5. The thread pool (kernels_run): a loop's jobs run on two threads at once, and a loop
+ *    started inside a job stays on that job's thread. "1 and 2 threads" above means the
+ *    2-thread result both outside kernels_run (an OpenMP loop per call; one thread without
+ *    OpenMP) and inside it, on the pool (OpenMP's threads, or POSIX threads without).
  */
 #include "kernels.h"
 
 #include <math.h>          /* NAN, INFINITY, exp, tanh, sqrt, sqrtf, fmaf, isnan, isinf */
+#include <sched.h>         /* sched_yield (POSIX): a job waiting for the pool's other thread */
+#include <stdatomic.h>     /* the pool test's counters */
 #include <stdint.h>        /* uint64_t, int8_t */
 #include <stdio.h>         /* printf */
 #include <stdlib.h>        /* malloc, free */
 #include <string.h>        /* memcmp, memcpy */
+#include <time.h>          /* time: a bound against hanging, never a measurement */
 
 #include "quant.h"         /* quant_groups, quant_quantize, quant_dequantize */
 #include "tests/check.h"   /* check_* */
@@ -34,6 +41,9 @@
 #define ELEMENT_RTOL 1e-6
 #define ELEMENT_ATOL 1e-7
 #define NORM_ATOL 1e-5   /* normalised outputs are O(1); float sums of C terms */
+#ifndef POOL_WAIT_SECONDS
+#define POOL_WAIT_SECONDS 60   /* a job gives up waiting for the pool's second thread */
+#endif
 
 static uint64_t seed = 42;
 
@@ -45,6 +55,27 @@ static float *random_floats(size_t n, float amplitude) {
 
 static void set_threads(int n) { kernels_set_threads(n); }
 
+/* Runs body(ctx) inside kernels_run on (at most) `threads` threads, as run and train run
+ * their passes: the kernels' loops then go to the pool. */
+static void on_pool(int threads, void (*body)(void *ctx), void *ctx) {
+    set_threads(threads);
+    kernels_run(body, ctx);
+}
+
+/* One product, as a kernels_run body: kernels_matmul, or kernels_matmul_wt when w holds
+ * the transposed weights. */
+typedef struct {
+    float *out;
+    const float *x, *w, *b;
+    int N, IC, OC, transposed;
+} MatmulCall;
+
+static void matmul_call(void *ctx) {
+    const MatmulCall *c = ctx;
+    if (c->transposed) kernels_matmul_wt(c->out, c->x, c->w, c->b, c->N, c->IC, c->OC);
+    else kernels_matmul(c->out, c->x, c->w, c->b, c->N, c->IC, c->OC);
+}
+
 /* ------------------------------------------------------------------------- */
 /* 1. fp32 matmul                                                              */
 
@@ -52,7 +83,7 @@ static void test_matmul(int N, int IC, int OC, int bias) {
     float *x = random_floats((size_t)N * IC, 1.0f), *w = random_floats((size_t)OC * IC, 1.0f);
     float *b = random_floats((size_t)OC, 1.0f);
     float *out1 = malloc(sizeof(float) * N * OC), *out2 = malloc(sizeof(float) * N * OC);
-    float *row = malloc(sizeof(float) * OC);
+    float *row = malloc(sizeof(float) * OC), *pooled = malloc(sizeof(float) * N * OC);
     double *want = malloc(sizeof(double) * N * OC);
     for (int n = 0; n < N; n++)
         for (int o = 0; o < OC; o++) {
@@ -61,14 +92,17 @@ static void test_matmul(int N, int IC, int OC, int bias) {
                 sum += (double)x[(size_t)n * IC + i] * (double)w[(size_t)o * IC + i];
             want[(size_t)n * OC + o] = sum;
         }
-    for (int i = 0; i < N * OC; i++) out1[i] = out2[i] = NAN;   /* unwritten entries show */
+    for (int i = 0; i < N * OC; i++) out1[i] = out2[i] = pooled[i] = NAN;   /* unwritten show */
     set_threads(1);
     kernels_matmul(out1, x, w, bias ? b : NULL, N, IC, OC);
     set_threads(2);
     kernels_matmul(out2, x, w, bias ? b : NULL, N, IC, OC);
+    MatmulCall call = {pooled, x, w, bias ? b : NULL, N, IC, OC, 0};
+    on_pool(2, matmul_call, &call);
     check_close_f64("kernels_matmul vs float64", out1, want, (size_t)N * OC, MATMUL_ATOL,
                     MATMUL_RTOL);
-    check_true(memcmp(out1, out2, sizeof(float) * N * OC) == 0,
+    check_true(memcmp(out1, out2, sizeof(float) * N * OC) == 0 &&
+               memcmp(out1, pooled, sizeof(float) * N * OC) == 0,
                "kernels_matmul (N %d, IC %d, OC %d%s): 1 and 2 threads give identical bits",
                N, IC, OC, bias ? ", bias" : "");
     /* a row's result does not depend on how many rows come with it, as long as both
@@ -90,10 +124,27 @@ static void test_matmul(int N, int IC, int OC, int bias) {
     check_close_f64("kernels_matmul_reference vs float64", ref, want, (size_t)N * OC, 0.0,
                     1e-7);
     free(x); free(w); free(b); free(out1); free(out2); free(row); free(want); free(ref);
+    free(pooled);
 }
 
 /* ------------------------------------------------------------------------- */
 /* 2. int8 matmul                                                              */
+
+/* kernels_matmul_q8's arguments, as a kernels_run body. */
+typedef struct {
+    float *out;
+    const float *x;
+    const QuantMatrix *w;
+    const float *b;
+    int N;
+    int8_t *xq;
+    float *xs;
+} MatmulQ8Call;
+
+static void matmul_q8_call(void *ctx) {
+    const MatmulQ8Call *c = ctx;
+    kernels_matmul_q8(c->out, c->x, c->w, c->b, c->N, c->xq, c->xs);
+}
 
 static void test_matmul_q8(int N, int IC, int OC, int group) {
     float *x = random_floats((size_t)N * IC, 2.0f), *wf = random_floats((size_t)OC * IC, 0.5f);
@@ -104,13 +155,16 @@ static void test_matmul_q8(int N, int IC, int OC, int group) {
     quant_quantize(wq, ws, wf, OC, IC, group);
     QuantMatrix w = {wq, ws, OC, IC, group};
     float *out = malloc(sizeof(float) * N * OC), *out2 = malloc(sizeof(float) * N * OC);
-    for (int i = 0; i < N * OC; i++) out[i] = out2[i] = NAN;
+    float *pooled = malloc(sizeof(float) * N * OC);
+    for (int i = 0; i < N * OC; i++) out[i] = out2[i] = pooled[i] = NAN;
     set_threads(1);
     kernels_matmul_q8(out, x, &w, b, N, xq, xs);
     set_threads(2);
     int8_t *xq2 = malloc((size_t)N * IC);
     float *xs2 = malloc(sizeof(float) * N * groups);
     kernels_matmul_q8(out2, x, &w, b, N, xq2, xs2);
+    MatmulQ8Call call = {pooled, x, &w, b, N, xq2, xs2};
+    on_pool(2, matmul_q8_call, &call);
     /* the reference: the same quantized activations and weights, dequantized, in float64 */
     double *want = malloc(sizeof(double) * N * OC);
     for (int n = 0; n < N; n++)
@@ -123,15 +177,35 @@ static void test_matmul_q8(int N, int IC, int OC, int group) {
         }
     check_close_f64("kernels_matmul_q8 vs float64 of the dequantized operands", out, want,
                     (size_t)N * OC, Q8_ATOL, Q8_RTOL);
-    check_true(memcmp(out, out2, sizeof(float) * N * OC) == 0,
+    check_true(memcmp(out, out2, sizeof(float) * N * OC) == 0 &&
+               memcmp(out, pooled, sizeof(float) * N * OC) == 0,
                "kernels_matmul_q8 (N %d, IC %d, OC %d, group %d): 1 and 2 threads identical",
                N, IC, OC, group);
     free(x); free(wf); free(b); free(wq); free(xq); free(ws); free(xs); free(out); free(out2);
-    free(xq2); free(xs2); free(want);
+    free(xq2); free(xs2); free(want); free(pooled);
 }
 
 /* ------------------------------------------------------------------------- */
 /* 3. matmul backward                                                          */
+
+/* kernels_matmul_backward's or kernels_layernorm_backward's arguments (IC is then C), as
+ * a kernels_run body. */
+typedef struct {
+    float *dx, *dw, *db;
+    const float *dout, *x, *w;
+    float *mean, *rstd;   /* LayerNorm's statistics; NULL for the product */
+    int N, IC, OC;
+} BackwardCall;
+
+static void backward_call(void *ctx) {
+    const BackwardCall *c = ctx;
+    if (c->mean)
+        kernels_layernorm_backward(c->dx, c->dw, c->db, c->dout, c->x, c->w, c->mean, c->rstd,
+                                   c->N, c->IC);
+    else
+        kernels_matmul_backward(c->dx, c->dw, c->db, c->dout, c->x, c->w, c->N, c->IC, c->OC,
+                                KERNELS_ACCUMULATE);
+}
 
 static void test_matmul_backward(int N, int IC, int OC) {
     float *dout = random_floats((size_t)N * OC, 1.0f), *x = random_floats((size_t)N * IC, 1.0f);
@@ -158,22 +232,32 @@ static void test_matmul_backward(int N, int IC, int OC) {
             want_dw[(size_t)o * IC + i] = sum;
         }
     }
-    /* copies of the starting gradients, for the 2-thread run and the dx-less run */
+    /* copies of the starting gradients, for the 2-thread runs and the dx-less run */
     float *dx2 = malloc(sizeof(float) * N * IC), *dw2 = malloc(sizeof(float) * OC * IC);
     float *db2 = malloc(sizeof(float) * OC), *dw3 = malloc(sizeof(float) * OC * IC);
+    float *dx_pool = malloc(sizeof(float) * N * IC), *dw_pool = malloc(sizeof(float) * OC * IC);
+    float *db_pool = malloc(sizeof(float) * OC);
     memcpy(dx2, dx, sizeof(float) * N * IC);
     memcpy(dw2, dw, sizeof(float) * OC * IC);
     memcpy(dw3, dw, sizeof(float) * OC * IC);
     memcpy(db2, db, sizeof(float) * OC);
+    memcpy(dx_pool, dx, sizeof(float) * N * IC);
+    memcpy(dw_pool, dw, sizeof(float) * OC * IC);
+    memcpy(db_pool, db, sizeof(float) * OC);
     set_threads(1);
     kernels_matmul_backward(dx, dw, db, dout, x, w, N, IC, OC, KERNELS_ACCUMULATE);
     set_threads(2);
     kernels_matmul_backward(dx2, dw2, db2, dout, x, w, N, IC, OC, KERNELS_ACCUMULATE);
     kernels_matmul_backward(NULL, dw3, NULL, dout, x, w, N, IC, OC, KERNELS_ACCUMULATE);
+    BackwardCall call = {dx_pool, dw_pool, db_pool, dout, x, w, NULL, NULL, N, IC, OC};
+    on_pool(2, backward_call, &call);
     check_true(memcmp(dx, dx2, sizeof(float) * N * IC) == 0 &&
                memcmp(dw, dw2, sizeof(float) * OC * IC) == 0 &&
                memcmp(db, db2, sizeof(float) * OC) == 0 &&
-               memcmp(dw, dw3, sizeof(float) * OC * IC) == 0,
+               memcmp(dw, dw3, sizeof(float) * OC * IC) == 0 &&
+               memcmp(dx, dx_pool, sizeof(float) * N * IC) == 0 &&
+               memcmp(dw, dw_pool, sizeof(float) * OC * IC) == 0 &&
+               memcmp(db, db_pool, sizeof(float) * OC) == 0,
                "kernels_matmul_backward (N %d, IC %d, OC %d): 1 and 2 threads, and without dx "
                "and db, give identical bits", N, IC, OC);
     /* overwriting dx (here full of NaN) gives the bits of accumulating into zeros */
@@ -194,7 +278,8 @@ static void test_matmul_backward(int N, int IC, int OC) {
     check_close_f64("kernels_matmul_backward db vs float64", db, want_db, (size_t)OC,
                     MATMUL_ATOL, MATMUL_RTOL);
     free(dout); free(x); free(w); free(dx); free(dw); free(db); free(want_dx); free(want_dw);
-    free(want_db); free(dx2); free(dw2); free(db2); free(dw3);
+    free(want_db); free(dx2); free(dw2); free(db2); free(dw3); free(dx_pool); free(dw_pool);
+    free(db_pool);
 }
 
 /* The trainer's forward: x . wt with wt = w^T made by kernels_transpose. */
@@ -202,7 +287,7 @@ static void test_matmul_wt(int N, int IC, int OC, int bias) {
     float *x = random_floats((size_t)N * IC, 1.0f), *w = random_floats((size_t)OC * IC, 1.0f);
     float *b = random_floats((size_t)OC, 1.0f), *wt = malloc(sizeof(float) * IC * OC);
     float *out1 = malloc(sizeof(float) * N * OC), *out2 = malloc(sizeof(float) * N * OC);
-    float *ref = malloc(sizeof(float) * N * OC);
+    float *ref = malloc(sizeof(float) * N * OC), *pooled = malloc(sizeof(float) * N * OC);
     double *want = malloc(sizeof(double) * N * OC);
     for (int n = 0; n < N; n++)
         for (int o = 0; o < OC; o++) {
@@ -218,14 +303,17 @@ static void test_matmul_wt(int N, int IC, int OC, int bias) {
         for (int i = 0; i < IC; i++)
             transposed &= !memcmp(&wt[(size_t)i * OC + o], &w[(size_t)o * IC + i], sizeof(float));
     check_true(transposed, "kernels_transpose (%d x %d): every entry in place", OC, IC);
-    for (int i = 0; i < N * OC; i++) out1[i] = out2[i] = NAN;   /* unwritten entries show */
+    for (int i = 0; i < N * OC; i++) out1[i] = out2[i] = pooled[i] = NAN;   /* unwritten show */
     set_threads(1);
     kernels_matmul_wt(out1, x, wt, bias ? b : NULL, N, IC, OC);
     set_threads(2);
     kernels_matmul_wt(out2, x, wt, bias ? b : NULL, N, IC, OC);
+    MatmulCall call = {pooled, x, wt, bias ? b : NULL, N, IC, OC, 1};
+    on_pool(2, matmul_call, &call);
     check_close_f64("kernels_matmul_wt vs float64", out1, want, (size_t)N * OC, MATMUL_ATOL,
                     MATMUL_RTOL);
-    check_true(memcmp(out1, out2, sizeof(float) * N * OC) == 0,
+    check_true(memcmp(out1, out2, sizeof(float) * N * OC) == 0 &&
+               memcmp(out1, pooled, sizeof(float) * N * OC) == 0,
                "kernels_matmul_wt (N %d, IC %d, OC %d%s): 1 and 2 threads give identical bits",
                N, IC, OC, bias ? ", bias" : "");
     /* the same chains as the prompt path of kernels_matmul, where that path runs */
@@ -237,6 +325,7 @@ static void test_matmul_wt(int N, int IC, int OC, int bias) {
                    N, IC, OC);
     }
     free(x); free(w); free(b); free(wt); free(out1); free(out2); free(ref); free(want);
+    free(pooled);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -325,12 +414,16 @@ static void test_layernorm_backward(int N, int C) {
     float *db = random_floats((size_t)C, 1.0f);
     float *dx2 = malloc(sizeof(float) * N * C), *dw2 = malloc(sizeof(float) * C);
     float *db2 = malloc(sizeof(float) * C), *mean = malloc(sizeof(float) * N);
-    float *rstd = malloc(sizeof(float) * N);
+    float *rstd = malloc(sizeof(float) * N), *dx_pool = malloc(sizeof(float) * N * C);
+    float *dw_pool = malloc(sizeof(float) * C), *db_pool = malloc(sizeof(float) * C);
     double *want_dx = malloc(sizeof(double) * N * C), *want_dw = malloc(sizeof(double) * C);
     double *want_db = malloc(sizeof(double) * C);
     memcpy(dx2, dx, sizeof(float) * N * C);
     memcpy(dw2, dw, sizeof(float) * C);
     memcpy(db2, db, sizeof(float) * C);
+    memcpy(dx_pool, dx, sizeof(float) * N * C);
+    memcpy(dw_pool, dw, sizeof(float) * C);
+    memcpy(db_pool, db, sizeof(float) * C);
     for (int i = 0; i < C; i++) {
         want_dw[i] = (double)dw[i];
         want_db[i] = (double)db[i];
@@ -359,18 +452,23 @@ static void test_layernorm_backward(int N, int C) {
     kernels_layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C);
     set_threads(2);
     kernels_layernorm_backward(dx2, dw2, db2, dout, x, w, mean, rstd, N, C);
+    BackwardCall call = {dx_pool, dw_pool, db_pool, dout, x, w, mean, rstd, N, C, C};
+    on_pool(2, backward_call, &call);
     check_close_f64("kernels_layernorm_backward dx vs float64", dx, want_dx, (size_t)N * C,
                     NORM_ATOL, 1e-5);
     check_close_f64("kernels_layernorm_backward dw vs float64", dw, want_dw, (size_t)C,
                     NORM_ATOL, 1e-5);
     check_close_f64("kernels_layernorm_backward db vs float64", db, want_db, (size_t)C,
                     NORM_ATOL, 1e-5);
-    check_true(memcmp(dx, dx2, sizeof(float) * N * C) == 0 && !memcmp(dw, dw2, sizeof(float) * C) &&
-               !memcmp(db, db2, sizeof(float) * C),
+    check_true(!memcmp(dx, dx2, sizeof(float) * N * C) && !memcmp(dw, dw2, sizeof(float) * C) &&
+               !memcmp(db, db2, sizeof(float) * C) &&
+               !memcmp(dx, dx_pool, sizeof(float) * N * C) &&
+               !memcmp(dw, dw_pool, sizeof(float) * C) && !memcmp(db, db_pool, sizeof(float) * C),
                "kernels_layernorm_backward (N %d, C %d): 1 and 2 threads give identical bits",
                N, C);
     free(x); free(w); free(dout); free(dx); free(dw); free(db); free(dx2); free(dw2); free(db2);
-    free(mean); free(rstd); free(want_dx); free(want_dw); free(want_db);
+    free(mean); free(rstd); free(want_dx); free(want_dw); free(want_db); free(dx_pool);
+    free(dw_pool); free(db_pool);
 }
 
 /* The vector paths of GELU, its backward and kernels_exp_sum give the bits of the scalar
@@ -504,6 +602,71 @@ static void test_activations(void) {
     free(x); free(gate); free(out); free(want);
 }
 
+/* ------------------------------------------------------------------------- */
+/* 5. The thread pool                                                          */
+
+enum { PROBE_JOBS = 2, PROBE_NESTED = 4 };
+
+/* What the probe's jobs saw: each job's thread (the address of a thread-local, distinct
+ * per thread), and the threads of the loop job 0 starts inside itself. */
+typedef struct {
+    _Atomic int arrived;                 /* jobs that have started */
+    _Atomic int gave_up;                 /* a job stopped waiting for the other thread */
+    const void *thread[PROBE_JOBS];
+    const void *nested[PROBE_NESTED];
+} PoolProbe;
+
+static _Thread_local char thread_marker;
+
+static void probe_nested_job(void *ctx, int j) {
+    PoolProbe *p = ctx;
+    p->nested[j] = &thread_marker;
+}
+
+/* Notes its thread, then waits until the other job has started too: with one job each,
+ * the loop can only finish with two threads in it at once (a thread never runs two jobs
+ * at a time). Job 0 then starts a loop of its own, which must stay on its thread. */
+static void probe_job(void *ctx, int j) {
+    PoolProbe *p = ctx;
+    p->thread[j] = &thread_marker;
+    atomic_fetch_add(&p->arrived, 1);
+    time_t deadline = time(NULL) + POOL_WAIT_SECONDS;
+    while (atomic_load(&p->arrived) < PROBE_JOBS && !atomic_load(&p->gave_up)) {
+        if (time(NULL) > deadline) atomic_store(&p->gave_up, 1);
+        sched_yield();
+    }
+    if (j == 0) kernels_parallel_for(probe_nested_job, ctx, PROBE_NESTED, 1e9);
+}
+
+static void probe_body(void *ctx) { kernels_parallel_for(probe_job, ctx, PROBE_JOBS, 1e9); }
+
+/* kernels_run on two threads really shares a loop between two threads (OpenMP's, or POSIX
+ * threads without OpenMP), so the 1 vs 2 threads checks above compare what they say. */
+static void test_pool(void) {
+    int threads = kernels_set_threads(2);
+    if (threads < 2) {
+        check_skip("the pool on 2 threads: this machine has one core");
+        return;
+    }
+    check_true(kernels_threads() == 2, "kernels_set_threads(2): kernels_threads() is 2 (got %d)",
+               kernels_threads());
+    PoolProbe p = {0};
+    kernels_run(probe_body, &p);
+    check_true(!atomic_load(&p.gave_up) && p.thread[0] && p.thread[1] &&
+               p.thread[0] != p.thread[1],
+               "kernels_run on 2 threads: the loop's 2 jobs ran on 2 threads at once");
+    int same = 1;
+    for (int j = 0; j < PROBE_NESTED; j++) same &= p.nested[j] == p.thread[0];
+    check_true(same, "kernels_run: a loop started inside a job runs on that job's thread");
+    /* one thread: kernels_run just calls the body, and the loop runs on the caller */
+    PoolProbe alone = {0};
+    kernels_set_threads(1);
+    atomic_store(&alone.arrived, PROBE_JOBS - 1);   /* the lone thread must not wait */
+    kernels_run(probe_body, &alone);
+    check_true(alone.thread[0] == &thread_marker && alone.thread[1] == &thread_marker,
+               "kernels_run on 1 thread: every job on the calling thread");
+}
+
 int main(void) {
     /* what this build runs (information, not a check) */
     printf("# kernels built for %s; int8 kernel %s; broadcast tile from %d rows\n",
@@ -543,5 +706,6 @@ int main(void) {
     test_adamw(1);
     test_adamw(37);
     test_adamw(1000);
+    test_pool();
     return check_summary("test_kernels");
 }

@@ -15,10 +15,8 @@
 #include <stdio.h>     /* printf, snprintf */
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* memcmp, memcpy, memset */
-#ifdef _OPENMP
-#include <omp.h>       /* omp_set_num_threads */
-#endif
 
+#include "kernels.h"      /* kernels_set_threads, kernels_run: the thread pool */
 #include "tests/check.h"  /* check_* */
 
 /* llm.c's logits agree with an independent PyTorch forward to 1e-6; ours must be within 1e-5. */
@@ -239,7 +237,6 @@ static void test_bf16(void) {
     remove(f32_path);
 }
 
-#ifdef _OPENMP
 /* A forward pass run inside kernels_run, where the matmuls and attention heads go to the
  * thread pool. */
 typedef struct { Model *m; const int *ids; int T; float *logits; } PoolRun;
@@ -248,12 +245,11 @@ static void pool_forward(void *ctx) {
     const float *l = model_forward(p->m, p->ids, p->T, 0, 1);
     if (l) memcpy(p->logits, l, (size_t)p->T * p->m->config.vocab_size * sizeof(float));
 }
-#endif
 
-/* The forward pass with 1 and 2 OpenMP threads must agree bit for bit (G10), through
- * per-call OpenMP loops and through the pool. */
+/* The forward pass with 1 and 2 threads must agree bit for bit (G10), through per-call
+ * OpenMP loops (one thread without OpenMP) and through the pool (OpenMP's threads, or
+ * POSIX threads without OpenMP). */
 static void test_threads(void) {
-#ifdef _OPENMP
     char path[512];
     if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", path, path) != 0) return;
     Model m;
@@ -261,32 +257,31 @@ static void test_threads(void) {
     int T = 64, ids[64], V = m.config.vocab_size;
     lcg42_tokens(ids, T, V);
     float *one = malloc((size_t)T * V * sizeof(float));
-    omp_set_num_threads(1);
+    kernels_set_threads(1);
     const float *l1 = model_forward(&m, ids, T, 0, 1);
     if (one && l1) memcpy(one, l1, (size_t)T * V * sizeof(float));
-    omp_set_num_threads(2);
+    int threads = kernels_set_threads(2);   /* at most the cores */
     const float *l2 = model_forward(&m, ids, T, 0, 1);
     check_true(one && l1 && l2 && memcmp(one, l2, (size_t)T * V * sizeof(float)) == 0,
-               "threads: 1 vs 2 OpenMP threads give bitwise identical logits");
+               "threads: 1 vs %d threads outside kernels_run give bitwise identical logits",
+               threads);
     float *pooled = malloc((size_t)T * V * sizeof(float));
     int decode[1] = {ids[0]};
     PoolRun run = {&m, ids, T, pooled};
-    kernels_set_threads(2);
     if (pooled) kernels_run(pool_forward, &run);
     check_true(one && pooled && memcmp(one, pooled, (size_t)T * V * sizeof(float)) == 0,
-               "threads: the 2-thread pool gives the same bits as 1 thread (prefill)");
+               "threads: the %d-thread pool gives the same bits as 1 thread (prefill)", threads);
     run.ids = decode;
     run.T = 1;
     if (pooled) kernels_run(pool_forward, &run);   /* a single token: the decode kernels */
-    const float *l3 = model_forward(&m, decode, 1, 0, 1);   /* no pool, 2 threads */
+    kernels_set_threads(1);
+    const float *l3 = model_forward(&m, decode, 1, 0, 1);
     check_true(pooled && l3 && memcmp(pooled, l3, (size_t)V * sizeof(float)) == 0,
-               "threads: pool vs OpenMP loops give the same bits (decode)");
+               "threads: the %d-thread pool gives the same bits as 1 thread (decode)", threads);
+    kernels_set_threads(2);
     free(pooled);
     free(one);
     model_free(&m);
-#else
-    check_skip("threads: built without OpenMP");
-#endif
 }
 
 /* model_forward rejects out-of-range calls instead of reading out of bounds. */

@@ -27,13 +27,10 @@
 #include <sys/wait.h>  /* waitpid */
 #include <time.h>      /* clock, clock_gettime, nanosleep */
 #include <unistd.h>    /* access, fork, execl, getcwd, rmdir, close, getpid */
-#ifdef _OPENMP
-#include <omp.h>       /* omp_set_num_threads */
-#endif
 
 #include "attention.h"    /* attention_backward */
 #include "hash.h"         /* hash_fnv1a64: the merges' checksum */
-#include "kernels.h"      /* kernels_gelu, KERNELS_NORM_EPS */
+#include "kernels.h"      /* kernels_gelu, KERNELS_NORM_EPS, kernels_set_threads */
 #include "model.h"        /* model_load, model_forward */
 #include "tokenizer.h"    /* tokenizer_load, _encode, _decode, _next_piece, _merge */
 #include "tests/check.h"  /* check_* */
@@ -491,13 +488,11 @@ static void test_training_run(void) {
     make_stream(tokens, RUN_TOKENS);
     Trainer a, b;
     if (!check_true(run_init(&a) == 0 && run_init(&b) == 0, "short run: init")) return;
-#ifdef _OPENMP
-    omp_set_num_threads(1);
-#endif
+    /* every pass of the trainer runs inside kernels_run, so the second run's loops go to
+     * its pool of 2 threads (OpenMP's, or POSIX threads without OpenMP) */
+    kernels_set_threads(1);
     run_steps(&a, tokens, RUN_STEPS, losses[0]);
-#ifdef _OPENMP
-    omp_set_num_threads(2);
-#endif
+    int threads = kernels_set_threads(2);   /* at most the cores */
     run_steps(&b, tokens, RUN_STEPS, losses[1]);
     float last = 0.0f;
     for (int i = RUN_STEPS - 10; i < RUN_STEPS; i++) last += losses[0][i] / 10.0f;
@@ -506,7 +501,8 @@ static void test_training_run(void) {
                (double)RUN_MARGIN, (double)losses[0][0], (double)last);
     check_true(memcmp(losses[0], losses[1], sizeof losses[0]) == 0 &&
                memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0,
-               "short run: 1 and 2 threads give identical losses and parameters, bit for bit");
+               "short run: 1 and %d threads give identical losses and parameters, bit for bit",
+               threads);
     trainer_free(&b);
 
     /* the same seed again, interrupted: save at step 30, resume, continue to the end */
@@ -2105,22 +2101,39 @@ static void contracts_foreign_tokenizer(const char *dir, const char *text, const
     }
 }
 
-/* Contracts: OMP_NUM_THREADS beyond the cores capped with a note; --threads in range. */
+/* Contracts: OMP_NUM_THREADS beyond the cores capped with a note, read as OpenMP reads it
+ * (also without OpenMP, where kernels.c reads it); --threads in range. */
 static void contracts_threads(const char *text, const char *model, const char *tok) {
     char args[3 * CAP], command[4 * CAP];
     format_into(command, sizeof command, "env OMP_NUM_THREADS=100000 %s --force -d %s -o %s "
                 "-z %s " TINY " -n 2", train_bin, text, model, tok);
     char *out = NULL, *err = NULL;
     int code = check_run(command, &out, &err);
-#ifdef _OPENMP
     check_true(code == 0 && err && strstr(err, "OMP_NUM_THREADS asks for 100000 threads; "
                "using the"), "OMP_NUM_THREADS=100000: capped at the cores with a note (exit %d)",
                code);
-#else
-    check_true(code == 0, "OMP_NUM_THREADS=100000 without OpenMP: one thread (exit %d)", code);
-#endif
     free(out);
     free(err);
+    /* a list (one number per nesting level: the first counts), spaces around each */
+    format_into(command, sizeof command, "env 'OMP_NUM_THREADS= 1 ,2' %s --force -d %s -o %s "
+                "-z %s " TINY " -n 2", train_bin, text, model, tok);
+    code = check_run(command, &out, &err);
+    check_true(code == 0 && out && strstr(out, "; 1 thread,") && err && !strstr(err, "OMP_"),
+               "OMP_NUM_THREADS=' 1 ,2': 1 thread, no note (exit %d)", code);
+    free(out);
+    free(err);
+#ifndef _OPENMP
+    /* what OpenMP's runtime would do, with the project's message: say so, use the cores
+     * (an OpenMP build leaves this to the runtime, whose message is its own) */
+    format_into(command, sizeof command, "env OMP_NUM_THREADS=2x %s --force -d %s -o %s "
+                "-z %s " TINY " -n 2", train_bin, text, model, tok);
+    code = check_run(command, &out, &err);
+    check_true(code == 0 && err && strstr(err, "OMP_NUM_THREADS: invalid value (got '2x', "
+               "expected a positive integer or a list of them); using the "),
+               "OMP_NUM_THREADS=2x without OpenMP: reported, the cores used (exit %d)", code);
+    free(out);
+    free(err);
+#endif
     format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --threads 1", text,
                 model, tok);
     expect_train("--threads 1", args, 0, "1 thread,");

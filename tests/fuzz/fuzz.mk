@@ -3,7 +3,8 @@
 # Every target in FUZZ_TARGETS is built two ways: a replay binary with the Makefile's own
 # $(CC) $(BASE) $(CFLAGS) into $(B)/fuzz/ (linked with tests/fuzz/replay.c, whose main runs
 # the target on files and folders), and a libFuzzer binary with clang, ASan and UBSan into
-# build/fuzz-clang/ (without OpenMP: a fuzzer is one thread). tests/fuzz/make_seeds.c
+# build/fuzz-clang/ (without OpenMP: no runtime beside libFuzzer's; the Makefile's BASE
+# brings -pthread, for kernels_run's POSIX threads). tests/fuzz/make_seeds.c
 # writes the seed corpora into $(B)/fuzz/seeds/<target>/; inputs that once crashed are
 # kept in tests/fuzz/regressions/<target>/. tests/fuzz/fuzz.sh runs the loops, one target
 # at a time. It uses the Makefile's B, BASE, CFLAGS, LDLIBS, CORE, TOK and FLAGS_STAMP.
