@@ -15,11 +15,8 @@
 #include <stdio.h>     /* printf */
 #include <stdlib.h>    /* malloc */
 #include <string.h>    /* memcmp, memcpy */
-#ifdef _OPENMP
-#include <omp.h>       /* omp_set_num_threads */
-#endif
 
-#include "kernels.h"       /* kernels_run, kernels_parallel_for: the pool the programs use */
+#include "kernels.h"       /* kernels_run, kernels_parallel_for, kernels_set_threads: the pool */
 #include "tests/check.h"   /* check_* */
 
 #define ATOL 1e-5
@@ -235,7 +232,6 @@ static void test_weights_and_threads(void) {
         ok &= fabs(sum - 1.0) < 1e-6;
     }
     check_true(ok, "G1: weights >= 0, rows sum to 1, future keys weigh 0");
-#ifdef _OPENMP
     enum { NH = 8, HS = 16, N = 48 };
     static float qa[N * NH * HS], ka[N * NH * HS], va[N * NH * HS], o1[N * NH * HS],
                  o2[N * NH * HS];
@@ -243,19 +239,15 @@ static void test_weights_and_threads(void) {
     fill_random(ka, N * NH * HS, 2.0f);
     fill_random(va, N * NH * HS, 1.0f);
     AttentionShape big = {NH, NH, HS, 0.25f};
-    omp_set_num_threads(1);
+    kernels_set_threads(1);
     attention_forward(&big, o1, qa, ka, va, 0, N, scratch);
-    omp_set_num_threads(2);
+    kernels_set_threads(2);
     attention_forward(&big, o2, qa, ka, va, 0, N, scratch);
     check_true(memcmp(o1, o2, sizeof o1) == 0, "G10: 1 vs 2 threads bitwise identical");
-#else
-    check_skip("G10: built without OpenMP");
-#endif
 }
 
 /* ---- G10 for attention_backward ---- */
 
-#ifdef _OPENMP
 /* Two sequences of one backward shape (grouped-query, with dropout), large enough that
  * the kv heads are shared out among threads. */
 enum { BW_NH = 8, BW_NKV = 4, BW_HS = 16, BW_T = 48, BW_C = BW_NH * BW_HS,
@@ -295,12 +287,10 @@ static int same_gradients(const BackwardCase *c, const BackwardCase *want) {
            memcmp(c->dk, want->dk, sizeof c->dk) == 0 &&
            memcmp(c->dv, want->dv, sizeof c->dv) == 0;
 }
-#endif
 
 /* G10: attention_backward gives the same bits on 1 and 2 threads, as a parallel loop of
  * its own (outside kernels_run), on the pool (inside it), and inside a pool job. */
 static void test_backward_threads(void) {
-#ifdef _OPENMP
     static BackwardCase c, one;
     c.shape = (AttentionShape){BW_NH, BW_NKV, BW_HS, 0.25f};
     c.drop = (AttentionDropout){0.1f, 12345};
@@ -310,10 +300,10 @@ static void test_backward_threads(void) {
         fill_random(c.k[s], BW_T * BW_KVD, 2.0f);
         fill_random(c.v[s], BW_T * BW_KVD, 1.0f);
     }
-    omp_set_num_threads(1);
+    kernels_set_threads(1);
     backward_both(&c);
     one = c;
-    omp_set_num_threads(2);
+    kernels_set_threads(2);
     backward_both(&c);
     int outside = same_gradients(&c, &one);
     kernels_run(backward_both, &c);
@@ -323,9 +313,6 @@ static void test_backward_threads(void) {
     check_true(outside && pool && in_job, "G10: attention_backward 1 vs 2 threads bitwise "
                "identical (outside kernels_run %d, on the pool %d, inside a job %d)", outside,
                pool, in_job);
-#else
-    check_skip("G10 backward: built without OpenMP");
-#endif
 }
 
 /* Scratch sizes are size_t products: 4097 heads x 2^20 positions is past INT_MAX, where

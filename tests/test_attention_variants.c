@@ -109,7 +109,8 @@ static void all_keys_rows(const AttentionConfig *cfg, float scale, float *out) {
     }
 }
 
-static void test_vectors(void) {
+/* §12's worked vectors for the sliding window and its sinks. */
+static void test_vectors_window(void) {
     float out[9], exact[9];
     AttentionConfig cfg = config(ATTENTION_WINDOW);
     cfg.window = 2;
@@ -132,7 +133,11 @@ static void test_vectors(void) {
     const double sink11[9] = {1, 2, 3, 1.99902120, 7.99412720, 2.93640210e-03, 1.96964891,
                               5.87859564, 3};
     check_close_f64("§12 sink(1,1), scaled: row 2 sees {0, 2}", out, sink11, 9, ATOL, RTOL);
+}
 
+/* §12's worked vectors for LSH with a fixed rotation. */
+static void test_vectors_lsh(void) {
+    float out[9];
     /* LSH, nb = 2, one round, r = [1, -0.5, 0.3], no sinks, self only */
     AttentionConfig lsh = config(ATTENTION_LSH);
     lsh.buckets = 2;
@@ -151,7 +156,13 @@ static void test_vectors(void) {
                         RTOL);
     }
     lab_free(&lab);
+}
 
+/* §12's worked vectors for the recurrent variants: linear, Efficient, Performer. */
+static void test_vectors_recurrent(void) {
+    float out[9];
+    Lab lab;
+    int rows = 0;
     AttentionConfig lin = config(ATTENTION_LINEAR);
     run_once(&lin, 1, 1, 3, EX_SCALE, out, EX_Q, EX_K, EX_V, 3, 3);
     const double linear[9] = {1, 2, 3, 1.6875, 6.125, 0.9375, 1.78260870, 5.97101449, 1.73913043};
@@ -183,7 +194,11 @@ static void test_vectors(void) {
                         ATOL, RTOL);
     }
     lab_free(&lab);
+}
 
+/* §12's worked vectors for the other scores: the Gaussian kernel and softmax1. */
+static void test_vectors_scores(void) {
+    float out[9];
     /* Gaussian kernel, score -|q-k|^2/2: unscaled gauss */
     AttentionConfig gauss = config(ATTENTION_GAUSS);
     gauss.unscaled = 1;
@@ -217,6 +232,14 @@ static void test_vectors(void) {
     run_once(&s1u, 1, 1, 1, 1.0f, on, qq, kn, vn, 3, 3);
     check_true(on[2] >= 0.0f && on[2] < 3e-22f, "§12 softmax1: scores -50..-70 give output "
                "%g (weights sum 1.93e-22)", (double)on[2]);
+}
+
+/* The §12 worked example of docs/attention.md, variant by variant. */
+static void test_vectors(void) {
+    test_vectors_window();
+    test_vectors_lsh();
+    test_vectors_recurrent();
+    test_vectors_scores();
 }
 
 /* §12 additive, pooling, Nystrom: the kernels of tests/attention_kernels.c. */
@@ -518,12 +541,39 @@ static void masked_reference(double *out, const AttentionConfig *cfg, const floa
     }
 }
 
-/* G4: the limits that equal exact attention, bitwise; and each pattern against the
- * float64 masked reference, with rings that wrap (T = 3W + 1). */
-static void test_limits(void) {
-    enum { NH = 4, NKV = 2, HS = 8, T = 25, QW = T * NH * HS, KW = T * NKV * HS };
-    static float q[QW], k[KW], v[KW], exact[QW], out[QW];
+enum { LIMIT_NH = 4, LIMIT_NKV = 2, LIMIT_HS = 8, LIMIT_T = 25 };   /* test_limits' shape */
+
+/* The sparse patterns against the float64 masked reference on test_limits' q, k, v;
+ * W = 8, T = 25 = 3W + 1 wraps. */
+static void limits_patterns(const float *q, const float *k, const float *v, float scale) {
+    enum { NH = LIMIT_NH, NKV = LIMIT_NKV, HS = LIMIT_HS, T = LIMIT_T, QW = T * NH * HS };
+    static float out[QW];
     static double want[QW];
+    AttentionConfig patterns[6];
+    patterns[0] = config(ATTENTION_WINDOW); patterns[0].window = 8;
+    patterns[1] = config(ATTENTION_WINDOW); patterns[1].window = 5; patterns[1].sinks = 3;
+    patterns[2] = config(ATTENTION_DILATED); patterns[2].window = 4; patterns[2].dilation = 3;
+    patterns[3] = config(ATTENTION_DILATED); patterns[3].window = 3; patterns[3].dilation = 2;
+    patterns[3].sinks = 2;
+    patterns[4] = config(ATTENTION_STRIDED); patterns[4].stride = 5;
+    patterns[5] = config(ATTENTION_FIXED); patterns[5].stride = 6; patterns[5].summary = 2;
+    for (int c = 0; c < 6; c++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s(w %d, S %d, k %d, l %d, c %d) vs float64 masked reference",
+                 attention_kind_name(patterns[c].kind), patterns[c].window, patterns[c].sinks,
+                 patterns[c].dilation, patterns[c].stride, patterns[c].summary);
+        run_once(&patterns[c], NH, NKV, HS, scale, out, q, k, v, T, 4);
+        masked_reference(want, &patterns[c], q, k, v, NH, NKV, HS, T, (double)scale);
+        check_close_f64(what, out, want, QW, ATOL, RTOL);
+    }
+}
+
+/* G4: each variant at its limit is exact attention, bit for bit; the patterns against a
+ * float64 reference; a window's state is O(S + W). */
+static void test_limits(void) {
+    enum { NH = LIMIT_NH, NKV = LIMIT_NKV, HS = LIMIT_HS, T = LIMIT_T, QW = T * NH * HS,
+           KW = T * NKV * HS };
+    static float q[QW], k[KW], v[KW], exact[QW], out[QW];
     fill_random(q, QW, 2.0f);
     fill_random(k, KW, 2.0f);
     fill_random(v, KW, 1.0f);
@@ -572,24 +622,8 @@ static void test_limits(void) {
     run_once(&dil, NH, NKV, HS, scale, out2, q, k, v, T, 5);
     check_true(memcmp(out, out2, sizeof out) == 0, "dilated(w, 1) == window(w), bitwise");
 
-    /* patterns against the float64 masked reference; W = 8, T = 25 = 3W + 1 wraps */
-    AttentionConfig patterns[6];
-    patterns[0] = config(ATTENTION_WINDOW); patterns[0].window = 8;
-    patterns[1] = config(ATTENTION_WINDOW); patterns[1].window = 5; patterns[1].sinks = 3;
-    patterns[2] = config(ATTENTION_DILATED); patterns[2].window = 4; patterns[2].dilation = 3;
-    patterns[3] = config(ATTENTION_DILATED); patterns[3].window = 3; patterns[3].dilation = 2;
-    patterns[3].sinks = 2;
-    patterns[4] = config(ATTENTION_STRIDED); patterns[4].stride = 5;
-    patterns[5] = config(ATTENTION_FIXED); patterns[5].stride = 6; patterns[5].summary = 2;
-    for (int c = 0; c < 6; c++) {
-        char what[96];
-        snprintf(what, sizeof what, "%s(w %d, S %d, k %d, l %d, c %d) vs float64 masked reference",
-                 attention_kind_name(patterns[c].kind), patterns[c].window, patterns[c].sinks,
-                 patterns[c].dilation, patterns[c].stride, patterns[c].summary);
-        run_once(&patterns[c], NH, NKV, HS, scale, out, q, k, v, T, 4);
-        masked_reference(want, &patterns[c], q, k, v, NH, NKV, HS, T, (double)scale);
-        check_close_f64(what, out, want, QW, ATOL, RTOL);
-    }
+    limits_patterns(q, k, v, scale);
+
     /* window state really is O(S + W): far smaller than the full cache */
     AttentionShape big = {12, 12, 64, 0.125f};
     AttentionConfig w64 = config(ATTENTION_WINDOW);
@@ -747,9 +781,9 @@ static void test_seeds_and_threads(void) {
     }
 }
 
-/* Performer: the features make an unbiased estimator of exp(x . y), orthogonal rows
- * are orthogonal, and the attention error falls roughly as 1/sqrt(m). */
-static void test_performer(void) {
+/* Performer's features: an unbiased estimator of exp(x . y) (i.i.d. and orthogonal rows),
+ * and orthogonal rows within a block. */
+static void performer_features(void) {
     enum { D = 16, SEEDS = 400, M = 16 };
     /* x, y with |x| = |y| = 0.5 after the d^-1/4 scaling: q = x d^1/4 */
     double x[D], y[D], xy = 0, nx = 0, ny = 0;
@@ -807,7 +841,10 @@ static void test_performer(void) {
                    SEEDS, mean, exp(xy), 3 * sd);
         if (orf) check_true(orthogonal, "Performer: orthogonal rows within a block (|cos| < 1e-5)");
     }
+}
 
+/* Performer's attention error falls roughly as 1/sqrt(m). */
+static void performer_error(void) {
     /* attention error vs m: total variation of the weights, one-hot values, T = 64 keys,
      * |x| = |y| = 0.5 (scaled), averaged over 8 seeds */
     enum { T = 64, HS = 64 };
@@ -852,6 +889,13 @@ static void test_performer(void) {
     check_true(r1 > 1.6 && r1 < 2.5 && r2 > 1.6 && r2 < 2.5, "Performer error ~ 1/sqrt(m): mean "
                "TV %.4f, %.4f, %.4f at m = 16, 64, 256; ratios %.2f, %.2f (want 1.6..2.5)",
                tv[0], tv[1], tv[2], r1, r2);
+}
+
+/* Performer: the features make an unbiased estimator of exp(x . y), orthogonal rows
+ * are orthogonal, and the attention error falls roughly as 1/sqrt(m). */
+static void test_performer(void) {
+    performer_features();
+    performer_error();
 }
 
 /* softmax1 == exact attention with a key of score 0 and value 0 in front (§8), to rounding;

@@ -2158,8 +2158,8 @@ static void contracts_stdout(const char *dir, const char *text, const char *mode
     char *pipe_err = check_read_file(join(path, dir, "pipe_err"), &size);
     check_true(code_text && atoi(code_text) == 1 && pipe_err &&
                strstr(pipe_err, "standard output: write error (Broken pipe)"),
-               "train into a closed pipe: exit 1, one line naming the broken pipe (exit %s)",
-               code_text ? code_text : "?");
+               "train into a closed pipe: exit 1, one line naming the broken pipe (exit %d)",
+               code_text ? atoi(code_text) : -1);
     free(code_text);
     free(pipe_err);
     expect_train("--help into a full disk", "--help >/dev/full", 1,
