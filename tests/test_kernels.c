@@ -667,6 +667,23 @@ static void test_pool(void) {
                "kernels_run on 1 thread: every job on the calling thread");
 }
 
+/* A single row's product with a large matrix (read row after row) gives the bits of the
+ * same rows taken as small matrices (read eight rows at a time): one sum per output. */
+static void test_decode_paths(void) {
+    enum { IC = 301, OC = 1003, SLICE = 40 };   /* 1.2 MB in all; slices of 48 KB */
+    float *x = random_floats(IC, 1.0f), *w = random_floats((size_t)IC * OC, 1.0f);
+    float whole[OC], sliced[OC];
+    kernels_matmul(whole, x, w, NULL, 1, IC, OC);
+    for (int o = 0; o < OC; o += SLICE) {
+        int rows = OC - o < SLICE ? OC - o : SLICE;
+        kernels_matmul(sliced + o, x, w + (size_t)o * IC, NULL, 1, IC, rows);
+    }
+    check_true(memcmp(whole, sliced, sizeof whole) == 0, "decode: a 1.2 MB matrix read row "
+               "after row gives the bits of its 40-row slices read eight rows at a time");
+    free(x);
+    free(w);
+}
+
 int main(void) {
     /* what this build runs (information, not a check) */
     printf("# kernels built for %s; int8 kernel %s; broadcast tile from %d rows\n",
@@ -674,9 +691,11 @@ int main(void) {
     const int sizes[][3] = {{1, 1, 1}, {1, 7, 5}, {3, 8, 3}, {4, 16, 3}, {5, 17, 7},
                             {2, 31, 9}, {7, 64, 13}, {67, 33, 50}, {130, 64, 97},
                             {1, 128, 1000}, {1, 172, 64}, {64, 288, 41}, {1, 769, 37}, {8, 40, 20},
-                            {9, 40, 20}, {16, 130, 23}, {17, 130, 23}, {33, 1100, 13}};
+                            {9, 40, 20}, {16, 130, 23}, {17, 130, 23}, {33, 1100, 13},
+                            {1, 301, 1003}};   /* 1.2 MB: a single row streams row by row */
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         test_matmul(sizes[i][0], sizes[i][1], sizes[i][2], (int)(i % 2));
+    test_decode_paths();
     const int q8[][4] = {{1, 32, 5, 32}, {1, 172, 64, 32}, {3, 64, 17, 64}, {2, 100, 9, 20},
                          {7, 288, 33, 32}, {1, 33, 3, 16}, {5, 1, 2, 32}};
     for (size_t i = 0; i < sizeof q8 / sizeof q8[0]; i++)

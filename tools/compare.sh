@@ -40,7 +40,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
 isa=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512_vnni|avx_vnni)$' | tr '\n' ' ')
 echo "compare: $(date -u +%Y-%m-%d), $cpu, $(nproc 2>/dev/null || echo '?') cores, ISA: $isa"
-echo "this engine: $RUN ($(head -c 200 build/flags 2>/dev/null))"
+echo "this engine: $RUN ($(head -c 200 "$(dirname "$RUN")/flags" 2>/dev/null || echo "flags unknown"))"
 echo "llama2.c: $L2C ($(cd "$L2C" && git log --oneline -1 2>/dev/null))"
 echo "greedy decode of $STEPS tokens after \"$PROMPT\", median of $ROUNDS alternated rounds"
 echo
