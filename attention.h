@@ -98,6 +98,7 @@ typedef enum {
 #define ATTENTION_DEFAULT_LSH_SINKS 4     /* LSH always-kept first positions S */
 #define ATTENTION_DEFAULT_FEATURES 256    /* Performer m (JAX reference nb_features) */
 #define ATTENTION_LINEAR_EPS 1e-6f        /* linear attention denominator eps (fast-transformers) */
+#define ATTENTION_NORM_EPS 1e-5f          /* linear:norm=1, the RMS normalisation's eps */
 /* The temperature's range. Below 0.01 the scale 1/(tau sqrt(HS)) can push ordinary scores
  * past FLT_MAX (tau = 1.2e-38 makes q.k = 30 infinite), and softmax of +inf is NaN; at
  * 0.01 softmax is already all but argmax. Above 100 every head is all but uniform. The
@@ -123,6 +124,14 @@ typedef struct {
     int features;      /* m (performer): random features */
     int orthogonal;    /* performer: 1 = orthogonal random features, 0 = i.i.d. */
     int prescale;      /* linear: 1 = multiply q and k by sqrt(scale) before phi */
+    int norm;          /* linear: 1 = no denominator; each head's output phi(q) S divided by
+                        * its root mean square (sqrt(mean(a^2) + ATTENTION_NORM_EPS)), the
+                        * TransNormer/GLA form; 0 = the paper's phi(q) S / (phi(q) z + eps) */
+    int sink_logit;    /* softmax family: 1 = each head h has a learned sink logit b_h, a
+                        * virtual key of score b_h and value 0 (softmax1 is b_h = 0, fixed;
+                        * the two exclude each other) */
+    const float *sink_logits;  /* (NH,) the b_h when sink_logit = 1: a trained model's
+                        * parameters, not owned (NULL: 0 for every head) */
     unsigned long long seed;   /* performer, lsh: global seed */
 } AttentionConfig;
 
@@ -225,5 +234,64 @@ size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx)
 void attention_backward(const AttentionShape *shape, float *dq, float *dk, float *dv,
                         const float *dout, const float *q, const float *k, const float *v,
                         int T, const AttentionDropout *drop, float *scratch);
+
+/* ------------------------------------------------------------------------- */
+/* Training: every variant's forward and backward over one sequence           */
+/*
+ * The trainer runs a variant over T positions at once (pos = 0: T queries over their own T
+ * keys) and needs its gradient. These compute exactly what attention_step computes for the
+ * same cfg, q, k, v and random matrices (to float rounding: the sums may run in other
+ * orders), and its exact gradient, recomputing what the forward computed rather than
+ * storing it. Nothing here allocates; each call runs on the calling thread (the trainer
+ * calls it from one job per sequence), so results are bitwise identical for any thread
+ * count. Exact attention without a sink logit is attention_forward_dropout /
+ * attention_backward above, bit for bit.
+ *
+ * Random matrices (Performer features, LSH rotations) are an input: the caller draws them
+ * with attention_draw_random, whose draw 0 gives the matrices attention_state_init puts in
+ * a state; the trainer redraws them as it goes (Performer every K steps, LSH every step)
+ * and no gradient flows through them or through LSH's bucket choice.
+ */
+
+/* Floats of one layer's random matrices (NH heads x rounds x rows x HS; 0 for kinds
+ * without randomness, or if cfg is invalid for shape). */
+size_t attention_random_floats(const AttentionConfig *cfg, const AttentionShape *shape);
+
+/* Draws one layer's random matrices into random (attention_random_floats floats), keyed by
+ * (cfg->seed, draw, layer, head, round) so they never depend on the thread count; draw 0
+ * gives the matrices attention_state_init draws for the same layer. Returns 0, or -1 if
+ * cfg is invalid or has no random matrices. */
+int attention_draw_random(const AttentionConfig *cfg, const AttentionShape *shape, int layer,
+                          unsigned long long draw, float *random);
+
+/* Floats of scratch attention_train_forward and attention_train_backward need for up to T
+ * positions, or 0 if cfg is invalid for shape. */
+size_t attention_train_scratch_floats(const AttentionConfig *cfg, const AttentionShape *shape,
+                                      int T);
+
+/* The forward of variant cfg over one sequence of T positions:
+ *   out     (T, NH * HS)   written
+ *   q       (T, NH * HS);  k, v  (T, NKV * HS)
+ *   random  attention_draw_random's matrices (NULL for kinds without)
+ *   drop    dropout on the weights (softmax family only; NULL or p = 0: none)
+ *   scratch (attention_train_scratch_floats(cfg, shape, T),)  overwritten
+ * cfg->sink_logits is read when cfg->sink_logit. Masked variants (window, dilated, strided,
+ * fixed, lsh) visit only the keys each query sees. Returns 0, or -1 (nothing written) if
+ * cfg is invalid, T < 1, or drop->p > 0 for a kernelised kind. */
+int attention_train_forward(const AttentionConfig *cfg, const AttentionShape *shape,
+                            const float *random, const AttentionDropout *drop, float *out,
+                            const float *q, const float *k, const float *v, int T,
+                            float *scratch);
+
+/* The backward of attention_train_forward with the same arguments: accumulates (+=)
+ *   dq (T, NH * HS), dk and dv (T, NKV * HS), and, when cfg->sink_logit, dsink (NH,)
+ *   (d loss / d b_h; may be NULL otherwise)
+ * from dout (T, NH * HS) = d loss / d out. Linear attention's backward is a reverse scan
+ * that stores no per-position HS x HS state. Returns 0, or -1 as the forward does. */
+int attention_train_backward(const AttentionConfig *cfg, const AttentionShape *shape,
+                             const float *random, const AttentionDropout *drop, float *dq,
+                             float *dk, float *dv, float *dsink, const float *dout,
+                             const float *q, const float *k, const float *v, int T,
+                             float *scratch);
 
 #endif /* ATTENTION_H */
