@@ -48,9 +48,11 @@ size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
 
 /* How a softmax-family variant scores key k for query q. */
 typedef struct {
-    float scale;    /* score = (q . k) * scale */
-    int gauss;      /* 1: minus |k|^2 * scale / 2 (Gaussian kernel, §2) */
-    int softmax1;   /* 1: a virtual key of score 0 and value 0 joins the softmax (§8) */
+    float scale;        /* score = (q . k) * scale */
+    int gauss;          /* 1: minus |k|^2 * scale / 2 (Gaussian kernel, §2) */
+    int sink;           /* 1: a virtual key of score sink_logit and value 0 joins the
+                         * softmax (softmax1, §8: score 0; a learned sink logit b_h, §14) */
+    float sink_logit;   /* that virtual key's score */
 } Scoring;
 
 /* scores (n_keys,) = the scores of query q_t (HS,) for the keys stored at the rows listed in
@@ -70,42 +72,51 @@ static void score_rows(float *scores, const float *q_t, const float *k, int kv_s
 
 /* The stable softmax of scores (n_keys,), left unnormalised: scores become exp(s - max),
  * and the return value is 1 / Z, so weight n is scores[n] * (1 / Z). The maximum is over the
- * scores (softmax1: and the virtual key's 0), so every exponent is <= 0; Z sums the
- * exponentials (softmax1: plus the virtual key's exp(0 - max)); an empty row gives 0. */
-static float softmax_unnormalised(float *scores, int n_keys, Scoring sc) {
-    float max_score = sc.softmax1 ? 0.0f : -INFINITY;
+ * scores (with a sink: and the virtual key's score b, softmax1's 0), so every exponent is
+ * <= 0; Z sums the exponentials (with a sink: plus the virtual key's exp(b - max), which
+ * *sink_exp gets when not NULL, so that the sink's weight is *sink_exp / Z); an empty row
+ * gives 0. */
+static float softmax_unnormalised(float *scores, int n_keys, Scoring sc, float *sink_exp) {
+    float max_score = sc.sink ? sc.sink_logit : -INFINITY;
     for (int n = 0; n < n_keys; n++)
         if (scores[n] > max_score) max_score = scores[n];
     float sum = kernels_exp_sum(scores, n_keys, max_score);
-    if (sc.softmax1) sum += kernels_expf(-max_score);
+    float sink = sc.sink ? kernels_expf(sc.sink_logit - max_score) : 0.0f;
+    if (sc.sink) sum += sink;
+    if (sink_exp) *sink_exp = sink;
     return sum > 0.0f ? 1.0f / sum : 0.0f;   /* an empty row gives zeros, not NaN */
-}
-
-/* One head, one query: out_t (HS,) = softmax(scores) . v over n_keys keys, stored at
- * the rows listed in rows (NULL: rows 0 .. n_keys-1, in order).
- *   q_t (HS,); k, v (rows, kv_stride) read at this kv head's column offset;
- *   scores (n_keys,) scratch. With gauss = softmax1 = 0 this is exactly the exact
- *   kernel: the same operations in the same order, so the same bits. */
-static void attend_rows(float *out_t, const float *q_t, const float *k, const float *v,
-                        int kv_stride, const int32_t *rows, int n_keys, int HS, Scoring sc,
-                        float *scores) {
-    score_rows(scores, q_t, k, kv_stride, rows, n_keys, HS, sc);
-    float inv_sum = softmax_unnormalised(scores, n_keys, sc);
-    /* out = sum_t2 (w_t2 / Z) v_t2 */
-    kernels_weighted_sum(out_t, scores, inv_sum, v, kv_stride, rows, n_keys, HS);
 }
 
 /* Dropout on the weights of one query (training, attention_forward_dropout): w (n,) becomes
  * w_j * 0 or w_j / (1 - p), the mask of (head h, query t) of a call over T queries being that
- * of indices first .. first + n - 1 with first = (h T + t) T; w may hold ones, which gives
- * the factors themselves (attend_rows_backward). See AttentionDropout. */
-static void dropout_weights(float *w, int n, const AttentionDropout *drop, uint64_t first) {
+ * of indices first + j for the key positions j listed in rows (NULL: 0 .. n-1), with
+ * first = (h T + t) T; w may hold ones, which gives the factors themselves
+ * (attend_rows_backward). See AttentionDropout. */
+static void dropout_weights(float *w, int n, const AttentionDropout *drop, uint64_t first,
+                            const int32_t *rows) {
     uint64_t threshold = hash_threshold(drop->p);
     float keep_scale = 1.0f / (1.0f - drop->p);
     for (int j = 0; j < n; j++) {
-        uint64_t hash = hash_mix64(drop->key + first + (uint64_t)j);
+        uint64_t hash = hash_mix64(drop->key + first + (uint64_t)(rows ? rows[j] : j));
         w[j] = hash_drops(hash, threshold) ? 0.0f : w[j] * keep_scale;
     }
+}
+
+/* One head, one query: out_t (HS,) = softmax(scores) . v over n_keys keys, stored at
+ * the rows listed in rows (NULL: rows 0 .. n_keys-1, in order), which are also the keys'
+ * positions for the dropout mask (drop NULL: none; first as dropout_weights takes it).
+ *   q_t (HS,); k, v (rows, kv_stride) read at this kv head's column offset;
+ *   scores (n_keys,) scratch. With gauss = sink = 0 this is exactly the exact
+ *   kernel: the same operations in the same order, so the same bits. */
+static void attend_rows(float *out_t, const float *q_t, const float *k, const float *v,
+                        int kv_stride, const int32_t *rows, int n_keys, int HS, Scoring sc,
+                        float *scores, const AttentionDropout *drop, uint64_t first) {
+    score_rows(scores, q_t, k, kv_stride, rows, n_keys, HS, sc);
+    float inv_sum = softmax_unnormalised(scores, n_keys, sc, NULL);
+    /* training: the dropout mask between the softmax and the sum */
+    if (drop) dropout_weights(scores, n_keys, drop, first, rows);
+    /* out = sum_t2 (w_t2 / Z) v_t2 */
+    kernels_weighted_sum(out_t, scores, inv_sum, v, kv_stride, rows, n_keys, HS);
 }
 
 /* One call's arguments, for its per-head jobs. */
@@ -126,21 +137,13 @@ static void forward_head(void *ctx, int h) {
     int kv_stride = f->shape->n_kv_heads * HS;    /* floats per cached position */
     int kv_offset = (h / group) * HS;             /* seek to this head's columns of k, v */
     float *scores = f->scratch + (long)h * (f->pos + f->T);
-    Scoring exact = {f->shape->scale, 0, 0};
+    Scoring exact = {f->shape->scale, 0, 0, 0.0f};
     for (int t = 0; t < f->T; t++) {
         const float *q_t = f->q + ((long)t * NH + h) * HS;
         float *out_t = f->out + ((long)t * NH + h) * HS;
         const float *k = f->k + kv_offset, *v = f->v + kv_offset;
-        int n_keys = f->pos + t + 1;
-        if (!f->drop) {
-            attend_rows(out_t, q_t, k, v, kv_stride, NULL, n_keys, HS, exact, scores);
-            continue;
-        }
-        /* attend_rows with the dropout mask applied between the softmax and the sum */
-        score_rows(scores, q_t, k, kv_stride, NULL, n_keys, HS, exact);
-        float inv_sum = softmax_unnormalised(scores, n_keys, exact);
-        dropout_weights(scores, n_keys, f->drop, ((uint64_t)h * f->T + (uint64_t)t) * f->T);
-        kernels_weighted_sum(out_t, scores, inv_sum, v, kv_stride, NULL, n_keys, HS);
+        attend_rows(out_t, q_t, k, v, kv_stride, NULL, f->pos + t + 1, HS, exact, scores,
+                    f->drop, ((uint64_t)h * f->T + (uint64_t)t) * f->T);
     }
 }
 
@@ -229,6 +232,19 @@ static int is_softmax_family(AttentionKind kind) {
            kind != ATTENTION_PERFORMER;
 }
 
+/* How head h of a softmax-family variant scores: its scale, the Gaussian term, and the
+ * virtual key of softmax1 (score 0) or of the learned sink logit (cfg->sink_logits[h];
+ * NULL: 0). */
+static Scoring config_scoring(const AttentionConfig *cfg, const AttentionShape *shape, int h) {
+    Scoring sc = {config_scale(cfg, shape), cfg->kind == ATTENTION_GAUSS, cfg->softmax1 != 0,
+                  0.0f};
+    if (cfg->sink_logit) {
+        sc.sink = 1;
+        sc.sink_logit = cfg->sink_logits ? cfg->sink_logits[h] : 0.0f;
+    }
+    return sc;
+}
+
 /* Fills p; returns -1 if a parameter is out of range (see attention_spec.c for the
  * ranges users are told). Sizes stay far below SIZE_MAX for n_ctx <= 2^20. */
 static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx) {
@@ -237,6 +253,9 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     if (n_ctx < 1 || NH < 1 || NKV < 1 || NH % NKV != 0 || HS < 1) return -1;
     if (!(cfg->tau >= ATTENTION_MIN_TAU && cfg->tau <= ATTENTION_MAX_TAU)) return -1;
     if (cfg->softmax1 && !is_softmax_family(cfg->kind)) return -1;
+    /* a sink logit is a softmax's extra key, and softmax1 is its fixed b = 0 form */
+    if (cfg->sink_logit && (!is_softmax_family(cfg->kind) || cfg->softmax1)) return -1;
+    if (cfg->norm && cfg->kind != ATTENTION_LINEAR) return -1;
     long rows = 0, ring = 0, list = 0;
     switch (cfg->kind) {
     case ATTENTION_EXACT: case ATTENTION_GAUSS:
@@ -333,11 +352,12 @@ static uint64_t splitmix64(uint64_t *x) {
     return z;
 }
 
-/* One independent stream per (seed, layer, head, round): each key is mixed in turn. */
-static void rng_init(Rng *r, uint64_t seed, int layer, int head, int round) {
+/* One independent stream per (seed, draw, layer, head, round): each key is mixed in turn.
+ * Draw 0 mixes in no fourth key, so its streams are those states have always drawn. */
+static void rng_init(Rng *r, uint64_t seed, uint64_t draw, int layer, int head, int round) {
     uint64_t x = seed;
-    const uint64_t keys[3] = {(uint64_t)layer, (uint64_t)head, (uint64_t)round};
-    for (int i = 0; i < 3; i++) {
+    const uint64_t keys[4] = {(uint64_t)layer, (uint64_t)head, (uint64_t)round, draw};
+    for (int i = 0; i < (draw != 0 ? 4 : 3); i++) {
         uint64_t mixed = splitmix64(&x);
         x = mixed ^ (keys[i] * 0xD1B54A32D192ED03ULL + 1);
     }
@@ -446,23 +466,45 @@ static void reset_sequence(const Plan *p, const AttentionConfig *cfg,
     }
 }
 
+/* Draws one layer's random matrices (NH, rounds, rand_rows, HS) into random, each from its
+ * own stream (seed, draw, layer, head, round): LSH rotations i.i.d. N(0, 1), Performer
+ * features orthogonal or i.i.d. */
+static void draw_random(const Plan *p, const AttentionConfig *cfg, const AttentionShape *shape,
+                        int layer, uint64_t draw, float *random) {
+    int HS = shape->head_dim;
+    for (int h = 0; h < shape->n_heads; h++) {
+        for (int r = 0; r < p->rounds; r++) {
+            Rng rng;
+            rng_init(&rng, cfg->seed, draw, layer, h, r);
+            float *rows = random + random_offset(p, h, r, HS);
+            if (cfg->kind == ATTENTION_PERFORMER && cfg->orthogonal)
+                draw_orthogonal(rows, p->rand_rows, HS, &rng);
+            else
+                draw_gaussian(rows, p->rand_rows, HS, &rng);
+        }
+    }
+}
+
+size_t attention_random_floats(const AttentionConfig *cfg, const AttentionShape *shape) {
+    Plan p;   /* the random matrices do not depend on the context length */
+    if (plan(&p, cfg, shape, 1) != 0) return 0;
+    return (size_t)shape->n_heads * p.rounds * p.rand_rows * shape->head_dim;
+}
+
+int attention_draw_random(const AttentionConfig *cfg, const AttentionShape *shape, int layer,
+                          unsigned long long draw, float *random) {
+    Plan p;
+    if (plan(&p, cfg, shape, 1) != 0 || p.rand_rows == 0 || !random) return -1;
+    draw_random(&p, cfg, shape, layer, draw, random);
+    return 0;
+}
+
 int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx,
                          int layer, void *state) {
     Plan p;
     if (plan(&p, cfg, shape, n_ctx) != 0) return -1;
     memset(state, 0, p.total);
-    int HS = shape->head_dim;
-    for (int h = 0; h < shape->n_heads; h++) {
-        for (int r = 0; r < p.rounds; r++) {
-            Rng rng;
-            rng_init(&rng, cfg->seed, layer, h, r);
-            float *rows = (float *)at(state, p.rand) + random_offset(&p, h, r, HS);
-            if (cfg->kind == ATTENTION_PERFORMER && cfg->orthogonal)
-                draw_orthogonal(rows, p.rand_rows, HS, &rng);
-            else
-                draw_gaussian(rows, p.rand_rows, HS, &rng);
-        }
-    }
+    draw_random(&p, cfg, shape, layer, 0, (float *)at(state, p.rand));
     reset_sequence(&p, cfg, shape, n_ctx, state);
     ((StateHeader *)state)->next_pos = 0;
     return 0;
@@ -654,19 +696,53 @@ static float linear_query(float *phi, const float *q, const float *z, int HS, fl
     return den;
 }
 
-/* Linear attention: S += phi(k) v^T, z += phi(k); out = phi(q)^T S / (phi(q) . z + eps).
- * rec (HS*HS + HS,); phi (2 HS,) scratch; pre multiplies q and k before phi. */
-static void linear_step(float *rec, int HS, float pre, const float *k, const float *v,
-                        const float *q, float *out, float *phi) {
-    float *S = rec, *z = rec + HS * HS, *phi_k = phi + HS;
+/* x (n,) /= sqrt(mean(x^2) + ATTENTION_NORM_EPS), the RMS normalisation of linear
+ * attention's norm=1 output; returns that root mean square r. */
+static float rms_normalise(float *x, int n) {
+    float sum2 = 0.0f;
+    for (int i = 0; i < n; i++) sum2 += x[i] * x[i];
+    float r = sqrtf(sum2 / (float)n + ATTENTION_NORM_EPS);
+    for (int i = 0; i < n; i++) x[i] /= r;
+    return r;
+}
+
+/* Linear attention's key side: phi_k (HS,) = phi(k); S += phi(k) v^T, z += phi(k).
+ * rec (HS*HS + HS,): S (HS, HS), z (HS,). */
+static void linear_fold(float *rec, int HS, float pre, const float *k, const float *v,
+                        float *phi_k) {
+    float *S = rec, *z = rec + HS * HS;
     linear_features(phi_k, k, HS, pre);
     for (int c = 0; c < HS; c++) {
         float f = phi_k[c];   /* a local: S could alias phi_k for the compiler */
         z[c] += f;
         for (int e = 0; e < HS; e++) S[c * HS + e] += f * v[e];
     }
+}
+
+/* Linear attention's query side: phi (HS,) = phi(q), and out (HS,) = phi^T S / (phi . z +
+ * eps), returning that denominator; with norm, out = a / r for a = phi^T S and r its root
+ * mean square (rms_normalise), returning r. */
+static float linear_read(float *out, const float *rec, int HS, float pre, int norm,
+                         const float *q, float *phi) {
+    const float *S = rec, *z = rec + HS * HS;
+    if (!norm) {
+        float den = linear_query(phi, q, z, HS, pre);
+        read_out(out, phi, S, HS, HS, den);
+        return den;
+    }
+    linear_features(phi, q, HS, pre);
+    read_out(out, phi, S, HS, HS, 1.0f);
+    return rms_normalise(out, HS);
+}
+
+/* Linear attention: S += phi(k) v^T, z += phi(k); out = phi(q)^T S / (phi(q) . z + eps), or
+ * with norm phi(q)^T S over its root mean square. rec (HS*HS + HS,); phi (2 HS,) scratch;
+ * pre multiplies q and k before phi. */
+static void linear_step(float *rec, int HS, float pre, int norm, const float *k,
+                        const float *v, const float *q, float *out, float *phi) {
+    linear_fold(rec, HS, pre, k, v, phi + HS);
     if (!out) return;   /* append only */
-    read_out(out, phi, S, HS, HS, linear_query(phi, q, z, HS, pre));
+    linear_read(out, rec, HS, pre, norm, q, phi);
 }
 
 /* Folds one key into sums kept relative to a running maximum M (Efficient Attention: one
@@ -689,20 +765,25 @@ static float fold_key(float *M, float *z, float *w, const float *l, int n, float
     return f;
 }
 
-/* Efficient Attention's query side: p (HS,) = softmax(q)_c / z_c, the factor by which
- * feature c's value sums enter the output. */
-static void efficient_query(float *p, const float *q, const float *z, int HS) {
+/* p (HS,) = softmax(q), Efficient Attention's query normalisation over the features. */
+static void efficient_softmax(float *p, const float *q, int HS) {
     float qmax = -INFINITY, sum = 0.0f;
     for (int c = 0; c < HS; c++) if (q[c] > qmax) qmax = q[c];
     for (int c = 0; c < HS; c++) sum += (p[c] = expf(q[c] - qmax));
-    for (int c = 0; c < HS; c++) p[c] = p[c] / sum / z[c];
+    for (int c = 0; c < HS; c++) p[c] = p[c] / sum;
 }
 
-/* Efficient Attention, causal: per feature c a softmax over the prefix of key column c,
- * kept as running max m_c, z_c = sum exp(k_jc - m_c), S_c = sum exp(k_jc - m_c) v_j;
- * out = sum_c softmax(q)_c S_c / z_c. rec (HS*HS + 2 HS,); p (HS,) scratch. */
-static void efficient_step(float *rec, int HS, const float *k, const float *v, const float *q,
-                           float *out, float *p) {
+/* Efficient Attention's query side: p (HS,) = softmax(q)_c / z_c, the factor by which
+ * feature c's value sums enter the output. */
+static void efficient_query(float *p, const float *q, const float *z, int HS) {
+    efficient_softmax(p, q, HS);
+    for (int c = 0; c < HS; c++) p[c] = p[c] / z[c];
+}
+
+/* Efficient Attention's key side: per feature c, fold k_c into the running max m_c and the
+ * sums z_c = sum exp(k_jc - m_c), S_c = sum exp(k_jc - m_c) v_j. rec (HS*HS + 2 HS,):
+ * S (HS, HS), z (HS,), m (HS,). */
+static void efficient_fold(float *rec, int HS, const float *k, const float *v) {
     float *S = rec, *z = rec + HS * HS, *mx = z + HS;
     for (int c = 0; c < HS; c++) {
         float *S_c = S + (long)c * HS, w;
@@ -711,9 +792,17 @@ static void efficient_step(float *rec, int HS, const float *k, const float *v, c
             for (int e = 0; e < HS; e++) S_c[e] *= f;
         for (int e = 0; e < HS; e++) S_c[e] += w * v[e];
     }
+}
+
+/* Efficient Attention, causal: per feature c a softmax over the prefix of key column c,
+ * kept as running max m_c, z_c = sum exp(k_jc - m_c), S_c = sum exp(k_jc - m_c) v_j;
+ * out = sum_c softmax(q)_c S_c / z_c. rec (HS*HS + 2 HS,); p (HS,) scratch. */
+static void efficient_step(float *rec, int HS, const float *k, const float *v, const float *q,
+                           float *out, float *p) {
+    efficient_fold(rec, HS, k, v);
     if (!out) return;   /* append only */
-    efficient_query(p, q, z, HS);
-    read_out(out, p, S, HS, HS, 1.0f);
+    efficient_query(p, q, rec + HS * HS, HS);
+    read_out(out, p, rec, HS, HS, 1.0f);
 }
 
 /* Performer feature logits l_f = w_f . (x s) - |x s|^2 / 2 into l (m,); returns max. */
@@ -749,22 +838,31 @@ static float performer_query(float *phi, const float *W, int m, int HS, float s,
     return den;
 }
 
+/* Performer's key side: E (m,) = the key's features exp(l(k) - M) under the running maximum
+ * M of every key logit so far, which the key may raise (fold_key: S and z are rescaled by
+ * exp(M - M'), exact); S += E v^T, z += E. rec (m*HS + m + 1,): S (m, HS), z (m,), M. */
+static void performer_fold(float *rec, const float *W, int m, int HS, float s, const float *k,
+                           const float *v, float *E) {
+    float *S = rec, *z = rec + (long)m * HS, *M = z + m;
+    float key_max = favor_logits(E, W, m, HS, k, s);
+    float f = fold_key(M, z, E, E, m, key_max);   /* E becomes the key's features */
+    if (f != 1.0f)
+        for (long i = 0; i < (long)m * HS; i++) S[i] *= f;
+    for (int c = 0; c < m; c++) {
+        float *S_c = S + (long)c * HS;
+        for (int e = 0; e < HS; e++) S_c[e] += E[c] * v[e];
+    }
+}
+
 /* FAVOR+ with positive features phi(x)_f = exp(l_f(x)) (1/sqrt(m) cancels in the ratio).
  * Keys: a running max M over all key logits so far; when a key raises it, S and z are
  * rescaled by exp(M - M'), which is exact (fold_key). Queries: performer_query's shift,
  * which cancels. rec (m*HS + m + 1,); phi (m,) scratch. */
 static void performer_step(float *rec, const float *W, int m, int HS, float s, const float *k,
                            const float *v, const float *q, float *out, float *phi) {
-    float *S = rec, *z = rec + (long)m * HS, *M = z + m;
-    float key_max = favor_logits(phi, W, m, HS, k, s);
-    float f = fold_key(M, z, phi, phi, m, key_max);   /* phi becomes the key's features */
-    if (f != 1.0f)
-        for (long i = 0; i < (long)m * HS; i++) S[i] *= f;
-    for (int c = 0; c < m; c++) {
-        float *S_c = S + (long)c * HS;
-        for (int e = 0; e < HS; e++) S_c[e] += phi[c] * v[e];
-    }
+    performer_fold(rec, W, m, HS, s, k, v, phi);
     if (!out) return;   /* append only */
+    float *S = rec, *z = rec + (long)m * HS;
     read_out(out, phi, S, m, HS, performer_query(phi, W, m, HS, s, q, z));
 }
 
@@ -796,7 +894,6 @@ static void step_kv_head(void *ctx, int g) {
     int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
     int group = NH / NKV, kv_stride = NKV * HS;
     float scale = config_scale(cfg, shape);
-    Scoring sc = {scale, cfg->kind == ATTENTION_GAUSS, cfg->softmax1};
     float *key = at(state, p.key), *value = at(state, p.value);
     float *rec = at(state, p.rec);
     int32_t *lists = at(state, p.list);
@@ -818,28 +915,32 @@ static void step_kv_head(void *ctx, int g) {
             float *rec_h = rec + (long)h * p.rec_floats;
             int32_t *rows = lists + (long)h * p.list_cap;
             const float *k_g = key + (long)g * HS, *v_g = value + (long)g * HS;
+            Scoring sc = config_scoring(cfg, shape, h);
             int n;
             if (!out && cfg->kind != ATTENTION_LSH && p.rec_floats == 0) continue;
             switch (cfg->kind) {
             case ATTENTION_EXACT: case ATTENTION_GAUSS:
-                attend_rows(out_t, q_t, k_g, v_g, kv_stride, NULL, i + 1, HS, sc, work_h);
+                attend_rows(out_t, q_t, k_g, v_g, kv_stride, NULL, i + 1, HS, sc, work_h,
+                            NULL, 0);
                 break;
             case ATTENTION_WINDOW: case ATTENTION_DILATED:
             case ATTENTION_STRIDED: case ATTENTION_FIXED:
                 n = pattern_rows(&p, cfg, i, rows);
-                attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h);
+                attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h, NULL,
+                            0);
                 break;
             case ATTENTION_LSH: {
                 LshHead lsh = lsh_head(&p, cfg, shape, n_ctx, state, h);
                 lsh_insert(&lsh, &p, cfg, n_ctx, HS, k_t, i);
                 if (!out) break;
                 n = lsh_rows(&lsh, &p, cfg, n_ctx, HS, q_t, i, rows);
-                attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h);
+                attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h, NULL,
+                            0);
                 break;
             }
             case ATTENTION_LINEAR:
-                linear_step(rec_h, HS, cfg->prescale ? sqrtf(scale) : 1.0f, k_t, v_t, q_t,
-                            out_t, work_h);
+                linear_step(rec_h, HS, cfg->prescale ? sqrtf(scale) : 1.0f, cfg->norm, k_t,
+                            v_t, q_t, out_t, work_h);
                 break;
             case ATTENTION_EFFICIENT:
                 efficient_step(rec_h, HS, k_t, v_t, q_t, out_t, work_h);
@@ -929,13 +1030,14 @@ static int lsh_visible(const AttentionConfig *cfg, int i, int j, const float *ke
 }
 
 /* Softmax kinds: query i's weights over its visible keys in position order, through
- * score_rows and softmax_unnormalised as attend_rows computes them, so the same bits. */
-static void weights_softmax(const WeightsHead *v, const AttentionConfig *cfg, int half) {
+ * score_rows and softmax_unnormalised as attend_rows computes them (sc: head h's), so the
+ * same bits. */
+static void weights_softmax(const WeightsHead *v, const AttentionConfig *cfg, Scoring sc,
+                            int half) {
     int T = v->T, HS = v->HS, lsh = cfg->kind == ATTENTION_LSH;
     float *scores = v->work, *visible = scores + T;
     float *key_bucket = lsh ? visible + T : NULL;                          /* (rounds, T) */
     float *query_bucket = lsh ? key_bucket + (long)cfg->rounds * T : NULL; /* (rounds,) */
-    Scoring sc = {v->scale, cfg->kind == ATTENTION_GAUSS, cfg->softmax1};
     for (int r = 0; lsh && r < cfg->rounds; r++)   /* LSH: hash every key as lsh_insert does */
         for (int j = 0; j < T; j++)
             key_bucket[(long)r * T + j] =
@@ -954,7 +1056,7 @@ static void weights_softmax(const WeightsHead *v, const AttentionConfig *cfg, in
             w_i[j] = seen ? 0.0f : NAN;
             if (seen) visible[n++] = scores[j];
         }
-        float inv_sum = softmax_unnormalised(visible, n, sc);
+        float inv_sum = softmax_unnormalised(visible, n, sc, NULL);
         n = 0;
         for (int j = 0; j <= i; j++)
             if (!isnan(w_i[j])) w_i[j] = visible[n++] * inv_sum;
@@ -962,8 +1064,10 @@ static void weights_softmax(const WeightsHead *v, const AttentionConfig *cfg, in
 }
 
 /* Linear attention: w_ij = phi(q_i) . phi(k_j) / (phi(q_i) . z_i + eps), z_i the sum of
- * phi(k_0 .. k_i) in linear_step's order. The weights sum to phi.z / (phi.z + eps) < 1. */
-static void weights_linear(const WeightsHead *v, float pre) {
+ * phi(k_0 .. k_i) in linear_step's order. The weights sum to phi.z / (phi.z + eps) < 1.
+ * With norm, whose output divides phi(q_i)^T S by a root mean square that depends on the
+ * values, the denominator is phi(q_i) . z_i alone: each key's share, summing to 1. */
+static void weights_linear(const WeightsHead *v, float pre, int norm) {
     int T = v->T, HS = v->HS;
     float *phi_k = v->work, *z = phi_k + (long)T * HS, *phi_q = z + HS;
     for (int c = 0; c < HS; c++) z[c] = 0.0f;
@@ -973,9 +1077,11 @@ static void weights_linear(const WeightsHead *v, float pre) {
         for (int c = 0; c < HS; c++) z[c] += phi_i[c];
         if (i < v->q0) continue;
         float den = linear_query(phi_q, v->q + (long)i * v->q_stride, z, HS, pre);
+        if (norm) den = dot_f(phi_q, z, HS);
         float *w_i = v->w + (long)(i - v->q0) * T;
         for (int j = 0; j < T; j++)
-            w_i[j] = j <= i ? dot_f(phi_q, phi_k + (long)j * HS, HS) / den : NAN;
+            w_i[j] = j > i ? NAN : den > 0.0f ? dot_f(phi_q, phi_k + (long)j * HS, HS) / den
+                                              : 0.0f;
     }
 }
 
@@ -1075,7 +1181,7 @@ static void weights_head(void *ctx, int h) {
         .work = j->scratch + (long)h * weights_head_floats(cfg, HS, T)};
     switch (cfg->kind) {
     case ATTENTION_LINEAR:
-        weights_linear(&v, cfg->prescale ? sqrtf(v.scale) : 1.0f);
+        weights_linear(&v, cfg->prescale ? sqrtf(v.scale) : 1.0f, cfg->norm);
         break;
     case ATTENTION_EFFICIENT:
         weights_efficient(&v);
@@ -1084,7 +1190,7 @@ static void weights_head(void *ctx, int h) {
         weights_performer(&v, cfg->features);
         break;
     default:
-        weights_softmax(&v, cfg, j->p.rand_rows);
+        weights_softmax(&v, cfg, config_scoring(cfg, j->shape, h), j->p.rand_rows);
         break;
     }
 }
@@ -1112,49 +1218,53 @@ size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx)
     return (size_t)shape->n_kv_heads * 2 * (size_t)n_ctx;
 }
 
-/* The backward of attend_rows for one head and one query t with exact scoring over its
- * n_keys = t + 1 keys: recompute p = softmax(scores) as attend_rows does, then add the
- * gradients of q_t, k and v. With dropout the forward summed p_t2 m_t2 v_t2 (m_t2 = 0 or
- * 1 / (1 - p), the mask of this head and query, starting at index `first`), so m_t2 scales
- * both dv_t2 and dp_t2.
- *   dout_t, q_t, dq_t (HS,); k, v, dk, dv (n_keys, kv_stride) at this kv head's columns;
+/* The backward of attend_rows for one head and one query: recompute p = softmax(scores)
+ * over the n_keys keys listed in rows (NULL: 0 .. n_keys-1) as attend_rows does, then add
+ * the gradients of q_t, k and v. With dropout the forward summed p_j m_j v_j (m_j = 0 or
+ * 1 / (1 - p), the mask of this head and query, starting at index `first`), so m_j scales
+ * both dv_j and dp_j. A sink (sc.sink) is a key of value 0, so its dp is 0, its
+ * ds = p_sink (0 - mean_dp), and with dsink (NULL: not wanted) that is added to *dsink.
+ *   dout_t, q_t, dq_t (HS,); k, v, dk, dv (rows, kv_stride) at this kv head's columns;
  *   p, dp (n_keys,) scratch. */
-static void attend_rows_backward(float *dq_t, float *dk, float *dv, const float *dout_t,
-                                 const float *q_t, const float *k, const float *v,
-                                 int kv_stride, int n_keys, int HS, float scale,
-                                 const AttentionDropout *drop, uint64_t first,
-                                 float *p, float *dp) {
+static void attend_rows_backward(float *dq_t, float *dk, float *dv, float *dsink,
+                                 const float *dout_t, const float *q_t, const float *k,
+                                 const float *v, int kv_stride, const int32_t *rows,
+                                 int n_keys, int HS, Scoring sc, const AttentionDropout *drop,
+                                 uint64_t first, float *p, float *dp) {
     /* the weights through the forward's own two steps, so p has the forward's bits */
-    Scoring exact = {scale, 0, 0};
-    score_rows(p, q_t, k, kv_stride, NULL, n_keys, HS, exact);
-    float inv_sum = softmax_unnormalised(p, n_keys, exact);
-    /* the mask's factors m_t2 go into dp first (ones without dropout) */
-    for (int t2 = 0; t2 < n_keys; t2++) dp[t2] = 1.0f;
-    if (drop) dropout_weights(dp, n_keys, drop, first);
-    /* dp_t2 = m_t2 (dout . v_t2), dv_t2 += p_t2 m_t2 dout, and the softmax's weighted
-     * mean of dp */
+    float sink_exp;
+    score_rows(p, q_t, k, kv_stride, rows, n_keys, HS, sc);
+    float inv_sum = softmax_unnormalised(p, n_keys, sc, &sink_exp);
+    /* the mask's factors m_j go into dp first (ones without dropout) */
+    for (int n = 0; n < n_keys; n++) dp[n] = 1.0f;
+    if (drop) dropout_weights(dp, n_keys, drop, first, rows);
+    /* dp_j = m_j (dout . v_j), dv_j += p_j m_j dout, and the softmax's weighted mean of dp */
     float mean_dp = 0.0f;
-    for (int t2 = 0; t2 < n_keys; t2++) {
-        const float *v_t2 = v + (long)t2 * kv_stride;
-        float *dv_t2 = dv + (long)t2 * kv_stride;
-        p[t2] *= inv_sum;
-        float kept = p[t2] * dp[t2];
+    for (int n = 0; n < n_keys; n++) {
+        long row = rows ? rows[n] : n;
+        const float *v_j = v + row * kv_stride;
+        float *dv_j = dv + row * kv_stride;
+        p[n] *= inv_sum;
+        float kept = p[n] * dp[n];
         float dot = 0.0f;
         for (int i = 0; i < HS; i++) {
-            dot += dout_t[i] * v_t2[i];
-            dv_t2[i] += kept * dout_t[i];
+            dot += dout_t[i] * v_j[i];
+            dv_j[i] += kept * dout_t[i];
         }
-        dp[t2] *= dot;
-        mean_dp += p[t2] * dp[t2];
+        dp[n] *= dot;
+        mean_dp += p[n] * dp[n];
     }
-    /* ds_t2 = p_t2 (dp_t2 - mean_dp); the scores are (q . k_t2) * scale */
-    for (int t2 = 0; t2 < n_keys; t2++) {
-        const float *k_t2 = k + (long)t2 * kv_stride;
-        float *dk_t2 = dk + (long)t2 * kv_stride;
-        float ds = p[t2] * (dp[t2] - mean_dp) * scale;
+    if (sc.sink && dsink) *dsink -= sink_exp * inv_sum * mean_dp;
+    /* ds_j = p_j (dp_j - mean_dp); the scores are (q . k_j) * scale (Gaussian: minus
+     * |k_j|^2 * scale / 2, whose gradient in k_j is -k_j * scale) */
+    for (int n = 0; n < n_keys; n++) {
+        long row = rows ? rows[n] : n;
+        const float *k_j = k + row * kv_stride;
+        float *dk_j = dk + row * kv_stride;
+        float ds = p[n] * (dp[n] - mean_dp) * sc.scale;
         for (int i = 0; i < HS; i++) {
-            dq_t[i] += ds * k_t2[i];
-            dk_t2[i] += ds * q_t[i];
+            dq_t[i] += ds * k_j[i];
+            dk_j[i] += sc.gauss ? ds * (q_t[i] - k_j[i]) : ds * q_t[i];
         }
     }
 }
@@ -1178,12 +1288,13 @@ static void backward_kv_head(void *ctx, int g) {
     int kv_stride = NKV * HS;                  /* floats per position of k, v, dk, dv */
     int kv_offset = g * HS;                    /* seek to this head's columns of k, v */
     float *p = b->scratch + (long)g * 2 * T, *dp = p + T;
+    Scoring exact = {b->shape->scale, 0, 0, 0.0f};
     for (int h = g * group; h < (g + 1) * group; h++) {
         for (int t = 0; t < T; t++) {
             long row = ((long)t * NH + h) * HS;    /* seek to q[t, h, :] */
-            attend_rows_backward(b->dq + row, b->dk + kv_offset, b->dv + kv_offset,
+            attend_rows_backward(b->dq + row, b->dk + kv_offset, b->dv + kv_offset, NULL,
                                  b->dout + row, b->q + row, b->k + kv_offset,
-                                 b->v + kv_offset, kv_stride, t + 1, HS, b->shape->scale,
+                                 b->v + kv_offset, kv_stride, NULL, t + 1, HS, exact,
                                  b->drop, ((uint64_t)h * T + (uint64_t)t) * T, p, dp);
         }
     }
