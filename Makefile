@@ -207,7 +207,8 @@ docs-refs: $(B)/run $(B)/train $(B)/quantize
 	sh tools/doc_help.sh update $(B) $(DOCS)
 
 # ---- tests: one binary per module, each printing "NAME: N passed, N failed" ----
-TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention $(B)/tests/test_attention_variants $(B)/tests/test_model \
+TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention $(B)/tests/test_attention_variants \
+        $(B)/tests/test_attention_train $(B)/tests/test_model \
         $(B)/tests/test_tokenizer $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli \
         $(B)/tests/test_train $(B)/tests/test_eval $(B)/tests/test_generate \
         $(B)/tests/test_attnmap
@@ -217,6 +218,8 @@ $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/a
                            $(KERNELS)
 $(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/tests/check.o \
                                     $(B)/tests/attention_kernels.o $(B)/attention.o $(KERNELS)
+$(B)/tests/test_attention_train: $(B)/tests/test_attention_train.o $(B)/tests/check.o \
+                                 $(B)/attention.o $(KERNELS)
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
 $(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/lab/eval.o $(CORE) $(TOK)
 $(B)/tests/test_generate: $(B)/tests/test_generate.o $(B)/tests/check.o $(B)/generate.o \
@@ -278,7 +281,8 @@ include tools/bench.mk
 # path of the program is checked. About 3 minutes. Example: make valgrind
 VALGRIND = valgrind -q --error-exitcode=9 --leak-check=full \
            --errors-for-leak-kinds=definite,indirect
-VG_TESTS = test_kernels test_quant test_attention test_attention_variants test_sampler \
+VG_TESTS = test_kernels test_quant test_attention test_attention_variants \
+           test_attention_train test_sampler \
            test_tokenizer test_tokenizer_llama test_model test_cli test_generate test_attnmap
 valgrind:
 	$(MAKE) B=build/valgrind OMP=0 CFLAGS="-O2 -g -mavx2 -mfma" build/valgrind/run \

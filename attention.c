@@ -1313,3 +1313,449 @@ void attention_backward(const AttentionShape *shape, float *dq, float *dk, float
     double work = 2.5 * shape->n_heads * shape->head_dim * (double)T * (T + 1);
     kernels_parallel_for(backward_kv_head, &job, shape->n_kv_heads, work);
 }
+
+/* ------------------------------------------------------------------------- */
+/* Training: every variant over one sequence                                 */
+/*
+ * attention_train_forward and attention_train_backward run a variant over T positions
+ * (pos = 0) with the decode path's own pieces: the softmax kinds through attend_rows and
+ * attend_rows_backward over the rows each query sees (pattern_rows, or LSH's buckets under
+ * the given rotations), the recurrent kinds through their fold and read functions, and for
+ * their backward a forward scan (the gradients of the queries) then a reverse scan (those of
+ * the keys and values) that keep only the running sums (docs/attention.md §14).
+ */
+
+_Static_assert(sizeof(int32_t) == sizeof(float), "row lists share the float scratch");
+
+/* The plan of a training call over T positions: the variant's, with every key kept at its
+ * own position (no ring), so that pattern_rows lists positions. */
+static int train_plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape, int T) {
+    if (T < 1 || plan(p, cfg, shape, T) != 0) return -1;
+    p->ring = 0;
+    return 0;
+}
+
+/* 1 if cfg is exact attention with nothing attention_forward_dropout lacks (no sink, the
+ * shape's own scale). */
+static int plain_exact(const AttentionConfig *cfg, const AttentionShape *shape) {
+    return cfg->kind == ATTENTION_EXACT && !cfg->softmax1 && !cfg->sink_logit &&
+           config_scale(cfg, shape) == shape->scale;
+}
+
+/* Floats of scratch one kv head's job uses for T positions (its query heads run one after
+ * another in it). */
+static size_t train_job_floats(const AttentionConfig *cfg, int HS, int T) {
+    size_t t = (size_t)T, hs = (size_t)HS, m = (size_t)cfg->features;
+    switch (cfg->kind) {
+    case ATTENTION_LINEAR:     /* S or U (HS, HS), z or u, phi(q), phi(k), out (HS,); per */
+                               /* position the output's gradient factors gn (T, HS), gd (T,) */
+        return hs * hs + 4 * hs + t * (hs + 1);
+    case ATTENTION_EFFICIENT:  /* S or B (HS, HS), z or beta, max, p (HS,); per position */
+                               /* the maxima, the sums z and gamma (T, HS) each */
+        return hs * hs + 3 * hs + 3 * t * hs;
+    case ATTENTION_PERFORMER:  /* S or U (m, HS), z or u (m,), M; phi, dl (m,), out (HS,); */
+                               /* per position phi(q) (T, m), M, den, dout . out (T,) */
+        return m * hs + 3 * m + 1 + hs + t * m + 3 * t;
+    case ATTENTION_LSH:        /* p, dp (T,), rows (T,) ints; key buckets (rounds, T), the */
+                               /* query's (rounds,) */
+        return 3 * t + (size_t)cfg->rounds * (t + 1);
+    default:                   /* p, dp (T,), rows (T,) ints */
+        return 3 * t;
+    }
+}
+
+size_t attention_train_scratch_floats(const AttentionConfig *cfg, const AttentionShape *shape,
+                                      int T) {
+    Plan p;
+    if (train_plan(&p, cfg, shape, T) != 0) return 0;
+    size_t jobs = (size_t)shape->n_kv_heads * train_job_floats(cfg, shape->head_dim, T);
+    if (!plain_exact(cfg, shape)) return jobs;
+    size_t forward = attention_scratch_floats(shape, T);
+    size_t backward = attention_backward_scratch_floats(shape, T);
+    return forward > backward ? forward : backward;
+}
+
+/* One training call, for its per-kv-head jobs. */
+typedef struct {
+    const AttentionConfig *cfg;
+    const AttentionShape *shape;
+    Plan p;
+    const float *random;            /* (NH, rounds, rand_rows, HS), or NULL */
+    const AttentionDropout *drop;   /* NULL: none */
+    float *out;                     /* the forward's (T, NH * HS); NULL: the backward */
+    float *dq, *dk, *dv, *dsink;    /* the backward's; dsink NULL: not wanted */
+    const float *dout, *q, *k, *v;
+    int T;
+    float *scratch;
+} TrainJob;
+
+/* One query head's views for a training call. */
+typedef struct {
+    const float *q, *dout;   /* q[t, h, :] at q + t * q_stride; dout likewise */
+    float *out, *dq;         /* likewise; out NULL in the backward */
+    const float *k, *v;      /* k[j, g, :] at k + j * kv_stride, g this head's kv head */
+    float *dk, *dv;          /* likewise */
+    const float *R;          /* (rounds, rand_rows, HS) this head's random matrices, or NULL */
+    int q_stride, kv_stride, HS, T;
+    float *work;             /* this job's train_job_floats() of scratch */
+} TrainHead;
+
+/* A softmax-family head over the sequence, query by query over the rows it sees: the
+ * forward through attend_rows, or the backward through attend_rows_backward (sink logit's
+ * gradient into *dsink). LSH first hashes every key with this head's rotations; the
+ * buckets are constants (no gradient flows through the hash). */
+static void train_softmax_head(const TrainHead *th, const TrainJob *job, int h, float *dsink) {
+    const AttentionConfig *cfg = job->cfg;
+    int T = th->T, HS = th->HS, half = job->p.rand_rows, lsh = cfg->kind == ATTENTION_LSH;
+    int every_key = cfg->kind == ATTENTION_EXACT || cfg->kind == ATTENTION_GAUSS;
+    Scoring sc = config_scoring(cfg, job->shape, h);
+    float *p = th->work, *dp = p + T;
+    int32_t *rows = (int32_t *)(dp + T);                       /* (T,) */
+    float *key_bucket = (float *)(rows + T);                   /* (rounds, T) */
+    float *query_bucket = key_bucket + (long)cfg->rounds * T;  /* (rounds,) */
+    for (int r = 0; lsh && r < cfg->rounds; r++)   /* as lsh_insert hashes them */
+        for (int j = 0; j < T; j++)
+            key_bucket[(long)r * T + j] =
+                (float)lsh_round_bucket(th->k + (long)j * th->kv_stride, th->R, r, half, HS);
+    for (int t = 0; t < T; t++) {
+        const float *q_t = th->q + (long)t * th->q_stride;
+        long row = (long)t * th->q_stride;
+        const int32_t *visible = every_key ? NULL : rows;   /* NULL: keys 0 .. t */
+        int n = t + 1;
+        if (lsh) {
+            for (int r = 0; r < cfg->rounds; r++)
+                query_bucket[r] = (float)lsh_round_bucket(q_t, th->R, r, half, HS);
+            n = 0;
+            for (int j = 0; j <= t; j++)
+                if (lsh_visible(cfg, t, j, key_bucket, T, query_bucket)) rows[n++] = j;
+        } else if (!every_key) {
+            n = pattern_rows(&job->p, cfg, t, rows);
+        }
+        uint64_t first = ((uint64_t)h * T + (uint64_t)t) * T;   /* the dropout mask's */
+        if (th->out)
+            attend_rows(th->out + row, q_t, th->k, th->v, th->kv_stride, visible, n, HS, sc, p,
+                        job->drop, first);
+        else
+            attend_rows_backward(th->dq + row, th->dk, th->dv, dsink, th->dout + row, q_t,
+                                 th->k, th->v, th->kv_stride, visible, n, HS, sc, job->drop,
+                                 first, p, dp);
+    }
+}
+
+/* The derivative of elu(x) + 1 at x, given phi = elu(x) + 1: 1 for x > 0, else exp(x). */
+static float elu1_grad(float x, float phi) { return x > 0.0f ? 1.0f : phi; }
+
+/* Linear attention over the sequence. Forward: linear_step at each position. Backward, with
+ * a_t = phi(q_t), out_t = S_t^T a_t / den_t, den_t = a_t . z_t + eps (norm: out_t =
+ * S_t^T a_t / r_t, r_t its root mean square):
+ *   a forward scan rebuilds S_t and z_t and adds a_t's gradient S_t gn_t + z_t gd_t, where
+ *   gn_t = dout_t / den_t and gd_t = -(dout_t . out_t) / den_t (norm: gn_t = (dout_t -
+ *   out_t (dout_t . out_t) / HS) / r_t and gd_t = 0), keeping gn_t and gd_t;
+ *   a reverse scan sums U = sum_{t >= j} a_t gn_t^T and u = sum_{t >= j} a_t gd_t, so that
+ *   phi(k_j)'s gradient is U v_j + u and v_j's is U^T phi(k_j).
+ * Either scan keeps HS^2 + HS floats of sums, never one such matrix per position. */
+static void train_linear_head(const TrainHead *th, const AttentionConfig *cfg, float scale) {
+    int T = th->T, HS = th->HS, norm = cfg->norm;
+    float pre = cfg->prescale ? sqrtf(scale) : 1.0f;
+    float *rec = th->work, *phi_q = rec + HS * HS + HS, *phi_k = phi_q + HS, *o = phi_k + HS;
+    float *gn = o + HS, *gd = gn + (long)T * HS;   /* (T, HS), (T,) */
+    memset(rec, 0, (size_t)(HS * HS + HS) * sizeof(float));
+    for (int t = 0; t < T; t++) {
+        const float *q_t = th->q + (long)t * th->q_stride;
+        const float *k_t = th->k + (long)t * th->kv_stride, *v_t = th->v + (long)t * th->kv_stride;
+        if (th->out) {   /* phi_q, phi_k: linear_step's 2 HS of scratch */
+            linear_step(rec, HS, pre, norm, k_t, v_t, q_t, th->out + (long)t * th->q_stride,
+                        phi_q);
+            continue;
+        }
+        const float *dout_t = th->dout + (long)t * th->q_stride;
+        float *dq_t = th->dq + (long)t * th->q_stride, *gn_t = gn + (long)t * HS;
+        linear_fold(rec, HS, pre, k_t, v_t, phi_k);
+        float den = linear_read(o, rec, HS, pre, norm, q_t, phi_q);   /* or r */
+        float go = dot_f(dout_t, o, HS);
+        for (int e = 0; e < HS; e++)
+            gn_t[e] = norm ? (dout_t[e] - o[e] * go / (float)HS) / den : dout_t[e] / den;
+        gd[t] = norm ? 0.0f : -go / den;
+        const float *S = rec, *z = rec + HS * HS;
+        for (int c = 0; c < HS; c++) {
+            float da = dot_f(S + (long)c * HS, gn_t, HS) + z[c] * gd[t];
+            dq_t[c] += da * elu1_grad(q_t[c] * pre, phi_q[c]) * pre;
+        }
+    }
+    if (th->out) return;
+    /* the reverse scan, U and u in the place of S and z */
+    float *U = rec, *u = rec + HS * HS;
+    memset(rec, 0, (size_t)(HS * HS + HS) * sizeof(float));
+    for (int t = T - 1; t >= 0; t--) {
+        const float *q_t = th->q + (long)t * th->q_stride, *gn_t = gn + (long)t * HS;
+        const float *k_t = th->k + (long)t * th->kv_stride, *v_t = th->v + (long)t * th->kv_stride;
+        float *dk_t = th->dk + (long)t * th->kv_stride, *dv_t = th->dv + (long)t * th->kv_stride;
+        linear_features(phi_q, q_t, HS, pre);
+        for (int c = 0; c < HS; c++) {
+            float *U_c = U + (long)c * HS, a = phi_q[c];
+            for (int e = 0; e < HS; e++) U_c[e] += a * gn_t[e];
+            u[c] += a * gd[t];
+        }
+        linear_features(phi_k, k_t, HS, pre);
+        for (int c = 0; c < HS; c++) {
+            const float *U_c = U + (long)c * HS;
+            float df = dot_f(U_c, v_t, HS) + u[c];
+            dk_t[c] += df * elu1_grad(k_t[c] * pre, phi_k[c]) * pre;
+            for (int e = 0; e < HS; e++) dv_t[e] += phi_k[c] * U_c[e];
+        }
+    }
+}
+
+/* Efficient Attention over the sequence. Forward: efficient_step at each position. With
+ * p_t = softmax(q_t) and R_tc = S_tc / z_tc (the mean of v under key column c's softmax over
+ * positions 0 .. t), out_t = sum_c p_tc R_tc. Backward:
+ *   a forward scan adds q_t's gradient p_tc (gamma_tc - sum_c' p_tc' gamma_tc'), gamma_tc =
+ *   dout_t . R_tc, keeping each position's running maxima m_t, sums z_t and gamma_t;
+ *   a reverse scan sums B_c = sum_{t >= j} exp(m_jc - m_tc) (p_tc / z_tc) dout_t and beta_c
+ *   the same of gamma_tc (multiplied by exp(m_jc - m_(j+1)c) <= 1 at each step back), so
+ *   that, with e_jc = exp(k_jc - m_jc), k_jc's gradient is e_jc (B_c . v_j - beta_c) (the
+ *   second term through the normaliser z) and v_j's is sum_c e_jc B_c. */
+static void train_efficient_head(const TrainHead *th) {
+    int T = th->T, HS = th->HS;
+    float *rec = th->work, *p = rec + HS * HS + 2 * HS;
+    float *m_all = p + HS, *z_all = m_all + (long)T * HS, *gamma = z_all + (long)T * HS;
+    float *S = rec, *z = rec + HS * HS, *mx = z + HS;
+    memset(rec, 0, (size_t)(HS * HS + HS) * sizeof(float));
+    for (int c = 0; c < HS; c++) mx[c] = -INFINITY;
+    for (int t = 0; t < T; t++) {
+        const float *q_t = th->q + (long)t * th->q_stride;
+        const float *k_t = th->k + (long)t * th->kv_stride, *v_t = th->v + (long)t * th->kv_stride;
+        if (th->out) {
+            efficient_step(rec, HS, k_t, v_t, q_t, th->out + (long)t * th->q_stride, p);
+            continue;
+        }
+        const float *dout_t = th->dout + (long)t * th->q_stride;
+        float *dq_t = th->dq + (long)t * th->q_stride, *gamma_t = gamma + (long)t * HS;
+        efficient_fold(rec, HS, k_t, v_t);
+        efficient_softmax(p, q_t, HS);
+        float go = 0.0f;   /* dout_t . out_t */
+        for (int c = 0; c < HS; c++) {
+            gamma_t[c] = dot_f(S + (long)c * HS, dout_t, HS) / z[c];
+            go += p[c] * gamma_t[c];
+        }
+        for (int c = 0; c < HS; c++) dq_t[c] += p[c] * (gamma_t[c] - go);
+        memcpy(m_all + (long)t * HS, mx, (size_t)HS * sizeof(float));
+        memcpy(z_all + (long)t * HS, z, (size_t)HS * sizeof(float));
+    }
+    if (th->out) return;
+    /* the reverse scan, B and beta in the place of S and z */
+    float *B = rec, *beta = rec + HS * HS;
+    memset(rec, 0, (size_t)(HS * HS + HS) * sizeof(float));
+    for (int t = T - 1; t >= 0; t--) {
+        const float *q_t = th->q + (long)t * th->q_stride;
+        const float *dout_t = th->dout + (long)t * th->q_stride;
+        const float *k_t = th->k + (long)t * th->kv_stride, *v_t = th->v + (long)t * th->kv_stride;
+        float *dk_t = th->dk + (long)t * th->kv_stride, *dv_t = th->dv + (long)t * th->kv_stride;
+        const float *m_t = m_all + (long)t * HS, *z_t = z_all + (long)t * HS;
+        const float *gamma_t = gamma + (long)t * HS;
+        for (int c = 0; t < T - 1 && c < HS; c++) {   /* bring the sums to m_t's scale */
+            float f = expf(m_t[c] - m_t[HS + c]);
+            if (f == 1.0f) continue;
+            for (int e = 0; e < HS; e++) B[(long)c * HS + e] *= f;
+            beta[c] *= f;
+        }
+        efficient_softmax(p, q_t, HS);
+        for (int c = 0; c < HS; c++) {
+            float w = p[c] / z_t[c], *B_c = B + (long)c * HS;
+            for (int e = 0; e < HS; e++) B_c[e] += w * dout_t[e];
+            beta[c] += w * gamma_t[c];
+        }
+        for (int c = 0; c < HS; c++) {
+            const float *B_c = B + (long)c * HS;
+            float e_c = expf(k_t[c] - m_t[c]);
+            dk_t[c] += e_c * (dot_f(B_c, v_t, HS) - beta[c]);
+            for (int e = 0; e < HS; e++) dv_t[e] += e_c * B_c[e];
+        }
+    }
+}
+
+/* dx (HS,) += the gradient through Performer's logits l_f(x) = w_f . (x s) - |x s|^2 / 2
+ * (favor_logits) of dl (m,) = d loss / d l: sum_f dl_f (s w_f - s^2 x). W (m, HS). */
+static void favor_backward(float *dx, const float *W, int m, int HS, float s, const float *x,
+                           const float *dl) {
+    float sum = 0.0f;
+    for (int f = 0; f < m; f++) sum += dl[f];
+    for (int i = 0; i < HS; i++) {
+        float acc = 0.0f;
+        for (int f = 0; f < m; f++) acc += dl[f] * W[(long)f * HS + i];
+        dx[i] += s * acc - s * s * x[i] * sum;
+    }
+}
+
+/* Performer over the sequence. Forward: performer_step at each position. The output
+ * out_t = S_t^T a_t / (a_t . z_t) does not change when the query's features a_t or all the
+ * key features are multiplied by one constant, so the stabilisers (the keys' running maximum
+ * M, performer_query's shift) are constants of the gradient. Backward, as linear attention
+ * (eps = 0) through the logits (favor_backward):
+ *   a forward scan adds q_t's gradient, dl_f = a_tf (S_tf . dout_t - (dout_t . out_t) z_tf)
+ *   / den_t, keeping a_t (as performer_query left it), M_t, den_t and dout_t . out_t;
+ *   a reverse scan sums U = sum_{t >= j} exp(M_j - M_t) a_t dout_t^T / den_t and u the same
+ *   of -a_t (dout_t . out_t) / den_t (multiplied by exp(M_j - M_(j+1)) <= 1 at each step
+ *   back), so that with key j's features E_j = exp(l(k_j) - M_j) (fold_key's), dl_f =
+ *   E_jf (U_f . v_j + u_f) and v_j's gradient is sum_f E_jf U_f. */
+static void train_performer_head(const TrainHead *th, int m, float s) {
+    int T = th->T, HS = th->HS;
+    float *rec = th->work, *phi = rec + (long)m * HS + m + 1, *dl = phi + m, *o = dl + m;
+    float *a_all = o + HS, *M_all = a_all + (long)T * m, *den_all = M_all + T;
+    float *go_all = den_all + T;
+    float *S = rec, *z = rec + (long)m * HS, *M = z + m;
+    memset(rec, 0, (size_t)((long)m * HS + m) * sizeof(float));
+    *M = -INFINITY;
+    for (int t = 0; t < T; t++) {
+        const float *q_t = th->q + (long)t * th->q_stride;
+        const float *k_t = th->k + (long)t * th->kv_stride, *v_t = th->v + (long)t * th->kv_stride;
+        if (th->out) {
+            performer_step(rec, th->R, m, HS, s, k_t, v_t, q_t,
+                           th->out + (long)t * th->q_stride, phi);
+            continue;
+        }
+        const float *dout_t = th->dout + (long)t * th->q_stride;
+        float *a = a_all + (long)t * m;
+        performer_fold(rec, th->R, m, HS, s, k_t, v_t, phi);
+        float den = performer_query(a, th->R, m, HS, s, q_t, z);
+        read_out(o, a, S, m, HS, den);
+        float go = dot_f(dout_t, o, HS);
+        M_all[t] = *M;
+        den_all[t] = den;
+        go_all[t] = go;
+        if (!(den > 0.0f)) continue;   /* read_out gave zeros: no gradient */
+        for (int f = 0; f < m; f++)
+            dl[f] = a[f] * (dot_f(S + (long)f * HS, dout_t, HS) - go * z[f]) / den;
+        favor_backward(th->dq + (long)t * th->q_stride, th->R, m, HS, s, q_t, dl);
+    }
+    if (th->out) return;
+    /* the reverse scan, U and u in the place of S and z */
+    float *U = rec, *u = rec + (long)m * HS;
+    memset(rec, 0, (size_t)((long)m * HS + m) * sizeof(float));
+    for (int t = T - 1; t >= 0; t--) {
+        const float *dout_t = th->dout + (long)t * th->q_stride, *a = a_all + (long)t * m;
+        const float *k_t = th->k + (long)t * th->kv_stride, *v_t = th->v + (long)t * th->kv_stride;
+        float *dk_t = th->dk + (long)t * th->kv_stride, *dv_t = th->dv + (long)t * th->kv_stride;
+        float f = t < T - 1 ? expf(M_all[t] - M_all[t + 1]) : 1.0f;
+        if (f != 1.0f) {   /* bring the sums to M_t's scale */
+            for (long i = 0; i < (long)m * HS; i++) U[i] *= f;
+            for (int c = 0; c < m; c++) u[c] *= f;
+        }
+        if (den_all[t] > 0.0f) {
+            for (int c = 0; c < m; c++) {
+                float w = a[c] / den_all[t], *U_c = U + (long)c * HS;
+                for (int e = 0; e < HS; e++) U_c[e] += w * dout_t[e];
+                u[c] -= w * go_all[t];
+            }
+        }
+        favor_logits(phi, th->R, m, HS, k_t, s);   /* E_t, as fold_key made it */
+        for (int c = 0; c < m; c++) phi[c] = expf(phi[c] - M_all[t]);
+        for (int c = 0; c < m; c++) {
+            const float *U_c = U + (long)c * HS;
+            dl[c] = phi[c] * (dot_f(U_c, v_t, HS) + u[c]);
+            for (int e = 0; e < HS; e++) dv_t[e] += phi[c] * U_c[e];
+        }
+        favor_backward(dk_t, th->R, m, HS, s, k_t, dl);
+    }
+}
+
+/* kv head g of a training call: its query heads one after another, each writing only its
+ * own columns of out or dq (and dsink entry) and adding into g's columns of dk and dv, in a
+ * fixed order; its own part of scratch. */
+static void train_kv_head(void *ctx, int g) {
+    const TrainJob *job = ctx;
+    const AttentionConfig *cfg = job->cfg;
+    int NH = job->shape->n_heads, NKV = job->shape->n_kv_heads, HS = job->shape->head_dim;
+    int group = NH / NKV, backward = job->out == NULL;
+    float scale = config_scale(cfg, job->shape);
+    for (int h = g * group; h < (g + 1) * group; h++) {
+        TrainHead th = {
+            .q = job->q + (long)h * HS,                              /* q[0, h, :] */
+            .dout = backward ? job->dout + (long)h * HS : NULL,
+            .out = backward ? NULL : job->out + (long)h * HS,
+            .dq = backward ? job->dq + (long)h * HS : NULL,
+            .k = job->k + (long)g * HS, .v = job->v + (long)g * HS,  /* k[0, g, :] */
+            .dk = backward ? job->dk + (long)g * HS : NULL,
+            .dv = backward ? job->dv + (long)g * HS : NULL,
+            .R = job->p.rand_rows > 0 ? job->random + random_offset(&job->p, h, 0, HS) : NULL,
+            .q_stride = NH * HS, .kv_stride = NKV * HS, .HS = HS, .T = job->T,
+            .work = job->scratch + (long)g * train_job_floats(cfg, HS, job->T)};
+        switch (cfg->kind) {
+        case ATTENTION_LINEAR:
+            train_linear_head(&th, cfg, scale);
+            break;
+        case ATTENTION_EFFICIENT:
+            train_efficient_head(&th);
+            break;
+        case ATTENTION_PERFORMER:
+            train_performer_head(&th, cfg->features, sqrtf(scale));
+            break;
+        default:
+            train_softmax_head(&th, job, h,
+                               backward && cfg->sink_logit && job->dsink ? job->dsink + h : NULL);
+            break;
+        }
+    }
+}
+
+/* Checks a training call's configuration; fills p. Returns 0, or -1. */
+static int train_check(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape,
+                       const float *random, const AttentionDropout *drop, int T) {
+    if (train_plan(p, cfg, shape, T) != 0 || (p->rand_rows > 0 && !random)) return -1;
+    if (drop && drop->p != 0.0f &&
+        (!(drop->p > 0.0f && drop->p < 1.0f) || !is_softmax_family(cfg->kind))) return -1;
+    return 0;
+}
+
+/* Runs train_kv_head over the kv heads. Each job writes only its own columns, in a fixed
+ * order, so the bits do not depend on the thread count; called from a job (the trainer's
+ * per-sequence jobs) it runs on the calling thread. Work: about NH T HS times the keys or
+ * state rows each query reads. */
+static void train_heads(TrainJob *job) {
+    const AttentionConfig *cfg = job->cfg;
+    double rows = job->T;
+    if (cfg->kind == ATTENTION_WINDOW || cfg->kind == ATTENTION_DILATED)
+        rows = job->p.sinks + cfg->window < job->T ? job->p.sinks + cfg->window : job->T;
+    if (cfg->kind == ATTENTION_LINEAR || cfg->kind == ATTENTION_EFFICIENT)
+        rows = job->shape->head_dim;
+    if (cfg->kind == ATTENTION_PERFORMER) rows = cfg->features;
+    kernels_parallel_for(train_kv_head, job, job->shape->n_kv_heads,
+                         2.0 * job->shape->n_heads * job->T * job->shape->head_dim * rows);
+}
+
+int attention_train_forward(const AttentionConfig *cfg, const AttentionShape *shape,
+                            const float *random, const AttentionDropout *drop, float *out,
+                            const float *q, const float *k, const float *v, int T,
+                            float *scratch) {
+    Plan p;
+    if (train_check(&p, cfg, shape, random, drop, T) != 0 || !out || !q || !k || !v ||
+        !scratch) return -1;
+    const AttentionDropout *dropout = drop && drop->p > 0.0f ? drop : NULL;
+    if (plain_exact(cfg, shape)) {
+        attention_forward_dropout(shape, dropout, out, q, k, v, T, scratch);
+        return 0;
+    }
+    TrainJob job = {cfg, shape, p, random, dropout, out, NULL, NULL, NULL, NULL, NULL, q, k, v,
+                    T, scratch};
+    train_heads(&job);
+    return 0;
+}
+
+int attention_train_backward(const AttentionConfig *cfg, const AttentionShape *shape,
+                             const float *random, const AttentionDropout *drop, float *dq,
+                             float *dk, float *dv, float *dsink, const float *dout,
+                             const float *q, const float *k, const float *v, int T,
+                             float *scratch) {
+    Plan p;
+    if (train_check(&p, cfg, shape, random, drop, T) != 0 || !dq || !dk || !dv || !dout ||
+        !q || !k || !v || !scratch) return -1;
+    const AttentionDropout *dropout = drop && drop->p > 0.0f ? drop : NULL;
+    if (plain_exact(cfg, shape)) {
+        attention_backward(shape, dq, dk, dv, dout, q, k, v, T, dropout, scratch);
+        return 0;
+    }
+    TrainJob job = {cfg, shape, p, random, dropout, NULL, dq, dk, dv, dsink, dout, q, k, v, T,
+                    scratch};
+    train_heads(&job);
+    return 0;
+}

@@ -1,0 +1,534 @@
+/* test_attention_train.c: every attention variant's training forward and backward
+ * (attention_train_forward, attention_train_backward, attention_draw_random), and the decode
+ * path's learned sink logit and RMS-normalised linear attention (attention_step,
+ * attention_weights), against a float64 reference written here from docs/attention.md's
+ * formulas, not from attention.c.
+ *
+ * For every kind and option combination, at small odd shapes (T = 1, 5, 13; NH 2 or 3, NKV
+ * dividing NH, HS 3..8): (a) the training forward equals attention_step over the same T
+ * positions with the state's own random matrices (draw 0); (b) it equals the float64
+ * reference, and the backward (dq, dk, dv, dsink) equals central finite differences of that
+ * reference; with dropout the reference applies the mask hash.h's rule gives; (c) 1 and 2
+ * threads give the same bits; (e) invalid configurations return -1.
+ * Tolerances: the float forward matches float64 to ~1e-7 (sums of at most 13 terms of size
+ * ~1; measured worst 2e-7), so 1e-5; the float gradients likewise (measured worst 1e-6), and
+ * the central differences (step 1e-4 in float64: error ~1e-8 times the third derivative)
+ * are better still, so 1e-5 absolute plus 1e-4 relative. Section numbers (§) are those of
+ * docs/attention.md.
+ */
+#include "attention.h"
+
+#include <math.h>      /* exp, sqrt, fabs, NAN */
+#include <stdint.h>    /* uint64_t */
+#include <stdio.h>     /* snprintf */
+#include <stdlib.h>    /* malloc, free */
+#include <string.h>    /* memcmp, memcpy, memset */
+
+#include "hash.h"          /* hash_mix64, hash_threshold, hash_drops: the dropout rule */
+#include "kernels.h"       /* kernels_run, kernels_parallel_for, kernels_set_threads */
+#include "tests/check.h"   /* check_* */
+
+#define FWD_ATOL 1e-5      /* float forward against float64 */
+#define FWD_RTOL 1e-5
+#define GRAD_ATOL 1e-5     /* float gradients against float64 central differences */
+#define GRAD_RTOL 1e-4
+#define FD_STEP 1e-4       /* central differences' step, in float64 */
+#define FD_MAX_POINTS 400  /* differences taken per tensor at most (a stride through it) */
+
+/* ---- one case: a variant, a shape, and its inputs ---- */
+
+typedef struct {
+    int NH, NKV, HS, T;
+} Dims;
+
+typedef struct {
+    const char *name;
+    AttentionConfig cfg;
+    float drop_p;   /* attention dropout, softmax kinds only */
+} Variant;
+
+typedef struct {
+    AttentionConfig config;              /* the variant's, with sink_logits = sink */
+    const AttentionConfig *cfg;          /* &config */
+    Dims d;
+    AttentionShape shape;
+    int C, KVD;                          /* NH * HS, NKV * HS */
+    float *q, *k, *v, *dout, *sink;      /* the float inputs */
+    float *random;                       /* attention_draw_random's draw 0, or NULL */
+    int rounds, rand_rows;
+    AttentionDropout drop;
+    /* float64 copies for the reference */
+    double *qd, *kd, *vd, *doutd, *sinkd, *Rd;
+    unsigned char *visible;              /* (NH, T, T): key j visible to query i in head h */
+    double *mask;                        /* (NH, T, T) dropout factors, or NULL */
+    double *out_ref;                     /* (T, C) scratch of the reference */
+} Case;
+
+static uint64_t seed_state = 0x5EED5EED12345ULL;
+
+static float *alloc_floats(size_t n) {
+    float *x = calloc(n ? n : 1, sizeof(float));
+    if (!x) { fprintf(stderr, "test_attention_train: out of memory\n"); exit(1); }
+    return x;
+}
+
+static double *alloc_doubles(size_t n) {
+    double *x = calloc(n ? n : 1, sizeof(double));
+    if (!x) { fprintf(stderr, "test_attention_train: out of memory\n"); exit(1); }
+    return x;
+}
+
+static double *to_doubles(const float *x, size_t n) {
+    double *y = alloc_doubles(n);
+    for (size_t i = 0; i < n; i++) y[i] = (double)x[i];
+    return y;
+}
+
+static int is_softmax_kind(AttentionKind kind) {
+    return kind != ATTENTION_LINEAR && kind != ATTENTION_EFFICIENT &&
+           kind != ATTENTION_PERFORMER;
+}
+
+/* The bucket of x (HS,) under rotation R (half, HS): argmax of [x R^T, -x R^T] (§4), in
+ * float, the first of equal values winning. */
+static int test_bucket(const float *x, const float *R, int half, int HS) {
+    float best = -INFINITY;
+    int bucket = 0;
+    for (int c = 0; c < half; c++) {
+        float d = 0.0f;
+        for (int i = 0; i < HS; i++) d += R[c * HS + i] * x[i];
+        if (d > best) { best = d; bucket = c; }
+        if (-d > best) { best = -d; bucket = half + c; }
+    }
+    return bucket;
+}
+
+/* The visible sets of docs/attention.md §3 and §4, written out. */
+static void make_visible(Case *c) {
+    const AttentionConfig *cfg = c->cfg;
+    int T = c->d.T, NH = c->d.NH, HS = c->d.HS, group = c->d.NH / c->d.NKV;
+    for (int h = 0; h < NH; h++) {
+        int g = h / group;
+        for (int i = 0; i < T; i++) {
+            for (int j = 0; j < T; j++) {
+                int d = i - j, seen = j <= i;
+                switch (cfg->kind) {
+                case ATTENTION_WINDOW:
+                    seen = seen && (j < cfg->sinks || d < cfg->window);
+                    break;
+                case ATTENTION_DILATED:
+                    seen = seen && (j < cfg->sinks ||
+                                    (d % cfg->dilation == 0 && d / cfg->dilation < cfg->window));
+                    break;
+                case ATTENTION_STRIDED:
+                    seen = seen && (d < cfg->stride || d % cfg->stride == 0);
+                    break;
+                case ATTENTION_FIXED:
+                    seen = seen && (j / cfg->stride == i / cfg->stride ||
+                                    j % cfg->stride >= cfg->stride - cfg->summary);
+                    break;
+                case ATTENTION_LSH: {
+                    int local = cfg->local > 1 ? cfg->local : 1, shared = 0;
+                    for (int r = 0; r < cfg->rounds; r++) {
+                        const float *R = c->random
+                            ? c->random + ((long)h * c->rounds + r) * c->rand_rows * HS : NULL;
+                        int bq = R ? test_bucket(c->q + ((long)i * NH + h) * HS, R,
+                                                 c->rand_rows, HS) : 0;
+                        int bk = R ? test_bucket(c->k + ((long)j * c->d.NKV + g) * HS, R,
+                                                 c->rand_rows, HS) : 0;
+                        shared |= bq == bk;
+                    }
+                    seen = seen && (j < cfg->sinks || d < local || shared);
+                    break;
+                }
+                default:
+                    break;
+                }
+                c->visible[((long)h * T + i) * T + j] = (unsigned char)seen;
+            }
+        }
+    }
+}
+
+/* The dropout factors of hash.h's rule for index (h T + i) T + j: 0 or 1 / (1 - p). */
+static void make_mask(Case *c) {
+    int T = c->d.T;
+    uint64_t threshold = hash_threshold(c->drop.p);
+    for (long n = 0; n < (long)c->d.NH * T * T; n++)
+        c->mask[n] = hash_drops(hash_mix64(c->drop.key + (uint64_t)n), threshold)
+                     ? 0.0 : 1.0 / (1.0 - (double)c->drop.p);
+}
+
+static void case_init(Case *c, const Variant *var, Dims d) {
+    memset(c, 0, sizeof *c);
+    c->config = var->cfg;
+    c->cfg = &c->config;
+    c->d = d;
+    c->shape = (AttentionShape){d.NH, d.NKV, d.HS, (float)(1.0 / sqrt((double)d.HS))};
+    c->C = d.NH * d.HS;
+    c->KVD = d.NKV * d.HS;
+    c->q = alloc_floats((size_t)d.T * c->C);
+    c->dout = alloc_floats((size_t)d.T * c->C);
+    c->k = alloc_floats((size_t)d.T * c->KVD);
+    c->v = alloc_floats((size_t)d.T * c->KVD);
+    c->sink = alloc_floats((size_t)d.NH);
+    check_fill_random(&seed_state, c->q, (long)d.T * c->C, 1.5f);
+    check_fill_random(&seed_state, c->k, (long)d.T * c->KVD, 1.5f);
+    check_fill_random(&seed_state, c->v, (long)d.T * c->KVD, 1.0f);
+    check_fill_random(&seed_state, c->dout, (long)d.T * c->C, 1.0f);
+    check_fill_random(&seed_state, c->sink, d.NH, 1.0f);
+    if (c->config.sink_logit) c->config.sink_logits = c->sink;
+    size_t n_random = attention_random_floats(c->cfg, &c->shape);
+    if (n_random) {
+        c->random = alloc_floats(n_random);
+        attention_draw_random(c->cfg, &c->shape, 0, 0, c->random);
+        c->rounds = c->cfg->kind == ATTENTION_LSH ? c->cfg->rounds : 1;
+        c->rand_rows = (int)(n_random / ((size_t)d.NH * c->rounds * d.HS));
+        c->Rd = to_doubles(c->random, n_random);
+    }
+    c->drop = (AttentionDropout){var->drop_p, 0xD20Bull + (uint64_t)d.T};
+    c->qd = to_doubles(c->q, (size_t)d.T * c->C);
+    c->doutd = to_doubles(c->dout, (size_t)d.T * c->C);
+    c->kd = to_doubles(c->k, (size_t)d.T * c->KVD);
+    c->vd = to_doubles(c->v, (size_t)d.T * c->KVD);
+    c->sinkd = to_doubles(c->sink, (size_t)d.NH);
+    c->visible = calloc((size_t)d.NH * d.T * d.T, 1);
+    if (!c->visible) exit(1);
+    make_visible(c);
+    if (var->drop_p > 0.0f) {
+        c->mask = alloc_doubles((size_t)d.NH * d.T * d.T);
+        make_mask(c);
+    }
+    c->out_ref = alloc_doubles((size_t)d.T * c->C);
+}
+
+static void case_free(Case *c) {
+    float *f[] = {c->q, c->k, c->v, c->dout, c->sink, c->random};
+    double *g[] = {c->qd, c->kd, c->vd, c->doutd, c->sinkd, c->Rd, c->mask, c->out_ref};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) free(g[i]);
+    free(c->visible);
+}
+
+/* ---- the float64 reference ---- */
+
+static double ref_scale(const Case *c) {
+    return c->cfg->unscaled ? 1.0 : (double)c->shape.scale / (double)c->cfg->tau;
+}
+
+static double elu1(double x) { return x > 0.0 ? x + 1.0 : exp(x); }
+
+static double dot(const double *a, const double *b, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* out (T, C): the variant over the sequence, straight from its formula. */
+static void ref_forward(const Case *c, double *out) {
+    const AttentionConfig *cfg = c->cfg;
+    int T = c->d.T, NH = c->d.NH, HS = c->d.HS, group = NH / c->d.NKV;
+    double scale = ref_scale(c);
+    double w[64], phi_q[64], phi_k[64], num[64];
+    memset(out, 0, sizeof(double) * (size_t)T * c->C);
+    for (int h = 0; h < NH; h++) {
+        int g = h / group;
+        for (int i = 0; i < T; i++) {
+            const double *q_i = c->qd + ((long)i * NH + h) * HS;
+            double *o = out + ((long)i * NH + h) * HS;
+            if (is_softmax_kind(cfg->kind)) {
+                /* softmax over the visible keys plus the sink's virtual key (score b, value 0) */
+                int has_sink = cfg->softmax1 || cfg->sink_logit;
+                double b = cfg->sink_logit ? c->sinkd[h] : 0.0, mx = has_sink ? b : -(double)INFINITY;
+                for (int j = 0; j <= i; j++) {
+                    const double *k_j = c->kd + ((long)j * c->d.NKV + g) * HS;
+                    w[j] = scale * dot(q_i, k_j, HS);
+                    if (cfg->kind == ATTENTION_GAUSS) w[j] -= 0.5 * scale * dot(k_j, k_j, HS);
+                    if (c->visible[((long)h * T + i) * T + j] && w[j] > mx) mx = w[j];
+                }
+                double Z = has_sink ? exp(b - mx) : 0.0;
+                for (int j = 0; j <= i; j++)
+                    Z += c->visible[((long)h * T + i) * T + j] ? exp(w[j] - mx) : 0.0;
+                for (int j = 0; j <= i; j++) {
+                    if (!c->visible[((long)h * T + i) * T + j]) continue;
+                    double p = exp(w[j] - mx) / Z;
+                    if (c->mask) p *= c->mask[((long)h * T + i) * T + j];
+                    const double *v_j = c->vd + ((long)j * c->d.NKV + g) * HS;
+                    for (int e = 0; e < HS; e++) o[e] += p * v_j[e];
+                }
+            } else if (cfg->kind == ATTENTION_LINEAR) {
+                double pre = cfg->prescale ? sqrt(scale) : 1.0, den = 0.0;
+                for (int e = 0; e < HS; e++) phi_q[e] = elu1(q_i[e] * pre);
+                for (int e = 0; e < HS; e++) num[e] = 0.0;
+                for (int j = 0; j <= i; j++) {
+                    const double *k_j = c->kd + ((long)j * c->d.NKV + g) * HS;
+                    const double *v_j = c->vd + ((long)j * c->d.NKV + g) * HS;
+                    for (int e = 0; e < HS; e++) phi_k[e] = elu1(k_j[e] * pre);
+                    double a = dot(phi_q, phi_k, HS);
+                    den += a;
+                    for (int e = 0; e < HS; e++) num[e] += a * v_j[e];
+                }
+                if (cfg->norm) {   /* num / sqrt(mean(num^2) + eps) */
+                    double r = sqrt(dot(num, num, HS) / HS + (double)ATTENTION_NORM_EPS);
+                    for (int e = 0; e < HS; e++) o[e] = num[e] / r;
+                } else {
+                    for (int e = 0; e < HS; e++)
+                        o[e] = num[e] / (den + (double)ATTENTION_LINEAR_EPS);
+                }
+            } else if (cfg->kind == ATTENTION_EFFICIENT) {
+                /* sum_c softmax(q)_c sum_j softmax_j(k_jc over j <= i) v_j */
+                double qmax = -INFINITY, qsum = 0.0;
+                for (int e = 0; e < HS; e++) if (q_i[e] > qmax) qmax = q_i[e];
+                for (int e = 0; e < HS; e++) qsum += exp(q_i[e] - qmax);
+                for (int f = 0; f < HS; f++) {
+                    double pf = exp(q_i[f] - qmax) / qsum, kmax = -INFINITY, Z = 0.0;
+                    for (int j = 0; j <= i; j++) {
+                        double kj = c->kd[((long)j * c->d.NKV + g) * HS + f];
+                        if (kj > kmax) kmax = kj;
+                    }
+                    for (int j = 0; j <= i; j++)
+                        Z += exp(c->kd[((long)j * c->d.NKV + g) * HS + f] - kmax);
+                    for (int j = 0; j <= i; j++) {
+                        double a = exp(c->kd[((long)j * c->d.NKV + g) * HS + f] - kmax) / Z;
+                        const double *v_j = c->vd + ((long)j * c->d.NKV + g) * HS;
+                        for (int e = 0; e < HS; e++) o[e] += pf * a * v_j[e];
+                    }
+                }
+            } else {   /* performer: phi_f(x) = exp(s w_f . x - s^2 |x|^2 / 2) (§6) */
+                int m = cfg->features;
+                double s = sqrt(scale), den = 0.0;
+                const double *W = c->Rd + (long)h * m * HS;
+                double fq[64];
+                for (int f = 0; f < m; f++)
+                    fq[f] = exp(s * dot(W + (long)f * HS, q_i, HS) - 0.5 * s * s * dot(q_i, q_i, HS));
+                for (int e = 0; e < HS; e++) num[e] = 0.0;
+                for (int j = 0; j <= i; j++) {
+                    const double *k_j = c->kd + ((long)j * c->d.NKV + g) * HS;
+                    const double *v_j = c->vd + ((long)j * c->d.NKV + g) * HS;
+                    double a = 0.0;
+                    for (int f = 0; f < m; f++)
+                        a += fq[f] * exp(s * dot(W + (long)f * HS, k_j, HS) -
+                                         0.5 * s * s * dot(k_j, k_j, HS));
+                    den += a;
+                    for (int e = 0; e < HS; e++) num[e] += a * v_j[e];
+                }
+                for (int e = 0; e < HS; e++) o[e] = num[e] / den;
+            }
+        }
+    }
+}
+
+/* sum over (t, c) of dout . out */
+static double ref_loss(Case *c) {
+    ref_forward(c, c->out_ref);
+    return dot(c->out_ref, c->doutd, c->d.T * c->C);
+}
+
+/* ---- running the code under test ---- */
+
+static float *g_scratch;
+static size_t g_scratch_floats;
+
+static float *scratch_for(size_t n) {
+    if (n > g_scratch_floats) {
+        free(g_scratch);
+        g_scratch = alloc_floats(n);
+        g_scratch_floats = n;
+    }
+    for (size_t i = 0; i < n; i++) g_scratch[i] = NAN;
+    return g_scratch;
+}
+
+static int train_forward(const Case *c, float *out) {
+    float *scratch = scratch_for(attention_train_scratch_floats(c->cfg, &c->shape, c->d.T));
+    for (long i = 0; i < (long)c->d.T * c->C; i++) out[i] = NAN;
+    return attention_train_forward(c->cfg, &c->shape, c->random, &c->drop, out, c->q, c->k,
+                                   c->v, c->d.T, scratch);
+}
+
+static int train_backward(const Case *c, float *dq, float *dk, float *dv, float *dsink) {
+    float *scratch = scratch_for(attention_train_scratch_floats(c->cfg, &c->shape, c->d.T));
+    memset(dq, 0, sizeof(float) * (size_t)c->d.T * c->C);
+    memset(dk, 0, sizeof(float) * (size_t)c->d.T * c->KVD);
+    memset(dv, 0, sizeof(float) * (size_t)c->d.T * c->KVD);
+    memset(dsink, 0, sizeof(float) * (size_t)c->d.NH);
+    return attention_train_backward(c->cfg, &c->shape, c->random, &c->drop, dq, dk, dv, dsink,
+                                    c->dout, c->q, c->k, c->v, c->d.T, scratch);
+}
+
+/* attention_step over the T positions from a fresh state of layer 0 (its random matrices
+ * are draw 0). Returns 0, or -1. */
+static int step_forward(const Case *c, float *out) {
+    size_t bytes = attention_state_bytes(c->cfg, &c->shape, c->d.T);
+    size_t floats = attention_step_scratch_floats(c->cfg, &c->shape, c->d.T);
+    void *state = bytes ? malloc(bytes) : NULL;
+    float *scratch = floats ? alloc_floats(floats) : NULL;
+    int status = -1;
+    if (state && scratch && attention_state_init(c->cfg, &c->shape, c->d.T, 0, state) == 0)
+        status = attention_step(c->cfg, &c->shape, state, c->d.T, out, c->q, c->k, c->v, 0,
+                                c->d.T, scratch);
+    free(state);
+    free(scratch);
+    return status;
+}
+
+/* Central differences of ref_loss in each of (at most FD_MAX_POINTS, evenly strided) of the
+ * n entries of x, against the analytic gradient got (n,). */
+static int check_fd(Case *c, const char *what, double *x, size_t n, const float *got) {
+    size_t stride = n > FD_MAX_POINTS ? (n + FD_MAX_POINTS - 1) / FD_MAX_POINTS : 1;
+    size_t count = 0;
+    static float got_s[FD_MAX_POINTS];
+    static double want[FD_MAX_POINTS];
+    for (size_t i = 0; i < n; i += stride) {
+        double x0 = x[i];
+        x[i] = x0 + FD_STEP;
+        double up = ref_loss(c);
+        x[i] = x0 - FD_STEP;
+        double down = ref_loss(c);
+        x[i] = x0;
+        want[count] = (up - down) / (2.0 * FD_STEP);
+        got_s[count++] = got[i];
+    }
+    return check_close_f64(what, got_s, want, count, GRAD_ATOL, GRAD_RTOL);
+}
+
+/* (a), (b) and (d) for one variant at one shape. */
+static void test_case(const Variant *var, Dims d) {
+    Case c;
+    case_init(&c, var, d);
+    char what[160];
+    size_t n_out = (size_t)d.T * c.C, n_kv = (size_t)d.T * c.KVD;
+    float *out = alloc_floats(n_out), *step = alloc_floats(n_out);
+    float *dq = alloc_floats(n_out), *dk = alloc_floats(n_kv), *dv = alloc_floats(n_kv);
+    float *dsink = alloc_floats((size_t)d.NH);
+    double *want = alloc_doubles(n_out);
+    snprintf(what, sizeof what, "%s T=%d NH=%d NKV=%d HS=%d", var->name, d.T, d.NH, d.NKV,
+             d.HS);
+    char label[200];
+    if (d.T == 13) {   /* the case tests what it says: a pattern hides keys, dropout drops */
+        long hidden = 0, dropped = 0;
+        for (long n = 0; n < (long)d.NH * d.T * d.T; n++) {
+            int i = (int)(n / d.T % d.T), j = (int)(n % d.T);
+            hidden += j <= i && !c.visible[n];
+            dropped += j <= i && c.mask && c.mask[n] == 0.0;
+        }
+        int masked = var->cfg.kind != ATTENTION_EXACT && var->cfg.kind != ATTENTION_GAUSS &&
+                     is_softmax_kind(var->cfg.kind) &&
+                     !(var->cfg.kind == ATTENTION_LSH && var->cfg.buckets == 1);
+        check_true((hidden > 0) == masked && (dropped > 0) == (var->drop_p > 0.0f),
+                   "train %s: %ld of the causal keys hidden, %ld weights dropped", what, hidden,
+                   dropped);
+    }
+    int fwd = train_forward(&c, out);
+    int bwd = train_backward(&c, dq, dk, dv, dsink);
+    if (!check_true(fwd == 0 && bwd == 0, "train %s: forward and backward return 0", what))
+        goto done;
+    /* (a) the decode path over the same positions (no dropout there) */
+    if (var->drop_p == 0.0f) {
+        snprintf(label, sizeof label, "train %s: forward == attention_step", what);
+        if (check_true(step_forward(&c, step) == 0, "train %s: attention_step runs", what))
+            check_close(label, out, step, n_out, 1e-6, 1e-6);
+    }
+    /* (b) the float64 reference, and its differences */
+    ref_forward(&c, want);
+    snprintf(label, sizeof label, "train %s: forward == float64 reference", what);
+    check_close_f64(label, out, want, n_out, FWD_ATOL, FWD_RTOL);
+    snprintf(label, sizeof label, "train %s: dq == differences", what);
+    check_fd(&c, label, c.qd, n_out, dq);
+    snprintf(label, sizeof label, "train %s: dk == differences", what);
+    check_fd(&c, label, c.kd, n_kv, dk);
+    snprintf(label, sizeof label, "train %s: dv == differences", what);
+    check_fd(&c, label, c.vd, n_kv, dv);
+    if (var->cfg.sink_logit) {
+        snprintf(label, sizeof label, "train %s: dsink == differences", what);
+        check_fd(&c, label, c.sinkd, (size_t)d.NH, dsink);
+    }
+done:
+    free(out); free(step); free(dq); free(dk); free(dv); free(dsink); free(want);
+    case_free(&c);
+}
+
+/* ---- the variants ---- */
+
+static AttentionConfig config(AttentionKind kind) {
+    AttentionConfig cfg;
+    attention_config_default(&cfg);
+    cfg.kind = kind;
+    return cfg;
+}
+
+enum { MAX_VARIANTS = 48 };
+static Variant variants[MAX_VARIANTS];
+static int n_variants;
+
+static AttentionConfig *add(const char *name, AttentionKind kind, float drop_p) {
+    Variant *v = &variants[n_variants++];
+    v->name = name;
+    v->cfg = config(kind);
+    v->drop_p = drop_p;
+    return &v->cfg;
+}
+
+static void make_variants(void) {
+    AttentionConfig *c;
+    add("exact", ATTENTION_EXACT, 0.0f);
+    add("exact dropout", ATTENTION_EXACT, 0.3f);
+    c = add("exact tau", ATTENTION_EXACT, 0.0f); c->tau = 0.7f;
+    c = add("exact unscaled", ATTENTION_EXACT, 0.0f); c->unscaled = 1;
+    c = add("exact softmax1", ATTENTION_EXACT, 0.0f); c->softmax1 = 1;
+    c = add("exact sinklogit", ATTENTION_EXACT, 0.0f); c->sink_logit = 1;
+    c = add("exact sinklogit dropout", ATTENTION_EXACT, 0.3f); c->sink_logit = 1;
+    c = add("exact softmax1 tau dropout", ATTENTION_EXACT, 0.25f); c->softmax1 = 1; c->tau = 1.3f;
+    add("gauss", ATTENTION_GAUSS, 0.0f);
+    c = add("gauss sinklogit dropout", ATTENTION_GAUSS, 0.2f); c->sink_logit = 1;
+    c = add("window w=3", ATTENTION_WINDOW, 0.0f); c->window = 3;
+    c = add("window w=3 sinks=2", ATTENTION_WINDOW, 0.0f); c->window = 3; c->sinks = 2;
+    c = add("window w=4 sinklogit", ATTENTION_WINDOW, 0.0f); c->window = 4; c->sink_logit = 1;
+    c = add("window w=2 sinks=1 sinklogit dropout", ATTENTION_WINDOW, 0.3f);
+    c->window = 2; c->sinks = 1; c->sink_logit = 1;
+    c = add("window w=2 sinks=1 softmax1", ATTENTION_WINDOW, 0.0f);
+    c->window = 2; c->sinks = 1; c->softmax1 = 1;
+    c = add("dilated w=3 k=2 sinks=1", ATTENTION_DILATED, 0.0f);
+    c->window = 3; c->dilation = 2; c->sinks = 1;
+    c = add("dilated w=2 k=3 sinklogit dropout", ATTENTION_DILATED, 0.2f);
+    c->window = 2; c->dilation = 3; c->sink_logit = 1;
+    c = add("strided l=4", ATTENTION_STRIDED, 0.0f); c->stride = 4;
+    c = add("strided l=3 sinklogit dropout", ATTENTION_STRIDED, 0.3f);
+    c->stride = 3; c->sink_logit = 1;
+    c = add("fixed l=4 c=1", ATTENTION_FIXED, 0.0f); c->stride = 4; c->summary = 1;
+    c = add("fixed l=5 c=2 softmax1", ATTENTION_FIXED, 0.0f);
+    c->stride = 5; c->summary = 2; c->softmax1 = 1;
+    c = add("lsh nb=1", ATTENTION_LSH, 0.0f); c->buckets = 1; c->rounds = 1; c->local = 1;
+    c->sinks = 0;
+    c = add("lsh nb=2 r=1 local=1", ATTENTION_LSH, 0.0f); c->buckets = 2; c->rounds = 1;
+    c->local = 1; c->sinks = 0;
+    c = add("lsh nb=4 r=2 local=2 sinks=1", ATTENTION_LSH, 0.0f); c->buckets = 4; c->rounds = 2;
+    c->local = 2; c->sinks = 1;
+    c = add("lsh nb=4 r=1 local=0 sinklogit dropout", ATTENTION_LSH, 0.3f); c->buckets = 4;
+    c->rounds = 1; c->local = 0; c->sinks = 0; c->sink_logit = 1;
+    c = add("lsh nb=2 r=2 softmax1", ATTENTION_LSH, 0.0f); c->buckets = 2; c->rounds = 2;
+    c->local = 1; c->sinks = 0; c->softmax1 = 1;
+    add("linear", ATTENTION_LINEAR, 0.0f);
+    c = add("linear prescale", ATTENTION_LINEAR, 0.0f); c->prescale = 1;
+    c = add("linear norm", ATTENTION_LINEAR, 0.0f); c->norm = 1;
+    c = add("linear norm prescale tau", ATTENTION_LINEAR, 0.0f); c->norm = 1; c->prescale = 1;
+    c->tau = 0.8f;
+    add("efficient", ATTENTION_EFFICIENT, 0.0f);
+    c = add("performer m=4", ATTENTION_PERFORMER, 0.0f); c->features = 4;
+    c = add("performer m=7 iid tau", ATTENTION_PERFORMER, 0.0f); c->features = 7;
+    c->orthogonal = 0; c->tau = 1.5f;
+}
+
+static void test_every_variant(void) {
+    static const Dims shapes[] = {{3, 1, 3, 1}, {2, 2, 8, 5}, {3, 1, 5, 13}, {2, 2, 4, 13}};
+    for (int i = 0; i < n_variants; i++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            test_case(&variants[i], shapes[s]);
+}
+
+int main(void) {
+    make_variants();
+    test_every_variant();
+    free(g_scratch);
+    return check_summary("test_attention_train");
+}
