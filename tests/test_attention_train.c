@@ -526,9 +526,354 @@ static void test_every_variant(void) {
             test_case(&variants[i], shapes[s]);
 }
 
+/* ---- (c) the same bits for any thread count ---- */
+
+/* Two sequences of one case, forward and backward each, for running inside jobs. */
+typedef struct {
+    Case c[2];
+    float *out[2], *dq[2], *dk[2], *dv[2], *dsink[2], *scratch[2];
+    int status;
+} ThreadCase;
+
+static void thread_sequence(void *ctx, int s) {
+    ThreadCase *tc = ctx;
+    const Case *c = &tc->c[s];
+    size_t n_out = (size_t)c->d.T * c->C, n_kv = (size_t)c->d.T * c->KVD;
+    memset(tc->dq[s], 0, n_out * sizeof(float));
+    memset(tc->dk[s], 0, n_kv * sizeof(float));
+    memset(tc->dv[s], 0, n_kv * sizeof(float));
+    memset(tc->dsink[s], 0, (size_t)c->d.NH * sizeof(float));
+    if (attention_train_forward(c->cfg, &c->shape, c->random, &c->drop, tc->out[s], c->q, c->k,
+                                c->v, c->d.T, tc->scratch[s]) != 0 ||
+        attention_train_backward(c->cfg, &c->shape, c->random, &c->drop, tc->dq[s], tc->dk[s],
+                                 tc->dv[s], tc->dsink[s], c->dout, c->q, c->k, c->v, c->d.T,
+                                 tc->scratch[s]) != 0) tc->status = -1;
+}
+
+static void thread_both(void *ctx) {
+    thread_sequence(ctx, 0);
+    thread_sequence(ctx, 1);
+}
+
+static void thread_in_jobs(void *ctx) { kernels_parallel_for(thread_sequence, ctx, 2, 1e9); }
+
+/* Every output of both sequences, concatenated into sum (for comparing runs). */
+static size_t thread_results(const ThreadCase *tc, float *all) {
+    size_t n = 0;
+    for (int s = 0; s < 2; s++) {
+        const Case *c = &tc->c[s];
+        size_t n_out = (size_t)c->d.T * c->C, n_kv = (size_t)c->d.T * c->KVD;
+        const float *parts[] = {tc->out[s], tc->dq[s], tc->dk[s], tc->dv[s], tc->dsink[s]};
+        size_t sizes[] = {n_out, n_out, n_kv, n_kv, (size_t)c->d.NH};
+        for (int p = 0; p < 5; p++) {
+            if (all) memcpy(all + n, parts[p], sizes[p] * sizeof(float));
+            n += sizes[p];
+        }
+    }
+    return n;
+}
+
+/* (c): a larger case (enough work for kernels_parallel_for to share out the kv heads) on
+ * 1 thread, then on 2 outside kernels_run, on its pool, and inside a pool job. */
+static void test_threads(const Variant *var) {
+    static ThreadCase tc;
+    Dims d = {4, 2, 16, 64};
+    memset(&tc, 0, sizeof tc);
+    for (int s = 0; s < 2; s++) {
+        case_init(&tc.c[s], var, d);
+        size_t n_out = (size_t)d.T * tc.c[s].C, n_kv = (size_t)d.T * tc.c[s].KVD;
+        tc.out[s] = alloc_floats(n_out);
+        tc.dq[s] = alloc_floats(n_out);
+        tc.dk[s] = alloc_floats(n_kv);
+        tc.dv[s] = alloc_floats(n_kv);
+        tc.dsink[s] = alloc_floats((size_t)d.NH);
+        tc.scratch[s] = alloc_floats(attention_train_scratch_floats(tc.c[s].cfg,
+                                                                    &tc.c[s].shape, d.T));
+    }
+    size_t n = thread_results(&tc, NULL);
+    float *one = alloc_floats(n), *other = alloc_floats(n);
+    kernels_set_threads(1);
+    thread_both(&tc);
+    thread_results(&tc, one);
+    kernels_set_threads(2);
+    thread_both(&tc);
+    thread_results(&tc, other);
+    int outside = memcmp(one, other, n * sizeof(float)) == 0;
+    kernels_run(thread_both, &tc);
+    thread_results(&tc, other);
+    int pool = memcmp(one, other, n * sizeof(float)) == 0;
+    kernels_run(thread_in_jobs, &tc);
+    thread_results(&tc, other);
+    int in_job = memcmp(one, other, n * sizeof(float)) == 0;
+    kernels_set_threads(1);
+    check_true(tc.status == 0 && outside && pool && in_job,
+               "train %s: 1 vs 2 threads bitwise identical (outside kernels_run %d, on the pool "
+               "%d, inside a job %d)", var->name, outside, pool, in_job);
+    free(one);
+    free(other);
+    for (int s = 0; s < 2; s++) {
+        free(tc.out[s]); free(tc.dq[s]); free(tc.dk[s]); free(tc.dv[s]); free(tc.dsink[s]);
+        free(tc.scratch[s]);
+        case_free(&tc.c[s]);
+    }
+}
+
+/* ---- (e) what is refused ---- */
+
+static void test_invalid(void) {
+    enum { NH = 2, HS = 4, T = 5 };
+    AttentionShape shape = {NH, 1, HS, 0.5f};
+    float q[T * NH * HS], k[T * HS], v[T * HS], out[T * NH * HS], scratch[4096];
+    float dq[T * NH * HS], dk[T * HS], dv[T * HS], dsink[NH], random[4096];
+    uint64_t seed = 99;
+    check_fill_random(&seed, q, T * NH * HS, 1.0f);
+    check_fill_random(&seed, k, T * HS, 1.0f);
+    check_fill_random(&seed, v, T * HS, 1.0f);
+    AttentionDropout none = {0.0f, 1}, half = {0.5f, 1}, one = {1.0f, 1}, negative = {-0.1f, 1};
+    struct {
+        const char *what;
+        AttentionConfig cfg;
+        const AttentionDropout *drop;
+        int T, no_random;
+    } bad[10];
+    int n = 0;
+    bad[n].what = "T = 0"; bad[n].cfg = config(ATTENTION_EXACT); bad[n].drop = NULL;
+    bad[n].T = 0; bad[n++].no_random = 0;
+    bad[n].what = "window w=0"; bad[n].cfg = config(ATTENTION_WINDOW); bad[n].cfg.window = 0;
+    bad[n].drop = NULL; bad[n].T = T; bad[n++].no_random = 0;
+    bad[n].what = "linear with dropout 0.5"; bad[n].cfg = config(ATTENTION_LINEAR);
+    bad[n].drop = &half; bad[n].T = T; bad[n++].no_random = 0;
+    bad[n].what = "performer with dropout 0.5"; bad[n].cfg = config(ATTENTION_PERFORMER);
+    bad[n].cfg.features = 4; bad[n].drop = &half; bad[n].T = T; bad[n++].no_random = 0;
+    bad[n].what = "performer without its random matrix"; bad[n].cfg = config(ATTENTION_PERFORMER);
+    bad[n].cfg.features = 4; bad[n].drop = &none; bad[n].T = T; bad[n++].no_random = 1;
+    bad[n].what = "lsh nb=2 without its random matrix"; bad[n].cfg = config(ATTENTION_LSH);
+    bad[n].cfg.buckets = 2; bad[n].drop = NULL; bad[n].T = T; bad[n++].no_random = 1;
+    bad[n].what = "exact with dropout 1"; bad[n].cfg = config(ATTENTION_EXACT);
+    bad[n].drop = &one; bad[n].T = T; bad[n++].no_random = 0;
+    bad[n].what = "exact with dropout -0.1"; bad[n].cfg = config(ATTENTION_EXACT);
+    bad[n].drop = &negative; bad[n].T = T; bad[n++].no_random = 0;
+    bad[n].what = "sinklogit with softmax1"; bad[n].cfg = config(ATTENTION_WINDOW);
+    bad[n].cfg.sink_logit = 1; bad[n].cfg.softmax1 = 1; bad[n].drop = NULL; bad[n].T = T;
+    bad[n++].no_random = 0;
+    bad[n].what = "sinklogit with linear"; bad[n].cfg = config(ATTENTION_LINEAR);
+    bad[n].cfg.sink_logit = 1; bad[n].drop = NULL; bad[n].T = T; bad[n++].no_random = 0;
+    for (int i = 0; i < n; i++) {
+        const AttentionConfig *cfg = &bad[i].cfg;
+        size_t n_random = attention_random_floats(cfg, &shape);
+        const float *R = NULL;
+        if (n_random > 0 && n_random <= 4096 && !bad[i].no_random &&
+            attention_draw_random(cfg, &shape, 0, 0, random) == 0) R = random;
+        for (int j = 0; j < T * NH * HS; j++) out[j] = NAN;
+        int forward = attention_train_forward(cfg, &shape, R, bad[i].drop, out, q, k, v,
+                                              bad[i].T, scratch);
+        int untouched = 1;
+        for (int j = 0; j < T * NH * HS; j++) untouched &= isnan(out[j]) != 0;
+        int backward = attention_train_backward(cfg, &shape, R, bad[i].drop, dq, dk, dv, dsink,
+                                                out, q, k, v, bad[i].T, scratch);
+        check_true(forward == -1 && backward == -1 && untouched,
+                   "train refuses %s: -1 from the forward and the backward, nothing written",
+                   bad[i].what);
+    }
+    /* options the decode path refuses too, and the sizes of what has no size */
+    AttentionConfig cfg = config(ATTENTION_EXACT);
+    cfg.norm = 1;
+    int norm_refused = attention_state_bytes(&cfg, &shape, T) == 0 &&
+                       attention_train_scratch_floats(&cfg, &shape, T) == 0;
+    cfg = config(ATTENTION_EXACT);
+    cfg.sink_logit = 1;
+    cfg.softmax1 = 1;
+    int both_refused = attention_state_bytes(&cfg, &shape, T) == 0;
+    cfg = config(ATTENTION_PERFORMER);
+    cfg.sink_logit = 1;
+    int kernel_refused = attention_state_bytes(&cfg, &shape, T) == 0;
+    cfg = config(ATTENTION_EXACT);
+    int no_random = attention_random_floats(&cfg, &shape) == 0 &&
+                    attention_draw_random(&cfg, &shape, 0, 0, random) == -1 &&
+                    attention_train_scratch_floats(&cfg, &shape, 0) == 0;
+    check_true(norm_refused && both_refused && kernel_refused && no_random,
+               "refused: norm on exact (%d), sinklogit with softmax1 (%d), sinklogit on "
+               "performer (%d); exact has no random matrices (%d)", norm_refused, both_refused,
+               kernel_refused, no_random);
+}
+
+/* ---- attention_draw_random ---- */
+
+/* Draw 0 of layer 1 is what attention_state_init puts in layer 1's state; other draws
+ * differ; the same draw twice is the same. */
+static void test_draws(void) {
+    AttentionShape shape = {3, 1, 5, 0.5f};
+    AttentionConfig lsh = config(ATTENTION_LSH), performer = config(ATTENTION_PERFORMER);
+    lsh.buckets = 6;
+    lsh.rounds = 2;
+    performer.features = 7;
+    const AttentionConfig *cfgs[2] = {&lsh, &performer};
+    for (int i = 0; i < 2; i++) {
+        const AttentionConfig *cfg = cfgs[i];
+        size_t n = attention_random_floats(cfg, &shape), bytes = attention_state_bytes(cfg, &shape, 8);
+        float *d0 = alloc_floats(n), *d0b = alloc_floats(n), *d1 = alloc_floats(n);
+        void *state = malloc(bytes);
+        int ok = state && attention_state_init(cfg, &shape, 8, 1, state) == 0 &&
+                 attention_draw_random(cfg, &shape, 1, 0, d0) == 0 &&
+                 attention_draw_random(cfg, &shape, 1, 0, d0b) == 0 &&
+                 attention_draw_random(cfg, &shape, 1, 1, d1) == 0;
+        int same_as_state = ok, rounds = cfg->kind == ATTENTION_LSH ? cfg->rounds : 1;
+        size_t at = 0;
+        for (int h = 0; ok && h < shape.n_heads; h++) {
+            for (int r = 0; r < rounds; r++) {
+                int rows = 0;
+                float *m = attention_state_random(cfg, &shape, 8, state, h, r, &rows);
+                size_t floats = (size_t)rows * shape.head_dim;
+                same_as_state &= m && memcmp(m, d0 + at, floats * sizeof(float)) == 0;
+                at += floats;
+            }
+        }
+        check_true(ok && same_as_state && at == n && memcmp(d0, d0b, n * sizeof(float)) == 0 &&
+                   memcmp(d0, d1, n * sizeof(float)) != 0,
+                   "attention_draw_random %s: draw 0 is the state's matrices, bitwise; draw 1 "
+                   "differs; a draw repeats", attention_kind_name(cfg->kind));
+        free(d0); free(d0b); free(d1); free(state);
+    }
+}
+
+/* ---- the decode path's new options ---- */
+
+/* softmax weights of the reference for head h, query i: w (T,) (0 where hidden) and the
+ * sink's share. */
+static double ref_weights(const Case *c, int h, int i, double *w) {
+    const AttentionConfig *cfg = c->cfg;
+    int T = c->d.T, HS = c->d.HS, g = h / (c->d.NH / c->d.NKV);
+    double scale = ref_scale(c), b = cfg->sink_logit ? c->sinkd[h] : 0.0, Z = exp(b);
+    const double *q_i = c->qd + ((long)i * c->d.NH + h) * HS;
+    for (int j = 0; j < T; j++) {
+        w[j] = 0.0;
+        if (j > i || !c->visible[((long)h * T + i) * T + j]) continue;
+        w[j] = exp(scale * dot(q_i, c->kd + ((long)j * c->d.NKV + g) * HS, HS));
+        Z += w[j];
+    }
+    for (int j = 0; j < T; j++) w[j] /= Z;
+    return exp(b) / Z;
+}
+
+/* attention_step and attention_weights with a learned sink logit, and softmax1 as the sink
+ * logit 0; linear norm=1's weights. */
+static void test_decode_options(void) {
+    Dims d = {3, 1, 5, 13};
+    Variant exact = {"exact sinklogit", config(ATTENTION_EXACT), 0.0f};
+    Variant window = {"window w=3 sinks=1 sinklogit", config(ATTENTION_WINDOW), 0.0f};
+    exact.cfg.sink_logit = window.cfg.sink_logit = 1;
+    window.cfg.window = 3;
+    window.cfg.sinks = 1;
+    const Variant *vars[2] = {&exact, &window};
+    size_t n_out = (size_t)d.T * d.NH * d.HS;
+    float *out = alloc_floats(n_out), *w = alloc_floats((size_t)d.NH * d.T * d.T);
+    double *want = alloc_doubles(n_out), row[13];
+    for (int n = 0; n < 2; n++) {
+        Case c;
+        case_init(&c, vars[n], d);
+        char label[160];
+        ref_forward(&c, want);
+        snprintf(label, sizeof label, "decode %s: attention_step == float64 reference",
+                 vars[n]->name);
+        if (check_true(step_forward(&c, out) == 0, "decode %s: attention_step runs",
+                       vars[n]->name))
+            check_close_f64(label, out, want, n_out, FWD_ATOL, FWD_RTOL);
+        /* the weights: the reference's, NaN where hidden, rows summing to 1 - sink share */
+        size_t bytes = attention_state_bytes(c.cfg, &c.shape, d.T);
+        float *scratch = alloc_floats(attention_weights_scratch_floats(c.cfg, &c.shape, d.T));
+        void *state = malloc(bytes);
+        int ok = state && attention_state_init(c.cfg, &c.shape, d.T, 0, state) == 0 &&
+                 attention_weights(c.cfg, &c.shape, state, d.T, w, c.q, c.k, 0, d.T,
+                                   scratch) == 0;
+        double worst = 0.0, worst_sum = 0.0, least_share = 1.0;
+        for (int h = 0; ok && h < d.NH; h++) {
+            for (int i = 0; i < d.T; i++) {
+                double share = ref_weights(&c, h, i, row), sum = 0.0;
+                const float *w_i = w + ((long)h * d.T + i) * d.T;
+                for (int j = 0; j < d.T; j++) {
+                    int seen = j <= i && c.visible[((long)h * d.T + i) * d.T + j];
+                    if (seen != !isnan(w_i[j])) ok = 0;
+                    if (!seen) continue;
+                    sum += (double)w_i[j];
+                    if (fabs((double)w_i[j] - row[j]) > worst) worst = fabs((double)w_i[j] - row[j]);
+                }
+                if (fabs(sum - (1.0 - share)) > worst_sum) worst_sum = fabs(sum - (1.0 - share));
+                if (share < least_share) least_share = share;
+            }
+        }
+        check_true(ok && worst < 1e-6 && worst_sum < 1e-6 && least_share > 1e-3,
+                   "decode %s: attention_weights == the reference's (worst %.2g), NaN where "
+                   "hidden, rows sum to 1 - the sink's share (worst %.2g; shares >= %.2g)",
+                   vars[n]->name, worst, worst_sum, least_share);
+        free(scratch);
+        free(state);
+        case_free(&c);
+    }
+    /* softmax1 is the sink logit fixed at 0: sink_logits NULL gives softmax1's bits */
+    Variant zero = {"exact sinklogit 0", config(ATTENTION_EXACT), 0.0f};
+    Variant one = {"softmax1", config(ATTENTION_EXACT), 0.0f};
+    zero.cfg.sink_logit = 1;
+    one.cfg.softmax1 = 1;
+    Case cz, c1;
+    case_init(&cz, &zero, d);
+    case_init(&c1, &one, d);
+    cz.config.sink_logits = NULL;
+    memcpy(c1.q, cz.q, n_out * sizeof(float));
+    memcpy(c1.k, cz.k, (size_t)d.T * c1.KVD * sizeof(float));
+    memcpy(c1.v, cz.v, (size_t)d.T * c1.KVD * sizeof(float));
+    float *out1 = alloc_floats(n_out);
+    check_true(step_forward(&cz, out) == 0 && step_forward(&c1, out1) == 0 &&
+               memcmp(out, out1, n_out * sizeof(float)) == 0,
+               "decode: the sink logit 0 (sink_logits NULL) gives softmax1's bits");
+    free(out1);
+    case_free(&cz);
+    case_free(&c1);
+    /* linear norm=1: attention_step against the reference; weights are each key's share */
+    Variant norm = {"linear norm", config(ATTENTION_LINEAR), 0.0f};
+    norm.cfg.norm = 1;
+    Case c;
+    case_init(&c, &norm, d);
+    ref_forward(&c, want);
+    if (check_true(step_forward(&c, out) == 0, "decode linear norm: attention_step runs"))
+        check_close_f64("decode linear norm: attention_step == float64 reference", out, want,
+                        n_out, FWD_ATOL, FWD_RTOL);
+    float *scratch = alloc_floats(attention_weights_scratch_floats(c.cfg, &c.shape, d.T));
+    int ok = attention_weights(c.cfg, &c.shape, NULL, d.T, w, c.q, c.k, 0, d.T, scratch) == 0;
+    double worst = 0.0;
+    for (int h = 0; ok && h < d.NH; h++) {
+        for (int i = 0; i < d.T; i++) {
+            const double *q_i = c.qd + ((long)i * d.NH + h) * d.HS;
+            double a[13], sum = 0.0;
+            for (int j = 0; j <= i; j++) {
+                const double *k_j = c.kd + (long)j * c.KVD;
+                a[j] = 0.0;
+                for (int e = 0; e < d.HS; e++) a[j] += elu1(q_i[e]) * elu1(k_j[e]);
+                sum += a[j];
+            }
+            for (int j = 0; j < d.T; j++) {
+                float w_ij = w[((long)h * d.T + i) * d.T + j];
+                if ((j > i) != (isnan(w_ij) != 0)) ok = 0;
+                if (j <= i && fabs((double)w_ij - a[j] / sum) > worst)
+                    worst = fabs((double)w_ij - a[j] / sum);
+            }
+        }
+    }
+    check_true(ok && worst < 1e-6, "decode linear norm: attention_weights are each key's share "
+               "phi(q).phi(k_j) / phi(q).z, NaN for future keys (worst %.2g)", worst);
+    free(scratch);
+    case_free(&c);
+    free(out);
+    free(w);
+    free(want);
+}
+
 int main(void) {
     make_variants();
     test_every_variant();
+    for (int i = 0; i < n_variants; i++) test_threads(&variants[i]);
+    test_invalid();
+    test_draws();
+    test_decode_options();
     free(g_scratch);
     return check_summary("test_attention_train");
 }
