@@ -7,8 +7,9 @@
  * §2-§6 and §8 behind attention_step, each keeping its own per-layer state (§10) so that it
  * can replace exact attention in a pretrained model, and attention_weights, which
  * recomputes the weights a variant gives each key. Last, the backward of exact attention
- * for the trainer. Nothing here knows about layers or weights: callers pass plain arrays
- * and own every state and scratch block. No malloc, no stdio. The kernels no program runs
+ * for the trainer, and every variant's forward and backward over one training sequence
+ * (§14). Nothing here knows about layers or weights: callers pass plain arrays and own
+ * every state and scratch block. No malloc, no stdio. The kernels no program runs
  * (additive scoring, pooling, Nystrom) are in tests/attention_kernels.c.
  *
  * Contents, in reading order (each a section below under the same title):
@@ -16,13 +17,15 @@
  *   The lab: configuration and names         attention_config_default, attention_kind_name
  *   The lab: the state block's layout        plan, attention_state_bytes
  *   The lab: the random generator            splitmix64 seeding xoshiro256**
- *   The lab: initialising a state            attention_state_init, attention_state_random
+ *   The lab: initialising a state            attention_state_init, attention_draw_random
  *   The lab: sparse patterns (§3)            pattern_rows, store_row
  *   The lab: LSH (§4)                        lsh_insert, lsh_rows
  *   The lab: recurrent variants (§5, §6)     linear_step, efficient_step, performer_step
  *   The lab: the step                        attention_step
  *   The lab: attention weights               attention_weights
- *   Backward of exact attention              attention_backward
+ *   Backward of exact attention              attend_rows_backward, attention_backward
+ *   Training: every variant over one sequence
+ *                                            attention_train_forward, attention_train_backward
  *
  * Legend: T new queries, NH query heads, NKV kv heads, HS head size, t query index,
  * h head, g kv head, i query position, t2/j key position, m Performer features.
@@ -548,7 +551,8 @@ static int pattern_visible(const AttentionConfig *cfg, int i, int j) {
 
 /* Rows visible to the query at position i, in increasing position order (so that
  * with nothing excluded the sum runs in the exact kernel's order). Returns the count.
- * Window and dilated list window_visible's keys directly, in O(S + w) rather than O(i). */
+ * Each pattern lists its keys directly, in time proportional to their number rather than
+ * to i: window_visible's, strided_visible's and fixed_visible's sets. */
 static int pattern_rows(const Plan *p, const AttentionConfig *cfg, int i, int32_t *rows) {
     int n = 0;
     switch (cfg->kind) {
@@ -564,14 +568,18 @@ static int pattern_rows(const Plan *p, const AttentionConfig *cfg, int i, int32_
     }
     case ATTENTION_STRIDED: {
         int l = cfg->stride;   /* a local: rows[n] could alias cfg for the compiler */
-        for (int j = 0; j <= i; j++)
-            if (strided_visible(l, i, j)) rows[n++] = j;
+        /* every l-th key back from i - l (i - j a multiple of l, at least l), then the
+         * last l keys */
+        for (int j = i % l; j <= i - l; j += l) rows[n++] = j;
+        for (int j = i - l + 1 > 0 ? i - l + 1 : 0; j <= i; j++) rows[n++] = j;
         break;
     }
     case ATTENTION_FIXED: {
-        int l = cfg->stride, c = cfg->summary;
-        for (int j = 0; j <= i; j++)
-            if (fixed_visible(l, c, i, j)) rows[n++] = j;
+        int l = cfg->stride, c = cfg->summary, block = i / l * l;
+        /* the last c positions of every earlier block, then the query's own block */
+        for (int b = 0; b < block; b += l)
+            for (int j = b + l - c; j < b + l; j++) rows[n++] = j;
+        for (int j = block; j <= i; j++) rows[n++] = j;
         break;
     }
     default:
