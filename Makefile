@@ -149,6 +149,8 @@ help:
 	@echo "  make run              build ./run, then generate from the shipped model"
 	@echo "                        (RUN_ARGS=\"...\" replaces the flags)"
 	@echo "  make test             build everything, then run every test program"
+	@echo "  make tutorial         build ./tutorial, the numbers of docs/tutorial.md"
+	@echo "  make tutorial-check   the tutorial's commands against its text"
 	@echo "  make debug            the tests under AddressSanitizer and UBSan"
 	@echo "  make valgrind         the tests under valgrind's memcheck (minutes)"
 	@echo "  make faults           the programs killed at each write, rename and fsync"
@@ -157,7 +159,7 @@ help:
 	@echo "  make train            train the shipped model again into weights/ (half an hour)"
 	@echo "  make bench            speed tables; bench-kernels, bench-attention: their parts"
 	@echo "  make attn-table       the attention lab's tables, written into docs/lab.md"
-	@echo "  make docs-figures     the tutorial's heatmaps (docs/img/)"
+	@echo "  make docs-figures     the tutorial's pictures (docs/img/)"
 	@echo "  make page-check       the explorer page's self-test in headless Chromium"
 	@echo "  make docs-check       the docs checked against the code; docs-refs rewrites them"
 	@echo "  make clean            remove every build product"
@@ -166,6 +168,22 @@ help:
 
 $(B)/train: $(B)/trainer/train.o $(TRAIN_LIB) $(B)/cli.o $(B)/trainer/bpe.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# tutorial: build ./tutorial (lab/tutorial.c), the tutorial's own program: `./tutorial STEP`
+# prints the numbers of one step of docs/tutorial.md, computed by the engine's code, and
+# `./tutorial svg NAME` draws one of its pictures. Example: make tutorial && ./tutorial kernel
+$(B)/lab/tutorial.o $(B)/lab/tutorial_figures.o: lab/tutorial.h $(HEADERS)
+$(B)/tutorial: $(B)/lab/tutorial.o $(B)/lab/tutorial_figures.o $(TRAIN_LIB) $(B)/sampler.o \
+               $(B)/cli.o $(B)/lab/attention_spec.o $(CORE) $(TOK)
+	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
+tutorial: $(B)/tutorial
+	@cmp -s $(B)/tutorial tutorial || { rm -f tutorial && cp $(B)/tutorial tutorial; }
+
+# tutorial-check: runs every command docs/tutorial.md shows with its output and compares
+# (tests/tutorial_check.sh); a short training run when Tiny Shakespeare is at hand, else
+# says skipped. make test runs it. Example: make tutorial-check
+tutorial-check: all tutorial
+	@sh tests/tutorial_check.sh
 
 # train: build, then train the shipped model (tokenizer and GPT) from scratch into
 # weights/, replacing the files there (--force), as weights/README.md records.
@@ -176,13 +194,16 @@ train: all
 	./train -d $(TRAIN_DATA) $(TRAIN_ARGS)
 
 # ---- the documentation's pictures and line references ----
-# docs-figures: the tutorial's heatmaps (docs/img/*.svg), from the shipped model on one
-# prompt: exact attention, a window of 16 and strided l = 8, last layer. Example:
-# make docs-figures
-DOC_PROMPT = ROMEO:\nBut soft, what light through yonder window breaks?\n
-DOC_RUN = printf '$(DOC_PROMPT)' | ./run weights/model.bin -f - -n 15 -t 0 --layer 9
-docs-figures: all
+# docs-figures: the tutorial's pictures (docs/img/*.svg): its diagrams and worked examples
+# (./tutorial svg NAME), and heatmaps of the shipped model's last layer, head 2, on one
+# text (-n 0: the prompt alone, so every variant draws the same tokens): exact attention,
+# a window of 16 and strided l = 8. Example: make docs-figures
+DOC_PROMPT = ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.
+DOC_RUN = printf '$(DOC_PROMPT)' | ./run weights/model.bin -f - -n 0 --layer 9 --head 2
+DOC_FIGURES = kernel qkv heads mask cache block sampling
+docs-figures: all tutorial
 	@mkdir -p docs/img
+	for f in $(DOC_FIGURES); do ./tutorial svg $$f > docs/img/$$f.svg || exit 1; done
 	$(DOC_RUN) --attn-map docs/img/exact.svg
 	$(DOC_RUN) --attn window:w=16 --attn-map docs/img/window.svg
 	$(DOC_RUN) --attn strided:l=8 --attn-map docs/img/strided.svg
@@ -239,7 +260,7 @@ $(TESTS):
 # test: build, then run every test binary; exits non-zero if any check fails.
 # Reference-data checks read ../shared and say "skipped" without it. Example: make test
 # It first replays every fuzz target's regression corpus and seeds (tests/fuzz).
-test: all $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp docs-check
+test: all $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp docs-check tutorial-check
 	@$(FUZZ_ENV) FUZZ_BIN=$(B)/fuzz sh tests/fuzz/fuzz.sh replay $(FUZZ_TARGETS)
 	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize sh tests/run_all.sh $(TESTS)
 
@@ -329,6 +350,6 @@ bench: all bench-attention bench-kernels $(BENCH_DEPS)
 
 # clean: remove every build product. Example: make clean
 clean:
-	rm -rf build run train quantize
+	rm -rf build run train quantize tutorial
 
-.PHONY: FORCE all run train test debug debug-tests valgrind bench bench-attention bench-kernels attn-table clean docs-figures docs-check docs-refs faults
+.PHONY: FORCE all run train tutorial tutorial-check test debug debug-tests valgrind bench bench-attention bench-kernels attn-table clean docs-figures docs-check docs-refs faults

@@ -1,0 +1,85 @@
+#!/bin/sh
+# tutorial_check.sh: the commands docs/tutorial.md shows, run, and their output compared
+# with the text's, so the text cannot drift from the code.
+#
+# In docs/tutorial.md, a fenced block whose info string is `console` holds commands, each
+# on a line starting with "$ ", and below each the exact standard output it prints (up to
+# the next "$ " line or the end of the block). Each command runs from the repository's
+# top folder with standard error discarded; its output must equal the text's byte for byte.
+# Then a short training run with the tutorial's settings (10 steps instead of its 1000)
+# on Tiny Shakespeare, if data/tinyshakespeare.txt or ../shared/data/tinyshakespeare.txt
+# is there (else it says skipped): it must train, and ./run must generate from it.
+# Prints one line per check and "tutorial_check: N passed, N failed[, 1 skipped]";
+# exits 1 if any failed. Usage: sh tests/tutorial_check.sh  (make tutorial-check)
+set -u
+cd "$(dirname "$0")/.." || exit 1
+doc=docs/tutorial.md
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tutorial_check.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
+
+# cmd.N: the Nth command; exp.N: its expected output; line.N: its line in the doc
+awk -v dir="$tmp" '
+    /^```console[ \t]*$/ { inblock = 1; next }
+    /^```/ && inblock { inblock = 0; next }
+    inblock && /^\$ / {
+        n++
+        printf "%s\n", substr($0, 3) > (dir "/cmd." n); close(dir "/cmd." n)
+        printf "" > (dir "/exp." n)
+        printf "%d\n", NR > (dir "/line." n); close(dir "/line." n)
+        next
+    }
+    inblock && n { print >> (dir "/exp." n) }
+    END { print n + 0 > (dir "/count") }
+' "$doc"
+
+pass=0
+fail=0
+skip=0
+count=$(cat "$tmp/count")
+i=1
+while [ "$i" -le "$count" ]; do
+    cmd=$(cat "$tmp/cmd.$i")
+    sh -c "$cmd" > "$tmp/out.$i" 2>/dev/null
+    if cmp -s "$tmp/out.$i" "$tmp/exp.$i"; then
+        echo "ok - tutorial: $cmd"
+        pass=$((pass + 1))
+    else
+        echo "FAIL - tutorial: $cmd ($doc:$(cat "$tmp/line.$i")): the text (-), the code (+)"
+        diff "$tmp/exp.$i" "$tmp/out.$i" | sed -n 's/^\([<>]\)/\1/p' | sed 's/^</-/; s/^>/+/'
+        fail=$((fail + 1))
+    fi
+    i=$((i + 1))
+done
+if [ "$count" -lt 10 ]; then
+    echo "FAIL - tutorial: only $count console commands found in $doc"
+    fail=$((fail + 1))
+fi
+
+# the training run, shortened
+data=
+for d in data/tinyshakespeare.txt "${SHARED_DIR:-../shared}/data/tinyshakespeare.txt"; do
+    [ -f "$d" ] && { data=$d; break; }
+done
+if [ -z "$data" ]; then
+    echo "skipped - tutorial: the training run (no data/tinyshakespeare.txt)"
+    skip=1
+elif ./train -d "$data" -o "$tmp/model.bin" -L 4 -C 128 -T 128 -B 16 -n 10 -e 10 \
+        --threads 2 > "$tmp/train.log" 2>&1 &&
+     grep -q '^step     10/10 ' "$tmp/train.log" &&
+     ./run "$tmp/model.bin" -i "ROMEO:" -n 20 -s 1 > "$tmp/sample" 2>/dev/null &&
+     [ -s "$tmp/sample" ]; then
+    echo "ok - tutorial: the training run (10 steps of the tutorial's settings) and a sample"
+    pass=$((pass + 1))
+else
+    echo "FAIL - tutorial: the training run:"
+    tail -n 5 "$tmp/train.log"
+    fail=$((fail + 1))
+fi
+
+if [ "$skip" -gt 0 ]; then
+    echo "tutorial_check: $pass passed, $fail failed, $skip skipped"
+else
+    echo "tutorial_check: $pass passed, $fail failed"
+fi
+[ "$fail" -eq 0 ]
