@@ -100,7 +100,8 @@ $(B)/trainer/bpe.o: trainer/bpe.c trainer/bpe.h hash.h tokenizer.h os.h
 TRAIN_HEADERS = trainer/train.h trainer/train_model.h trainer/train_backward.h \
                 trainer/train_optim.h model.h checkpoint.h \
                 kernels.h quant.h attention.h
-$(B)/trainer/train.o: trainer/train.c $(TRAIN_HEADERS) tokenizer.h trainer/bpe.h cli.h os.h
+$(B)/trainer/train.o: trainer/train.c $(TRAIN_HEADERS) tokenizer.h trainer/bpe.h cli.h os.h \
+                      lab/attention_spec.h
 $(B)/trainer/train_model.o: trainer/train_model.c block.h hash.h $(TRAIN_HEADERS)
 $(B)/trainer/train_backward.o: trainer/train_backward.c $(TRAIN_HEADERS)
 $(B)/trainer/train_optim.o: trainer/train_optim.c $(TRAIN_HEADERS) hash.h os.h
@@ -166,7 +167,8 @@ help:
 	@echo "  make help             this list"
 	@echo "Variables: OMP=0 (no OpenMP), B=DIR (build folder), CC=..., CFLAGS=..."
 
-$(B)/train: $(B)/trainer/train.o $(TRAIN_LIB) $(B)/cli.o $(B)/trainer/bpe.o $(CORE) $(TOK)
+$(B)/train: $(B)/trainer/train.o $(TRAIN_LIB) $(B)/cli.o $(B)/trainer/bpe.o \
+            $(B)/lab/attention_spec.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # tutorial: build ./tutorial (lab/tutorial.c), the tutorial's own program: `./tutorial STEP`
@@ -252,7 +254,7 @@ $(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/lab/a
                         $(B)/unicode.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
 $(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(TRAIN_LIB) $(B)/cli.o \
-                       $(B)/trainer/bpe.o \
+                       $(B)/trainer/bpe.o $(B)/lab/attention_spec.o \
                        $(CORE) $(TOK)
 $(TESTS):
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)

@@ -42,13 +42,14 @@ typedef struct {
     size_t data_offset;      /* bytes before the first tensor */
     int shared_classifier;   /* Llama: 1 if the classifier is the token embedding */
     int group_size;          /* int8: values per scale along a row */
+    int attention;           /* 1: the file ends with the attention extension */
     const char *name;        /* what the file is, for messages and the load line */
 } Layout;
 
 /* Header field indices of llm.c's GPT-2 checkpoint (int32 each). [8] is this project's
- * int8 group size (llm.c leaves it 0). */
+ * int8 group size, [9] its attention extension (llm.c leaves both 0). */
 enum { GPT2_MAGIC, GPT2_VERSION, GPT2_MAX_T, GPT2_V, GPT2_L, GPT2_NH, GPT2_C, GPT2_VP,
-       GPT2_GROUP };
+       GPT2_GROUP, GPT2_ATTN };
 /* llama2.c's 7 config fields, in file order (after magic and version when versioned). */
 enum { LLAMA_DIM, LLAMA_HIDDEN, LLAMA_LAYERS, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_VOCAB,
        LLAMA_SEQ };
@@ -148,9 +149,17 @@ static int parse_gpt2_header(Config *c, Layout *layout, const char *path, const 
         layout->group_size = h[GPT2_GROUP];
         layout->name = "GPT-2 checkpoint, int8 (llm.c header, version 80)";
     }
+    if (h[GPT2_ATTN] != 0 && h[GPT2_ATTN] != CHECKPOINT_ATTN_VERSION) {
+        fprintf(stderr, "model: %s: unknown attention extension (got header [%d] = %d, "
+                "expected 0 or %d)\n", path, GPT2_ATTN, (int)h[GPT2_ATTN],
+                CHECKPOINT_ATTN_VERSION);
+        return -1;
+    }
+    layout->attention = h[GPT2_ATTN] == CHECKPOINT_ATTN_VERSION;
     /* the rest of the header is reserved: 0 in every file llm.c and this project write */
     for (int i = version == CHECKPOINT_GPT2_Q8 ? GPT2_GROUP + 1 : GPT2_GROUP;
          i < CHECKPOINT_GPT2_HEADER_INTS; i++) {
+        if (i == GPT2_ATTN) continue;
         if (h[i] != 0) {
             fprintf(stderr, "model: %s: reserved header field [%d] is not 0 (got %d, expected "
                     "0)\n", path, i, (int)h[i]);
@@ -367,6 +376,9 @@ static int expected_sizes(const Config *c, const Layout *layout, size_t *file_by
             return -1;
         }
     }
+    if (layout->attention &&
+        size_add_product(&bytes, checkpoint_attention_bytes(c->n_layers, c->n_heads), 1, 1))
+        return -1;
     *file_bytes = bytes;
     *owned_floats = floats;
     return 0;
@@ -504,6 +516,156 @@ static void point_weights(Checkpoint *ck) {
 }
 
 /* ------------------------------------------------------------------------- */
+/* The attention extension: what each layer of a trained variant computes      */
+/*
+ * One record of CHECKPOINT_ATTN_INTS int32 per layer, in this order (docs/formats.md):
+ * the AttentionKind (0 exact, 1 gauss, 2 window, 3 dilated, 4 strided, 5 fixed, 6 lsh,
+ * 7 linear, 8 efficient, 9 performer), then unscaled, softmax1, tau (the float's bits),
+ * window, sinks, dilation, stride, summary, buckets, rounds, local, features, orthogonal,
+ * prescale, norm, sink_logit, the seed's low and high 32 bits, and a 0.
+ */
+enum { ATTN_KIND, ATTN_UNSCALED, ATTN_SOFTMAX1, ATTN_TAU, ATTN_WINDOW, ATTN_SINKS,
+       ATTN_DILATION, ATTN_STRIDE, ATTN_SUMMARY, ATTN_BUCKETS, ATTN_ROUNDS, ATTN_LOCAL,
+       ATTN_FEATURES, ATTN_ORTHOGONAL, ATTN_PRESCALE, ATTN_NORM, ATTN_SINK_LOGIT,
+       ATTN_SEED_LO, ATTN_SEED_HI, ATTN_RESERVED };
+
+#define ATTN_MAX_INT (1 << 20)   /* the largest integer parameter (attention_spec.c's) */
+
+size_t checkpoint_attention_bytes(int n_layers, int n_heads) {
+    return (size_t)n_layers * (CHECKPOINT_ATTN_INTS * sizeof(int32_t) +
+                               (size_t)n_heads * sizeof(float));
+}
+
+static void attention_record(int32_t r[CHECKPOINT_ATTN_INTS], const AttentionConfig *cfg) {
+    memset(r, 0, CHECKPOINT_ATTN_INTS * sizeof(int32_t));
+    r[ATTN_KIND] = (int32_t)cfg->kind;
+    r[ATTN_UNSCALED] = cfg->unscaled;
+    r[ATTN_SOFTMAX1] = cfg->softmax1;
+    memcpy(&r[ATTN_TAU], &cfg->tau, sizeof(float));
+    r[ATTN_WINDOW] = cfg->window;
+    r[ATTN_SINKS] = cfg->sinks;
+    r[ATTN_DILATION] = cfg->dilation;
+    r[ATTN_STRIDE] = cfg->stride;
+    r[ATTN_SUMMARY] = cfg->summary;
+    r[ATTN_BUCKETS] = cfg->buckets;
+    r[ATTN_ROUNDS] = cfg->rounds;
+    r[ATTN_LOCAL] = cfg->local;
+    r[ATTN_FEATURES] = cfg->features;
+    r[ATTN_ORTHOGONAL] = cfg->orthogonal;
+    r[ATTN_PRESCALE] = cfg->prescale;
+    r[ATTN_NORM] = cfg->norm;
+    r[ATTN_SINK_LOGIT] = cfg->sink_logit;
+    r[ATTN_SEED_LO] = (int32_t)(uint32_t)(cfg->seed & 0xffffffffu);
+    r[ATTN_SEED_HI] = (int32_t)(uint32_t)(cfg->seed >> 32);
+}
+
+/* Reads layer l's record r into cfg, checking each field's range (the kind's own checks,
+ * such as a window of at least 1, are model_set_attention's). Returns 0, or -1 after a
+ * stderr line naming the layer and the field. */
+static int attention_from_record(AttentionConfig *cfg, const int32_t *r, int l,
+                                 const char *path) {
+    static const char *const names[CHECKPOINT_ATTN_INTS] = {
+        "kind", "unscaled", "softmax1", "tau", "window", "sinks", "dilation", "stride",
+        "summary", "buckets", "rounds", "local", "features", "orthogonal", "prescale", "norm",
+        "sink_logit", "seed (low)", "seed (high)", "reserved"};
+    int bad = -1;
+    const char *expected = "";
+    for (int i = 0; i < CHECKPOINT_ATTN_INTS && bad < 0; i++) {
+        int flag = i == ATTN_UNSCALED || i == ATTN_SOFTMAX1 || i == ATTN_ORTHOGONAL ||
+                   i == ATTN_PRESCALE || i == ATTN_NORM || i == ATTN_SINK_LOGIT;
+        if (i == ATTN_KIND && (r[i] < 0 || r[i] >= ATTENTION_KINDS))
+            bad = i, expected = "0..9, an attention kind";
+        else if (flag && r[i] != 0 && r[i] != 1)
+            bad = i, expected = "0 or 1";
+        else if (i == ATTN_RESERVED && r[i] != 0)
+            bad = i, expected = "0";
+        else if (i >= ATTN_WINDOW && i <= ATTN_FEATURES && (r[i] < 0 || r[i] > ATTN_MAX_INT))
+            bad = i, expected = "0..1048576";
+    }
+    float tau;
+    memcpy(&tau, &r[ATTN_TAU], sizeof tau);
+    if (bad < 0 && !(tau >= ATTENTION_MIN_TAU && tau <= ATTENTION_MAX_TAU))
+        bad = ATTN_TAU, expected = "a temperature in [0.01, 100]";
+    if (bad < 0 && r[ATTN_SOFTMAX1] && r[ATTN_SINK_LOGIT])
+        bad = ATTN_SINK_LOGIT, expected = "0 with softmax1";
+    if (bad >= 0) {
+        fprintf(stderr, "model: %s: attention of layer %d: field %s out of range (got %d, "
+                "expected %s)\n", path, l, names[bad], (int)r[bad], expected);
+        return -1;
+    }
+    memset(cfg, 0, sizeof *cfg);   /* every field is set below (sink_logits: NULL) */
+    cfg->kind = (AttentionKind)r[ATTN_KIND];
+    cfg->unscaled = r[ATTN_UNSCALED];
+    cfg->softmax1 = r[ATTN_SOFTMAX1];
+    cfg->tau = tau;
+    cfg->window = r[ATTN_WINDOW];
+    cfg->sinks = r[ATTN_SINKS];
+    cfg->dilation = r[ATTN_DILATION];
+    cfg->stride = r[ATTN_STRIDE];
+    cfg->summary = r[ATTN_SUMMARY];
+    cfg->buckets = r[ATTN_BUCKETS];
+    cfg->rounds = r[ATTN_ROUNDS];
+    cfg->local = r[ATTN_LOCAL];
+    cfg->features = r[ATTN_FEATURES];
+    cfg->orthogonal = r[ATTN_ORTHOGONAL];
+    cfg->prescale = r[ATTN_PRESCALE];
+    cfg->norm = r[ATTN_NORM];
+    cfg->sink_logit = r[ATTN_SINK_LOGIT];
+    cfg->seed = (uint64_t)(uint32_t)r[ATTN_SEED_LO] | (uint64_t)(uint32_t)r[ATTN_SEED_HI] << 32;
+    return 0;
+}
+
+int checkpoint_decode_attention(AttentionConfig *cfgs, float *sink_logits, const void *ext,
+                                int n_layers, int n_heads, const char *path) {
+    const unsigned char *bytes = ext;
+    memcpy(sink_logits, bytes + (size_t)n_layers * CHECKPOINT_ATTN_INTS * sizeof(int32_t),
+           (size_t)n_layers * (size_t)n_heads * sizeof(float));
+    for (int l = 0; l < n_layers; l++) {
+        int32_t r[CHECKPOINT_ATTN_INTS];
+        memcpy(r, bytes + (size_t)l * sizeof r, sizeof r);
+        if (attention_from_record(&cfgs[l], r, l, path) != 0) return -1;
+        float *b = sink_logits + (size_t)l * n_heads;
+        for (int h = 0; h < n_heads; h++) {
+            if (!isfinite(b[h])) {
+                fprintf(stderr, "model: %s: sink logit of layer %d, head %d is not finite "
+                        "(got %g, expected a finite number)\n", path, l, h, (double)b[h]);
+                return -1;
+            }
+        }
+        if (cfgs[l].sink_logit) cfgs[l].sink_logits = b;
+    }
+    return 0;
+}
+
+void checkpoint_encode_attention(void *ext, const AttentionConfig *cfgs,
+                                 const float *sink_logits, int n_layers, int n_heads) {
+    unsigned char *bytes = ext;
+    for (int l = 0; l < n_layers; l++) {
+        int32_t r[CHECKPOINT_ATTN_INTS];
+        attention_record(r, &cfgs[l]);
+        memcpy(bytes + (size_t)l * sizeof r, r, sizeof r);
+    }
+    float *b = (float *)(void *)(bytes + (size_t)n_layers * CHECKPOINT_ATTN_INTS * sizeof(int32_t));
+    size_t n = (size_t)n_layers * (size_t)n_heads;
+    if (sink_logits) memcpy(b, sink_logits, n * sizeof(float));
+    else memset(b, 0, n * sizeof(float));
+}
+
+/* Reads the extension at ext (the file's last checkpoint_attention_bytes bytes) into
+ * ck->attention and ck->sink_logits (copies: a bf16 file's map is dropped). Returns 0, or
+ * -1 after a stderr line. */
+static int read_attention(Checkpoint *ck, const char *path, const unsigned char *ext) {
+    int L = ck->config.n_layers, NH = ck->config.n_heads;
+    ck->attention = calloc((size_t)L, sizeof *ck->attention);
+    ck->sink_logits = malloc((size_t)L * (size_t)NH * sizeof(float));
+    if (!ck->attention || !ck->sink_logits) {
+        fprintf(stderr, "model: %s: out of memory\n", path);
+        return -1;
+    }
+    return checkpoint_decode_attention(ck->attention, ck->sink_logits, ext, L, NH, path);
+}
+
+/* ------------------------------------------------------------------------- */
 /* Load and free                                                               */
 
 /* Reads one byte of every page of the map, so that the pages are brought in at load and
@@ -599,12 +761,16 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
     }
     if (carve_tensors(ck, &layout, (const unsigned char *)ck->map + layout.data_offset,
                       ck->owned, path) != 0) goto fail;
-    if (layout.storage == STORE_BF16) {   /* everything was widened: drop the map */
+    if (layout.storage == STORE_BF16 && !layout.attention) {   /* all widened: drop the map */
         munmap(ck->map, ck->map_size);
         ck->map = NULL;
         ck->map_size = 0;
     }
     point_weights(ck);
+    if (layout.attention && read_attention(ck, path, (const unsigned char *)ck->map +
+                                           (expected - checkpoint_attention_bytes(
+                                                c->n_layers, c->n_heads))) != 0)
+        goto fail;
     close(fd);
     return 0;
 fail:
@@ -616,6 +782,8 @@ fail:
 void checkpoint_free(Checkpoint *ck) {
     if (ck->map) munmap(ck->map, ck->map_size);
     free(ck->owned);
+    free(ck->attention);
+    free(ck->sink_logits);
     free(ck->weights.layers);
     memset(ck, 0, sizeof *ck);
 }
@@ -683,6 +851,7 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
     if (c->family == MODEL_GPT2) {
         int32_t h[CHECKPOINT_GPT2_HEADER_INTS];
         checkpoint_gpt2_header(h, c, CHECKPOINT_GPT2_Q8, group);
+        if (ck->attention) h[GPT2_ATTN] = CHECKPOINT_ATTN_VERSION;
         memcpy(header, h, sizeof h);
         header_bytes = sizeof h;
     } else {   /* llama2.c version 2: magic, version, 7 fields, shared flag, group size */
@@ -716,6 +885,18 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
                 fprintf(stderr, "quantize: %s: write error (%s)\n", out.temp, strerror(errno));
                 status = -1;
             }
+        }
+        if (status == 0 && ck->attention) {
+            size_t bytes = checkpoint_attention_bytes(c->n_layers, c->n_heads);
+            void *ext = malloc(bytes);
+            if (ext) checkpoint_encode_attention(ext, ck->attention, ck->sink_logits,
+                                                 c->n_layers, c->n_heads);
+            if (!ext || write_all(out.file, ext, 1, bytes)) {
+                fprintf(stderr, "quantize: %s: %s\n", out.temp,
+                        ext ? strerror(errno) : "out of memory");
+                status = -1;
+            }
+            free(ext);
         }
         if (status == 0) status = os_save_commit(&out, "quantize");
         else os_save_discard(&out);

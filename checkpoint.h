@@ -5,7 +5,8 @@
  * field and the exact file size before touching any weight, and points a Weights table at
  * the tensors: fp32 and int8 tensors are used in place from the mapped file (int8 scales
  * are copied, aligned), bf16 ones are widened once. checkpoint_save_q8 writes the int8 form
- * of a loaded model (the quantize program). The network itself is in model.c.
+ * of a loaded model (the quantize program), with the attention a trained variant's file
+ * records. The network itself is in model.c.
  *
  * Legend: V vocab, Vp padded vocab, C width, L layers, NH heads, NKV kv heads, HS = C / NH,
  * KVD = NKV * HS, Hd MLP hidden width, S seq_len (context), GS int8 group size.
@@ -16,6 +17,7 @@
 #include <stddef.h>    /* size_t */
 #include <stdint.h>    /* int32_t */
 #include "kernels.h"   /* Matrix */
+#include "attention.h" /* AttentionConfig: a trained variant's attention, per layer */
 
 #define CHECKPOINT_GPT2_MAGIC 20240326     /* llm.c checkpoint magic (a date: 2024-03-26) */
 #define CHECKPOINT_GPT2_FP32 3             /* llm.c version: fp32 parameters */
@@ -28,6 +30,14 @@
 #define CHECKPOINT_LLAMA_HEADER_BYTES 256  /* llama2.c versioned header, zero-padded */
 #define CHECKPOINT_LLAMA_LEGACY_INTS 7     /* llama2.c legacy header: 7 int32, no magic */
 #define CHECKPOINT_Q8_GROUP 32             /* default int8 group size of checkpoint_save_q8 */
+/* This project's extension of llm.c's GPT-2 file: header slot [9] = 1 says that after the
+ * parameters come, per layer, CHECKPOINT_ATTN_INTS int32 describing its attention (a
+ * record, docs/formats.md), then (L, NH) float32 learned sink logits. llm.c leaves the
+ * slot 0 and reads no further than its parameters, so its files load as before and it
+ * can still read the parameters of ours. */
+#define CHECKPOINT_GPT2_ATTN_SLOT 9
+#define CHECKPOINT_ATTN_VERSION 1
+#define CHECKPOINT_ATTN_INTS 20
 
 typedef enum { MODEL_GPT2, MODEL_LLAMA } ModelFamily;
 
@@ -117,6 +127,10 @@ typedef struct {
     size_t map_size;       /* bytes mapped */
     unsigned touched;      /* a checksum of one byte per page, read at load (see .c) */
     void *owned;           /* converted tensors (bf16 widened, int8 scales), or NULL */
+    AttentionConfig *attention;   /* (L,) owned: the attention each layer was trained with
+                           * (the extension above), or NULL for a file without it; a
+                           * layer's sink_logits points into sink_logits when it has them */
+    float *sink_logits;    /* (L, NH) owned learned sink logits, or NULL */
 } Checkpoint;
 
 /* Reads and validates the checkpoint at path into ck (zeroed first). Returns 0, or -1
@@ -144,9 +158,23 @@ int checkpoint_read_gpt2_header(const int32_t h[CHECKPOINT_GPT2_HEADER_INTS], co
 void checkpoint_gpt2_header(int32_t header[CHECKPOINT_GPT2_HEADER_INTS], const Config *c,
                             int version, int group);
 
+/* Bytes of the attention extension of a model of L layers of NH heads. */
+size_t checkpoint_attention_bytes(int n_layers, int n_heads);
+
+/* The attention extension's bytes (checkpoint_attention_bytes of them) into ext: one record
+ * per layer of cfgs (L,), then the (L, NH) sink logits (zeros if sink_logits is NULL). */
+void checkpoint_encode_attention(void *ext, const AttentionConfig *cfgs,
+                                 const float *sink_logits, int n_layers, int n_heads);
+
+/* Reads an extension's bytes into cfgs (L,) and sink_logits (L, NH), checking every field;
+ * a layer with a learned sink logit gets its sink_logits pointer into sink_logits. Returns
+ * 0, or -1 after one stderr line "model: PATH: ..." naming the layer and the field. */
+int checkpoint_decode_attention(AttentionConfig *cfgs, float *sink_logits, const void *ext,
+                                int n_layers, int n_heads, const char *path);
+
 /* Writes ck's model with every matrix in int8, groups of `group` values per scale along
  * each row (the last group of a row may be shorter): GPT-2 as llm.c's header with
- * version CHECKPOINT_GPT2_Q8, Llama as llama2.c's version 2 (readable by llama2.c's runq
+ * version CHECKPOINT_GPT2_Q8 (and ck's attention extension, when it has one), Llama as llama2.c's version 2 (readable by llama2.c's runq
  * when group divides C and Hd). fp32 or int8 input. The bytes go to a new temporary
  * beside path, renamed over it when complete (os_save_open: removed on failure, and
  * never any existing file). Returns 0, or -1 after a stderr line. */

@@ -57,6 +57,8 @@ static void free_attention(Model *m) {
     free(m->cache.k);
     free(m->cache.v);
     free(m->attention_state);
+    free(m->attention_configs);
+    free(m->attention_offset);
     free(m->state.scratch);
     free(m->trace.q);
     free(m->trace.k);
@@ -64,11 +66,14 @@ static void free_attention(Model *m) {
     m->trace.q = m->trace.k = m->trace.scratch = NULL;
     m->cache.k = m->cache.v = m->state.scratch = NULL;
     m->attention_state = NULL;
-    m->attention_layer_bytes = 0;
+    m->attention_configs = NULL;
+    m->attention_offset = NULL;
+    m->attention_bytes = 0;
 }
 
 int model_attention_is_plain(const AttentionConfig *cfg) {
-    return cfg->kind == ATTENTION_EXACT && !cfg->softmax1 && !cfg->unscaled && cfg->tau == 1.0f;
+    return cfg->kind == ATTENTION_EXACT && !cfg->softmax1 && !cfg->sink_logit &&
+           !cfg->unscaled && cfg->tau == 1.0f;
 }
 
 /* Bytes of exact attention's KV cache for n_ctx positions: keys and values, all layers. */
@@ -102,9 +107,13 @@ static int alloc_trace(Model *m) {
     size_t rows = (size_t)c->n_layers * (size_t)m->n_ctx;
     m->trace.q = calloc(rows * (size_t)c->dim, sizeof(float));
     m->trace.k = calloc(rows * (size_t)c->kv_dim, sizeof(float));
-    m->trace.scratch = calloc(attention_weights_scratch_floats(&m->attention_config,
-                                                               &m->attention, m->n_ctx) + 1,
-                              sizeof(float));
+    size_t scratch = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        size_t layer = attention_weights_scratch_floats(&m->attention_configs[l],
+                                                        &m->attention, m->n_ctx);
+        if (layer > scratch) scratch = layer;
+    }
+    m->trace.scratch = calloc(scratch + 1, sizeof(float));
     if (m->trace.q && m->trace.k && m->trace.scratch) return 0;
     fprintf(stderr, "model: out of memory for the attention trace (%d layers of %d "
             "positions)\n", c->n_layers, m->n_ctx);
@@ -112,63 +121,130 @@ static int alloc_trace(Model *m) {
     return -1;
 }
 
-int model_set_attention(Model *m, const AttentionConfig *cfg) {
+/* 1 if every layer of cfgs (L,) is plain (model_attention_is_plain). */
+static int all_plain(const AttentionConfig *cfgs, int L) {
+    for (int l = 0; l < L; l++)
+        if (!model_attention_is_plain(&cfgs[l])) return 0;
+    return 1;
+}
+
+/* Layer l's attention as it will run: cfg, with the checkpoint's trained sink logits for
+ * that layer when cfg asks for learned ones and names none. */
+static AttentionConfig layer_config(const Model *m, const AttentionConfig *cfg, int l) {
+    AttentionConfig out = *cfg;
+    const Checkpoint *ck = &m->checkpoint;
+    if (out.sink_logit && !out.sink_logits && ck->sink_logits)
+        out.sink_logits = ck->sink_logits + (size_t)l * m->config.n_heads;
+    if (!out.sink_logit) out.sink_logits = NULL;
+    return out;
+}
+
+int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     const Config *c = &m->config;
-    int n_ctx = m->n_ctx;
-    size_t total;
+    int n_ctx = m->n_ctx, L = c->n_layers;
     free_attention(m);
-    if (model_attention_is_plain(cfg)) {
+    AttentionConfig *kept = malloc((size_t)L * sizeof *kept);
+    size_t *offset = malloc((size_t)(L + 1) * sizeof *offset);
+    if (!kept || !offset) {
+        free(kept);
+        free(offset);
+        fprintf(stderr, "model: out of memory for %d layers' attention\n", L);
+        return -1;
+    }
+    for (int l = 0; l < L; l++) kept[l] = layer_config(m, &cfgs[l], l);
+    m->attention_configs = kept;
+    m->attention_offset = offset;
+    if (all_plain(kept, L)) {
         /* the KV cache and the score rows (NH n_ctx floats: with many heads and a long
          * context the larger of the two) count toward the limit together */
         size_t scratch_floats = attention_scratch_floats(&m->attention, n_ctx);
         if (check_state_size("exact (KV cache)",
                              state_plus_scratch(kv_cache_bytes(c, n_ctx), scratch_floats),
-                             n_ctx) != 0)
+                             n_ctx) != 0) {
+            free_attention(m);
             return -1;
+        }
         /* calloc'd: pages are committed only as positions are written */
-        size_t floats = (size_t)c->n_layers * (size_t)n_ctx * (size_t)c->kv_dim;
+        size_t floats = (size_t)L * (size_t)n_ctx * (size_t)c->kv_dim;
         m->cache.k = calloc(floats, sizeof(float));
         m->cache.v = calloc(floats, sizeof(float));
         m->state.scratch = calloc(scratch_floats, sizeof(float));
         if (!m->cache.k || !m->cache.v || !m->state.scratch) goto out_of_memory;
-        m->attention_layer_bytes = 2 * (size_t)n_ctx * (size_t)c->kv_dim * sizeof(float);
+        for (int l = 0; l <= L; l++)
+            offset[l] = (size_t)l * 2 * (size_t)n_ctx * (size_t)c->kv_dim * sizeof(float);
+        m->attention_bytes = offset[L];
         m->lab = 0;
-        m->attention_config = *cfg;
         return alloc_trace(m);
     }
-    size_t layer_bytes = attention_state_bytes(cfg, &m->attention, n_ctx);
-    size_t scratch = attention_step_scratch_floats(cfg, &m->attention, n_ctx);
-    if (layer_bytes == 0 || scratch == 0) {
-        fprintf(stderr, "model: attention %s: invalid parameters for this model (%d heads of "
-                "%d, context %d)\n", attention_kind_name(cfg->kind), c->n_heads, c->head_dim,
-                n_ctx);
+    /* one block for all layers, carved into cache-line-aligned parts, one per layer (a
+     * hybrid's layers differ in size); the scratch is the largest any layer needs */
+    size_t total = 0, scratch = 0;
+    const char *kinds = attention_kind_name(kept[0].kind);
+    for (int l = 0; l < L; l++) {
+        const AttentionConfig *cfg = &kept[l];
+        size_t layer_bytes = attention_state_bytes(cfg, &m->attention, n_ctx);
+        size_t layer_scratch = attention_step_scratch_floats(cfg, &m->attention, n_ctx);
+        if (layer_bytes == 0 || layer_scratch == 0) {
+            fprintf(stderr, "model: attention %s (layer %d): invalid parameters for this model "
+                    "(%d heads of %d, context %d)\n", attention_kind_name(cfg->kind), l,
+                    c->n_heads, c->head_dim, n_ctx);
+            free_attention(m);
+            return -1;
+        }
+        if (cfg->kind == ATTENTION_LSH && cfg->buckets > c->seq_len) {
+            fprintf(stderr, "model: attention lsh: %d buckets for %d positions (expected at "
+                    "most %d, the model's context: more buckets than positions leave them "
+                    "empty)\n", cfg->buckets, c->seq_len, c->seq_len);
+            free_attention(m);
+            return -1;
+        }
+        if (cfg->kind != kept[0].kind) kinds = "of these layers";
+        offset[l] = total;
+        if (layer_bytes > SIZE_MAX - total) total = SIZE_MAX;
+        else total += layer_bytes;
+        if (layer_scratch > scratch) scratch = layer_scratch;
+    }
+    offset[L] = total;
+    if (check_state_size(kinds, state_plus_scratch(total, scratch), n_ctx) != 0) {
+        free_attention(m);
         return -1;
     }
-    if (cfg->kind == ATTENTION_LSH && cfg->buckets > c->seq_len) {
-        fprintf(stderr, "model: attention lsh: %d buckets for %d positions (expected at most "
-                "%d, the model's context: more buckets than positions leave them empty)\n",
-                cfg->buckets, c->seq_len, c->seq_len);
-        return -1;
-    }
-    if (checkpoint_size_mul(layer_bytes, (size_t)c->n_layers, &total) != 0) total = SIZE_MAX;
-    if (check_state_size(attention_kind_name(cfg->kind), state_plus_scratch(total, scratch),
-                         n_ctx) != 0) return -1;
-    /* one block for all layers, carved into L equal cache-line-aligned parts */
     m->attention_state = calloc(total, 1);
     m->state.scratch = calloc(scratch, sizeof(float));
     if (!m->attention_state || !m->state.scratch) goto out_of_memory;
-    for (int l = 0; l < c->n_layers; l++)
-        attention_state_init(cfg, &m->attention, n_ctx, l,
-                             (char *)m->attention_state + (size_t)l * layer_bytes);
-    m->attention_config = *cfg;
-    m->attention_layer_bytes = layer_bytes;
+    for (int l = 0; l < L; l++)
+        attention_state_init(&kept[l], &m->attention, n_ctx, l,
+                             (char *)m->attention_state + offset[l]);
+    m->attention_bytes = total;
     m->lab = 1;
     return alloc_trace(m);
 out_of_memory:
     fprintf(stderr, "model: attention %s: out of memory for %d layers of %d positions\n",
-            attention_kind_name(cfg->kind), c->n_layers, n_ctx);
+            attention_kind_name(kept[0].kind), L, n_ctx);
     free_attention(m);
     return -1;
+}
+
+int model_set_attention(Model *m, const AttentionConfig *cfg) {
+    int L = m->config.n_layers;
+    AttentionConfig *cfgs = malloc((size_t)L * sizeof *cfgs);
+    if (!cfgs) {
+        fprintf(stderr, "model: out of memory for %d layers' attention\n", L);
+        return -1;
+    }
+    for (int l = 0; l < L; l++) cfgs[l] = *cfg;
+    int status = model_set_attention_layers(m, cfgs);
+    free(cfgs);
+    return status;
+}
+
+/* Sets the attention again (after a change of context or tracing), as it was. */
+static int reset_attention(Model *m) {
+    AttentionConfig *cfgs = m->attention_configs;
+    m->attention_configs = NULL;   /* free_attention must not free what it reads */
+    int status = model_set_attention_layers(m, cfgs);
+    free(cfgs);
+    return status;
 }
 
 int model_set_context(Model *m, int n_ctx) {
@@ -179,8 +255,7 @@ int model_set_context(Model *m, int n_ctx) {
     }
     m->n_ctx = n_ctx;
     if (m->max_chunk > n_ctx) m->max_chunk = n_ctx;
-    AttentionConfig cfg = m->attention_config;
-    return model_set_attention(m, &cfg);
+    return reset_attention(m);
 }
 
 int model_load(Model *m, const char *path, int max_chunk) {
@@ -214,6 +289,10 @@ int model_load(Model *m, const char *path, int max_chunk) {
         fprintf(stderr, "model: %s: out of memory for activations\n", path);
         goto fail;
     }
+    if (m->checkpoint.attention) {   /* a variant's model runs the attention it learned */
+        if (model_set_attention_layers(m, m->checkpoint.attention) != 0) goto fail;
+        return 0;
+    }
     AttentionConfig exact;
     attention_config_default(&exact);
     if (model_set_attention(m, &exact) != 0) goto fail;
@@ -225,8 +304,7 @@ fail:
 
 int model_trace(Model *m, int on) {
     m->tracing = on;
-    AttentionConfig cfg = m->attention_config;
-    return model_set_attention(m, &cfg);
+    return reset_attention(m);
 }
 
 int model_attention_weights(Model *m, int layer, int q0, int T, float *w) {
@@ -240,9 +318,9 @@ int model_attention_weights(Model *m, int layer, int q0, int T, float *w) {
     }
     const float *q_l = m->trace.q + (size_t)layer * m->n_ctx * c->dim;      /* (n_ctx, C) */
     const float *k_l = m->trace.k + (size_t)layer * m->n_ctx * c->kv_dim;   /* (n_ctx, KVD) */
-    const void *state_l = m->lab ? (char *)m->attention_state
-                                   + (size_t)layer * m->attention_layer_bytes : NULL;
-    return attention_weights(&m->attention_config, &m->attention, state_l, m->n_ctx, w, q_l,
+    const void *state_l = m->lab ? (char *)m->attention_state + m->attention_offset[layer]
+                                 : NULL;
+    return attention_weights(&m->attention_configs[layer], &m->attention, state_l, m->n_ctx, w, q_l,
                              k_l, q0, T, m->trace.scratch);
 }
 
@@ -314,12 +392,12 @@ static void embed(const Model *m, float *x, const int *tokens, int N, int pos) {
  * values k, v (n, KVD) in. Returns 0, or -1 after a stderr line. */
 static int attend_variant(Model *m, int l, float *out, const float *q, const float *k,
                           const float *v, int pos, int n) {
-    void *state_l = (char *)m->attention_state + (size_t)l * m->attention_layer_bytes;
-    if (attention_step(&m->attention_config, &m->attention, state_l, m->n_ctx, out, q, k, v,
+    void *state_l = (char *)m->attention_state + m->attention_offset[l];
+    if (attention_step(&m->attention_configs[l], &m->attention, state_l, m->n_ctx, out, q, k, v,
                        pos, n, m->state.scratch) != 0) {
         fprintf(stderr, "model: attention %s cannot continue at position %d (the sequence "
                 "so far ends at another position; start again at 0)\n",
-                attention_kind_name(m->attention_config.kind), pos);
+                attention_kind_name(m->attention_configs[l].kind), pos);
         return -1;
     }
     return 0;

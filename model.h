@@ -68,11 +68,15 @@ typedef struct {
     Checkpoint checkpoint;     /* the weights (mapped or owned) */
     RunState state;
     AttentionShape attention;  /* head layout and 1/sqrt(HS) scale */
-    AttentionConfig attention_config;  /* the variant that runs (exact at load) */
+    AttentionConfig *attention_configs;  /* (L,) owned: each layer's variant (at load: exact,
+                               * or what a trained variant's checkpoint records) */
     int lab;                   /* 0: exact attention over cache; 1: a variant's attention_step */
     KVCache cache;             /* exact attention's keys and values (lab == 0) */
-    void *attention_state;     /* (L, attention_layer_bytes) the variant's state (lab == 1) */
-    size_t attention_layer_bytes;      /* bytes of one layer's attention state or KV cache */
+    void *attention_state;     /* the variants' states, layer l's at attention_offset[l]
+                                * (lab == 1) */
+    size_t *attention_offset;  /* (L + 1,) owned: byte offset of each layer's state or KV
+                                * cache; [L] = attention_bytes */
+    size_t attention_bytes;    /* bytes of every layer's attention state or KV cache */
     int n_ctx;                 /* positions the attention state holds (<= S) */
     int tracing;               /* 1: model_forward fills trace */
     AttentionTrace trace;      /* queries and keys by position (tracing == 1) */
@@ -89,15 +93,21 @@ typedef struct {
 int model_load(Model *m, const char *path, int max_chunk);
 
 /* 1 if cfg computes exactly what the plain model computes (exact attention, scaled, no
- * softmax1, temperature 1): the model then keeps a KV cache and runs attention_forward;
- * any other cfg runs the lab's attention_step over its own state. */
+ * softmax1 or sink logit, temperature 1): the model then keeps a KV cache and runs
+ * attention_forward; any other cfg runs the lab's attention_step over its own state. */
 int model_attention_is_plain(const AttentionConfig *cfg);
 
-/* Replace the attention of every layer by the variant cfg (a copy is kept), for
- * m->n_ctx positions: frees and reallocates the per-layer states and the scratch, then
- * draws the variant's random matrices. The next model_forward must start at position 0.
- * Returns 0, or -1 after a stderr line if cfg is invalid or memory runs out (the
- * model then has no attention state and model_forward refuses to run). */
+/* Replace the attention of layer l by the variant cfgs[l] (copies are kept; cfgs must
+ * not be m->attention_configs), for m->n_ctx positions: frees and reallocates the
+ * per-layer states and the scratch, then draws the variants' random matrices. A layer
+ * whose cfg has sink_logit = 1 and no sink_logits gets the checkpoint's trained ones
+ * (zeros if it has none). If every layer is plain the model keeps a KV cache, else every
+ * layer runs attention_step. The next model_forward must start at position 0. Returns 0,
+ * or -1 after a stderr line if a cfg is invalid or memory runs out (the model then has no
+ * attention state and model_forward refuses to run). */
+int model_set_attention_layers(Model *m, const AttentionConfig *cfgs);
+
+/* model_set_attention_layers with cfg for every layer. */
 int model_set_attention(Model *m, const AttentionConfig *cfg);
 
 /* Keep only n_ctx positions (1 .. S) of attention state, reallocated for the current

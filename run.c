@@ -35,6 +35,8 @@
 #define EXIT_BAD_DATA 1          /* corrupt file, out of memory, runtime failure */
 #define EXIT_USAGE 2             /* unknown flag, malformed or out-of-range value */
 #define PREFILL_CHUNK 64         /* prompt tokens per model_forward call */
+#define RUN_SPEC_TEXT 2048        /* bytes of the attention text a map or --eval prints
+                                  * (a longer per-layer list ends at its last whole item) */
 #define DEFAULT_STEPS 256        /* -n default: tokens to generate */
 #define DEFAULT_TEMPERATURE 1.0f /* -t default, as llama2.c */
 #define DEFAULT_TOP_P 0.9f       /* -p default, as llama2.c */
@@ -85,8 +87,12 @@ static const char USAGE[] =
 "  -T, --threads N        most threads for the matrix products and attention, 1..1024,\n"
 "                         capped at the cores (default: all of them, or OMP_NUM_THREADS);\n"
 "                         models under 4 M multiply-adds per token always use one\n"
-"      --attn SPEC        attention variant NAME[:key=value,...] (default exact):\n"
-"%s"
+"      --attn SPEC        attention variant NAME[:key=value,...] (default: exact, or\n"
+"                         the variant the model was trained with), for every layer;\n"
+"                         or one per layer, 'SPEC;SPEC;...', N*SPEC for N layers:\n";
+
+/* The usage text after the list of attention variants. */
+static const char USAGE_TAIL[] =
 "      --attn-map FILE    write the attention weights over the final context as a\n"
 "                         heatmap: FILE.svg (an SVG picture) or FILE.html (an explorer\n"
 "                         page: point at a token to see what each head attends to);\n"
@@ -120,7 +126,7 @@ typedef struct {
     float top_p;                  /* -p */
     int top_k;                    /* -k */
     uint64_t seed;                /* -s; 0 until chosen */
-    AttentionConfig attention;    /* --attn; exact by default */
+    const char *attn_spec;        /* --attn, or NULL: the model's own attention */
     const char *eval_path;        /* --eval FILE, or NULL to generate */
     int ctx_size;                 /* -c; 0 = the model's context */
     int keep;                     /* --keep; -1 = the family's default */
@@ -148,7 +154,9 @@ static const char *attn_map_format(const char *path) {
 
 /* Prints the usage text (with the list of attention variants) to f. */
 static void print_usage(FILE *f) {
-    fprintf(f, USAGE, attention_spec_help());
+    fputs(USAGE, f);
+    fputs(attention_spec_help(), f);
+    fputs(USAGE_TAIL, f);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -249,10 +257,15 @@ static int apply_option(Options *o, const CliArg *arg) {
         o->reverse_prompt = arg->value;
         break;
     case OPT_THREADS: o->threads = arg->number; break;
-    case OPT_ATTN:
-        if (attention_spec_parse(arg->value, &o->attention, problem, sizeof problem))
+    case OPT_ATTN: {
+        /* one spec is checked now; a list of layers' specs once the layers are known */
+        AttentionConfig cfg;
+        if (!strpbrk(arg->value, ";*") &&
+            attention_spec_parse(arg->value, &cfg, problem, sizeof problem))
             return usage_error(flag, NULL, problem, NULL);
+        o->attn_spec = arg->value;
         break;
+    }
     case OPT_ATTN_MAP:
         if (!attn_map_format(arg->value))
             return usage_error(flag, arg->value, "invalid value",
@@ -302,7 +315,6 @@ static int parse_args(int argc, char **argv, Options *o) {
     o->temperature = DEFAULT_TEMPERATURE;
     o->top_p = DEFAULT_TOP_P;
     o->keep = o->layer = o->head = -1;
-    attention_config_default(&o->attention);
     for (int i = 1; i < argc; i++) {
         CliArg arg;
         if (cli_next("run", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
@@ -415,8 +427,8 @@ static int write_attention_map(const Options *o, Model *m, const Tokenizer *tok,
         goto done;
     }
     for (int t = 0; t < T; t++) labels[t] = tokenizer_decode(tok, -1, g->tokens[t], &lens[t]);
-    char spec[ATTENTION_SPEC_MAX], title[4096 + ATTENTION_SPEC_MAX];
-    attention_spec_format(&o->attention, spec, sizeof spec);
+    char spec[RUN_SPEC_TEXT], title[4096 + RUN_SPEC_TEXT];
+    attention_spec_format_layers(m->attention_configs, c->n_layers, spec, sizeof spec);
     snprintf(title, sizeof title, "%s, attention %s", o->model_path, spec);
     AttnMap map = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_tokens = T,
                    .layer = o->layer, .head = o->head, .n_prompt = g->n_prompt,
@@ -561,6 +573,11 @@ static int load_reference(const Options *o, const Model *m, int ctx, Model *exac
     const Config *c = &m->config;
     if (model_load(exact, o->ref_path ? o->ref_path : o->model_path, m->max_chunk) != 0)
         return -1;
+    if (exact->lab) {   /* a trained variant's file: the reference is exact attention */
+        AttentionConfig plain;
+        attention_config_default(&plain);
+        if (model_set_attention(exact, &plain) != 0) return -1;
+    }
     if (exact->config.family != c->family) {
         fprintf(stderr, "run: --ref %s: a model of the other family (got %s, expected %s like "
                 "the model: their token ids would not mean the same text)\n", o->ref_path,
@@ -587,10 +604,10 @@ static int load_reference(const Options *o, const Model *m, int ctx, Model *exac
 static void print_eval_report(const Options *o, const Model *m, size_t len, size_t n_ids,
                               int ctx, const EvalResult *r) {
     const Config *c = &m->config;
-    char spec[ATTENTION_SPEC_MAX];
-    attention_spec_format(&o->attention, spec, sizeof spec);
+    char spec[RUN_SPEC_TEXT];
+    attention_spec_format_layers(m->attention_configs, c->n_layers, spec, sizeof spec);
     double nats = r->nll / (double)r->tokens;
-    size_t state_bytes = m->attention_layer_bytes * (size_t)c->n_layers;
+    size_t state_bytes = m->attention_bytes;
     char windows[96], unscored[64] = "";
     if (r->last_window == ctx)
         snprintf(windows, sizeof windows, "%d window%s of %d", r->windows, r->windows == 1 ? "" :
@@ -628,7 +645,7 @@ static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
     size_t n_ids = 0;
     int *ids = NULL;
     if (encode_eval_text(o, tok, &m->config, text, len, &ids, &n_ids) != 0) goto done;
-    int compare = o->ref_path || !model_attention_is_plain(&o->attention);
+    int compare = o->ref_path || m->lab;
     if (compare && load_reference(o, m, ctx, &exact) != 0) goto done;
     EvalResult r;
     /* the progress line rewrites itself with \r: only for a terminal, not a log file */
@@ -646,6 +663,42 @@ done:
     model_free(&exact);
     free(ids);
     free(text);
+    return status;
+}
+
+/* --attn: every layer's spec, read now that the layers are known, replaces the model's
+ * attention (saying so when the model was trained with another). Returns 0, EXIT_USAGE
+ * (a spec wrong for this model) or EXIT_BAD_DATA (model_set_attention_layers said why). */
+static int set_attention(const Options *o, Model *m) {
+    const Config *c = &m->config;
+    char problem[512];
+    AttentionConfig *cfgs = malloc((size_t)c->n_layers * sizeof *cfgs);
+    if (!cfgs) {
+        fprintf(stderr, "run: out of memory\n");
+        return EXIT_BAD_DATA;
+    }
+    int status = 0;
+    if (attention_spec_parse_layers(o->attn_spec, c->n_layers, cfgs, problem, sizeof problem))
+        status = usage_error("--attn", NULL, problem, NULL);
+    for (int l = 0; l < c->n_layers && status == 0; l++) {
+        if (cfgs[l].kind == ATTENTION_LSH && cfgs[l].buckets > c->seq_len) {
+            /* a flag's value out of this model's range: a usage error, as --layer's */
+            char got[32], expected[96];
+            snprintf(got, sizeof got, "buckets=%d", cfgs[l].buckets);
+            snprintf(expected, sizeof expected, "at most %d buckets, this model's context "
+                     "(more would stay empty)", c->seq_len);
+            status = usage_error("--attn lsh", got, "invalid value", expected);
+        }
+    }
+    if (status == 0 && m->checkpoint.attention) {
+        char trained[RUN_SPEC_TEXT];
+        attention_spec_format_layers(m->checkpoint.attention, c->n_layers, trained,
+                                     sizeof trained);
+        fprintf(stderr, "run: --attn %s replaces the attention %s was trained with (%s)\n",
+                o->attn_spec, o->model_path, trained);
+    }
+    if (status == 0 && model_set_attention_layers(m, cfgs) != 0) status = EXIT_BAD_DATA;
+    free(cfgs);
     return status;
 }
 
@@ -761,16 +814,8 @@ int main(int argc, char **argv) {
      * shipped model and s260k decode 15-30 % slower on two threads than on one) */
     if (model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS) kernels_set_threads(1);
     if (load_tokenizer(&tok, tokenizer_path, &o, c) != 0) goto done;
-    if (o.attention.kind == ATTENTION_LSH && o.attention.buckets > c->seq_len) {
-        /* a flag's value out of this model's range: a usage error, as --layer's */
-        char got[32], expected[96];
-        snprintf(got, sizeof got, "buckets=%d", o.attention.buckets);
-        snprintf(expected, sizeof expected, "at most %d buckets, this model's context (more "
-                 "would stay empty)", c->seq_len);
-        status = usage_error("--attn lsh", got, "invalid value", expected);
-        goto done;
-    }
-    if (model_set_attention(&model, &o.attention) != 0) goto done;
+    if (o.attn_spec && (status = set_attention(&o, &model)) != 0) goto done;
+    status = EXIT_BAD_DATA;
     if (o.eval_path && o.ctx_size) {   /* attention memory for the windows' -c positions */
         if (o.ctx_size > model.n_ctx) {
             status = check_model_range(o.ctx_flag, o.ctx_size, 2, model.n_ctx,
@@ -785,7 +830,7 @@ int main(int argc, char **argv) {
         if (sampler_init(&sampler, c->vocab_size, o.temperature, o.top_p, o.top_k,
                          o.seed) != 0) goto done;
     }
-    double state_mb = (double)(model.attention_layer_bytes * (size_t)c->n_layers) / 1048576.0;
+    double state_mb = (double)model.attention_bytes / 1048576.0;
     fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d; "
             "%s %.1f MB for %d positions\n", o.model_path, model.format, c->n_layers, c->dim,
             c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,

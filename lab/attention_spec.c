@@ -43,6 +43,8 @@ static const Key KEYS[] = {
     {"orf", KEY_INT, offsetof(AttentionConfig, orthogonal), 0, 1, "orthogonal features"},
     {"prescale", KEY_INT, offsetof(AttentionConfig, prescale), 0, 1, "q, k times HS^-1/4"},
     {"softmax1", KEY_INT, offsetof(AttentionConfig, softmax1), 0, 1, "softmax plus one"},
+    {"sinklogit", KEY_INT, offsetof(AttentionConfig, sink_logit), 0, 1, "learned sink logit"},
+    {"norm", KEY_INT, offsetof(AttentionConfig, norm), 0, 1, "RMS-normalised output"},
     {"tau", KEY_TAU, 0, 0, 0, "temperature"},
     {"seed", KEY_SEED, 0, 0, 0, "random seed"},
 };
@@ -57,16 +59,16 @@ typedef struct {
 } Name;
 
 static const Name NAMES[] = {
-    {"exact", ATTENTION_EXACT, 0, 0, "tau softmax1"},
-    {"unscaled", ATTENTION_EXACT, 1, 0, "softmax1"},
+    {"exact", ATTENTION_EXACT, 0, 0, "tau softmax1 sinklogit"},
+    {"unscaled", ATTENTION_EXACT, 1, 0, "softmax1 sinklogit"},
     {"softmax1", ATTENTION_EXACT, 0, 1, "tau"},
-    {"gauss", ATTENTION_GAUSS, 0, 0, "tau softmax1"},
-    {"window", ATTENTION_WINDOW, 0, 0, "w sinks tau softmax1"},
-    {"dilated", ATTENTION_DILATED, 0, 0, "w k sinks tau softmax1"},
-    {"strided", ATTENTION_STRIDED, 0, 0, "l tau softmax1"},
-    {"fixed", ATTENTION_FIXED, 0, 0, "l c tau softmax1"},
-    {"lsh", ATTENTION_LSH, 0, 0, "buckets rounds local sinks seed tau softmax1"},
-    {"linear", ATTENTION_LINEAR, 0, 0, "prescale"},
+    {"gauss", ATTENTION_GAUSS, 0, 0, "tau softmax1 sinklogit"},
+    {"window", ATTENTION_WINDOW, 0, 0, "w sinks tau softmax1 sinklogit"},
+    {"dilated", ATTENTION_DILATED, 0, 0, "w k sinks tau softmax1 sinklogit"},
+    {"strided", ATTENTION_STRIDED, 0, 0, "l tau softmax1 sinklogit"},
+    {"fixed", ATTENTION_FIXED, 0, 0, "l c tau softmax1 sinklogit"},
+    {"lsh", ATTENTION_LSH, 0, 0, "buckets rounds local sinks seed tau softmax1 sinklogit"},
+    {"linear", ATTENTION_LINEAR, 0, 0, "prescale norm"},
     {"efficient", ATTENTION_EFFICIENT, 0, 0, ""},
     {"performer", ATTENTION_PERFORMER, 0, 0, "m orf seed tau"},
 };
@@ -83,11 +85,14 @@ const char *attention_spec_help(void) {
     "  strided[:l=]                Sparse Transformer strided, merged (l 32)\n"
     "  fixed[:l=,c=]               Sparse Transformer fixed, merged (l 128, c 32)\n"
     "  lsh[:buckets=,rounds=,local=,sinks=,seed=]  Reformer LSH (16, 4, 64, 4, 1)\n"
-    "  linear[:prescale=]          linear attention, elu+1 features\n"
+    "  linear[:prescale=,norm=]    linear attention, elu+1 features; norm=1: no\n"
+    "                              denominator, each head's output RMS-normalised\n"
     "  efficient                   Efficient Attention (Shen et al.), causal\n"
     "  performer[:m=,orf=,seed=]   FAVOR+, m positive random features (256, 1, 1)\n"
-    "  (exact, gauss, window, dilated, strided, fixed and lsh also take tau= and\n"
-    "  softmax1=; tau in [0.01, 100], softmax1/orf/prescale 0 or 1, buckets <= 4096,\n"
+    "  (exact, gauss, window, dilated, strided, fixed and lsh also take tau=,\n"
+    "  softmax1= and sinklogit= (1: a learned per-head sink logit, trained by ./train;\n"
+    "  0 in a model without one); tau in [0.01, 100], softmax1/sinklogit/orf/prescale/\n"
+    "  norm 0 or 1 (softmax1 and sinklogit not both), buckets <= 4096,\n"
     "  rounds <= 64, m <= 8192, other integers 0..2^20, seed 0..2^64-1; nystrom is not\n"
     "  causal and cannot run in the model)\n";
 }
@@ -217,6 +222,11 @@ int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size
                  cfg->stride);
         return -1;
     }
+    if (cfg->softmax1 && cfg->sink_logit) {
+        snprintf(err, cap, "%s: softmax1 and sinklogit exclude each other (softmax1 is a sink "
+                 "logit fixed at 0)", name->name);
+        return -1;
+    }
     if (cfg->kind == ATTENTION_LSH && cfg->buckets > 1 && cfg->buckets % 2 != 0) {
         snprintf(err, cap, "lsh: buckets must be 1 or even (got %d)", cfg->buckets);
         return -1;
@@ -247,7 +257,8 @@ void attention_spec_format(const AttentionConfig *cfg, char *out, size_t cap) {
                  cfg->buckets, cfg->rounds, cfg->local, cfg->sinks, cfg->seed);
         break;
     case ATTENTION_LINEAR:
-        if (cfg->prescale) snprintf(extra, sizeof extra, "prescale=1");
+        snprintf(extra, sizeof extra, "%s%s%s", cfg->prescale ? "prescale=1" : "",
+                 cfg->prescale && cfg->norm ? "," : "", cfg->norm ? "norm=1" : "");
         break;
     case ATTENTION_PERFORMER:
         snprintf(extra, sizeof extra, "m=%d,orf=%d,seed=%llu", cfg->features, cfg->orthogonal,
@@ -261,6 +272,88 @@ void attention_spec_format(const AttentionConfig *cfg, char *out, size_t cap) {
         n += (size_t)snprintf(extra + n, sizeof extra - n, "%stau=%g", n ? "," : "",
                               (double)cfg->tau);
     if (cfg->softmax1 && n < sizeof extra)
-        snprintf(extra + n, sizeof extra - n, "%ssoftmax1=1", n ? "," : "");
+        n += (size_t)snprintf(extra + n, sizeof extra - n, "%ssoftmax1=1", n ? "," : "");
+    if (cfg->sink_logit && n < sizeof extra)
+        snprintf(extra + n, sizeof extra - n, "%ssinklogit=1", n ? "," : "");
     snprintf(out, cap, "%s%s%s", name, *extra ? ":" : "", extra);
+}
+
+/* ------------------------------------------------------------------------- */
+/* One spec per layer                                                          */
+
+int attention_spec_parse_layers(const char *spec, int n_layers, AttentionConfig *cfgs,
+                                char *err, size_t cap) {
+    int filled = 0, items = 0;
+    const char *p = spec;
+    for (;;) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char item[ATTENTION_SPEC_MAX];
+        if (len >= sizeof item) {
+            snprintf(err, cap, "layer spec %d is too long (got %zu bytes, expected fewer than "
+                     "%zu)", items + 1, len, sizeof item);
+            return -1;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        /* an optional repeat count: "3*window:w=64" is three layers of window:w=64 */
+        int repeat = 1;
+        char *body = item, *star = strchr(item, '*');
+        if (star) {
+            *star = '\0';
+            if (cli_parse_int(item, 1, n_layers, &repeat) != 0) {
+                char shown[sizeof item * 4];
+                snprintf(err, cap, "invalid repeat count '%s' (expected N*SPEC with N in "
+                         "1..%d, the layers)", cli_printable(item, shown, sizeof shown),
+                         n_layers);
+                return -1;
+            }
+            body = star + 1;
+        }
+        AttentionConfig cfg;
+        if (attention_spec_parse(body, &cfg, err, cap) != 0) return -1;
+        if (repeat > n_layers - filled) {
+            snprintf(err, cap, "more layer specs than layers (expected %d in all: one spec for "
+                     "every layer, or SPEC;SPEC;... with N*SPEC for N layers)", n_layers);
+            return -1;
+        }
+        for (int r = 0; r < repeat; r++) cfgs[filled++] = cfg;
+        items++;
+        if (!end) break;
+        p = end + 1;
+    }
+    if (items == 1 && filled == 1) {   /* one spec without a count: every layer */
+        for (int l = 1; l < n_layers; l++) cfgs[l] = cfgs[0];
+        return 0;
+    }
+    if (filled != n_layers) {
+        snprintf(err, cap, "layer specs cover %d layers (expected %d: one spec for every "
+                 "layer, or SPEC;SPEC;... with N*SPEC for N layers)", filled, n_layers);
+        return -1;
+    }
+    return 0;
+}
+
+void attention_spec_format_layers(const AttentionConfig *cfgs, int n_layers, char *out,
+                                  size_t cap) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int l = 0; l < n_layers;) {
+        char one[ATTENTION_SPEC_MAX], next[ATTENTION_SPEC_MAX];
+        attention_spec_format(&cfgs[l], one, sizeof one);
+        int run = 1;
+        for (; l + run < n_layers; run++) {
+            attention_spec_format(&cfgs[l + run], next, sizeof next);
+            if (strcmp(one, next) != 0) break;
+        }
+        /* one spec for every layer, or a single layer: no count */
+        int w = run == 1 || run == n_layers ? snprintf(out + n, cap - n, "%s%s", n ? ";" : "", one)
+                : snprintf(out + n, cap - n, "%s%d*%s", n ? ";" : "", run, one);
+        if (w < 0 || (size_t)w >= cap - n) {   /* truncated: out ends at the last whole item */
+            out[n] = '\0';
+            return;
+        }
+        n += (size_t)w;
+        l += run;
+    }
 }

@@ -154,8 +154,17 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "unknown attention 'bogus' (expected one of: exact, unscaled");
     EXPECT_USAGE("attention: unknown key", "--attn window:q=3",
                  "window: unknown or malformed parameter 'q=3' (expected key=value with key one "
-                 "of: w sinks tau softmax1)");
+                 "of: w sinks tau softmax1 sinklogit)");
     EXPECT_USAGE("attention: out of range", "--attn=window:w=0", "invalid value '0' for w");
+    /* the test model has one layer */
+    EXPECT_USAGE("attention: more layer specs than layers", "--attn 'window:w=8;exact'",
+                 "more layer specs than layers (expected 1 in all");
+    EXPECT_USAGE("attention: repeat count over the layers", "--attn '2*window:w=8'",
+                 "invalid repeat count '2' (expected N*SPEC with N in 1..1");
+    EXPECT_USAGE("attention: a layer's spec bad", "--attn '1*exakt'",
+                 "unknown attention 'exakt'");
+    EXPECT_USAGE("attention: sink logit and softmax1", "--attn window:softmax1=1,sinklogit=1",
+                 "softmax1 and sinklogit exclude each other");
     EXPECT_USAGE("attention: junk value", "--attn performer:m=12x", "invalid value '12x' for m");
     EXPECT_USAGE("attention: odd buckets", "--attn lsh:buckets=3", "buckets must be 1 or even");
     EXPECT_USAGE("attention: softmax1 on Performer", "--attn performer:softmax1=1",

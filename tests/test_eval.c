@@ -115,17 +115,17 @@ static void check_windows(Model *m, Model *exact, const Tokenizer *tok, const in
     check_true(ok && w.nll == plain && w.kl == 0.0 && w.agree == w.tokens,
                "window(%d) + 4 sinks == exact: same loss bits, KL %g, agreement %ld/%ld",
                CTX - 4, w.kl, w.agree, w.tokens);
-    size_t ring_bytes = m->attention_layer_bytes;
+    size_t ring_bytes = m->attention_bytes;
 
     cfg.window = 8;
     cfg.sinks = 0;
     ok = model_set_attention(m, &cfg) == 0 &&
          eval_windows(m, exact, tok, ids, (long)n_ids, CTX, 0, &w) == 0;
-    check_true(ok && w.kl > 0.0 && w.nll != plain && m->attention_layer_bytes < ring_bytes &&
-               ring_bytes <= exact->attention_layer_bytes,
+    check_true(ok && w.kl > 0.0 && w.nll != plain && m->attention_bytes < ring_bytes &&
+               ring_bytes <= exact->attention_bytes,
                "window(8): KL %.3g > 0, state %zu < %zu <= exact %zu bytes per layer",
-               w.kl / (double)w.tokens, m->attention_layer_bytes, ring_bytes,
-               exact->attention_layer_bytes);
+               w.kl / (double)w.tokens, m->attention_bytes, ring_bytes,
+               exact->attention_bytes);
 }
 
 /* 5. Every kind runs on the model (m's attention is changed) and gives finite losses. */

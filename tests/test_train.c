@@ -29,6 +29,7 @@
 #include <unistd.h>    /* access, fork, execl, getcwd, rmdir, close, getpid */
 
 #include "attention.h"    /* attention_backward */
+#include "attention_spec.h"   /* attention_spec_parse_layers: the variants' runs */
 #include "hash.h"         /* hash_fnv1a64: the merges' checksum */
 #include "kernels.h"      /* kernels_gelu, KERNELS_NORM_EPS, kernels_set_threads */
 #include "model.h"        /* model_load, model_forward */
@@ -400,11 +401,18 @@ static TrainSettings tiny_settings(float dropout, float lr) {
     return s;
 }
 
-static void test_model_grad(float dropout) {
+/* spec: the attention of the two layers (attention_spec_parse_layers), NULL for exact. */
+static void test_model_grad(float dropout, const char *spec) {
     Config c;
     tiny_config(&c, 11, 2, 8, 2, 4);
     TrainSettings s = tiny_settings(dropout, 1e-3f);
-    s.attn_dropout = dropout;
+    s.attn_dropout = spec && strstr(spec, "linear") ? 0.0f : dropout;
+    AttentionConfig cfgs[2];
+    char err[256] = "";
+    if (spec && !check_true(attention_spec_parse_layers(spec, 2, cfgs, err, sizeof err) == 0,
+                            "whole-model attention %s parses%s%s", spec, *err ? ": " : "", err))
+        return;
+    s.attention = spec ? cfgs : NULL;
     Trainer tr;
     if (!check_true(trainer_init(&tr, &c, &s, 2) == 0, "whole-model trainer init")) return;
     /* larger weights than GPT-2's init, so every path carries a visible gradient */
@@ -424,8 +432,8 @@ static void test_model_grad(float dropout) {
     }
     char what[192];
     snprintf(what, sizeof what, "whole model gradient, %zu parameters (L 2, C 8, residual sums, "
-             "tied embedding, dropout %.1f on the residuals and the attention weights)",
-             tr.n_params, (double)dropout);
+             "tied embedding, dropout %.1f on the residuals and the attention weights%s%s)",
+             tr.n_params, (double)dropout, spec ? ", attention " : "", spec ? spec : "");
     check_close(what, tr.grads, numeric, tr.n_params, MODEL_GRAD_ATOL, MODEL_GRAD_RTOL);
     free(numeric);
     trainer_free(&tr);
@@ -541,6 +549,123 @@ done:
     remove(state);
     trainer_free(&a);
     free(tokens);
+}
+
+/* ------------------------------------------------------------------------- */
+/* 3b. Short training runs of attention variants                               */
+
+/* A run of RUN_STEPS with each layer's attention from spec (2 layers), on the same stream
+ * as test_training_run: the loss falls; for the ones marked `full`, also 1 vs 2 threads bit
+ * for bit, a resume from a save at half way bit for bit (sink logits, redrawn Performer
+ * features and per-step LSH rotations included), and run's model_forward on the saved
+ * checkpoint (which records the attention) gives the trainer's logits. */
+static void variant_run(const char *spec, int full) {
+    Config c;
+    tiny_config(&c, RUN_V, 2, 32, 2, 16);
+    TrainSettings s = tiny_settings(0.1f, 1e-2f);
+    s.steps = RUN_STEPS;
+    s.redraw = 7;   /* Performer: several draws within the run and across the resume */
+    AttentionConfig cfgs[2];
+    char err[256] = "";
+    if (!check_true(attention_spec_parse_layers(spec, 2, cfgs, err, sizeof err) == 0,
+                    "variant run %s: spec parses%s%s", spec, *err ? ": " : "", err)) return;
+    int kernelised = 0;
+    for (int l = 0; l < 2; l++)
+        kernelised |= cfgs[l].kind == ATTENTION_LINEAR || cfgs[l].kind == ATTENTION_EFFICIENT ||
+                      cfgs[l].kind == ATTENTION_PERFORMER;
+    s.attn_dropout = kernelised ? 0.0f : 0.1f;
+    s.attention = cfgs;
+    int *tokens = malloc(sizeof(int) * RUN_TOKENS);
+    float losses[3][RUN_STEPS];
+    make_stream(tokens, RUN_TOKENS);
+    Trainer a, b;
+    memset(&b, 0, sizeof b);
+    const char *path = "build/test_train_variant.bin";
+    const char *state = "build/test_train_variant.bin.state";
+    if (!check_true(trainer_init(&a, &c, &s, 8) == 0, "variant run %s: init", spec)) goto done;
+    kernels_set_threads(1);
+    run_steps(&a, tokens, RUN_STEPS, losses[0]);
+    float last = 0.0f;
+    for (int i = RUN_STEPS - 10; i < RUN_STEPS; i++) last += losses[0][i] / 10.0f;
+    check_true(last < losses[0][0] - RUN_MARGIN && isfinite(last),
+               "variant run %s: loss falls by more than %.1f nats (step 1 %.3f, mean of last "
+               "10 %.3f)", spec, (double)RUN_MARGIN, (double)losses[0][0], (double)last);
+    if (!full) goto done;
+    int threads = kernels_set_threads(2);
+    if (!check_true(trainer_init(&b, &c, &s, 8) == 0, "variant run %s: init", spec)) goto done;
+    run_steps(&b, tokens, RUN_STEPS, losses[1]);
+    check_true(memcmp(losses[0], losses[1], sizeof losses[0]) == 0 &&
+               memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0,
+               "variant run %s: 1 and %d threads give identical losses and parameters", spec,
+               threads);
+    trainer_free(&b);
+    if (!check_true(trainer_init(&b, &c, &s, 8) == 0, "variant run %s: init", spec)) goto done;
+    run_steps(&b, tokens, RUN_STEPS / 2, losses[2]);
+    int saved = trainer_save(&b, path, state, NULL);
+    trainer_free(&b);
+    if (!check_true(saved == 0 && trainer_load(&b, path, state, 0) == 0,
+                    "variant run %s: save, load", spec)) goto done;
+    run_steps(&b, tokens, RUN_STEPS, losses[2]);
+    check_true(memcmp(losses[0], losses[2], sizeof losses[0]) == 0 &&
+               memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0,
+               "variant run %s: resumed at step %d, the same losses and parameters bit for "
+               "bit", spec, RUN_STEPS / 2);
+    /* the checkpoint records the attention: run's model uses it and gives the trainer's
+     * logits (evaluation: dropout off, the random matrices of draw 0 in both) */
+    if (trainer_save(&a, path, NULL, NULL) != 0) goto done;
+    Model m;
+    if (check_true(model_load(&m, path, a.T) == 0, "variant run %s: checkpoint loads", spec)) {
+        int inputs[8 * 16], targets[8 * 16];
+        stream_batch(tokens, 0, a.B, a.T, inputs, targets);
+        a.dropout_on = 0;
+        trainer_forward(&a, inputs, NULL);
+        const float *logits = model_forward(&m, inputs + a.T, a.T, 0, 1);  /* sequence 1 */
+        char what[160];
+        snprintf(what, sizeof what, "variant run %s: run's logits vs the trainer's", spec);
+        if (check_true(logits != NULL && m.lab, "%s: the model runs the recorded attention",
+                       what))
+            check_close(what, logits, a.a.logits + (size_t)a.T * RUN_V, (size_t)a.T * RUN_V,
+                        1e-4, 1e-4);
+        model_free(&m);
+    }
+done:
+    remove(path);
+    remove(state);
+    trainer_free(&a);
+    trainer_free(&b);
+    free(tokens);
+}
+
+static void test_variant_runs(void) {
+    static const struct { const char *spec; int full; } RUNS[] = {
+        {"window:w=4,sinklogit=1;exact", 1},   /* a hybrid with a learned sink */
+        {"window:w=4,sinks=2", 0},
+        {"dilated:w=3,k=2,sinks=1", 0},
+        {"strided:l=4", 0},
+        {"fixed:l=8,c=2", 0},
+        {"softmax1", 0},
+        {"linear", 0},
+        {"linear:norm=1", 1},
+        {"efficient", 0},
+        {"performer:m=16", 1},
+        {"lsh:buckets=4,rounds=2,local=2,sinks=1", 1},
+    };
+    for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++)
+        variant_run(RUNS[i].spec, RUNS[i].full);
+    /* an exact run's checkpoint is llm.c's own format: no attention extension */
+    Trainer tr;
+    if (run_init(&tr) == 0) {
+        const char *path = "build/test_train_exact.bin";
+        int32_t header[CHECKPOINT_GPT2_HEADER_INTS] = {0};
+        FILE *f = trainer_save(&tr, path, NULL, NULL) == 0 ? fopen(path, "rb") : NULL;
+        int got = f && fread(header, sizeof header, 1, f) == 1;
+        if (f) fclose(f);
+        check_true(got && header[CHECKPOINT_GPT2_ATTN_SLOT] == 0,
+                   "an exact run's checkpoint has no attention extension (header [%d] = %d)",
+                   CHECKPOINT_GPT2_ATTN_SLOT, got ? (int)header[CHECKPOINT_GPT2_ATTN_SLOT] : -1);
+        remove(path);
+        trainer_free(&tr);
+    }
 }
 
 /* The training batch (trainer_batch) with and without token noise, on a stream whose
@@ -2041,7 +2166,7 @@ static void contracts_memory(const char *dir, const char *text, const char *mode
     size_t P = trainer_tensor_sizes((size_t[TRAIN_N_TENSORS]){0}, &(Config){.seq_len = 8,
                                     .vocab_size = 300, .padded_vocab_size = 300,
                                     .n_layers = 1, .n_heads = 2, .dim = 16,
-                                    .hidden_dim = 64});
+                                    .hidden_dim = 64}, 0);
     size_t floor_bytes = (6 * P + 1 * 32 * (8 * 16 + 2 * 64)) * sizeof(float);
     check_true(need >= floor_bytes && need < 4 * floor_bytes, "trainer_memory_bytes: %zu bytes "
                "for the tiny model, at least the %zu its parameters and activations take",
@@ -2257,10 +2382,13 @@ int main(void) {
     test_attention_dropout();
     test_crossentropy_grad();
     test_embedding_grad();
-    test_model_grad(0.0f);
-    test_model_grad(0.3f);
+    test_model_grad(0.0f, NULL);
+    test_model_grad(0.3f, NULL);
+    test_model_grad(0.3f, "window:w=2,sinklogit=1;exact");
+    test_model_grad(0.0f, "linear:norm=1;performer:m=8");
     test_schedule();
     test_training_run();
+    test_variant_runs();
     test_ema_run();
     test_batch();
     test_bpe();

@@ -18,6 +18,7 @@
 #include <string.h>       /* strcmp, strncmp, strlen, strchr, strrchr, strerror */
 #include <unistd.h>       /* access (POSIX) */
 
+#include "attention_spec.h"   /* attention_spec_parse_layers: --attn */
 #include "bpe.h"          /* bpe_train_logged, bpe_save: the tokenizer trainer */
 #include "cli.h"          /* cli_parse_int, cli_parse_float, cli_printable (flag parsing) */
 #include "kernels.h"      /* kernels_threads, kernels_isa (progress line) */
@@ -79,7 +80,13 @@ static const char USAGE[] =
 "                         smaller, at least 1)\n"
 "  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.5)\n"
 "  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.2)\n"
-"      --attn-dropout X   dropout on the attention weights, [0, 0.9] (default 0.1)\n"
+"      --attn-dropout X   dropout on the attention weights, [0, 0.9] (default 0.1; 0\n"
+"                         with linear, efficient or performer, which have no weights)\n"
+"      --attn SPEC        the attention to train, as run's --attn: one spec for every\n"
+"                         layer, or 'SPEC;SPEC;...' per layer with N*SPEC for N layers\n"
+"                         (default exact); the checkpoint records it, and run uses it\n"
+"      --redraw N         Performer: steps between draws of its random features,\n"
+"                         1..10000000 (default 100; LSH draws its rotations every step)\n"
 "      --token-noise X    replace this share of the input tokens of each training batch,\n"
 "                         each by the token at a random place of the training text (the\n"
 "                         targets stay), [0, 0.9] (default 0)\n"
@@ -94,7 +101,10 @@ static const char USAGE[] =
 "      --max-memory GB    refuse a run that needs more memory, (0, 1e6] (default: this\n"
 "                         machine's physical memory; the run's need is computed before\n"
 "                         anything is allocated)\n"
-"  -h, --help             print this help and exit\n"
+"  -h, --help             print this help and exit\n";
+
+/* The usage text's notes, after the flags. */
+static const char USAGE_NOTES[] =
 "\n"
 "With -r only -d, -o, -z, -e, -n, --threads, --max-memory and --force may be given: the\n"
 "rest comes from the state file; -n then sets a new total, and the cosine decay continues\n"
@@ -113,7 +123,7 @@ typedef enum {
     OPT_HELP, OPT_RESUME, OPT_FORCE, OPT_DATA, OPT_OUT, OPT_TOKENIZER, OPT_EVAL_EVERY,
     OPT_STEPS, OPT_VOCAB, OPT_LAYERS, OPT_DIM, OPT_HEADS, OPT_CONTEXT, OPT_BATCH, OPT_LR,
     OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_TOKEN_NOISE, OPT_EMA,
-    OPT_CLIP, OPT_SEED, OPT_THREADS, OPT_MAX_MEMORY
+    OPT_CLIP, OPT_SEED, OPT_THREADS, OPT_MAX_MEMORY, OPT_ATTN, OPT_REDRAW
 } OptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
@@ -146,6 +156,8 @@ static const CliOption OPTIONS[] = {
     {OPT_SEED, "-s", "--seed", CLI_INT, 0, INT_MAX, 0, NULL},
     {OPT_THREADS, NULL, "--threads", CLI_INT, 1, MAX_THREADS, 0, NULL},
     {OPT_MAX_MEMORY, NULL, "--max-memory", CLI_FLOAT, 0, MAX_MEMORY_GB, 1, NULL},
+    {OPT_ATTN, NULL, "--attn", CLI_TEXT, 0, 0, 0, "an attention spec"},
+    {OPT_REDRAW, NULL, "--redraw", CLI_INT, 1, TRAIN_MAX_STEPS, 0, NULL},
 };
 #define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
@@ -155,6 +167,8 @@ typedef struct {
     int steps_given;              /* -n was given (with -r: a new total) */
     int threads;                  /* --threads; 0 = OpenMP's default, capped at the cores */
     TrainSettings settings;
+    const char *attn_spec;        /* --attn, or NULL: exact attention */
+    AttentionConfig attention[FLAG_MAX_LAYERS];   /* --attn per layer (settings.attention) */
     char state_path[TRAIN_PATH_CAP];    /* out_path + STATE_SUFFIX */
     char tokenizer_default[TRAIN_PATH_CAP];
 } Options;
@@ -205,6 +219,7 @@ static void set_defaults(Options *o) {
     s->dropout = 0.2f;
     s->ema = 0.999f;
     s->attn_dropout = 0.1f;
+    s->redraw = TRAIN_DEFAULT_REDRAW;
 }
 
 /* Records one flag (arg, its value checked by cli_next for kind and range) in o; the seed
@@ -218,6 +233,7 @@ static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_gi
     float real = arg->real;
     if (spec->id == OPT_HELP) {
         fputs(USAGE, stdout);
+        fputs(USAGE_NOTES, stdout);
         return -1;
     }
     if (spec->id == OPT_RESUME) o->resume = 1;
@@ -244,6 +260,8 @@ static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_gi
     case OPT_TOKEN_NOISE: s->token_noise = real; break;
     case OPT_EMA: s->ema = real; break;
     case OPT_CLIP: s->clip = real; break;
+    case OPT_ATTN: o->attn_spec = value; break;
+    case OPT_REDRAW: s->redraw = number; break;
     case OPT_SEED: *seed = number; break;
     default: break;   /* the flags without a value were handled above */
     }
@@ -268,6 +286,23 @@ static int check_combinations(Options *o, const CliOption *first_shape, int warm
         snprintf(got, sizeof got, "%d heads for width %d", o->heads, o->dim);
         snprintf(expected, sizeof expected, "a number of heads dividing -C %d", o->dim);
         return usage_error("-H", "heads must divide the width", got, expected);
+    }
+    if (o->attn_spec) {
+        char problem[512];
+        if (attention_spec_parse_layers(o->attn_spec, o->layers, o->attention, problem,
+                                        sizeof problem) != 0)
+            return cli_usage_error("train", "--attn", problem, NULL, NULL);
+        for (int l = 0; l < o->layers; l++) {
+            AttentionKind kind = o->attention[l].kind;
+            if (s->attn_dropout > 0.0f && (kind == ATTENTION_LINEAR ||
+                kind == ATTENTION_EFFICIENT || kind == ATTENTION_PERFORMER)) {
+                snprintf(got, sizeof got, "--attn-dropout %g with %s", (double)s->attn_dropout,
+                         attention_kind_name(kind));
+                return usage_error("--attn-dropout", "no attention weights to drop", got,
+                                   "--attn-dropout 0 with linear, efficient or performer");
+            }
+        }
+        s->attention = o->attention;
     }
     if (!warmup_given) {
         s->warmup = default_warmup(s->steps);
@@ -700,6 +735,14 @@ static void print_run_header(const Trainer *tr) {
            s->warmup, (double)s->lr, (double)(s->lr * s->lr_min_ratio),
            (double)s->weight_decay, (double)s->dropout, (double)s->attn_dropout,
            (double)s->token_noise, (double)s->clip, (double)s->ema, (unsigned long long)s->seed);
+    if (tr->variant) {
+        char spec[ATTENTION_SPEC_MAX * 4];
+        attention_spec_format_layers(tr->attn, c->n_layers, spec, sizeof spec);
+        int performer = 0;
+        for (int l = 0; l < c->n_layers; l++) performer |= tr->attn[l].kind == ATTENTION_PERFORMER;
+        if (performer) printf("attention: %s (features drawn every %d steps)\n", spec, s->redraw);
+        else printf("attention: %s\n", spec);
+    }
     fflush(stdout);
 }
 

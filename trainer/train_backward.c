@@ -114,9 +114,21 @@ static void attention_job(void *ctx, int b) {
     memset(a->dk + seq, 0, bytes);
     memset(a->dv + seq, 0, bytes);
     AttentionDropout drop = train_attention_dropout(tr, f->layer, b);
-    attention_backward(&tr->attention, a->dq + seq, a->dk + seq, a->dv + seq, a->datty + seq,
-                       f->q + seq, f->k + seq, f->v + seq, tr->T, &drop,
-                       a->scratch + (size_t)b * tr->attention_scratch);
+    float *scratch = a->scratch + (size_t)b * tr->attention_scratch;
+    const AttentionConfig *cfg = &tr->attn[f->layer];
+    if (model_attention_is_plain(cfg)) {
+        attention_backward(&tr->attention, a->dq + seq, a->dk + seq, a->dv + seq,
+                           a->datty + seq, f->q + seq, f->k + seq, f->v + seq, tr->T, &drop,
+                           scratch);
+        return;
+    }
+    /* a variant: its sink logits' gradient goes to this sequence's own row of dsink, summed
+     * over the sequences in order afterwards */
+    float *dsink = a->dsink + (size_t)b * tr->config.n_heads;
+    memset(dsink, 0, (size_t)tr->config.n_heads * sizeof(float));
+    attention_train_backward(cfg, &tr->attention, train_layer_random(tr, f->layer), &drop,
+                             a->dq + seq, a->dk + seq, a->dv + seq, dsink, a->datty + seq,
+                             f->q + seq, f->k + seq, f->v + seq, tr->T, scratch);
 }
 
 static void backward_body(void *ctx) {
@@ -154,6 +166,12 @@ static void backward_body(void *ctx) {
         block_finish_backward(c, &tr->layers[l], &grads, l, (int)N, &b, &d, &residual);
         AttentionJob att = {tr, l, b.q, b.k, b.v};
         kernels_parallel_for(attention_job, &att, B, 4.0 * B * T * T * C);
+        if (tr->attn[l].sink_logit) {   /* the sequences' sink gradients, in order */
+            int NH = c->n_heads;
+            for (int s = 0; s < B; s++)
+                for (int h = 0; h < NH; h++)
+                    g->sink[(size_t)l * NH + h] += a->dsink[(size_t)s * NH + h];
+        }
         block_qkv_backward(c, &tr->layers[l], &grads, (int)N, &b, &d);
     }
     /* dresidual is d loss / d encoded; undo the embedding dropout, then scatter */

@@ -53,22 +53,24 @@ static float normal_next(uint64_t *state) {
 /* ------------------------------------------------------------------------- */
 /* Parameters                                                                  */
 
-size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c) {
+size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c, int sink_logits) {
     size_t V = (size_t)c->padded_vocab_size, S = (size_t)c->seq_len, L = (size_t)c->n_layers;
     size_t C = (size_t)c->dim, Hd = (size_t)c->hidden_dim, total = 0;
+    size_t NH = (size_t)c->n_heads;
     size_t sizes[TRAIN_N_TENSORS] = {
         V * C, S * C, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
-        L * C, L * C, L * Hd * C, L * Hd, L * C * Hd, L * C, C, C};
+        L * C, L * C, L * Hd * C, L * Hd, L * C * Hd, L * C, C, C, sink_logits ? L * NH : 0};
     memcpy(size, sizes, sizeof sizes);
     for (int i = 0; i < TRAIN_N_TENSORS; i++) total += sizes[i];
     return total;
 }
 
-/* Point the 16 views of t into block, in file order. */
+/* Point the 17 views of t into block, in file order. */
 static void tensors_point(TrainTensors *t, float *block, const size_t size[TRAIN_N_TENSORS]) {
     float **views[TRAIN_N_TENSORS] = {
         &t->wte, &t->wpe, &t->ln1w, &t->ln1b, &t->qkvw, &t->qkvb, &t->attprojw, &t->attprojb,
-        &t->ln2w, &t->ln2b, &t->fcw, &t->fcb, &t->fcprojw, &t->fcprojb, &t->lnfw, &t->lnfb};
+        &t->ln2w, &t->ln2b, &t->fcw, &t->fcb, &t->fcprojw, &t->fcprojb, &t->lnfw, &t->lnfb,
+        &t->sink};
     for (int i = 0; i < TRAIN_N_TENSORS; i++) {
         *views[i] = block;
         block += size[i];
@@ -76,7 +78,8 @@ static void tensors_point(TrainTensors *t, float *block, const size_t size[TRAIN
 }
 
 int trainer_tensor_decayed(int i) {
-    static const int DECAYED[TRAIN_N_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+    static const int DECAYED[TRAIN_N_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0,
+                                                 0};
     return i >= 0 && i < TRAIN_N_TENSORS && DECAYED[i];
 }
 
@@ -201,10 +204,39 @@ static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *sett
     tr->attention.head_dim = tr->config.head_dim;
     tr->attention.scale = 1.0f / sqrtf((float)tr->config.head_dim);
     /* in range (trainer_check_config), so no size below overflows a 64-bit size_t */
-    tr->n_params = trainer_tensor_sizes(tr->tensor_size, &tr->config);
     size_t scratch = attention_scratch_floats(&tr->attention, tr->T);
     size_t scratch_back = attention_backward_scratch_floats(&tr->attention, tr->T);
     tr->attention_scratch = scratch > scratch_back ? scratch : scratch_back;
+    int sinks = 0;
+    if (settings->attention) {
+        size_t random = 0;
+        for (int l = 0; l < c->n_layers; l++) {
+            const AttentionConfig *cfg = &settings->attention[l];
+            size_t layer = attention_train_scratch_floats(cfg, &tr->attention, tr->T);
+            char spec_kind[32];
+            snprintf(spec_kind, sizeof spec_kind, "%s", attention_kind_name(cfg->kind));
+            if (layer == 0) {
+                fprintf(stderr, "train: attention %s of layer %d: invalid for this model (%d "
+                        "heads of %d, context %d)\n", spec_kind, l, c->n_heads,
+                        tr->config.head_dim, tr->T);
+                return -1;
+            }
+            if (settings->attn_dropout > 0.0f && (cfg->kind == ATTENTION_LINEAR ||
+                cfg->kind == ATTENTION_EFFICIENT || cfg->kind == ATTENTION_PERFORMER)) {
+                fprintf(stderr, "train: attention %s of layer %d has no softmax weights to drop "
+                        "(got --attn-dropout %g, expected 0 with linear, efficient or "
+                        "performer)\n", spec_kind, l, (double)settings->attn_dropout);
+                return -1;
+            }
+            if (layer > tr->attention_scratch) tr->attention_scratch = layer;
+            tr->random_offset[l] = random;
+            random += attention_random_floats(cfg, &tr->attention);
+            sinks |= cfg->sink_logit;
+            tr->variant |= !model_attention_is_plain(cfg);
+        }
+        tr->random_offset[c->n_layers] = random;
+    }
+    tr->n_params = trainer_tensor_sizes(tr->tensor_size, &tr->config, sinks);
     return 0;
 }
 
@@ -256,6 +288,8 @@ static int trainer_buffers(Trainer *tr, Buffer list[TRAIN_MAX_BUFFERS],
     BUFFER(a->dv, N * C);
     BUFFER(a->dfch, N * Hd);
     BUFFER(a->scratch, (size_t)tr->B * tr->attention_scratch);
+    BUFFER(a->dsink, (size_t)tr->B * (size_t)tr->config.n_heads);
+    if (tr->random_offset[L] > 0) BUFFER(tr->random, tr->random_offset[L]);
     BUFFER(a->mean, N);
     BUFFER(a->rstd, N);
 #undef BUFFER
@@ -274,7 +308,7 @@ static size_t trainer_bytes(Trainer *tr, size_t *parameter_bytes) {
     size_t N = (size_t)tr->B * (size_t)tr->T;
     *parameter_bytes = parameter_floats * sizeof(float);
     return floats * sizeof(float) + 2 * N * sizeof(int) +
-           (size_t)tr->config.n_layers * sizeof(LayerWeights);
+           (size_t)tr->config.n_layers * (sizeof(LayerWeights) + sizeof(AttentionConfig));
 }
 
 size_t trainer_memory_bytes(const Config *c, const TrainSettings *settings, int B) {
@@ -303,7 +337,8 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     tr->inputs = calloc(N, sizeof(int));
     tr->targets = calloc(N, sizeof(int));
     tr->layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
-    if (!ok || !tr->inputs || !tr->targets || !tr->layers) {
+    tr->attn = calloc((size_t)c->n_layers, sizeof(AttentionConfig));
+    if (!ok || !tr->inputs || !tr->targets || !tr->layers || !tr->attn) {
         fprintf(stderr, "train: out of memory (%zu parameters, batch %d x %d: %.2f GB)\n",
                 tr->n_params, B, tr->T, (double)bytes * 1e-9);
         trainer_free(tr);
@@ -313,6 +348,14 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     tensors_point(&tr->g, tr->grads, tr->tensor_size);
     layers_point(tr);
     params_init(tr);
+    for (int l = 0; l < c->n_layers; l++) {
+        if (settings->attention) tr->attn[l] = settings->attention[l];
+        else attention_config_default(&tr->attn[l]);
+        tr->attn[l].sink_logits = tr->attn[l].sink_logit
+                                ? tr->p.sink + (size_t)l * (size_t)c->n_heads : NULL;
+        tr->random_draw[l] = -1;
+    }
+    tr->settings.attention = NULL;   /* the caller's array; tr->attn is the trainer's own */
     if (tr->ema) memcpy(tr->ema, tr->params, tr->n_params * sizeof(float));
     tr->dropout_on = 1;
     return 0;
@@ -324,10 +367,12 @@ void trainer_free(Trainer *tr) {
         tr->params, tr->params_t, tr->grads, tr->adam_m, tr->adam_v, tr->ema, a->encoded,
         a->ln1, a->q, a->k, a->v, a->atty, a->residual2, a->ln2, a->fch, a->fch_gelu,
         a->residual3, a->lnf, a->logits, a->probs, a->losses, a->dresidual, a->dtmp, a->dln,
-        a->datty, a->dq, a->dk, a->dv, a->dfch, a->scratch, a->mean, a->rstd};
+        a->datty, a->dq, a->dk, a->dv, a->dfch, a->scratch, a->mean, a->rstd, a->dsink,
+        tr->random};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) free(buffers[i]);
     free(tr->inputs);
     free(tr->targets);
+    free(tr->attn);
     free(tr->layers);
     memset(tr, 0, sizeof *tr);
 }
@@ -522,9 +567,37 @@ static void attention_job(void *ctx, int b) {
     const Trainer *tr = f->tr;
     size_t seq = (size_t)b * tr->T * tr->config.dim;   /* seek to sequence b */
     AttentionDropout drop = train_attention_dropout(tr, f->layer, b);
-    attention_forward_dropout(&tr->attention, &drop, f->out + seq, f->q + seq, f->k + seq,
-                              f->v + seq, tr->T,
-                              tr->a.scratch + (size_t)b * tr->attention_scratch);
+    float *scratch = tr->a.scratch + (size_t)b * tr->attention_scratch;
+    const AttentionConfig *cfg = &tr->attn[f->layer];
+    if (model_attention_is_plain(cfg))
+        attention_forward_dropout(&tr->attention, &drop, f->out + seq, f->q + seq, f->k + seq,
+                                  f->v + seq, tr->T, scratch);
+    else   /* valid: trainer_init checked it, so it returns 0 */
+        attention_train_forward(cfg, &tr->attention, train_layer_random(tr, f->layer), &drop,
+                                f->out + seq, f->q + seq, f->k + seq, f->v + seq, tr->T,
+                                scratch);
+}
+
+const float *train_layer_random(const Trainer *tr, int l) {
+    return tr->random_offset[l + 1] > tr->random_offset[l] ? tr->random + tr->random_offset[l]
+                                                           : NULL;
+}
+
+/* Draws each layer's random matrices for this step, if they change: evaluation uses draw 0
+ * (the draw run's state makes), training the step's (LSH every step, Performer every
+ * settings.redraw steps). */
+static void draw_random(Trainer *tr) {
+    for (int l = 0; l < tr->config.n_layers; l++) {
+        if (!train_layer_random(tr, l)) continue;
+        const AttentionConfig *cfg = &tr->attn[l];
+        int redraw = tr->settings.redraw > 0 ? tr->settings.redraw : TRAIN_DEFAULT_REDRAW;
+        long long draw = !tr->dropout_on ? 0
+                       : cfg->kind == ATTENTION_LSH ? tr->step : tr->step / redraw;
+        if (draw == tr->random_draw[l]) continue;
+        attention_draw_random(cfg, &tr->attention, l, (unsigned long long)draw,
+                              tr->random + tr->random_offset[l]);
+        tr->random_draw[l] = draw;
+    }
 }
 
 BlockBuffers train_block_buffers(const Trainer *tr, int l) {
@@ -570,6 +643,7 @@ static void forward_body(void *ctx) {
     memcpy(tr->inputs, inputs, N * sizeof(int));
     /* every weight matrix transposed, for kernels_matmul_wt */
     kernels_parallel_for(transpose_job, tr, MATRICES_PER_LAYER * L + 1, (double)tr->n_params);
+    draw_random(tr);
 
     /* encoded (N, C) = wte[token] + wpe[t], then embedding dropout */
     Loop embed = {.out = a->encoded, .x = p->wte, .y = p->wpe, .tokens = inputs, .N = (int)N,

@@ -18,7 +18,10 @@
 #include "block.h"      /* BlockTensors, BlockResidual */
 #include "model.h"      /* Config, AttentionShape */
 
-#define TRAIN_N_TENSORS 16                   /* llm.c's GPT-2 parameter tensors */
+#define TRAIN_N_FILE_TENSORS 16              /* llm.c's GPT-2 parameter tensors */
+#define TRAIN_N_TENSORS 17                   /* and the learned sink logits (0 floats unless
+                                              * a layer's attention has sinklogit=1) */
+#define TRAIN_DEFAULT_REDRAW 100             /* Performer: steps between feature draws */
 #define TRAIN_INIT_STD 0.02f                 /* GPT-2 init: N(0, 0.02) for weights */
 
 /* Limits of a run's settings: the trainer's flags accept these ranges, and a state file
@@ -50,6 +53,12 @@ typedef struct {
     float token_noise;      /* share of input tokens replaced by a random draw, [0, 1) */
     float ema;              /* decay of the weights' moving average; 0 = none */
     uint64_t seed;          /* initialisation, batches and dropout masks */
+    int redraw;             /* Performer: steps between draws of its random features (LSH
+                             * rotations are drawn afresh every step); evaluation uses
+                             * draw 0, the one run uses */
+    const AttentionConfig *attention;   /* (L,) each layer's attention, or NULL for exact
+                             * attention in every layer; the checkpoint records it (its
+                             * attention extension), so it is not in the state file */
     size_t max_memory;      /* bytes trainer_init may allocate, 0 = no limit; the run's
                              * own, not saved in the state file */
 } TrainSettings;
@@ -72,6 +81,7 @@ typedef struct {
     float *fcprojb;    /* (L, C) */
     float *lnfw;       /* (C,) */
     float *lnfb;       /* (C,) */
+    float *sink;       /* (L, NH) learned sink logits (none unless a layer has them) */
 } TrainTensors;
 
 /* Activations of one forward pass over (B, T) tokens; all owned by the Trainer. */
@@ -97,6 +107,7 @@ typedef struct {
     float *dq, *dk, *dv;          /* (N, C) each */
     float *dfch;       /* (N, Hd) gradient of fch_gelu, then (in place) of fch */
     float *scratch;    /* (B, attention scratch): one attention scratch per sequence */
+    float *dsink;      /* (B, NH) each sequence's gradient of one layer's sink logits */
     float *mean, *rstd;           /* (N,) LayerNorm statistics (backward) */
 } TrainActivations;
 
@@ -108,6 +119,15 @@ typedef struct {
     size_t tensor_size[TRAIN_N_TENSORS];  /* floats of each tensor, in file order */
     size_t n_params;
     size_t attention_scratch;      /* floats of one sequence's attention scratch */
+    AttentionConfig *attn;         /* (L,) owned: each layer's attention (sink_logits point
+                                    * into params) */
+    int variant;                   /* 1 if some layer's attention is not plain exact: the
+                                    * checkpoint then carries the attention extension */
+    float *random;                 /* owned: every layer's random matrices (Performer
+                                    * features, LSH rotations), layer l's at
+                                    * random_offset[l]; NULL if none has them */
+    size_t random_offset[MODEL_MAX_LAYERS + 1];
+    long long random_draw[MODEL_MAX_LAYERS];   /* the draw layer l's matrices hold, -1: none */
     float *params;                 /* (n_params,) owned */
     float *params_t;               /* (n_params,) owned: each weight matrix of params
                                     * transposed, at its own offset (qkvw as three (C, C)
@@ -133,12 +153,13 @@ typedef struct {
  * line naming subject. */
 int trainer_check_config(const Config *c, int B, const char *subject);
 
-/* Floats of each of the 16 tensors for c (V = padded V, S = T, Hd set) into size, in file
- * order; returns their sum, the parameter count. c must have passed trainer_check_config. */
-size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c);
+/* Floats of each of the 17 tensors for c (V = padded V, S = T, Hd set) into size, in file
+ * order, the sink logits (L, NH) last and only if sink_logits (else 0 floats); returns their
+ * sum, the parameter count. c must have passed trainer_check_config. */
+size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c, int sink_logits);
 
-/* 1 if AdamW decays tensor i (0 .. 15): the weight matrices and embeddings, not biases or
- * norms. */
+/* 1 if AdamW decays tensor i (0 .. 16): the weight matrices and embeddings, not biases,
+ * norms or sink logits. */
 int trainer_tensor_decayed(int i);
 
 /* Layer l's tensors inside t (the parameters or the gradients), as block.c takes them:
@@ -155,7 +176,9 @@ BlockResidual train_residual(Trainer *tr);
 
 /* Build a trainer for config c (seq_len = T, vocab_size = padded_vocab_size = V,
  * n_kv_heads = n_heads, hidden_dim = 4 dim) and batch B, with parameters initialised
- * as GPT-2 from settings.seed. Computes its memory first (trainer_memory_bytes) and
+ * as GPT-2 from settings.seed (sink logits 0), each layer's attention settings.attention's
+ * (refused with a message if invalid for the shape, or if attention-weight dropout meets a
+ * kind without softmax weights). Computes its memory first (trainer_memory_bytes) and
  * allocates nothing if that exceeds settings.max_memory. Returns 0, or -1 after one
  * stderr line. *tr is zeroed first; trainer_free is safe either way. */
 int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, int B);
@@ -197,6 +220,10 @@ uint64_t train_dropout_key(const Trainer *tr, int layer, int site);
 /* The attention-weight dropout of sequence b in layer l at tr's current step (p = 0 while
  * evaluating): key train_dropout_key(tr, l, 2) plus b times one call's NH T^2 indices. */
 AttentionDropout train_attention_dropout(const Trainer *tr, int layer, int b);
+
+/* Layer l's random matrices for the current forward (attention_draw_random's), or NULL if
+ * its attention has none. */
+const float *train_layer_random(const Trainer *tr, int l);
 
 /* out (n,) = x (n,) * mask / (1 - p), mask_i = 0 with probability p (hash.h's dropout
  * rule for key + i), so the backward applies the same mask by calling it again; out may

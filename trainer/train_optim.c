@@ -153,13 +153,15 @@ void trainer_swap_ema(Trainer *tr) {
  * the training weights (the checkpoint holds the average). STATE_MODEL_SUM is the FNV-1a
  * 64 of the checkpoint file the state belongs to (header and parameters); STATE_SUM that
  * of this file with the STATE_SUM slots 0; STATE_TOKENIZER_SUM that of the run's tokenizer
- * file (0 before version 4). weights/README.md documents the format. */
+ * file (0 before version 4); STATE_REDRAW the Performer redraw interval (0 before it
+ * existed: the default). weights/README.md documents the format. */
 enum { STATE_MAGIC, STATE_VERSION, STATE_STEP, STATE_N_PARAMS_LO, STATE_N_PARAMS_HI,
        STATE_BATCH, STATE_STEPS, STATE_WARMUP, STATE_LR, STATE_LR_MIN_RATIO,
        STATE_WEIGHT_DECAY, STATE_BETA1, STATE_BETA2, STATE_EPS, STATE_CLIP, STATE_DROPOUT,
        STATE_SEED_LO, STATE_SEED_HI, STATE_MODEL_SUM_LO, STATE_MODEL_SUM_HI, STATE_T, STATE_V,
        STATE_L, STATE_NH, STATE_C, STATE_SUM_LO, STATE_SUM_HI, STATE_EMA, STATE_ATTN_DROPOUT,
-       STATE_TOKEN_NOISE, STATE_TOKENIZER_SUM_LO, STATE_TOKENIZER_SUM_HI, STATE_UNUSED };
+       STATE_TOKEN_NOISE, STATE_TOKENIZER_SUM_LO, STATE_TOKENIZER_SUM_HI, STATE_REDRAW,
+       STATE_UNUSED };
 
 #define SUM_CHUNK 65536    /* bytes per read when hashing a file (train_file_sum) */
 
@@ -223,12 +225,15 @@ int train_file_sum(const char *path, uint64_t *sum) {
 
 /* ---- the checkpoint and its optimizer state */
 
-/* FNV-1a 64 of a checkpoint file's bytes: header, then parameters. */
+/* FNV-1a 64 of a checkpoint file's bytes: header, parameters, then the attention
+ * extension (ext_bytes of ext; none if 0). */
 static uint64_t checkpoint_sum(const int32_t header[CHECKPOINT_GPT2_HEADER_INTS],
-                               const float *params, size_t n_params) {
+                               const float *params, size_t n_params, const void *ext,
+                               size_t ext_bytes) {
     uint64_t sum = hash_fnv1a64(HASH_FNV64_OFFSET, header,
                                 CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t));
-    return hash_fnv1a64(sum, params, n_params * sizeof(float));
+    sum = hash_fnv1a64(sum, params, n_params * sizeof(float));
+    return ext_bytes ? hash_fnv1a64(sum, ext, ext_bytes) : sum;
 }
 
 /* FNV-1a 64 of a state file's bytes, with its own checksum slots taken as 0. */
@@ -247,6 +252,28 @@ static uint64_t state_sum(const int32_t state[TRAIN_STATE_HEADER_INTS], const fl
  * the training weights the state file then carries (NULL without an average). */
 static const float *saved_params(const Trainer *tr) { return tr->ema ? tr->ema : tr->params; }
 static const float *state_weights(const Trainer *tr) { return tr->ema ? tr->params : NULL; }
+
+/* Floats of the 16 tensors an llm.c checkpoint holds (the sink logits, the 17th, go into
+ * the attention extension). */
+static size_t file_params(const Trainer *tr) {
+    return tr->n_params - tr->tensor_size[TRAIN_N_TENSORS - 1];
+}
+
+/* A checkpoint's bytes after its header: the parameters, and for a variant the attention
+ * extension, which *ext gets (malloc'd, *ext_bytes of it; NULL and 0 for exact attention
+ * in every layer). Returns 0, or -1 if out of memory. */
+static int encode_extension(const Trainer *tr, void **ext, size_t *ext_bytes) {
+    *ext = NULL;
+    *ext_bytes = 0;
+    if (!tr->variant) return 0;
+    const Config *c = &tr->config;
+    *ext_bytes = checkpoint_attention_bytes(c->n_layers, c->n_heads);
+    if (!(*ext = malloc(*ext_bytes))) return -1;
+    const float *sink = tr->tensor_size[TRAIN_N_TENSORS - 1]
+                      ? saved_params(tr) + file_params(tr) : NULL;
+    checkpoint_encode_attention(*ext, tr->attn, sink, c->n_layers, c->n_heads);
+    return 0;
+}
 
 /* The state header of tr, belonging to the checkpoint whose bytes hash to model_sum. */
 static void state_header(int32_t state[TRAIN_STATE_HEADER_INTS], const Trainer *tr,
@@ -280,33 +307,46 @@ static void state_header(int32_t state[TRAIN_STATE_HEADER_INTS], const Trainer *
     state[STATE_ATTN_DROPOUT] = float_bits(s->attn_dropout);
     state[STATE_TOKEN_NOISE] = float_bits(s->token_noise);
     put_u64(state, STATE_TOKENIZER_SUM_LO, tr->tokenizer_sum);
+    state[STATE_REDRAW] = s->redraw;
     put_u64(state, STATE_SUM_LO, state_sum(state, tr->adam_m, tr->adam_v, state_weights(tr),
                                            tr->n_params));
 }
 
 int trainer_save(const Trainer *tr, const char *path, const char *state_path,
                  const char *tokenizer_path) {
-    size_t param_bytes = tr->n_params * sizeof(float);
+    size_t param_bytes = tr->n_params * sizeof(float), ext_bytes;
     int32_t header[CHECKPOINT_GPT2_HEADER_INTS], state[TRAIN_STATE_HEADER_INTS];
     char path_temp[TRAIN_PATH_CAP], state_temp[TRAIN_PATH_CAP], tokenizer_temp[TRAIN_PATH_CAP];
     checkpoint_gpt2_header(header, &tr->config, CHECKPOINT_GPT2_FP32, 0);
+    if (tr->variant) header[CHECKPOINT_GPT2_ATTN_SLOT] = CHECKPOINT_ATTN_VERSION;
+    void *ext;
+    if (encode_extension(tr, &ext, &ext_bytes) != 0) {
+        fprintf(stderr, "train: %s: out of memory\n", path);
+        return -1;
+    }
     if (train_temp_path(path_temp, path) != 0 ||
         (state_path && train_temp_path(state_temp, state_path)) ||
-        (tokenizer_path && train_temp_path(tokenizer_temp, tokenizer_path)))
+        (tokenizer_path && train_temp_path(tokenizer_temp, tokenizer_path))) {
+        free(ext);
         return -1;
+    }
     /* both files go to their temporaries first, each synced to the disk */
     if (state_path) {
-        state_header(state, tr, checkpoint_sum(header, saved_params(tr), tr->n_params));
+        state_header(state, tr, checkpoint_sum(header, saved_params(tr), file_params(tr), ext,
+                                               ext_bytes));
         const void *parts[] = {state, tr->adam_m, tr->adam_v, state_weights(tr)};
         const size_t sizes[] = {sizeof state, param_bytes, param_bytes, param_bytes};
         if (write_synced(state_temp, parts, sizes, tr->ema ? 4 : 3) != 0) {
             if (tokenizer_path) remove(tokenizer_temp);
+            free(ext);
             return -1;
         }
     }
-    const void *parts[] = {header, saved_params(tr)};
-    const size_t sizes[] = {sizeof header, param_bytes};
-    if (write_synced(path_temp, parts, sizes, (int)(sizeof parts / sizeof parts[0])) != 0) {
+    const void *parts[] = {header, saved_params(tr), ext};
+    const size_t sizes[] = {sizeof header, file_params(tr) * sizeof(float), ext_bytes};
+    int written = write_synced(path_temp, parts, sizes, ext ? 3 : 2);
+    free(ext);
+    if (written != 0) {
         if (state_path) remove(state_temp);
         if (tokenizer_path) remove(tokenizer_temp);
         return -1;
@@ -399,6 +439,7 @@ static int state_settings(TrainSettings *s, const int32_t state[TRAIN_STATE_HEAD
     s->attn_dropout = bits_float(state[STATE_ATTN_DROPOUT]);   /* 0 before it existed */
     s->token_noise = bits_float(state[STATE_TOKEN_NOISE]);     /* likewise */
     s->seed = get_u64(state, STATE_SEED_LO);   /* any 64-bit value is a seed */
+    s->redraw = state[STATE_REDRAW] ? state[STATE_REDRAW] : TRAIN_DEFAULT_REDRAW;
     const char *p = state_path;
     if (!state_int_ok(p, "batch", s->batch, 1, TRAIN_MAX_BATCH) ||
         !state_int_ok(p, "total steps", s->steps, 0, TRAIN_MAX_STEPS) ||
@@ -415,7 +456,8 @@ static int state_settings(TrainSettings *s, const int32_t state[TRAIN_STATE_HEAD
         !state_float_ok(p, "attention dropout", s->attn_dropout, 0.0f, TRAIN_MAX_DROPOUT, 0,
                         0) ||
         !state_float_ok(p, "token noise", s->token_noise, 0.0f, TRAIN_MAX_DROPOUT, 0, 0) ||
-        !state_float_ok(p, "moving-average decay", s->ema, 0.0f, TRAIN_MAX_EMA, 0, 0))
+        !state_float_ok(p, "moving-average decay", s->ema, 0.0f, TRAIN_MAX_EMA, 0, 0) ||
+        !state_int_ok(p, "redraw interval", s->redraw, 1, TRAIN_MAX_STEPS))
         return -1;
     for (int i = STATE_UNUSED; i < TRAIN_STATE_HEADER_INTS; i++) {
         if (state[i] != 0) {
@@ -433,13 +475,55 @@ static size_t first_non_finite(const float *x, size_t n) {
     return n;
 }
 
+/* A checkpoint's attention extension as read: each layer's attention, the sink logits,
+ * and the bytes (for the checksum). All NULL for a checkpoint without one. */
+typedef struct {
+    AttentionConfig *cfgs;   /* (L,) */
+    float *sink;             /* (L, NH) */
+    void *ext;
+    size_t ext_bytes;
+} FileAttention;
+
+static void file_attention_free(FileAttention *fa) {
+    free(fa->cfgs);
+    free(fa->sink);
+    free(fa->ext);
+    memset(fa, 0, sizeof *fa);
+}
+
+/* Reads the attention extension of a checkpoint (model_file, whose parameters end at byte
+ * at) into fa, and leaves the file at the parameters (byte back). Returns 0, or -1 after a
+ * stderr line. */
+static int read_extension(FILE *model_file, const char *path, const Config *c, size_t at,
+                          size_t back, FileAttention *fa) {
+    fa->ext_bytes = checkpoint_attention_bytes(c->n_layers, c->n_heads);
+    fa->ext = malloc(fa->ext_bytes);
+    fa->cfgs = calloc((size_t)c->n_layers, sizeof *fa->cfgs);
+    fa->sink = malloc((size_t)c->n_layers * (size_t)c->n_heads * sizeof(float));
+    if (!fa->ext || !fa->cfgs || !fa->sink) {
+        fprintf(stderr, "train: %s: out of memory\n", path);
+        return -1;
+    }
+    if (fseek(model_file, (long)at, SEEK_SET) != 0 ||
+        os_read_exact(model_file, fa->ext, fa->ext_bytes, "train", path,
+                      "attention extension") != 0 ||
+        fseek(model_file, (long)back, SEEK_SET) != 0) {
+        if (!ferror(model_file))
+            fprintf(stderr, "train: %s: cannot seek (%s)\n", path, strerror(errno));
+        return -1;
+    }
+    return checkpoint_decode_attention(fa->cfgs, fa->sink, fa->ext, c->n_layers, c->n_heads,
+                                       path);
+}
+
 /* The checkpoint's header (model_file open at its start) into header and *c, checked to
  * be an fp32 file this trainer wrote, of a shape it trains, and exactly as long as its
- * *n_params parameters make it; the file is left at the parameters. Returns 0, or -1
- * after a stderr line naming path. */
+ * parameters (and attention extension, read into fa) make it; *n_params gets the
+ * trainer's parameter count (the sink logits included); the file is left at the
+ * parameters. Returns 0, or -1 after a stderr line naming path. */
 static int read_checkpoint_header(FILE *model_file, const char *path,
                                   int32_t header[CHECKPOINT_GPT2_HEADER_INTS], Config *c,
-                                  size_t *n_params) {
+                                  size_t *n_params, FileAttention *fa) {
     size_t model_bytes = 0, header_bytes = CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t);
     if (os_file_size(model_file, "train", path, &model_bytes) != 0 ||
         os_read_exact(model_file, header, header_bytes, "train", path, "header") != 0)
@@ -456,14 +540,24 @@ static int read_checkpoint_header(FILE *model_file, const char *path,
     c->hidden_dim = 4 * c->dim;   /* in range now: C <= MODEL_MAX_DIM / 4 */
     /* in range, so the sizes below fit in size_t (trainer_check_config bounds them) */
     size_t sizes[TRAIN_N_TENSORS];
-    *n_params = trainer_tensor_sizes(sizes, c);
-    size_t want_model = header_bytes + *n_params * sizeof(float);
+    size_t n_file = trainer_tensor_sizes(sizes, c, 0);
+    int extended = header[CHECKPOINT_GPT2_ATTN_SLOT] != 0;
+    size_t want_model = header_bytes + n_file * sizeof(float) +
+                        (extended ? checkpoint_attention_bytes(c->n_layers, c->n_heads) : 0);
     if (model_bytes != want_model) {
-        fprintf(stderr, "train: %s: %s (got %zu bytes, expected %zu for %zu parameters)\n",
+        fprintf(stderr, "train: %s: %s (got %zu bytes, expected %zu for %zu parameters%s)\n",
                 path, model_bytes < want_model ? "truncated" : "trailing bytes", model_bytes,
-                want_model, *n_params);
+                want_model, n_file, extended ? " and the attention extension" : "");
         return -1;
     }
+    *n_params = n_file;
+    if (!extended) return 0;
+    if (read_extension(model_file, path, c, header_bytes + n_file * sizeof(float),
+                       header_bytes, fa) != 0)
+        return -1;
+    int sinks = 0;
+    for (int l = 0; l < c->n_layers; l++) sinks |= fa->cfgs[l].sink_logit;
+    *n_params = trainer_tensor_sizes(sizes, c, sinks);
     return 0;
 }
 
@@ -517,10 +611,13 @@ static int read_state_header(const char *path, const char *state_path, const Con
  * weights; then the moments, and with an average the training weights. Returns 0, or -1
  * after a stderr line. */
 static int read_arrays(Trainer *tr, FILE *model_file, FILE *state_file, const char *path,
-                       const char *state_path) {
+                       const char *state_path, const FileAttention *fa) {
     size_t bytes = tr->n_params * sizeof(float);
     float *saved = tr->ema ? tr->ema : tr->params;
-    if (os_read_exact(model_file, saved, bytes, "train", path, "parameters") ||
+    size_t n_sink = tr->tensor_size[TRAIN_N_TENSORS - 1];
+    if (n_sink) memcpy(saved + file_params(tr), fa->sink, n_sink * sizeof(float));
+    if (os_read_exact(model_file, saved, file_params(tr) * sizeof(float), "train", path,
+                      "parameters") ||
         os_read_exact(state_file, tr->adam_m, bytes, "train", state_path, "moments") ||
         os_read_exact(state_file, tr->adam_v, bytes, "train", state_path, "moments") ||
         (tr->ema && os_read_exact(state_file, tr->params, bytes, "train", state_path,
@@ -571,7 +668,7 @@ static int check_arrays(const Trainer *tr, const char *path, const char *state_p
  * records. Returns 0, or -1 after a stderr line. */
 static int check_sums(const Trainer *tr, const int32_t header[CHECKPOINT_GPT2_HEADER_INTS],
                       const int32_t state[TRAIN_STATE_HEADER_INTS], const char *path,
-                      const char *state_path) {
+                      const char *state_path, const FileAttention *fa) {
     size_t n_params = tr->n_params;
     uint64_t sum = state_sum(state, tr->adam_m, tr->adam_v, state_weights(tr), n_params);
     if (sum != get_u64(state, STATE_SUM_LO)) {
@@ -580,7 +677,7 @@ static int check_sums(const Trainer *tr, const int32_t header[CHECKPOINT_GPT2_HE
                 (unsigned long long)get_u64(state, STATE_SUM_LO));
         return -1;
     }
-    sum = checkpoint_sum(header, saved_params(tr), n_params);
+    sum = checkpoint_sum(header, saved_params(tr), file_params(tr), fa->ext, fa->ext_bytes);
     if (sum != get_u64(state, STATE_MODEL_SUM_LO)) {
         fprintf(stderr, "train: %s: state of another checkpoint (got %s with checksum %016llx, "
                 "expected the %016llx of the step-%d checkpoint the state was saved with)\n",
@@ -598,25 +695,29 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t m
     if (!model_file) return -1;
     Config c;
     TrainSettings s;
+    FileAttention fa = {0};
     size_t n_params;
-    if (read_checkpoint_header(model_file, path, header, &c, &n_params) != 0 ||
+    if (read_checkpoint_header(model_file, path, header, &c, &n_params, &fa) != 0 ||
         read_state_header(path, state_path, &c, n_params, state, &s, &state_file) != 0)
         goto fail;
     /* the data, then the checksums that tie the two files together */
     s.max_memory = max_memory;
+    s.attention = fa.cfgs;
     if (trainer_init(tr, &c, &s, s.batch) != 0) goto fail;
     tr->tokenizer_sum = get_u64(state, STATE_TOKENIZER_SUM_LO);
-    if (read_arrays(tr, model_file, state_file, path, state_path) != 0 ||
+    if (read_arrays(tr, model_file, state_file, path, state_path, &fa) != 0 ||
         check_arrays(tr, path, state_path) != 0 ||
-        check_sums(tr, header, state, path, state_path) != 0)
+        check_sums(tr, header, state, path, state_path, &fa) != 0)
         goto fail;
     tr->step = state[STATE_STEP];
     fclose(model_file);
     fclose(state_file);
+    file_attention_free(&fa);
     return 0;
 fail:
     fclose(model_file);
     if (state_file) fclose(state_file);
+    file_attention_free(&fa);
     trainer_free(tr);
     return -1;
 }

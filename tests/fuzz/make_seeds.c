@@ -15,7 +15,8 @@
 #include <sys/stat.h>    /* mkdir */
 
 #include "tests/fuzz/fuzz.h"   /* the tiny-file writers, fuzz_write_file, paths */
-#include "checkpoint.h"  /* Config, header constants */
+#include "attention.h"   /* AttentionConfig: a trained variant's file */
+#include "checkpoint.h"  /* Config, header constants, checkpoint_encode_attention */
 #include "tokenizer.h"   /* TOKENIZER_HEADER_INTS */
 
 #define DIR_MODE 0755            /* seed folders */
@@ -149,6 +150,31 @@ static void put_gpt2_family(const char *name, const unsigned char *base, size_t 
         put_int_flips(target, name, base, size, (size_t)f * sizeof(int32_t), f);
 }
 
+/* base (an fp32 GPT-2 file of shape c, 2 layers) as a trained variant's file: the header's
+ * attention slot set, and the extension appended (window with a learned sink logit, then
+ * Performer), its size in *ext_size. */
+static unsigned char *with_attention(const unsigned char *base, size_t size, const Config *c,
+                                     size_t *ext_size) {
+    size_t ext = checkpoint_attention_bytes(c->n_layers, c->n_heads);
+    unsigned char *file = need(malloc(size + ext));
+    memcpy(file, base, size);
+    int32_t on = CHECKPOINT_ATTN_VERSION;
+    memcpy(file + CHECKPOINT_GPT2_ATTN_SLOT * sizeof(int32_t), &on, sizeof on);
+    AttentionConfig cfgs[2];
+    attention_config_default(&cfgs[0]);
+    cfgs[0].kind = ATTENTION_WINDOW;
+    cfgs[0].window = 3;
+    cfgs[0].sink_logit = 1;
+    attention_config_default(&cfgs[1]);
+    cfgs[1].kind = ATTENTION_PERFORMER;
+    cfgs[1].features = 4;
+    float sinks[2 * TINY_HEADS];
+    for (int i = 0; i < 2 * TINY_HEADS; i++) sinks[i] = 0.25f * (float)i - 0.5f;
+    checkpoint_encode_attention(file + size, cfgs, sinks, c->n_layers, c->n_heads);
+    *ext_size = size + ext;
+    return file;
+}
+
 /* Every corruption of a llama2.c checkpoint (legacy: 7 ints; else the 256-byte header). */
 static void put_llama_family(const char *name, const unsigned char *base, size_t size,
                              int legacy) {
@@ -216,6 +242,17 @@ static void seed_checkpoints(void) {
     padded.n_layers = 2;
     base = need(fuzz_tiny_gpt2(&padded, 0, SEED_WEIGHTS, &size));
     put_gpt2_family("gpt2_vp20_l2", base, size);
+    /* a trained variant's file: every field of its attention extension corrupted */
+    size_t ext_size, records = (size_t)padded.n_layers * CHECKPOINT_ATTN_INTS;
+    unsigned char *variant = with_attention(base, size, &padded, &ext_size);
+    put_gpt2_family("gpt2_attn", variant, ext_size);
+    for (size_t f = 0; f < records + (size_t)padded.n_layers * TINY_HEADS; f++)
+        put_int_flips("fuzz_checkpoint", "gpt2_attn_ext", variant, ext_size,
+                      size + f * sizeof(int32_t), (int)f);
+    q8 = to_q8(variant, ext_size, Q8_GROUP, &q8_size);
+    put_gpt2_family("gpt2_attn_q8", q8, q8_size);
+    free(q8);
+    free(variant);
     free(base);
 
     Config l = {.family = MODEL_LLAMA, .seq_len = TINY_CTX, .vocab_size = TINY_VOCAB,
