@@ -4,14 +4,17 @@
  * product per output. Decoding one token (N = 1) streams every weight once, so it runs at
  * memory speed if each weight is loaded once and enough independent sums are in flight;
  * prefill (N > 1) reuses each loaded weight row for several rows of x (a register tile),
- * so it runs at arithmetic speed. Both are the same function: a dot product kept as eight
- * lanes of fused multiply-adds, reduced in one fixed order, so every tile shape gives the
- * same bits. Threads split the output columns; nothing here reduces across threads.
- * The trainer's products (forward with pre-transposed weights, and both halves of the
- * backward) share one broadcast-form register tile, "Register-tiled products" below; its
- * other kernels (LayerNorm and GELU backward, AdamW) follow the norms and activations.
- * This file does not know about models: read model.c and train_model.c for how the
- * kernels are used.
+ * so it runs at arithmetic speed. Threads split the output columns; nothing here reduces
+ * across threads.
+ *
+ * Sections, in reading order: the thread pool; the reference kernels (portable C, what
+ * each kernel computes, and the code a build without vector instructions runs); one
+ * section per instruction set (AVX2 + FMA, AVX-512), each defining only a small
+ * vocabulary of vector operations; the vector kernels, written once in that vocabulary;
+ * then the public functions, which pick the vector or the reference kernel at compile
+ * time. Intrinsics appear only inside the instruction-set sections: another instruction
+ * set is one more such section. This file does not know about models: read model.c and
+ * train_model.c for how the kernels are used.
  *
  * Legend: N rows of x, IC input width, OC output width (rows of w), n row, o output
  * column, i input index, C width.
@@ -29,8 +32,8 @@
 #include <stdlib.h>       /* getenv, strtol */
 #include <string.h>       /* memcpy */
 #include <unistd.h>       /* sysconf: the cores, without OpenMP */
-#if KERNELS_SIMD
-#include <immintrin.h>    /* AVX2 and FMA intrinsics */
+#if KERNELS_SIMD && defined(__AVX2__)
+#include <immintrin.h>    /* AVX2, FMA and AVX-512 intrinsics */
 #endif
 #ifdef _OPENMP
 #include <omp.h>          /* omp_set_num_threads, omp_get_max_threads */
@@ -38,7 +41,7 @@
 
 #include "quant.h"        /* quant_quantize, quant_matmul_block, quant_groups */
 
-#define LANES 8            /* floats per AVX2 register; the portable path keeps 8 sums too */
+#define LANES 8            /* lanes of the dot-product sums, in every build */
 #define BLOCK_ROWS 64      /* rows of x per job: 64 x IC floats stay in L2 */
 #define MIN_BLOCK_COLS 16  /* fewest output columns per job */
 #define TARGET_JOBS 8      /* column blocks per matmul: few claims of the shared ticket, yet
@@ -53,6 +56,21 @@
 #define EXP_ROUND 12582912.0f            /* 1.5 * 2^23: adding it rounds to an integer */
 #define EXP_X_MIN -104.0f                /* exp(-104) rounds to 0 in float */
 #define EXP_X_MAX 89.0f                  /* exp(89) overflows to +inf in float */
+
+/* The tiles must be inlined into each caller, where their sizes are constants: only then
+ * do their loops unroll and their sums stay in registers. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+/* A reference kernel that a vector build replaces entirely is still compiled (so it never
+ * rots), but not called there. */
+#if defined(__GNUC__)
+#define MAYBE_UNUSED __attribute__((unused))
+#else
+#define MAYBE_UNUSED
+#endif
 
 /* ------------------------------------------------------------------------- */
 /* Threads: a pool that never waits for a thread that is not working             */
@@ -110,11 +128,11 @@ static Pool pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INIT
  * pool or nesting OpenMP regions. */
 static _Thread_local int in_job;
 
-static void cpu_relax(void) {
-#if KERNELS_SIMD
-    _mm_pause();
-#endif
-}
+
+/* A hint to the core that this thread is spinning: each instruction set's section below
+ * defines it (a pause instruction), the portable build as nothing. */
+static inline void cpu_relax(void);
+
 
 /* Claims and runs jobs of the ticket's loop until none is left; returns jobs run. Main
  * takes jobs from the front, workers from the back: consecutive loops over the same rows
@@ -381,17 +399,360 @@ void kernels_run(void (*body)(void *ctx), void *ctx) {
 }
 
 /* ------------------------------------------------------------------------- */
-/* Matrix product: the dot-product tile                                        */
+/* Reference kernels: portable C                                               */
+/*
+ * What each kernel computes, in plain loops. A build without vector instructions runs
+ * exactly these. A vector build runs the vector kernels further down instead, and these
+ * for the last few values that do not fill a vector; the tests hold the two to each
+ * other: bit for bit where the arithmetic is the same (exp, GELU, AdamW), within bounds
+ * checked against float64 where a fused multiply-add rounds once where these round twice
+ * (the products, the dot products).
+ */
 
-/* The tile below must be inlined into each caller, where R and C are constants: only then
- * do its loops unroll and its sums stay in registers. */
-#if defined(__GNUC__)
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define ALWAYS_INLINE inline
-#endif
+/* exp(x) = 2^k exp(r) with k = round(x / ln 2) and |r| <= ln(2) / 2; exp(r) from its
+ * Taylor series to r^7 (truncation below 6e-9 relative); 2^k applied as two factors
+ * 2^(k/2) 2^(k - k/2) so that k = -150 .. 128 never leaves float's exponent range.
+ * Selects, not branches: clang vectorises a loop over it, gcc 12 only for AVX-512. */
+static inline float exp_approx(float x) {
+    int is_nan = x != x;
+    float xc = is_nan ? 0.0f : x < EXP_X_MIN ? EXP_X_MIN : x > EXP_X_MAX ? EXP_X_MAX : x;
+    /* adding 1.5 * 2^23 rounds to an integer only if the sum is rounded to float: the cast
+     * does that where floats are evaluated wider (FLT_EVAL_METHOD not 0: x87, s390x), which
+     * otherwise keep the fraction (errors of millions of ulp); elsewhere it costs nothing */
+    float k = (float)(xc * EXP_LOG2E + EXP_ROUND) - EXP_ROUND;
+    float r = (xc - k * EXP_LN2_HI) - k * EXP_LN2_LO;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int ki = (int)k, k1 = ki / 2, k2 = ki - k1;
+    int bits1 = (k1 + 127) << 23, bits2 = (k2 + 127) << 23;   /* 2^k1, 2^k2 as floats */
+    float f1, f2;
+    memcpy(&f1, &bits1, sizeof f1);
+    memcpy(&f2, &bits2, sizeof f2);
+    float result = p * f1 * f2;
+    return is_nan ? x : result;
+}
 
-/* The GEMM tile's vector: 16 floats with AVX-512, 8 with AVX2. */
+/* ---- the matrix-vector tile (decode) ---- */
+
+/* out (R, C) (row stride ldo) = x (R, IC) . w (C, IC)^T, each row of x and w IC floats
+ * apart: eight partial sums per output (lane i % 8), one multiply and one add per input,
+ * then ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). */
+static MAYBE_UNUSED void dot_tile_reference(float *out, int ldo, const float *x,
+                                            const float *w, int IC, int R, int C) {
+    for (int r = 0; r < R; r++) {
+        for (int c = 0; c < C; c++) {
+            const float *x_r = x + (size_t)r * IC, *w_c = w + (size_t)c * IC;
+            float acc[LANES] = {0};
+            for (int i = 0; i < IC; i++) acc[i % LANES] += x_r[i] * w_c[i];
+            out[(size_t)r * ldo + c] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                                       ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        }
+    }
+}
+
+void kernels_matmul_reference(float *out, const float *x, const float *w, const float *b,
+                              int N, int IC, int OC) {
+    for (int n = 0; n < N; n++) {
+        for (int o = 0; o < OC; o++) {
+            double sum = b ? (double)b[o] : 0.0;
+            for (int i = 0; i < IC; i++)
+                sum += (double)x[(size_t)n * IC + i] * (double)w[(size_t)o * IC + i];
+            out[(size_t)n * OC + o] = (float)sum;
+        }
+    }
+}
+
+/* ---- the trainer's register-tiled products ---- */
+/*
+ * The trainer's products all have one shape, C (M, NC) (+)= sum over k of A(k, m) B[k][:],
+ * with A read through two strides, A(k, m) = a[k * a_k + m * a_m]:
+ *   forward  out (N, OC)  = x (N, IC) . wt (IC, OC)     m = n, k = i: A(k, m) = x[m][k]
+ *   dx       dx (N, IC)  += dout (N, OC) . w (OC, IC)   m = n, k = o: A(k, m) = dout[m][k]
+ *   dw       dw (OC, IC) += dout^T . x (N, IC)          m = o, k = n: A(k, m) = dout[k][m]
+ * A tile keeps TILE_MR rows of C by TILE_NV vectors of its columns in registers. For each k,
+ * in increasing order, it loads row k of B once (TILE_NV vectors) and broadcasts TILE_MR
+ * values of A: TILE_MR x TILE_NV FMAs for TILE_NV + TILE_MR loads. Every C[m][j] is
+ * therefore one lane's FMA chain over k in increasing order, starting from C's old value
+ * (accumulate) or from 0 (store), whatever the tile, the cache block (the chain goes on
+ * through memory) or the job: the bits depend only on the shapes and the build. A job
+ * is a block of C; within it, TILE_KB values of k at a time, a strip of TILE_COLS columns
+ * of B stays in L1 while every tile of rows passes over it.
+ */
+#define TILE_COLS (TILE_NV * VLANES)   /* columns of C per tile */
+#define TILE_KB 128                    /* values of k per cache block */
+#define PRODUCT_JOB_ROWS 64            /* at most this many rows of C per job ... */
+#define PRODUCT_TARGET_JOBS 8          /* ... and fewer if that gives under 8 row blocks */
+#define PRODUCT_JOB_COLS 256           /* columns of C per job (a multiple of TILE_COLS) */
+#define PRODUCT_CHAIN_ROWS 256         /* dw: at most this many rows per job (its strip of
+                                        * C, 256 x TILE_COLS floats: 64 KiB with AVX-512,
+                                        * 16 KiB with AVX2, stays in L2 between blocks of k) */
+
+
+/* One product's operands and its split into jobs (blocks of rows x blocks of columns). */
+typedef struct {
+    float *c;              /* C (M, NC), row stride ldc */
+    const float *a;        /* A(k, m) = a[k * a_k + m * a_m] */
+    const float *b;        /* B (K, NC), row stride ldb */
+    const float *bias;     /* (NC,) added after the sums (store only), or NULL */
+    long a_k, a_m;
+    int ldc, ldb, M, NC, K;
+    int store;             /* 1: C = A B (+ bias); 0: C += A B */
+    int rows, cols, col_jobs;
+} Product;
+
+/* C[m0 .. m1, j0 .. j1) of product p (+)= its chains over the kb values of k from a and b
+ * on (a block of k), starting from 0 if zero: one multiply and one add per step,
+ * vectorisable over j. */
+static MAYBE_UNUSED void product_chains_reference(const Product *p, const float *a,
+                                                  const float *b, int kb, int zero, int m0,
+                                                  int m1, int j0, int j1) {
+    for (int m = m0; m < m1; m++) {
+        float *c_m = p->c + (size_t)m * p->ldc;
+        if (zero)
+            for (int j = j0; j < j1; j++) c_m[j] = 0.0f;
+        for (int k = 0; k < kb; k++) {
+            float a_km = a[k * p->a_k + m * p->a_m];
+            const float *b_k = b + (size_t)k * p->ldb;
+            for (int j = j0; j < j1; j++) c_m[j] += a_km * b_k[j];
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Reference kernels: norms and activations                                    */
+
+/* mean and rstd of row x_n (C,). */
+static MAYBE_UNUSED void norm_stats_reference(const float *x_n, int C, float *mean,
+                                              float *rstd) {
+    float m = 0.0f, var = 0.0f;
+    for (int i = 0; i < C; i++) m += x_n[i];
+    m /= (float)C;
+    for (int i = 0; i < C; i++) var += (x_n[i] - m) * (x_n[i] - m);
+    var /= (float)C;
+    *mean = m;
+    *rstd = 1.0f / sqrtf(var + KERNELS_NORM_EPS);
+}
+
+/* One row of LayerNorm's dx: with xhat = (x - mean) rstd and g = w * dout,
+ * dx_n (C,) += rstd (g - mean(g) - xhat mean(g xhat)) (llm.c doc/layernorm). */
+static MAYBE_UNUSED void norm_dx_row_reference(float *dx_n, const float *x_n,
+                                               const float *dout_n, const float *w, int C,
+                                               float m, float r) {
+    float g_mean = 0.0f, gx_mean = 0.0f;
+    for (int i = 0; i < C; i++) {
+        float g = w[i] * dout_n[i];
+        g_mean += g;
+        gx_mean += g * (x_n[i] - m) * r;
+    }
+    g_mean /= (float)C;
+    gx_mean /= (float)C;
+    for (int i = 0; i < C; i++) {
+        float xhat = (x_n[i] - m) * r;
+        dx_n[i] += r * (w[i] * dout_n[i] - g_mean - xhat * gx_mean);
+    }
+}
+
+/* x (n,) = GELU(x): 0.5 v (1 + tanh u) = v sigmoid(2u) = v / (1 + exp(-2u)),
+ * u = sqrt(2/pi)(v + c v^3). */
+static void gelu_reference(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        float u = GELU_SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
+        x[i] = v / (1.0f + exp_approx(-2.0f * u));
+    }
+}
+
+/* dx (n,) = GELU'(x) dout. GELU(v) = v s with s = sigmoid(2u) = 0.5 (1 + tanh u), so
+ * GELU'(v) = s + v s' = s + 2 v u' s (1 - s) (as 1 - tanh^2 u = 4 s (1 - s)). Far out, s
+ * is exactly 0 or 1: GELU' is 0 or 1, never NaN. */
+static void gelu_backward_reference(float *dx, const float *x, const float *dout, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        float u = GELU_SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
+        float du = GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_CUBIC * v * v);
+        float s = 1.0f / (1.0f + exp_approx(-2.0f * u));
+        dx[i] = (s + 2.0f * v * du * s * (1.0f - s)) * dout[i];
+    }
+}
+
+/* AdamW over n parameters, in kernels_adamw's order (kernels.h). */
+static void adamw_reference(float *param, const float *grad, float *m, float *v, size_t n,
+                            const KernelsAdamW *h) {
+    float beta1 = h->beta1, beta2 = h->beta2, rest1 = 1.0f - beta1, rest2 = 1.0f - beta2;
+    float lr = h->lr, eps = h->eps, decay = h->weight_decay, scale = h->grad_scale;
+    float c1 = h->correction1, c2 = h->correction2;
+    for (size_t i = 0; i < n; i++) {
+        float g = grad[i] * scale;
+        m[i] = beta1 * m[i] + rest1 * g;
+        v[i] = beta2 * v[i] + rest2 * g * g;
+        float m_hat = m[i] / c1, v_hat = v[i] / c2;
+        param[i] -= lr * (m_hat / (sqrtf(v_hat) + eps) + decay * param[i]);
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Reference kernels: attention's loops                                        */
+
+/* a (n,) . b (n,): eight partial sums (lane i % 8), one multiply and one add per input,
+ * then ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). */
+static MAYBE_UNUSED float dot_reference(const float *a, const float *b, int n) {
+    float acc[LANES] = {0};
+    for (int i = 0; i < n; i++) acc[i % LANES] += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+/* The sum of x (n,), in dot_reference's lanes and order. */
+static MAYBE_UNUSED float sum_reference(const float *x, int n) {
+    float acc[LANES] = {0};
+    for (int i = 0; i < n; i++) acc[i % LANES] += x[i];
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+/* x (n,) = exp(x - shift), in place. */
+static void exp_shift_reference(float *x, int n, float shift) {
+    for (int j = 0; j < n; j++) x[j] = exp_approx(x[j] - shift);
+}
+
+/* out (n,) = sum over r of (weights[r] * scale) * row r of v (rows as in kernels_dots):
+ * one multiply and one add per row, rows in order. */
+static MAYBE_UNUSED void weighted_sum_reference(float *out, const float *weights, float scale,
+                                                const float *v, int stride,
+                                                const int32_t *rows, int n_rows, int n) {
+    for (int i = 0; i < n; i++) out[i] = 0.0f;
+    for (int r = 0; r < n_rows; r++) {
+        const float *v_r = v + (long)(rows ? rows[r] : r) * stride;
+        float a = weights[r] * scale;
+        for (int i = 0; i < n; i++) out[i] += a * v_r[i];
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Instruction sets                                                            */
+/*
+ * Each section below defines, for one instruction set, the vocabulary the vector kernels
+ * are written in, and nothing else:
+ *   Vec               VLANES floats: vec_zero, vec_set1, vec_load, vec_store, vec_broadcast
+ *                     (one float to every lane), vec_add, vec_sub, vec_mul, vec_div,
+ *                     vec_sqrt (each rounded as the scalar operation), vec_fma (fused)
+ *   LaneMask          the first n lanes, from lane_mask(n): vec_load_mask (zeros beyond),
+ *                     vec_store_mask, vec_blend_zero (zero outside the mask)
+ *   vec_sum           the sum of a Vec's lanes, in an order of the section's choosing
+ *   vec_exp_clamp, vec_exp2_halves, vec_nan_or   the three steps of exp_approx that are
+ *                     not plain arithmetic (clamp, 2^k as two factors, NaN passed through)
+ *   V8                eight float lanes whatever the register width, for the dot products
+ *                     that must give the same bits in every build: v8_zero, v8_load,
+ *                     v8_load_first (the first n < 8 floats, zeros beyond, nothing read
+ *                     past them), v8_fma, v8_add, v8_sum (((l0 + l4) + (l2 + l6)) +
+ *                     ((l1 + l5) + (l3 + l7)), as dot_reference), v8_sum_rows (eight such
+ *                     sums at once)
+ *   GEMM_NV, TILE_MR, TILE_NV   register tile shapes (vectors per tile row, rows per tile)
+ *   cpu_relax         the spin-wait hint of the thread pool
+ * The V8 sums and the one-lane FMA chains (GEMM, the trainer's products, weighted sums) are
+ * the same operations in every section, so AVX2 and AVX-512 builds give the same bits
+ * there; exp, GELU and AdamW give the reference kernels' bits in every build.
+ */
+
+/* ==== AVX2 + FMA (x86-64-v3; the 8-lane part of AVX-512 builds too) ==== */
+#if KERNELS_SIMD && defined(__AVX2__)
+typedef __m256 V8;
+#define v8_zero() _mm256_setzero_ps()
+#define v8_load(p) _mm256_loadu_ps(p)
+#define v8_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define v8_add(a, b) _mm256_add_ps(a, b)
+
+static inline V8 v8_load_first(const float *p, int n) {
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_maskload_ps(p, mask);
+}
+
+static inline float v8_sum(V8 a) {
+    __m128 quad = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    __m128 pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
+    return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
+}
+
+/* out (8,) = v8_sum of a[0 .. 7], each added exactly as v8_sum adds it: quads lo + hi,
+ * then pairs (q0 + q2, q1 + q3), then pair0 + pair1; the eight rows share the shuffles
+ * that v8_sum spends on one. */
+static inline void v8_sum_rows(float *out, const V8 a[8]) {
+    __m256 q04 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[4], 0x20),
+                               _mm256_permute2f128_ps(a[0], a[4], 0x31));
+    __m256 q15 = _mm256_add_ps(_mm256_permute2f128_ps(a[1], a[5], 0x20),
+                               _mm256_permute2f128_ps(a[1], a[5], 0x31));
+    __m256 q26 = _mm256_add_ps(_mm256_permute2f128_ps(a[2], a[6], 0x20),
+                               _mm256_permute2f128_ps(a[2], a[6], 0x31));
+    __m256 q37 = _mm256_add_ps(_mm256_permute2f128_ps(a[3], a[7], 0x20),
+                               _mm256_permute2f128_ps(a[3], a[7], 0x31));
+    /* per 128-bit half: (quad_r[0] + quad_r[2], quad_r[1] + quad_r[3]) for two rows */
+    __m256 p0145 = _mm256_add_ps(_mm256_shuffle_ps(q04, q15, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(q04, q15, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m256 p2367 = _mm256_add_ps(_mm256_shuffle_ps(q26, q37, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(q26, q37, _MM_SHUFFLE(3, 2, 3, 2)));
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_shuffle_ps(p0145, p2367, _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm256_shuffle_ps(p0145, p2367, _MM_SHUFFLE(3, 1, 3, 1))));
+}
+
+static inline void cpu_relax(void) { _mm_pause(); }
+
+#if !defined(__AVX512F__)   /* Vec: 8 floats (AVX-512 builds take 16, next section) */
+#define VLANES 8
+typedef __m256 Vec;
+#define vec_zero() _mm256_setzero_ps()
+#define vec_load(p) _mm256_loadu_ps(p)
+#define vec_store(p, v) _mm256_storeu_ps(p, v)
+#define vec_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define vec_broadcast(p) _mm256_broadcast_ss(p)
+#define vec_set1(x) _mm256_set1_ps(x)
+#define vec_add(a, b) _mm256_add_ps(a, b)
+#define vec_sub(a, b) _mm256_sub_ps(a, b)
+#define vec_mul(a, b) _mm256_mul_ps(a, b)
+#define vec_div(a, b) _mm256_div_ps(a, b)
+#define vec_sqrt(a) _mm256_sqrt_ps(a)
+#define vec_sum(v) v8_sum(v)
+typedef __m256i LaneMask;
+#define vec_load_mask(p, m) _mm256_maskload_ps(p, m)
+#define vec_store_mask(p, m, v) _mm256_maskstore_ps(p, m, v)
+#define vec_blend_zero(m, v) _mm256_and_ps(_mm256_castsi256_ps(m), v)
+static inline LaneMask lane_mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#define GEMM_NV 2          /* 6 x 2 accumulators of 16 registers */
+#define TILE_MR 6
+#define TILE_NV 2
+
+/* x clamped to [EXP_X_MIN, EXP_X_MAX], NaN lanes 0 (max and min return their second
+ * operand for a NaN lane, which is then replaced) */
+static inline Vec vec_exp_clamp(Vec x) {
+    __m256 is_nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    Vec xc = _mm256_min_ps(_mm256_max_ps(x, vec_set1(EXP_X_MIN)), vec_set1(EXP_X_MAX));
+    return _mm256_blendv_ps(xc, vec_zero(), is_nan);
+}
+
+/* 2^k1 and 2^k2 for integer-valued k, k1 = k / 2 rounded toward 0 as C divides,
+ * k2 = k - k1 */
+static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
+    __m256i ki = _mm256_cvttps_epi32(k);
+    __m256i k1 = _mm256_srai_epi32(_mm256_add_epi32(ki, _mm256_srli_epi32(ki, 31)), 1);
+    __m256i k2 = _mm256_sub_epi32(ki, k1), bias = _mm256_set1_epi32(127);
+    *f1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+    *f2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
+}
+
+/* v, with x's lanes where x is NaN */
+static inline Vec vec_nan_or(Vec x, Vec v) {
+    return _mm256_blendv_ps(v, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+#endif /* !__AVX512F__ */
+#endif /* AVX2 + FMA */
+
+/* ==== AVX-512 (Vec of 16 floats; V8 and cpu_relax are AVX2's, above) ==== */
 #if KERNELS_SIMD && defined(__AVX512F__)
 #define VLANES 16
 typedef __m512 Vec;
@@ -404,190 +765,150 @@ typedef __m512 Vec;
 #define vec_add(a, b) _mm512_add_ps(a, b)
 #define vec_sub(a, b) _mm512_sub_ps(a, b)
 #define vec_mul(a, b) _mm512_mul_ps(a, b)
-#define vec_blend_zero(m, v) _mm512_maskz_mov_ps(m, v)   /* v in m's lanes, 0 elsewhere */
 #define vec_div(a, b) _mm512_div_ps(a, b)
 #define vec_sqrt(a) _mm512_sqrt_ps(a)
-#elif KERNELS_SIMD
-#define VLANES 8
-typedef __m256 Vec;
-#define vec_zero() _mm256_setzero_ps()
-#define vec_load(p) _mm256_loadu_ps(p)
-#define vec_store(p, v) _mm256_storeu_ps(p, v)
-#define vec_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define vec_broadcast(p) _mm256_broadcast_ss(p)
-#define vec_set1(x) _mm256_set1_ps(x)
-#define vec_add(a, b) _mm256_add_ps(a, b)
-#define vec_sub(a, b) _mm256_sub_ps(a, b)
-#define vec_mul(a, b) _mm256_mul_ps(a, b)
-#define vec_blend_zero(m, v) _mm256_and_ps(_mm256_castsi256_ps(m), v)
-#define vec_div(a, b) _mm256_div_ps(a, b)
-#define vec_sqrt(a) _mm256_sqrt_ps(a)
+#define vec_sum(v) _mm512_reduce_add_ps(v)
+typedef __mmask16 LaneMask;
+#define vec_load_mask(p, m) _mm512_maskz_loadu_ps(m, p)
+#define vec_store_mask(p, m, v) _mm512_mask_storeu_ps(p, m, v)
+#define vec_blend_zero(m, v) _mm512_maskz_mov_ps(m, v)
+static inline LaneMask lane_mask(int n) { return (LaneMask)((1u << n) - 1u); }
+#define GEMM_NV 2          /* 6 x 2 accumulators of 32 registers */
+#define TILE_MR 6          /* rows of C per tile: each loaded vector of B serves 6 FMAs */
+#define TILE_NV 4          /* vectors of C's columns per tile: 24 accumulators of 32 registers */
+
+static inline Vec vec_exp_clamp(Vec x) {
+    __mmask16 is_nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    Vec xc = _mm512_min_ps(_mm512_max_ps(x, vec_set1(EXP_X_MIN)), vec_set1(EXP_X_MAX));
+    return _mm512_mask_blend_ps(is_nan, xc, vec_zero());
+}
+
+static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
+    __m512i ki = _mm512_cvttps_epi32(k);
+    __m512i k1 = _mm512_srai_epi32(_mm512_add_epi32(ki, _mm512_srli_epi32(ki, 31)), 1);
+    __m512i k2 = _mm512_sub_epi32(ki, k1), bias = _mm512_set1_epi32(127);
+    *f1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1, bias), 23));
+    *f2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k2, bias), 23));
+}
+
+static inline Vec vec_nan_or(Vec x, Vec v) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), v, x);
+}
+#endif /* AVX-512 */
+
+/* ==== Portable C: no vector instructions ==== */
+#if !KERNELS_SIMD
+static inline void cpu_relax(void) {}
+#define VLANES 8           /* only the trainer's job shapes use these */
+#define TILE_MR 4
+#define TILE_NV 8
 #endif
 
+/* ------------------------------------------------------------------------- */
+/* Vector kernels, in the vocabulary above                                     */
 #if KERNELS_SIMD
-/* The decode tile stays 8 lanes wide even with AVX-512: a single row's product is bound by
- * memory traffic, which 16 lanes do not reduce, and each final sum of 16 lanes costs more. */
 
-/* The first n (< 8) floats at p, the other lanes zero; nothing beyond is read. */
-static inline __m256 load_first(const float *p, int n) {
-    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
-                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    return _mm256_maskload_ps(p, mask);
+/* exp_approx on every lane: the same operations in the same order, none fused, so every
+ * lane has exp_approx's bits (tests/test_kernels.c checks). */
+static inline Vec vec_exp(Vec x) {
+    Vec xc = vec_exp_clamp(x);
+    Vec k = vec_sub(vec_add(vec_mul(xc, vec_set1(EXP_LOG2E)), vec_set1(EXP_ROUND)),
+                    vec_set1(EXP_ROUND));
+    Vec r = vec_sub(vec_sub(xc, vec_mul(k, vec_set1(EXP_LN2_HI))),
+                    vec_mul(k, vec_set1(EXP_LN2_LO)));
+    Vec p = vec_set1(1.0f / 5040.0f);
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 720.0f));
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 120.0f));
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 24.0f));
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 6.0f));
+    p = vec_add(vec_mul(p, r), vec_set1(0.5f));
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f));
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f));
+    Vec f1, f2;
+    vec_exp2_halves(k, &f1, &f2);
+    return vec_nan_or(x, vec_mul(vec_mul(p, f1), f2));
 }
 
-/* The sum of the eight lanes of a, as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). */
-static inline float sum8(__m256 a) {
-    __m128 quad = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    __m128 pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
-    return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
-}
+/* ---- the dot-product tile (decode) ---- */
 
-/* out (R, C) (row stride ldo) = x (R, IC) . w (C, IC)^T, each row of x and w IC floats
- * apart: R x C accumulators of eight lanes, one FMA per lane and input chunk, so each
- * loaded chunk of a row of w serves R rows of x and each chunk of x serves C rows of w.
- * The last chunk of a row, if short, is read through a mask (zeros beyond). Called with
- * constant R and C, so the loops unroll and the sums live in registers. */
-static ALWAYS_INLINE void dot_tile(float *out, int ldo, const float *x, const float *w,
-                                   int IC, int R, int C) {
-    __m256 acc[3][8];
+/* dot_tile_reference's product with the eight partial sums as the eight lanes of a V8,
+ * one FMA per lane and input chunk: R x C accumulators, so each loaded chunk of a row of
+ * w serves R rows of x and each chunk of x serves C rows of w. The last chunk of a row,
+ * if short, is read as zeros beyond. Called with constant R and C, so the loops unroll
+ * and the sums live in registers. The tile stays 8 lanes wide with AVX-512: a single
+ * row's product is bound by memory traffic, which 16 lanes do not reduce, and each final
+ * sum of 16 lanes costs more. */
+static ALWAYS_INLINE void dot_tile_vector(float *out, int ldo, const float *x, const float *w,
+                                          int IC, int R, int C) {
+    V8 acc[3][8];
     for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
+        for (int c = 0; c < C; c++) acc[r][c] = v8_zero();
     int i = 0;
     for (; i + LANES <= IC; i += LANES) {
         for (int c = 0; c < C; c++) {
-            __m256 w_c = _mm256_loadu_ps(w + (size_t)c * IC + i);
+            V8 w_c = v8_load(w + (size_t)c * IC + i);
             for (int r = 0; r < R; r++)
-                acc[r][c] = _mm256_fmadd_ps(_mm256_loadu_ps(x + (size_t)r * IC + i), w_c,
-                                            acc[r][c]);
+                acc[r][c] = v8_fma(v8_load(x + (size_t)r * IC + i), w_c, acc[r][c]);
         }
     }
     if (i < IC) {   /* the tail: lanes i .. IC-1 loaded, the rest read as zero */
         for (int c = 0; c < C; c++) {
-            __m256 w_c = load_first(w + (size_t)c * IC + i, IC - i);
+            V8 w_c = v8_load_first(w + (size_t)c * IC + i, IC - i);
             for (int r = 0; r < R; r++)
-                acc[r][c] = _mm256_fmadd_ps(load_first(x + (size_t)r * IC + i, IC - i), w_c,
-                                            acc[r][c]);
+                acc[r][c] = v8_fma(v8_load_first(x + (size_t)r * IC + i, IC - i), w_c,
+                                   acc[r][c]);
         }
     }
     for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) out[(size_t)r * ldo + c] = sum8(acc[r][c]);
+        for (int c = 0; c < C; c++) out[(size_t)r * ldo + c] = v8_sum(acc[r][c]);
 }
 
-/* out[c] = x (IC,) . row c of w (C, IC), for c < C: dot_tile with R = C = 1 row after row,
- * so each output's sum is the one the eight-row tile makes (bit for bit), but the rows
- * of w are read one after the other, as one sequential run. */
-static void dot_rows(float *out, const float *x, const float *w, int IC, int C) {
-    for (int c = 0; c < C; c++) dot_tile(out + c, 1, x, w + (size_t)c * IC, IC, 1, 1);
-}
-#else
-/* The portable tile: eight partial sums per output, one multiply and one add. */
-static void dot_tile(float *out, int ldo, const float *x, const float *w, int IC, int R,
-                     int C) {
-    for (int r = 0; r < R; r++) {
-        for (int c = 0; c < C; c++) {
-            const float *x_r = x + (size_t)r * IC, *w_c = w + (size_t)c * IC;
-            float acc[LANES] = {0};
-            for (int i = 0; i < IC; i++) acc[i % LANES] += x_r[i] * w_c[i];
-            out[(size_t)r * ldo + c] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-                                       ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-        }
-    }
-}
-#endif
-
-/* A single row's product streams a matrix of at least this many bytes row after row
- * (dot_rows) instead of eight rows at a time. A model this large is read from memory at
- * every token, and one sequential run streams faster than eight interleaved ones (Zen 4,
- * AVX2 code, one thread: s15m 204 -> 355 tokens/s, a random s110m 46 -> 61); the
- * eight-row tile's independent sums win where the weights stay in the caches (the
- * shipped model, whose largest matrix is 256 KiB). The value lies between that and
- * s15m's smallest matrix (324 KiB): a measured choice, not a derived one. */
-#define DECODE_STREAM_BYTES (288 << 10)
-
-/* out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b: one job. A single row (decode)
- * goes against eight rows of w at a time, or row after row for a large w. Several rows: for each four rows of w, every
- * three rows of x in turn (12 sums in registers), so each row of w comes from memory
- * once and is reused from L1 for all rows of x. Leftovers use smaller tiles, which
- * compute the same sums. */
-static void matmul_block(float *out, const float *x, const float *w, const float *b,
-                         int n0, int n1, int o0, int o1, int IC, int OC) {
-    int o = o0;
-    if (n1 - n0 == 1) {
-        float *out_n = out + (size_t)n0 * OC;
-        const float *x_n = x + (size_t)n0 * IC;
-#if KERNELS_SIMD
-        if ((size_t)IC * (size_t)OC * sizeof(float) >= DECODE_STREAM_BYTES) {
-            dot_rows(out_n + o, x_n, w + (size_t)o * IC, IC, o1 - o);
-            o = o1;
-        }
-#endif
-        for (; o + 8 <= o1; o += 8) dot_tile(out_n + o, OC, x_n, w + (size_t)o * IC, IC, 1, 8);
-        for (; o < o1; o++) dot_tile(out_n + o, OC, x_n, w + (size_t)o * IC, IC, 1, 1);
-    } else {
-        for (; o + 4 <= o1; o += 4) {
-            int n = n0;
-            for (; n + 3 <= n1; n += 3)
-                dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
-                         IC, 3, 4);
-            for (; n < n1; n++)
-                dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
-                         IC, 1, 4);
-        }
-        for (; o < o1; o++)
-            for (int n = n0; n < n1; n++)
-                dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
-                         IC, 1, 1);
-    }
-    if (b)
-        for (int n = n0; n < n1; n++)
-            for (o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
+/* out[c] = x (IC,) . row c of w (C, IC), for c < C: dot_tile_vector with R = C = 1 row
+ * after row, so each output's sum is the one the eight-row tile makes (bit for bit), but
+ * the rows of w are read one after the other, as one sequential run. */
+static void dot_rows_vector(float *out, const float *x, const float *w, int IC, int C) {
+    for (int c = 0; c < C; c++) dot_tile_vector(out + c, 1, x, w + (size_t)c * IC, IC, 1, 1);
 }
 
-/* ------------------------------------------------------------------------- */
-/* Matrix product: the broadcast-form tile for blocks of rows (prefill)        */
+/* ---- the broadcast-form tile for blocks of rows (prefill) ---- */
 /*
  * With many rows of x, the dot-product tile's horizontal sums cost as much as the
  * multiplies when IC is small. The GEMM form keeps whole outputs in the lanes instead:
  * a block of NB rows of x is transposed once into xt (KC, NB), and then for MR rows of w
  * at a time, acc[r][v] (the outputs of w row o+r for NB rows of x) grows by
  * w[o+r][i] * xt[i][:] for i in order, one FMA per step. Every output is therefore one
- * lane's sum over i in increasing order, whatever the tile or block sizes: the result of
- * a row does not depend on how many rows come with it (N >= GEMM_MIN_ROWS). It differs
- * from the dot-product tile's order, so decode (N = 1) and prefill agree to rounding.
+ * lane's sum over i in increasing order, whatever the tile, the block sizes or the vector
+ * width: the result of a row does not depend on how many rows come with it (N >=
+ * GEMM_MIN_ROWS). It differs from the dot-product tile's order, so decode (N = 1) and
+ * prefill agree to rounding.
  */
-#if KERNELS_SIMD
-#define GEMM_LANES VLANES
-#endif
-
-#ifdef GEMM_LANES
 #define GEMM_MR 6                      /* rows of w per tile */
-#define GEMM_NB (2 * GEMM_LANES)       /* rows of x per tile: two vectors */
+#define GEMM_NB (GEMM_NV * VLANES)     /* rows of x per tile: 32 with AVX-512, 16 with AVX2 */
 #define GEMM_KC 1024                   /* input columns per transposed block of x */
 #define GEMM_MIN_ROWS (GEMM_NB / 2)    /* fewer rows of x: the dot-product tile is faster */
 #define GEMM_COL_BLOCKS 4              /* column blocks per block of rows: few, since each
                                         * job transposes its rows of x once */
 
-/* acc (R, 2 vectors) for w rows o .. o+R-1 against the NB columns of xt (kc, NB): the
- * sums over i = 0 .. kc-1, added to out (rows n0.., columns o..) unless first, where
+/* acc (R, GEMM_NV vectors) for w rows o .. o+R-1 against the NB columns of xt (kc, NB):
+ * the sums over i = 0 .. kc-1, added to out (rows n0.., columns o..) unless first, where
  * they are stored; rows >= n1 of the block are padding and are not written. */
 static ALWAYS_INLINE void gemm_tile(float *out, const float *xt, const float *w, int kc,
                                     int IC, int OC, int o, int n0, int n1, int first, int R) {
-    Vec acc[GEMM_MR][2];
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = vec_zero();
+    Vec acc[GEMM_MR][GEMM_NV];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < GEMM_NV; v++) acc[r][v] = vec_zero();
     const float *w_o = w + (size_t)o * IC;
     for (int i = 0; i < kc; i++) {
-        Vec x0 = vec_load(xt + (size_t)i * GEMM_NB);
-        Vec x1 = vec_load(xt + (size_t)i * GEMM_NB + GEMM_LANES);
+        Vec x_v[GEMM_NV];
+        for (int v = 0; v < GEMM_NV; v++) x_v[v] = vec_load(xt + (size_t)i * GEMM_NB + v * VLANES);
         for (int r = 0; r < R; r++) {
             Vec w_ri = vec_broadcast(w_o + (size_t)r * IC + i);
-            acc[r][0] = vec_fma(w_ri, x0, acc[r][0]);
-            acc[r][1] = vec_fma(w_ri, x1, acc[r][1]);
+            for (int v = 0; v < GEMM_NV; v++) acc[r][v] = vec_fma(w_ri, x_v[v], acc[r][v]);
         }
     }
     float lanes[GEMM_NB];
     for (int r = 0; r < R; r++) {
-        vec_store(lanes, acc[r][0]);
-        vec_store(lanes + GEMM_LANES, acc[r][1]);
+        for (int v = 0; v < GEMM_NV; v++) vec_store(lanes + v * VLANES, acc[r][v]);
         for (int n = n0; n < n1; n++) {
             float *out_no = out + (size_t)n * OC + o + r;
             *out_no = first ? lanes[n - n0] : *out_no + lanes[n - n0];
@@ -598,7 +919,7 @@ static ALWAYS_INLINE void gemm_tile(float *out, const float *xt, const float *w,
 /* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, NB rows of x at a time. */
 static void gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
                        int n1, int o0, int o1, int IC, int OC) {
-    float xt[GEMM_KC * GEMM_NB];   /* (KC, NB) on the stack: 128 KiB (AVX-512), 64 KiB (AVX2) */
+    float xt[GEMM_KC * GEMM_NB];   /* (KC, NB) on the stack: 128 KiB (AVX-512), else 64 KiB */
     for (int nb = n0; nb < n1; nb += GEMM_NB) {
         int nb1 = nb + GEMM_NB < n1 ? nb + GEMM_NB : n1;
         for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
@@ -627,169 +948,9 @@ static void gemm_block(float *out, const float *x, const float *w, const float *
         for (int n = n0; n < n1; n++)
             for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
 }
-#endif
 
-/* Output columns per job: about TARGET_JOBS blocks, a multiple of 8, at least
- * MIN_BLOCK_COLS. It depends only on OC, so the work split never depends on threads. */
-static int block_cols(int OC) {
-    int cols = (OC + TARGET_JOBS - 1) / TARGET_JOBS;
-    cols = (cols + LANES - 1) / LANES * LANES;
-    return cols < MIN_BLOCK_COLS ? MIN_BLOCK_COLS : cols;
-}
+/* ---- the trainer's register tile (see "Register-tiled products for the trainer") ---- */
 
-/* One matmul's arguments, for its jobs. */
-typedef struct {
-    float *out;
-    const float *x, *w, *b;
-    const QuantMatrix *q8;
-    const int8_t *xq;
-    const float *xs;
-    int N, IC, OC, cols, col_blocks;
-} MatmulJob;
-
-/* Job j of an fp32 matmul: a block of rows of x times a block of output columns. */
-static void matmul_job(void *ctx, int j) {
-    const MatmulJob *m = ctx;
-    int n0 = j / m->col_blocks * BLOCK_ROWS, o0 = j % m->col_blocks * m->cols;
-    int n1 = n0 + BLOCK_ROWS < m->N ? n0 + BLOCK_ROWS : m->N;
-    int o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
-#ifdef GEMM_LANES
-    if (m->N >= GEMM_MIN_ROWS) {
-        gemm_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
-        return;
-    }
-#endif
-    matmul_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
-}
-
-/* Job j of an int8 matmul: a block of output columns for all rows. */
-static void matmul_q8_job(void *ctx, int j) {
-    const MatmulJob *m = ctx;
-    int o0 = j * m->cols, o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
-    quant_matmul_block(m->out, m->xq, m->xs, m->q8, m->b, m->N, o0, o1);
-}
-
-void kernels_matmul(float *out, const float *x, const float *w, const float *b,
-                    int N, int IC, int OC) {
-    /* Jobs are (block of rows of x, block of output columns). Each output element is
-     * written by one job, so threads never share an output, and the blocks depend only
-     * on the shapes. Small products stay on one thread: handing out the jobs would
-     * cost more than the second thread saves. */
-    int cols = block_cols(OC);
-#ifdef GEMM_LANES
-    if (N >= GEMM_MIN_ROWS) {   /* wide column blocks, a multiple of the tile height */
-        cols = (OC + GEMM_COL_BLOCKS - 1) / GEMM_COL_BLOCKS;
-        cols = (cols + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
-    }
-#endif
-    MatmulJob m = {.out = out, .x = x, .w = w, .b = b, .N = N, .IC = IC, .OC = OC,
-                   .cols = cols, .col_blocks = (OC + cols - 1) / cols};
-    int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
-    parallel_for(matmul_job, &m, row_blocks * m.col_blocks, (double)N * IC * OC);
-}
-
-void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
-                       int N, int8_t *xq, float *xs) {
-    int IC = w->cols, OC = w->rows, cols = block_cols(OC);
-    /* the activations in the matrix's groups: xq (N, IC), xs (N, groups) */
-    quant_quantize(xq, xs, x, N, IC, w->group);
-    MatmulJob m = {.out = out, .b = b, .q8 = w, .xq = xq, .xs = xs, .N = N, .IC = IC,
-                   .OC = OC, .cols = cols, .col_blocks = (OC + cols - 1) / cols};
-    /* an int8 weight is a quarter of an fp32 one to stream: count the work accordingly */
-    parallel_for(matmul_q8_job, &m, m.col_blocks, (double)N * IC * OC / 4);
-}
-
-int kernels_gemm_min_rows(void) {
-#ifdef GEMM_LANES
-    return GEMM_MIN_ROWS;
-#else
-    return 0;
-#endif
-}
-
-const char *kernels_isa(void) {
-#if defined(__AVX512F__) && KERNELS_SIMD
-    return "avx512";
-#elif KERNELS_SIMD
-    return "avx2+fma";
-#else
-    return "portable";
-#endif
-}
-
-void kernels_matmul_reference(float *out, const float *x, const float *w, const float *b,
-                              int N, int IC, int OC) {
-    for (int n = 0; n < N; n++) {
-        for (int o = 0; o < OC; o++) {
-            double sum = b ? (double)b[o] : 0.0;
-            for (int i = 0; i < IC; i++)
-                sum += (double)x[(size_t)n * IC + i] * (double)w[(size_t)o * IC + i];
-            out[(size_t)n * OC + o] = (float)sum;
-        }
-    }
-}
-
-/* ------------------------------------------------------------------------- */
-/* Register-tiled products for the trainer                                     */
-/*
- * The trainer's products all have one shape, C (M, NC) (+)= sum over k of A(k, m) B[k][:],
- * with A read through two strides, A(k, m) = a[k * a_k + m * a_m]:
- *   forward  out (N, OC)  = x (N, IC) . wt (IC, OC)     m = n, k = i: A(k, m) = x[m][k]
- *   dx       dx (N, IC)  += dout (N, OC) . w (OC, IC)   m = n, k = o: A(k, m) = dout[m][k]
- *   dw       dw (OC, IC) += dout^T . x (N, IC)          m = o, k = n: A(k, m) = dout[k][m]
- * A tile keeps TILE_MR rows of C by TILE_NV vectors of its columns in registers. For each k,
- * in increasing order, it loads row k of B once (TILE_NV vectors) and broadcasts TILE_MR
- * values of A: TILE_MR x TILE_NV FMAs for TILE_NV + TILE_MR loads. Every C[m][j] is
- * therefore one lane's FMA chain over k in increasing order, starting from C's old value
- * (accumulate) or from 0 (store), whatever the tile, the cache block (the chain goes on
- * through memory) or the job: the bits depend only on the shapes and the build. A job
- * is a block of C; within it, TILE_KB values of k at a time, a strip of TILE_COLS columns
- * of B stays in L1 while every tile of rows passes over it.
- */
-#if KERNELS_SIMD && defined(__AVX512F__)
-#define TILE_MR 6          /* rows of C per tile: each loaded vector of B serves 6 FMAs */
-#define TILE_NV 4          /* vectors of C's columns per tile: 24 accumulators of 32 registers */
-typedef __mmask16 LaneMask;
-#define vec_load_mask(p, m) _mm512_maskz_loadu_ps(m, p)
-#define vec_store_mask(p, m, v) _mm512_mask_storeu_ps(p, m, v)
-/* The first n (0 .. 16) lanes. */
-static inline LaneMask lane_mask(int n) { return (LaneMask)((1u << n) - 1u); }
-#elif KERNELS_SIMD
-#define TILE_MR 6          /* 12 accumulators of AVX2's 16 registers */
-#define TILE_NV 2
-typedef __m256i LaneMask;
-#define vec_load_mask(p, m) _mm256_maskload_ps(p, m)
-#define vec_store_mask(p, m, v) _mm256_maskstore_ps(p, m, v)
-static inline LaneMask lane_mask(int n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-#else
-#define TILE_MR 4          /* the portable path: only the job shapes use these */
-#define TILE_NV 8
-#define VLANES 8
-#endif
-#define TILE_COLS (TILE_NV * VLANES)   /* columns of C per tile */
-#define TILE_KB 128                    /* values of k per cache block */
-#define PRODUCT_JOB_ROWS 64            /* at most this many rows of C per job ... */
-#define PRODUCT_TARGET_JOBS 8          /* ... and fewer if that gives under 8 row blocks */
-#define PRODUCT_JOB_COLS 256           /* columns of C per job (a multiple of TILE_COLS) */
-#define PRODUCT_CHAIN_ROWS 256         /* dw: at most this many rows per job (its strip of
-                                        * C, 256 x TILE_COLS floats: 64 KiB with AVX-512,
-                                        * 16 KiB with AVX2, stays in L2 between blocks of k) */
-
-/* One product's operands and its split into jobs (blocks of rows x blocks of columns). */
-typedef struct {
-    float *c;              /* C (M, NC), row stride ldc */
-    const float *a;        /* A(k, m) = a[k * a_k + m * a_m] */
-    const float *b;        /* B (K, NC), row stride ldb */
-    const float *bias;     /* (NC,) added after the sums (store only), or NULL */
-    long a_k, a_m;
-    int ldc, ldb, M, NC, K;
-    int store;             /* 1: C = A B (+ bias); 0: C += A B */
-    int rows, cols, col_jobs;
-} Product;
-
-#if KERNELS_SIMD
 /* The tile's loops over its rows and vectors must unroll completely, or acc stays an array
  * in memory, stored and reloaded at every k. gcc and clang take this pragma; other
  * compilers may just not unroll. */
@@ -859,7 +1020,361 @@ static void product_tiles(float *c, int ldc, const float *a, long a_k, long a_m,
     }
 #undef PRODUCT_CASE
 }
+
+/* product_chains_reference's chains, each one lane's FMA chain, TILE_MR rows by
+ * TILE_COLS columns of C at a time. */
+static void product_chains_vector(const Product *p, const float *a, const float *b, int kb,
+                                  int zero, int m0, int m1, int j0, int j1) {
+    for (int j = j0; j < j1; j += TILE_COLS) {
+        int width = j1 - j < TILE_COLS ? j1 - j : TILE_COLS;
+        for (int m = m0; m < m1; m += TILE_MR)
+            product_tiles(p->c + (size_t)m * p->ldc + j, p->ldc, a + m * p->a_m, p->a_k,
+                          p->a_m, b + j, p->ldb, kb, zero, m1 - m < TILE_MR ? m1 - m : TILE_MR,
+                          width);
+    }
+}
+
+/* ---- norms and activations ---- */
+
+/* norm_stats_reference with the sums in vector lanes (FMA for the variance). */
+static void norm_stats_vector(const float *x_n, int C, float *mean, float *rstd) {
+    int i = 0;
+    Vec acc = vec_zero();
+    for (; i + VLANES <= C; i += VLANES) acc = vec_add(acc, vec_load(x_n + i));
+    if (i < C) acc = vec_add(acc, vec_load_mask(x_n + i, lane_mask(C - i)));
+    float m = vec_sum(acc) / (float)C;
+    Vec m_v = vec_set1(m);
+    acc = vec_zero();
+    for (i = 0; i + VLANES <= C; i += VLANES) {
+        Vec d = vec_sub(vec_load(x_n + i), m_v);
+        acc = vec_fma(d, d, acc);
+    }
+    if (i < C) {   /* masked lanes load 0; 0 - m would count, so mask the difference */
+        LaneMask tail = lane_mask(C - i);
+        Vec d = vec_sub(vec_load_mask(x_n + i, tail), m_v);
+        d = vec_blend_zero(tail, d);
+        acc = vec_fma(d, d, acc);
+    }
+    float var = vec_sum(acc) / (float)C;
+    *mean = m;
+    *rstd = 1.0f / sqrtf(var + KERNELS_NORM_EPS);
+}
+
+/* norm_dx_row_reference with the sums in vector lanes. */
+static void norm_dx_row_vector(float *dx_n, const float *x_n, const float *dout_n,
+                               const float *w, int C, float m, float r) {
+    Vec m_v = vec_set1(m), r_v = vec_set1(r), g_acc = vec_zero(), gx_acc = vec_zero();
+    for (int i = 0; i < C; i += VLANES) {   /* masked lanes give g = 0 */
+        LaneMask lanes = lane_mask(C - i < VLANES ? C - i : VLANES);
+        Vec g = vec_mul(vec_load_mask(w + i, lanes), vec_load_mask(dout_n + i, lanes));
+        Vec xhat = vec_mul(vec_sub(vec_load_mask(x_n + i, lanes), m_v), r_v);
+        g_acc = vec_add(g_acc, g);
+        gx_acc = vec_fma(g, xhat, gx_acc);
+    }
+    float g_mean = vec_sum(g_acc) / (float)C;
+    float gx_mean = vec_sum(gx_acc) / (float)C;
+    Vec gm_v = vec_set1(g_mean), gxm_v = vec_set1(gx_mean);
+    for (int i = 0; i < C; i += VLANES) {
+        LaneMask lanes = lane_mask(C - i < VLANES ? C - i : VLANES);
+        Vec g = vec_mul(vec_load_mask(w + i, lanes), vec_load_mask(dout_n + i, lanes));
+        Vec xhat = vec_mul(vec_sub(vec_load_mask(x_n + i, lanes), m_v), r_v);
+        Vec d = vec_mul(r_v, vec_sub(vec_sub(g, gm_v), vec_mul(xhat, gxm_v)));
+        vec_store_mask(dx_n + i, lanes, vec_add(vec_load_mask(dx_n + i, lanes), d));
+    }
+}
+
+/* gelu_reference, lane by lane, on the whole vectors of x (n,); returns how many values it
+ * did (the reference does the rest). */
+static size_t gelu_vector(float *x, size_t n) {
+    Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC);
+    Vec minus_two = vec_set1(-2.0f), one = vec_set1(1.0f);
+    size_t i = 0;
+    for (; i + VLANES <= n; i += VLANES) {
+        Vec v = vec_load(x + i);
+        Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
+        vec_store(x + i, vec_div(v, vec_add(one, vec_exp(vec_mul(minus_two, u)))));
+    }
+    return i;
+}
+
+/* gelu_backward_reference, lane by lane, as gelu_vector. */
+static size_t gelu_backward_vector(float *dx, const float *x, const float *dout, size_t n) {
+    Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC);
+    Vec c3 = vec_set1(3.0f * GELU_CUBIC), minus_two = vec_set1(-2.0f), one = vec_set1(1.0f);
+    Vec two = vec_set1(2.0f);
+    size_t i = 0;
+    for (; i + VLANES <= n; i += VLANES) {
+        Vec v = vec_load(x + i);
+        Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
+        Vec du = vec_mul(a, vec_add(one, vec_mul(vec_mul(c3, v), v)));
+        Vec s = vec_div(one, vec_add(one, vec_exp(vec_mul(minus_two, u))));
+        Vec slope = vec_mul(vec_mul(vec_mul(vec_mul(two, v), du), s), vec_sub(one, s));
+        vec_store(dx + i, vec_mul(vec_add(s, slope), vec_load(dout + i)));
+    }
+    return i;
+}
+
+/* adamw_reference, lane by lane, as gelu_vector (a loop of sqrtf does not vectorise by
+ * itself: sqrtf may set errno). */
+static size_t adamw_vector(float *param, const float *grad, float *m, float *v, size_t n,
+                           const KernelsAdamW *h) {
+    Vec beta1_v = vec_set1(h->beta1), beta2_v = vec_set1(h->beta2);
+    Vec rest1_v = vec_set1(1.0f - h->beta1), rest2_v = vec_set1(1.0f - h->beta2);
+    Vec lr_v = vec_set1(h->lr), eps_v = vec_set1(h->eps), decay_v = vec_set1(h->weight_decay);
+    Vec scale_v = vec_set1(h->grad_scale), c1_v = vec_set1(h->correction1);
+    Vec c2_v = vec_set1(h->correction2);
+    size_t i = 0;
+    for (; i + VLANES <= n; i += VLANES) {
+        Vec g = vec_mul(vec_load(grad + i), scale_v), p = vec_load(param + i);
+        Vec m_i = vec_add(vec_mul(beta1_v, vec_load(m + i)), vec_mul(rest1_v, g));
+        Vec v_i = vec_add(vec_mul(beta2_v, vec_load(v + i)), vec_mul(vec_mul(rest2_v, g), g));
+        Vec denominator = vec_add(vec_sqrt(vec_div(v_i, c2_v)), eps_v);
+        Vec step = vec_add(vec_div(vec_div(m_i, c1_v), denominator), vec_mul(decay_v, p));
+        vec_store(m + i, m_i);
+        vec_store(v + i, v_i);
+        vec_store(param + i, vec_sub(p, vec_mul(lr_v, step)));
+    }
+    return i;
+}
+
+/* ---- attention's loops ---- */
+
+/* dot_reference's eight partial sums as a V8's lanes, one FMA each. */
+static ALWAYS_INLINE float dot_vector(const float *a, const float *b, int n) {
+    V8 acc = v8_zero();
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) acc = v8_fma(v8_load(a + i), v8_load(b + i), acc);
+    if (i < n) acc = v8_fma(v8_load_first(a + i, n - i), v8_load_first(b + i, n - i), acc);
+    return v8_sum(acc);
+}
+
+/* out[r] = dot_vector(q, row r), eight rows at a time: eight independent FMA chains, one
+ * shared reduction; every row's bits are dot_vector's. */
+static void dots_vector(float *out, const float *q, const float *k, int stride,
+                        const int32_t *rows, int n_rows, int n) {
+    int r = 0;
+    for (; r + 8 <= n_rows; r += 8) {
+        const float *k_r[8];
+        V8 acc[8];
+        for (int j = 0; j < 8; j++) {
+            k_r[j] = k + (long)(rows ? rows[r + j] : r + j) * stride;
+            acc[j] = v8_zero();
+        }
+        int i = 0;
+        for (; i + LANES <= n; i += LANES) {
+            V8 q_i = v8_load(q + i);
+            for (int j = 0; j < 8; j++) acc[j] = v8_fma(q_i, v8_load(k_r[j] + i), acc[j]);
+        }
+        if (i < n) {
+            V8 q_i = v8_load_first(q + i, n - i);
+            for (int j = 0; j < 8; j++)
+                acc[j] = v8_fma(q_i, v8_load_first(k_r[j] + i, n - i), acc[j]);
+        }
+        v8_sum_rows(out + r, acc);
+    }
+    for (; r < n_rows; r++) out[r] = dot_vector(q, k + (long)(rows ? rows[r] : r) * stride, n);
+}
+
+/* sum_reference's eight partial sums as a V8's lanes. */
+static float sum_vector(const float *x, int n) {
+    V8 acc = v8_zero();
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) acc = v8_add(acc, v8_load(x + i));
+    if (i < n) acc = v8_add(acc, v8_load_first(x + i, n - i));
+    return v8_sum(acc);
+}
+
+/* exp_shift_reference on the whole vectors of x (n,); returns how many values it did. */
+static int exp_shift_vector(float *x, int n, float shift) {
+    int j = 0;
+    for (Vec shift_v = vec_set1(shift); j + VLANES <= n; j += VLANES)
+        vec_store(x + j, vec_exp(vec_sub(vec_load(x + j), shift_v)));
+    return j;
+}
+
+/* weighted_sum_reference with each out[i] one FMA chain over the rows in order, from 0;
+ * a block of columns at a time keeps its sums in registers across the rows. */
+static void weighted_sum_vector(float *out, const float *weights, float scale, const float *v,
+                                int stride, const int32_t *rows, int n_rows, int n) {
+    enum { SUM_VECTORS = 4 };   /* columns per block: 4 vectors */
+    int i0 = 0;
+    for (; i0 + SUM_VECTORS * VLANES <= n; i0 += SUM_VECTORS * VLANES) {
+        Vec acc[SUM_VECTORS];
+        for (int j = 0; j < SUM_VECTORS; j++) acc[j] = vec_zero();
+        for (int r = 0; r < n_rows; r++) {
+            const float *v_r = v + (long)(rows ? rows[r] : r) * stride + i0;
+            Vec a = vec_set1(weights[r] * scale);
+            for (int j = 0; j < SUM_VECTORS; j++)
+                acc[j] = vec_fma(a, vec_load(v_r + j * VLANES), acc[j]);
+        }
+        for (int j = 0; j < SUM_VECTORS; j++) vec_store(out + i0 + j * VLANES, acc[j]);
+    }
+    for (; i0 + VLANES <= n; i0 += VLANES) {
+        Vec acc = vec_zero();
+        for (int r = 0; r < n_rows; r++)
+            acc = vec_fma(vec_set1(weights[r] * scale),
+                          vec_load(v + (long)(rows ? rows[r] : r) * stride + i0), acc);
+        vec_store(out + i0, acc);
+    }
+    for (int i = i0; i < n; i++) {
+        float sum = 0.0f;
+        for (int r = 0; r < n_rows; r++)
+            sum = fmaf(weights[r] * scale, v[(long)(rows ? rows[r] : r) * stride + i], sum);
+        out[i] = sum;
+    }
+}
+#endif /* KERNELS_SIMD */
+
+/* ------------------------------------------------------------------------- */
+/* Matrix products                                                             */
+
+/* The dot-product tile of this build: vector, or reference. */
+static ALWAYS_INLINE void dot_tile(float *out, int ldo, const float *x, const float *w, int IC,
+                                   int R, int C) {
+#if KERNELS_SIMD
+    dot_tile_vector(out, ldo, x, w, IC, R, C);
+#else
+    dot_tile_reference(out, ldo, x, w, IC, R, C);
 #endif
+}
+
+/* A single row's product streams a matrix of at least this many bytes row after row
+ * (dot_rows_vector) instead of eight rows at a time. A model this large is read from
+ * memory at every token, and one sequential run streams faster than eight interleaved
+ * ones (Zen 4, AVX2 code, one thread: s15m 204 -> 355 tokens/s, a random s110m 46 -> 61);
+ * the eight-row tile's independent sums win where the weights stay in the caches (the
+ * shipped model, whose largest matrix is 256 KiB). The value lies between that and
+ * s15m's smallest matrix (324 KiB): a measured choice, not a derived one. */
+#define DECODE_STREAM_BYTES (288 << 10)
+
+/* out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b: one job. A single row (decode)
+ * goes against eight rows of w at a time, or row after row for a large w. Several rows:
+ * for each four rows of w, every three rows of x in turn (12 sums in registers), so each
+ * row of w comes from memory once and is reused from L1 for all rows of x. Leftovers use
+ * smaller tiles, which compute the same sums. */
+static void matmul_block(float *out, const float *x, const float *w, const float *b,
+                         int n0, int n1, int o0, int o1, int IC, int OC) {
+    int o = o0;
+    if (n1 - n0 == 1) {
+        float *out_n = out + (size_t)n0 * OC;
+        const float *x_n = x + (size_t)n0 * IC;
+#if KERNELS_SIMD
+        if ((size_t)IC * (size_t)OC * sizeof(float) >= DECODE_STREAM_BYTES) {
+            dot_rows_vector(out_n + o, x_n, w + (size_t)o * IC, IC, o1 - o);
+            o = o1;
+        }
+#endif
+        for (; o + 8 <= o1; o += 8) dot_tile(out_n + o, OC, x_n, w + (size_t)o * IC, IC, 1, 8);
+        for (; o < o1; o++) dot_tile(out_n + o, OC, x_n, w + (size_t)o * IC, IC, 1, 1);
+    } else {
+        for (; o + 4 <= o1; o += 4) {
+            int n = n0;
+            for (; n + 3 <= n1; n += 3)
+                dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
+                         IC, 3, 4);
+            for (; n < n1; n++)
+                dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
+                         IC, 1, 4);
+        }
+        for (; o < o1; o++)
+            for (int n = n0; n < n1; n++)
+                dot_tile(out + (size_t)n * OC + o, OC, x + (size_t)n * IC, w + (size_t)o * IC,
+                         IC, 1, 1);
+    }
+    if (b)
+        for (int n = n0; n < n1; n++)
+            for (o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
+}
+
+/* Output columns per job: about TARGET_JOBS blocks, a multiple of 8, at least
+ * MIN_BLOCK_COLS. It depends only on OC, so the work split never depends on threads. */
+static int block_cols(int OC) {
+    int cols = (OC + TARGET_JOBS - 1) / TARGET_JOBS;
+    cols = (cols + LANES - 1) / LANES * LANES;
+    return cols < MIN_BLOCK_COLS ? MIN_BLOCK_COLS : cols;
+}
+
+/* One matmul's arguments, for its jobs. */
+typedef struct {
+    float *out;
+    const float *x, *w, *b;
+    const QuantMatrix *q8;
+    const int8_t *xq;
+    const float *xs;
+    int N, IC, OC, cols, col_blocks;
+} MatmulJob;
+
+/* Job j of an fp32 matmul: a block of rows of x times a block of output columns. */
+static void matmul_job(void *ctx, int j) {
+    const MatmulJob *m = ctx;
+    int n0 = j / m->col_blocks * BLOCK_ROWS, o0 = j % m->col_blocks * m->cols;
+    int n1 = n0 + BLOCK_ROWS < m->N ? n0 + BLOCK_ROWS : m->N;
+    int o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
+#if KERNELS_SIMD
+    if (m->N >= GEMM_MIN_ROWS) {
+        gemm_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
+        return;
+    }
+#endif
+    matmul_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
+}
+
+/* Job j of an int8 matmul: a block of output columns for all rows. */
+static void matmul_q8_job(void *ctx, int j) {
+    const MatmulJob *m = ctx;
+    int o0 = j * m->cols, o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
+    quant_matmul_block(m->out, m->xq, m->xs, m->q8, m->b, m->N, o0, o1);
+}
+
+void kernels_matmul(float *out, const float *x, const float *w, const float *b,
+                    int N, int IC, int OC) {
+    /* Jobs are (block of rows of x, block of output columns). Each output element is
+     * written by one job, so threads never share an output, and the blocks depend only
+     * on the shapes. Small products stay on one thread: handing out the jobs would
+     * cost more than the second thread saves. */
+    int cols = block_cols(OC);
+#if KERNELS_SIMD
+    if (N >= GEMM_MIN_ROWS) {   /* wide column blocks, a multiple of the tile height */
+        cols = (OC + GEMM_COL_BLOCKS - 1) / GEMM_COL_BLOCKS;
+        cols = (cols + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
+    }
+#endif
+    MatmulJob m = {.out = out, .x = x, .w = w, .b = b, .N = N, .IC = IC, .OC = OC,
+                   .cols = cols, .col_blocks = (OC + cols - 1) / cols};
+    int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
+    parallel_for(matmul_job, &m, row_blocks * m.col_blocks, (double)N * IC * OC);
+}
+
+void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
+                       int N, int8_t *xq, float *xs) {
+    int IC = w->cols, OC = w->rows, cols = block_cols(OC);
+    /* the activations in the matrix's groups: xq (N, IC), xs (N, groups) */
+    quant_quantize(xq, xs, x, N, IC, w->group);
+    MatmulJob m = {.out = out, .b = b, .q8 = w, .xq = xq, .xs = xs, .N = N, .IC = IC,
+                   .OC = OC, .cols = cols, .col_blocks = (OC + cols - 1) / cols};
+    /* an int8 weight is a quarter of an fp32 one to stream: count the work accordingly */
+    parallel_for(matmul_q8_job, &m, m.col_blocks, (double)N * IC * OC / 4);
+}
+
+int kernels_gemm_min_rows(void) {
+#if KERNELS_SIMD
+    return GEMM_MIN_ROWS;
+#else
+    return 0;
+#endif
+}
+
+const char *kernels_isa(void) {
+#if KERNELS_SIMD && defined(__AVX512F__)
+    return "avx512";
+#elif KERNELS_SIMD && defined(__AVX2__)
+    return "avx2+fma";
+#else
+    return "portable";
+#endif
+}
+
+/* ---- the trainer's products ---- */
 
 /* C[m0 .. m1, j0 .. j1) of one product: k in blocks of TILE_KB (the first one starts the
  * chains from 0 when storing), then the bias. */
@@ -869,25 +1384,9 @@ static void product_block(const Product *p, int m0, int m1, int j0, int j1) {
         int kb = p->K - k0 < TILE_KB ? p->K - k0 : TILE_KB, zero = p->store && k0 == 0;
         const float *a = p->a + k0 * p->a_k, *b = p->b + (size_t)k0 * p->ldb;
 #if KERNELS_SIMD
-        for (int j = j0; j < j1; j += TILE_COLS) {
-            int width = j1 - j < TILE_COLS ? j1 - j : TILE_COLS;
-            for (int m = m0; m < m1; m += TILE_MR)
-                product_tiles(p->c + (size_t)m * p->ldc + j, p->ldc, a + m * p->a_m, p->a_k,
-                              p->a_m, b + j, p->ldb, kb, zero,
-                              m1 - m < TILE_MR ? m1 - m : TILE_MR, width);
-        }
+        product_chains_vector(p, a, b, kb, zero, m0, m1, j0, j1);
 #else
-        /* the same chains, one multiply and one add per step, vectorisable over j */
-        for (int m = m0; m < m1; m++) {
-            float *c_m = p->c + (size_t)m * p->ldc;
-            if (zero)
-                for (int j = j0; j < j1; j++) c_m[j] = 0.0f;
-            for (int k = 0; k < kb; k++) {
-                float a_km = a[k * p->a_k + m * p->a_m];
-                const float *b_k = b + (size_t)k * p->ldb;
-                for (int j = j0; j < j1; j++) c_m[j] += a_km * b_k[j];
-            }
-        }
+        product_chains_reference(p, a, b, kb, zero, m0, m1, j0, j1);
 #endif
         k0 += kb;
     } while (k0 < p->K);
@@ -1013,17 +1512,6 @@ void kernels_layernorm(float *out, const float *x, const float *w, const float *
 
 /* ---- LayerNorm backward (the trainer) ---- */
 
-#if KERNELS_SIMD
-/* The sum of v's lanes. */
-static inline float vec_sum(Vec v) {
-#if VLANES == 16
-    return _mm512_reduce_add_ps(v);
-#else
-    return sum8(v);
-#endif
-}
-#endif
-
 /* Arguments of kernels_layernorm_backward, for its jobs. */
 typedef struct {
     float *dx, *dw, *db, *mean, *rstd;
@@ -1031,40 +1519,7 @@ typedef struct {
     int N, C, row_jobs;
 } NormBackward;
 
-/* mean and rstd of row x_n (C,), as the vector lanes sum them. */
-static void norm_stats(const float *x_n, int C, float *mean, float *rstd) {
-    float m = 0.0f, var = 0.0f;
-    int i = 0;
-#if KERNELS_SIMD
-    Vec acc = vec_zero();
-    for (; i + VLANES <= C; i += VLANES) acc = vec_add(acc, vec_load(x_n + i));
-    if (i < C) acc = vec_add(acc, vec_load_mask(x_n + i, lane_mask(C - i)));
-    m = vec_sum(acc) / (float)C;
-    Vec m_v = vec_set1(m);
-    acc = vec_zero();
-    for (i = 0; i + VLANES <= C; i += VLANES) {
-        Vec d = vec_sub(vec_load(x_n + i), m_v);
-        acc = vec_fma(d, d, acc);
-    }
-    if (i < C) {   /* masked lanes load 0; 0 - m would count, so mask the difference */
-        LaneMask tail = lane_mask(C - i);
-        Vec d = vec_sub(vec_load_mask(x_n + i, tail), m_v);
-        d = vec_blend_zero(tail, d);
-        acc = vec_fma(d, d, acc);
-    }
-    var = vec_sum(acc) / (float)C;
-#else
-    for (; i < C; i++) m += x_n[i];
-    m /= (float)C;
-    for (i = 0; i < C; i++) var += (x_n[i] - m) * (x_n[i] - m);
-    var /= (float)C;
-#endif
-    *mean = m;
-    *rstd = 1.0f / sqrtf(var + KERNELS_NORM_EPS);
-}
-
-/* Rows of dx: with xhat = (x - mean) rstd and g = w * dout,
- * dx += rstd (g - mean(g) - xhat mean(g xhat)) (llm.c doc/layernorm). */
+/* Rows of dx, and each row's mean and rstd for the columns. */
 static void norm_backward_rows(void *ctx, int j) {
     const NormBackward *f = ctx;
     int C = f->C, n1 = (j + 1) * NORM_ROWS_PER_JOB;
@@ -1073,45 +1528,18 @@ static void norm_backward_rows(void *ctx, int j) {
         const float *x_n = f->x + (size_t)n * C, *dout_n = f->dout + (size_t)n * C;
         float *dx_n = f->dx + (size_t)n * C;
         float m, r;
-        norm_stats(x_n, C, &m, &r);
+#if KERNELS_SIMD
+        norm_stats_vector(x_n, C, &m, &r);
+        norm_dx_row_vector(dx_n, x_n, dout_n, f->w, C, m, r);
+#else
+        norm_stats_reference(x_n, C, &m, &r);
+        norm_dx_row_reference(dx_n, x_n, dout_n, f->w, C, m, r);
+#endif
         f->mean[n] = m;
         f->rstd[n] = r;
-        float g_mean = 0.0f, gx_mean = 0.0f;
-        int i = 0;
-#if KERNELS_SIMD
-        Vec m_v = vec_set1(m), r_v = vec_set1(r), g_acc = vec_zero(), gx_acc = vec_zero();
-        for (; i < C; i += VLANES) {   /* masked lanes give g = 0 */
-            LaneMask lanes = lane_mask(C - i < VLANES ? C - i : VLANES);
-            Vec g = vec_mul(vec_load_mask(f->w + i, lanes), vec_load_mask(dout_n + i, lanes));
-            Vec xhat = vec_mul(vec_sub(vec_load_mask(x_n + i, lanes), m_v), r_v);
-            g_acc = vec_add(g_acc, g);
-            gx_acc = vec_fma(g, xhat, gx_acc);
-        }
-        g_mean = vec_sum(g_acc) / (float)C;
-        gx_mean = vec_sum(gx_acc) / (float)C;
-        Vec gm_v = vec_set1(g_mean), gxm_v = vec_set1(gx_mean);
-        for (i = 0; i < C; i += VLANES) {
-            LaneMask lanes = lane_mask(C - i < VLANES ? C - i : VLANES);
-            Vec g = vec_mul(vec_load_mask(f->w + i, lanes), vec_load_mask(dout_n + i, lanes));
-            Vec xhat = vec_mul(vec_sub(vec_load_mask(x_n + i, lanes), m_v), r_v);
-            Vec d = vec_mul(r_v, vec_sub(vec_sub(g, gm_v), vec_mul(xhat, gxm_v)));
-            vec_store_mask(dx_n + i, lanes, vec_add(vec_load_mask(dx_n + i, lanes), d));
-        }
-#else
-        for (; i < C; i++) {
-            float g = f->w[i] * dout_n[i];
-            g_mean += g;
-            gx_mean += g * (x_n[i] - m) * r;
-        }
-        g_mean /= (float)C;
-        gx_mean /= (float)C;
-        for (i = 0; i < C; i++) {
-            float xhat = (x_n[i] - m) * r;
-            dx_n[i] += r * (f->w[i] * dout_n[i] - g_mean - xhat * gx_mean);
-        }
-#endif
     }
 }
+
 
 /* Columns i0 .. of dw and db: sums over rows n in increasing order, vectorisable over i. */
 static void norm_backward_columns(void *ctx, int j) {
@@ -1159,161 +1587,31 @@ void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C) {
     }
 }
 
-static inline float exp_approx(float x) {
-    /* exp(x) = 2^k exp(r) with k = round(x / ln 2) and |r| <= ln(2) / 2; exp(r) from its
-     * Taylor series to r^7 (truncation below 6e-9 relative); 2^k applied as two factors
-     * 2^(k/2) 2^(k - k/2) so that k = -150 .. 128 never leaves float's exponent range.
-     * Selects, not branches: clang vectorises a loop over it, gcc 12 only for AVX-512. */
-    int is_nan = x != x;
-    float xc = is_nan ? 0.0f : x < EXP_X_MIN ? EXP_X_MIN : x > EXP_X_MAX ? EXP_X_MAX : x;
-    /* adding 1.5 * 2^23 rounds to an integer only if the sum is rounded to float: the cast
-     * does that where floats are evaluated wider (FLT_EVAL_METHOD not 0: x87, s390x), which
-     * otherwise keep the fraction (errors of millions of ulp); elsewhere it costs nothing */
-    float k = (float)(xc * EXP_LOG2E + EXP_ROUND) - EXP_ROUND;
-    float r = (xc - k * EXP_LN2_HI) - k * EXP_LN2_LO;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    int ki = (int)k, k1 = ki / 2, k2 = ki - k1;
-    int bits1 = (k1 + 127) << 23, bits2 = (k2 + 127) << 23;   /* 2^k1, 2^k2 as floats */
-    float f1, f2;
-    memcpy(&f1, &bits1, sizeof f1);
-    memcpy(&f2, &bits2, sizeof f2);
-    float result = p * f1 * f2;
-    return is_nan ? x : result;
-}
-
 float kernels_expf(float x) { return exp_approx(x); }
 
-#if KERNELS_SIMD
-/* exp_approx on every lane, written out: gcc vectorises a loop over exp_approx for
- * AVX-512 but not for AVX2 (its selects stay branches). The same operations in the same
- * order, none fused, so every lane has exp_approx's bits (tests/test_kernels.c checks). */
-static inline Vec vec_exp(Vec x) {
-#if VLANES == 16
-    __mmask16 is_nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    /* max/min return their second operand for a NaN lane, which is then replaced by 0 */
-    Vec xc = _mm512_min_ps(_mm512_max_ps(x, vec_set1(EXP_X_MIN)), vec_set1(EXP_X_MAX));
-    xc = _mm512_mask_blend_ps(is_nan, xc, vec_zero());
-#else
-    __m256 is_nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    Vec xc = _mm256_min_ps(_mm256_max_ps(x, vec_set1(EXP_X_MIN)), vec_set1(EXP_X_MAX));
-    xc = _mm256_blendv_ps(xc, vec_zero(), is_nan);
-#endif
-    Vec k = vec_sub(vec_add(vec_mul(xc, vec_set1(EXP_LOG2E)), vec_set1(EXP_ROUND)),
-                    vec_set1(EXP_ROUND));
-    Vec r = vec_sub(vec_sub(xc, vec_mul(k, vec_set1(EXP_LN2_HI))),
-                    vec_mul(k, vec_set1(EXP_LN2_LO)));
-    Vec p = vec_set1(1.0f / 5040.0f);
-    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 720.0f));
-    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 120.0f));
-    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 24.0f));
-    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 6.0f));
-    p = vec_add(vec_mul(p, r), vec_set1(0.5f));
-    p = vec_add(vec_mul(p, r), vec_set1(1.0f));
-    p = vec_add(vec_mul(p, r), vec_set1(1.0f));
-    /* k1 = ki / 2 rounded toward 0 as C divides, k2 = ki - k1, then 2^k1 and 2^k2 */
-#if VLANES == 16
-    __m512i ki = _mm512_cvttps_epi32(k);
-    __m512i k1 = _mm512_srai_epi32(_mm512_add_epi32(ki, _mm512_srli_epi32(ki, 31)), 1);
-    __m512i k2 = _mm512_sub_epi32(ki, k1), bias = _mm512_set1_epi32(127);
-    Vec f1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1, bias), 23));
-    Vec f2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k2, bias), 23));
-    return _mm512_mask_blend_ps(is_nan, vec_mul(vec_mul(p, f1), f2), x);
-#else
-    __m256i ki = _mm256_cvttps_epi32(k);
-    __m256i k1 = _mm256_srai_epi32(_mm256_add_epi32(ki, _mm256_srli_epi32(ki, 31)), 1);
-    __m256i k2 = _mm256_sub_epi32(ki, k1), bias = _mm256_set1_epi32(127);
-    Vec f1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
-    Vec f2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
-    return _mm256_blendv_ps(vec_mul(vec_mul(p, f1), f2), x, is_nan);
-#endif
-}
-#endif
-
 void kernels_gelu(float *x, size_t n) {
-    /* 0.5 v (1 + tanh u) = v sigmoid(2u) = v / (1 + exp(-2u)), u = sqrt(2/pi)(v + c v^3) */
     size_t i = 0;
 #if KERNELS_SIMD
-    Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC);
-    Vec minus_two = vec_set1(-2.0f), one = vec_set1(1.0f);
-    for (; i + VLANES <= n; i += VLANES) {   /* the loop below, lane by lane */
-        Vec v = vec_load(x + i);
-        Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
-        vec_store(x + i, vec_div(v, vec_add(one, vec_exp(vec_mul(minus_two, u)))));
-    }
+    i = gelu_vector(x, n);
 #endif
-    for (; i < n; i++) {
-        float v = x[i];
-        float u = GELU_SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
-        x[i] = v / (1.0f + exp_approx(-2.0f * u));
-    }
+    gelu_reference(x + i, n - i);
 }
 
 void kernels_gelu_backward(float *dx, const float *x, const float *dout, size_t n) {
-    /* GELU(v) = v s with s = sigmoid(2u) = 0.5 (1 + tanh u), u = sqrt(2/pi)(v + c v^3), so
-     * GELU'(v) = s + v s' = s + 2 v u' s (1 - s) (as 1 - tanh^2 u = 4 s (1 - s)); s from
-     * the same vectorisable exp as the forward. Far out, s is exactly 0 or 1: GELU' is 0
-     * or 1, never NaN. */
     size_t i = 0;
 #if KERNELS_SIMD
-    Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC);
-    Vec c3 = vec_set1(3.0f * GELU_CUBIC), minus_two = vec_set1(-2.0f), one = vec_set1(1.0f);
-    Vec two = vec_set1(2.0f);
-    for (; i + VLANES <= n; i += VLANES) {   /* the loop below, lane by lane */
-        Vec v = vec_load(x + i);
-        Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
-        Vec du = vec_mul(a, vec_add(one, vec_mul(vec_mul(c3, v), v)));
-        Vec s = vec_div(one, vec_add(one, vec_exp(vec_mul(minus_two, u))));
-        Vec slope = vec_mul(vec_mul(vec_mul(vec_mul(two, v), du), s), vec_sub(one, s));
-        vec_store(dx + i, vec_mul(vec_add(s, slope), vec_load(dout + i)));
-    }
+    i = gelu_backward_vector(dx, x, dout, n);
 #endif
-    for (; i < n; i++) {
-        float v = x[i];
-        float u = GELU_SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
-        float du = GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_CUBIC * v * v);
-        float s = 1.0f / (1.0f + exp_approx(-2.0f * u));
-        dx[i] = (s + 2.0f * v * du * s * (1.0f - s)) * dout[i];
-    }
+    gelu_backward_reference(dx + i, x + i, dout + i, n - i);
 }
 
 void kernels_adamw(float *param, const float *grad, float *m, float *v, size_t n,
                    const KernelsAdamW *h) {
-    float beta1 = h->beta1, beta2 = h->beta2, rest1 = 1.0f - beta1, rest2 = 1.0f - beta2;
-    float lr = h->lr, eps = h->eps, decay = h->weight_decay, scale = h->grad_scale;
-    float c1 = h->correction1, c2 = h->correction2;
     size_t i = 0;
 #if KERNELS_SIMD
-    /* the scalar loop below, lane by lane (a loop of sqrtf does not vectorise: sqrtf may
-     * set errno) */
-    Vec beta1_v = vec_set1(beta1), beta2_v = vec_set1(beta2), rest1_v = vec_set1(rest1);
-    Vec rest2_v = vec_set1(rest2), lr_v = vec_set1(lr), eps_v = vec_set1(eps);
-    Vec decay_v = vec_set1(decay), scale_v = vec_set1(scale), c1_v = vec_set1(c1);
-    Vec c2_v = vec_set1(c2);
-    for (; i + VLANES <= n; i += VLANES) {
-        Vec g = vec_mul(vec_load(grad + i), scale_v), p = vec_load(param + i);
-        Vec m_i = vec_add(vec_mul(beta1_v, vec_load(m + i)), vec_mul(rest1_v, g));
-        Vec v_i = vec_add(vec_mul(beta2_v, vec_load(v + i)), vec_mul(vec_mul(rest2_v, g), g));
-        Vec denominator = vec_add(vec_sqrt(vec_div(v_i, c2_v)), eps_v);
-        Vec step = vec_add(vec_div(vec_div(m_i, c1_v), denominator), vec_mul(decay_v, p));
-        vec_store(m + i, m_i);
-        vec_store(v + i, v_i);
-        vec_store(param + i, vec_sub(p, vec_mul(lr_v, step)));
-    }
+    i = adamw_vector(param, grad, m, v, n, h);
 #endif
-    for (; i < n; i++) {
-        float g = grad[i] * scale;
-        m[i] = beta1 * m[i] + rest1 * g;
-        v[i] = beta2 * v[i] + rest2 * g * g;
-        float m_hat = m[i] / c1, v_hat = v[i] / c2;
-        param[i] -= lr * (m_hat / (sqrtf(v_hat) + eps) + decay * param[i]);
-    }
+    adamw_reference(param + i, grad + i, m + i, v + i, n - i, h);
 }
 
 void kernels_swiglu(float *hidden, const float *gate, size_t n) {
@@ -1324,137 +1622,45 @@ void kernels_swiglu(float *hidden, const float *gate, size_t n) {
 }
 
 /* ------------------------------------------------------------------------- */
-/* Vector helpers for attention                                                */
+/* Attention's loops                                                           */
 
-static ALWAYS_INLINE float dot_inline(const float *a, const float *b, int n) {
+float kernels_dot(const float *a, const float *b, int n) {
 #if KERNELS_SIMD
-    __m256 acc = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + LANES <= n; i += LANES)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-    if (i < n) acc = _mm256_fmadd_ps(load_first(a + i, n - i), load_first(b + i, n - i), acc);
-    return sum8(acc);
+    return dot_vector(a, b, n);
 #else
-    float acc[LANES] = {0};
-    for (int i = 0; i < n; i++) acc[i % LANES] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    return dot_reference(a, b, n);
 #endif
 }
-
-float kernels_dot(const float *a, const float *b, int n) { return dot_inline(a, b, n); }
-
-#if KERNELS_SIMD
-/* The lane sums of a[0 .. 7] as one vector, each added exactly as sum8 adds it:
- * quads lo + hi, then pairs (q0 + q2, q1 + q3), then pair0 + pair1; eight rows at once
- * share the shuffles that sum8 spends on one. */
-static inline __m256 sum8_rows(const __m256 a[8]) {
-    __m256 q04 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[4], 0x20),
-                               _mm256_permute2f128_ps(a[0], a[4], 0x31));
-    __m256 q15 = _mm256_add_ps(_mm256_permute2f128_ps(a[1], a[5], 0x20),
-                               _mm256_permute2f128_ps(a[1], a[5], 0x31));
-    __m256 q26 = _mm256_add_ps(_mm256_permute2f128_ps(a[2], a[6], 0x20),
-                               _mm256_permute2f128_ps(a[2], a[6], 0x31));
-    __m256 q37 = _mm256_add_ps(_mm256_permute2f128_ps(a[3], a[7], 0x20),
-                               _mm256_permute2f128_ps(a[3], a[7], 0x31));
-    /* per 128-bit half: (quad_r[0] + quad_r[2], quad_r[1] + quad_r[3]) for two rows */
-    __m256 p0145 = _mm256_add_ps(_mm256_shuffle_ps(q04, q15, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm256_shuffle_ps(q04, q15, _MM_SHUFFLE(3, 2, 3, 2)));
-    __m256 p2367 = _mm256_add_ps(_mm256_shuffle_ps(q26, q37, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm256_shuffle_ps(q26, q37, _MM_SHUFFLE(3, 2, 3, 2)));
-    return _mm256_add_ps(_mm256_shuffle_ps(p0145, p2367, _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm256_shuffle_ps(p0145, p2367, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-#endif
 
 void kernels_dots(float *out, const float *q, const float *k, int stride, const int32_t *rows,
                   int n_rows, int n) {
-    int r = 0;
 #if KERNELS_SIMD
-    /* eight rows at a time: eight independent FMA chains, one shared reduction; every
-     * row's bits are dot_inline's */
-    for (; r + 8 <= n_rows; r += 8) {
-        const float *k_r[8];
-        __m256 acc[8];
-        for (int j = 0; j < 8; j++) {
-            k_r[j] = k + (long)(rows ? rows[r + j] : r + j) * stride;
-            acc[j] = _mm256_setzero_ps();
-        }
-        int i = 0;
-        for (; i + LANES <= n; i += LANES) {
-            __m256 q_i = _mm256_loadu_ps(q + i);
-            for (int j = 0; j < 8; j++)
-                acc[j] = _mm256_fmadd_ps(q_i, _mm256_loadu_ps(k_r[j] + i), acc[j]);
-        }
-        if (i < n) {
-            __m256 q_i = load_first(q + i, n - i);
-            for (int j = 0; j < 8; j++)
-                acc[j] = _mm256_fmadd_ps(q_i, load_first(k_r[j] + i, n - i), acc[j]);
-        }
-        _mm256_storeu_ps(out + r, sum8_rows(acc));
-    }
+    dots_vector(out, q, k, stride, rows, n_rows, n);
+#else
+    for (int r = 0; r < n_rows; r++)
+        out[r] = dot_reference(q, k + (long)(rows ? rows[r] : r) * stride, n);
 #endif
-    for (; r < n_rows; r++)
-        out[r] = dot_inline(q, k + (long)(rows ? rows[r] : r) * stride, n);
 }
 
 float kernels_exp_sum(float *x, int n, float shift) {
     int j = 0;
 #if KERNELS_SIMD
-    for (Vec shift_v = vec_set1(shift); j + VLANES <= n; j += VLANES)
-        vec_store(x + j, vec_exp(vec_sub(vec_load(x + j), shift_v)));
+    j = exp_shift_vector(x, n, shift);
 #endif
-    for (; j < n; j++) x[j] = exp_approx(x[j] - shift);
+    exp_shift_reference(x + j, n - j, shift);
 #if KERNELS_SIMD
-    __m256 acc = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + LANES <= n; i += LANES) acc = _mm256_add_ps(acc, _mm256_loadu_ps(x + i));
-    if (i < n) acc = _mm256_add_ps(acc, load_first(x + i, n - i));
-    return sum8(acc);
+    return sum_vector(x, n);
 #else
-    float acc[LANES] = {0};
-    for (int i = 0; i < n; i++) acc[i % LANES] += x[i];
-    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    return sum_reference(x, n);
 #endif
 }
 
 void kernels_weighted_sum(float *out, const float *weights, float scale, const float *v,
                           int stride, const int32_t *rows, int n_rows, int n) {
-    /* each out[i] is one FMA chain over the rows in order, from 0; a block of columns at a
-     * time keeps its sums in registers across the rows */
-    int i0 = 0;
 #if KERNELS_SIMD
-    enum { SUM_VECTORS = 4 };   /* columns per block: 4 vectors */
-    for (; i0 + SUM_VECTORS * VLANES <= n; i0 += SUM_VECTORS * VLANES) {
-        Vec acc[SUM_VECTORS];
-        for (int j = 0; j < SUM_VECTORS; j++) acc[j] = vec_zero();
-        for (int r = 0; r < n_rows; r++) {
-            const float *v_r = v + (long)(rows ? rows[r] : r) * stride + i0;
-            Vec a = vec_set1(weights[r] * scale);
-            for (int j = 0; j < SUM_VECTORS; j++)
-                acc[j] = vec_fma(a, vec_load(v_r + j * VLANES), acc[j]);
-        }
-        for (int j = 0; j < SUM_VECTORS; j++) vec_store(out + i0 + j * VLANES, acc[j]);
-    }
-    for (; i0 + VLANES <= n; i0 += VLANES) {
-        Vec acc = vec_zero();
-        for (int r = 0; r < n_rows; r++)
-            acc = vec_fma(vec_set1(weights[r] * scale),
-                          vec_load(v + (long)(rows ? rows[r] : r) * stride + i0), acc);
-        vec_store(out + i0, acc);
-    }
-    for (int i = i0; i < n; i++) {
-        float sum = 0.0f;
-        for (int r = 0; r < n_rows; r++)
-            sum = fmaf(weights[r] * scale, v[(long)(rows ? rows[r] : r) * stride + i], sum);
-        out[i] = sum;
-    }
+    weighted_sum_vector(out, weights, scale, v, stride, rows, n_rows, n);
 #else
-    for (int i = 0; i < n; i++) out[i] = 0.0f;
-    for (int r = 0; r < n_rows; r++) {
-        const float *v_r = v + (long)(rows ? rows[r] : r) * stride;
-        float a = weights[r] * scale;
-        for (int i = i0; i < n; i++) out[i] += a * v_r[i];
-    }
+    weighted_sum_reference(out, weights, scale, v, stride, rows, n_rows, n);
 #endif
 }
 

@@ -1,11 +1,13 @@
 /* quant.c: per-group int8 quantization and the int8 matmul kernels declared in quant.h.
  *
- * Each function has a portable C version, which is also the one to read first, and
- * AVX2 versions (#if __AVX2__) of the two hot ones: quantizing activations, and the
- * matmul for groups that are a multiple of 32 (VNNI, AVX-512's or AVX's, replaces
- * two of its instructions by one). The AVX2 quantizer gives the same bits as the
- * portable one; the matmuls differ only in the order of their float additions.
- * Nothing here allocates or threads: the caller splits output columns among threads.
+ * Sections: the reference kernels (portable C: what each computes, and what a build
+ * without vector instructions runs), then one section per instruction set with its
+ * versions of the two hot kernels, quantizing activations and the matmul for groups that
+ * are a multiple of 32 (AVX2, where AVX-512 VNNI or AVX-VNNI replaces two of its
+ * instructions by one), then the public functions, which pick one at compile time. The
+ * vector quantizer gives the reference's bits; the vector matmul differs from it only in
+ * the order of its float additions. Nothing here allocates or threads: the caller splits
+ * output columns among threads.
  */
 #include "quant.h"
 
@@ -32,7 +34,7 @@ static int group_length(int g, int cols, int group) {
 }
 
 /* ------------------------------------------------------------------------- */
-/* Quantization                                                                */
+/* Reference kernels: portable C                                               */
 
 /* The scale of a group whose largest magnitude is amax: amax / 127, or NaN when that is
  * not finite (amax NaN or inf), so that a non-finite input poisons every output that
@@ -43,7 +45,7 @@ static float scale_for(float amax) {
 }
 
 /* max |x| over x (n,), or NaN if x holds a NaN. */
-static float absmax_portable(const float *x, int n) {
+static float absmax_reference(const float *x, int n) {
     float amax = 0.0f;
     for (int i = 0; i < n; i++) {
         float a = fabsf(x[i]);
@@ -56,7 +58,7 @@ static float absmax_portable(const float *x, int n) {
 /* q (n,) = round(x / scale) clamped to [-127, 127], with x (n,) finite and scale > 0, so
  * |x / scale| is at most about 127 (more only if scale is subnormal) and the conversion
  * to int8 is always defined. roundf rounds halves away from zero, as llama2.c's round(). */
-static void round_portable(int8_t *q, const float *x, int n, float scale) {
+static void round_reference(int8_t *q, const float *x, int n, float scale) {
     for (int i = 0; i < n; i++) {
         float v = roundf(x[i] / scale);
         if (v > (float)QUANT_Q_MAX) v = (float)QUANT_Q_MAX;
@@ -65,8 +67,29 @@ static void round_portable(int8_t *q, const float *x, int n, float scale) {
     }
 }
 
+/* The exact dot product of a (n,) and b (n,), int8 values, n <= QUANT_GROUP_MAX. */
+static int32_t dot_i8(const int8_t *a, const int8_t *b, int n) {
+    int32_t sum = 0;
+    for (int i = 0; i < n; i++) sum += (int32_t)a[i] * (int32_t)b[i];
+    return sum;
+}
+
+/* x · w for one row x of the activations and one row w of the weights, both quantized
+ * (q (cols,), scales (groups,)): per group the exact int32 dot product, times both
+ * scales, summed in float. The portable path, one group after another. */
+static float dot_row_reference(const int8_t *xq, const float *xs, const int8_t *wq,
+                              const float *ws, int cols, int group) {
+    float acc = 0.0f;
+    for (int g = 0, c = 0; c < cols; g++, c += group) {
+        int32_t dot = dot_i8(xq + c, wq + c, group_length(g, cols, group));
+        acc += (float)dot * (xs[g] * ws[g]);
+    }
+    return acc;
+}
+
+/* ==== AVX2 (and VNNI: AVX-512's or AVX's) ==== */
 #ifdef __AVX2__
-/* absmax_portable, eight values at a time. max is exact, so the result is the same. */
+/* absmax_reference, eight values at a time. max is exact, so the result is the same. */
 static float absmax_avx2(const float *x, int n) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 vmax = _mm256_setzero_ps(), vnan = _mm256_setzero_ps();
@@ -79,13 +102,13 @@ static float absmax_avx2(const float *x, int n) {
     if (_mm256_movemask_ps(vnan)) return NAN;
     float lanes[QUANT_LANES];
     _mm256_storeu_ps(lanes, vmax);
-    float amax = absmax_portable(x + i, n - i);
+    float amax = absmax_reference(x + i, n - i);
     for (int j = 0; j < QUANT_LANES; j++)
         if (lanes[j] > amax) amax = lanes[j];
     return amax;                       /* NaN if the tail held one: NaN > lanes is false */
 }
 
-/* round_portable, eight values at a time, bit for bit: the same IEEE division, then
+/* round_reference, eight values at a time, bit for bit: the same IEEE division, then
  * round half away from zero built from truncation (v - trunc(v) is exact). */
 static void round_avx2(int8_t *q, const float *x, int n, float scale) {
     const __m256 vscale = _mm256_set1_ps(scale), sign = _mm256_set1_ps(-0.0f);
@@ -104,77 +127,9 @@ static void round_avx2(int8_t *q, const float *x, int n, float scale) {
                                       _mm256_extracti128_si256(r32, 1));
         _mm_storel_epi64((__m128i *)(q + i), _mm_packs_epi16(r16, r16));
     }
-    round_portable(q + i, x + i, n - i, scale);
-}
-#endif
-
-void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols, int group) {
-    int groups = quant_groups(cols, group);
-    for (int r = 0; r < rows; r++) {
-        for (int g = 0; g < groups; g++) {
-            size_t at = (size_t)r * (size_t)cols + (size_t)g * (size_t)group;
-            int n = group_length(g, cols, group);
-#ifdef __AVX2__
-            float s = scale_for(absmax_avx2(x + at, n));
-#else
-            float s = scale_for(absmax_portable(x + at, n));
-#endif
-            scale[(size_t)r * (size_t)groups + (size_t)g] = s;
-            if (!(s > 0.0f)) {          /* zero (all-zero group, or underflow) or NaN */
-                memset(q + at, 0, (size_t)n);
-                continue;
-            }
-#ifdef __AVX2__
-            round_avx2(q + at, x + at, n, s);
-#else
-            round_portable(q + at, x + at, n, s);
-#endif
-        }
-    }
+    round_reference(q + i, x + i, n - i, scale);
 }
 
-/* ------------------------------------------------------------------------- */
-/* Dequantization                                                              */
-
-void quant_dequantize_row(float *out, const QuantMatrix *m, int row) {
-    int groups = quant_groups(m->cols, m->group);
-    const int8_t *q = m->q + (size_t)row * (size_t)m->cols;
-    const float *scale = m->scale + (size_t)row * (size_t)groups;
-    for (int g = 0; g < groups; g++) {
-        int c0 = g * m->group, n = group_length(g, m->cols, m->group);
-        for (int c = c0; c < c0 + n; c++) out[c] = (float)q[c] * scale[g];
-    }
-}
-
-void quant_dequantize(float *out, const QuantMatrix *m) {
-    for (int r = 0; r < m->rows; r++)
-        quant_dequantize_row(out + (size_t)r * (size_t)m->cols, m, r);
-}
-
-/* ------------------------------------------------------------------------- */
-/* Matmul                                                                      */
-
-/* The exact dot product of a (n,) and b (n,), int8 values, n <= QUANT_GROUP_MAX. */
-static int32_t dot_i8(const int8_t *a, const int8_t *b, int n) {
-    int32_t sum = 0;
-    for (int i = 0; i < n; i++) sum += (int32_t)a[i] * (int32_t)b[i];
-    return sum;
-}
-
-/* x · w for one row x of the activations and one row w of the weights, both quantized
- * (q (cols,), scales (groups,)): per group the exact int32 dot product, times both
- * scales, summed in float. The portable path, one group after another. */
-static float dot_row_portable(const int8_t *xq, const float *xs, const int8_t *wq,
-                              const float *ws, int cols, int group) {
-    float acc = 0.0f;
-    for (int g = 0, c = 0; c < cols; g++, c += group) {
-        int32_t dot = dot_i8(xq + c, wq + c, group_length(g, cols, group));
-        acc += (float)dot * (xs[g] * ws[g]);
-    }
-    return acc;
-}
-
-#ifdef __AVX2__
 /* acc + a * b, fused when the build has FMA (-mavx2 alone does not). */
 static inline __m256 mul_add(__m256 a, __m256 b, __m256 acc) {
 #ifdef __FMA__
@@ -216,7 +171,7 @@ static inline __m256i add_lane0(__m256i v, int32_t t) {
 }
 
 /* x · w for one activation row x and one weight row w (q (cols,), scales (groups,)):
- * dot_row_portable's arithmetic for group % 32 == 0. Each group's int32 sums stay in
+ * dot_row_reference's arithmetic for group % 32 == 0. Each group's int32 sums stay in
  * eight lanes, which are converted, scaled and accumulated in eight float lanes, added
  * up at the end. The last group may be shorter than group: its values past the last
  * whole register are summed in scalar code and added to lane 0. */
@@ -279,44 +234,100 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
     sums[2] = sum_lanes(acc2);
     sums[3] = sum_lanes(acc3);
 }
+
+/* Columns o0 .. of quant_matmul_block for group % 32 == 0: tiles of QUANT_ROW_TILE rows of
+ * w, then single rows; for N > 1 a tile's rows of w (4 x cols bytes) stay in L1 while the
+ * N rows of x go past them. Returns o1. */
+static int matmul_block_avx2(float *out, const int8_t *xq, const float *xs,
+                             const QuantMatrix *w, const float *bias, int N, int o0, int o1) {
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
+    int o = o0;
+    for (; o + QUANT_ROW_TILE <= o1; o += QUANT_ROW_TILE) {
+        const int8_t *wq = w->q + (size_t)o * (size_t)cols;
+        const float *ws = w->scale + (size_t)o * (size_t)groups;
+        for (int n = 0; n < N; n++) {
+            const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
+            const float *xs_n = xs + (size_t)n * (size_t)groups;
+            float sums[QUANT_ROW_TILE], *out_n = out + (size_t)n * (size_t)OC;
+            dot_rows4_avx2(sums, xq_n, xs_n, wq, ws, cols, group, groups);
+            for (int r = 0; r < QUANT_ROW_TILE; r++)
+                out_n[o + r] = sums[r] + (bias ? bias[o + r] : 0.0f);
+        }
+    }
+    for (; o < o1; o++) {   /* the rows left over from the tiles */
+        const int8_t *wq = w->q + (size_t)o * (size_t)cols;
+        const float *ws = w->scale + (size_t)o * (size_t)groups;
+        for (int n = 0; n < N; n++)
+            out[(size_t)n * (size_t)OC + (size_t)o] =
+                dot_row_avx2(xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
+                             wq, ws, cols, group, groups) + (bias ? bias[o] : 0.0f);
+    }
+    return o;
+}
+#endif /* AVX2 */
+
+/* ------------------------------------------------------------------------- */
+/* Quantization                                                                */
+
+void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols, int group) {
+    int groups = quant_groups(cols, group);
+    for (int r = 0; r < rows; r++) {
+        for (int g = 0; g < groups; g++) {
+            size_t at = (size_t)r * (size_t)cols + (size_t)g * (size_t)group;
+            int n = group_length(g, cols, group);
+#ifdef __AVX2__
+            float s = scale_for(absmax_avx2(x + at, n));
+#else
+            float s = scale_for(absmax_reference(x + at, n));
 #endif
+            scale[(size_t)r * (size_t)groups + (size_t)g] = s;
+            if (!(s > 0.0f)) {          /* zero (all-zero group, or underflow) or NaN */
+                memset(q + at, 0, (size_t)n);
+                continue;
+            }
+#ifdef __AVX2__
+            round_avx2(q + at, x + at, n, s);
+#else
+            round_reference(q + at, x + at, n, s);
+#endif
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Dequantization                                                              */
+
+void quant_dequantize_row(float *out, const QuantMatrix *m, int row) {
+    int groups = quant_groups(m->cols, m->group);
+    const int8_t *q = m->q + (size_t)row * (size_t)m->cols;
+    const float *scale = m->scale + (size_t)row * (size_t)groups;
+    for (int g = 0; g < groups; g++) {
+        int c0 = g * m->group, n = group_length(g, m->cols, m->group);
+        for (int c = c0; c < c0 + n; c++) out[c] = (float)q[c] * scale[g];
+    }
+}
+
+void quant_dequantize(float *out, const QuantMatrix *m) {
+    for (int r = 0; r < m->rows; r++)
+        quant_dequantize_row(out + (size_t)r * (size_t)m->cols, m, r);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Matmul                                                                      */
 
 void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
     int o = o0;
 #ifdef __AVX2__
-    if (group % QUANT_CHUNK == 0) {
-        /* Tiles of QUANT_ROW_TILE rows of w, then single rows; for N > 1 a tile's rows of
-         * w (4 x cols bytes) stay in L1 while the N rows of x go past them. */
-        for (; o + QUANT_ROW_TILE <= o1; o += QUANT_ROW_TILE) {
-            const int8_t *wq = w->q + (size_t)o * (size_t)cols;
-            const float *ws = w->scale + (size_t)o * (size_t)groups;
-            for (int n = 0; n < N; n++) {
-                const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
-                const float *xs_n = xs + (size_t)n * (size_t)groups;
-                float sums[QUANT_ROW_TILE], *out_n = out + (size_t)n * (size_t)OC;
-                dot_rows4_avx2(sums, xq_n, xs_n, wq, ws, cols, group, groups);
-                for (int r = 0; r < QUANT_ROW_TILE; r++)
-                    out_n[o + r] = sums[r] + (bias ? bias[o + r] : 0.0f);
-            }
-        }
-        for (; o < o1; o++) {   /* the rows left over from the tiles */
-            const int8_t *wq = w->q + (size_t)o * (size_t)cols;
-            const float *ws = w->scale + (size_t)o * (size_t)groups;
-            for (int n = 0; n < N; n++)
-                out[(size_t)n * (size_t)OC + (size_t)o] =
-                    dot_row_avx2(xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
-                                 wq, ws, cols, group, groups) + (bias ? bias[o] : 0.0f);
-        }
-    }
+    if (group % QUANT_CHUNK == 0) o = matmul_block_avx2(out, xq, xs, w, bias, N, o0, o1);
 #endif
-    for (; o < o1; o++) {   /* the portable path */
+    for (; o < o1; o++) {   /* the reference */
         const int8_t *wq = w->q + (size_t)o * (size_t)cols;
         const float *ws = w->scale + (size_t)o * (size_t)groups;
         for (int n = 0; n < N; n++)
             out[(size_t)n * (size_t)OC + (size_t)o] =
-                dot_row_portable(xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
+                dot_row_reference(xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
                                  wq, ws, cols, group) + (bias ? bias[o] : 0.0f);
     }
 }
