@@ -196,13 +196,16 @@ size_t attention_weights_scratch_floats(const AttentionConfig *cfg, const Attent
  *           NULL for kinds without them. T <= n_ctx.
  *   scratch (attention_weights_scratch_floats(cfg, shape, T),)  overwritten
  * Softmax kinds: the weights of attention_step's own softmax, bit for bit; each row sums to
- * 1 (softmax1: 1 minus the virtual key's share). Kernelised kinds (linear, efficient,
- * performer): the normalised share of each key that the feature map implies (linear: rows
- * sum to phi.z / (phi.z + eps), just under 1). For every kind sum_j w_ij v_j is what
- * attention_step outputs for query i, to float rounding. Rows do not depend on q0 (q0 =
- * T - 1 gives the last row alone, bitwise). Costs O(NH (T - q0) T HS) plus one feature
- * map or hash of each key (Performer: O(NH T m (T - q0 + HS))). Heads run in parallel
- * (kernels_parallel_for), bitwise identical for any thread count. Never allocates.
+ * 1 (softmax1 or a sink logit: 1 minus the virtual key's share). Kernelised kinds (linear,
+ * efficient, performer): the normalised share of each key that the feature map implies
+ * (linear: rows sum to phi.z / (phi.z + eps), just under 1; linear norm=1: to 1). For every
+ * kind sum_j w_ij v_j is what attention_step outputs for query i, to float rounding, except
+ * linear norm=1, whose output is that sum times a positive factor per query (its RMS
+ * normalisation depends on the values, which this function does not see). Rows do not
+ * depend on q0 (q0 = T - 1 gives the last row alone, bitwise). Costs O(NH (T - q0) T HS)
+ * plus one feature map or hash of each key (Performer: O(NH T m (T - q0 + HS))). Heads run
+ * in parallel (kernels_parallel_for), bitwise identical for any thread count. Never
+ * allocates.
  * Returns 0, or -1 (nothing written) if cfg is invalid, T < 1, T > n_ctx, q0 < 0,
  * q0 >= T, a pointer is NULL, or state is NULL for LSH (nb > 1) or Performer. */
 int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, const void *state,
@@ -242,10 +245,11 @@ void attention_backward(const AttentionShape *shape, float *dq, float *dk, float
  * keys) and needs its gradient. These compute exactly what attention_step computes for the
  * same cfg, q, k, v and random matrices (to float rounding: the sums may run in other
  * orders), and its exact gradient, recomputing what the forward computed rather than
- * storing it. Nothing here allocates; each call runs on the calling thread (the trainer
- * calls it from one job per sequence), so results are bitwise identical for any thread
- * count. Exact attention without a sink logit is attention_forward_dropout /
- * attention_backward above, bit for bit.
+ * storing it. Nothing here allocates; the kv heads are kernels_parallel_for jobs, which
+ * run on the calling thread when called from a job (the trainer calls these from one job per
+ * sequence), each summing in a fixed order, so results are bitwise identical for any thread
+ * count. Exact attention with the shape's own scale and no sink (softmax1 or sink logit) is
+ * attention_forward_dropout / attention_backward above, bit for bit.
  *
  * Random matrices (Performer features, LSH rotations) are an input: the caller draws them
  * with attention_draw_random, whose draw 0 gives the matrices attention_state_init puts in
