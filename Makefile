@@ -160,6 +160,7 @@ help:
 	@echo "  make train            train the shipped model again into weights/ (half an hour)"
 	@echo "  make bench            speed tables; bench-kernels, bench-attention: their parts"
 	@echo "  make attn-table       the attention lab's tables, written into docs/lab.md"
+	@echo "  make attn-train-table every variant trained from scratch (an hour), docs/attention.md"
 	@echo "  make docs-figures     the tutorial's pictures (docs/img/)"
 	@echo "  make page-check       the explorer page's self-test in headless Chromium"
 	@echo "  make docs-check       the docs checked against the code; docs-refs rewrites them"
@@ -345,6 +346,13 @@ bench-kernels: $(B)/tools/bench_kernels
 attn-table: all $(B)/tools/bench_attention
 	@BENCH=$(B)/tools/bench_attention sh tools/attn_table.sh
 
+# attn-train-table: every attention variant trained from scratch with ./train, the same
+# shape, data and steps (tools/attn_train_table.sh): the table into docs/attention.md, the
+# picture docs/img/attn_trained.svg. About an hour on two idle cores; its phases run alone
+# with `sh tools/attn_train_table.sh train|speed|table`. Example: make attn-train-table
+attn-train-table: all $(B)/tools/gen_model
+	@GEN=$(B)/tools/gen_model sh tools/attn_train_table.sh
+
 # bench: end-to-end speed (tokens/s, 1 and 2 threads) and peak memory of ./run on the
 # shipped and reference models; prints a table, asserts nothing. Example: make bench
 bench: all bench-attention bench-kernels $(BENCH_DEPS)
@@ -354,4 +362,4 @@ bench: all bench-attention bench-kernels $(BENCH_DEPS)
 clean:
 	rm -rf build run train quantize tutorial
 
-.PHONY: FORCE all run train tutorial tutorial-check test debug debug-tests valgrind bench bench-attention bench-kernels attn-table clean docs-figures docs-check docs-refs faults
+.PHONY: FORCE all run train tutorial tutorial-check test debug debug-tests valgrind bench bench-attention bench-kernels attn-table attn-train-table clean docs-figures docs-check docs-refs faults

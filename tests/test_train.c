@@ -663,6 +663,33 @@ static void test_variant_runs(void) {
         check_true(got && header[CHECKPOINT_GPT2_ATTN_SLOT] == 0,
                    "an exact run's checkpoint has no attention extension (header [%d] = %d)",
                    CHECKPOINT_GPT2_ATTN_SLOT, got ? (int)header[CHECKPOINT_GPT2_ATTN_SLOT] : -1);
+        /* --init: a window run with learned sink logits starts from the exact run's
+         * weights (sink logits 0); a model of another shape is refused */
+        Config c;
+        tiny_config(&c, RUN_V, 2, 32, 2, 16);
+        TrainSettings s = tiny_settings(0.1f, 1e-2f);
+        AttentionConfig cfgs[2];
+        char err[256] = "";
+        attention_spec_parse_layers("window:w=4,sinklogit=1", 2, cfgs, err, sizeof err);
+        s.attention = cfgs;
+        Trainer w;
+        if (check_true(trainer_init(&w, &c, &s, 8) == 0, "--init: a window run")) {
+            size_t n_file = w.n_params - w.tensor_size[TRAIN_N_TENSORS - 1];
+            int started = trainer_start_from(&w, path) == 0;
+            check_true(started && n_file == tr.n_params &&
+                       memcmp(w.params, tr.params, n_file * sizeof(float)) == 0 &&
+                       w.p.sink[0] == 0.0f && w.p.sink[3] == 0.0f,
+                       "--init: the window run starts from the exact run's %zu parameters, "
+                       "its sink logits 0", n_file);
+            trainer_free(&w);
+        }
+        tiny_config(&c, RUN_V, 2, 32, 4, 16);   /* 4 heads */
+        s.attention = NULL;
+        if (check_true(trainer_init(&w, &c, &s, 8) == 0, "--init: a 4-head run")) {
+            check_true(trainer_start_from(&w, path) != 0,
+                       "--init: a checkpoint of another shape is refused");
+            trainer_free(&w);
+        }
         remove(path);
         trainer_free(&tr);
     }

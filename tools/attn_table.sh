@@ -29,39 +29,7 @@ OUT=build/attn_table.md
 BENCH_OUT=build/attn_bench.md
 mkdir -p build
 
-# The label line of a table: date, CPU (name, family and model, cores, the widest SIMD
-# that -march=native can use), threads, commit, and the command ($1).
-label() {
-    cpu=$(grep -m1 '^model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //')
-    family=$(grep -m1 '^cpu family' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //')
-    model=$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //')
-    case $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null) in
-        *avx512f*) isa=AVX-512 ;;
-        *avx2*) isa=AVX2 ;;
-        *) isa="no AVX2" ;;
-    esac
-    if commit=$(git rev-parse --short HEAD 2>/dev/null); then
-        git diff --quiet HEAD -- || commit="$commit with local changes"
-    else
-        commit="unknown (not a git checkout)"
-    fi
-    echo "Measured $(date +%Y-%m-%d) on ${cpu:-an unknown CPU} (family ${family:-?}," \
-         "model ${model:-?}; $(nproc 2>/dev/null || echo '?') cores, $isa)," \
-         "OMP_NUM_THREADS=${OMP_NUM_THREADS:-all}, commit $commit: \`$1\`."
-}
-
-# Replaces the lines between <!-- NAME:begin --> and <!-- NAME:end --> of DOC by FILE.
-replace_between() {
-    grep -q "^<!-- $1:begin -->\$" "$DOC" || {
-        echo "attn-table: $DOC: no <!-- $1:begin --> line; the table is only in $2" >&2
-        return 1
-    }
-    awk -v table="$2" -v begin="<!-- $1:begin -->" -v end="<!-- $1:end -->" '
-        $0 == begin { print; while ((getline line < table) > 0) print line; skip = 1; next }
-        $0 == end { skip = 0 }
-        !skip { print }' "$DOC" > build/attn_doc.tmp && cat build/attn_doc.tmp > "$DOC"
-    echo "attn-table: $1 written into $DOC" >&2
-}
+. tools/doc_table.sh   # label, replace_between
 
 # ---- the quality table ----
 if [ "$WHAT" = all ]; then
@@ -112,7 +80,7 @@ if [ "$WHAT" = all ]; then
     done
     echo '| `nystrom` | excluded: not causal ([attention.md §7](attention.md#7-nyström-attention)) | | | | | |' >> "$OUT"
     cat "$OUT"
-    replace_between attn-table "$OUT"
+    replace_between attn-table "$OUT" "$DOC"
 fi
 
 # ---- the attention-only microbenchmark (tools/bench_attention.c) ----
@@ -124,7 +92,7 @@ if [ -x "$BENCH" ]; then
         "$BENCH" | grep '^|'
     } > "$BENCH_OUT"
     cat "$BENCH_OUT"
-    replace_between attn-bench "$BENCH_OUT"
+    replace_between attn-bench "$BENCH_OUT" "$DOC"
 elif [ "$WHAT" = bench ]; then
     echo "attn-table: $BENCH: not built (make $BENCH)" >&2
     exit 1

@@ -85,6 +85,9 @@ static const char USAGE[] =
 "      --attn SPEC        the attention to train, as run's --attn: one spec for every\n"
 "                         layer, or 'SPEC;SPEC;...' per layer with N*SPEC for N layers\n"
 "                         (default exact); the checkpoint records it, and run uses it\n"
+"      --init PATH        start from the weights of PATH, an fp32 checkpoint of the same\n"
+"                         shape and tokenizer (fine-tuning, or another --attn trained on\n"
+"                         from exact attention's weights); the optimizer starts afresh\n"
 "      --redraw N         Performer: steps between draws of its random features,\n"
 "                         1..10000000 (default 100; LSH draws its rotations every step)\n"
 "      --token-noise X    replace this share of the input tokens of each training batch,\n"
@@ -123,7 +126,7 @@ typedef enum {
     OPT_HELP, OPT_RESUME, OPT_FORCE, OPT_DATA, OPT_OUT, OPT_TOKENIZER, OPT_EVAL_EVERY,
     OPT_STEPS, OPT_VOCAB, OPT_LAYERS, OPT_DIM, OPT_HEADS, OPT_CONTEXT, OPT_BATCH, OPT_LR,
     OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_TOKEN_NOISE, OPT_EMA,
-    OPT_CLIP, OPT_SEED, OPT_THREADS, OPT_MAX_MEMORY, OPT_ATTN, OPT_REDRAW
+    OPT_CLIP, OPT_SEED, OPT_THREADS, OPT_MAX_MEMORY, OPT_ATTN, OPT_REDRAW, OPT_INIT
 } OptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
@@ -158,6 +161,7 @@ static const CliOption OPTIONS[] = {
     {OPT_MAX_MEMORY, NULL, "--max-memory", CLI_FLOAT, 0, MAX_MEMORY_GB, 1, NULL},
     {OPT_ATTN, NULL, "--attn", CLI_TEXT, 0, 0, 0, "an attention spec"},
     {OPT_REDRAW, NULL, "--redraw", CLI_INT, 1, TRAIN_MAX_STEPS, 0, NULL},
+    {OPT_INIT, NULL, "--init", CLI_TEXT, 0, 0, 0, "a path"},
 };
 #define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
@@ -168,6 +172,7 @@ typedef struct {
     int threads;                  /* --threads; 0 = OpenMP's default, capped at the cores */
     TrainSettings settings;
     const char *attn_spec;        /* --attn, or NULL: exact attention */
+    const char *init_path;        /* --init, or NULL: GPT-2's initialisation */
     AttentionConfig attention[FLAG_MAX_LAYERS];   /* --attn per layer (settings.attention) */
     char state_path[TRAIN_PATH_CAP];    /* out_path + STATE_SUFFIX */
     char tokenizer_default[TRAIN_PATH_CAP];
@@ -261,6 +266,7 @@ static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_gi
     case OPT_EMA: s->ema = real; break;
     case OPT_CLIP: s->clip = real; break;
     case OPT_ATTN: o->attn_spec = value; break;
+    case OPT_INIT: o->init_path = value; break;
     case OPT_REDRAW: s->redraw = number; break;
     case OPT_SEED: *seed = number; break;
     default: break;   /* the flags without a value were handled above */
@@ -620,6 +626,7 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
     c.n_heads = o->heads;
     c.dim = o->dim;
     if (trainer_init(tr, &c, &o->settings, o->settings.batch) != 0) return EXIT_BAD_DATA;
+    if (o->init_path && trainer_start_from(tr, o->init_path) != 0) return EXIT_BAD_DATA;
     tr->tokenizer_sum = d->tokenizer_sum;
     return 0;
 }

@@ -721,3 +721,44 @@ fail:
     trainer_free(tr);
     return -1;
 }
+
+int trainer_start_from(Trainer *tr, const char *path) {
+    int32_t header[CHECKPOINT_GPT2_HEADER_INTS];
+    FileAttention fa = {0};
+    Config c;
+    size_t n_params;
+    int status = -1;
+    FILE *model_file = os_open_read("train", path, "a checkpoint to start from");
+    if (!model_file) return -1;
+    if (read_checkpoint_header(model_file, path, header, &c, &n_params, &fa) != 0) goto done;
+    const Config *t = &tr->config;
+    if (c.seq_len != t->seq_len || c.vocab_size != t->vocab_size ||
+        c.n_layers != t->n_layers || c.n_heads != t->n_heads || c.dim != t->dim) {
+        fprintf(stderr, "train: --init %s: a model of another shape (got T %d, V %d, L %d, NH %d, "
+                "C %d; expected this run's T %d, V %d, L %d, NH %d, C %d)\n", path, c.seq_len,
+                c.vocab_size, c.n_layers, c.n_heads, c.dim, t->seq_len, t->vocab_size,
+                t->n_layers, t->n_heads, t->dim);
+        goto done;
+    }
+    size_t n_file = file_params(tr);
+    if (os_read_exact(model_file, tr->params, n_file * sizeof(float), "train", path,
+                      "parameters") != 0)
+        goto done;
+    size_t bad = first_non_finite(tr->params, n_file);
+    if (bad < n_file) {
+        fprintf(stderr, "train: --init %s: parameter %zu is not finite (got %g, expected a "
+                "finite number)\n", path, bad, (double)tr->params[bad]);
+        goto done;
+    }
+    /* the sink logits a layer learned, where this run's layer learns them too */
+    for (int l = 0; fa.cfgs && l < t->n_layers; l++)
+        if (fa.cfgs[l].sink_logit && tr->attn[l].sink_logit)
+            memcpy(tr->p.sink + (size_t)l * t->n_heads, fa.sink + (size_t)l * t->n_heads,
+                   (size_t)t->n_heads * sizeof(float));
+    if (tr->ema) memcpy(tr->ema, tr->params, tr->n_params * sizeof(float));
+    status = 0;
+done:
+    fclose(model_file);
+    file_attention_free(&fa);
+    return status;
+}

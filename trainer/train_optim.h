@@ -76,6 +76,13 @@ int trainer_finish_save(const char *path, const char *state_path, const char *to
  * one stderr line naming the file at fault; trainer_free is safe either way. */
 int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t max_memory);
 
+/* A new run's weights from the checkpoint at path (--init: fine-tuning, or swapping in
+ * another attention and training on): its 16 tensors into tr (made by trainer_init, of
+ * the same T, V, L, NH and C), and its learned sink logits where both its layer and tr's
+ * have them (else they stay 0); the moving average starts at them. The optimizer starts
+ * afresh. Returns 0, or -1 after one stderr line (another shape, a bad file). */
+int trainer_start_from(Trainer *tr, const char *path);
+
 /* ---- files (also the program's) ---- */
 
 /* path + TRAIN_TEMP_SUFFIX into temp. Returns 0, or -1 after a stderr line. */

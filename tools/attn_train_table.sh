@@ -1,0 +1,228 @@
+#!/bin/sh
+# attn_train_table.sh: every attention variant trained from scratch by ./train, measured the
+# same way, written into docs/attention.md (its one home) with a picture.
+#
+# One model shape and recipe for every row (SHAPE, RECIPE below: 4 layers of width 128, 4
+# heads, context 256, 400 steps of 8 x 256 tokens, Tiny Shakespeare with a 1024-token BPE);
+# only --attn differs. Phases, each resumable (a run whose log ends with "final:" is kept):
+#   train   every variant from scratch (SEEDS seeds for the headline rows, one elsewhere),
+#           and each variant swapped into the exact model then fine-tuned for FT_STEPS
+#   speed   training tokens/s (a short run of each, the same two cores), decode tokens/s and
+#           attention state bytes at positions 256, 1024 and 4096 (a random model of the
+#           same shape with a 4352-token context: speed depends on shapes, not weights)
+#   table   bits/char of each checkpoint on the validation split (./run --eval), the table
+#           into docs/attention.md between the attn-train markers, the picture
+#           docs/img/attn_trained.svg
+#   all     the three (default). `make attn-train-table` runs it: about an hour on two
+#           cores of an idle machine (the training), so run it on an idle machine: the
+#           speed phase times things.
+# RUN, TRAIN, GEN, DATA, WORK, DOC and SVG override the paths; STEPS the training steps.
+set -eu
+RUN=${RUN:-./run}
+TRAIN=${TRAIN:-./train}
+GEN=${GEN:-build/tools/gen_model}
+DATA=${DATA:-data/tinyshakespeare.txt}
+[ -f "$DATA" ] || DATA=../shared/data/tinyshakespeare.txt   # where the test machines keep it
+WORK=${WORK:-build/attn-train}
+DOC=${DOC:-docs/attention.md}
+SVG=${SVG:-docs/img/attn_trained.svg}
+STEPS=${STEPS:-400}
+FT_STEPS=$((STEPS / 10))
+SEEDS="1337 2 3"
+SHAPE="-L 4 -C 128 -H 4 -T 256 -v 1024"
+RECIPE="-B 8 --attn-dropout 0 --ema 0"
+WHAT=${1:-all}
+case $WHAT in
+    all|train|speed|table) ;;
+    *) echo "usage: sh tools/attn_train_table.sh [all|train|speed|table]" >&2; exit 2 ;;
+esac
+. tools/doc_table.sh   # label, replace_between
+mkdir -p "$WORK"
+for f in "$RUN" "$TRAIN" "$DATA"; do
+    [ -f "$f" ] || { echo "attn-train-table: $f: missing (make; the data: weights/README.md)" >&2; exit 1; }
+done
+
+# The rows: name, spec, 1 for a headline row (trained with every seed). w = 32 is 1/8 of the
+# context; the hybrid keeps the last of the four layers exact.
+VARIANTS=${VARIANTS:-"exact exact 1
+window window:w=32 0
+window-sinks window:w=32,sinks=4 0
+window-sinklogit window:w=32,sinklogit=1 1
+hybrid 3*window:w=32,sinklogit=1;exact 1
+dilated dilated:w=16,k=2,sinks=4 0
+strided strided:l=16 0
+fixed fixed:l=32,c=4 0
+softmax1 softmax1 0
+linear linear 1
+linear-norm linear:norm=1 0
+efficient efficient 0
+performer performer:m=64 0
+lsh lsh:buckets=8,rounds=2,local=16,sinks=1 0"}
+
+# train_one NAME SPEC SEED [EXTRA...]: one run into $WORK/NAME.bin, log $WORK/NAME.log.
+train_one() {
+    name=$1 spec=$2 seed=$3
+    shift 3
+    if [ -f "$WORK/$name.log" ] && grep -q '^final:' "$WORK/$name.log"; then return 0; fi
+    echo "attn-train-table: training $name ($spec, seed $seed)" >&2
+    # shellcheck disable=SC2086  # SHAPE and RECIPE are lists of flags
+    "$TRAIN" --force -d "$DATA" -o "$WORK/$name.bin" -z "$WORK/$name.tok" $SHAPE $RECIPE \
+        -n "$STEPS" -e "$STEPS" -s "$seed" --attn "$spec" "$@" > "$WORK/$name.log" 2>&1 || {
+        tail -3 "$WORK/$name.log" >&2
+        exit 1
+    }
+}
+
+if [ "$WHAT" = all ] || [ "$WHAT" = train ]; then
+    echo "$VARIANTS" | while read -r name spec headline; do
+        train_one "$name" "$spec" 1337
+        [ "$headline" = 1 ] || continue
+        for seed in $SEEDS; do
+            [ "$seed" = 1337 ] || train_one "$name.s$seed" "$spec" "$seed"
+        done
+    done
+    # swapped into the exact model, then trained on for a tenth of the steps
+    echo "$VARIANTS" | while read -r name spec headline; do
+        [ "$name" = exact ] && continue
+        train_one "$name.ft" "$spec" 1337 --init "$WORK/exact.bin" -n "$FT_STEPS" -e "$FT_STEPS" \
+            -w $((FT_STEPS / 10 + 1))
+    done
+fi
+
+# ---- speed: training tokens/s, decode tokens/s and state bytes by position ----
+if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
+    [ -x "$GEN" ] || { echo "attn-train-table: $GEN: not built (make $GEN)" >&2; exit 1; }
+    gen="$WORK/random4352.bin"
+    [ -f "$gen" ] || "$GEN" gpt2-124m "$gen" --dim 128 --layers 4 --heads 4 --vocab 1024 \
+        --seq-len 4352 > /dev/null
+    size=$(wc -c < "$DATA")
+    split=$(( size / 10 * 9 + size % 10 * 9 / 10 ))
+    : > "$WORK/speed.txt"
+    echo "$VARIANTS" | while read -r name spec headline; do
+        echo "attn-train-table: speed of $name" >&2
+        # training: 30 steps; tokens/s of the median step line
+        # shellcheck disable=SC2086
+        "$TRAIN" --force -d "$DATA" -o "$WORK/speed.bin" -z "$WORK/speed.tok" $SHAPE $RECIPE \
+            -n 30 -e 1000 --attn "$spec" > "$WORK/speed.log" 2>&1
+        train_tps=$(sed -n 's/.*| \([0-9]*\) tok\/s |.*/\1/p' "$WORK/speed.log" | sort -n |
+                    awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+        line="$name $train_tps"
+        for pos in 256 1024 4096; do
+            # a prompt of about pos tokens (2.26 bytes a token in the validation text), then
+            # 64 generated tokens; the best of three runs
+            head -c $((pos * 226 / 100)) "$DATA" | tail -c +1 > "$WORK/prompt.txt"
+            best=0
+            for r in 1 2 3; do
+                tps=$("$RUN" "$gen" -z weights/tokenizer.bin -f "$WORK/prompt.txt" -n 64 -t 0 \
+                      --attn "$spec" 2>&1 >/dev/null |
+                      sed -n 's/.*generation: 64 tokens, \([0-9.]*\) tokens\/s.*/\1/p')
+                best=$(awk -v a="$best" -v b="${tps:-0}" 'BEGIN { print (b > a ? b : a) }')
+            done
+            state=$("$RUN" "$gen" -z weights/tokenizer.bin --eval "$WORK/prompt.txt" -c "$pos" \
+                    --attn "$spec" 2>/dev/null | sed -n 's/^state: \([0-9]*\) bytes.*/\1/p')
+            line="$line $best ${state:-0}"
+        done
+        echo "$line" >> "$WORK/speed.txt"
+    done
+    rm -f "$WORK/speed.bin" "$WORK/speed.bin.state" "$WORK/speed.tok"
+fi
+
+# ---- the table and the picture ----
+if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
+    size=$(wc -c < "$DATA")
+    split=$(( size / 10 * 9 + size % 10 * 9 / 10 ))
+    VAL="$WORK/validation.txt"
+    tail -c +$((split + 1)) "$DATA" > "$VAL"
+    bpc() {   # bits/char of checkpoint $1 on the validation split (extra flags after it)
+        model=$1
+        shift
+        "$RUN" "$model" -z "$WORK/exact.tok" --eval "$VAL" "$@" 2>/dev/null |
+            sed -n 's/^loss: .* nats\/token, \([0-9.]*\) bits\/char.*/\1/p'
+    }
+    OUT="$WORK/table.md"
+    POINTS="$WORK/points.txt"
+    : > "$POINTS"
+    {
+        label "make attn-train-table"
+        echo "Every row: \`train $SHAPE $RECIPE -n $STEPS --attn SPEC\` from scratch on"
+        echo "\`$(basename "$DATA")\` (the same $STEPS x 8 x 256 tokens for every row); bits/char by"
+        echo "\`run --eval\` on the validation split (bytes $split..$size, windows of 256)."
+        echo "Seeds: mean ± half the range over seeds $SEEDS for the rows marked *, one seed"
+        echo "elsewhere. Swapped in: the exact row's model run with \`--attn SPEC\`; fine-tuned:"
+        echo "that, trained on for $FT_STEPS steps (\`--init\`). Training tokens/s: a 30-step run on"
+        echo "the same two cores. Decode tokens/s and attention state (bytes, all layers) at"
+        echo "position P: a random model of the same shape with a 4352-token context, 64 tokens"
+        echo "generated after a prompt of about P tokens."
+        echo
+        echo "| variant | spec | bits/char | swapped in | swapped + fine-tuned | training tokens/s | decode tokens/s at 256 / 1024 / 4096 | state bytes at 256 / 1024 / 4096 |"
+        echo "|---|---|---|---|---|---|---|---|"
+    } > "$OUT"
+    echo "$VARIANTS" | while read -r name spec headline; do
+        echo "attn-train-table: evaluating $name" >&2
+        b=$(bpc "$WORK/$name.bin")
+        shown=$(printf '%.4f' "$b")
+        if [ "$headline" = 1 ]; then
+            all="$b"
+            for seed in $SEEDS; do
+                [ "$seed" = 1337 ] || all="$all $(bpc "$WORK/$name.s$seed.bin")"
+            done
+            shown=$(echo "$all" | awk '{ lo = hi = $1; s = 0
+                for (i = 1; i <= NF; i++) { s += $i; if ($i < lo) lo = $i; if ($i > hi) hi = $i }
+                printf "%.4f ± %.4f*", s / NF, (hi - lo) / 2 }')
+            b=$(echo "$all" | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s / NF }')
+        fi
+        if [ "$name" = exact ]; then swapped="—"; tuned="—"
+        else
+            swapped=$(printf '%.4f' "$(bpc "$WORK/exact.bin" --attn "$spec")")
+            tuned=$(printf '%.4f' "$(bpc "$WORK/$name.ft.bin")")
+        fi
+        speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name 0 0 0 0 0 0 0")
+        # shellcheck disable=SC2086
+        set -- $speed
+        printf '| %s | `%s` | %s | %s | %s | %s | %.0f / %.0f / %.0f | %s / %s / %s |\n' "$name" \
+            "$spec" "$shown" "$swapped" "$tuned" "$2" "$3" "$5" "$7" "$4" "$6" "$8" >> "$OUT"
+        echo "$name $b $7 $2" >> "$POINTS"
+    done
+    echo '| nystrom | — | not trained: no causal form ([§7](#7-nyström-attention)) | | | | | |' >> "$OUT"
+    cat "$OUT"
+    replace_between attn-train "$OUT" "$DOC"
+
+    # the picture: bits/char against decode tokens/s at position 4096 (left) and against
+    # training tokens/s (right), one labelled point per variant
+    awk -v title="Trained from scratch: quality against speed ($(date +%Y-%m-%d))" '
+        { name[NR] = $1; y[NR] = $2; d[NR] = $3; t[NR] = $4 }
+        END {
+            n = NR; ylo = 1e9; yhi = -1e9
+            for (i = 1; i <= n; i++) { if (y[i] < ylo) ylo = y[i]; if (y[i] > yhi) yhi = y[i] }
+            pad = (yhi - ylo) * 0.08 + 0.01; ylo -= pad; yhi += pad
+            W = 800; H = 420; top = 40; bottom = 360; pw = 330
+            printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H
+            printf "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H
+            printf "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n", W / 2, title
+            for (p = 0; p < 2; p++) {
+                left = 60 + p * 400; xmax = 0
+                for (i = 1; i <= n; i++) { v = p ? t[i] : d[i]; if (v > xmax) xmax = v }
+                xmax = xmax * 1.1 + 1
+                printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", left, top, pw, bottom - top
+                printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", left + pw / 2, bottom + 36, p ? "training tokens/s (2 cores)" : "decode tokens/s at position 4096"
+                for (k = 0; k <= 4; k++) {
+                    xv = xmax * k / 4; x = left + pw * k / 4
+                    printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">%.0f</text>\n", x, bottom + 16, xv
+                    yv = ylo + (yhi - ylo) * k / 4; yy = bottom - (bottom - top) * k / 4
+                    printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">%.2f</text>\n", left - 6, yy + 4, yv
+                    printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", left, yy, left + pw, yy
+                }
+                printf "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\" text-anchor=\"middle\">validation bits/char (lower is better)</text>\n", left - 44, (top + bottom) / 2, left - 44, (top + bottom) / 2
+                for (i = 1; i <= n; i++) {
+                    v = p ? t[i] : d[i]
+                    x = left + pw * v / xmax; yy = bottom - (bottom - top) * (y[i] - ylo) / (yhi - ylo)
+                    color = name[i] == "exact" ? "#c00" : "#036"
+                    printf "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", x, yy, color
+                    printf "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n", x + 6, yy + 4, color, name[i]
+                }
+            }
+            print "</svg>"
+        }' "$POINTS" > "$SVG"
+    echo "attn-train-table: $SVG drawn" >&2
+fi
+exit 0
