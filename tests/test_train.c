@@ -1442,6 +1442,10 @@ static void test_cli(void) {
     format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " --steps=5 --eval-every=5",
              text, model, tok);
     expect_train("--steps=5 (long option with =)", args, 0, "schedule: 5 steps");
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 4 -e 2 --sample 7 --force",
+                text, model, tok);
+    expect_train("--sample 7: a greedy sample of 7 tokens after each checkpoint", args, 0,
+                 "sample (7 tokens from a newline, greedy):");
     /* a run, then run generates from it, and -r with a new total */
     format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 20 -w 2 -e 10 --force", text,
              model, tok);

@@ -65,8 +65,9 @@ if [ -z "$data" ]; then
     echo "skipped - tutorial: the training run (no data/tinyshakespeare.txt)"
     skip=1
 elif ./train -d "$data" -o "$tmp/model.bin" -L 4 -C 128 -T 128 -B 16 -n 10 -e 10 \
-        --threads 2 > "$tmp/train.log" 2>&1 &&
+        --sample 60 --threads 2 > "$tmp/train.log" 2>&1 &&
      grep -q '^step     10/10 ' "$tmp/train.log" &&
+     grep -q '^sample (60 tokens from a newline, greedy):$' "$tmp/train.log" &&
      ./run "$tmp/model.bin" -i "ROMEO:" -n 20 -s 1 > "$tmp/sample" 2>/dev/null &&
      [ -s "$tmp/sample" ]; then
     echo "ok - tutorial: the training run (10 steps of the tutorial's settings) and a sample"

@@ -41,6 +41,7 @@
 #define ASCII_DEL 0x7F                  /* the one control character above the C0 range */
 #define FLAG_MAX_VOCAB 65536            /* the flags' ranges of the model's shape */
 #define FLAG_MAX_LAYERS 64
+#define MAX_SAMPLE 1000                 /* --sample: most tokens printed */
 #define FLAG_MIN_DIM 8
 #define FLAG_MAX_DIM 2048
 #define FLAG_MIN_CONTEXT 2
@@ -98,6 +99,8 @@ static const char USAGE[] =
 "                         the final figures use the average\n"
 "  -g, --clip X           gradient-norm clip, 0 = off, 0..1000 (default 1.0)\n"
 "  -e, --eval-every N     steps between validation and checkpoints, 1.. (default 500)\n"
+"      --sample N         after each checkpoint, print the N tokens it continues greedily\n"
+"                         from a newline (what ./run -t 0 would write), 0..1000 (default 0)\n"
 "  -s, --seed N           random seed, 0..2147483647 (default 1337)\n"
 "      --threads N        threads, 1..1024, capped at the cores (default: all of them,\n"
 "                         or OMP_NUM_THREADS); any number gives the same bits\n"
@@ -109,9 +112,9 @@ static const char USAGE[] =
 /* The usage text's notes, after the flags. */
 static const char USAGE_NOTES[] =
 "\n"
-"With -r only -d, -o, -z, -e, -n, --threads, --max-memory and --force may be given: the\n"
-"rest comes from the state file; -n then sets a new total, and the cosine decay continues\n"
-"toward the new end.\n"
+"With -r only -d, -o, -z, -e, -n, --sample, --threads, --max-memory and --force may be\n"
+"given: the rest comes from the state file; -n then sets a new total, and the cosine decay\n"
+"continues toward the new end.\n"
 "A checkpoint and its state (and, with the first, the tokenizer) are written to PATH.tmp\n"
 "files and renamed into place, so a run stopped at any moment (even by a crash) resumes\n"
 "with -r from its last checkpoint, or, stopped before its first, left nothing: run the\n"
@@ -126,7 +129,8 @@ typedef enum {
     OPT_HELP, OPT_RESUME, OPT_FORCE, OPT_DATA, OPT_OUT, OPT_TOKENIZER, OPT_EVAL_EVERY,
     OPT_STEPS, OPT_VOCAB, OPT_LAYERS, OPT_DIM, OPT_HEADS, OPT_CONTEXT, OPT_BATCH, OPT_LR,
     OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_TOKEN_NOISE, OPT_EMA,
-    OPT_CLIP, OPT_SEED, OPT_THREADS, OPT_MAX_MEMORY, OPT_ATTN, OPT_REDRAW, OPT_INIT
+    OPT_CLIP, OPT_SEED, OPT_THREADS, OPT_MAX_MEMORY, OPT_ATTN, OPT_REDRAW, OPT_INIT,
+    OPT_SAMPLE
 } OptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
@@ -162,6 +166,7 @@ static const CliOption OPTIONS[] = {
     {OPT_ATTN, NULL, "--attn", CLI_TEXT, 0, 0, 0, "an attention spec"},
     {OPT_REDRAW, NULL, "--redraw", CLI_INT, 1, TRAIN_MAX_STEPS, 0, NULL},
     {OPT_INIT, NULL, "--init", CLI_TEXT, 0, 0, 0, "a path"},
+    {OPT_SAMPLE, NULL, "--sample", CLI_INT, 0, MAX_SAMPLE, 0, NULL},
 };
 #define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
@@ -169,6 +174,7 @@ typedef struct {
     const char *data_path, *out_path, *tokenizer_path;
     int resume, force, vocab, layers, dim, heads, context, eval_every;
     int steps_given;              /* -n was given (with -r: a new total) */
+    int sample;                   /* --sample: tokens printed after each checkpoint */
     int threads;                  /* --threads; 0 = OpenMP's default, capped at the cores */
     TrainSettings settings;
     const char *attn_spec;        /* --attn, or NULL: exact attention */
@@ -188,7 +194,7 @@ static int usage_error(const char *subject, const char *problem, const char *got
 static int allowed_with_resume(OptionId id) {
     return id == OPT_HELP || id == OPT_RESUME || id == OPT_FORCE || id == OPT_DATA ||
            id == OPT_OUT || id == OPT_TOKENIZER || id == OPT_EVAL_EVERY || id == OPT_STEPS ||
-           id == OPT_THREADS || id == OPT_MAX_MEMORY;
+           id == OPT_THREADS || id == OPT_MAX_MEMORY || id == OPT_SAMPLE;
 }
 
 /* Warmup when -w is not given: DEFAULT_WARMUP, or a tenth of a shorter run, at least 1. */
@@ -267,6 +273,7 @@ static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_gi
     case OPT_CLIP: s->clip = real; break;
     case OPT_ATTN: o->attn_spec = value; break;
     case OPT_INIT: o->init_path = value; break;
+    case OPT_SAMPLE: o->sample = number; break;
     case OPT_REDRAW: s->redraw = number; break;
     case OPT_SEED: *seed = number; break;
     default: break;   /* the flags without a value were handled above */
@@ -639,6 +646,32 @@ static int save(const Trainer *tr, const Options *o, RunData *d) {
     return trainer_save(tr, o->out_path, o->state_path, tokenizer);
 }
 
+/* After a checkpoint: the n tokens its weights continue greedily from a newline, loaded
+ * from the file by model.c as ./run loads it, printed as ./run -t 0 would print them.
+ * Returns 0, or -1 after a stderr line (the file did not load). */
+static int print_sample(const char *path, const Tokenizer *tok, int n) {
+    Model m;
+    if (model_load(&m, path, 1) != 0) return -1;
+    size_t n_ids = 0;
+    int token = 0;
+    if (tokenizer_encode(tok, "\n", 1, &token, 1, &n_ids) != 0 || n_ids != 1) token = '\n';
+    if (n > m.n_ctx - 1) n = m.n_ctx - 1;
+    printf("sample (%d tokens from a newline, greedy):\n", n);
+    for (int pos = 0; pos < n; pos++) {
+        const float *logits = model_forward(&m, &token, 1, pos, 0);
+        if (!logits) break;
+        int best = 0;
+        for (int v = 1; v < m.config.vocab_size; v++) if (logits[v] > logits[best]) best = v;
+        size_t len;
+        const unsigned char *bytes = tokenizer_decode(tok, token, best, &len);
+        fwrite(bytes, 1, len, stdout);
+        token = best;
+    }
+    printf("\n\n");
+    model_free(&m);
+    return 0;
+}
+
 /* The training loop, from tr->step to the last step: a batch, forward, backward, update;
  * every eval_every steps (and at the end) a validation pass and a checkpoint; a progress
  * line every LOG_EVERY steps. inputs, targets (B, T) are the batch's buffers. *seconds
@@ -694,6 +727,8 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
             loss_sum = 0.0;
             loss_count = 0;
         }
+        if (evaluate_now && o->sample > 0 && print_sample(o->out_path, &d->tok, o->sample) != 0)
+            return -1;
     }
     if (tr->step == first_step && save(tr, o, d) != 0) return -1;
     return 0;
