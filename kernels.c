@@ -9,7 +9,7 @@
  *
  * Sections, in reading order: the thread pool; the reference kernels (portable C, what
  * each kernel computes, and the code a build without vector instructions runs); one
- * section per instruction set (AVX2 + FMA, AVX-512), each defining only a small
+ * section per instruction set (AVX2 + FMA, AVX-512, NEON), each defining only a small
  * vocabulary of vector operations; the vector kernels, written once in that vocabulary;
  * then the public functions, which pick the vector or the reference kernel at compile
  * time. Intrinsics appear only inside the instruction-set sections: another instruction
@@ -34,6 +34,8 @@
 #include <unistd.h>       /* sysconf: the cores, without OpenMP */
 #if KERNELS_SIMD && defined(__AVX2__)
 #include <immintrin.h>    /* AVX2, FMA and AVX-512 intrinsics */
+#elif KERNELS_SIMD && defined(__ARM_NEON)
+#include <arm_neon.h>     /* NEON intrinsics */
 #endif
 #ifdef _OPENMP
 #include <omp.h>          /* omp_set_num_threads, omp_get_max_threads */
@@ -438,7 +440,7 @@ static inline float exp_approx(float x) {
     return is_nan ? x : result;
 }
 
-/* ---- the matrix-vector tile (decode) ---- */
+/* ---- the dot-product tile (decode) ---- */
 
 /* out (R, C) (row stride ldo) = x (R, IC) . w (C, IC)^T, each row of x and w IC floats
  * apart: eight partial sums per output (lane i % 8), one multiply and one add per input,
@@ -654,8 +656,8 @@ static MAYBE_UNUSED void weighted_sum_reference(float *out, const float *weights
  *   GEMM_NV, TILE_MR, TILE_NV   register tile shapes (vectors per tile row, rows per tile)
  *   cpu_relax         the spin-wait hint of the thread pool
  * The V8 sums and the one-lane FMA chains (GEMM, the trainer's products, weighted sums) are
- * the same operations in every section, so AVX2 and AVX-512 builds give the same bits
- * there; exp, GELU and AdamW give the reference kernels' bits in every build.
+ * the same operations in every section, so AVX2, AVX-512 and NEON builds give the same
+ * bits there; exp, GELU and AdamW give the reference kernels' bits in every build.
  */
 
 /* ==== AVX2 + FMA (x86-64-v3; the 8-lane part of AVX-512 builds too) ==== */
@@ -796,6 +798,121 @@ static inline Vec vec_nan_or(Vec x, Vec v) {
 }
 #endif /* AVX-512 */
 
+/* ==== NEON (AArch64) ==== */
+#if KERNELS_SIMD && defined(__ARM_NEON)
+/* V8: two registers of four lanes, lanes 0-3 and 4-7, so that every sum is the one the
+ * 8-lane x86 register makes */
+typedef struct {
+    float32x4_t lo, hi;
+} V8;
+
+static inline V8 v8_zero(void) {
+    V8 v = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+    return v;
+}
+
+static inline V8 v8_load(const float *p) {
+    V8 v = {vld1q_f32(p), vld1q_f32(p + 4)};
+    return v;
+}
+
+static inline V8 v8_fma(V8 a, V8 b, V8 c) {
+    V8 v = {vfmaq_f32(c.lo, a.lo, b.lo), vfmaq_f32(c.hi, a.hi, b.hi)};
+    return v;
+}
+
+static inline V8 v8_add(V8 a, V8 b) {
+    V8 v = {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)};
+    return v;
+}
+
+static inline V8 v8_load_first(const float *p, int n) {
+    float lanes[8] = {0};
+    memcpy(lanes, p, (size_t)n * sizeof *p);
+    return v8_load(lanes);
+}
+
+static inline float v8_sum(V8 a) {
+    float32x4_t quad = vaddq_f32(a.lo, a.hi);                         /* l_i + l_i+4 */
+    float32x2_t pair = vadd_f32(vget_low_f32(quad), vget_high_f32(quad)); /* q0+q2, q1+q3 */
+    return vget_lane_f32(pair, 0) + vget_lane_f32(pair, 1);
+}
+
+static inline void v8_sum_rows(float *out, const V8 a[8]) {
+    float32x4_t pairs[4];   /* pairs[j]: the (q0 + q2, q1 + q3) of rows 2j and 2j + 1 */
+    for (int j = 0; j < 4; j++) {
+        float32x4_t q0 = vaddq_f32(a[2 * j].lo, a[2 * j].hi);
+        float32x4_t q1 = vaddq_f32(a[2 * j + 1].lo, a[2 * j + 1].hi);
+        pairs[j] = vaddq_f32(vcombine_f32(vget_low_f32(q0), vget_low_f32(q1)),
+                             vcombine_f32(vget_high_f32(q0), vget_high_f32(q1)));
+    }
+    vst1q_f32(out, vpaddq_f32(pairs[0], pairs[1]));        /* adjacent lanes added */
+    vst1q_f32(out + 4, vpaddq_f32(pairs[2], pairs[3]));
+}
+
+static inline void cpu_relax(void) { __asm__ __volatile__("yield"); }
+
+#define VLANES 4
+typedef float32x4_t Vec;
+#define vec_zero() vdupq_n_f32(0.0f)
+#define vec_load(p) vld1q_f32(p)
+#define vec_store(p, v) vst1q_f32(p, v)
+#define vec_fma(a, b, c) vfmaq_f32(c, a, b)
+#define vec_broadcast(p) vld1q_dup_f32(p)
+#define vec_set1(x) vdupq_n_f32(x)
+#define vec_add(a, b) vaddq_f32(a, b)
+#define vec_sub(a, b) vsubq_f32(a, b)
+#define vec_mul(a, b) vmulq_f32(a, b)
+#define vec_div(a, b) vdivq_f32(a, b)
+#define vec_sqrt(a) vsqrtq_f32(a)
+#define vec_sum(v) vaddvq_f32(v)
+typedef int LaneMask;      /* NEON has no masked loads: the number of lanes, through memory */
+static inline LaneMask lane_mask(int n) { return n; }
+
+static inline Vec vec_load_mask(const float *p, LaneMask n) {
+    if (n == VLANES) return vld1q_f32(p);
+    float lanes[VLANES] = {0};
+    memcpy(lanes, p, (size_t)n * sizeof *p);
+    return vld1q_f32(lanes);
+}
+
+static inline void vec_store_mask(float *p, LaneMask n, Vec v) {
+    if (n == VLANES) {
+        vst1q_f32(p, v);
+        return;
+    }
+    float lanes[VLANES];
+    vst1q_f32(lanes, v);
+    memcpy(p, lanes, (size_t)n * sizeof *p);
+}
+
+static inline Vec vec_blend_zero(LaneMask n, Vec v) {
+    static const uint32_t lane_index[VLANES] = {0, 1, 2, 3};
+    uint32x4_t keep = vcltq_u32(vld1q_u32(lane_index), vdupq_n_u32((uint32_t)n));
+    return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(v), keep));
+}
+#define GEMM_NV 4          /* 6 x 4 accumulators of 32 registers: 16 rows of x, as AVX2 */
+#define TILE_MR 6
+#define TILE_NV 4
+
+static inline Vec vec_exp_clamp(Vec x) {
+    uint32x4_t is_nan = vmvnq_u32(vceqq_f32(x, x));
+    Vec xc = vminq_f32(vmaxq_f32(x, vec_set1(EXP_X_MIN)), vec_set1(EXP_X_MAX));
+    return vbslq_f32(is_nan, vec_zero(), xc);
+}
+
+static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
+    int32x4_t ki = vcvtq_s32_f32(k);   /* toward zero */
+    int32x4_t k1 = vshrq_n_s32(vaddq_s32(ki, vreinterpretq_s32_u32(
+                                                 vshrq_n_u32(vreinterpretq_u32_s32(ki), 31))), 1);
+    int32x4_t k2 = vsubq_s32(ki, k1), bias = vdupq_n_s32(127);
+    *f1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k1, bias), 23));
+    *f2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k2, bias), 23));
+}
+
+static inline Vec vec_nan_or(Vec x, Vec v) { return vbslq_f32(vceqq_f32(x, x), v, x); }
+#endif /* NEON */
+
 /* ==== Portable C: no vector instructions ==== */
 #if !KERNELS_SIMD
 static inline void cpu_relax(void) {}
@@ -883,7 +1000,7 @@ static void dot_rows_vector(float *out, const float *x, const float *w, int IC, 
  * prefill agree to rounding.
  */
 #define GEMM_MR 6                      /* rows of w per tile */
-#define GEMM_NB (GEMM_NV * VLANES)     /* rows of x per tile: 32 with AVX-512, 16 with AVX2 */
+#define GEMM_NB (GEMM_NV * VLANES)     /* rows of x per tile: 32 with AVX-512, else 16 */
 #define GEMM_KC 1024                   /* input columns per transposed block of x */
 #define GEMM_MIN_ROWS (GEMM_NB / 2)    /* fewer rows of x: the dot-product tile is faster */
 #define GEMM_COL_BLOCKS 4              /* column blocks per block of rows: few, since each
@@ -949,7 +1066,7 @@ static void gemm_block(float *out, const float *x, const float *w, const float *
             for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
 }
 
-/* ---- the trainer's register tile (see "Register-tiled products for the trainer") ---- */
+/* ---- the trainer's register tile (its products: "Reference kernels" above) ---- */
 
 /* The tile's loops over its rows and vectors must unroll completely, or acc stays an array
  * in memory, stored and reloaded at every k. gcc and clang take this pragma; other
@@ -1369,6 +1486,8 @@ const char *kernels_isa(void) {
     return "avx512";
 #elif KERNELS_SIMD && defined(__AVX2__)
     return "avx2+fma";
+#elif KERNELS_SIMD && defined(__ARM_NEON)
+    return "neon";
 #else
     return "portable";
 #endif

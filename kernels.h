@@ -4,12 +4,14 @@
  * Matrix products (fp32, and int8 through quant.h), LayerNorm, RMSNorm, GELU and SwiGLU,
  * what the trainer adds (its forward and backward products on one register tile, the
  * LayerNorm and GELU backward, AdamW), and the one place that decides how work is split
- * across threads. Fast paths use AVX-512 or AVX2 + FMA intrinsics when the build targets
- * them (KERNELS_SIMD is then 1); every kernel keeps a portable C path. Results are bitwise
- * identical for any thread count: each output is computed by one thread, in an order that
- * depends only on the shapes. They are not bitwise equal between the SIMD and the portable
- * paths (FMA rounds once, the portable path twice); tests bound the difference against
- * float64 references.
+ * across threads. Fast paths use AVX-512, AVX2 + FMA or NEON (AArch64) intrinsics when the
+ * build targets them (KERNELS_SIMD is then 1); every kernel keeps a portable C path.
+ * Results are bitwise identical for any thread count: each output is computed by one
+ * thread, in an order that depends only on the shapes. They are not bitwise equal between
+ * the SIMD and the portable paths (FMA rounds once, the portable path twice); tests bound
+ * the difference against float64 references. A NEON build gives an AVX2 build's bits but
+ * in the trainer's LayerNorm backward; AVX-512 builds give them too, except there and in
+ * blocks of 8 to 15 rows (its broadcast tile starts at 16).
  *
  * Legend: N rows of activations, IC input width, OC output width, C width.
  */
@@ -26,7 +28,10 @@
  * -mfpmath=sse) scalar code keeps extra precision, and the lanes would not give the bits of
  * the scalar loops they must equal (exp, GELU, AdamW): such a build uses the portable paths. */
 #if defined(__AVX2__) && defined(__FMA__) && FLT_EVAL_METHOD == 0
-#define KERNELS_SIMD 1         /* the AVX2 + FMA paths are compiled in */
+#define KERNELS_SIMD 1         /* the AVX2 + FMA (and AVX-512) paths are compiled in */
+#elif defined(__ARM_NEON) && defined(__aarch64__) && FLT_EVAL_METHOD == 0
+#define KERNELS_SIMD 1         /* the NEON paths are compiled in (AArch64: FMA, division and
+                                * square root on vectors) */
 #else
 #define KERNELS_SIMD 0         /* portable C only */
 #endif
@@ -104,7 +109,8 @@ void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const f
  * in another order than the dot-product tile's; 0 if the build has no such path. */
 int kernels_gemm_min_rows(void);
 
-/* The instruction set the kernels were built for: "avx512", "avx2+fma" or "portable". */
+/* The instruction set the kernels were built for: "avx512", "avx2+fma", "neon" or
+ * "portable". */
 const char *kernels_isa(void);
 
 /* The naive reference: each output summed in float64, then rounded once. */
