@@ -3,7 +3,7 @@
 # same way, written into docs/attention.md (its one home) with a picture.
 #
 # One model shape and recipe for every row (SHAPE, RECIPE below: 4 layers of width 128, 4
-# heads, context 256, 400 steps of 8 x 256 tokens, Tiny Shakespeare with a 1024-token BPE);
+# heads, context 256, 1200 steps of 8 x 256 tokens, Tiny Shakespeare with a 1024-token BPE);
 # only --attn differs. Phases, each resumable (a run whose log ends with "final:" is kept):
 #   train   every variant from scratch (SEEDS seeds for the headline rows, one elsewhere),
 #           and each variant swapped into the exact model then fine-tuned for FT_STEPS
@@ -26,7 +26,8 @@ DATA=${DATA:-data/tinyshakespeare.txt}
 WORK=${WORK:-build/attn-train}
 DOC=${DOC:-docs/attention.md}
 SVG=${SVG:-docs/img/attn_trained.svg}
-STEPS=${STEPS:-400}
+STEPS=${STEPS:-1200}
+LONG_STEPS=${LONG_STEPS:-$((STEPS / 2))}
 FT_STEPS=$((STEPS / 10))
 SEEDS="1337 2 3"
 SHAPE="-L 4 -C 128 -H 4 -T 256 -v 1024"
@@ -58,17 +59,25 @@ linear-norm linear:norm=1 0
 efficient efficient 0
 performer performer:m=64 0
 lsh lsh:buckets=8,rounds=2,local=16,sinks=1 0"}
+# The long-context rows: context 1024 (2 x 1024 tokens a step: the same tokens), the window
+# 1/8 of it again.
+LONG_VARIANTS=${LONG_VARIANTS:-"long-exact exact 0
+long-window-sinklogit window:w=128,sinklogit=1 0
+long-hybrid 3*window:w=128,sinklogit=1;exact 0
+long-linear-norm linear:norm=1 0"}
 
-# train_one NAME SPEC SEED [EXTRA...]: one run into $WORK/NAME.bin, log $WORK/NAME.log.
+# train_one NAME SPEC SEED [FLAGS...]: one run into $WORK/NAME.bin, log $WORK/NAME.log
+# (FLAGS after the recipe's, so they override it). Its own variable names: a function's
+# variables are the caller's in sh.
 train_one() {
-    name=$1 spec=$2 seed=$3
+    t_name=$1 t_spec=$2 t_seed=$3
     shift 3
-    if [ -f "$WORK/$name.log" ] && grep -q '^final:' "$WORK/$name.log"; then return 0; fi
-    echo "attn-train-table: training $name ($spec, seed $seed)" >&2
+    if [ -f "$WORK/$t_name.log" ] && grep -q '^final:' "$WORK/$t_name.log"; then return 0; fi
+    echo "attn-train-table: training $t_name ($t_spec, seed $t_seed)" >&2
     # shellcheck disable=SC2086  # SHAPE and RECIPE are lists of flags
-    "$TRAIN" --force -d "$DATA" -o "$WORK/$name.bin" -z "$WORK/$name.tok" $SHAPE $RECIPE \
-        -n "$STEPS" -e "$STEPS" -s "$seed" --attn "$spec" "$@" > "$WORK/$name.log" 2>&1 || {
-        tail -3 "$WORK/$name.log" >&2
+    "$TRAIN" --force -d "$DATA" -o "$WORK/$t_name.bin" -z "$WORK/$t_name.tok" $SHAPE $RECIPE \
+        -n "$STEPS" -e "$STEPS" -s "$t_seed" --attn "$t_spec" "$@" > "$WORK/$t_name.log" 2>&1 || {
+        tail -3 "$WORK/$t_name.log" >&2
         exit 1
     }
 }
@@ -80,6 +89,9 @@ if [ "$WHAT" = all ] || [ "$WHAT" = train ]; then
         for seed in $SEEDS; do
             [ "$seed" = 1337 ] || train_one "$name.s$seed" "$spec" "$seed"
         done
+    done
+    echo "$LONG_VARIANTS" | while read -r name spec headline; do
+        train_one "$name" "$spec" 1337 -T 1024 -B 2 -n "$LONG_STEPS" -e "$LONG_STEPS"
     done
     # swapped into the exact model, then trained on for a tenth of the steps
     echo "$VARIANTS" | while read -r name spec headline; do
@@ -98,12 +110,13 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
     size=$(wc -c < "$DATA")
     split=$(( size / 10 * 9 + size % 10 * 9 / 10 ))
     : > "$WORK/speed.txt"
-    echo "$VARIANTS" | while read -r name spec headline; do
+    printf '%s\n%s\n' "$VARIANTS" "$LONG_VARIANTS" | while read -r name spec headline; do
         echo "attn-train-table: speed of $name" >&2
+        case $name in long-*) context="-T 1024 -B 2" ;; *) context= ;; esac
         # training: 30 steps; tokens/s of the median step line
         # shellcheck disable=SC2086
         "$TRAIN" --force -d "$DATA" -o "$WORK/speed.bin" -z "$WORK/speed.tok" $SHAPE $RECIPE \
-            -n 30 -e 1000 --attn "$spec" > "$WORK/speed.log" 2>&1
+            $context -n 30 -e 1000 --attn "$spec" > "$WORK/speed.log" 2>&1
         train_tps=$(sed -n 's/.*| \([0-9]*\) tok\/s |.*/\1/p' "$WORK/speed.log" | sort -n |
                     awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
         line="$name $train_tps"
@@ -184,6 +197,25 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
         echo "$name $b $7 $2" >> "$POINTS"
     done
     echo '| nystrom | — | not trained: no causal form ([§7](#7-nyström-attention)) | | | | | |' >> "$OUT"
+    {
+        echo
+        echo "At context 1024 (\`-T 1024 -B 2 -n $LONG_STEPS\`: the same tokens a step, half the"
+        echo "steps; the window 1/8 of the context again), one seed; learned positions (a"
+        echo "1024-row table):"
+        echo
+        echo "| variant | spec | bits/char | training tokens/s | decode tokens/s at 256 / 1024 / 4096 | state bytes at 256 / 1024 / 4096 |"
+        echo "|---|---|---|---|---|---|"
+    } >> "$OUT"
+    echo "$LONG_VARIANTS" | while read -r name spec headline; do
+        [ -f "$WORK/$name.bin" ] || continue
+        echo "attn-train-table: evaluating $name" >&2
+        b=$(bpc "$WORK/$name.bin")
+        speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name 0 0 0 0 0 0 0")
+        # shellcheck disable=SC2086
+        set -- $speed
+        printf '| %s | `%s` | %.4f | %s | %.0f / %.0f / %.0f | %s / %s / %s |\n' "${name#long-}" \
+            "$spec" "$b" "$2" "$3" "$5" "$7" "$4" "$6" "$8" >> "$OUT"
+    done
     cat "$OUT"
     replace_between attn-train "$OUT" "$DOC"
 
