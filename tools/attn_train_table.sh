@@ -6,16 +6,18 @@
 # heads, context 256, 1200 steps of 8 x 256 tokens, Tiny Shakespeare with a 1024-token BPE);
 # only --attn differs. Phases, each resumable (a run whose log ends with "final:" is kept):
 #   train   every variant from scratch (SEEDS seeds for the headline rows, one elsewhere),
-#           and each variant swapped into the exact model then fine-tuned for FT_STEPS
+#           four at context 1024 (LONG_VARIANTS, LONG_STEPS), and each variant swapped into
+#           the exact model then fine-tuned for FT_STEPS
 #   speed   training tokens/s (a short run of each, the same two cores), decode tokens/s and
 #           attention state bytes at positions 256, 1024 and 4096 (a random model of the
 #           same shape with a 4352-token context: speed depends on shapes, not weights)
 #   table   bits/char of each checkpoint on the validation split (./run --eval), the table
 #           into docs/attention.md between the attn-train markers, the picture
 #           docs/img/attn_trained.svg
-#   all     the three (default). `make attn-train-table` runs it: about an hour on two
-#           cores of an idle machine (the training), so run it on an idle machine: the
-#           speed phase times things.
+#   picture the picture again from the table phase's points ($WORK/points.txt)
+#   all     train, speed and table (default). `make attn-train-table` runs it: about 90
+#           minutes on two cores (2026-11-26, AMD EPYC Zen 4), most of it training; run it on
+#           an idle machine, since the speed phase times things.
 # RUN, TRAIN, GEN, DATA, WORK, DOC and SVG override the paths; STEPS the training steps.
 set -eu
 RUN=${RUN:-./run}
@@ -34,8 +36,8 @@ SHAPE="-L 4 -C 128 -H 4 -T 256 -v 1024"
 RECIPE="-B 8 --attn-dropout 0 --ema 0"
 WHAT=${1:-all}
 case $WHAT in
-    all|train|speed|table) ;;
-    *) echo "usage: sh tools/attn_train_table.sh [all|train|speed|table]" >&2; exit 2 ;;
+    all|train|speed|table|picture) ;;
+    *) echo "usage: sh tools/attn_train_table.sh [all|train|speed|table|picture]" >&2; exit 2 ;;
 esac
 . tools/doc_table.sh   # label, replace_between
 mkdir -p "$WORK"
@@ -64,7 +66,7 @@ lsh lsh:buckets=8,rounds=2,local=16,sinks=1 0"}
 LONG_VARIANTS=${LONG_VARIANTS:-"long-exact exact 0
 long-window-sinklogit window:w=128,sinklogit=1 0
 long-hybrid 3*window:w=128,sinklogit=1;exact 0
-long-linear-norm linear:norm=1 0"}
+long-fixed fixed:l=128,c=16 0"}
 
 # train_one NAME SPEC SEED [FLAGS...]: one run into $WORK/NAME.bin, log $WORK/NAME.log
 # (FLAGS after the recipe's, so they override it). Its own variable names: a function's
@@ -113,7 +115,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
     printf '%s\n%s\n' "$VARIANTS" "$LONG_VARIANTS" | while read -r name spec headline; do
         echo "attn-train-table: speed of $name" >&2
         case $name in long-*) context="-T 1024 -B 2" ;; *) context= ;; esac
-        # training: 30 steps; tokens/s of the median step line
+        # training: 30 steps; tokens/s of the median of its three progress lines
         # shellcheck disable=SC2086
         "$TRAIN" --force -d "$DATA" -o "$WORK/speed.bin" -z "$WORK/speed.tok" $SHAPE $RECIPE \
             $context -n 30 -e 1000 --attn "$spec" > "$WORK/speed.log" 2>&1
@@ -121,11 +123,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
                     awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
         line="$name $train_tps"
         for pos in 256 1024 4096; do
-            # a prompt of about pos tokens (2.26 bytes a token in the validation text), then
-            # 64 generated tokens; the best of three runs
-            head -c $((pos * 226 / 100)) "$DATA" | tail -c +1 > "$WORK/prompt.txt"
+            # a prompt of about pos tokens (2.42 bytes a token at the text's start), then
+            # 64 generated tokens; the better of two runs
+            head -c $((pos * 242 / 100)) "$DATA" > "$WORK/prompt.txt"
             best=0
-            for r in 1 2 3; do
+            for r in 1 2; do
                 tps=$("$RUN" "$gen" -z weights/tokenizer.bin -f "$WORK/prompt.txt" -n 64 -t 0 \
                       --attn "$spec" 2>&1 >/dev/null |
                       sed -n 's/.*generation: 64 tokens, \([0-9.]*\) tokens\/s.*/\1/p')
@@ -139,6 +141,50 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
     done
     rm -f "$WORK/speed.bin" "$WORK/speed.bin.state" "$WORK/speed.tok"
 fi
+
+# The picture: bits/char against decode tokens/s at position 4096 (left) and against
+# training tokens/s (right), one labelled point per variant of $WORK/points.txt (name,
+# bits/char, decode tokens/s at 4096, training tokens/s); the axes start at 0 and end at
+# a round number; labels alternate right and left of their points.
+draw_picture() {
+    awk -v title="Trained from scratch: quality against speed ($(date +%Y-%m-%d))" '
+        function nice(v,   p) { p = 1; while (p * 10 <= v) p *= 10; return p * (int(v / p) + 1) }
+        { name[NR] = $1; y[NR] = $2; d[NR] = $3; t[NR] = $4 }
+        END {
+            n = NR; ylo = 1e9; yhi = -1e9
+            for (i = 1; i <= n; i++) { if (y[i] < ylo) ylo = y[i]; if (y[i] > yhi) yhi = y[i] }
+            pad = (yhi - ylo) * 0.08 + 0.01; ylo -= pad; yhi += pad
+            W = 800; H = 420; top = 40; bottom = 360; pw = 320
+            printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H
+            printf "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H
+            printf "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n", W / 2, title
+            for (p = 0; p < 2; p++) {
+                left = 66 + p * 400; xmax = 0
+                for (i = 1; i <= n; i++) { v = p ? t[i] : d[i]; if (v > xmax) xmax = v }
+                xmax = nice(xmax)
+                printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", left, top, pw, bottom - top
+                printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", left + pw / 2, bottom + 36, p ? "training tokens/s (2 cores)" : "decode tokens/s at position 4096"
+                for (k = 0; k <= 4; k++) {
+                    x = left + pw * k / 4
+                    printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">%.0f</text>\n", x, bottom + 16, xmax * k / 4
+                    yv = ylo + (yhi - ylo) * k / 4; yy = bottom - (bottom - top) * k / 4
+                    printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">%.2f</text>\n", left - 6, yy + 4, yv
+                    printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", left, yy, left + pw, yy
+                }
+                printf "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\" text-anchor=\"middle\">validation bits/char (lower is better)</text>\n", left - 48, (top + bottom) / 2, left - 48, (top + bottom) / 2
+                for (i = 1; i <= n; i++) {
+                    v = p ? t[i] : d[i]
+                    x = left + pw * v / xmax; yy = bottom - (bottom - top) * (y[i] - ylo) / (yhi - ylo)
+                    color = name[i] == "exact" ? "#c00" : "#036"
+                    side = i % 2 ? 1 : -1
+                    printf "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", x, yy, color
+                    printf "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\" text-anchor=\"%s\">%s</text>\n", x + 7 * side, yy + 4 - 5 * side, color, (side > 0 ? "start" : "end"), name[i]
+                }
+            }
+            print "</svg>"
+        }' "$WORK/points.txt" > "$SVG"
+    echo "attn-train-table: $SVG drawn" >&2
+}
 
 # ---- the table and the picture ----
 if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
@@ -219,42 +265,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
     cat "$OUT"
     replace_between attn-train "$OUT" "$DOC"
 
-    # the picture: bits/char against decode tokens/s at position 4096 (left) and against
-    # training tokens/s (right), one labelled point per variant
-    awk -v title="Trained from scratch: quality against speed ($(date +%Y-%m-%d))" '
-        { name[NR] = $1; y[NR] = $2; d[NR] = $3; t[NR] = $4 }
-        END {
-            n = NR; ylo = 1e9; yhi = -1e9
-            for (i = 1; i <= n; i++) { if (y[i] < ylo) ylo = y[i]; if (y[i] > yhi) yhi = y[i] }
-            pad = (yhi - ylo) * 0.08 + 0.01; ylo -= pad; yhi += pad
-            W = 800; H = 420; top = 40; bottom = 360; pw = 330
-            printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H
-            printf "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H
-            printf "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n", W / 2, title
-            for (p = 0; p < 2; p++) {
-                left = 60 + p * 400; xmax = 0
-                for (i = 1; i <= n; i++) { v = p ? t[i] : d[i]; if (v > xmax) xmax = v }
-                xmax = xmax * 1.1 + 1
-                printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", left, top, pw, bottom - top
-                printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", left + pw / 2, bottom + 36, p ? "training tokens/s (2 cores)" : "decode tokens/s at position 4096"
-                for (k = 0; k <= 4; k++) {
-                    xv = xmax * k / 4; x = left + pw * k / 4
-                    printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">%.0f</text>\n", x, bottom + 16, xv
-                    yv = ylo + (yhi - ylo) * k / 4; yy = bottom - (bottom - top) * k / 4
-                    printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">%.2f</text>\n", left - 6, yy + 4, yv
-                    printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", left, yy, left + pw, yy
-                }
-                printf "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\" text-anchor=\"middle\">validation bits/char (lower is better)</text>\n", left - 44, (top + bottom) / 2, left - 44, (top + bottom) / 2
-                for (i = 1; i <= n; i++) {
-                    v = p ? t[i] : d[i]
-                    x = left + pw * v / xmax; yy = bottom - (bottom - top) * (y[i] - ylo) / (yhi - ylo)
-                    color = name[i] == "exact" ? "#c00" : "#036"
-                    printf "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", x, yy, color
-                    printf "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n", x + 6, yy + 4, color, name[i]
-                }
-            }
-            print "</svg>"
-        }' "$POINTS" > "$SVG"
-    echo "attn-train-table: $SVG drawn" >&2
+    draw_picture
 fi
+[ "$WHAT" = picture ] && draw_picture
 exit 0
