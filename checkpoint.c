@@ -13,6 +13,7 @@
 #include "checkpoint.h"
 
 #include <errno.h>      /* errno */
+#include <stddef.h>     /* offsetof */
 #include <fcntl.h>      /* open, O_NONBLOCK */
 #include <math.h>       /* isfinite */
 #include <stdint.h>     /* int32_t, uint16_t, uint32_t, SIZE_MAX */
@@ -536,25 +537,34 @@ size_t checkpoint_attention_bytes(int n_layers, int n_heads) {
                                (size_t)n_heads * sizeof(float));
 }
 
+/* The record's int fields that are AttentionConfig int fields, by slot (kind, tau and the
+ * seed are converted on their own). */
+static const struct { int slot; size_t offset; } INT_FIELDS[] = {
+    {ATTN_UNSCALED, offsetof(AttentionConfig, unscaled)},
+    {ATTN_SOFTMAX1, offsetof(AttentionConfig, softmax1)},
+    {ATTN_WINDOW, offsetof(AttentionConfig, window)},
+    {ATTN_SINKS, offsetof(AttentionConfig, sinks)},
+    {ATTN_DILATION, offsetof(AttentionConfig, dilation)},
+    {ATTN_STRIDE, offsetof(AttentionConfig, stride)},
+    {ATTN_SUMMARY, offsetof(AttentionConfig, summary)},
+    {ATTN_BUCKETS, offsetof(AttentionConfig, buckets)},
+    {ATTN_ROUNDS, offsetof(AttentionConfig, rounds)},
+    {ATTN_LOCAL, offsetof(AttentionConfig, local)},
+    {ATTN_FEATURES, offsetof(AttentionConfig, features)},
+    {ATTN_ORTHOGONAL, offsetof(AttentionConfig, orthogonal)},
+    {ATTN_PRESCALE, offsetof(AttentionConfig, prescale)},
+    {ATTN_NORM, offsetof(AttentionConfig, norm)},
+    {ATTN_SINK_LOGIT, offsetof(AttentionConfig, sink_logit)},
+};
+enum { N_INT_FIELDS = sizeof INT_FIELDS / sizeof INT_FIELDS[0] };
+
 static void attention_record(int32_t r[CHECKPOINT_ATTN_INTS], const AttentionConfig *cfg) {
     memset(r, 0, CHECKPOINT_ATTN_INTS * sizeof(int32_t));
     r[ATTN_KIND] = (int32_t)cfg->kind;
-    r[ATTN_UNSCALED] = cfg->unscaled;
-    r[ATTN_SOFTMAX1] = cfg->softmax1;
     memcpy(&r[ATTN_TAU], &cfg->tau, sizeof(float));
-    r[ATTN_WINDOW] = cfg->window;
-    r[ATTN_SINKS] = cfg->sinks;
-    r[ATTN_DILATION] = cfg->dilation;
-    r[ATTN_STRIDE] = cfg->stride;
-    r[ATTN_SUMMARY] = cfg->summary;
-    r[ATTN_BUCKETS] = cfg->buckets;
-    r[ATTN_ROUNDS] = cfg->rounds;
-    r[ATTN_LOCAL] = cfg->local;
-    r[ATTN_FEATURES] = cfg->features;
-    r[ATTN_ORTHOGONAL] = cfg->orthogonal;
-    r[ATTN_PRESCALE] = cfg->prescale;
-    r[ATTN_NORM] = cfg->norm;
-    r[ATTN_SINK_LOGIT] = cfg->sink_logit;
+    for (int i = 0; i < N_INT_FIELDS; i++)
+        r[INT_FIELDS[i].slot] = *(const int *)(const void *)((const char *)cfg +
+                                                           INT_FIELDS[i].offset);
     r[ATTN_SEED_LO] = (int32_t)(uint32_t)(cfg->seed & 0xffffffffu);
     r[ATTN_SEED_HI] = (int32_t)(uint32_t)(cfg->seed >> 32);
 }
@@ -595,22 +605,9 @@ static int attention_from_record(AttentionConfig *cfg, const int32_t *r, int l,
     }
     memset(cfg, 0, sizeof *cfg);   /* every field is set below (sink_logits: NULL) */
     cfg->kind = (AttentionKind)r[ATTN_KIND];
-    cfg->unscaled = r[ATTN_UNSCALED];
-    cfg->softmax1 = r[ATTN_SOFTMAX1];
     cfg->tau = tau;
-    cfg->window = r[ATTN_WINDOW];
-    cfg->sinks = r[ATTN_SINKS];
-    cfg->dilation = r[ATTN_DILATION];
-    cfg->stride = r[ATTN_STRIDE];
-    cfg->summary = r[ATTN_SUMMARY];
-    cfg->buckets = r[ATTN_BUCKETS];
-    cfg->rounds = r[ATTN_ROUNDS];
-    cfg->local = r[ATTN_LOCAL];
-    cfg->features = r[ATTN_FEATURES];
-    cfg->orthogonal = r[ATTN_ORTHOGONAL];
-    cfg->prescale = r[ATTN_PRESCALE];
-    cfg->norm = r[ATTN_NORM];
-    cfg->sink_logit = r[ATTN_SINK_LOGIT];
+    for (int i = 0; i < N_INT_FIELDS; i++)
+        *(int *)(void *)((char *)cfg + INT_FIELDS[i].offset) = r[INT_FIELDS[i].slot];
     cfg->seed = (uint64_t)(uint32_t)r[ATTN_SEED_LO] | (uint64_t)(uint32_t)r[ATTN_SEED_HI] << 32;
     return 0;
 }
