@@ -45,15 +45,12 @@ void quant_dequantize(float *out, const QuantMatrix *m);
  * x (N, cols) is given quantized as xq (N, cols) and xs (N, quant_groups(cols, group))
  * by quant_quantize with w's group, and bias (OC,) may be NULL. 0 <= o0 <= o1 <= OC;
  * other columns of out are not touched. Every q (xq and w->q) must be in [-127, 127].
- * Each output is, in float, the sum over groups in order of (float)(the group's exact int32
- * dot product) * (x's scale * w's scale), then + bias (or + 0): its bits depend only on its
- * rows of x and W, not on o0, o1, N or the instruction set (x87 aside: it evaluates wider). */
+ * Each output's bits depend only on its rows of x and W and the build, not on o0, o1, N. */
 void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1);
 
 /* The matmul kernel this build uses for groups that are a multiple of 32: "avx512-vnni",
- * "avx-vnni", "avx2", "neon-dotprod", "neon" or "portable" (other groups always take the
- * portable path). */
+ * "avx-vnni", "avx2" or "portable" (other groups always take the portable path). */
 const char *quant_kernel_name(void);
 
 #endif /* QUANT_H */

@@ -1,21 +1,17 @@
 # tests/cross.mk: the suite on other architectures, each cross-built into its own build
 # folder (included by the Makefile; the targets use its TESTS and build rules): aarch64
 # under qemu-user, and 32-bit x86 with x87 floats. Each also checks that the shipped
-# model's greedy text is this machine's, byte for byte (aarch64: in fp32 and in int8).
-# Debian's packages for each are named by the target, and .ci/run installs them.
+# model's greedy text is this machine's, byte for byte. Debian's packages for each are
+# named by the target, and .ci/run installs them.
 
-GREEDY_ARGS = -z weights/tokenizer.bin -i "ROMEO:" -n 120 -t 0
-# $(call same_greedy,NAME,RUN[,MODEL,WHAT]): RUN (a command) prints $(B)/run's greedy text
-# of MODEL (default: the shipped model), or fails
-same_greedy = $(B)/run $(or $(3),weights/model.bin) $(GREEDY_ARGS) > $(B)/greedy.txt \
-  2>/dev/null && $(2) $(or $(3),weights/model.bin) $(GREEDY_ARGS) > $(B)/greedy_$(1).txt \
-  2>/dev/null && if cmp -s $(B)/greedy.txt $(B)/greedy_$(1).txt; then \
-    echo "ok - $(1): the shipped model's$(4) greedy text equals this machine's, byte for byte"; \
-  else echo "FAIL - $(1): the$(4) greedy text differs:"; \
-    diff $(B)/greedy.txt $(B)/greedy_$(1).txt; exit 1; fi
-# the shipped model's int8 form (this machine's ./quantize), for $(call same_greedy,...)
-GREEDY_Q8 = $(B)/greedy_q8.bin
-greedy_q8 = $(B)/quantize weights/model.bin $(GREEDY_Q8) > /dev/null
+GREEDY_ARGS = weights/model.bin -z weights/tokenizer.bin -i "ROMEO:" -n 120 -t 0
+# $(call same_greedy,NAME,RUN): RUN (a command) prints $(B)/run's greedy text, or fails
+same_greedy = $(B)/run $(GREEDY_ARGS) > $(B)/greedy.txt 2>/dev/null && \
+  $(2) $(GREEDY_ARGS) > $(B)/greedy_$(1).txt 2>/dev/null && \
+  if cmp -s $(B)/greedy.txt $(B)/greedy_$(1).txt; then \
+    echo "ok - $(1): the shipped model's greedy text equals this machine's, byte for byte"; \
+  else echo "FAIL - $(1): the greedy text differs:"; diff $(B)/greedy.txt $(B)/greedy_$(1).txt; \
+    exit 1; fi
 # $(call need,COMMAND,PACKAGES): fail with what to install when COMMAND is missing
 need = command -v $(1) >/dev/null || { echo "$@: needs $(1) (Debian: apt-get install $(2))"; \
   exit 1; }
@@ -31,9 +27,8 @@ AARCH64_PACKAGES = gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 AARCH64_QUICK = test_kernels test_quant test_attention test_model test_tokenizer \
                 test_tokenizer_llama test_sampler
 
-# test-aarch64: the aarch64 build under qemu-aarch64 (its NEON kernels): the kernel,
-# quantization, attention, model, tokenizer and sampler tests, and the greedy text of the
-# shipped model and of its int8 form. About 2 minutes (CI runs it).
+# test-aarch64: the aarch64 build under qemu-aarch64: the kernel, quantization, attention,
+# model, tokenizer and sampler tests, and the greedy text. About 2 minutes (CI runs it).
 # Example: make test-aarch64
 test-aarch64: all
 	@$(call need,$(AARCH64_CC),$(AARCH64_PACKAGES))
@@ -42,7 +37,6 @@ test-aarch64: all
 	  $(addprefix $(AARCH64_B)/tests/,$(AARCH64_QUICK))
 	@WRAP="$(AARCH64_RUN)" sh tests/run_all.sh $(addprefix $(AARCH64_B)/tests/,$(AARCH64_QUICK))
 	@$(call same_greedy,aarch64,$(AARCH64_RUN) $(AARCH64_B)/run)
-	@$(greedy_q8) && $(call same_greedy,aarch64,$(AARCH64_RUN) $(AARCH64_B)/run,$(GREEDY_Q8), int8)
 
 # test-aarch64-all: the whole suite on the aarch64 build under qemu-aarch64 (test_cli,
 # test_eval and test_train run the aarch64 programs under it too), and the greedy text.

@@ -697,8 +697,7 @@ int main(void) {
         test_matmul(sizes[i][0], sizes[i][1], sizes[i][2], (int)(i % 2));
     test_decode_paths();
     const int q8[][4] = {{1, 32, 5, 32}, {1, 172, 64, 32}, {3, 64, 17, 64}, {2, 100, 9, 20},
-                         {7, 288, 33, 32}, {1, 33, 3, 16}, {5, 1, 2, 32}, {13, 288, 29, 32},
-                         {67, 96, 41, 32}, {2, 773, 17, 64}, {31, 128, 24, 32}};
+                         {7, 288, 33, 32}, {1, 33, 3, 16}, {5, 1, 2, 32}};
     for (size_t i = 0; i < sizeof q8 / sizeof q8[0]; i++)
         test_matmul_q8(q8[i][0], q8[i][1], q8[i][2], q8[i][3]);
     /* awkward sizes: single rows and columns, odd widths (masked lanes), a tile of rows

@@ -3,10 +3,8 @@
  * The quantizer is checked against its definition (bit for bit) and its properties
  * (round-trip error, range, the group's largest value at +-127, zero and non-finite
  * groups); the matmul against a float64 sum over the dequantized values at awkward
- * sizes and column ranges, against exact integer sums at the int8 extremes, and against its
- * definition (each group's exact integer dot product times both scales, added in group
- * order) bit for bit: every path (AVX2, VNNI, NEON, portable) gives the same bits. Data
- * are fixed-seed random.
+ * sizes and column ranges, against exact integer sums at the int8 extremes, and the
+ * AVX2 path against the portable one on the same numbers. Data are fixed-seed random.
  */
 #include "quant.h"
 
@@ -23,12 +21,12 @@
 /* Extra roundings in the matmul besides one per group: the scale product, the multiply
  * (without FMA), the 3 levels of the 8-lane reduction, the bias, and 2 to spare. */
 #define MATMUL_EXTRA_ROUNDINGS 8
-#define MAX_CASE 32768  /* scratch buffer length: covers OC * cols = 29 * 773 */
+#define MAX_CASE 16384  /* scratch buffer length: covers OC * cols = 17 * 773 */
 
 static const int COLS[] = {1, 7, 31, 32, 33, 64, 100, 172, 288, 768 + 5};
 static const int GROUPS[] = {32, 64, 4, 16, 20};
-static const int OCS[] = {1, 3, 5, 8, 17, 29};   /* the vector tile: 8 columns */
-static const int NS[] = {1, 2, 3, 7, 13};        /* rows of x: tiles of 2, leftovers */
+static const int OCS[] = {1, 3, 5, 17};
+static const int NS[] = {1, 2, 7};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* ------------------------------------------------------------------------- */
@@ -296,7 +294,7 @@ static void test_matmul_sizes(void) {
                     }
                 }
             check_true(worst <= 1.0, "matmul cols %d group %d (%d groups/row): %d cases "
-                       "(OC 1/3/5/8/17/29, N 1/2/3/7/13, 4 ranges, +-bias), max error %.3g of bound",
+                       "(OC 1/3/5/17, N 1/2/7, 4 ranges, +-bias), max error %.3g of bound",
                        cols, group, groups, cases, worst);
         }
 }
@@ -384,63 +382,6 @@ static void test_matmul_nan(void) {
     check_true(ok, "a NaN in x gives a NaN row of out, an inf in w a NaN column; the rest finite");
 }
 
-/* out (N, OC) by the definition, in the kernel's float operations: per group the exact
- * integer dot product, converted to float, times (x's scale times w's), added to the
- * output's sum in group order; then + bias (or + 0). */
-static void definition_matmul(float *out, const int8_t *xq, const float *xs,
-                              const QuantMatrix *w, const float *bias, int N) {
-    int cols = w->cols, group = w->group, groups = quant_groups(cols, group);
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < w->rows; o++) {
-            float acc = 0.0f;
-            for (int g = 0; g < groups; g++) {
-                int32_t dot = 0;
-                for (int c = g * group; c < cols && c < (g + 1) * group; c++)
-                    dot += (int32_t)xq[n * cols + c] * (int32_t)w->q[o * cols + c];
-                float scale = xs[n * groups + g] * w->scale[o * groups + g];
-                float term = (float)dot * scale;
-                acc = acc + term;
-            }
-            out[n * w->rows + o] = acc + (bias ? bias[o] : 0.0f);
-        }
-}
-
-/* Every path gives the definition's bits (where floats are evaluated as floats: x87
- * keeps wider intermediates, in the kernel and here, wherever it chooses). */
-static void test_matmul_definition(void) {
-    static float x[MAX_CASE], wf[MAX_CASE], xs[MAX_CASE], ws[MAX_CASE], bias[MAX_CASE];
-    static float got[MAX_CASE], want[MAX_CASE];
-    static int8_t xq[MAX_CASE], wq[MAX_CASE];
-    const int shapes[][4] = {{1, 32, 8, 32}, {2, 96, 17, 32}, {13, 773, 29, 32},
-                             {3, 288, 24, 32}, {7, 100, 9, 64}, {1, 768, 16, 64},
-                             {5, 773, 11, 64}, {4, 130, 10, 20}, {11, 64, 8, 128}};
-    uint64_t seed = 9;
-    for (int si = 0; si < COUNT(shapes); si++) {
-        int N = shapes[si][0], cols = shapes[si][1], OC = shapes[si][2], group = shapes[si][3];
-        check_fill_random(&seed, x, N * cols, 3.0f);
-        check_fill_random(&seed, wf, OC * cols, 0.5f);
-        check_fill_random(&seed, bias, OC, 0.1f);
-        quant_quantize(xq, xs, x, N, cols, group);
-        quant_quantize(wq, ws, wf, OC, cols, group);
-        QuantMatrix w = {wq, ws, OC, cols, group};
-        int same = 1;
-        for (int with_bias = 0; with_bias < 2; with_bias++) {
-            const float *b = with_bias ? bias : NULL;
-            definition_matmul(want, xq, xs, &w, b, N);
-            quant_matmul_block(got, xq, xs, &w, b, N, 0, OC);
-            same &= memcmp(got, want, sizeof(float) * (size_t)(N * OC)) == 0;
-        }
-        if (FLT_EVAL_METHOD != 0) {
-            char reason[128];
-            snprintf(reason, sizeof reason, "matmul N %d, cols %d, OC %d, group %d: the "
-                     "definition's bits (floats evaluated wider here)", N, cols, OC, group);
-            check_skip(reason);
-        } else
-            check_true(same, "%s matmul N %d, cols %d, OC %d, group %d: the definition's bits, "
-                       "with and without bias", quant_kernel_name(), N, cols, OC, group);
-    }
-}
-
 /* The same numbers through the AVX2 kernel (group 32 or 64) and the portable one (the
  * same q viewed as groups of 16, each scale repeated): equal up to the order of float
  * additions, so within the same bound. */
@@ -486,7 +427,6 @@ int main(void) {
     test_matmul_cuts();
     test_matmul_extremes();
     test_matmul_nan();
-    test_matmul_definition();
     test_simd_vs_portable();
     return check_summary("test_quant");
 }
