@@ -8,6 +8,7 @@
  */
 #include "block.h"
 
+#include <math.h>         /* powf, cosf, sinf */
 #include <string.h>       /* memcpy */
 
 #include "kernels.h"      /* products, norms, activations, kernels_parallel_for */
@@ -18,10 +19,11 @@
 /* Arguments of the jobs below; each uses the fields it names. */
 typedef struct {
     const Config *c;
-    float *out;
+    float *out, *out2;
     const float *x, *y, *w, *b;
     size_t n;                   /* elementwise: floats */
     int N;                      /* row-wise: rows */
+    float sign;                 /* rotation: 1 forward, -1 its inverse (the backward) */
 } Loop;
 
 /* ------------------------------------------------------------------------- */
@@ -53,17 +55,37 @@ void block_matmul(float *out, const float *x, const Matrix *w, const float *b, i
 /* ------------------------------------------------------------------------- */
 /* Rotary embedding, activation, residual sum                                  */
 
-/* Rotary position embedding as llama2.c applies it: within each head, the pairs of
- * adjacent dimensions (i, i+1) of q (N, C) and k (N, KVD) are rotated by the angle whose
- * cosine and sine rope (N, HS) holds for the row and i % HS (Su et al. 2021,
- * arXiv:2104.09864; model.c computes the angles once per forward call). */
-static void rope(const Config *c, const float *cs, float *q, float *k, int N) {
-    int C = c->dim, KVD = c->kv_dim, HS = c->head_dim;
+int block_rotary(const Config *c) {
+    return c->family == MODEL_LLAMA || c->positions == MODEL_POSITIONS_ROTARY;
+}
+
+void block_rope_angles(const Config *c, float *cs, int N, int pos) {
+    int HS = c->head_dim;
     for (int n = 0; n < N; n++) {
-        float *q_n = q + (size_t)n * C, *k_n = k + (size_t)n * KVD;
-        const float *cs_n = cs + (size_t)n * HS;
+        for (int i = 0; i < HS; i += 2) {
+            float freq = 1.0f / powf(MODEL_ROPE_BASE, (float)i / (float)HS);
+            float angle = (float)(pos + n) * freq;
+            cs[(size_t)n * HS + i] = cosf(angle);
+            cs[(size_t)n * HS + i + 1] = sinf(angle);
+        }
+    }
+}
+
+/* Rotary position embedding as llama2.c applies it, on a block of rows: within each head,
+ * the pairs of adjacent dimensions (i, i+1) of q (N, C) (out) and k (N, KVD) (out2) are
+ * rotated by sign times the angle whose cosine and sine cs (N, HS) (x) holds for the row
+ * and i % HS (Su et al. 2021, arXiv:2104.09864). The inverse rotation (sign -1) is its
+ * backward: a rotation's transpose is the rotation by the opposite angle. */
+static void rope_job(void *ctx, int j) {
+    const Loop *f = ctx;
+    int C = f->c->dim, KVD = f->c->kv_dim, HS = f->c->head_dim;
+    size_t n0, n1;
+    kernels_job_range(&n0, &n1, j, (size_t)f->N, ROWS_PER_JOB);
+    for (size_t n = n0; n < n1; n++) {
+        float *q_n = f->out + n * (size_t)C, *k_n = f->out2 + n * (size_t)KVD;
+        const float *cs_n = f->x + n * (size_t)HS;
         for (int i = 0; i < C; i += 2) {
-            float cos_a = cs_n[i % HS], sin_a = cs_n[i % HS + 1];
+            float cos_a = cs_n[i % HS], sin_a = f->sign * cs_n[i % HS + 1];
             for (float *v = q_n; v; v = (v == q_n && i < KVD) ? k_n : NULL) {
                 float v0 = v[i], v1 = v[i + 1];
                 v[i] = v0 * cos_a - v1 * sin_a;
@@ -71,6 +93,13 @@ static void rope(const Config *c, const float *cs, float *q, float *k, int N) {
             }
         }
     }
+}
+
+/* q (N, C) and k (N, KVD) rotated in place by sign times the angles of cs (N, HS). */
+static void rope(const Config *c, const float *cs, float *q, float *k, int N, float sign) {
+    Loop f = {.c = c, .out = q, .out2 = k, .x = cs, .N = N, .sign = sign};
+    kernels_parallel_for(rope_job, &f, kernels_jobs((size_t)N, ROWS_PER_JOB),
+                         (double)N * (c->dim + c->kv_dim));
 }
 
 /* out = GELU(x) (GPT-2) or SiLU(x) * y (Llama, y the gate), a chunk of the n floats. */
@@ -111,7 +140,7 @@ void block_qkv(const Config *c, const LayerWeights *w, int N, const BlockBuffers
     block_matmul(b->q, b->xn1, &w->wq, w->bq, N, C, C, b->xq, b->xs);
     block_matmul(b->k, b->xn1, &w->wk, w->bk, N, C, KVD, b->xq, b->xs);
     block_matmul(b->v, b->xn1, &w->wv, w->bv, N, C, KVD, b->xq, b->xs);
-    if (c->family == MODEL_LLAMA) rope(c, b->rope, b->q, b->k, N);
+    if (block_rotary(c)) rope(c, b->rope, b->q, b->k, N, 1.0f);
 }
 
 void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
@@ -179,6 +208,8 @@ void block_finish_backward(const Config *c, const LayerWeights *w, const BlockTe
 void block_qkv_backward(const Config *c, const LayerWeights *w, const BlockTensors *g, int N,
                         const BlockBuffers *b, const BlockGradBuffers *d) {
     int C = c->dim;
+    /* rotary positions: dq and dk reach the unrotated q and k through the inverse rotation */
+    if (block_rotary(c)) rope(c, b->rope, d->dq, d->dk, N, -1.0f);
     /* dxn1 = dq W_Q + dk W_K + dv W_V */
     kernels_matmul_backward(d->dxn, g->wq, g->bq, d->dq, b->xn1, w->wq.f32, N, C, C,
                             KERNELS_OVERWRITE);

@@ -7,7 +7,8 @@
  *   x_mid = x + att W_O + bo;   xn2 = norm2(x_mid)                          block_finish
  *   out = x_mid + act(xn2 W_up + b_up [, xn2 W_gate]) W_down + b_down
  *
- * GPT-2: LayerNorm, biases, GELU. Llama: RMSNorm, no biases, rotary q and k, SwiGLU.
+ * GPT-2: LayerNorm, biases, GELU. Llama: RMSNorm, no biases, rotary q and k, SwiGLU. A
+ * GPT-2 with rotary positions (train --pos rope) rotates q and k as Llama does.
  * Attention sits between the two halves, called by each caller directly: run's exact
  * attention over the KV cache, a lab variant's step, or the trainer's per-sequence
  * attention with its dropout. The caller decides where every intermediate goes
@@ -40,7 +41,8 @@ typedef struct {
     float *act;        /* (N, Hd) GELU(pre), or SiLU(pre) * gate; may be pre */
     float *gate;       /* (N, Hd) W_gate xn2 (Llama only) */
     float *out;        /* (N, C) the stream after the block; may be x_mid */
-    const float *rope; /* (N, HS) cos and sin of each rotary angle (Llama only) */
+    const float *rope; /* (N, HS) cos and sin of each row's rotary angles
+                        * (block_rope_angles; rotary models only) */
     int8_t *xq;        /* (N, max(C, Hd)) int8 activations (int8 weights only) */
     float *xs;         /* their group scales (int8 weights only) */
 } BlockBuffers;
@@ -57,8 +59,18 @@ typedef struct {
     void *ctx;
 } BlockResidual;
 
-/* The attention sublayer's inputs: b->xn1 = norm1(b->x); b->q, b->k, b->v from it; Llama
- * rotates q and k by b->rope. */
+/* 1 if the block rotates q and k (rotary positions): every Llama, and a GPT-2 whose
+ * config says so. */
+int block_rotary(const Config *c);
+
+/* The cosines and sines of the rotary angles (pos + n) * base^(-i / HS) (base
+ * MODEL_ROPE_BASE) for rows n = 0 .. N-1 and each even i < HS, into cs (N, HS) as (cos,
+ * sin) pairs: they depend only on the position and i, so model.c computes them once per
+ * forward call and the trainer once per run, and every layer's rotation reads them. */
+void block_rope_angles(const Config *c, float *cs, int N, int pos);
+
+/* The attention sublayer's inputs: b->xn1 = norm1(b->x); b->q, b->k, b->v from it; a
+ * rotary model (block_rotary) rotates q and k by b->rope. */
 void block_qkv(const Config *c, const LayerWeights *w, int N, const BlockBuffers *b);
 
 /* The rest of block `layer` once the caller's attention has written b->att (N, C):
@@ -96,8 +108,9 @@ void block_finish_backward(const Config *c, const LayerWeights *w, const BlockTe
                            int layer, int N, const BlockBuffers *b, const BlockGradBuffers *d,
                            const BlockResidual *r);
 
-/* Backward of block_qkv (GPT-2): from d->dq, dk, dv, adds the gradients of W_Q, W_K, W_V,
- * their biases and norm1 to g, and d loss / d x to d->dx. */
+/* Backward of block_qkv (GPT-2): from d->dq, dk, dv (the gradients of the rotated q and
+ * k of a rotary model, turned in place into those of the unrotated ones), adds the
+ * gradients of W_Q, W_K, W_V, their biases and norm1 to g, and d loss / d x to d->dx. */
 void block_qkv_backward(const Config *c, const LayerWeights *w, const BlockTensors *g, int N,
                         const BlockBuffers *b, const BlockGradBuffers *d);
 

@@ -48,9 +48,12 @@ typedef struct {
 } Layout;
 
 /* Header field indices of llm.c's GPT-2 checkpoint (int32 each). [8] is this project's
- * int8 group size, [9] its attention extension (llm.c leaves both 0). */
+ * int8 group size, [9] its attention extension, [10] its position scheme (llm.c leaves
+ * all three 0). */
 enum { GPT2_MAGIC, GPT2_VERSION, GPT2_MAX_T, GPT2_V, GPT2_L, GPT2_NH, GPT2_C, GPT2_VP,
-       GPT2_GROUP, GPT2_ATTN };
+       GPT2_GROUP, GPT2_ATTN, GPT2_POS };
+_Static_assert(GPT2_ATTN == CHECKPOINT_GPT2_ATTN_SLOT && GPT2_POS == CHECKPOINT_GPT2_POS_SLOT,
+               "the header slots checkpoint.h names");
 /* llama2.c's 7 config fields, in file order (after magic and version when versioned). */
 enum { LLAMA_DIM, LLAMA_HIDDEN, LLAMA_LAYERS, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_VOCAB,
        LLAMA_SEQ };
@@ -103,7 +106,7 @@ static int check_config(Config *c, const char *path, const char *prefix) {
     else if (c->n_heads % c->n_kv_heads != 0) problem = "n_heads not divisible by n_kv_heads";
     else if (c->vocab_size > c->padded_vocab_size)
         problem = "vocab V larger than padded vocab Vp";
-    else if (c->family == MODEL_LLAMA && (c->dim / c->n_heads) % 2 != 0)
+    else if (c->positions == MODEL_POSITIONS_ROTARY && (c->dim / c->n_heads) % 2 != 0)
         problem = "rotary embedding needs an even head size";
     if (problem) {
         fprintf(stderr, "model: %s: %s%s (got dim %d, n_heads %d, n_kv_heads %d, V %d, Vp %d)\n",
@@ -138,17 +141,30 @@ static int parse_gpt2_header(Config *c, Layout *layout, const char *path, const 
     c->hidden_dim = 4 * c->dim;
     layout->shared_classifier = 1;
     layout->data_offset = CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t);
+    if (h[GPT2_POS] != MODEL_POSITIONS_LEARNED && h[GPT2_POS] != MODEL_POSITIONS_ROTARY) {
+        fprintf(stderr, "model: %s: unknown position scheme (got header [%d] = %d, expected "
+                "%d for a learned table or %d for rotary)\n", path, GPT2_POS, (int)h[GPT2_POS],
+                MODEL_POSITIONS_LEARNED, MODEL_POSITIONS_ROTARY);
+        return -1;
+    }
+    c->positions = (ModelPositions)h[GPT2_POS];
+    int rotary = c->positions == MODEL_POSITIONS_ROTARY;
     if (version == CHECKPOINT_GPT2_FP32) {
         layout->storage = STORE_F32;
-        layout->name = "llm.c GPT-2 checkpoint, fp32";
+        layout->name = rotary ? "llm.c GPT-2 checkpoint, fp32, rotary positions"
+                              : "llm.c GPT-2 checkpoint, fp32";
     } else if (version == CHECKPOINT_GPT2_BF16) {
         layout->storage = STORE_BF16;
-        layout->name = "llm.c GPT-2 checkpoint, bf16 (widened to fp32 at load)";
+        layout->name = rotary ? "llm.c GPT-2 checkpoint, bf16 (widened to fp32 at load), "
+                                "rotary positions"
+                              : "llm.c GPT-2 checkpoint, bf16 (widened to fp32 at load)";
     } else {
         if (check_range(path, "", "group_size", h[GPT2_GROUP], QUANT_GROUP_MAX)) return -1;
         layout->storage = STORE_Q8;
         layout->group_size = h[GPT2_GROUP];
-        layout->name = "GPT-2 checkpoint, int8 (llm.c header, version 80)";
+        layout->name = rotary ? "GPT-2 checkpoint, int8 (llm.c header, version 80), rotary "
+                                "positions"
+                              : "GPT-2 checkpoint, int8 (llm.c header, version 80)";
     }
     if (h[GPT2_ATTN] != 0 && h[GPT2_ATTN] != CHECKPOINT_ATTN_VERSION) {
         fprintf(stderr, "model: %s: unknown attention extension (got header [%d] = %d, "
@@ -160,7 +176,7 @@ static int parse_gpt2_header(Config *c, Layout *layout, const char *path, const 
     /* the rest of the header is reserved: 0 in every file llm.c and this project write */
     for (int i = version == CHECKPOINT_GPT2_Q8 ? GPT2_GROUP + 1 : GPT2_GROUP;
          i < CHECKPOINT_GPT2_HEADER_INTS; i++) {
-        if (i == GPT2_ATTN) continue;
+        if (i == GPT2_ATTN || i == GPT2_POS) continue;
         if (h[i] != 0) {
             fprintf(stderr, "model: %s: reserved header field [%d] is not 0 (got %d, expected "
                     "0)\n", path, i, (int)h[i]);
@@ -188,6 +204,7 @@ int checkpoint_read_gpt2_header(const int32_t h[CHECKPOINT_GPT2_HEADER_INTS], co
  * classifier is stored separately (llama2.c's flag); versioned files have a flag byte. */
 static void llama_config(Config *c, Layout *layout, const int32_t *f) {
     c->family = MODEL_LLAMA;
+    c->positions = MODEL_POSITIONS_ROTARY;
     c->dim = f[LLAMA_DIM];
     c->hidden_dim = f[LLAMA_HIDDEN];
     c->n_layers = f[LLAMA_LAYERS];
@@ -291,9 +308,9 @@ static int tensor_list(const Config *c, const Layout *layout, Entry list[MAX_TEN
     int n = 0;
 #define ADD(name_, matrix_, layers_, rows_, cols_) \
     list[n++] = (Entry){name_, matrix_, layers_, rows_, cols_}
-    if (c->family == MODEL_GPT2) {   /* llm.c's 16 tensors */
+    if (c->family == MODEL_GPT2) {   /* llm.c's 16 tensors (15: rotary positions, no wpe) */
         ADD(TENSOR_WTE, 1, 1, c->padded_vocab_size, C);
-        ADD(TENSOR_WPE, 0, 1, c->seq_len, C);
+        if (c->positions == MODEL_POSITIONS_LEARNED) ADD(TENSOR_WPE, 0, 1, c->seq_len, C);
         ADD(TENSOR_LN1W, 0, L, 1, C);
         ADD(TENSOR_LN1B, 0, L, 1, C);
         ADD(TENSOR_QKVW, 1, L, 3 * C, C);      /* the Q rows, then K, then V */
@@ -480,7 +497,7 @@ static void point_weights(Checkpoint *ck) {
                                           : matrix_view(&T[gpt2 ? TENSOR_WTE : TENSOR_TOK], 0,
                                                         0, c->vocab_size);
     w->shared_classifier = !T[TENSOR_CLS].present;
-    w->pos_embedding = gpt2 ? T[TENSOR_WPE].f32 : NULL;
+    w->pos_embedding = gpt2 ? vector_view(&T[TENSOR_WPE], 0) : NULL;   /* NULL: rotary */
     w->norm_final_w = gpt2 ? T[TENSOR_LNFW].f32 : T[TENSOR_RMS_FINAL].f32;
     w->norm_final_b = gpt2 ? T[TENSOR_LNFB].f32 : NULL;
     for (int l = 0; l < c->n_layers; l++) {
@@ -799,6 +816,7 @@ void checkpoint_gpt2_header(int32_t header[CHECKPOINT_GPT2_HEADER_INTS], const C
     header[GPT2_NH] = c->n_heads;
     header[GPT2_C] = c->dim;
     header[GPT2_VP] = c->padded_vocab_size;
+    header[GPT2_POS] = (int32_t)c->positions;
     if (version == CHECKPOINT_GPT2_Q8) header[GPT2_GROUP] = group;
 }
 

@@ -38,8 +38,19 @@
 #define CHECKPOINT_GPT2_ATTN_SLOT 9
 #define CHECKPOINT_ATTN_VERSION 1
 #define CHECKPOINT_ATTN_INTS 20
+/* Its second extension: header slot [10] holds the position scheme (ModelPositions). 0,
+ * llm.c's learned table: the file has wpe (S, C). 1, rotary (RoPE, as Llama's: base
+ * MODEL_ROPE_BASE, pairs (2i, 2i+1) of each head): the file has no wpe tensor at all, so
+ * llm.c cannot read it. llm.c leaves the slot 0. */
+#define CHECKPOINT_GPT2_POS_SLOT 10
+#define MODEL_ROPE_BASE 10000.0f           /* rotary embedding base, as llama2.c */
 
 typedef enum { MODEL_GPT2, MODEL_LLAMA } ModelFamily;
+/* How a model knows where a token is; the values are header slot [10]'s. */
+typedef enum {
+    MODEL_POSITIONS_LEARNED = 0,   /* a learned table wpe (S, C) added to the embedding */
+    MODEL_POSITIONS_ROTARY = 1     /* q and k rotated by position (RoPE); every Llama */
+} ModelPositions;
 
 /* Sanity bounds on header fields; far above any model this engine is meant for. */
 #ifndef MODEL_MAX_DIM
@@ -57,6 +68,8 @@ typedef enum { MODEL_GPT2, MODEL_LLAMA } ModelFamily;
 
 typedef struct {
     ModelFamily family;     /* which block: GPT-2 or Llama */
+    ModelPositions positions;  /* learned table (GPT-2's) or rotary (Llama's, or a GPT-2
+                            * whose header slot [10] says so); block_rotary reads it */
     int seq_len;            /* S: context length (positions 0 .. S-1) */
     int vocab_size;         /* V: real tokens; logits have V columns */
     int padded_vocab_size;  /* Vp: rows of the embedding table (>= V) */
@@ -86,7 +99,7 @@ typedef struct {
 
 typedef struct {
     Matrix token_embedding;           /* (Vp, C) */
-    const float *pos_embedding;       /* (S, C); NULL for Llama (rotary positions) */
+    const float *pos_embedding;       /* (S, C); NULL for rotary positions (every Llama) */
     LayerWeights *layers;             /* (L,) owned array of views */
     const float *norm_final_w;        /* (C,) */
     const float *norm_final_b;        /* (C,); NULL for Llama */
@@ -148,13 +161,15 @@ int checkpoint_size_mul(size_t a, size_t b, size_t *out);
 
 /* Reads llm.c's GPT-2 header h as checkpoint_load does (magic, version, reserved slots,
  * the width's range): c gets the shape (seq_len, vocab_size, padded_vocab_size, n_layers,
- * n_heads, dim), *version the version. Returns 0, or -1 after a stderr line naming path.
+ * n_heads, dim, positions), *version the version. Returns 0, or -1 after a stderr line
+ * naming path.
  * The header of llm.c's files is read here only: the trainer resumes through it. */
 int checkpoint_read_gpt2_header(const int32_t h[CHECKPOINT_GPT2_HEADER_INTS], const char *path,
                                 Config *c, int *version);
 
 /* Fills llm.c's 256-int32 GPT-2 header for c: magic, version (CHECKPOINT_GPT2_FP32 or
- * CHECKPOINT_GPT2_Q8, which also records the group size), sizes, zeros elsewhere. */
+ * CHECKPOINT_GPT2_Q8, which also records the group size), sizes, c's position scheme in
+ * slot [10] (0 for learned, as llm.c's), zeros elsewhere. */
 void checkpoint_gpt2_header(int32_t header[CHECKPOINT_GPT2_HEADER_INTS], const Config *c,
                             int version, int group);
 

@@ -2,8 +2,9 @@
  *
  * The forward pass: embeddings, L blocks (block.c, the code the trainer runs too), final
  * norm, logits. The two families differ in four places, each a branch on config.family:
- * LayerNorm vs RMSNorm, learned vs rotary positions, GELU vs SwiGLU (those three in
- * block.c), tied vs separate classifier (checkpoint.c). Exact attention keeps its keys
+ * LayerNorm vs RMSNorm, learned vs rotary positions (a GPT-2 may have rotary ones too:
+ * config.positions), GELU vs SwiGLU (those three in block.c), tied vs separate classifier
+ * (checkpoint.c). Exact attention keeps its keys
  * and values in a KV cache and calls attention_forward; the attention lab's variants
  * keep their own state and go through attention_step. Loading is in checkpoint.c, the
  * arithmetic in kernels.c, attention in attention.c.
@@ -13,7 +14,7 @@
  */
 #include "model.h"
 
-#include <math.h>       /* sqrtf, powf, cosf, sinf */
+#include <math.h>       /* sqrtf */
 #include <stdint.h>     /* SIZE_MAX */
 #include <stdio.h>      /* fprintf(stderr) */
 #include <stdlib.h>     /* calloc, free */
@@ -344,22 +345,6 @@ void model_free(Model *m) {
 /* ------------------------------------------------------------------------- */
 /* Layer pieces                                                                */
 
-/* The cosines and sines of the rotary angles (pos + n) * base^(-i / HS) for each row n of
- * a chunk and each even i < HS, into cs (N, HS) as (cos, sin) pairs: they depend only
- * on the position and i, so they are computed once per forward call and block.c's
- * rotation reads them in every layer. */
-static void rope_angles(const Config *c, float *cs, int N, int pos) {
-    int HS = c->head_dim;
-    for (int n = 0; n < N; n++) {
-        for (int i = 0; i < HS; i += 2) {
-            float freq = 1.0f / powf(MODEL_ROPE_BASE, (float)i / (float)HS);
-            float angle = (float)(pos + n) * freq;
-            cs[(size_t)n * HS + i] = cosf(angle);
-            cs[(size_t)n * HS + i + 1] = sinf(angle);
-        }
-    }
-}
-
 /* While tracing, copies layer l's queries q (N, C) and keys k (N, KVD) of positions
  * pos .. pos+N-1 into the trace. */
 static void trace(Model *m, int l, int pos, int N, const float *q, const float *k) {
@@ -429,7 +414,7 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
     }
     int C = c->dim, KVD = c->kv_dim;
     embed(m, s->x, tokens, n, pos);
-    if (c->family == MODEL_LLAMA) rope_angles(c, s->rope, n, pos);
+    if (block_rotary(c)) block_rope_angles(c, s->rope, n, pos);   /* once for every layer */
 
     for (int l = 0; l < c->n_layers; l++) {
         /* one set of buffers for every layer, the stream x updated in place; exact

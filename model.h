@@ -1,7 +1,7 @@
 /* model.h: a decoder-only transformer: activations, attention state, forward pass.
  *
- * Two families share one forward pass: GPT-2 (LayerNorm, learned positions, GELU MLP,
- * biases, tied classifier) and Llama (RMSNorm, rotary positions, SwiGLU MLP, no biases,
+ * Two families share one forward pass: GPT-2 (LayerNorm, learned or rotary positions,
+ * GELU MLP, biases, tied classifier) and Llama (RMSNorm, rotary positions, SwiGLU MLP, no biases,
  * grouped-query attention, tied or separate classifier). model_load reads a checkpoint
  * (checkpoint.h: the formats, the weights table) and allocates the activations and the
  * attention state: exact attention's KV cache, or another variant's (model_set_attention),
@@ -19,7 +19,6 @@
 #include "attention.h"     /* AttentionShape, AttentionConfig */
 #include "checkpoint.h"    /* Config, Weights, Checkpoint */
 
-#define MODEL_ROPE_BASE 10000.0f       /* rotary embedding base, as llama2.c */
 #ifndef MODEL_MAX_STATE_BYTES
 /* most bytes of attention state (KV cache or a variant's) a model may allocate: a header
  * cannot ask for more. 4 GiB, or half the address space where size_t has 32 bits (there
@@ -59,7 +58,7 @@ typedef struct {
     float *logits;   /* (N, V) */
     int8_t *xq;      /* (N, max(C, Hd)) int8 activations (int8 models) */
     float *xs;       /* (N, groups of max(C, Hd)) their scales (int8 models) */
-    float *rope;     /* (N, HS) cos and sin of each rotary angle (Llama) */
+    float *rope;     /* (N, HS) cos and sin of each rotary angle (rotary positions) */
     float *scratch;  /* attention scratch */
 } RunState;
 

@@ -401,10 +401,12 @@ static TrainSettings tiny_settings(float dropout, float lr) {
     return s;
 }
 
-/* spec: the attention of the two layers (attention_spec_parse_layers), NULL for exact. */
-static void test_model_grad(float dropout, const char *spec) {
+/* spec: the attention of the two layers (attention_spec_parse_layers), NULL for exact;
+ * positions: a learned table, or rotary (RoPE on q and k, no table). */
+static void test_model_grad(float dropout, const char *spec, ModelPositions positions) {
     Config c;
     tiny_config(&c, 11, 2, 8, 2, 4);
+    c.positions = positions;
     TrainSettings s = tiny_settings(dropout, 1e-3f);
     s.attn_dropout = spec && strstr(spec, "linear") ? 0.0f : dropout;
     AttentionConfig cfgs[2];
@@ -430,10 +432,12 @@ static void test_model_grad(float dropout, const char *spec) {
         tr.params[j] = saved;
         numeric[j] = (up - down) / (2.0f * MODEL_GRAD_H);
     }
-    char what[192];
+    char what[256];
     snprintf(what, sizeof what, "whole model gradient, %zu parameters (L 2, C 8, residual sums, "
-             "tied embedding, dropout %.1f on the residuals and the attention weights%s%s)",
-             tr.n_params, (double)dropout, spec ? ", attention " : "", spec ? spec : "");
+             "tied embedding, %s, dropout %.1f on the residuals and the attention weights%s%s)",
+             tr.n_params, positions == MODEL_POSITIONS_ROTARY ? "rotary positions (no wpe)"
+             : "learned positions", (double)dropout, spec ? ", attention " : "",
+             spec ? spec : "");
     check_close(what, tr.grads, numeric, tr.n_params, MODEL_GRAD_ATOL, MODEL_GRAD_RTOL);
     free(numeric);
     trainer_free(&tr);
@@ -558,17 +562,22 @@ done:
  * as test_training_run: the loss falls; for the ones marked `full`, also 1 vs 2 threads bit
  * for bit, a resume from a save at half way bit for bit (sink logits, redrawn Performer
  * features and per-step LSH rotations included), and run's model_forward on the saved
- * checkpoint (which records the attention) gives the trainer's logits. */
-static void variant_run(const char *spec, int full) {
+ * checkpoint (which records the attention and the positions) gives the trainer's logits,
+ * bit for bit with exact attention. positions: learned, or rotary (no wpe). */
+static void variant_run(const char *spec, int full, ModelPositions positions) {
     Config c;
     tiny_config(&c, RUN_V, 2, 32, 2, 16);
+    c.positions = positions;
+    int rotary = positions == MODEL_POSITIONS_ROTARY;
+    char label[96];   /* the spec, and the positions when rotary */
+    snprintf(label, sizeof label, "%s%s", spec, rotary ? " --pos rope" : "");
     TrainSettings s = tiny_settings(0.1f, 1e-2f);
     s.steps = RUN_STEPS;
     s.redraw = 7;   /* Performer: several draws within the run and across the resume */
     AttentionConfig cfgs[2];
     char err[256] = "";
     if (!check_true(attention_spec_parse_layers(spec, 2, cfgs, err, sizeof err) == 0,
-                    "variant run %s: spec parses%s%s", spec, *err ? ": " : "", err)) return;
+                    "variant run %s: spec parses%s%s", label, *err ? ": " : "", err)) return;
     int kernelised = 0;
     for (int l = 0; l < 2; l++)
         kernelised |= cfgs[l].kind == ATTENTION_LINEAR || cfgs[l].kind == ATTENTION_EFFICIENT ||
@@ -582,50 +591,64 @@ static void variant_run(const char *spec, int full) {
     memset(&b, 0, sizeof b);
     const char *path = "build/test_train_variant.bin";
     const char *state = "build/test_train_variant.bin.state";
-    if (!check_true(trainer_init(&a, &c, &s, 8) == 0, "variant run %s: init", spec)) goto done;
+    if (!check_true(trainer_init(&a, &c, &s, 8) == 0, "variant run %s: init", label)) goto done;
+    if (rotary)
+        check_true(a.tensor_size[1] == 0 && a.a.rope != NULL, "variant run %s: no wpe table "
+                   "(0 of %zu parameters), the rotary angles made", label, a.n_params);
     kernels_set_threads(1);
     run_steps(&a, tokens, RUN_STEPS, losses[0]);
     float last = 0.0f;
     for (int i = RUN_STEPS - 10; i < RUN_STEPS; i++) last += losses[0][i] / 10.0f;
     check_true(last < losses[0][0] - RUN_MARGIN && isfinite(last),
                "variant run %s: loss falls by more than %.1f nats (step 1 %.3f, mean of last "
-               "10 %.3f)", spec, (double)RUN_MARGIN, (double)losses[0][0], (double)last);
+               "10 %.3f)", label, (double)RUN_MARGIN, (double)losses[0][0], (double)last);
     if (!full) goto done;
     int threads = kernels_set_threads(2);
-    if (!check_true(trainer_init(&b, &c, &s, 8) == 0, "variant run %s: init", spec)) goto done;
+    if (!check_true(trainer_init(&b, &c, &s, 8) == 0, "variant run %s: init", label)) goto done;
     run_steps(&b, tokens, RUN_STEPS, losses[1]);
     check_true(memcmp(losses[0], losses[1], sizeof losses[0]) == 0 &&
                memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0,
-               "variant run %s: 1 and %d threads give identical losses and parameters", spec,
+               "variant run %s: 1 and %d threads give identical losses and parameters", label,
                threads);
     trainer_free(&b);
-    if (!check_true(trainer_init(&b, &c, &s, 8) == 0, "variant run %s: init", spec)) goto done;
+    if (!check_true(trainer_init(&b, &c, &s, 8) == 0, "variant run %s: init", label)) goto done;
     run_steps(&b, tokens, RUN_STEPS / 2, losses[2]);
     int saved = trainer_save(&b, path, state, NULL);
     trainer_free(&b);
     if (!check_true(saved == 0 && trainer_load(&b, path, state, 0) == 0,
-                    "variant run %s: save, load", spec)) goto done;
+                    "variant run %s: save, load", label)) goto done;
     run_steps(&b, tokens, RUN_STEPS, losses[2]);
     check_true(memcmp(losses[0], losses[2], sizeof losses[0]) == 0 &&
                memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0,
                "variant run %s: resumed at step %d, the same losses and parameters bit for "
-               "bit", spec, RUN_STEPS / 2);
+               "bit", label, RUN_STEPS / 2);
     /* the checkpoint records the attention: run's model uses it and gives the trainer's
      * logits (evaluation: dropout off, the random matrices of draw 0 in both) */
     if (trainer_save(&a, path, NULL, NULL) != 0) goto done;
     Model m;
-    if (check_true(model_load(&m, path, a.T) == 0, "variant run %s: checkpoint loads", spec)) {
+    if (check_true(model_load(&m, path, a.T) == 0, "variant run %s: checkpoint loads", label)) {
         int inputs[8 * 16], targets[8 * 16];
         stream_batch(tokens, 0, a.B, a.T, inputs, targets);
         a.dropout_on = 0;
         trainer_forward(&a, inputs, NULL);
         const float *logits = model_forward(&m, inputs + a.T, a.T, 0, 1);  /* sequence 1 */
-        char what[160];
-        snprintf(what, sizeof what, "variant run %s: run's logits vs the trainer's", spec);
-        if (check_true(logits != NULL && m.lab, "%s: the model runs the recorded attention",
-                       what))
+        char what[192];
+        snprintf(what, sizeof what, "variant run %s: run's logits vs the trainer's", label);
+        if (check_true(logits != NULL && m.lab == a.variant &&
+                       m.config.positions == positions, "%s: the model runs the recorded "
+                       "attention and positions", what))
             check_close(what, logits, a.a.logits + (size_t)a.T * RUN_V, (size_t)a.T * RUN_V,
                         1e-4, 1e-4);
+        /* exact attention: the same functions in the same order (the rotary angles of
+         * block_rope_angles in both), so the same bits */
+        float max_diff = 0.0f;
+        for (size_t i = 0; logits && !a.variant && i < (size_t)a.T * RUN_V; i++) {
+            float diff = fabsf(logits[i] - a.a.logits[(size_t)a.T * RUN_V + i]);
+            max_diff = diff > max_diff ? diff : max_diff;
+        }
+        if (logits && !a.variant)
+            check_true(max_diff == 0.0f, "%s: max |diff| %g (expected 0: bit for bit)", what,
+                       (double)max_diff);
         model_free(&m);
     }
 done:
@@ -634,6 +657,103 @@ done:
     trainer_free(&a);
     trainer_free(&b);
     free(tokens);
+}
+
+/* The header's slot [10] of a checkpoint written by a run of these positions (-1 if the
+ * run or the file failed); *bytes gets the file's size. */
+static int saved_positions(ModelPositions positions, const char *path, long *bytes) {
+    Config c;
+    tiny_config(&c, RUN_V, 2, 32, 2, 16);
+    c.positions = positions;
+    TrainSettings s = tiny_settings(0.1f, 1e-2f);
+    Trainer tr;
+    int32_t header[CHECKPOINT_GPT2_HEADER_INTS] = {0};
+    FILE *f = NULL;
+    if (trainer_init(&tr, &c, &s, 2) == 0 && trainer_save(&tr, path, NULL, NULL) == 0)
+        f = fopen(path, "rb");
+    int got = f && fread(header, sizeof header, 1, f) == 1;
+    if (f && fseek(f, 0, SEEK_END) == 0) *bytes = ftell(f);
+    if (f) fclose(f);
+    trainer_free(&tr);
+    return got ? (int)header[CHECKPOINT_GPT2_POS_SLOT] : -1;
+}
+
+/* Rotary positions in the files: the header's slot [10] (0 for learned, as llm.c's own),
+ * no wpe in the file, model_load's view of it (no table, the angles within the context
+ * only), the int8 form, and the trainer's refusals: a learned run's state beside a rotary
+ * checkpoint, --init across position schemes. */
+static void test_rotary_files(void) {
+    const char *learned = "build/test_train_learned.bin", *rotary = "build/test_train_rope.bin";
+    const char *q8 = "build/test_train_rope_q8.bin", *state = "build/test_train_rope.bin.state";
+    const char *learned_state = "build/test_train_learned.bin.state";
+    long learned_bytes = 0, rotary_bytes = 0;
+    int slot_learned = saved_positions(MODEL_POSITIONS_LEARNED, learned, &learned_bytes);
+    int slot_rotary = saved_positions(MODEL_POSITIONS_ROTARY, rotary, &rotary_bytes);
+    check_true(slot_learned == 0 && slot_rotary == 1 &&
+               learned_bytes - rotary_bytes == 16L * 32 * (long)sizeof(float),
+               "rotary checkpoint: header [%d] = 1 (learned: 0, as llm.c's), and no wpe: "
+               "%ld bytes, the learned file's %ld less T x C floats", CHECKPOINT_GPT2_POS_SLOT,
+               rotary_bytes, learned_bytes);
+    Model m;
+    if (check_true(model_load(&m, rotary, 16) == 0, "rotary checkpoint: model_load")) {
+        int tokens[17] = {0};
+        const float *logits = model_forward(&m, tokens, 16, 0, 0);
+        check_true(m.config.positions == MODEL_POSITIONS_ROTARY &&
+                   m.checkpoint.weights.pos_embedding == NULL && logits != NULL &&
+                   strstr(m.format, "rotary positions") != NULL,
+                   "rotary checkpoint: loads as rotary, no position table, runs 16 tokens "
+                   "(\"%s\")", m.format);
+        check_true(model_forward(&m, tokens, 1, 16, 0) == NULL,
+                   "rotary checkpoint: position 16 refused (the context is still 16)");
+        int saved = checkpoint_save_q8(&m.checkpoint, q8, CHECKPOINT_Q8_GROUP);
+        model_free(&m);
+        if (check_true(saved == 0 && model_load(&m, q8, 16) == 0,
+                       "rotary checkpoint: its int8 form (checkpoint_save_q8) loads")) {
+            check_true(m.config.positions == MODEL_POSITIONS_ROTARY &&
+                       model_forward(&m, tokens, 16, 0, 0) != NULL,
+                       "rotary checkpoint: the int8 form keeps the rotary positions and runs");
+            model_free(&m);
+        }
+    }
+    /* --init across position schemes is refused, each way */
+    Config c;
+    tiny_config(&c, RUN_V, 2, 32, 2, 16);
+    TrainSettings s = tiny_settings(0.1f, 1e-2f);
+    Trainer tr;
+    for (int r = 0; r < 2; r++) {
+        c.positions = r ? MODEL_POSITIONS_ROTARY : MODEL_POSITIONS_LEARNED;
+        if (trainer_init(&tr, &c, &s, 2) == 0) {
+            check_true(trainer_start_from(&tr, r ? learned : rotary) != 0 &&
+                       trainer_start_from(&tr, r ? rotary : learned) == 0,
+                       "--init: a %s run refuses a %s checkpoint, takes its own kind",
+                       r ? "rotary" : "learned", r ? "learned" : "rotary");
+            trainer_free(&tr);
+        }
+    }
+    /* a learned run's state beside a rotary checkpoint of the same shape: refused */
+    c.positions = MODEL_POSITIONS_LEARNED;
+    if (trainer_init(&tr, &c, &s, 2) == 0) {
+        int saved = trainer_save(&tr, learned, learned_state, NULL);
+        trainer_free(&tr);
+        c.positions = MODEL_POSITIONS_ROTARY;
+        Trainer rope;
+        if (saved == 0 && trainer_init(&rope, &c, &s, 2) == 0) {
+            saved = trainer_save(&rope, rotary, state, NULL);
+            trainer_free(&rope);
+        }
+        check_true(saved == 0 && trainer_load(&tr, rotary, state, 0) == 0,
+                   "rotary checkpoint: resumes with its own state");
+        trainer_free(&tr);
+        check_true(trainer_load(&tr, rotary, learned_state, 0) != 0 &&
+                   trainer_load(&tr, learned, state, 0) != 0,
+                   "rotary checkpoint: a learned run's state beside it is refused, and its "
+                   "state beside a learned checkpoint");
+    }
+    remove(learned_state);
+    remove(state);
+    remove(learned);
+    remove(rotary);
+    remove(q8);
 }
 
 static void test_variant_runs(void) {
@@ -651,7 +771,13 @@ static void test_variant_runs(void) {
         {"lsh:buckets=4,rounds=2,local=2,sinks=1", 1},
     };
     for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++)
-        variant_run(RUNS[i].spec, RUNS[i].full);
+        variant_run(RUNS[i].spec, RUNS[i].full, MODEL_POSITIONS_LEARNED);
+    /* rotary positions: with exact attention (run's logits bit for bit), and every variant,
+     * since RoPE changes only q and k before attention */
+    variant_run("exact", 1, MODEL_POSITIONS_ROTARY);
+    for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++)
+        variant_run(RUNS[i].spec, RUNS[i].full, MODEL_POSITIONS_ROTARY);
+    test_rotary_files();
     /* an exact run's checkpoint is llm.c's own format: no attention extension */
     Trainer tr;
     if (run_init(&tr) == 0) {
@@ -1434,6 +1560,13 @@ static void test_cli(void) {
                  "-w 20 with -n 10");
     expect_usage("tokenizer onto the checkpoint", "-o a.bin -z a.bin", "-z: same file as the "
                  "checkpoint");
+    expect_usage("an unknown position scheme", "--pos alibi", "--pos: unknown position scheme "
+                 "(got 'alibi', expected learned (a table) or rope (rotary))");
+    expect_usage("rope with an odd head size", "--pos rope -C 24 -H 8", "--pos: rope rotates "
+                 "pairs of a head's dimensions (got head size 3 (-C 24 / -H 8), expected an "
+                 "even head size)");
+    expect_usage("--pos with -r (the checkpoint records it)", "-r --pos rope", "--pos: not "
+                 "allowed with -r (got --pos with -r");
     /* exit 1: bad data */
     format_into(args, sizeof args, "-d %s/no_such_file.txt -o %s", dir, model);
     expect_train("missing data", args, 1, "no_such_file.txt: cannot open");
@@ -1461,6 +1594,20 @@ static void test_cli(void) {
     format_into(args, sizeof args, "-r -d %s -o %s -z %s -n 10", text, model, tok);
     expect_train("-r with a total below the step reached", args, 2, "-n: new total out of "
                  "range (got 10, expected at least the step reached, 20");
+    /* rotary positions: a run, run generates from its file, -r continues it */
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " --pos rope -n 10 -w 2 -e 5 "
+                "--force", text, model, tok);
+    expect_train("--pos rope: a tiny run", args, 0, "V 300, rotary positions: ");
+    format_into(args, sizeof args, "%s %s -z %s -n 5 -t 0 -i To", run_bin, model, tok);
+    char *err = NULL;
+    code = check_run(args, &out, &err);
+    check_true(code == 0 && out && strncmp(out, "To", 2) == 0 && err &&
+               strstr(err, "fp32, rotary positions;"), "run generates from the rotary "
+               "checkpoint and names its positions (exit %d)", code);
+    free(out);
+    free(err);
+    format_into(args, sizeof args, "-r -d %s -o %s -z %s -n 12", text, model, tok);
+    expect_train("--pos rope: -r continues the run", args, 0, "resuming at step 10 of 12");
 done:
     remove_dir(dir);
 }
@@ -2413,10 +2560,15 @@ int main(void) {
     test_attention_dropout();
     test_crossentropy_grad();
     test_embedding_grad();
-    test_model_grad(0.0f, NULL);
-    test_model_grad(0.3f, NULL);
-    test_model_grad(0.3f, "window:w=2,sinklogit=1;exact");
-    test_model_grad(0.0f, "linear:norm=1;performer:m=8");
+    test_model_grad(0.0f, NULL, MODEL_POSITIONS_LEARNED);
+    test_model_grad(0.3f, NULL, MODEL_POSITIONS_LEARNED);
+    test_model_grad(0.3f, "window:w=2,sinklogit=1;exact", MODEL_POSITIONS_LEARNED);
+    test_model_grad(0.0f, "linear:norm=1;performer:m=8", MODEL_POSITIONS_LEARNED);
+    test_model_grad(0.0f, NULL, MODEL_POSITIONS_ROTARY);
+    test_model_grad(0.3f, NULL, MODEL_POSITIONS_ROTARY);
+    test_model_grad(0.3f, "window:w=2,sinklogit=1;exact", MODEL_POSITIONS_ROTARY);
+    test_model_grad(0.0f, "linear:norm=1;performer:m=8", MODEL_POSITIONS_ROTARY);
+    test_model_grad(0.0f, "efficient;strided:l=2", MODEL_POSITIONS_ROTARY);
     test_schedule();
     test_training_run();
     test_variant_runs();

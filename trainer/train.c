@@ -74,7 +74,11 @@ static const char USAGE[] =
 "  -C, --dim N            model width, 8..2048 (default 128)\n"
 "  -H, --heads N          attention heads, dividing the width (default 4)\n"
 "  -T, --context N        context length in tokens, 2..4096 (default 256)\n"
-"  -B, --batch N          sequences per step, 1..4096 (default 16)\n"
+"      --pos SCHEME       positions: learned (a T x C table, default) or rope (rotary)\n"
+"  -B, --batch N          sequences per step, 1..4096 (default 16)\n";
+
+/* The usage text's training flags (a string of its own: C11 promises 4095 characters). */
+static const char USAGE_TRAINING[] =
 "  -n, --steps N          optimizer steps, 0..10000000 (default 5300)\n"
 "  -l, --lr X             peak learning rate, (0, 1] (default 0.002)\n"
 "  -w, --warmup N         warmup steps, 1..steps (default 100, or steps / 10 if that is\n"
@@ -130,7 +134,7 @@ typedef enum {
     OPT_STEPS, OPT_VOCAB, OPT_LAYERS, OPT_DIM, OPT_HEADS, OPT_CONTEXT, OPT_BATCH, OPT_LR,
     OPT_WARMUP, OPT_WEIGHT_DECAY, OPT_DROPOUT, OPT_ATTN_DROPOUT, OPT_TOKEN_NOISE, OPT_EMA,
     OPT_CLIP, OPT_SEED, OPT_THREADS, OPT_MAX_MEMORY, OPT_ATTN, OPT_REDRAW, OPT_INIT,
-    OPT_SAMPLE
+    OPT_SAMPLE, OPT_POS
 } OptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
@@ -167,6 +171,7 @@ static const CliOption OPTIONS[] = {
     {OPT_REDRAW, NULL, "--redraw", CLI_INT, 1, TRAIN_MAX_STEPS, 0, NULL},
     {OPT_INIT, NULL, "--init", CLI_TEXT, 0, 0, 0, "a path"},
     {OPT_SAMPLE, NULL, "--sample", CLI_INT, 0, MAX_SAMPLE, 0, NULL},
+    {OPT_POS, NULL, "--pos", CLI_TEXT, 0, 0, 0, "learned or rope"},
 };
 #define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
@@ -176,6 +181,8 @@ typedef struct {
     int steps_given;              /* -n was given (with -r: a new total) */
     int sample;                   /* --sample: tokens printed after each checkpoint */
     int threads;                  /* --threads; 0 = OpenMP's default, capped at the cores */
+    const char *pos_name;         /* --pos as given, or NULL: learned */
+    ModelPositions positions;     /* --pos: learned (a table) or rotary */
     TrainSettings settings;
     const char *attn_spec;        /* --attn, or NULL: exact attention */
     const char *init_path;        /* --init, or NULL: GPT-2's initialisation */
@@ -244,6 +251,7 @@ static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_gi
     float real = arg->real;
     if (spec->id == OPT_HELP) {
         fputs(USAGE, stdout);
+        fputs(USAGE_TRAINING, stdout);
         fputs(USAGE_NOTES, stdout);
         return -1;
     }
@@ -273,6 +281,7 @@ static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_gi
     case OPT_CLIP: s->clip = real; break;
     case OPT_ATTN: o->attn_spec = value; break;
     case OPT_INIT: o->init_path = value; break;
+    case OPT_POS: o->pos_name = value; break;
     case OPT_SAMPLE: o->sample = number; break;
     case OPT_REDRAW: s->redraw = number; break;
     case OPT_SEED: *seed = number; break;
@@ -299,6 +308,20 @@ static int check_combinations(Options *o, const CliOption *first_shape, int warm
         snprintf(got, sizeof got, "%d heads for width %d", o->heads, o->dim);
         snprintf(expected, sizeof expected, "a number of heads dividing -C %d", o->dim);
         return usage_error("-H", "heads must divide the width", got, expected);
+    }
+    if (o->pos_name) {
+        char shown[64];
+        snprintf(got, sizeof got, "'%s'", cli_printable(o->pos_name, shown, sizeof shown));
+        if (!strcmp(o->pos_name, "rope")) o->positions = MODEL_POSITIONS_ROTARY;
+        else if (strcmp(o->pos_name, "learned") != 0)
+            return usage_error("--pos", "unknown position scheme", got,
+                               "learned (a table) or rope (rotary)");
+    }
+    if (o->positions == MODEL_POSITIONS_ROTARY && (o->dim / o->heads) % 2 != 0) {
+        snprintf(got, sizeof got, "head size %d (-C %d / -H %d)", o->dim / o->heads, o->dim,
+                 o->heads);
+        return usage_error("--pos", "rope rotates pairs of a head's dimensions", got,
+                           "an even head size");
     }
     if (o->attn_spec) {
         char problem[512];
@@ -632,6 +655,7 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
     c.n_layers = o->layers;
     c.n_heads = o->heads;
     c.dim = o->dim;
+    c.positions = o->positions;
     if (trainer_init(tr, &c, &o->settings, o->settings.batch) != 0) return EXIT_BAD_DATA;
     if (o->init_path && trainer_start_from(tr, o->init_path) != 0) return EXIT_BAD_DATA;
     tr->tokenizer_sum = d->tokenizer_sum;
@@ -768,10 +792,11 @@ static void print_run_header(const Trainer *tr) {
     const TrainSettings *s = &tr->settings;
     const Config *c = &tr->config;
     int threads = kernels_threads();
-    printf("model: L %d, C %d, NH %d, T %d, V %d: %zu parameters; batch %d x %d; "
+    printf("model: L %d, C %d, NH %d, T %d, V %d%s: %zu parameters; batch %d x %d; "
            "%.2f MFLOP per token; %d thread%s, %s kernels\n", c->n_layers, c->dim, c->n_heads,
-           tr->T, c->vocab_size, tr->n_params, tr->B, tr->T, flops_per_token(c) * 1e-6,
-           threads, threads == 1 ? "" : "s", kernels_isa());
+           tr->T, c->vocab_size, c->positions == MODEL_POSITIONS_ROTARY ? ", rotary positions"
+           : "", tr->n_params, tr->B, tr->T, flops_per_token(c) * 1e-6, threads,
+           threads == 1 ? "" : "s", kernels_isa());
     printf("schedule: %d steps, warmup %d, lr %g -> %g, weight decay %g, dropout %g, attention "
            "dropout %g, token noise %g, clip %g, moving average %g, seed %llu\n", s->steps,
            s->warmup, (double)s->lr, (double)(s->lr * s->lr_min_ratio),

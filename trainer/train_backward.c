@@ -61,13 +61,14 @@ void train_crossentropy_backward(float *probs, const int *targets, int N, int V,
                          (double)N * V);
 }
 
-/* Job j < T: row t = j of dwpe, summing sequences b in order. Job T + k: the rows of dwte
- * of the k-th block of tokens, summing positions n in order (positions may share a
- * token, so a token's row belongs to one job, which scans every position). */
+/* Job j < P (P = T, or 0 without dwpe): row t = j of dwpe, summing sequences b in order.
+ * Job P + k: the rows of dwte of the k-th block of tokens, summing positions n in order
+ * (positions may share a token, so a token's row belongs to one job, which scans every
+ * position). */
 static void embedding_job(void *ctx, int j) {
     const Loop *f = ctx;
-    int C = f->C, T = f->T;
-    if (j < T) {
+    int C = f->C, T = f->T, P = f->out2 ? T : 0;
+    if (j < P) {
         float *dwpe_t = f->out2 + (size_t)j * C;
         for (int b = 0; b < f->N / T; b++) {
             const float *dx_n = f->x + ((size_t)b * T + (size_t)j) * C;
@@ -76,7 +77,7 @@ static void embedding_job(void *ctx, int j) {
         return;
     }
     int per_job = (f->V + EMBEDDING_JOBS - 1) / EMBEDDING_JOBS;
-    int v0 = (j - T) * per_job, v1 = v0 + per_job < f->V ? v0 + per_job : f->V;
+    int v0 = (j - P) * per_job, v1 = v0 + per_job < f->V ? v0 + per_job : f->V;
     for (int n = 0; n < f->N; n++) {
         int token = f->tokens[n];
         if (token < v0 || token >= v1) continue;
@@ -90,7 +91,7 @@ void train_embedding_backward(float *dwte, float *dwpe, const float *dx, const i
                               int B, int T, int C, int V) {
     Loop f = {.out = dwte, .out2 = dwpe, .x = dx, .tokens = tokens, .N = B * T, .C = C,
               .T = T, .V = V};
-    kernels_parallel_for(embedding_job, &f, T + EMBEDDING_JOBS, 2.0 * B * T * C);
+    kernels_parallel_for(embedding_job, &f, (dwpe ? T : 0) + EMBEDDING_JOBS, 2.0 * B * T * C);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -176,7 +177,8 @@ static void backward_body(void *ctx) {
     }
     /* dresidual is d loss / d encoded; undo the embedding dropout, then scatter */
     train_dropout(a->dresidual, a->dresidual, N * C, drop, train_dropout_key(tr, L, 0));
-    train_embedding_backward(g->wte, g->wpe, a->dresidual, tr->inputs, B, T, C, V);
+    train_embedding_backward(g->wte, c->positions == MODEL_POSITIONS_LEARNED ? g->wpe : NULL,
+                             a->dresidual, tr->inputs, B, T, C, V);
 }
 
 void trainer_backward(Trainer *tr) {

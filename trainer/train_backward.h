@@ -23,7 +23,8 @@ void trainer_backward(Trainer *tr);
 void train_crossentropy_backward(float *probs, const int *targets, int N, int V, float scale);
 
 /* x (N, C) = wte[tokens] + wpe[t] for N = B * T rows: dwte (V, C), dwpe (T, C) += the rows
- * of dx (B, T, C). Each row of dwte and dwpe sums its rows of dx in increasing order. */
+ * of dx (B, T, C); dwpe NULL for rotary positions (x = wte[tokens]). Each row of dwte and
+ * dwpe sums its rows of dx in increasing order. */
 void train_embedding_backward(float *dwte, float *dwpe, const float *dx, const int *tokens,
                               int B, int T, int C, int V);
 

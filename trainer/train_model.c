@@ -57,8 +57,9 @@ size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c, int s
     size_t V = (size_t)c->padded_vocab_size, S = (size_t)c->seq_len, L = (size_t)c->n_layers;
     size_t C = (size_t)c->dim, Hd = (size_t)c->hidden_dim, total = 0;
     size_t NH = (size_t)c->n_heads;
+    size_t wpe = c->positions == MODEL_POSITIONS_LEARNED ? S * C : 0;   /* rotary: none */
     size_t sizes[TRAIN_N_TENSORS] = {
-        V * C, S * C, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
+        V * C, wpe, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
         L * C, L * C, L * Hd * C, L * Hd, L * C * Hd, L * C, C, C, sink_logits ? L * NH : 0};
     memcpy(size, sizes, sizeof sizes);
     for (int i = 0; i < TRAIN_N_TENSORS; i++) total += sizes[i];
@@ -153,6 +154,14 @@ int trainer_check_config(const Config *c, int B, const char *subject) {
                 "C <= %d, T <= %d, B <= %d)\n", subject, c->vocab_size, c->n_layers,
                 c->n_heads, c->dim, c->seq_len, B, MODEL_MAX_VOCAB, MODEL_MAX_LAYERS,
                 MODEL_MAX_DIM / 4, MODEL_MAX_SEQ_LEN, TRAIN_MAX_BATCH);
+        return -1;
+    }
+    if ((c->positions != MODEL_POSITIONS_LEARNED && c->positions != MODEL_POSITIONS_ROTARY) ||
+        (c->positions == MODEL_POSITIONS_ROTARY && (c->dim / c->n_heads) % 2 != 0)) {
+        fprintf(stderr, "train: %s: position scheme out of range (got %d with head size %d; "
+                "expected %d, learned, or %d, rotary, which needs an even head size)\n",
+                subject, (int)c->positions, c->dim / c->n_heads, MODEL_POSITIONS_LEARNED,
+                MODEL_POSITIONS_ROTARY);
         return -1;
     }
     /* every buffer's floats, in float64 (exact here) so that nothing wraps: the
@@ -289,6 +298,7 @@ static int trainer_buffers(Trainer *tr, Buffer list[TRAIN_MAX_BUFFERS],
     BUFFER(a->dfch, N * Hd);
     BUFFER(a->scratch, (size_t)tr->B * tr->attention_scratch);
     BUFFER(a->dsink, (size_t)tr->B * (size_t)tr->config.n_heads);
+    if (block_rotary(&tr->config)) BUFFER(a->rope, N * (size_t)tr->config.head_dim);
     if (tr->random_offset[L] > 0) BUFFER(tr->random, tr->random_offset[L]);
     BUFFER(a->mean, N);
     BUFFER(a->rstd, N);
@@ -348,6 +358,10 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     tensors_point(&tr->g, tr->grads, tr->tensor_size);
     layers_point(tr);
     params_init(tr);
+    if (tr->a.rope)   /* every sequence's positions 0 .. T-1: the angles model.c computes */
+        for (int b = 0; b < B; b++)
+            block_rope_angles(&tr->config, tr->a.rope + (size_t)b * tr->T * tr->config.head_dim,
+                              tr->T, 0);
     for (int l = 0; l < c->n_layers; l++) {
         if (settings->attention) tr->attn[l] = settings->attention[l];
         else attention_config_default(&tr->attn[l]);
@@ -368,7 +382,7 @@ void trainer_free(Trainer *tr) {
         a->ln1, a->q, a->k, a->v, a->atty, a->residual2, a->ln2, a->fch, a->fch_gelu,
         a->residual3, a->lnf, a->logits, a->probs, a->losses, a->dresidual, a->dtmp, a->dln,
         a->datty, a->dq, a->dk, a->dv, a->dfch, a->scratch, a->mean, a->rstd, a->dsink,
-        tr->random};
+        a->rope, tr->random};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) free(buffers[i]);
     free(tr->inputs);
     free(tr->targets);
@@ -480,14 +494,19 @@ BlockResidual train_residual(Trainer *tr) {
     return (BlockResidual){.add = residual_add, .grad = residual_grad, .ctx = tr};
 }
 
-/* Rows of the embedding: out[n] = wte[tokens[n]] + wpe[n mod T]. */
+/* Rows of the embedding: out[n] = wte[tokens[n]] + wpe[n mod T] (y = wpe), or wte[tokens[n]]
+ * alone for rotary positions (y NULL). */
 static void embedding_job(void *ctx, int j) {
     const Loop *f = ctx;
     int n1 = (j + 1) * ROWS_PER_JOB < f->N ? (j + 1) * ROWS_PER_JOB : f->N;
     for (int n = j * ROWS_PER_JOB; n < n1; n++) {
         const float *wte_n = f->x + (size_t)f->tokens[n] * f->C;
-        const float *wpe_t = f->y + (size_t)(n % f->T) * f->C;
         float *x_n = f->out + (size_t)n * f->C;
+        if (!f->y) {
+            memcpy(x_n, wte_n, (size_t)f->C * sizeof(float));
+            continue;
+        }
+        const float *wpe_t = f->y + (size_t)(n % f->T) * f->C;
         for (int i = 0; i < f->C; i++) x_n[i] = wte_n[i] + wpe_t[i];
     }
 }
@@ -611,7 +630,7 @@ BlockBuffers train_block_buffers(const Trainer *tr, int l) {
         .att = TRAIN_LAYER(a->atty, l, N, C), .proj = a->dtmp,
         .x_mid = TRAIN_LAYER(a->residual2, l, N, C), .xn2 = TRAIN_LAYER(a->ln2, l, N, C),
         .pre = TRAIN_LAYER(a->fch, l, N, Hd), .act = TRAIN_LAYER(a->fch_gelu, l, N, Hd),
-        .out = TRAIN_LAYER(a->residual3, l, N, C)};
+        .out = TRAIN_LAYER(a->residual3, l, N, C), .rope = a->rope};
 }
 
 /* out (N, C) = each of the B sequences' attention over its own T positions. */
@@ -645,8 +664,11 @@ static void forward_body(void *ctx) {
     kernels_parallel_for(transpose_job, tr, MATRICES_PER_LAYER * L + 1, (double)tr->n_params);
     draw_random(tr);
 
-    /* encoded (N, C) = wte[token] + wpe[t], then embedding dropout */
-    Loop embed = {.out = a->encoded, .x = p->wte, .y = p->wpe, .tokens = inputs, .N = (int)N,
+    /* encoded (N, C) = wte[token] + wpe[t] (wte[token] with rotary positions, which
+     * block_qkv applies to q and k), then embedding dropout */
+    Loop embed = {.out = a->encoded, .x = p->wte,
+                  .y = c->positions == MODEL_POSITIONS_LEARNED ? p->wpe : NULL,
+                  .tokens = inputs, .N = (int)N,
                   .C = C, .T = T};
     kernels_parallel_for(embedding_job, &embed, kernels_jobs(N, ROWS_PER_JOB), (double)N * C);
     train_dropout(a->encoded, a->encoded, N * C, drop, train_dropout_key(tr, L, 0));

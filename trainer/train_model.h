@@ -66,7 +66,7 @@ typedef struct {
 /* Views of the 16 tensors, in file order, into one block. */
 typedef struct {
     float *wte;        /* (V, C) token embedding, also the classifier */
-    float *wpe;        /* (S, C) */
+    float *wpe;        /* (S, C); 0 floats with rotary positions */
     float *ln1w;       /* (L, C) */
     float *ln1b;       /* (L, C) */
     float *qkvw;       /* (L, 3C, C) */
@@ -108,6 +108,9 @@ typedef struct {
     float *dfch;       /* (N, Hd) gradient of fch_gelu, then (in place) of fch */
     float *scratch;    /* (B, attention scratch): one attention scratch per sequence */
     float *dsink;      /* (B, NH) each sequence's gradient of one layer's sink logits */
+    float *rope;       /* (N, HS) cos and sin of each row's rotary angles (positions 0 .. T-1
+                        * of every sequence), made once by trainer_init; NULL with learned
+                        * positions */
     float *mean, *rstd;           /* (N,) LayerNorm statistics (backward) */
 } TrainActivations;
 
@@ -149,13 +152,15 @@ typedef struct {
                                     * state; 0 = not known (a state before version 4) */
 } Trainer;
 
-/* 0 if the shape of c (V, L, NH, C, T) and batch B are in range, else -1 after one stderr
- * line naming subject. */
+/* 0 if the shape of c (V, L, NH, C, T), its position scheme (learned, or rotary with an
+ * even head size) and batch B are in range, else -1 after one stderr line naming
+ * subject. */
 int trainer_check_config(const Config *c, int B, const char *subject);
 
 /* Floats of each of the 17 tensors for c (V = padded V, S = T, Hd set) into size, in file
- * order, the sink logits (L, NH) last and only if sink_logits (else 0 floats); returns their
- * sum, the parameter count. c must have passed trainer_check_config. */
+ * order (wpe 0 floats with rotary positions), the sink logits (L, NH) last and only if
+ * sink_logits (else 0 floats); returns their sum, the parameter count. c must have passed
+ * trainer_check_config. */
 size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c, int sink_logits);
 
 /* 1 if AdamW decays tensor i (0 .. 16): the weight matrices and embeddings, not biases,
@@ -175,7 +180,8 @@ BlockBuffers train_block_buffers(const Trainer *tr, int l);
 BlockResidual train_residual(Trainer *tr);
 
 /* Build a trainer for config c (seq_len = T, vocab_size = padded_vocab_size = V,
- * n_kv_heads = n_heads, hidden_dim = 4 dim) and batch B, with parameters initialised
+ * n_kv_heads = n_heads, hidden_dim = 4 dim; positions learned, a table wpe, or rotary, no
+ * table and q, k rotated in every layer as run's Llama models) and batch B, with parameters initialised
  * as GPT-2 from settings.seed (sink logits 0), each layer's attention settings.attention's
  * (refused with a message if invalid for the shape, or if attention-weight dropout meets a
  * kind without softmax weights). Computes its memory first (trainer_memory_bytes) and

@@ -587,11 +587,12 @@ static int read_state_header(const char *path, const char *state_path, const Con
         state[STATE_L] != c->n_layers || state[STATE_NH] != c->n_heads ||
         state[STATE_C] != c->dim || get_u64(state, STATE_N_PARAMS_LO) != (uint64_t)n_params) {
         fprintf(stderr, "train: %s: state of another model shape (got T %d, V %d, L %d, NH %d, "
-                "C %d, %llu parameters; expected %s's T %d, V %d, L %d, NH %d, C %d, %zu)\n",
+                "C %d, %llu parameters; expected %s's T %d, V %d, L %d, NH %d, C %d, %zu%s)\n",
                 state_path, (int)state[STATE_T], (int)state[STATE_V], (int)state[STATE_L],
                 (int)state[STATE_NH], (int)state[STATE_C],
                 (unsigned long long)get_u64(state, STATE_N_PARAMS_LO), path, c->seq_len,
-                c->vocab_size, c->n_layers, c->n_heads, c->dim, n_params);
+                c->vocab_size, c->n_layers, c->n_heads, c->dim, n_params,
+                c->positions == MODEL_POSITIONS_ROTARY ? " with rotary positions (no wpe)" : "");
         return -1;
     }
     if (state_settings(s, state, state_path) != 0) return -1;
@@ -738,6 +739,12 @@ int trainer_start_from(Trainer *tr, const char *path) {
                 "C %d; expected this run's T %d, V %d, L %d, NH %d, C %d)\n", path, c.seq_len,
                 c.vocab_size, c.n_layers, c.n_heads, c.dim, t->seq_len, t->vocab_size,
                 t->n_layers, t->n_heads, t->dim);
+        goto done;
+    }
+    if (c.positions != t->positions) {
+        static const char *const names[] = {"learned", "rope"};
+        fprintf(stderr, "train: --init %s: a model with other positions (got %s, expected %s, "
+                "this run's --pos)\n", path, names[c.positions], names[t->positions]);
         goto done;
     }
     size_t n_file = file_params(tr);

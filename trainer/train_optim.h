@@ -78,9 +78,9 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t m
 
 /* A new run's weights from the checkpoint at path (--init: fine-tuning, or swapping in
  * another attention and training on): its 16 tensors into tr (made by trainer_init, of
- * the same T, V, L, NH and C), and its learned sink logits where both its layer and tr's
- * have them (else they stay 0); the moving average starts at them. The optimizer starts
- * afresh. Returns 0, or -1 after one stderr line (another shape, a bad file). */
+ * the same T, V, L, NH, C and positions), and its learned sink logits where both its
+ * layer and tr's have them (else they stay 0); the moving average starts at them. The
+ * optimizer starts afresh. Returns 0, or -1 after one stderr line (another shape, a bad file). */
 int trainer_start_from(Trainer *tr, const char *path);
 
 /* ---- files (also the program's) ---- */
