@@ -2,12 +2,11 @@
  *
  * The forward pass: embeddings, L blocks (block.c, the code the trainer runs too), final
  * norm, logits. The two families differ in four places, each a branch on config.family:
- * LayerNorm vs RMSNorm, learned vs rotary positions (a GPT-2 may have rotary ones too:
- * config.positions), GELU vs SwiGLU (those three in block.c), tied vs separate classifier
- * (checkpoint.c). Exact attention keeps its keys
- * and values in a KV cache and calls attention_forward; the attention lab's variants
- * keep their own state and go through attention_step. Loading is in checkpoint.c, the
- * arithmetic in kernels.c, attention in attention.c.
+ * LayerNorm vs RMSNorm, learned vs rotary positions (a GPT-2 may have rotary ones too),
+ * GELU vs SwiGLU (those three in block.c), tied vs separate classifier (checkpoint.c).
+ * Exact attention keeps its keys and values in a KV cache and calls attention_forward;
+ * the lab's variants keep their own state and go through attention_step. Loading is in
+ * checkpoint.c, the arithmetic in kernels.c, attention in attention.c.
  *
  * Legend: N tokens in the chunk, C width, Hd MLP width, KVD kv width, V vocab,
  * S context, n token index within the chunk, l layer.

@@ -1032,6 +1032,58 @@ static void test_quantize_program(const char *model, const char *tok) {
     expect_program(quantize, "quantize with one path", args, 2, "missing (got 1 of 2");
 }
 
+/* A GPT-2 fixture with rotary positions (train --pos rope), written as the format
+ * description says: header [10] = positions (1: rotary), and then no wpe tensor unless
+ * with_wpe. nh heads of the width C. */
+static const char *write_rotary(const char *name, int32_t positions, int nh, int with_wpe) {
+    long wpe_bytes = (long)MAX_T * C * (long)sizeof(float);
+    const char *path = write_model(name, 20240326, 3, MAX_T, V, L, nh, C, VP,
+                                   with_wpe ? 0 : -wpe_bytes);
+    FILE *patch = fopen(path, "r+b");
+    if (patch) {
+        fseek(patch, 10 * (long)sizeof(int32_t), SEEK_SET);
+        fwrite(&positions, sizeof positions, 1, patch);
+        fclose(patch);
+    }
+    return path;
+}
+
+/* A GPT-2 file with rotary positions: it runs (generation past the context, the
+ * attention views, --eval with a variant, int8), and its header field is checked. */
+static void test_rotary(const char *tok) {
+    char args[1024], out_path[256], text[128];
+    const char *rotary = write_rotary("rotary.bin", 1, NH, 0);
+    snprintf(args, sizeof args, "%s -z %s -i ab -n 40 -t 0", rotary, tok);
+    expect("rotary positions: generates past the context of 16 (context shifts)", args, 0,
+           "llm.c GPT-2 checkpoint, fp32, rotary positions; 1 layers");
+    snprintf(out_path, sizeof out_path, "%s/rotary_map.svg", dir);
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 5 -t 0 --attn window:w=2 --attn-map %s",
+             rotary, tok, out_path);
+    expect("rotary positions: --attn window:w=2 --attn-map", args, 0, "rotary positions");
+    snprintf(text, sizeof text, "%s/eval.txt", dir);   /* test_eval's text */
+    snprintf(args, sizeof args, "%s -z %s --eval %s -c 8 --attn window:w=3", rotary, tok, text);
+    expect("rotary positions: --eval with a window", args, 0, "rotary positions");
+    const char *quantize = getenv("QUANTIZE");
+    if (!quantize || !*quantize) quantize = "./quantize";
+    snprintf(out_path, sizeof out_path, "%s/rotary_q8.bin", dir);
+    snprintf(args, sizeof args, "%s %s", rotary, out_path);
+    expect_program(quantize, "rotary positions: quantize", args, 0, "int8, groups of 32");
+    snprintf(args, sizeof args, "%s -z %s -n 4", out_path, tok);
+    expect("rotary positions: the int8 file keeps them", args, 0,
+           "int8 (llm.c header, version 80), rotary positions;");
+    snprintf(args, sizeof args, "%s -z %s -n 1", write_rotary("pos2.bin", 2, NH, 0), tok);
+    expect("an unknown position scheme", args, 1, "unknown position scheme (got header [10] "
+           "= 2, expected 0 for a learned table or 1 for rotary)");
+    snprintf(args, sizeof args, "%s -z %s -n 1", write_rotary("pos_neg.bin", -1, NH, 0), tok);
+    expect("a negative position scheme", args, 1, "unknown position scheme (got header [10] "
+           "= -1");
+    snprintf(args, sizeof args, "%s -z %s -n 1", write_rotary("rot_wpe.bin", 1, NH, 1), tok);
+    expect("rotary positions with a wpe table after all", args, 1, "trailing bytes");
+    snprintf(args, sizeof args, "%s -z %s -n 1", write_rotary("rot_odd.bin", 1, C, 0), tok);
+    expect("rotary positions with a head size of 1", args, 1, "rotary embedding needs an even "
+           "head size (got dim 8, n_heads 8");
+}
+
 /* Writes an executable shell script at dir/name that prints a check line, a line on stderr
  * and a summary line, and exits with code. Returns its path (static buffer per call). */
 static const char *write_fake_test(const char *name, const char *check, const char *noise,
@@ -1116,6 +1168,7 @@ int main(void) {
     test_eval(model, tok);
     test_llama2c_generation();
     test_quantize_program(model, tok);
+    test_rotary(tok);
     test_make_and_runner();
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", dir);

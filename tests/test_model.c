@@ -284,6 +284,109 @@ static void test_threads(void) {
     model_free(&m);
 }
 
+/* The tiny GPT-2's weights as a file with rotary positions (header [10] = 1, no wpe), at
+ * out. Returns 0, or -1. */
+static int write_rotary_copy(const char *in, const char *out) {
+    size_t n = 0;
+    unsigned char *bytes = check_read_file(in, &n);
+    int32_t h[CHECKPOINT_GPT2_HEADER_INTS];
+    if (!bytes || n < sizeof h) {
+        free(bytes);
+        return -1;
+    }
+    memcpy(h, bytes, sizeof h);
+    size_t wte = (size_t)h[7] * (size_t)h[6] * sizeof(float);         /* Vp x C */
+    size_t wpe = (size_t)h[2] * (size_t)h[6] * sizeof(float);         /* S x C */
+    h[CHECKPOINT_GPT2_POS_SLOT] = MODEL_POSITIONS_ROTARY;
+    FILE *f = fopen(out, "wb");
+    int ok = f && sizeof h + wte + wpe <= n && fwrite(h, sizeof h, 1, f) == 1 &&
+             fwrite(bytes + sizeof h, 1, wte, f) == wte &&
+             fwrite(bytes + sizeof h + wte + wpe, 1, n - sizeof h - wte - wpe, f) ==
+             n - sizeof h - wte - wpe;
+    if (f && fclose(f) != 0) ok = 0;
+    free(bytes);
+    return ok ? 0 : -1;
+}
+
+/* Last-row logits of the tokens ids (T,) over a window of 4 keys, at positions 0 .. T-1. */
+static const float *window_logits(Model *m, const int *ids, int T, int all) {
+    AttentionConfig window;
+    attention_config_default(&window);
+    window.kind = ATTENTION_WINDOW;
+    window.window = 4;
+    if (model_set_attention(m, &window) != 0) return NULL;
+    return model_forward(m, ids, T, 0, all);
+}
+
+/* A GPT-2 with rotary positions (train --pos rope): the tiny model's weights without
+ * their table. Prefill, decoding and chunks agree, 1 and 2 threads bit for bit; and the
+ * property RoPE exists for: the scores depend only on how far apart a query and a key
+ * are. With a window of 4 keys and no sinks, the logits at position t see tokens
+ * t - L * 3 .. t only, so a token stream of period 4 gives the same logits at t and
+ * t + 16 (to float rounding: the angles differ), which learned positions do not. */
+static void test_rotary_gpt2(void) {
+    char path[512];
+    const char *rotary = "/tmp/test_model_rotary.bin";
+    if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", path, path) != 0) return;
+    Model m;
+    if (!check_true(write_rotary_copy(path, rotary) == 0 && model_load(&m, rotary, 64) == 0,
+                    "rotary GPT-2: the tiny model without wpe, header [10] = 1, loads")) {
+        remove(rotary);
+        return;
+    }
+    enum { T = 64, PERIOD = 4, SHIFT = 16 };
+    int ids[T], V = m.config.vocab_size;
+    lcg42_tokens(ids, T, V);
+    check_true(m.config.positions == MODEL_POSITIONS_ROTARY &&
+               m.checkpoint.weights.pos_embedding == NULL && T > 3 * m.config.n_layers + SHIFT,
+               "rotary GPT-2: no position table; %d layers", m.config.n_layers);
+    float *block = malloc((size_t)T * V * sizeof(float)), *steps = malloc((size_t)T * V *
+                                                                          sizeof(float));
+    kernels_set_threads(1);
+    const float *l = model_forward(&m, ids, T, 0, 1);
+    if (block && steps && l) {
+        memcpy(block, l, (size_t)T * V * sizeof(float));
+        int threads = kernels_set_threads(2);
+        l = model_forward(&m, ids, T, 0, 1);
+        check_true(l && memcmp(block, l, (size_t)T * V * sizeof(float)) == 0,
+                   "rotary GPT-2: 1 and %d threads give the same bits", threads);
+        if (check_true(forward_one_by_one(&m, ids, T, steps) == 0, "rotary GPT-2: decode runs"))
+            check_close("rotary GPT-2: token-by-token logits vs prefill", steps, block,
+                        (size_t)T * V, LOGIT_ATOL, 0.0);
+        model_forward(&m, ids, T / 3, 0, 0);
+        l = model_forward(&m, ids + T / 3, T - T / 3, T / 3, 0);
+        if (l) check_close("rotary GPT-2: chunked prefill, last row", l,
+                           block + (size_t)(T - 1) * V, (size_t)V, LOGIT_ATOL, 0.0);
+    }
+    /* relative positions: a periodic stream under a window of 4 */
+    for (int t = PERIOD; t < T; t++) ids[t] = ids[t % PERIOD];
+    for (int learned = 0; learned <= 1 && block; learned++) {
+        Model *model = &m, other;
+        if (learned && model_load(&other, path, 64) != 0) break;
+        if (learned) model = &other;
+        l = window_logits(model, ids, T, 1);
+        float max_diff = 0.0f;
+        for (int t = T - PERIOD - SHIFT; l && t < T - SHIFT; t++)
+            for (int v = 0; v < V; v++) {
+                float d = fabsf(l[(size_t)t * V + v] - l[(size_t)(t + SHIFT) * V + v]);
+                max_diff = d > max_diff ? d : max_diff;
+            }
+        if (!learned)
+            check_true(l && (double)max_diff < LOGIT_ATOL, "rotary GPT-2, window of 4: a "
+                       "stream of period %d gives the same logits %d positions later (max "
+                       "|diff| %g, under 1e-5)", PERIOD, SHIFT, (double)max_diff);
+        else
+            check_true(l && max_diff > 1e-2f, "learned GPT-2, window of 4: the same stream "
+                       "gives other logits %d positions later (max |diff| %g, over 1e-2)",
+                       SHIFT, (double)max_diff);
+        if (learned) model_free(&other);
+    }
+    free(block);
+    free(steps);
+    model_free(&m);
+    remove(rotary);
+}
+
 /* model_forward rejects out-of-range calls instead of reading out of bounds. */
 static void test_forward_bounds(void) {
     char path[512];
@@ -314,6 +417,7 @@ int main(void) {
     test_quantize("llama2c/s260k.bin", 48, 1);
     test_bf16();
     test_threads();
+    test_rotary_gpt2();
     test_forward_bounds();
     return check_summary("test_model");
 }

@@ -181,12 +181,12 @@ BlockResidual train_residual(Trainer *tr);
 
 /* Build a trainer for config c (seq_len = T, vocab_size = padded_vocab_size = V,
  * n_kv_heads = n_heads, hidden_dim = 4 dim; positions learned, a table wpe, or rotary, no
- * table and q, k rotated in every layer as run's Llama models) and batch B, with parameters initialised
- * as GPT-2 from settings.seed (sink logits 0), each layer's attention settings.attention's
- * (refused with a message if invalid for the shape, or if attention-weight dropout meets a
- * kind without softmax weights). Computes its memory first (trainer_memory_bytes) and
- * allocates nothing if that exceeds settings.max_memory. Returns 0, or -1 after one
- * stderr line. *tr is zeroed first; trainer_free is safe either way. */
+ * table and q, k rotated in every layer as run's Llama models) and batch B, with
+ * parameters initialised as GPT-2 from settings.seed (sink logits 0), each layer's
+ * attention settings.attention's (refused with a message if invalid for the shape, or if
+ * attention-weight dropout meets a kind without softmax weights). Computes its memory
+ * first (trainer_memory_bytes) and allocates nothing if that exceeds settings.max_memory.
+ * Returns 0, or -1 after one stderr line. *tr is zeroed first; trainer_free is safe either way. */
 int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, int B);
 
 /* Bytes trainer_init allocates for config c, settings (the average adds a copy of the

@@ -85,8 +85,9 @@ void fuzz_check_encode(const Tokenizer *t, const unsigned char *text, size_t len
 /* ---- tiny valid files ---- */
 
 /* A llm.c GPT-2 checkpoint for c (family, seq_len, vocab_size, padded_vocab_size,
- * n_layers, n_heads, dim used) with weights uniform in [-1, 1) drawn from seed: fp32
- * (version 3), or bf16 (version 5) when bf16 != 0. Returns malloc'd bytes (caller frees)
+ * n_layers, n_heads, dim and positions used: rotary ones have no wpe) with weights
+ * uniform in [-1, 1) drawn from seed: fp32 (version 3), or bf16 (version 5) when
+ * bf16 != 0. Returns malloc'd bytes (caller frees)
  * and their count in *size, or NULL if out of memory. */
 unsigned char *fuzz_tiny_gpt2(const Config *c, int bf16, uint64_t seed, size_t *size);
 

@@ -43,7 +43,8 @@ enum { FMT_GPT2_FP32, FMT_GPT2_BF16, FMT_GPT2_Q8, FMT_LLAMA_LEGACY, FMT_LLAMA_V1
 #define TINY_MAX_PAD 8       /* GPT-2 Vp - V in 0..7 */
 #define TINY_MAX_CTX 16      /* S in 1..16 */
 #define TINY_MAX_GROUP 40    /* int8 group in 1..40 */
-#define FLAG_SHARED 1        /* TINY_FLAGS bit 0: Llama classifier tied to the embedding */
+#define FLAG_SHARED 1        /* TINY_FLAGS bit 0: Llama classifier tied to the embedding, */
+#define FLAG_ROTARY 1        /* ... GPT-2 rotary positions (header [10] = 1, no wpe) */
 #define FLAG_CHUNK_SHIFT 1   /* TINY_FLAGS bits 1..: prefill chunk 1 + (b >> 1) % 16 */
 #define CTX_HUGE_BIT 0x80    /* TINY_CTX: a versioned Llama file gets the longest context
                               * (no tensor grows with it; model_load caps the cache) */
@@ -84,7 +85,9 @@ static void check_loaded(const Checkpoint *ck) {
     FUZZ_CHECK(w->layers != NULL && w->norm_final_w != NULL);
     FUZZ_CHECK(w->token_embedding.f32 || w->token_embedding.q8.q);
     FUZZ_CHECK(w->classifier.f32 || w->classifier.q8.q);
-    FUZZ_CHECK((c->family == MODEL_GPT2) == (w->pos_embedding != NULL));
+    FUZZ_CHECK(c->family == MODEL_GPT2 || c->positions == MODEL_POSITIONS_ROTARY);
+    FUZZ_CHECK((c->positions == MODEL_POSITIONS_LEARNED) == (w->pos_embedding != NULL));
+    FUZZ_CHECK(c->positions == MODEL_POSITIONS_LEARNED || c->head_dim % 2 == 0);
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *lw = &w->layers[l];
         FUZZ_CHECK(lw->norm1_w && lw->norm2_w);
@@ -157,9 +160,11 @@ static void check_q8_roundtrip(const Checkpoint *ck, int group) {
 static unsigned char *build_tiny(const unsigned char *f, size_t *size, size_t *header) {
     int format = f[TINY_FORMAT] % FMT_COUNT, llama = format >= FMT_LLAMA_LEGACY;
     Config c = {.family = llama ? MODEL_LLAMA : MODEL_GPT2};
+    int rotary = llama || (f[TINY_FLAGS] & FLAG_ROTARY);
+    c.positions = rotary ? MODEL_POSITIONS_ROTARY : MODEL_POSITIONS_LEARNED;
     c.n_heads = 1 + f[TINY_HEADS] % TINY_MAX_HEADS;
-    int head_dim = llama ? 2 * (1 + f[TINY_HEAD_DIM] % (TINY_MAX_HEAD_DIM / 2))
-                         : 1 + f[TINY_HEAD_DIM] % TINY_MAX_HEAD_DIM;
+    int head_dim = rotary ? 2 * (1 + f[TINY_HEAD_DIM] % (TINY_MAX_HEAD_DIM / 2))
+                          : 1 + f[TINY_HEAD_DIM] % TINY_MAX_HEAD_DIM;
     c.dim = c.n_heads * head_dim;
     c.n_kv_heads = c.n_heads;   /* Llama: the largest divisor of NH up to the byte's pick */
     if (llama)

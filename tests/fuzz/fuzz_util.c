@@ -257,8 +257,10 @@ static size_t put_weights(unsigned char *out, size_t n, int bf16, uint64_t *stat
 
 unsigned char *fuzz_tiny_gpt2(const Config *c, int bf16, uint64_t seed, size_t *size) {
     size_t C = (size_t)c->dim, L = (size_t)c->n_layers;
-    /* wte (Vp, C), wpe (S, C), L layers of 12 C*C matrices and 13 C vectors, lnf w and b */
-    size_t floats = (size_t)c->padded_vocab_size * C + (size_t)c->seq_len * C +
+    /* wte (Vp, C), wpe (S, C) unless rotary, L layers of 12 C*C matrices and 13 C vectors,
+     * lnf w and b */
+    size_t wpe = c->positions == MODEL_POSITIONS_ROTARY ? 0 : (size_t)c->seq_len * C;
+    size_t floats = (size_t)c->padded_vocab_size * C + wpe +
                     L * (GPT2_LAYER_SQUARES * C * C + GPT2_LAYER_VECTORS * C) + 2 * C;
     size_t header_bytes = CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t);
     size_t width = bf16 ? sizeof(uint16_t) : sizeof(float);

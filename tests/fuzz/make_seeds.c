@@ -24,7 +24,8 @@
 #define LLAMA_HEADER_INTS 9      /* versioned llama2.c header: magic, version, 7 fields */
 #define LLAMA_FLAG_BYTE 36       /* ... then the shared-classifier byte */
 #define LLAMA_GROUP_BYTE 37      /* ... then the int8 group size (unaligned) */
-#define GPT2_FIELDS 9            /* llm.c header ints with a meaning here (8: int8 group) */
+#define GPT2_FIELDS 11           /* llm.c header ints with a meaning here (8: int8 group,
+                                  * 9: attention extension, 10: positions) */
 #define GPT2_TOKENIZER_FIELDS 4  /* magic, version, vocab_size, eot_id */
 #define LLAMA_RECORD_HEAD 8      /* llama2.c tokenizer record: float score, int32 length */
 #define Q8_GROUP 32              /* the quantize default */
@@ -253,6 +254,22 @@ static void seed_checkpoints(void) {
     put_gpt2_family("gpt2_attn_q8", q8, q8_size);
     free(q8);
     free(variant);
+    free(base);
+    /* rotary positions (train --pos rope): header [10] = 1 and no wpe, in every storage and
+     * with the attention extension */
+    Config rotary = padded;
+    rotary.positions = MODEL_POSITIONS_ROTARY;
+    base = need(fuzz_tiny_gpt2(&rotary, 0, SEED_WEIGHTS, &size));
+    put_gpt2_family("gpt2_rope", base, size);
+    q8 = to_q8(base, size, Q8_ODD_GROUP, &q8_size);
+    put_gpt2_family("gpt2_rope_q8_g3", q8, q8_size);
+    free(q8);
+    variant = with_attention(base, size, &rotary, &ext_size);
+    put_gpt2_family("gpt2_rope_attn", variant, ext_size);
+    free(variant);
+    free(base);
+    base = need(fuzz_tiny_gpt2(&rotary, 1, SEED_WEIGHTS, &size));
+    put_gpt2_family("gpt2_rope_bf16", base, size);
     free(base);
 
     Config l = {.family = MODEL_LLAMA, .seq_len = TINY_CTX, .vocab_size = TINY_VOCAB,
