@@ -2,12 +2,15 @@
  *
  * Sections: the reference kernels (portable C: what each computes, and what a build
  * without vector instructions runs), then one section per instruction set with its
- * versions of the two hot kernels, quantizing activations and the matmul for groups that
- * are a multiple of 32 (AVX2, where AVX-512 VNNI or AVX-VNNI replaces two of its
- * instructions by one), then the public functions, which pick one at compile time. The
- * vector quantizer gives the reference's bits; the vector matmul differs from it only in
- * the order of its float additions. Nothing here allocates or threads: the caller splits
- * output columns among threads.
+ * versions of the hot kernels: quantizing activations and the matmul of one row of x at a
+ * time for groups that are a multiple of 32 (AVX2, where AVX-512 VNNI or AVX-VNNI replaces
+ * two of its instructions by one), and the prefill GEMM's register tile, which takes several
+ * rows of x at once (AVX2, NEON); then the public functions, which pick one at compile
+ * time. The vector quantizer gives the reference's bits; the row-at-a-time vector matmul
+ * differs from the reference only in the order of its float additions; the GEMM gives, for
+ * each output, the bits the row-at-a-time path of the same build gives (so a prompt run
+ * at once and token by token agree exactly). Nothing here allocates or threads: the caller
+ * splits output columns among threads.
  */
 #include "quant.h"
 
@@ -15,13 +18,27 @@
 #include <stddef.h>   /* size_t */
 #include <stdint.h>   /* int8_t, int32_t */
 #include <string.h>   /* memset */
-#ifdef __AVX2__
+#if defined(__AVX2__)
 #include <immintrin.h>  /* AVX2 (and VNNI) intrinsics */
+#elif defined(__ARM_NEON) && defined(__aarch64__)
+#include <arm_neon.h>   /* NEON (and dot-product) intrinsics: the GEMM's tile */
 #endif
 
 #define QUANT_CHUNK 32      /* int8s per AVX2 register: the SIMD matmul needs group % 32 == 0 */
 #define QUANT_LANES 8       /* floats (or int32s) per AVX2 register */
 #define QUANT_ROW_TILE 4    /* rows of w per pass of the SIMD matmul: each x load feeds four rows */
+
+/* The GEMM's tile is inlined into its callers, where its shape is constant: only then do its
+ * loops unroll and its sums stay in registers. The GEMM's driver is kept out of
+ * quant_matmul_block, so that a single row (decode) goes through it to the row path without
+ * saving the registers the GEMM uses. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define NEVER_INLINE __attribute__((noinline))
+#else
+#define ALWAYS_INLINE inline
+#define NEVER_INLINE
+#endif
 
 int quant_groups(int cols, int group) {
     return (cols + group - 1) / group;
@@ -264,7 +281,279 @@ static int matmul_block_avx2(float *out, const int8_t *xq, const float *xs,
     }
     return o;
 }
+
+/* -- The prefill GEMM: several rows of x at once --
+ *
+ * A tile of QUANT_GEMM_R rows of x by QUANT_GEMM_C rows of w (output columns): per group,
+ * each chunk of x is prepared once for the tile's rows of w and each chunk of w loaded once
+ * for its rows of x, and every (row of x, row of w) pair keeps dot_row_avx2's eight float
+ * lanes in a register of its own. The vocabulary:
+ *   GemmX            a chunk of 32 values of x, prepared for the multiplies (gemm_x)
+ *   gemm_start       a pair's integer lanes before its products with one chunk of w
+ *   gemm_dot_add     those lanes plus the products of a GemmX with that chunk of w
+ * They keep dot_row_avx2's integer lanes exactly (lane j: the products of values 4j .. 4j+3
+ * of each chunk; integer sums are exact, however they are formed), and the float steps are
+ * dot_row_avx2's in its order (the lanes converted, times x's scale times w's, added with
+ * mul_add, group after group; sum_lanes; + bias): every output has the bits the row path
+ * gives it. */
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+/* With VNNI, x moves to unsigned rather than its sign onto w: x + 128 is in [1, 255] (every
+ * q is in [-127, 127]), and vpdpbusd's lanes then gain 128 times w's lane sums, which a
+ * pair starts below by subtracting them (computed once per chunk of w, for all the tile's
+ * rows of x). One instruction per pair and chunk, where the sign trick takes two. */
+typedef __m256i GemmX;   /* x + 128 as unsigned bytes */
+
+static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u, s);
+#else
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#endif
+}
+
+static inline GemmX gemm_x(const int8_t *p) {
+    return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), _mm256_set1_epi8(-128));
+}
+
+static inline __m256i gemm_start(__m256i acc, __m256i w) {   /* acc - 128 * w's lane sums */
+    return _mm256_sub_epi32(acc, dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(-128), w));
+}
+
+static inline __m256i gemm_dot_add(__m256i acc, GemmX x, __m256i w) {
+    return dpbusd(acc, x, w);
+}
+#else
+/* Without VNNI, dot32_add's sign trick (maddubs's int16 pair sums could saturate on
+ * x + 128): each row of x keeps x and |x|. */
+typedef struct {
+    __m256i x, ax;
+} GemmX;
+
+static inline GemmX gemm_x(const int8_t *p) {
+    GemmX v;
+    v.x = _mm256_loadu_si256((const __m256i *)p);
+    v.ax = _mm256_abs_epi8(v.x);
+    return v;
+}
+
+static inline __m256i gemm_start(__m256i acc, __m256i w) {
+    (void)w;
+    return acc;
+}
+
+static inline __m256i gemm_dot_add(__m256i acc, GemmX x, __m256i w) {
+    return dot32_add(acc, x.ax, x.x, w);
+}
+#endif
+
+#if defined(__AVX512VL__)   /* 32 vector registers: 16 pairs' float lanes and 4 rows of x */
+#define QUANT_GEMM_R 4
+#define QUANT_GEMM_C 4
+#else                        /* 16: 8 pairs' float lanes, 2 rows of x (x and |x|) */
+#define QUANT_GEMM_R 2
+#define QUANT_GEMM_C 4
+#endif
+_Static_assert(QUANT_GEMM_C == 4, "gemm_scales forms four columns' scales in one register");
+#define QUANT_GEMM_X_CHUNKS 2   /* the most chunks of a group the tile takes (groups of 64) */
+#define QUANT_GEMM_SCALE_GROUPS 32   /* groups whose scale products are formed at a time */
+
+static inline __m256i load_chunk(const int8_t *p) {
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* scale[k] (QUANT_GEMM_R, QUANT_GEMM_C) = x's scale times w's for group g0 + k, k < g1 - g0,
+ * of the tile's rows of x (scales xs0, groups apart) and of w (ws0, groups apart), as
+ * dot_row_avx2 forms them: four columns in one multiply. Formed ahead of the loop over those
+ * groups, which broadcasts each from memory into its multiply-add (read as a plain float:
+ * _mm256_broadcast_ss's pointer would make gcc keep the tile's sums in memory). */
+static ALWAYS_INLINE void gemm_scales(float scale[][QUANT_GEMM_R][QUANT_GEMM_C], const float *xs0,
+                                      const float *ws0, int groups, int g0, int g1) {
+    size_t stride = (size_t)groups;
+    for (int g = g0; g < g1; g++) {
+        const float *ws_g = ws0 + g;
+        __m128 w_scale = _mm_setr_ps(ws_g[0], ws_g[stride], ws_g[2 * stride], ws_g[3 * stride]);
+        for (int r = 0; r < QUANT_GEMM_R; r++)
+            _mm_storeu_ps(scale[g - g0][r],
+                          _mm_mul_ps(_mm_set1_ps(xs0[(size_t)r * stride + (size_t)g]), w_scale));
+    }
+}
+
+/* out rows n .. n+QUANT_GEMM_R-1, columns o .. o+QUANT_GEMM_C-1 = those rows of x times
+ * those rows of w, + bias, for chunks = group / 32 of 1 or 2 (a constant at each call: the
+ * group's prepared chunks of x stay in registers). */
+static ALWAYS_INLINE void gemm_tile_avx2(float *out, const int8_t *xq, const float *xs,
+                                         const QuantMatrix *w, const float *bias, int n, int o,
+                                         int chunks) {
+    enum { R = QUANT_GEMM_R, C = QUANT_GEMM_C };
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
+    int whole_groups = cols / group;
+    const int8_t *x0 = xq + (size_t)n * (size_t)cols, *w0 = w->q + (size_t)o * (size_t)cols;
+    const float *xs0 = xs + (size_t)n * (size_t)groups;
+    const float *ws0 = w->scale + (size_t)o * (size_t)groups;
+    __m256 acc[R][C];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
+    float scale[QUANT_GEMM_SCALE_GROUPS][R][C];
+    int g = 0;
+    while (g < whole_groups) {
+        int g1 = whole_groups - g < QUANT_GEMM_SCALE_GROUPS ? whole_groups
+                                                             : g + QUANT_GEMM_SCALE_GROUPS;
+        gemm_scales(scale, xs0, ws0, groups, g, g1);
+        for (float (*s_g)[C] = scale[0]; g < g1; g++, s_g += R) {
+            size_t at = (size_t)g * (size_t)group;
+            GemmX x[R][QUANT_GEMM_X_CHUNKS];
+            for (int r = 0; r < R; r++)
+                for (int k = 0; k < chunks; k++)
+                    x[r][k] = gemm_x(x0 + (size_t)r * (size_t)cols + at + (size_t)k * QUANT_CHUNK);
+            for (int c = 0; c < C; c++) {
+                const int8_t *w_c = w0 + (size_t)c * (size_t)cols + at;
+                __m256i start = _mm256_setzero_si256();
+                for (int k = 0; k < chunks; k++)
+                    start = gemm_start(start, load_chunk(w_c + k * QUANT_CHUNK));
+                for (int r = 0; r < R; r++) {
+                    __m256i dot = start;
+                    for (int k = 0; k < chunks; k++)
+                        dot = gemm_dot_add(dot, x[r][k], load_chunk(w_c + k * QUANT_CHUNK));
+                    acc[r][c] = mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(s_g[r][c]),
+                                        acc[r][c]);
+                }
+            }
+        }
+    }
+    if (g < groups) {   /* a short last group (once per tile): its values past the last
+                         * whole chunk summed in scalar code and added to lane 0, as
+                         * dot_row_avx2 does */
+        size_t at = (size_t)g * (size_t)group;
+        int len = cols - g * group, whole = len / QUANT_CHUNK * QUANT_CHUNK;
+        gemm_scales(scale, xs0, ws0, groups, g, g + 1);
+        for (int c = 0; c < C; c++) {
+            const int8_t *w_c = w0 + (size_t)c * (size_t)cols + at;
+            for (int r = 0; r < R; r++) {
+                const int8_t *x_r = x0 + (size_t)r * (size_t)cols + at;
+                __m256i dot = _mm256_setzero_si256();
+                for (int i = 0; i < whole; i += QUANT_CHUNK)
+                    dot = gemm_dot_add(gemm_start(dot, load_chunk(w_c + i)), gemm_x(x_r + i),
+                                       load_chunk(w_c + i));
+                dot = add_lane0(dot, dot_i8(x_r + whole, w_c + whole, len - whole));
+                acc[r][c] = mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale[0][r][c]),
+                                    acc[r][c]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            out[(size_t)(n + r) * (size_t)OC + (size_t)(o + c)] =
+                sum_lanes(acc[r][c]) + (bias ? bias[o + c] : 0.0f);
+}
+
+/* Whether the tile takes w's groups: those of one or two chunks (other multiples of 32 go
+ * one row at a time: their chunks of x would not stay in registers). */
+static int gemm_takes(const QuantMatrix *w) {
+    return w->group == QUANT_CHUNK || w->group == QUANT_GEMM_X_CHUNKS * QUANT_CHUNK;
+}
+
+/* Tiles over rows 0 .. N-1 and columns o0 .. o1-1 (N and o1 - o0 multiples of the tile),
+ * column tiles outside: a tile's rows of w stay in L1 while the rows of x go past. */
+static void gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                       const float *bias, int N, int o0, int o1) {
+    int chunks = w->group / QUANT_CHUNK;
+    for (int o = o0; o < o1; o += QUANT_GEMM_C)
+        for (int n = 0; n < N; n += QUANT_GEMM_R) {
+            if (chunks == 1) gemm_tile_avx2(out, xq, xs, w, bias, n, o, 1);
+            else gemm_tile_avx2(out, xq, xs, w, bias, n, o, QUANT_GEMM_X_CHUNKS);
+        }
+}
 #endif /* AVX2 */
+
+/* ==== NEON (AArch64; the dot-product instructions where the build has them) ==== */
+#if !defined(__AVX2__) && defined(__ARM_NEON) && defined(__aarch64__)
+/* This build quantizes and multiplies single rows by the reference; the GEMM's tile gives
+ * the reference's bits: per group, each pair's exact integer dot product, converted to
+ * float, times (x's scale times w's), added to the pair's sum in group order, then + bias,
+ * with the QUANT_GEMM_C = 4 columns of a row of x in the lanes of one float32x4 (no fused
+ * multiply-add: the build has -ffp-contract=off). The vocabulary:
+ *   dot16_add        a pair's four int32 lanes plus the products of 16 values
+ *   totals4          four pairs' lanes summed into one vector of their four totals */
+#define QUANT_GEMM_R 4      /* 4 x 4 pairs' integer lanes, 4 rows of x, 4 rows' sums: 24 of
+                             * NEON's 32 registers, and a chunk of w */
+#define QUANT_GEMM_C 4
+#define QUANT_NEON_CHUNK 16 /* int8s per NEON register */
+
+/* acc plus the 16 products x[i] * w[i]: four per lane with the dot-product instruction;
+ * else eight int16 sums of two products (at most 2 * 127 * 127 = 32258, no overflow) added
+ * pairwise into the lanes. */
+static inline int32x4_t dot16_add(int32x4_t acc, int8x16_t x, int8x16_t w) {
+#if defined(__ARM_FEATURE_DOTPROD)
+    return vdotq_s32(acc, x, w);
+#else
+    int16x8_t pairs = vmull_s8(vget_low_s8(x), vget_low_s8(w));
+    pairs = vmlal_high_s8(pairs, x, w);
+    return vpadalq_s16(acc, pairs);
+#endif
+}
+
+/* lane c = the sum of the four lanes of a_c. */
+static inline int32x4_t totals4(int32x4_t a0, int32x4_t a1, int32x4_t a2, int32x4_t a3) {
+    return vpaddq_s32(vpaddq_s32(a0, a1), vpaddq_s32(a2, a3));
+}
+
+/* out rows n .. n+3, columns o .. o+3 = those rows of x times those rows of w, + bias, for
+ * groups and widths that are multiples of 16 (every group, the last too, whole chunks). */
+static ALWAYS_INLINE void gemm_tile_neon(float *out, const int8_t *xq, const float *xs,
+                                         const QuantMatrix *w, const float *bias, int n, int o) {
+    enum { R = QUANT_GEMM_R, C = QUANT_GEMM_C };
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
+    const int8_t *x0 = xq + (size_t)n * (size_t)cols, *w0 = w->q + (size_t)o * (size_t)cols;
+    const float *xs0 = xs + (size_t)n * (size_t)groups;
+    const float *ws0 = w->scale + (size_t)o * (size_t)groups;
+    float32x4_t acc[R];
+    for (int r = 0; r < R; r++) acc[r] = vdupq_n_f32(0.0f);
+    for (int g = 0; g < groups; g++) {
+        size_t at = (size_t)g * (size_t)group;
+        int len = group_length(g, cols, group);
+        int32x4_t dots[R][C];
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < C; c++) dots[r][c] = vdupq_n_s32(0);
+        for (int i = 0; i < len; i += QUANT_NEON_CHUNK) {
+            int8x16_t x[R];
+            for (int r = 0; r < R; r++)
+                x[r] = vld1q_s8(x0 + (size_t)r * (size_t)cols + at + (size_t)i);
+            for (int c = 0; c < C; c++) {
+                int8x16_t w_c = vld1q_s8(w0 + (size_t)c * (size_t)cols + at + (size_t)i);
+                for (int r = 0; r < R; r++) dots[r][c] = dot16_add(dots[r][c], x[r], w_c);
+            }
+        }
+        const float *ws_g = ws0 + g;
+        float32x4_t w_scale = vdupq_n_f32(ws_g[0]);
+        w_scale = vsetq_lane_f32(ws_g[(size_t)groups], w_scale, 1);
+        w_scale = vsetq_lane_f32(ws_g[2 * (size_t)groups], w_scale, 2);
+        w_scale = vsetq_lane_f32(ws_g[3 * (size_t)groups], w_scale, 3);
+        for (int r = 0; r < R; r++) {
+            int32x4_t total = totals4(dots[r][0], dots[r][1], dots[r][2], dots[r][3]);
+            float32x4_t scale = vmulq_f32(vdupq_n_f32(xs0[(size_t)r * (size_t)groups + (size_t)g]),
+                                          w_scale);
+            acc[r] = vaddq_f32(acc[r], vmulq_f32(vcvtq_f32_s32(total), scale));
+        }
+    }
+    float32x4_t b = bias ? vld1q_f32(bias + o) : vdupq_n_f32(0.0f);   /* + 0, as the reference */
+    for (int r = 0; r < R; r++)
+        vst1q_f32(out + (size_t)(n + r) * (size_t)OC + (size_t)o, vaddq_f32(acc[r], b));
+}
+
+/* Whether the tile takes w: groups and width multiples of 16 (the rest go one row at a
+ * time). */
+static int gemm_takes(const QuantMatrix *w) {
+    return w->group % QUANT_NEON_CHUNK == 0 && w->cols % QUANT_NEON_CHUNK == 0;
+}
+
+/* Tiles over rows 0 .. N-1 and columns o0 .. o1-1 (N and o1 - o0 multiples of the tile),
+ * column tiles outside: a tile's rows of w stay in L1 while the rows of x go past. */
+static void gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                       const float *bias, int N, int o0, int o1) {
+    for (int o = o0; o < o1; o += QUANT_GEMM_C)
+        for (int n = 0; n < N; n += QUANT_GEMM_R) gemm_tile_neon(out, xq, xs, w, bias, n, o);
+}
+#endif /* NEON */
 
 /* ------------------------------------------------------------------------- */
 /* Quantization                                                                */
@@ -315,7 +604,10 @@ void quant_dequantize(float *out, const QuantMatrix *m) {
 /* ------------------------------------------------------------------------- */
 /* Matmul                                                                      */
 
-void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+/* quant_matmul_block one row of x at a time (decode, and the rows and columns the GEMM's
+ * tiles leave over): the AVX2 path for groups that are a multiple of 32, the reference for
+ * the rest and in builds without AVX2. */
+static void matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
     int o = o0;
@@ -332,6 +624,34 @@ void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const Qua
     }
 }
 
+#if defined(QUANT_GEMM_R)
+/* quant_matmul_block for N >= QUANT_GEMM_R rows and at least QUANT_GEMM_C columns of a
+ * matrix the tile takes: the GEMM's whole tiles, then the rows below them and the columns
+ * right of them one row at a time, with the same bits. */
+static NEVER_INLINE void matmul_gemm(float *out, const int8_t *xq, const float *xs,
+                                     const QuantMatrix *w, const float *bias, int N, int o0,
+                                     int o1) {
+    int cols = w->cols, groups = quant_groups(cols, w->group), OC = w->rows;
+    int n_tiled = N / QUANT_GEMM_R * QUANT_GEMM_R;
+    int o_tiled = o0 + (o1 - o0) / QUANT_GEMM_C * QUANT_GEMM_C;
+    gemm_tiles(out, xq, xs, w, bias, n_tiled, o0, o_tiled);
+    matmul_rows(out, xq, xs, w, bias, n_tiled, o_tiled, o1);
+    matmul_rows(out + (size_t)n_tiled * (size_t)OC, xq + (size_t)n_tiled * (size_t)cols,
+                xs + (size_t)n_tiled * (size_t)groups, w, bias, N - n_tiled, o0, o1);
+}
+#endif
+
+void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1) {
+#if defined(QUANT_GEMM_R)
+    if (N >= QUANT_GEMM_R && o1 - o0 >= QUANT_GEMM_C && gemm_takes(w)) {   /* prefill */
+        matmul_gemm(out, xq, xs, w, bias, N, o0, o1);
+        return;
+    }
+#endif
+    matmul_rows(out, xq, xs, w, bias, N, o0, o1);
+}
+
 const char *quant_kernel_name(void) {
 #if defined(__AVX2__) && defined(__AVX512VNNI__) && defined(__AVX512VL__)
     return "avx512-vnni";
@@ -341,5 +661,14 @@ const char *quant_kernel_name(void) {
     return "avx2";
 #else
     return "portable";
+#endif
+}
+
+void quant_gemm_tile(int *rows, int *cols) {
+#if defined(QUANT_GEMM_R)
+    *rows = QUANT_GEMM_R;
+    *cols = QUANT_GEMM_C;
+#else
+    *rows = *cols = 0;
 #endif
 }

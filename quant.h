@@ -45,9 +45,18 @@ void quant_dequantize(float *out, const QuantMatrix *m);
  * x (N, cols) is given quantized as xq (N, cols) and xs (N, quant_groups(cols, group))
  * by quant_quantize with w's group, and bias (OC,) may be NULL. 0 <= o0 <= o1 <= OC;
  * other columns of out are not touched. Every q (xq and w->q) must be in [-127, 127].
- * Each output's bits depend only on its rows of x and W and the build, not on o0, o1, N. */
+ * Each output's bits depend only on its rows of x and W and the build, not on o0, o1, N:
+ * several rows at once (prefill, through the GEMM's register tile where the build has
+ * one) give each row the bits it gets alone (decode). */
 void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1);
+
+/* The prefill GEMM's register tile in this build: *rows rows of x by *cols rows of w
+ * (output columns); 0 x 0 where it has none (builds without AVX2 or NEON). quant_matmul_block
+ * takes whole tiles of it when N >= *rows and the tile takes w (AVX2: groups of 32 or 64;
+ * NEON: groups and widths that are multiples of 16), the rows and columns left over, and
+ * other matrices, one row at a time. */
+void quant_gemm_tile(int *rows, int *cols);
 
 /* The matmul kernel this build uses for groups that are a multiple of 32: "avx512-vnni",
  * "avx-vnni", "avx2" or "portable" (other groups always take the portable path). */

@@ -4,12 +4,15 @@
  * (round-trip error, range, the group's largest value at +-127, zero and non-finite
  * groups); the matmul against a float64 sum over the dequantized values at awkward
  * sizes and column ranges, against exact integer sums at the int8 extremes, and the
- * AVX2 path against the portable one on the same numbers. Data are fixed-seed random.
+ * AVX2 path against the portable one on the same numbers; the prefill GEMM (several rows
+ * of x at once) against the same rows one at a time, bit for bit, at sizes around its tile,
+ * and with the columns cut between two threads. Data are fixed-seed random.
  */
 #include "quant.h"
 
 #include <float.h>     /* FLT_EPSILON, FLT_MAX */
 #include <math.h>      /* fabs, isnan, roundf, NAN, INFINITY */
+#include <pthread.h>   /* pthread_create, pthread_join: the two-thread check */
 #include <stdint.h>    /* int8_t, INT8_MIN, uint64_t */
 #include <stdio.h>     /* snprintf */
 #include <stdlib.h>    /* malloc, free */
@@ -21,12 +24,12 @@
 /* Extra roundings in the matmul besides one per group: the scale product, the multiply
  * (without FMA), the 3 levels of the 8-lane reduction, the bias, and 2 to spare. */
 #define MATMUL_EXTRA_ROUNDINGS 8
-#define MAX_CASE 16384  /* scratch buffer length: covers OC * cols = 17 * 773 */
+#define MAX_CASE 16384  /* scratch buffer length: covers OC * cols = 17 * 773, 13 * 773 */
 
 static const int COLS[] = {1, 7, 31, 32, 33, 64, 100, 172, 288, 768 + 5};
 static const int GROUPS[] = {32, 64, 4, 16, 20};
-static const int OCS[] = {1, 3, 5, 17};
-static const int NS[] = {1, 2, 7};
+static const int OCS[] = {1, 3, 5, 8, 17};   /* around the GEMM's tiles of 4 columns */
+static const int NS[] = {1, 2, 4, 7, 13};    /* and of 2 or 4 rows: whole tiles, leftovers */
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* ------------------------------------------------------------------------- */
@@ -294,7 +297,7 @@ static void test_matmul_sizes(void) {
                     }
                 }
             check_true(worst <= 1.0, "matmul cols %d group %d (%d groups/row): %d cases "
-                       "(OC 1/3/5/17, N 1/2/7, 4 ranges, +-bias), max error %.3g of bound",
+                       "(OC 1/3/5/8/17, N 1/2/4/7/13, 4 ranges, +-bias), max error %.3g of bound",
                        cols, group, groups, cases, worst);
         }
 }
@@ -325,9 +328,10 @@ static void test_matmul_cuts(void) {
 }
 
 /* q = +-127 everywhere with scales 1: every int16 pair sum at its largest (32258), and
- * every partial sum an integer below 2^24, so the result must be exact. */
+ * every partial sum an integer below 2^24, so the result must be exact. Five rows of x:
+ * through the GEMM's tiles (of 2 or 4 rows) and one row at a time. */
 static void test_matmul_extremes(void) {
-    enum { C = 1024, OC = 5, N = 3 };
+    enum { C = 1024, OC = 5, N = 5 };
     static int8_t xq[N * C], wq[OC * C];
     static float xs[N * C], ws[OC * C], out[N * OC];
     uint64_t seed = 5;
@@ -418,6 +422,151 @@ static void test_simd_vs_portable(void) {
     }
 }
 
+/* ------------------------------------------------------------------------- */
+/* The prefill GEMM                                                            */
+
+/* A shape of the GEMM checks, its data and its results. */
+typedef struct {
+    int N, cols, OC, group, o0, o1;
+    int8_t *xq, *wq;
+    float *xs, *ws, *bias;
+} GemmCase;
+
+/* Fills c's quantized x (N, cols) and w (OC, cols), with rows of w of two magnitudes, an
+ * all-zero group in row 1 of x, and bias; returns 0, or -1 out of memory. */
+static int gemm_case_fill(GemmCase *c, uint64_t *seed) {
+    size_t nx = (size_t)c->N * (size_t)c->cols, nw = (size_t)c->OC * (size_t)c->cols;
+    int groups = quant_groups(c->cols, c->group);
+    float *x = malloc(nx * sizeof(float)), *wf = malloc(nw * sizeof(float));
+    c->xq = malloc(nx);
+    c->wq = malloc(nw);
+    c->xs = malloc((size_t)c->N * (size_t)groups * sizeof(float));
+    c->ws = malloc((size_t)c->OC * (size_t)groups * sizeof(float));
+    c->bias = malloc((size_t)c->OC * sizeof(float));
+    if (!x || !wf || !c->xq || !c->wq || !c->xs || !c->ws || !c->bias) {
+        free(x);
+        free(wf);
+        return -1;
+    }
+    check_fill_random(seed, x, (long)nx, 2.0f);
+    check_fill_random(seed, wf, (long)nw, 0.25f);
+    for (int o = 1; o < c->OC; o += 3)
+        for (int i = 0; i < c->cols; i++) wf[(size_t)o * (size_t)c->cols + (size_t)i] *= 16.0f;
+    if (c->N > 1)
+        for (int i = 0; i < c->cols && i < c->group; i++) x[(size_t)c->cols + (size_t)i] = 0.0f;
+    check_fill_random(seed, c->bias, c->OC, 0.1f);
+    quant_quantize(c->xq, c->xs, x, c->N, c->cols, c->group);
+    quant_quantize(c->wq, c->ws, wf, c->OC, c->cols, c->group);
+    free(x);
+    free(wf);
+    return 0;
+}
+
+static void gemm_case_free(GemmCase *c) {
+    free(c->xq);
+    free(c->wq);
+    free(c->xs);
+    free(c->ws);
+    free(c->bias);
+}
+
+/* One thread's share of a product: columns o0 .. o1-1 of all rows. */
+typedef struct {
+    float *out;
+    const GemmCase *c;
+    const QuantMatrix *w;
+    const float *bias;
+    int o0, o1;
+} GemmShare;
+
+static void *gemm_share_run(void *arg) {
+    const GemmShare *s = arg;
+    quant_matmul_block(s->out, s->c->xq, s->c->xs, s->w, s->bias, s->c->N, s->o0, s->o1);
+    return NULL;
+}
+
+/* For each shape, with and without bias, on columns o0 .. o1-1 of a NaN-filled out:
+ * all N rows in one call (the GEMM) against each row alone (decode's path) bit for bit,
+ * against the float64 reference within run_range's bound, and the same columns cut
+ * between two threads at an odd column, bit for bit. Shapes: 1 row, odd and prime row
+ * counts, 64 and 67 (a prompt chunk, and one past it), widths not multiples of 32 (a
+ * short last group), groups of 16 to 160 (the tiles take groups of 32 and 64 on x86,
+ * multiples of 16 on NEON; the rest go one row at a time, as do portable builds), and
+ * column ranges that start and end inside a tile. */
+static void test_gemm(void) {
+    const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
+        {1, 288, 16, 32, 0, 16},   {2, 288, 16, 32, 0, 16},   {3, 96, 9, 32, 0, 9},
+        {4, 32, 4, 32, 0, 4},      {5, 64, 8, 32, 1, 7},      {7, 773, 17, 32, 0, 17},
+        {13, 288, 41, 32, 3, 38},  {64, 288, 40, 32, 0, 40},  {67, 128, 13, 32, 0, 13},
+        {8, 768, 12, 64, 0, 12},   {11, 773, 10, 64, 2, 10},  {9, 200, 7, 96, 0, 7},
+        {6, 640, 8, 128, 0, 8},    {17, 1031, 11, 160, 0, 11}, {12, 100, 9, 20, 0, 9},
+        {31, 37, 6, 32, 0, 6},     {4, 31, 5, 32, 0, 5},      {23, 353, 29, 16, 5, 24},
+        {23, 352, 29, 16, 5, 24},  {10, 480, 9, 48, 0, 9},    {2, 64, 3, 32, 0, 3},
+    };
+    int tile_r, tile_c;
+    quant_gemm_tile(&tile_r, &tile_c);
+    uint64_t seed = 11;
+    for (int si = 0; si < COUNT(shapes); si++) {
+        GemmCase c = {shapes[si][0], shapes[si][1], shapes[si][2], shapes[si][3],
+                      shapes[si][4], shapes[si][5], NULL, NULL, NULL, NULL, NULL};
+        size_t n_out = (size_t)c.N * (size_t)c.OC;
+        float *whole = malloc(n_out * sizeof(float)), *rows = malloc(n_out * sizeof(float));
+        float *two = malloc(n_out * sizeof(float));
+        double *want = malloc(n_out * sizeof(double)), *terms = malloc(n_out * sizeof(double));
+        if (!whole || !rows || !two || !want || !terms || gemm_case_fill(&c, &seed) != 0) {
+            check_true(0, "gemm N %d cols %d: out of memory", c.N, c.cols);
+            free(whole); free(rows); free(two); free(want); free(terms);
+            gemm_case_free(&c);
+            return;
+        }
+        int groups = quant_groups(c.cols, c.group);
+        QuantMatrix w = {c.wq, c.ws, c.OC, c.cols, c.group};
+        int same_rows = 1, same_two = 1, outside_ok = 1, threads_ok = 1;
+        double worst = 0.0;
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            const float *b = with_bias ? c.bias : NULL;
+            for (size_t i = 0; i < n_out; i++) whole[i] = rows[i] = two[i] = NAN;
+            quant_matmul_block(whole, c.xq, c.xs, &w, b, c.N, c.o0, c.o1);
+            for (int n = 0; n < c.N; n++)
+                quant_matmul_block(rows + (size_t)n * (size_t)c.OC,
+                                   c.xq + (size_t)n * (size_t)c.cols,
+                                   c.xs + (size_t)n * (size_t)groups, &w, b, 1, c.o0, c.o1);
+            /* two threads: columns cut at an odd place inside the range */
+            int cut = c.o0 + (c.o1 - c.o0) / 2;
+            cut += (cut % 2 == 0 && cut + 1 < c.o1);
+            GemmShare share[2] = {{two, &c, &w, b, c.o0, cut}, {two, &c, &w, b, cut, c.o1}};
+            pthread_t thread;
+            int started = pthread_create(&thread, NULL, gemm_share_run, &share[1]) == 0;
+            gemm_share_run(&share[0]);   /* while the other thread runs its half */
+            if (started) started = pthread_join(thread, NULL) == 0;
+            else gemm_share_run(&share[1]);
+            threads_ok &= started;
+            for (int n = 0; n < c.N; n++)
+                for (int o = 0; o < c.OC; o++) {
+                    size_t i = (size_t)n * (size_t)c.OC + (size_t)o;
+                    if (o < c.o0 || o >= c.o1) {
+                        outside_ok &= isnan(whole[i]) && isnan(two[i]);
+                        continue;
+                    }
+                    same_rows &= memcmp(&whole[i], &rows[i], sizeof(float)) == 0;
+                    same_two &= memcmp(&whole[i], &two[i], sizeof(float)) == 0;
+                }
+            reference_matmul(want, terms, c.xq, c.xs, &w, b, c.N);
+            double ratio = run_range(c.xq, c.xs, &w, b, c.N, c.o0, c.o1, want, terms);
+            if (ratio > worst) worst = ratio;
+        }
+        check_true(same_rows && outside_ok, "gemm (%d x %d tile) N %d, cols %d, OC %d, group %d, "
+                   "columns %d..%d: all rows at once = each row alone, bit for bit, "
+                   "+-bias", tile_r, tile_c, c.N, c.cols, c.OC, c.group, c.o0, c.o1 - 1);
+        check_true(worst <= 1.0, "gemm N %d, cols %d, OC %d, group %d: max error %.3g of the "
+                   "float64 bound", c.N, c.cols, c.OC, c.group, worst);
+        check_true(threads_ok && same_two, "gemm N %d, cols %d, OC %d, group %d: columns "
+                   "cut between 2 threads = 1 thread, bit for bit", c.N, c.cols, c.OC, c.group);
+        free(whole); free(rows); free(two); free(want); free(terms);
+        gemm_case_free(&c);
+    }
+}
+
 int main(void) {
     test_groups();
     test_quantize_properties();
@@ -428,5 +577,6 @@ int main(void) {
     test_matmul_extremes();
     test_matmul_nan();
     test_simd_vs_portable();
+    test_gemm();
     return check_summary("test_quant");
 }

@@ -1,9 +1,9 @@
 /* bench_kernels.c: the matrix-product kernels alone, on one thread (run by `make bench`).
  *
- * Prints GFLOP/s of kernels_matmul for prompt-sized blocks (the register-tiled GEMM, the
- * figure to hold against the FMA peak that tools/probe.c measures) and GB/s of weights
- * streamed for single rows (decode, against the read bandwidth), fp32 and int8, at the
- * shapes of the benchmark's models. Best of several repetitions; asserts nothing.
+ * Prints GFLOP/s of kernels_matmul for prompt-sized blocks (the register-tiled GEMMs, fp32's
+ * and int8's, the figure to hold against the FMA peak that tools/probe.c measures) and GB/s
+ * of weights streamed for single rows (decode, against the read bandwidth), fp32 and int8,
+ * at the shapes of the benchmark's models. Best of several repetitions; asserts nothing.
  * With --train: the trainer's products instead (kernels_matmul_wt forward, the whole
  * kernels_matmul_backward), at the shapes of its reference model (C 128, 16 x 128 tokens).
  */
@@ -14,7 +14,7 @@
 #include <time.h>      /* clock_gettime */
 
 #include "kernels.h"   /* kernels_matmul, kernels_matmul_q8, kernels_set_threads, kernels_isa */
-#include "quant.h"     /* quant_quantize, quant_groups, quant_kernel_name */
+#include "quant.h"     /* quant_quantize, quant_groups, quant_kernel_name, quant_gemm_tile */
 
 #define REPEATS 5            /* best of this many timed batches */
 #define TARGET_SECONDS 0.05  /* each batch runs about this long */
@@ -101,8 +101,11 @@ int main(int argc, char **argv) {
     /* (N, IC, OC): prompt blocks of 64 rows and single rows at the models' shapes */
     const int shapes[][3] = {{64, 128, 512}, {64, 288, 768}, {64, 768, 2048}, {64, 3072, 768},
                              {1, 288, 768}, {1, 768, 2048}, {1, 768, 32000}, {1, 4096, 16384}};
+    int tile_rows, tile_cols;
+    quant_gemm_tile(&tile_rows, &tile_cols);
     kernels_set_threads(1);
-    printf("kernels: %s, int8 %s, one thread\n", kernels_isa(), quant_kernel_name());
+    printf("kernels: %s, int8 %s (prefill tile %d x %d), one thread\n", kernels_isa(),
+           quant_kernel_name(), tile_rows, tile_cols);
     if (argc > 1 && !strcmp(argv[1], "--train")) return bench_train();
     printf("%5s %6s %6s %10s %10s %10s %10s\n", "N", "IC", "OC", "fp32 GF/s", "fp32 GB/s",
            "int8 GF/s", "int8 GB/s");
