@@ -3,7 +3,8 @@
  * 1. kernels_matmul at awkward sizes (1, odd, primes, not a multiple of the 8-lane chunk
  *    or of any tile), outputs prefilled with NaN; 1 and 2 threads bit for bit; a row
  *    gives the same bits in blocks of N and N-1 rows on one path; a single row (decode)
- *    matches the same row of a block (prefill) within the tolerance.
+ *    matches the same row of a block (prefill) within the tolerance, and gives a large
+ *    matrix's bits by its slices.
  * 2. kernels_matmul_q8 against float64 sums of the dequantized operands.
  * 3. kernels_matmul_backward and the trainer's kernels_matmul_wt against float64 sums,
  *    1 and 2 threads bit for bit; kernels_matmul_wt equals kernels_matmul's prompt path.
@@ -471,7 +472,7 @@ static void test_layernorm_backward(int N, int C) {
     free(dw_pool); free(db_pool);
 }
 
-/* The vector paths of GELU, its backward and kernels_exp_sum give the bits of the scalar
+/* The vector paths of GELU, its backward, SwiGLU and kernels_exp_sum give the bits of the scalar
  * formulas on kernels_expf (a vector exp that repeats exp_approx's operations), over a
  * sweep, float's edges and NaN, in an array whose length leaves a tail. */
 static void test_exp_bits(void) {
@@ -507,6 +508,11 @@ static void test_exp_bits(void) {
                "has the scalar formula's bits");
 #undef GELU_A
 #undef GELU_C
+    memcpy(out, x, sizeof(float) * N);
+    kernels_swiglu(out, dout, N);
+    for (int i = 0; i < N; i++) want[i] = x[i] / (1.0f + kernels_expf(-x[i])) * dout[i];
+    check_true(!memcmp(out, want, sizeof(float) * N), "kernels_swiglu: every element has "
+               "the scalar formula's bits");
     memcpy(out, x, sizeof(float) * N);
     kernels_exp_sum(out, N, 1.5f);
     for (int i = 0; i < N; i++) want[i] = kernels_expf(x[i] - 1.5f);
@@ -669,19 +675,24 @@ static void test_pool(void) {
 
 /* A single row's product with a large matrix (read row after row) gives the bits of the
  * same rows taken as small matrices (read eight rows at a time): one sum per output. */
-static void test_decode_paths(void) {
-    enum { IC = 301, OC = 1003, SLICE = 40 };   /* 1.2 MB in all; slices of 48 KB */
+/* A single row against a matrix of 288 KiB or more (read as two runs of rows, two rows a
+ * tile) gives the bits of its slices of `slice` rows (small: the eight-row tile and the
+ * one-row tile), at awkward sizes: IC under one chunk, primes, odd rows per job. */
+static void test_decode_paths(int IC, int OC, int slice) {
     float *x = random_floats(IC, 1.0f), *w = random_floats((size_t)IC * OC, 1.0f);
-    float whole[OC], sliced[OC];
+    float *whole = malloc(sizeof(float) * OC), *sliced = malloc(sizeof(float) * OC);
     kernels_matmul(whole, x, w, NULL, 1, IC, OC);
-    for (int o = 0; o < OC; o += SLICE) {
-        int rows = OC - o < SLICE ? OC - o : SLICE;
+    for (int o = 0; o < OC; o += slice) {
+        int rows = OC - o < slice ? OC - o : slice;
         kernels_matmul(sliced + o, x, w + (size_t)o * IC, NULL, 1, IC, rows);
     }
-    check_true(memcmp(whole, sliced, sizeof whole) == 0, "decode: a 1.2 MB matrix read row "
-               "after row gives the bits of its 40-row slices read eight rows at a time");
+    check_true(memcmp(whole, sliced, sizeof(float) * OC) == 0, "decode: a %.0f KB matrix "
+               "(IC %d, OC %d) read as two runs of rows gives the bits of its %d-row slices "
+               "read by the small tiles", (double)IC * OC * 4 / 1000, IC, OC, slice);
     free(x);
     free(w);
+    free(whole);
+    free(sliced);
 }
 
 int main(void) {
@@ -692,10 +703,14 @@ int main(void) {
                             {2, 31, 9}, {7, 64, 13}, {67, 33, 50}, {130, 64, 97},
                             {1, 128, 1000}, {1, 172, 64}, {64, 288, 41}, {1, 769, 37}, {8, 40, 20},
                             {9, 40, 20}, {16, 130, 23}, {17, 130, 23}, {33, 1100, 13},
-                            {1, 301, 1003}};   /* 1.2 MB: a single row streams row by row */
+                            {1, 301, 1003},    /* 1.2 MB: a single row streams row by row */
+                            {12, 5, 7}, {23, 13, 29}, {41, 131, 11}};   /* GEMM packing */
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         test_matmul(sizes[i][0], sizes[i][1], sizes[i][2], (int)(i % 2));
-    test_decode_paths();
+    const int decode[][3] = {{301, 1003, 40}, {7, 10531, 40}, {97, 761, 24}, {1031, 73, 8},
+                             {2053, 37, 5}};
+    for (size_t i = 0; i < sizeof decode / sizeof decode[0]; i++)
+        test_decode_paths(decode[i][0], decode[i][1], decode[i][2]);
     const int q8[][4] = {{1, 32, 5, 32}, {1, 172, 64, 32}, {3, 64, 17, 64}, {2, 100, 9, 20},
                          {7, 288, 33, 32}, {1, 33, 3, 16}, {5, 1, 2, 32}};
     for (size_t i = 0; i < sizeof q8 / sizeof q8[0]; i++)
