@@ -492,7 +492,8 @@ static void *gemm_share_run(void *arg) {
  * counts, 64 and 67 (a prompt chunk, and one past it), widths not multiples of 32 (a
  * short last group), groups of 16 to 160 (the tiles take groups of 32 and 64 on x86,
  * multiples of 16 on NEON; the rest go one row at a time, as do portable builds), and
- * column ranges that start and end inside a tile. */
+ * column ranges that start and end inside a tile; and matrices of 72 KiB and more, whose
+ * single rows read w as four runs of rows. */
 static void test_gemm(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},   {2, 288, 16, 32, 0, 16},   {3, 96, 9, 32, 0, 9},
@@ -502,6 +503,8 @@ static void test_gemm(void) {
         {6, 640, 8, 128, 0, 8},    {17, 1031, 11, 160, 0, 11}, {12, 100, 9, 20, 0, 9},
         {31, 37, 6, 32, 0, 6},     {4, 31, 5, 32, 0, 5},      {23, 353, 29, 16, 5, 24},
         {23, 352, 29, 16, 5, 24},  {10, 480, 9, 48, 0, 9},    {2, 64, 3, 32, 0, 3},
+        /* large enough that a single row reads w as four runs (QUANT_STREAM_BYTES) */
+        {3, 773, 101, 32, 0, 101}, {5, 1031, 83, 64, 1, 80},  {2, 768, 97, 32, 3, 94},
     };
     int tile_r, tile_c;
     quant_gemm_tile(&tile_r, &tile_c);
