@@ -1063,18 +1063,22 @@ static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, 
 }
 
 /* out[c] = x (IC,) . row c of w (C, IC), for c < C, each output's sum the one the eight-row
- * tile makes (bit for bit), for a matrix read from memory: the rows are cut into two
- * halves, each read in order as one sequential run, and row c of the first half goes with
- * row c of the second in one tile: two independent sums hide the FMA latency that a single
- * row's one chain of IC / 8 FMAs waits on, while the memory sees two sequential streams.
- * Adjacent rows side by side (two, four or eight: the eight-row tile) read slower from
- * memory here (Zen 4, AVX2 code, loaded machine, s15m greedy, one thread: 115-133 tokens/s
- * against 224 row after row); the two runs, 218 against 197 row after row (medians of 9). */
+ * tile makes (bit for bit), for a matrix read from memory: the rows are cut into four
+ * quarters, each read in order as one sequential run, and row c of each quarter goes with
+ * row c of the others in one tile: four independent sums hide the FMA latency that a
+ * single row's one chain of IC / 8 FMAs waits on, while the memory sees four sequential
+ * streams. Adjacent rows side by side (two, four or eight: the eight-row tile) read slower
+ * from memory here (Zen 4, AVX2 code, loaded machine, s15m greedy, one thread: 115-133
+ * tokens/s against 224 row after row); two runs gave 218 against 197 row after row
+ * (medians of 9), and four runs against two, on a random s110m (idle, 3 alternated
+ * rounds): 52-61 against 50-57 tokens/s at one thread, 73-79 against 69-74 at two. */
 static void dot_rows_vector(float *out, const float *x, const float *w, int IC, int C) {
-    int half = C / 2;
-    for (int c = 0; c < half; c++)
-        dot_rows_tile(out + c, (size_t)half, x, w + (size_t)c * IC, (size_t)half * IC, IC, 2);
-    if (C % 2) dot_rows_tile(out + C - 1, 1, x, w + (size_t)(C - 1) * IC, 0, IC, 1);
+    int quarter = C / 4;
+    for (int c = 0; c < quarter; c++)
+        dot_rows_tile(out + c, (size_t)quarter, x, w + (size_t)c * IC, (size_t)quarter * IC,
+                      IC, 4);
+    for (int c = 4 * quarter; c < C; c++)   /* the rows left over */
+        dot_rows_tile(out + c, 1, x, w + (size_t)c * IC, 0, IC, 1);
 }
 
 /* ---- the broadcast-form tile for blocks of rows (prefill) ---- */
@@ -1460,7 +1464,7 @@ static ALWAYS_INLINE void dot_tile(float *out, int ldo, const float *x, const fl
 #endif
 }
 
-/* A single row's product streams a matrix of at least this many bytes as two sequential
+/* A single row's product streams a matrix of at least this many bytes as four sequential
  * runs (dot_rows_vector) instead of eight rows at a time. A model this large is read from
  * memory at every token, and one sequential run streams faster than eight interleaved
  * ones (Zen 4, AVX2 code, one thread: s15m 204 -> 355 tokens/s, a random s110m 46 -> 61);
@@ -1470,7 +1474,7 @@ static ALWAYS_INLINE void dot_tile(float *out, int ldo, const float *x, const fl
 #define DECODE_STREAM_BYTES (288 << 10)
 
 /* out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b: one job. A single row (decode)
- * goes against eight rows of w at a time, or as two runs of rows for a large w. Several rows:
+ * goes against eight rows of w at a time, or as four runs of rows for a large w. Several rows:
  * for each four rows of w, every three rows of x in turn (12 sums in registers), so each
  * row of w comes from memory once and is reused from L1 for all rows of x. Leftovers use
  * smaller tiles, which compute the same sums. */

@@ -673,9 +673,7 @@ static void test_pool(void) {
                "kernels_run on 1 thread: every job on the calling thread");
 }
 
-/* A single row's product with a large matrix (read row after row) gives the bits of the
- * same rows taken as small matrices (read eight rows at a time): one sum per output. */
-/* A single row against a matrix of 288 KiB or more (read as two runs of rows, two rows a
+/* A single row against a matrix of 288 KiB or more (read as four runs of rows, four rows a
  * tile) gives the bits of its slices of `slice` rows (small: the eight-row tile and the
  * one-row tile), at awkward sizes: IC under one chunk, primes, odd rows per job. */
 static void test_decode_paths(int IC, int OC, int slice) {
@@ -687,7 +685,7 @@ static void test_decode_paths(int IC, int OC, int slice) {
         kernels_matmul(sliced + o, x, w + (size_t)o * IC, NULL, 1, IC, rows);
     }
     check_true(memcmp(whole, sliced, sizeof(float) * OC) == 0, "decode: a %.0f KB matrix "
-               "(IC %d, OC %d) read as two runs of rows gives the bits of its %d-row slices "
+               "(IC %d, OC %d) read as four runs of rows gives the bits of its %d-row slices "
                "read by the small tiles", (double)IC * OC * 4 / 1000, IC, OC, slice);
     free(x);
     free(w);
