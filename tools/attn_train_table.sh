@@ -11,11 +11,14 @@
 #   speed   training tokens/s (a short run of each, the same two cores), decode tokens/s and
 #           attention state bytes at positions 256, 1024 and 4096 (a random model of the
 #           same shape with a 4352-token context: speed depends on shapes, not weights)
+#   equal   every variant again for exact attention's wall-clock time instead of its tokens:
+#           STEPS x (its training tokens/s) / (exact's), from the speed phase's figures, so
+#           the budget is the same seconds on the same cores but the runs stay deterministic
 #   table   bits/char of each checkpoint on the validation split (./run --eval), the table
 #           into docs/attention.md between the attn-train markers, the picture
 #           docs/img/attn_trained.svg
 #   picture the picture again from the table phase's points ($WORK/points.txt)
-#   all     train, speed and table (default). `make attn-train-table` runs it: about 90
+#   all     train, speed, equal and table (default). `make attn-train-table` runs it: about 90
 #           minutes on two cores (2026-11-26, AMD EPYC Zen 4), most of it training; run it on
 #           an idle machine, since the speed phase times things.
 # RUN, TRAIN, GEN, DATA, WORK, DOC and SVG override the paths; STEPS the training steps.
@@ -36,8 +39,8 @@ SHAPE="-L 4 -C 128 -H 4 -T 256 -v 1024"
 RECIPE="-B 8 --attn-dropout 0 --ema 0"
 WHAT=${1:-all}
 case $WHAT in
-    all|train|speed|table|picture) ;;
-    *) echo "usage: sh tools/attn_train_table.sh [all|train|speed|table|picture]" >&2; exit 2 ;;
+    all|train|speed|equal|table|picture) ;;
+    *) echo "usage: sh tools/attn_train_table.sh [all|train|speed|equal|table|picture]" >&2; exit 2 ;;
 esac
 . tools/doc_table.sh   # label, replace_between
 mkdir -p "$WORK"
@@ -62,11 +65,16 @@ efficient efficient 0
 performer performer:m=64 0
 lsh lsh:buckets=8,rounds=2,local=16,sinks=1 0"}
 # The long-context rows: context 1024 (2 x 1024 tokens a step: the same tokens), the window
-# 1/8 of it again.
-LONG_VARIANTS=${LONG_VARIANTS:-"long-exact exact 0
-long-window-sinklogit window:w=128,sinklogit=1 0
-long-hybrid 3*window:w=128,sinklogit=1;exact 0
-long-fixed fixed:l=128,c=16 0"}
+# 1/8 of it again; the headline rows with every seed here too; then three with rotary
+# positions instead of the learned table (more flags for train after the headline field).
+LONG_VARIANTS=${LONG_VARIANTS:-"long-exact exact 1
+long-window-sinklogit window:w=128,sinklogit=1 1
+long-hybrid 3*window:w=128,sinklogit=1;exact 1
+long-fixed fixed:l=128,c=16 0
+long-exact-rope exact 0 --pos rope
+long-window-sinklogit-rope window:w=128,sinklogit=1 0 --pos rope
+long-hybrid-rope 3*window:w=128,sinklogit=1;exact 0 --pos rope"}
+LONG="-T 1024 -B 2"
 
 # train_one NAME SPEC SEED [FLAGS...]: one run into $WORK/NAME.bin, log $WORK/NAME.log
 # (FLAGS after the recipe's, so they override it). Its own variable names: a function's
@@ -92,8 +100,13 @@ if [ "$WHAT" = all ] || [ "$WHAT" = train ]; then
             [ "$seed" = 1337 ] || train_one "$name.s$seed" "$spec" "$seed"
         done
     done
-    echo "$LONG_VARIANTS" | while read -r name spec headline; do
-        train_one "$name" "$spec" 1337 -T 1024 -B 2 -n "$LONG_STEPS" -e "$LONG_STEPS"
+    echo "$LONG_VARIANTS" | while read -r name spec headline flags; do
+        for seed in $SEEDS; do
+            [ "$seed" = 1337 ] && suffix= || suffix=.s$seed
+            [ "$seed" = 1337 ] || [ "$headline" = 1 ] || continue
+            # shellcheck disable=SC2086
+            train_one "$name$suffix" "$spec" "$seed" $LONG -n "$LONG_STEPS" -e "$LONG_STEPS" $flags
+        done
     done
     # swapped into the exact model, then trained on for a tenth of the steps
     echo "$VARIANTS" | while read -r name spec headline; do
@@ -111,14 +124,15 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
         --seq-len 4352 > /dev/null
     size=$(wc -c < "$DATA")
     split=$(( size / 10 * 9 + size % 10 * 9 / 10 ))
-    : > "$WORK/speed.txt"
-    printf '%s\n%s\n' "$VARIANTS" "$LONG_VARIANTS" | while read -r name spec headline; do
+    touch "$WORK/speed.txt"   # rows measured before are kept: delete it to measure again
+    printf '%s\n%s\n' "$VARIANTS" "$LONG_VARIANTS" | while read -r name spec headline flags; do
+        grep -q "^$name " "$WORK/speed.txt" && continue
         echo "attn-train-table: speed of $name" >&2
-        case $name in long-*) context="-T 1024 -B 2" ;; *) context= ;; esac
+        case $name in long-*) context=$LONG ;; *) context= ;; esac
         # training: 30 steps; tokens/s of the median of its three progress lines
         # shellcheck disable=SC2086
         "$TRAIN" --force -d "$DATA" -o "$WORK/speed.bin" -z "$WORK/speed.tok" $SHAPE $RECIPE \
-            $context -n 30 -e 1000 --attn "$spec" > "$WORK/speed.log" 2>&1
+            $context -n 30 -e 1000 --attn "$spec" $flags > "$WORK/speed.log" 2>&1
         train_tps=$(sed -n 's/.*| \([0-9]*\) tok\/s |.*/\1/p' "$WORK/speed.log" | sort -n |
                     awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
         line="$name $train_tps"
@@ -140,6 +154,32 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
         echo "$line" >> "$WORK/speed.txt"
     done
     rm -f "$WORK/speed.bin" "$WORK/speed.bin.state" "$WORK/speed.tok"
+fi
+
+# ---- equal: the same wall-clock budget as exact attention ----
+# equal_steps NAME BASE EXACT: BASE steps scaled by NAME's training tokens/s over EXACT's
+# (the speed phase's second column)
+equal_steps() {
+    awk -v n="$1" -v base="$2" -v e="$3" '$1 == n { v = $2 } $1 == e { x = $2 }
+        END { if (v > 0 && x > 0) printf "%d\n", base * v / x + 0.5 }' "$WORK/speed.txt"
+}
+if [ "$WHAT" = all ] || [ "$WHAT" = equal ]; then
+    [ -s "$WORK/speed.txt" ] || { echo "attn-train-table: $WORK/speed.txt: run the speed phase first" >&2; exit 1; }
+    # the headline rows first, then the long ones, then the rest
+    for pass in 1 0; do
+        echo "$VARIANTS" | while read -r name spec headline; do
+            [ "$name" = exact ] || [ "$headline" != "$pass" ] && continue
+            n=$(equal_steps "$name" "$STEPS" exact)
+            train_one "$name.eq" "$spec" 1337 -n "$n" -e "$n"
+        done
+        [ "$pass" = 1 ] || continue
+        echo "$LONG_VARIANTS" | while read -r name spec headline flags; do
+            [ "$name" = long-exact ] || [ -n "$flags" ] && continue
+            n=$(equal_steps "$name" "$LONG_STEPS" long-exact)
+            # shellcheck disable=SC2086
+            train_one "$name.eq" "$spec" 1337 $LONG -n "$n" -e "$n"
+        done
+    done
 fi
 
 # The picture: bits/char against decode tokens/s at position 4096 (left) and against
@@ -198,6 +238,26 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
         "$RUN" "$model" -z "$WORK/exact.tok" --eval "$VAL" "$@" 2>/dev/null |
             sed -n 's/^loss: .* nats\/token, \([0-9.]*\) bits\/char.*/\1/p'
     }
+    # seeded NAME HEADLINE: "shown mean" for NAME's checkpoints: one seed's bits/char, or
+    # for a headline row the mean over SEEDS with half their range and a *
+    seeded() {
+        all=$(bpc "$WORK/$1.bin")
+        if [ "$2" = 1 ]; then
+            for seed in $SEEDS; do
+                [ "$seed" = 1337 ] || all="$all $(bpc "$WORK/$1.s$seed.bin")"
+            done
+        fi
+        echo "$all" | awk '{ lo = hi = $1; s = 0
+            for (i = 1; i <= NF; i++) { s += $i; if ($i < lo) lo = $i; if ($i > hi) hi = $i }
+            if (NF > 1) printf "%.4f ± %.4f* %s\n", s / NF, (hi - lo) / 2, s / NF
+            else printf "%.4f %s\n", $1, $1 }'
+    }
+    # equal NAME: bits/char and steps of NAME's equal wall-clock run, or a dash
+    equal() {
+        [ -f "$WORK/$1.eq.bin" ] || { echo "—"; return 0; }
+        printf '%.4f (%s)' "$(bpc "$WORK/$1.eq.bin")" \
+            "$(sed -n 's/^step *\([0-9]*\)\/.*/\1/p' "$WORK/$1.eq.log" | tail -1)"
+    }
     OUT="$WORK/table.md"
     POINTS="$WORK/points.txt"
     : > "$POINTS"
@@ -209,58 +269,53 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
         echo "Seeds: mean ± half the range over seeds $SEEDS for the rows marked *, one seed"
         echo "elsewhere. Swapped in: the exact row's model run with \`--attn SPEC\`; fine-tuned:"
         echo "that, trained on for $FT_STEPS steps (\`--init\`). Training tokens/s: a 30-step run on"
-        echo "the same two cores. Decode tokens/s and attention state (bytes, all layers) at"
+        echo "the same two cores. Equal wall-clock: the variant trained from scratch again for"
+        echo "exact attention's time instead of its tokens ($STEPS x its training tokens/s over"
+        echo "exact's steps, in brackets). Decode tokens/s and attention state (bytes, all layers) at"
         echo "position P: a random model of the same shape with a 4352-token context, 64 tokens"
         echo "generated after a prompt of about P tokens."
         echo
-        echo "| variant | spec | bits/char | swapped in | swapped + fine-tuned | training tokens/s | decode tokens/s at 256 / 1024 / 4096 | state bytes at 256 / 1024 / 4096 |"
-        echo "|---|---|---|---|---|---|---|---|"
+        echo "| variant | spec | bits/char | equal wall-clock (steps) | swapped in | swapped + fine-tuned | training tokens/s | decode tokens/s at 256 / 1024 / 4096 | state bytes at 256 / 1024 / 4096 |"
+        echo "|---|---|---|---|---|---|---|---|---|"
     } > "$OUT"
     echo "$VARIANTS" | while read -r name spec headline; do
         echo "attn-train-table: evaluating $name" >&2
-        b=$(bpc "$WORK/$name.bin")
-        shown=$(printf '%.4f' "$b")
-        if [ "$headline" = 1 ]; then
-            all="$b"
-            for seed in $SEEDS; do
-                [ "$seed" = 1337 ] || all="$all $(bpc "$WORK/$name.s$seed.bin")"
-            done
-            shown=$(echo "$all" | awk '{ lo = hi = $1; s = 0
-                for (i = 1; i <= NF; i++) { s += $i; if ($i < lo) lo = $i; if ($i > hi) hi = $i }
-                printf "%.4f ± %.4f*", s / NF, (hi - lo) / 2 }')
-            b=$(echo "$all" | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s / NF }')
-        fi
-        if [ "$name" = exact ]; then swapped="—"; tuned="—"
+        r=$(seeded "$name" "$headline")
+        shown=${r% *} b=${r##* }
+        if [ "$name" = exact ]; then swapped="—"; tuned="—"; eq="= bits/char ($STEPS)"
         else
+            eq=$(equal "$name")
             swapped=$(printf '%.4f' "$(bpc "$WORK/exact.bin" --attn "$spec")")
             tuned=$(printf '%.4f' "$(bpc "$WORK/$name.ft.bin")")
         fi
         speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name 0 0 0 0 0 0 0")
         # shellcheck disable=SC2086
         set -- $speed
-        printf '| %s | `%s` | %s | %s | %s | %s | %.0f / %.0f / %.0f | %s / %s / %s |\n' "$name" \
-            "$spec" "$shown" "$swapped" "$tuned" "$2" "$3" "$5" "$7" "$4" "$6" "$8" >> "$OUT"
+        printf '| %s | `%s` | %s | %s | %s | %s | %s | %.0f / %.0f / %.0f | %s / %s / %s |\n' "$name" \
+            "$spec" "$shown" "$eq" "$swapped" "$tuned" "$2" "$3" "$5" "$7" "$4" "$6" "$8" >> "$OUT"
         echo "$name $b $7 $2" >> "$POINTS"
     done
-    echo '| nystrom | — | not trained: no causal form ([§7](#7-nyström-attention)) | | | | | |' >> "$OUT"
+    echo '| nystrom | — | not trained: no causal form ([§7](#7-nyström-attention)) | | | | | | |' >> "$OUT"
     {
         echo
         echo "At context 1024 (\`-T 1024 -B 2 -n $LONG_STEPS\`: the same tokens a step, half the"
-        echo "steps; the window 1/8 of the context again), one seed; learned positions (a"
-        echo "1024-row table):"
+        echo "steps; the window 1/8 of the context again), seeds as above; learned positions (a"
+        echo "1024-row table) but in the rows marked rope (\`--pos rope\`: rotary, no table);"
+        echo "equal wall-clock against exact's $LONG_STEPS steps at this context:"
         echo
-        echo "| variant | spec | bits/char | training tokens/s | decode tokens/s at 256 / 1024 / 4096 | state bytes at 256 / 1024 / 4096 |"
-        echo "|---|---|---|---|---|---|"
+        echo "| variant | spec | bits/char | equal wall-clock (steps) | training tokens/s | decode tokens/s at 256 / 1024 / 4096 | state bytes at 256 / 1024 / 4096 |"
+        echo "|---|---|---|---|---|---|---|"
     } >> "$OUT"
-    echo "$LONG_VARIANTS" | while read -r name spec headline; do
+    echo "$LONG_VARIANTS" | while read -r name spec headline flags; do
         [ -f "$WORK/$name.bin" ] || continue
         echo "attn-train-table: evaluating $name" >&2
-        b=$(bpc "$WORK/$name.bin")
+        r=$(seeded "$name" "$headline")
+        if [ "$name" = long-exact ]; then eq="= bits/char ($LONG_STEPS)"; else eq=$(equal "$name"); fi
         speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name 0 0 0 0 0 0 0")
         # shellcheck disable=SC2086
         set -- $speed
-        printf '| %s | `%s` | %.4f | %s | %.0f / %.0f / %.0f | %s / %s / %s |\n' "${name#long-}" \
-            "$spec" "$b" "$2" "$3" "$5" "$7" "$4" "$6" "$8" >> "$OUT"
+        printf '| %s | `%s` | %s | %s | %s | %.0f / %.0f / %.0f | %s / %s / %s |\n' "${name#long-}" \
+            "$spec" "${r% *}" "$eq" "$2" "$3" "$5" "$7" "$4" "$6" "$8" >> "$OUT"
     done
     cat "$OUT"
     replace_between attn-train "$OUT" "$DOC"
