@@ -71,8 +71,8 @@ LONG_VARIANTS=${LONG_VARIANTS:-"long-exact exact 1
 long-window-sinklogit window:w=128,sinklogit=1 1
 long-hybrid 3*window:w=128,sinklogit=1;exact 1
 long-fixed fixed:l=128,c=16 0
-long-exact-rope exact 0 --pos rope
-long-window-sinklogit-rope window:w=128,sinklogit=1 0 --pos rope
+long-exact-rope exact 1 --pos rope
+long-window-sinklogit-rope window:w=128,sinklogit=1 1 --pos rope
 long-hybrid-rope 3*window:w=128,sinklogit=1;exact 0 --pos rope"}
 LONG="-T 1024 -B 2"
 
@@ -311,11 +311,13 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
         echo "attn-train-table: evaluating $name" >&2
         r=$(seeded "$name" "$headline")
         if [ "$name" = long-exact ]; then eq="= bits/char ($LONG_STEPS)"; else eq=$(equal "$name"); fi
-        speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name 0 0 0 0 0 0 0")
+        speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name - - - - - - -")
         # shellcheck disable=SC2086
         set -- $speed
-        printf '| %s | `%s` | %s | %s | %s | %.0f / %.0f / %.0f | %s / %s / %s |\n' "${name#long-}" \
-            "$spec" "${r% *}" "$eq" "$2" "$3" "$5" "$7" "$4" "$6" "$8" >> "$OUT"
+        if [ "$2" = - ]; then tr="not timed" dec="—" st="—"   # trained after the speed phase
+        else tr=$2 dec="${3%.*} / ${5%.*} / ${7%.*}" st="$4 / $6 / $8"; fi
+        printf '| %s | `%s` | %s | %s | %s | %s | %s |\n' "${name#long-}" "$spec" "${r% *}" "$eq" \
+            "$tr" "$dec" "$st" >> "$OUT"
     done
     cat "$OUT"
     replace_between attn-train "$OUT" "$DOC"
