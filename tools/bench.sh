@@ -20,6 +20,7 @@ N_SHORT=${N_SHORT:-128}                # decode lengths (tokens generated)
 N_LONG=${N_LONG:-512}
 PROMPT_TOKENS=${PROMPT_TOKENS:-256}    # prefill prompt length, at most (and the context)
 PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
+. tools/fit_prompt.sh   # fit_prompt
 MODELS=${MODELS:-"shipped s260k s15m s15m-rand s110m-rand gpt2-124m-rand"}
 DECODE_PROMPT="Once upon a time"
 TIMER=/usr/bin/time          # GNU time: -f %M is the peak resident set size in KB
@@ -118,28 +119,13 @@ row_command() {  # MODEL TOK THREADS
     else echo "OMP_NUM_THREADS=$3 $RUN $1 -z $2 -t 0"; fi
 }
 
-# fit_prompt MODEL TOK TOKNAME LIMIT: writes $OUT/prompt-TOKNAME-LIMIT.txt, the longest
-# whole-word prefix of PROMPT_TEXT found that encodes to at most LIMIT tokens with TOK, and
-# sets fp_file and fp_P (its tokens), or fp_file= if none. Cached per tokenizer and limit.
-fit_prompt() {
-    fp_file=$OUT/prompt-$3-$4.txt; fp_P=
-    if [ -f "$tmp/fit-$3-$4" ]; then read -r fp_P <"$tmp/fit-$3-$4"; return; fi
-    words=$(wc -w <"$PROMPT_TEXT")
-    while [ "$words" -gt 0 ]; do
-        awk -v n="$words" '{ for (i = 1; i <= NF && c < n; i++)
-            printf "%s%s", c++ ? " " : "", $i }' "$PROMPT_TEXT" >"$fp_file"
-        got=$("$RUN" "$1" -z "$2" -f "$fp_file" -n 0 -t 0 2>&1 >/dev/null | sed -n \
-              's/^prompt: \([0-9]*\) tokens.*/\1/p; s/.*too long.*got \([0-9]*\) tokens.*/\1/p')
-        [ -n "$got" ] || break
-        if [ "$got" -le "$4" ]; then
-            echo "$got" >"$tmp/fit-$3-$4"
-            fp_P=$got
-            return
-        fi
-        fewer=$((words * $4 / got))     # tokens per word is nearly constant
-        [ "$fewer" -lt "$words" ] && words=$fewer || words=$((words - 1))
-    done
-    fp_file=
+# prompt_for MODEL TOK TOKNAME LIMIT: fp_file = $OUT/prompt-TOKNAME-LIMIT.txt, fit_prompt's
+# prompt, and fp_P its tokens, or fp_file= if none fits; cached per tokenizer and limit.
+prompt_for() {
+    fp_file=$OUT/prompt-$3-$4.txt
+    if [ -f "$tmp/fit-$3-$4" ]; then read -r fp_P <"$tmp/fit-$3-$4"
+    else fp_P=$(fit_prompt "$1" "$2" "$4" "$fp_file"); echo "$fp_P" >"$tmp/fit-$3-$4"; fi
+    [ -n "$fp_P" ] || fp_file=
 }
 
 # ---- one model in one format: the rows for 1 and 2 threads ----
@@ -165,7 +151,7 @@ bench_file() {
     fi
     n_long=$N_LONG; [ "$room" -lt "$n_long" ] && n_long=
     limit=$PROMPT_TOKENS; [ "$s_ctx" -lt "$limit" ] && limit=$s_ctx
-    fit_prompt "$file" "$tok" "$tokname" "$limit"
+    prompt_for "$file" "$tok" "$tokname" "$limit"
     for threads in 1 2; do : >"$tmp/short$threads"; : >"$tmp/long$threads"
         : >"$tmp/pre$threads"; : >"$tmp/mem$threads"; : >"$tmp/early$threads"; done
     i=0

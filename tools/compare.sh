@@ -66,6 +66,7 @@ MODELS_DIR=${MODELS_DIR:-build/compare}
 PROMPT="Once upon a time"
 PROMPT_TOKENS=${PROMPT_TOKENS:-256}
 PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
+. tools/fit_prompt.sh   # fit_prompt
 GEN=${GEN:-build/tools/gen_model}
 QUANTIZE=${QUANTIZE:-$(dirname "$RUN")/quantize}
 [ -x "$QUANTIZE" ] || QUANTIZE=./quantize
@@ -171,24 +172,6 @@ model() {
     case $1 in *_q80) gg=$MODELS_DIR/${1%_q80}-q8_0.gguf;; *) gg=$MODELS_DIR/$1.gguf;; esac
 }
 
-# fit_prompt TOK LIMIT: writes $tmp/prompt, the longest whole-word start of PROMPT_TEXT
-# that this engine encodes (with $file and TOK) to at most LIMIT tokens; sets n_pre to
-# its tokens, or to nothing if none fits
-fit_prompt() {
-    n_pre=
-    words=$(wc -w <"$PROMPT_TEXT")
-    while [ "$words" -gt 0 ]; do
-        awk -v n="$words" '{ for (i = 1; i <= NF && c < n; i++)
-            printf "%s%s", c++ ? " " : "", $i }' "$PROMPT_TEXT" >"$tmp/prompt"
-        got=$("$RUN" "$file" -z "$1" -f "$tmp/prompt" -n 0 -t 0 2>&1 >/dev/null | sed -n \
-              's/^prompt: \([0-9]*\) tokens.*/\1/p; s/.*too long.*got \([0-9]*\) tokens.*/\1/p')
-        [ -n "$got" ] || return
-        [ "$got" -le "$2" ] && { n_pre=$got; return; }
-        fewer=$((words * $2 / got))     # tokens per word is nearly constant
-        [ "$fewer" -lt "$words" ] && words=$fewer || words=$((words - 1))
-    done
-}
-
 # lcpp_bench GGUF THREADS P N [FIELD]: llama.cpp's tokens/s for a prompt of P tokens or N
 # generated ones (one of the two is 0), from one llama-bench repetition; or another FIELD
 # of its report (build_commit: the commit it was built from)
@@ -243,7 +226,7 @@ for m in $ready; do
     n_pre=
     if [ -n "$LCPP" ]; then
         limit=$PROMPT_TOKENS; [ -n "$ctx" ] && [ "$ctx" -lt "$limit" ] && limit=$ctx
-        fit_prompt "$tok" "$limit"
+        n_pre=$(fit_prompt "$file" "$tok" "$limit" "$tmp/prompt")
     fi
     for t in $THREADS; do
         for f in ours theirs lcpp ours_pre lcpp_pre; do : >"$tmp/$f"; done
