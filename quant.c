@@ -381,40 +381,44 @@ static inline __m256i gemm_dot_add(__m256i acc, GemmX x, __m256i w) {
 _Static_assert(QUANT_GEMM_C == 4, "gemm_scales forms four columns' scales in one register");
 #define QUANT_GEMM_X_CHUNKS 2   /* the most chunks of a group the tile takes (groups of 64) */
 #define QUANT_GEMM_SCALE_GROUPS 32   /* groups whose scale products are formed at a time */
+#define QUANT_GEMM_MAX_GROUPS 512    /* the most groups in a row the tile takes (16,384
+                                      * columns of groups of 32): its columns' scales, side
+                                      * by side, fill 8 KiB of the stack */
 
 static inline __m256i load_chunk(const int8_t *p) {
     return _mm256_loadu_si256((const __m256i *)p);
 }
 
 /* scale[k] (QUANT_GEMM_R, QUANT_GEMM_C) = x's scale times w's for group g0 + k, k < g1 - g0,
- * of the tile's rows of x (scales xs0, groups apart) and of w (ws0, groups apart), as
- * dot_row_avx2 forms them: four columns in one multiply. Formed ahead of the loop over those
- * groups, which broadcasts each from memory into its multiply-add (read as a plain float:
- * _mm256_broadcast_ss's pointer would make gcc keep the tile's sums in memory). */
+ * of the tile's rows of x (scales xs0, groups apart) and of w (ws4: the columns' scales side
+ * by side, a group's four in a row), as dot_row_avx2 forms them: four columns in one
+ * multiply. Formed ahead of the loop over those groups, which broadcasts each from memory
+ * into its multiply-add (read as a plain float: _mm256_broadcast_ss's pointer would make gcc
+ * keep the tile's sums in memory). */
 static ALWAYS_INLINE void gemm_scales(float scale[][QUANT_GEMM_R][QUANT_GEMM_C], const float *xs0,
-                                      const float *ws0, int groups, int g0, int g1) {
-    size_t stride = (size_t)groups;
+                                      float (*ws4)[QUANT_GEMM_C], int groups, int g0,
+                                      int g1) {
     for (int g = g0; g < g1; g++) {
-        const float *ws_g = ws0 + g;
-        __m128 w_scale = _mm_setr_ps(ws_g[0], ws_g[stride], ws_g[2 * stride], ws_g[3 * stride]);
+        __m128 w_scale = _mm_loadu_ps(ws4[g]);
         for (int r = 0; r < QUANT_GEMM_R; r++)
             _mm_storeu_ps(scale[g - g0][r],
-                          _mm_mul_ps(_mm_set1_ps(xs0[(size_t)r * stride + (size_t)g]), w_scale));
+                          _mm_mul_ps(_mm_set1_ps(xs0[(size_t)r * (size_t)groups + (size_t)g]),
+                                     w_scale));
     }
 }
 
 /* out rows n .. n+QUANT_GEMM_R-1, columns o .. o+QUANT_GEMM_C-1 = those rows of x times
- * those rows of w, + bias, for chunks = group / 32 of 1 or 2 (a constant at each call: the
- * group's prepared chunks of x stay in registers). */
+ * those rows of w (their scales ws4, as gemm_scales takes them), + bias, for chunks =
+ * group / 32 of 1 or 2 (a constant at each call: the group's prepared chunks of x stay in
+ * registers). */
 static ALWAYS_INLINE void gemm_tile_avx2(float *out, const int8_t *xq, const float *xs,
-                                         const QuantMatrix *w, const float *bias, int n, int o,
-                                         int chunks) {
+                                         const QuantMatrix *w, float (*ws4)[QUANT_GEMM_C],
+                                         const float *bias, int n, int o, int chunks) {
     enum { R = QUANT_GEMM_R, C = QUANT_GEMM_C };
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
     int whole_groups = cols / group;
     const int8_t *x0 = xq + (size_t)n * (size_t)cols, *w0 = w->q + (size_t)o * (size_t)cols;
     const float *xs0 = xs + (size_t)n * (size_t)groups;
-    const float *ws0 = w->scale + (size_t)o * (size_t)groups;
     __m256 acc[R][C];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
@@ -423,7 +427,7 @@ static ALWAYS_INLINE void gemm_tile_avx2(float *out, const int8_t *xq, const flo
     while (g < whole_groups) {
         int g1 = whole_groups - g < QUANT_GEMM_SCALE_GROUPS ? whole_groups
                                                              : g + QUANT_GEMM_SCALE_GROUPS;
-        gemm_scales(scale, xs0, ws0, groups, g, g1);
+        gemm_scales(scale, xs0, ws4, groups, g, g1);
         for (float (*s_g)[C] = scale[0]; g < g1; g++, s_g += R) {
             size_t at = (size_t)g * (size_t)group;
             GemmX x[R][QUANT_GEMM_X_CHUNKS];
@@ -450,7 +454,7 @@ static ALWAYS_INLINE void gemm_tile_avx2(float *out, const int8_t *xq, const flo
                          * dot_row_avx2 does */
         size_t at = (size_t)g * (size_t)group;
         int len = cols - g * group, whole = len / QUANT_CHUNK * QUANT_CHUNK;
-        gemm_scales(scale, xs0, ws0, groups, g, g + 1);
+        gemm_scales(scale, xs0, ws4, groups, g, g + 1);
         for (int c = 0; c < C; c++) {
             const int8_t *w_c = w0 + (size_t)c * (size_t)cols + at;
             for (int r = 0; r < R; r++) {
@@ -472,21 +476,29 @@ static ALWAYS_INLINE void gemm_tile_avx2(float *out, const int8_t *xq, const flo
 }
 
 /* Whether the tile takes w's groups: those of one or two chunks (other multiples of 32 go
- * one row at a time: their chunks of x would not stay in registers). */
+ * one row at a time: their chunks of x would not stay in registers), at most
+ * QUANT_GEMM_MAX_GROUPS of them in a row. */
 static int gemm_takes(const QuantMatrix *w) {
-    return w->group == QUANT_CHUNK || w->group == QUANT_GEMM_X_CHUNKS * QUANT_CHUNK;
+    return (w->group == QUANT_CHUNK || w->group == QUANT_GEMM_X_CHUNKS * QUANT_CHUNK) &&
+           quant_groups(w->cols, w->group) <= QUANT_GEMM_MAX_GROUPS;
 }
 
 /* Tiles over rows 0 .. N-1 and columns o0 .. o1-1 (N and o1 - o0 multiples of the tile),
- * column tiles outside: a tile's rows of w stay in L1 while the rows of x go past. */
+ * column tiles outside: a tile's rows of w, and their scales set side by side once for all
+ * the rows of x, stay in L1 while the rows of x go past. */
 static void gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                        const float *bias, int N, int o0, int o1) {
-    int chunks = w->group / QUANT_CHUNK;
-    for (int o = o0; o < o1; o += QUANT_GEMM_C)
+    int chunks = w->group / QUANT_CHUNK, groups = quant_groups(w->cols, w->group);
+    float ws4[QUANT_GEMM_MAX_GROUPS][QUANT_GEMM_C];
+    for (int o = o0; o < o1; o += QUANT_GEMM_C) {
+        for (int g = 0; g < groups; g++)
+            for (int c = 0; c < QUANT_GEMM_C; c++)
+                ws4[g][c] = w->scale[(size_t)(o + c) * (size_t)groups + (size_t)g];
         for (int n = 0; n < N; n += QUANT_GEMM_R) {
-            if (chunks == 1) gemm_tile_avx2(out, xq, xs, w, bias, n, o, 1);
-            else gemm_tile_avx2(out, xq, xs, w, bias, n, o, QUANT_GEMM_X_CHUNKS);
+            if (chunks == 1) gemm_tile_avx2(out, xq, xs, w, ws4, bias, n, o, 1);
+            else gemm_tile_avx2(out, xq, xs, w, ws4, bias, n, o, QUANT_GEMM_X_CHUNKS);
         }
+    }
 }
 #endif /* AVX2 */
 
