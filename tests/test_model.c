@@ -148,6 +148,45 @@ static void test_q80(void) {
     model_free(&b);
 }
 
+/* The int8 file at path with one weight of the first layer's W_Q;W_K;W_V set to v, written
+ * to a copy; whether the copy loads. at: the weight's index in the layer's values, or -1
+ * for the layer's last. */
+static int q8_loads_with(const char *path, long at, unsigned char v) {
+    Checkpoint ck;
+    size_t size, offset = 0, numel = 0;
+    if (checkpoint_load(&ck, path) == 0) {
+        const CheckpointTensor *t = &ck.tensors[TENSOR_QKVW];
+        offset = (size_t)((const unsigned char *)t->q - (const unsigned char *)ck.map);
+        numel = (size_t)t->rows * (size_t)t->cols;
+    }
+    checkpoint_free(&ck);
+    unsigned char *data = check_read_file(path, &size);
+    const char *copy = "/tmp/test_model_q8_poisoned.bin";
+    FILE *f = NULL;
+    if (data && numel) {
+        data[offset + (at < 0 ? numel - 1 : (size_t)at)] = v;
+        f = fopen(copy, "wb");
+    }
+    int written = f && fwrite(data, 1, size, f) == size;
+    if (f) written = fclose(f) == 0 && written;
+    free(data);
+    int loads = written && checkpoint_load(&ck, copy) == 0;
+    checkpoint_free(&ck);
+    remove(copy);
+    return written ? loads : -1;
+}
+
+/* The loader refuses an int8 weight of -128 wherever it lies in a layer's values (the first
+ * of a block of 64, inside one, the last), and takes -127. */
+static void test_q8_poisoned(const char *q8_path) {
+    static const long at[] = {0, 64, 64 * 3 + 37, -1};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+        check_true(q8_loads_with(q8_path, at[i], 0x80) == 0, "int8 file with -128 at weight "
+                   "%ld of a layer (-1: its last): refused", at[i]);
+    check_true(q8_loads_with(q8_path, 64 * 3 + 37, 0x81) == 1,
+               "int8 file with -127 at weight 229 of a layer: loads");
+}
+
 /* quantize's int8 form of a GPT-2 and a Llama model (s260k's hidden width 172 is not a
  * multiple of the group of 32: its rows end in a short group) against the fp32 files.
  * Measured max |diff|: tiny 0.0065 over logits of magnitude ~5; s260k 0.011. */
@@ -180,6 +219,7 @@ static void test_quantize(const char *rel, int T, int bos) {
         model_free(&b);
     }
     model_free(&a);
+    if (!bos) test_q8_poisoned(q8_path);
     remove(q8_path);
 }
 
