@@ -160,7 +160,7 @@ help:
 	@echo "  make train            train the shipped model again into weights/ (half an hour)"
 	@echo "  make bench            speed tables; bench-kernels, bench-attention: their parts"
 	@echo "  make attn-table       the attention lab's tables, written into docs/lab.md"
-	@echo "  make attn-train-table every variant trained from scratch (90 min), docs/attention.md"
+	@echo "  make attn-train-table every variant trained from scratch (4 h), docs/attention.md"
 	@echo "  make docs-figures     the tutorial's pictures (docs/img/)"
 	@echo "  make page-check       the explorer page's self-test in headless Chromium"
 	@echo "  make docs-check       the docs checked against the code; docs-refs rewrites them"
@@ -348,8 +348,8 @@ attn-table: all $(B)/tools/bench_attention
 
 # attn-train-table: every attention variant trained from scratch with ./train, the same
 # shape, data and steps (tools/attn_train_table.sh): the table into docs/attention.md, the
-# picture docs/img/attn_trained.svg. About 90 minutes on two idle cores; its phases run alone
-# with `sh tools/attn_train_table.sh train|speed|table`. Example: make attn-train-table
+# picture docs/img/attn_trained.svg. About 4 hours on two idle cores; its phases run alone
+# with `sh tools/attn_train_table.sh train|speed|equal|table`. Example: make attn-train-table
 attn-train-table: all $(B)/tools/gen_model
 	@GEN=$(B)/tools/gen_model sh tools/attn_train_table.sh
 

@@ -6,21 +6,24 @@
 # heads, context 256, 1200 steps of 8 x 256 tokens, Tiny Shakespeare with a 1024-token BPE);
 # only --attn differs. Phases, each resumable (a run whose log ends with "final:" is kept):
 #   train   every variant from scratch (SEEDS seeds for the headline rows, one elsewhere),
-#           four at context 1024 (LONG_VARIANTS, LONG_STEPS), and each variant swapped into
-#           the exact model then fine-tuned for FT_STEPS
+#           seven at context 1024 (LONG_VARIANTS, LONG_STEPS; three with rotary positions),
+#           three at 4096 (XLONG_VARIANTS, XLONG_STEPS, rotary), and each variant swapped
+#           into the exact model then fine-tuned for FT_STEPS
 #   speed   training tokens/s (a short run of each, the same two cores), decode tokens/s and
 #           attention state bytes at positions 256, 1024 and 4096 (a random model of the
 #           same shape with a 4352-token context: speed depends on shapes, not weights)
 #   equal   every variant again for exact attention's wall-clock time instead of its tokens:
 #           STEPS x (its training tokens/s) / (exact's), from the speed phase's figures, so
 #           the budget is the same seconds on the same cores but the runs stay deterministic
+#           (at 1024 and 4096 against the exact row of the same context and positions)
 #   table   bits/char of each checkpoint on the validation split (./run --eval), the table
 #           into docs/attention.md between the attn-train markers, the picture
 #           docs/img/attn_trained.svg
 #   picture the picture again from the table phase's points ($WORK/points.txt)
-#   all     train, speed, equal and table (default). `make attn-train-table` runs it: about 90
-#           minutes on two cores (2026-11-26, AMD EPYC Zen 4), most of it training; run it on
-#           an idle machine, since the speed phase times things.
+#   all     train, speed, equal and table (default). `make attn-train-table` runs it: about
+#           4 hours on two idle cores (2026-11-26, AMD EPYC Zen 4: the sum of its runs at
+#           the speed phase's training tokens/s, most of it training); run it on an idle
+#           machine, since the speed phase times things.
 # RUN, TRAIN, GEN, DATA, WORK, DOC and SVG override the paths; STEPS the training steps.
 set -eu
 RUN=${RUN:-./run}
@@ -75,6 +78,14 @@ long-exact-rope exact 1 --pos rope
 long-window-sinklogit-rope window:w=128,sinklogit=1 1 --pos rope
 long-hybrid-rope 3*window:w=128,sinklogit=1;exact 0 --pos rope"}
 LONG="-T 1024 -B 2"
+# The longest rows: context 4096 (1 x 4096 tokens a step, a quarter of STEPS: the tokens of
+# the context-1024 rows), rotary positions only (a 4096-row table would hold a quarter of
+# the model's parameters), one seed, the window 1/8 of the context again.
+XLONG_VARIANTS=${XLONG_VARIANTS:-"xlong-exact-rope exact 0 --pos rope
+xlong-window-sinklogit-rope window:w=512,sinklogit=1 0 --pos rope
+xlong-hybrid-rope 3*window:w=512,sinklogit=1;exact 0 --pos rope"}
+XLONG_STEPS=${XLONG_STEPS:-$((STEPS / 4))}
+XLONG="-T 4096 -B 1"
 
 # train_one NAME SPEC SEED [FLAGS...]: one run into $WORK/NAME.bin, log $WORK/NAME.log
 # (FLAGS after the recipe's, so they override it). Its own variable names: a function's
@@ -108,6 +119,10 @@ if [ "$WHAT" = all ] || [ "$WHAT" = train ]; then
             train_one "$name$suffix" "$spec" "$seed" $LONG -n "$LONG_STEPS" -e "$LONG_STEPS" $flags
         done
     done
+    echo "$XLONG_VARIANTS" | while read -r name spec headline flags; do
+        # shellcheck disable=SC2086
+        train_one "$name" "$spec" 1337 $XLONG -n "$XLONG_STEPS" -e "$XLONG_STEPS" $flags
+    done
     # swapped into the exact model, then trained on for a tenth of the steps
     echo "$VARIANTS" | while read -r name spec headline; do
         [ "$name" = exact ] && continue
@@ -125,10 +140,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
     size=$(wc -c < "$DATA")
     split=$(( size / 10 * 9 + size % 10 * 9 / 10 ))
     touch "$WORK/speed.txt"   # rows measured before are kept: delete it to measure again
-    printf '%s\n%s\n' "$VARIANTS" "$LONG_VARIANTS" | while read -r name spec headline flags; do
+    printf '%s\n%s\n%s\n' "$VARIANTS" "$LONG_VARIANTS" "$XLONG_VARIANTS" |
+    while read -r name spec headline flags; do
         grep -q "^$name " "$WORK/speed.txt" && continue
         echo "attn-train-table: speed of $name" >&2
-        case $name in long-*) context=$LONG ;; *) context= ;; esac
+        case $name in long-*) context=$LONG ;; xlong-*) context=$XLONG ;; *) context= ;; esac
         # training: 30 steps; tokens/s of the median of its three progress lines
         # shellcheck disable=SC2086
         "$TRAIN" --force -d "$DATA" -o "$WORK/speed.bin" -z "$WORK/speed.tok" $SHAPE $RECIPE \
@@ -165,41 +181,62 @@ equal_steps() {
 }
 if [ "$WHAT" = all ] || [ "$WHAT" = equal ]; then
     [ -s "$WORK/speed.txt" ] || { echo "attn-train-table: $WORK/speed.txt: run the speed phase first" >&2; exit 1; }
-    # the headline rows first, then the long ones, then the rest
+    # the headline rows first, then the rest, then the longer contexts
     for pass in 1 0; do
         echo "$VARIANTS" | while read -r name spec headline; do
             [ "$name" = exact ] || [ "$headline" != "$pass" ] && continue
             n=$(equal_steps "$name" "$STEPS" exact)
             train_one "$name.eq" "$spec" 1337 -n "$n" -e "$n"
         done
-        [ "$pass" = 1 ] || continue
-        echo "$LONG_VARIANTS" | while read -r name spec headline flags; do
-            [ "$name" = long-exact ] || [ -n "$flags" ] && continue
-            n=$(equal_steps "$name" "$LONG_STEPS" long-exact)
-            # shellcheck disable=SC2086
-            train_one "$name.eq" "$spec" 1337 $LONG -n "$n" -e "$n"
-        done
     done
+    # equal_rows LIST STEPS CONTEXT: LIST's rows against its exact rows (the first exact row
+    # before each: the same context and positions)
+    equal_rows() {
+        echo "$1" | while read -r name spec headline flags; do
+            if [ "$spec" = exact ]; then ref=$name; continue; fi
+            n=$(equal_steps "$name" "$2" "$ref")
+            [ -n "$n" ] || { echo "attn-train-table: $name: no speed (run the speed phase)" >&2; exit 1; }
+            # shellcheck disable=SC2086
+            train_one "$name.eq" "$spec" 1337 $3 -n "$n" -e "$n" $flags
+        done
+    }
+    equal_rows "$LONG_VARIANTS" "$LONG_STEPS" "$LONG"
+    equal_rows "$XLONG_VARIANTS" "$XLONG_STEPS" "$XLONG"
 fi
 
 # The picture: bits/char against decode tokens/s at position 4096 (left) and against
 # training tokens/s (right), one labelled point per variant of $WORK/points.txt (name,
-# bits/char, decode tokens/s at 4096, training tokens/s); the axes start at 0 and end at
-# a round number; labels alternate right and left of their points.
+# bits/char, decode tokens/s at 4096, training tokens/s); the x axes start at 0 and end at
+# a round number. A point far above the rest (more than the others' spread) sits on the top
+# edge with its value in its label, so that the rest keep the height. Each label takes the
+# first place beside its point, right or left and a line up or down, that no label placed
+# before it overlaps (widths estimated at 6.6 pixels a character).
 draw_picture() {
     awk -v title="Trained from scratch: quality against speed ($(date +%Y-%m-%d))" '
         function nice(v,   p) { p = 1; while (p * 10 <= v) p *= 10; return p * (int(v / p) + 1) }
+        function free(x0, y0, x1, y1,   k) {
+            for (k = 1; k <= nb; k++)
+                if (x0 < bx1[k] && bx0[k] < x1 && y0 < by1[k] && by0[k] < y1) return 0
+            return 1
+        }
         { name[NR] = $1; y[NR] = $2; d[NR] = $3; t[NR] = $4 }
         END {
-            n = NR; ylo = 1e9; yhi = -1e9
-            for (i = 1; i <= n; i++) { if (y[i] < ylo) ylo = y[i]; if (y[i] > yhi) yhi = y[i] }
+            n = NR; ylo = 1e9; yhi = -1e9; top1 = 0
+            for (i = 1; i <= n; i++) if (!top1 || y[i] > y[top1]) top1 = i
+            for (i = 1; i <= n; i++) {
+                if (i == top1) continue
+                if (y[i] < ylo) ylo = y[i]
+                if (y[i] > yhi) yhi = y[i]
+            }
+            clip = n > 2 && y[top1] - yhi > yhi - ylo
+            if (!clip && y[top1] > yhi) yhi = y[top1]
             pad = (yhi - ylo) * 0.08 + 0.01; ylo -= pad; yhi += pad
-            W = 800; H = 420; top = 40; bottom = 360; pw = 320
+            W = 820; H = 520; top = 40; bottom = 460; pw = 320
             printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H
             printf "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H
             printf "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n", W / 2, title
             for (p = 0; p < 2; p++) {
-                left = 66 + p * 400; xmax = 0
+                left = 66 + p * 400; xmax = 0; nb = 0
                 for (i = 1; i <= n; i++) { v = p ? t[i] : d[i]; if (v > xmax) xmax = v }
                 xmax = nice(xmax)
                 printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", left, top, pw, bottom - top
@@ -212,13 +249,29 @@ draw_picture() {
                     printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", left, yy, left + pw, yy
                 }
                 printf "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\" text-anchor=\"middle\">validation bits/char (lower is better)</text>\n", left - 48, (top + bottom) / 2, left - 48, (top + bottom) / 2
+                for (i = 1; i <= n; i++) {   # the points first: labels keep off them
+                    px[i] = left + pw * (p ? t[i] : d[i]) / xmax
+                    py[i] = clip && i == top1 ? top : bottom - (bottom - top) * (y[i] - ylo) / (yhi - ylo)
+                    nb++; bx0[nb] = px[i] - 5; bx1[nb] = px[i] + 5; by0[nb] = py[i] - 5; by1[nb] = py[i] + 5
+                }
                 for (i = 1; i <= n; i++) {
-                    v = p ? t[i] : d[i]
-                    x = left + pw * v / xmax; yy = bottom - (bottom - top) * (y[i] - ylo) / (yhi - ylo)
+                    x = px[i]; yy = py[i]
+                    label = clip && i == top1 ? sprintf("%s (%.2f, above)", name[i], y[i]) : name[i]
                     color = name[i] == "exact" ? "#c00" : "#036"
-                    side = i % 2 ? 1 : -1
+                    w = 6.6 * length(label); placed = 0
+                    for (try = 0; try < 10 && !placed; try++) {
+                        side = try % 2 ? -1 : 1; shift = int((try + 1) / 2)
+                        dy = (shift % 2 ? -1 : 1) * int((shift + 1) / 2) * 13
+                        lx = side > 0 ? x + 7 : x - 7 - w; ly = yy + 4 + dy
+                        if (lx < left + 2 || lx + w > left + pw - 2) continue
+                        if (free(lx, ly - 11, lx + w, ly + 2)) placed = 1
+                    }
+                    if (!placed) { lx = x + 7; ly = yy + 4 }
+                    nb++; bx0[nb] = lx; bx1[nb] = lx + w; by0[nb] = ly - 11; by1[nb] = ly + 2
+                    if (ly != yy + 4)   # moved up or down: a leader line to its point
+                        printf "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#aaa\"/>\n", x, yy, lx < x ? lx + w : lx, ly - 4
                     printf "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", x, yy, color
-                    printf "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\" text-anchor=\"%s\">%s</text>\n", x + 7 * side, yy + 4 - 5 * side, color, (side > 0 ? "start" : "end"), name[i]
+                    printf "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n", lx, ly, color, label
                 }
             }
             print "</svg>"
@@ -295,30 +348,43 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
             "$spec" "$shown" "$eq" "$swapped" "$tuned" "$2" "$3" "$5" "$7" "$4" "$6" "$8" >> "$OUT"
         echo "$name $b $7 $2" >> "$POINTS"
     done
+    HEAD="| variant | spec | bits/char | equal wall-clock (steps) | training tokens/s | decode tokens/s at 256 / 1024 / 4096 | state bytes at 256 / 1024 / 4096 |
+|---|---|---|---|---|---|---|"
     echo '| nystrom | — | not trained: no causal form ([§7](#7-nyström-attention)) | | | | | | |' >> "$OUT"
     {
         echo
         echo "At context 1024 (\`-T 1024 -B 2 -n $LONG_STEPS\`: the same tokens a step, half the"
         echo "steps; the window 1/8 of the context again), seeds as above; learned positions (a"
         echo "1024-row table) but in the rows marked rope (\`--pos rope\`: rotary, no table);"
-        echo "equal wall-clock against exact's $LONG_STEPS steps at this context:"
+        echo "equal wall-clock against exact's $LONG_STEPS steps at this context (rotary rows: rotary exact's):"
         echo
-        echo "| variant | spec | bits/char | equal wall-clock (steps) | training tokens/s | decode tokens/s at 256 / 1024 / 4096 | state bytes at 256 / 1024 / 4096 |"
-        echo "|---|---|---|---|---|---|---|"
+        echo "$HEAD"
     } >> "$OUT"
-    echo "$LONG_VARIANTS" | while read -r name spec headline flags; do
-        [ -f "$WORK/$name.bin" ] || continue
-        echo "attn-train-table: evaluating $name" >&2
-        r=$(seeded "$name" "$headline")
-        if [ "$name" = long-exact ]; then eq="= bits/char ($LONG_STEPS)"; else eq=$(equal "$name"); fi
-        speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name - - - - - - -")
-        # shellcheck disable=SC2086
-        set -- $speed
-        if [ "$2" = - ]; then tr="not timed" dec="—" st="—"   # trained after the speed phase
-        else tr=$2 dec="${3%.*} / ${5%.*} / ${7%.*}" st="$4 / $6 / $8"; fi
-        printf '| %s | `%s` | %s | %s | %s | %s | %s |\n' "${name#long-}" "$spec" "${r% *}" "$eq" \
-            "$tr" "$dec" "$st" >> "$OUT"
-    done
+    # long_rows LIST STEPS: a table line for each trained row of LIST (STEPS: its exact row's)
+    long_rows() {
+        echo "$1" | while read -r name spec headline flags; do
+            [ -f "$WORK/$name.bin" ] || continue
+            echo "attn-train-table: evaluating $name" >&2
+            r=$(seeded "$name" "$headline")
+            if [ "$spec" = exact ]; then eq="= bits/char ($2)"; else eq=$(equal "$name"); fi
+            speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name - - - - - - -")
+            # shellcheck disable=SC2086
+            set -- $speed
+            if [ "$2" = - ]; then tr="not timed" dec="—" st="—"   # trained after the speed phase
+            else tr=$2 dec="${3%.*} / ${5%.*} / ${7%.*}" st="$4 / $6 / $8"; fi
+            printf '| %s | `%s` | %s | %s | %s | %s | %s |\n' "${name#*long-}" "$spec" "${r% *}" \
+                "$eq" "$tr" "$dec" "$st"
+        done
+    }
+    long_rows "$LONG_VARIANTS" "$LONG_STEPS" >> "$OUT"
+    {
+        echo
+        echo "At context 4096 (\`-T 4096 -B 1 -n $XLONG_STEPS\`: the tokens of the rows above), rotary"
+        echo "positions, one seed; equal wall-clock against exact's $XLONG_STEPS steps at this context:"
+        echo
+        echo "$HEAD"
+        long_rows "$XLONG_VARIANTS" "$XLONG_STEPS"
+    } >> "$OUT"
     cat "$OUT"
     replace_between attn-train "$OUT" "$DOC"
 
