@@ -263,7 +263,7 @@ draw_picture() {
                         side = try % 2 ? -1 : 1; shift = int((try + 1) / 2)
                         dy = (shift % 2 ? -1 : 1) * int((shift + 1) / 2) * 13
                         lx = side > 0 ? x + 7 : x - 7 - w; ly = yy + 4 + dy
-                        if (lx < left + 2 || lx + w > left + pw - 2) continue
+                        if (lx < left + 2 || lx + w > left + pw - 2 || ly < top + 4) continue
                         if (free(lx, ly - 11, lx + w, ly + 2)) placed = 1
                     }
                     if (!placed) { lx = x + 7; ly = yy + 4 }
@@ -362,11 +362,12 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
     } >> "$OUT"
     # long_rows LIST STEPS: a table line for each trained row of LIST (STEPS: its exact row's)
     long_rows() {
+        lr_steps=$2   # (set -- below replaces the arguments)
         echo "$1" | while read -r name spec headline flags; do
             [ -f "$WORK/$name.bin" ] || continue
             echo "attn-train-table: evaluating $name" >&2
             r=$(seeded "$name" "$headline")
-            if [ "$spec" = exact ]; then eq="= bits/char ($2)"; else eq=$(equal "$name"); fi
+            if [ "$spec" = exact ]; then eq="= bits/char ($lr_steps)"; else eq=$(equal "$name"); fi
             speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name - - - - - - -")
             # shellcheck disable=SC2086
             set -- $speed
