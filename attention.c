@@ -1254,12 +1254,8 @@ static void attend_rows_backward(float *dq_t, float *dk, float *dv, float *dsink
         float *dv_j = dv + row * kv_stride;
         p[n] *= inv_sum;
         float kept = p[n] * dp[n];
-        float dot = 0.0f;
-        for (int i = 0; i < HS; i++) {
-            dot += dout_t[i] * v_j[i];
-            dv_j[i] += kept * dout_t[i];
-        }
-        dp[n] *= dot;
+        for (int i = 0; i < HS; i++) dv_j[i] += kept * dout_t[i];
+        dp[n] *= kernels_dot(dout_t, v_j, HS);
         mean_dp += p[n] * dp[n];
     }
     if (sc.sink && dsink) *dsink -= sink_exp * inv_sum * mean_dp;

@@ -1236,15 +1236,29 @@ static void product_tiles(float *c, int ldc, const float *a, long a_k, long a_m,
 }
 
 /* product_chains_reference's chains, each one lane's FMA chain, TILE_MR rows by
- * TILE_COLS columns of C at a time. */
+ * TILE_COLS columns of C at a time. Each strip of B (kb rows, TILE_COLS columns) is first
+ * copied into a contiguous panel: in place, its rows lie ldb floats apart, and when that is
+ * a multiple of a few cache lines (128, 384, 512 or 1024 columns) they all fall into a few
+ * sets of L1 and evict each other before the next tile of rows reads them again. Copying
+ * changes no value, so the bits are the same. */
 static void product_chains_vector(const Product *p, const float *a, const float *b, int kb,
                                   int zero, int m0, int m1, int j0, int j1) {
+    _Alignas(64) float panel[TILE_KB * TILE_COLS];   /* 8 KiB (AVX2), 32 KiB (AVX-512) */
     for (int j = j0; j < j1; j += TILE_COLS) {
         int width = j1 - j < TILE_COLS ? j1 - j : TILE_COLS;
+        for (int k = 0; k < kb; k++) {
+            const float *b_k = b + (size_t)k * p->ldb + j;
+            float *panel_k = panel + (size_t)k * TILE_COLS;
+            if (width == TILE_COLS)
+                for (int v = 0; v < TILE_NV; v++)
+                    vec_store(panel_k + v * VLANES, vec_load(b_k + v * VLANES));
+            else
+                memcpy(panel_k, b_k, (size_t)width * sizeof(float));
+        }
         for (int m = m0; m < m1; m += TILE_MR)
             product_tiles(p->c + (size_t)m * p->ldc + j, p->ldc, a + m * p->a_m, p->a_k,
-                          p->a_m, b + j, p->ldb, kb, zero, m1 - m < TILE_MR ? m1 - m : TILE_MR,
-                          width);
+                          p->a_m, panel, TILE_COLS, kb, zero,
+                          m1 - m < TILE_MR ? m1 - m : TILE_MR, width);
     }
 }
 
@@ -1727,13 +1741,12 @@ void kernels_layernorm(float *out, const float *x, const float *w, const float *
     for (int n = 0; n < N; n++) {
         const float *x_n = x + (size_t)n * C;
         float *out_n = out + (size_t)n * C;
-        float mean = 0.0f;
-        for (int i = 0; i < C; i++) mean += x_n[i];
-        mean /= (float)C;
-        float var = 0.0f;   /* biased variance over C, as GPT-2 */
-        for (int i = 0; i < C; i++) var += (x_n[i] - mean) * (x_n[i] - mean);
-        var /= (float)C;
-        float rstd = 1.0f / sqrtf(var + KERNELS_NORM_EPS);
+        float mean, rstd;   /* the backward's statistics, bit for bit */
+#if KERNELS_SIMD
+        norm_stats_vector(x_n, C, &mean, &rstd);
+#else
+        norm_stats_reference(x_n, C, &mean, &rstd);
+#endif
         for (int i = 0; i < C; i++) out_n[i] = (x_n[i] - mean) * rstd * w[i] + b[i];
     }
 }
