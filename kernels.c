@@ -625,7 +625,7 @@ static MAYBE_UNUSED float sum_reference(const float *x, int n) {
 }
 
 /* x (n,) = exp(x - shift), in place. */
-static void exp_shift_reference(float *x, int n, float shift) {
+static MAYBE_UNUSED void exp_shift_reference(float *x, int n, float shift) {
     for (int j = 0; j < n; j++) x[j] = exp_approx(x[j] - shift);
 }
 
@@ -1424,12 +1424,17 @@ static float sum_vector(const float *x, int n) {
     return v8_sum(acc);
 }
 
-/* exp_shift_reference on the whole vectors of x (n,); returns how many values it did. */
-static int exp_shift_vector(float *x, int n, float shift) {
+/* exp_shift_reference on x (n,), the last values in a masked vector (attention's rows are
+ * short: a scalar tail of up to VLANES - 1 exponentials cost as much as the vectors). */
+static void exp_shift_vector(float *x, int n, float shift) {
     int j = 0;
-    for (Vec shift_v = vec_set1(shift); j + VLANES <= n; j += VLANES)
+    Vec shift_v = vec_set1(shift);
+    for (; j + VLANES <= n; j += VLANES)
         vec_store(x + j, vec_exp(vec_sub(vec_load(x + j), shift_v)));
-    return j;
+    if (j < n) {
+        LaneMask tail = lane_mask(n - j);
+        vec_store_mask(x + j, tail, vec_exp(vec_sub(vec_load_mask(x + j, tail), shift_v)));
+    }
 }
 
 /* weighted_sum_reference with each out[i] one FMA chain over the rows in order, from 0;
@@ -1885,14 +1890,11 @@ void kernels_dots(float *out, const float *q, const float *k, int stride, const 
 }
 
 float kernels_exp_sum(float *x, int n, float shift) {
-    int j = 0;
 #if KERNELS_SIMD
-    j = exp_shift_vector(x, n, shift);
-#endif
-    exp_shift_reference(x + j, n - j, shift);
-#if KERNELS_SIMD
+    exp_shift_vector(x, n, shift);
     return sum_vector(x, n);
 #else
+    exp_shift_reference(x, n, shift);
     return sum_reference(x, n);
 #endif
 }
