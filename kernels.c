@@ -46,6 +46,7 @@
 #define LANES 8            /* lanes of the dot-product sums, in every build */
 #define BLOCK_ROWS 64      /* rows of x per job: 64 x IC floats stay in L2 */
 #define MIN_BLOCK_COLS 16  /* fewest output columns per job */
+#define QUANTIZE_ROWS_PER_JOB 16   /* int8 prefill: rows of x quantized per job */
 #define TARGET_JOBS 8      /* column blocks per matmul: few claims of the shared ticket, yet
                             * enough blocks for threads to balance dynamically */
 #define NORM_ROWS_PER_JOB 32   /* LayerNorm backward: rows of dx per job */
@@ -1590,11 +1591,30 @@ void kernels_matmul(float *out, const float *x, const float *w, const float *b,
     parallel_for(matmul_job, &m, row_blocks * m.col_blocks, (double)N * IC * OC);
 }
 
+/* One quantization of x, for its jobs of QUANTIZE_ROWS_PER_JOB rows. */
+typedef struct {
+    int8_t *xq;
+    float *xs;
+    const float *x;
+    int N, IC, group;
+} QuantizeJob;
+
+static void quantize_job(void *ctx, int j) {
+    const QuantizeJob *q = ctx;
+    size_t n0, n1, groups = (size_t)quant_groups(q->IC, q->group);
+    kernels_job_range(&n0, &n1, j, (size_t)q->N, QUANTIZE_ROWS_PER_JOB);
+    quant_quantize(q->xq + n0 * (size_t)q->IC, q->xs + n0 * groups, q->x + n0 * (size_t)q->IC,
+                   (int)(n1 - n0), q->IC, q->group);
+}
+
 void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
                        int N, int8_t *xq, float *xs) {
     int IC = w->cols, OC = w->rows, cols = block_cols(OC);
-    /* the activations in the matrix's groups: xq (N, IC), xs (N, groups) */
-    quant_quantize(xq, xs, x, N, IC, w->group);
+    /* the activations in the matrix's groups: xq (N, IC), xs (N, groups), rows apart (each
+     * row's groups alone decide its values, so the bits do not depend on the split) */
+    QuantizeJob q = {xq, xs, x, N, IC, w->group};
+    parallel_for(quantize_job, &q, kernels_jobs((size_t)N, QUANTIZE_ROWS_PER_JOB),
+                 (double)N * IC * 4);
     MatmulJob m = {.out = out, .b = b, .q8 = w, .xq = xq, .xs = xs, .N = N, .IC = IC,
                    .OC = OC, .cols = cols, .col_blocks = (OC + cols - 1) / cols};
     /* an int8 weight is a quarter of an fp32 one to stream: count the work accordingly */

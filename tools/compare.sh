@@ -23,10 +23,11 @@
 #   (default below; also s110m and s110m_q80), MODELS_DIR (build/compare: the GGUF files and
 #   the random s110m, made there when missing and kept), GEN (build/tools/gen_model),
 #   QUANTIZE (the quantize beside RUN, else ./quantize), PROMPT_TOKENS (256) and
-#   PROMPT_TEXT (tools/bench_prompt.txt) for prefill.
+#   PROMPT_TEXT (tools/bench_prompt.txt) for prefill, STAT (median, or best: the fastest
+#   round of each engine, steadier where other work shares the machine).
 #
 # For each model and thread count it runs each engine in turn, ROUNDS times, and prints
-# the median tokens/s of each and this engine's ratio to each, under the CPU's name, its
+# the median (or best) tokens/s of each and this engine's ratio to each, under the CPU's name, its
 # vector instruction sets, the date and each engine's build. What each number is:
 #   decode, greedy, N = min(STEPS, context - prompt) new tokens after "Once upon a time"
 #   (N stops short of the context, so that no engine shifts or stops):
@@ -57,6 +58,8 @@ L2C=${1:?usage: sh tools/compare.sh LLAMA2C_DIR [LLAMACPP_BUILD_DIR]}
 LCPP_ARG=${2:-}
 RUN=${RUN:-./run}
 ROUNDS=${ROUNDS:-3}
+STAT=${STAT:-median}
+case $STAT in median | best) ;; *) echo "compare.sh: STAT must be median or best (got '$STAT')" >&2; exit 2 ;; esac
 STEPS=${STEPS:-256}
 THREADS=${THREADS:-"1 2"}
 SHARED=${SHARED_DIR:-../shared}
@@ -87,8 +90,17 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 say() { echo "compare: $*" >&2; }   # progress, on stderr
 
-# median of the numbers on standard input
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) printf "%.1f\n", v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# STAT of the numbers on standard input: their median, or the largest (best: another
+# process on the machine only ever slows a round, so the fastest round is the one least
+# disturbed)
+stat() {
+    sort -g | awk -v best="$([ "$STAT" = best ] && echo 1 || echo 0)" '{ v[NR] = $1 } END {
+        if (NR == 0) print "-"; else if (best) printf "%.1f\n", v[NR];
+        else if (NR % 2) printf "%.1f\n", v[(NR + 1) / 2];
+        else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+rounds_said() { [ "$STAT" = best ] && echo "the best of $ROUNDS alternated rounds" ||
+                echo "medians of $ROUNDS alternated rounds"; }
 # ratio A B: A / B as "1.23x", or "-" when either is missing
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }'; }
 
@@ -209,9 +221,9 @@ if [ -n "$LCPP" ]; then
               sed -n 's/^system_info: .*| CPU : \(.*\)/\1/p')"
     fi
     echo "decode: greedy, min($STEPS, context - prompt) tokens after \"$PROMPT\";" \
-         "prefill: at most $PROMPT_TOKENS tokens of $PROMPT_TEXT; medians of $ROUNDS alternated rounds"
+         "prefill: at most $PROMPT_TOKENS tokens of $PROMPT_TEXT; $(rounds_said)"
 else
-    echo "greedy decode of at most $STEPS tokens after \"$PROMPT\", median of $ROUNDS alternated rounds"
+    echo "greedy decode of at most $STEPS tokens after \"$PROMPT\", $(rounds_said)"
 fi
 
 for m in $ready; do
@@ -247,11 +259,11 @@ for m in $ready; do
             fi
             r=$((r + 1))
         done
-        a=$(median <"$tmp/ours"); b=$(median <"$tmp/theirs")
+        a=$(stat <"$tmp/ours"); b=$(stat <"$tmp/theirs")
         if [ -n "$LCPP" ]; then
-            c=$(median <"$tmp/lcpp")
+            c=$(stat <"$tmp/lcpp")
             echo "| $m | $t | $n | $a | $b | $c | $(ratio "$a" "$b") | $(ratio "$a" "$c") |" >>"$tmp/decode"
-            pa=$(median <"$tmp/ours_pre"); pc=$(median <"$tmp/lcpp_pre")
+            pa=$(stat <"$tmp/ours_pre"); pc=$(stat <"$tmp/lcpp_pre")
             echo "| $m | $t | ${n_pre:--} | $pa | $pc | $(ratio "$pa" "$pc") |" >>"$tmp/prefill"
         else
             echo "| $m | $t | $a | $b | $(ratio "$a" "$b") |" >>"$tmp/decode"
