@@ -1462,11 +1462,13 @@ static void weighted_sum_vector(float *out, const float *weights, float scale, c
                           vec_load(v + (long)(rows ? rows[r] : r) * stride + i0), acc);
         vec_store(out + i0, acc);
     }
-    for (int i = i0; i < n; i++) {
-        float sum = 0.0f;
+    if (i0 < n) {   /* the last columns in one masked vector (a head of 8 with AVX-512) */
+        LaneMask tail = lane_mask(n - i0);
+        Vec acc = vec_zero();
         for (int r = 0; r < n_rows; r++)
-            sum = fmaf(weights[r] * scale, v[(long)(rows ? rows[r] : r) * stride + i], sum);
-        out[i] = sum;
+            acc = vec_fma(vec_set1(weights[r] * scale),
+                          vec_load_mask(v + (long)(rows ? rows[r] : r) * stride + i0, tail), acc);
+        vec_store_mask(out + i0, tail, acc);
     }
 }
 #endif /* KERNELS_SIMD */
