@@ -467,6 +467,19 @@ static void test_layernorm_backward(int N, int C) {
                !memcmp(dw, dw_pool, sizeof(float) * C) && !memcmp(db, db_pool, sizeof(float) * C),
                "kernels_layernorm_backward (N %d, C %d): 1 and 2 threads give identical bits",
                N, C);
+    /* the forward normalises with the statistics the backward reports, bit for bit (so the
+     * gradient is that of the function the forward computed) */
+    float *out = malloc(sizeof(float) * N * C), *want_out = malloc(sizeof(float) * N * C);
+    kernels_layernorm(out, x, w, db, N, C);
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < C; i++) {
+            size_t at = (size_t)n * C + (size_t)i;
+            want_out[at] = (x[at] - mean[n]) * rstd[n] * w[i] + db[i];
+        }
+    check_true(!memcmp(out, want_out, sizeof(float) * N * C),
+               "kernels_layernorm (N %d, C %d): normalises with the mean and rstd that "
+               "kernels_layernorm_backward reports, bit for bit", N, C);
+    free(out); free(want_out);
     free(x); free(w); free(dout); free(dx); free(dw); free(db); free(dx2); free(dw2); free(db2);
     free(mean); free(rstd); free(want_dx); free(want_dw); free(want_db); free(dx_pool);
     free(dw_pool); free(db_pool);
