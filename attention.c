@@ -1233,10 +1233,12 @@ size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx)
  * both dv_j and dp_j. A sink (sc.sink) is a key of value 0, so its dp is 0, its
  * ds = p_sink (0 - mean_dp), and with dsink (NULL: not wanted) that is added to *dsink.
  *   dout_t, q_t, dq_t (HS,); k, v, dk, dv (rows, kv_stride) at this kv head's columns;
- *   p, dp (n_keys,) scratch. */
-static void attend_rows_backward(float *dq_t, float *dk, float *dv, float *dsink,
-                                 const float *dout_t, const float *q_t, const float *k,
-                                 const float *v, int kv_stride, const int32_t *rows,
+ *   p, dp (n_keys,) scratch. The gradients written (dq_t, dk, dv) overlap nothing else
+ *   (restrict: the compiler then vectorises their loops without run-time overlap checks). */
+static void attend_rows_backward(float *restrict dq_t, float *restrict dk, float *restrict dv,
+                                 float *dsink, const float *restrict dout_t,
+                                 const float *restrict q_t, const float *restrict k,
+                                 const float *restrict v, int kv_stride, const int32_t *rows,
                                  int n_keys, int HS, Scoring sc, const AttentionDropout *drop,
                                  uint64_t first, float *p, float *dp) {
     /* the weights through the forward's own two steps, so p has the forward's bits */
