@@ -1425,8 +1425,8 @@ static float sum_vector(const float *x, int n) {
     return v8_sum(acc);
 }
 
-/* exp_shift_reference on x (n,), the last values in a masked vector (attention's rows are
- * short: a scalar tail of up to VLANES - 1 exponentials cost as much as the vectors). */
+/* exp_shift_reference on x (n,), the last values in a masked vector (vec_exp has
+ * exp_approx's bits in every lane, so a tail needs no scalar loop). */
 static void exp_shift_vector(float *x, int n, float shift) {
     int j = 0;
     Vec shift_v = vec_set1(shift);
