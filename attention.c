@@ -97,6 +97,10 @@ static float softmax_unnormalised(float *scores, int n_keys, Scoring sc, float *
  * (attend_rows_backward). See AttentionDropout. */
 static void dropout_weights(float *w, int n, const AttentionDropout *drop, uint64_t first,
                             const int32_t *rows) {
+    if (!rows) {   /* consecutive positions: the vector kernel */
+        kernels_dropout(w, w, (size_t)n, drop->p, drop->key + first);
+        return;
+    }
     uint64_t threshold = hash_threshold(drop->p);
     float keep_scale = 1.0f / (1.0f - drop->p);
     for (int j = 0; j < n; j++) {
@@ -1221,9 +1225,16 @@ int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, c
 /* ------------------------------------------------------------------------- */
 /* Backward of exact attention                                               */
 
+/* Queries per block of attention_backward: each key's dk and dv rows are loaded and stored
+ * once per block rather than once per query. */
+#define BACKWARD_QUERIES 32
+
 size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx) {
-    /* two rows per kv head (weights p and their gradients), so kv heads run in parallel */
-    return (size_t)shape->n_kv_heads * 2 * (size_t)n_ctx;
+    /* per kv head, so kv heads run in parallel: a query's weights, mask factors and their
+     * gradients (3 n_ctx), the block's kept weights and score gradients with one row per key
+     * (2 n_ctx BACKWARD_QUERIES), and one row of head_dim sums */
+    size_t per_head = (size_t)n_ctx * (3 + 2 * BACKWARD_QUERIES) + (size_t)shape->head_dim;
+    return (size_t)shape->n_kv_heads * per_head;
 }
 
 /* The backward of attend_rows for one head and one query: recompute p = softmax(scores)
@@ -1285,23 +1296,76 @@ typedef struct {
     float *scratch;
 } BackwardJob;
 
+/* dst (n,) += src (n,). */
+static void add_row(float *restrict dst, const float *restrict src, int n) {
+    for (int i = 0; i < n; i++) dst[i] += src[i];
+}
+
 /* kv head g of attention_backward: its columns of dk and dv, the dq columns of its query
- * heads, always in the order h, t, t2; its own two scratch rows. */
+ * heads; its own scratch. Per query head h, the queries go in blocks of BACKWARD_QUERIES.
+ * For each query t of a block (keys j = 0 .. t):
+ *   p_j, m_j      the forward's weights (the same two steps, so the same bits) and mask
+ *   dp_j          m_j (dout_t . v_j);  ds_j = p_j (dp_j - sum_j p_j dp_j) scale
+ *   dq_t         += sum_j ds_j k_j
+ * and p_j m_j and ds_j are kept in a column of kept (T, BQ) and dsc (T, BQ), row j. Then
+ * for each key j the block's queries t >= j give, as weighted sums over their rows,
+ *   dv_j += sum_t p_tj m_tj dout_t;  dk_j += sum_t ds_tj q_t.
+ * The order (h, block, t or j) is fixed, so the bits do not depend on the thread count. */
 static void backward_kv_head(void *ctx, int g) {
+    enum { BQ = BACKWARD_QUERIES };
     const BackwardJob *b = ctx;
     int NH = b->shape->n_heads, NKV = b->shape->n_kv_heads, HS = b->shape->head_dim;
     int T = b->T, group = NH / NKV;            /* query heads per kv head */
+    int q_stride = NH * HS;                    /* floats per position of q, dq, dout */
     int kv_stride = NKV * HS;                  /* floats per position of k, v, dk, dv */
-    int kv_offset = g * HS;                    /* seek to this head's columns of k, v */
-    float *p = b->scratch + (long)g * 2 * T, *dp = p + T;
+    const float *k = b->k + g * HS, *v = b->v + g * HS;   /* this kv head's columns */
+    float *dk = b->dk + g * HS, *dv = b->dv + g * HS;
+    float *p = b->scratch + (long)g * (T * (3 + 2 * BQ) + HS);
+    float *m = p + T, *dp = m + T;             /* (T,) each */
+    float *kept = dp + T, *dsc = kept + (long)T * BQ;     /* (T, BQ) each */
+    float *sum = dsc + (long)T * BQ;                      /* (HS,) */
     Scoring exact = {b->shape->scale, 0, 0, 0.0f};
     for (int h = g * group; h < (g + 1) * group; h++) {
-        for (int t = 0; t < T; t++) {
-            long row = ((long)t * NH + h) * HS;    /* seek to q[t, h, :] */
-            attend_rows_backward(b->dq + row, b->dk + kv_offset, b->dv + kv_offset, NULL,
-                                 b->dout + row, b->q + row, b->k + kv_offset,
-                                 b->v + kv_offset, kv_stride, NULL, t + 1, HS, exact,
-                                 b->drop, ((uint64_t)h * T + (uint64_t)t) * T, p, dp);
+        const float *q = b->q + h * HS, *dout = b->dout + h * HS;
+        float *dq = b->dq + h * HS;
+        for (int t0 = 0; t0 < T; t0 += BQ) {
+            int t1 = t0 + BQ < T ? t0 + BQ : T;
+            for (int t = t0; t < t1; t++) {
+                const float *q_t = q + (long)t * q_stride, *dout_t = dout + (long)t * q_stride;
+                int n_keys = t + 1;
+                score_rows(p, q_t, k, kv_stride, NULL, n_keys, HS, exact);
+                float inv_sum = softmax_unnormalised(p, n_keys, exact, NULL);
+                for (int j = 0; j < n_keys; j++) m[j] = 1.0f;
+                if (b->drop)
+                    dropout_weights(m, n_keys, b->drop, ((uint64_t)h * T + (uint64_t)t) * T,
+                                    NULL);
+                kernels_dots(dp, dout_t, v, kv_stride, NULL, n_keys, HS);
+                float mean_dp = 0.0f;
+                for (int j = 0; j < n_keys; j++) {
+                    p[j] *= inv_sum;
+                    dp[j] *= m[j];
+                    mean_dp += p[j] * dp[j];
+                    kept[(long)j * BQ + (t - t0)] = p[j] * m[j];
+                }
+                for (int j = 0; j < n_keys; j++) {
+                    p[j] *= (dp[j] - mean_dp) * exact.scale;   /* p becomes ds */
+                    dsc[(long)j * BQ + (t - t0)] = p[j];
+                }
+                kernels_weighted_sum(sum, p, 1.0f, k, kv_stride, NULL, n_keys, HS);
+                add_row(dq + (long)t * q_stride, sum, HS);
+            }
+            for (int j = 0; j < t1; j++) {
+                int first = j > t0 ? j : t0;           /* the block's queries that see key j */
+                int n_rows = t1 - first;
+                const float *kept_j = kept + (long)j * BQ + (first - t0);
+                const float *dsc_j = dsc + (long)j * BQ + (first - t0);
+                kernels_weighted_sum(sum, kept_j, 1.0f, dout + (long)first * q_stride,
+                                     q_stride, NULL, n_rows, HS);
+                add_row(dv + (long)j * kv_stride, sum, HS);
+                kernels_weighted_sum(sum, dsc_j, 1.0f, q + (long)first * q_stride, q_stride,
+                                     NULL, n_rows, HS);
+                add_row(dk + (long)j * kv_stride, sum, HS);
+            }
         }
     }
 }

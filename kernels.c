@@ -41,6 +41,7 @@
 #include <omp.h>          /* omp_set_num_threads, omp_get_max_threads */
 #endif
 
+#include "hash.h"         /* hash_mix64 and the dropout rule (kernels_dropout) */
 #include "quant.h"        /* quant_quantize, quant_matmul_block, quant_groups */
 
 #define LANES 8            /* lanes of the dot-product sums, in every build */
@@ -607,6 +608,13 @@ static void adamw_reference(float *param, const float *grad, float *m, float *v,
     }
 }
 
+/* Dropout (hash.h's rule): out[i] = 0 where element key + i is dropped, else x[i] scaled. */
+static MAYBE_UNUSED void dropout_reference(float *out, const float *x, size_t n, uint64_t key,
+                                           uint32_t threshold, float keep_scale) {
+    for (size_t i = 0; i < n; i++)
+        out[i] = hash_drops(hash_mix64(key + i), threshold) ? 0.0f : x[i] * keep_scale;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Reference kernels: attention's loops                                        */
 
@@ -656,6 +664,8 @@ static MAYBE_UNUSED void weighted_sum_reference(float *out, const float *weights
  *   vec_sum           the sum of a Vec's lanes, in an order of the section's choosing
  *   vec_exp_clamp, vec_exp2_halves, vec_nan_or   the three steps of exp_approx that are
  *                     not plain arithmetic (clamp, 2^k as two factors, NaN passed through)
+ *   vec_dropout       hash.h's dropout rule on the lanes of x, elements first .. first +
+ *                     VLANES - 1: hash_mix64 in 64-bit integer lanes
  *   V8                eight float lanes whatever the register width, for the dot products
  *                     that must give the same bits in every build: v8_zero, v8_load,
  *                     v8_load_first (the first n < 8 floats, zeros beyond, nothing read
@@ -782,6 +792,36 @@ static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
 static inline Vec vec_nan_or(Vec x, Vec v) {
     return _mm256_blendv_ps(v, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
+
+/* a * c in each 64-bit lane, modulo 2^64, from 32 x 32-bit products (AVX2 multiplies no
+ * 64-bit lanes): lo(a) lo(c) + (hi(a) lo(c) + lo(a) hi(c)) 2^32 */
+static inline __m256i u64_mul(__m256i a, uint64_t c) {
+    __m256i c_lo = _mm256_set1_epi64x((long long)(uint32_t)c);
+    __m256i c_hi = _mm256_set1_epi64x((long long)(c >> 32));
+    __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), c_lo),
+                                     _mm256_mul_epu32(a, c_hi));
+    return _mm256_add_epi64(_mm256_mul_epu32(a, c_lo), _mm256_slli_epi64(cross, 32));
+}
+
+/* hash_mix64 >> HASH_TOP_SHIFT (the top 24 bits) of each 64-bit lane */
+static inline __m256i u64_hash_top(__m256i z) {
+    z = _mm256_add_epi64(z, _mm256_set1_epi64x((long long)0x9E3779B97F4A7C15ull));
+    z = u64_mul(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), 0xBF58476D1CE4E5B9ull);
+    z = u64_mul(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), 0x94D049BB133111EBull);
+    return _mm256_srli_epi64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 31)), HASH_TOP_SHIFT);
+}
+
+static inline Vec vec_dropout(Vec x, uint64_t first, uint32_t threshold, Vec keep_scale) {
+    __m256i base = _mm256_set1_epi64x((long long)first);
+    __m256i top_lo = u64_hash_top(_mm256_add_epi64(base, _mm256_setr_epi64x(0, 1, 2, 3)));
+    __m256i top_hi = u64_hash_top(_mm256_add_epi64(base, _mm256_setr_epi64x(4, 5, 6, 7)));
+    /* the low 32 bits of each lane (the whole value, < 2^24), lanes 0-7 in order */
+    __m256 packed = _mm256_shuffle_ps(_mm256_castsi256_ps(top_lo), _mm256_castsi256_ps(top_hi),
+                                      _MM_SHUFFLE(2, 0, 2, 0));
+    __m256i top = _mm256_permute4x64_epi64(_mm256_castps_si256(packed), _MM_SHUFFLE(3, 1, 2, 0));
+    __m256i dropped = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)threshold), top);
+    return _mm256_andnot_ps(_mm256_castsi256_ps(dropped), _mm256_mul_ps(x, keep_scale));
+}
 #endif /* !__AVX512F__ */
 #endif /* AVX2 + FMA */
 
@@ -826,6 +866,40 @@ static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
 
 static inline Vec vec_nan_or(Vec x, Vec v) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), v, x);
+}
+
+/* a * c in each 64-bit lane, modulo 2^64 (without AVX512DQ: from 32 x 32-bit products, as
+ * AVX2's u64_mul) */
+static inline __m512i u64_mul(__m512i a, uint64_t c) {
+#ifdef __AVX512DQ__
+    return _mm512_mullo_epi64(a, _mm512_set1_epi64((long long)c));
+#else
+    __m512i c_lo = _mm512_set1_epi64((long long)(uint32_t)c);
+    __m512i c_hi = _mm512_set1_epi64((long long)(c >> 32));
+    __m512i cross = _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(a, 32), c_lo),
+                                     _mm512_mul_epu32(a, c_hi));
+    return _mm512_add_epi64(_mm512_mul_epu32(a, c_lo), _mm512_slli_epi64(cross, 32));
+#endif
+}
+
+/* hash_mix64 >> HASH_TOP_SHIFT of each 64-bit lane, as 32-bit lanes */
+static inline __m256i u64_hash_top(__m512i z) {
+    z = _mm512_add_epi64(z, _mm512_set1_epi64((long long)0x9E3779B97F4A7C15ull));
+    z = u64_mul(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), 0xBF58476D1CE4E5B9ull);
+    z = u64_mul(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), 0x94D049BB133111EBull);
+    return _mm512_cvtepi64_epi32(
+        _mm512_srli_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 31)), HASH_TOP_SHIFT));
+}
+
+static inline Vec vec_dropout(Vec x, uint64_t first, uint32_t threshold, Vec keep_scale) {
+    __m512i base = _mm512_set1_epi64((long long)first);
+    __m512i lanes = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i top_lo = u64_hash_top(_mm512_add_epi64(base, lanes));
+    __m256i top_hi = u64_hash_top(_mm512_add_epi64(_mm512_add_epi64(base, lanes),
+                                                    _mm512_set1_epi64(8)));
+    __m512i top = _mm512_inserti64x4(_mm512_castsi256_si512(top_lo), top_hi, 1);
+    __mmask16 kept = _mm512_cmpge_epi32_mask(top, _mm512_set1_epi32((int)threshold));
+    return _mm512_maskz_mul_ps(kept, x, keep_scale);
 }
 #endif /* AVX-512 */
 
@@ -963,6 +1037,15 @@ static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
 }
 
 static inline Vec vec_nan_or(Vec x, Vec v) { return vbslq_f32(vceqq_f32(x, x), v, x); }
+
+/* NEON multiplies no 64-bit lanes: the scalar hash for each of the four */
+static inline Vec vec_dropout(Vec x, uint64_t first, uint32_t threshold, Vec keep_scale) {
+    float lanes[VLANES];
+    vst1q_f32(lanes, vmulq_f32(x, keep_scale));
+    for (int i = 0; i < VLANES; i++)
+        if (hash_drops(hash_mix64(first + (uint64_t)i), threshold)) lanes[i] = 0.0f;
+    return vld1q_f32(lanes);
+}
 #endif /* NEON */
 
 /* ==== Portable C: no vector instructions ==== */
@@ -1435,6 +1518,20 @@ static void exp_shift_vector(float *x, int n, float shift) {
     if (j < n) {
         LaneMask tail = lane_mask(n - j);
         vec_store_mask(x + j, tail, vec_exp(vec_sub(vec_load_mask(x + j, tail), shift_v)));
+    }
+}
+
+/* dropout_reference on x (n,), VLANES elements at a time, the last in a masked vector. */
+static void dropout_vector(float *out, const float *x, size_t n, uint64_t key,
+                           uint32_t threshold, float keep_scale) {
+    Vec scale = vec_set1(keep_scale);
+    size_t i = 0;
+    for (; i + VLANES <= n; i += VLANES)
+        vec_store(out + i, vec_dropout(vec_load(x + i), key + i, threshold, scale));
+    if (i < n) {
+        LaneMask tail = lane_mask((int)(n - i));
+        vec_store_mask(out + i, tail,
+                       vec_dropout(vec_load_mask(x + i, tail), key + i, threshold, scale));
     }
 }
 
@@ -1927,6 +2024,16 @@ void kernels_weighted_sum(float *out, const float *weights, float scale, const f
     weighted_sum_vector(out, weights, scale, v, stride, rows, n_rows, n);
 #else
     weighted_sum_reference(out, weights, scale, v, stride, rows, n_rows, n);
+#endif
+}
+
+void kernels_dropout(float *out, const float *x, size_t n, float p, uint64_t key) {
+    uint32_t threshold = (uint32_t)hash_threshold(p);
+    float keep_scale = 1.0f / (1.0f - p);
+#if KERNELS_SIMD
+    dropout_vector(out, x, n, key, threshold, keep_scale);
+#else
+    dropout_reference(out, x, n, key, threshold, keep_scale);
 #endif
 }
 

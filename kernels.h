@@ -210,6 +210,10 @@ void kernels_weighted_sum(float *out, const float *weights, float scale, const f
 /* x (n,) = exp(x - shift) (kernels_expf), in place; returns the sum of the new x. */
 float kernels_exp_sum(float *x, int n, float shift);
 
+/* Dropout, hash.h's rule: out[i] = 0 if element key + i of the mask is dropped at rate p,
+ * else x[i] / (1 - p) (as x[i] * (1 / (1 - p))), for i < n; out may be x. p in [0, 1). */
+void kernels_dropout(float *out, const float *x, size_t n, float p, uint64_t key);
+
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs: on the pool
  * inside kernels_run when work >= KERNELS_POOL_MIN_WORK, as an OpenMP loop outside it when
  * work >= KERNELS_PARALLEL_MIN_MACS (in OpenMP builds), else on the calling thread alone.

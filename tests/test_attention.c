@@ -251,13 +251,13 @@ static void test_weights_and_threads(void) {
 /* Two sequences of one backward shape (grouped-query, with dropout), large enough that
  * the kv heads are shared out among threads. */
 enum { BW_NH = 8, BW_NKV = 4, BW_HS = 16, BW_T = 48, BW_C = BW_NH * BW_HS,
-       BW_KVD = BW_NKV * BW_HS };
+       BW_KVD = BW_NKV * BW_HS, BW_SCRATCH = 16384 };
 typedef struct {
     AttentionShape shape;
     AttentionDropout drop;
     float q[2][BW_T * BW_C], dout[2][BW_T * BW_C], k[2][BW_T * BW_KVD], v[2][BW_T * BW_KVD];
     float dq[2][BW_T * BW_C], dk[2][BW_T * BW_KVD], dv[2][BW_T * BW_KVD];
-    float scratch[2][2 * BW_NKV * BW_T];
+    float scratch[2][BW_SCRATCH];   /* checked against attention_backward_scratch_floats */
 } BackwardCase;
 
 /* The backward of sequence s, into zeroed gradients. */
@@ -294,6 +294,12 @@ static void test_backward_threads(void) {
     static BackwardCase c, one;
     c.shape = (AttentionShape){BW_NH, BW_NKV, BW_HS, 0.25f};
     c.drop = (AttentionDropout){0.1f, 12345};
+    size_t need = attention_backward_scratch_floats(&c.shape, BW_T);
+    if (need > BW_SCRATCH) {
+        check_true(0, "G10: attention_backward needs %zu floats of scratch, the test has %d",
+                   need, (int)BW_SCRATCH);
+        return;
+    }
     for (int s = 0; s < 2; s++) {
         fill_random(c.q[s], BW_T * BW_C, 2.0f);
         fill_random(c.dout[s], BW_T * BW_C, 1.0f);
@@ -320,10 +326,13 @@ static void test_backward_threads(void) {
 static void test_scratch_sizes(void) {
     AttentionShape shape = {4097, 1, 2, 0.5f};
     int n_ctx = 1 << 20;
+    AttentionShape kv = {4097, 4097, 2, 0.5f};   /* as many kv heads */
+    size_t one_kv = attention_backward_scratch_floats(&shape, n_ctx);
     check_true(attention_scratch_floats(&shape, n_ctx) == (size_t)4097 << 20 &&
-               attention_backward_scratch_floats(&shape, n_ctx) == (size_t)2 << 20,
-               "scratch sizes of 4097 heads (1 kv head) x 2^20 positions: 4097 x 2^20 and "
-               "2 x 2^20 floats, not wrapped");
+               one_kv >= (size_t)2 << 20 &&
+               attention_backward_scratch_floats(&kv, n_ctx) == 4097 * one_kv,
+               "scratch sizes of 4097 heads x 2^20 positions: 4097 x 2^20 floats forward, "
+               "4097 times one kv head's (%zu) backward, not wrapped", one_kv);
 }
 
 int main(void) {

@@ -27,6 +27,7 @@
 #include <string.h>        /* memcmp, memcpy */
 #include <time.h>          /* time: a bound against hanging, never a measurement */
 
+#include "hash.h"          /* hash_mix64 and the dropout rule: kernels_dropout's reference */
 #include "quant.h"         /* quant_groups, quant_quantize, quant_dequantize */
 #include "tests/check.h"   /* check_* */
 
@@ -534,6 +535,46 @@ static void test_exp_bits(void) {
     free(x); free(out); free(want); free(dout);
 }
 
+/* kernels_dropout: hash.h's rule element by element, bit for bit (0, or x / (1 - p) as
+ * x * (1 / (1 - p))), at lengths with vector tails, rates 0 to 0.9, keys whose indices wrap
+ * past 2^64, out = x (in place), and nothing written past n; hash_mix64 itself against
+ * splitmix64's published first output (seed 0), so a rule and kernel that were both wrong
+ * in the same way would still fail. */
+static void test_dropout(void) {
+    check_true(hash_mix64(0) == 0xE220A8397B1DCDAFull,
+               "hash_mix64(0) is splitmix64's first output from seed 0, 0xe220a8397b1dcdaf");
+    enum { N = 1003 };
+    static const int sizes[] = {1, 5, 7, 8, 9, 15, 16, 17, 31, 33, 1002};
+    static const float rates[] = {0.0f, 0.1f, 0.5f, 0.9f};
+    static const uint64_t keys[] = {0, 12345, UINT64_MAX - 6};
+    float *x = random_floats(N, 2.0f), *out = malloc(sizeof(float) * N);
+    float *want = malloc(sizeof(float) * N);
+    int cases = 0, failed = 0, dropped = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (size_t r = 0; r < sizeof rates / sizeof *rates; r++)
+            for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+                int n = sizes[s];
+                float p = rates[r], keep = 1.0f / (1.0f - p);
+                for (int i = 0; i < n; i++) {
+                    int drop = hash_drops(hash_mix64(keys[k] + (uint64_t)i), hash_threshold(p));
+                    want[i] = drop ? 0.0f : x[i] * keep;
+                    dropped += drop;
+                }
+                want[n] = out[n] = -7.0f;   /* past the end: untouched */
+                kernels_dropout(out, x, (size_t)n, p, keys[k]);
+                int bad = memcmp(out, want, sizeof(float) * (size_t)(n + 1)) != 0;
+                memcpy(out, x, sizeof(float) * (size_t)n);
+                kernels_dropout(out, out, (size_t)n, p, keys[k]);
+                bad |= memcmp(out, want, sizeof(float) * (size_t)n) != 0;
+                failed += bad;
+                cases++;
+            }
+    check_true(failed == 0, "kernels_dropout: hash.h's rule bit for bit, in place too, nothing "
+               "past n (%d of %d cases differ)", failed, cases);
+    check_true(dropped > 0, "kernels_dropout: the cases drop elements (%d)", dropped);
+    free(x); free(out); free(want);
+}
+
 /* AdamW: every path gives the scalar formula's bits (no fused operations; vector division
  * and square root are IEEE like the scalar ones). */
 static void test_adamw(int n) {
@@ -748,6 +789,7 @@ int main(void) {
         test_layernorm_backward(norms[i][0], norms[i][1]);
     test_activations();
     test_exp_bits();
+    test_dropout();
     test_adamw(1);
     test_adamw(37);
     test_adamw(1000);

@@ -32,7 +32,7 @@
 #define PI_F 3.14159265358979f
 #define ROWS_PER_JOB 32         /* row-wise loops (LayerNorm, softmax): rows per job */
 #define ELEMENTS_PER_JOB 16384  /* elementwise loops: floats per job */
-#define DROPOUT_BLOCK 256       /* dropout: mask entries hashed at a time */
+#define DROPOUT_BLOCK 256       /* dropout: entries masked at a time before a sum */
 #define MATRICES_PER_LAYER 6    /* transposed per layer: W_q, W_k, W_v, W_o, W_up, W_down */
 #define CACHE_LINE 64           /* bytes; buffers start on a line (floats_alloc) */
 
@@ -435,30 +435,25 @@ void trainer_batch(const Trainer *tr, const int *tokens, size_t n, int *inputs,
 }
 
 /* A chunk of out = drop(x) (y NULL) or out = x + drop(y), drop(z) = z * mask / (1 - p):
- * mask_i = 0 by hash.h's dropout rule for key + i. The hashes of DROPOUT_BLOCK indices at
- * a time go into a small array first, in a loop of integer operations alone, which
- * vectorises. */
+ * mask_i = 0 by hash.h's dropout rule for key + i (kernels_dropout), DROPOUT_BLOCK
+ * entries at a time into a small array before the sum. */
 static void dropout_job(void *ctx, int j) {
     const Loop *f = ctx;
-    float keep_scale = 1.0f / (1.0f - f->p);
-    uint64_t threshold = hash_threshold(f->p);
-    size_t end = (size_t)(j + 1) * ELEMENTS_PER_JOB;
+    size_t start = (size_t)j * ELEMENTS_PER_JOB, end = start + ELEMENTS_PER_JOB;
     if (end > f->n) end = f->n;
-    const float *drop = f->y ? f->y : f->x;   /* the input that is dropped out */
     if (f->p <= 0.0f) {   /* no dropout (evaluation): a plain sum */
-        for (size_t i = (size_t)j * ELEMENTS_PER_JOB; i < end; i++)
-            f->out[i] = f->y ? f->x[i] + f->y[i] : f->x[i];
+        for (size_t i = start; i < end; i++) f->out[i] = f->y ? f->x[i] + f->y[i] : f->x[i];
         return;
     }
-    uint32_t keep[DROPOUT_BLOCK];
-    for (size_t i0 = (size_t)j * ELEMENTS_PER_JOB; i0 < end; i0 += DROPOUT_BLOCK) {
-        int count = end - i0 < DROPOUT_BLOCK ? (int)(end - i0) : DROPOUT_BLOCK;
-        for (int i = 0; i < count; i++)
-            keep[i] = !hash_drops(hash_mix64(f->key + i0 + (size_t)i), threshold);
-        for (int i = 0; i < count; i++) {
-            float kept = keep[i] ? drop[i0 + i] * keep_scale : 0.0f;
-            f->out[i0 + i] = f->y ? f->x[i0 + i] + kept : kept;
-        }
+    if (!f->y) {
+        kernels_dropout(f->out + start, f->x + start, end - start, f->p, f->key + start);
+        return;
+    }
+    float kept[DROPOUT_BLOCK];
+    for (size_t i0 = start; i0 < end; i0 += DROPOUT_BLOCK) {
+        size_t count = end - i0 < DROPOUT_BLOCK ? end - i0 : DROPOUT_BLOCK;
+        kernels_dropout(kept, f->y + i0, count, f->p, f->key + i0);
+        for (size_t i = 0; i < count; i++) f->out[i0 + i] = f->x[i0 + i] + kept[i];
     }
 }
 
