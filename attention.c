@@ -1225,16 +1225,19 @@ int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, c
 /* ------------------------------------------------------------------------- */
 /* Backward of exact attention                                               */
 
-/* Queries per block of attention_backward: each key's dk and dv rows are loaded and stored
- * once per block rather than once per query. */
+/* Queries per block of attention_backward: its products run over blocks of this many
+ * queries by all the keys they see. */
 #define BACKWARD_QUERIES 32
 
+/* Floats of one kv head's scratch in attention_backward, for T positions. */
+static size_t backward_head_floats(int T, int HS) {
+    /* v^T (HS, T), a query's mask factors (T), and three (BACKWARD_QUERIES, T) tables */
+    return (size_t)T * ((size_t)HS + 1 + 3 * BACKWARD_QUERIES);
+}
+
 size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx) {
-    /* per kv head, so kv heads run in parallel: a query's weights, mask factors and their
-     * gradients (3 n_ctx), the block's kept weights and score gradients with one row per key
-     * (2 n_ctx BACKWARD_QUERIES), and one row of head_dim sums */
-    size_t per_head = (size_t)n_ctx * (3 + 2 * BACKWARD_QUERIES) + (size_t)shape->head_dim;
-    return (size_t)shape->n_kv_heads * per_head;
+    /* one block per kv head, so kv heads run in parallel */
+    return (size_t)shape->n_kv_heads * backward_head_floats(n_ctx, shape->head_dim);
 }
 
 /* The backward of attend_rows for one head and one query: recompute p = softmax(scores)
@@ -1296,21 +1299,16 @@ typedef struct {
     float *scratch;
 } BackwardJob;
 
-/* dst (n,) += src (n,). */
-static void add_row(float *restrict dst, const float *restrict src, int n) {
-    for (int i = 0; i < n; i++) dst[i] += src[i];
-}
-
 /* kv head g of attention_backward: its columns of dk and dv, the dq columns of its query
- * heads; its own scratch. Per query head h, the queries go in blocks of BACKWARD_QUERIES.
- * For each query t of a block (keys j = 0 .. t):
- *   p_j, m_j      the forward's weights (the same two steps, so the same bits) and mask
- *   dp_j          m_j (dout_t . v_j);  ds_j = p_j (dp_j - sum_j p_j dp_j) scale
- *   dq_t         += sum_j ds_j k_j
- * and p_j m_j and ds_j are kept in a column of kept (T, BQ) and dsc (T, BQ), row j. Then
- * for each key j the block's queries t >= j give, as weighted sums over their rows,
- *   dv_j += sum_t p_tj m_tj dout_t;  dk_j += sum_t ds_tj q_t.
- * The order (h, block, t or j) is fixed, so the bits do not depend on the thread count. */
+ * heads; its own scratch. For each query head h, the queries go in blocks of
+ * BACKWARD_QUERIES, each block t0 .. t1-1 over keys 0 .. t1-1, as products (kernels_product)
+ * of (queries, keys) tables whose entries past a query's last key are 0:
+ *   dP   = dout_block . v^T                   dP[t][j] = dout_t . v_j
+ *   per query t (keys j <= t): p_j, m_j the forward's weights (its own two steps, so its
+ *        bits) and mask; dp_j = m_j dP[t][j]; ds_j = p_j (dp_j - sum_j p_j dp_j) scale
+ *   dq_block += ds . k;  dv += (p m)^T . dout_block;  dk += ds^T . q_block
+ * Each entry of dq, dk and dv is one FMA chain in a fixed order (blocks, then queries or
+ * keys), so the bits do not depend on the thread count. */
 static void backward_kv_head(void *ctx, int g) {
     enum { BQ = BACKWARD_QUERIES };
     const BackwardJob *b = ctx;
@@ -1320,52 +1318,46 @@ static void backward_kv_head(void *ctx, int g) {
     int kv_stride = NKV * HS;                  /* floats per position of k, v, dk, dv */
     const float *k = b->k + g * HS, *v = b->v + g * HS;   /* this kv head's columns */
     float *dk = b->dk + g * HS, *dv = b->dv + g * HS;
-    float *p = b->scratch + (long)g * (T * (3 + 2 * BQ) + HS);
-    float *m = p + T, *dp = m + T;             /* (T,) each */
-    float *kept = dp + T, *dsc = kept + (long)T * BQ;     /* (T, BQ) each */
-    float *sum = dsc + (long)T * BQ;                      /* (HS,) */
+    float *vt = b->scratch + (long)g * (long)backward_head_floats(T, HS);   /* (HS, T) */
+    float *m = vt + (long)HS * T;                                          /* (T,) */
+    float *p = m + T, *kept = p + (long)BQ * T, *dp = kept + (long)BQ * T; /* (BQ, T) */
     Scoring exact = {b->shape->scale, 0, 0, 0.0f};
+    for (int j = 0; j < T; j++)
+        for (int i = 0; i < HS; i++) vt[(long)i * T + j] = v[(long)j * kv_stride + i];
     for (int h = g * group; h < (g + 1) * group; h++) {
         const float *q = b->q + h * HS, *dout = b->dout + h * HS;
         float *dq = b->dq + h * HS;
         for (int t0 = 0; t0 < T; t0 += BQ) {
-            int t1 = t0 + BQ < T ? t0 + BQ : T;
+            int t1 = t0 + BQ < T ? t0 + BQ : T, n_q = t1 - t0;
+            const float *q_blk = q + (long)t0 * q_stride, *dout_blk = dout + (long)t0 * q_stride;
+            kernels_product(dp, T, dout_blk, 1, q_stride, vt, T, n_q, t1, HS,
+                            KERNELS_OVERWRITE);
             for (int t = t0; t < t1; t++) {
-                const float *q_t = q + (long)t * q_stride, *dout_t = dout + (long)t * q_stride;
+                float *p_t = p + (long)(t - t0) * T, *kept_t = kept + (long)(t - t0) * T;
+                float *dp_t = dp + (long)(t - t0) * T;
                 int n_keys = t + 1;
-                score_rows(p, q_t, k, kv_stride, NULL, n_keys, HS, exact);
-                float inv_sum = softmax_unnormalised(p, n_keys, exact, NULL);
+                score_rows(p_t, q + (long)t * q_stride, k, kv_stride, NULL, n_keys, HS, exact);
+                float inv_sum = softmax_unnormalised(p_t, n_keys, exact, NULL);
                 for (int j = 0; j < n_keys; j++) m[j] = 1.0f;
                 if (b->drop)
                     dropout_weights(m, n_keys, b->drop, ((uint64_t)h * T + (uint64_t)t) * T,
                                     NULL);
-                kernels_dots(dp, dout_t, v, kv_stride, NULL, n_keys, HS);
-                float mean_dp = 0.0f;
                 for (int j = 0; j < n_keys; j++) {
-                    p[j] *= inv_sum;
-                    dp[j] *= m[j];
-                    mean_dp += p[j] * dp[j];
-                    kept[(long)j * BQ + (t - t0)] = p[j] * m[j];
+                    p_t[j] *= inv_sum;
+                    dp_t[j] *= m[j];
+                    kept_t[j] = p_t[j] * m[j];
                 }
-                for (int j = 0; j < n_keys; j++) {
-                    p[j] *= (dp[j] - mean_dp) * exact.scale;   /* p becomes ds */
-                    dsc[(long)j * BQ + (t - t0)] = p[j];
-                }
-                kernels_weighted_sum(sum, p, 1.0f, k, kv_stride, NULL, n_keys, HS);
-                add_row(dq + (long)t * q_stride, sum, HS);
+                float mean_dp = kernels_dot(p_t, dp_t, n_keys);   /* sum_j p_j dp_j */
+                for (int j = 0; j < n_keys; j++)
+                    p_t[j] *= (dp_t[j] - mean_dp) * exact.scale;   /* p becomes ds */
+                for (int j = n_keys; j < t1; j++) p_t[j] = kept_t[j] = 0.0f;
             }
-            for (int j = 0; j < t1; j++) {
-                int first = j > t0 ? j : t0;           /* the block's queries that see key j */
-                int n_rows = t1 - first;
-                const float *kept_j = kept + (long)j * BQ + (first - t0);
-                const float *dsc_j = dsc + (long)j * BQ + (first - t0);
-                kernels_weighted_sum(sum, kept_j, 1.0f, dout + (long)first * q_stride,
-                                     q_stride, NULL, n_rows, HS);
-                add_row(dv + (long)j * kv_stride, sum, HS);
-                kernels_weighted_sum(sum, dsc_j, 1.0f, q + (long)first * q_stride, q_stride,
-                                     NULL, n_rows, HS);
-                add_row(dk + (long)j * kv_stride, sum, HS);
-            }
+            kernels_product(dq + (long)t0 * q_stride, q_stride, p, 1, T, k, kv_stride, n_q,
+                            HS, t1, KERNELS_ACCUMULATE);
+            kernels_product(dv, kv_stride, kept, T, 1, dout_blk, q_stride, t1, HS, n_q,
+                            KERNELS_ACCUMULATE);
+            kernels_product(dk, kv_stride, p, T, 1, q_blk, q_stride, t1, HS, n_q,
+                            KERNELS_ACCUMULATE);
         }
     }
 }

@@ -1799,6 +1799,13 @@ void kernels_matmul_wt(float *out, const float *x, const float *wt, const float 
     parallel_for(product_job, &p, product_plan(&p, 0), (double)N * IC * OC);
 }
 
+void kernels_product(float *c, int ldc, const float *a, long a_k, long a_m, const float *b,
+                     int ldb, int M, int NC, int K, KernelsWrite write) {
+    Product p = {.c = c, .a = a, .b = b, .a_k = a_k, .a_m = a_m, .ldc = ldc, .ldb = ldb,
+                 .M = M, .NC = NC, .K = K, .store = write == KERNELS_OVERWRITE};
+    if (M > 0 && NC > 0) product_block(&p, 0, M, 0, NC);
+}
+
 void kernels_transpose(float *dst, const float *src, int rows, int cols) {
     enum { BLOCK = 32 };   /* a 32 x 32 block of each side stays in L1 */
     for (int r0 = 0; r0 < rows; r0 += BLOCK)

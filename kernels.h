@@ -125,11 +125,19 @@ void kernels_matmul_reference(float *out, const float *x, const float *w, const 
 void kernels_matmul_wt(float *out, const float *x, const float *wt, const float *b,
                        int N, int IC, int OC);
 
-/* dst (cols, rows) = src (rows, cols)^T. dst and src must not overlap. */
-void kernels_transpose(float *dst, const float *src, int rows, int cols);
-
 /* How a kernel writes an output: added to what is there, or in place of it. */
 typedef enum { KERNELS_ACCUMULATE, KERNELS_OVERWRITE } KernelsWrite;
+
+/* C (M, NC) (+)= A . B on the calling thread alone, for small products inside a job
+ * (attention's backward): A(k, m) = a[k * a_k + m * a_m] for k < K, B (K, NC) rows ldb
+ * floats apart, C rows ldc apart. Each C[m][j] is one FMA chain over k in increasing order
+ * from its old value (KERNELS_ACCUMULATE) or from 0 (KERNELS_OVERWRITE), on
+ * kernels_matmul_wt's register tile. */
+void kernels_product(float *c, int ldc, const float *a, long a_k, long a_m, const float *b,
+                     int ldb, int M, int NC, int K, KernelsWrite write);
+
+/* dst (cols, rows) = src (rows, cols)^T. dst and src must not overlap. */
+void kernels_transpose(float *dst, const float *src, int rows, int cols);
 
 /* Gradients of out = x w^T + b: dx (N, IC) += dout (N, OC) . w (OC, IC) (or =, with
  * dx_write KERNELS_OVERWRITE: no need to zero dx first); dw (OC, IC) += dout^T . x (N, IC);

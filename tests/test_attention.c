@@ -251,7 +251,7 @@ static void test_weights_and_threads(void) {
 /* Two sequences of one backward shape (grouped-query, with dropout), large enough that
  * the kv heads are shared out among threads. */
 enum { BW_NH = 8, BW_NKV = 4, BW_HS = 16, BW_T = 48, BW_C = BW_NH * BW_HS,
-       BW_KVD = BW_NKV * BW_HS, BW_SCRATCH = 16384 };
+       BW_KVD = BW_NKV * BW_HS, BW_SCRATCH = 32768 };
 typedef struct {
     AttentionShape shape;
     AttentionDropout drop;

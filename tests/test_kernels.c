@@ -330,6 +330,52 @@ static void test_matmul_wt(int N, int IC, int OC, int bias) {
     free(pooled);
 }
 
+/* kernels_product (attention's backward): C (M, NC) (+)= A . B with A read through both
+ * stride orders, rows of B and C padded, against float64; the padding untouched; with A
+ * row-major and nothing padded, kernels_matmul_wt's bits. */
+static void test_product(int M, int NC, int K) {
+    int ldb = NC + 5, ldc = NC + 3;
+    float *a = random_floats((size_t)M * K + 1, 1.0f), *b = random_floats((size_t)K * ldb + 1, 1.0f);
+    float *c0 = random_floats((size_t)M * ldc, 1.0f), *c = malloc(sizeof(float) * M * ldc);
+    double *want = malloc(sizeof(double) * M * NC);
+    for (int layout = 0; layout < 2; layout++)   /* A(k, m) = a[m][k], then a[k][m] */
+        for (int acc = 0; acc < 2; acc++) {
+            long a_k = layout ? M : 1, a_m = layout ? 1 : K;
+            for (int m = 0; m < M; m++)
+                for (int j = 0; j < NC; j++) {
+                    double sum = acc ? (double)c0[(size_t)m * ldc + j] : 0.0;
+                    for (int k = 0; k < K; k++)
+                        sum += (double)a[k * a_k + m * a_m] * (double)b[(size_t)k * ldb + j];
+                    want[(size_t)m * NC + j] = sum;
+                }
+            memcpy(c, c0, sizeof(float) * M * ldc);
+            kernels_product(c, ldc, a, a_k, a_m, b, ldb, M, NC, K,
+                            acc ? KERNELS_ACCUMULATE : KERNELS_OVERWRITE);
+            float *got = malloc(sizeof(float) * M * NC);
+            int padding_kept = 1;
+            for (int m = 0; m < M; m++) {
+                memcpy(got + (size_t)m * NC, c + (size_t)m * ldc, sizeof(float) * NC);
+                padding_kept &= !memcmp(c + (size_t)m * ldc + NC, c0 + (size_t)m * ldc + NC,
+                                        sizeof(float) * (ldc - NC));
+            }
+            char label[96];
+            snprintf(label, sizeof label, "kernels_product (M %d, NC %d, K %d, A %s, %s) vs "
+                     "float64", M, NC, K, layout ? "k-major" : "m-major",
+                     acc ? "accumulate" : "overwrite");
+            check_close_f64(label, got, want, (size_t)M * NC, MATMUL_ATOL, MATMUL_RTOL);
+            check_true(padding_kept, "kernels_product (M %d, NC %d, K %d): the padding of C's "
+                       "rows untouched", M, NC, K);
+            free(got);
+        }
+    /* unpadded and row-major: the trainer's forward product, bit for bit */
+    float *wt = random_floats((size_t)K * NC + 1, 1.0f), *out = malloc(sizeof(float) * M * NC);
+    kernels_product(c, NC, a, 1, K, wt, NC, M, NC, K, KERNELS_OVERWRITE);
+    kernels_matmul_wt(out, a, wt, NULL, M, K, NC);
+    check_true(!memcmp(c, out, sizeof(float) * M * NC), "kernels_product (M %d, NC %d, K %d) "
+               "equals kernels_matmul_wt bit for bit", M, NC, K);
+    free(a); free(b); free(c0); free(c); free(want); free(wt); free(out);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Attention's vector helpers                                                  */
 
@@ -778,6 +824,10 @@ int main(void) {
     }
     test_matmul_wt(40, 1100, 9, 1);
     test_matmul_wt(33, 0, 5, 1);
+    static const int product[][3] = {{1, 1, 1}, {5, 3, 7}, {7, 33, 19}, {13, 40, 130},
+                                     {6, 16, 0}, {32, 32, 128}};
+    for (size_t i = 0; i < sizeof product / sizeof product[0]; i++)
+        test_product(product[i][0], product[i][1], product[i][2]);
     const int helpers[][2] = {{1, 1}, {7, 5}, {8, 8}, {9, 31}, {17, 32}, {24, 33}, {3, 64},
                               {40, 70}, {129, 32}};
     for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
