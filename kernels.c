@@ -1812,6 +1812,15 @@ void kernels_transpose(float *dst, const float *src, int rows, int cols) {
         for (int c0 = 0; c0 < cols; c0 += BLOCK) {
             int r1 = r0 + BLOCK < rows ? r0 + BLOCK : rows;
             int c1 = c0 + BLOCK < cols ? c0 + BLOCK : cols;
+#if KERNELS_SIMD
+            if (r1 - r0 == BLOCK && c1 - c0 == BLOCK) {   /* whole: 8 x 8 in registers */
+                for (int r = r0; r < r1; r += 8)
+                    for (int c = c0; c < c1; c += 8)
+                        v8_transpose(dst + (size_t)c * rows + r, rows,
+                                     src + (size_t)r * cols + c, cols);
+                continue;
+            }
+#endif
             for (int c = c0; c < c1; c++)
                 for (int r = r0; r < r1; r++) dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
         }
