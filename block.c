@@ -107,9 +107,8 @@ static void activation_job(void *ctx, int j) {
     const Loop *f = ctx;
     size_t i0, i1;
     kernels_job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
-    if (f->out != f->x) memcpy(f->out + i0, f->x + i0, (i1 - i0) * sizeof(float));
-    if (f->c->family == MODEL_GPT2) kernels_gelu(f->out + i0, i1 - i0);
-    else kernels_swiglu(f->out + i0, f->y + i0, i1 - i0);
+    if (f->c->family == MODEL_GPT2) kernels_gelu(f->out + i0, f->x + i0, i1 - i0);
+    else kernels_swiglu(f->out + i0, f->x + i0, f->y + i0, i1 - i0);
 }
 
 /* out = x + y, a chunk of the n floats. */

@@ -562,21 +562,21 @@ static MAYBE_UNUSED void norm_dx_row_reference(float *dx_n, const float *x_n,
     }
 }
 
-/* x (n,) = GELU(x): 0.5 v (1 + tanh u) = v sigmoid(2u) = v / (1 + exp(-2u)),
+/* out (n,) = GELU(x): 0.5 v (1 + tanh u) = v sigmoid(2u) = v / (1 + exp(-2u)),
  * u = sqrt(2/pi)(v + c v^3). */
-static void gelu_reference(float *x, size_t n) {
+static void gelu_reference(float *out, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         float u = GELU_SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
-        x[i] = v / (1.0f + exp_approx(-2.0f * u));
+        out[i] = v / (1.0f + exp_approx(-2.0f * u));
     }
 }
 
-/* hidden (n,) = SiLU(hidden) * gate, SiLU(v) = v / (1 + exp(-v)). */
-static void swiglu_reference(float *hidden, const float *gate, size_t n) {
+/* out (n,) = SiLU(hidden) * gate, SiLU(v) = v / (1 + exp(-v)). */
+static void swiglu_reference(float *out, const float *hidden, const float *gate, size_t n) {
     for (size_t i = 0; i < n; i++) {
         float v = hidden[i];
-        hidden[i] = v / (1.0f + exp_approx(-v)) * gate[i];
+        out[i] = v / (1.0f + exp_approx(-v)) * gate[i];
     }
 }
 
@@ -1397,26 +1397,26 @@ static void norm_dx_row_vector(float *dx_n, const float *x_n, const float *dout_
 
 /* gelu_reference, lane by lane, on the whole vectors of x (n,); returns how many values it
  * did (the reference does the rest). */
-static size_t gelu_vector(float *x, size_t n) {
+static size_t gelu_vector(float *out, const float *x, size_t n) {
     Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC);
     Vec minus_two = vec_set1(-2.0f), one = vec_set1(1.0f);
     size_t i = 0;
     for (; i + VLANES <= n; i += VLANES) {
         Vec v = vec_load(x + i);
         Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
-        vec_store(x + i, vec_div(v, vec_add(one, vec_exp(vec_mul(minus_two, u)))));
+        vec_store(out + i, vec_div(v, vec_add(one, vec_exp(vec_mul(minus_two, u)))));
     }
     return i;
 }
 
 /* swiglu_reference, lane by lane, as gelu_vector (-v as v * -1: exact). */
-static size_t swiglu_vector(float *hidden, const float *gate, size_t n) {
+static size_t swiglu_vector(float *out, const float *hidden, const float *gate, size_t n) {
     Vec minus_one = vec_set1(-1.0f), one = vec_set1(1.0f);
     size_t i = 0;
     for (; i + VLANES <= n; i += VLANES) {
         Vec v = vec_load(hidden + i);
         Vec silu = vec_div(v, vec_add(one, vec_exp(vec_mul(v, minus_one))));
-        vec_store(hidden + i, vec_mul(silu, vec_load(gate + i)));
+        vec_store(out + i, vec_mul(silu, vec_load(gate + i)));
     }
     return i;
 }
@@ -1970,12 +1970,12 @@ void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C) {
 
 float kernels_expf(float x) { return exp_approx(x); }
 
-void kernels_gelu(float *x, size_t n) {
+void kernels_gelu(float *out, const float *x, size_t n) {
     size_t i = 0;
 #if KERNELS_SIMD
-    i = gelu_vector(x, n);
+    i = gelu_vector(out, x, n);
 #endif
-    gelu_reference(x + i, n - i);
+    gelu_reference(out + i, x + i, n - i);
 }
 
 void kernels_gelu_backward(float *dx, const float *x, const float *dout, size_t n) {
@@ -1995,12 +1995,12 @@ void kernels_adamw(float *param, const float *grad, float *m, float *v, size_t n
     adamw_reference(param + i, grad + i, m + i, v + i, n - i, h);
 }
 
-void kernels_swiglu(float *hidden, const float *gate, size_t n) {
+void kernels_swiglu(float *out, const float *hidden, const float *gate, size_t n) {
     size_t i = 0;
 #if KERNELS_SIMD
-    i = swiglu_vector(hidden, gate, n);
+    i = swiglu_vector(out, hidden, gate, n);
 #endif
-    swiglu_reference(hidden + i, gate + i, n - i);
+    swiglu_reference(out + i, hidden + i, gate + i, n - i);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -156,9 +156,10 @@ void kernels_layernorm(float *out, const float *x, const float *w, const float *
 /* out (N, C) = x / sqrt(mean(x^2) + eps) * w over each row of x (N, C). */
 void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C);
 
-/* x (n,) = GELU(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place, with a
- * vectorisable exp (kernels_expf); within 2e-7 relative of the float64 formula. */
-void kernels_gelu(float *x, size_t n);
+/* out (n,) = GELU(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), with a
+ * vectorisable exp (kernels_expf); within 2e-7 relative of the float64 formula. out may be
+ * x (in place). */
+void kernels_gelu(float *out, const float *x, size_t n);
 
 /* dx (n,) = GELU'(x) * dout for kernels_gelu's GELU; dx may be dout (in place). */
 void kernels_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
@@ -172,8 +173,8 @@ void kernels_layernorm_backward(float *dx, float *dw, float *db, const float *do
                                 const float *x, const float *w, float *mean, float *rstd,
                                 int N, int C);
 
-/* hidden (n,) = SiLU(hidden) * gate, SiLU(v) = v / (1 + exp(-v)), in place. */
-void kernels_swiglu(float *hidden, const float *gate, size_t n);
+/* out (n,) = SiLU(hidden) * gate, SiLU(v) = v / (1 + exp(-v)); out may be hidden. */
+void kernels_swiglu(float *out, const float *hidden, const float *gate, size_t n);
 
 /* One AdamW step's settings (Loshchilov & Hutter, AdamW, Algorithm 2). */
 typedef struct {

@@ -548,13 +548,11 @@ static int step_mlp(int argc, char **argv) {
     static const float x[N] = {-3, -1, -0.5f, 0, 0.5f, 1, 3};
     float y[N], gate[N];
     print_vector("x           ", x, N, 2);
-    memcpy(y, x, sizeof y);
-    kernels_gelu(y, N);
+    kernels_gelu(y, x, N);
     print_vector("GELU(x)     ", y, N, 4);
     for (int g = 1; g <= 2; g++) {
         for (int i = 0; i < N; i++) gate[i] = (float)g;
-        memcpy(y, x, sizeof y);
-        kernels_swiglu(y, gate, N);
+        kernels_swiglu(y, x, gate, N);
         print_vector(g == 1 ? "SiLU(x)     " : "SiLU(x) * 2 ", y, N, 4);
     }
     return 0;

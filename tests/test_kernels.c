@@ -549,8 +549,7 @@ static void test_exp_bits(void) {
      * floats are evaluated wider (FLT_EVAL_METHOD not 0: x87) a literal keeps its digits */
 #define GELU_A 0.7978845608028654f
 #define GELU_C 0.044715f
-    memcpy(out, x, sizeof(float) * N);
-    kernels_gelu(out, N);
+    kernels_gelu(out, x, N);   /* out of place; test_activations runs it in place */
     for (int i = 0; i < N; i++) {
         float v = x[i], u = GELU_A * (v + GELU_C * v * v * v);
         want[i] = v / (1.0f + kernels_expf(-2.0f * u));
@@ -568,8 +567,7 @@ static void test_exp_bits(void) {
                "has the scalar formula's bits");
 #undef GELU_A
 #undef GELU_C
-    memcpy(out, x, sizeof(float) * N);
-    kernels_swiglu(out, dout, N);
+    kernels_swiglu(out, x, dout, N);
     for (int i = 0; i < N; i++) want[i] = x[i] / (1.0f + kernels_expf(-x[i])) * dout[i];
     check_true(!memcmp(out, want, sizeof(float) * N), "kernels_swiglu: every element has "
                "the scalar formula's bits");
@@ -657,7 +655,7 @@ static void test_activations(void) {
     for (int i = 0; i < N; i++) x[i] = -20.0f + 40.0f * (float)i / (float)(N - 1);
     /* GELU, tanh form */
     memcpy(out, x, sizeof(float) * N);
-    kernels_gelu(out, N);
+    kernels_gelu(out, out, N);   /* in place */
     for (int i = 0; i < N; i++) {
         double v = (double)x[i];
         want[i] = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
@@ -680,7 +678,7 @@ static void test_activations(void) {
     free(dout); free(dx);
     /* SwiGLU */
     memcpy(out, x, sizeof(float) * N);
-    kernels_swiglu(out, gate, N);
+    kernels_swiglu(out, out, gate, N);   /* in place */
     for (int i = 0; i < N; i++)
         want[i] = (double)x[i] / (1.0 + exp(-(double)x[i])) * (double)gate[i];
     check_close_f64("kernels_swiglu on [-20, 20] vs float64", out, want, N, ELEMENT_ATOL,
@@ -702,7 +700,7 @@ static void test_activations(void) {
      * where floats are evaluated wider (FLT_EVAL_METHOD not 0: x87) */
     const float big = 1e30f;
     float edge[3] = {NAN, big, -big};
-    kernels_gelu(edge, 3);
+    kernels_gelu(edge, edge, 3);
     check_true(isnan(edge[0]) && edge[1] == big && edge[2] == 0.0f,
                "kernels_gelu: NaN stays NaN, +1e30 -> 1e30, -1e30 -> 0");
     free(x); free(gate); free(out); free(want);
