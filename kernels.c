@@ -511,11 +511,12 @@ typedef struct {
 } Product;
 
 /* C[m0 .. m1, j0 .. j1) of product p (+)= its chains over the kb values of k from a and b
- * on (a block of k), starting from 0 if zero: one multiply and one add per step,
- * vectorisable over j. */
+ * on (a block of k), starting from 0 if zero, then + bias[j] if bias (the last block): one
+ * multiply and one add per step, vectorisable over j. */
 static MAYBE_UNUSED void product_chains_reference(const Product *p, const float *a,
-                                                  const float *b, int kb, int zero, int m0,
-                                                  int m1, int j0, int j1) {
+                                                  const float *b, int kb, int zero,
+                                                  const float *bias, int m0, int m1, int j0,
+                                                  int j1) {
     for (int m = m0; m < m1; m++) {
         float *c_m = p->c + (size_t)m * p->ldc;
         if (zero)
@@ -525,6 +526,8 @@ static MAYBE_UNUSED void product_chains_reference(const Product *p, const float 
             const float *b_k = b + (size_t)k * p->ldb;
             for (int j = j0; j < j1; j++) c_m[j] += a_km * b_k[j];
         }
+        if (bias)
+            for (int j = j0; j < j1; j++) c_m[j] += bias[j];
     }
 }
 
@@ -1259,10 +1262,12 @@ static void gemm_block(float *out, const float *x, const float *w, const float *
 /* ---- the trainer's register tile (its products: "Reference kernels" above) ---- */
 
 /* C rows 0 .. R-1, columns 0 .. TILE_COLS-1 (those of mask's lanes if masked) (+)= the
- * chain over k = 0 .. K-1. Called with constant R and masked, so acc lives in registers. */
+ * chain over k = 0 .. K-1, then + bias (the tile's columns of it) if not NULL. Called with
+ * constant R and masked, so acc lives in registers. */
 static ALWAYS_INLINE void product_tile(float *c, int ldc, const float *a, long a_k, long a_m,
                                        const float *b, int ldb, int K, int zero,
-                                       const LaneMask *mask, int R, int masked) {
+                                       const float *bias, const LaneMask *mask, int R,
+                                       int masked) {
     Vec acc[TILE_MR][TILE_NV];
     TILE_UNROLL for (int r = 0; r < R; r++)
         for (int v = 0; v < TILE_NV; v++) {
@@ -1280,6 +1285,14 @@ static ALWAYS_INLINE void product_tile(float *c, int ldc, const float *a, long a
                 acc[r][v] = vec_fma(a_r, b_v[v], acc[r][v]);
         }
     }
+    if (bias) {
+        Vec bias_v[TILE_NV];
+        for (int v = 0; v < TILE_NV; v++)
+            bias_v[v] = masked ? vec_load_mask(bias + v * VLANES, mask[v])
+                               : vec_load(bias + v * VLANES);
+        TILE_UNROLL for (int r = 0; r < R; r++)
+            for (int v = 0; v < TILE_NV; v++) acc[r][v] = vec_add(acc[r][v], bias_v[v]);
+    }
     TILE_UNROLL for (int r = 0; r < R; r++)
         for (int v = 0; v < TILE_NV; v++) {
             float *c_rv = c + (size_t)r * ldc + v * VLANES;
@@ -1291,9 +1304,12 @@ static ALWAYS_INLINE void product_tile(float *c, int ldc, const float *a, long a
 /* One tile of R (1 .. TILE_MR) rows and width (1 .. TILE_COLS) columns: a constant tile
  * height for each R, and lane masks only for a strip narrower than TILE_COLS. */
 static void product_tiles(float *c, int ldc, const float *a, long a_k, long a_m,
-                          const float *b, int ldb, int K, int zero, int R, int width) {
+                          const float *b, int ldb, int K, int zero, const float *bias, int R,
+                          int width) {
 #define PRODUCT_CASE(rows, masked) \
-    case rows: product_tile(c, ldc, a, a_k, a_m, b, ldb, K, zero, mask, rows, masked); break;
+    case rows: \
+        product_tile(c, ldc, a, a_k, a_m, b, ldb, K, zero, bias, mask, rows, masked); \
+        break;
     LaneMask mask[TILE_NV];
     if (width == TILE_COLS) {
         switch (R) {
@@ -1326,7 +1342,8 @@ static void product_tiles(float *c, int ldc, const float *a, long a_k, long a_m,
  * sets of L1 and evict each other before the next tile of rows reads them again. Copying
  * changes no value, so the bits are the same. */
 static void product_chains_vector(const Product *p, const float *a, const float *b, int kb,
-                                  int zero, int m0, int m1, int j0, int j1) {
+                                  int zero, const float *bias, int m0, int m1, int j0,
+                                  int j1) {
     _Alignas(64) float panel[TILE_KB * TILE_COLS];   /* 8 KiB (AVX2), 32 KiB (AVX-512) */
     for (int j = j0; j < j1; j += TILE_COLS) {
         int width = j1 - j < TILE_COLS ? j1 - j : TILE_COLS;
@@ -1341,7 +1358,7 @@ static void product_chains_vector(const Product *p, const float *a, const float 
         }
         for (int m = m0; m < m1; m += TILE_MR)
             product_tiles(p->c + (size_t)m * p->ldc + j, p->ldc, a + m * p->a_m, p->a_k,
-                          p->a_m, panel, TILE_COLS, kb, zero,
+                          p->a_m, panel, TILE_COLS, kb, zero, bias ? bias + j : NULL,
                           m1 - m < TILE_MR ? m1 - m : TILE_MR, width);
     }
 }
@@ -1743,22 +1760,20 @@ const char *kernels_isa(void) {
 /* ---- the trainer's products ---- */
 
 /* C[m0 .. m1, j0 .. j1) of one product: k in blocks of TILE_KB (the first one starts the
- * chains from 0 when storing), then the bias. */
+ * chains from 0 when storing; the last one adds the bias before its stores). */
 static void product_block(const Product *p, int m0, int m1, int j0, int j1) {
     int k0 = 0;
-    do {   /* at least once: K = 0 stores zeros */
+    do {   /* at least once: K = 0 stores zeros (plus the bias) */
         int kb = p->K - k0 < TILE_KB ? p->K - k0 : TILE_KB, zero = p->store && k0 == 0;
         const float *a = p->a + k0 * p->a_k, *b = p->b + (size_t)k0 * p->ldb;
+        const float *bias = k0 + kb >= p->K ? p->bias : NULL;
 #if KERNELS_SIMD
-        product_chains_vector(p, a, b, kb, zero, m0, m1, j0, j1);
+        product_chains_vector(p, a, b, kb, zero, bias, m0, m1, j0, j1);
 #else
-        product_chains_reference(p, a, b, kb, zero, m0, m1, j0, j1);
+        product_chains_reference(p, a, b, kb, zero, bias, m0, m1, j0, j1);
 #endif
         k0 += kb;
     } while (k0 < p->K);
-    if (p->bias)
-        for (int m = m0; m < m1; m++)
-            for (int j = j0; j < j1; j++) p->c[(size_t)m * p->ldc + j] += p->bias[j];
 }
 
 /* Job j of a product: row block j / col_jobs, column block j % col_jobs. */
