@@ -80,9 +80,7 @@ static void score_rows(float *scores, const float *q_t, const float *k, int kv_s
  * *sink_exp gets when not NULL, so that the sink's weight is *sink_exp / Z); an empty row
  * gives 0. */
 static float softmax_unnormalised(float *scores, int n_keys, Scoring sc, float *sink_exp) {
-    float max_score = sc.sink ? sc.sink_logit : -INFINITY;
-    for (int n = 0; n < n_keys; n++)
-        if (scores[n] > max_score) max_score = scores[n];
+    float max_score = kernels_max(scores, n_keys, sc.sink ? sc.sink_logit : -INFINITY);
     float sum = kernels_exp_sum(scores, n_keys, max_score);
     float sink = sc.sink ? kernels_expf(sc.sink_logit - max_score) : 0.0f;
     if (sc.sink) sum += sink;

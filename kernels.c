@@ -636,6 +636,13 @@ static MAYBE_UNUSED float sum_reference(const float *x, int n) {
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
+/* The largest of init and x (n,) by x > max comparisons: a NaN value never wins. */
+static MAYBE_UNUSED float max_reference(const float *x, int n, float init) {
+    float max = init;
+    for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    return max;
+}
+
 /* x (n,) = exp(x - shift), in place. */
 static MAYBE_UNUSED void exp_shift_reference(float *x, int n, float shift) {
     for (int j = 0; j < n; j++) x[j] = exp_approx(x[j] - shift);
@@ -667,6 +674,7 @@ static MAYBE_UNUSED void weighted_sum_reference(float *out, const float *weights
  *   vec_sum           the sum of a Vec's lanes, in an order of the section's choosing
  *   vec_exp_clamp, vec_exp2_halves, vec_nan_or   the three steps of exp_approx that are
  *                     not plain arithmetic (clamp, 2^k as two factors, NaN passed through)
+ *   vec_max           x where x > m, else m, lane by lane (so a NaN x never wins)
  *   vec_dropout       hash.h's dropout rule on the lanes of x, elements first .. first +
  *                     VLANES - 1: hash_mix64 in 64-bit integer lanes
  *   V8                eight float lanes whatever the register width, for the dot products
@@ -795,6 +803,7 @@ static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
 static inline Vec vec_nan_or(Vec x, Vec v) {
     return _mm256_blendv_ps(v, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
+#define vec_max(x, m) _mm256_max_ps(x, m)   /* (x > m) ? x : m, as the instruction defines */
 
 /* a * c in each 64-bit lane, modulo 2^64, from 32 x 32-bit products (AVX2 multiplies no
  * 64-bit lanes): lo(a) lo(c) + (hi(a) lo(c) + lo(a) hi(c)) 2^32 */
@@ -870,6 +879,7 @@ static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
 static inline Vec vec_nan_or(Vec x, Vec v) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), v, x);
 }
+#define vec_max(x, m) _mm512_max_ps(x, m)
 
 /* a * c in each 64-bit lane, modulo 2^64 (without AVX512DQ: from 32 x 32-bit products, as
  * AVX2's u64_mul) */
@@ -1040,6 +1050,7 @@ static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
 }
 
 static inline Vec vec_nan_or(Vec x, Vec v) { return vbslq_f32(vceqq_f32(x, x), v, x); }
+static inline Vec vec_max(Vec x, Vec m) { return vbslq_f32(vcgtq_f32(x, m), x, m); }
 
 /* NEON multiplies no 64-bit lanes: the scalar hash for each of the four */
 static inline Vec vec_dropout(Vec x, uint64_t first, uint32_t threshold, Vec keep_scale) {
@@ -1523,6 +1534,16 @@ static float sum_vector(const float *x, int n) {
     for (; i + LANES <= n; i += LANES) acc = v8_add(acc, v8_load(x + i));
     if (i < n) acc = v8_add(acc, v8_load_first(x + i, n - i));
     return v8_sum(acc);
+}
+
+/* max_reference with VLANES running maxima, then the lanes and the last values in turn. */
+static float max_vector(const float *x, int n, float init) {
+    Vec acc = vec_set1(init);
+    int i = 0;
+    for (; i + VLANES <= n; i += VLANES) acc = vec_max(vec_load(x + i), acc);
+    float lanes[VLANES];
+    vec_store(lanes, acc);
+    return max_reference(x + i, n - i, max_reference(lanes, VLANES, init));
 }
 
 /* exp_shift_reference on x (n,), the last values in a masked vector (vec_exp has
@@ -2036,6 +2057,14 @@ void kernels_dots(float *out, const float *q, const float *k, int stride, const 
 #else
     for (int r = 0; r < n_rows; r++)
         out[r] = dot_reference(q, k + (long)(rows ? rows[r] : r) * stride, n);
+#endif
+}
+
+float kernels_max(const float *x, int n, float init) {
+#if KERNELS_SIMD
+    return max_vector(x, n, init);
+#else
+    return max_reference(x, n, init);
 #endif
 }
 

@@ -216,6 +216,11 @@ void kernels_dots(float *out, const float *q, const float *k, int stride, const 
 void kernels_weighted_sum(float *out, const float *weights, float scale, const float *v,
                           int stride, const int32_t *rows, int n_rows, int n);
 
+/* The largest of init and the values of x (n,), by x > max comparisons (a NaN value is
+ * never the largest; with init NaN the result is NaN). Of +0 and -0 either may be
+ * returned. */
+float kernels_max(const float *x, int n, float init);
+
 /* x (n,) = exp(x - shift) (kernels_expf), in place; returns the sum of the new x. */
 float kernels_exp_sum(float *x, int n, float shift);
 

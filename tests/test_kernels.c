@@ -619,6 +619,37 @@ static void test_dropout(void) {
     free(x); free(out); free(want);
 }
 
+/* kernels_max against the x > max rule written here, at lengths with vector tails, the
+ * largest value at the start, the end and in between, NaN values among the others (never
+ * the largest) and a NaN init (then NaN). */
+static void test_max(void) {
+    enum { N = 1003 };
+    static const int sizes[] = {0, 1, 7, 8, 9, 16, 17, 33, 1003};
+    float *x = random_floats(N, 3.0f);
+    for (int i = 5; i < N; i += 37) x[i] = NAN;
+    int bad = 0, cases = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (int where = 0; where < 3; where++) {
+            int n = sizes[s];
+            float *y = malloc(sizeof(float) * (size_t)(n + 1));
+            memcpy(y, x, sizeof(float) * (size_t)n);
+            if (n > 0) y[where == 0 ? 0 : where == 1 ? n - 1 : n / 2] = 5.0f;
+            const float inits[] = {-INFINITY, 0.5f, NAN};
+            for (int k = 0; k < 3; k++) {
+                float want = inits[k];
+                for (int i = 0; i < n; i++) want = y[i] > want ? y[i] : want;
+                float got = kernels_max(y, n, inits[k]);
+                bad += !(got == want || (isnan(got) && isnan(want)));
+                cases++;
+            }
+            free(y);
+        }
+    check_true(bad == 0, "kernels_max: the x > max rule's value at 9 lengths, the largest "
+               "first, last or between, NaN values skipped, a NaN init kept (%d of %d differ)",
+               bad, cases);
+    free(x);
+}
+
 /* AdamW: every path gives the scalar formula's bits (no fused operations; vector division
  * and square root are IEEE like the scalar ones). */
 static void test_adamw(int n) {
@@ -838,6 +869,7 @@ int main(void) {
     test_activations();
     test_exp_bits();
     test_dropout();
+    test_max();
     test_adamw(1);
     test_adamw(37);
     test_adamw(1000);

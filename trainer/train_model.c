@@ -513,8 +513,7 @@ static void crossentropy_job(void *ctx, int j) {
     for (int n = j * ROWS_PER_JOB; n < n1; n++) {
         const float *logits_n = f->x + (size_t)n * V;
         float *probs_n = f->out + (size_t)n * V;
-        float max = logits_n[0];
-        for (int i = 1; i < V; i++) max = logits_n[i] > max ? logits_n[i] : max;
+        float max = kernels_max(logits_n + 1, V - 1, logits_n[0]);
         memcpy(probs_n, logits_n, (size_t)V * sizeof(float));
         float sum = kernels_exp_sum(probs_n, V, max);   /* probs = exp(logits - max) */
         float inv_sum = 1.0f / sum;
