@@ -1084,14 +1084,17 @@ static inline void cpu_relax(void) {}
 #define TILE_UNROLL
 #endif
 
-/* exp_approx on every lane: the same operations in the same order, none fused, so every
- * lane has exp_approx's bits (tests/test_kernels.c checks). */
-static inline Vec vec_exp(Vec x) {
+/* exp_approx on every lane, in its three stages: the same operations in the same order,
+ * none fused, so every lane has exp_approx's bits (tests/test_kernels.c checks). */
+static inline void vec_exp_reduce(Vec x, Vec *k, Vec *r) {   /* x = k ln 2 + r */
     Vec xc = vec_exp_clamp(x);
-    Vec k = vec_sub(vec_add(vec_mul(xc, vec_set1(EXP_LOG2E)), vec_set1(EXP_ROUND)),
-                    vec_set1(EXP_ROUND));
-    Vec r = vec_sub(vec_sub(xc, vec_mul(k, vec_set1(EXP_LN2_HI))),
-                    vec_mul(k, vec_set1(EXP_LN2_LO)));
+    *k = vec_sub(vec_add(vec_mul(xc, vec_set1(EXP_LOG2E)), vec_set1(EXP_ROUND)),
+                 vec_set1(EXP_ROUND));
+    *r = vec_sub(vec_sub(xc, vec_mul(*k, vec_set1(EXP_LN2_HI))),
+                 vec_mul(*k, vec_set1(EXP_LN2_LO)));
+}
+
+static inline Vec vec_exp_poly(Vec r) {   /* exp(r), |r| <= ln 2 / 2 */
     Vec p = vec_set1(1.0f / 5040.0f);
     p = vec_add(vec_mul(p, r), vec_set1(1.0f / 720.0f));
     p = vec_add(vec_mul(p, r), vec_set1(1.0f / 120.0f));
@@ -1099,10 +1102,44 @@ static inline Vec vec_exp(Vec x) {
     p = vec_add(vec_mul(p, r), vec_set1(1.0f / 6.0f));
     p = vec_add(vec_mul(p, r), vec_set1(0.5f));
     p = vec_add(vec_mul(p, r), vec_set1(1.0f));
-    p = vec_add(vec_mul(p, r), vec_set1(1.0f));
+    return vec_add(vec_mul(p, r), vec_set1(1.0f));
+}
+
+static inline Vec vec_exp_scale(Vec x, Vec k, Vec p) {   /* p 2^k, or x where x is NaN */
     Vec f1, f2;
     vec_exp2_halves(k, &f1, &f2);
     return vec_nan_or(x, vec_mul(vec_mul(p, f1), f2));
+}
+
+static inline Vec vec_exp(Vec x) {
+    Vec k, r;
+    vec_exp_reduce(x, &k, &r);
+    return vec_exp_scale(x, k, vec_exp_poly(r));
+}
+
+/* y (n,) = vec_exp(x), n <= EXP_BLOCK a multiple of VLANES, y may be x: one stage at a time
+ * over all n. A loop of whole exps is latency-bound: each is a chain of ~40 dependent
+ * steps, and the out-of-order window, full of their waiting steps, holds only two or three
+ * chains. A stage's chain is short, so the window holds many vectors' (2.1x faster for
+ * GELU on Zen 4 with AVX2 code). Same operations: the same bits. */
+#define EXP_BLOCK 256
+static void exp_block(float *y, const float *x, int n) {
+    _Alignas(64) float k_n[EXP_BLOCK], r_n[EXP_BLOCK];
+    for (int i = 0; i < n; i += VLANES) {
+        Vec k, r;
+        vec_exp_reduce(vec_load(x + i), &k, &r);
+        vec_store(k_n + i, k);
+        vec_store(r_n + i, r);
+    }
+    for (int i = 0; i < n; i += VLANES) vec_store(r_n + i, vec_exp_poly(vec_load(r_n + i)));
+    for (int i = 0; i < n; i += VLANES)
+        vec_store(y + i, vec_exp_scale(vec_load(x + i), vec_load(k_n + i), vec_load(r_n + i)));
+}
+
+/* The length of the next block for exp_block when rest values are left: whole vectors,
+ * at most EXP_BLOCK (0 when under one vector is left). */
+static inline int exp_block_len(size_t rest) {
+    return rest >= EXP_BLOCK ? EXP_BLOCK : (int)(rest / VLANES * VLANES);
 }
 
 /* ---- the dot-product tile (decode) ---- */
@@ -1428,11 +1465,17 @@ static void norm_dx_row_vector(float *dx_n, const float *x_n, const float *dout_
 static size_t gelu_vector(float *out, const float *x, size_t n) {
     Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC);
     Vec minus_two = vec_set1(-2.0f), one = vec_set1(1.0f);
+    _Alignas(64) float e[EXP_BLOCK];   /* -2u, then exp(-2u) */
     size_t i = 0;
-    for (; i + VLANES <= n; i += VLANES) {
-        Vec v = vec_load(x + i);
-        Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
-        vec_store(out + i, vec_div(v, vec_add(one, vec_exp(vec_mul(minus_two, u)))));
+    for (int m; (m = exp_block_len(n - i)) > 0; i += (size_t)m) {
+        for (int j = 0; j < m; j += VLANES) {
+            Vec v = vec_load(x + i + j);
+            Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
+            vec_store(e + j, vec_mul(minus_two, u));
+        }
+        exp_block(e, e, m);
+        for (int j = 0; j < m; j += VLANES)
+            vec_store(out + i + j, vec_div(vec_load(x + i + j), vec_add(one, vec_load(e + j))));
     }
     return i;
 }
@@ -1440,11 +1483,16 @@ static size_t gelu_vector(float *out, const float *x, size_t n) {
 /* swiglu_reference, lane by lane, as gelu_vector (-v as v * -1: exact). */
 static size_t swiglu_vector(float *out, const float *hidden, const float *gate, size_t n) {
     Vec minus_one = vec_set1(-1.0f), one = vec_set1(1.0f);
+    _Alignas(64) float e[EXP_BLOCK];   /* -v, then exp(-v) */
     size_t i = 0;
-    for (; i + VLANES <= n; i += VLANES) {
-        Vec v = vec_load(hidden + i);
-        Vec silu = vec_div(v, vec_add(one, vec_exp(vec_mul(v, minus_one))));
-        vec_store(out + i, vec_mul(silu, vec_load(gate + i)));
+    for (int m; (m = exp_block_len(n - i)) > 0; i += (size_t)m) {
+        for (int j = 0; j < m; j += VLANES)
+            vec_store(e + j, vec_mul(vec_load(hidden + i + j), minus_one));
+        exp_block(e, e, m);
+        for (int j = 0; j < m; j += VLANES) {
+            Vec silu = vec_div(vec_load(hidden + i + j), vec_add(one, vec_load(e + j)));
+            vec_store(out + i + j, vec_mul(silu, vec_load(gate + i + j)));
+        }
     }
     return i;
 }
@@ -1454,14 +1502,22 @@ static size_t gelu_backward_vector(float *dx, const float *x, const float *dout,
     Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC);
     Vec c3 = vec_set1(3.0f * GELU_CUBIC), minus_two = vec_set1(-2.0f), one = vec_set1(1.0f);
     Vec two = vec_set1(2.0f);
+    _Alignas(64) float e[EXP_BLOCK];   /* -2u, then exp(-2u) */
     size_t i = 0;
-    for (; i + VLANES <= n; i += VLANES) {
-        Vec v = vec_load(x + i);
-        Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
-        Vec du = vec_mul(a, vec_add(one, vec_mul(vec_mul(c3, v), v)));
-        Vec s = vec_div(one, vec_add(one, vec_exp(vec_mul(minus_two, u))));
-        Vec slope = vec_mul(vec_mul(vec_mul(vec_mul(two, v), du), s), vec_sub(one, s));
-        vec_store(dx + i, vec_mul(vec_add(s, slope), vec_load(dout + i)));
+    for (int m; (m = exp_block_len(n - i)) > 0; i += (size_t)m) {
+        for (int j = 0; j < m; j += VLANES) {
+            Vec v = vec_load(x + i + j);
+            Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
+            vec_store(e + j, vec_mul(minus_two, u));
+        }
+        exp_block(e, e, m);
+        for (int j = 0; j < m; j += VLANES) {
+            Vec v = vec_load(x + i + j);
+            Vec du = vec_mul(a, vec_add(one, vec_mul(vec_mul(c3, v), v)));
+            Vec s = vec_div(one, vec_add(one, vec_load(e + j)));
+            Vec slope = vec_mul(vec_mul(vec_mul(vec_mul(two, v), du), s), vec_sub(one, s));
+            vec_store(dx + i + j, vec_mul(vec_add(s, slope), vec_load(dout + i + j)));
+        }
     }
     return i;
 }
@@ -1549,10 +1605,13 @@ static float max_vector(const float *x, int n, float init) {
 /* exp_shift_reference on x (n,), the last values in a masked vector (vec_exp has
  * exp_approx's bits in every lane, so a tail needs no scalar loop). */
 static void exp_shift_vector(float *x, int n, float shift) {
-    int j = 0;
     Vec shift_v = vec_set1(shift);
-    for (; j + VLANES <= n; j += VLANES)
-        vec_store(x + j, vec_exp(vec_sub(vec_load(x + j), shift_v)));
+    int j = 0;
+    for (int m; (m = exp_block_len((size_t)(n - j))) > 0; j += m) {
+        for (int i = 0; i < m; i += VLANES)
+            vec_store(x + j + i, vec_sub(vec_load(x + j + i), shift_v));
+        exp_block(x + j, x + j, m);
+    }
     if (j < n) {
         LaneMask tail = lane_mask(n - j);
         vec_store_mask(x + j, tail, vec_exp(vec_sub(vec_load_mask(x + j, tail), shift_v)));

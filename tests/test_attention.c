@@ -172,43 +172,54 @@ static void naive_attention(double *out, const float *q, const float *k, const f
     }
 }
 
-static void test_random_against_naive(void) {
-    enum { NH = 6, NKV = 2, HS = 5, POS = 4, T = 7, N = POS + T };
-    float q[T * NH * HS], k[N * NKV * HS], v[N * NKV * HS], out[T * NH * HS];
-    double want[T * NH * HS];
-    fill_random(q, T * NH * HS, 3.0f);
-    fill_random(k, N * NKV * HS, 3.0f);
-    fill_random(v, N * NKV * HS, 1.0f);
+/* Random grouped-query attention of T queries after pos cached positions against the
+ * float64 definition; G3: the block (prefill) equals the queries one at a time (decode),
+ * bitwise; G2: keys and values after a query do not change its output. */
+static void random_against_naive(int NH, int NKV, int HS, int pos, int T) {
+    int N = pos + T, QD = NH * HS, KD = NKV * HS;
+    size_t q_bytes = sizeof(float) * (size_t)(T * QD), kv_bytes = sizeof(float) * (size_t)(N * KD);
+    float *q = malloc(q_bytes), *out = malloc(q_bytes), *out2 = malloc(q_bytes);
+    float *k = malloc(kv_bytes), *v = malloc(kv_bytes), *k2 = malloc(kv_bytes);
+    float *v2 = malloc(kv_bytes), *one = malloc(sizeof(float) * (size_t)QD);
+    double *want = malloc(sizeof(double) * (size_t)(T * QD));
+    fill_random(q, T * QD, 3.0f);
+    fill_random(k, N * KD, 3.0f);
+    fill_random(v, N * KD, 1.0f);
     float scale = 1.0f / sqrtf((float)HS);
-    for (int i = 0; i < T * NH * HS; i++) out[i] = NAN;   /* every output must be written */
+    for (int i = 0; i < T * QD; i++) out[i] = NAN;   /* every output must be written */
     AttentionShape shape = {NH, NKV, HS, scale};
-    attention_forward(&shape, out, q, k, v, POS, T, scratch);
-    naive_attention(want, q, k, v, NH, NKV, HS, POS, T, (double)scale);
-    check_close_f64("random GQA (NH 6, NKV 2, HS 5, pos 4, T 7) vs float64 naive", out, want,
-                    T * NH * HS, ATOL, RTOL);
+    attention_forward(&shape, out, q, k, v, pos, T, scratch);
+    naive_attention(want, q, k, v, NH, NKV, HS, pos, T, (double)scale);
+    char what[96];
+    snprintf(what, sizeof what, "random GQA (NH %d, NKV %d, HS %d, pos %d, T %d) vs float64 "
+             "naive", NH, NKV, HS, pos, T);
+    check_close_f64(what, out, want, (size_t)(T * QD), ATOL, RTOL);
 
-    /* G3: the same T queries one at a time (decode) equal the block (prefill), bitwise */
-    float one[NH * HS];
     int same = 1;
     for (int t = 0; t < T; t++) {
-        attention_forward(&shape, one, q + t * NH * HS, k, v, POS + t, 1, scratch);
-        same &= memcmp(one, out + t * NH * HS, sizeof one) == 0;
+        attention_forward(&shape, one, q + t * QD, k, v, pos + t, 1, scratch);
+        same &= memcmp(one, out + t * QD, sizeof(float) * (size_t)QD) == 0;
     }
-    check_true(same, "G3: block prefill equals token-by-token decode, bitwise");
+    check_true(same, "G3: block prefill equals token-by-token decode, bitwise (%d queries)", T);
 
-    /* G2: changing keys/values after position i leaves o_i bitwise unchanged */
-    float k2[N * NKV * HS], v2[N * NKV * HS], out2[T * NH * HS];
-    memcpy(k2, k, sizeof k);
-    memcpy(v2, v, sizeof v);
-    int i = 2;   /* query index; position POS + i */
-    for (int j = POS + i + 1; j < N; j++)
-        for (int c = 0; c < NKV * HS; c++) {
-            k2[j * NKV * HS + c] += 5.0f;
-            v2[j * NKV * HS + c] = -9.0f;
+    memcpy(k2, k, kv_bytes);
+    memcpy(v2, v, kv_bytes);
+    int i = 2;   /* query index; position pos + i */
+    for (int j = pos + i + 1; j < N; j++)
+        for (int c = 0; c < KD; c++) {
+            k2[j * KD + c] += 5.0f;
+            v2[j * KD + c] = -9.0f;
         }
-    attention_forward(&shape, out2, q, k2, v2, POS, T, scratch);
-    check_true(memcmp(out2, out, (size_t)(i + 1) * NH * HS * sizeof(float)) == 0,
-               "G2: future keys and values do not change earlier outputs");
+    attention_forward(&shape, out2, q, k2, v2, pos, T, scratch);
+    check_true(memcmp(out2, out, sizeof(float) * (size_t)((i + 1) * QD)) == 0,
+               "G2: future keys and values do not change earlier outputs (T %d)", T);
+    free(q); free(out); free(k); free(v); free(k2); free(v2); free(out2); free(one); free(want);
+}
+
+static void test_random_against_naive(void) {
+    random_against_naive(6, 2, 5, 4, 7);
+    /* 16 queries and more: the keys and values packed (attention.c's pack_keys) */
+    random_against_naive(3, 1, 13, 5, 20);
 }
 
 /* G1: with one-hot values the output row is the weight row: nonnegative, summing to 1,

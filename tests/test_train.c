@@ -42,7 +42,7 @@
 #define GRAD_H 1e-5
 #define GRAD_ATOL 1e-4
 #define GRAD_RTOL 1e-3
-#define ATTENTION_SCRATCH 1024   /* floats of scratch for the attention backward tests (T 5) */
+#define ATTENTION_SCRATCH 2048   /* floats of scratch for the attention backward tests (T 5) */
 /* The fast matmul against float64: float sums of up to ~100 products of values in
  * [-1, 1] carry about 1e-6 error; STYLE.md's kernel tolerance. */
 
