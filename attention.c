@@ -146,10 +146,11 @@ typedef struct {
  * Copying changes no value, so the results have the same bits. */
 static void pack_keys(float *k_p, float *v_p, const float *k, const float *v, int kv_stride,
                       int n, int HS) {
-    for (int j = 0; j < n; j++) {
-        memcpy(k_p + (long)j * HS, k + (long)j * kv_stride, (size_t)HS * sizeof(float));
-        memcpy(v_p + (long)j * HS, v + (long)j * kv_stride, (size_t)HS * sizeof(float));
-    }
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < HS; i++) {   /* rows of a few dozen floats: no memcpy calls */
+            k_p[(long)j * HS + i] = k[(long)j * kv_stride + i];
+            v_p[(long)j * HS + i] = v[(long)j * kv_stride + i];
+        }
 }
 
 /* Head h of attention_forward: its HS columns of out, its own scratch row. */
@@ -1346,10 +1347,11 @@ static void backward_kv_head(void *ctx, int g) {
     float *k_p = vt + (long)HS * T, *m = k_p + (long)T * HS;      /* (T, HS); (T,) */
     float *p = m + T, *kept = p + (long)BQ * T, *dp = kept + (long)BQ * T; /* (BQ, T) */
     Scoring exact = {b->shape->scale, 0, 0, 0.0f};
-    for (int j = 0; j < T; j++) {   /* v transposed, k packed as the forward packs it */
-        for (int i = 0; i < HS; i++) vt[(long)i * T + j] = v[(long)j * kv_stride + i];
-        memcpy(k_p + (long)j * HS, k + (long)j * kv_stride, (size_t)HS * sizeof(float));
-    }
+    for (int j = 0; j < T; j++)   /* v transposed, k packed as the forward packs it */
+        for (int i = 0; i < HS; i++) {
+            vt[(long)i * T + j] = v[(long)j * kv_stride + i];
+            k_p[(long)j * HS + i] = k[(long)j * kv_stride + i];
+        }
     for (int h = g * group; h < (g + 1) * group; h++) {
         const float *q = b->q + h * HS, *dout = b->dout + h * HS;
         float *dq = b->dq + h * HS;

@@ -531,6 +531,14 @@ static MAYBE_UNUSED void product_chains_reference(const Product *p, const float 
     }
 }
 
+/* db[o0 .. o1) += the column sums of dout (N, OC), rows in increasing order: one add per
+ * row, a chain per column (the bias gradient). */
+static MAYBE_UNUSED void column_sums_reference(float *db, const float *dout, int N, int OC,
+                                               int o0, int o1) {
+    for (int n = 0; n < N; n++)
+        for (int o = o0; o < o1; o++) db[o] += dout[(size_t)n * OC + o];
+}
+
 /* ------------------------------------------------------------------------- */
 /* Reference kernels: norms and activations                                    */
 
@@ -815,12 +823,14 @@ static inline __m256i u64_mul(__m256i a, uint64_t c) {
     return _mm256_add_epi64(_mm256_mul_epu32(a, c_lo), _mm256_slli_epi64(cross, 32));
 }
 
-/* hash_mix64 >> HASH_TOP_SHIFT (the top 24 bits) of each 64-bit lane */
+/* hash_mix64 >> HASH_TOP_SHIFT (the top 24 bits) of each 64-bit lane. Its last step,
+ * z ^ (z >> 31), leaves those bits as they are (z >> 31 has none above bit 32), so it is
+ * left out. */
 static inline __m256i u64_hash_top(__m256i z) {
     z = _mm256_add_epi64(z, _mm256_set1_epi64x((long long)0x9E3779B97F4A7C15ull));
     z = u64_mul(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), 0xBF58476D1CE4E5B9ull);
     z = u64_mul(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), 0x94D049BB133111EBull);
-    return _mm256_srli_epi64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 31)), HASH_TOP_SHIFT);
+    return _mm256_srli_epi64(z, HASH_TOP_SHIFT);
 }
 
 static inline Vec vec_dropout(Vec x, uint64_t first, uint32_t threshold, Vec keep_scale) {
@@ -895,13 +905,13 @@ static inline __m512i u64_mul(__m512i a, uint64_t c) {
 #endif
 }
 
-/* hash_mix64 >> HASH_TOP_SHIFT of each 64-bit lane, as 32-bit lanes */
+/* hash_mix64 >> HASH_TOP_SHIFT of each 64-bit lane, as 32-bit lanes (the last step left
+ * out, as in the AVX2 section) */
 static inline __m256i u64_hash_top(__m512i z) {
     z = _mm512_add_epi64(z, _mm512_set1_epi64((long long)0x9E3779B97F4A7C15ull));
     z = u64_mul(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), 0xBF58476D1CE4E5B9ull);
     z = u64_mul(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), 0x94D049BB133111EBull);
-    return _mm512_cvtepi64_epi32(
-        _mm512_srli_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 31)), HASH_TOP_SHIFT));
+    return _mm512_cvtepi64_epi32(_mm512_srli_epi64(z, HASH_TOP_SHIFT));
 }
 
 static inline Vec vec_dropout(Vec x, uint64_t first, uint32_t threshold, Vec keep_scale) {
@@ -1408,6 +1418,27 @@ static void product_chains_vector(const Product *p, const float *a, const float 
             product_tiles(p->c + (size_t)m * p->ldc + j, p->ldc, a + m * p->a_m, p->a_k,
                           p->a_m, panel, TILE_COLS, kb, zero, bias ? bias + j : NULL,
                           m1 - m < TILE_MR ? m1 - m : TILE_MR, width);
+    }
+}
+
+/* column_sums_reference with each column's chain in a lane, four vectors of columns at a
+ * time kept in registers over all N rows (db is read and written once). */
+static void column_sums_vector(float *db, const float *dout, int N, int OC, int o0, int o1) {
+    enum { SUM_VECTORS = 4 };
+    for (int o = o0; o < o1; o += SUM_VECTORS * VLANES) {
+        LaneMask mask[SUM_VECTORS];
+        Vec acc[SUM_VECTORS];
+        for (int v = 0; v < SUM_VECTORS; v++) {
+            int lanes = o1 - o - v * VLANES;
+            mask[v] = lane_mask(lanes < 0 ? 0 : lanes > VLANES ? VLANES : lanes);
+            acc[v] = vec_load_mask(db + o + v * VLANES, mask[v]);
+        }
+        for (int n = 0; n < N; n++) {
+            const float *dout_n = dout + (size_t)n * OC + o;
+            for (int v = 0; v < SUM_VECTORS; v++)
+                acc[v] = vec_add(acc[v], vec_load_mask(dout_n + v * VLANES, mask[v]));
+        }
+        for (int v = 0; v < SUM_VECTORS; v++) vec_store_mask(db + o + v * VLANES, mask[v], acc[v]);
     }
 }
 
@@ -1940,13 +1971,14 @@ static void backward_job(void *ctx, int j) {
         product_job((void *)&g->dw, j);
     } else if (j < g->dw_jobs + g->dx_jobs) {
         product_job((void *)&g->dx, j - g->dw_jobs);
-    } else {   /* db[o0 .. o1) += column sums of dout, rows in increasing order */
+    } else {   /* db[o0 .. o1) += column sums of dout */
         int o0 = (j - g->dx_jobs - g->dw_jobs) * PRODUCT_JOB_COLS;
         int o1 = o0 + PRODUCT_JOB_COLS < g->OC ? o0 + PRODUCT_JOB_COLS : g->OC;
-        for (int n = 0; n < g->N; n++) {
-            const float *dout_n = g->dout + (size_t)n * g->OC;
-            for (int o = o0; o < o1; o++) g->db[o] += dout_n[o];
-        }
+#if KERNELS_SIMD
+        column_sums_vector(g->db, g->dout, g->N, g->OC, o0, o1);
+#else
+        column_sums_reference(g->db, g->dout, g->N, g->OC, o0, o1);
+#endif
     }
 }
 

@@ -142,8 +142,9 @@ void kernels_transpose(float *dst, const float *src, int rows, int cols);
 /* Gradients of out = x w^T + b: dx (N, IC) += dout (N, OC) . w (OC, IC) (or =, with
  * dx_write KERNELS_OVERWRITE: no need to zero dx first); dw (OC, IC) += dout^T . x (N, IC);
  * db (OC,) += column sums of dout. dx and db may be NULL (not wanted). dx and dw use
- * kernels_matmul_wt's register tile: each entry is one FMA chain over o (dx) or n (dw,
- * db) in increasing order, starting from its old value (or 0), whatever the thread count. */
+ * kernels_matmul_wt's register tile: each entry is one FMA chain over o (dx) or n (dw), and
+ * each of db one chain of adds over n, in increasing order, starting from its old value (or
+ * 0), whatever the thread count. */
 void kernels_matmul_backward(float *dx, float *dw, float *db, const float *dout,
                              const float *x, const float *w, int N, int IC, int OC,
                              KernelsWrite dx_write);

@@ -223,9 +223,14 @@ static void test_matmul_backward(int N, int IC, int OC) {
                 sum += (double)dout[(size_t)n * OC + o] * (double)w[(size_t)o * IC + i];
             want_dx[(size_t)n * IC + i] = sum;
         }
+    float *db_chain = malloc(sizeof(float) * OC);   /* kernels.h: rows in increasing order */
     for (int o = 0; o < OC; o++) {
         double sum_b = (double)db[o];
-        for (int n = 0; n < N; n++) sum_b += (double)dout[(size_t)n * OC + o];
+        db_chain[o] = db[o];
+        for (int n = 0; n < N; n++) {
+            sum_b += (double)dout[(size_t)n * OC + o];
+            db_chain[o] += dout[(size_t)n * OC + o];
+        }
         want_db[o] = sum_b;
         for (int i = 0; i < IC; i++) {
             double sum = (double)dw[(size_t)o * IC + i];
@@ -279,6 +284,9 @@ static void test_matmul_backward(int N, int IC, int OC) {
                     MATMUL_ATOL, MATMUL_RTOL);
     check_close_f64("kernels_matmul_backward db vs float64", db, want_db, (size_t)OC,
                     MATMUL_ATOL, MATMUL_RTOL);
+    check_true(memcmp(db, db_chain, sizeof(float) * OC) == 0, "kernels_matmul_backward (N %d, "
+               "OC %d): db is each column's float chain over the rows in order, bitwise", N, OC);
+    free(db_chain);
     free(dout); free(x); free(w); free(dx); free(dw); free(db); free(want_dx); free(want_dw);
     free(want_db); free(dx2); free(dw2); free(db2); free(dw3); free(dx_pool); free(dw_pool);
     free(db_pool);
