@@ -188,6 +188,10 @@ tutorial: $(B)/tutorial
 tutorial-check: all tutorial
 	@sh tests/tutorial_check.sh
 
+# every step of ./tutorial, for `make debug` (which runs each under the sanitizers)
+TUTORIAL_STEPS = tokens merges embed rope kernel attend qkv heads mask cache norm mlp block \
+                 sample next loss backward adamw
+
 # train: build, then train the shipped model (tokenizer and GPT) from scratch into
 # weights/, replacing the files there (--force), as weights/README.md records.
 # Example: make train TRAIN_DATA=path/to/text.txt
@@ -273,8 +277,12 @@ debug:
 	$(MAKE) B=build/debug OMP=0 CFLAGS="-O1 -g -fsanitize=address,undefined \
 	  -fno-omit-frame-pointer -fno-sanitize-recover=all" debug-tests
 
-debug-tests: $(B)/run $(B)/train $(B)/quantize $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp
+debug-tests: $(B)/run $(B)/train $(B)/quantize $(B)/tutorial $(TESTS) $(FUZZ_REPLAY) \
+             $(FUZZ_SEEDS)/.stamp
 	@$(FUZZ_ENV) FUZZ_BIN=$(B)/fuzz sh tests/fuzz/fuzz.sh replay $(FUZZ_TARGETS)
+	@for s in $(TUTORIAL_STEPS); do $(B)/tutorial $$s > /dev/null || \
+	  { echo "FAIL - $(B)/tutorial $$s"; exit 1; }; done; \
+	  echo "ok - every tutorial step ran under the sanitizers: $(TUTORIAL_STEPS)"
 	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize sh tests/run_all.sh $(TESTS)
 
 # faults: the fault-injection pass (tests/faults.sh): run, train and quantize killed at

@@ -16,7 +16,7 @@
 
 #include <math.h>         /* sqrtf, logf, expf, fabsf, cosf, sinf, powf, NAN */
 #include <stdio.h>        /* printf, fprintf */
-#include <stdlib.h>       /* calloc, free */
+#include <stdlib.h>       /* calloc, malloc, free */
 #include <string.h>       /* strcmp, strlen, memcpy, memset */
 
 #include "attention.h"    /* attention_forward, attention_weights, attention_step */
@@ -830,12 +830,14 @@ static float tiny_block_loss(TinyBlock *tb) {
 }
 
 /* The backward of tiny_block_loss: the block's gradients into tb->grad, d loss / d x into
- * dx (TB_N, TB_C). */
-static void tiny_block_backward(TinyBlock *tb, float *dx) {
+ * dx (TB_N, TB_C). Returns 0, or -1 if its scratch cannot be allocated. */
+static int tiny_block_backward(TinyBlock *tb, float *dx) {
     enum { NC = TB_N * TB_C };
     AttentionShape shape = {1, 1, TB_C, 1.0f / sqrtf((float)TB_C)};
     float dproj[NC], dact[TB_N * TB_H], dxn[NC], datt[NC], dq[NC] = {0}, dk[NC] = {0};
-    float dv[NC] = {0}, mean[TB_N], rstd[TB_N], scratch[64];
+    float dv[NC] = {0}, mean[TB_N], rstd[TB_N];
+    float *scratch = malloc(attention_backward_scratch_floats(&shape, TB_N) * sizeof(float));
+    if (!scratch) return -1;
     memcpy(dx, tb->r, sizeof(float) * NC);   /* d loss / d out = r */
     BlockGradBuffers d = {.dx = dx, .dproj = dproj, .dact = dact, .dxn = dxn, .datt = datt,
                           .dq = dq, .dk = dk, .dv = dv, .mean = mean, .rstd = rstd};
@@ -843,7 +845,9 @@ static void tiny_block_backward(TinyBlock *tb, float *dx) {
     block_finish_backward(&tb->c, &tb->w, &tb->g, 0, TB_N, &tb->b, &d, NULL);
     attention_backward(&shape, dq, dk, dv, datt, tb->b.q, tb->b.k, tb->b.v, TB_N, NULL,
                        scratch);
+    free(scratch);
     block_qkv_backward(&tb->c, &tb->w, &tb->g, TB_N, &tb->b, &d);
+    return 0;
 }
 
 /* backward: one block's gradient by the backward pass (block.c, attention.c) beside a
@@ -853,7 +857,10 @@ static int step_backward(int argc, char **argv) {
     static TinyBlock tb;
     float dx[TB_N * TB_C];
     tiny_block_init(&tb);
-    tiny_block_backward(&tb, dx);
+    if (tiny_block_backward(&tb, dx) != 0) {
+        fprintf(stderr, "tutorial: out of memory\n");
+        return 1;
+    }
     printf("loss = sum(out * r) = ");
     tutorial_print_number(tiny_block_loss(&tb), 4);
     printf("\nentry            backward   difference\n");
