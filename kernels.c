@@ -1491,20 +1491,26 @@ static void norm_dx_row_vector(float *dx_n, const float *x_n, const float *dout_
     }
 }
 
+/* e (m,) = exp(-2u) of x (m,), u = sqrt(2/pi)(v + c v^3): the exponential both GELU and
+ * its backward take, in gelu_reference's operations; m as exp_block takes it. */
+static void gelu_exp_block(float *e, const float *x, int m) {
+    Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC), minus_two = vec_set1(-2.0f);
+    for (int j = 0; j < m; j += VLANES) {
+        Vec v = vec_load(x + j);
+        Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
+        vec_store(e + j, vec_mul(minus_two, u));
+    }
+    exp_block(e, e, m);
+}
+
 /* gelu_reference, lane by lane, on the whole vectors of x (n,); returns how many values it
  * did (the reference does the rest). */
 static size_t gelu_vector(float *out, const float *x, size_t n) {
-    Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC);
-    Vec minus_two = vec_set1(-2.0f), one = vec_set1(1.0f);
-    _Alignas(64) float e[EXP_BLOCK];   /* -2u, then exp(-2u) */
+    Vec one = vec_set1(1.0f);
+    _Alignas(64) float e[EXP_BLOCK];   /* exp(-2u) */
     size_t i = 0;
     for (int m; (m = exp_block_len(n - i)) > 0; i += (size_t)m) {
-        for (int j = 0; j < m; j += VLANES) {
-            Vec v = vec_load(x + i + j);
-            Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
-            vec_store(e + j, vec_mul(minus_two, u));
-        }
-        exp_block(e, e, m);
+        gelu_exp_block(e, x + i, m);
         for (int j = 0; j < m; j += VLANES)
             vec_store(out + i + j, vec_div(vec_load(x + i + j), vec_add(one, vec_load(e + j))));
     }
@@ -1530,18 +1536,12 @@ static size_t swiglu_vector(float *out, const float *hidden, const float *gate, 
 
 /* gelu_backward_reference, lane by lane, as gelu_vector. */
 static size_t gelu_backward_vector(float *dx, const float *x, const float *dout, size_t n) {
-    Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC);
-    Vec c3 = vec_set1(3.0f * GELU_CUBIC), minus_two = vec_set1(-2.0f), one = vec_set1(1.0f);
-    Vec two = vec_set1(2.0f);
-    _Alignas(64) float e[EXP_BLOCK];   /* -2u, then exp(-2u) */
+    Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c3 = vec_set1(3.0f * GELU_CUBIC);
+    Vec one = vec_set1(1.0f), two = vec_set1(2.0f);
+    _Alignas(64) float e[EXP_BLOCK];   /* exp(-2u) */
     size_t i = 0;
     for (int m; (m = exp_block_len(n - i)) > 0; i += (size_t)m) {
-        for (int j = 0; j < m; j += VLANES) {
-            Vec v = vec_load(x + i + j);
-            Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
-            vec_store(e + j, vec_mul(minus_two, u));
-        }
-        exp_block(e, e, m);
+        gelu_exp_block(e, x + i, m);
         for (int j = 0; j < m; j += VLANES) {
             Vec v = vec_load(x + i + j);
             Vec du = vec_mul(a, vec_add(one, vec_mul(vec_mul(c3, v), v)));
