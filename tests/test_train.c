@@ -1741,12 +1741,31 @@ static void test_no_overwrite(void) {
                same_file(tok, keep), "overwrite: the refused run left model and tokenizer as "
                "they were");
     free(after);
-    /* a tokenizer alone is protected too */
+    /* a tokenizer alone is protected too: another text's run is refused after learning
+     * its merges, before writing anything; the same text's tokenizer (the same bytes)
+     * stays for a second model */
     remove(model);
     remove(state);
-    expect_train("existing tokenizer", args, 1, "tokenizer.bin: the tokenizer exists already");
-    check_true(!exists(model) && same_file(tok, keep), "overwrite: nothing written when the "
-               "tokenizer exists");
+    char other[CAP];
+    FILE *f = fopen(join(other, dir, "other.txt"), "wb");
+    if (f) {
+        for (int i = 0; i < 40; i++)
+            fprintf(f, "Now is the winter of our discontent %d,\nmade glorious summer.\n", i);
+        fclose(f);
+    }
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 6 -s 9", other, model);
+    expect_train("existing tokenizer, another text", args, 1, "tokenizer.bin: the tokenizer "
+                 "exists already and this text trains another one (got a file of other merges");
+    char tok_temp[CAP];
+    check_true(!exists(model) && same_file(tok, keep) &&
+               !exists(join(tok_temp, dir, "tokenizer.bin.tmp")), "overwrite: nothing written "
+               "(and no temporary left) when the tokenizer of another text exists");
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 6 -s 9", text, model);
+    expect_train("existing tokenizer, the same text", args, 0, "tokenizer.bin already: kept");
+    check_true(exists(model) && same_file(tok, keep), "overwrite: the same text's tokenizer "
+               "stays, byte for byte, beside a second model");
+    remove(model);
+    remove(state);
     /* --force, but too little text: refused before anything is replaced */
     char tiny_text[CAP];
     if (write_bytes(join(tiny_text, dir, "tiny.txt"), "a few words", 11) == 0) {

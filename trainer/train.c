@@ -33,6 +33,7 @@
 #define LN2 0.6931471805599453          /* ln 2: nats per bit */
 #define LOG_EVERY 10                    /* steps between progress lines */
 #define MAX_DATA_BYTES (1L << 30)       /* refuse text files above 1 GiB */
+#define MAX_TOKENIZER_BYTES (1L << 26)  /* above any tokenizer train writes (under 17 MiB) */
 #define DEFAULT_WARMUP 100              /* warmup steps, unless the run is short: then ... */
 #define WARMUP_SHARE 10                 /* ... 1/10 of the steps (at least 1) */
 #define DEFAULT_SEED 1337
@@ -67,7 +68,8 @@ static const char USAGE[] =
 "                         beside the checkpoint)\n"
 "  -r, --resume           continue the run saved in the checkpoint and its state file\n"
 "      --force            overwrite an existing checkpoint, state and tokenizer (without\n"
-"                         it a new run refuses to, so no trained model is lost)\n"
+"                         it a new run refuses to, so no trained model is lost; an\n"
+"                         existing tokenizer stays if this text trains the same file)\n"
 "  -v, --vocab N          BPE vocabulary size incl. 256 bytes and end-of-text, 257..65536\n"
 "                         (default 1024)\n"
 "  -L, --layers N         transformer blocks, 1..64 (default 10)\n"
@@ -541,6 +543,7 @@ typedef struct {
     int n_merges;                 /* a new run: merges learned, and in how long */
     double bpe_seconds;
     int tokenizer_pending;        /* 1 while the new tokenizer waits at tokenizer_temp */
+    int tokenizer_kept;           /* 1: a new run found its very tokenizer in place */
     char tokenizer_temp[TRAIN_PATH_CAP];
     uint64_t tokenizer_sum;       /* FNV-1a 64 of the tokenizer file (train_file_sum) */
 } RunData;
@@ -552,6 +555,29 @@ static void run_data_free(RunData *d) {
     free(d->val_tokens);
     tokenizer_free(&d->tok);
     memset(d, 0, sizeof *d);
+}
+
+/* A new run without --force whose tokenizer path exists: 0 if that file is the tokenizer
+ * just learned (now at d->tokenizer_temp), byte for byte, which then stays and the
+ * temporary goes (nothing is lost, and models of one text share their tokenizer); else
+ * -1 after a stderr line. */
+static int keep_tokenizer(RunData *d, const Options *o) {
+    size_t n_old = 0, n_new = 0;
+    char *old = os_read_file("train", o->tokenizer_path, "a tokenizer file",
+                             MAX_TOKENIZER_BYTES, &n_old);
+    char *new = old ? os_read_file("train", d->tokenizer_temp, "the tokenizer just learned",
+                                   MAX_TOKENIZER_BYTES, &n_new) : NULL;
+    int same = new && n_old == n_new && memcmp(old, new, n_old) == 0;
+    if (old && new && !same)
+        fprintf(stderr, "train: %s: the tokenizer exists already and this text trains another "
+                "one (got a file of other merges, expected the same file or a new path; pass "
+                "--force to overwrite it, or -z for another path)\n", o->tokenizer_path);
+    free(old);
+    free(new);
+    remove(d->tokenizer_temp);
+    d->tokenizer_pending = 0;
+    d->tokenizer_kept = same;
+    return same ? 0 : -1;
 }
 
 /* Read and split the data; for a new run learn the tokenizer on the training bytes
@@ -589,8 +615,10 @@ static int run_data_load(RunData *d, const Options *o) {
         bpe_free(&bpe);
         if (saved != 0) return -1;
         d->tokenizer_pending = 1;
+        if (!o->force && access(o->tokenizer_path, F_OK) == 0 && keep_tokenizer(d, o) != 0)
+            return -1;
     }
-    const char *tokenizer = o->resume ? o->tokenizer_path : d->tokenizer_temp;
+    const char *tokenizer = d->tokenizer_pending ? d->tokenizer_temp : o->tokenizer_path;
     if (tokenizer_load(&d->tok, tokenizer) != 0) return -1;
     if (d->tok.kind != TOKENIZER_GPT2) {   /* what bpe.c writes and the model's ids mean */
         fprintf(stderr, "train: %s: tokenizer of the other family (got llama2.c's tokenizer "
@@ -647,8 +675,10 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
         printf("resuming at step %d of %d\n", tr->step, tr->settings.steps);
         return 0;
     }
-    printf("tokenizer: %d merges learned in %.1f s, vocab %d, written to %s with the first "
-           "checkpoint\n", d->n_merges, d->bpe_seconds, d->tok.vocab_size, o->tokenizer_path);
+    printf("tokenizer: %d merges learned in %.1f s, vocab %d, %s %s%s\n", d->n_merges,
+           d->bpe_seconds, d->tok.vocab_size, d->tokenizer_kept ? "the very file at" :
+           "written to", o->tokenizer_path, d->tokenizer_kept ? " already: kept" :
+           " with the first checkpoint");
     Config c = {0};
     c.seq_len = o->context;
     c.vocab_size = d->tok.vocab_size;
@@ -760,15 +790,14 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
 
 /* Before a run reads anything: a resumed run first finishes a save a crash interrupted
  * (the first one included) and needs its checkpoint; a new run never replaces a trained
- * model, its state or a tokenizer unless --force asks it to. Returns 0, or -1 after a
- * stderr line. */
+ * model or its state unless --force asks it to (nor a tokenizer: keep_tokenizer). Returns
+ * 0, or -1 after a stderr line. */
 static int prepare_outputs(const Options *o) {
     if (!o->resume) {
         if (o->force) return 0;
         if (check_new_file(o->out_path, "the checkpoint", "-r to resume its run") != 0) return -1;
-        if (check_new_file(o->state_path, "the optimizer state",
-                           "-o for another checkpoint") != 0) return -1;
-        return check_new_file(o->tokenizer_path, "the tokenizer", "-z for another path");
+        /* an existing tokenizer waits for the one this text trains (keep_tokenizer) */
+        return check_new_file(o->state_path, "the optimizer state", "-o for another checkpoint");
     }
     int finished = trainer_finish_save(o->out_path, o->state_path, o->tokenizer_path);
     if (finished < 0) return -1;
