@@ -382,9 +382,8 @@ static Step sample_turn(Loop *L) {
 }
 
 /* The text a line of input (len bytes) continues the sequence with, into L->text: a
- * newline, which ends the turn's text on the screen, then the line. Printed to stdout
- * unless the line comes from a terminal (which showed "\n> " and echoed it), so that the
- * screen shows what the model reads. Returns its length, or -1 after a message. */
+ * newline, which ends the turn's text on the screen, then the line. Returns its length,
+ * or -1 after a message. */
 static long input_text(Loop *L, const char *line, long len) {
     free(L->text);
     if (!(L->text = malloc((size_t)len + 1))) {
@@ -393,14 +392,14 @@ static long input_text(Loop *L, const char *line, long len) {
     }
     L->text[0] = '\n';
     memcpy(L->text + 1, line, (size_t)len);
-    if (!L->o->prompt_user && !L->o->attn_top)
-        utf8_write(&L->out, (const unsigned char *)L->text, (size_t)len + 1);
     return len + 1;
 }
 
 /* Interactive mode, between turns: reads the next line of input and appends it, after a
  * newline (input_text), to the sequence, after the token that ended the turn
- * (L->pending). Returns STEP_CONTINUE, STEP_END at the end of input, STEP_FULL, or
+ * (L->pending). Once appended, the text goes to stdout unless the line came from a
+ * terminal (which showed "\n> " and echoed it), so that the screen shows what the model
+ * read, and only that. Returns STEP_CONTINUE, STEP_END at the end of input, STEP_FULL, or
  * STEP_ERROR after a stderr line. */
 static Step continue_with_input(Loop *L) {
     Generation *g = L->g;
@@ -426,7 +425,10 @@ static Step continue_with_input(Loop *L) {
         if (appended == 0) L->prev = L->line_ids[n - 1];
     }
     if (appended < 0) return STEP_ERROR;
-    return appended == GENERATE_FULL ? STEP_FULL : STEP_CONTINUE;
+    if (appended == GENERATE_FULL) return STEP_FULL;   /* the line was not read: not shown */
+    if (!L->o->prompt_user && !L->o->attn_top)
+        utf8_write(&L->out, (const unsigned char *)L->text, (size_t)len);
+    return STEP_CONTINUE;
 }
 
 int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const GenerateOptions *o,

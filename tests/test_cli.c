@@ -608,6 +608,16 @@ static void test_interactive(const char *model, const char *tok) {
                "-I from a pipe: no \"> \" prompt and no hint; each line printed after a "
                "newline, as the model reads it");
     free(out); free(err);
+    /* a line that does not fit the context, which may not shift: the run ends, and the
+     * line, which the model never read, is not printed */
+    err = out = NULL;
+    snprintf(command, sizeof command, "printf 'a line much longer than the context\\n' | %s %s "
+             "-z %s -i hi -n 2 -t 0 -I --no-context-shift", run_bin, model, tok);
+    code = check_run(command, &out, &err);
+    check_true(code == 0 && out && !strstr(out, "longer") && err &&
+               strstr(err, "context full (16 tokens)"), "-I --no-context-shift: a line that "
+               "does not fit ends the run unprinted (exit %d)", code);
+    free(out); free(err);
     /* on a terminal (script(1) makes one), a line on stderr says how a turn works */
     if (check_run("script -qec true /dev/null", NULL, NULL) != 0) {
         check_skip("script(1) from util-linux not found: the -I hint on a terminal not checked");
