@@ -2,10 +2,11 @@
  * and the trainer (train_model.c, train_backward.c) run, so the network is written once,
  * forward and backward.
  *
- *   xn1 = norm1(x);   q, k, v = xn1 W_Q + bq, xn1 W_K + bk, xn1 W_V + bv      block_qkv
- *   att = attention(q, k, v)                                               the caller's
- *   x_mid = x + att W_O + bo;   xn2 = norm2(x_mid)                          block_finish
- *   out = x_mid + act(xn2 W_up + b_up [, xn2 W_gate]) W_down + b_down
+ *   xn1 = norm1(x);  q, k, v = xn1 W_Q^T + bq, xn1 W_K^T + bk, xn1 W_V^T + bv  block_qkv
+ *   att = attention(q, k, v)                                             the caller's
+ *   x_mid = x + att W_O^T + bo;   xn2 = norm2(x_mid)                     block_finish
+ *   out = x_mid + act(xn2 W_up^T + b_up [, xn2 W_gate^T]) W_down^T + b_down
+ *   (each W stored (out, in), as the checkpoints hold it: x W^T is kernels_matmul)
  *
  * GPT-2: LayerNorm, biases, GELU. Llama: RMSNorm, no biases, rotary q and k, SwiGLU. A
  * GPT-2 with rotary positions (train --pos rope) rotates q and k as Llama does.
@@ -37,9 +38,9 @@ typedef struct {
     float *proj;       /* (N, C) a sublayer's output before the residual sum; may be xn1 */
     float *x_mid;      /* (N, C) the stream after the attention sublayer; may be x */
     float *xn2;        /* (N, C) norm2(x_mid); may be xn1 */
-    float *pre;        /* (N, Hd) W_up xn2 + b_up, the MLP's pre-activation */
+    float *pre;        /* (N, Hd) xn2 W_up^T + b_up, the MLP's pre-activation */
     float *act;        /* (N, Hd) GELU(pre), or SiLU(pre) * gate; may be pre */
-    float *gate;       /* (N, Hd) W_gate xn2 (Llama only) */
+    float *gate;       /* (N, Hd) xn2 W_gate^T (Llama only) */
     float *out;        /* (N, C) the stream after the block; may be x_mid */
     const float *rope; /* (N, HS) cos and sin of each row's rotary angles
                         * (block_rope_angles; rotary models only) */

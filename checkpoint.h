@@ -54,7 +54,7 @@ typedef enum {
 
 /* Sanity bounds on header fields; far above any model this engine is meant for. */
 #ifndef MODEL_MAX_DIM
-#define MODEL_MAX_DIM (1 << 16)        /* C, Hd */
+#define MODEL_MAX_DIM (1 << 16)        /* Hd; C is checked against MODEL_MAX_DIM / 4 */
 #endif
 #ifndef MODEL_MAX_LAYERS
 #define MODEL_MAX_LAYERS 1024          /* L */

@@ -4,8 +4,8 @@
  * product per output. Decoding one token (N = 1) streams every weight once, so it runs at
  * memory speed if each weight is loaded once and enough independent sums are in flight;
  * prefill (N > 1) reuses each loaded weight row for several rows of x (a register tile),
- * so it runs at arithmetic speed. Threads split the output columns; nothing here reduces
- * across threads.
+ * so it runs at arithmetic speed. Threads take blocks of the output (rows x columns);
+ * nothing here reduces across threads.
  *
  * Sections, in reading order: the thread pool; the reference kernels (portable C, what
  * each kernel computes, and the code a build without vector instructions runs); one
@@ -269,7 +269,7 @@ static int pool_threads(void) {
     if (asked < 0) {
         char shown[33];   /* the value, at most 32 bytes, control bytes as '?' */
         size_t n = 0;
-        for (; env[n] && n < sizeof shown - 1; n++)
+        for (; n < sizeof shown - 1 && env[n]; n++)
             shown[n] = isprint((unsigned char)env[n]) ? env[n] : '?';
         shown[n] = '\0';
         fprintf(stderr, "OMP_NUM_THREADS: invalid value (got '%s', expected a positive "

@@ -1,9 +1,10 @@
 /* model.c: the forward pass of a GPT-2 or Llama model, and its attention state.
  *
  * The forward pass: embeddings, L blocks (block.c, the code the trainer runs too), final
- * norm, logits. The two families differ in four places, each a branch on config.family:
- * LayerNorm vs RMSNorm, learned vs rotary positions (a GPT-2 may have rotary ones too),
- * GELU vs SwiGLU (those three in block.c), tied vs separate classifier (checkpoint.c).
+ * norm, logits. The two families differ in four places: LayerNorm vs RMSNorm and GELU vs
+ * SwiGLU (branches on config.family in block.c), learned vs rotary positions (block_rotary:
+ * every Llama, and a GPT-2 trained with rotary ones, which has no position table), tied vs
+ * separate classifier (chosen when checkpoint.c loads the file).
  * Exact attention keeps its keys and values in a KV cache and calls attention_forward;
  * the lab's variants keep their own state and go through attention_step. Loading is in
  * checkpoint.c, the arithmetic in kernels.c, attention in attention.c.

@@ -2,7 +2,7 @@
  *
  * Greedy at temperature 0; otherwise softmax(logits / temperature), optionally cut
  * to the top_k most likely tokens and then to the smallest set whose probability
- * reaches top_p (nucleus), and sampled with the sampler's own xorshift generator,
+ * exceeds top_p (nucleus), and sampled with the sampler's own xorshift generator,
  * so that a seed gives the same tokens on every machine. With top_k = 0 the
  * arithmetic is llama2.c's (same generator, same coin, same nucleus cut). The most
  * likely token always survives the cuts, and a temperature so small that logit / T

@@ -924,7 +924,7 @@ static const Step STEPS[] = {
     {"rope", step_rope, "", "rotary positions (Llama): q . k depends on the distance"},
     {"kernel", step_kernel, "[SIGMA] [QUERY]", "kernel regression: the waist table"},
     {"attend", step_attend, "", "scaled dot-product attention of one query"},
-    {"qkv", step_qkv, "", "q, k, v = x W_Q, x W_K, x W_V"},
+    {"qkv", step_qkv, "", "q, k, v = x W_Q^T, x W_K^T, x W_V^T"},
     {"heads", step_heads, "", "two heads side by side; grouped-query heads"},
     {"mask", step_mask, "", "the causal mask: weights and outputs"},
     {"cache", step_cache, "[PROMPT]", "prefill vs token by token; what the KV cache holds"},

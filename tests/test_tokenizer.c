@@ -1,9 +1,10 @@
 /* test_tokenizer.c: tests for tokenizer.c (GPT-2 byte-level BPE) and unicode.c.
  *
- * Reference ids: SHARED/testdata/gpt2/tokenizer_cases.jsonl, 62 texts encoded by
- * js-tiktoken@1.0.21 getEncoding('gpt2').encode(text, [], []) (each line names its library
- * and call), with the vocabulary SHARED/testdata/gpt2/gpt2_tokenizer.bin (its generator
- * command is in gpt2_tokenizer.json). Everything else uses small tokenizer files that this
+ * Reference ids: tests/data/gpt2/tokenizer_cases.jsonl (check_data_file: SHARED/testdata
+ * when tests/data lacks it), 62 texts encoded by js-tiktoken@1.0.21
+ * getEncoding('gpt2').encode(text, [], []) (each line names its library and call), with
+ * the vocabulary tests/data/gpt2/gpt2_tokenizer.bin (its generator command is in
+ * gpt2_tokenizer.json). Everything else uses small tokenizer files that this
  * test writes into a mkdtemp directory, so it runs without the shared data too.
  * Run: make build/tests/test_tokenizer && ./build/tests/test_tokenizer
  */

@@ -5,8 +5,8 @@
 # A copy is a fenced code block (``` lines) between the lines
 #     <!-- help:PROGRAM:begin -->
 #     <!-- help:PROGRAM:end -->
-# where PROGRAM is run, train or quantize; BINDIR/PROGRAM --help must print exactly the
-# block's lines. Usage:
+# where PROGRAM is run, train or quantize, whose BINDIR/PROGRAM --help must print exactly
+# the block's lines, or make, whose `make help` (run in the current folder) must. Usage:
 #   sh tools/doc_help.sh check BINDIR DOC...    report each copy that differs (with a diff);
 #                                               exit 1 if any, else 0 with a count line
 #   sh tools/doc_help.sh update BINDIR DOC...   rewrite the copies in place
@@ -47,7 +47,11 @@ for doc in "$@"; do
         # what the program prints, fenced
         {
             echo '```'
-            "$bindir/$prog" --help || echo "doc_help: $bindir/$prog --help failed" >&2
+            if [ "$prog" = make ]; then
+                make -s --no-print-directory help || echo "doc_help: make help failed" >&2
+            else
+                "$bindir/$prog" --help || echo "doc_help: $bindir/$prog --help failed" >&2
+            fi
             echo '```'
         } > "$tmpdir/want" 2>"$tmpdir/err"
         if [ -s "$tmpdir/err" ]; then
@@ -64,8 +68,9 @@ for doc in "$@"; do
         fi
         if [ "$mode" = check ]; then
             line=$(grep -n "^<!-- help:$prog:begin -->\$" "$doc" | cut -d: -f1)
-            echo "doc_help: $doc:$line: the copy of '$prog --help' differs from what" \
-                 "$bindir/$prog prints (- the doc, + the program; make docs-refs rewrites it):" >&2
+            echo "doc_help: $doc:$line: the copy of '$prog --help' (make: 'make help')" \
+                 "differs from what it prints (- the doc, + the program; make docs-refs" \
+                 "rewrites it):" >&2
             diff -u "$tmpdir/have" "$tmpdir/want" | sed '1,2d' >&2
             status=1
         else
@@ -74,7 +79,7 @@ for doc in "$@"; do
                 $0 == begin { print; while ((getline line < table) > 0) print line; skip = 1; next }
                 $0 == end { skip = 0 }
                 !skip { print }' "$doc" > "$tmpdir/doc" && cat "$tmpdir/doc" > "$doc" || status=1
-            echo "doc_help: $doc: '$prog --help' rewritten"
+            echo "doc_help: $doc: the copy of '$prog --help' rewritten"
         fi
     done
 done
