@@ -856,7 +856,11 @@ static void print_final(Trainer *tr, const Options *o, const RunData *d, int *in
            train_loss, train_nats / (LN2 * (double)d->split), d->split, val_loss,
            val_nats / (LN2 * (double)(d->size - d->split)), d->size - d->split,
            format_duration(elapsed, sizeof elapsed, train_seconds));
-    printf("wrote %s, %s and %s\n", o->out_path, o->state_path, o->tokenizer_path);
+    if (o->resume || d->tokenizer_kept)   /* the tokenizer was in place before the run */
+        printf("wrote %s and %s (tokenizer: %s)\n", o->out_path, o->state_path,
+               o->tokenizer_path);
+    else
+        printf("wrote %s, %s and %s\n", o->out_path, o->state_path, o->tokenizer_path);
 }
 
 int main(int argc, char **argv) {
