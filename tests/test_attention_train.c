@@ -675,8 +675,14 @@ static void test_invalid(void) {
                                               bad[i].T, scratch);
         int untouched = 1;
         for (int j = 0; j < T * NH * HS; j++) untouched &= isnan(out[j]) != 0;
+        for (int j = 0; j < T * NH * HS; j++) dq[j] = NAN;
+        for (int j = 0; j < T * HS; j++) dk[j] = dv[j] = NAN;
+        for (int j = 0; j < NH; j++) dsink[j] = NAN;
         int backward = attention_train_backward(cfg, &shape, R, bad[i].drop, dq, dk, dv, dsink,
                                                 out, q, k, v, bad[i].T, scratch);
+        for (int j = 0; j < T * NH * HS; j++) untouched &= isnan(dq[j]) != 0;
+        for (int j = 0; j < T * HS; j++) untouched &= isnan(dk[j]) && isnan(dv[j]);
+        for (int j = 0; j < NH; j++) untouched &= isnan(dsink[j]) != 0;
         check_true(forward == -1 && backward == -1 && untouched,
                    "train refuses %s: -1 from the forward and the backward, nothing written",
                    bad[i].what);

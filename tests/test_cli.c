@@ -434,6 +434,10 @@ static void test_resource_limits(const char *model, const char *tok) {
              llama_tok);
     expect("context field 2^20 x 1024 layers: a short run still works", args, 0,
            "generation: 3 tokens");
+    /* in little memory: the cache holds the 4 positions the run reaches (BOS and 3 new
+     * tokens; 1024 layers x 2 x 4 floats each: 0.1 MB), not the header's 2^20 (32 GB) */
+    expect("context field 2^20 x 1024 layers: the KV cache is sized for the run", args, 0,
+           "KV cache 0.1 MB for 4 positions");
     /* 1024 heads of 2 (dim 2048) and one kv head: a position's key and value are 16 bytes,
      * its score rows 4096; the context is cut to what the limit holds of both together
      * (floats: norms 3*2048, embedding 260*2048, wq wo 2*2048^2, wk wv 2*2*2048, w1 w2 w3
@@ -523,8 +527,16 @@ static void test_numerical_edges(const char *model, const char *tok) {
     expect("NaN weight: --eval refuses non-finite logits", args, 1, "non-finite logits at token");
     snprintf(args, sizeof args, "%s -z %s -n 5 -t 2e-38 -s 1", model, tok);
     expect("temperature 2e-38 (logit / T overflows): generates", args, 0, "generation: 5 tokens");
-    snprintf(args, sizeof args, "%s -z %s -n 5 -p 0.000001 -s 1", model, tok);
-    expect("top-p below 1/V: keeps the most likely token", args, 0, "generation: 5 tokens");
+    /* top-p below 1/V keeps only the most likely token: the greedy text, at any seed */
+    char *nucleus = NULL, *greedy = NULL;
+    snprintf(args, sizeof args, "%s %s -z %s -n 5 -p 0.000001 -s 1", run_bin, model, tok);
+    int code = check_run(args, &nucleus, NULL);
+    snprintf(args, sizeof args, "%s %s -z %s -n 5 -t 0", run_bin, model, tok);
+    int greedy_code = check_run(args, &greedy, NULL);
+    check_true(code == 0 && greedy_code == 0 && nucleus && greedy && strcmp(nucleus, greedy) == 0,
+               "top-p below 1/V: keeps the most likely token (the greedy text)");
+    free(nucleus);
+    free(greedy);
 }
 
 /* The seed the speed line printed in the file at path, or 0. */

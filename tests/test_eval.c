@@ -6,7 +6,8 @@
  * short window really differs and keeps a smaller state. The model is the shipped
  * weights/model.bin when present, else ../shared's random GPT-2 small.bin (the
  * identities hold for any weights); the text is the start of the validation slice
- * of ../shared/data/tinyshakespeare.txt (bytes from floor(0.9 size) on).
+ * of ../shared/data/tinyshakespeare.txt (bytes from floor(0.9 size) on), or without
+ * ../shared the repository's README.md (the identities hold for any text; it says so).
  */
 #include "eval.h"
 
@@ -64,8 +65,12 @@ static int choose_files(char model_path[512], char tok_path[512], char data_path
         check_skip("no weights/ and no ../shared: no model to evaluate");
         return -1;
     }
-    if (shared) snprintf(data_path, 512, "%s/data/tinyshakespeare.txt", shared);
-    else snprintf(data_path, 512, "README.md");
+    if (shared) {
+        snprintf(data_path, 512, "%s/data/tinyshakespeare.txt", shared);
+    } else {
+        snprintf(data_path, 512, "README.md");
+        printf("note: no ../shared: the text is README.md instead of Tiny Shakespeare\n");
+    }
     return 0;
 }
 

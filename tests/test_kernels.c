@@ -584,14 +584,23 @@ static void test_exp_bits(void) {
     for (int i = 0; i < N; i++) want[i] = kernels_expf(x[i] - 1.5f);
     check_true(!memcmp(out, want, sizeof(float) * N), "kernels_exp_sum: every element is "
                "kernels_expf's bits");
+    /* the sum it returns, over finite scores of a softmax's range */
+    float *scores = random_floats(N, 8.0f);
+    double sum64 = 0.0;
+    for (int i = 0; scores && i < N; i++) sum64 += exp((double)scores[i] - 1.5);
+    float sum = scores ? kernels_exp_sum(scores, N, 1.5f) : 0.0f;
+    check_true(scores && fabs((double)sum - sum64) <= 1e-5 * sum64, "kernels_exp_sum: the sum "
+               "it returns is the float64 sum of exp(x - 1.5) within 1e-5 (%.9g vs %.9g)",
+               sum, sum64);
+    free(scores);
     free(x); free(out); free(want); free(dout);
 }
 
 /* kernels_dropout: hash.h's rule element by element, bit for bit (0, or x / (1 - p) as
  * x * (1 / (1 - p))), at lengths with vector tails, rates 0 to 0.9, keys whose indices wrap
  * past 2^64, out = x (in place), and nothing written past n; hash_mix64 itself against
- * splitmix64's published first output (seed 0), so a rule and kernel that were both wrong
- * in the same way would still fail. */
+ * splitmix64's published first output (seed 0), and the share dropped against p, so a rule
+ * and kernel that were both wrong in the same way would still fail. */
 static void test_dropout(void) {
     check_true(hash_mix64(0) == 0xE220A8397B1DCDAFull,
                "hash_mix64(0) is splitmix64's first output from seed 0, 0xe220a8397b1dcdaf");
@@ -625,6 +634,22 @@ static void test_dropout(void) {
                "past n (%d of %d cases differ)", failed, cases);
     check_true(dropped > 0, "kernels_dropout: the cases drop elements (%d)", dropped);
     free(x); free(out); free(want);
+    /* the share dropped is p: counted in the kernel's own output over 2^17 elements,
+     * within 5 standard errors (binomial), so a wrong threshold in hash.h fails too */
+    enum { LONG = 1 << 17 };
+    float *ones = malloc(sizeof(float) * LONG), *kept = malloc(sizeof(float) * LONG);
+    if (!check_true(ones && kept, "dropout share: memory")) { free(ones); free(kept); return; }
+    for (int i = 0; i < LONG; i++) ones[i] = 1.0f;
+    for (size_t r = 0; r < sizeof rates / sizeof *rates; r++) {
+        double p = rates[r];
+        kernels_dropout(kept, ones, LONG, rates[r], 777);
+        int zeros = 0;
+        for (int i = 0; i < LONG; i++) zeros += kept[i] == 0.0f;
+        double share = (double)zeros / LONG, se = sqrt(p * (1.0 - p) / LONG);
+        check_true(fabs(share - p) <= 5.0 * se + 1e-12, "kernels_dropout p %.1f: %.5f of %d "
+                   "elements dropped (within 5 standard errors, %.5f)", p, share, LONG, 5 * se);
+    }
+    free(ones); free(kept);
 }
 
 /* kernels_max against the x > max rule written here, at lengths with vector tails, the

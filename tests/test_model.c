@@ -68,7 +68,8 @@ static void check_logits(const char *name, const char *model_path, const char *l
         model_forward(&m, ids, split, 0, 0);
         const float *last = model_forward(&m, ids + split, T - split, split, 0);
         snprintf(what, sizeof what, "%s chunked prefill, last row", name);
-        if (last) check_close(what, last, ref + (size_t)(T - 1) * V, (size_t)V, LOGIT_ATOL, 0.0);
+        if (check_true(last != NULL, "%s: chunked prefill runs", name))
+            check_close(what, last, ref + (size_t)(T - 1) * V, (size_t)V, LOGIT_ATOL, 0.0);
     }
     free(ref);
     free(got);
@@ -121,7 +122,7 @@ static void test_llama_logits(const char *name) {
 }
 
 /* The int8 (Q8_0) export of s15m against the fp32 model: quantizing the weights to 8 bits
- * in groups of 32 moves the logits. Measured: max |diff| 0.030 over 16 x 32000 logits
+ * in groups of 32 moves the logits. Measured: max |diff| 0.035 over 16 x 32000 logits
  * whose own magnitude reaches ~1 (random N(0, 0.02) weights); the bound adds margin. */
 #define Q8_LOGIT_ATOL 5e-2
 static void test_q80(void) {
@@ -140,7 +141,7 @@ static void test_q80(void) {
         const float *la = model_forward(&a, ids, T, 0, 1);
         if (fp32 && la) memcpy(fp32, la, n * sizeof(float));
         const float *lb = model_forward(&b, ids, T, 0, 1);
-        if (fp32 && la && lb)
+        if (check_true(fp32 && la && lb, "q80: both forwards run"))
             check_close("q80 vs fp32 logits (s15m, 16 tokens)", lb, fp32, n, Q8_LOGIT_ATOL, 0.0);
         free(fp32);
     }
@@ -213,7 +214,7 @@ static void test_quantize(const char *rel, int T, int bos) {
         if (fp32 && la) memcpy(fp32, la, n * sizeof(float));
         const float *lb = model_forward(&b, ids, T, 0, 1);
         check_true(b.checkpoint.weights.int8, "quantize: %s int8 file runs in int8", rel);
-        if (fp32 && la && lb)
+        if (check_true(fp32 && la && lb, "quantize: %s: both forwards run", rel))
             check_close("quantize: int8 vs fp32 logits", lb, fp32, n, Q8_SAVE_ATOL, 0.0);
         free(fp32);
         model_free(&b);
@@ -395,8 +396,9 @@ static void test_rotary_gpt2(void) {
                         (size_t)T * V, LOGIT_ATOL, 0.0);
         model_forward(&m, ids, T / 3, 0, 0);
         l = model_forward(&m, ids + T / 3, T - T / 3, T / 3, 0);
-        if (l) check_close("rotary GPT-2: chunked prefill, last row", l,
-                           block + (size_t)(T - 1) * V, (size_t)V, LOGIT_ATOL, 0.0);
+        if (check_true(l != NULL, "rotary GPT-2: chunked prefill runs"))
+            check_close("rotary GPT-2: chunked prefill, last row", l,
+                        block + (size_t)(T - 1) * V, (size_t)V, LOGIT_ATOL, 0.0);
     }
     /* relative positions: a periodic stream under a window of 4 */
     for (int t = PERIOD; t < T; t++) ids[t] = ids[t % PERIOD];

@@ -1,8 +1,10 @@
 /* test_train.c: the trainer's backward passes, fast matmul, training runs, checkpoints.
  *
  * 1. Every layer's backward (matmul, LayerNorm, GELU, attention, softmax + cross-entropy,
- *    embedding, and the residual sum through a whole model) against central finite
- *    differences of a float64 reference forward written here.
+ *    embedding) against central finite differences of a float64 reference forward written
+ *    here; the whole model's (the residual sums, the tied embedding, dropout) against
+ *    central differences of the trainer's own float forward, whose logits 4. checks
+ *    against run's.
  * 2. (The fast matmul kernels are tested in test_kernels.c.)
  * 3. A short training run: the loss falls, a seed reproduces it bit for bit, and 1 and
  *    2 threads agree bit for bit; resuming from a checkpoint continues identically.
@@ -663,6 +665,9 @@ static void variant_run(const char *spec, int full, ModelPositions positions) {
         if (logits && !a.variant && gemm)
             check_true(max_diff == 0.0f, "%s: max |diff| %g (expected 0: bit for bit)", what,
                        (double)max_diff);
+        else if (logits && !a.variant)
+            check_skip("run's logits bit for bit with the trainer's: this build's products of "
+                       "the sequence are not the GEMM tile (the tolerance check above holds)");
         model_free(&m);
     }
 done:
@@ -1033,7 +1038,7 @@ static void test_bpe(void) {
     /* ties: "xy", " xy", " zw" x2 give (x,y), (' ',z), (z,w) 2 each: the lowest left id
      * wins, so ' z' first; then (x,y) beats (' z',w) on left id; then (' z',w) */
     text = "xy xy zw zw";
-    if (bpe_train(&b, text, strlen(text), 1000) == 0) {
+    if (check_true(bpe_train(&b, text, strlen(text), 1000) == 0, "bpe: the tie text trains")) {
         check_true(b.n_merges == 3 && b.merges[0][0] == ' ' && b.merges[0][1] == 'z' &&
                    b.merges[1][0] == 'x' && b.merges[1][1] == 'y' &&
                    b.merges[2][0] == 256 && b.merges[2][1] == 'w',
@@ -1204,7 +1209,7 @@ static void test_bpe_long_run(void) {
         "First Citizen:\nYou are all resolved rather to die than to famish?\n\nAll:\nResolved. "
         "resolved.\n\nFirst Citizen:\nFirst, you know Caius Marcius is chief enemy to the "
         "people.\n\nAll:\nWe know't, we know't.\n";
-    if (bpe_train(&b, play, strlen(play), 400) == 0) {
+    if (check_true(bpe_train(&b, play, strlen(play), 400) == 0, "bpe: the play text trains")) {
         check_true(b.n_merges == PLAY_MERGES && merges_fnv(&b) == PLAY_MERGES_FNV,
                    "bpe: the play text gives the merges recorded from the old merge loop "
                    "(%d merges, FNV %016llx)", b.n_merges, (unsigned long long)merges_fnv(&b));
