@@ -276,7 +276,7 @@ static Scoring config_scoring(const AttentionConfig *cfg, const AttentionShape *
     return sc;
 }
 
-/* Fills p; returns -1 if a parameter is out of range (see attention_spec.c for the
+/* Fills p; returns -1 if a parameter is out of range (see lab/attention_spec.c for the
  * ranges users are told). Sizes stay far below SIZE_MAX for n_ctx <= 2^20. */
 static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx) {
     memset(p, 0, sizeof *p);

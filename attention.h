@@ -34,8 +34,9 @@ size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx);
  *   q       (T, NH * HS)            queries of the T new positions
  *   k, v    (pos + T, NKV * HS)     keys and values of every position 0 .. pos + T - 1
  *   scratch (attention_scratch_floats(shape, pos + T),)  overwritten
- * Heads run in parallel (kernels_parallel_for); each output row is written by one
- * thread, so the result is bitwise identical for any thread count. Never allocates. */
+ * Heads run in parallel (kernels_parallel_for); each head's HS columns of out (and its
+ * scratch row) are written by one job, so the result is bitwise identical for any thread
+ * count. Never allocates. */
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch);
 
@@ -142,7 +143,7 @@ void attention_config_default(AttentionConfig *cfg);
 const char *attention_kind_name(AttentionKind kind);
 
 /* Bytes of one layer's state for contexts of up to n_ctx positions, or 0 if cfg is
- * invalid for this shape (a parameter out of range; see attention_spec.c). */
+ * invalid for this shape (a parameter out of range; see lab/attention_spec.c). */
 size_t attention_state_bytes(const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx);
 
 /* Prepares a state block of attention_state_bytes() bytes for layer `layer`: draws
@@ -281,7 +282,8 @@ size_t attention_train_scratch_floats(const AttentionConfig *cfg, const Attentio
  *   scratch (attention_train_scratch_floats(cfg, shape, T),)  overwritten
  * cfg->sink_logits is read when cfg->sink_logit. Masked variants (window, dilated, strided,
  * fixed, lsh) visit only the keys each query sees. Returns 0, or -1 (nothing written) if
- * cfg is invalid, T < 1, or drop->p > 0 for a kernelised kind. */
+ * cfg is invalid, T < 1, random is NULL for a kind that needs it, drop->p is outside
+ * [0, 1) or above 0 for a kernelised kind, or out, q, k, v or scratch is NULL. */
 int attention_train_forward(const AttentionConfig *cfg, const AttentionShape *shape,
                             const float *random, const AttentionDropout *drop, float *out,
                             const float *q, const float *k, const float *v, int T,

@@ -111,7 +111,8 @@ void block_finish_backward(const Config *c, const LayerWeights *w, const BlockTe
 
 /* Backward of block_qkv (GPT-2): from d->dq, dk, dv (the gradients of the rotated q and
  * k of a rotary model, turned in place into those of the unrotated ones), adds the
- * gradients of W_Q, W_K, W_V, their biases and norm1 to g, and d loss / d x to d->dx. */
+ * gradients of W_Q, W_K, W_V, their biases and norm1 to g, and norm1's path to d->dx,
+ * which holds d loss / d x_mid on entry (the residual path) and d loss / d x on return. */
 void block_qkv_backward(const Config *c, const LayerWeights *w, const BlockTensors *g, int N,
                         const BlockBuffers *b, const BlockGradBuffers *d);
 

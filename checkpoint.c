@@ -561,7 +561,7 @@ enum { ATTN_KIND, ATTN_UNSCALED, ATTN_SOFTMAX1, ATTN_TAU, ATTN_WINDOW, ATTN_SINK
        ATTN_FEATURES, ATTN_ORTHOGONAL, ATTN_PRESCALE, ATTN_NORM, ATTN_SINK_LOGIT,
        ATTN_SEED_LO, ATTN_SEED_HI, ATTN_RESERVED };
 
-#define ATTN_MAX_INT (1 << 20)   /* the largest integer parameter (attention_spec.c's) */
+#define ATTN_MAX_INT (1 << 20)   /* the largest integer parameter (lab/attention_spec.c's) */
 
 size_t checkpoint_attention_bytes(int n_layers, int n_heads) {
     return (size_t)n_layers * (CHECKPOINT_ATTN_INTS * sizeof(int32_t) +

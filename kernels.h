@@ -230,7 +230,8 @@ float kernels_exp_sum(float *x, int n, float shift);
 void kernels_dropout(float *out, const float *x, size_t n, float p, uint64_t key);
 
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs: on the pool
- * inside kernels_run when work >= KERNELS_POOL_MIN_WORK, as an OpenMP loop outside it when
+ * inside kernels_run when work >= KERNELS_POOL_MIN_WORK and n_jobs is 2 .. 65535 (more
+ * jobs run there on the calling thread), as an OpenMP loop outside it when
  * work >= KERNELS_PARALLEL_MIN_MACS (in OpenMP builds), else on the calling thread alone.
  * work counts multiply-adds or the like, as a double: an estimate whose products of three
  * or four sizes overflow a 32-bit long, never a double. Called from inside a job (a job

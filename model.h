@@ -83,12 +83,14 @@ typedef struct {
     int max_chunk;             /* most tokens one model_forward call may take */
 } Model;
 
-/* Load and validate a checkpoint (checkpoint_load), allocate activations for chunks of
- * up to min(max_chunk, S) tokens (max_chunk >= 1; the result is in m->max_chunk), and
- * exact attention's KV cache for the whole context S, or for as many positions as
- * MODEL_MAX_STATE_BYTES holds if S needs more (memory is committed as positions are
- * used; model_set_context asks for a size explicitly). Returns 0, or -1 after printing one stderr line "model: PATH: problem (got X,
- * expected Y)". *m is zeroed first and model_free is safe after either outcome. */
+/* Load and validate a checkpoint (checkpoint_load), then allocate the attention it records
+ * (exact attention's KV cache unless it names a trained variant) for the whole context S,
+ * or for as many positions as MODEL_MAX_STATE_BYTES holds if S needs more (n_ctx; memory
+ * is committed as positions are used; model_set_context asks for a size explicitly), and
+ * activations for chunks of up to min(max_chunk, n_ctx) tokens (max_chunk >= 1; the
+ * result is in m->max_chunk). Returns 0, or -1 after one stderr line ("model: PATH:
+ * problem (got X, expected Y)", or "model: attention ..." from the attention's setup).
+ * *m is zeroed first and model_free is safe after either outcome. */
 int model_load(Model *m, const char *path, int max_chunk);
 
 /* 1 if cfg computes exactly what the plain model computes (exact attention, scaled, no
@@ -110,8 +112,9 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs);
 int model_set_attention(Model *m, const AttentionConfig *cfg);
 
 /* Keep only n_ctx positions (1 .. S) of attention state, reallocated for the current
- * variant: a run that will never reach position S needs less memory. The next
- * model_forward must start at position 0. Returns 0, or -1 after a stderr line. */
+ * variant: a run that will never reach position S needs less memory. Also lowers
+ * m->max_chunk to n_ctx if it is larger (a later, larger context does not raise it). The
+ * next model_forward must start at position 0. Returns 0, or -1 after a stderr line. */
 int model_set_context(Model *m, int n_ctx);
 
 /* Start (on = 1) or stop (0) keeping every layer's queries and keys by position, for
@@ -139,7 +142,8 @@ void model_free(Model *m);
  * logits: (n, V) if all_logits, else (1, V) for the last token only; the pointer
  * is owned by the model, valid until the next call, and may be overwritten (the
  * sampler scales it in place). Returns NULL (with a stderr
- * line) if n, pos + n > n_ctx, or a token id >= V is out of range. */
+ * line) if n is outside 1 .. max_chunk, pos < 0 or pos + n > n_ctx, a token id is outside
+ * 0 .. V-1, there is no attention state, or a variant cannot continue at pos. */
 float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits);
 
 #endif /* MODEL_H */

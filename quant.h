@@ -53,9 +53,10 @@ void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const Qua
 
 /* The prefill GEMM's register tile in this build: *rows rows of x by *cols rows of w
  * (output columns); 0 x 0 where it has none (builds without AVX2 or NEON). quant_matmul_block
- * takes whole tiles of it when N >= *rows and the tile takes w (AVX2: groups of 32 or 64;
- * NEON: groups and widths that are multiples of 16), the rows and columns left over, and
- * other matrices, one row at a time. */
+ * takes whole tiles of it when N >= *rows and the tile takes w (AVX2: groups of 32 or 64,
+ * at most QUANT_GEMM_MAX_GROUPS in quant.c, 512, a row; NEON: groups and widths that are
+ * multiples of 16), the rows and columns left over, and other matrices, one row at a
+ * time. */
 void quant_gemm_tile(int *rows, int *cols);
 
 /* The matmul kernel this build uses for groups that are a multiple of 32: "avx512-vnni",

@@ -63,11 +63,12 @@ void tokenizer_free(Tokenizer *t);
 /* Encode len bytes of text (any bytes, invalid UTF-8 included) into token ids. GPT-2:
  * pre-tokenization, then lowest-id merging; end-of-text is not added. Llama: BOS, then
  * (for non-empty text) a space and the text, merged by highest score as llama2.c's
- * encode(text, bos=1, eos=0) does, with byte fallback for unknown characters. Writes at most cap ids to ids and
- * the count to *n_ids. Returns 0, or -1 (with a stderr line) if cap is too small or
- * some byte has no token. When cap is too small
- * *n_ids receives the count needed; on other failures it is 0. Allocates only for
- * pieces longer than TOKENIZER_SMALL_PIECE bytes (freed before returning); the eot
+ * encode(text, bos=1, eos=0) does, with byte fallback for unknown characters. Writes at
+ * most cap ids to ids and the count to *n_ids. Returns 0, or -1 (with a stderr line) if
+ * cap is too small, some byte has no token, (Llama) the vocabulary has no " " token, or
+ * memory runs out. When cap is too small *n_ids receives the count needed; on other
+ * failures it is 0. Allocates for pieces longer than TOKENIZER_SMALL_PIECE bytes and, for
+ * Llama, a copy of the text with its leading space (all freed before returning); the eot
  * token is never produced, so "<|endoftext|>" in text is encoded as plain text. */
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
                      int *ids, size_t cap, size_t *n_ids);
