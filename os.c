@@ -7,15 +7,17 @@
  */
 #include "os.h"
 
-#include <errno.h>       /* errno, EINVAL, ENOENT, ENOTDIR, EACCES, EAGAIN */
+#include <errno.h>       /* errno, EINVAL, ENOENT, ENOTDIR, EACCES, EAGAIN, EEXIST, ELOOP */
 #include <fcntl.h>       /* open, fcntl, struct flock, O_* */
+#include <pthread.h>     /* pthread_sigmask */
+#include <signal.h>      /* sigaction, sigset_t, raise, SIGINT, SIGTERM, SIGHUP */
 #include <stdio.h>       /* FILE, fdopen, fflush, fclose, fprintf, snprintf, rename, remove */
 #include <stdint.h>      /* SIZE_MAX */
 #include <stdlib.h>      /* mkstemp, realloc, free */
 #include <string.h>      /* strcmp, strerror, strlen, strrchr, memcpy */
 #include <sys/stat.h>    /* stat, fstat, fchmod, umask, S_IS* */
 #include <time.h>        /* clock_gettime, CLOCK_MONOTONIC */
-#include <unistd.h>      /* fsync, close, unlink, access, sysconf, STDIN_FILENO */
+#include <unistd.h>      /* fsync, close, unlink, link, pread, write, access, sysconf */
 
 #define LOCK_TRIES 8     /* os_lock: attempts while another process removes the file */
 
@@ -157,6 +159,66 @@ char *os_read_file(const char *program, const char *path, const char *expected,
 
 /* ---- writing ---- */
 
+/* ---- what a signal must not leave behind ----
+ * The files this process created and has not yet renamed or removed (os_save_open's
+ * temporaries, os_lock's locks) are listed here; SIGINT, SIGTERM or SIGHUP removes them,
+ * then ends the process as the signal would have. The list changes only with those
+ * signals blocked, so the handler never sees half a path. */
+#define CLEANUP_SLOTS 8
+static char cleanup_paths[CLEANUP_SLOTS][OS_PATH_CAP];
+static volatile sig_atomic_t cleanup_used[CLEANUP_SLOTS];
+static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_CLEANUP_SIGNALS ((int)(sizeof CLEANUP_SIGNALS / sizeof CLEANUP_SIGNALS[0]))
+
+static void on_cleanup_signal(int sig) {
+    for (int i = 0; i < CLEANUP_SLOTS; i++)
+        if (cleanup_used[i]) unlink(cleanup_paths[i]);   /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void block_signals(sigset_t *old) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < N_CLEANUP_SIGNALS; i++) sigaddset(&set, CLEANUP_SIGNALS[i]);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void unblock_signals(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
+
+/* Add path to the list (signals blocked by the caller); the handlers are installed with
+ * the first entry, except for a signal the process ignores (nohup). A full list leaves
+ * path out: it is then removed by the program's own exit paths only. */
+static void cleanup_add(const char *path) {
+    static int installed;
+    if (!installed) {
+        installed = 1;
+        for (int i = 0; i < N_CLEANUP_SIGNALS; i++) {
+            struct sigaction old, action = {.sa_handler = on_cleanup_signal};
+            sigemptyset(&action.sa_mask);
+            if (sigaction(CLEANUP_SIGNALS[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+                sigaction(CLEANUP_SIGNALS[i], &action, NULL);
+        }
+    }
+    if (strlen(path) >= OS_PATH_CAP) return;
+    for (int i = 0; i < CLEANUP_SLOTS; i++) {
+        if (cleanup_used[i]) continue;
+        strcpy(cleanup_paths[i], path);
+        cleanup_used[i] = 1;
+        return;
+    }
+}
+
+/* Take path off the list (signals blocked by the caller). */
+static void cleanup_remove(const char *path) {
+    for (int i = 0; i < CLEANUP_SLOTS; i++)
+        if (cleanup_used[i] && strcmp(cleanup_paths[i], path) == 0) {
+            cleanup_used[i] = 0;
+            return;
+        }
+}
+
+
 /* path + suffix into out (cap bytes). Returns 0, or -1 after a stderr line. */
 static int with_suffix(char *out, size_t cap, const char *program, const char *path,
                        const char *suffix) {
@@ -204,6 +266,15 @@ static int sync_folder(const char *program, const char *path) {
     return 0;
 }
 
+/* Take s->temp off the signal list and forget it (the file is renamed or removed). */
+static void forget_temp(SaveFile *s) {
+    sigset_t held;
+    block_signals(&held);
+    cleanup_remove(s->temp);
+    unblock_signals(&held);
+    s->temp[0] = '\0';
+}
+
 int os_save_open(SaveFile *s, const char *program, const char *path) {
     s->file = NULL;
     s->temp[0] = '\0';
@@ -212,7 +283,11 @@ int os_save_open(SaveFile *s, const char *program, const char *path) {
         s->temp[0] = '\0';
         return -1;
     }
+    sigset_t held;
+    block_signals(&held);
     int fd = mkstemp(s->temp);
+    if (fd >= 0) cleanup_add(s->temp);
+    unblock_signals(&held);
     if (fd < 0) {
         fprintf(stderr, "%s: %s: cannot create a file beside it (got \"%s\", expected a "
                 "writable folder)\n", program, path, strerror(errno));
@@ -226,7 +301,7 @@ int os_save_open(SaveFile *s, const char *program, const char *path) {
                 program, s->temp, strerror(errno));
         close(fd);
         remove(s->temp);
-        s->temp[0] = '\0';
+        forget_temp(s);
         return -1;
     }
     return 0;
@@ -267,7 +342,7 @@ int os_save_commit(SaveFile *s, const char *program) {
         remove(s->temp);
         rc = -1;
     }
-    s->temp[0] = '\0';
+    forget_temp(s);
     return rc == 0 ? sync_folder(program, s->path) : -1;
 }
 
@@ -275,7 +350,7 @@ void os_save_discard(SaveFile *s) {
     if (s->file) fclose(s->file);
     s->file = NULL;
     if (s->temp[0]) remove(s->temp);
-    s->temp[0] = '\0';
+    forget_temp(s);
 }
 
 FILE *os_create_new(const char *program, const char *path) {
@@ -342,43 +417,125 @@ int os_check_output(const char *program, const char *path, const char *what,
     return 0;
 }
 
+/* The first bytes of every lock file: what os_lock writes, and what it must find in a file
+ * already at PATH.lock before it takes that file over (a lock an interrupted run left). */
+static const char LOCK_SIGNATURE[] = "attn: lock of a file being written\n";
+
+/* 1 if the open file fd holds exactly LOCK_SIGNATURE (and nothing else). */
+static int is_our_lock(int fd) {
+    char bytes[sizeof LOCK_SIGNATURE];
+    ssize_t n = pread(fd, bytes, sizeof bytes, 0);
+    return n == (ssize_t)sizeof LOCK_SIGNATURE - 1 &&
+           memcmp(bytes, LOCK_SIGNATURE, sizeof LOCK_SIGNATURE - 1) == 0;
+}
+
+/* A new lock file at l->path, already holding the signature and the lock when it appears
+ * there: written under a name no file had (mkstemp), locked, then hard-linked to l->path,
+ * which fails if anything is there (a file, a link, even a dangling one). Returns the
+ * locked descriptor, -2 if something is at l->path, or -1 after a stderr line. */
+static int create_lock(const char *program, const char *path, SaveLock *l) {
+    char temp[OS_PATH_CAP];
+    if (with_suffix(temp, sizeof temp, program, l->path, "-XXXXXX") != 0) return -1;
+    sigset_t held;
+    block_signals(&held);
+    int fd = mkstemp(temp);
+    if (fd >= 0) cleanup_add(temp);
+    unblock_signals(&held);
+    if (fd < 0) {
+        fprintf(stderr, "%s: %s: cannot create its lock beside it (got \"%s\", expected a "
+                "writable folder)\n", program, path, strerror(errno));
+        return -1;
+    }
+    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    size_t n = sizeof LOCK_SIGNATURE - 1;
+    int rc = write(fd, LOCK_SIGNATURE, n) == (ssize_t)n && fcntl(fd, F_SETLK, &lock) == 0
+           ? 0 : -1;
+    int error = errno;
+    if (rc == 0) {
+        block_signals(&held);
+        if (link(temp, l->path) == 0) {
+            cleanup_add(l->path);
+        } else {
+            error = errno;
+            rc = error == EEXIST ? -2 : -1;
+        }
+        unblock_signals(&held);
+    }
+    unlink(temp);
+    cleanup_remove(temp);
+    if (rc == 0) return fd;
+    close(fd);
+    if (rc == -1)
+        fprintf(stderr, "%s: %s: cannot create its lock %s (got \"%s\", expected a writable "
+                "folder that takes hard links)\n", program, path, l->path, strerror(error));
+    return rc;
+}
+
+/* The file already at l->path, locked, if it is a lock of ours that no process holds (an
+ * interrupted run's). Returns its descriptor, -2 if it went away meanwhile, or -1 after a
+ * stderr line: another process holds it, or it is not ours (a link, a folder, a user's
+ * file, an input of this command: never removed, never written). */
+static int take_over_lock(const char *program, const char *path, SaveLock *l) {
+    int fd = open(l->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 && errno == ENOENT) return -2;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "%s: %s: %s is in the way (got %s, expected no file there, or a lock an "
+                "interrupted run left: move it away)\n", program, path, l->path,
+                fd < 0 && errno == ELOOP ? "a symbolic link" : fd < 0 ? strerror(errno)
+                : "something that is not a regular file");
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(fd, F_SETLK, &lock) != 0) {
+        int error = errno;
+        struct flock holder = lock;
+        long pid = fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK
+                 ? (long)holder.l_pid : 0;
+        close(fd);
+        if (error == EACCES || error == EAGAIN)
+            fprintf(stderr, "%s: %s: another process (pid %ld) is writing it (got a lock held "
+                    "on %s, expected no other writer: wait for it, or choose another path)\n",
+                    program, path, pid, l->path);
+        else
+            fprintf(stderr, "%s: %s: cannot lock %s (got \"%s\", expected a file system with "
+                    "POSIX locks)\n", program, path, l->path, strerror(error));
+        return -1;
+    }
+    if (!is_our_lock(fd)) {
+        fprintf(stderr, "%s: %s: %s is in the way (got a file of %lld bytes that is not a lock "
+                "of ours, expected no file there: move it away, or choose another output)\n",
+                program, path, l->path, (long long)st.st_size);
+        close(fd);
+        return -1;
+    }
+    /* the holder before us may have removed the file after we opened it: the lock counts
+     * only if it is on the file that is at the path now */
+    struct stat now;
+    if (stat(l->path, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+        close(fd);
+        return -2;
+    }
+    sigset_t held;
+    block_signals(&held);
+    cleanup_add(l->path);
+    unblock_signals(&held);
+    return fd;
+}
+
 int os_lock(SaveLock *l, const char *program, const char *path) {
     l->fd = -1;
     if (with_suffix(l->path, sizeof l->path, program, path, OS_LOCK_SUFFIX) != 0)
         return -1;
     for (int attempt = 0; attempt < LOCK_TRIES; attempt++) {
-        int fd = open(l->path, O_RDWR | O_CREAT, 0666);
-        if (fd < 0) {
-            fprintf(stderr, "%s: %s: cannot create its lock %s (got \"%s\", expected a "
-                    "writable folder)\n", program, path, l->path, strerror(errno));
-            return -1;
-        }
-        struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-        if (fcntl(fd, F_SETLK, &lock) != 0) {
-            int error = errno;
-            struct flock holder = lock;
-            long pid = fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK
-                     ? (long)holder.l_pid : 0;
-            close(fd);
-            if (error == EACCES || error == EAGAIN) {
-                fprintf(stderr, "%s: %s: another process (pid %ld) is writing it (got a lock "
-                        "held on %s, expected no other writer: wait for it, or choose another "
-                        "path)\n", program, path, pid, l->path);
-            } else {
-                fprintf(stderr, "%s: %s: cannot lock %s (got \"%s\", expected a file system "
-                        "with POSIX locks)\n", program, path, l->path, strerror(error));
-            }
-            return -1;
-        }
-        /* the holder before us may have removed the file after we opened it: the lock
-         * counts only if it is on the file that is at the path now */
-        struct stat held, now;
-        if (fstat(fd, &held) == 0 && stat(l->path, &now) == 0 && held.st_dev == now.st_dev &&
-            held.st_ino == now.st_ino) {
+        int fd = create_lock(program, path, l);
+        if (fd == -2) fd = take_over_lock(program, path, l);
+        if (fd == -1) return -1;
+        if (fd >= 0) {
             l->fd = fd;
             return 0;
         }
-        close(fd);
     }
     fprintf(stderr, "%s: %s: cannot lock %s (got a lock file replaced %d times, expected it to "
             "stay)\n", program, path, l->path, LOCK_TRIES);
@@ -387,7 +544,16 @@ int os_lock(SaveLock *l, const char *program, const char *path) {
 
 void os_unlock(SaveLock *l) {
     if (l->fd < 0) return;
-    unlink(l->path);   /* while still locked: a waiter then finds no file, or a new one */
+    /* while still locked, and only the file we locked: a waiter then finds no file, or a
+     * new one */
+    struct stat held, now;
+    if (fstat(l->fd, &held) == 0 && lstat(l->path, &now) == 0 && held.st_dev == now.st_dev &&
+        held.st_ino == now.st_ino)
+        unlink(l->path);
+    sigset_t blocked;
+    block_signals(&blocked);
+    cleanup_remove(l->path);
+    unblock_signals(&blocked);
     close(l->fd);
     l->fd = -1;
 }

@@ -12,7 +12,11 @@
  * inputs. Before writing, a program checks each destination (os_check_output: a regular
  * file or a new path, and none of its inputs) and holds a lock on it for the whole run
  * (os_lock), so a second program aimed at the same file is refused instead of mixing
- * its bytes in.
+ * its bytes in. A program removes only files it created: a lock's path holding anything
+ * but a lock of ours (an input, a user's file, a link) is refused, never removed; and
+ * SIGINT, SIGTERM or SIGHUP remove the temporaries and locks of os_save_open and os_lock
+ * before the process ends (the trainer's fixed-name temporaries stay: its next run
+ * finishes or replaces them).
  */
 #ifndef OS_H
 #define OS_H
@@ -106,18 +110,22 @@ int os_check_output(const char *program, const char *path, const char *what,
 /* 1 if a and b name the same existing file (through links or other spellings). */
 int os_same_file(const char *a, const char *b);
 
-/* A lock that says "this process writes PATH": PATH.lock, locked with fcntl. */
+/* A lock that says "this process writes PATH": PATH.lock, a small file of a fixed text,
+ * locked with fcntl. */
 typedef struct {
     int fd;                      /* the lock file, or -1 */
     char path[OS_PATH_CAP];      /* PATH.lock */
 } SaveLock;
 
-/* Take the lock of path for the rest of the run, never waiting: if another process
- * holds it, returns -1 after one stderr line naming that process and the file. Returns
- * 0, or -1 after one stderr line. */
+/* Take the lock of path for the rest of the run, never waiting. PATH.lock is created
+ * atomically with its text and its lock (never through a link), or taken over when it is
+ * a lock an interrupted run left. Refused with one stderr line: another process holds it
+ * (naming that process), or something else is at PATH.lock (a link, a folder, a file
+ * that is not a lock of ours, such as an input of the same command). Returns 0 or -1. */
 int os_lock(SaveLock *l, const char *program, const char *path);
 
-/* Release the lock and remove its file. Safe on a lock never taken (fd -1) and twice. */
+/* Release the lock and remove its file (only the file it locked). Safe on a lock never
+ * taken (fd -1) and twice. */
 void os_unlock(SaveLock *l);
 
 #endif /* OS_H */

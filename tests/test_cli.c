@@ -1054,6 +1054,119 @@ static void test_quantize_program(const char *model, const char *tok) {
     expect_program(quantize, "quantize with one path", args, 2, "missing (got 1 of 2");
 }
 
+/* 1 if the files at a and b hold the same bytes. */
+static int same_bytes(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    char *da = check_read_file(a, &na), *db = check_read_file(b, &nb);
+    int same = da && db && na == nb && memcmp(da, db, na) == 0;
+    free(da);
+    free(db);
+    return same;
+}
+
+/* A program removes only what it created. OUT.lock is the one name a writer takes beside
+ * its output: an input of the same command at that name, a user's own file, a link (even
+ * a dangling one) are refused and left as they were (quantize and train deleted each and
+ * created a link's target); a lock an interrupted run left (its fixed text) is taken over
+ * and removed. Then SIGTERM in the middle of a write leaves no temporary and no lock. */
+static void test_files_not_ours(const char *model, const char *tok) {
+    const char *quantize = getenv("QUANTIZE"), *train = getenv("TRAIN");
+    if (!quantize || !*quantize) quantize = "./quantize";
+    if (!train || !*train) train = "./train";
+    char in[256], out[256], lock[300], args[1024], command[1024], text[256], notes[256];
+    /* IN is OUT.lock */
+    snprintf(in, sizeof in, "%s/in.bin.lock", dir);
+    snprintf(out, sizeof out, "%s/in.bin", dir);
+    snprintf(command, sizeof command, "cp %s %s", model, in);
+    if (check_true(check_run(command, NULL, NULL) == 0, "lock: copy the model to in.bin.lock")) {
+        snprintf(args, sizeof args, "%s %s", in, out);
+        expect_program(quantize, "quantize in.bin.lock in.bin", args, 1,
+                       "in.bin.lock is in the way (got a file of");
+        check_true(same_bytes(in, model) && access(out, F_OK) != 0,
+                   "quantize in.bin.lock in.bin: the input is kept, nothing written");
+        snprintf(args, sizeof args, "--init %s -o %s -d %s -z %s/i_tok.bin -n 1", in, out,
+                 tok, dir);
+        expect_program(train, "train --init in.bin.lock -o in.bin", args, 1,
+                       "in.bin.lock is in the way");
+        check_true(same_bytes(in, model), "train --init in.bin.lock -o in.bin: the input is kept");
+    }
+    /* the training text is OUT.lock */
+    snprintf(text, sizeof text, "%s/text.bin.lock", dir);
+    snprintf(out, sizeof out, "%s/text.bin", dir);
+    FILE *f = fopen(text, "w");
+    if (check_true(f != NULL, "lock: write t.bin.lock")) {
+        for (int i = 0; i < 60; i++) fprintf(f, "To be, or not to be, that is the question.\n");
+        fclose(f);
+        snprintf(args, sizeof args, "-d %s -o %s -z %s/t_tok.bin -v 300 -L 1 -C 16 -H 2 -T 8 "
+                 "-B 4 -n 1", text, out, dir);
+        expect_program(train, "train -d text.bin.lock -o text.bin", args, 1,
+                       "text.bin.lock is in the way");
+        snprintf(command, sizeof command, "grep -c question %s | grep -qx 60", text);
+        int kept = check_run(command, NULL, NULL) == 0;
+        check_true(kept && access(out, F_OK) != 0, "train -d text.bin.lock -o text.bin: the text is "
+                   "kept (%s), nothing written", kept ? "yes" : "no");
+    }
+    /* a user's own OUT.lock */
+    snprintf(notes, sizeof notes, "%s/q.bin.lock", dir);
+    snprintf(out, sizeof out, "%s/q.bin", dir);
+    f = fopen(notes, "w");
+    if (check_true(f != NULL, "lock: write the user's q.bin.lock")) {
+        fputs("notes\n", f);
+        fclose(f);
+        snprintf(args, sizeof args, "%s %s", model, out);
+        expect_program(quantize, "quantize with a user's q.bin.lock", args, 1,
+                       "q.bin.lock is in the way (got a file of 6 bytes that is not a lock");
+        snprintf(command, sizeof command, "grep -qx notes %s", notes);
+        check_true(check_run(command, NULL, NULL) == 0, "quantize: the user's q.bin.lock kept");
+    }
+    /* OUT.lock a dangling link: refused; its target is not created */
+    snprintf(out, sizeof out, "%s/d.bin", dir);
+    snprintf(command, sizeof command, "ln -s %s/elsewhere.txt %s/d.bin.lock", dir, dir);
+    if (check_true(check_run(command, NULL, NULL) == 0, "lock: a dangling link d.bin.lock")) {
+        snprintf(args, sizeof args, "%s %s", model, out);
+        expect_program(quantize, "quantize with d.bin.lock a dangling link", args, 1,
+                       "d.bin.lock is in the way (got a symbolic link");
+        snprintf(command, sizeof command, "test -L %s/d.bin.lock && test ! -e %s/elsewhere.txt",
+                 dir, dir);
+        check_true(check_run(command, NULL, NULL) == 0,
+                   "quantize: the link kept, its target not created");
+    }
+    /* a lock an interrupted run left (the file os_lock writes) is taken over, then removed */
+    snprintf(out, sizeof out, "%s/s.bin", dir);
+    snprintf(lock, sizeof lock, "%s.lock", out);
+    f = fopen(lock, "w");
+    if (check_true(f != NULL, "lock: write a stale lock")) {
+        fputs("attn: lock of a file being written\n", f);
+        fclose(f);
+        snprintf(args, sizeof args, "%s %s", model, out);
+        expect_program(quantize, "quantize over a stale lock", args, 0, "int8, groups of 32");
+        check_true(access(lock, F_OK) != 0 && access(out, F_OK) == 0,
+                   "quantize over a stale lock: written, the lock removed");
+    }
+    /* SIGTERM while run writes its attention map, and while train holds its locks */
+    /* run -I waits for its first line (from a FIFO) with the map's temporary open */
+    snprintf(command, sizeof command, "mkfifo %s/lines && { %s %s -z %s -I --attn-map "
+             "%s/sig.html < %s/lines >/dev/null 2>&1 & p=$!; exec 3>%s/lines; i=0; "
+             "while [ $i -lt 1000 ] && ! ls %s | grep -q '^sig.html.tmp-'; do sleep 0.01; "
+             "i=$((i+1)); done; kill -TERM $p; wait $p; echo $?; exec 3>&-; }; "
+             "ls %s | grep -c '^sig.html' || true", dir, run_bin, model, tok, dir, dir, dir,
+             dir, dir);
+    char *printed = NULL;
+    check_run(command, &printed, NULL);
+    check_true(printed && strcmp(printed, "143\n0\n") == 0, "SIGTERM during run --attn-map: "
+               "ended by the signal (143), no sig.html* left (got \"%s\")", printed);
+    free(printed);
+    snprintf(command, sizeof command, "{ %s -d %s -o %s/sig.bin -z %s/sig_tok.bin "
+             "-v 300 -L 1 -C 16 -H 2 -T 8 -B 4 -n 100000 -e 100000 >/dev/null 2>&1 & p=$!; "
+             "i=0; while [ $i -lt 1000 ] && ! ls %s | grep -q '^sig.bin.lock$'; do sleep 0.01; "
+             "i=$((i+1)); done; sleep 0.2; kill -TERM $p; wait $p; echo $?; }; "
+             "ls %s | grep -c '^sig.*lock$' || true", train, text, dir, dir, dir, dir);
+    check_run(command, &printed, NULL);
+    check_true(printed && strcmp(printed, "143\n0\n") == 0, "SIGTERM during train: ended by "
+               "the signal (143), no lock left (got \"%s\")", printed);
+    free(printed);
+}
+
 /* A GPT-2 fixture with rotary positions (train --pos rope), written as the format
  * description says: header [10] = positions (1: rotary), and then no wpe tensor unless
  * with_wpe. nh heads of the width C. */
@@ -1190,6 +1303,7 @@ int main(void) {
     test_eval(model, tok);
     test_llama2c_generation();
     test_quantize_program(model, tok);
+    test_files_not_ours(model, tok);
     test_rotary(tok);
     test_make_and_runner();
     char command[128];
