@@ -69,7 +69,7 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 $(B)/attention.o: attention.c attention.h hash.h kernels.h quant.h
 $(B)/quant.o: quant.c quant.h
 $(B)/kernels.o: kernels.c kernels.h quant.h
-$(B)/checkpoint.o: checkpoint.c checkpoint.h kernels.h quant.h os.h
+$(B)/checkpoint.o: checkpoint.c checkpoint.h attention.h kernels.h quant.h os.h
 $(B)/os.o: os.c os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
 $(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h
@@ -129,7 +129,7 @@ all: $(B)/run $(B)/train $(B)/quantize
 	@cmp -s $(B)/train train || { rm -f train && cp $(B)/train train; }
 	@cmp -s $(B)/quantize quantize || { rm -f quantize && cp $(B)/quantize quantize; }
 
-$(B)/quantize: $(B)/quantize.o $(B)/cli.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
+$(B)/quantize: $(B)/quantize.o $(B)/cli.o $(B)/checkpoint.o $(B)/attention.o $(B)/os.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/lab/attention_spec.o $(B)/lab/eval.o \
@@ -267,9 +267,10 @@ $(TESTS):
 # test: build, then run every test binary; exits non-zero if any check fails.
 # Reference-data checks read ../shared and say "skipped" without it. Example: make test
 # It first replays every fuzz target's regression corpus and seeds (tests/fuzz).
-test: all $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp docs-check tutorial-check
+test: all $(B)/tutorial $(TESTS) $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp docs-check tutorial-check
 	@$(FUZZ_ENV) FUZZ_BIN=$(B)/fuzz sh tests/fuzz/fuzz.sh replay $(FUZZ_TARGETS)
-	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize sh tests/run_all.sh $(TESTS)
+	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize TUTORIAL=$(B)/tutorial \
+	  sh tests/run_all.sh $(TESTS)
 
 # debug: the whole suite under AddressSanitizer and UBSan (own build folder, no
 # OpenMP so that no runtime library hides a report). Example: make debug
@@ -283,7 +284,8 @@ debug-tests: $(B)/run $(B)/train $(B)/quantize $(B)/tutorial $(TESTS) $(FUZZ_REP
 	@for s in $(TUTORIAL_STEPS); do $(B)/tutorial $$s > /dev/null || \
 	  { echo "FAIL - $(B)/tutorial $$s"; exit 1; }; done; \
 	  echo "ok - every tutorial step ran under the sanitizers: $(TUTORIAL_STEPS)"
-	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize sh tests/run_all.sh $(TESTS)
+	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize TUTORIAL=$(B)/tutorial \
+	  sh tests/run_all.sh $(TESTS)
 
 # faults: the fault-injection pass (tests/faults.sh): run, train and quantize killed at
 # each of their write, rename and fsync calls, then a full and a read-only file system;

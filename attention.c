@@ -36,6 +36,7 @@
 #include <float.h>    /* FLT_MIN */
 #include <math.h>     /* expf, logf, sqrtf, isnan, INFINITY, NAN; log, sqrt, cos (the generator) */
 #include <stdint.h>   /* uint64_t, int32_t */
+#include <stdio.h>    /* snprintf (attention_config_check's problem) */
 #include <string.h>   /* memset, memcpy */
 
 #include "hash.h"     /* hash_mix64 and the dropout rule */
@@ -228,6 +229,10 @@ const char *attention_kind_name(AttentionKind kind) {
     return kind >= 0 && kind < ATTENTION_KINDS ? names[kind] : "unknown";
 }
 
+int attention_has_weights(AttentionKind kind) {
+    return kind != ATTENTION_LINEAR && kind != ATTENTION_EFFICIENT && kind != ATTENTION_PERFORMER;
+}
+
 /* ------------------------------------------------------------------------- */
 /* The lab: the state block's layout                                         */
 
@@ -261,6 +266,76 @@ static float config_scale(const AttentionConfig *cfg, const AttentionShape *shap
 static int is_softmax_family(AttentionKind kind) {
     return kind != ATTENTION_LINEAR && kind != ATTENTION_EFFICIENT &&
            kind != ATTENTION_PERFORMER;
+}
+
+/* 0 if lo <= value <= hi, else -1 with the problem of field (of kind) in problem. */
+static int check_range(const char *kind, const char *field, int value, int lo, int hi,
+                       char *problem, size_t cap) {
+    if (value >= lo && value <= hi) return 0;
+    snprintf(problem, cap, "%s: %s out of range (got %d, expected %d..%d)", kind, field, value,
+             lo, hi);
+    return -1;
+}
+
+int attention_config_check(const AttentionConfig *cfg, char *problem, size_t cap) {
+    const char *kind = attention_kind_name(cfg->kind);
+    const int MAX = ATTENTION_MAX_INT;
+    if (cfg->kind < 0 || cfg->kind >= ATTENTION_KINDS) {
+        snprintf(problem, cap, "unknown kind (got %d, expected 0..%d)", (int)cfg->kind,
+                 ATTENTION_KINDS - 1);
+        return -1;
+    }
+    if (!(cfg->tau >= ATTENTION_MIN_TAU && cfg->tau <= ATTENTION_MAX_TAU)) {
+        snprintf(problem, cap, "%s: tau out of range (got %g, expected [0.01, 100])", kind,
+                 (double)cfg->tau);
+        return -1;
+    }
+    const char *alone = cfg->softmax1 && !is_softmax_family(cfg->kind) ? "softmax1"
+                      : cfg->sink_logit && !is_softmax_family(cfg->kind) ? "sinklogit"
+                      : cfg->norm && cfg->kind != ATTENTION_LINEAR ? "norm" : NULL;
+    if (alone) {
+        snprintf(problem, cap, "%s: %s does not apply (got %s=1, expected 0 on this kind)",
+                 kind, alone, alone);
+        return -1;
+    }
+    if (cfg->softmax1 && cfg->sink_logit) {
+        snprintf(problem, cap, "%s: softmax1 and sinklogit exclude each other (softmax1 is a "
+                 "sink logit fixed at 0)", kind);
+        return -1;
+    }
+    switch (cfg->kind) {
+    case ATTENTION_WINDOW: case ATTENTION_DILATED:
+        return check_range(kind, "w", cfg->window, 1, MAX, problem, cap) ||
+               check_range(kind, "sinks", cfg->sinks, 0, MAX, problem, cap) ||
+               (cfg->kind == ATTENTION_DILATED &&
+                check_range(kind, "k", cfg->dilation, 1, MAX, problem, cap)) ? -1 : 0;
+    case ATTENTION_STRIDED: case ATTENTION_FIXED:
+        if (check_range(kind, "l", cfg->stride, 1, MAX, problem, cap) ||
+            (cfg->kind == ATTENTION_FIXED &&
+             check_range(kind, "c", cfg->summary, 0, MAX, problem, cap)))
+            return -1;
+        if (cfg->kind == ATTENTION_FIXED && cfg->summary > cfg->stride) {
+            snprintf(problem, cap, "fixed: c must not exceed l (got c %d, l %d)", cfg->summary,
+                     cfg->stride);
+            return -1;
+        }
+        return 0;
+    case ATTENTION_LSH:
+        if (check_range(kind, "buckets", cfg->buckets, 1, ATTENTION_MAX_BUCKETS, problem, cap) ||
+            check_range(kind, "rounds", cfg->rounds, 1, ATTENTION_MAX_ROUNDS, problem, cap) ||
+            check_range(kind, "local", cfg->local, 0, MAX, problem, cap) ||
+            check_range(kind, "sinks", cfg->sinks, 0, MAX, problem, cap))
+            return -1;
+        if (cfg->buckets > 1 && cfg->buckets % 2 != 0) {
+            snprintf(problem, cap, "lsh: buckets must be 1 or even (got %d)", cfg->buckets);
+            return -1;
+        }
+        return 0;
+    case ATTENTION_PERFORMER:
+        return check_range(kind, "m", cfg->features, 1, ATTENTION_MAX_FEATURES, problem, cap);
+    default:
+        return 0;
+    }
 }
 
 /* How head h of a softmax-family variant scores: its scale, the Gaussian term, and the

@@ -107,6 +107,13 @@ typedef enum {
  * digits than the float 0.01 that a flag or a config holds, and would refuse it. */
 #define ATTENTION_MIN_TAU ((float)0.01f)
 #define ATTENTION_MAX_TAU 100.0f
+/* The largest integer parameters, on the command line and in a checkpoint alike */
+#define ATTENTION_MAX_INT 1048576      /* any count or length: 2^20, the longest context */
+#define ATTENTION_MAX_BUCKETS 4096     /* LSH buckets: beyond this (and beyond the context,
+                                        * which model.c checks) buckets are nearly empty */
+#define ATTENTION_MAX_ROUNDS 64        /* LSH hash rounds */
+#define ATTENTION_MAX_FEATURES 8192    /* Performer m: 8192 features already cost ~100x
+                                        * exact attention's work per token at head size 64 */
 
 typedef struct {
     AttentionKind kind;
@@ -141,6 +148,17 @@ void attention_config_default(AttentionConfig *cfg);
 
 /* The lower-case name of a kind ("exact", "window", ...), as the CLI spells it. */
 const char *attention_kind_name(AttentionKind kind);
+
+/* 0 if cfg's parameters are ones its kind takes, whatever the model: each field the kind
+ * reads within the range --attn accepts (ATTENTION_MAX_*), c <= l, LSH buckets 1 or even,
+ * softmax1 and a sink logit only on a softmax kind and not together, norm only on
+ * linear. Else -1, with one problem naming the kind, the field and its value in problem
+ * (cap bytes), such as "lsh: rounds out of range (got 100, expected 1..64)". */
+int attention_config_check(const AttentionConfig *cfg, char *problem, size_t cap);
+
+/* 1 if the kind computes softmax weights over keys (what --attn-dropout drops and the
+ * heatmaps draw); 0 for linear, efficient and performer, which never form them. */
+int attention_has_weights(AttentionKind kind);
 
 /* Bytes of one layer's state for contexts of up to n_ctx positions, or 0 if cfg is
  * invalid for this shape (a parameter out of range; see lab/attention_spec.c). */

@@ -561,7 +561,6 @@ enum { ATTN_KIND, ATTN_UNSCALED, ATTN_SOFTMAX1, ATTN_TAU, ATTN_WINDOW, ATTN_SINK
        ATTN_FEATURES, ATTN_ORTHOGONAL, ATTN_PRESCALE, ATTN_NORM, ATTN_SINK_LOGIT,
        ATTN_SEED_LO, ATTN_SEED_HI, ATTN_RESERVED };
 
-#define ATTN_MAX_INT (1 << 20)   /* the largest integer parameter (lab/attention_spec.c's) */
 
 size_t checkpoint_attention_bytes(int n_layers, int n_heads) {
     return (size_t)n_layers * (CHECKPOINT_ATTN_INTS * sizeof(int32_t) +
@@ -600,9 +599,10 @@ static void attention_record(int32_t r[CHECKPOINT_ATTN_INTS], const AttentionCon
     r[ATTN_SEED_HI] = (int32_t)(uint32_t)(cfg->seed >> 32);
 }
 
-/* Reads layer l's record r into cfg, checking each field's range (the kind's own checks,
- * such as a window of at least 1, are model_set_attention's). Returns 0, or -1 after a
- * stderr line naming the layer and the field. */
+/* Reads layer l's record r into cfg, checking each field's range, then the limits and
+ * rules --attn holds the same spec to (attention_config_check: a window of at least 1,
+ * c <= l, at most 64 LSH rounds, ...). Returns 0, or -1 after a stderr line naming the
+ * layer, the field and its value. */
 static int attention_from_record(AttentionConfig *cfg, const int32_t *r, int l,
                                  const char *path) {
     static const char *const names[CHECKPOINT_ATTN_INTS] = {
@@ -620,7 +620,7 @@ static int attention_from_record(AttentionConfig *cfg, const int32_t *r, int l,
             bad = i, expected = "0 or 1";
         else if (i == ATTN_RESERVED && r[i] != 0)
             bad = i, expected = "0";
-        else if (i >= ATTN_WINDOW && i <= ATTN_FEATURES && (r[i] < 0 || r[i] > ATTN_MAX_INT))
+        else if (i >= ATTN_WINDOW && i <= ATTN_FEATURES && (r[i] < 0 || r[i] > ATTENTION_MAX_INT))
             bad = i, expected = "0..1048576";
     }
     float tau;
@@ -640,6 +640,11 @@ static int attention_from_record(AttentionConfig *cfg, const int32_t *r, int l,
     for (int i = 0; i < N_INT_FIELDS; i++)
         *(int *)(void *)((char *)cfg + INT_FIELDS[i].offset) = r[INT_FIELDS[i].slot];
     cfg->seed = (uint64_t)(uint32_t)r[ATTN_SEED_LO] | (uint64_t)(uint32_t)r[ATTN_SEED_HI] << 32;
+    char problem[256];   /* the limits and rules of --attn (attention_config_check) */
+    if (attention_config_check(cfg, problem, sizeof problem) != 0) {
+        fprintf(stderr, "model: %s: attention of layer %d: %s\n", path, l, problem);
+        return -1;
+    }
     return 0;
 }
 

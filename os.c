@@ -15,6 +15,7 @@
 #include <stdint.h>      /* SIZE_MAX */
 #include <stdlib.h>      /* mkstemp, realloc, free */
 #include <string.h>      /* strcmp, strerror, strlen, strrchr, memcpy */
+#include <sys/resource.h>   /* getrlimit, RLIMIT_AS */
 #include <sys/stat.h>    /* stat, fstat, fchmod, umask, S_IS* */
 #include <time.h>        /* clock_gettime, CLOCK_MONOTONIC */
 #include <unistd.h>      /* fsync, close, unlink, link, pread, write, access, sysconf */
@@ -29,13 +30,58 @@ double os_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-size_t os_physical_memory(size_t fallback) {
+/* The number in the file at path ("max" or an unreadable file: none) into *bytes, if
+ * smaller. */
+static void lower_to_file(const char *path, size_t *bytes) {
+    FILE *file = fopen(path, "r");
+    unsigned long long n;
+    if (file && fscanf(file, "%llu", &n) == 1 && n < *bytes) *bytes = (size_t)n;
+    if (file) fclose(file);
+}
+
+/* The limit of the cgroup at root + group (a folder of limit files named name) and of
+ * each of its parents, the least of them into *bytes, if smaller. */
+static void lower_to_cgroup(const char *root, const char *group, const char *name,
+                            size_t *bytes) {
+    char path[OS_PATH_CAP];
+    size_t n = strlen(group);
+    while (n > 0 && group[n - 1] == '/') n--;
+    for (;;) {
+        int len = snprintf(path, sizeof path, "%s%.*s/%s", root, (int)n, group, name);
+        if (len > 0 && (size_t)len < sizeof path) lower_to_file(path, bytes);
+        if (n == 0) return;
+        while (n > 0 && group[n - 1] != '/') n--;   /* the parent */
+        while (n > 0 && group[n - 1] == '/') n--;
+    }
+}
+
+size_t os_memory_limit(size_t fallback) {
+    size_t bytes = SIZE_MAX;
 #if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0 && (unsigned long)pages <= SIZE_MAX / (unsigned long)page)
-        return (size_t)pages * (size_t)page;
+        bytes = (size_t)pages * (size_t)page;
 #endif
-    return fallback;
+    /* Linux cgroups: lines "ID:CONTROLLERS:PATH" ("0::PATH" for version 2) */
+    FILE *file = fopen("/proc/self/cgroup", "r");
+    char line[OS_PATH_CAP];
+    while (file && fgets(line, sizeof line, file)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *controllers = strchr(line, ':'), *group = controllers ? strchr(controllers + 1, ':') : NULL;
+        if (!group) continue;
+        *group++ = '\0';
+        controllers++;
+        if (!strcmp(line, "0") && !*controllers)
+            lower_to_cgroup("/sys/fs/cgroup", group, "memory.max", &bytes);
+        else if (strstr(controllers, "memory"))
+            lower_to_cgroup("/sys/fs/cgroup/memory", group, "memory.limit_in_bytes", &bytes);
+    }
+    if (file) fclose(file);
+    struct rlimit limit;   /* ulimit -v */
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+        limit.rlim_cur < bytes)
+        bytes = (size_t)limit.rlim_cur;
+    return bytes == SIZE_MAX ? fallback : bytes;
 }
 
 /* ---- reading ---- */

@@ -33,8 +33,11 @@
 /* Seconds on a monotonic clock (for speeds and durations: differences only). */
 double os_seconds(void);
 
-/* The machine's physical memory in bytes, or fallback where the system does not say. */
-size_t os_physical_memory(size_t fallback);
+/* The memory this process may use, in bytes: the least of the machine's physical memory,
+ * the limits of its Linux cgroup and of the cgroup's parents (version 2 memory.max,
+ * version 1 memory.limit_in_bytes) and RLIMIT_AS (ulimit -v); fallback where none of
+ * them says. */
+size_t os_memory_limit(size_t fallback);
 
 /* ---- reading ---- */
 

@@ -14,11 +14,7 @@
 #include "attention.h"   /* AttentionConfig, attention_config_default */
 #include "cli.h"         /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
 
-#define SPEC_MAX_INT 1048576    /* upper bound of integer keys (2^20, the longest context) */
-#define SPEC_MAX_BUCKETS 4096   /* LSH buckets: beyond this (and beyond the context, which
-                                 * model_set_attention checks) buckets are nearly empty */
-#define SPEC_MAX_FEATURES 8192  /* Performer m: 8192 features already cost ~100x exact
-                                 * attention's work per token at head size 64 */
+#define SPEC_MAX_INT ATTENTION_MAX_INT   /* upper bound of integer keys (attention.h) */
 
 /* One key: its name, where it goes, its range, and what it means. */
 typedef enum { KEY_INT, KEY_TAU, KEY_SEED } KeyType;
@@ -36,10 +32,10 @@ static const Key KEYS[] = {
     {"k", KEY_INT, offsetof(AttentionConfig, dilation), 1, SPEC_MAX_INT, "dilation"},
     {"l", KEY_INT, offsetof(AttentionConfig, stride), 1, SPEC_MAX_INT, "stride or block length"},
     {"c", KEY_INT, offsetof(AttentionConfig, summary), 0, SPEC_MAX_INT, "summary cells, <= l"},
-    {"buckets", KEY_INT, offsetof(AttentionConfig, buckets), 1, SPEC_MAX_BUCKETS, "buckets, 1 or even"},
-    {"rounds", KEY_INT, offsetof(AttentionConfig, rounds), 1, 64, "hash rounds"},
+    {"buckets", KEY_INT, offsetof(AttentionConfig, buckets), 1, ATTENTION_MAX_BUCKETS, "buckets, 1 or even"},
+    {"rounds", KEY_INT, offsetof(AttentionConfig, rounds), 1, ATTENTION_MAX_ROUNDS, "hash rounds"},
     {"local", KEY_INT, offsetof(AttentionConfig, local), 0, SPEC_MAX_INT, "local window kept"},
-    {"m", KEY_INT, offsetof(AttentionConfig, features), 1, SPEC_MAX_FEATURES, "random features"},
+    {"m", KEY_INT, offsetof(AttentionConfig, features), 1, ATTENTION_MAX_FEATURES, "random features"},
     {"orf", KEY_INT, offsetof(AttentionConfig, orthogonal), 0, 1, "orthogonal features"},
     {"prescale", KEY_INT, offsetof(AttentionConfig, prescale), 0, 1, "q, k times HS^-1/4"},
     {"softmax1", KEY_INT, offsetof(AttentionConfig, softmax1), 0, 1, "softmax plus one"},
@@ -217,21 +213,7 @@ int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size
             p = end + 1;
         }
     }
-    if (cfg->kind == ATTENTION_FIXED && cfg->summary > cfg->stride) {
-        snprintf(err, cap, "fixed: c must not exceed l (got c %d, l %d)", cfg->summary,
-                 cfg->stride);
-        return -1;
-    }
-    if (cfg->softmax1 && cfg->sink_logit) {
-        snprintf(err, cap, "%s: softmax1 and sinklogit exclude each other (softmax1 is a sink "
-                 "logit fixed at 0)", name->name);
-        return -1;
-    }
-    if (cfg->kind == ATTENTION_LSH && cfg->buckets > 1 && cfg->buckets % 2 != 0) {
-        snprintf(err, cap, "lsh: buckets must be 1 or even (got %d)", cfg->buckets);
-        return -1;
-    }
-    return 0;
+    return attention_config_check(cfg, err, cap);   /* c <= l, buckets even, ... */
 }
 
 void attention_spec_format(const AttentionConfig *cfg, char *out, size_t cap) {

@@ -15,13 +15,14 @@
 #include "tutorial.h"
 
 #include <math.h>         /* sqrtf, logf, expf, fabsf, cosf, sinf, powf, NAN */
+#include <signal.h>       /* signal, SIGPIPE (POSIX): a closed pipe is a write error */
 #include <stdio.h>        /* printf, fprintf */
 #include <stdlib.h>       /* calloc, malloc, free */
 #include <string.h>       /* strcmp, strlen, memcpy, memset */
 
 #include "attention.h"    /* attention_forward, attention_weights, attention_step */
 #include "block.h"        /* block_qkv, block_finish, block_norm, block_matmul, backward */
-#include "cli.h"          /* cli_parse_float, cli_parse_int */
+#include "cli.h"          /* cli_parse_float, cli_parse_int, cli_stdout_ok */
 #include "kernels.h"      /* kernels_layernorm, kernels_rmsnorm, kernels_gelu, ... */
 #include "model.h"        /* model_load, model_forward, MODEL_ROPE_BASE */
 #include "sampler.h"      /* sampler_init, sampler_sample */
@@ -949,19 +950,42 @@ static void usage(FILE *f) {
     fprintf(f, "           (%s)\n", tutorial_figure_names());
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    kernels_set_threads(1);   /* small work; any count gives the same bits */
+/* Arguments a step takes at most: the [NAME]s of its usage. */
+static int max_args(const Step *step) {
+    int n = 0;
+    for (const char *c = step->args; *c; c++) n += *c == '[';
+    return n;
+}
+
+/* Runs what argv asks; its exit status. */
+static int run_step(int argc, char **argv) {
     if (strcmp(argv[1], "svg") == 0) {
         if (argc == 3) return tutorial_figure(argv[2]);
         fprintf(stderr, "tutorial: svg: expected one NAME (%s)\n", tutorial_figure_names());
         return 2;
     }
-    for (size_t i = 0; i < sizeof STEPS / sizeof STEPS[0]; i++)
-        if (strcmp(argv[1], STEPS[i].name) == 0) return STEPS[i].run(argc - 2, argv + 2);
+    for (size_t i = 0; i < sizeof STEPS / sizeof STEPS[0]; i++) {
+        if (strcmp(argv[1], STEPS[i].name) != 0) continue;
+        if (argc - 2 > max_args(&STEPS[i])) {
+            fprintf(stderr, "tutorial: %s: too many arguments (got %d, expected at most %d%s%s)"
+                    "\n", argv[1], argc - 2, max_args(&STEPS[i]), *STEPS[i].args ? ": " : "",
+                    STEPS[i].args);
+            return 2;
+        }
+        return STEPS[i].run(argc - 2, argv + 2);
+    }
     fprintf(stderr, "tutorial: %s: no such step (tutorial --help lists them)\n", argv[1]);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error, reported like a full disk */
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : cli_stdout_ok("tutorial") == 0 ? 0 : 1;
+    }
+    kernels_set_threads(1);   /* small work; any count gives the same bits */
+    int status = run_step(argc, argv);
+    /* output lost (a full disk, a closed pipe) is a failure, as in the other programs */
+    return cli_stdout_ok("tutorial") == 0 ? status : 1;
 }

@@ -1167,6 +1167,158 @@ static void test_files_not_ours(const char *model, const char *tok) {
     free(printed);
 }
 
+/* The fixture model with the attention extension (docs/formats.md): header [9] = 1, then
+ * one record of 20 int32 per layer (kind, unscaled, softmax1, tau's bits, w, sinks, k, l,
+ * c, buckets, rounds, local, m, orf, prescale, norm, sinklogit, seed low, seed high, 0)
+ * and NH sink logits (0). rec holds the record's fields from w on (16 values). */
+static const char *write_with_record(const char *name, int kind, const int32_t rec[16]) {
+    const char *path = write_model(name, 20240326, 3, MAX_T, V, L, NH, C, VP, 0);
+    FILE *f = fopen(path, "r+b");
+    if (!f) return path;
+    int32_t one = 1;
+    float tau = 1.0f, zero = 0.0f;
+    int32_t head[4] = {kind, 0, 0, 0};
+    memcpy(&head[3], &tau, sizeof tau);
+    int ok = fseek(f, 9 * 4, SEEK_SET) == 0 && fwrite(&one, 4, 1, f) == 1 &&
+             fseek(f, 0, SEEK_END) == 0 && fwrite(head, 4, 4, f) == 4 &&
+             fwrite(rec, 4, 16, f) == 16;
+    for (int h = 0; ok && h < NH; h++) ok = fwrite(&zero, 4, 1, f) == 1;
+    fclose(f);
+    return path;
+}
+
+/* A record is held to the limits and rules of the same spec given as --attn (it was
+ * accepted up to 2^20 in every field: LSH with 2^20 rounds ran 21 s and 790 MB for 8
+ * tokens of a 16-position model), and a bad one names its layer, field and value (it said
+ * "invalid parameters for this model"); quantize refuses what run refuses (it copied the
+ * record into an int8 file run then refused). */
+static void test_attention_records(const char *tok) {
+    const char *quantize = getenv("QUANTIZE");
+    if (!quantize || !*quantize) quantize = "./quantize";
+    /*                 w    sinks k  l   c   buckets rounds   local m  orf pre norm sink seed */
+    int32_t lsh[16] = {128, 4,    2, 32, 32, 2,      1 << 20, 64,  256, 1, 0, 0,  0,   1, 0, 0};
+    int32_t win[16] = {0,   0,    2, 32, 32, 16,     4,       64,  256, 1, 0, 0,  0,   1, 0, 0};
+    int32_t fix[16] = {128, 0,    2, 4,  5,  16,     4,       64,  256, 1, 0, 0,  0,   1, 0, 0};
+    int32_t ok[16] =  {8,   2,    2, 32, 32, 16,     4,       64,  256, 1, 0, 0,  0,   1, 0, 0};
+    char args[1024], out[256];
+    snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_ok.bin", 2, ok), tok);
+    expect("a record of window w=8, sinks=2 runs", args, 0, "attention state");
+    snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_lsh.bin", 6, lsh), tok);
+    expect("a record of LSH with 2^20 rounds", args, 1,
+           "attention of layer 0: lsh: rounds out of range (got 1048576, expected 1..64)");
+    snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_win.bin", 2, win), tok);
+    expect("a record of a window of 0", args, 1,
+           "attention of layer 0: window: w out of range (got 0, expected 1..1048576)");
+    const char *fixed = write_with_record("rec_fix.bin", 5, fix);
+    snprintf(args, sizeof args, "%s -z %s -n 8", fixed, tok);
+    expect("a record of fixed with c > l", args, 1,
+           "attention of layer 0: fixed: c must not exceed l (got c 5, l 4)");
+    snprintf(out, sizeof out, "%s/rec_fix_q8.bin", dir);
+    snprintf(args, sizeof args, "%s %s", fixed, out);
+    expect_program(quantize, "quantize a record of fixed with c > l", args, 1,
+                   "fixed: c must not exceed l (got c 5, l 4)");
+    check_true(access(out, F_OK) != 0, "quantize of a bad record wrote nothing");
+}
+
+/* train's defaults and its flags that would do nothing: the attention dropout follows the
+ * kinds (0 where no layer has softmax weights: the default was refused as if given), a
+ * --redraw without a Performer layer and a flag -r does not take are usage errors whose
+ * list of -r's flags is the help's; --init takes only the tokenizer its checkpoint was
+ * trained with (a text that trains another was accepted, the embeddings then belonging to
+ * other ids), or uses that tokenizer as it is when -z names it; and a run larger than
+ * ulimit -v is refused before anything is allocated. */
+static void test_train_flags(void) {
+    const char *train = getenv("TRAIN");
+    if (!train || !*train) train = "./train";
+    char text[256], other[256], args[2048], a[256], want[512];
+    snprintf(text, sizeof text, "%s/play.txt", dir);
+    snprintf(other, sizeof other, "%s/other.txt", dir);
+    FILE *f = fopen(text, "w"), *g = fopen(other, "w");
+    for (int i = 0; f && g && i < 200; i++) {
+        fprintf(f, "To be, or not to be, that is the question %d.\n", i);
+        fprintf(g, "Now is the winter of our discontent %d, made glorious summer.\n", i);
+    }
+    if (f) fclose(f);
+    if (g) fclose(g);
+    if (!check_true(f && g, "train flags: write two texts")) return;
+#define TINY_RUN "-v 300 -L 2 -C 16 -H 2 -T 8 -B 4 -n 2"
+    static const char *const kinds[] = {"performer", "linear", "efficient", "2*performer:m=8",
+                                        "window:w=4;performer:m=8"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(args, sizeof args, "%s -d %s -o %s/k%d.bin -z %s/k%d.tok " TINY_RUN
+                 " --attn '%s'", train, text, dir, i, dir, i, kinds[i]);
+        char *printed = NULL;
+        int code = check_run(args, &printed, NULL);
+        const char *rate = i < 4 ? "attention dropout 0," : "attention dropout 0.1,";
+        check_true(code == 0 && printed && strstr(printed, rate), "train --attn %s with the "
+                   "default --attn-dropout: exit %d (want 0), \"%s\"", kinds[i], code, rate);
+        free(printed);
+    }
+    snprintf(args, sizeof args, "-d %s -o %s/kx.bin " TINY_RUN " --attn performer "
+             "--attn-dropout 0.1", text, dir);
+    expect_program(train, "train --attn performer --attn-dropout 0.1", args, 2,
+                   "--attn-dropout: no layer has attention weights to drop");
+    snprintf(args, sizeof args, "-d %s -o %s/kx.bin " TINY_RUN " --redraw 5", text, dir);
+    expect_program(train, "train --redraw with exact attention", args, 2,
+                   "--redraw: no Performer layer to draw features for");
+    snprintf(args, sizeof args, "--init %s/k0.bin -r -d %s -o %s/kx.bin", dir, text, dir);
+    expect_program(train, "train --init with -r", args, 2, "expected only -d, -o, -z, -e, -n, "
+                   "--sample, --threads, --max-memory and --force with -r");
+    /* --init: the checkpoint's own tokenizer, or one the same text trains */
+    snprintf(a, sizeof a, "%s/a.bin", dir);
+    snprintf(args, sizeof args, "-d %s -o %s -z %s/a.tok " TINY_RUN, text, a, dir);
+    expect_program(train, "train a.bin", args, 0, "");
+    snprintf(args, sizeof args, "-d %s -o %s/x.bin -z %s/x.tok " TINY_RUN " --init %s", other,
+             dir, dir, a);
+    expect_program(train, "train --init a.bin on a text that trains another tokenizer", args,
+                   1, "this text trains another tokenizer than the one it was trained with");
+    snprintf(want, sizeof want, "%s/x.bin", dir);
+    check_true(access(want, F_OK) != 0, "train --init with another tokenizer: nothing written");
+    snprintf(args, sizeof args, "-d %s -o %s/y.bin -z %s/a.tok " TINY_RUN " --init %s", other,
+             dir, dir, a);
+    expect_program(train, "train --init a.bin -z a's tokenizer, on another text", args, 0, "");
+    snprintf(args, sizeof args, "%s/a.tok", dir);
+    snprintf(want, sizeof want, "%s/y.bin", dir);
+    check_true(access(want, F_OK) == 0, "train --init a.bin -z a's tokenizer: trained");
+    snprintf(args, sizeof args, "-d %s -o %s/z.bin -z %s/z.tok " TINY_RUN " --init %s", text,
+             dir, dir, a);
+    expect_program(train, "train --init a.bin on its own text", args, 0, "");
+    /* ulimit -v: refused with the computed need (a sanitizer build may not start under it) */
+    char command[2048], *err = NULL;
+    snprintf(command, sizeof command, "ulimit -v 400000 && %s --help", train);
+    if (check_run(command, NULL, NULL) != 0) {
+        check_skip("train under ulimit -v does not start (a sanitizer build): not checked");
+        return;
+    }
+    snprintf(command, sizeof command, "ulimit -v 400000 && %s -d %s -o %s/big.bin -z %s/big.tok "
+             "-v 300 -L 4 -C 256 -H 4 -T 128 -B 64 -n 1", train, text, dir, dir);
+    int code = check_run(command, NULL, &err);
+    check_true(code == 1 && err && strstr(err, "more than the limit of 0.41 GB"),
+               "train under ulimit -v 400000: refused before allocating (exit %d: %s)", code,
+               err ? err : "");
+    free(err);
+}
+
+/* ./tutorial ($TUTORIAL): output it could not write is a failure (exit 1, one line), as in
+ * the other programs (it exited 0 with the output lost), and arguments a step does not
+ * take are a usage error (they were ignored). */
+static void test_tutorial_program(void) {
+    const char *tutorial = getenv("TUTORIAL");
+    if (!tutorial || !*tutorial) {
+        check_skip("TUTORIAL not set (make test sets it): ./tutorial's errors not checked");
+        return;
+    }
+    expect_program(tutorial, "tutorial tokens > /dev/full", "tokens > /dev/full", 1,
+                   "tutorial: standard output: write error");
+    expect_program(tutorial, "tutorial svg kernel >&-", "svg kernel >&-", 1,
+                   "tutorial: standard output: write error");
+    expect_program(tutorial, "tutorial rope extra", "rope extra", 2,
+                   "tutorial: rope: too many arguments (got 1, expected at most 0)");
+    expect_program(tutorial, "tutorial sample with 4 arguments", "sample 1 2 3 4", 2,
+                   "expected at most 3: [T] [TOP_K] [TOP_P]");
+    expect_program(tutorial, "tutorial kernel 1 2", "kernel 1 2", 0, "");
+}
+
 /* A GPT-2 fixture with rotary positions (train --pos rope), written as the format
  * description says: header [10] = positions (1: rotary), and then no wpe tensor unless
  * with_wpe. nh heads of the width C. */
@@ -1304,6 +1456,9 @@ int main(void) {
     test_llama2c_generation();
     test_quantize_program(model, tok);
     test_files_not_ours(model, tok);
+    test_attention_records(tok);
+    test_train_flags();
+    test_tutorial_program();
     test_rotary(tok);
     test_make_and_runner();
     char command[128];

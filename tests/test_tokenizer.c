@@ -577,6 +577,26 @@ static void test_shakespeare(const Tokenizer *t) {
     size_t n_round;
     check_true(round_trips(t, text, size, &n_round) && n_round == n_ids,
                "tinyshakespeare decodes back to the same bytes");
+    /* the trainer encodes a long text in chunks, each ending with a lone newline between
+     * two printable ASCII bytes (a boundary of the pre-tokenization): the same ids */
+    int *chunked = malloc((size + 1) * sizeof *chunked);
+    size_t n_chunked = 0, done = 0, chunks = 0;
+    int same = ok && chunked != NULL;
+    while (same && done < size) {
+        size_t end = size - done > 4096 ? done + 4096 : size, got = 0;
+        while (end < size && !(text[end - 1] == '\n' && text[end - 2] > ' ' &&
+                               text[end - 2] < 0x7F && text[end] > ' ' && text[end] < 0x7F))
+            end++;
+        same = tokenizer_encode(t, text + done, end - done, chunked + n_chunked,
+                                size + 1 - n_chunked, &got) == 0;
+        n_chunked += got;
+        done = end;
+        chunks++;
+    }
+    check_true(same && n_chunked == n_ids && !memcmp(chunked, ids, n_ids * sizeof *ids),
+               "tinyshakespeare in %zu chunks, each ending with a newline between printable "
+               "ASCII bytes: the ids of the whole text (%zu of %zu)", chunks, n_chunked, n_ids);
+    free(chunked);
     free(ids);
     free(text);
 }

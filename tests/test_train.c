@@ -1574,7 +1574,7 @@ static void test_cli(void) {
     expect_usage("heads not dividing width", "-C 64 -H 5", "-H: heads must divide the width "
                  "(got 5 heads for width 64");
     expect_usage("shape flags with -r", "-r -L 2", "-L: not allowed with -r (got -L with -r, "
-                 "expected only -d, -o, -z, -e, -n and --force");
+                 "expected only -d, -o, -z, -e, -n, --sample, --threads, --max-memory and --force");
     expect_usage("warmup beyond the steps", "-n 10 -w 20", "-w: warmup exceeds the steps (got "
                  "-w 20 with -n 10");
     expect_usage("tokenizer onto the checkpoint", "-o a.bin -z a.bin", "-z: same file as the "

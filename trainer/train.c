@@ -50,7 +50,8 @@
 #define MAX_THREADS 1024                /* --threads upper bound (then capped at the cores) */
 #define MAX_MEMORY_GB 1e6               /* --max-memory upper bound, GB */
 #define DEFAULT_MAX_MEMORY ((size_t)1 << (sizeof(size_t) > 4 ? 34 : 31)) /* --max-memory where
-                                        * physical memory is unknown: 16 GiB (2 GiB on 32-bit) */
+                                        * memory limit is unknown: 16 GiB (2 GiB on 32-bit) */
+#define ENCODE_CHUNK ((size_t)1 << 20)  /* encode_all: bytes per chunk, about */
 #define STATE_SUFFIX ".state"           /* the optimizer state is PATH.state */
 #define TOKENIZER_NAME "tokenizer.bin"  /* default tokenizer, beside the checkpoint */
 
@@ -87,14 +88,18 @@ static const char USAGE_TRAINING[] =
 "                         smaller, at least 1)\n"
 "  -W, --weight-decay X   AdamW weight decay on weight matrices, 0..10 (default 0.5)\n"
 "  -p, --dropout X        residual and embedding dropout, [0, 0.9] (default 0.2)\n"
-"      --attn-dropout X   dropout on the attention weights, [0, 0.9] (default 0.1; 0\n"
-"                         with linear, efficient or performer, which have no weights)\n"
+"      --attn-dropout X   dropout on the attention weights, [0, 0.9] (default 0.1),\n"
+"                         in the layers that have them (linear, efficient and performer\n"
+"                         layers have none: without another layer, the default is 0)\n"
 "      --attn SPEC        the attention to train, as run's --attn: one spec for every\n"
 "                         layer, or 'SPEC;SPEC;...' per layer with N*SPEC for N layers\n"
 "                         (default exact); the checkpoint records it, and run uses it\n"
 "      --init PATH        start from the weights of PATH, an fp32 checkpoint of the same\n"
 "                         shape and tokenizer (fine-tuning, or another --attn trained on\n"
-"                         from exact attention's weights); the optimizer starts afresh\n"
+"                         from exact attention's weights); the optimizer starts afresh.\n"
+"                         The tokenizer must be PATH's (as PATH.state records, or\n"
+"                         tokenizer.bin beside PATH): learned anew from the same text, or\n"
+"                         used as it is when -z names it (then any text will do)\n"
 "      --redraw N         Performer: steps between draws of its random features,\n"
 "                         1..10000000 (default 100; LSH draws its rotations every step)\n"
 "      --token-noise X    replace this share of the input tokens of each training batch,\n"
@@ -110,15 +115,20 @@ static const char USAGE_TRAINING[] =
 "  -s, --seed N           random seed, 0..2147483647 (default 1337)\n"
 "      --threads N        threads, 1..1024, capped at the cores (default: all of them,\n"
 "                         or OMP_NUM_THREADS); any number gives the same bits\n"
-"      --max-memory GB    refuse a run that needs more memory, (0, 1e6] (default: this\n"
-"                         machine's physical memory; the run's need is computed before\n"
+"      --max-memory GB    refuse a run that needs more memory, (0, 1e6] (default: what\n"
+"                         this process may use: the machine's memory, or less under a\n"
+"                         cgroup limit or ulimit -v; the run's need is computed before\n"
 "                         anything is allocated)\n"
 "  -h, --help             print this help and exit\n";
+
+/* The flags -r takes (the rest comes from the state file): allowed_with_resume's list,
+ * as the help and the usage error print it. */
+#define RESUME_FLAGS "-d, -o, -z, -e, -n, --sample, --threads, --max-memory and --force"
 
 /* The usage text's notes, after the flags. */
 static const char USAGE_NOTES[] =
 "\n"
-"With -r only -d, -o, -z, -e, -n, --sample, --threads, --max-memory and --force may be\n"
+"With -r only " RESUME_FLAGS " may be\n"
 "given: the rest comes from the state file; -n then sets a new total, and the cosine decay\n"
 "continues toward the new end.\n"
 "A checkpoint and its state (and, with the first, the tokenizer) are written to PATH.tmp\n"
@@ -181,6 +191,8 @@ typedef struct {
     const char *data_path, *out_path, *tokenizer_path;
     int resume, force, vocab, layers, dim, heads, context, eval_every;
     int steps_given;              /* -n was given (with -r: a new total) */
+    int attn_dropout_given;       /* --attn-dropout was given */
+    int redraw_given;             /* --redraw was given */
     int sample;                   /* --sample: tokens printed after each checkpoint */
     int threads;                  /* --threads; 0 = OpenMP's default, capped at the cores */
     const char *pos_name;         /* --pos as given, or NULL: learned */
@@ -227,7 +239,7 @@ static void set_defaults(Options *o) {
     o->context = 256;
     o->eval_every = 500;
     s->batch = 16;
-    s->max_memory = os_physical_memory(DEFAULT_MAX_MEMORY);
+    s->max_memory = os_memory_limit(DEFAULT_MAX_MEMORY);
     s->steps = 5300;
     s->lr = 0.002f;
     s->lr_min_ratio = 0.1f;
@@ -277,7 +289,7 @@ static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_gi
     case OPT_WARMUP: s->warmup = number; *warmup_given = 1; break;
     case OPT_WEIGHT_DECAY: s->weight_decay = real; break;
     case OPT_DROPOUT: s->dropout = real; break;
-    case OPT_ATTN_DROPOUT: s->attn_dropout = real; break;
+    case OPT_ATTN_DROPOUT: s->attn_dropout = real; o->attn_dropout_given = 1; break;
     case OPT_TOKEN_NOISE: s->token_noise = real; break;
     case OPT_EMA: s->ema = real; break;
     case OPT_CLIP: s->clip = real; break;
@@ -285,7 +297,7 @@ static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_gi
     case OPT_INIT: o->init_path = value; break;
     case OPT_POS: o->pos_name = value; break;
     case OPT_SAMPLE: o->sample = number; break;
-    case OPT_REDRAW: s->redraw = number; break;
+    case OPT_REDRAW: s->redraw = number; o->redraw_given = 1; break;
     case OPT_SEED: *seed = number; break;
     default: break;   /* the flags without a value were handled above */
     }
@@ -303,8 +315,8 @@ static int check_combinations(Options *o, const CliOption *first_shape, int warm
         const char *name = first_shape->short_name ? first_shape->short_name
                                                    : first_shape->long_name;
         snprintf(got, sizeof got, "%s with -r", name);
-        return usage_error(name, "not allowed with -r", got, "only -d, -o, -z, -e, -n and "
-                           "--force with -r: the rest comes from the state file");
+        return usage_error(name, "not allowed with -r", got, "only " RESUME_FLAGS " with -r: "
+                           "the rest comes from the state file");
     }
     if (o->dim % o->heads != 0) {
         snprintf(got, sizeof got, "%d heads for width %d", o->heads, o->dim);
@@ -330,17 +342,29 @@ static int check_combinations(Options *o, const CliOption *first_shape, int warm
         if (attention_spec_parse_layers(o->attn_spec, o->layers, o->attention, problem,
                                         sizeof problem) != 0)
             return cli_usage_error("train", "--attn", problem, NULL, NULL);
-        for (int l = 0; l < o->layers; l++) {
-            AttentionKind kind = o->attention[l].kind;
-            if (s->attn_dropout > 0.0f && (kind == ATTENTION_LINEAR ||
-                kind == ATTENTION_EFFICIENT || kind == ATTENTION_PERFORMER)) {
-                snprintf(got, sizeof got, "--attn-dropout %g with %s", (double)s->attn_dropout,
-                         attention_kind_name(kind));
-                return usage_error("--attn-dropout", "no attention weights to drop", got,
-                                   "--attn-dropout 0 with linear, efficient or performer");
+        /* the dropout applies to the layers with softmax weights: with none, the default
+         * is 0 and a rate given is a usage error */
+        int weighted = 0;
+        for (int l = 0; l < o->layers; l++) weighted += attention_has_weights(o->attention[l].kind);
+        if (!weighted && s->attn_dropout > 0.0f) {
+            if (o->attn_dropout_given) {
+                snprintf(got, sizeof got, "--attn-dropout %g with --attn %s",
+                         (double)s->attn_dropout, o->attn_spec);
+                return usage_error("--attn-dropout", "no layer has attention weights to drop",
+                                   got, "--attn-dropout 0, or a layer of a softmax kind");
             }
+            s->attn_dropout = 0.0f;
         }
         s->attention = o->attention;
+    }
+    int performer = 0;
+    for (int l = 0; o->attn_spec && l < o->layers; l++)
+        performer |= o->attention[l].kind == ATTENTION_PERFORMER;
+    if (o->redraw_given && !performer) {
+        snprintf(got, sizeof got, "--redraw %d with --attn %s", s->redraw,
+                 o->attn_spec ? o->attn_spec : "exact");
+        return usage_error("--redraw", "no Performer layer to draw features for", got,
+                           "--redraw only with a performer layer in --attn");
     }
     if (!warmup_given) {
         s->warmup = default_warmup(s->steps);
@@ -463,16 +487,44 @@ static int check_token_counts(const char *data_path, size_t n_train, size_t n_va
     return -1;
 }
 
-/* Encode text[0 .. len) into a malloc'd array (no end-of-text); NULL on failure. */
-static int *encode_all(const Tokenizer *t, const char *text, size_t len, size_t *n) {
+/* 1 if c is printable ASCII other than the space. */
+static int printable(char c) { return c > ' ' && c < ASCII_DEL; }
+
+/* The ids of text[0 .. len) into a malloc'd array (no end-of-text), *n of them; what
+ * names the split in progress lines. NULL after a stderr line. */
+static int *encode_all(const Tokenizer *t, const char *text, size_t len, size_t *n,
+                       const char *what) {
     int *ids = malloc((len + 1) * sizeof(int));   /* a token covers at least one byte */
     if (!ids) {
         fprintf(stderr, "train: out of memory encoding %zu bytes\n", len);
         return NULL;
     }
-    if (tokenizer_encode(t, text, len, ids, len + 1, n) != 0) {
-        free(ids);
-        return NULL;
+    /* in chunks of about ENCODE_CHUNK bytes, each ending with a lone newline between two
+     * printable ASCII bytes ("a\nb"): a boundary of GPT-2's pre-tokenization (a longer
+     * whitespace run would end its piece differently at the end of a chunk), so the ids
+     * are those of the whole text; a progress line every BPE_LOG_SECONDS */
+    double start = os_seconds(), shown = start;
+    size_t done = 0;
+    *n = 0;
+    while (done < len) {
+        size_t end = len - done > ENCODE_CHUNK ? done + ENCODE_CHUNK : len;
+        while (end < len && !(text[end - 1] == '\n' && printable(text[end - 2]) &&
+                              printable(text[end])))
+            end++;
+        size_t got = 0;
+        if (tokenizer_encode(t, text + done, end - done, ids + *n, len + 1 - *n, &got) != 0) {
+            free(ids);
+            return NULL;
+        }
+        *n += got;
+        done = end;
+        double now = os_seconds();
+        if (now - shown >= BPE_LOG_SECONDS && done < len) {
+            printf("tokens: encoding the %s split: %.1f of %.1f MB, %zu tokens, %.0f s\n", what,
+                   (double)done * 1e-6, (double)len * 1e-6, *n, now - start);
+            fflush(stdout);
+            shown = now;
+        }
     }
     return ids;
 }
@@ -544,6 +596,7 @@ typedef struct {
     double bpe_seconds;
     int tokenizer_pending;        /* 1 while the new tokenizer waits at tokenizer_temp */
     int tokenizer_kept;           /* 1: a new run found its very tokenizer in place */
+    int tokenizer_of_init;        /* 1: that tokenizer is --init's, used as it is */
     char tokenizer_temp[TRAIN_PATH_CAP];
     uint64_t tokenizer_sum;       /* FNV-1a 64 of the tokenizer file (train_file_sum) */
 } RunData;
@@ -580,6 +633,47 @@ static int keep_tokenizer(RunData *d, const Options *o) {
     return same ? 0 : -1;
 }
 
+/* --init PATH: the checksum of the tokenizer PATH was trained with into *sum, and where
+ * it was found into where: the one PATH's state file records, or else that of
+ * tokenizer.bin beside PATH. Returns 0, or -1 after a stderr line if neither says. */
+static int init_tokenizer_sum(const char *init_path, uint64_t *sum,
+                              char where[TRAIN_PATH_CAP]) {
+    snprintf(where, TRAIN_PATH_CAP, "%s%s", init_path, STATE_SUFFIX);
+    if (trainer_state_tokenizer_sum(where, sum)) return 0;
+    const char *slash = strrchr(init_path, '/');
+    int folder = slash ? (int)(slash - init_path + 1) : 0;
+    snprintf(where, TRAIN_PATH_CAP, "%.*s%s", folder, init_path, TOKENIZER_NAME);
+    if (train_file_sum(where, sum) == 0) return 0;
+    fprintf(stderr, "train: --init %s: cannot tell which tokenizer it was trained with (got "
+            "neither a state file %s%s that records it nor %s, expected one of them beside "
+            "it)\n", init_path, init_path, STATE_SUFFIX, where);
+    return -1;
+}
+
+/* A new run with --init: 1 if the run's tokenizer path already holds the tokenizer of
+ * --init's checkpoint (want), which the run then uses as it is, whatever the text
+ * (fine-tuning on another text); else 0 and the run learns its merges as usual. */
+static int use_init_tokenizer(RunData *d, const Options *o, uint64_t want) {
+    uint64_t have;
+    if (train_file_sum(o->tokenizer_path, &have) != 0 || have != want) return 0;
+    d->tokenizer_kept = d->tokenizer_of_init = 1;
+    return 1;
+}
+
+/* A new run with --init: 0 if the tokenizer just learned (at d->tokenizer_temp) is the
+ * one --init's checkpoint was trained with (want, found at where): its embedding rows
+ * mean the same tokens; else -1 after a stderr line. */
+static int check_init_tokenizer(const RunData *d, const Options *o, uint64_t want,
+                                const char *where) {
+    uint64_t have;
+    if (train_file_sum(d->tokenizer_temp, &have) == 0 && have == want) return 0;
+    fprintf(stderr, "train: --init %s: this text trains another tokenizer than the one it was "
+            "trained with (got checksum %016llx, expected %016llx from %s: its embeddings "
+            "belong to those token ids; to train it on this text, give that tokenizer as -z)\n",
+            o->init_path, (unsigned long long)have, (unsigned long long)want, where);
+    return -1;
+}
+
 /* Read and split the data; for a new run learn the tokenizer on the training bytes
  * (into its PATH.tmp: it takes its place with the run's first checkpoint), else load the
  * run's; encode both splits. Returns 0, or -1 after a stderr line. */
@@ -603,7 +697,13 @@ static int run_data_load(RunData *d, const Options *o) {
         printf("data: %s: not plain text (%zu of %zu bytes are control characters); the "
                "tokenizer learns its merges over the raw bytes all the same\n", o->data_path,
                control, size);
-    if (!o->resume) {   /* the tokenizer: learned on the training split only */
+    uint64_t init_sum = 0;
+    char init_where[TRAIN_PATH_CAP];
+    if (!o->resume && o->init_path &&
+        init_tokenizer_sum(o->init_path, &init_sum, init_where) != 0)
+        return -1;
+    if (!o->resume && !(o->init_path && use_init_tokenizer(d, o, init_sum))) {
+        /* the tokenizer: learned on the training split only */
         double start = os_seconds();
         Bpe bpe;
         if (train_temp_path(d->tokenizer_temp, o->tokenizer_path) != 0 ||
@@ -615,6 +715,7 @@ static int run_data_load(RunData *d, const Options *o) {
         bpe_free(&bpe);
         if (saved != 0) return -1;
         d->tokenizer_pending = 1;
+        if (o->init_path && check_init_tokenizer(d, o, init_sum, init_where) != 0) return -1;
         if (!o->force && access(o->tokenizer_path, F_OK) == 0 && keep_tokenizer(d, o) != 0)
             return -1;
     }
@@ -630,8 +731,9 @@ static int run_data_load(RunData *d, const Options *o) {
                 "file just loaded)\n", tokenizer, strerror(errno));
         return -1;
     }
-    d->train_tokens = encode_all(&d->tok, d->text, d->split, &d->n_train);
-    d->val_tokens = encode_all(&d->tok, d->text + d->split, size - d->split, &d->n_val);
+    d->train_tokens = encode_all(&d->tok, d->text, d->split, &d->n_train, "training");
+    d->val_tokens = encode_all(&d->tok, d->text + d->split, size - d->split, &d->n_val,
+                               "validation");
     return d->train_tokens && d->val_tokens ? 0 : -1;
 }
 
@@ -675,10 +777,14 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
         printf("resuming at step %d of %d\n", tr->step, tr->settings.steps);
         return 0;
     }
-    printf("tokenizer: %d merges learned in %.1f s, vocab %d, %s %s%s\n", d->n_merges,
-           d->bpe_seconds, d->tok.vocab_size, d->tokenizer_kept ? "the very file at" :
-           "written to", o->tokenizer_path, d->tokenizer_kept ? " already: kept" :
-           " with the first checkpoint");
+    if (d->tokenizer_of_init)
+        printf("tokenizer: %s, vocab %d: the one %s was trained with, used as it is\n",
+               o->tokenizer_path, d->tok.vocab_size, o->init_path);
+    else
+        printf("tokenizer: %d merges learned in %.1f s, vocab %d, %s %s%s\n", d->n_merges,
+               d->bpe_seconds, d->tok.vocab_size, d->tokenizer_kept ? "the very file at" :
+               "written to", o->tokenizer_path, d->tokenizer_kept ? " already: kept" :
+               " with the first checkpoint");
     Config c = {0};
     c.seq_len = o->context;
     c.vocab_size = d->tok.vocab_size;

@@ -230,13 +230,6 @@ static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *sett
                         tr->config.head_dim, tr->T);
                 return -1;
             }
-            if (settings->attn_dropout > 0.0f && (cfg->kind == ATTENTION_LINEAR ||
-                cfg->kind == ATTENTION_EFFICIENT || cfg->kind == ATTENTION_PERFORMER)) {
-                fprintf(stderr, "train: attention %s of layer %d has no softmax weights to drop "
-                        "(got --attn-dropout %g, expected 0 with linear, efficient or "
-                        "performer)\n", spec_kind, l, (double)settings->attn_dropout);
-                return -1;
-            }
             if (layer > tr->attention_scratch) tr->attention_scratch = layer;
             tr->random_offset[l] = random;
             random += attention_random_floats(cfg, &tr->attention);
@@ -562,7 +555,9 @@ static void transpose_job(void *ctx, int j) {
 AttentionDropout train_attention_dropout(const Trainer *tr, int layer, int b) {
     /* a call's mask covers NH T^2 indices from its key: one span per sequence b */
     uint64_t span = (uint64_t)tr->config.n_heads * (uint64_t)tr->T * (uint64_t)tr->T;
-    AttentionDropout drop = {tr->dropout_on ? tr->settings.attn_dropout : 0.0f,
+    int weighted = !tr->settings.attention ||
+                   attention_has_weights(tr->settings.attention[layer].kind);
+    AttentionDropout drop = {tr->dropout_on && weighted ? tr->settings.attn_dropout : 0.0f,
                              train_dropout_key(tr, layer, 2) + (uint64_t)b * span};
     return drop;
 }

@@ -374,6 +374,17 @@ static int state_version_ok(const int32_t state[TRAIN_STATE_HEADER_INTS]) {
            state[STATE_VERSION] <= TRAIN_STATE_VERSION;
 }
 
+int trainer_state_tokenizer_sum(const char *state_path, uint64_t *sum) {
+    int32_t state[TRAIN_STATE_HEADER_INTS];
+    *sum = 0;
+    FILE *file = os_open_read("train", state_path, NULL);
+    if (!file) return 0;
+    int complete = fread(state, sizeof state, 1, file) == 1;
+    fclose(file);
+    if (complete && state_version_ok(state)) *sum = get_u64(state, STATE_TOKENIZER_SUM_LO);
+    return *sum != 0;
+}
+
 /* If the file at path does not hash to want but path.tmp does, rename path.tmp over path:
  * 1 if it did, 0 if there was nothing to finish, -1 after a stderr line. */
 static int finish_rename(const char *path, uint64_t want) {

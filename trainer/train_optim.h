@@ -76,6 +76,11 @@ int trainer_finish_save(const char *path, const char *state_path, const char *to
  * one stderr line naming the file at fault; trainer_free is safe either way. */
 int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t max_memory);
 
+/* The checksum (train_file_sum) of the tokenizer recorded in the state file at
+ * state_path, into *sum. Returns 1, or 0 (*sum 0, no message) if there is no readable
+ * state of a known version there or it records none (versions before 4). */
+int trainer_state_tokenizer_sum(const char *state_path, uint64_t *sum);
+
 /* A new run's weights from the checkpoint at path (--init: fine-tuning, or swapping in
  * another attention and training on): its 16 tensors into tr (made by trainer_init, of
  * the same T, V, L, NH, C and positions), and its learned sink logits where both its
