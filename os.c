@@ -5,10 +5,11 @@
  * destination, fsync the folder. Each function prints one stderr line
  * "PROGRAM: PATH: problem (got ..., expected ...)" when it fails.
  */
+#define _GNU_SOURCE   /* O_TMPFILE (Linux), where the C library has it; else unused */
 #include "os.h"
 
 #include <errno.h>       /* errno, EINVAL, ENOENT, ENOTDIR, EACCES, EAGAIN, EEXIST, ELOOP */
-#include <fcntl.h>       /* open, fcntl, struct flock, O_* */
+#include <fcntl.h>       /* open, fcntl, linkat, struct flock, O_*, AT_* */
 #include <pthread.h>     /* pthread_sigmask */
 #include <signal.h>      /* sigaction, sigset_t, raise, SIGINT, SIGTERM, SIGHUP */
 #include <stdio.h>       /* FILE, fdopen, fflush, fclose, fprintf, snprintf, rename, remove */
@@ -476,21 +477,35 @@ static int is_our_lock(int fd) {
 }
 
 /* A new lock file at l->path, already holding the signature and the lock when it appears
- * there: written under a name no file had (mkstemp), locked, then hard-linked to l->path,
- * which fails if anything is there (a file, a link, even a dangling one). Returns the
- * locked descriptor, -2 if something is at l->path, or -1 after a stderr line. */
+ * there: written and locked first, then hard-linked to l->path, which fails if anything
+ * is there (a file, a link, even a dangling one). The file is an unnamed one in l->path's
+ * folder where the system makes them (Linux's O_TMPFILE, linked through /proc), so a
+ * process killed before the link leaves nothing; else one of a name no file had
+ * (mkstemp: PATH.lock-XXXXXX), removed after the link (SIGKILL in between leaves it).
+ * Returns the locked descriptor, -2 if something is at l->path, or -1 after a stderr
+ * line. */
 static int create_lock(const char *program, const char *path, SaveLock *l) {
-    char temp[OS_PATH_CAP];
-    if (with_suffix(temp, sizeof temp, program, l->path, "-XXXXXX") != 0) return -1;
+    char temp[OS_PATH_CAP] = "", from[OS_PATH_CAP] = "";
+    int fd = -1;
     sigset_t held;
-    block_signals(&held);
-    int fd = mkstemp(temp);
-    if (fd >= 0) cleanup_add(temp);
-    unblock_signals(&held);
+#ifdef O_TMPFILE
+    char folder[OS_PATH_CAP];
+    if (folder_of(folder, l->path) == 0 && access("/proc/self/fd", X_OK) == 0)
+        fd = open(folder, O_TMPFILE | O_RDWR, 0666);
+    if (fd >= 0) snprintf(from, sizeof from, "/proc/self/fd/%d", fd);
+#endif
     if (fd < 0) {
-        fprintf(stderr, "%s: %s: cannot create its lock beside it (got \"%s\", expected a "
-                "writable folder)\n", program, path, strerror(errno));
-        return -1;
+        if (with_suffix(temp, sizeof temp, program, l->path, "-XXXXXX") != 0) return -1;
+        block_signals(&held);
+        fd = mkstemp(temp);
+        if (fd >= 0) cleanup_add(temp);
+        unblock_signals(&held);
+        if (fd < 0) {
+            fprintf(stderr, "%s: %s: cannot create its lock beside it (got \"%s\", expected a "
+                    "writable folder)\n", program, path, strerror(errno));
+            return -1;
+        }
+        strcpy(from, temp);
     }
     struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
     size_t n = sizeof LOCK_SIGNATURE - 1;
@@ -499,7 +514,8 @@ static int create_lock(const char *program, const char *path, SaveLock *l) {
     int error = errno;
     if (rc == 0) {
         block_signals(&held);
-        if (link(temp, l->path) == 0) {
+        if ((temp[0] ? link(from, l->path)
+                     : linkat(AT_FDCWD, from, AT_FDCWD, l->path, AT_SYMLINK_FOLLOW)) == 0) {
             cleanup_add(l->path);
         } else {
             error = errno;
@@ -507,8 +523,12 @@ static int create_lock(const char *program, const char *path, SaveLock *l) {
         }
         unblock_signals(&held);
     }
-    unlink(temp);
-    cleanup_remove(temp);
+    if (temp[0]) {
+        unlink(temp);
+        block_signals(&held);
+        cleanup_remove(temp);
+        unblock_signals(&held);
+    }
     if (rc == 0) return fd;
     close(fd);
     if (rc == -1)
