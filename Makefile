@@ -69,7 +69,8 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 $(B)/attention.o: attention.c attention.h hash.h kernels.h quant.h
 $(B)/quant.o: quant.c quant.h
 $(B)/kernels.o: kernels.c kernels.h quant.h
-$(B)/checkpoint.o: checkpoint.c checkpoint.h attention.h kernels.h quant.h os.h
+$(B)/checkpoint.o: checkpoint.c checkpoint.h attention.h kernels.h quant.h os.h gguf.h tokenizer.h
+$(B)/gguf.o: gguf.c gguf.h checkpoint.h attention.h kernels.h quant.h tokenizer.h
 $(B)/os.o: os.c os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
 $(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h
@@ -92,7 +93,7 @@ $(B)/lab/eval.o: lab/eval.c lab/eval.h model.h checkpoint.h kernels.h quant.h at
                  tokenizer.h os.h
 $(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h os.h \
                  tokenizer.h sampler.h lab/attnmap.h unicode.h
-$(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h lab/attention_spec.h \
+$(B)/run.o: run.c gguf.h model.h checkpoint.h kernels.h quant.h attention.h lab/attention_spec.h \
             lab/eval.h os.h tokenizer.h sampler.h cli.h generate.h lab/attnmap.h hash.h
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h os.h
 $(B)/cli.o: cli.c cli.h
@@ -116,8 +117,10 @@ $(B)/tests/%.o: tests/%.c tests/check.h $(HEADERS) $(FLAGS_STAMP)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
 KERNELS = $(B)/kernels.o $(B)/quant.o
-CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
 TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/hash.o $(B)/os.o
+# checkpoint.c reads GGUF files through gguf.c, which builds their tokenizers (tokenizer.c)
+CKPT = $(B)/checkpoint.o $(B)/gguf.o $(TOK)
+CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(CKPT) $(KERNELS)
 
 # the fuzz targets (tests/fuzz/fuzz.mk): make fuzz, make fuzz-smoke, make fuzz-replay
 include tests/fuzz/fuzz.mk
@@ -129,7 +132,7 @@ all: $(B)/run $(B)/train $(B)/quantize
 	@cmp -s $(B)/train train || { rm -f train && cp $(B)/train train; }
 	@cmp -s $(B)/quantize quantize || { rm -f quantize && cp $(B)/quantize quantize; }
 
-$(B)/quantize: $(B)/quantize.o $(B)/cli.o $(B)/checkpoint.o $(B)/attention.o $(B)/os.o $(KERNELS)
+$(B)/quantize: $(B)/quantize.o $(B)/cli.o $(CKPT) $(B)/attention.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/lab/attention_spec.o $(B)/lab/eval.o \

@@ -26,6 +26,7 @@
 
 #include "quant.h"      /* quant_groups, quant_quantize, quant_dequantize_row */
 #include "os.h"         /* SaveFile: the int8 file written crash-safe */
+#include "gguf.h"       /* gguf_is_gguf, gguf_load_checkpoint: llama.cpp's GGUF files */
 
 #define PAGE_STRIDE 4096   /* touch_pages reads one byte this often */
 
@@ -91,8 +92,7 @@ static int check_range(const char *path, const char *prefix, const char *name, l
     return 0;
 }
 
-/* Checks the fields both families share and derives head_dim and kv_dim. */
-static int check_config(Config *c, const char *path, const char *prefix) {
+int checkpoint_check_config(Config *c, const char *path, const char *prefix) {
     if (check_range(path, prefix, "seq_len", c->seq_len, MODEL_MAX_SEQ_LEN) ||
         check_range(path, prefix, "vocab_size", c->vocab_size, MODEL_MAX_VOCAB) ||
         check_range(path, prefix, "padded_vocab_size", c->padded_vocab_size, MODEL_MAX_VOCAB) ||
@@ -286,9 +286,9 @@ static int parse_header(Config *c, Layout *layout, const char *path,
         snprintf(prefix, sizeof prefix, "bad magic number (got %d, expected %d for llm.c GPT-2 "
                  "or \"ak42\" for llama2.c), and as a headerless llama2.c file: ", magic,
                  CHECKPOINT_GPT2_MAGIC);
-        return check_config(c, path, prefix);
+        return checkpoint_check_config(c, path, prefix);
     }
-    return check_config(c, path, "");
+    return checkpoint_check_config(c, path, "");
 }
 
 /* ------------------------------------------------------------------------- */
@@ -480,6 +480,17 @@ static int carve_tensors(Checkpoint *ck, const Layout *layout, const unsigned ch
 static Matrix matrix_view(const CheckpointTensor *t, int l, int r0, int rows) {
     Matrix m = {0};
     size_t cols = (size_t)t->cols;
+    if (t->parts) {   /* a GGUF file: each layer on its own */
+        size_t groups = t->f32 ? 0 : (size_t)quant_groups(t->cols, t->group);
+        const CheckpointPart *p = &t->parts[l];
+        if (t->f32) {
+            m.f32 = p->f32 + (size_t)r0 * cols;
+            return m;
+        }
+        m.q8 = (QuantMatrix){p->q + (size_t)r0 * cols, p->scale + (size_t)r0 * groups, rows,
+                             t->cols, t->group};
+        return m;
+    }
     if (t->f32) {
         m.f32 = t->f32 + ((size_t)l * (size_t)t->rows + (size_t)r0) * cols;
         return m;
@@ -495,6 +506,7 @@ static Matrix matrix_view(const CheckpointTensor *t, int l, int r0, int rows) {
 
 /* Layer l's slice of a stacked vector tensor, or NULL if the file has none. */
 static const float *vector_view(const CheckpointTensor *t, int l) {
+    if (t->present && t->parts) return t->parts[l].f32;
     return t->present ? t->f32 + (size_t)l * (size_t)t->rows * (size_t)t->cols : NULL;
 }
 
@@ -761,6 +773,13 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
     if ((header_bytes = read_up_to(fd, header, sizeof header)) < 0) {
         fprintf(stderr, "model: %s: read error (%s)\n", path, strerror(errno));
         goto fail;
+    }
+    if (gguf_is_gguf(header, (size_t)header_bytes)) {   /* llama.cpp's format: gguf.c */
+        close(fd);
+        if (gguf_load_checkpoint(ck, path) != 0) return -1;
+        point_weights(ck);
+        ck->touched = touch_pages(ck->map, ck->map_size);
+        return 0;
     }
     if (parse_header(c, &layout, path, header, (size_t)header_bytes) != 0) goto fail;
     if (expected_sizes(c, &layout, &expected, &owned_floats) != 0) {

@@ -119,6 +119,14 @@ typedef enum {
     TENSOR_COUNT
 } TensorName;
 
+/* One layer's data of a tensor whose layers are not stacked in one block (a GGUF file's
+ * blk.N.* tensors): views, fp32 or int8 values with their scales. */
+typedef struct {
+    const float *f32;      /* (rows, cols) when fp32 */
+    const int8_t *q;       /* (rows, cols) when int8 */
+    const float *scale;    /* (rows, ceil(cols / group)) when int8 */
+} CheckpointPart;
+
 /* One tensor of the file, (layers, rows, cols): fp32, or int8 with per-row groups. */
 typedef struct {
     int present;           /* 1 if the file has it */
@@ -129,6 +137,8 @@ typedef struct {
     size_t q_stride;       /* bytes between layers in the file (values and their scales) */
     const float *scale;    /* int8: (layers, rows, ceil(cols / group)), owned copy */
     int group;             /* int8 group size GS */
+    const CheckpointPart *parts;   /* (layers,) each layer's own data (then f32, q and scale
+                           * are layer 0's), or NULL when the layers are stacked as above */
 } CheckpointTensor;
 
 typedef struct {
@@ -136,6 +146,7 @@ typedef struct {
     Weights weights;
     CheckpointTensor tensors[TENSOR_COUNT];  /* by TensorName; Weights views into these */
     const char *format;    /* what the file was read as, and what was assumed */
+    int gguf;              /* 1 if read from a GGUF file (which carries its tokenizer) */
     void *map;             /* the mmap'd file, or NULL */
     size_t map_size;       /* bytes mapped */
     unsigned touched;      /* a checksum of one byte per page, read at load (see .c) */
@@ -151,6 +162,11 @@ typedef struct {
  * refused by name); checkpoint_free is safe after either outcome. The weights stay valid
  * until checkpoint_free. */
 int checkpoint_load(Checkpoint *ck, const char *path);
+
+/* Checks c's fields (each in range, the divisibilities, an even head size for rotary
+ * positions) and derives head_dim and kv_dim. Returns 0, or -1 after a stderr line
+ * "model: PATH: PREFIXproblem". */
+int checkpoint_check_config(Config *c, const char *path, const char *prefix);
 
 /* Releases the map and everything owned. Safe on a zeroed or freed Checkpoint. */
 void checkpoint_free(Checkpoint *ck);

@@ -31,6 +31,7 @@
 #include "os.h"         /* os_read_file; the map written whole (SaveFile), output checks */
 #include "sampler.h"    /* Sampler, sampler_sample */
 #include "tokenizer.h"  /* Tokenizer, tokenizer_encode, tokenizer_decode */
+#include "gguf.h"       /* gguf_load_tokenizer: a GGUF model's own tokenizer */
 
 #define EXIT_BAD_DATA 1          /* corrupt file, out of memory, runtime failure */
 #define EXIT_USAGE 2             /* unknown flag, malformed or out-of-range value */
@@ -740,7 +741,16 @@ static void default_tokenizer_path(const char *model_path, char *out, size_t cap
 
 /* Loads the tokenizer at path (-z's, or without -z the default beside the model) and
  * checks it belongs to the model. Returns 0, or -1 after a message. */
-static int load_tokenizer(Tokenizer *tok, const char *path, const Options *o, const Config *c) {
+static int load_tokenizer(Tokenizer *tok, const char *path, const Options *o, const Model *m) {
+    const Config *c = &m->config;
+    if (m->checkpoint.gguf) {   /* the file's own vocabulary, which its embedding rows match */
+        if (o->tokenizer_path) {
+            fprintf(stderr, "run: %s: -z with a GGUF model (expected no -z: the file carries "
+                    "its tokenizer)\n", o->tokenizer_path);
+            return EXIT_USAGE;
+        }
+        return gguf_load_tokenizer(tok, o->model_path) == 0 ? 0 : -1;
+    }
     if (!o->tokenizer_path && access(path, F_OK) != 0 && errno == ENOENT) {
         /* a model quantize wrote, or moved, has no tokenizer beside it */
         fprintf(stderr, "run: %s: no tokenizer beside the model %s, and no -z (expected -z PATH: "
@@ -813,7 +823,11 @@ int main(int argc, char **argv) {
     /* a second thread pays only when a token brings enough work to share (measured: the
      * shipped model and s260k decode 15-30 % slower on two threads than on one) */
     if (model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS) kernels_set_threads(1);
-    if (load_tokenizer(&tok, tokenizer_path, &o, c) != 0) goto done;
+    int loaded = load_tokenizer(&tok, tokenizer_path, &o, &model);
+    if (loaded != 0) {
+        if (loaded > 0) status = loaded;
+        goto done;
+    }
     if (o.attn_spec && (status = set_attention(&o, &model)) != 0) goto done;
     status = EXIT_BAD_DATA;
     if (o.eval_path && o.ctx_size) {   /* attention memory for the windows' -c positions */

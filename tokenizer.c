@@ -339,6 +339,8 @@ static int load_llama(Tokenizer *t, FILE *file, size_t size, const char *path) {
     t->kind = TOKENIZER_LLAMA;
     t->bos_id = TOKENIZER_LLAMA_BOS;
     t->eot_id = TOKENIZER_LLAMA_EOS;
+    t->add_bos = 1;
+    t->add_space = 1;
     uint32_t max_len;
     if (llama_read_header(file, size, path, &max_len) != 0) return -1;
     unsigned char *data = malloc(size);
@@ -390,6 +392,62 @@ fail:
     if (file) fclose(file);
     tokenizer_free(t);
     return -1;
+}
+
+int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
+    memset(t, 0, sizeof *t);
+    for (int b = 0; b < 256; b++) t->byte_values[b] = (unsigned char)b;
+    size_t n = (size_t)v->vocab_size, total = v->offset[n];
+    ScoredId *order = NULL;
+    if (v->vocab_size < 1 || v->vocab_size > TOKENIZER_MAX_VOCAB || total > UINT32_MAX) {
+        fprintf(stderr, "tokenizer: %s: vocabulary out of range (got %d tokens of %zu bytes, "
+                "expected 1..%d tokens)\n", path, v->vocab_size, total, TOKENIZER_MAX_VOCAB);
+        return -1;
+    }
+    t->kind = v->kind;
+    t->vocab_size = v->vocab_size;
+    t->bos_id = v->bos_id;
+    t->eot_id = v->eos_id;
+    t->add_bos = v->add_bos;
+    t->add_space = v->add_space;
+    t->merge_unknown = v->kind == TOKENIZER_LLAMA;
+    t->bytes = malloc(total ? total : 1);
+    t->offset = malloc((n + 1) * sizeof *t->offset);
+    t->rank = malloc(n * sizeof *t->rank);
+    order = malloc(n * sizeof *order);
+    if (!t->bytes || !t->offset || !t->rank || !order) {
+        fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, n);
+        goto fail;
+    }
+    memcpy(t->bytes, v->bytes, total);
+    for (size_t i = 0; i <= n; i++) t->offset[i] = (uint32_t)v->offset[i];
+    for (size_t i = 0; i < n; i++) {
+        size_t len = v->offset[i + 1] - v->offset[i];
+        if (len > t->max_token_len) t->max_token_len = len;
+        order[i].score = v->scores ? v->scores[i] : 0.0f;
+        order[i].id = (int32_t)i;
+        if (v->kind == TOKENIZER_GPT2) t->rank[i] = v->rank ? v->rank[i] : (int32_t)i;
+    }
+    if (v->kind == TOKENIZER_LLAMA) llama_rank_scores(t, order);
+    free(order);
+    order = NULL;
+    if (table_build(t, path) != 0) goto fail;
+    for (int b = 0; b < 256; b++) {   /* Llama: <0xHH>; GPT-2: the single byte */
+        char hex[7];
+        snprintf(hex, sizeof hex, "<0x%02X>", b);
+        unsigned char byte = (unsigned char)b;
+        t->byte_token[b] = v->kind == TOKENIZER_LLAMA
+                           ? table_find(t, (const unsigned char *)hex, 6) : table_find(t, &byte, 1);
+    }
+    return 0;
+fail:
+    free(order);
+    tokenizer_free(t);
+    return -1;
+}
+
+int tokenizer_find_id(const Tokenizer *t, const unsigned char *bytes, size_t len) {
+    return table_find(t, bytes, len);
 }
 
 void tokenizer_free(Tokenizer *t) {
@@ -467,13 +525,16 @@ typedef struct {
     int32_t end;     /* byte offset just past the right token */
 } MergeCandidate;
 
+enum { TOKEN_MERGED = -1, TOKEN_UNKNOWN = -2 };   /* token[] values that are no id */
+
 /* Working memory for merging a piece of up to `capacity` bytes. Tokens are identified by
  * the offset of their first byte and form a doubly linked list. Small pieces use the
  * arrays inside the struct (on the caller's stack); longer ones a malloc'd block. */
 typedef struct {
     int32_t *prev;            /* (capacity,) start of the previous token, or -1 */
     int32_t *next;            /* (capacity,) start of the next token, or the piece length */
-    int32_t *token;           /* (capacity,) id of the token starting here, -1 if merged away */
+    int32_t *token;           /* (capacity,) id of the token starting here, TOKEN_MERGED if
+                               * merged away, TOKEN_UNKNOWN if a character with no token */
     MergeCandidate *heap;     /* (3 * capacity,) binary min-heap of candidates */
     size_t capacity;          /* longest piece the arrays fit */
     void *block;              /* the malloc'd block behind the arrays, or NULL; owned */
@@ -604,7 +665,8 @@ static int merge_piece(const TokenizerMergeRules *rules, const unsigned char *pi
         prev[i] = last;
         next[i] = i + width;
         token[i] = rules->find(rules->vocab, piece + i, (size_t)width);
-        if (token[i] < 0) {
+        if (token[i] < 0 && rules->allow_unknown) token[i] = TOKEN_UNKNOWN;
+        else if (token[i] < 0) {
             const char *unit = rules->by_character ? "character" : "byte";
             fprintf(stderr, "tokenizer: merge: no token for the %s at offset %d (got none, "
                     "expected every starting %s to be a token)\n", unit, (int)i, unit);
@@ -619,9 +681,9 @@ static int merge_piece(const TokenizerMergeRules *rules, const unsigned char *pi
         // stale unless the left token still exists and is followed by exactly one token
         // that ends at best.end (then the pair's bytes, hence its rank, are unchanged)
         int32_t left = best.start, right = next[left];
-        if (token[left] < 0 || right >= length || next[right] != best.end) continue;
+        if (token[left] == TOKEN_MERGED || right >= length || next[right] != best.end) continue;
         token[left] = best.id;
-        token[right] = -1;
+        token[right] = TOKEN_MERGED;
         next[left] = best.end;
         if (best.end < length) prev[best.end] = left;
         // the merged token forms new pairs with its neighbours
@@ -661,7 +723,7 @@ static int tokenizer_find(const void *vocab, const unsigned char *bytes, size_t 
  * the vocabulary). */
 static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n,
                         MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
-    TokenizerMergeRules rules = {tokenizer_find, t, t->rank, t->kind == TOKENIZER_LLAMA};
+    TokenizerMergeRules rules = {tokenizer_find, t, t->rank, t->kind == TOKENIZER_LLAMA, 0};
     // a piece that is itself a token is taken whole, as tiktoken does before merging
     int whole = rules.by_character ? -1 : table_find(t, piece, n);
     if (whole >= 0) {
@@ -696,13 +758,53 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
     return 0;
 }
 
+/* llama.cpp's SentencePiece (t->merge_unknown): the whole text merges at once, a character
+ * with no token taking part as its bytes (so "o" + "n" may become "on" though neither
+ * letter is a token); what is left of such characters then falls back to its <0xHH>
+ * tokens. */
+static int encode_text_merged(const Tokenizer *t, const unsigned char *text, size_t n,
+                              MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+    TokenizerMergeRules rules = {tokenizer_find, t, t->rank, 1, 1};
+    if (merge_piece(&rules, text, n, scratch) != 0) return -1;
+    for (int32_t i = 0; i < (int32_t)n; i = scratch->next[i]) {
+        if (scratch->token[i] >= 0) {
+            emit(scratch->token[i], ids, cap, count);
+            continue;
+        }
+        for (int32_t k = i; k < scratch->next[i]; k++) {
+            if (t->byte_token[text[k]] < 0) {
+                fprintf(stderr, "tokenizer: encode: byte 0x%02X has no fallback token (got no "
+                        "<0x%02X> in the vocabulary, expected one for every byte)\n", text[k],
+                        text[k]);
+                return -1;
+            }
+            emit(t->byte_token[text[k]], ids, cap, count);
+        }
+    }
+    return 0;
+}
+
 /* Llama: BOS, then " " + text as runs of known characters, merged, separated by the
  * byte-fallback tokens of unknown characters (which never merge: llama2.c looks up
- * "<0xE2><0x80>" and finds nothing). */
+ * "<0xE2><0x80>" and finds nothing); or, for a vocabulary from a GGUF file, as llama.cpp
+ * does (encode_text_merged). */
 static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t len,
                         MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
-    emit(t->bos_id, ids, cap, count);
+    if (t->add_bos) emit(t->bos_id, ids, cap, count);
     if (len == 0) return 0;
+    size_t prefix = t->add_space ? 1 : 0;
+    if (t->merge_unknown) {
+        unsigned char *spaced = malloc(len + 1);   /* [" "] + text */
+        if (!spaced) {
+            fprintf(stderr, "tokenizer: encode: out of memory for %zu bytes\n", len + 1);
+            return -1;
+        }
+        spaced[0] = ' ';
+        memcpy(spaced + prefix, text, len);
+        int status = encode_text_merged(t, spaced, len + prefix, scratch, ids, cap, count);
+        free(spaced);
+        return status;
+    }
     if (table_find(t, (const unsigned char *)" ", 1) < 0) {
         fprintf(stderr, "tokenizer: encode: the vocabulary has no \" \" token for the dummy "
                 "prefix (expected one, as llama2.c's encode needs)\n");

@@ -51,11 +51,37 @@ typedef struct {
     TokenizerEntry *table;   /* open-addressing hash: byte string -> id; owned */
     size_t table_size;       /* slots in table (a power of two) */
     size_t max_token_len;    /* length in bytes of the longest token */
+    int add_bos;             /* Llama: 1 if encoding starts with BOS (llama2.c: always) */
+    int add_space;           /* Llama: 1 if a space goes before the text (the dummy prefix) */
+    int merge_unknown;       /* Llama: 1 to merge as llama.cpp does (a GGUF file's vocabulary:
+                              * characters with no token merge too, then fall back to bytes),
+                              * 0 as llama2.c does (they fall back first) */
 } Tokenizer;
+
+/* A vocabulary held in memory (a GGUF file's), for tokenizer_init. */
+typedef struct {
+    TokenizerKind kind;
+    int vocab_size;              /* V */
+    const unsigned char *bytes;  /* every token's bytes, concatenated (spaces as spaces) */
+    const size_t *offset;        /* (V + 1,) token i is bytes[offset[i] .. offset[i+1]) */
+    const float *scores;         /* Llama: (V,) merge scores, highest first; else NULL */
+    const int32_t *rank;         /* GPT-2: (V,) merge rank per id, lowest first; NULL: the id */
+    int bos_id, eos_id;          /* beginning and end of sequence (GPT-2: end of text) */
+    int add_bos, add_space;      /* Llama: as the Tokenizer fields */
+} TokenizerVocab;
 
 /* Load a tokenizer file. Returns 0, or -1 after printing one line to stderr naming
  * the file and what was wrong. *t is zeroed first; tokenizer_free is safe either way. */
 int tokenizer_load(Tokenizer *t, const char *path);
+
+/* Builds a tokenizer from v (copied: v may be freed afterwards). A Llama vocabulary
+ * encodes as llama.cpp's SentencePiece does (merge_unknown), its byte fallback by the
+ * tokens spelled <0xHH>. Returns 0, or -1 after one stderr line naming path; *t is zeroed
+ * first and tokenizer_free is safe either way. */
+int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path);
+
+/* The id of the token spelled bytes[0 .. len) (the lowest, if several are), or -1. */
+int tokenizer_find_id(const Tokenizer *t, const unsigned char *bytes, size_t len);
 
 /* Release everything tokenizer_load allocated. Safe on a zeroed or freed Tokenizer. */
 void tokenizer_free(Tokenizer *t);
@@ -99,6 +125,8 @@ typedef struct {
     const void *vocab;       /* passed to find; a view, not owned */
     const int32_t *rank;     /* (vocab size,) merge priority by id, lowest first; NULL: the id */
     int by_character;        /* 1: start from UTF-8 characters (llama2.c's grouping); 0: bytes */
+    int allow_unknown;       /* 1: a starting character with no token may still merge, and
+                              * stays id -2 if it does not (tokenizer.c's GGUF path); else 0 */
 } TokenizerMergeRules;
 
 /* Merge one piece of n >= 1 bytes as tokenizer_encode does inside a piece: it starts as

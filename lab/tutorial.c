@@ -151,7 +151,7 @@ static int step_merges(int argc, char **argv) {
         return 2;
     }
     CutVocab cv = {&t, 255};
-    TokenizerMergeRules rules = {find_cut, &cv, NULL, 0};
+    TokenizerMergeRules rules = {find_cut, &cv, NULL, 0, 0};
     int ids[32], previous = -1;
     int32_t starts[32];
     for (; cv.limit < t.vocab_size; cv.limit++) {

@@ -1,0 +1,1048 @@
+/* gguf.c: read a GGUF file's metadata and tensor table, then a `llama` model and its
+ * tokenizer from them.
+ *
+ * Reading is in three steps, each checked before the next: the header, metadata and tensor
+ * table are walked with a cursor that never reads past the file (gguf_open); the model's
+ * hyperparameters and tensors are looked up by name and checked against each other
+ * (gguf_load_checkpoint); only then is memory taken for what must be converted (F16 and
+ * BF16 widened, Q8_0 repacked). The tokenizer is built from the metadata's arrays by
+ * tokenizer.c (gguf_load_tokenizer). Nothing here computes: read model.c for the network.
+ *
+ * Legend: V vocab, C width, L layers, Hd MLP width, KVD kv width, S context.
+ */
+#include "gguf.h"
+
+#include <errno.h>      /* errno */
+#include <fcntl.h>      /* open, O_NONBLOCK */
+#include <math.h>       /* isfinite */
+#include <stdio.h>      /* fprintf(stderr), snprintf */
+#include <stdlib.h>     /* malloc, calloc, free, qsort */
+#include <string.h>     /* memcmp, memcpy, memset, strlen, strerror */
+#include <sys/mman.h>   /* mmap, munmap */
+#include <sys/stat.h>   /* fstat */
+#include <unistd.h>     /* close */
+
+#include "quant.h"      /* QUANT_Q_MAX: the int8 range the kernels take */
+
+/* ------------------------------------------------------------------------- */
+/* The ggml tensor types: what each is called and how it is stored             */
+
+/* Values per block and bytes per block of each ggml_type (ggml's type traits), so that the
+ * size of a tensor of any known type is checked against the file even if it is refused. */
+typedef struct {
+    const char *name;
+    int block;             /* values per block (1 for plain types); 0: no such type */
+    int bytes;             /* bytes per block */
+} TypeInfo;
+
+static const TypeInfo TYPES[] = {
+    [0] = {"F32", 1, 4},       [1] = {"F16", 1, 2},       [2] = {"Q4_0", 32, 18},
+    [3] = {"Q4_1", 32, 20},    [6] = {"Q5_0", 32, 22},    [7] = {"Q5_1", 32, 24},
+    [8] = {"Q8_0", 32, 34},    [9] = {"Q8_1", 32, 36},    [10] = {"Q2_K", 256, 84},
+    [11] = {"Q3_K", 256, 110}, [12] = {"Q4_K", 256, 144}, [13] = {"Q5_K", 256, 176},
+    [14] = {"Q6_K", 256, 210}, [15] = {"Q8_K", 256, 292}, [16] = {"IQ2_XXS", 256, 66},
+    [17] = {"IQ2_XS", 256, 74}, [18] = {"IQ3_XXS", 256, 98}, [19] = {"IQ1_S", 256, 50},
+    [20] = {"IQ4_NL", 32, 18}, [21] = {"IQ3_S", 256, 110}, [22] = {"IQ2_S", 256, 82},
+    [23] = {"IQ4_XS", 256, 136}, [24] = {"I8", 1, 1},     [25] = {"I16", 1, 2},
+    [26] = {"I32", 1, 4},      [27] = {"I64", 1, 8},      [28] = {"F64", 1, 8},
+    [29] = {"IQ1_M", 256, 56}, [30] = {"BF16", 1, 2},     [34] = {"TQ1_0", 256, 54},
+    [35] = {"TQ2_0", 256, 66}, [39] = {"MXFP4", 32, 17},
+};
+enum { N_TYPES = sizeof TYPES / sizeof TYPES[0] };
+
+static const TypeInfo *type_info(uint32_t type) {
+    return type < N_TYPES && TYPES[type].block > 0 ? &TYPES[type] : NULL;
+}
+
+/* Bytes of one value of each metadata type (0: variable, a string or an array). */
+static const size_t VALUE_BYTES[GGUF_TYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+static const char *const VALUE_NAMES[GGUF_TYPES] = {
+    "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "bool", "string",
+    "array", "uint64", "int64", "float64"};
+
+static const char *value_type_name(uint32_t type) {
+    return type < GGUF_TYPES ? VALUE_NAMES[type] : "unknown";
+}
+
+/* ------------------------------------------------------------------------- */
+/* A cursor that never reads past the file                                     */
+
+typedef struct {
+    const unsigned char *base;
+    size_t pos, size;
+    const char *path, *prefix;
+} Cursor;
+
+/* The n bytes at the cursor, advancing past them; NULL (after a stderr line saying what
+ * was being read) if fewer remain. */
+static const unsigned char *take(Cursor *c, size_t n, const char *what) {
+    if (n > c->size - c->pos) {
+        fprintf(stderr, "%s: %s: truncated GGUF file: %s at byte %zu needs %zu bytes (got %zu "
+                "left)\n", c->prefix, c->path, what, c->pos, n, c->size - c->pos);
+        return NULL;
+    }
+    const unsigned char *p = c->base + c->pos;
+    c->pos += n;
+    return p;
+}
+
+static uint32_t get_u32(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);   /* the host is little-endian (checkpoint_load checks) */
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static int read_u32(Cursor *c, uint32_t *out, const char *what) {
+    const unsigned char *p = take(c, 4, what);
+    if (p) *out = get_u32(p);
+    return p ? 0 : -1;
+}
+
+static int read_u64(Cursor *c, uint64_t *out, const char *what) {
+    const unsigned char *p = take(c, 8, what);
+    if (p) *out = get_u64(p);
+    return p ? 0 : -1;
+}
+
+/* A string: u64 length, then that many bytes (not NUL-terminated). */
+static int read_string(Cursor *c, const char **s, size_t *len, const char *what) {
+    uint64_t n;
+    if (read_u64(c, &n, what) != 0) return -1;
+    if (n > c->size - c->pos) {
+        fprintf(stderr, "%s: %s: %s at byte %zu: string length out of range (got %llu, "
+                "expected at most the %zu bytes left)\n", c->prefix, c->path, what, c->pos - 8,
+                (unsigned long long)n, c->size - c->pos);
+        return -1;
+    }
+    *s = (const char *)take(c, (size_t)n, what);
+    *len = (size_t)n;
+    return 0;
+}
+
+/* Skips one value of type `type` (not an array), checking a bool is 0 or 1. */
+static int skip_scalar(Cursor *c, uint32_t type, const char *what) {
+    if (type == GGUF_STRING) {
+        const char *s;
+        size_t len;
+        return read_string(c, &s, &len, what);
+    }
+    const unsigned char *p = take(c, VALUE_BYTES[type], what);
+    if (!p) return -1;
+    if (type == GGUF_BOOL && *p > 1) {
+        fprintf(stderr, "%s: %s: %s: bool out of range (got %d, expected 0 or 1)\n", c->prefix,
+                c->path, what, *p);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Header, metadata, tensor table                                              */
+
+static int key_is(const GgufValue *v, const char *key) {
+    size_t n = strlen(key);
+    return v->key_len == n && memcmp(v->key, key, n) == 0;
+}
+
+const GgufValue *gguf_find(const GgufFile *g, const char *key) {
+    for (size_t i = 0; i < g->n_values; i++)
+        if (key_is(&g->values[i], key)) return &g->values[i];
+    return NULL;
+}
+
+int gguf_is_gguf(const unsigned char *head, size_t n) {
+    return n >= 4 && memcmp(head, GGUF_MAGIC, 4) == 0;
+}
+
+/* Reads the metadata (n entries) into g->values, checking every type and length. */
+static int read_values(GgufFile *g, Cursor *c) {
+    for (size_t i = 0; i < g->n_values; i++) {
+        GgufValue *v = &g->values[i];
+        char what[80];
+        snprintf(what, sizeof what, "metadata entry %zu", i);
+        if (read_string(c, &v->key, &v->key_len, what) != 0 ||
+            read_u32(c, &v->type, what) != 0) return -1;
+        int shown = v->key_len > 60 ? 60 : (int)v->key_len;
+        snprintf(what, sizeof what, "metadata %.*s", shown, v->key);
+        if (v->type >= GGUF_TYPES) {
+            fprintf(stderr, "%s: %s: %s: unknown value type (got %u, expected 0..%d)\n",
+                    c->prefix, c->path, what, v->type, GGUF_TYPES - 1);
+            return -1;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (g->values[j].key_len == v->key_len &&
+                memcmp(g->values[j].key, v->key, v->key_len) == 0) {
+                fprintf(stderr, "%s: %s: %s: duplicate key (got it twice, expected once)\n",
+                        c->prefix, c->path, what);
+                return -1;
+            }
+        }
+        v->count = 1;
+        v->item_type = v->type;
+        if (v->type == GGUF_ARRAY) {
+            if (read_u32(c, &v->item_type, what) != 0 || read_u64(c, &v->count, what) != 0)
+                return -1;
+            if (v->item_type >= GGUF_TYPES || v->item_type == GGUF_ARRAY) {
+                fprintf(stderr, "%s: %s: %s: bad array element type (got %u, expected a "
+                        "scalar or string type 0..%d but 9)\n", c->prefix, c->path, what,
+                        v->item_type, GGUF_TYPES - 1);
+                return -1;
+            }
+            /* each element takes at least one byte (a string eight): bound the count by
+             * the bytes left before walking it */
+            size_t least = v->item_type == GGUF_STRING ? 8 : VALUE_BYTES[v->item_type];
+            if (v->count > (c->size - c->pos) / least) {
+                fprintf(stderr, "%s: %s: %s: array length out of range (got %llu elements of "
+                        "%s, expected at most %zu in the %zu bytes left)\n", c->prefix,
+                        c->path, what, (unsigned long long)v->count,
+                        value_type_name(v->item_type), (c->size - c->pos) / least,
+                        c->size - c->pos);
+                return -1;
+            }
+        }
+        v->value = c->base + c->pos;
+        if (v->type == GGUF_ARRAY && v->item_type != GGUF_STRING && v->item_type != GGUF_BOOL) {
+            if (!take(c, (size_t)v->count * VALUE_BYTES[v->item_type], what)) return -1;
+        } else {
+            for (uint64_t k = 0; k < v->count; k++)
+                if (skip_scalar(c, v->item_type, what) != 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* Reads the tensor table (g->n_tensors entries), checking names, shapes and types. */
+static int read_tensor_infos(GgufFile *g, Cursor *c) {
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        GgufTensor *t = &g->tensors[i];
+        char what[GGUF_MAX_NAME + 32];
+        snprintf(what, sizeof what, "tensor %zu", i);
+        uint32_t n_dims;
+        if (read_string(c, &t->name, &t->name_len, what) != 0) return -1;
+        if (t->name_len == 0 || t->name_len > GGUF_MAX_NAME) {
+            fprintf(stderr, "%s: %s: %s: name length out of range (got %zu, expected 1..%d)\n",
+                    c->prefix, c->path, what, t->name_len, GGUF_MAX_NAME);
+            return -1;
+        }
+        snprintf(what, sizeof what, "tensor %.*s", (int)t->name_len, t->name);
+        if (read_u32(c, &n_dims, what) != 0) return -1;
+        if (n_dims < 1 || n_dims > GGUF_MAX_DIMS) {
+            fprintf(stderr, "%s: %s: %s: dimension count out of range (got %u, expected "
+                    "1..%d)\n", c->prefix, c->path, what, n_dims, GGUF_MAX_DIMS);
+            return -1;
+        }
+        t->n_dims = (int)n_dims;
+        uint64_t numel = 1;
+        for (int d = 0; d < GGUF_MAX_DIMS; d++) {
+            t->ne[d] = 1;
+            if (d < t->n_dims && read_u64(c, &t->ne[d], what) != 0) return -1;
+            /* every dimension at least 1, and the count of values below 2^62 */
+            if (t->ne[d] < 1 || t->ne[d] > ((uint64_t)1 << 62) / numel) {
+                fprintf(stderr, "%s: %s: %s: dimension %d out of range (got %llu, expected 1.."
+                        "%llu)\n", c->prefix, c->path, what, d, (unsigned long long)t->ne[d],
+                        (unsigned long long)(((uint64_t)1 << 62) / numel));
+                return -1;
+            }
+            numel *= t->ne[d];
+        }
+        if (read_u32(c, &t->type, what) != 0 || read_u64(c, &t->offset, what) != 0) return -1;
+        const TypeInfo *info = type_info(t->type);
+        if (!info) {
+            fprintf(stderr, "%s: %s: %s: unknown tensor type (got %u, expected a ggml type such "
+                    "as 0 F32, 1 F16, 8 Q8_0 or 30 BF16)\n", c->prefix, c->path, what, t->type);
+            return -1;
+        }
+        if (t->ne[0] % (uint64_t)info->block != 0) {
+            fprintf(stderr, "%s: %s: %s: row length not a multiple of the %s block (got %llu, "
+                    "expected a multiple of %d)\n", c->prefix, c->path, what, info->name,
+                    (unsigned long long)t->ne[0], info->block);
+            return -1;
+        }
+        /* numel < 2^62 and bytes per value at most 8: no overflow in 64 bits */
+        uint64_t bytes = numel / (uint64_t)info->block * (uint64_t)info->bytes;
+        if (bytes > SIZE_MAX) {
+            fprintf(stderr, "%s: %s: %s: too large for this host (%llu bytes)\n", c->prefix,
+                    c->path, what, (unsigned long long)bytes);
+            return -1;
+        }
+        t->bytes = (size_t)bytes;
+        for (size_t j = 0; j < i; j++) {
+            if (g->tensors[j].name_len == t->name_len &&
+                memcmp(g->tensors[j].name, t->name, t->name_len) == 0) {
+                fprintf(stderr, "%s: %s: %s: duplicate tensor name (got it twice, expected "
+                        "once)\n", c->prefix, c->path, what);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The alignment general.alignment gives (a uint32 power of two), or the default. */
+static int read_alignment(GgufFile *g, const char *prefix) {
+    const GgufValue *v = gguf_find(g, "general.alignment");
+    g->alignment = GGUF_DEFAULT_ALIGNMENT;
+    if (!v) return 0;
+    uint32_t a = v->type == GGUF_UINT32 ? get_u32(v->value) : 0;
+    if (v->type != GGUF_UINT32 || a < 1 || a > GGUF_MAX_ALIGNMENT || (a & (a - 1)) != 0) {
+        fprintf(stderr, "%s: %s: general.alignment out of range (got %s %u, expected a uint32 "
+                "power of two 1..%d)\n", prefix, g->path, value_type_name(v->type), a,
+                GGUF_MAX_ALIGNMENT);
+        return -1;
+    }
+    g->alignment = a;
+    return 0;
+}
+
+/* Orders tensors by offset (for the overlap check). */
+static int by_offset(const void *a, const void *b) {
+    const GgufTensor *x = *(const GgufTensor *const *)a, *y = *(const GgufTensor *const *)b;
+    return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* Every tensor's data: aligned, inside the file, and no two overlapping. */
+static int check_tensor_data(GgufFile *g, const char *prefix) {
+    size_t data_size = g->size - g->data_offset;
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        GgufTensor *t = &g->tensors[i];
+        if (t->offset % g->alignment != 0 || t->offset > data_size ||
+            t->bytes > data_size - (size_t)t->offset) {
+            fprintf(stderr, "%s: %s: tensor %.*s: data %s (got offset %llu and %zu bytes, "
+                    "expected an offset that is a multiple of %zu and ends by %zu, the data "
+                    "section's size)\n", prefix, g->path, (int)t->name_len, t->name,
+                    t->offset % g->alignment ? "misaligned" : "past the end of the file",
+                    (unsigned long long)t->offset, t->bytes, g->alignment, data_size);
+            return -1;
+        }
+        t->data = g->map + g->data_offset + (size_t)t->offset;
+    }
+    if (g->n_tensors < 2) return 0;
+    const GgufTensor **order = malloc(g->n_tensors * sizeof *order);
+    if (!order) {
+        fprintf(stderr, "%s: %s: out of memory for %zu tensors\n", prefix, g->path, g->n_tensors);
+        return -1;
+    }
+    for (size_t i = 0; i < g->n_tensors; i++) order[i] = &g->tensors[i];
+    qsort(order, g->n_tensors, sizeof *order, by_offset);
+    int status = 0;
+    for (size_t i = 1; i < g->n_tensors && status == 0; i++) {
+        const GgufTensor *a = order[i - 1], *b = order[i];
+        if (a->offset + a->bytes > b->offset) {
+            fprintf(stderr, "%s: %s: tensors %.*s and %.*s overlap (got offsets %llu and %llu, "
+                    "the first %zu bytes long)\n", prefix, g->path, (int)a->name_len, a->name,
+                    (int)b->name_len, b->name, (unsigned long long)a->offset,
+                    (unsigned long long)b->offset, a->bytes);
+            status = -1;
+        }
+    }
+    free(order);
+    return status;
+}
+
+int gguf_open(GgufFile *g, const char *path, const char *prefix) {
+    memset(g, 0, sizeof *g);
+    g->path = path;
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
+        fprintf(stderr, "%s: %s: cannot open (%s)\n", prefix, path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 1) {
+        fprintf(stderr, "%s: %s: not a regular, non-empty file\n", prefix, path);
+        close(fd);
+        return -1;
+    }
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        fprintf(stderr, "%s: %s: mmap failed (%s)\n", prefix, path, strerror(errno));
+        return -1;
+    }
+    g->map = map;
+    g->size = (size_t)st.st_size;
+    Cursor c = {g->map, 0, g->size, path, prefix};
+    const unsigned char *magic = take(&c, 4, "the magic");
+    uint32_t version;
+    uint64_t n_tensors, n_values;
+    if (!magic || read_u32(&c, &version, "the version") != 0 ||
+        read_u64(&c, &n_tensors, "the tensor count") != 0 ||
+        read_u64(&c, &n_values, "the metadata count") != 0) goto fail;
+    if (!gguf_is_gguf(magic, 4)) {
+        fprintf(stderr, "%s: %s: not a GGUF file (got magic %.4s, expected GGUF)\n", prefix,
+                path, (const char *)magic);
+        goto fail;
+    }
+    if (version != GGUF_VERSION) {
+        fprintf(stderr, "%s: %s: unsupported GGUF version (got %u, expected %d: a big-endian "
+                "or an old file; convert it again with a current llama.cpp)\n", prefix, path,
+                version, GGUF_VERSION);
+        goto fail;
+    }
+    /* a metadata entry takes at least 8 + 4 + 1 bytes, a tensor 8 + 1 + 4 + 8 + 4 + 8 */
+    size_t left = g->size - c.pos;
+    if (n_values > left / 13 || n_tensors > left / 33) {
+        fprintf(stderr, "%s: %s: counts out of range for the file's size (got %llu metadata "
+                "entries and %llu tensors, expected at most %zu and %zu in %zu bytes)\n",
+                prefix, path, (unsigned long long)n_values, (unsigned long long)n_tensors,
+                left / 13, left / 33, left);
+        goto fail;
+    }
+    g->n_values = (size_t)n_values;
+    g->n_tensors = (size_t)n_tensors;
+    g->values = calloc(g->n_values ? g->n_values : 1, sizeof *g->values);
+    g->tensors = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *g->tensors);
+    if (!g->values || !g->tensors) {
+        fprintf(stderr, "%s: %s: out of memory for the tables\n", prefix, path);
+        goto fail;
+    }
+    if (read_values(g, &c) != 0 || read_alignment(g, prefix) != 0 ||
+        read_tensor_infos(g, &c) != 0) goto fail;
+    size_t pad = (g->alignment - c.pos % g->alignment) % g->alignment;
+    if (pad > g->size - c.pos) {
+        fprintf(stderr, "%s: %s: truncated GGUF file: no data section (the table ends at byte "
+                "%zu of %zu)\n", prefix, path, c.pos, g->size);
+        goto fail;
+    }
+    g->data_offset = c.pos + pad;
+    if (check_tensor_data(g, prefix) != 0) goto fail;
+    return 0;
+fail:
+    gguf_close(g);
+    return -1;
+}
+
+void gguf_close(GgufFile *g) {
+    if (g->map) munmap(g->map, g->size);
+    free(g->values);
+    free(g->tensors);
+    memset(g, 0, sizeof *g);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Typed metadata                                                              */
+
+/* The integer at key into *out, which must lie in [lo, hi]; any integer type is taken.
+ * Missing: *out = fallback, or an error if fallback < lo (required). */
+static int get_int(const GgufFile *g, const char *key, long long lo, long long hi,
+                   long long fallback, long long *out) {
+    const GgufValue *v = gguf_find(g, key);
+    if (!v) {
+        if (fallback >= lo) {
+            *out = fallback;
+            return 0;
+        }
+        fprintf(stderr, "model: %s: missing metadata %s (expected an integer)\n", g->path, key);
+        return -1;
+    }
+    const unsigned char *p = v->value;
+    long long x = 0;
+    int ok = 1;
+    switch (v->type) {
+    case GGUF_UINT8: x = p[0]; break;
+    case GGUF_INT8: x = (int8_t)p[0]; break;
+    case GGUF_UINT16: { uint16_t u; memcpy(&u, p, 2); x = u; } break;
+    case GGUF_INT16: { int16_t u; memcpy(&u, p, 2); x = u; } break;
+    case GGUF_UINT32: x = get_u32(p); break;
+    case GGUF_INT32: x = (int32_t)get_u32(p); break;
+    case GGUF_UINT64: { uint64_t u = get_u64(p); ok = u <= (uint64_t)hi; x = ok ? (long long)u : 0; }
+        break;
+    case GGUF_INT64: { int64_t u; memcpy(&u, p, 8); x = u; } break;
+    default:
+        fprintf(stderr, "model: %s: metadata %s has the wrong type (got %s, expected an "
+                "integer)\n", g->path, key, value_type_name(v->type));
+        return -1;
+    }
+    if (!ok || x < lo || x > hi) {
+        fprintf(stderr, "model: %s: metadata %s out of range (got %lld, expected %lld..%lld)\n",
+                g->path, key, ok ? x : -1, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* The float32 at key into *out (finite, > 0); missing: fallback, or an error if fallback
+ * is 0. */
+static int get_float(const GgufFile *g, const char *key, float fallback, float *out) {
+    const GgufValue *v = gguf_find(g, key);
+    if (!v && fallback > 0.0f) {
+        *out = fallback;
+        return 0;
+    }
+    if (!v || v->type != GGUF_FLOAT32) {
+        fprintf(stderr, "model: %s: metadata %s %s (got %s, expected float32)\n", g->path, key,
+                v ? "has the wrong type" : "missing", v ? value_type_name(v->type) : "none");
+        return -1;
+    }
+    memcpy(out, v->value, sizeof *out);
+    if (!isfinite(*out) || *out <= 0.0f) {
+        fprintf(stderr, "model: %s: metadata %s out of range (got %g, expected a positive "
+                "number)\n", g->path, key, (double)*out);
+        return -1;
+    }
+    return 0;
+}
+
+/* The string at key (a view, len bytes), or NULL (with a message if required). */
+static const char *get_string(const GgufFile *g, const char *key, size_t *len, int required,
+                              const char *prefix) {
+    const GgufValue *v = gguf_find(g, key);
+    if (v && v->type == GGUF_STRING) {
+        *len = (size_t)get_u64(v->value);
+        return (const char *)v->value + 8;
+    }
+    if (v || required)
+        fprintf(stderr, "%s: %s: metadata %s %s (got %s, expected a string)\n", prefix,
+                g->path, key, v ? "has the wrong type" : "missing",
+                v ? value_type_name(v->type) : "none");
+    return NULL;
+}
+
+static int string_is(const char *s, size_t len, const char *want) {
+    return s && len == strlen(want) && memcmp(s, want, len) == 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The model: tensors by name                                                  */
+
+/* The tensor called name, or NULL. */
+static const GgufTensor *find_tensor(const GgufFile *g, const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].name_len == n && memcmp(g->tensors[i].name, name, n) == 0)
+            return &g->tensors[i];
+    return NULL;
+}
+
+/* One role of the llama architecture: the tensor's name ("%d" for the layer), its role
+ * here, and whether it is a matrix (rows, cols) or a vector (cols,). */
+typedef struct {
+    const char *name;
+    TensorName role;
+    int is_matrix, layered, optional;
+} Role;
+
+static const Role ROLES[] = {
+    {"token_embd.weight", TENSOR_TOK, 1, 0, 0},
+    {"output_norm.weight", TENSOR_RMS_FINAL, 0, 0, 0},
+    {"output.weight", TENSOR_CLS, 1, 0, 1},        /* absent: tied to token_embd */
+    {"blk.%d.attn_norm.weight", TENSOR_RMS_ATT, 0, 1, 0},
+    {"blk.%d.attn_q.weight", TENSOR_WQ, 1, 1, 0},
+    {"blk.%d.attn_k.weight", TENSOR_WK, 1, 1, 0},
+    {"blk.%d.attn_v.weight", TENSOR_WV, 1, 1, 0},
+    {"blk.%d.attn_output.weight", TENSOR_WO, 1, 1, 0},
+    {"blk.%d.ffn_norm.weight", TENSOR_RMS_FFN, 0, 1, 0},
+    {"blk.%d.ffn_gate.weight", TENSOR_W1, 1, 1, 0},  /* silu(gate x) * (up x): llama2.c w1 */
+    {"blk.%d.ffn_down.weight", TENSOR_W2, 1, 1, 0},  /* llama2.c w2 */
+    {"blk.%d.ffn_up.weight", TENSOR_W3, 1, 1, 0},    /* llama2.c w3 */
+};
+enum { N_ROLES = sizeof ROLES / sizeof ROLES[0] };
+
+/* The shape (rows, cols) role r must have: cols is ggml's ne[0]. */
+static void role_shape(const Role *r, const Config *c, int *rows, int *cols) {
+    int C = c->dim, KVD = c->kv_dim, Hd = c->hidden_dim, V = c->vocab_size;
+    *rows = 1;
+    *cols = C;
+    switch (r->role) {
+    case TENSOR_TOK: case TENSOR_CLS: *rows = V; break;
+    case TENSOR_WQ: case TENSOR_WO: *rows = C; break;
+    case TENSOR_WK: case TENSOR_WV: *rows = KVD; break;
+    case TENSOR_W1: case TENSOR_W3: *rows = Hd; break;
+    case TENSOR_W2: *rows = C; *cols = Hd; break;
+    default: break;
+    }
+}
+
+/* Finds layer l's tensor of role r, checks its shape and type, and adds the floats and
+ * int8 bytes its conversion needs to *floats and *bytes. NULL with *missing = 1 for an
+ * optional one that is absent; NULL after a message on a problem. */
+static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const Role *r, int l,
+                                     size_t *floats, size_t *bytes, int *missing) {
+    char name[64];
+    snprintf(name, sizeof name, r->name, l);
+    *missing = 0;
+    const GgufTensor *t = find_tensor(g, name);
+    if (!t) {
+        if (r->optional) *missing = 1;
+        else fprintf(stderr, "model: %s: missing tensor %s (expected every tensor of the llama "
+                     "architecture)\n", g->path, name);
+        return NULL;
+    }
+    int rows, cols;
+    role_shape(r, c, &rows, &cols);
+    int dims = r->is_matrix ? 2 : 1;
+    if (t->n_dims > dims || t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows ||
+        t->ne[2] != 1 || t->ne[3] != 1) {
+        fprintf(stderr, "model: %s: tensor %s has the wrong shape (got (%llu, %llu, %llu, %llu) "
+                "(ggml order), expected (%d, %d) from the metadata)\n", g->path, name,
+                (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+                (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], cols, rows);
+        return NULL;
+    }
+    size_t numel = (size_t)rows * (size_t)cols;   /* rows <= 2^21, cols <= 2^16 */
+    switch (t->type) {
+    case GGUF_F32:
+        if ((g->data_offset + t->offset) % sizeof(float) != 0) *floats += numel;   /* copied */
+        break;
+    case GGUF_F16: case GGUF_BF16: *floats += numel; break;
+    case GGUF_Q8_0:
+        if (r->is_matrix) {
+            *bytes += numel;
+            *floats += numel / GGUF_Q8_0_BLOCK;
+        } else {
+            *floats += numel;
+        }
+        break;
+    default:
+        fprintf(stderr, "model: %s: tensor %s has type %s, which this engine does not compute "
+                "(expected F32, F16, BF16 or Q8_0: convert the file with llama-quantize "
+                "--allow-requantize IN OUT Q8_0, or F16)\n", g->path, name,
+                TYPES[t->type].name);
+        return NULL;
+    }
+    return t;
+}
+
+/* fp32 from IEEE half precision (exact: every half is a float). */
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | man << 13;               /* inf, NaN */
+    } else if (exp != 0) {
+        bits = sign | (exp + 112) << 23 | man << 13;         /* normal: rebias 15 -> 127 */
+    } else if (man == 0) {
+        bits = sign;                                         /* +-0 */
+    } else {                                                 /* subnormal: normalise */
+        int shift = 0;
+        while (!(man & 0x400u)) {
+            man <<= 1;
+            shift++;
+        }
+        bits = sign | (uint32_t)(113 - shift) << 23 | (man & 0x3ffu) << 13;
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* Widens n values of t (F16 or BF16) into out. */
+static void widen(float *out, const GgufTensor *t, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, t->data + 2 * i, sizeof h);
+        if (t->type == GGUF_F16) {
+            out[i] = half_to_float(h);
+        } else {   /* bf16 is the top half of an fp32 */
+            uint32_t bits = (uint32_t)h << 16;
+            memcpy(&out[i], &bits, sizeof bits);
+        }
+    }
+}
+
+/* Q8_0 blocks (f16 scale, 32 int8) of a (rows, cols) tensor into q (rows, cols) and
+ * scale (rows, cols / 32): the same values in quant.h's layout, one group per block.
+ * Returns -1 (with a message) on an int8 -128, which the int8 kernels do not accept. */
+static int repack_q8_0(int8_t *q, float *scale, const GgufTensor *t, size_t numel,
+                       const char *path) {
+    size_t blocks = numel / GGUF_Q8_0_BLOCK;
+    for (size_t b = 0; b < blocks; b++) {
+        const unsigned char *block = t->data + b * 34;
+        uint16_t h;
+        memcpy(&h, block, sizeof h);
+        scale[b] = half_to_float(h);
+        memcpy(q + b * GGUF_Q8_0_BLOCK, block + 2, GGUF_Q8_0_BLOCK);
+        for (int i = 0; i < GGUF_Q8_0_BLOCK; i++) {
+            if (q[b * GGUF_Q8_0_BLOCK + (size_t)i] < -QUANT_Q_MAX) {
+                fprintf(stderr, "model: %s: tensor %.*s: Q8_0 value out of range (got -128 in "
+                        "block %zu, expected -127..127 as llama.cpp writes)\n", path,
+                        (int)t->name_len, t->name, b);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Q8_0 blocks of a vector of n values into fp32 out. */
+static void dequantize_q8_0(float *out, const GgufTensor *t, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *block = t->data + i / GGUF_Q8_0_BLOCK * 34;
+        uint16_t h;
+        memcpy(&h, block, sizeof h);
+        out[i] = half_to_float(h) * (float)(int8_t)block[2 + i % GGUF_Q8_0_BLOCK];
+    }
+}
+
+/* The Config from the llama metadata, checked. */
+static int read_config(const GgufFile *g, Config *c) {
+    size_t len;
+    const char *arch = get_string(g, "general.architecture", &len, 1, "model");
+    if (!arch) return -1;
+    if (!string_is(arch, len, "llama")) {
+        fprintf(stderr, "model: %s: architecture %.*s is not supported (expected llama)\n",
+                g->path, len > 60 ? 60 : (int)len, arch);
+        return -1;
+    }
+    long long layers, dim, hidden, heads, kv_heads, ctx, rot, experts;
+    if (get_int(g, "llama.block_count", 1, MODEL_MAX_LAYERS, 0, &layers) ||
+        get_int(g, "llama.embedding_length", 1, MODEL_MAX_DIM / 4, 0, &dim) ||
+        get_int(g, "llama.feed_forward_length", 1, MODEL_MAX_DIM, 0, &hidden) ||
+        get_int(g, "llama.attention.head_count", 1, dim, 0, &heads) ||
+        get_int(g, "llama.attention.head_count_kv", 1, heads, heads, &kv_heads) ||
+        get_int(g, "llama.context_length", 1, MODEL_MAX_SEQ_LEN, 0, &ctx) ||
+        get_int(g, "llama.expert_count", 0, 0, 0, &experts)) return -1;
+    const GgufTensor *embd = find_tensor(g, "token_embd.weight");
+    if (!embd) {
+        fprintf(stderr, "model: %s: missing tensor token_embd.weight (expected the token "
+                "embedding)\n", g->path);
+        return -1;
+    }
+    if (embd->ne[1] < 1 || embd->ne[1] > MODEL_MAX_VOCAB) {
+        fprintf(stderr, "model: %s: token_embd.weight has %llu rows (expected a vocabulary of "
+                "1..%d)\n", g->path, (unsigned long long)embd->ne[1], MODEL_MAX_VOCAB);
+        return -1;
+    }
+    memset(c, 0, sizeof *c);
+    c->family = MODEL_LLAMA;
+    c->positions = MODEL_POSITIONS_ROTARY;
+    c->n_layers = (int)layers;
+    c->dim = (int)dim;
+    c->hidden_dim = (int)hidden;
+    c->n_heads = (int)heads;
+    c->n_kv_heads = (int)kv_heads;
+    c->seq_len = (int)ctx;
+    c->vocab_size = c->padded_vocab_size = (int)embd->ne[1];
+    if (checkpoint_check_config(c, g->path, "") != 0) return -1;
+    /* what this engine computes: RMSNorm with KERNELS_NORM_EPS, RoPE over whole heads with
+     * base MODEL_ROPE_BASE, unscaled; a file that asks for other numbers is refused */
+    float eps, base;
+    if (get_float(g, "llama.attention.layer_norm_rms_epsilon", 0.0f, &eps) ||
+        get_float(g, "llama.rope.freq_base", MODEL_ROPE_BASE, &base) ||
+        get_int(g, "llama.rope.dimension_count", c->head_dim, c->head_dim, c->head_dim, &rot))
+        return -1;
+    if (eps != KERNELS_NORM_EPS || base != MODEL_ROPE_BASE) {
+        fprintf(stderr, "model: %s: RMS epsilon %g and RoPE base %g are not supported yet "
+                "(expected %g and %g, the numbers this engine computes with)\n", g->path,
+                (double)eps, (double)base, (double)KERNELS_NORM_EPS, (double)MODEL_ROPE_BASE);
+        return -1;
+    }
+    const char *scaling = get_string(g, "llama.rope.scaling.type", &len, 0, "model");
+    if (scaling && !string_is(scaling, len, "none")) {
+        fprintf(stderr, "model: %s: RoPE scaling %.*s is not supported (expected none)\n",
+                g->path, len > 40 ? 40 : (int)len, scaling);
+        return -1;
+    }
+    const GgufValue *tokens = gguf_find(g, "tokenizer.ggml.tokens");
+    if (tokens && (tokens->type != GGUF_ARRAY || tokens->count != (uint64_t)c->vocab_size)) {
+        fprintf(stderr, "model: %s: the vocabulary does not match the embedding (got %llu "
+                "tokens, expected %d, the rows of token_embd.weight)\n", g->path,
+                tokens->type == GGUF_ARRAY ? (unsigned long long)tokens->count : 0ULL,
+                c->vocab_size);
+        return -1;
+    }
+    return 0;
+}
+
+int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
+    memset(ck, 0, sizeof *ck);
+    GgufFile g;
+    if (gguf_open(&g, path, "model") != 0) return -1;
+    Config *c = &ck->config;
+    const GgufTensor *found[N_ROLES][MODEL_MAX_LAYERS];
+    int missing_cls = 0;
+    size_t floats = 0, bytes = 0;
+    int f16 = 0, bf16 = 0, q8 = 0;
+    if (read_config(&g, c) != 0) goto fail;
+    /* every tensor found and checked, and the memory its conversion needs counted */
+    for (int r = 0; r < N_ROLES; r++) {
+        for (int l = 0; l < (ROLES[r].layered ? c->n_layers : 1); l++) {
+            int missing;
+            found[r][l] = role_tensor(&g, c, &ROLES[r], l, &floats, &bytes, &missing);
+            if (!found[r][l] && !missing) goto fail;
+            if (missing) missing_cls = 1;
+            if (found[r][l]) {
+                f16 |= found[r][l]->type == GGUF_F16;
+                bf16 |= found[r][l]->type == GGUF_BF16;
+                q8 |= found[r][l]->type == GGUF_Q8_0;
+            }
+        }
+    }
+    /* one block: the per-layer views, then the floats, then the int8 values */
+    size_t n_parts = (size_t)N_ROLES * (size_t)c->n_layers;
+    size_t parts_bytes = n_parts * sizeof(CheckpointPart);
+    ck->owned = malloc(parts_bytes + floats * sizeof(float) + bytes);
+    ck->weights.layers = calloc((size_t)c->n_layers, sizeof *ck->weights.layers);
+    if (!ck->owned || !ck->weights.layers) {
+        fprintf(stderr, "model: %s: out of memory for %zu converted floats and %zu bytes\n",
+                path, floats, bytes);
+        goto fail;
+    }
+    CheckpointPart *parts = ck->owned;
+    float *f = (float *)(void *)((unsigned char *)ck->owned + parts_bytes);
+    int8_t *q = (int8_t *)(f + floats);
+    for (int r = 0; r < N_ROLES; r++) {
+        const Role *role = &ROLES[r];
+        if (role->role == TENSOR_CLS && missing_cls) continue;
+        int layers = role->layered ? c->n_layers : 1, rows, cols;
+        role_shape(role, c, &rows, &cols);
+        CheckpointTensor *ten = &ck->tensors[role->role];
+        *ten = (CheckpointTensor){.present = 1, .is_matrix = role->is_matrix, .layers = layers,
+                                  .rows = rows, .cols = cols, .parts = parts};
+        size_t numel = (size_t)rows * (size_t)cols;
+        for (int l = 0; l < layers; l++) {
+            const GgufTensor *t = found[r][l];
+            CheckpointPart *p = &parts[l];
+            if (t->type == GGUF_Q8_0 && role->is_matrix) {
+                p->q = q;
+                p->scale = f;
+                if (repack_q8_0(q, f, t, numel, path) != 0) goto fail;
+                q += numel;
+                f += numel / GGUF_Q8_0_BLOCK;
+            } else if (t->type == GGUF_F32 && (g.data_offset + t->offset) % sizeof(float) == 0) {
+                p->f32 = (const float *)(const void *)t->data;   /* mapped, in place */
+            } else {
+                if (t->type == GGUF_F32) memcpy(f, t->data, numel * sizeof(float));
+                else if (t->type == GGUF_Q8_0) dequantize_q8_0(f, t, numel);
+                else widen(f, t, numel);
+                p->f32 = f;
+                f += numel;
+            }
+        }
+        /* every layer of a role has one type: a file that mixes them is refused */
+        for (int l = 1; l < layers; l++) {
+            if ((parts[l].f32 != NULL) != (parts[0].f32 != NULL)) {
+                fprintf(stderr, "model: %s: layers of %s have different types (got %s in layer "
+                        "0 and %s in layer %d, expected one type)\n", path, role->name,
+                        TYPES[found[r][0]->type].name, TYPES[found[r][l]->type].name, l);
+                goto fail;
+            }
+        }
+        ten->f32 = parts[0].f32;
+        ten->q = parts[0].q;
+        ten->scale = parts[0].scale;
+        ten->group = GGUF_Q8_0_BLOCK;
+        parts += layers;
+    }
+    /* the map stays: fp32 tensors are used from it (gguf_close must not unmap it) */
+    ck->map = g.map;
+    ck->map_size = g.size;
+    ck->gguf = 1;
+    g.map = NULL;
+    ck->format = q8 ? (f16 || bf16 ? "GGUF llama, Q8_0 (int8) with F16 widened to fp32"
+                                   : "GGUF llama, Q8_0 (computed in int8)")
+               : f16 ? "GGUF llama, F16 (widened to fp32 at load)"
+               : bf16 ? "GGUF llama, BF16 (widened to fp32 at load)"
+               : "GGUF llama, F32";
+    gguf_close(&g);
+    return 0;
+fail:
+    gguf_close(&g);
+    checkpoint_free(ck);
+    return -1;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The tokenizer                                                               */
+
+#define SPM_SPACE "\xe2\x96\x81"   /* U+2581, SentencePiece's visible space */
+
+/* The id at key (a token id below V), -1 if absent (or fallback), or -2 on an error. */
+static int token_id(const GgufFile *g, const char *key, int vocab, int fallback) {
+    const GgufValue *v = gguf_find(g, key);
+    if (!v) return fallback;
+    long long id;
+    if (v->type == GGUF_UINT32 && get_u32(v->value) == UINT32_MAX) return -1;   /* "none" */
+    if (get_int(g, key, 0, vocab - 1, 0, &id) != 0) return -2;
+    return (int)id;
+}
+
+/* A bool at key, or fallback if absent; -1 on the wrong type. */
+static int get_bool(const GgufFile *g, const char *key, int fallback) {
+    const GgufValue *v = gguf_find(g, key);
+    if (!v) return fallback;
+    if (v->type != GGUF_BOOL) {
+        fprintf(stderr, "tokenizer: %s: metadata %s has the wrong type (got %s, expected "
+                "bool)\n", g->path, key, value_type_name(v->type));
+        return -1;
+    }
+    return v->value[0];
+}
+
+/* GPT-2's bytes_to_unicode: the code point byte b is written as in a gpt2 vocabulary. */
+static unsigned gpt2_code_point(int b) {
+    if ((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF))
+        return (unsigned)b;
+    unsigned n = 0;   /* the others get 256, 257, ... in byte order */
+    for (int x = 0; x < b; x++)
+        if (!((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF)))
+            n++;
+    return 256 + n;
+}
+
+/* Converts a token's text into its bytes at out (at most len bytes): SentencePiece's
+ * U+2581 becomes a space (llama), or each character maps back to its byte (gpt2). Returns
+ * the byte count, or -1 if a gpt2 token has a character that is no byte's. */
+static long token_bytes(unsigned char *out, const unsigned char *s, size_t len, int gpt2,
+                        const int *byte_of) {
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        if (!gpt2) {
+            if (len - i >= 3 && memcmp(s + i, SPM_SPACE, 3) == 0) {
+                out[n++] = ' ';
+                i += 3;
+            } else {
+                out[n++] = s[i++];
+            }
+            continue;
+        }
+        unsigned cp;
+        size_t w;
+        if (s[i] < 0x80) cp = s[i], w = 1;
+        else if ((s[i] & 0xE0) == 0xC0 && len - i >= 2) cp = (s[i] & 0x1Fu) << 6 | (s[i + 1] & 0x3Fu), w = 2;
+        else return -1;
+        if (cp >= 512 || byte_of[cp] < 0) return -1;
+        out[n++] = (unsigned char)byte_of[cp];
+        i += w;
+    }
+    return (long)n;
+}
+
+int gguf_load_tokenizer(Tokenizer *t, const char *path) {
+    memset(t, 0, sizeof *t);
+    GgufFile g;
+    if (gguf_open(&g, path, "tokenizer") != 0) return -1;
+    unsigned char *bytes = NULL;
+    size_t *offset = NULL;
+    float *scores = NULL;
+    int32_t *rank = NULL;
+    int status = -1;
+    size_t len, pre_len = 0;
+    const char *model = get_string(&g, "tokenizer.ggml.model", &len, 1, "tokenizer");
+    const char *pre = get_string(&g, "tokenizer.ggml.pre", &pre_len, 0, "tokenizer");
+    int gpt2 = string_is(model, len, "gpt2");
+    if (!model) goto done;
+    if (!gpt2 && !string_is(model, len, "llama")) {
+        fprintf(stderr, "tokenizer: %s: tokenizer.ggml.model %.*s is not supported (expected "
+                "llama or gpt2)\n", path, len > 40 ? 40 : (int)len, model);
+        goto done;
+    }
+    if (pre && !(gpt2 ? string_is(pre, pre_len, "gpt-2") : string_is(pre, pre_len, "default"))) {
+        fprintf(stderr, "tokenizer: %s: pre-tokenizer %.*s is not supported (expected %s)\n",
+                path, pre_len > 40 ? 40 : (int)pre_len, pre, gpt2 ? "gpt-2" : "default");
+        goto done;
+    }
+    const GgufValue *tokens = gguf_find(&g, "tokenizer.ggml.tokens");
+    const GgufValue *sc = gguf_find(&g, "tokenizer.ggml.scores");
+    const GgufValue *merges = gguf_find(&g, "tokenizer.ggml.merges");
+    if (!tokens || tokens->type != GGUF_ARRAY || tokens->item_type != GGUF_STRING ||
+        tokens->count < 1 || tokens->count > TOKENIZER_MAX_VOCAB) {
+        fprintf(stderr, "tokenizer: %s: tokenizer.ggml.tokens %s (expected an array of 1..%d "
+                "strings)\n", path, tokens ? "has the wrong type or length" : "missing",
+                TOKENIZER_MAX_VOCAB);
+        goto done;
+    }
+    size_t V = (size_t)tokens->count;
+    if (!gpt2 && (!sc || sc->type != GGUF_ARRAY || sc->item_type != GGUF_FLOAT32 ||
+                  sc->count != V)) {
+        fprintf(stderr, "tokenizer: %s: tokenizer.ggml.scores %s (expected %zu float32, one "
+                "per token)\n", path, sc ? "has the wrong type or length" : "missing", V);
+        goto done;
+    }
+    if (gpt2 && (!merges || merges->type != GGUF_ARRAY || merges->item_type != GGUF_STRING)) {
+        fprintf(stderr, "tokenizer: %s: tokenizer.ggml.merges %s (expected an array of "
+                "strings)\n", path, merges ? "has the wrong type" : "missing");
+        goto done;
+    }
+    int byte_of[512];   /* gpt2: the byte each of the code points 0..511 stands for */
+    for (int i = 0; i < 512; i++) byte_of[i] = -1;
+    for (int b = 0; b < 256; b++) byte_of[gpt2_code_point(b)] = b;
+    /* the token texts take at most their bytes in the file (both conversions shrink) */
+    size_t total = 0;
+    const unsigned char *p = tokens->value;
+    for (size_t i = 0; i < V; i++) {
+        size_t n = (size_t)get_u64(p);
+        total += n;
+        p += 8 + n;
+    }
+    bytes = malloc(total ? total : 1);
+    offset = malloc((V + 1) * sizeof *offset);
+    scores = gpt2 ? NULL : malloc(V * sizeof *scores);
+    rank = gpt2 ? malloc(V * sizeof *rank) : NULL;
+    if (!bytes || !offset || (!gpt2 && !scores) || (gpt2 && !rank)) {
+        fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, V);
+        goto done;
+    }
+    p = tokens->value;
+    size_t at = 0;
+    for (size_t i = 0; i < V; i++) {
+        size_t n = (size_t)get_u64(p);
+        long got = token_bytes(bytes + at, p + 8, n, gpt2, byte_of);
+        if (got < 0) {
+            fprintf(stderr, "tokenizer: %s: token %zu is not in GPT-2's byte encoding\n", path, i);
+            goto done;
+        }
+        offset[i] = at;
+        at += (size_t)got;
+        p += 8 + n;
+        if (!gpt2) {
+            memcpy(&scores[i], sc->value + 4 * i, sizeof(float));
+            if (!isfinite(scores[i])) {
+                fprintf(stderr, "tokenizer: %s: score of token %zu is not finite (got %g)\n",
+                        path, i, (double)scores[i]);
+                goto done;
+            }
+        }
+    }
+    offset[V] = at;
+    int bos = token_id(&g, "tokenizer.ggml.bos_token_id", (int)V, gpt2 ? -1 : TOKENIZER_LLAMA_BOS);
+    int eos = token_id(&g, "tokenizer.ggml.eos_token_id", (int)V, gpt2 ? -1 : TOKENIZER_LLAMA_EOS);
+    int add_bos = get_bool(&g, "tokenizer.ggml.add_bos_token", !gpt2);
+    int add_space = get_bool(&g, "tokenizer.ggml.add_space_prefix", !gpt2);
+    if (bos == -2 || eos == -2 || add_bos < 0 || add_space < 0) goto done;
+    if (eos < 0 || (add_bos && bos < 0)) {
+        fprintf(stderr, "tokenizer: %s: no %s token id (expected tokenizer.ggml.%s_token_id)\n",
+                path, eos < 0 ? "end" : "beginning", eos < 0 ? "eos" : "bos");
+        goto done;
+    }
+    TokenizerVocab v = {gpt2 ? TOKENIZER_GPT2 : TOKENIZER_LLAMA, (int)V, bytes, offset, scores,
+                        NULL, bos, eos, add_bos, add_space};
+    if (gpt2) {   /* a token's rank: the index of the merge that makes it */
+        Tokenizer plain;
+        v.rank = NULL;
+        if (tokenizer_init(&plain, &v, path) != 0) goto done;
+        for (size_t i = 0; i < V; i++) rank[i] = INT32_MAX;
+        const unsigned char *m = merges->value;
+        unsigned char merged[2 * TOKENIZER_MAX_TOKEN_LEN];
+        for (uint64_t k = 0; k < merges->count && k < INT32_MAX; k++) {
+            size_t n = (size_t)get_u64(m), space = 0;
+            const unsigned char *s = m + 8;
+            m += 8 + n;
+            while (space < n && s[space] != ' ') space++;
+            if (space == n || n > sizeof merged) continue;   /* not "A B" */
+            long a = token_bytes(merged, s, space, 1, byte_of);
+            long b = a < 0 ? -1 : token_bytes(merged + a, s + space + 1, n - space - 1, 1, byte_of);
+            if (b < 0) continue;
+            int id = tokenizer_find_id(&plain, merged, (size_t)(a + b));
+            if (id >= 0 && rank[id] == INT32_MAX) rank[id] = (int32_t)k;
+        }
+        tokenizer_free(&plain);
+        v.rank = rank;
+    }
+    status = tokenizer_init(t, &v, path);
+done:
+    free(bytes);
+    free(offset);
+    free(scores);
+    free(rank);
+    gguf_close(&g);
+    if (status != 0) tokenizer_free(t);
+    return status;
+}
