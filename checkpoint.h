@@ -80,6 +80,8 @@ typedef struct {
     int hidden_dim;         /* Hd: MLP width (4C for GPT-2, from the header for Llama) */
     int head_dim;           /* HS = C / NH */
     int kv_dim;             /* KVD = NKV * HS */
+    int half_kv;            /* 1: q, k and v rounded to fp16 after RoPE, as llama.cpp's
+                            * default F16 KV cache does (GGUF files); 0 otherwise */
 } Config;
 
 /* Views of one layer's parameters. Biases are NULL for Llama. */

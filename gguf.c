@@ -721,6 +721,7 @@ static int read_config(const GgufFile *g, Config *c) {
     c->seq_len = (int)ctx;
     c->vocab_size = c->padded_vocab_size = (int)embd->ne[1];
     if (checkpoint_check_config(c, g->path, "") != 0) return -1;
+    c->half_kv = 1;   /* computed as llama.cpp computes a GGUF file (docs/formats.md) */
     /* what this engine computes: RMSNorm with KERNELS_NORM_EPS, RoPE over whole heads with
      * base MODEL_ROPE_BASE, unscaled; a file that asks for other numbers is refused */
     float eps, base;

@@ -14,7 +14,7 @@
  */
 #include "model.h"
 
-#include <math.h>       /* sqrtf */
+#include <math.h>       /* sqrtf, rintf, fabsf, copysignf, isfinite */
 #include <stdint.h>     /* SIZE_MAX */
 #include <stdio.h>      /* fprintf(stderr) */
 #include <stdlib.h>     /* calloc, free */
@@ -355,6 +355,31 @@ static void trace(Model *m, int l, int pos, int N, const float *q, const float *
     memcpy(m->trace.k + row * KVD, k, (size_t)N * KVD * sizeof(float));
 }
 
+/* x rounded to the nearest IEEE half-precision value (ties to even), kept as a float. */
+static float round_half(float x) {
+    if (!isfinite(x)) return x;
+    if (fabsf(x) < 6.103515625e-05f)                 /* 2^-14: half's subnormals, step 2^-24 */
+        return rintf(x * 16777216.0f) / 16777216.0f;
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    bits += 0x0fffu + ((bits >> 13) & 1u);           /* round to 10 mantissa bits, ties even */
+    bits &= ~0x1fffu;
+    float r;
+    memcpy(&r, &bits, sizeof r);
+    return fabsf(r) > 65504.0f ? copysignf(INFINITY, x) : r;   /* past half's largest */
+}
+
+/* q (n, C), k and v (n, KVD) rounded to half precision: llama.cpp keeps keys and values in
+ * an F16 cache by default and converts q to F16 for the q.k products, and the greedy text
+ * of a GGUF file follows these roundings where two logits nearly tie (docs/formats.md). */
+static void round_half_kv(const Config *c, float *q, float *k, float *v, int n) {
+    for (size_t i = 0; i < (size_t)n * c->dim; i++) q[i] = round_half(q[i]);
+    for (size_t i = 0; i < (size_t)n * c->kv_dim; i++) {
+        k[i] = round_half(k[i]);
+        v[i] = round_half(v[i]);
+    }
+}
+
 /* x (N, C) = token embedding rows (+ position rows for learned positions). */
 static void embed(const Model *m, float *x, const int *tokens, int N, int pos) {
     const Weights *w = &m->checkpoint.weights;
@@ -432,6 +457,7 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
             .act = s->hidden, .gate = s->gate, .out = s->x, .rope = s->rope, .xq = s->xq,
             .xs = s->xs};
         block_qkv(c, &w->layers[l], n, &b);
+        if (c->half_kv) round_half_kv(c, s->q, b.k, b.v, n);
         trace(m, l, pos, n, b.q, b.k);
         if (!m->lab)   /* exact: the chunk's queries over the cache rows 0 .. pos+n-1 */
             attention_forward(&m->attention, s->att, s->q, k_cache, v_cache, pos, n,
