@@ -242,7 +242,8 @@ TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention 
         $(B)/tests/test_attention_train $(B)/tests/test_model \
         $(B)/tests/test_tokenizer $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli \
         $(B)/tests/test_train $(B)/tests/test_eval $(B)/tests/test_generate \
-        $(B)/tests/test_attnmap
+        $(B)/tests/test_attnmap $(B)/tests/test_gguf
+$(B)/tests/test_gguf: $(B)/tests/test_gguf.o $(B)/tests/check.o $(CORE)
 $(B)/tests/test_kernels: $(B)/tests/test_kernels.o $(B)/tests/check.o $(KERNELS)
 $(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(B)/quant.o
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o \
