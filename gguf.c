@@ -801,6 +801,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
         for (int l = 0; l < layers; l++) {
             const GgufTensor *t = found[r][l];
             CheckpointPart *p = &parts[l];
+            *p = (CheckpointPart){NULL, NULL, NULL};   /* the block is not zeroed */
             if (t->type == GGUF_Q8_0 && role->is_matrix) {
                 p->q = q;
                 p->scale = f;

@@ -10,7 +10,7 @@
 # at a time. It uses the Makefile's B, BASE, CFLAGS, LDLIBS, CORE, TOK and FLAGS_STAMP.
 
 FUZZ_TARGETS = fuzz_checkpoint fuzz_tokenizer_load fuzz_encode_gpt2 fuzz_encode_llama \
-               fuzz_attn_spec fuzz_eval fuzz_cli
+               fuzz_attn_spec fuzz_eval fuzz_cli fuzz_gguf
 FUZZ_SECONDS ?= 300
 FUZZ_CLANG ?= clang-14
 FUZZ_CLANG_B = build/fuzz-clang

@@ -26,7 +26,7 @@ dirs_of() {
 # Longest input libFuzzer makes, per target (bytes).
 max_len_of() {
     case $1 in
-        fuzz_checkpoint|fuzz_tokenizer_load) echo 65536 ;;
+        fuzz_checkpoint|fuzz_tokenizer_load|fuzz_gguf) echo 65536 ;;
         fuzz_encode_gpt2|fuzz_encode_llama) echo 4096 ;;
         fuzz_eval) echo 1025 ;;
         fuzz_cli) echo 512 ;;

@@ -491,6 +491,178 @@ static void seed_lines(const char *target, const char *const *lines, size_t n) {
     }
 }
 
+/* ------------------------------------------------------------------------- */
+/* fuzz_gguf                                                                   */
+
+/* A growing byte buffer for the GGUF writer. */
+typedef struct {
+    unsigned char *b;
+    size_t n, cap;
+} Bytes;
+
+static void add(Bytes *f, const void *p, size_t n) {
+    if (f->n + n > f->cap) {
+        f->cap = 2 * (f->n + n);
+        f->b = need(realloc(f->b, f->cap));
+    }
+    memcpy(f->b + f->n, p, n);
+    f->n += n;
+}
+static void add_u32(Bytes *f, uint32_t v) { add(f, &v, 4); }
+static void add_u64(Bytes *f, uint64_t v) { add(f, &v, 8); }
+static void add_str(Bytes *f, const char *s) {
+    add_u64(f, strlen(s));
+    add(f, s, strlen(s));
+}
+static void add_kv_u32(Bytes *f, const char *key, uint32_t v) {
+    add_str(f, key);
+    add_u32(f, 4);
+    add_u32(f, v);
+}
+
+#define GGUF_ALIGN 32   /* the default alignment the seeds use */
+
+/* One tensor's bytes of type type (0 F32, 1 F16, 8 Q8_0, 30 BF16): n values, all equal to
+ * one (norms) or small and varied. */
+static void add_values(Bytes *f, uint32_t type, int n, int ones, int salt) {
+    for (int i = 0; i < n; i++) {
+        float x = ones ? 1.0f : (float)((i * 7 + salt * 13) % 17 - 8) / 32.0f;
+        uint32_t bits;
+        memcpy(&bits, &x, 4);
+        if (type == 0) add(f, &x, 4);
+        else if (type == 30) { uint16_t h = (uint16_t)(bits >> 16); add(f, &h, 2); }
+        else if (type == 1) {   /* these values are exact in half precision */
+            uint16_t h = x == 0.0f ? 0 : (uint16_t)(((bits >> 16) & 0x8000u) |
+                         ((((bits >> 23) & 0xffu) - 112u) << 10) | ((bits >> 13) & 0x3ffu));
+            add(f, &h, 2);
+        } else if (i % 32 == 0) {   /* Q8_0: scale 1/32 as f16 (0x2800), then 32 int8 */
+            uint16_t d = 0x2800;
+            add(f, &d, 2);
+            for (int k = 0; k < 32; k++) {
+                signed char q = (signed char)(((i + k) * 7 + salt * 13) % 17 - 8);
+                add(f, &q, 1);
+            }
+        }
+    }
+}
+
+/* A tiny llama GGUF: width c, one layer, heads 2 (1 kv head), MLP width 2c, the tokens
+ * <unk> <s> </s>, then n_bytes byte tokens <0x00>.., then U+2581, letters a..z; matrices
+ * of type matrix_type, the rest F32; output.weight unless tied. */
+static unsigned char *tiny_gguf(int c, int n_bytes, uint32_t matrix_type, int tied,
+                                size_t *size) {
+    Bytes f = {0};
+    int V = 3 + n_bytes + 1 + 26, hd = 2 * c;
+    const struct { const char *name; int rows, cols; } T[] = {
+        {"token_embd.weight", V, c}, {"output_norm.weight", 1, c}, {"output.weight", V, c},
+        {"blk.0.attn_norm.weight", 1, c}, {"blk.0.attn_q.weight", c, c},
+        {"blk.0.attn_k.weight", c / 2, c}, {"blk.0.attn_v.weight", c / 2, c},
+        {"blk.0.attn_output.weight", c, c}, {"blk.0.ffn_norm.weight", 1, c},
+        {"blk.0.ffn_gate.weight", hd, c}, {"blk.0.ffn_down.weight", c, hd},
+        {"blk.0.ffn_up.weight", hd, c}};
+    int n_tensors = (int)(sizeof T / sizeof T[0]);
+    add(&f, "GGUF", 4);
+    add_u32(&f, 3);
+    add_u64(&f, (uint64_t)(n_tensors - (tied ? 1 : 0)));
+    add_u64(&f, 14);
+    add_str(&f, "general.architecture");
+    add_u32(&f, 8);
+    add_str(&f, "llama");
+    add_kv_u32(&f, "llama.block_count", 1);
+    add_kv_u32(&f, "llama.embedding_length", (uint32_t)c);
+    add_kv_u32(&f, "llama.feed_forward_length", (uint32_t)hd);
+    add_kv_u32(&f, "llama.attention.head_count", 2);
+    add_kv_u32(&f, "llama.attention.head_count_kv", 1);
+    add_kv_u32(&f, "llama.context_length", 8);
+    add_str(&f, "llama.attention.layer_norm_rms_epsilon");
+    add_u32(&f, 6);
+    float eps = 1e-5f;
+    add(&f, &eps, 4);
+    add_str(&f, "tokenizer.ggml.model");
+    add_u32(&f, 8);
+    add_str(&f, "llama");
+    add_str(&f, "tokenizer.ggml.tokens");
+    add_u32(&f, 9);
+    add_u32(&f, 8);
+    add_u64(&f, (uint64_t)V);
+    add_str(&f, "<unk>");
+    add_str(&f, "<s>");
+    add_str(&f, "</s>");
+    for (int b = 0; b < n_bytes && b < 256; b++) {
+        char hex[16];
+        snprintf(hex, sizeof hex, "<0x%02X>", b);
+        add_str(&f, hex);
+    }
+    add_str(&f, "\xe2\x96\x81");
+    for (int k = 0; k < 26; k++) {
+        char letter[2] = {(char)('a' + k), 0};
+        add_str(&f, letter);
+    }
+    add_str(&f, "tokenizer.ggml.scores");
+    add_u32(&f, 9);
+    add_u32(&f, 6);
+    add_u64(&f, (uint64_t)V);
+    for (int i = 0; i < V; i++) {
+        float score = -(float)i;
+        add(&f, &score, 4);
+    }
+    add_kv_u32(&f, "tokenizer.ggml.bos_token_id", 1);
+    add_kv_u32(&f, "tokenizer.ggml.eos_token_id", 2);
+    add_str(&f, "tokenizer.ggml.add_bos_token");
+    add_u32(&f, 7);
+    add(&f, "\1", 1);
+    uint64_t offset = 0;
+    for (int t = 0; t < n_tensors; t++) {
+        if (tied && t == 2) continue;
+        uint32_t type = T[t].rows > 1 ? matrix_type : 0;
+        size_t numel = (size_t)T[t].rows * (size_t)T[t].cols;
+        size_t bytes = type == 0 ? 4 * numel : type == 8 ? numel / 32 * 34 : 2 * numel;
+        add_str(&f, T[t].name);
+        add_u32(&f, T[t].rows > 1 ? 2 : 1);
+        add_u64(&f, (uint64_t)T[t].cols);
+        if (T[t].rows > 1) add_u64(&f, (uint64_t)T[t].rows);
+        add_u32(&f, type);
+        add_u64(&f, offset);
+        offset += (bytes + GGUF_ALIGN - 1) / GGUF_ALIGN * GGUF_ALIGN;
+    }
+    while (f.n % GGUF_ALIGN) add(&f, "", 1);
+    for (int t = 0; t < n_tensors; t++) {
+        if (tied && t == 2) continue;
+        add_values(&f, T[t].rows > 1 ? matrix_type : 0, T[t].rows * T[t].cols, T[t].rows == 1, t);
+        while (f.n % GGUF_ALIGN) add(&f, "", 1);
+    }
+    *size = f.n;
+    return f.b;
+}
+
+/* The tiny GGUF files, their truncations and single-field corruptions. */
+static void seed_gguf(void) {
+    make_dir("fuzz_gguf");
+    const struct { const char *name; int c, n_bytes; uint32_t type; int tied; } files[] = {
+        {"f32_tied", 8, 16, 0, 1}, {"f32", 8, 16, 0, 0}, {"f16", 16, 32, 1, 0},
+        {"bf16_tied", 16, 32, 30, 1}, {"q8_0", 32, 256, 8, 0}, {"q8_0_tied", 32, 64, 8, 1}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        size_t size;
+        unsigned char *file = tiny_gguf(files[i].c, files[i].n_bytes, files[i].type,
+                                        files[i].tied, &size);
+        put_truncations("fuzz_gguf", files[i].name, file, size, 24);
+        char label[FUZZ_PATH_MAX];
+        /* the header's version and counts, set to extremes */
+        const uint64_t extremes[] = {0, 1, 2, UINT32_MAX, (uint64_t)1 << 40, UINT64_MAX};
+        for (size_t at = 4; at < 24; at += at == 4 ? 4 : 8) {
+            for (size_t e = 0; e < sizeof extremes / sizeof extremes[0]; e++) {
+                unsigned char *copy = need(malloc(size));
+                memcpy(copy, file, size);
+                memcpy(copy + at, &extremes[e], at == 4 ? 4 : 8);
+                snprintf(label, sizeof label, "%s.at%zu_%zu", files[i].name, at, e);
+                put("fuzz_gguf", label, copy, size);
+                free(copy);
+            }
+        }
+        free(file);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "Usage: make_seeds OUT_DIR\nWrites the fuzz targets' seed corpora "
@@ -499,6 +671,7 @@ int main(int argc, char **argv) {
     }
     out_dir = argv[1];
     seed_checkpoints();
+    seed_gguf();
     seed_tokenizers();
     seed_texts();
     seed_lines("fuzz_attn_spec", SPECS, sizeof SPECS / sizeof SPECS[0]);
