@@ -405,6 +405,7 @@ int gguf_open(GgufFile *g, const char *path, const char *prefix) {
     if (read_values(g, &c) != 0 || read_alignment(g, prefix) != 0 ||
         read_tensor_infos(g, &c) != 0) goto fail;
     size_t pad = (g->alignment - c.pos % g->alignment) % g->alignment;
+    if (pad > g->size - c.pos && g->n_tensors == 0) pad = g->size - c.pos;   /* no data */
     if (pad > g->size - c.pos) {
         fprintf(stderr, "%s: %s: truncated GGUF file: no data section (the table ends at byte "
                 "%zu of %zu)\n", prefix, path, c.pos, g->size);

@@ -12,6 +12,8 @@
  *    and lengths, unknown and unsupported types, metadata of the wrong type, a vocabulary
  *    that does not match the embedding. Each must make run exit 1 with one stderr line
  *    naming the problem, never crash or allocate what the file claims.
+ * 3. The shipped GPT-2 tokenizer (weights/tokenizer.bin) written as a gpt2 GGUF tokenizer
+ *    (GPT-2's byte-to-unicode spelling, a merges list) encodes texts to the same ids.
  */
 #include <stdint.h>   /* uint32_t, uint64_t */
 #include <stdio.h>    /* snprintf, FILE */
@@ -21,6 +23,8 @@
 
 #include "tests/check.h"   /* check_true, check_run, check_data_file, check_read_file */
 #include "checkpoint.h"    /* checkpoint_load, Config */
+#include "gguf.h"          /* gguf_load_tokenizer */
+#include "tokenizer.h"     /* tokenizer_load, tokenizer_encode: the reference vocabulary */
 
 static const char *run_bin;
 
@@ -390,7 +394,104 @@ static void test_tiny(void) {
 #undef FRESH
     free(f.b);
     free(base.b);
-    unlink(path);
+}
+
+/* ------------------------------------------------------------------------- */
+/* 3. A gpt2 tokenizer in a GGUF file encodes as the same vocabulary in llm.c's file */
+
+/* GPT-2's bytes_to_unicode: printable bytes stand for themselves, the other 68 for code
+ * points 256, 257, ... in byte order; appended to f as UTF-8. */
+static void put_gpt2_char(Buf *f, unsigned char b) {
+    int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+    unsigned cp = b;
+    if (!printable) {
+        cp = 256;
+        for (int x = 0; x < b; x++)
+            cp += !((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || x >= 0xAE);
+    }
+    unsigned char utf8[2] = {(unsigned char)(0xC0 | cp >> 6), (unsigned char)(0x80 | (cp & 0x3F))};
+    if (cp < 0x80) put(f, &b, 1);
+    else put(f, utf8, 2);
+}
+
+/* A GGUF of no tensors holding t's vocabulary as a gpt2 tokenizer: tokens in GPT-2's
+ * spelling, and for each token a merge "A B" of two earlier tokens that spell it. */
+static void write_gpt2_tokenizer(Buf *f, const Tokenizer *t) {
+    put(f, "GGUF", 4);
+    put_u32(f, 3);
+    put_u64(f, 0);
+    put_u64(f, 5);
+    put_str(f, "tokenizer.ggml.model");
+    put_u32(f, 8);
+    put_str(f, "gpt2");
+    put_str(f, "tokenizer.ggml.pre");
+    put_u32(f, 8);
+    put_str(f, "gpt-2");
+    put_kv_u32(f, "tokenizer.ggml.eos_token_id", (uint32_t)t->eot_id, NULL);
+    put_str(f, "tokenizer.ggml.tokens");
+    put_u32(f, 9);
+    put_u32(f, 8);
+    put_u64(f, (uint64_t)t->vocab_size);
+    for (int id = 0; id < t->vocab_size; id++) {
+        size_t len = t->offset[id + 1] - t->offset[id], at = f->n;
+        put_u64(f, 0);
+        for (size_t i = 0; i < len; i++) put_gpt2_char(f, t->bytes[t->offset[id] + i]);
+        uint64_t n = f->n - at - 8;
+        memcpy(f->b + at, &n, 8);
+    }
+    put_str(f, "tokenizer.ggml.merges");
+    put_u32(f, 9);
+    put_u32(f, 8);
+    size_t count_at = f->n;
+    put_u64(f, 0);
+    uint64_t merges = 0;
+    for (int id = 0; id < t->vocab_size; id++) {
+        const unsigned char *bytes = t->bytes + t->offset[id];
+        size_t len = t->offset[id + 1] - t->offset[id];
+        for (size_t k = 1; k < len; k++) {
+            int a = tokenizer_find_id(t, bytes, k), b = tokenizer_find_id(t, bytes + k, len - k);
+            if (a < 0 || b < 0 || a >= id || b >= id) continue;
+            size_t at = f->n;
+            put_u64(f, 0);
+            for (size_t i = 0; i < k; i++) put_gpt2_char(f, bytes[i]);
+            put(f, " ", 1);
+            for (size_t i = k; i < len; i++) put_gpt2_char(f, bytes[i]);
+            uint64_t n = f->n - at - 8;
+            memcpy(f->b + at, &n, 8);
+            merges++;
+            break;
+        }
+    }
+    memcpy(f->b + count_at, &merges, 8);
+}
+
+static void test_gpt2_tokenizer(void) {
+    Tokenizer ref, got;
+    if (tokenizer_load(&ref, "weights/tokenizer.bin") != 0) {
+        check_true(0, "weights/tokenizer.bin loads");
+        return;
+    }
+    Buf f = {0};
+    write_gpt2_tokenizer(&f, &ref);
+    save(&f);
+    free(f.b);
+    int loaded = gguf_load_tokenizer(&got, path) == 0;
+    check_true(loaded && got.kind == TOKENIZER_GPT2 && got.vocab_size == ref.vocab_size &&
+               got.eot_id == ref.eot_id, "gpt2 GGUF tokenizer: loads with V and end-of-text");
+    static const char *const texts[] = {
+        "ROMEO:\nWhat say'st thou? I'll hear thee.", "  spaces   and\ttabs\n\n",
+        "numbers 12345 and caf\xc3\xa9, \xe2\x80\x94 dashes", "<|endoftext|> is text here"};
+    for (size_t i = 0; loaded && i < sizeof texts / sizeof texts[0]; i++) {
+        int a[256], b[256];
+        size_t na = 0, nb = 0, len = strlen(texts[i]);
+        int ok = tokenizer_encode(&ref, texts[i], len, a, 256, &na) == 0 &&
+                 tokenizer_encode(&got, texts[i], len, b, 256, &nb) == 0 && na == nb &&
+                 memcmp(a, b, na * sizeof a[0]) == 0;
+        check_true(ok, "gpt2 GGUF tokenizer: text %zu encodes as llm.c's file does (%zu ids)",
+                   i, na);
+    }
+    tokenizer_free(&ref);
+    tokenizer_free(&got);
 }
 
 int main(void) {
@@ -403,7 +504,9 @@ int main(void) {
     }
     snprintf(path, sizeof path, "%s/tiny.gguf", dir);
     test_tiny();
+    test_gpt2_tokenizer();
     test_llama_cpp_greedy();
+    unlink(path);
     rmdir(dir);
     return check_summary("test_gguf");
 }
