@@ -53,7 +53,7 @@ $(FUZZ_SEEDS)/.stamp: $(B)/fuzz/make_seeds weights/tokenizer.bin
 FUZZ_ENV = FUZZ_SEEDS=$(FUZZ_SEEDS) FUZZ_REGRESSIONS=$(FUZZ_REGRESSIONS)
 
 # fuzz-replay: every target's replay binary over its regression corpus and seeds; fails
-# if any input crashes (what `make test` runs). Example: make fuzz-replay
+# if any input crashes (what `make check` runs). Example: make fuzz-replay
 fuzz-replay: $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp
 	@$(FUZZ_ENV) FUZZ_BIN=$(B)/fuzz sh tests/fuzz/fuzz.sh replay $(FUZZ_TARGETS)
 
