@@ -13,8 +13,11 @@ $(B)/tests/%.o: tests/%.c tests/check.h $(HEADERS) $(FLAGS_STAMP)
 TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention $(B)/tests/test_attention_variants \
         $(B)/tests/test_attention_train $(B)/tests/test_model \
         $(B)/tests/test_tokenizer $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli \
-        $(B)/tests/test_train $(B)/tests/test_eval $(B)/tests/test_generate \
-        $(B)/tests/test_attnmap
+        $(B)/tests/test_eval $(B)/tests/test_generate $(B)/tests/test_attnmap \
+        $(TRAIN_TESTS)
+# the trainer's tests, one program per subject, linking the same objects
+TRAIN_TESTS = $(B)/tests/test_train_grad $(B)/tests/test_train_runs $(B)/tests/test_bpe \
+              $(B)/tests/test_train_cli
 $(B)/tests/test_kernels: $(B)/tests/test_kernels.o $(B)/tests/check.o $(KERNELS)
 $(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(B)/quant.o
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o \
@@ -33,9 +36,9 @@ $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampl
 $(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/lab/attnmap.o \
                         $(B)/unicode.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
-$(B)/tests/test_train: $(B)/tests/test_train.o $(B)/tests/check.o $(TRAIN_LIB) $(B)/cli.o \
-                       $(B)/trainer/bpe.o $(B)/lab/attention_spec.o \
-                       $(CORE) $(TOK)
+$(B)/tests/train_fixtures.o: tests/train_fixtures.c tests/train_fixtures.h
+$(TRAIN_TESTS): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/check.o $(B)/tests/train_fixtures.o \
+                $(TRAIN_LIB) $(B)/cli.o $(B)/trainer/bpe.o $(B)/lab/attention_spec.o $(CORE) $(TOK)
 $(TESTS):
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -59,9 +62,9 @@ debug-tests: $(B)/run $(B)/train $(B)/quantize $(B)/tutorial $(TESTS) $(FUZZ_REP
 	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize sh tests/run_all.sh $(TESTS)
 
 # valgrind: memcheck (errors and leaks are failures) on a build valgrind can run (AVX2, not
-# AVX-512, which valgrind 3.19 does not decode; no OpenMP) over every test but test_train
-# and test_eval (their training runs and full evaluation take 5+ minutes each under
-# valgrind; the sanitizer build covers them), with test_model on the repository's own
+# AVX-512, which valgrind 3.19 does not decode; no OpenMP) over every test but the
+# trainer's and test_eval (their training runs and full evaluation take 5+ minutes each
+# under valgrind; the sanitizer build covers them), with test_model on the repository's own
 # reference files only, and test_cli running ./run itself under valgrind, so every error
 # path of the program is checked. About 3 minutes. Example: make valgrind
 VALGRIND = valgrind -q --error-exitcode=9 --leak-check=full \
