@@ -22,8 +22,9 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 KERNELS = $(B)/kernels.o $(B)/quant.o
 CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
 TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/hash.o $(B)/os.o
-# the lab's parts of ./run: the variants' specs, --eval, the heatmaps
-RUN_LAB = $(B)/lab/attention_spec.o $(B)/lab/eval.o $(B)/lab/attnmap.o
+# the lab's parts of ./run (lab/run_lab.c wires them in): the variants' specs, --eval,
+# the heatmaps and --attn-top
+RUN_LAB = $(B)/lab/run_lab.o $(B)/lab/attention_spec.o $(B)/lab/eval.o $(B)/lab/attnmap.o
 # the trainer library (what the trainer's tests link; train.o adds the program)
 TRAIN_LIB = $(B)/trainer/train_model.o $(B)/trainer/train_backward.o $(B)/trainer/train_optim.o
 

@@ -14,9 +14,9 @@ $(B)/tokenizer.o: tokenizer.c tokenizer.h hash.h os.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
 $(B)/cli.o: cli.c cli.h
 $(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h os.h \
-                 tokenizer.h sampler.h lab/attnmap.h unicode.h
+                 tokenizer.h sampler.h unicode.h
 $(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h lab/attention_spec.h \
-            lab/eval.h os.h tokenizer.h sampler.h cli.h generate.h lab/attnmap.h hash.h
+            lab/run_lab.h os.h tokenizer.h sampler.h cli.h generate.h hash.h
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h os.h
 
 # lab/attnmap.c includes its explorer page, lab/attnmap_page.html, as C string literals sed
@@ -30,6 +30,9 @@ $(B)/lab/attnmap.o: lab/attnmap.c lab/attnmap.h unicode.h $(B)/attnmap_page.inc 
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -I$(B) -c $< -o $@
 $(B)/lab/attention_spec.o: lab/attention_spec.c lab/attention_spec.h attention.h cli.h
+$(B)/lab/run_lab.o: lab/run_lab.c lab/run_lab.h lab/attention_spec.h lab/attnmap.h lab/eval.h \
+                    generate.h model.h checkpoint.h kernels.h quant.h attention.h os.h \
+                    tokenizer.h sampler.h
 $(B)/lab/eval.o: lab/eval.c lab/eval.h model.h checkpoint.h kernels.h quant.h attention.h \
                  tokenizer.h os.h
 $(B)/lab/tutorial.o $(B)/lab/tutorial_figures.o: lab/tutorial.h $(HEADERS)

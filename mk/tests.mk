@@ -29,7 +29,7 @@ $(B)/tests/test_attention_train: $(B)/tests/test_attention_train.o $(B)/tests/ch
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
 $(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/lab/eval.o $(CORE) $(TOK)
 $(B)/tests/test_generate: $(B)/tests/test_generate.o $(B)/tests/check.o $(B)/generate.o \
-                          $(B)/lab/attnmap.o $(B)/sampler.o $(CORE) $(TOK)
+                          $(B)/sampler.o $(CORE) $(TOK)
 $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_tokenizer_llama: $(B)/tests/test_tokenizer_llama.o $(B)/tests/check.o $(TOK)
 $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampler.o
