@@ -244,7 +244,7 @@ typedef struct {
     int *line_ids;                 /* its tokens */
     int prev;                      /* the last token of the sequence: decoding follows it */
     int pending;                   /* the token that ended a turn, printed but not run; or -1 */
-} Loop;
+} GenerateLoop;
 
 /* How a step of the loop ended, and so what comes next. */
 typedef enum {
@@ -252,11 +252,11 @@ typedef enum {
     STEP_CONTINUE,     /* go on: another turn */
     STEP_FULL,         /* stop: the context is full and shifting is off */
     STEP_END,          /* stop: -n reached (not interactive), the end of input, stdout closed */
-} Step;
+} GenerateStep;
 
 /* An empty loop for options o, with its buffer allocated (the reverse prompt's tail).
  * Returns 0, or -1 when out of memory (loop_free releases what was allocated). */
-static int loop_init(Loop *L, Generation *g, const Tokenizer *tok, Sampler *sampler,
+static int loop_init(GenerateLoop *L, Generation *g, const Tokenizer *tok, Sampler *sampler,
                      const GenerateOptions *o) {
     memset(L, 0, sizeof *L);
     L->g = g;
@@ -270,7 +270,7 @@ static int loop_init(Loop *L, Generation *g, const Tokenizer *tok, Sampler *samp
     return 0;
 }
 
-static void loop_free(Loop *L) {
+static void loop_free(GenerateLoop *L) {
     free(L->reverse.tail);
     free(L->line);
     free(L->text);
@@ -280,7 +280,7 @@ static void loop_free(Loop *L) {
 
 /* Echoes the prompt as its tokens decode, but not a BOS or end-of-text start token.
  * Nothing when quiet (a watcher that names the tokens itself). */
-static void echo_prompt(Loop *L, const int *prompt, int n_prompt) {
+static void echo_prompt(GenerateLoop *L, const int *prompt, int n_prompt) {
     if (L->o->quiet) return;
     int first = (prompt[0] == L->tok->bos_id || prompt[0] == L->tok->eot_id) ? 1 : 0;
     for (int t = first; t < n_prompt; t++) {
@@ -297,7 +297,7 @@ static void echo_prompt(Loop *L, const int *prompt, int n_prompt) {
  * L->pending, run before the next input. The turn's time, less its context shifts', adds
  * to generate_seconds. Returns STEP_CONTINUE, STEP_FULL, or STEP_ERROR after a stderr
  * line (a token the tokenizer lacks, a model failure). */
-static Step sample_turn(Loop *L) {
+static GenerateStep sample_turn(GenerateLoop *L) {
     Generation *g = L->g;
     const Tokenizer *tok = L->tok;
     const GenerateOptions *o = L->o;
@@ -339,7 +339,7 @@ static Step sample_turn(Loop *L) {
 /* The text a line of input (len bytes) continues the sequence with, into L->text: a
  * newline, which ends the turn's text on the screen, then the line. Returns its length,
  * or -1 after a message. */
-static long input_text(Loop *L, const char *line, long len) {
+static long input_text(GenerateLoop *L, const char *line, long len) {
     free(L->text);
     if (!(L->text = malloc((size_t)len + 1))) {
         fprintf(stderr, "generate: out of memory for an input line\n");
@@ -356,7 +356,7 @@ static long input_text(Loop *L, const char *line, long len) {
  * terminal (which showed "\n> " and echoed it), so that the screen shows what the model
  * read, and only that. Returns STEP_CONTINUE, STEP_END at the end of input, STEP_FULL, or
  * STEP_ERROR after a stderr line. */
-static Step continue_with_input(Loop *L) {
+static GenerateStep continue_with_input(GenerateLoop *L) {
     Generation *g = L->g;
     utf8_flush(&L->out);
     if (L->o->prompt_user) fputs("\n> ", stdout);
@@ -388,8 +388,8 @@ static Step continue_with_input(Loop *L) {
 
 int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const GenerateOptions *o,
              const int *prompt, int n_prompt) {
-    Loop L;
-    Step step = STEP_ERROR;
+    GenerateLoop L;
+    GenerateStep step = STEP_ERROR;
     if (loop_init(&L, g, tok, sampler, o) != 0) {
         fprintf(stderr, "generate: out of memory\n");
         goto done;

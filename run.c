@@ -136,7 +136,7 @@ typedef struct {
     int attn_top;                 /* --attn-top K; 0 = off */
     char sampling_flag[64];       /* the last of -i -f -n -t -p -k -s given, or "" */
     char ctx_flag[64];            /* -c or --ctx-size, as given (for its messages) */
-} Options;
+} RunOptions;
 
 /* Prints the usage text (with the list of attention variants) to f. */
 static void print_usage(FILE *f) {
@@ -163,7 +163,7 @@ typedef enum {
     OPT_TOP_P, OPT_TOP_K, OPT_SEED, OPT_CTX_SIZE, OPT_KEEP, OPT_NO_SHIFT, OPT_INTERACTIVE,
     OPT_REVERSE, OPT_THREADS, OPT_ATTN, OPT_ATTN_MAP, OPT_LAYER, OPT_HEAD, OPT_ATTN_TOP,
     OPT_EVAL, OPT_REF
-} OptionId;
+} RunOptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
 static const CliOption OPTIONS[] = {
@@ -205,17 +205,17 @@ static int is_number(const char *text) {
  * generation flag is also remembered as given, for --eval's message. Returns 0,
  * EXIT_USAGE after printing the problem and the hint (an empty -r, a bad --attn spec, an
  * --attn-map name of no known format), or -1 for --help (already printed). */
-static int apply_option(Options *o, const CliArg *arg) {
+static int apply_option(RunOptions *o, const CliArg *arg) {
     char flag[64], problem[512];
     snprintf(flag, sizeof flag, "%.*s", (int)arg->flag_len, arg->flag);
-    switch ((OptionId)arg->option->id) {
+    switch ((RunOptionId)arg->option->id) {
     case OPT_PROMPT: case OPT_PROMPT_FILE: case OPT_STEPS: case OPT_TEMPERATURE:
     case OPT_TOP_P: case OPT_TOP_K: case OPT_SEED:   /* generation's flags */
         snprintf(o->sampling_flag, sizeof o->sampling_flag, "%s", flag);
         break;
     default: break;
     }
-    switch ((OptionId)arg->option->id) {
+    switch ((RunOptionId)arg->option->id) {
     case OPT_HELP: print_usage(stdout); return -1;
     case OPT_TOKENIZER: o->tokenizer_path = arg->value; break;
     case OPT_PROMPT: o->prompt = arg->value; break;
@@ -271,7 +271,7 @@ static int apply_option(Options *o, const CliArg *arg) {
  * --eval and no generation flag with it, -f - not with -I (standard input gives its
  * lines), --head only with --attn-map, --layer only with --attn-map or --attn-top.
  * Returns 0, or EXIT_USAGE after printing the problem and the hint. */
-static int check_combinations(const Options *o) {
+static int check_combinations(const RunOptions *o) {
     if (!o->model_path) return usage_error("MODEL", NULL, "missing", "a model path");
     if (o->prompt && o->prompt_file)
         return usage_error("-f", NULL, "cannot be combined with -i (give one prompt)", NULL);
@@ -296,7 +296,7 @@ static int check_combinations(const Options *o) {
 
 /* Fills o from argv. Returns 0, EXIT_USAGE after printing the problem and the hint,
  * or -1 for --help (already printed). */
-static int parse_args(int argc, char **argv, Options *o) {
+static int parse_args(int argc, char **argv, RunOptions *o) {
     o->steps = DEFAULT_STEPS;
     o->temperature = DEFAULT_TEMPERATURE;
     o->top_p = DEFAULT_TOP_P;
@@ -321,7 +321,7 @@ static int parse_args(int argc, char **argv, Options *o) {
 
 /* Encodes the prompt (or starts from end-of-text) and checks it fits n_ctx positions.
  * Returns a malloc'd id array with its length in *n, or NULL after a message. */
-static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *c, int n_ctx,
+static int *prompt_tokens(const RunOptions *o, const Tokenizer *tok, const Config *c, int n_ctx,
                           int *n) {
     size_t len = 0, n_ids = 0;
     char *file_text = NULL;
@@ -384,7 +384,7 @@ typedef struct {
 } GenerationPlan;
 
 /* Runs the generation main planned, then prints the speed line and writes the map. */
-static int run_generation(const Options *o, Model *m, const Tokenizer *tok, Sampler *sampler,
+static int run_generation(const RunOptions *o, Model *m, const Tokenizer *tok, Sampler *sampler,
                           GenerationPlan *plan) {
     Generation *g = &plan->generation;
     if (plan->options.interactive && plan->options.prompt_user)   /* a person at a terminal */
@@ -422,7 +422,7 @@ static int check_model_range(const char *flag, int value, int low, int high, con
 
 /* Encodes the prompt, sizes the context, opens the map file: everything a generation
  * needs before it starts. Returns 0, EXIT_USAGE or EXIT_BAD_DATA after a message. */
-static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
+static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
                            GenerationPlan *plan) {
     const Config *c = &m->config;
     int status;
@@ -470,7 +470,7 @@ static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
 
 /* What kernels_run runs: the generation or the evaluation, with the threads as a pool. */
 typedef struct {
-    const Options *options;
+    const RunOptions *options;
     Model *model;
     const Tokenizer *tokenizer;
     Sampler *sampler;
@@ -480,7 +480,7 @@ typedef struct {
 
 static void run_job(void *ctx) {
     Job *job = ctx;
-    const Options *o = job->options;
+    const RunOptions *o = job->options;
     if (o->eval_path) {
         RunLabEval e = {o->eval_path, o->ref_path, o->model_path,
                         o->ctx_size ? o->ctx_size : job->model->n_ctx,   /* main set n_ctx to -c */
@@ -511,7 +511,7 @@ static void default_tokenizer_path(const char *model_path, char *out, size_t cap
 
 /* Loads the tokenizer at path (-z's, or without -z the default beside the model) and
  * checks it belongs to the model. Returns 0, or -1 after a message. */
-static int load_tokenizer(Tokenizer *tok, const char *path, const Options *o, const Config *c) {
+static int load_tokenizer(Tokenizer *tok, const char *path, const RunOptions *o, const Config *c) {
     if (!o->tokenizer_path && access(path, F_OK) != 0 && errno == ENOENT) {
         /* a model quantize wrote, or moved, has no tokenizer beside it */
         fprintf(stderr, "run: %s: no tokenizer beside the model %s, and no -z (expected -z PATH: "
@@ -552,7 +552,7 @@ static int load_tokenizer(Tokenizer *tok, const char *path, const Options *o, co
 
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error, reported like a full disk */
-    Options o = {0};
+    RunOptions o = {0};
     int parsed = parse_args(argc, argv, &o);
     if (parsed < 0) return cli_stdout_ok("run") == 0 ? 0 : EXIT_BAD_DATA;   /* --help */
     if (parsed > 0) return parsed;

@@ -70,7 +70,8 @@ int run_lab_check_map_size(const char *path, int layer, int head, const Config *
     long drawn = (layer >= 0 ? 1L : c->n_layers) * (head >= 0 ? 1L : c->n_heads);
     long per_pair = drawn > c->n_heads ? drawn : c->n_heads;   /* weights per (query, key) */
     long T_max = (long)sqrt((double)(RUN_LAB_MAP_MAX_WEIGHTS / per_pair));
-    while (T_max * T_max * per_pair > RUN_LAB_MAP_MAX_WEIGHTS) T_max--;   /* exact despite rounding */
+    /* exact despite rounding */
+    while (T_max * T_max * per_pair > RUN_LAB_MAP_MAX_WEIGHTS) T_max--;
     if (T <= T_max) return 0;
     char problem[64], expected[256];
     snprintf(problem, sizeof problem, "too large for up to %d tokens", T);
