@@ -1397,7 +1397,7 @@ typedef struct {
     const float *dout, *q, *k, *v;
     int T;
     float *scratch;
-} BackwardJob;
+} KvHeadBackwardJob;
 
 /* kv head g of attention_backward: its columns of dk and dv, the dq columns of its query
  * heads; its own scratch. For each query head h, the queries go in blocks of
@@ -1411,7 +1411,7 @@ typedef struct {
  * keys), so the bits do not depend on the thread count. */
 static void backward_kv_head(void *ctx, int g) {
     enum { BQ = BACKWARD_QUERIES };
-    const BackwardJob *b = ctx;
+    const KvHeadBackwardJob *b = ctx;
     int NH = b->shape->n_heads, NKV = b->shape->n_kv_heads, HS = b->shape->head_dim;
     int T = b->T, group = NH / NKV;            /* query heads per kv head */
     int q_stride = NH * HS;                    /* floats per position of q, dq, dout */
@@ -1473,7 +1473,7 @@ void attention_backward(const AttentionShape *shape, float *dq, float *dk, float
      * of its query heads, in a fixed order, so the bits do not depend on the thread count.
      * Work: five multiply-adds per head, query, visible key and dimension (the score
      * again, dout . v, dv, dq and dk); small calls stay on the calling thread. */
-    BackwardJob job = {shape, drop && drop->p > 0.0f ? drop : NULL, dq, dk, dv, dout, q, k, v,
+    KvHeadBackwardJob job = {shape, drop && drop->p > 0.0f ? drop : NULL, dq, dk, dv, dout, q, k, v,
                        T, scratch};
     double work = 2.5 * shape->n_heads * shape->head_dim * (double)T * (T + 1);
     kernels_parallel_for(backward_kv_head, &job, shape->n_kv_heads, work);

@@ -24,13 +24,13 @@ typedef struct {
     size_t n;                   /* elementwise: floats */
     int N;                      /* row-wise: rows */
     float sign;                 /* rotation: 1 forward, -1 its inverse (the backward) */
-} Loop;
+} BlockJob;
 
 /* ------------------------------------------------------------------------- */
 /* Norms and products                                                          */
 
 static void norm_job(void *ctx, int j) {
-    const Loop *f = ctx;
+    const BlockJob *f = ctx;
     size_t n0, n1, C = (size_t)f->c->dim;
     kernels_job_range(&n0, &n1, j, (size_t)f->N, ROWS_PER_JOB);
     if (f->c->family == MODEL_GPT2)
@@ -41,7 +41,7 @@ static void norm_job(void *ctx, int j) {
 
 void block_norm(const Config *c, float *out, const float *x, const float *w, const float *b,
                 int N) {
-    Loop f = {.c = c, .out = out, .x = x, .w = w, .b = b, .N = N};
+    BlockJob f = {.c = c, .out = out, .x = x, .w = w, .b = b, .N = N};
     kernels_parallel_for(norm_job, &f, kernels_jobs((size_t)N, ROWS_PER_JOB), (double)N * c->dim);
 }
 
@@ -77,7 +77,7 @@ void block_rope_angles(const Config *c, float *cs, int N, int pos) {
  * and i % HS (Su et al. 2021, arXiv:2104.09864). The inverse rotation (sign -1) is its
  * backward: a rotation's transpose is the rotation by the opposite angle. */
 static void rope_job(void *ctx, int j) {
-    const Loop *f = ctx;
+    const BlockJob *f = ctx;
     int C = f->c->dim, KVD = f->c->kv_dim, HS = f->c->head_dim;
     size_t n0, n1;
     kernels_job_range(&n0, &n1, j, (size_t)f->N, ROWS_PER_JOB);
@@ -97,14 +97,14 @@ static void rope_job(void *ctx, int j) {
 
 /* q (N, C) and k (N, KVD) rotated in place by sign times the angles of cs (N, HS). */
 static void rope(const Config *c, const float *cs, float *q, float *k, int N, float sign) {
-    Loop f = {.c = c, .out = q, .out2 = k, .x = cs, .N = N, .sign = sign};
+    BlockJob f = {.c = c, .out = q, .out2 = k, .x = cs, .N = N, .sign = sign};
     kernels_parallel_for(rope_job, &f, kernels_jobs((size_t)N, ROWS_PER_JOB),
                          (double)N * (c->dim + c->kv_dim));
 }
 
 /* out = GELU(x) (GPT-2) or SiLU(x) * y (Llama, y the gate), a chunk of the n floats. */
 static void activation_job(void *ctx, int j) {
-    const Loop *f = ctx;
+    const BlockJob *f = ctx;
     size_t i0, i1;
     kernels_job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
     if (f->c->family == MODEL_GPT2) kernels_gelu(f->out + i0, f->x + i0, i1 - i0);
@@ -113,7 +113,7 @@ static void activation_job(void *ctx, int j) {
 
 /* out = x + y, a chunk of the n floats. */
 static void sum_job(void *ctx, int j) {
-    const Loop *f = ctx;
+    const BlockJob *f = ctx;
     size_t i0, i1;
     kernels_job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
     for (size_t i = i0; i < i1; i++) f->out[i] = f->x[i] + f->y[i];
@@ -126,7 +126,7 @@ static void residual(const BlockResidual *r, int layer, int site, float *out, co
         r->add(r->ctx, layer, site, out, x, y, n);
         return;
     }
-    Loop f = {.out = out, .x = x, .y = y, .n = n};
+    BlockJob f = {.out = out, .x = x, .y = y, .n = n};
     kernels_parallel_for(sum_job, &f, kernels_jobs(n, ELEMENTS_PER_JOB), (double)n);
 }
 
@@ -156,7 +156,7 @@ void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
     block_matmul(b->pre, b->xn2, &w->w_up, w->b_up, N, C, Hd, b->xq, b->xs);
     if (c->family == MODEL_LLAMA)
         block_matmul(b->gate, b->xn2, &w->w_gate, NULL, N, C, Hd, b->xq, b->xs);
-    Loop act = {.c = c, .out = b->act, .x = b->pre, .y = b->gate, .n = NH};
+    BlockJob act = {.c = c, .out = b->act, .x = b->pre, .y = b->gate, .n = NH};
     kernels_parallel_for(activation_job, &act, kernels_jobs(NH, ELEMENTS_PER_JOB), (double)NH);
     block_matmul(b->proj, b->act, &w->w_down, w->b_down, N, Hd, C, b->xq, b->xs);
     residual(r, layer, 1, b->out, b->x_mid, b->proj, NC);
@@ -175,7 +175,7 @@ static void residual_grad(const BlockResidual *r, int layer, int site, float *dy
 
 /* A chunk of d (n,) = GELU'(x) * d, in place (kernels_gelu_backward). */
 static void gelu_backward_job(void *ctx, int j) {
-    const Loop *f = ctx;
+    const BlockJob *f = ctx;
     size_t i0, i1;
     kernels_job_range(&i0, &i1, j, f->n, ELEMENTS_PER_JOB);
     kernels_gelu_backward(f->out + i0, f->x + i0, f->out + i0, i1 - i0);
@@ -191,7 +191,7 @@ void block_finish_backward(const Config *c, const LayerWeights *w, const BlockTe
     residual_grad(r, layer, 1, d->dproj, d->dx, NC);
     kernels_matmul_backward(d->dact, g->w_down, g->b_down, d->dproj, b->act, w->w_down.f32,
                             N, Hd, C, KERNELS_OVERWRITE);
-    Loop gelu = {.out = d->dact, .x = b->pre, .n = NH};   /* d act -> d pre, in place */
+    BlockJob gelu = {.out = d->dact, .x = b->pre, .n = NH};   /* d act -> d pre, in place */
     kernels_parallel_for(gelu_backward_job, &gelu, kernels_jobs(NH, ELEMENTS_PER_JOB), (double)NH);
     kernels_matmul_backward(d->dxn, g->w_up, g->b_up, d->dact, b->xn2, w->w_up.f32, N, C, Hd,
                             KERNELS_OVERWRITE);

@@ -13,7 +13,6 @@
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* memcpy, memmove, memcmp */
 
-#include "attnmap.h"    /* attnmap_print_top */
 #include "kernels.h"    /* kernels_all_finite */
 #include "os.h"         /* os_seconds: the speed line */
 #include "unicode.h"    /* unicode_utf8_length: a character is written whole */
@@ -171,37 +170,6 @@ static int reverse_feed(ReverseMatch *r, const unsigned char *bytes, size_t n) {
 }
 
 /* ------------------------------------------------------------------------- */
-/* The text view of attention (--attn-top)                                     */
-
-/* Labels of the tokens in the context, as AttnMap wants them. */
-typedef struct {
-    const unsigned char **labels;   /* (n_ctx,) views into the tokenizer */
-    size_t *lens;                   /* (n_ctx,) */
-    float *weights;                 /* (NH, 1, n_ctx) one query's row per head */
-} TopView;
-
-/* Prints which earlier tokens each head of the chosen layer attended to most when the
- * model read the last token of the context, the step that chose `next`. */
-static int print_attention_top(Generation *g, const Tokenizer *tok, const GenerateOptions *o,
-                               TopView *view, int next) {
-    int T = g->n_tokens;
-    for (int t = 0; t < T; t++)
-        view->labels[t] = tokenizer_decode(tok, -1, g->tokens[t], &view->lens[t]);
-    if (model_attention_weights(g->model, o->attn_layer, T - 1, T, view->weights) != 0)
-        return -1;
-    size_t len;
-    const unsigned char *bytes = tokenizer_decode(tok, -1, next, &len);
-    AttnTop top = {.n_heads = g->model->config.n_heads, .n_keys = T,
-                   .layer = o->attn_layer, .query = T - 1, .labels = view->labels,
-                   .label_lens = view->lens, .row = view->weights};
-    fputs("token ", stdout);
-    attnmap_print_label(bytes, len, stdout);
-    printf(" at position %d, chosen after reading position %d:\n", T, T - 1);
-    attnmap_print_top(&top, o->attn_top, stdout);
-    return 0;
-}
-
-/* ------------------------------------------------------------------------- */
 /* The loop                                                                    */
 
 /* Reads one line (up to and including '\n', NUL bytes kept) from f into a malloc'd
@@ -271,13 +239,12 @@ typedef struct {
     const GenerateOptions *o;      /* not owned */
     Utf8Writer out;                /* stdout, never splitting a character */
     ReverseMatch reverse;          /* -r: does the output end with it? */
-    TopView view;                  /* --attn-top's buffers */
     char *line;                    /* the last line of input read (interactive) */
     char *text;                    /* "\n" and that line: what the model reads */
     int *line_ids;                 /* its tokens */
     int prev;                      /* the last token of the sequence: decoding follows it */
     int pending;                   /* the token that ended a turn, printed but not run; or -1 */
-} Loop;
+} GenerateLoop;
 
 /* How a step of the loop ended, and so what comes next. */
 typedef enum {
@@ -285,12 +252,11 @@ typedef enum {
     STEP_CONTINUE,     /* go on: another turn */
     STEP_FULL,         /* stop: the context is full and shifting is off */
     STEP_END,          /* stop: -n reached (not interactive), the end of input, stdout closed */
-} Step;
+} GenerateStep;
 
-/* An empty loop for options o, with its buffers allocated (the reverse prompt's tail,
- * --attn-top's labels and weights). Returns 0, or -1 when out of memory (loop_free
- * releases what was allocated). */
-static int loop_init(Loop *L, Generation *g, const Tokenizer *tok, Sampler *sampler,
+/* An empty loop for options o, with its buffer allocated (the reverse prompt's tail).
+ * Returns 0, or -1 when out of memory (loop_free releases what was allocated). */
+static int loop_init(GenerateLoop *L, Generation *g, const Tokenizer *tok, Sampler *sampler,
                      const GenerateOptions *o) {
     memset(L, 0, sizeof *L);
     L->g = g;
@@ -301,21 +267,11 @@ static int loop_init(Loop *L, Generation *g, const Tokenizer *tok, Sampler *samp
     L->reverse.len = o->reverse_prompt ? strlen(o->reverse_prompt) : 0;
     L->pending = -1;
     if (L->reverse.len && !(L->reverse.tail = malloc(L->reverse.len))) return -1;
-    if (o->attn_top) {
-        L->view.labels = malloc((size_t)g->n_ctx * sizeof *L->view.labels);
-        L->view.lens = malloc((size_t)g->n_ctx * sizeof *L->view.lens);
-        L->view.weights = malloc((size_t)g->model->config.n_heads * (size_t)g->n_ctx *
-                                 sizeof(float));
-        if (!L->view.labels || !L->view.lens || !L->view.weights) return -1;
-    }
     return 0;
 }
 
-static void loop_free(Loop *L) {
+static void loop_free(GenerateLoop *L) {
     free(L->reverse.tail);
-    free(L->view.labels);
-    free(L->view.lens);
-    free(L->view.weights);
     free(L->line);
     free(L->text);
     free(L->line_ids);
@@ -323,9 +279,9 @@ static void loop_free(Loop *L) {
 }
 
 /* Echoes the prompt as its tokens decode, but not a BOS or end-of-text start token.
- * Nothing with --attn-top, whose view names the tokens itself. */
-static void echo_prompt(Loop *L, const int *prompt, int n_prompt) {
-    if (L->o->attn_top) return;
+ * Nothing when quiet (a watcher that names the tokens itself). */
+static void echo_prompt(GenerateLoop *L, const int *prompt, int n_prompt) {
+    if (L->o->quiet) return;
     int first = (prompt[0] == L->tok->bos_id || prompt[0] == L->tok->eot_id) ? 1 : 0;
     for (int t = first; t < n_prompt; t++) {
         size_t len;
@@ -341,7 +297,7 @@ static void echo_prompt(Loop *L, const int *prompt, int n_prompt) {
  * L->pending, run before the next input. The turn's time, less its context shifts', adds
  * to generate_seconds. Returns STEP_CONTINUE, STEP_FULL, or STEP_ERROR after a stderr
  * line (a token the tokenizer lacks, a model failure). */
-static Step sample_turn(Loop *L) {
+static GenerateStep sample_turn(GenerateLoop *L) {
     Generation *g = L->g;
     const Tokenizer *tok = L->tok;
     const GenerateOptions *o = L->o;
@@ -357,11 +313,10 @@ static Step sample_turn(Loop *L) {
                     "does not have (expected 0..%d)\n", next, tok->vocab_size - 1);
             return STEP_ERROR;
         }
-        if (o->attn_top && print_attention_top(g, tok, o, &L->view, next) != 0)
-            return STEP_ERROR;
+        if (o->watch && o->watch(o->watch_ctx, g, next) != 0) return STEP_ERROR;
         size_t len;
         const unsigned char *bytes = token_text(tok, L->prev, next, &len);
-        if (!o->attn_top) utf8_write(&L->out, bytes, len);
+        if (!o->quiet) utf8_write(&L->out, bytes, len);
         fflush(stdout);
         if (ferror(stdout)) break;   /* nobody reads on (a closed pipe): run reports it */
         L->prev = next;
@@ -384,7 +339,7 @@ static Step sample_turn(Loop *L) {
 /* The text a line of input (len bytes) continues the sequence with, into L->text: a
  * newline, which ends the turn's text on the screen, then the line. Returns its length,
  * or -1 after a message. */
-static long input_text(Loop *L, const char *line, long len) {
+static long input_text(GenerateLoop *L, const char *line, long len) {
     free(L->text);
     if (!(L->text = malloc((size_t)len + 1))) {
         fprintf(stderr, "generate: out of memory for an input line\n");
@@ -401,7 +356,7 @@ static long input_text(Loop *L, const char *line, long len) {
  * terminal (which showed "\n> " and echoed it), so that the screen shows what the model
  * read, and only that. Returns STEP_CONTINUE, STEP_END at the end of input, STEP_FULL, or
  * STEP_ERROR after a stderr line. */
-static Step continue_with_input(Loop *L) {
+static GenerateStep continue_with_input(GenerateLoop *L) {
     Generation *g = L->g;
     utf8_flush(&L->out);
     if (L->o->prompt_user) fputs("\n> ", stdout);
@@ -426,15 +381,15 @@ static Step continue_with_input(Loop *L) {
     }
     if (appended < 0) return STEP_ERROR;
     if (appended == GENERATE_FULL) return STEP_FULL;   /* the line was not read: not shown */
-    if (!L->o->prompt_user && !L->o->attn_top)
+    if (!L->o->prompt_user && !L->o->quiet)
         utf8_write(&L->out, (const unsigned char *)L->text, (size_t)len);
     return STEP_CONTINUE;
 }
 
 int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const GenerateOptions *o,
              const int *prompt, int n_prompt) {
-    Loop L;
-    Step step = STEP_ERROR;
+    GenerateLoop L;
+    GenerateStep step = STEP_ERROR;
     if (loop_init(&L, g, tok, sampler, o) != 0) {
         fprintf(stderr, "generate: out of memory\n");
         goto done;
@@ -454,7 +409,7 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
     }
 done:
     utf8_flush(&L.out);
-    if (!o->attn_top) printf("\n");
+    if (!o->quiet) printf("\n");
     fflush(stdout);
     loop_free(&L);
     return step == STEP_ERROR ? 1 : 0;

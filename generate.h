@@ -66,8 +66,13 @@ typedef struct {
     int steps;                   /* tokens to generate per turn (-n) */
     int interactive;             /* 1: after each turn, read a line from `input`, continue */
     const char *reverse_prompt;  /* end a turn when the output ends with it (-r), or NULL */
-    int attn_top;                /* print each generated token's K most-attended keys, 0: off */
-    int attn_layer;              /* the layer --attn-top shows */
+    /* a watcher of the generated tokens, or NULL: called with each sampled token `next`
+     * before it is printed, once the model has read position g->n_tokens - 1 (the lab's
+     * --attn-top); returns 0, or -1 after a stderr line (generation stops, failed) */
+    int (*watch)(void *ctx, const Generation *g, int next);
+    void *watch_ctx;             /* passed back to watch */
+    int quiet;                   /* 1: print none of the text: neither prompt, tokens, input
+                                    lines nor the final newline (the watcher prints its own) */
     FILE *input;                 /* where interactive lines come from (stdin) */
     int prompt_user;             /* 1: input is a terminal: show "> " when a line is awaited
                                     (the terminal echoes it); 0: echo each line to stdout */

@@ -5,9 +5,12 @@
  * SwiGLU (branches on config.family in block.c), learned vs rotary positions (block_rotary:
  * every Llama, and a GPT-2 trained with rotary ones, which has no position table), tied vs
  * separate classifier (chosen when checkpoint.c loads the file).
- * Exact attention keeps its keys and values in a KV cache and calls attention_forward;
- * the lab's variants keep their own state and go through attention_step. Loading is in
- * checkpoint.c, the arithmetic in kernels.c, attention in attention.c.
+ * The plain path (plain_layers) is the one to read: exact attention keeps its keys and
+ * values in a KV cache and calls attention_forward. The lab reaches the forward pass
+ * through one test in model_forward: its variants keep their own state and go through
+ * attention_step, and tracing (for the heatmaps) copies each layer's queries and keys
+ * (lab_layers). Loading is in checkpoint.c, the arithmetic in kernels.c, attention in
+ * attention.c.
  *
  * Legend: N tokens in the chunk, C width, Hd MLP width, KVD kv width, V vocab,
  * S context, n token index within the chunk, l layer.
@@ -35,21 +38,28 @@ static int alloc_state(Model *m) {
     size_t N = (size_t)m->max_chunk, widest = (size_t)(c->dim > c->hidden_dim ? c->dim
                                                                               : c->hidden_dim);
     RunState *s = &m->state;
-    s->x = calloc(N * (size_t)c->dim, sizeof(float));
-    s->xn = calloc(N * (size_t)c->dim, sizeof(float));
-    s->q = calloc(N * (size_t)c->dim, sizeof(float));
-    s->k = calloc(N * (size_t)c->kv_dim, sizeof(float));
-    s->v = calloc(N * (size_t)c->kv_dim, sizeof(float));
-    s->att = calloc(N * (size_t)c->dim, sizeof(float));
-    s->proj = calloc(N * (size_t)c->dim, sizeof(float));
-    s->hidden = calloc(N * (size_t)c->hidden_dim, sizeof(float));
-    s->gate = calloc(N * (size_t)c->hidden_dim, sizeof(float));
+    size_t NC = N * (size_t)c->dim, NKVD = N * (size_t)c->kv_dim, NH = N * (size_t)c->hidden_dim;
+    s->x = calloc(NC, sizeof(float));
+    s->xn1 = calloc(NC, sizeof(float));
+    s->q = calloc(NC, sizeof(float));
+    s->k = calloc(NKVD, sizeof(float));
+    s->v = calloc(NKVD, sizeof(float));
+    s->att = calloc(NC, sizeof(float));
+    s->proj = calloc(NC, sizeof(float));
+    s->x_mid = calloc(NC, sizeof(float));
+    s->xn2 = calloc(NC, sizeof(float));
+    s->pre = calloc(NH, sizeof(float));
+    s->act = calloc(NH, sizeof(float));
+    s->gate = calloc(NH, sizeof(float));
+    s->out = calloc(NC, sizeof(float));
+    s->xn_final = calloc(NC, sizeof(float));
     s->logits = calloc(N * (size_t)c->vocab_size, sizeof(float));
     s->xq = calloc(N * widest, 1);
     s->xs = calloc(N * widest, sizeof(float));   /* at most one scale per value */
     s->rope = calloc(N * (size_t)c->head_dim, sizeof(float));
-    if (!s->x || !s->xn || !s->q || !s->k || !s->v || !s->att || !s->proj || !s->hidden ||
-        !s->gate || !s->logits || !s->xq || !s->xs || !s->rope) return -1;
+    if (!s->x || !s->xn1 || !s->q || !s->k || !s->v || !s->att || !s->proj || !s->x_mid ||
+        !s->xn2 || !s->pre || !s->act || !s->gate || !s->out || !s->xn_final || !s->logits ||
+        !s->xq || !s->xs || !s->rope) return -1;
     return 0;
 }
 
@@ -336,14 +346,69 @@ void model_free(Model *m) {
     checkpoint_free(&m->checkpoint);
     free_attention(m);
     RunState *s = &m->state;
-    free(s->x); free(s->xn); free(s->q); free(s->k); free(s->v); free(s->att); free(s->proj);
-    free(s->hidden);
-    free(s->gate); free(s->logits); free(s->xq); free(s->xs); free(s->rope);
+    free(s->x); free(s->xn1); free(s->q); free(s->k); free(s->v); free(s->att); free(s->proj);
+    free(s->x_mid); free(s->xn2); free(s->pre); free(s->act); free(s->gate); free(s->out);
+    free(s->xn_final); free(s->logits); free(s->xq); free(s->xs); free(s->rope);
     memset(m, 0, sizeof *m);
 }
 
 /* ------------------------------------------------------------------------- */
 /* Layer pieces                                                                */
+
+/* x (N, C) = token embedding rows (+ position rows for learned positions). */
+static void embed(const Model *m, float *x, const int *tokens, int N, int pos) {
+    const Weights *w = &m->checkpoint.weights;
+    int C = m->config.dim;
+    for (int t = 0; t < N; t++) {
+        float *x_t = x + (size_t)t * C;
+        if (w->token_embedding.f32)
+            memcpy(x_t, w->token_embedding.f32 + (size_t)tokens[t] * C, (size_t)C * sizeof(float));
+        else
+            quant_dequantize_row(x_t, &w->token_embedding.q8, tokens[t]);
+        if (w->pos_embedding) {
+            const float *wpe_t = w->pos_embedding + (size_t)(pos + t) * C;
+            for (int i = 0; i < C; i++) x_t[i] += wpe_t[i];
+        }
+    }
+}
+
+/* One block's buffers: each of the state's buffers under its own name, the keys and
+ * values of the chunk written to k, v (N, KVD). */
+static BlockBuffers block_buffers(RunState *s, float *k, float *v) {
+    BlockBuffers b = {.x = s->x, .xn1 = s->xn1, .q = s->q, .k = k, .v = v, .att = s->att,
+                      .proj = s->proj, .x_mid = s->x_mid, .xn2 = s->xn2, .pre = s->pre,
+                      .act = s->act, .gate = s->gate, .out = s->out, .rope = s->rope,
+                      .xq = s->xq, .xs = s->xs};
+    return b;
+}
+
+/* After a block: its output s->out is the next block's input s->x (the two buffers
+ * swap names; no copy). */
+static void next_block(RunState *s) {
+    float *x = s->x;
+    s->x = s->out;
+    s->out = x;
+}
+
+/* The plain path, what the tutorial shows: every layer's q, k, v (k and v straight into
+ * the KV cache rows pos .. pos+n-1), exact attention of the chunk's queries over the cache
+ * rows 0 .. pos+n-1, the rest of the block; s->x (n, C) in and out. */
+static void plain_layers(Model *m, int n, int pos) {
+    const Config *c = &m->config;
+    RunState *s = &m->state;
+    size_t KVD = (size_t)c->kv_dim, layer_rows = (size_t)m->n_ctx * KVD;
+    for (int l = 0; l < c->n_layers; l++) {
+        const LayerWeights *w = &m->checkpoint.weights.layers[l];
+        float *k_cache = m->cache.k + l * layer_rows;   /* (n_ctx, KVD) layer l's keys */
+        float *v_cache = m->cache.v + l * layer_rows;   /* (n_ctx, KVD) and values */
+        BlockBuffers b = block_buffers(s, k_cache + (size_t)pos * KVD,
+                                       v_cache + (size_t)pos * KVD);
+        block_qkv(c, w, n, &b);
+        attention_forward(&m->attention, s->att, s->q, k_cache, v_cache, pos, n, s->scratch);
+        block_finish(c, w, l, n, &b, NULL);
+        next_block(s);
+    }
+}
 
 /* While tracing, copies layer l's queries q (N, C) and keys k (N, KVD) of positions
  * pos .. pos+N-1 into the trace. */
@@ -380,35 +445,40 @@ static void round_half_kv(const Config *c, float *q, float *k, float *v, int n) 
     }
 }
 
-/* x (N, C) = token embedding rows (+ position rows for learned positions). */
-static void embed(const Model *m, float *x, const int *tokens, int N, int pos) {
-    const Weights *w = &m->checkpoint.weights;
-    int C = m->config.dim;
-    for (int t = 0; t < N; t++) {
-        float *x_t = x + (size_t)t * C;
-        if (w->token_embedding.f32)
-            memcpy(x_t, w->token_embedding.f32 + (size_t)tokens[t] * C, (size_t)C * sizeof(float));
-        else
-            quant_dequantize_row(x_t, &w->token_embedding.q8, tokens[t]);
-        if (w->pos_embedding) {
-            const float *wpe_t = w->pos_embedding + (size_t)(pos + t) * C;
-            for (int i = 0; i < C; i++) x_t[i] += wpe_t[i];
+/* The lab's path: plain_layers with a variant's attention (attention_step over its own
+ * state, which takes the chunk's keys and values in) where the model has one, each
+ * layer's queries and keys kept for the heatmaps while tracing, and a GGUF model's q, k
+ * and v rounded as llama.cpp's F16 cache rounds them (Config.half_kv). Returns 0, or -1 after a
+ * stderr line (a variant that cannot continue at pos). */
+static int lab_layers(Model *m, int n, int pos) {
+    const Config *c = &m->config;
+    RunState *s = &m->state;
+    size_t KVD = (size_t)c->kv_dim, layer_rows = (size_t)m->n_ctx * KVD;
+    for (int l = 0; l < c->n_layers; l++) {
+        const LayerWeights *w = &m->checkpoint.weights.layers[l];
+        /* exact attention (traced) keeps its KV cache; a variant its own state */
+        float *k_cache = m->lab ? NULL : m->cache.k + l * layer_rows;
+        float *v_cache = m->lab ? NULL : m->cache.v + l * layer_rows;
+        BlockBuffers b = block_buffers(s, m->lab ? s->k : k_cache + (size_t)pos * KVD,
+                                       m->lab ? s->v : v_cache + (size_t)pos * KVD);
+        block_qkv(c, w, n, &b);
+        if (c->half_kv) round_half_kv(c, b.q, b.k, b.v, n);   /* a GGUF model: llama.cpp's */
+        trace(m, l, pos, n, b.q, b.k);
+        if (!m->lab) {
+            attention_forward(&m->attention, s->att, s->q, k_cache, v_cache, pos, n,
+                              s->scratch);
+        } else {
+            void *state_l = (char *)m->attention_state + m->attention_offset[l];
+            if (attention_step(&m->attention_configs[l], &m->attention, state_l, m->n_ctx,
+                               s->att, s->q, b.k, b.v, pos, n, s->scratch) != 0) {
+                fprintf(stderr, "model: attention %s cannot continue at position %d (the "
+                        "sequence so far ends at another position; start again at 0)\n",
+                        attention_kind_name(m->attention_configs[l].kind), pos);
+                return -1;
+            }
         }
-    }
-}
-
-/* Layer l's attention of the chunk's queries q (n, C) at positions pos .. pos+n-1, into
- * out (n, C): a lab variant's attention_step, whose state takes the chunk's keys and
- * values k, v (n, KVD) in. Returns 0, or -1 after a stderr line. */
-static int attend_variant(Model *m, int l, float *out, const float *q, const float *k,
-                          const float *v, int pos, int n) {
-    void *state_l = (char *)m->attention_state + m->attention_offset[l];
-    if (attention_step(&m->attention_configs[l], &m->attention, state_l, m->n_ctx, out, q, k, v,
-                       pos, n, m->state.scratch) != 0) {
-        fprintf(stderr, "model: attention %s cannot continue at position %d (the sequence "
-                "so far ends at another position; start again at 0)\n",
-                attention_kind_name(m->attention_configs[l].kind), pos);
-        return -1;
+        block_finish(c, w, l, n, &b, NULL);
+        next_block(s);
     }
     return 0;
 }
@@ -437,39 +507,19 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
         fprintf(stderr, "model: no attention state (model_set_attention failed)\n");
         return NULL;
     }
-    int C = c->dim, KVD = c->kv_dim;
+    int C = c->dim;
     embed(m, s->x, tokens, n, pos);
     if (block_rotary(c)) block_rope_angles(c, s->rope, n, pos);   /* once for every layer */
 
-    for (int l = 0; l < c->n_layers; l++) {
-        /* one set of buffers for every layer, the stream x updated in place; exact
-         * attention writes the keys and values straight into the KV cache rows pos .. */
-        float *k_cache = NULL, *v_cache = NULL;   /* exact: layer l's (n_ctx, KVD) cache */
-        if (!m->lab) {
-            k_cache = m->cache.k + (size_t)l * m->n_ctx * KVD;
-            v_cache = m->cache.v + (size_t)l * m->n_ctx * KVD;
-        }
-        BlockBuffers b = {
-            .x = s->x, .xn1 = s->xn, .q = s->q,
-            .k = m->lab ? s->k : k_cache + (size_t)pos * KVD,
-            .v = m->lab ? s->v : v_cache + (size_t)pos * KVD,
-            .att = s->att, .proj = s->proj, .x_mid = s->x, .xn2 = s->xn, .pre = s->hidden,
-            .act = s->hidden, .gate = s->gate, .out = s->x, .rope = s->rope, .xq = s->xq,
-            .xs = s->xs};
-        block_qkv(c, &w->layers[l], n, &b);
-        if (c->half_kv) round_half_kv(c, s->q, b.k, b.v, n);
-        trace(m, l, pos, n, b.q, b.k);
-        if (!m->lab)   /* exact: the chunk's queries over the cache rows 0 .. pos+n-1 */
-            attention_forward(&m->attention, s->att, s->q, k_cache, v_cache, pos, n,
-                              s->scratch);
-        else if (attend_variant(m, l, s->att, s->q, b.k, b.v, pos, n) != 0)
-            return NULL;
-        block_finish(c, &w->layers[l], l, n, &b, NULL);
-    }
+    /* the L blocks, s->x updated: the plain path, or the lab's (a variant, or tracing) */
+    if (!m->lab && !m->tracing && !c->half_kv) plain_layers(m, n, pos);
+    else if (lab_layers(m, n, pos) != 0) return NULL;
 
-    /* final norm, then logits (rows, V) = xn (rows, C) . classifier (V, C)^T */
+    /* final norm, then logits (rows, V) = xn_final (rows, C) . classifier (V, C)^T */
     int first = all_logits ? 0 : n - 1, rows = n - first;
-    block_norm(c, s->xn, s->x + (size_t)first * C, w->norm_final_w, w->norm_final_b, rows);
-    block_matmul(s->logits, s->xn, &w->classifier, NULL, rows, C, c->vocab_size, s->xq, s->xs);
+    block_norm(c, s->xn_final, s->x + (size_t)first * C, w->norm_final_w, w->norm_final_b,
+               rows);
+    block_matmul(s->logits, s->xn_final, &w->classifier, NULL, rows, C, c->vocab_size, s->xq,
+                 s->xs);
     return s->logits;
 }

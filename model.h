@@ -44,17 +44,25 @@ typedef struct {
     float *scratch;  /* attention_weights scratch for n_ctx positions */
 } AttentionTrace;
 
-/* Activations for a chunk of up to max_chunk tokens. All owned. */
+/* Activations for a chunk of up to max_chunk tokens, one buffer per name of block.h's
+ * BlockBuffers (no buffer stands for two), reused by every layer. All owned. */
 typedef struct {
-    float *x;        /* (N, C) residual stream */
-    float *xn;       /* (N, C) normalised input of the current sublayer, and the final norm */
+    float *x;        /* (N, C) the residual stream entering a block */
+    float *xn1;      /* (N, C) norm1(x), the attention sublayer's input */
     float *q;        /* (N, C) queries */
-    float *k;        /* (N, KVD) keys of the chunk (the lab's variants; exact writes the cache) */
+    float *k;        /* (N, KVD) keys of the chunk (the lab's path; the plain one writes the
+                      * KV cache) */
     float *v;        /* (N, KVD) values of the chunk, likewise */
     float *att;      /* (N, C) attention output, before W_O */
     float *proj;     /* (N, C) a sublayer's output (att W_O, or the MLP's), before the sum */
-    float *hidden;   /* (N, Hd) MLP activations */
+    float *x_mid;    /* (N, C) the stream after the attention sublayer */
+    float *xn2;      /* (N, C) norm2(x_mid), the MLP's input */
+    float *pre;      /* (N, Hd) the MLP's pre-activation */
+    float *act;      /* (N, Hd) its activation */
     float *gate;     /* (N, Hd) SwiGLU gate (Llama) */
+    float *out;      /* (N, C) the stream after a block; then swapped with x, the next
+                      * block's input */
+    float *xn_final; /* (N, C) the final norm of the stream, the classifier's input */
     float *logits;   /* (N, V) */
     int8_t *xq;      /* (N, max(C, Hd)) int8 activations (int8 models) */
     float *xs;       /* (N, groups of max(C, Hd)) their scales (int8 models) */

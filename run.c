@@ -1,8 +1,9 @@
 /* run.c: the command-line program. Parses flags, loads a model and a tokenizer,
  * encodes the prompt and sizes the context, then hands over to generate.c (which
- * streams the text) and reports the speed on stderr; --attn-map then draws the
- * attention over the final context (attnmap.c). With --eval it instead reports the
- * model's loss on a file (eval.c), and --attn swaps in another attention.
+ * streams the text) and reports the speed on stderr. The attention lab's flags are
+ * wired in from lab/run_lab.c: --attn swaps in another attention, --attn-map then draws
+ * the attention over the final context, --attn-top prints it as text instead of the
+ * text itself, and --eval instead reports the model's loss on a file.
  *
  * It owns exit codes (0 ok, 1 bad data or runtime failure, 2 usage error); it
  * contains no kernels. Read model.h, generate.h, then tokenizer.h and sampler.h.
@@ -10,25 +11,23 @@
 #include <errno.h>      /* errno, ENOENT */
 #include <float.h>      /* FLT_MAX: is -p's value a number at all? */
 #include <limits.h>     /* INT_MAX */
-#include <math.h>       /* log, exp (the eval report) */
 #include <signal.h>     /* signal, SIGPIPE (POSIX): a closed pipe is a write error */
 #include <stdint.h>     /* uint64_t */
 #include <stdio.h>      /* printf, fwrite, fprintf */
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* strcmp, strncmp, strrchr */
 #include <time.h>       /* clock_gettime, CLOCK_REALTIME: the default seed */
-#include <unistd.h>     /* isatty: "> " and --eval's progress only to a terminal; getpid;
-                         * access: is the default tokenizer there? */
+#include <unistd.h>     /* isatty: "> " only to a terminal; getpid; access: is the
+                         * default tokenizer there? */
 
 #include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
-#include "attnmap.h"    /* AttnMap, attnmap_write_svg, attnmap_write_html */
 #include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
-#include "eval.h"       /* eval_windows */
 #include "generate.h"   /* Generation, generate */
 #include "hash.h"       /* hash_mix64: the default seed */
 #include "kernels.h"    /* kernels_set_threads, kernels_run */
 #include "model.h"      /* Model, model_load, model_forward, model_set_attention */
 #include "os.h"         /* os_read_file; the map written whole (SaveFile), output checks */
+#include "run_lab.h"    /* run_lab_set_attention, run_lab_evaluate, run_lab_write_map, ... */
 #include "sampler.h"    /* Sampler, sampler_sample */
 #include "tokenizer.h"  /* Tokenizer, tokenizer_encode, tokenizer_decode */
 #include "gguf.h"       /* gguf_load_tokenizer: a GGUF model's own tokenizer */
@@ -36,8 +35,6 @@
 #define EXIT_BAD_DATA 1          /* corrupt file, out of memory, runtime failure */
 #define EXIT_USAGE 2             /* unknown flag, malformed or out-of-range value */
 #define PREFILL_CHUNK 64         /* prompt tokens per model_forward call */
-#define RUN_SPEC_TEXT 2048        /* bytes of the attention text a map or --eval prints
-                                  * (a longer per-layer list ends at its last whole item) */
 #define DEFAULT_STEPS 256        /* -n default: tokens to generate */
 #define DEFAULT_TEMPERATURE 1.0f /* -t default, as llama2.c */
 #define DEFAULT_TOP_P 0.9f       /* -p default, as llama2.c */
@@ -51,8 +48,6 @@
 #define RUN_MAX_STEPS 1000000    /* -n upper bound (the fuzzer lowers it) */
 #endif
 #define RUN_MIN_MACS_FOR_THREADS 4000000L  /* per token; smaller models run on 1 thread */
-#define MAP_MAX_WEIGHTS (1L << 26) /* --attn-map: weights drawn (about 1 byte each in the
-                                    * file), and floats of one layer's (NH, T, T) (256 MB) */
 
 static const char USAGE[] =
 "Usage: run MODEL [options]\n"
@@ -144,16 +139,7 @@ typedef struct {
     int attn_top;                 /* --attn-top K; 0 = off */
     char sampling_flag[64];       /* the last of -i -f -n -t -p -k -s given, or "" */
     char ctx_flag[64];            /* -c or --ctx-size, as given (for its messages) */
-} Options;
-
-/* The --attn-map format a path's extension asks for: "svg", "html", or NULL. */
-static const char *attn_map_format(const char *path) {
-    const char *dot = strrchr(path, '.');
-    if (!dot || dot == path || dot[-1] == '/') return NULL;
-    if (strcmp(dot, ".svg") == 0) return "svg";
-    if (strcmp(dot, ".html") == 0) return "html";
-    return NULL;
-}
+} RunOptions;
 
 /* Prints the usage text (with the list of attention variants) to f. */
 static void print_usage(FILE *f) {
@@ -180,7 +166,7 @@ typedef enum {
     OPT_TOP_P, OPT_TOP_K, OPT_SEED, OPT_CTX_SIZE, OPT_KEEP, OPT_NO_SHIFT, OPT_INTERACTIVE,
     OPT_REVERSE, OPT_THREADS, OPT_ATTN, OPT_ATTN_MAP, OPT_LAYER, OPT_HEAD, OPT_ATTN_TOP,
     OPT_EVAL, OPT_REF
-} OptionId;
+} RunOptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
 static const CliOption OPTIONS[] = {
@@ -222,17 +208,17 @@ static int is_number(const char *text) {
  * generation flag is also remembered as given, for --eval's message. Returns 0,
  * EXIT_USAGE after printing the problem and the hint (an empty -r, a bad --attn spec, an
  * --attn-map name of no known format), or -1 for --help (already printed). */
-static int apply_option(Options *o, const CliArg *arg) {
+static int apply_option(RunOptions *o, const CliArg *arg) {
     char flag[64], problem[512];
     snprintf(flag, sizeof flag, "%.*s", (int)arg->flag_len, arg->flag);
-    switch ((OptionId)arg->option->id) {
+    switch ((RunOptionId)arg->option->id) {
     case OPT_PROMPT: case OPT_PROMPT_FILE: case OPT_STEPS: case OPT_TEMPERATURE:
     case OPT_TOP_P: case OPT_TOP_K: case OPT_SEED:   /* generation's flags */
         snprintf(o->sampling_flag, sizeof o->sampling_flag, "%s", flag);
         break;
     default: break;
     }
-    switch ((OptionId)arg->option->id) {
+    switch ((RunOptionId)arg->option->id) {
     case OPT_HELP: print_usage(stdout); return -1;
     case OPT_TOKENIZER: o->tokenizer_path = arg->value; break;
     case OPT_PROMPT: o->prompt = arg->value; break;
@@ -270,7 +256,7 @@ static int apply_option(Options *o, const CliArg *arg) {
         break;
     }
     case OPT_ATTN_MAP:
-        if (!attn_map_format(arg->value))
+        if (!run_lab_map_format(arg->value))
             return usage_error(flag, arg->value, "invalid value",
                                "a file name ending in .svg or .html");
         o->attn_map_path = arg->value;
@@ -288,7 +274,7 @@ static int apply_option(Options *o, const CliArg *arg) {
  * --eval and no generation flag with it, -f - not with -I (standard input gives its
  * lines), --head only with --attn-map, --layer only with --attn-map or --attn-top.
  * Returns 0, or EXIT_USAGE after printing the problem and the hint. */
-static int check_combinations(const Options *o) {
+static int check_combinations(const RunOptions *o) {
     if (!o->model_path) return usage_error("MODEL", NULL, "missing", "a model path");
     if (o->prompt && o->prompt_file)
         return usage_error("-f", NULL, "cannot be combined with -i (give one prompt)", NULL);
@@ -313,7 +299,7 @@ static int check_combinations(const Options *o) {
 
 /* Fills o from argv. Returns 0, EXIT_USAGE after printing the problem and the hint,
  * or -1 for --help (already printed). */
-static int parse_args(int argc, char **argv, Options *o) {
+static int parse_args(int argc, char **argv, RunOptions *o) {
     o->steps = DEFAULT_STEPS;
     o->temperature = DEFAULT_TEMPERATURE;
     o->top_p = DEFAULT_TOP_P;
@@ -338,7 +324,7 @@ static int parse_args(int argc, char **argv, Options *o) {
 
 /* Encodes the prompt (or starts from end-of-text) and checks it fits n_ctx positions.
  * Returns a malloc'd id array with its length in *n, or NULL after a message. */
-static int *prompt_tokens(const Options *o, const Tokenizer *tok, const Config *c, int n_ctx,
+static int *prompt_tokens(const RunOptions *o, const Tokenizer *tok, const Config *c, int n_ctx,
                           int *n) {
     size_t len = 0, n_ids = 0;
     char *file_text = NULL;
@@ -397,73 +383,21 @@ typedef struct {
     int n_prompt;
     SaveFile map;                 /* --attn-map's file (map.file NULL without one), opened
                                    * before generating, renamed into place when whole */
+    RunLabTop top;                /* --attn-top's view (its buffers NULL without it) */
 } GenerationPlan;
 
-/* What attnmap's layer_weights asks for: one layer's weights over the final context. */
-typedef struct {
-    Model *model;
-    int n_tokens;                 /* T */
-    float *weights;               /* (NH, T, T) */
-} MapLayers;
-
-static const float *map_layer_weights(void *ctx, int layer) {
-    MapLayers *layers = ctx;
-    if (model_attention_weights(layers->model, layer, 0, layers->n_tokens, layers->weights))
-        return NULL;
-    return layers->weights;
-}
-
-/* Writes --attn-map: the weights of every layer and head over the tokens in the context
- * when generation ended, as SVG or HTML (attnmap.c). Returns 0 or EXIT_BAD_DATA. */
-static int write_attention_map(const Options *o, Model *m, const Tokenizer *tok,
-                               const Generation *g, SaveFile *out) {
-    FILE *f = out->file;
-    const Config *c = &m->config;
-    int T = g->n_tokens, status = EXIT_BAD_DATA;
-    const unsigned char **labels = malloc((size_t)T * sizeof *labels);
-    size_t *lens = malloc((size_t)T * sizeof *lens);
-    MapLayers layers = {m, T, malloc((size_t)c->n_heads * (size_t)T * (size_t)T *
-                                     sizeof(float))};
-    if (!labels || !lens || !layers.weights) {
-        fprintf(stderr, "run: %s: out of memory for the attention map of %d tokens\n",
-                o->attn_map_path, T);
-        goto done;
-    }
-    for (int t = 0; t < T; t++) labels[t] = tokenizer_decode(tok, -1, g->tokens[t], &lens[t]);
-    char spec[RUN_SPEC_TEXT], title[4096 + RUN_SPEC_TEXT];
-    attention_spec_format_layers(m->attention_configs, c->n_layers, spec, sizeof spec);
-    snprintf(title, sizeof title, "%s, attention %s", o->model_path, spec);
-    AttnMap map = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_tokens = T,
-                   .layer = o->layer, .head = o->head, .n_prompt = g->n_prompt,
-                   .n_shifts = g->stats.shifts, .n_kept = g->stats.shifts ? g->keep : 0,
-                   .labels = labels, .label_lens = lens, .title = title,
-                   .layer_weights = map_layer_weights, .ctx = &layers};
-    int written = strcmp(attn_map_format(o->attn_map_path), "svg") == 0
-                ? attnmap_write_svg(&map, f) : attnmap_write_html(&map, f);
-    if (written != 0 || fflush(f) != 0 || ferror(f)) {
-        fprintf(stderr, "run: %s: cannot write the attention map (%s)\n", o->attn_map_path,
-                strerror(errno));
-        goto done;
-    }
-    if (os_save_commit(out, "run") != 0) goto done;
-    fprintf(stderr, "run: %s: attention of %d tokens, %s\n", o->attn_map_path, T,
-            o->layer >= 0 ? "one layer" : "every layer");
-    status = 0;
-done:
-    os_save_discard(out);   /* a map not written whole leaves no file */
-    free(labels);
-    free(lens);
-    free(layers.weights);
-    return status;
-}
-
 /* Runs the generation main planned, then prints the speed line and writes the map. */
-static int run_generation(const Options *o, Model *m, const Tokenizer *tok, Sampler *sampler,
+static int run_generation(const RunOptions *o, Model *m, const Tokenizer *tok, Sampler *sampler,
                           GenerationPlan *plan) {
     Generation *g = &plan->generation;
     if (plan->options.interactive && plan->options.prompt_user)   /* a person at a terminal */
         fprintf(stderr, "run: -I: after each turn, type a line and Enter to continue the text; "
                 "end of input (Ctrl-D) to stop\n");
+    if (o->attn_top && run_lab_top_init(&plan->top, m, tok, g->n_ctx, o->layer >= 0 ? o->layer
+                                        : m->config.n_layers - 1, o->attn_top) != 0) {
+        fprintf(stderr, "generate: out of memory\n");
+        return EXIT_BAD_DATA;
+    }
     if (generate(g, tok, sampler, &plan->options, plan->prompt, plan->n_prompt) != 0)
         return EXIT_BAD_DATA;
     const GenerationStats *st = &g->stats;
@@ -473,7 +407,10 @@ static int run_generation(const Options *o, Model *m, const Tokenizer *tok, Samp
             st->generated, st->generate_seconds > 0 ? st->generated / st->generate_seconds : 0.0,
             st->shifts, st->shifts ? 1e3 * st->shift_seconds / (double)st->shifts : 0.0,
             st->rerun_tokens, (unsigned long long)o->seed);
-    if (plan->map.file) return write_attention_map(o, m, tok, g, &plan->map);
+    if (plan->map.file) {
+        RunLabMap map = {o->attn_map_path, o->model_path, o->layer, o->head};
+        if (run_lab_write_map(&map, m, tok, g, &plan->map) != 0) return EXIT_BAD_DATA;
+    }
     return 0;
 }
 
@@ -486,25 +423,9 @@ static int check_model_range(const char *flag, int value, int low, int high, con
     return usage_error(flag, shown, "invalid value", expected);
 }
 
-/* EXIT_USAGE after a stderr line if the map of up to T tokens would exceed
- * MAP_MAX_WEIGHTS, drawn (layers x heads x T x T) or held (NH x T x T); else 0. */
-static int check_map_size(const Options *o, const Config *c, int T) {
-    long drawn = (o->layer >= 0 ? 1L : c->n_layers) * (o->head >= 0 ? 1L : c->n_heads);
-    long per_pair = drawn > c->n_heads ? drawn : c->n_heads;   /* weights per (query, key) */
-    long T_max = (long)sqrt((double)(MAP_MAX_WEIGHTS / per_pair));
-    while (T_max * T_max * per_pair > MAP_MAX_WEIGHTS) T_max--;   /* exact despite rounding */
-    if (T <= T_max) return 0;
-    char problem[64], expected[256];
-    snprintf(problem, sizeof problem, "too large for up to %d tokens", T);
-    snprintf(expected, sizeof expected, "at most %ld tokens with this model (a map holds at "
-             "most %ld weights): fewer with -n or -c, or more with --layer and --head", T_max,
-             MAP_MAX_WEIGHTS);
-    return usage_error("--attn-map", o->attn_map_path, problem, expected);
-}
-
 /* Encodes the prompt, sizes the context, opens the map file: everything a generation
  * needs before it starts. Returns 0, EXIT_USAGE or EXIT_BAD_DATA after a message. */
-static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
+static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
                            GenerationPlan *plan) {
     const Config *c = &m->config;
     int status;
@@ -526,7 +447,8 @@ static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
     int keep = o->keep >= 0 ? o->keep : plan->prompt[0] == tok->bos_id ? 1 : 0;
     if (keep > n_ctx - 1) keep = n_ctx - 1;   /* a run that never shifts */
     if (o->attn_map_path) {
-        if ((status = check_map_size(o, c, n_ctx)) != 0) return status;
+        if ((status = run_lab_check_map_size(o->attn_map_path, o->layer, o->head, c, n_ctx,
+                                             usage_error)) != 0) return status;
         if (os_save_open(&plan->map, "run", o->attn_map_path) != 0) return EXIT_BAD_DATA;
     }
     if ((o->attn_map_path || o->attn_top) && model_trace(m, 1) != 0) return EXIT_BAD_DATA;
@@ -536,8 +458,11 @@ static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
     go->steps = o->steps;
     go->interactive = o->interactive;
     go->reverse_prompt = o->reverse_prompt;
-    go->attn_top = o->attn_top;
-    go->attn_layer = o->layer >= 0 ? o->layer : c->n_layers - 1;
+    if (o->attn_top) {   /* the lab's view replaces the text (its buffers: run_generation) */
+        go->watch = run_lab_top_print;
+        go->watch_ctx = &plan->top;
+        go->quiet = 1;
+    }
     go->input = stdin;
     go->prompt_user = isatty(STDIN_FILENO);
     return 0;
@@ -546,168 +471,9 @@ static int plan_generation(const Options *o, Model *m, const Tokenizer *tok,
 /* ------------------------------------------------------------------------- */
 /* Evaluation (--eval)                                                         */
 
-/* The eval file's text (len bytes) encoded into a malloc'd *ids with *n_ids of them,
- * every id checked against the model's vocabulary c. Returns 0, or -1 after a stderr line
- * (*ids is then freed by the caller). */
-static int encode_eval_text(const Options *o, const Tokenizer *tok, const Config *c,
-                            const char *text, size_t len, int **ids, size_t *n_ids) {
-    *n_ids = 0;
-    *ids = malloc((len + 2) * sizeof(int));
-    if (!*ids) {
-        fprintf(stderr, "run: out of memory for a %zu-byte eval file\n", len);
-        return -1;
-    }
-    if (tokenizer_encode(tok, text, len, *ids, len + 2, n_ids) != 0) return -1;
-    for (size_t t = 0; t < *n_ids; t++) {
-        if ((*ids)[t] >= c->vocab_size) {
-            fprintf(stderr, "run: %s: token id out of range for the model (got %d at position "
-                    "%zu, expected 0..%d)\n", o->eval_path, (*ids)[t], t, c->vocab_size - 1);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* The model eval compares m against, into *exact: --ref's file, or m's own file again
- * (with exact attention), checked to be of m's family and vocabulary with a context of
- * at least ctx, and sized to ctx. Returns 0, or -1 after a stderr line (model_free
- * releases *exact either way). */
-static int load_reference(const Options *o, const Model *m, int ctx, Model *exact) {
-    const Config *c = &m->config;
-    if (model_load(exact, o->ref_path ? o->ref_path : o->model_path, m->max_chunk) != 0)
-        return -1;
-    if (exact->lab) {   /* a trained variant's file: the reference is exact attention */
-        AttentionConfig plain;
-        attention_config_default(&plain);
-        if (model_set_attention(exact, &plain) != 0) return -1;
-    }
-    if (exact->config.family != c->family) {
-        fprintf(stderr, "run: --ref %s: a model of the other family (got %s, expected %s like "
-                "the model: their token ids would not mean the same text)\n", o->ref_path,
-                exact->config.family == MODEL_GPT2 ? "GPT-2" : "Llama",
-                c->family == MODEL_GPT2 ? "GPT-2" : "Llama");
-        return -1;
-    }
-    if (exact->config.vocab_size != c->vocab_size) {
-        fprintf(stderr, "run: --ref %s: vocabulary differs from the model's (got %d, expected "
-                "%d)\n", o->ref_path, exact->config.vocab_size, c->vocab_size);
-        return -1;
-    }
-    if (exact->n_ctx < ctx) {
-        fprintf(stderr, "run: --ref %s: context shorter than the windows (got %d, expected at "
-                "least %d; -c sets the window)\n", o->ref_path, exact->n_ctx, ctx);
-        return -1;
-    }
-    if (exact->n_ctx > ctx && model_set_context(exact, ctx) != 0) return -1;
-    return 0;
-}
-
-/* Prints eval's result block on stdout: what was scored (len bytes, n_ids tokens, in
- * windows of ctx), the attention, the loss, the comparison and the state and speed. */
-static void print_eval_report(const Options *o, const Model *m, size_t len, size_t n_ids,
-                              int ctx, const EvalResult *r) {
-    const Config *c = &m->config;
-    char spec[RUN_SPEC_TEXT];
-    attention_spec_format_layers(m->attention_configs, c->n_layers, spec, sizeof spec);
-    double nats = r->nll / (double)r->tokens;
-    size_t state_bytes = m->attention_bytes;
-    char windows[96], unscored[64] = "";
-    if (r->last_window == ctx)
-        snprintf(windows, sizeof windows, "%d window%s of %d", r->windows, r->windows == 1 ? "" :
-                 "s", ctx);
-    else
-        snprintf(windows, sizeof windows, "%d window%s of %d (the last %d tokens)", r->windows,
-                 r->windows == 1 ? "" : "s", ctx, r->last_window);
-    if (r->unscored)
-        snprintf(unscored, sizeof unscored, ", the last token alone in no window");
-    printf("eval: %s: %zu bytes, %zu tokens, %s%s, %ld tokens predicted (%ld bytes)\n",
-           o->eval_path, len, n_ids, windows, unscored, r->tokens, r->bytes);
-    printf("attention: %s\n", spec);
-    printf("loss: %.6f nats/token, %.6f bits/char, perplexity %.4f\n", nats,
-           r->nll / (log(2.0) * (double)r->bytes), exp(nats));
-    printf("vs %s: KL %.6f nats/token, top-1 agreement %.4f%%\n",
-           o->ref_path ? o->ref_path : "exact", r->kl / (double)r->tokens,
-           100.0 * (double)r->agree / (double)r->tokens);
-    printf("state: %zu bytes for %d layers at context %d (%.1f bytes/token); speed: %.1f "
-           "tokens/s\n", state_bytes, c->n_layers, m->n_ctx,
-           (double)state_bytes / (double)m->n_ctx,
-           r->seconds > 0 ? (double)r->tokens / r->seconds : 0.0);
-}
-
-/* Tokenises the eval file, runs eval_windows with the variant (and an exact twin of
- * the model for the KL and agreement), and prints one result block on stdout. Returns
- * 0, or EXIT_BAD_DATA after a stderr line. */
-static int evaluate(const Options *o, Model *m, const Tokenizer *tok) {
-    int ctx = o->ctx_size ? o->ctx_size : m->n_ctx;   /* main set n_ctx to -c */
-    size_t len;
-    char *text = os_read_file("run", o->eval_path, "an eval file", RUN_MAX_TEXT_BYTES, &len);
-    if (!text) return EXIT_BAD_DATA;
-    int status = EXIT_BAD_DATA;
-    Model exact;
-    memset(&exact, 0, sizeof exact);
-    size_t n_ids = 0;
-    int *ids = NULL;
-    if (encode_eval_text(o, tok, &m->config, text, len, &ids, &n_ids) != 0) goto done;
-    int compare = o->ref_path || m->lab;
-    if (compare && load_reference(o, m, ctx, &exact) != 0) goto done;
-    EvalResult r;
-    /* the progress line rewrites itself with \r: only for a terminal, not a log file */
-    if (eval_windows(m, compare ? &exact : NULL, tok, ids, (long)n_ids, ctx,
-                     isatty(STDERR_FILENO), &r) != 0)
-        goto done;
-    if (r.tokens == 0) {
-        fprintf(stderr, "run: %s: nothing to evaluate (got %zu tokens, expected at least 2)\n",
-                o->eval_path, n_ids);
-        goto done;
-    }
-    print_eval_report(o, m, len, n_ids, ctx, &r);
-    status = 0;
-done:
-    model_free(&exact);
-    free(ids);
-    free(text);
-    return status;
-}
-
-/* --attn: every layer's spec, read now that the layers are known, replaces the model's
- * attention (saying so when the model was trained with another). Returns 0, EXIT_USAGE
- * (a spec wrong for this model) or EXIT_BAD_DATA (model_set_attention_layers said why). */
-static int set_attention(const Options *o, Model *m) {
-    const Config *c = &m->config;
-    char problem[512];
-    AttentionConfig *cfgs = malloc((size_t)c->n_layers * sizeof *cfgs);
-    if (!cfgs) {
-        fprintf(stderr, "run: out of memory\n");
-        return EXIT_BAD_DATA;
-    }
-    int status = 0;
-    if (attention_spec_parse_layers(o->attn_spec, c->n_layers, cfgs, problem, sizeof problem))
-        status = usage_error("--attn", NULL, problem, NULL);
-    for (int l = 0; l < c->n_layers && status == 0; l++) {
-        if (cfgs[l].kind == ATTENTION_LSH && cfgs[l].buckets > c->seq_len) {
-            /* a flag's value out of this model's range: a usage error, as --layer's */
-            char got[32], expected[96];
-            snprintf(got, sizeof got, "buckets=%d", cfgs[l].buckets);
-            snprintf(expected, sizeof expected, "at most %d buckets, this model's context "
-                     "(more would stay empty)", c->seq_len);
-            status = usage_error("--attn lsh", got, "invalid value", expected);
-        }
-    }
-    if (status == 0 && m->checkpoint.attention) {
-        char trained[RUN_SPEC_TEXT];
-        attention_spec_format_layers(m->checkpoint.attention, c->n_layers, trained,
-                                     sizeof trained);
-        fprintf(stderr, "run: --attn %s replaces the attention %s was trained with (%s)\n",
-                o->attn_spec, o->model_path, trained);
-    }
-    if (status == 0 && model_set_attention_layers(m, cfgs) != 0) status = EXIT_BAD_DATA;
-    free(cfgs);
-    return status;
-}
-
 /* What kernels_run runs: the generation or the evaluation, with the threads as a pool. */
 typedef struct {
-    const Options *options;
+    const RunOptions *options;
     Model *model;
     const Tokenizer *tokenizer;
     Sampler *sampler;
@@ -717,10 +483,15 @@ typedef struct {
 
 static void run_job(void *ctx) {
     Job *job = ctx;
-    job->status = job->options->eval_path
-                ? evaluate(job->options, job->model, job->tokenizer)
-                : run_generation(job->options, job->model, job->tokenizer, job->sampler,
-                                 job->plan);
+    const RunOptions *o = job->options;
+    if (o->eval_path) {
+        RunLabEval e = {o->eval_path, o->ref_path, o->model_path,
+                        o->ctx_size ? o->ctx_size : job->model->n_ctx,   /* main set n_ctx to -c */
+                        RUN_MAX_TEXT_BYTES};
+        job->status = run_lab_evaluate(&e, job->model, job->tokenizer) == 0 ? 0 : EXIT_BAD_DATA;
+    } else {
+        job->status = run_generation(o, job->model, job->tokenizer, job->sampler, job->plan);
+    }
 }
 
 /* The seed when -s is not given: the wall clock in nanoseconds and the process id, mixed
@@ -743,7 +514,7 @@ static void default_tokenizer_path(const char *model_path, char *out, size_t cap
 
 /* Loads the tokenizer at path (-z's, or without -z the default beside the model) and
  * checks it belongs to the model. Returns 0, or -1 after a message. */
-static int load_tokenizer(Tokenizer *tok, const char *path, const Options *o, const Model *m) {
+static int load_tokenizer(Tokenizer *tok, const char *path, const RunOptions *o, const Model *m) {
     const Config *c = &m->config;
     if (m->checkpoint.gguf) {   /* the file's own vocabulary, which its embedding rows match */
         if (o->tokenizer_path) {
@@ -793,7 +564,7 @@ static int load_tokenizer(Tokenizer *tok, const char *path, const Options *o, co
 
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error, reported like a full disk */
-    Options o = {0};
+    RunOptions o = {0};
     int parsed = parse_args(argc, argv, &o);
     if (parsed < 0) return cli_stdout_ok("run") == 0 ? 0 : EXIT_BAD_DATA;   /* --help */
     if (parsed > 0) return parsed;
@@ -830,7 +601,11 @@ int main(int argc, char **argv) {
         if (loaded > 0) status = loaded;
         goto done;
     }
-    if (o.attn_spec && (status = set_attention(&o, &model)) != 0) goto done;
+    if (o.attn_spec && (status = run_lab_set_attention(&model, o.attn_spec, o.model_path,
+                                                       usage_error)) != 0) {
+        if (status < 0) status = EXIT_BAD_DATA;
+        goto done;
+    }
     status = EXIT_BAD_DATA;
     if (o.eval_path && o.ctx_size) {   /* attention memory for the windows' -c positions */
         if (o.ctx_size > model.n_ctx) {
@@ -860,6 +635,7 @@ done:
     os_save_discard(&plan.map);   /* a run that failed before writing its map */
     free(plan.prompt);
     generation_free(&plan.generation);
+    run_lab_top_free(&plan.top);
     sampler_free(&sampler);
     tokenizer_free(&tok);
     model_free(&model);

@@ -4,7 +4,7 @@
  * Two models loaded from the same file (one with the variant's attention, one
  * exact) run the same chunks side by side, so only one chunk of logits of each is
  * alive at a time. All sums are in double. It does no file or argument handling:
- * run.c reads the text, tokenises it and prints the result.
+ * run_lab.c reads the text, tokenises it and prints the result.
  */
 #include "eval.h"
 

@@ -4,7 +4,7 @@
  * The sequence is cut into non-overlapping windows of ctx tokens (the last window
  * may be shorter; one of a single token predicts nothing). Each window starts a new
  * sequence at position 0, and every position but the window's last predicts the
- * next token. Read run.c for the command (--eval) that prints these numbers.
+ * next token. Read run_lab.c for the command (--eval) that prints these numbers.
  */
 #ifndef EVAL_H
 #define EVAL_H

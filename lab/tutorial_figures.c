@@ -27,7 +27,7 @@
 /* ------------------------------------------------------------------------- */
 /* SVG                                                                         */
 
-static void svg_begin(int width, int height, const char *title) {
+static void figure_svg_begin(int width, int height, const char *title) {
     printf("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
            "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
            "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" "
@@ -95,7 +95,8 @@ static int figure_kernel(void) {
     if (tutorial_kernel(4.0f, 82.0f, w, &out) != 0) return 1;
     const float x0 = 60, x1 = 100, left = 60, width = 680, base = 330, height = 200;
 #define PX(v) (left + ((v) - x0) / (x1 - x0) * width)
-    svg_begin(800, 410, "kernel regression: weights of the waist table for a waist of 82 cm");
+    figure_svg_begin(800, 410,
+                     "kernel regression: weights of the waist table for a waist of 82 cm");
     svg_line(left, base, left + width, base, 0);
     for (int v = 60; v <= 100; v += 5) {
         svg_line(PX((float)v), base, PX((float)v), base + 6, 0);
@@ -133,7 +134,7 @@ static int figure_qkv(void) {
     const char *fills[3] = {Q_FILL, K_FILL, V_FILL};
     static const char *names[3][2] = {{"W_Q (4, 3)", "q = x W_Q"}, {"W_K", "k = x W_K"},
                                       {"W_V", "v = x W_V"}};
-    svg_begin(800, 590, "q, k and v from the same tokens x through three matrices");
+    figure_svg_begin(800, 590, "q, k and v from the same tokens x through three matrices");
     svg_matrix(30, 230, TUTORIAL_X, 3, 4, cell, 0, X_FILL, "x (3 tokens, 4)");
     for (int m = 0; m < 3; m++) {
         float y = 40 + m * 180, wt[12], out[9];
@@ -158,7 +159,7 @@ static int figure_qkv(void) {
 static int figure_heads(void) {
     static const char *fills[4] = {"#fdd0a2", "#c6dbef", "#c7e9c0", "#dadaeb"};
     const float left = 110, width = 640, col = width / 4;
-    svg_begin(800, 430, "multi-head attention: 4 heads of 32 columns each");
+    figure_svg_begin(800, 430, "multi-head attention: 4 heads of 32 columns each");
     static const char *rows[3] = {"q (T, 128)", "k (T, 128)", "v (T, 128)"};
     for (int r = 0; r < 3; r++) {
         float y = 40 + r * 60;
@@ -194,7 +195,7 @@ static int figure_mask(void) {
     float w[9], scratch[1024];   /* (3, 3) NAN where a key is hidden */
     if (attention_weights(&cfg, &shape, NULL, 3, w, TUTORIAL_Q, TUTORIAL_K, 0, 3, scratch) != 0)
         return 1;
-    svg_begin(760, 420, "the causal mask: each token attends to itself and earlier tokens");
+    figure_svg_begin(760, 420, "the causal mask: each token attends to itself and earlier tokens");
     svg_text(x0 + 1.5f * cell, 40, 16, "middle", "keys \xe2\x86\x92");
     svg_text(x0 - 30, y0 - 40, 16, "end", "queries \xe2\x86\x93");
     for (int t = 0; t < 3; t++) {
@@ -227,7 +228,7 @@ static int figure_mask(void) {
  * the query attends over every cached row. */
 static int figure_cache(void) {
     const float left = 150, cell = 62, top = 130;
-    svg_begin(800, 390, "the KV cache: keys and values of earlier positions are kept");
+    figure_svg_begin(800, 390, "the KV cache: keys and values of earlier positions are kept");
     static const char *rows[2] = {"K cache", "V cache"};
     static const char *fills[2] = {K_FILL, V_FILL};
     for (int r = 0; r < 2; r++) {
@@ -265,7 +266,7 @@ static void block_box(float x, float y, float w, const char *fill, const char *t
 /* block: one transformer block as block.c runs it, with the residual stream. */
 static int figure_block(void) {
     const float mid = 330, stream = 120;
-    svg_begin(760, 660, "one transformer block (pre-norm GPT-2; Llama in brackets)");
+    figure_svg_begin(760, 660, "one transformer block (pre-norm GPT-2; Llama in brackets)");
     svg_text(stream, 30, 16, "middle", "x (T, C)");
     svg_line(stream, 40, stream, 620, 1);
     svg_text(stream, 645, 16, "middle", "out (T, C)");
@@ -306,7 +307,7 @@ static int figure_block(void) {
 static int figure_sampling(void) {
     static const float temps[3] = {0.5f, 1.0f, 2.0f};
     const float left = 70, group = 140, bar = 36, base = 300, height = 240;
-    svg_begin(800, 420, "softmax(logits / T) of five words at three temperatures");
+    figure_svg_begin(800, 420, "softmax(logits / T) of five words at three temperatures");
     svg_line(left, base, left + 5 * group, base, 0);
     for (int tick = 0; tick <= 4; tick++) {
         float y = base - height * (float)tick / 4.0f;

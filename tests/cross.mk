@@ -39,9 +39,9 @@ test-aarch64: all
 	@$(call same_greedy,aarch64,$(AARCH64_RUN) $(AARCH64_B)/run)
 
 # test-aarch64-all: the whole suite on the aarch64 build under qemu-aarch64 (test_cli,
-# test_eval and test_train run the aarch64 programs under it too), and the greedy text.
+# test_eval and test_train_cli run the aarch64 programs under it too), and the greedy text.
 # About 7 minutes here: for occasional runs. Example: make test-aarch64-all
-# (the programs' commands are absolute: test_train puts its folder before a relative one.
+# (the programs' commands are absolute: test_train_cli puts its folder before a relative one.
 # Its four rename kill points fail here until its strace also traces renameat, which is
 # what rename is on aarch64, natively and under qemu)
 test-aarch64-all: all

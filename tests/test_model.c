@@ -98,7 +98,7 @@ static void test_gpt2_logits(const char *name, int T) {
     snprintf(rel_logits, sizeof rel_logits, "gpt2/%s_logits.f32", name);
     if (data_pair(rel_model, rel_logits, model_path, logits_path) != 0) return;
     int *ids = malloc((size_t)T * sizeof(int));
-    if (!ids) return;
+    if (!check_true(ids != NULL, "%s: memory for %d token ids", name, T)) return;
     lcg42_tokens(ids, T, name[0] == 't' ? 512 : 50257);
     check_logits(name, model_path, logits_path, ids, T);
     free(ids);

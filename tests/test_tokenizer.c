@@ -616,7 +616,8 @@ int main(void) {
         Tokenizer t = {0};
         snprintf(path, sizeof path, "%s/synthetic.bin", dir);
         size_t size = build_synthetic(buf, sizeof buf);
-        if (write_file(path, buf, size) == 0 && tokenizer_load(&t, path) == 0) {
+        if (check_true(write_file(path, buf, size) == 0 && tokenizer_load(&t, path) == 0,
+                       "synthetic tokenizer: written and loaded")) {
             test_random_round_trip(&t, "synthetic");
             test_long_pieces(&t, "synthetic");
         }

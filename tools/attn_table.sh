@@ -34,7 +34,7 @@ mkdir -p build
 # ---- the quality table ----
 if [ "$WHAT" = all ]; then
     for f in "$RUN" "$MODEL" "$TOK" "$DATA"; do
-        [ -f "$f" ] || { echo "attn-table: $f: missing (train the model first: make train)" >&2; exit 1; }
+        [ -f "$f" ] || { echo "attn-table: $f: missing (train the model first: make retrain, then install it)" >&2; exit 1; }
     done
     size=$(wc -c < "$DATA")
     split=$(( size / 10 * 9 + size % 10 * 9 / 10 ))

@@ -1,4 +1,5 @@
-# tools/bench.mk: what `make bench` needs besides ./run, included by the Makefile.
+# tools/bench.mk: the speed tables and the attention lab's tables (make bench, bench-kernels,
+# bench-attention, attn-table, attn-train-table), included by the Makefile.
 #
 # Builds the two benchmark tools (tools/gen_model.c: random-weight checkpoints of real
 # shapes; tools/probe.c: the machine's measured read bandwidth and FMA peak) with the
@@ -24,3 +25,45 @@ $(BENCH_MODELS): $(B)/bench/%.bin: $(B)/tools/gen_model
 
 BENCH_DEPS = $(B)/tools/gen_model $(B)/tools/probe $(BENCH_MODELS)
 BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench
+
+# bench-attention: attention-only time per generated token at T = 128 .. 16384 on
+# synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
+# nothing. Example: OMP_NUM_THREADS=1 make bench-attention
+$(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/lab/attention_spec.o \
+                            $(B)/cli.o $(KERNELS)
+	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(B)/tools/bench_attention.o: tools/bench_attention.c attention.h lab/attention_spec.h
+bench-attention: $(B)/tools/bench_attention
+	@echo "machine: $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), \
+	$$(nproc --all) cores, OMP_NUM_THREADS=$${OMP_NUM_THREADS:-all}"
+	@$(B)/tools/bench_attention
+
+# bench-kernels: the matmul kernels alone on one thread (GEMM GFLOP/s, decode GB/s, fp32 and
+# int8), to hold against the peaks tools/probe.c measures; asserts nothing.
+# Example: make bench-kernels
+$(B)/tools/bench_kernels: $(B)/tools/bench_kernels.o $(KERNELS)
+	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(B)/tools/bench_kernels.o: tools/bench_kernels.c kernels.h quant.h
+bench-kernels: $(B)/tools/bench_kernels
+	@$(B)/tools/bench_kernels
+
+# attn-table: every attention variant and its sweep on the shipped model over the
+# validation slice, then the attention-only cost table; writes both into docs/lab.md
+# (tools/attn_table.sh; `sh tools/attn_table.sh bench` the second alone). Minutes.
+# Example: make attn-table
+attn-table: all $(B)/tools/bench_attention
+	@BENCH=$(B)/tools/bench_attention sh tools/attn_table.sh
+
+# attn-train-table: every attention variant trained from scratch with ./train, the same
+# shape, data and steps (tools/attn_train_table.sh): the table into docs/attention.md, the
+# picture docs/img/attn_trained.svg. About 4 hours on two idle cores; its phases run alone
+# with `sh tools/attn_train_table.sh train|speed|equal|table`. Example: make attn-train-table
+attn-train-table: all $(B)/tools/gen_model
+	@GEN=$(B)/tools/gen_model sh tools/attn_train_table.sh
+
+# bench: end-to-end speed (tokens/s, 1 and 2 threads) and peak memory of ./run on the
+# shipped and reference models; prints a table, asserts nothing. Example: make bench
+bench: all bench-attention bench-kernels $(BENCH_DEPS)
+	@$(BENCH_ENV) sh tools/bench.sh
+
+.PHONY: bench bench-attention bench-kernels attn-table attn-train-table

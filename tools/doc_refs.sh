@@ -1,15 +1,17 @@
 #!/bin/sh
-# doc_refs.sh: keep the docs' line references to the C code, and their quotes of test
-# check labels, current.
+# doc_refs.sh: keep the docs' references to the C code, and their quotes of test check
+# labels, current.
 #
-# A reference is a Markdown link whose text is FILE:START-END and whose target is the
-# same file (relative to the document) with #LSTART-LEND, followed by a space and the
+# A reference names a function by its name, never by line numbers, so that moving code
+# never breaks a document: a Markdown link whose text is a C file and whose target is the
+# same file (relative to the document, no #anchor), followed by a space and the
 # function's name in backticks, e.g.
-#     [attention.c:91-100](../attention.c#L91-L100) `attention_forward`
-# START is the function's definition line: a line at column 0 that contains NAME( and
-# begins a definition, not a prototype (the first '{' or ';' after NAME( decides, so
-# signatures may span lines). END is the first line after it that starts with '}' (or
-# START's own line, for a one-line function).
+#     [attention.c](../attention.c) `attention_forward`
+# Check mode checks that the file defines the function: a line at column 0 that contains
+# NAME( and begins a definition, not a prototype (the first '{' or ';' after NAME(
+# decides, so signatures may span lines). The older form with line numbers,
+# [FILE:START-END](PATH#LSTART-LEND) `NAME`, is reported in check mode, and update mode
+# rewrites it to the form above.
 #
 # Check mode also checks the docs' quotes of test check labels (what a test prints after
 # "ok - "). A label is written as a code span that is entirely a double-quoted string,
@@ -49,11 +51,12 @@
 #   sh tools/doc_refs.sh check DOC...    report every stale or broken reference and
 #                                        every unknown check label; exit 1 if any, else
 #                                        0 with a count line
-#   sh tools/doc_refs.sh update DOC...   rewrite the numbers (line references and file
-#                                        map counts) in place to the current ones; a DOC
-#                                        with one that cannot be resolved (missing file
-#                                        or function) is left unchanged, and the exit
-#                                        status is 1 (labels and links are not looked at)
+#   sh tools/doc_refs.sh update DOC...   rewrite the file maps' line counts in place to
+#                                        the current ones, and line-number references to
+#                                        name-only ones; a DOC with a reference that
+#                                        cannot be resolved (missing file or function) is
+#                                        left unchanged, and the exit status is 1 (labels
+#                                        and links are not looked at)
 # POSIX sh and awk only.
 set -u
 
@@ -133,45 +136,57 @@ function find_def(path, name,    i, j, s, p, off, c, k, depth, opened) {
     return DEF_START > 0;
 }
 
-# Rewrites one reference ref (the matched text) found on line ln; returns the text to
-# put in its place (the same text in check mode).
-function resolve(ref, ln,    text, target, name, file, rng, path, lrng, full, a, b, want, shown) {
+# Checks one reference ref (the matched text, [FILE](PATH) `NAME`) found on line ln:
+# PATH names FILE and defines NAME. Returns ref.
+function resolve(ref, ln,    file, path, name) {
+    file = substr(ref, 2, index(ref, "]") - 2);
+    path = substr(ref, index(ref, "](") + 2);
+    path = substr(path, 1, index(path, ")") - 1);
+    name = substr(ref, index(ref, ") `") + 3);
+    name = substr(name, 1, length(name) - 1);
+    check_def(file, path, name, doc ":" ln ": " file " `" name "`");
+    return ref;
+}
+
+# 1 if path (a link target) names file and defines name; else reports it (as shown) and
+# returns 0.
+function check_def(file, path, name, shown,    full) {
+    refs++;
+    if (path != file && substr(path, length(path) - length(file)) != "/" file) {
+        err(shown ": link points to " path ", not " file); bad++; broken++;
+        return 0;
+    }
+    full = (path ~ /^\//) ? path : dir "/" path;
+    if (!load(full)) {
+        err(shown ": " full ": no such file"); bad++; broken++;
+        return 0;
+    }
+    if (!find_def(full, name)) {
+        err(shown ": no definition of " name "( in " full); bad++; broken++;
+        return 0;
+    }
+    return 1;
+}
+
+# An old reference with line numbers, [FILE:START-END](PATH#LSTART-LEND) `NAME`, on line
+# ln: reported in check mode; in update mode returned as [FILE](PATH) `NAME`, which the
+# caller then checks as any other reference.
+function resolve_lines(ref, ln,    text, target, name, file, path) {
     text = substr(ref, 2, index(ref, "]") - 2);
     target = substr(ref, index(ref, "](") + 2);
     target = substr(target, 1, index(target, ")") - 1);
     name = substr(ref, index(ref, ") `") + 3);
     name = substr(name, 1, length(name) - 1);
-    match(text, /:[0-9]+-[0-9]+$/);
-    file = substr(text, 1, RSTART - 1); rng = substr(text, RSTART + 1);
+    file = substr(text, 1, match(text, /:[0-9]+-[0-9]+$/) - 1);
     path = substr(target, 1, index(target, "#L") - 1);
-    lrng = substr(target, index(target, "#L") + 2); sub(/-L/, "-", lrng);
-    shown = doc ":" ln ": " text " `" name "`";
-    refs++;
-    if (path != file && substr(path, length(path) - length(file)) != "/" file) {
-        err(shown ": link points to " path ", not " file); bad++; broken++;
+    if (mode == "check") {
+        err(doc ":" ln ": " text " `" name "`: line numbers break when code moves; write [" \
+            file "](" path ") `" name "` (sh tools/doc_refs.sh update does)");
+        refs++; bad++;
         return ref;
     }
-    full = (path ~ /^\//) ? path : dir "/" path;
-    if (!load(full)) {
-        err(shown ": " full ": no such file"); bad++; broken++;
-        return ref;
-    }
-    if (!find_def(full, name)) {
-        err(shown ": no definition of " name "( in " full); bad++; broken++;
-        return ref;
-    }
-    want = DEF_START "-" DEF_END;
-    if (rng != want) {
-        bad++;
-        if (mode == "check") err(shown ": expected " want);
-    } else if (lrng != want) {
-        bad++;
-        if (mode == "check")
-            err(shown ": link target #L" DEF_START "-L" DEF_END " expected (got #L" \
-                substr(target, index(target, "#L") + 2) ")");
-    }
-    if (rng != want || lrng != want) changed++;
-    return "[" file ":" want "](" path "#L" DEF_START "-L" DEF_END ") `" name "`";
+    changed++;
+    return "[" file "](" path ") `" name "`";
 }
 
 # Line count of path as wc -l gives it (cached); -1 if it cannot be read.
@@ -228,10 +243,16 @@ BEGIN { refs = 0; bad = 0; broken = 0; changed = 0; counted = 0; }
 {
     line = $0; out = ""; strict = 0;
     while (match(line, /\[[^]]*:[0-9]+-[0-9]+\]\([^)]*#L[0-9]+-L[0-9]+\) `[A-Za-z_][A-Za-z0-9_]*`/)) {
-        at = RSTART; len = RLENGTH;            # resolve() runs match() too
-        out = out substr(line, 1, at - 1) resolve(substr(line, at, len), NR);
+        at = RSTART; len = RLENGTH;            # resolve_lines() runs match() too
+        out = out substr(line, 1, at - 1) resolve_lines(substr(line, at, len), NR);
         line = substr(line, at + len);
         strict++;
+    }
+    line = out line; out = "";
+    while (match(line, /\[[A-Za-z0-9_.\/-]+\.[ch]\]\([^)#]+\) `[A-Za-z_][A-Za-z0-9_]*`/)) {
+        at = RSTART; len = RLENGTH;
+        out = out substr(line, 1, at - 1) resolve(substr(line, at, len), NR);
+        line = substr(line, at + len);
     }
     out = counts(out line, NR);
     # anything that looks like a line link but is not a whole reference
@@ -240,7 +261,7 @@ BEGIN { refs = 0; bad = 0; broken = 0; changed = 0; counted = 0; }
         loose++; rest = substr(rest, RSTART + RLENGTH);
     }
     if (loose > strict) {
-        err(doc ":" NR ": malformed reference (expected [FILE:START-END](PATH#LSTART-LEND) `NAME`)");
+        err(doc ":" NR ": a link to a line: name the function instead ([FILE](PATH) `NAME`)");
         bad++; broken++;
     }
     if (mode == "update") print out;

@@ -3,7 +3,7 @@
  * trainer_backward walks trainer_forward in reverse, layer by layer, on kernels.c's
  * backward kernels (matmul, LayerNorm, GELU) and attention.c's attention_backward; the
  * two kernels that only the trainer needs (the softmax + cross-entropy and the embedding)
- * live here. tests/test_train.c checks each against finite differences.
+ * live here. tests/test_train_grad.c checks each against finite differences.
  *
  * Legend: B sequences, T positions, N = B * T rows, C width, V vocab.
  */

@@ -107,7 +107,7 @@ static void params_init(Trainer *tr) {
 
 /* A weight matrix of params as block.c takes it: with its transpose, which sits at the
  * same offset in params_t (made by every trainer_forward) for kernels_matmul_wt. */
-static Matrix matrix_view(const Trainer *tr, const float *w) {
+static Matrix param_matrix(const Trainer *tr, const float *w) {
     return (Matrix){.f32 = w, .f32_t = tr->params_t + (w - tr->params)};
 }
 
@@ -132,12 +132,12 @@ static void layers_point(Trainer *tr) {
         BlockTensors t = train_layer_tensors(&tr->p, &tr->config, l);
         tr->layers[l] = (LayerWeights){
             .norm1_w = t.norm1_w, .norm1_b = t.norm1_b,
-            .wq = matrix_view(tr, t.wq), .wk = matrix_view(tr, t.wk),
-            .wv = matrix_view(tr, t.wv), .bq = t.bq, .bk = t.bk, .bv = t.bv,
-            .wo = matrix_view(tr, t.wo), .bo = t.bo,
+            .wq = param_matrix(tr, t.wq), .wk = param_matrix(tr, t.wk),
+            .wv = param_matrix(tr, t.wv), .bq = t.bq, .bk = t.bk, .bv = t.bv,
+            .wo = param_matrix(tr, t.wo), .bo = t.bo,
             .norm2_w = t.norm2_w, .norm2_b = t.norm2_b,
-            .w_up = matrix_view(tr, t.w_up), .b_up = t.b_up,
-            .w_down = matrix_view(tr, t.w_down), .b_down = t.b_down};
+            .w_up = param_matrix(tr, t.w_up), .b_up = t.b_up,
+            .w_down = param_matrix(tr, t.w_down), .b_down = t.b_down};
     }
 }
 
@@ -397,7 +397,7 @@ typedef struct {
     int N, C, T;             /* row-wise: rows, width; embedding: positions */
     float p;                 /* dropout probability */
     uint64_t key;            /* dropout key */
-} Loop;
+} TrainForwardJob;
 
 uint64_t train_dropout_key(const Trainer *tr, int layer, int site) {
     return hash_mix64(tr->settings.seed ^ hash_mix64(((uint64_t)tr->step << 24) ^
@@ -431,7 +431,7 @@ void trainer_batch(const Trainer *tr, const int *tokens, size_t n, int *inputs,
  * mask_i = 0 by hash.h's dropout rule for key + i (kernels_dropout), DROPOUT_BLOCK
  * entries at a time into a small array before the sum. */
 static void dropout_job(void *ctx, int j) {
-    const Loop *f = ctx;
+    const TrainForwardJob *f = ctx;
     size_t start = (size_t)j * ELEMENTS_PER_JOB, end = start + ELEMENTS_PER_JOB;
     if (end > f->n) end = f->n;
     if (f->p <= 0.0f) {   /* no dropout (evaluation): a plain sum */
@@ -455,7 +455,7 @@ void train_dropout(float *out, const float *x, size_t n, float p, uint64_t key) 
         if (out != x) memcpy(out, x, n * sizeof(float));
         return;
     }
-    Loop f = {.out = out, .x = x, .n = n, .p = p, .key = key};
+    TrainForwardJob f = {.out = out, .x = x, .n = n, .p = p, .key = key};
     kernels_parallel_for(dropout_job, &f, kernels_jobs(n, ELEMENTS_PER_JOB), (double)n);
 }
 
@@ -464,14 +464,14 @@ void train_dropout(float *out, const float *x, size_t n, float p, uint64_t key) 
 static void residual_add(void *ctx, int layer, int site, float *out, const float *x,
                          const float *y, size_t n) {
     const Trainer *tr = ctx;
-    Loop f = {.out = out, .x = x, .y = y, .n = n,
+    TrainForwardJob f = {.out = out, .x = x, .y = y, .n = n,
               .p = tr->dropout_on ? tr->settings.dropout : 0.0f,
               .key = train_dropout_key(tr, layer, site)};
     kernels_parallel_for(dropout_job, &f, kernels_jobs(n, ELEMENTS_PER_JOB), (double)n);
 }
 
 /* residual_add's backward: dy (n,) = drop(dout) with the same mask. */
-static void residual_grad(void *ctx, int layer, int site, float *dy, const float *dout,
+static void residual_dropout_grad(void *ctx, int layer, int site, float *dy, const float *dout,
                           size_t n) {
     const Trainer *tr = ctx;
     train_dropout(dy, dout, n, tr->dropout_on ? tr->settings.dropout : 0.0f,
@@ -479,13 +479,13 @@ static void residual_grad(void *ctx, int layer, int site, float *dy, const float
 }
 
 BlockResidual train_residual(Trainer *tr) {
-    return (BlockResidual){.add = residual_add, .grad = residual_grad, .ctx = tr};
+    return (BlockResidual){.add = residual_add, .grad = residual_dropout_grad, .ctx = tr};
 }
 
 /* Rows of the embedding: out[n] = wte[tokens[n]] + wpe[n mod T] (y = wpe), or wte[tokens[n]]
  * alone for rotary positions (y NULL). */
 static void embedding_job(void *ctx, int j) {
-    const Loop *f = ctx;
+    const TrainForwardJob *f = ctx;
     int n1 = (j + 1) * ROWS_PER_JOB < f->N ? (j + 1) * ROWS_PER_JOB : f->N;
     for (int n = j * ROWS_PER_JOB; n < n1; n++) {
         const float *wte_n = f->x + (size_t)f->tokens[n] * f->C;
@@ -501,7 +501,7 @@ static void embedding_job(void *ctx, int j) {
 
 /* Softmax and cross-entropy of a block of rows (see train_crossentropy_forward). */
 static void crossentropy_job(void *ctx, int j) {
-    const Loop *f = ctx;
+    const TrainForwardJob *f = ctx;
     int V = f->C, n1 = (j + 1) * ROWS_PER_JOB < f->N ? (j + 1) * ROWS_PER_JOB : f->N;
     for (int n = j * ROWS_PER_JOB; n < n1; n++) {
         const float *logits_n = f->x + (size_t)n * V;
@@ -519,7 +519,8 @@ static void crossentropy_job(void *ctx, int j) {
 
 void train_crossentropy_forward(float *probs, float *losses, const float *logits,
                                 const int *targets, int N, int V) {
-    Loop f = {.out = probs, .x = logits, .targets = targets, .losses = losses, .N = N, .C = V};
+    TrainForwardJob f = {.out = probs, .x = logits, .targets = targets, .losses = losses, .N = N,
+                         .C = V};
     kernels_parallel_for(crossentropy_job, &f, kernels_jobs((size_t)N, ROWS_PER_JOB),
                          (double)N * V);
 }
@@ -568,10 +569,10 @@ typedef struct {
     int layer;
     float *out;
     const float *q, *k, *v;
-} AttentionJob;
+} SequenceAttentionJob;
 
 static void attention_job(void *ctx, int b) {
-    const AttentionJob *f = ctx;
+    const SequenceAttentionJob *f = ctx;
     const Trainer *tr = f->tr;
     size_t seq = (size_t)b * tr->T * tr->config.dim;   /* seek to sequence b */
     AttentionDropout drop = train_attention_dropout(tr, f->layer, b);
@@ -594,7 +595,7 @@ const float *train_layer_random(const Trainer *tr, int l) {
 /* Draws each layer's random matrices for this step, if they change: evaluation uses draw 0
  * (the draw run's state makes), training the step's (LSH every step, Performer every
  * settings.redraw steps). */
-static void draw_random(Trainer *tr) {
+static void draw_step_random(Trainer *tr) {
     for (int l = 0; l < tr->config.n_layers; l++) {
         if (!train_layer_random(tr, l)) continue;
         const AttentionConfig *cfg = &tr->attn[l];
@@ -625,7 +626,7 @@ BlockBuffers train_block_buffers(const Trainer *tr, int l) {
 /* out (N, C) = each of the B sequences' attention over its own T positions. */
 static void attend_batch(const Trainer *tr, int layer, float *out, const float *q,
                          const float *k, const float *v) {
-    AttentionJob att = {tr, layer, out, q, k, v};
+    SequenceAttentionJob att = {tr, layer, out, q, k, v};
     kernels_parallel_for(attention_job, &att, tr->B,   /* scores and sums: ~2 T^2 C each */
                          2.0 * tr->B * tr->T * tr->T * tr->config.dim);
 }
@@ -651,11 +652,11 @@ static void forward_body(void *ctx) {
     memcpy(tr->inputs, inputs, N * sizeof(int));
     /* every weight matrix transposed, for kernels_matmul_wt */
     kernels_parallel_for(transpose_job, tr, MATRICES_PER_LAYER * L + 1, (double)tr->n_params);
-    draw_random(tr);
+    draw_step_random(tr);
 
     /* encoded (N, C) = wte[token] + wpe[t] (wte[token] with rotary positions, which
      * block_qkv applies to q and k), then embedding dropout */
-    Loop embed = {.out = a->encoded, .x = p->wte,
+    TrainForwardJob embed = {.out = a->encoded, .x = p->wte,
                   .y = c->positions == MODEL_POSITIONS_LEARNED ? p->wpe : NULL,
                   .tokens = inputs, .N = (int)N,
                   .C = C, .T = T};
@@ -673,7 +674,7 @@ static void forward_body(void *ctx) {
 
     /* final LayerNorm, logits (N, V) = lnf . wte^T (the tied classifier) */
     block_norm(c, a->lnf, TRAIN_LAYER(a->residual3, L - 1, N, C), p->lnfw, p->lnfb, (int)N);
-    Matrix classifier = matrix_view(tr, p->wte);
+    Matrix classifier = param_matrix(tr, p->wte);
     block_matmul(a->logits, a->lnf, &classifier, NULL, (int)N, C, V, NULL, NULL);
     call->loss = 0.0f;
     if (!targets) return;

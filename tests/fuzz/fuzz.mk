@@ -19,7 +19,7 @@ FUZZ_REGRESSIONS = tests/fuzz/regressions
 FUZZ_HEADERS = tests/fuzz/fuzz.h $(HEADERS)
 # the project's objects every target links (unused ones cost nothing)
 FUZZ_PROJECT = $(B)/lab/attention_spec.o $(B)/lab/eval.o $(B)/cli.o $(B)/sampler.o $(B)/generate.o \
-               $(B)/lab/attnmap.o $(CORE) $(TOK)
+               $(B)/lab/attnmap.o $(B)/lab/run_lab.o $(CORE) $(TOK)
 
 # ---- replay binaries: the project's compiler and flags ----
 $(B)/fuzz/%.o: tests/fuzz/%.c $(FUZZ_HEADERS) $(FLAGS_STAMP)
@@ -53,7 +53,7 @@ $(FUZZ_SEEDS)/.stamp: $(B)/fuzz/make_seeds weights/tokenizer.bin
 FUZZ_ENV = FUZZ_SEEDS=$(FUZZ_SEEDS) FUZZ_REGRESSIONS=$(FUZZ_REGRESSIONS)
 
 # fuzz-replay: every target's replay binary over its regression corpus and seeds; fails
-# if any input crashes (what `make test` runs). Example: make fuzz-replay
+# if any input crashes (what `make check` runs). Example: make fuzz-replay
 fuzz-replay: $(FUZZ_REPLAY) $(FUZZ_SEEDS)/.stamp
 	@$(FUZZ_ENV) FUZZ_BIN=$(B)/fuzz sh tests/fuzz/fuzz.sh replay $(FUZZ_TARGETS)
 
