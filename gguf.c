@@ -1023,19 +1023,25 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
         if (tokenizer_init(&plain, &v, path) != 0) goto done;
         for (size_t i = 0; i < V; i++) rank[i] = INT32_MAX;
         const unsigned char *m = merges->value;
-        unsigned char merged[2 * TOKENIZER_MAX_TOKEN_LEN];
+        unsigned char *merged = malloc(total ? total : 1);   /* a merge spells one token */
+        if (!merged) {
+            fprintf(stderr, "tokenizer: %s: out of memory for the merges\n", path);
+            tokenizer_free(&plain);
+            goto done;
+        }
         for (uint64_t k = 0; k < merges->count && k < INT32_MAX; k++) {
             size_t n = (size_t)get_u64(m), space = 0;
             const unsigned char *s = m + 8;
             m += 8 + n;
             while (space < n && s[space] != ' ') space++;
-            if (space == n || n > sizeof merged) continue;   /* not "A B" */
+            if (space == n || n - 1 > total) continue;   /* not "A B", or no token's bytes */
             long a = token_bytes(merged, s, space, 1, byte_of);
             long b = a < 0 ? -1 : token_bytes(merged + a, s + space + 1, n - space - 1, 1, byte_of);
             if (b < 0) continue;
             int id = tokenizer_find_id(&plain, merged, (size_t)(a + b));
             if (id >= 0 && rank[id] == INT32_MAX) rank[id] = (int32_t)k;
         }
+        free(merged);
         tokenizer_free(&plain);
         v.rank = rank;
     }

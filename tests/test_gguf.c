@@ -168,6 +168,8 @@ typedef struct {
     size_t first_key_len;                 /* the first metadata key's u64 length */
     size_t block_count_type;              /* llama.block_count's u32 type */
     size_t tokens_count;                  /* tokenizer.ggml.tokens' u64 element count */
+    size_t eos_key;                       /* tokenizer.ggml.eos_token_id's key string */
+    size_t tensor_name[16];               /* per tensor info: its name string */
     size_t tensor_type[16], tensor_offset[16], tensor_dim1[16];   /* per tensor info */
     size_t table_end, data_start;
 } Marks;
@@ -240,10 +242,12 @@ static void write_tiny(Buf *f, Marks *m) {
         put(f, &score, 4);
     }
     put_kv_u32(f, "tokenizer.ggml.bos_token_id", 1, NULL);
+    m->eos_key = f->n;
     put_kv_u32(f, "tokenizer.ggml.eos_token_id", 2, NULL);
     /* the tensor table: offsets in order, each padded to ALIGN */
     uint64_t offset = 0;
     for (int t = 0; t < N_TENSORS; t++) {
+        m->tensor_name[t] = f->n;
         put_str(f, TENSORS[t].name);
         int dims = TENSORS[t].rows > 1 ? 2 : 1;
         put_u32(f, (uint32_t)dims);
@@ -364,6 +368,10 @@ static void test_tiny(void) {
     check_refused(&f, "GGUF version 2", "unsupported GGUF version");
     FRESH(); memcpy(f.b + m.first_key_len + 8 + 20 + 4 + 8, "qwen2", 5);
     check_refused(&f, "another architecture", "architecture qwen2");
+    FRESH(); memcpy(f.b + m.eos_key + 8, "tokenizer.ggml.bos_token_id", 27);
+    check_refused(&f, "a metadata key given twice", "duplicate key");
+    FRESH(); memcpy(f.b + m.tensor_name[5] + 8, "blk.0.attn_q.weight", 19);   /* attn_k's */
+    check_refused(&f, "a tensor name given twice", "duplicate tensor name");
     FRESH(); put_at_u64(&f, m.tensor_dim1[4], C - 1);   /* attn_q (C - 1, C) */
     check_refused(&f, "a tensor of the wrong shape", "wrong shape");
     /* a vocabulary of V - 1 tokens: the last string and score dropped from the arrays */
