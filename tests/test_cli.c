@@ -1287,7 +1287,8 @@ static void test_train_flags(void) {
     char command[2048], *err = NULL;
     snprintf(command, sizeof command, "ulimit -v 400000 && %s --help", train);
     if (check_run(command, NULL, NULL) != 0) {
-        check_skip("train under ulimit -v does not start (a sanitizer build): not checked");
+        check_skip("train under ulimit -v does not start (a sanitizer build, or an "
+                   "emulator): not checked");
         return;
     }
     snprintf(command, sizeof command, "ulimit -v 400000 && %s -d %s -o %s/big.bin -z %s/big.tok "
@@ -1405,6 +1406,20 @@ static void test_make_and_runner(void) {
     check_true(code == 0 && out && strstr(out, "./run ") && !strstr(out, "build/train") &&
                !strstr(out, "build/quantize"), "make run builds and runs ./run, not ./train "
                "or ./quantize (make -n run)");
+    free(out);
+    out = NULL;
+    /* make train builds the trainer and trains nothing; make retrain writes under build/,
+     * never over the shipped weights/ (make train trained into weights/model.bin) */
+    code = check_run("MAKEFLAGS= MAKELEVEL= make -n train", &out, NULL);
+    check_true(code == 0 && out && strstr(out, "train") && !strstr(out, "./train -d") &&
+               !strstr(out, "weights/"), "make train builds ./train and trains nothing "
+               "(make -n train)");
+    free(out);
+    out = NULL;
+    code = check_run("MAKEFLAGS= MAKELEVEL= make -n retrain", &out, NULL);
+    check_true(code == 0 && out && strstr(out, "./train -d") &&
+               strstr(out, "-o build/retrain/model.bin") && !strstr(out, "-o weights/"),
+               "make retrain trains into build/retrain/, not weights/ (make -n retrain)");
     free(out);
     out = NULL;
     code = check_run("MAKEFLAGS= MAKELEVEL= make -s help", &out, NULL);
