@@ -23,13 +23,13 @@ endif
 # folders); other systems ignore it.
 # -I: the engine's headers at the top, the attention lab's in lab/, the trainer's in
 # trainer/; a file includes any of them by its name.
-# -pthread: the thread pool (kernels.c) is POSIX threads without OpenMP, and waits on a
+# -pthread: the thread pool (parallel/pool.c) is POSIX threads without OpenMP, and waits on a
 # pthread condition variable in every build; BASE is in every compile and link line
 # (tests, tools, fuzz and the cross builds too).
 BASE = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DARWIN_C_SOURCE -I. -Ilab -Itrainer -Wall \
        -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wstrict-prototypes -ffp-contract=off \
        -pthread
-HEADERS = $(wildcard *.h lab/*.h trainer/*.h)
+HEADERS = $(wildcard *.h lab/*.h trainer/*.h simd/*.h parallel/*.h)
 LDLIBS = -lm
 # OpenMP (parallel matmul rows and attention heads) is on where $(CC) builds and links an
 # OpenMP program (Apple clang does not); OMP=0 builds without it, runs kernels_run's pool
@@ -67,8 +67,14 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
 $(B)/attention.o: attention.c attention.h hash.h kernels.h quant.h
-$(B)/quant.o: quant.c quant.h
-$(B)/kernels.o: kernels.c kernels.h quant.h
+$(B)/quant.o: quant.c quant.h simd/simd.h kernels.h
+$(B)/kernels.o: kernels.c kernels.h quant.h parallel/pool.h simd/simd.h
+# the thread pool, the instruction sets' kernels (simd/) and the trainer's kernels
+$(B)/parallel/pool.o: parallel/pool.c parallel/pool.h simd/simd.h kernels.h quant.h
+$(B)/simd/vec_kernels.o: simd/vec_kernels.c simd/vec.h simd/simd.h kernels.h quant.h hash.h
+$(B)/simd/quant_x86.o: simd/quant_x86.c simd/simd.h kernels.h quant.h
+$(B)/simd/quant_neon.o: simd/quant_neon.c simd/simd.h kernels.h quant.h
+$(B)/trainer/train_kernels.o: trainer/train_kernels.c kernels.h quant.h hash.h simd/simd.h
 $(B)/checkpoint.o: checkpoint.c checkpoint.h kernels.h quant.h os.h
 $(B)/os.o: os.c os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
@@ -115,7 +121,9 @@ $(B)/tests/%.o: tests/%.c tests/check.h $(HEADERS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
-KERNELS = $(B)/kernels.o $(B)/quant.o
+QUANT = $(B)/quant.o $(B)/simd/quant_x86.o $(B)/simd/quant_neon.o
+KERNELS = $(B)/kernels.o $(B)/parallel/pool.o $(B)/simd/vec_kernels.o \
+          $(B)/trainer/train_kernels.o $(QUANT)
 CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
 TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/hash.o $(B)/os.o
 
@@ -241,7 +249,7 @@ TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention 
         $(B)/tests/test_train $(B)/tests/test_eval $(B)/tests/test_generate \
         $(B)/tests/test_attnmap
 $(B)/tests/test_kernels: $(B)/tests/test_kernels.o $(B)/tests/check.o $(KERNELS)
-$(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(B)/quant.o
+$(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(QUANT)
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o \
                            $(KERNELS)
 $(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/tests/check.o \
