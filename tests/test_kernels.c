@@ -591,7 +591,7 @@ static void test_exp_bits(void) {
     float sum = scores ? kernels_exp_sum(scores, N, 1.5f) : 0.0f;
     check_true(scores && fabs((double)sum - sum64) <= 1e-5 * sum64, "kernels_exp_sum: the sum "
                "it returns is the float64 sum of exp(x - 1.5) within 1e-5 (%.9g vs %.9g)",
-               sum, sum64);
+               (double)sum, sum64);
     free(scores);
     free(x); free(out); free(want); free(dout);
 }
