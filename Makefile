@@ -74,7 +74,13 @@ $(B)/parallel/pool.o: parallel/pool.c parallel/pool.h simd/simd.h kernels.h quan
 $(B)/simd/vec_kernels.o: simd/vec_kernels.c simd/vec.h simd/simd.h kernels.h quant.h hash.h
 $(B)/simd/quant_x86.o: simd/quant_x86.c simd/simd.h kernels.h quant.h
 $(B)/simd/quant_neon.o: simd/quant_neon.c simd/simd.h kernels.h quant.h
-$(B)/trainer/train_kernels.o: trainer/train_kernels.c kernels.h quant.h hash.h simd/simd.h
+# The trainer's kernels are linked into every program (block.c and attention.c hold the
+# backward passes), so their object sits with the kernels', not in $(B)/trainer/, which
+# holds the train program's.
+$(B)/kernels/train_kernels.o: trainer/train_kernels.c kernels.h quant.h hash.h simd/simd.h \
+                              $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 $(B)/checkpoint.o: checkpoint.c checkpoint.h kernels.h quant.h os.h
 $(B)/os.o: os.c os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
@@ -123,7 +129,7 @@ $(B)/tests/%.o: tests/%.c tests/check.h $(HEADERS) $(FLAGS_STAMP)
 
 QUANT = $(B)/quant.o $(B)/simd/quant_x86.o $(B)/simd/quant_neon.o
 KERNELS = $(B)/kernels.o $(B)/parallel/pool.o $(B)/simd/vec_kernels.o \
-          $(B)/trainer/train_kernels.o $(QUANT)
+          $(B)/kernels/train_kernels.o $(QUANT)
 CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
 TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/hash.o $(B)/os.o
 
