@@ -2,7 +2,7 @@
  * parameter, by walking trainer_forward in reverse (train_backward.h).
  *
  * Each layer's backward is a kernel of its own: the products' in kernels_matmul_backward
- * (dx and dw on a register tile), LayerNorm's and GELU's in kernels.c, attention's in
+ * (dx and dw on a register tile), LayerNorm's and GELU's in train_kernels.c, attention's in
  * attention.c (one job per sequence), and here the softmax + cross-entropy and the
  * embedding's. Dropout masks are redrawn from their keys (train_dropout), not stored.
  * What this file does not do: the update (train_optim.c).
@@ -34,14 +34,14 @@ typedef struct {
     size_t n;
     int N, C, T, V;
     float scale;
-} Loop;
+} BackwardLoop;
 
 /* ------------------------------------------------------------------------- */
 /* Softmax + cross-entropy, embedding                                          */
 
 /* Rows of dlogits = scale * (probs - onehot(target)), in place. */
-static void crossentropy_job(void *ctx, int j) {
-    const Loop *f = ctx;
+static void crossentropy_backward_job(void *ctx, int j) {
+    const BackwardLoop *f = ctx;
     int V = f->V, n1 = (j + 1) * ROWS_PER_JOB < f->N ? (j + 1) * ROWS_PER_JOB : f->N;
     for (int n = j * ROWS_PER_JOB; n < n1; n++) {
         float *d_n = f->out + (size_t)n * V;
@@ -56,8 +56,8 @@ static void crossentropy_job(void *ctx, int j) {
 }
 
 void train_crossentropy_backward(float *probs, const int *targets, int N, int V, float scale) {
-    Loop f = {.out = probs, .tokens = targets, .N = N, .V = V, .scale = scale};
-    kernels_parallel_for(crossentropy_job, &f, kernels_jobs((size_t)N, ROWS_PER_JOB),
+    BackwardLoop f = {.out = probs, .tokens = targets, .N = N, .V = V, .scale = scale};
+    kernels_parallel_for(crossentropy_backward_job, &f, kernels_jobs((size_t)N, ROWS_PER_JOB),
                          (double)N * V);
 }
 
@@ -65,8 +65,8 @@ void train_crossentropy_backward(float *probs, const int *targets, int N, int V,
  * Job P + k: the rows of dwte of the k-th block of tokens, summing positions n in order
  * (positions may share a token, so a token's row belongs to one job, which scans every
  * position). */
-static void embedding_job(void *ctx, int j) {
-    const Loop *f = ctx;
+static void embedding_backward_job(void *ctx, int j) {
+    const BackwardLoop *f = ctx;
     int C = f->C, T = f->T, P = f->out2 ? T : 0;
     if (j < P) {
         float *dwpe_t = f->out2 + (size_t)j * C;
@@ -89,9 +89,10 @@ static void embedding_job(void *ctx, int j) {
 
 void train_embedding_backward(float *dwte, float *dwpe, const float *dx, const int *tokens,
                               int B, int T, int C, int V) {
-    Loop f = {.out = dwte, .out2 = dwpe, .x = dx, .tokens = tokens, .N = B * T, .C = C,
-              .T = T, .V = V};
-    kernels_parallel_for(embedding_job, &f, (dwpe ? T : 0) + EMBEDDING_JOBS, 2.0 * B * T * C);
+    BackwardLoop f = {.out = dwte, .out2 = dwpe, .x = dx, .tokens = tokens, .N = B * T, .C = C,
+                      .T = T, .V = V};
+    kernels_parallel_for(embedding_backward_job, &f, (dwpe ? T : 0) + EMBEDDING_JOBS,
+                         2.0 * B * T * C);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -103,10 +104,10 @@ typedef struct {
     Trainer *tr;
     int layer;
     const float *q, *k, *v;
-} AttentionJob;
+} AttentionBackwardJob;
 
-static void attention_job(void *ctx, int b) {
-    const AttentionJob *f = ctx;
+static void attention_backward_job(void *ctx, int b) {
+    const AttentionBackwardJob *f = ctx;
     Trainer *tr = f->tr;
     TrainActivations *a = &tr->a;
     size_t seq = (size_t)b * tr->T * tr->config.dim;   /* seek to sequence b */
@@ -165,8 +166,8 @@ static void backward_body(void *ctx) {
         BlockBuffers b = train_block_buffers(tr, l);
         BlockTensors grads = train_layer_tensors(g, c, l);
         block_finish_backward(c, &tr->layers[l], &grads, l, (int)N, &b, &d, &residual);
-        AttentionJob att = {tr, l, b.q, b.k, b.v};
-        kernels_parallel_for(attention_job, &att, B, 4.0 * B * T * T * C);
+        AttentionBackwardJob att = {tr, l, b.q, b.k, b.v};
+        kernels_parallel_for(attention_backward_job, &att, B, 4.0 * B * T * T * C);
         if (tr->attn[l].sink_logit) {   /* the sequences' sink gradients, in order */
             int NH = c->n_heads;
             for (int s = 0; s < B; s++)

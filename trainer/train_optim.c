@@ -50,7 +50,7 @@ typedef struct {
 
 /* Block j of the squared gradient norm, in float64: NORM_LANES interleaved partial sums
  * (independent chains, so the additions overlap), added in a fixed order. */
-static void norm_job(void *ctx, int j) {
+static void grad_norm_job(void *ctx, int j) {
     Update *u = ctx;
     const float *g = u->tr->grads;
     size_t start = (size_t)j * u->block, end = start + u->block;
@@ -111,7 +111,7 @@ static void update_body(void *ctx) {
     const TrainSettings *s = &tr->settings;
     /* global gradient norm: the blocks depend only on n_params, summed in order */
     u->block = (tr->n_params + NORM_BLOCKS - 1) / NORM_BLOCKS;
-    kernels_parallel_for(norm_job, u, NORM_BLOCKS, (double)tr->n_params);
+    kernels_parallel_for(grad_norm_job, u, NORM_BLOCKS, (double)tr->n_params);
     double sum_sq = 0.0;
     for (int j = 0; j < NORM_BLOCKS; j++) sum_sq += u->partial[j];
     u->norm = (float)sqrt(sum_sq);
