@@ -7,9 +7,9 @@
  * the same bits; nothing here reduces across threads.
  *
  * The faster versions for each instruction set (AVX2, AVX-512, NEON) live in simd/, behind
- * one header, simd/simd.h: a call to simd_matmul_block or simd_gelu below is this build's
- * vector kernel, or, in a build without one, the reference kernel of the same name here
- * (simd.h maps the name). The thread pool that runs the jobs lives in parallel/; the
+ * one header, simd/simd.h: a call such as simd_matmul_block below is this build's vector
+ * kernel or, in a build without one, the reference here (matmul_block_reference: simd.h
+ * maps the name). The thread pool that runs the jobs lives in parallel/; the
  * trainer's kernels (backward passes, AdamW) in trainer/train_kernels.c. This file does
  * not know about models: read model.c and block.c for how the kernels are used.
  *

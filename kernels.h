@@ -39,7 +39,7 @@ typedef struct {
 
 /* Sets the number of threads the kernels (and attention) may use, 1 .. the cores
  * available, from the next kernels_run (or OpenMP loop) on. Returns the number that will
- * be used. Until then it is OMP_NUM_THREADS, or every core; without OpenMP kernels.c reads
+ * be used. Until then it is OMP_NUM_THREADS, or every core; without OpenMP parallel/pool.c reads
  * them as OpenMP's runtime would (an invalid OMP_NUM_THREADS is reported on stderr and
  * ignored). */
 int kernels_set_threads(int n);
