@@ -101,7 +101,8 @@ static inline int exp_block_len(size_t rest) {
 
 /* ---- the dot-product tile (decode) ---- */
 
-/* dot_tile_reference's product with the eight partial sums as the eight lanes of a V8,
+/* out (R, C) (row stride ldo) = x (R, IC) . w (C, IC)^T, each row IC floats apart:
+ * matmul_block_reference's products with the eight partial sums as the eight lanes of a V8,
  * one FMA per lane and input chunk: R x C accumulators, so each loaded chunk of a row of
  * w serves R rows of x and each chunk of x serves C rows of w. The last chunk of a row,
  * if short, is read as zeros beyond. Called with constant R and C, so the loops unroll
@@ -458,7 +459,7 @@ float simd_max(const float *x, int n, float init) {
     return max_scalar(x + i, n - i, max_scalar(lanes, VLANES, init));
 }
 
-/* exp_shift_reference on x (n,), the last values in a masked vector (vec_exp has
+/* x (n,) = exp(x - shift) as exp_sum_reference, the last values in a masked vector (vec_exp has
  * exp_approx's bits in every lane, so a tail needs no scalar loop). */
 static void exp_shift_vector(float *x, int n, float shift) {
     Vec shift_v = vec_set1(shift);

@@ -39,14 +39,15 @@
  *   forward  out (N, OC)  = x (N, IC) . wt (IC, OC)     m = n, k = i: A(k, m) = x[m][k]
  *   dx       dx (N, IC)  += dout (N, OC) . w (OC, IC)   m = n, k = o: A(k, m) = dout[m][k]
  *   dw       dw (OC, IC) += dout^T . x (N, IC)          m = o, k = n: A(k, m) = dout[k][m]
- * A tile keeps TILE_MR rows of C by TILE_NV vectors of its columns in registers. For each k,
- * in increasing order, it loads row k of B once (TILE_NV vectors) and broadcasts TILE_MR
- * values of A: TILE_MR x TILE_NV FMAs for TILE_NV + TILE_MR loads. Every C[m][j] is
+ * The vector tile (simd/vec_kernels.c) keeps TILE_MR rows of C by TILE_COLS of its columns
+ * in registers. For each k, in increasing order, it loads row k of B once and broadcasts
+ * TILE_MR values of A, one FMA per entry of the tile. Every C[m][j] is
  * therefore one lane's FMA chain over k in increasing order, starting from C's old value
  * (accumulate) or from 0 (store), whatever the tile, the cache block (the chain goes on
  * through memory) or the job: the bits depend only on the shapes and the build. A job
  * is a block of C; within it, TILE_KB values of k at a time, a strip of TILE_COLS columns
- * of B stays in L1 while every tile of rows passes over it.
+ * of B stays in L1 while every tile of rows passes over it. The reference below makes the
+ * same chains with a multiply and an add per step.
  */
 #define TILE_MR SIMD_TILE_MR           /* rows of C per tile (simd.h: this build's tile) */
 #define TILE_COLS SIMD_TILE_COLS       /* columns of C per tile */
@@ -57,7 +58,6 @@
 #define PRODUCT_CHAIN_ROWS 256         /* dw: at most this many rows per job (its strip of
                                         * C, 256 x TILE_COLS floats: 64 KiB with AVX-512,
                                         * 16 KiB with AVX2, stays in L2 between blocks of k) */
-
 
 /* One product's operands and its split into jobs (blocks of rows x blocks of columns). */
 typedef struct {
