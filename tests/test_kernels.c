@@ -642,7 +642,7 @@ static void test_dropout(void) {
     if (!check_true(ones && kept, "dropout share: memory")) { free(ones); free(kept); return; }
     for (int i = 0; i < LONG; i++) ones[i] = 1.0f;
     for (size_t r = 0; r < sizeof rates / sizeof *rates; r++) {
-        double p = rates[r];
+        double p = (double)rates[r];
         kernels_dropout(kept, ones, LONG, rates[r], 777);
         int zeros = 0;
         for (int i = 0; i < LONG; i++) zeros += kept[i] == 0.0f;
