@@ -19,7 +19,7 @@ TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention 
 TRAIN_TESTS = $(B)/tests/test_train_grad $(B)/tests/test_train_runs $(B)/tests/test_bpe \
               $(B)/tests/test_train_cli
 $(B)/tests/test_kernels: $(B)/tests/test_kernels.o $(B)/tests/check.o $(KERNELS)
-$(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(B)/quant.o
+$(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(QUANT)
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o \
                            $(KERNELS)
 $(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/tests/check.o \
@@ -39,7 +39,7 @@ $(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/lab/a
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
 $(B)/tests/train_fixtures.o: tests/train_fixtures.c tests/train_fixtures.h
 $(TRAIN_TESTS): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/check.o $(B)/tests/train_fixtures.o \
-                $(TRAIN_LIB) $(B)/cli.o $(B)/trainer/bpe.o $(B)/lab/attention_spec.o $(CORE) $(TOK)
+                $(TRAIN_LIB) $(B)/platform/cli.o $(B)/trainer/bpe.o $(B)/lab/attention_spec.o $(CORE) $(TOK)
 $(TESTS):
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
