@@ -19,7 +19,9 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
-KERNELS = $(B)/kernels.o $(B)/quant.o
+QUANT = $(B)/quant.o $(B)/simd/quant_x86.o $(B)/simd/quant_neon.o
+KERNELS = $(B)/kernels.o $(B)/parallel/pool.o $(B)/simd/vec_kernels.o \
+          $(B)/kernels/train_kernels.o $(QUANT)
 CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
 TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/hash.o $(B)/os.o
 # the lab's parts of ./run (lab/run_lab.c wires them in): the variants' specs, --eval,

@@ -2,10 +2,12 @@
  * reference the tests hold it to.
  *
  * Matrix products (fp32, and int8 through quant.h), LayerNorm, RMSNorm, GELU and SwiGLU,
- * what the trainer adds (its forward and backward products on one register tile, the
- * LayerNorm and GELU backward, AdamW), and the one place that decides how work is split
- * across threads. Fast paths use AVX-512, AVX2 + FMA or NEON (AArch64) intrinsics when the
- * build targets them (KERNELS_SIMD is then 1); every kernel keeps a portable C path.
+ * attention's loops, and the one place that decides how work is split across threads
+ * (kernels.c; the thread pool behind it is parallel/pool.c); then what the trainer adds
+ * (its forward and backward products on one register tile, the LayerNorm and GELU
+ * backward, AdamW, dropout: trainer/train_kernels.c). Every kernel is written in plain C;
+ * fast paths use AVX-512, AVX2 + FMA or NEON (AArch64) intrinsics when the build targets
+ * them, behind simd/simd.h (kernels_isa names the one built).
  * Results are bitwise identical for any thread count: each output is computed by one
  * thread, in an order that depends only on the shapes. They are not bitwise equal between
  * the SIMD and the portable paths (FMA rounds once, the portable path twice); tests bound
@@ -18,35 +20,10 @@
 #ifndef KERNELS_H
 #define KERNELS_H
 
-#include <float.h>    /* FLT_EVAL_METHOD */
 #include <stddef.h>   /* size_t */
 #include <stdint.h>   /* int8_t, int32_t */
 #include "quant.h"    /* QuantMatrix */
 
-/* The SIMD lanes round every operation to float, which scalar C does only where floats are
- * evaluated as floats (FLT_EVAL_METHOD 0). On x87 (32-bit x86 unless built with -msse2
- * -mfpmath=sse) scalar code keeps extra precision, and the lanes would not give the bits of
- * the scalar loops they must equal (exp, GELU, AdamW): such a build uses the portable paths. */
-#if defined(__AVX2__) && defined(__FMA__) && FLT_EVAL_METHOD == 0
-#define KERNELS_SIMD 1         /* the AVX2 + FMA (and AVX-512) paths are compiled in */
-#elif defined(__ARM_NEON) && defined(__aarch64__) && FLT_EVAL_METHOD == 0
-#define KERNELS_SIMD 1         /* the NEON paths are compiled in (AArch64: FMA, division and
-                                * square root on vectors) */
-#else
-#define KERNELS_SIMD 0         /* portable C only */
-#endif
-
-#ifndef KERNELS_PARALLEL_MIN_MACS
-#define KERNELS_PARALLEL_MIN_MACS (1L << 17)  /* outside kernels_run (OpenMP builds), smaller
-                                               * loops run on one thread: starting a parallel
-                                               * region costs more than a second thread
-                                               * saves */
-#endif
-#ifndef KERNELS_POOL_MIN_WORK
-#define KERNELS_POOL_MIN_WORK (1L << 14)      /* inside kernels_run, the pool hands out jobs
-                                               * for loops from this size: a job costs an
-                                               * atomic, not a thread start */
-#endif
 #define KERNELS_NORM_EPS 1e-5f   /* LayerNorm (GPT-2) and RMSNorm (Llama) epsilon */
 
 /* A weight matrix W (OC, IC) as the forward pass uses it: fp32, or int8 with group
@@ -62,7 +39,7 @@ typedef struct {
 
 /* Sets the number of threads the kernels (and attention) may use, 1 .. the cores
  * available, from the next kernels_run (or OpenMP loop) on. Returns the number that will
- * be used. Until then it is OMP_NUM_THREADS, or every core; without OpenMP kernels.c reads
+ * be used. Until then it is OMP_NUM_THREADS, or every core; without OpenMP parallel/pool.c reads
  * them as OpenMP's runtime would (an invalid OMP_NUM_THREADS is reported on stderr and
  * ignored). */
 int kernels_set_threads(int n);
@@ -117,39 +94,11 @@ const char *kernels_isa(void);
 void kernels_matmul_reference(float *out, const float *x, const float *w, const float *b,
                               int N, int IC, int OC);
 
-/* The trainer's forward product with the weights transposed in advance: out (N, OC) =
- * x (N, IC) . wt (IC, OC) + b (OC,) (b may be NULL), on a register tile of several rows
- * of x by several vectors of wt's row. Each output is one FMA chain over i in increasing
- * order from 0, then + b: the bits of kernels_matmul's broadcast path (N >=
- * kernels_gemm_min_rows(), IC <= 1024) and never dependent on the thread count. */
-void kernels_matmul_wt(float *out, const float *x, const float *wt, const float *b,
-                       int N, int IC, int OC);
-
-/* How a kernel writes an output: added to what is there, or in place of it. */
-typedef enum { KERNELS_ACCUMULATE, KERNELS_OVERWRITE } KernelsWrite;
-
-/* C (M, NC) (+)= A . B on the calling thread alone, for small products inside a job
- * (attention's backward): A(k, m) = a[k * a_k + m * a_m] for k < K, B (K, NC) rows ldb
- * floats apart, C rows ldc apart. Each C[m][j] is one FMA chain over k in increasing order
- * from its old value (KERNELS_ACCUMULATE) or from 0 (KERNELS_OVERWRITE), on
- * kernels_matmul_wt's register tile. */
-void kernels_product(float *c, int ldc, const float *a, long a_k, long a_m, const float *b,
-                     int ldb, int M, int NC, int K, KernelsWrite write);
-
-/* dst (cols, rows) = src (rows, cols)^T. dst and src must not overlap. */
-void kernels_transpose(float *dst, const float *src, int rows, int cols);
-
-/* Gradients of out = x w^T + b: dx (N, IC) += dout (N, OC) . w (OC, IC) (or =, with
- * dx_write KERNELS_OVERWRITE: no need to zero dx first); dw (OC, IC) += dout^T . x (N, IC);
- * db (OC,) += column sums of dout. dx and db may be NULL (not wanted). dx and dw use
- * kernels_matmul_wt's register tile: each entry is one FMA chain over o (dx) or n (dw), and
- * each of db one chain of adds over n, in increasing order, starting from its old value (or
- * 0), whatever the thread count. */
-void kernels_matmul_backward(float *dx, float *dw, float *db, const float *dout,
-                             const float *x, const float *w, int N, int IC, int OC,
-                             KernelsWrite dx_write);
-
 /* ---- normalisation and activations ---- */
+
+/* mean and rstd = 1 / sqrt(var + eps) of the row x_n (C,), as kernels_layernorm (and the
+ * trainer's backward) compute them. */
+void kernels_norm_stats(const float *x_n, int C, float *mean, float *rstd);
 
 /* out (N, C) = (x - mean) / sqrt(var + eps) * w + b over each row of x (N, C). */
 void kernels_layernorm(float *out, const float *x, const float *w, const float *b, int N, int C);
@@ -162,37 +111,8 @@ void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C);
  * x (in place). */
 void kernels_gelu(float *out, const float *x, size_t n);
 
-/* dx (n,) = GELU'(x) * dout for kernels_gelu's GELU; dx may be dout (in place). */
-void kernels_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
-
-/* Backward of kernels_layernorm, out = LN(x; w, b) over rows of x (N, C): dx (N, C) +=
- * d loss / d x; dw, db (C,) += d loss / d w, d b, given dout (N, C) = d loss / d out.
- * mean, rstd (N,) receive each row's statistics (recomputed from x). Rows of dx, then
- * columns of dw and db (each a sum over n in increasing order) run as jobs of their own:
- * the same bits for any thread count. */
-void kernels_layernorm_backward(float *dx, float *dw, float *db, const float *dout,
-                                const float *x, const float *w, float *mean, float *rstd,
-                                int N, int C);
-
 /* out (n,) = SiLU(hidden) * gate, SiLU(v) = v / (1 + exp(-v)); out may be hidden. */
 void kernels_swiglu(float *out, const float *hidden, const float *gate, size_t n);
-
-/* One AdamW step's settings (Loshchilov & Hutter, AdamW, Algorithm 2). */
-typedef struct {
-    float lr;             /* learning rate of this step */
-    float beta1, beta2;   /* moment decays */
-    float eps;
-    float weight_decay;   /* decoupled decay of this tensor (0 for biases and norms) */
-    float grad_scale;     /* the gradient is multiplied by this first (clipping) */
-    float correction1, correction2;   /* 1 - beta1^t, 1 - beta2^t */
-} KernelsAdamW;
-
-/* AdamW over n parameters: g = grad * grad_scale; m = beta1 m + (1 - beta1) g;
- * v = beta2 v + (1 - beta2) g g; param -= lr (m / c1 / (sqrt(v / c2) + eps) + decay param),
- * each in that order with no fused operation, so every path gives the scalar formula's
- * bits (vector division and square root round as the scalar ones). */
-void kernels_adamw(float *param, const float *grad, float *m, float *v, size_t n,
-                   const KernelsAdamW *h);
 
 /* exp(x) in float: within 2 ulp where exp(x) is a normal float (x >= -87.33), within 2^-149
  * where it is subnormal (down to x = -103.97; 0 below), +inf for x > 88.72284, NaN for NaN;
@@ -225,18 +145,81 @@ float kernels_max(const float *x, int n, float init);
 /* x (n,) = exp(x - shift) (kernels_expf), in place; returns the sum of the new x. */
 float kernels_exp_sum(float *x, int n, float shift);
 
-/* Dropout, hash.h's rule: out[i] = 0 if element key + i of the mask is dropped at rate p,
- * else x[i] / (1 - p) (as x[i] * (1 / (1 - p))), for i < n; out may be x. p in [0, 1). */
-void kernels_dropout(float *out, const float *x, size_t n, float p, uint64_t key);
-
 /* Runs job(ctx, j) for j = 0 .. n_jobs-1, each writing only its own outputs: on the pool
- * inside kernels_run when work >= KERNELS_POOL_MIN_WORK and n_jobs is 2 .. 65535 (more
- * jobs run there on the calling thread), as an OpenMP loop outside it when
- * work >= KERNELS_PARALLEL_MIN_MACS (in OpenMP builds), else on the calling thread alone.
+ * inside kernels_run when work >= POOL_MIN_WORK (parallel/pool.h) and n_jobs is 2 .. 65535
+ * (more jobs run there on the calling thread), as an OpenMP loop outside it when
+ * work >= POOL_PARALLEL_MIN_MACS (in OpenMP builds), else on the calling thread alone.
  * work counts multiply-adds or the like, as a double: an estimate whose products of three
  * or four sizes overflow a 32-bit long, never a double. Called from inside a job (a job
  * that starts a loop of its own, on any thread), it runs that loop on the calling thread
  * alone. */
 void kernels_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, double work);
+
+/* ---- the trainer's kernels (trainer/train_kernels.c) ---- */
+
+/* The trainer's forward product with the weights transposed in advance: out (N, OC) =
+ * x (N, IC) . wt (IC, OC) + b (OC,) (b may be NULL), on a register tile of several rows
+ * of x by several vectors of wt's row. Each output is one FMA chain over i in increasing
+ * order from 0, then + b: the bits of kernels_matmul's broadcast path (N >=
+ * kernels_gemm_min_rows(), IC <= 1024) and never dependent on the thread count. */
+void kernels_matmul_wt(float *out, const float *x, const float *wt, const float *b,
+                       int N, int IC, int OC);
+
+/* How a kernel writes an output: added to what is there, or in place of it. */
+typedef enum { KERNELS_ACCUMULATE, KERNELS_OVERWRITE } KernelsWrite;
+
+/* C (M, NC) (+)= A . B on the calling thread alone, for small products inside a job
+ * (attention's backward): A(k, m) = a[k * a_k + m * a_m] for k < K, B (K, NC) rows ldb
+ * floats apart, C rows ldc apart. Each C[m][j] is one FMA chain over k in increasing order
+ * from its old value (KERNELS_ACCUMULATE) or from 0 (KERNELS_OVERWRITE), on
+ * kernels_matmul_wt's register tile. */
+void kernels_product(float *c, int ldc, const float *a, long a_k, long a_m, const float *b,
+                     int ldb, int M, int NC, int K, KernelsWrite write);
+
+/* dst (cols, rows) = src (rows, cols)^T. dst and src must not overlap. */
+void kernels_transpose(float *dst, const float *src, int rows, int cols);
+
+/* Gradients of out = x w^T + b: dx (N, IC) += dout (N, OC) . w (OC, IC) (or =, with
+ * dx_write KERNELS_OVERWRITE: no need to zero dx first); dw (OC, IC) += dout^T . x (N, IC);
+ * db (OC,) += column sums of dout. dx and db may be NULL (not wanted). dx and dw use
+ * kernels_matmul_wt's register tile: each entry is one FMA chain over o (dx) or n (dw), and
+ * each of db one chain of adds over n, in increasing order, starting from its old value (or
+ * 0), whatever the thread count. */
+void kernels_matmul_backward(float *dx, float *dw, float *db, const float *dout,
+                             const float *x, const float *w, int N, int IC, int OC,
+                             KernelsWrite dx_write);
+
+/* dx (n,) = GELU'(x) * dout for kernels_gelu's GELU; dx may be dout (in place). */
+void kernels_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
+
+/* Backward of kernels_layernorm, out = LN(x; w, b) over rows of x (N, C): dx (N, C) +=
+ * d loss / d x; dw, db (C,) += d loss / d w, d b, given dout (N, C) = d loss / d out.
+ * mean, rstd (N,) receive each row's statistics (recomputed from x). Rows of dx, then
+ * columns of dw and db (each a sum over n in increasing order) run as jobs of their own:
+ * the same bits for any thread count. */
+void kernels_layernorm_backward(float *dx, float *dw, float *db, const float *dout,
+                                const float *x, const float *w, float *mean, float *rstd,
+                                int N, int C);
+
+/* One AdamW step's settings (Loshchilov & Hutter, AdamW, Algorithm 2). */
+typedef struct {
+    float lr;             /* learning rate of this step */
+    float beta1, beta2;   /* moment decays */
+    float eps;
+    float weight_decay;   /* decoupled decay of this tensor (0 for biases and norms) */
+    float grad_scale;     /* the gradient is multiplied by this first (clipping) */
+    float correction1, correction2;   /* 1 - beta1^t, 1 - beta2^t */
+} KernelsAdamW;
+
+/* AdamW over n parameters: g = grad * grad_scale; m = beta1 m + (1 - beta1) g;
+ * v = beta2 v + (1 - beta2) g g; param -= lr (m / c1 / (sqrt(v / c2) + eps) + decay param),
+ * each in that order with no fused operation, so every path gives the scalar formula's
+ * bits (vector division and square root round as the scalar ones). */
+void kernels_adamw(float *param, const float *grad, float *m, float *v, size_t n,
+                   const KernelsAdamW *h);
+
+/* Dropout, hash.h's rule: out[i] = 0 if element key + i of the mask is dropped at rate p,
+ * else x[i] / (1 - p) (as x[i] * (1 / (1 - p))), for i < n; out may be x. p in [0, 1). */
+void kernels_dropout(float *out, const float *x, size_t n, float p, uint64_t key);
 
 #endif /* KERNELS_H */

@@ -1,16 +1,15 @@
 /* quant.c: per-group int8 quantization and the int8 matmul kernels declared in quant.h.
  *
- * Sections: the reference kernels (portable C: what each computes, and what a build
- * without vector instructions runs), then one section per instruction set with its
- * versions of the hot kernels: quantizing activations and the matmul of one row of x at a
- * time for groups that are a multiple of 32 (AVX2, where AVX-512 VNNI or AVX-VNNI replaces
- * two of its instructions by one), and the prefill GEMM's register tile, which takes several
- * rows of x at once (AVX2, NEON); then the public functions, which pick one at compile
- * time. The vector quantizer gives the reference's bits; the row-at-a-time vector matmul
- * differs from the reference only in the order of its float additions; the GEMM gives, for
- * each output, the bits the row-at-a-time path of the same build gives (so a prompt run
- * at once and token by token agree exactly). Nothing here allocates or threads: the caller
- * splits output columns among threads.
+ * The reference kernels, in plain C: what each computes, and what a build without vector
+ * instructions runs. The instruction sets' versions of the hot ones (quantizing
+ * activations, the matmul one row of x at a time, the prefill GEMM's register tile that
+ * takes several rows of x at once) live behind simd/simd.h, which names them simd_q8_*:
+ * each is the reference's own function where the build has no vector version. The vector
+ * quantizer gives the reference's bits; the row-at-a-time vector matmul differs from the
+ * reference only in the order of its float additions; the GEMM gives, for each output, the
+ * bits the row path of the same build gives (so a prompt run at once and token by token
+ * agree exactly). Nothing here allocates or threads: the caller splits output columns
+ * among threads.
  */
 #include "quant.h"
 
@@ -18,32 +17,15 @@
 #include <stddef.h>   /* size_t */
 #include <stdint.h>   /* int8_t, int32_t */
 #include <string.h>   /* memset */
-#if defined(__AVX2__)
-#include <immintrin.h>  /* AVX2 (and VNNI) intrinsics */
-#elif defined(__ARM_NEON) && defined(__aarch64__)
-#include <arm_neon.h>   /* NEON (and dot-product) intrinsics: the GEMM's tile */
-#endif
 
-#define QUANT_CHUNK 32      /* int8s per AVX2 register: the SIMD matmul needs group % 32 == 0 */
-#define QUANT_LANES 8       /* floats (or int32s) per AVX2 register */
-#define QUANT_ROW_TILE 4    /* rows of w per pass of the SIMD matmul: each x load feeds four rows */
-/* A single row of x against a w of at least this many int8s reads w as four sequential
- * runs of rows rather than four adjacent rows at a time: such a w comes from memory at
- * every token, and the four runs stream it faster (Zen 4, one thread, decode: a random
- * s110m in int8 62 -> 160 tokens/s, s15m's 1117 -> 1210; AVX2 code 60 -> 159 and 1034 ->
- * 1172). Below it (the shipped model's 16 KiB matrices) w stays in the caches. Measured,
- * not derived: s15m's smallest matrix is 81 KiB. */
-#define QUANT_STREAM_BYTES (72 << 10)
+#include "simd/simd.h"  /* simd_q8_*: this build's vector kernels, or the references below */
 
-/* The GEMM's tile is inlined into its callers, where its shape is constant: only then do its
- * loops unroll and its sums stay in registers. The GEMM's driver is kept out of
- * quant_matmul_block, so that a single row (decode) goes through it to the row path without
- * saving the registers the GEMM uses. */
+/* The GEMM's driver (and the reference's rows) are kept out of quant_matmul_block, so that
+ * a single row (decode) goes through it to the vector row path without saving the
+ * registers the others use. */
 #if defined(__GNUC__)
-#define ALWAYS_INLINE inline __attribute__((always_inline))
 #define NEVER_INLINE __attribute__((noinline))
 #else
-#define ALWAYS_INLINE inline
 #define NEVER_INLINE
 #endif
 
@@ -111,489 +93,17 @@ static float dot_row_reference(const int8_t *xq, const float *xs, const int8_t *
     return acc;
 }
 
-/* ==== AVX2 (and VNNI: AVX-512's or AVX's) ==== */
-#ifdef __AVX2__
-/* absmax_reference, eight values at a time. max is exact, so the result is the same. */
-static float absmax_avx2(const float *x, int n) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 vmax = _mm256_setzero_ps(), vnan = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + QUANT_LANES <= n; i += QUANT_LANES) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, v));
-        vnan = _mm256_or_ps(vnan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));  /* _mm256_max_ps drops NaN */
-    }
-    if (_mm256_movemask_ps(vnan)) return NAN;
-    float lanes[QUANT_LANES];
-    _mm256_storeu_ps(lanes, vmax);
-    float amax = absmax_reference(x + i, n - i);
-    for (int j = 0; j < QUANT_LANES; j++)
-        if (lanes[j] > amax) amax = lanes[j];
-    return amax;                       /* NaN if the tail held one: NaN > lanes is false */
-}
-
-/* round_reference, eight values at a time, bit for bit: the same IEEE division, then
- * round half away from zero built from truncation (v - trunc(v) is exact). */
-static void round_avx2(int8_t *q, const float *x, int n, float scale) {
-    const __m256 vscale = _mm256_set1_ps(scale), sign = _mm256_set1_ps(-0.0f);
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
-    const __m256 qmax = _mm256_set1_ps((float)QUANT_Q_MAX);
-    const __m256 qmin = _mm256_set1_ps((float)-QUANT_Q_MAX);
-    int i = 0;
-    for (; i + QUANT_LANES <= n; i += QUANT_LANES) {
-        __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vscale);
-        __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-        __m256 away = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), half, _CMP_GE_OQ);
-        __m256 step = _mm256_and_ps(away, _mm256_or_ps(_mm256_and_ps(sign, v), one));  /* +-1 */
-        __m256 r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(t, step), qmin), qmax);
-        __m256i r32 = _mm256_cvttps_epi32(r);      /* exact: r is an integer in [-127, 127] */
-        __m128i r16 = _mm_packs_epi32(_mm256_castsi256_si128(r32),
-                                      _mm256_extracti128_si256(r32, 1));
-        _mm_storel_epi64((__m128i *)(q + i), _mm_packs_epi16(r16, r16));
-    }
-    round_reference(q + i, x + i, n - i, scale);
-}
-
-/* acc + a * b, fused when the build has FMA (-mavx2 alone does not). */
-static inline __m256 mul_add(__m256 a, __m256 b, __m256 acc) {
-#ifdef __FMA__
-    return _mm256_fmadd_ps(a, b, acc);
-#else
-    return _mm256_add_ps(acc, _mm256_mul_ps(a, b));
-#endif
-}
-
-/* acc (8 x int32) plus the 32 products x[i] * w[i] of int8 registers x and w, four per
- * lane; ax = |x|. The multiply instructions take one unsigned and one signed operand, so
- * the sign of x moves onto w: x * w = |x| * (w with x's sign). Safe because every q is in
- * [-127, 127]: |x| fits in a u8, negating w cannot overflow (it could for -128), and
- * maddubs's int16 sums of two products stay <= 2 * 127 * 127 = 32258 < 32767, where a
- * -128 would give 2 * 128 * 128 = 32768 and saturate. */
-static inline __m256i dot32_add(__m256i acc, __m256i ax, __m256i x, __m256i w) {
-    __m256i sw = _mm256_sign_epi8(w, x);   /* w * sign(x), and 0 where x is 0 */
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return _mm256_dpbusd_epi32(acc, ax, sw);   /* u8 x s8, four products per int32 lane */
-#elif defined(__AVXVNNI__)
-    return _mm256_dpbusd_avx_epi32(acc, ax, sw);   /* the same, VEX-encoded (no AVX-512) */
-#else
-    __m256i pairs = _mm256_maddubs_epi16(ax, sw);                          /* 16 x int16 */
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-#endif
-}
-
-/* The sum of the eight lanes of v. */
-static inline float sum_lanes(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* v with t added to its lane 0. */
-static inline __m256i add_lane0(__m256i v, int32_t t) {
-    return _mm256_add_epi32(v, _mm256_setr_epi32(t, 0, 0, 0, 0, 0, 0, 0));
-}
-
-/* x · w for one activation row x and one weight row w (q (cols,), scales (groups,)):
- * dot_row_reference's arithmetic for group % 32 == 0. Each group's int32 sums stay in
- * eight lanes, which are converted, scaled and accumulated in eight float lanes, added
- * up at the end. The last group may be shorter than group: its values past the last
- * whole register are summed in scalar code and added to lane 0. */
-static float dot_row_avx2(const int8_t *xq, const float *xs, const int8_t *wq,
-                          const float *ws, int cols, int group, int groups) {
-    __m256 acc = _mm256_setzero_ps();
-    int whole_groups = cols / group, c = 0;   /* c runs over the row, group after group */
-    for (int g = 0; g < groups; g++) {
-        int end = g < whole_groups ? c + group : cols;
-        __m256i dot = _mm256_setzero_si256();
-        for (; c + QUANT_CHUNK <= end; c += QUANT_CHUNK) {
-            __m256i x = _mm256_loadu_si256((const __m256i *)(xq + c));
-            __m256i v = _mm256_loadu_si256((const __m256i *)(wq + c));
-            dot = dot32_add(dot, _mm256_abs_epi8(x), x, v);
-        }
-        if (c < end) {   /* only in a short last group */
-            dot = add_lane0(dot, dot_i8(xq + c, wq + c, end - c));
-            c = end;
-        }
-        acc = mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xs[g] * ws[g]), acc);
-    }
-    return sum_lanes(acc);
-}
-
-/* sums (4,) = x · w_r for QUANT_ROW_TILE = 4 weight rows w_r, step rows apart (q rows
- * step * cols apart, scale rows step * groups apart): dot_row_avx2 four times over, each x
- * register loaded once for the four rows. Each row sees dot_row_avx2's operations in its
- * order, so an output has the same bits whichever of the two computes it. */
-static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const int8_t *wq,
-                           const float *ws, size_t step, int cols, int group, int groups) {
-    size_t q_step = step * (size_t)cols, s_step = step * (size_t)groups;
-    const int8_t *w0 = wq, *w1 = w0 + q_step, *w2 = w1 + q_step, *w3 = w2 + q_step;
-    const float *s0 = ws, *s1 = s0 + s_step, *s2 = s1 + s_step, *s3 = s2 + s_step;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    int whole_groups = cols / group, c = 0;
-    for (int g = 0; g < groups; g++) {
-        int end = g < whole_groups ? c + group : cols;
-        __m256i dot0 = _mm256_setzero_si256(), dot1 = dot0, dot2 = dot0, dot3 = dot0;
-        for (; c + QUANT_CHUNK <= end; c += QUANT_CHUNK) {
-            __m256i x = _mm256_loadu_si256((const __m256i *)(xq + c));
-            __m256i ax = _mm256_abs_epi8(x);
-            dot0 = dot32_add(dot0, ax, x, _mm256_loadu_si256((const __m256i *)(w0 + c)));
-            dot1 = dot32_add(dot1, ax, x, _mm256_loadu_si256((const __m256i *)(w1 + c)));
-            dot2 = dot32_add(dot2, ax, x, _mm256_loadu_si256((const __m256i *)(w2 + c)));
-            dot3 = dot32_add(dot3, ax, x, _mm256_loadu_si256((const __m256i *)(w3 + c)));
-        }
-        if (c < end) {   /* only in a short last group */
-            dot0 = add_lane0(dot0, dot_i8(xq + c, w0 + c, end - c));
-            dot1 = add_lane0(dot1, dot_i8(xq + c, w1 + c, end - c));
-            dot2 = add_lane0(dot2, dot_i8(xq + c, w2 + c, end - c));
-            dot3 = add_lane0(dot3, dot_i8(xq + c, w3 + c, end - c));
-            c = end;
-        }
-        acc0 = mul_add(_mm256_cvtepi32_ps(dot0), _mm256_set1_ps(xs[g] * s0[g]), acc0);
-        acc1 = mul_add(_mm256_cvtepi32_ps(dot1), _mm256_set1_ps(xs[g] * s1[g]), acc1);
-        acc2 = mul_add(_mm256_cvtepi32_ps(dot2), _mm256_set1_ps(xs[g] * s2[g]), acc2);
-        acc3 = mul_add(_mm256_cvtepi32_ps(dot3), _mm256_set1_ps(xs[g] * s3[g]), acc3);
-    }
-    sums[0] = sum_lanes(acc0);
-    sums[1] = sum_lanes(acc1);
-    sums[2] = sum_lanes(acc2);
-    sums[3] = sum_lanes(acc3);
-}
-
-/* Columns o0 .. of quant_matmul_block for group % 32 == 0: tiles of QUANT_ROW_TILE rows of
- * w, then single rows; for N > 1 a tile's rows of w (4 x cols bytes) stay in L1 while the
- * N rows of x go past them. A single row of x against a large w (decode) takes its tiles'
- * four rows a quarter of the columns apart instead, so w is read as four sequential runs.
- * Every output has dot_row_avx2's bits in each case. Returns o1. */
-static int matmul_block_avx2(float *out, const int8_t *xq, const float *xs,
-                             const QuantMatrix *w, const float *bias, int N, int o0, int o1) {
-    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
-    int o = o0;
-    if (N == 1 && (size_t)OC * (size_t)cols >= QUANT_STREAM_BYTES) {
-        /* decode of a large w: four sequential runs of rows, a quarter of the range apart */
-        int quarter = (o1 - o0) / QUANT_ROW_TILE;
-        for (int i = 0; i < quarter; i++) {
-            float sums[QUANT_ROW_TILE];
-            dot_rows4_avx2(sums, xq, xs, w->q + (size_t)(o0 + i) * (size_t)cols,
-                           w->scale + (size_t)(o0 + i) * (size_t)groups, (size_t)quarter, cols,
-                           group, groups);
-            for (int r = 0; r < QUANT_ROW_TILE; r++) {
-                int c = o0 + i + r * quarter;
-                out[c] = sums[r] + (bias ? bias[c] : 0.0f);
-            }
-        }
-        o = o0 + QUANT_ROW_TILE * quarter;   /* the tiles below take the rows left over */
-    }
-    for (; o + QUANT_ROW_TILE <= o1; o += QUANT_ROW_TILE) {
-        const int8_t *wq = w->q + (size_t)o * (size_t)cols;
-        const float *ws = w->scale + (size_t)o * (size_t)groups;
-        for (int n = 0; n < N; n++) {
-            const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
-            const float *xs_n = xs + (size_t)n * (size_t)groups;
-            float sums[QUANT_ROW_TILE], *out_n = out + (size_t)n * (size_t)OC;
-            dot_rows4_avx2(sums, xq_n, xs_n, wq, ws, 1, cols, group, groups);
-            for (int r = 0; r < QUANT_ROW_TILE; r++)
-                out_n[o + r] = sums[r] + (bias ? bias[o + r] : 0.0f);
-        }
-    }
-    for (; o < o1; o++) {   /* the rows left over from the tiles */
-        const int8_t *wq = w->q + (size_t)o * (size_t)cols;
-        const float *ws = w->scale + (size_t)o * (size_t)groups;
-        for (int n = 0; n < N; n++)
-            out[(size_t)n * (size_t)OC + (size_t)o] =
-                dot_row_avx2(xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
-                             wq, ws, cols, group, groups) + (bias ? bias[o] : 0.0f);
-    }
-    return o;
-}
-
-/* -- The prefill GEMM: several rows of x at once --
- *
- * A tile of QUANT_GEMM_R rows of x by QUANT_GEMM_C rows of w (output columns): per group,
- * each chunk of x is prepared once for the tile's rows of w and each chunk of w loaded once
- * for its rows of x, and every (row of x, row of w) pair keeps dot_row_avx2's eight float
- * lanes in a register of its own. The vocabulary:
- *   GemmX            a chunk of 32 values of x, prepared for the multiplies (gemm_x)
- *   gemm_start       a pair's integer lanes before its products with one chunk of w
- *   gemm_dot_add     those lanes plus the products of a GemmX with that chunk of w
- * They keep dot_row_avx2's integer lanes exactly (lane j: the products of values 4j .. 4j+3
- * of each chunk; integer sums are exact, however they are formed), and the float steps are
- * dot_row_avx2's in its order (the lanes converted, times x's scale times w's, added with
- * mul_add, group after group; sum_lanes; + bias): every output has the bits the row path
- * gives it. */
-#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
-/* With VNNI, x moves to unsigned rather than its sign onto w: x + 128 is in [1, 255] (every
- * q is in [-127, 127]), and vpdpbusd's lanes then gain 128 times w's lane sums, which a
- * pair starts below by subtracting them (computed once per chunk of w, for all the tile's
- * rows of x). One instruction per pair and chunk, where the sign trick takes two. */
-typedef __m256i GemmX;   /* x + 128 as unsigned bytes */
-
-static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return _mm256_dpbusd_epi32(acc, u, s);
-#else
-    return _mm256_dpbusd_avx_epi32(acc, u, s);
-#endif
-}
-
-static inline GemmX gemm_x(const int8_t *p) {
-    return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), _mm256_set1_epi8(-128));
-}
-
-static inline __m256i gemm_start(__m256i acc, __m256i w) {   /* acc - 128 * w's lane sums */
-    return _mm256_sub_epi32(acc, dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(-128), w));
-}
-
-static inline __m256i gemm_dot_add(__m256i acc, GemmX x, __m256i w) {
-    return dpbusd(acc, x, w);
-}
-#else
-/* Without VNNI, dot32_add's sign trick (maddubs's int16 pair sums could saturate on
- * x + 128): each row of x keeps x and |x|. */
-typedef struct {
-    __m256i x, ax;
-} GemmX;
-
-static inline GemmX gemm_x(const int8_t *p) {
-    GemmX v;
-    v.x = _mm256_loadu_si256((const __m256i *)p);
-    v.ax = _mm256_abs_epi8(v.x);
-    return v;
-}
-
-static inline __m256i gemm_start(__m256i acc, __m256i w) {
-    (void)w;
-    return acc;
-}
-
-static inline __m256i gemm_dot_add(__m256i acc, GemmX x, __m256i w) {
-    return dot32_add(acc, x.ax, x.x, w);
-}
-#endif
-
-#if defined(__AVX512VL__)   /* 32 vector registers: 16 pairs' float lanes and 4 rows of x */
-#define QUANT_GEMM_R 4
-#define QUANT_GEMM_C 4
-#else                        /* 16: 8 pairs' float lanes, 2 rows of x (x and |x|) */
-#define QUANT_GEMM_R 2
-#define QUANT_GEMM_C 4
-#endif
-_Static_assert(QUANT_GEMM_C == 4, "gemm_scales forms four columns' scales in one register");
-#define QUANT_GEMM_X_CHUNKS 2   /* the most chunks of a group the tile takes (groups of 64) */
-#define QUANT_GEMM_SCALE_GROUPS 32   /* groups whose scale products are formed at a time */
-#define QUANT_GEMM_MAX_GROUPS 512    /* the most groups in a row the tile takes (16,384
-                                      * columns of groups of 32): its columns' scales, side
-                                      * by side, fill 8 KiB of the stack */
-
-static inline __m256i load_chunk(const int8_t *p) {
-    return _mm256_loadu_si256((const __m256i *)p);
-}
-
-/* scale[k] (QUANT_GEMM_R, QUANT_GEMM_C) = x's scale times w's for group g0 + k, k < g1 - g0,
- * of the tile's rows of x (scales xs0, groups apart) and of w (ws4: the columns' scales side
- * by side, a group's four in a row), as dot_row_avx2 forms them: four columns in one
- * multiply. Formed ahead of the loop over those groups, which broadcasts each from memory
- * into its multiply-add (read as a plain float: _mm256_broadcast_ss's pointer would make gcc
- * keep the tile's sums in memory). */
-static ALWAYS_INLINE void gemm_scales(float scale[][QUANT_GEMM_R][QUANT_GEMM_C], const float *xs0,
-                                      float (*ws4)[QUANT_GEMM_C], int groups, int g0,
-                                      int g1) {
-    for (int g = g0; g < g1; g++) {
-        __m128 w_scale = _mm_loadu_ps(ws4[g]);
-        for (int r = 0; r < QUANT_GEMM_R; r++)
-            _mm_storeu_ps(scale[g - g0][r],
-                          _mm_mul_ps(_mm_set1_ps(xs0[(size_t)r * (size_t)groups + (size_t)g]),
-                                     w_scale));
-    }
-}
-
-/* out rows n .. n+QUANT_GEMM_R-1, columns o .. o+QUANT_GEMM_C-1 = those rows of x times
- * those rows of w (their scales ws4, as gemm_scales takes them), + bias, for chunks =
- * group / 32 of 1 or 2 (a constant at each call: the group's prepared chunks of x stay in
- * registers). */
-static ALWAYS_INLINE void gemm_tile_avx2(float *out, const int8_t *xq, const float *xs,
-                                         const QuantMatrix *w, float (*ws4)[QUANT_GEMM_C],
-                                         const float *bias, int n, int o, int chunks) {
-    enum { R = QUANT_GEMM_R, C = QUANT_GEMM_C };
-    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
-    int whole_groups = cols / group;
-    const int8_t *x0 = xq + (size_t)n * (size_t)cols, *w0 = w->q + (size_t)o * (size_t)cols;
-    const float *xs0 = xs + (size_t)n * (size_t)groups;
-    __m256 acc[R][C];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
-    float scale[QUANT_GEMM_SCALE_GROUPS][R][C];
-    int g = 0;
-    while (g < whole_groups) {
-        int g1 = whole_groups - g < QUANT_GEMM_SCALE_GROUPS ? whole_groups
-                                                             : g + QUANT_GEMM_SCALE_GROUPS;
-        gemm_scales(scale, xs0, ws4, groups, g, g1);
-        for (float (*s_g)[C] = scale[0]; g < g1; g++, s_g += R) {
-            size_t at = (size_t)g * (size_t)group;
-            GemmX x[R][QUANT_GEMM_X_CHUNKS];
-            for (int r = 0; r < R; r++)
-                for (int k = 0; k < chunks; k++)
-                    x[r][k] = gemm_x(x0 + (size_t)r * (size_t)cols + at + (size_t)k * QUANT_CHUNK);
-            for (int c = 0; c < C; c++) {
-                const int8_t *w_c = w0 + (size_t)c * (size_t)cols + at;
-                __m256i start = _mm256_setzero_si256();
-                for (int k = 0; k < chunks; k++)
-                    start = gemm_start(start, load_chunk(w_c + k * QUANT_CHUNK));
-                for (int r = 0; r < R; r++) {
-                    __m256i dot = start;
-                    for (int k = 0; k < chunks; k++)
-                        dot = gemm_dot_add(dot, x[r][k], load_chunk(w_c + k * QUANT_CHUNK));
-                    acc[r][c] = mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(s_g[r][c]),
-                                        acc[r][c]);
-                }
-            }
-        }
-    }
-    if (g < groups) {   /* a short last group (once per tile): its values past the last
-                         * whole chunk summed in scalar code and added to lane 0, as
-                         * dot_row_avx2 does */
-        size_t at = (size_t)g * (size_t)group;
-        int len = cols - g * group, whole = len / QUANT_CHUNK * QUANT_CHUNK;
-        gemm_scales(scale, xs0, ws4, groups, g, g + 1);
-        for (int c = 0; c < C; c++) {
-            const int8_t *w_c = w0 + (size_t)c * (size_t)cols + at;
-            for (int r = 0; r < R; r++) {
-                const int8_t *x_r = x0 + (size_t)r * (size_t)cols + at;
-                __m256i dot = _mm256_setzero_si256();
-                for (int i = 0; i < whole; i += QUANT_CHUNK)
-                    dot = gemm_dot_add(gemm_start(dot, load_chunk(w_c + i)), gemm_x(x_r + i),
-                                       load_chunk(w_c + i));
-                dot = add_lane0(dot, dot_i8(x_r + whole, w_c + whole, len - whole));
-                acc[r][c] = mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale[0][r][c]),
-                                    acc[r][c]);
-            }
-        }
-    }
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++)
-            out[(size_t)(n + r) * (size_t)OC + (size_t)(o + c)] =
-                sum_lanes(acc[r][c]) + (bias ? bias[o + c] : 0.0f);
-}
-
-/* Whether the tile takes w's groups: those of one or two chunks (other multiples of 32 go
- * one row at a time: their chunks of x would not stay in registers), at most
- * QUANT_GEMM_MAX_GROUPS of them in a row. */
-static int gemm_takes(const QuantMatrix *w) {
-    return (w->group == QUANT_CHUNK || w->group == QUANT_GEMM_X_CHUNKS * QUANT_CHUNK) &&
-           quant_groups(w->cols, w->group) <= QUANT_GEMM_MAX_GROUPS;
-}
-
-/* Tiles over rows 0 .. N-1 and columns o0 .. o1-1 (N and o1 - o0 multiples of the tile),
- * column tiles outside: a tile's rows of w, and their scales set side by side once for all
- * the rows of x, stay in L1 while the rows of x go past. */
-static void gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
-                       const float *bias, int N, int o0, int o1) {
-    int chunks = w->group / QUANT_CHUNK, groups = quant_groups(w->cols, w->group);
-    float ws4[QUANT_GEMM_MAX_GROUPS][QUANT_GEMM_C];
-    for (int o = o0; o < o1; o += QUANT_GEMM_C) {
-        for (int g = 0; g < groups; g++)
-            for (int c = 0; c < QUANT_GEMM_C; c++)
-                ws4[g][c] = w->scale[(size_t)(o + c) * (size_t)groups + (size_t)g];
-        for (int n = 0; n < N; n += QUANT_GEMM_R) {
-            if (chunks == 1) gemm_tile_avx2(out, xq, xs, w, ws4, bias, n, o, 1);
-            else gemm_tile_avx2(out, xq, xs, w, ws4, bias, n, o, QUANT_GEMM_X_CHUNKS);
-        }
-    }
-}
-#endif /* AVX2 */
-
-/* ==== NEON (AArch64; the dot-product instructions where the build has them) ==== */
-#if !defined(__AVX2__) && defined(__ARM_NEON) && defined(__aarch64__)
-/* This build quantizes and multiplies single rows by the reference; the GEMM's tile gives
- * the reference's bits: per group, each pair's exact integer dot product, converted to
- * float, times (x's scale times w's), added to the pair's sum in group order, then + bias,
- * with the QUANT_GEMM_C = 4 columns of a row of x in the lanes of one float32x4 (no fused
- * multiply-add: the build has -ffp-contract=off). The vocabulary:
- *   dot16_add        a pair's four int32 lanes plus the products of 16 values
- *   totals4          four pairs' lanes summed into one vector of their four totals */
-#define QUANT_GEMM_R 4      /* 4 x 4 pairs' integer lanes, 4 rows of x, 4 rows' sums: 24 of
-                             * NEON's 32 registers, and a chunk of w */
-#define QUANT_GEMM_C 4
-#define QUANT_NEON_CHUNK 16 /* int8s per NEON register */
-
-/* acc plus the 16 products x[i] * w[i]: four per lane with the dot-product instruction;
- * else eight int16 sums of two products (at most 2 * 127 * 127 = 32258, no overflow) added
- * pairwise into the lanes. */
-static inline int32x4_t dot16_add(int32x4_t acc, int8x16_t x, int8x16_t w) {
-#if defined(__ARM_FEATURE_DOTPROD)
-    return vdotq_s32(acc, x, w);
-#else
-    int16x8_t pairs = vmull_s8(vget_low_s8(x), vget_low_s8(w));
-    pairs = vmlal_high_s8(pairs, x, w);
-    return vpadalq_s16(acc, pairs);
-#endif
-}
-
-/* lane c = the sum of the four lanes of a_c. */
-static inline int32x4_t totals4(int32x4_t a0, int32x4_t a1, int32x4_t a2, int32x4_t a3) {
-    return vpaddq_s32(vpaddq_s32(a0, a1), vpaddq_s32(a2, a3));
-}
-
-/* out rows n .. n+3, columns o .. o+3 = those rows of x times those rows of w, + bias, for
- * groups and widths that are multiples of 16 (every group, the last too, whole chunks). */
-static ALWAYS_INLINE void gemm_tile_neon(float *out, const int8_t *xq, const float *xs,
-                                         const QuantMatrix *w, const float *bias, int n, int o) {
-    enum { R = QUANT_GEMM_R, C = QUANT_GEMM_C };
-    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
-    const int8_t *x0 = xq + (size_t)n * (size_t)cols, *w0 = w->q + (size_t)o * (size_t)cols;
-    const float *xs0 = xs + (size_t)n * (size_t)groups;
-    const float *ws0 = w->scale + (size_t)o * (size_t)groups;
-    float32x4_t acc[R];
-    for (int r = 0; r < R; r++) acc[r] = vdupq_n_f32(0.0f);
-    for (int g = 0; g < groups; g++) {
-        size_t at = (size_t)g * (size_t)group;
-        int len = group_length(g, cols, group);
-        int32x4_t dots[R][C];
-        for (int r = 0; r < R; r++)
-            for (int c = 0; c < C; c++) dots[r][c] = vdupq_n_s32(0);
-        for (int i = 0; i < len; i += QUANT_NEON_CHUNK) {
-            int8x16_t x[R];
-            for (int r = 0; r < R; r++)
-                x[r] = vld1q_s8(x0 + (size_t)r * (size_t)cols + at + (size_t)i);
-            for (int c = 0; c < C; c++) {
-                int8x16_t w_c = vld1q_s8(w0 + (size_t)c * (size_t)cols + at + (size_t)i);
-                for (int r = 0; r < R; r++) dots[r][c] = dot16_add(dots[r][c], x[r], w_c);
-            }
-        }
-        const float *ws_g = ws0 + g;
-        float32x4_t w_scale = vdupq_n_f32(ws_g[0]);
-        w_scale = vsetq_lane_f32(ws_g[(size_t)groups], w_scale, 1);
-        w_scale = vsetq_lane_f32(ws_g[2 * (size_t)groups], w_scale, 2);
-        w_scale = vsetq_lane_f32(ws_g[3 * (size_t)groups], w_scale, 3);
-        for (int r = 0; r < R; r++) {
-            int32x4_t total = totals4(dots[r][0], dots[r][1], dots[r][2], dots[r][3]);
-            float32x4_t scale = vmulq_f32(vdupq_n_f32(xs0[(size_t)r * (size_t)groups + (size_t)g]),
-                                          w_scale);
-            acc[r] = vaddq_f32(acc[r], vmulq_f32(vcvtq_f32_s32(total), scale));
-        }
-    }
-    float32x4_t b = bias ? vld1q_f32(bias + o) : vdupq_n_f32(0.0f);   /* + 0, as the reference */
-    for (int r = 0; r < R; r++)
-        vst1q_f32(out + (size_t)(n + r) * (size_t)OC + (size_t)o, vaddq_f32(acc[r], b));
-}
-
-/* Whether the tile takes w: groups and width multiples of 16 (the rest go one row at a
- * time). */
-static int gemm_takes(const QuantMatrix *w) {
-    return w->group % QUANT_NEON_CHUNK == 0 && w->cols % QUANT_NEON_CHUNK == 0;
-}
-
-/* Tiles over rows 0 .. N-1 and columns o0 .. o1-1 (N and o1 - o0 multiples of the tile),
- * column tiles outside: a tile's rows of w stay in L1 while the rows of x go past. */
-static void gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
-                       const float *bias, int N, int o0, int o1) {
-    for (int o = o0; o < o1; o += QUANT_GEMM_C)
-        for (int n = 0; n < N; n += QUANT_GEMM_R) gemm_tile_neon(out, xq, xs, w, bias, n, o);
-}
-#endif /* NEON */
-
 /* ------------------------------------------------------------------------- */
 /* Quantization                                                                */
+
+/* max |x| over x (n,), or NaN if x holds a NaN: the vector registers' part, then the rest
+ * (max is exact: the same value in any order). */
+static float absmax(const float *x, int n) {
+    int done = 0;
+    float lanes = simd_q8_absmax(x, n, &done);
+    float rest = absmax_reference(x + done, n - done);
+    return isnan(lanes) || lanes > rest ? lanes : rest;
+}
 
 void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols, int group) {
     int groups = quant_groups(cols, group);
@@ -601,21 +111,14 @@ void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols,
         for (int g = 0; g < groups; g++) {
             size_t at = (size_t)r * (size_t)cols + (size_t)g * (size_t)group;
             int n = group_length(g, cols, group);
-#ifdef __AVX2__
-            float s = scale_for(absmax_avx2(x + at, n));
-#else
-            float s = scale_for(absmax_reference(x + at, n));
-#endif
+            float s = scale_for(absmax(x + at, n));
             scale[(size_t)r * (size_t)groups + (size_t)g] = s;
             if (!(s > 0.0f)) {          /* zero (all-zero group, or underflow) or NaN */
                 memset(q + at, 0, (size_t)n);
                 continue;
             }
-#ifdef __AVX2__
-            round_avx2(q + at, x + at, n, s);
-#else
-            round_reference(q + at, x + at, n, s);
-#endif
+            int done = simd_q8_round(q + at, x + at, n, s);
+            round_reference(q + at + done, x + at + done, n - done, s);
         }
     }
 }
@@ -641,17 +144,14 @@ void quant_dequantize(float *out, const QuantMatrix *m) {
 /* ------------------------------------------------------------------------- */
 /* Matmul                                                                      */
 
-/* quant_matmul_block one row of x at a time (decode, and the rows and columns the GEMM's
- * tiles leave over): the AVX2 path for groups that are a multiple of 32, the reference for
- * the rest and in builds without AVX2. */
-static void matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
-                        const float *bias, int N, int o0, int o1) {
+/* Columns o0 .. o1-1 of quant_matmul_block by dot_row_reference, one row of x at a time.
+ * Kept out of line: matmul_rows below stays small, and a build whose vector kernel does
+ * every column never enters it. */
+static NEVER_INLINE void matmul_rows_reference(float *out, const int8_t *xq, const float *xs,
+                                               const QuantMatrix *w, const float *bias, int N,
+                                               int o0, int o1) {
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
-    int o = o0;
-#ifdef __AVX2__
-    if (group % QUANT_CHUNK == 0) o = matmul_block_avx2(out, xq, xs, w, bias, N, o0, o1);
-#endif
-    for (; o < o1; o++) {   /* the reference */
+    for (int o = o0; o < o1; o++) {
         const int8_t *wq = w->q + (size_t)o * (size_t)cols;
         const float *ws = w->scale + (size_t)o * (size_t)groups;
         for (int n = 0; n < N; n++)
@@ -661,51 +161,42 @@ static void matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
     }
 }
 
-#if defined(QUANT_GEMM_R)
-/* quant_matmul_block for N >= QUANT_GEMM_R rows and at least QUANT_GEMM_C columns of a
- * matrix the tile takes: the GEMM's whole tiles, then the rows below them and the columns
- * right of them one row at a time, with the same bits. */
+/* quant_matmul_block one row of x at a time (decode, and the rows and columns the GEMM's
+ * tiles leave over): the vector path where the build has one for w's groups, the
+ * reference for the rest. */
+static void matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1) {
+    int o = simd_q8_matmul_rows(out, xq, xs, w, bias, N, o0, o1);
+    if (o < o1) matmul_rows_reference(out, xq, xs, w, bias, N, o, o1);
+}
+
+/* quant_matmul_block for N >= R rows and at least C columns of a matrix the build's GEMM
+ * tile (R x C) takes: its whole tiles, then the rows below them and the columns right of
+ * them one row at a time, with the same bits. */
 static NEVER_INLINE void matmul_gemm(float *out, const int8_t *xq, const float *xs,
                                      const QuantMatrix *w, const float *bias, int N, int o0,
-                                     int o1) {
+                                     int o1, int R, int C) {
     int cols = w->cols, groups = quant_groups(cols, w->group), OC = w->rows;
-    int n_tiled = N / QUANT_GEMM_R * QUANT_GEMM_R;
-    int o_tiled = o0 + (o1 - o0) / QUANT_GEMM_C * QUANT_GEMM_C;
-    gemm_tiles(out, xq, xs, w, bias, n_tiled, o0, o_tiled);
+    int n_tiled = N / R * R;
+    int o_tiled = o0 + (o1 - o0) / C * C;
+    simd_q8_gemm_tiles(out, xq, xs, w, bias, n_tiled, o0, o_tiled);
     matmul_rows(out, xq, xs, w, bias, n_tiled, o_tiled, o1);
     matmul_rows(out + (size_t)n_tiled * (size_t)OC, xq + (size_t)n_tiled * (size_t)cols,
                 xs + (size_t)n_tiled * (size_t)groups, w, bias, N - n_tiled, o0, o1);
 }
-#endif
 
 void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
-#if defined(QUANT_GEMM_R)
-    if (N >= QUANT_GEMM_R && o1 - o0 >= QUANT_GEMM_C && gemm_takes(w)) {   /* prefill */
-        matmul_gemm(out, xq, xs, w, bias, N, o0, o1);
-        return;
+    if (N >= SIMD_Q8_GEMM_ROWS && o1 - o0 >= SIMD_Q8_GEMM_COLS && simd_q8_gemm_takes(w)) {
+        matmul_gemm(out, xq, xs, w, bias, N, o0, o1, SIMD_Q8_GEMM_ROWS, SIMD_Q8_GEMM_COLS);
+        return;   /* prefill */
     }
-#endif
     matmul_rows(out, xq, xs, w, bias, N, o0, o1);
 }
 
-const char *quant_kernel_name(void) {
-#if defined(__AVX2__) && defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return "avx512-vnni";
-#elif defined(__AVX2__) && defined(__AVXVNNI__)
-    return "avx-vnni";
-#elif defined(__AVX2__)
-    return "avx2";
-#else
-    return "portable";
-#endif
-}
+const char *quant_kernel_name(void) { return SIMD_Q8_NAME; }
 
 void quant_gemm_tile(int *rows, int *cols) {
-#if defined(QUANT_GEMM_R)
-    *rows = QUANT_GEMM_R;
-    *cols = QUANT_GEMM_C;
-#else
-    *rows = *cols = 0;
-#endif
+    *rows = SIMD_Q8_GEMM_ROWS;
+    *cols = SIMD_Q8_GEMM_COLS;
 }

@@ -2,8 +2,20 @@
 # rule $(B)/%.o: %.c compiles them), and the explorer page lab/attnmap.c embeds.
 
 $(B)/attention.o: attention.c attention.h hash.h kernels.h quant.h
-$(B)/quant.o: quant.c quant.h
-$(B)/kernels.o: kernels.c kernels.h quant.h
+$(B)/quant.o: quant.c quant.h simd/simd.h kernels.h
+$(B)/kernels.o: kernels.c kernels.h quant.h parallel/pool.h simd/simd.h
+# the thread pool, the instruction sets' kernels (simd/) and the trainer's kernels
+$(B)/parallel/pool.o: parallel/pool.c parallel/pool.h simd/simd.h kernels.h quant.h
+$(B)/simd/vec_kernels.o: simd/vec_kernels.c simd/vec.h simd/simd.h kernels.h quant.h hash.h
+$(B)/simd/quant_x86.o: simd/quant_x86.c simd/simd.h kernels.h quant.h
+$(B)/simd/quant_neon.o: simd/quant_neon.c simd/simd.h kernels.h quant.h
+# The trainer's kernels are linked into every program (block.c and attention.c hold the
+# backward passes), so their object sits with the kernels', not in $(B)/trainer/, which
+# holds the train program's.
+$(B)/kernels/train_kernels.o: trainer/train_kernels.c kernels.h quant.h hash.h simd/simd.h \
+                              $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 $(B)/checkpoint.o: checkpoint.c checkpoint.h attention.h kernels.h quant.h os.h
 $(B)/os.o: os.c os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h

@@ -19,7 +19,7 @@ TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention 
 TRAIN_TESTS = $(B)/tests/test_train_grad $(B)/tests/test_train_runs $(B)/tests/test_bpe \
               $(B)/tests/test_train_cli
 $(B)/tests/test_kernels: $(B)/tests/test_kernels.o $(B)/tests/check.o $(KERNELS)
-$(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(B)/quant.o
+$(B)/tests/test_quant: $(B)/tests/test_quant.o $(B)/tests/check.o $(QUANT)
 $(B)/tests/test_attention: $(B)/tests/test_attention.o $(B)/tests/check.o $(B)/attention.o \
                            $(KERNELS)
 $(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/tests/check.o \

@@ -1,4 +1,5 @@
-/* test_kernels.c: every fast kernel of kernels.c against a naive float64 reference.
+/* test_kernels.c: every kernel of kernels.h (kernels.c, trainer/train_kernels.c and, in a
+ * vector build, their simd/ versions) against a naive float64 reference.
  *
  * 1. kernels_matmul at awkward sizes (1, odd, primes, not a multiple of the 8-lane chunk
  *    or of any tile), outputs prefilled with NaN; 1 and 2 threads bit for bit; a row
@@ -553,7 +554,7 @@ static void test_exp_bits(void) {
     for (int i = 0; i < N; i++)
         x[i] = i < n_edges ? edges[i]
                            : -110.0f + 220.0f * (float)(i - n_edges) / (float)(N - n_edges);
-    /* GELU's constants as kernels.c writes them: literals, not float variables, since where
+    /* GELU's constants as simd/simd.h writes them: literals, not float variables, since where
      * floats are evaluated wider (FLT_EVAL_METHOD not 0: x87) a literal keeps its digits */
 #define GELU_A 0.7978845608028654f
 #define GELU_C 0.044715f
@@ -641,7 +642,7 @@ static void test_dropout(void) {
     if (!check_true(ones && kept, "dropout share: memory")) { free(ones); free(kept); return; }
     for (int i = 0; i < LONG; i++) ones[i] = 1.0f;
     for (size_t r = 0; r < sizeof rates / sizeof *rates; r++) {
-        double p = rates[r];
+        double p = (double)rates[r];
         kernels_dropout(kept, ones, LONG, rates[r], 777);
         int zeros = 0;
         for (int i = 0; i < LONG; i++) zeros += kept[i] == 0.0f;

@@ -2,7 +2,7 @@
  * parameter, by walking trainer_forward in reverse (train_backward.h).
  *
  * Each layer's backward is a kernel of its own: the products' in kernels_matmul_backward
- * (dx and dw on a register tile), LayerNorm's and GELU's in kernels.c, attention's in
+ * (dx and dw on a register tile), LayerNorm's and GELU's in train_kernels.c, attention's in
  * attention.c (one job per sequence), and here the softmax + cross-entropy and the
  * embedding's. Dropout masks are redrawn from their keys (train_dropout), not stored.
  * What this file does not do: the update (train_optim.c).

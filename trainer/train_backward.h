@@ -1,6 +1,6 @@
 /* train_backward.h: the backward pass of the trainer's network (train_model.h).
  *
- * trainer_backward walks trainer_forward in reverse, layer by layer, on kernels.c's
+ * trainer_backward walks trainer_forward in reverse, layer by layer, on train_kernels.c's
  * backward kernels (matmul, LayerNorm, GELU) and attention.c's attention_backward; the
  * two kernels that only the trainer needs (the softmax + cross-entropy and the embedding)
  * live here. tests/test_train_grad.c checks each against finite differences.

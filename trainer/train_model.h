@@ -2,7 +2,7 @@
  * and the batched forward pass that keeps what the backward pass needs.
  *
  * Parameters are llm.c's 16 GPT-2 tensors in one block (the checkpoint's order, so a save
- * is one write). The forward runs B sequences of T tokens at once on kernels.c's products
+ * is one write). The forward runs B sequences of T tokens at once on train_kernels.c's products
  * (the weights transposed once per forward for its register tile) and attention.c's
  * attention_forward, with dropout masks drawn from a hash so that the backward can redraw
  * them. train_backward.h differentiates it; train_optim.h updates and saves it.

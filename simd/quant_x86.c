@@ -1,0 +1,446 @@
+/* quant_x86.c: quant.c's int8 kernels for AVX2, where AVX-512 VNNI or AVX-VNNI (when the
+ * build has them) replace two of its instructions by one.
+ *
+ * Quantizing activations (simd_q8_absmax, simd_q8_round: the reference's bits), the matmul
+ * of one row of x at a time for groups that are a multiple of 32 (simd_q8_matmul_rows: it
+ * differs from quant.c's dot_row_reference only in the order of its float additions), and
+ * the prefill GEMM's register tile, which takes several rows of x at once and gives each
+ * output the bits the row path gives it (so a prompt run at once and token by token agree
+ * exactly). simd.h says which of them a build has.
+ */
+#include "simd/simd.h"
+
+#if defined(SIMD_Q8_X86)
+#include <immintrin.h>  /* AVX2 (and VNNI) intrinsics */
+#include <math.h>       /* NAN */
+#include <stddef.h>     /* size_t */
+#include <stdint.h>     /* int8_t, int32_t */
+
+#include "quant.h"      /* QuantMatrix, quant_groups, QUANT_Q_MAX */
+
+#define QUANT_CHUNK 32      /* int8s per AVX2 register: the SIMD matmul needs group % 32 == 0 */
+#define QUANT_LANES 8       /* floats (or int32s) per AVX2 register */
+#define QUANT_ROW_TILE 4    /* rows of w per pass of the SIMD matmul: each x load feeds four rows */
+/* A single row of x against a w of at least this many int8s reads w as four sequential
+ * runs of rows rather than four adjacent rows at a time: such a w comes from memory at
+ * every token, and the four runs stream it faster (Zen 4, one thread, decode: a random
+ * s110m in int8 62 -> 160 tokens/s, s15m's 1117 -> 1210; AVX2 code 60 -> 159 and 1034 ->
+ * 1172). Below it (the shipped model's 16 KiB matrices) w stays in the caches. Measured,
+ * not derived: s15m's smallest matrix is 81 KiB. */
+#define QUANT_STREAM_BYTES (72 << 10)
+
+/* The GEMM's tile is inlined into its callers, where its shape is constant: only then do its
+ * loops unroll and its sums stay in registers. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+/* The exact dot product of a (n,) and b (n,), int8 values (quant.c's dot_i8): the values of
+ * a short last group past its last whole register. */
+static int32_t dot_i8(const int8_t *a, const int8_t *b, int n) {
+    int32_t sum = 0;
+    for (int i = 0; i < n; i++) sum += (int32_t)a[i] * (int32_t)b[i];
+    return sum;
+}
+
+/* absmax_reference over the whole registers of x (n,), eight values at a time; quant.c
+ * takes the rest. max is exact, so the result is the same. */
+float simd_q8_absmax(const float *x, int n, int *done) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 vmax = _mm256_setzero_ps(), vnan = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + QUANT_LANES <= n; i += QUANT_LANES) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, v));
+        vnan = _mm256_or_ps(vnan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));  /* _mm256_max_ps drops NaN */
+    }
+    *done = i;
+    if (_mm256_movemask_ps(vnan)) return NAN;
+    float lanes[QUANT_LANES];
+    _mm256_storeu_ps(lanes, vmax);
+    float amax = 0.0f;
+    for (int j = 0; j < QUANT_LANES; j++)
+        if (lanes[j] > amax) amax = lanes[j];
+    return amax;
+}
+
+/* round_reference, eight values at a time, bit for bit: the same IEEE division, then
+ * round half away from zero built from truncation (v - trunc(v) is exact). Returns how
+ * many it did (whole registers); quant.c rounds the rest. */
+int simd_q8_round(int8_t *q, const float *x, int n, float scale) {
+    const __m256 vscale = _mm256_set1_ps(scale), sign = _mm256_set1_ps(-0.0f);
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    const __m256 qmax = _mm256_set1_ps((float)QUANT_Q_MAX);
+    const __m256 qmin = _mm256_set1_ps((float)-QUANT_Q_MAX);
+    int i = 0;
+    for (; i + QUANT_LANES <= n; i += QUANT_LANES) {
+        __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vscale);
+        __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __m256 away = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), half, _CMP_GE_OQ);
+        __m256 step = _mm256_and_ps(away, _mm256_or_ps(_mm256_and_ps(sign, v), one));  /* +-1 */
+        __m256 r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(t, step), qmin), qmax);
+        __m256i r32 = _mm256_cvttps_epi32(r);      /* exact: r is an integer in [-127, 127] */
+        __m128i r16 = _mm_packs_epi32(_mm256_castsi256_si128(r32),
+                                      _mm256_extracti128_si256(r32, 1));
+        _mm_storel_epi64((__m128i *)(q + i), _mm_packs_epi16(r16, r16));
+    }
+    return i;
+}
+
+/* acc + a * b, fused when the build has FMA (-mavx2 alone does not). */
+static inline __m256 mul_add(__m256 a, __m256 b, __m256 acc) {
+#ifdef __FMA__
+    return _mm256_fmadd_ps(a, b, acc);
+#else
+    return _mm256_add_ps(acc, _mm256_mul_ps(a, b));
+#endif
+}
+
+/* acc (8 x int32) plus the 32 products x[i] * w[i] of int8 registers x and w, four per
+ * lane; ax = |x|. The multiply instructions take one unsigned and one signed operand, so
+ * the sign of x moves onto w: x * w = |x| * (w with x's sign). Safe because every q is in
+ * [-127, 127]: |x| fits in a u8, negating w cannot overflow (it could for -128), and
+ * maddubs's int16 sums of two products stay <= 2 * 127 * 127 = 32258 < 32767, where a
+ * -128 would give 2 * 128 * 128 = 32768 and saturate. */
+static inline __m256i dot32_add(__m256i acc, __m256i ax, __m256i x, __m256i w) {
+    __m256i sw = _mm256_sign_epi8(w, x);   /* w * sign(x), and 0 where x is 0 */
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, ax, sw);   /* u8 x s8, four products per int32 lane */
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, ax, sw);   /* the same, VEX-encoded (no AVX-512) */
+#else
+    __m256i pairs = _mm256_maddubs_epi16(ax, sw);                          /* 16 x int16 */
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+#endif
+}
+
+/* The sum of the eight lanes of v. */
+static inline float sum_lanes(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* v with t added to its lane 0. */
+static inline __m256i add_lane0(__m256i v, int32_t t) {
+    return _mm256_add_epi32(v, _mm256_setr_epi32(t, 0, 0, 0, 0, 0, 0, 0));
+}
+
+/* x · w for one activation row x and one weight row w (q (cols,), scales (groups,)):
+ * dot_row_reference's arithmetic for group % 32 == 0. Each group's int32 sums stay in
+ * eight lanes, which are converted, scaled and accumulated in eight float lanes, added
+ * up at the end. The last group may be shorter than group: its values past the last
+ * whole register are summed in scalar code and added to lane 0. */
+static float dot_row_avx2(const int8_t *xq, const float *xs, const int8_t *wq,
+                          const float *ws, int cols, int group, int groups) {
+    __m256 acc = _mm256_setzero_ps();
+    int whole_groups = cols / group, c = 0;   /* c runs over the row, group after group */
+    for (int g = 0; g < groups; g++) {
+        int end = g < whole_groups ? c + group : cols;
+        __m256i dot = _mm256_setzero_si256();
+        for (; c + QUANT_CHUNK <= end; c += QUANT_CHUNK) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(xq + c));
+            __m256i v = _mm256_loadu_si256((const __m256i *)(wq + c));
+            dot = dot32_add(dot, _mm256_abs_epi8(x), x, v);
+        }
+        if (c < end) {   /* only in a short last group */
+            dot = add_lane0(dot, dot_i8(xq + c, wq + c, end - c));
+            c = end;
+        }
+        acc = mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xs[g] * ws[g]), acc);
+    }
+    return sum_lanes(acc);
+}
+
+/* sums (4,) = x · w_r for QUANT_ROW_TILE = 4 weight rows w_r, step rows apart (q rows
+ * step * cols apart, scale rows step * groups apart): dot_row_avx2 four times over, each x
+ * register loaded once for the four rows. Each row sees dot_row_avx2's operations in its
+ * order, so an output has the same bits whichever of the two computes it. */
+static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const int8_t *wq,
+                           const float *ws, size_t step, int cols, int group, int groups) {
+    size_t q_step = step * (size_t)cols, s_step = step * (size_t)groups;
+    const int8_t *w0 = wq, *w1 = w0 + q_step, *w2 = w1 + q_step, *w3 = w2 + q_step;
+    const float *s0 = ws, *s1 = s0 + s_step, *s2 = s1 + s_step, *s3 = s2 + s_step;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    int whole_groups = cols / group, c = 0;
+    for (int g = 0; g < groups; g++) {
+        int end = g < whole_groups ? c + group : cols;
+        __m256i dot0 = _mm256_setzero_si256(), dot1 = dot0, dot2 = dot0, dot3 = dot0;
+        for (; c + QUANT_CHUNK <= end; c += QUANT_CHUNK) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(xq + c));
+            __m256i ax = _mm256_abs_epi8(x);
+            dot0 = dot32_add(dot0, ax, x, _mm256_loadu_si256((const __m256i *)(w0 + c)));
+            dot1 = dot32_add(dot1, ax, x, _mm256_loadu_si256((const __m256i *)(w1 + c)));
+            dot2 = dot32_add(dot2, ax, x, _mm256_loadu_si256((const __m256i *)(w2 + c)));
+            dot3 = dot32_add(dot3, ax, x, _mm256_loadu_si256((const __m256i *)(w3 + c)));
+        }
+        if (c < end) {   /* only in a short last group */
+            dot0 = add_lane0(dot0, dot_i8(xq + c, w0 + c, end - c));
+            dot1 = add_lane0(dot1, dot_i8(xq + c, w1 + c, end - c));
+            dot2 = add_lane0(dot2, dot_i8(xq + c, w2 + c, end - c));
+            dot3 = add_lane0(dot3, dot_i8(xq + c, w3 + c, end - c));
+            c = end;
+        }
+        acc0 = mul_add(_mm256_cvtepi32_ps(dot0), _mm256_set1_ps(xs[g] * s0[g]), acc0);
+        acc1 = mul_add(_mm256_cvtepi32_ps(dot1), _mm256_set1_ps(xs[g] * s1[g]), acc1);
+        acc2 = mul_add(_mm256_cvtepi32_ps(dot2), _mm256_set1_ps(xs[g] * s2[g]), acc2);
+        acc3 = mul_add(_mm256_cvtepi32_ps(dot3), _mm256_set1_ps(xs[g] * s3[g]), acc3);
+    }
+    sums[0] = sum_lanes(acc0);
+    sums[1] = sum_lanes(acc1);
+    sums[2] = sum_lanes(acc2);
+    sums[3] = sum_lanes(acc3);
+}
+
+/* Columns o0 .. of quant_matmul_block for group % 32 == 0: tiles of QUANT_ROW_TILE rows of
+ * w, then single rows; for N > 1 a tile's rows of w (4 x cols bytes) stay in L1 while the
+ * N rows of x go past them. A single row of x against a large w (decode) takes its tiles'
+ * four rows a quarter of the columns apart instead, so w is read as four sequential runs.
+ * Every output has dot_row_avx2's bits in each case. Returns o1 (o0 for other groups). */
+int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1) {
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
+    int o = o0;
+    if (group % QUANT_CHUNK != 0) return o0;   /* the reference's (quant.c) */
+    if (N == 1 && (size_t)OC * (size_t)cols >= QUANT_STREAM_BYTES) {
+        /* decode of a large w: four sequential runs of rows, a quarter of the range apart */
+        int quarter = (o1 - o0) / QUANT_ROW_TILE;
+        for (int i = 0; i < quarter; i++) {
+            float sums[QUANT_ROW_TILE];
+            dot_rows4_avx2(sums, xq, xs, w->q + (size_t)(o0 + i) * (size_t)cols,
+                           w->scale + (size_t)(o0 + i) * (size_t)groups, (size_t)quarter, cols,
+                           group, groups);
+            for (int r = 0; r < QUANT_ROW_TILE; r++) {
+                int c = o0 + i + r * quarter;
+                out[c] = sums[r] + (bias ? bias[c] : 0.0f);
+            }
+        }
+        o = o0 + QUANT_ROW_TILE * quarter;   /* the tiles below take the rows left over */
+    }
+    for (; o + QUANT_ROW_TILE <= o1; o += QUANT_ROW_TILE) {
+        const int8_t *wq = w->q + (size_t)o * (size_t)cols;
+        const float *ws = w->scale + (size_t)o * (size_t)groups;
+        for (int n = 0; n < N; n++) {
+            const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
+            const float *xs_n = xs + (size_t)n * (size_t)groups;
+            float sums[QUANT_ROW_TILE], *out_n = out + (size_t)n * (size_t)OC;
+            dot_rows4_avx2(sums, xq_n, xs_n, wq, ws, 1, cols, group, groups);
+            for (int r = 0; r < QUANT_ROW_TILE; r++)
+                out_n[o + r] = sums[r] + (bias ? bias[o + r] : 0.0f);
+        }
+    }
+    for (; o < o1; o++) {   /* the rows left over from the tiles */
+        const int8_t *wq = w->q + (size_t)o * (size_t)cols;
+        const float *ws = w->scale + (size_t)o * (size_t)groups;
+        for (int n = 0; n < N; n++)
+            out[(size_t)n * (size_t)OC + (size_t)o] =
+                dot_row_avx2(xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
+                             wq, ws, cols, group, groups) + (bias ? bias[o] : 0.0f);
+    }
+    return o;
+}
+
+/* -- The prefill GEMM: several rows of x at once --
+ *
+ * A tile of QUANT_GEMM_R rows of x by QUANT_GEMM_C rows of w (output columns): per group,
+ * each chunk of x is prepared once for the tile's rows of w and each chunk of w loaded once
+ * for its rows of x, and every (row of x, row of w) pair keeps dot_row_avx2's eight float
+ * lanes in a register of its own. The vocabulary:
+ *   GemmX            a chunk of 32 values of x, prepared for the multiplies (gemm_x)
+ *   gemm_start       a pair's integer lanes before its products with one chunk of w
+ *   gemm_dot_add     those lanes plus the products of a GemmX with that chunk of w
+ * They keep dot_row_avx2's integer lanes exactly (lane j: the products of values 4j .. 4j+3
+ * of each chunk; integer sums are exact, however they are formed), and the float steps are
+ * dot_row_avx2's in its order (the lanes converted, times x's scale times w's, added with
+ * mul_add, group after group; sum_lanes; + bias): every output has the bits the row path
+ * gives it. */
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+/* With VNNI, x moves to unsigned rather than its sign onto w: x + 128 is in [1, 255] (every
+ * q is in [-127, 127]), and vpdpbusd's lanes then gain 128 times w's lane sums, which a
+ * pair starts below by subtracting them (computed once per chunk of w, for all the tile's
+ * rows of x). One instruction per pair and chunk, where the sign trick takes two. */
+typedef __m256i GemmX;   /* x + 128 as unsigned bytes */
+
+static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u, s);
+#else
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#endif
+}
+
+static inline GemmX gemm_x(const int8_t *p) {
+    return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), _mm256_set1_epi8(-128));
+}
+
+static inline __m256i gemm_start(__m256i acc, __m256i w) {   /* acc - 128 * w's lane sums */
+    return _mm256_sub_epi32(acc, dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(-128), w));
+}
+
+static inline __m256i gemm_dot_add(__m256i acc, GemmX x, __m256i w) {
+    return dpbusd(acc, x, w);
+}
+#else
+/* Without VNNI, dot32_add's sign trick (maddubs's int16 pair sums could saturate on
+ * x + 128): each row of x keeps x and |x|. */
+typedef struct {
+    __m256i x, ax;
+} GemmX;
+
+static inline GemmX gemm_x(const int8_t *p) {
+    GemmX v;
+    v.x = _mm256_loadu_si256((const __m256i *)p);
+    v.ax = _mm256_abs_epi8(v.x);
+    return v;
+}
+
+static inline __m256i gemm_start(__m256i acc, __m256i w) {
+    (void)w;
+    return acc;
+}
+
+static inline __m256i gemm_dot_add(__m256i acc, GemmX x, __m256i w) {
+    return dot32_add(acc, x.ax, x.x, w);
+}
+#endif
+
+#if defined(__AVX512VL__)   /* 32 vector registers: 16 pairs' float lanes and 4 rows of x */
+#define QUANT_GEMM_R 4
+#define QUANT_GEMM_C 4
+#else                        /* 16: 8 pairs' float lanes, 2 rows of x (x and |x|) */
+#define QUANT_GEMM_R 2
+#define QUANT_GEMM_C 4
+#endif
+_Static_assert(QUANT_GEMM_C == 4, "gemm_scales forms four columns' scales in one register");
+_Static_assert(QUANT_GEMM_R == SIMD_Q8_GEMM_ROWS && QUANT_GEMM_C == SIMD_Q8_GEMM_COLS,
+               "simd.h announces this tile");
+#define QUANT_GEMM_X_CHUNKS 2   /* the most chunks of a group the tile takes (groups of 64) */
+#define QUANT_GEMM_SCALE_GROUPS 32   /* groups whose scale products are formed at a time */
+#define QUANT_GEMM_MAX_GROUPS 512    /* the most groups in a row the tile takes (16,384
+                                      * columns of groups of 32): its columns' scales, side
+                                      * by side, fill 8 KiB of the stack */
+
+static inline __m256i load_chunk(const int8_t *p) {
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* scale[k] (QUANT_GEMM_R, QUANT_GEMM_C) = x's scale times w's for group g0 + k, k < g1 - g0,
+ * of the tile's rows of x (scales xs0, groups apart) and of w (ws4: the columns' scales side
+ * by side, a group's four in a row), as dot_row_avx2 forms them: four columns in one
+ * multiply. Formed ahead of the loop over those groups, which broadcasts each from memory
+ * into its multiply-add (read as a plain float: _mm256_broadcast_ss's pointer would make gcc
+ * keep the tile's sums in memory). */
+static ALWAYS_INLINE void gemm_scales(float scale[][QUANT_GEMM_R][QUANT_GEMM_C], const float *xs0,
+                                      float (*ws4)[QUANT_GEMM_C], int groups, int g0,
+                                      int g1) {
+    for (int g = g0; g < g1; g++) {
+        __m128 w_scale = _mm_loadu_ps(ws4[g]);
+        for (int r = 0; r < QUANT_GEMM_R; r++)
+            _mm_storeu_ps(scale[g - g0][r],
+                          _mm_mul_ps(_mm_set1_ps(xs0[(size_t)r * (size_t)groups + (size_t)g]),
+                                     w_scale));
+    }
+}
+
+/* out rows n .. n+QUANT_GEMM_R-1, columns o .. o+QUANT_GEMM_C-1 = those rows of x times
+ * those rows of w (their scales ws4, as gemm_scales takes them), + bias, for chunks =
+ * group / 32 of 1 or 2 (a constant at each call: the group's prepared chunks of x stay in
+ * registers). */
+static ALWAYS_INLINE void gemm_tile_avx2(float *out, const int8_t *xq, const float *xs,
+                                         const QuantMatrix *w, float (*ws4)[QUANT_GEMM_C],
+                                         const float *bias, int n, int o, int chunks) {
+    enum { R = QUANT_GEMM_R, C = QUANT_GEMM_C };
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
+    int whole_groups = cols / group;
+    const int8_t *x0 = xq + (size_t)n * (size_t)cols, *w0 = w->q + (size_t)o * (size_t)cols;
+    const float *xs0 = xs + (size_t)n * (size_t)groups;
+    __m256 acc[R][C];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
+    float scale[QUANT_GEMM_SCALE_GROUPS][R][C];
+    int g = 0;
+    while (g < whole_groups) {
+        int g1 = whole_groups - g < QUANT_GEMM_SCALE_GROUPS ? whole_groups
+                                                             : g + QUANT_GEMM_SCALE_GROUPS;
+        gemm_scales(scale, xs0, ws4, groups, g, g1);
+        for (float (*s_g)[C] = scale[0]; g < g1; g++, s_g += R) {
+            size_t at = (size_t)g * (size_t)group;
+            GemmX x[R][QUANT_GEMM_X_CHUNKS];
+            for (int r = 0; r < R; r++)
+                for (int k = 0; k < chunks; k++)
+                    x[r][k] = gemm_x(x0 + (size_t)r * (size_t)cols + at + (size_t)k * QUANT_CHUNK);
+            for (int c = 0; c < C; c++) {
+                const int8_t *w_c = w0 + (size_t)c * (size_t)cols + at;
+                __m256i start = _mm256_setzero_si256();
+                for (int k = 0; k < chunks; k++)
+                    start = gemm_start(start, load_chunk(w_c + k * QUANT_CHUNK));
+                for (int r = 0; r < R; r++) {
+                    __m256i dot = start;
+                    for (int k = 0; k < chunks; k++)
+                        dot = gemm_dot_add(dot, x[r][k], load_chunk(w_c + k * QUANT_CHUNK));
+                    acc[r][c] = mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(s_g[r][c]),
+                                        acc[r][c]);
+                }
+            }
+        }
+    }
+    if (g < groups) {   /* a short last group (once per tile): its values past the last
+                         * whole chunk summed in scalar code and added to lane 0, as
+                         * dot_row_avx2 does */
+        size_t at = (size_t)g * (size_t)group;
+        int len = cols - g * group, whole = len / QUANT_CHUNK * QUANT_CHUNK;
+        gemm_scales(scale, xs0, ws4, groups, g, g + 1);
+        for (int c = 0; c < C; c++) {
+            const int8_t *w_c = w0 + (size_t)c * (size_t)cols + at;
+            for (int r = 0; r < R; r++) {
+                const int8_t *x_r = x0 + (size_t)r * (size_t)cols + at;
+                __m256i dot = _mm256_setzero_si256();
+                for (int i = 0; i < whole; i += QUANT_CHUNK)
+                    dot = gemm_dot_add(gemm_start(dot, load_chunk(w_c + i)), gemm_x(x_r + i),
+                                       load_chunk(w_c + i));
+                dot = add_lane0(dot, dot_i8(x_r + whole, w_c + whole, len - whole));
+                acc[r][c] = mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale[0][r][c]),
+                                    acc[r][c]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            out[(size_t)(n + r) * (size_t)OC + (size_t)(o + c)] =
+                sum_lanes(acc[r][c]) + (bias ? bias[o + c] : 0.0f);
+}
+
+/* Whether the tile takes w's groups: those of one or two chunks (other multiples of 32 go
+ * one row at a time: their chunks of x would not stay in registers), at most
+ * QUANT_GEMM_MAX_GROUPS of them in a row. */
+int simd_q8_gemm_takes(const QuantMatrix *w) {
+    return (w->group == QUANT_CHUNK || w->group == QUANT_GEMM_X_CHUNKS * QUANT_CHUNK) &&
+           quant_groups(w->cols, w->group) <= QUANT_GEMM_MAX_GROUPS;
+}
+
+/* Tiles over rows 0 .. N-1 and columns o0 .. o1-1 (N and o1 - o0 multiples of the tile),
+ * column tiles outside: a tile's rows of w, and their scales set side by side once for all
+ * the rows of x, stay in L1 while the rows of x go past. */
+void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1) {
+    int chunks = w->group / QUANT_CHUNK, groups = quant_groups(w->cols, w->group);
+    float ws4[QUANT_GEMM_MAX_GROUPS][QUANT_GEMM_C];
+    for (int o = o0; o < o1; o += QUANT_GEMM_C) {
+        for (int g = 0; g < groups; g++)
+            for (int c = 0; c < QUANT_GEMM_C; c++)
+                ws4[g][c] = w->scale[(size_t)(o + c) * (size_t)groups + (size_t)g];
+        for (int n = 0; n < N; n += QUANT_GEMM_R) {
+            if (chunks == 1) gemm_tile_avx2(out, xq, xs, w, ws4, bias, n, o, 1);
+            else gemm_tile_avx2(out, xq, xs, w, ws4, bias, n, o, QUANT_GEMM_X_CHUNKS);
+        }
+    }
+}
+
+#else
+/* ISO C wants a declaration in every translation unit: a build without AVX2 has nothing
+ * else here. */
+typedef int simd_quant_x86_none;
+#endif /* SIMD_Q8_X86 */

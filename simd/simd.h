@@ -1,0 +1,206 @@
+/* simd.h: the fence between the reference kernels and the instruction sets.
+ *
+ * kernels.c, quant.c and trainer/train_kernels.c hold the reference kernels in plain C and
+ * call the fast paths only by the names below (simd_*). This header picks, at compile time,
+ * what each name is: the vector kernel of this build's instruction set (defined in this
+ * folder), or, where the build has none, the reference kernel itself (a macro naming it),
+ * or "nothing done" (0) for the kernels whose vector part stops at the last whole vector.
+ * Adding an instruction set is adding its files here and its lines below; the files at the
+ * top never change for it. Like ggml's arch-fallback.h, this is the one place that maps a
+ * kernel to its version: a reader of the reference kernels can stop at this file.
+ *
+ * The files here:
+ *   vec.h           the float vocabulary (Vec, V8 and their operations), one section per
+ *                   instruction set: AVX2 + FMA, AVX-512, NEON
+ *   vec_kernels.c   the float kernels (engine's and trainer's), written once in vec.h
+ *   quant_x86.c     the int8 kernels for AVX2 (with AVX-512 VNNI or AVX-VNNI where built)
+ *   quant_neon.c    the int8 prefill tile for NEON (AArch64)
+ *
+ * Legend: N rows of x, IC input width, OC output width, C width.
+ */
+#ifndef SIMD_H
+#define SIMD_H
+
+#include <float.h>     /* FLT_EVAL_METHOD */
+#include <stddef.h>    /* size_t */
+#include <stdint.h>    /* int8_t, int32_t, uint32_t, uint64_t */
+#include "kernels.h"   /* KernelsAdamW */
+#include "quant.h"     /* QuantMatrix */
+
+/* ---- which instruction set: float kernels ---- */
+
+/* The vector lanes round every operation to float, which scalar C does only where floats
+ * are evaluated as floats (FLT_EVAL_METHOD 0). On x87 (32-bit x86 unless built with -msse2
+ * -mfpmath=sse) scalar code keeps extra precision, and the lanes would not give the bits of
+ * the scalar loops they must equal (exp, GELU, AdamW): such a build uses the reference. */
+#if defined(__AVX2__) && defined(__FMA__) && FLT_EVAL_METHOD == 0
+#define SIMD_VECTOR 1          /* the AVX2 + FMA (and AVX-512) float kernels are compiled in */
+#if defined(__AVX512F__)
+#define SIMD_ISA "avx512"
+#define SIMD_TILE_MR 6         /* the trainer's register tile: rows of C ... */
+#define SIMD_TILE_COLS 64      /* ... by columns (4 vectors of 16) */
+#else
+#define SIMD_ISA "avx2+fma"
+#define SIMD_TILE_MR 6
+#define SIMD_TILE_COLS 16      /* 2 vectors of 8 */
+#endif
+#elif defined(__ARM_NEON) && defined(__aarch64__) && FLT_EVAL_METHOD == 0
+#define SIMD_VECTOR 1          /* the NEON float kernels (AArch64: FMA, division and square
+                                * root on vectors) */
+#define SIMD_ISA "neon"
+#define SIMD_TILE_MR 6
+#define SIMD_TILE_COLS 16      /* 4 vectors of 4 */
+#else
+#define SIMD_VECTOR 0          /* the reference kernels only */
+#define SIMD_ISA "portable"
+#define SIMD_TILE_MR 4         /* the shape of the trainer's jobs (the reference computes
+                                * each entry alone, whatever the tile) */
+#define SIMD_TILE_COLS 64
+#endif
+
+/* ---- constants the vector kernels share with the references ---- */
+
+#define SIMD_TILE_KB 128   /* the trainer's products: values of k per cache block (the
+                            * vector tile's panel of B holds this many rows) */
+
+#define LANES 8            /* lanes of the dot-product sums, in every build */
+#define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi) in GELU's tanh form */
+#define GELU_CUBIC 0.044715f                      /* coefficient of x^3 in GELU's tanh form */
+#define EXP_LOG2E 1.44269504088896341f   /* 1 / ln 2 */
+#define EXP_LN2_HI 0.693359375f          /* ln 2 split in two: the high part has few bits, */
+#define EXP_LN2_LO -2.12194440e-4f       /* so k * hi is exact for |k| < 2^9 (Cody-Waite) */
+#define EXP_ROUND 12582912.0f            /* 1.5 * 2^23: adding it rounds to an integer */
+#define EXP_X_MIN -104.0f                /* exp(-104) rounds to 0 in float */
+#define EXP_X_MAX 89.0f                  /* exp(89) overflows to +inf in float */
+
+/* ---- the float kernels (vec_kernels.c), or the reference's ---- */
+#if SIMD_VECTOR
+/* kernels.c's matmul_block_reference: out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b,
+ * each output an 8-lane FMA dot product reduced in a fixed order (v8_sum); one row against
+ * a large w reads it as four sequential runs of rows. */
+void simd_matmul_block(float *out, const float *x, const float *w, const float *b, int n0,
+                       int n1, int o0, int o1, int IC, int OC);
+/* The same block by the broadcast (GEMM) tile: each output one lane's FMA chain over i in
+ * increasing order, for products of N >= simd_gemm_min_rows() rows. */
+void simd_gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
+                     int n1, int o0, int o1, int IC, int OC);
+/* The output columns per job of the GEMM for a product of N rows and OC columns, or 0
+ * when N is under simd_gemm_min_rows() (the dot-product tile is faster there). */
+int simd_gemm_cols(int N, int OC);
+int simd_gemm_min_rows(void);
+void simd_norm_stats(const float *x_n, int C, float *mean, float *rstd);
+/* These do the whole vectors of their n values and return how many they did; the
+ * reference does the rest, with the same bits. */
+size_t simd_gelu(float *out, const float *x, size_t n);
+size_t simd_swiglu(float *out, const float *hidden, const float *gate, size_t n);
+size_t simd_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
+size_t simd_adamw(float *param, const float *grad, float *m, float *v, size_t n,
+                  const KernelsAdamW *h);
+/* attention's loops: kernels.h's contracts */
+float simd_dot(const float *a, const float *b, int n);
+void simd_dots(float *out, const float *q, const float *k, int stride, const int32_t *rows,
+               int n_rows, int n);
+float simd_max(const float *x, int n, float init);
+float simd_exp_sum(float *x, int n, float shift);
+void simd_weighted_sum(float *out, const float *weights, float scale, const float *v,
+                       int stride, const int32_t *rows, int n_rows, int n);
+/* the trainer's (train_kernels.c's references) */
+void simd_product_chains(float *c, int ldc, const float *a, long a_k, long a_m,
+                         const float *b, int ldb, int kb, int zero, const float *bias, int m0,
+                         int m1, int j0, int j1);
+void simd_column_sums(float *db, const float *dout, int N, int OC, int o0, int o1);
+void simd_layernorm_dx_row(float *dx_n, const float *x_n, const float *dout_n,
+                           const float *w, int C, float m, float r);
+void simd_dropout(float *out, const float *x, size_t n, uint64_t key, uint32_t threshold,
+                  float keep_scale);
+/* dst = src^T for one whole 32 x 32 block (rows ld_src floats apart in src, ld_dst in
+ * dst); returns 1 (done). */
+int simd_transpose32(float *dst, int ld_dst, const float *src, int ld_src);
+#else
+#define simd_matmul_block matmul_block_reference
+#define simd_gemm_block matmul_block_reference   /* never chosen: simd_gemm_cols is 0 */
+#define simd_gemm_cols(N, OC) 0
+#define simd_gemm_min_rows() 0
+#define simd_norm_stats norm_stats_reference
+#define simd_gelu(out, x, n) ((size_t)0)
+#define simd_swiglu(out, hidden, gate, n) ((size_t)0)
+#define simd_gelu_backward(dx, x, dout, n) ((size_t)0)
+#define simd_adamw(param, grad, m, v, n, h) ((size_t)0)
+#define simd_dot dot_reference
+#define simd_dots dots_reference
+#define simd_max max_reference
+#define simd_exp_sum exp_sum_reference
+#define simd_weighted_sum weighted_sum_reference
+#define simd_product_chains product_chains_reference
+#define simd_column_sums column_sums_reference
+#define simd_layernorm_dx_row layernorm_dx_row_reference
+#define simd_dropout dropout_reference
+#define simd_transpose32(dst, ld_dst, src, ld_src) 0
+#endif
+
+/* ---- which instruction set: int8 kernels (quant_x86.c, quant_neon.c) ---- */
+/* AVX2 alone suffices here (integer lanes; FMA where the build has it). */
+#if defined(__AVX2__)
+#define SIMD_Q8_X86 1
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define SIMD_Q8_NAME "avx512-vnni"
+#elif defined(__AVXVNNI__)
+#define SIMD_Q8_NAME "avx-vnni"
+#else
+#define SIMD_Q8_NAME "avx2"
+#endif
+#if defined(__AVX512VL__)
+#define SIMD_Q8_GEMM_ROWS 4    /* the prefill tile: rows of x (32 vector registers) ... */
+#else
+#define SIMD_Q8_GEMM_ROWS 2    /* (16 vector registers: x and |x| for each row) */
+#endif
+#define SIMD_Q8_GEMM_COLS 4    /* ... by rows of w (output columns) */
+#elif defined(__ARM_NEON) && defined(__aarch64__)
+#define SIMD_Q8_NEON 1
+#define SIMD_Q8_NAME "portable"   /* single rows: the reference */
+#define SIMD_Q8_GEMM_ROWS 4
+#define SIMD_Q8_GEMM_COLS 4
+#else
+#define SIMD_Q8_NAME "portable"
+#define SIMD_Q8_GEMM_ROWS 0       /* no prefill tile */
+#define SIMD_Q8_GEMM_COLS 0
+#endif
+
+#if defined(SIMD_Q8_X86)
+/* Whole vectors of quant.c's absmax_reference: the largest |x| of x[0 .. *done) (0 if
+ * none), or NaN if one of them is NaN; *done is set to how many values it read. */
+float simd_q8_absmax(const float *x, int n, int *done);
+/* Whole vectors of quant.c's round_reference, bit for bit; returns how many it did. */
+int simd_q8_round(int8_t *q, const float *x, int n, float scale);
+/* quant_matmul_block's columns o0 .. one row of x at a time, for groups that are a
+ * multiple of 32; returns the first column it did not do (o0 for other groups). */
+int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1);
+#else
+#define simd_q8_absmax(x, n, done) 0.0f
+#define simd_q8_round(q, x, n, scale) 0
+#define simd_q8_matmul_rows(out, xq, xs, w, bias, N, o0, o1) (o0)
+#endif
+#if defined(SIMD_Q8_X86) || defined(SIMD_Q8_NEON)
+/* Whether the prefill tile takes w; and its whole tiles over rows 0 .. N-1 and columns
+ * o0 .. o1-1 (N and o1 - o0 multiples of the tile), each output with the bits the row
+ * path gives it. */
+int simd_q8_gemm_takes(const QuantMatrix *w);
+void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1);
+#else
+#define simd_q8_gemm_takes(w) 0
+#define simd_q8_gemm_tiles matmul_rows   /* never chosen: simd_q8_gemm_takes is 0 */
+#endif
+
+/* ---- the thread pool's spin-wait hint (parallel/pool.c) ---- */
+#if SIMD_VECTOR && defined(__AVX2__)
+#include <immintrin.h>
+#define simd_pause() _mm_pause()
+#elif SIMD_VECTOR && defined(__ARM_NEON)
+#define simd_pause() __asm__ __volatile__("yield")
+#else
+#define simd_pause() ((void)0)
+#endif
+
+#endif /* SIMD_H */

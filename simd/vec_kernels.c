@@ -1,0 +1,744 @@
+/* vec_kernels.c: the float kernels of simd.h, written once in the vocabulary of vec.h, for
+ * every instruction set that defines it (AVX2 + FMA, AVX-512, NEON).
+ *
+ * Each kernel here is the vector form of a reference kernel in kernels.c (the engine's)
+ * or trainer/train_kernels.c (the trainer's), named in its comment: the same outputs,
+ * with the bits the header of kernels.h promises (a fused multiply-add where the
+ * reference multiplies and adds; the same operations, hence the same bits, for exp, GELU,
+ * SwiGLU, AdamW and dropout). Sections: exp; the decode tile; the GEMM tile; norms and
+ * activations; attention's loops; then the trainer's kernels. A build without vector
+ * instructions compiles nothing here (simd.h names the reference kernels instead).
+ *
+ * Legend: N rows of x, IC input width, OC output width (rows of w), n row, o output
+ * column, i input index, C width.
+ */
+#include "simd/simd.h"
+
+#if SIMD_VECTOR
+#include <math.h>         /* sqrtf */
+#include <stddef.h>       /* size_t */
+#include <stdint.h>       /* int32_t, uint32_t, uint64_t */
+#include <string.h>       /* memcpy */
+
+#include "kernels.h"      /* KERNELS_NORM_EPS, KernelsAdamW */
+#include "simd/vec.h"     /* Vec, V8 and their operations */
+
+/* The tiles must be inlined into each caller, where their sizes are constants: only then
+ * do their loops unroll and their sums stay in registers. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+/* A tile's loops over its rows and vectors must unroll completely, or its accumulators stay
+ * an array in memory, stored and reloaded at every step (gcc 12 did so in gemm_tile with
+ * AVX2: twelve stores beside its twelve FMAs). gcc and clang take this pragma; other
+ * compilers may just not unroll. */
+#if defined(__GNUC__)
+#define TILE_UNROLL _Pragma("GCC unroll 8")
+#else
+#define TILE_UNROLL
+#endif
+
+/* exp_approx on every lane, in its three stages: the same operations in the same order,
+ * none fused, so every lane has exp_approx's bits (tests/test_kernels.c checks). */
+static inline void vec_exp_reduce(Vec x, Vec *k, Vec *r) {   /* x = k ln 2 + r */
+    Vec xc = vec_exp_clamp(x);
+    *k = vec_sub(vec_add(vec_mul(xc, vec_set1(EXP_LOG2E)), vec_set1(EXP_ROUND)),
+                 vec_set1(EXP_ROUND));
+    *r = vec_sub(vec_sub(xc, vec_mul(*k, vec_set1(EXP_LN2_HI))),
+                 vec_mul(*k, vec_set1(EXP_LN2_LO)));
+}
+
+static inline Vec vec_exp_poly(Vec r) {   /* exp(r), |r| <= ln 2 / 2 */
+    Vec p = vec_set1(1.0f / 5040.0f);
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 720.0f));
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 120.0f));
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 24.0f));
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f / 6.0f));
+    p = vec_add(vec_mul(p, r), vec_set1(0.5f));
+    p = vec_add(vec_mul(p, r), vec_set1(1.0f));
+    return vec_add(vec_mul(p, r), vec_set1(1.0f));
+}
+
+static inline Vec vec_exp_scale(Vec x, Vec k, Vec p) {   /* p 2^k, or x where x is NaN */
+    Vec f1, f2;
+    vec_exp2_halves(k, &f1, &f2);
+    return vec_nan_or(x, vec_mul(vec_mul(p, f1), f2));
+}
+
+static inline Vec vec_exp(Vec x) {
+    Vec k, r;
+    vec_exp_reduce(x, &k, &r);
+    return vec_exp_scale(x, k, vec_exp_poly(r));
+}
+
+/* y (n,) = vec_exp(x), n <= EXP_BLOCK a multiple of VLANES, y may be x: one stage at a time
+ * over all n. A loop of whole exps is latency-bound: each is a chain of ~40 dependent
+ * steps, and the out-of-order window, full of their waiting steps, holds only two or three
+ * chains. A stage's chain is short, so the window holds many vectors' (2.1x faster for
+ * GELU on Zen 4 with AVX2 code). Same operations: the same bits. */
+#define EXP_BLOCK 256
+static void exp_block(float *y, const float *x, int n) {
+    _Alignas(64) float k_n[EXP_BLOCK], r_n[EXP_BLOCK];
+    for (int i = 0; i < n; i += VLANES) {
+        Vec k, r;
+        vec_exp_reduce(vec_load(x + i), &k, &r);
+        vec_store(k_n + i, k);
+        vec_store(r_n + i, r);
+    }
+    for (int i = 0; i < n; i += VLANES) vec_store(r_n + i, vec_exp_poly(vec_load(r_n + i)));
+    for (int i = 0; i < n; i += VLANES)
+        vec_store(y + i, vec_exp_scale(vec_load(x + i), vec_load(k_n + i), vec_load(r_n + i)));
+}
+
+/* The length of the next block for exp_block when rest values are left: whole vectors,
+ * at most EXP_BLOCK (0 when under one vector is left). */
+static inline int exp_block_len(size_t rest) {
+    return rest >= EXP_BLOCK ? EXP_BLOCK : (int)(rest / VLANES * VLANES);
+}
+
+/* ---- the dot-product tile (decode) ---- */
+
+/* out (R, C) (row stride ldo) = x (R, IC) . w (C, IC)^T, each row IC floats apart:
+ * matmul_block_reference's products with the eight partial sums as the eight lanes of a V8,
+ * one FMA per lane and input chunk: R x C accumulators, so each loaded chunk of a row of
+ * w serves R rows of x and each chunk of x serves C rows of w. The last chunk of a row,
+ * if short, is read as zeros beyond. Called with constant R and C, so the loops unroll
+ * and the sums live in registers. The tile stays 8 lanes wide with AVX-512: a single
+ * row's product is bound by memory traffic, which 16 lanes do not reduce, and each final
+ * sum of 16 lanes costs more. */
+static ALWAYS_INLINE void dot_tile_vector(float *out, int ldo, const float *x, const float *w,
+                                          int IC, int R, int C) {
+    V8 acc[3][8];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) acc[r][c] = v8_zero();
+    int i = 0;
+    for (; i + LANES <= IC; i += LANES) {
+        for (int c = 0; c < C; c++) {
+            V8 w_c = v8_load(w + (size_t)c * IC + i);
+            for (int r = 0; r < R; r++)
+                acc[r][c] = v8_fma(v8_load(x + (size_t)r * IC + i), w_c, acc[r][c]);
+        }
+    }
+    if (i < IC) {   /* the tail: lanes i .. IC-1 loaded, the rest read as zero */
+        for (int c = 0; c < C; c++) {
+            V8 w_c = v8_load_first(w + (size_t)c * IC + i, IC - i);
+            for (int r = 0; r < R; r++)
+                acc[r][c] = v8_fma(v8_load_first(x + (size_t)r * IC + i, IC - i), w_c,
+                                   acc[r][c]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) out[(size_t)r * ldo + c] = v8_sum(acc[r][c]);
+}
+
+/* out[c * ldo] = x (IC,) . row c of w, for c < S rows of w ldw floats apart: dot_tile_vector
+ * with R = 1, C = S (each output's sum is that tile's, bit for bit), but for rows that need
+ * not be adjacent. */
+static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, const float *w,
+                                        size_t ldw, int IC, int S) {
+    V8 acc[8];
+    TILE_UNROLL for (int c = 0; c < S; c++) acc[c] = v8_zero();
+    int i = 0;
+    for (; i + LANES <= IC; i += LANES) {
+        V8 x_i = v8_load(x + i);
+        TILE_UNROLL for (int c = 0; c < S; c++)
+            acc[c] = v8_fma(x_i, v8_load(w + c * ldw + i), acc[c]);
+    }
+    if (i < IC) {
+        V8 x_i = v8_load_first(x + i, IC - i);
+        TILE_UNROLL for (int c = 0; c < S; c++)
+            acc[c] = v8_fma(x_i, v8_load_first(w + c * ldw + i, IC - i), acc[c]);
+    }
+    TILE_UNROLL for (int c = 0; c < S; c++) out[c * ldo] = v8_sum(acc[c]);
+}
+
+/* out[c] = x (IC,) . row c of w (C, IC), for c < C, each output's sum the one the eight-row
+ * tile makes (bit for bit), for a matrix read from memory: the rows are cut into four
+ * quarters, each read in order as one sequential run, and row c of each quarter goes with
+ * row c of the others in one tile: four independent sums hide the FMA latency that a
+ * single row's one chain of IC / 8 FMAs waits on, while the memory sees four sequential
+ * streams. Adjacent rows side by side (two, four or eight: the eight-row tile) read slower
+ * from memory here (Zen 4, AVX2 code, loaded machine, s15m greedy, one thread: 115-133
+ * tokens/s against 224 row after row); two runs gave 218 against 197 row after row
+ * (medians of 9), and four runs against two, on a random s110m (idle, 3 alternated
+ * rounds): 52-61 against 50-57 tokens/s at one thread, 73-79 against 69-74 at two. */
+static void dot_rows_vector(float *out, const float *x, const float *w, int IC, int C) {
+    int quarter = C / 4;
+    for (int c = 0; c < quarter; c++)
+        dot_rows_tile(out + c, (size_t)quarter, x, w + (size_t)c * IC, (size_t)quarter * IC,
+                      IC, 4);
+    for (int c = 4 * quarter; c < C; c++)   /* the rows left over */
+        dot_rows_tile(out + c, 1, x, w + (size_t)c * IC, 0, IC, 1);
+}
+
+/* ---- the dot-product tile's blocks (decode, and products of few rows) ---- */
+
+/* A single row's product streams a matrix of at least this many bytes as four sequential
+ * runs (dot_rows_vector) instead of eight rows at a time. A model this large is read from
+ * memory at every token, and one sequential run streams faster than eight interleaved
+ * ones (Zen 4, AVX2 code, one thread: s15m 204 -> 355 tokens/s, a random s110m 46 -> 61);
+ * the eight-row tile's independent sums win where the weights stay in the caches (the
+ * shipped model, whose largest matrix is 256 KiB). The value lies between that and
+ * s15m's smallest matrix (324 KiB): a measured choice, not a derived one. */
+#define DECODE_STREAM_BYTES (288 << 10)
+
+/* out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b: one job. A single row (decode)
+ * goes against eight rows of w at a time, or as four runs of rows for a large w. Several rows:
+ * for each four rows of w, every three rows of x in turn (12 sums in registers), so each
+ * row of w comes from memory once and is reused from L1 for all rows of x. Leftovers use
+ * smaller tiles, which compute the same sums. */
+void simd_matmul_block(float *out, const float *x, const float *w, const float *b, int n0,
+                       int n1, int o0, int o1, int IC, int OC) {
+    int o = o0;
+    if (n1 - n0 == 1) {
+        float *out_n = out + (size_t)n0 * OC;
+        const float *x_n = x + (size_t)n0 * IC;
+        if ((size_t)IC * (size_t)OC * sizeof(float) >= DECODE_STREAM_BYTES) {
+            dot_rows_vector(out_n + o, x_n, w + (size_t)o * IC, IC, o1 - o);
+            o = o1;
+        }
+        for (; o + 8 <= o1; o += 8)
+            dot_tile_vector(out_n + o, OC, x_n, w + (size_t)o * IC, IC, 1, 8);
+        for (; o < o1; o++) dot_tile_vector(out_n + o, OC, x_n, w + (size_t)o * IC, IC, 1, 1);
+    } else {
+        for (; o + 4 <= o1; o += 4) {
+            int n = n0;
+            for (; n + 3 <= n1; n += 3)
+                dot_tile_vector(out + (size_t)n * OC + o, OC, x + (size_t)n * IC,
+                                w + (size_t)o * IC, IC, 3, 4);
+            for (; n < n1; n++)
+                dot_tile_vector(out + (size_t)n * OC + o, OC, x + (size_t)n * IC,
+                                w + (size_t)o * IC, IC, 1, 4);
+        }
+        for (; o < o1; o++)
+            for (int n = n0; n < n1; n++)
+                dot_tile_vector(out + (size_t)n * OC + o, OC, x + (size_t)n * IC,
+                                w + (size_t)o * IC, IC, 1, 1);
+    }
+    if (b)
+        for (int n = n0; n < n1; n++)
+            for (o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
+}
+
+/* ---- the broadcast-form tile for blocks of rows (prefill) ---- */
+/*
+ * With many rows of x, the dot-product tile's horizontal sums cost as much as the
+ * multiplies when IC is small. The GEMM form keeps whole outputs in the lanes instead:
+ * a block of NB rows of x is transposed once into xt (KC, NB), and then for MR rows of w
+ * at a time, acc[r][v] (the outputs of w row o+r for NB rows of x) grows by
+ * w[o+r][i] * xt[i][:] for i in order, one FMA per step. Every output is therefore one
+ * lane's sum over i in increasing order, whatever the tile, the block sizes or the vector
+ * width: the result of a row does not depend on how many rows come with it (N >=
+ * GEMM_MIN_ROWS). It differs from the dot-product tile's order, so decode (N = 1) and
+ * prefill agree to rounding.
+ */
+#define GEMM_MR 6                      /* rows of w per tile */
+#define GEMM_NB (GEMM_NV * VLANES)     /* rows of x per tile: 32 with AVX-512, else 16 */
+#define GEMM_KC 1024                   /* input columns per transposed block of x */
+#define GEMM_MIN_ROWS (GEMM_NB / 2)    /* fewer rows of x: the dot-product tile is faster */
+#define GEMM_COL_BLOCKS 4              /* column blocks per block of rows: few, since each
+                                        * job transposes its rows of x once */
+
+/* acc (R, GEMM_NV vectors) for w rows o .. o+R-1 against the NB columns of xt (kc, NB):
+ * the sums over i = 0 .. kc-1, added to out (rows n0.., columns o..) unless first, where
+ * they are stored; rows >= n1 of the block are padding and are not written. */
+static ALWAYS_INLINE void gemm_tile(float *out, const float *xt, const float *w, int kc,
+                                    int IC, int OC, int o, int n0, int n1, int first, int R) {
+    Vec acc[GEMM_MR][GEMM_NV];
+    TILE_UNROLL for (int r = 0; r < R; r++)
+        TILE_UNROLL for (int v = 0; v < GEMM_NV; v++) acc[r][v] = vec_zero();
+    const float *w_o = w + (size_t)o * IC;
+    for (int i = 0; i < kc; i++) {
+        Vec x_v[GEMM_NV];
+        TILE_UNROLL for (int v = 0; v < GEMM_NV; v++)
+            x_v[v] = vec_load(xt + (size_t)i * GEMM_NB + v * VLANES);
+        TILE_UNROLL for (int r = 0; r < R; r++) {
+            Vec w_ri = vec_broadcast(w_o + (size_t)r * IC + i);
+            TILE_UNROLL for (int v = 0; v < GEMM_NV; v++)
+                acc[r][v] = vec_fma(w_ri, x_v[v], acc[r][v]);
+        }
+    }
+    float lanes[GEMM_NB];
+    TILE_UNROLL for (int r = 0; r < R; r++) {
+        TILE_UNROLL for (int v = 0; v < GEMM_NV; v++) vec_store(lanes + v * VLANES, acc[r][v]);
+        for (int n = n0; n < n1; n++) {
+            float *out_no = out + (size_t)n * OC + o + r;
+            *out_no = first ? lanes[n - n0] : *out_no + lanes[n - n0];
+        }
+    }
+}
+
+/* xt (kc, NB) = the first kc columns of x's rows 0 .. rows-1 (row stride IC), transposed:
+ * xt[i][j] = x[j][i], zero for the padding rows j >= rows; 8 x 8 blocks where whole. */
+_Static_assert(GEMM_NB % 8 == 0, "gemm_pack transposes 8 x 8 blocks");
+static void gemm_pack(float *xt, const float *x, int IC, int kc, int rows) {
+    for (int j0 = 0; j0 < GEMM_NB; j0 += 8) {
+        int i = 0;
+        if (j0 + 8 <= rows)
+            for (; i + 8 <= kc; i += 8)
+                v8_transpose(xt + (size_t)i * GEMM_NB + j0, GEMM_NB, x + (size_t)j0 * IC + i, IC);
+        for (int j = j0; j < j0 + 8; j++)
+            for (int ii = i; ii < kc; ii++)
+                xt[(size_t)ii * GEMM_NB + j] = j < rows ? x[(size_t)j * IC + ii] : 0.0f;
+    }
+}
+
+/* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, NB rows of x at a time. */
+void simd_gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
+                     int n1, int o0, int o1, int IC, int OC) {
+    float xt[GEMM_KC * GEMM_NB];   /* (KC, NB) on the stack: 128 KiB (AVX-512), else 64 KiB */
+    for (int nb = n0; nb < n1; nb += GEMM_NB) {
+        int nb1 = nb + GEMM_NB < n1 ? nb + GEMM_NB : n1;
+        for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
+            int kc = IC - k0 < GEMM_KC ? IC - k0 : GEMM_KC;
+            gemm_pack(xt, x + (size_t)nb * IC + k0, IC, kc, nb1 - nb);
+            int o = o0, first = k0 == 0;
+            const float *w_k = w + k0;   /* every row of w from column k0 on */
+            for (; o + GEMM_MR <= o1; o += GEMM_MR)
+                gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, GEMM_MR);
+            switch (o1 - o) {   /* the rows of w left over, with constant tile heights */
+            case 5: gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, 5); break;
+            case 4: gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, 4); break;
+            case 3: gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, 3); break;
+            case 2: gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, 2); break;
+            case 1: gemm_tile(out, xt, w_k, kc, IC, OC, o, nb, nb1, first, 1); break;
+            default: break;
+            }
+        }
+    }
+    if (b)
+        for (int n = n0; n < n1; n++)
+            for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
+}
+
+int simd_gemm_min_rows(void) { return GEMM_MIN_ROWS; }
+
+/* wide column blocks, a multiple of the tile height, for N >= GEMM_MIN_ROWS */
+int simd_gemm_cols(int N, int OC) {
+    if (N < GEMM_MIN_ROWS) return 0;
+    int cols = (OC + GEMM_COL_BLOCKS - 1) / GEMM_COL_BLOCKS;
+    return (cols + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
+}
+
+/* ---- norms and activations ---- */
+
+/* norm_stats_reference with the sums in vector lanes (FMA for the variance). */
+void simd_norm_stats(const float *x_n, int C, float *mean, float *rstd) {
+    int i = 0;
+    Vec acc = vec_zero();
+    for (; i + VLANES <= C; i += VLANES) acc = vec_add(acc, vec_load(x_n + i));
+    if (i < C) acc = vec_add(acc, vec_load_mask(x_n + i, lane_mask(C - i)));
+    float m = vec_sum(acc) / (float)C;
+    Vec m_v = vec_set1(m);
+    acc = vec_zero();
+    for (i = 0; i + VLANES <= C; i += VLANES) {
+        Vec d = vec_sub(vec_load(x_n + i), m_v);
+        acc = vec_fma(d, d, acc);
+    }
+    if (i < C) {   /* masked lanes load 0; 0 - m would count, so mask the difference */
+        LaneMask tail = lane_mask(C - i);
+        Vec d = vec_sub(vec_load_mask(x_n + i, tail), m_v);
+        d = vec_blend_zero(tail, d);
+        acc = vec_fma(d, d, acc);
+    }
+    float var = vec_sum(acc) / (float)C;
+    *mean = m;
+    *rstd = 1.0f / sqrtf(var + KERNELS_NORM_EPS);
+}
+
+/* e (m,) = exp(-2u) of x (m,), u = sqrt(2/pi)(v + c v^3): the exponential both GELU and
+ * its backward take, in gelu_reference's operations; m as exp_block takes it. */
+static void gelu_exp_block(float *e, const float *x, int m) {
+    Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c = vec_set1(GELU_CUBIC), minus_two = vec_set1(-2.0f);
+    for (int j = 0; j < m; j += VLANES) {
+        Vec v = vec_load(x + j);
+        Vec u = vec_mul(a, vec_add(v, vec_mul(vec_mul(vec_mul(c, v), v), v)));
+        vec_store(e + j, vec_mul(minus_two, u));
+    }
+    exp_block(e, e, m);
+}
+
+/* gelu_reference, lane by lane, on the whole vectors of x (n,); returns how many values it
+ * did (the reference does the rest). */
+size_t simd_gelu(float *out, const float *x, size_t n) {
+    Vec one = vec_set1(1.0f);
+    _Alignas(64) float e[EXP_BLOCK];   /* exp(-2u) */
+    size_t i = 0;
+    for (int m; (m = exp_block_len(n - i)) > 0; i += (size_t)m) {
+        gelu_exp_block(e, x + i, m);
+        for (int j = 0; j < m; j += VLANES)
+            vec_store(out + i + j, vec_div(vec_load(x + i + j), vec_add(one, vec_load(e + j))));
+    }
+    return i;
+}
+
+/* swiglu_reference, lane by lane, as simd_gelu (-v as v * -1: exact). */
+size_t simd_swiglu(float *out, const float *hidden, const float *gate, size_t n) {
+    Vec minus_one = vec_set1(-1.0f), one = vec_set1(1.0f);
+    _Alignas(64) float e[EXP_BLOCK];   /* -v, then exp(-v) */
+    size_t i = 0;
+    for (int m; (m = exp_block_len(n - i)) > 0; i += (size_t)m) {
+        for (int j = 0; j < m; j += VLANES)
+            vec_store(e + j, vec_mul(vec_load(hidden + i + j), minus_one));
+        exp_block(e, e, m);
+        for (int j = 0; j < m; j += VLANES) {
+            Vec silu = vec_div(vec_load(hidden + i + j), vec_add(one, vec_load(e + j)));
+            vec_store(out + i + j, vec_mul(silu, vec_load(gate + i + j)));
+        }
+    }
+    return i;
+}
+
+/* ---- attention's loops ---- */
+
+/* dot_reference's eight partial sums as a V8's lanes, one FMA each. */
+static ALWAYS_INLINE float dot_vector(const float *a, const float *b, int n) {
+    V8 acc = v8_zero();
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) acc = v8_fma(v8_load(a + i), v8_load(b + i), acc);
+    if (i < n) acc = v8_fma(v8_load_first(a + i, n - i), v8_load_first(b + i, n - i), acc);
+    return v8_sum(acc);
+}
+
+/* out[r] = dot_vector(q, row r), eight rows at a time: eight independent FMA chains, one
+ * shared reduction; every row's bits are dot_vector's. */
+void simd_dots(float *out, const float *q, const float *k, int stride, const int32_t *rows,
+               int n_rows, int n) {
+    int r = 0;
+    for (; r + 8 <= n_rows; r += 8) {
+        const float *k_r[8];
+        V8 acc[8];
+        for (int j = 0; j < 8; j++) {
+            k_r[j] = k + (long)(rows ? rows[r + j] : r + j) * stride;
+            acc[j] = v8_zero();
+        }
+        int i = 0;
+        for (; i + LANES <= n; i += LANES) {
+            V8 q_i = v8_load(q + i);
+            for (int j = 0; j < 8; j++) acc[j] = v8_fma(q_i, v8_load(k_r[j] + i), acc[j]);
+        }
+        if (i < n) {
+            V8 q_i = v8_load_first(q + i, n - i);
+            for (int j = 0; j < 8; j++)
+                acc[j] = v8_fma(q_i, v8_load_first(k_r[j] + i, n - i), acc[j]);
+        }
+        v8_sum_rows(out + r, acc);
+    }
+    for (; r < n_rows; r++) out[r] = dot_vector(q, k + (long)(rows ? rows[r] : r) * stride, n);
+}
+
+float simd_dot(const float *a, const float *b, int n) { return dot_vector(a, b, n); }
+
+/* sum_reference's eight partial sums as a V8's lanes. */
+static float sum_vector(const float *x, int n) {
+    V8 acc = v8_zero();
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) acc = v8_add(acc, v8_load(x + i));
+    if (i < n) acc = v8_add(acc, v8_load_first(x + i, n - i));
+    return v8_sum(acc);
+}
+
+/* The largest of init and x (n,) by x > max comparisons: kernels.c's max_reference, for the
+ * lanes and the values after the last whole vector. */
+static float max_scalar(const float *x, int n, float init) {
+    float max = init;
+    for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    return max;
+}
+
+/* max_reference with VLANES running maxima, then the lanes and the last values in turn. */
+float simd_max(const float *x, int n, float init) {
+    Vec acc = vec_set1(init);
+    int i = 0;
+    for (; i + VLANES <= n; i += VLANES) acc = vec_max(vec_load(x + i), acc);
+    float lanes[VLANES];
+    vec_store(lanes, acc);
+    return max_scalar(x + i, n - i, max_scalar(lanes, VLANES, init));
+}
+
+/* x (n,) = exp(x - shift) as exp_sum_reference, the last values in a masked vector (vec_exp has
+ * exp_approx's bits in every lane, so a tail needs no scalar loop). */
+static void exp_shift_vector(float *x, int n, float shift) {
+    Vec shift_v = vec_set1(shift);
+    int j = 0;
+    for (int m; (m = exp_block_len((size_t)(n - j))) > 0; j += m) {
+        for (int i = 0; i < m; i += VLANES)
+            vec_store(x + j + i, vec_sub(vec_load(x + j + i), shift_v));
+        exp_block(x + j, x + j, m);
+    }
+    if (j < n) {
+        LaneMask tail = lane_mask(n - j);
+        vec_store_mask(x + j, tail, vec_exp(vec_sub(vec_load_mask(x + j, tail), shift_v)));
+    }
+}
+
+/* weighted_sum_reference with each out[i] one FMA chain over the rows in order, from 0;
+ * a block of columns at a time keeps its sums in registers across the rows. */
+void simd_weighted_sum(float *out, const float *weights, float scale, const float *v,
+                       int stride, const int32_t *rows, int n_rows, int n) {
+    enum { SUM_VECTORS = 4 };   /* columns per block: 4 vectors */
+    int i0 = 0;
+    for (; i0 + SUM_VECTORS * VLANES <= n; i0 += SUM_VECTORS * VLANES) {
+        Vec acc[SUM_VECTORS];
+        for (int j = 0; j < SUM_VECTORS; j++) acc[j] = vec_zero();
+        for (int r = 0; r < n_rows; r++) {
+            const float *v_r = v + (long)(rows ? rows[r] : r) * stride + i0;
+            Vec a = vec_set1(weights[r] * scale);
+            for (int j = 0; j < SUM_VECTORS; j++)
+                acc[j] = vec_fma(a, vec_load(v_r + j * VLANES), acc[j]);
+        }
+        for (int j = 0; j < SUM_VECTORS; j++) vec_store(out + i0 + j * VLANES, acc[j]);
+    }
+    for (; i0 + VLANES <= n; i0 += VLANES) {
+        Vec acc = vec_zero();
+        for (int r = 0; r < n_rows; r++)
+            acc = vec_fma(vec_set1(weights[r] * scale),
+                          vec_load(v + (long)(rows ? rows[r] : r) * stride + i0), acc);
+        vec_store(out + i0, acc);
+    }
+    if (i0 < n) {   /* the last columns in one masked vector (a head of 8 with AVX-512) */
+        LaneMask tail = lane_mask(n - i0);
+        Vec acc = vec_zero();
+        for (int r = 0; r < n_rows; r++)
+            acc = vec_fma(vec_set1(weights[r] * scale),
+                          vec_load_mask(v + (long)(rows ? rows[r] : r) * stride + i0, tail), acc);
+        vec_store_mask(out + i0, tail, acc);
+    }
+}
+
+/* exp_sum_reference: x = exp(x - shift) lane by lane, then the sum in dot_vector's lanes. */
+float simd_exp_sum(float *x, int n, float shift) {
+    exp_shift_vector(x, n, shift);
+    return sum_vector(x, n);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The trainer's kernels (references in trainer/train_kernels.c)               */
+
+/* ---- the products' register tile ---- */
+
+#define TILE_COLS (TILE_NV * VLANES)   /* columns of C per tile */
+#define TILE_KB SIMD_TILE_KB           /* values of k per cache block (train_kernels.c's) */
+
+/* C rows 0 .. R-1, columns 0 .. TILE_COLS-1 (those of mask's lanes if masked) (+)= the
+ * chain over k = 0 .. K-1, then + bias (the tile's columns of it) if not NULL. Called with
+ * constant R and masked, so acc lives in registers. */
+static ALWAYS_INLINE void product_tile(float *c, int ldc, const float *a, long a_k, long a_m,
+                                       const float *b, int ldb, int K, int zero,
+                                       const float *bias, const LaneMask *mask, int R,
+                                       int masked) {
+    Vec acc[TILE_MR][TILE_NV];
+    TILE_UNROLL for (int r = 0; r < R; r++)
+        for (int v = 0; v < TILE_NV; v++) {
+            const float *c_rv = c + (size_t)r * ldc + v * VLANES;
+            acc[r][v] = zero ? vec_zero() : masked ? vec_load_mask(c_rv, mask[v]) : vec_load(c_rv);
+        }
+    for (int k = 0; k < K; k++) {
+        const float *b_k = b + (size_t)k * ldb, *a_k0 = a + k * a_k;
+        Vec b_v[TILE_NV];
+        TILE_UNROLL for (int v = 0; v < TILE_NV; v++)
+            b_v[v] = masked ? vec_load_mask(b_k + v * VLANES, mask[v]) : vec_load(b_k + v * VLANES);
+        TILE_UNROLL for (int r = 0; r < R; r++) {
+            Vec a_r = vec_broadcast(a_k0 + r * a_m);
+            TILE_UNROLL for (int v = 0; v < TILE_NV; v++)
+                acc[r][v] = vec_fma(a_r, b_v[v], acc[r][v]);
+        }
+    }
+    if (bias) {
+        Vec bias_v[TILE_NV];
+        for (int v = 0; v < TILE_NV; v++)
+            bias_v[v] = masked ? vec_load_mask(bias + v * VLANES, mask[v])
+                               : vec_load(bias + v * VLANES);
+        TILE_UNROLL for (int r = 0; r < R; r++)
+            for (int v = 0; v < TILE_NV; v++) acc[r][v] = vec_add(acc[r][v], bias_v[v]);
+    }
+    TILE_UNROLL for (int r = 0; r < R; r++)
+        for (int v = 0; v < TILE_NV; v++) {
+            float *c_rv = c + (size_t)r * ldc + v * VLANES;
+            if (masked) vec_store_mask(c_rv, mask[v], acc[r][v]);
+            else vec_store(c_rv, acc[r][v]);
+        }
+}
+
+/* One tile of R (1 .. TILE_MR) rows and width (1 .. TILE_COLS) columns: a constant tile
+ * height for each R, and lane masks only for a strip narrower than TILE_COLS. */
+static void product_tiles(float *c, int ldc, const float *a, long a_k, long a_m,
+                          const float *b, int ldb, int K, int zero, const float *bias, int R,
+                          int width) {
+#define PRODUCT_CASE(rows, masked) \
+    case rows: \
+        product_tile(c, ldc, a, a_k, a_m, b, ldb, K, zero, bias, mask, rows, masked); \
+        break;
+    LaneMask mask[TILE_NV];
+    if (width == TILE_COLS) {
+        switch (R) {
+        PRODUCT_CASE(1, 0) PRODUCT_CASE(2, 0) PRODUCT_CASE(3, 0) PRODUCT_CASE(4, 0)
+#if TILE_MR > 4
+        PRODUCT_CASE(5, 0) PRODUCT_CASE(6, 0)
+#endif
+        default: break;
+        }
+        return;
+    }
+    for (int v = 0; v < TILE_NV; v++) {
+        int lanes = width - v * VLANES;
+        mask[v] = lane_mask(lanes < 0 ? 0 : lanes > VLANES ? VLANES : lanes);
+    }
+    switch (R) {
+    PRODUCT_CASE(1, 1) PRODUCT_CASE(2, 1) PRODUCT_CASE(3, 1) PRODUCT_CASE(4, 1)
+#if TILE_MR > 4
+    PRODUCT_CASE(5, 1) PRODUCT_CASE(6, 1)
+#endif
+    default: break;
+    }
+#undef PRODUCT_CASE
+}
+
+/* train_kernels.c's product_chains_reference's chains, each one lane's FMA chain, TILE_MR rows by
+ * TILE_COLS columns of C at a time. Each strip of B (kb rows, TILE_COLS columns) is first
+ * copied into a contiguous panel: in place, its rows lie ldb floats apart, and when that is
+ * a multiple of a few cache lines (128, 384, 512 or 1024 columns) they all fall into a few
+ * sets of L1 and evict each other before the next tile of rows reads them again. Copying
+ * changes no value, so the bits are the same. */
+void simd_product_chains(float *c, int ldc, const float *a, long a_k, long a_m,
+                         const float *b, int ldb, int kb, int zero, const float *bias, int m0,
+                         int m1, int j0, int j1) {
+    _Alignas(64) float panel[TILE_KB * TILE_COLS];   /* 8 KiB (AVX2), 32 KiB (AVX-512) */
+    for (int j = j0; j < j1; j += TILE_COLS) {
+        int width = j1 - j < TILE_COLS ? j1 - j : TILE_COLS;
+        for (int k = 0; k < kb; k++) {
+            const float *b_k = b + (size_t)k * ldb + j;
+            float *panel_k = panel + (size_t)k * TILE_COLS;
+            if (width == TILE_COLS)
+                for (int v = 0; v < TILE_NV; v++)
+                    vec_store(panel_k + v * VLANES, vec_load(b_k + v * VLANES));
+            else
+                memcpy(panel_k, b_k, (size_t)width * sizeof(float));
+        }
+        for (int m = m0; m < m1; m += TILE_MR)
+            product_tiles(c + (size_t)m * ldc + j, ldc, a + m * a_m, a_k,
+                          a_m, panel, TILE_COLS, kb, zero, bias ? bias + j : NULL,
+                          m1 - m < TILE_MR ? m1 - m : TILE_MR, width);
+    }
+}
+
+/* column_sums_reference with each column's chain in a lane, four vectors of columns at a
+ * time kept in registers over all N rows (db is read and written once). */
+void simd_column_sums(float *db, const float *dout, int N, int OC, int o0, int o1) {
+    enum { SUM_VECTORS = 4 };
+    for (int o = o0; o < o1; o += SUM_VECTORS * VLANES) {
+        LaneMask mask[SUM_VECTORS];
+        Vec acc[SUM_VECTORS];
+        for (int v = 0; v < SUM_VECTORS; v++) {
+            int lanes = o1 - o - v * VLANES;
+            mask[v] = lane_mask(lanes < 0 ? 0 : lanes > VLANES ? VLANES : lanes);
+            acc[v] = vec_load_mask(db + o + v * VLANES, mask[v]);
+        }
+        for (int n = 0; n < N; n++) {
+            const float *dout_n = dout + (size_t)n * OC + o;
+            for (int v = 0; v < SUM_VECTORS; v++)
+                acc[v] = vec_add(acc[v], vec_load_mask(dout_n + v * VLANES, mask[v]));
+        }
+        for (int v = 0; v < SUM_VECTORS; v++) vec_store_mask(db + o + v * VLANES, mask[v], acc[v]);
+    }
+}
+
+/* ---- LayerNorm, GELU, AdamW, dropout ---- */
+
+/* layernorm_dx_row_reference with the sums in vector lanes. */
+void simd_layernorm_dx_row(float *dx_n, const float *x_n, const float *dout_n,
+                           const float *w, int C, float m, float r) {
+    Vec m_v = vec_set1(m), r_v = vec_set1(r), g_acc = vec_zero(), gx_acc = vec_zero();
+    for (int i = 0; i < C; i += VLANES) {   /* masked lanes give g = 0 */
+        LaneMask lanes = lane_mask(C - i < VLANES ? C - i : VLANES);
+        Vec g = vec_mul(vec_load_mask(w + i, lanes), vec_load_mask(dout_n + i, lanes));
+        Vec xhat = vec_mul(vec_sub(vec_load_mask(x_n + i, lanes), m_v), r_v);
+        g_acc = vec_add(g_acc, g);
+        gx_acc = vec_fma(g, xhat, gx_acc);
+    }
+    float g_mean = vec_sum(g_acc) / (float)C;
+    float gx_mean = vec_sum(gx_acc) / (float)C;
+    Vec gm_v = vec_set1(g_mean), gxm_v = vec_set1(gx_mean);
+    for (int i = 0; i < C; i += VLANES) {
+        LaneMask lanes = lane_mask(C - i < VLANES ? C - i : VLANES);
+        Vec g = vec_mul(vec_load_mask(w + i, lanes), vec_load_mask(dout_n + i, lanes));
+        Vec xhat = vec_mul(vec_sub(vec_load_mask(x_n + i, lanes), m_v), r_v);
+        Vec d = vec_mul(r_v, vec_sub(vec_sub(g, gm_v), vec_mul(xhat, gxm_v)));
+        vec_store_mask(dx_n + i, lanes, vec_add(vec_load_mask(dx_n + i, lanes), d));
+    }
+}
+
+/* gelu_backward_reference, lane by lane, as simd_gelu. */
+size_t simd_gelu_backward(float *dx, const float *x, const float *dout, size_t n) {
+    Vec a = vec_set1(GELU_SQRT_2_OVER_PI), c3 = vec_set1(3.0f * GELU_CUBIC);
+    Vec one = vec_set1(1.0f), two = vec_set1(2.0f);
+    _Alignas(64) float e[EXP_BLOCK];   /* exp(-2u) */
+    size_t i = 0;
+    for (int m; (m = exp_block_len(n - i)) > 0; i += (size_t)m) {
+        gelu_exp_block(e, x + i, m);
+        for (int j = 0; j < m; j += VLANES) {
+            Vec v = vec_load(x + i + j);
+            Vec du = vec_mul(a, vec_add(one, vec_mul(vec_mul(c3, v), v)));
+            Vec s = vec_div(one, vec_add(one, vec_load(e + j)));
+            Vec slope = vec_mul(vec_mul(vec_mul(vec_mul(two, v), du), s), vec_sub(one, s));
+            vec_store(dx + i + j, vec_mul(vec_add(s, slope), vec_load(dout + i + j)));
+        }
+    }
+    return i;
+}
+
+/* adamw_reference, lane by lane, as simd_gelu (a loop of sqrtf does not vectorise by
+ * itself: sqrtf may set errno). */
+size_t simd_adamw(float *param, const float *grad, float *m, float *v, size_t n,
+                  const KernelsAdamW *h) {
+    Vec beta1_v = vec_set1(h->beta1), beta2_v = vec_set1(h->beta2);
+    Vec rest1_v = vec_set1(1.0f - h->beta1), rest2_v = vec_set1(1.0f - h->beta2);
+    Vec lr_v = vec_set1(h->lr), eps_v = vec_set1(h->eps), decay_v = vec_set1(h->weight_decay);
+    Vec scale_v = vec_set1(h->grad_scale), c1_v = vec_set1(h->correction1);
+    Vec c2_v = vec_set1(h->correction2);
+    size_t i = 0;
+    for (; i + VLANES <= n; i += VLANES) {
+        Vec g = vec_mul(vec_load(grad + i), scale_v), p = vec_load(param + i);
+        Vec m_i = vec_add(vec_mul(beta1_v, vec_load(m + i)), vec_mul(rest1_v, g));
+        Vec v_i = vec_add(vec_mul(beta2_v, vec_load(v + i)), vec_mul(vec_mul(rest2_v, g), g));
+        Vec denominator = vec_add(vec_sqrt(vec_div(v_i, c2_v)), eps_v);
+        Vec step = vec_add(vec_div(vec_div(m_i, c1_v), denominator), vec_mul(decay_v, p));
+        vec_store(m + i, m_i);
+        vec_store(v + i, v_i);
+        vec_store(param + i, vec_sub(p, vec_mul(lr_v, step)));
+    }
+    return i;
+}
+
+/* dropout_reference on x (n,), VLANES elements at a time, the last in a masked vector. */
+void simd_dropout(float *out, const float *x, size_t n, uint64_t key, uint32_t threshold,
+                  float keep_scale) {
+    Vec scale = vec_set1(keep_scale);
+    size_t i = 0;
+    for (; i + VLANES <= n; i += VLANES)
+        vec_store(out + i, vec_dropout(vec_load(x + i), key + i, threshold, scale));
+    if (i < n) {
+        LaneMask tail = lane_mask((int)(n - i));
+        vec_store_mask(out + i, tail,
+                       vec_dropout(vec_load_mask(x + i, tail), key + i, threshold, scale));
+    }
+}
+
+/* ---- transposes ---- */
+
+int simd_transpose32(float *dst, int ld_dst, const float *src, int ld_src) {
+    for (int r = 0; r < 32; r += 8)   /* 8 x 8 blocks in registers */
+        for (int c = 0; c < 32; c += 8)
+            v8_transpose(dst + (size_t)c * ld_dst + r, ld_dst, src + (size_t)r * ld_src + c,
+                         ld_src);
+    return 1;
+}
+
+#else
+/* ISO C wants a declaration in every translation unit: a build without vector
+ * instructions has nothing else here. */
+typedef int simd_vec_kernels_none;
+#endif /* SIMD_VECTOR */
