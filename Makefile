@@ -22,8 +22,8 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 QUANT = $(B)/quant.o $(B)/simd/quant_x86.o $(B)/simd/quant_neon.o
 KERNELS = $(B)/kernels.o $(B)/parallel/pool.o $(B)/simd/vec_kernels.o \
           $(B)/kernels/train_kernels.o $(QUANT)
-CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/os.o $(KERNELS)
-TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/hash.o $(B)/os.o
+CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(B)/checkpoint.o $(B)/platform/os.o $(KERNELS)
+TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/hash.o $(B)/platform/os.o
 # the lab's parts of ./run (lab/run_lab.c wires them in): the variants' specs, --eval,
 # the heatmaps and --attn-top
 RUN_LAB = $(B)/lab/run_lab.o $(B)/lab/attention_spec.o $(B)/lab/eval.o $(B)/lab/attnmap.o
@@ -31,15 +31,15 @@ RUN_LAB = $(B)/lab/run_lab.o $(B)/lab/attention_spec.o $(B)/lab/eval.o $(B)/lab/
 TRAIN_LIB = $(B)/trainer/train_model.o $(B)/trainer/train_backward.o $(B)/trainer/train_optim.o
 
 # ---- the programs ----
-$(B)/run: $(B)/run.o $(B)/cli.o $(B)/sampler.o $(B)/generate.o $(RUN_LAB) $(CORE) $(TOK)
+$(B)/run: $(B)/run.o $(B)/platform/cli.o $(B)/sampler.o $(B)/generate.o $(RUN_LAB) $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(B)/train: $(B)/trainer/train.o $(TRAIN_LIB) $(B)/cli.o $(B)/trainer/bpe.o \
+$(B)/train: $(B)/trainer/train.o $(TRAIN_LIB) $(B)/platform/cli.o $(B)/trainer/bpe.o \
             $(B)/lab/attention_spec.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(B)/quantize: $(B)/quantize.o $(B)/cli.o $(B)/checkpoint.o $(B)/attention.o $(B)/os.o $(KERNELS)
+$(B)/quantize: $(B)/quantize.o $(B)/platform/cli.o $(B)/checkpoint.o $(B)/attention.o $(B)/platform/os.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 $(B)/tutorial: $(B)/lab/tutorial.o $(B)/lab/tutorial_figures.o $(TRAIN_LIB) $(B)/sampler.o \
-               $(B)/cli.o $(B)/lab/attention_spec.o $(CORE) $(TOK)
+               $(B)/platform/cli.o $(B)/lab/attention_spec.o $(CORE) $(TOK)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # $(call install,NAME): copy $(B)/NAME to ./NAME when it differs. rm first: a copy onto

@@ -16,20 +16,20 @@ $(B)/kernels/train_kernels.o: trainer/train_kernels.c kernels.h quant.h hash.h s
                               $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
-$(B)/checkpoint.o: checkpoint.c checkpoint.h attention.h kernels.h quant.h os.h
-$(B)/os.o: os.c os.h
+$(B)/checkpoint.o: checkpoint.c checkpoint.h attention.h kernels.h quant.h platform/os.h
+$(B)/platform/os.o: platform/os.c platform/os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
 $(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h
 $(B)/unicode.o: unicode.c unicode.h
 $(B)/hash.o: hash.c hash.h
-$(B)/tokenizer.o: tokenizer.c tokenizer.h hash.h os.h unicode.h
+$(B)/tokenizer.o: tokenizer.c tokenizer.h hash.h platform/os.h unicode.h
 $(B)/sampler.o: sampler.c sampler.h
-$(B)/cli.o: cli.c cli.h
-$(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h os.h \
+$(B)/platform/cli.o: platform/cli.c platform/cli.h
+$(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h platform/os.h \
                  tokenizer.h sampler.h unicode.h
 $(B)/run.o: run.c model.h checkpoint.h kernels.h quant.h attention.h lab/attention_spec.h \
-            lab/run_lab.h os.h tokenizer.h sampler.h cli.h generate.h hash.h
-$(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h cli.h os.h
+            lab/run_lab.h platform/os.h tokenizer.h sampler.h platform/cli.h generate.h hash.h
+$(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h platform/cli.h platform/os.h
 
 # lab/attnmap.c includes its explorer page, lab/attnmap_page.html, as C string literals sed
 # writes into the build folder: one per line (C11 promises no more than 4095 bytes in a
@@ -41,20 +41,20 @@ $(B)/attnmap_page.inc: lab/attnmap_page.html
 $(B)/lab/attnmap.o: lab/attnmap.c lab/attnmap.h unicode.h $(B)/attnmap_page.inc $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -I$(B) -c $< -o $@
-$(B)/lab/attention_spec.o: lab/attention_spec.c lab/attention_spec.h attention.h cli.h
+$(B)/lab/attention_spec.o: lab/attention_spec.c lab/attention_spec.h attention.h platform/cli.h
 $(B)/lab/run_lab.o: lab/run_lab.c lab/run_lab.h lab/attention_spec.h lab/attnmap.h lab/eval.h \
-                    generate.h model.h checkpoint.h kernels.h quant.h attention.h os.h \
+                    generate.h model.h checkpoint.h kernels.h quant.h attention.h platform/os.h \
                     tokenizer.h sampler.h
 $(B)/lab/eval.o: lab/eval.c lab/eval.h model.h checkpoint.h kernels.h quant.h attention.h \
-                 tokenizer.h os.h
+                 tokenizer.h platform/os.h
 $(B)/lab/tutorial.o $(B)/lab/tutorial_figures.o: lab/tutorial.h $(HEADERS)
 
-$(B)/trainer/bpe.o: trainer/bpe.c trainer/bpe.h hash.h tokenizer.h os.h
+$(B)/trainer/bpe.o: trainer/bpe.c trainer/bpe.h hash.h tokenizer.h platform/os.h
 TRAIN_HEADERS = trainer/train.h trainer/train_model.h trainer/train_backward.h \
                 trainer/train_optim.h model.h checkpoint.h \
                 kernels.h quant.h attention.h
-$(B)/trainer/train.o: trainer/train.c $(TRAIN_HEADERS) tokenizer.h trainer/bpe.h cli.h os.h \
+$(B)/trainer/train.o: trainer/train.c $(TRAIN_HEADERS) tokenizer.h trainer/bpe.h platform/cli.h platform/os.h \
                       lab/attention_spec.h
 $(B)/trainer/train_model.o: trainer/train_model.c block.h hash.h $(TRAIN_HEADERS)
 $(B)/trainer/train_backward.o: trainer/train_backward.c $(TRAIN_HEADERS)
-$(B)/trainer/train_optim.o: trainer/train_optim.c $(TRAIN_HEADERS) hash.h os.h
+$(B)/trainer/train_optim.o: trainer/train_optim.c $(TRAIN_HEADERS) hash.h platform/os.h

@@ -7,7 +7,7 @@
 #include <stdarg.h>   /* va_list */
 #include <stdio.h>    /* printf, fopen */
 #include <stdlib.h>   /* malloc, getenv */
-#include <string.h>   /* strerror */
+#include <string.h>   /* strerror, memcmp */
 #include <sys/stat.h> /* stat */
 #include <sys/wait.h> /* WIFEXITED */
 #include <unistd.h>   /* close */
@@ -112,6 +112,15 @@ void *check_read_file(const char *path, size_t *size) {
     data[len] = '\0';
     *size = len;
     return data;
+}
+
+int check_same_bytes(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    char *da = check_read_file(a, &na), *db = check_read_file(b, &nb);
+    int same = da && db && na == nb && memcmp(da, db, na) == 0;
+    free(da);
+    free(db);
+    return same;
 }
 
 /* Reads a temporary file back as a string, then removes it. */

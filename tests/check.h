@@ -47,6 +47,9 @@ const char *check_shared_dir(void);
  * with a message on stderr. *size receives the byte count. */
 void *check_read_file(const char *path, size_t *size);
 
+/* 1 if the files at a and b both read and hold the same bytes. */
+int check_same_bytes(const char *a, const char *b);
+
 /* Run a shell command, capturing stdout and stderr into malloc'd strings
  * (caller frees; either may be NULL to discard). Returns the exit code, or -1
  * if the command could not be run or was killed by a signal. */

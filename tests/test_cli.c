@@ -1054,16 +1054,6 @@ static void test_quantize_program(const char *model, const char *tok) {
     expect_program(quantize, "quantize with one path", args, 2, "missing (got 1 of 2");
 }
 
-/* 1 if the files at a and b hold the same bytes. */
-static int same_bytes(const char *a, const char *b) {
-    size_t na = 0, nb = 0;
-    char *da = check_read_file(a, &na), *db = check_read_file(b, &nb);
-    int same = da && db && na == nb && memcmp(da, db, na) == 0;
-    free(da);
-    free(db);
-    return same;
-}
-
 /* A program removes only what it created. OUT.lock is the one name a writer takes beside
  * its output: an input of the same command at that name, a user's own file, a link (even
  * a dangling one) are refused and left as they were (quantize and train deleted each and
@@ -1082,13 +1072,13 @@ static void test_files_not_ours(const char *model, const char *tok) {
         snprintf(args, sizeof args, "%s %s", in, out);
         expect_program(quantize, "quantize in.bin.lock in.bin", args, 1,
                        "in.bin.lock is in the way (got a file of");
-        check_true(same_bytes(in, model) && access(out, F_OK) != 0,
+        check_true(check_same_bytes(in, model) && access(out, F_OK) != 0,
                    "quantize in.bin.lock in.bin: the input is kept, nothing written");
         snprintf(args, sizeof args, "--init %s -o %s -d %s -z %s/i_tok.bin -n 1", in, out,
                  tok, dir);
         expect_program(train, "train --init in.bin.lock -o in.bin", args, 1,
                        "in.bin.lock is in the way");
-        check_true(same_bytes(in, model), "train --init in.bin.lock -o in.bin: the input is kept");
+        check_true(check_same_bytes(in, model), "train --init in.bin.lock -o in.bin: the input is kept");
     }
     /* the training text is OUT.lock */
     snprintf(text, sizeof text, "%s/text.bin.lock", dir);

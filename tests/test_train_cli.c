@@ -74,16 +74,6 @@ static int write_play(const char *path) {
     return fclose(f);
 }
 
-/* 1 if the files at a and b hold the same bytes. */
-static int same_file(const char *a, const char *b) {
-    size_t na = 0, nb = 0;
-    char *da = check_read_file(a, &na), *db = check_read_file(b, &nb);
-    int same = da && db && na == nb && memcmp(da, db, na) == 0;
-    free(da);
-    free(db);
-    return same;
-}
-
 static int exists(const char *path) { return access(path, F_OK) == 0; }
 
 /* Runs "TRAIN_ENV $TRAIN args"; returns the exit code; out and err as check_run. */
@@ -321,7 +311,7 @@ static void test_no_overwrite(void) {
     size_t n_after = 0;
     char *after = check_read_file(model, &n_after);
     check_true(before && after && n_before == n_after && !memcmp(before, after, n_after) &&
-               same_file(tok, keep), "overwrite: the refused run left model and tokenizer as "
+               check_same_bytes(tok, keep), "overwrite: the refused run left model and tokenizer as "
                "they were");
     free(after);
     /* a tokenizer alone is protected too: another text's run is refused after learning
@@ -340,12 +330,12 @@ static void test_no_overwrite(void) {
     expect_train("existing tokenizer, another text", args, 1, "tokenizer.bin: the tokenizer "
                  "exists already and this text trains another one (got a file of other merges");
     char tok_temp[CAP];
-    check_true(!exists(model) && same_file(tok, keep) &&
+    check_true(!exists(model) && check_same_bytes(tok, keep) &&
                !exists(join(tok_temp, dir, "tokenizer.bin.tmp")), "overwrite: nothing written "
                "(and no temporary left) when the tokenizer of another text exists");
     format_into(args, sizeof args, "-d %s -o %s " TINY " -n 6 -s 9", text, model);
     expect_train("existing tokenizer, the same text", args, 0, "tokenizer.bin already: kept");
-    check_true(exists(model) && same_file(tok, keep), "overwrite: the same text's tokenizer "
+    check_true(exists(model) && check_same_bytes(tok, keep), "overwrite: the same text's tokenizer "
                "stays, byte for byte, beside a second model");
     remove(model);
     remove(state);
@@ -355,7 +345,7 @@ static void test_no_overwrite(void) {
                    "overwrite: the tiny text written")) {
         format_into(args, sizeof args, "-d %s -o %s --force", tiny_text, model);
         expect_train("--force with too little text", args, 1, "too little text");
-        check_true(same_file(tok, keep), "overwrite: a refused --force run keeps the tokenizer");
+        check_true(check_same_bytes(tok, keep), "overwrite: a refused --force run keeps the tokenizer");
     }
     format_into(args, sizeof args, "-d %s -o %s " TINY " -n 6 -s 9 --force", text, model);
     expect_train("--force", args, 0, "final: train");
@@ -775,7 +765,7 @@ static void test_kill_during_save(void) {
         resumed += code == 0 && out && strstr(out, "resuming at step ") != NULL;
         finished += out && strstr(out, "finished the interrupted save") != NULL;
         free(out);
-        identical += same_file(model, ref);
+        identical += check_same_bytes(model, ref);
         clean += !exists(model_temp) && !exists(state_temp);
     }
     check_true(kills == KILLS && loaded == kills && resumed == kills && identical == kills &&
@@ -852,7 +842,7 @@ static void test_first_save_kills(void) {
             code = train(args, &out, &err);   /* the same command again, without --force */
             how = "the same command again";
         }
-        int identical = code == 0 && same_file(model, ref) && same_file(tok, ref_tok);
+        int identical = code == 0 && check_same_bytes(model, ref) && check_same_bytes(tok, ref_tok);
         format_into(command, sizeof command, "ls -a %s | grep -q -e '\\.tmp' -e '\\.lock'",
                     dir);
         int clean = check_run(command, NULL, NULL) != 0;

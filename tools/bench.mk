@@ -9,7 +9,7 @@
 # (with ./quantize, when it exists).
 
 $(B)/tools/gen_model.o: tools/gen_model.c cli.h
-$(B)/tools/gen_model: $(B)/tools/gen_model.o $(B)/cli.o
+$(B)/tools/gen_model: $(B)/tools/gen_model.o $(B)/platform/cli.o
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(B)/tools/probe.o: tools/probe.c
@@ -30,7 +30,7 @@ BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench
 # synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
 # nothing. Example: OMP_NUM_THREADS=1 make bench-attention
 $(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/lab/attention_spec.o \
-                            $(B)/cli.o $(KERNELS)
+                            $(B)/platform/cli.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 $(B)/tools/bench_attention.o: tools/bench_attention.c attention.h lab/attention_spec.h
 bench-attention: $(B)/tools/bench_attention

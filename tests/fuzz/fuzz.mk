@@ -18,7 +18,7 @@ FUZZ_SEEDS = $(B)/fuzz/seeds
 FUZZ_REGRESSIONS = tests/fuzz/regressions
 FUZZ_HEADERS = tests/fuzz/fuzz.h $(HEADERS)
 # the project's objects every target links (unused ones cost nothing)
-FUZZ_PROJECT = $(B)/lab/attention_spec.o $(B)/lab/eval.o $(B)/cli.o $(B)/sampler.o $(B)/generate.o \
+FUZZ_PROJECT = $(B)/lab/attention_spec.o $(B)/lab/eval.o $(B)/platform/cli.o $(B)/sampler.o $(B)/generate.o \
                $(B)/lab/attnmap.o $(B)/lab/run_lab.o $(CORE) $(TOK)
 
 # ---- replay binaries: the project's compiler and flags ----

@@ -8,7 +8,7 @@
 #define _GNU_SOURCE   /* O_TMPFILE (Linux), where the C library has it; else unused */
 #include "os.h"
 
-#include <errno.h>       /* errno, EINVAL, ENOENT, ENOTDIR, EACCES, EAGAIN, EEXIST, ELOOP */
+#include <errno.h>       /* errno, EINVAL, ENOENT, ENOTDIR, EACCES, EAGAIN, EEXIST, ELOOP, EISDIR */
 #include <fcntl.h>       /* open, fcntl, linkat, struct flock, O_*, AT_* */
 #include <pthread.h>     /* pthread_sigmask */
 #include <signal.h>      /* sigaction, sigset_t, raise, SIGINT, SIGTERM, SIGHUP */
@@ -546,10 +546,13 @@ static int take_over_lock(const char *program, const char *path, SaveLock *l) {
     struct stat st;
     if (fd < 0 && errno == ENOENT) return -2;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "%s: %s: %s is in the way (got %s, expected no file there, or a lock an "
-                "interrupted run left: move it away)\n", program, path, l->path,
-                fd < 0 && errno == ELOOP ? "a symbolic link" : fd < 0 ? strerror(errno)
-                : "something that is not a regular file");
+        int error = errno;
+        const char *kind = fd >= 0 ? "something that is not a regular file"
+                         : error == ELOOP ? "a symbolic link"
+                         : error == EISDIR ? "a folder" : NULL;
+        fprintf(stderr, "%s: %s: %s is in the way (got %s%s%s, expected no file there, or a "
+                "lock an interrupted run left: move it away)\n", program, path, l->path,
+                kind ? "" : "\"", kind ? kind : strerror(error), kind ? "" : "\"");
         if (fd >= 0) close(fd);
         return -1;
     }
