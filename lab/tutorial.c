@@ -73,6 +73,17 @@ static void print_piece(const Tokenizer *t, int id) {
     putchar('"');
 }
 
+/* Prints "text: "TEXT" (N tokens)" and a newline, a newline in TEXT as \n: the input of
+ * a step that runs the shipped model, so the reader sees what the numbers are about. */
+static void print_text(const char *text, int n_tokens) {
+    printf("text: \"");
+    for (const char *c = text; *c; c++) {
+        if (*c == '\n') printf("\\n");
+        else putchar(*c);
+    }
+    printf("\" (%d tokens)\n", n_tokens);
+}
+
 /* ------------------------------------------------------------------------- */
 /* The shipped model and tokenizer                                             */
 
@@ -503,7 +514,8 @@ static int step_cache(int argc, char **argv) {
         float diff = 0.0f;
         for (int i = 0; i < V; i++) diff = fmaxf(diff, fabsf(prefill[i] - logits[i]));
         int a = largest(prefill, V), b = largest(logits, V);
-        printf("%d tokens; next token, prefill: %d ", n, a);
+        print_text(text, n);
+        printf("next token, prefill: %d ", a);
         print_piece(&t, a);
         printf(", token by token: %d ", b);
         print_piece(&t, b);
@@ -603,7 +615,8 @@ static int step_block(int argc, char **argv) {
     for (int i = 0; i < N; i++)   /* x = wte[token] + wpe[position] */
         for (size_t j = 0; j < C; j++)
             x[i * C + j] = w->token_embedding.f32[ids[i] * C + j] + w->pos_embedding[i * C + j];
-    printf("%d tokens; the next token if the model stopped after each block:\n", N);
+    print_text(text, N);
+    printf("the next token if the model stopped after each block:\n");
     printf("embeddings only: ");
     print_top(&m, &t, x + (N - 1) * C, xn, logits, probs);
     printf("\n");
@@ -685,7 +698,8 @@ static int step_next(int argc, char **argv) {
     float *logits = probs ? model_forward(&m, ids, n, 0, 0) : NULL;
     if (logits) {
         tutorial_softmax(probs, logits, V);
-        printf("%d prompt tokens; the most likely next ones:\n", n);
+        print_text(text, n);
+        printf("the most likely next tokens:\n");
         for (int r = 0; r < TOP; r++) {
             int best = largest(probs, V);
             printf("  %4d ", best);
@@ -740,6 +754,7 @@ static int step_loss(int argc, char **argv) {
     float *logits = model_forward(&m, ids, n, 0, 1);
     float *p = malloc((size_t)MV * sizeof(float));
     double total = 0.0;
+    print_text(text, n);
     printf("the shipped model, each token given the ones before it:\n");
     for (int i = 1; logits && p && i < n; i++) {
         train_crossentropy_forward(p, &loss, logits + (size_t)(i - 1) * MV, ids + i, 1, MV);
@@ -893,14 +908,17 @@ static int step_backward(int argc, char **argv) {
 static int step_adamw(int argc, char **argv) {
     (void)argc, (void)argv;
     static const float grads[3] = {0.5f, 0.5f, -0.5f};
+    const float lr = 0.1f, beta1 = 0.9f, beta2 = 0.99f, eps = 1e-8f;
+    printf("lr %g, beta1 %g, beta2 %g, eps %g; the parameter starts at 1\n", (double)lr,
+           (double)beta1, (double)beta2, (double)eps);
     for (int pass = 0; pass < 2; pass++) {
         float param = 1.0f, m = 0.0f, v = 0.0f, decay = pass ? 0.5f : 0.0f;
         printf("weight decay %g\n", (double)decay);
         for (int step = 1; step <= 3; step++) {
-            KernelsAdamW h = {.lr = 0.1f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
+            KernelsAdamW h = {.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps,
                               .weight_decay = decay, .grad_scale = 1.0f,
-                              .correction1 = 1.0f - powf(0.9f, (float)step),
-                              .correction2 = 1.0f - powf(0.99f, (float)step)};
+                              .correction1 = 1.0f - powf(beta1, (float)step),
+                              .correction2 = 1.0f - powf(beta2, (float)step)};
             kernels_adamw(&param, &grads[step - 1], &m, &v, 1, &h);
             printf("  step %d: grad %5.2f  m %.4f  v %.6f  param %.4f\n", step,
                    (double)grads[step - 1], (double)m, (double)v, (double)param);

@@ -127,18 +127,20 @@ static int figure_kernel(void) {
     return 0;
 }
 
-/* qkv: x (3, 4) times W_Q, W_K, W_V (4, 3) gives q, k, v (3, 3), by block_matmul. */
+/* qkv: x (3, 4) times W_Q^T, W_K^T, W_V^T (4, 3) gives q, k, v (3, 3), by block_matmul:
+ * the engine stores each W as (out, in) = (3, 4), so the picture draws its transpose and
+ * writes the product as `./tutorial qkv` prints it. */
 static int figure_qkv(void) {
     const float cell = 36;
     const float *weights[3] = {TUTORIAL_WQ, TUTORIAL_WK, TUTORIAL_WV};
     const char *fills[3] = {Q_FILL, K_FILL, V_FILL};
-    static const char *names[3][2] = {{"W_Q (4, 3)", "q = x W_Q"}, {"W_K", "k = x W_K"},
-                                      {"W_V", "v = x W_V"}};
+    static const char *names[3][2] = {{"W_Q^T (4, 3)", "q = x W_Q^T"},
+                                      {"W_K^T", "k = x W_K^T"}, {"W_V^T", "v = x W_V^T"}};
     figure_svg_begin(800, 590, "q, k and v from the same tokens x through three matrices");
     svg_matrix(30, 230, TUTORIAL_X, 3, 4, cell, 0, X_FILL, "x (3 tokens, 4)");
     for (int m = 0; m < 3; m++) {
         float y = 40 + m * 180, wt[12], out[9];
-        for (int i = 0; i < 4; i++)   /* drawn as (in, out), the way the formula reads */
+        for (int i = 0; i < 4; i++)   /* W^T (in, out): row i meets column i of x */
             for (int o = 0; o < 3; o++) wt[i * 3 + o] = weights[m][o * 4 + i];
         Matrix w = {.f32 = weights[m]};
         block_matmul(out, TUTORIAL_X, &w, NULL, 3, 4, 3, NULL, NULL);
@@ -181,7 +183,7 @@ static int figure_heads(void) {
     svg_text(left - 10, 345, 16, "end", "out (T, 128)");
     svg_line(left + width / 2, 358, left + width / 2, 388, 1);
     svg_text(left + width / 2, 412, 16, "middle",
-             "\xc3\x97 W_O (128, 128): the heads' outputs mixed into the stream");
+             "\xc3\x97 W_O^T (128, 128): the heads' outputs mixed into the stream");
     svg_end();
     return 0;
 }
@@ -265,25 +267,26 @@ static void block_box(float x, float y, float w, const char *fill, const char *t
 
 /* block: one transformer block as block.c runs it, with the residual stream. */
 static int figure_block(void) {
-    const float mid = 330, stream = 120;
-    figure_svg_begin(760, 660, "one transformer block (pre-norm GPT-2; Llama in brackets)");
+    const float mid = 380, stream = 120, box = 420;
+    figure_svg_begin(800, 660, "one transformer block (pre-norm GPT-2; Llama in brackets)");
     svg_text(stream, 30, 16, "middle", "x (T, C)");
     svg_line(stream, 40, stream, 620, 1);
     svg_text(stream, 645, 16, "middle", "out (T, C)");
     static const struct { const char *text, *fill; } boxes[] = {
-        {"LayerNorm [RMSNorm]", X_FILL}, {"q, k, v = x W_Q, x W_K, x W_V", Q_FILL},
-        {"attention (causal, per head) [RoPE on q, k]", K_FILL}, {"\xc3\x97 W_O", X_FILL},
-        {"LayerNorm [RMSNorm]", X_FILL}, {"\xc3\x97 W_up (C \xe2\x86\x92 4C)", V_FILL},
-        {"GELU [SiLU(x W_up) \xc2\xb7 x W_gate]", V_FILL},
-        {"\xc3\x97 W_down (4C \xe2\x86\x92 C)", V_FILL}};
+        {"LayerNorm [RMSNorm]", X_FILL},
+        {"q, k, v = x W_Q^T, x W_K^T, x W_V^T [RoPE on q, k]", Q_FILL},
+        {"attention (causal, per head)", K_FILL}, {"\xc3\x97 W_O^T", X_FILL},
+        {"LayerNorm [RMSNorm]", X_FILL}, {"\xc3\x97 W_up^T (C \xe2\x86\x92 4C)", V_FILL},
+        {"GELU [SiLU(x W_up^T) \xc2\xb7 x W_gate^T]", V_FILL},
+        {"\xc3\x97 W_down^T (4C \xe2\x86\x92 C)", V_FILL}};
     float y = 60;
     for (int i = 0; i < 8; i++) {
         if (i == 0 || i == 4) {   /* a branch leaves the stream */
-            svg_line(stream, y + 18, mid - 170, y + 18, 1);
+            svg_line(stream, y + 18, mid - box / 2, y + 18, 1);
         } else {
             svg_line(mid, y - 22, mid, y, 1);
         }
-        block_box(mid, y, 340, boxes[i].fill, boxes[i].text);
+        block_box(mid, y, box, boxes[i].fill, boxes[i].text);
         y += 58;
         if (i == 3 || i == 7) {   /* ... and joins it again: the residual sum */
             svg_line(mid, y - 22, mid, y + 6, 0);
@@ -291,13 +294,14 @@ static int figure_block(void) {
             printf("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"12\" fill=\"white\" stroke=\"" INK
                    "\"/>\n", (double)stream, (double)(y + 6));
             svg_text(stream, y + 12, 18, "middle", "+");
-            svg_text(mid + 180, y + 12, 15, "start", "residual");
+            svg_text(mid + box / 2 + 12, y + 12, 15, "start", "residual");
             y += 40;
         }
     }
-    svg_text(mid + 180, 113, 15, "start", "block_qkv");
-    svg_text(mid + 180, 200, 15, "start", "attention_forward");
-    svg_text(mid + 180, 258, 15, "start", "block_finish, to the end");
+    svg_text(mid + box / 2 + 12, 113, 15, "start", "block_qkv");
+    svg_text(mid + box / 2 + 12, 200, 15, "start", "attention_forward");
+    svg_text(mid + box / 2 + 12, 258, 15, "start", "block_finish,");
+    svg_text(mid + box / 2 + 12, 278, 15, "start", "to the end");
     svg_end();
     return 0;
 }

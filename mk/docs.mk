@@ -29,7 +29,9 @@ tutorial-check: all tutorial
 # docs-figures: the tutorial's pictures (docs/img/*.svg): its diagrams and worked examples
 # (./tutorial svg NAME), and heatmaps of the shipped model's last layer, head 2, on one
 # text (-n 0: the prompt alone, so every variant draws the same tokens): exact attention,
-# a window of 16 and strided l = 8. Example: make docs-figures
+# a window of 16 and strided l = 8; and the loss curve of step 6.4's run, from its log
+# (docs/img/loss.log, kept: the run takes minutes) by tools/loss_curve.sh.
+# Example: make docs-figures
 DOC_PROMPT = ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.
 DOC_RUN = printf '$(DOC_PROMPT)' | ./run weights/model.bin -f - -n 0 --layer 9 --head 2
 DOC_FIGURES = kernel qkv heads mask cache block sampling
@@ -39,6 +41,8 @@ docs-figures: all tutorial
 	$(DOC_RUN) --attn-map docs/img/exact.svg
 	$(DOC_RUN) --attn window:w=16 --attn-map docs/img/window.svg
 	$(DOC_RUN) --attn strided:l=8 --attn-map docs/img/strided.svg
+	sh tools/loss_curve.sh docs/img/loss.log \
+	  "./train -L 4 -C 128 -T 128 -n 1000 -e 250 on Tiny Shakespeare" > docs/img/loss.svg
 
 # page-check: the explorer page in headless Chromium (tools/page_check.sh): two maps at
 # 1400 and 600 px wide, each running the page's own #selftest (hovering a token, Tab and

@@ -6,6 +6,11 @@
 # on a line starting with "$ ", and below each the exact standard output it prints (up to
 # the next "$ " line or the end of the block). Each command runs from the repository's
 # top folder with standard error discarded; its output must equal the text's byte for byte.
+# Then the prose's arithmetic: a comment `<!-- check: VALUE = EXPR; ... -->` on the line
+# right after a paragraph or table says that each VALUE appears in it (since the last
+# blank line) and is EXPR, an awk expression, rounded to VALUE's decimals (commas in VALUE
+# ignored). `NAME := EXPR` in such a comment names a value for the checks after it; pi
+# is defined. So a slipped digit in the text fails like a changed output.
 # Then a short training run with the tutorial's settings (10 steps instead of its 1000)
 # on Tiny Shakespeare, if data/tinyshakespeare.txt or ../shared/data/tinyshakespeare.txt
 # is there (else it says skipped): it must train, and ./run must generate from it.
@@ -53,6 +58,62 @@ while [ "$i" -le "$count" ]; do
 done
 if [ "$count" -lt 10 ]; then
     echo "FAIL - tutorial: only $count console commands found in $doc"
+    fail=$((fail + 1))
+fi
+
+# the prose's numbers: check.N holds "LINE<TAB>VALUE<TAB>EXPR<TAB>FOUND" (FOUND 1 if
+# VALUE is in the paragraph above); defs.N the definitions made up to that check
+awk -v dir="$tmp" '
+    /^[ \t]*$/ { para = ""; next }
+    /^<!-- check: .* -->$/ {
+        body = $0
+        sub(/^<!-- check: /, "", body)
+        sub(/ -->$/, "", body)
+        k = split(body, items, /; /)
+        for (i = 1; i <= k; i++) {
+            item = items[i]
+            if (item ~ /^[A-Za-z_][A-Za-z_0-9]* := /) {
+                name = item; sub(/ := .*/, "", name)
+                expr = item; sub(/^[^:]*:= /, "", expr)
+                defs = defs name " = (" expr "); "
+                continue
+            }
+            value = item; sub(/ = .*/, "", value)
+            expr = item; sub(/^[^=]*= /, "", expr)
+            m++
+            found = index(para, value) > 0
+            printf "%d\t%s\t%s\t%d\n", NR, value, expr, found > (dir "/check." m)
+            close(dir "/check." m)
+            printf "%s", defs > (dir "/defs." m); close(dir "/defs." m)
+        }
+        next
+    }
+    { para = para "\n" $0 }
+    END { print m + 0 > (dir "/checks") }
+' "$doc"
+checks=$(cat "$tmp/checks")
+i=1
+while [ "$i" -le "$checks" ]; do
+    IFS='	' read -r line value expr found < "$tmp/check.$i"
+    plain=$(printf '%s' "$value" | tr -d ,)
+    decimals=0
+    case $plain in *.*) decimals=${plain#*.}; decimals=${#decimals} ;; esac
+    program="BEGIN { pi = atan2(0, -1); $(cat "$tmp/defs.$i")"
+    got=$(awk "$program printf \"%.${decimals}f\", ($expr) }" 2>&1)
+    if [ "$found" -ne 1 ]; then
+        echo "FAIL - tutorial: $value ($doc:$line) is not in the paragraph above its check"
+        fail=$((fail + 1))
+    elif [ "$got" = "$plain" ]; then
+        echo "ok - tutorial: $value = $expr"
+        pass=$((pass + 1))
+    else
+        echo "FAIL - tutorial: $value ($doc:$line): $expr is $got"
+        fail=$((fail + 1))
+    fi
+    i=$((i + 1))
+done
+if [ "$checks" -lt 30 ]; then
+    echo "FAIL - tutorial: only $checks numbers of the prose checked in $doc"
     fail=$((fail + 1))
 fi
 

@@ -24,7 +24,8 @@
 #           4 hours on two idle cores (2026-11-26, AMD EPYC Zen 4: the sum of its runs at
 #           the speed phase's training tokens/s, most of it training); run it on an idle
 #           machine, since the speed phase times things.
-# RUN, TRAIN, GEN, DATA, WORK, DOC and SVG override the paths; STEPS the training steps.
+# RUN, TRAIN, GEN, DATA, WORK, DOC and SVG override the paths; STEPS the training steps;
+# DATE the date in the picture's title (default today: give the table's when redrawing).
 set -eu
 RUN=${RUN:-./run}
 TRAIN=${TRAIN:-./train}
@@ -210,9 +211,11 @@ fi
 # a round number. A point far above the rest (more than the others' spread) sits on the top
 # edge with its value in its label, so that the rest keep the height. Each label takes the
 # first place beside its point, right or left and a line up or down, that no label placed
-# before it overlaps (widths estimated at 6.6 pixels a character).
+# before it overlaps (widths estimated at 6.6 pixels a character). The y axis runs between
+# multiples of a round step (0.005, 0.01, 0.02, 0.05, ...: the first giving at most 6
+# intervals), and each tick is labelled with its exact value.
 draw_picture() {
-    awk -v title="Trained from scratch: quality against speed ($(date +%Y-%m-%d))" '
+    awk -v title="Trained from scratch: quality against speed (${DATE:-$(date +%Y-%m-%d)})" '
         function nice(v,   p) { p = 1; while (p * 10 <= v) p *= 10; return p * (int(v / p) + 1) }
         function free(x0, y0, x1, y1,   k) {
             for (k = 1; k <= nb; k++)
@@ -230,7 +233,14 @@ draw_picture() {
             }
             clip = n > 2 && y[top1] - yhi > yhi - ylo
             if (!clip && y[top1] > yhi) yhi = y[top1]
-            pad = (yhi - ylo) * 0.08 + 0.01; ylo -= pad; yhi += pad
+            pad = (yhi - ylo) * 0.08 + 0.005; ylo -= pad; yhi += pad
+            split("0.005 0.01 0.02 0.05 0.1 0.2 0.5 1 2 5", steps, " ")
+            for (k = 1; k < 10 && (yhi - ylo) / steps[k] > 6; k++) ;
+            ystep = steps[k]
+            ylo = int(ylo / ystep) * ystep
+            nt = int((yhi - ylo) / ystep); if (ylo + nt * ystep < yhi - 1e-9) nt++
+            yhi = ylo + nt * ystep
+            ydec = ystep < 0.01 ? 3 : ystep < 0.1 ? 2 : 1
             W = 820; H = 520; top = 40; bottom = 460; pw = 320
             printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H
             printf "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H
@@ -244,8 +254,10 @@ draw_picture() {
                 for (k = 0; k <= 4; k++) {
                     x = left + pw * k / 4
                     printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">%.0f</text>\n", x, bottom + 16, xmax * k / 4
-                    yv = ylo + (yhi - ylo) * k / 4; yy = bottom - (bottom - top) * k / 4
-                    printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">%.2f</text>\n", left - 6, yy + 4, yv
+                }
+                for (k = 0; k <= nt; k++) {
+                    yy = bottom - (bottom - top) * k / nt
+                    printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">%.*f</text>\n", left - 6, yy + 4, ydec, ylo + k * ystep
                     printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", left, yy, left + pw, yy
                 }
                 printf "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\" text-anchor=\"middle\">validation bits/char (lower is better)</text>\n", left - 48, (top + bottom) / 2, left - 48, (top + bottom) / 2
