@@ -2,7 +2,7 @@
  *
  * 1. llama.cpp's own greedy texts: for every file and prompt of gguf/SOURCES.json (made by
  *    llama.cpp's llama-convert-llama2c-to-ggml and llama-quantize, with llama-cli's greedy
- *    output; tests/data/gguf/SOURCES.json says how), `run FILE -t 0 -n 48 -i PROMPT` must
+ *    output; ../shared/testdata/gguf/SOURCES.json says how), `run FILE -t 0 -n 48 -i PROMPT` must
  *    print llama.cpp's text (which has a leading space llama-cli prints before the prompt
  *    and two trailing newlines where run prints one). A file missing from tests/data and
  *    ../shared is skipped.
@@ -94,7 +94,7 @@ static void test_llama_cpp_greedy(void) {
     size_t size;
     char *json = sources ? check_read_file(sources, &size) : NULL;
     if (!json) {
-        check_skip("gguf/SOURCES.json: not in tests/data and no ../shared");
+        check_skip("gguf/SOURCES.json: no ../shared/testdata");
         return;
     }
     char *text = realloc(json, size + 1);
