@@ -16,9 +16,9 @@ $(B)/kernels/train_kernels.o: trainer/train_kernels.c kernels.h quant.h hash.h s
                               $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
-$(B)/checkpoint.o: checkpoint.c checkpoint.h attention.h kernels.h quant.h platform/os.h gguf.h \
+$(B)/checkpoint.o: checkpoint.c checkpoint.h attention.h kernels.h quant.h platform/os.h formats/gguf.h \
                    tokenizer.h
-$(B)/gguf.o: gguf.c gguf.h checkpoint.h attention.h kernels.h quant.h tokenizer.h
+$(B)/formats/gguf.o: formats/gguf.c formats/gguf.h checkpoint.h attention.h kernels.h quant.h tokenizer.h
 $(B)/platform/os.o: platform/os.c platform/os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
 $(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h
@@ -29,7 +29,7 @@ $(B)/sampler.o: sampler.c sampler.h
 $(B)/platform/cli.o: platform/cli.c platform/cli.h
 $(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h platform/os.h \
                  tokenizer.h sampler.h unicode.h
-$(B)/run.o: run.c gguf.h model.h checkpoint.h kernels.h quant.h attention.h lab/attention_spec.h \
+$(B)/run.o: run.c formats/gguf.h model.h checkpoint.h kernels.h quant.h attention.h lab/attention_spec.h \
             lab/run_lab.h platform/os.h tokenizer.h sampler.h platform/cli.h generate.h hash.h
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h platform/cli.h platform/os.h
 
