@@ -282,11 +282,11 @@ static void ref_forward(const Case *c, double *out) {
                 }
             } else if (cfg->kind == ATTENTION_EFFICIENT) {
                 /* sum_c softmax(q)_c sum_j softmax_j(k_jc over j <= i) v_j */
-                double qmax = -INFINITY, qsum = 0.0;
+                double qmax = -HUGE_VAL, qsum = 0.0;
                 for (int e = 0; e < HS; e++) if (q_i[e] > qmax) qmax = q_i[e];
                 for (int e = 0; e < HS; e++) qsum += exp(q_i[e] - qmax);
                 for (int f = 0; f < HS; f++) {
-                    double pf = exp(q_i[f] - qmax) / qsum, kmax = -INFINITY, Z = 0.0;
+                    double pf = exp(q_i[f] - qmax) / qsum, kmax = -HUGE_VAL, Z = 0.0;
                     for (int j = 0; j <= i; j++) {
                         double kj = c->kd[((long)j * c->d.NKV + g) * HS + f];
                         if (kj > kmax) kmax = kj;
