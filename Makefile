@@ -21,7 +21,7 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 
 QUANT = $(B)/quant.o $(B)/simd/quant_x86.o $(B)/simd/quant_neon.o
 KERNELS = $(B)/kernels.o $(B)/parallel/pool.o $(B)/simd/vec_kernels.o \
-          $(B)/kernels/train_kernels.o $(QUANT)
+          $(B)/trainer/train_kernels.o $(QUANT)
 TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/hash.o $(B)/platform/os.o
 # checkpoint.c reads GGUF files through formats/gguf.c, which builds their tokenizers (tokenizer.c)
 CKPT = $(B)/checkpoint.o $(B)/formats/gguf.o $(TOK)

@@ -9,13 +9,9 @@ $(B)/parallel/pool.o: parallel/pool.c parallel/pool.h simd/simd.h kernels.h quan
 $(B)/simd/vec_kernels.o: simd/vec_kernels.c simd/vec.h simd/simd.h kernels.h quant.h hash.h
 $(B)/simd/quant_x86.o: simd/quant_x86.c simd/simd.h kernels.h quant.h
 $(B)/simd/quant_neon.o: simd/quant_neon.c simd/simd.h kernels.h quant.h
-# The trainer's kernels are linked into every program (block.c and attention.c hold the
-# backward passes), so their object sits with the kernels', not in $(B)/trainer/, which
-# holds the train program's.
-$(B)/kernels/train_kernels.o: trainer/train_kernels.c kernels.h quant.h hash.h simd/simd.h \
-                              $(FLAGS_STAMP)
-	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
+# the trainer's kernels, linked into every program (block.c and attention.c hold the
+# backward passes); built by the pattern rule, as in the fuzz and cross builds
+$(B)/trainer/train_kernels.o: trainer/train_kernels.c kernels.h quant.h hash.h simd/simd.h
 $(B)/checkpoint.o: checkpoint.c checkpoint.h attention.h kernels.h quant.h platform/os.h formats/gguf.h \
                    tokenizer.h
 $(B)/formats/gguf.o: formats/gguf.c formats/gguf.h checkpoint.h attention.h kernels.h quant.h tokenizer.h

@@ -1393,7 +1393,10 @@ static void test_make_and_runner(void) {
     /* a make of its own: not the flags (B=...) or the jobserver of a make running this */
     char *out = NULL;
     int code = check_run("MAKEFLAGS= MAKELEVEL= make -n run", &out, NULL);
-    check_true(code == 0 && out && strstr(out, "./run ") && !strstr(out, "build/train") &&
+    int train = 0;   /* build/train, the program (build/trainer/ holds objects run links) */
+    for (const char *at = out; at && (at = strstr(at, "build/train")) != NULL; at++)
+        train |= at[strlen("build/train")] != 'e';
+    check_true(code == 0 && out && strstr(out, "./run ") && !train &&
                !strstr(out, "build/quantize"), "make run builds and runs ./run, not ./train "
                "or ./quantize (make -n run)");
     free(out);
