@@ -22,7 +22,7 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 QUANT = $(B)/quant.o $(B)/simd/quant_x86.o $(B)/simd/quant_neon.o
 KERNELS = $(B)/kernels.o $(B)/parallel/pool.o $(B)/simd/vec_kernels.o \
           $(B)/trainer/train_kernels.o $(QUANT)
-TOK = $(B)/tokenizer.o $(B)/unicode.o $(B)/hash.o $(B)/platform/os.o
+TOK = $(B)/tokenizer.o $(B)/unicode/unicode.o $(B)/hash.o $(B)/platform/os.o
 # checkpoint.c reads GGUF files through formats/gguf.c, which builds their tokenizers (tokenizer.c)
 CKPT = $(B)/checkpoint.o $(B)/formats/gguf.o $(TOK)
 CORE = $(B)/attention.o $(B)/block.o $(B)/model.o $(CKPT) $(KERNELS)

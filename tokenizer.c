@@ -10,7 +10,7 @@
  * one token per UTF-8 character, unknown characters fall back to byte tokens, and the
  * pair with the highest score merges first, as llama2.c does. Both use the same merge loop
  * (tokenizer_merge, which the BPE trainer bpe.c uses too).
- * Read tokenizer.h first; unicode.c holds the UTF-8 decoder and the character classes.
+ * Read tokenizer.h first; unicode/unicode.c holds the UTF-8 decoder and the character classes.
  */
 #include "tokenizer.h"
 

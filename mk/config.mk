@@ -22,14 +22,15 @@ endif
 # folders); other systems ignore it.
 # -I: the engine's headers at the top, the attention lab's in lab/, the trainer's in
 # trainer/, the programs' plumbing (files, flags) in platform/, llama.cpp's GGUF in
-# formats/; a file includes any of them by its name.
+# formats/, the generated Unicode tables in unicode/; a file includes any of them by its
+# name.
 # -pthread: the thread pool (parallel/pool.c) is POSIX threads without OpenMP, and waits on a
 # pthread condition variable in every build; BASE is in every compile and link line
 # (tests, tools, fuzz and the cross builds too).
 BASE = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DARWIN_C_SOURCE -I. -Ilab -Itrainer -Iplatform \
-       -Iformats -Wall -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wstrict-prototypes \
+       -Iformats -Iunicode -Wall -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wstrict-prototypes \
        -ffp-contract=off -pthread
-HEADERS = $(wildcard *.h lab/*.h trainer/*.h simd/*.h parallel/*.h platform/*.h formats/*.h)
+HEADERS = $(wildcard *.h lab/*.h trainer/*.h simd/*.h parallel/*.h platform/*.h formats/*.h unicode/*.h)
 LDLIBS = -lm
 # OpenMP (parallel matmul rows and attention heads) is on where $(CC) builds and links an
 # OpenMP program (Apple clang does not); OMP=0 builds without it, runs kernels_run's pool

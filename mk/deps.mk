@@ -18,13 +18,13 @@ $(B)/formats/gguf.o: formats/gguf.c formats/gguf.h checkpoint.h attention.h kern
 $(B)/platform/os.o: platform/os.c platform/os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
 $(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h
-$(B)/unicode.o: unicode.c unicode.h
+$(B)/unicode/unicode.o: unicode/unicode.c unicode/unicode.h
 $(B)/hash.o: hash.c hash.h
-$(B)/tokenizer.o: tokenizer.c tokenizer.h hash.h platform/os.h unicode.h
+$(B)/tokenizer.o: tokenizer.c tokenizer.h hash.h platform/os.h unicode/unicode.h
 $(B)/sampler.o: sampler.c sampler.h
 $(B)/platform/cli.o: platform/cli.c platform/cli.h
 $(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h platform/os.h \
-                 tokenizer.h sampler.h unicode.h
+                 tokenizer.h sampler.h unicode/unicode.h
 $(B)/run.o: run.c formats/gguf.h model.h checkpoint.h kernels.h quant.h attention.h lab/attention_spec.h \
             lab/run_lab.h platform/os.h tokenizer.h sampler.h platform/cli.h generate.h hash.h
 $(B)/quantize.o: quantize.c checkpoint.h kernels.h quant.h platform/cli.h platform/os.h
@@ -36,7 +36,7 @@ $(B)/attnmap_page.inc: lab/attnmap_page.html
 	@mkdir -p $(B)
 	sed -e 's/[\\"?]/\\&/g' -e 's/^/"/' -e 's/$$/\\n",/' lab/attnmap_page.html > $@.tmp
 	@mv $@.tmp $@
-$(B)/lab/attnmap.o: lab/attnmap.c lab/attnmap.h unicode.h $(B)/attnmap_page.inc $(FLAGS_STAMP)
+$(B)/lab/attnmap.o: lab/attnmap.c lab/attnmap.h unicode/unicode.h $(B)/attnmap_page.inc $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -I$(B) -c $< -o $@
 $(B)/lab/attention_spec.o: lab/attention_spec.c lab/attention_spec.h attention.h platform/cli.h

@@ -17,7 +17,7 @@
 #include <time.h>     /* clock_gettime, CLOCK_MONOTONIC */
 #include <unistd.h>   /* rmdir */
 
-#include "../unicode.h"  /* unicode_utf8_next, unicode_utf8_length, unicode_is_* */
+#include "../unicode/unicode.h"  /* unicode_utf8_next, unicode_utf8_length, unicode_is_* */
 #include "check.h"       /* check_true, check_skip, check_summary, check_shared_dir */
 
 #define REFERENCE_CASES 62   /* the lines of tokenizer_cases.jsonl */
