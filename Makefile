@@ -104,8 +104,9 @@ test: all $(B)/tutorial $(TESTS)
 	  sh tests/run_all.sh $(TESTS)
 
 # check-build: the checks beyond the unit tests that run on this build: the docs against
-# the code, the tutorial's commands, the fuzz corpora replayed. Example: make check-build
-check-build: docs-check tutorial-check fuzz-replay
+# the code, the tutorial's commands, the fuzz corpora replayed, the benchmark tools built.
+# Example: make check-build
+check-build: docs-check tutorial-check fuzz-replay bench-tools
 
 # check: everything beyond the unit tests (CI runs it after make test): check-build, the
 # explorer page (page-check), fault injection (faults), and the aarch64 and i686 builds

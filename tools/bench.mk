@@ -8,7 +8,7 @@
 # BENCH_ENV passes the paths to tools/bench.sh. int8 files are made by bench.sh itself
 # (with ./quantize, when it exists).
 
-$(B)/tools/gen_model.o: tools/gen_model.c cli.h
+$(B)/tools/gen_model.o: tools/gen_model.c platform/cli.h
 $(B)/tools/gen_model: $(B)/tools/gen_model.o $(B)/platform/cli.o
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -24,6 +24,10 @@ $(BENCH_MODELS): $(B)/bench/%.bin: $(B)/tools/gen_model
 	$(B)/tools/gen_model $* $@
 
 BENCH_DEPS = $(B)/tools/gen_model $(B)/tools/probe $(BENCH_MODELS)
+
+# bench-tools: the four benchmark programs built, none run: check-build builds them, so that
+# a rule here cannot go stale unnoticed. Example: make bench-tools
+bench-tools: $(B)/tools/gen_model $(B)/tools/probe $(B)/tools/bench_kernels $(B)/tools/bench_attention
 BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench
 
 # bench-attention: attention-only time per generated token at T = 128 .. 16384 on
@@ -66,4 +70,4 @@ attn-train-table: all $(B)/tools/gen_model
 bench: all bench-attention bench-kernels $(BENCH_DEPS)
 	@$(BENCH_ENV) sh tools/bench.sh
 
-.PHONY: bench bench-attention bench-kernels attn-table attn-train-table
+.PHONY: bench bench-attention bench-kernels bench-tools attn-table attn-train-table

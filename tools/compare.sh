@@ -18,7 +18,9 @@
 #   for AVX2 alone -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 #   -DGGML_AVX512=OFF, then `cmake --build BUILD --target llama-bench llama-cli
 #   llama-quantize llama-convert-llama2c-to-ggml`.
-# Environment: RUN (default ./run), ROUNDS (3), STEPS (256 new tokens at most), THREADS
+# Environment: RUN (default ./run), OTHERS (other builds of this engine, run in the same
+#   rounds as RUN, each a column and RUN's ratio to it: "LABEL=PATH LABEL=PATH", e.g.
+#   OTHERS="before=../old/build/run no-openmp=build/noomp/run"), ROUNDS (3), STEPS (256 new tokens at most), THREADS
 #   ("1 2"), SHARED_DIR (../shared: s260k, s15m and its int8 form, the tokenizers), MODELS
 #   (default below; also s110m and s110m_q80), MODELS_DIR (build/compare: the GGUF files and
 #   the random s110m, made there when missing and kept), GEN (build/tools/gen_model),
@@ -75,6 +77,12 @@ QUANTIZE=${QUANTIZE:-$(dirname "$RUN")/quantize}
 [ -x "$QUANTIZE" ] || QUANTIZE=./quantize
 
 [ -x "$RUN" ] || { echo "compare: $RUN: not built (make)" >&2; exit 1; }
+for o in $OTHERS; do
+    case $o in
+        ?*=?*) [ -x "${o#*=}" ] || { echo "compare: OTHERS: ${o#*=}: not built" >&2; exit 1; };;
+        *) echo "compare: OTHERS: expected LABEL=PATH entries (got '$o')" >&2; exit 2;;
+    esac
+done
 [ -x "$L2C/run" ] || { echo "compare: $L2C/run: not built (make runomp in $L2C)" >&2; exit 1; }
 # llama.cpp's programs: in the folder given, or in its bin/
 LCPP=
@@ -206,6 +214,9 @@ echo "this engine: $RUN, checkout at $(git describe --always --dirty 2>/dev/null
      "($(head -c 400 "$(dirname "$RUN")/flags" 2>/dev/null || echo "flags unknown"))"
 if [ -f "$L2C/BUILD" ]; then l2c_build=$(head -c 400 "$L2C/BUILD")
 else l2c_build=$(cd "$L2C" && git log --oneline -1 2>/dev/null); fi
+for o in $OTHERS; do
+    echo "${o%%=*}: ${o#*=} ($(head -c 400 "$(dirname "${o#*=}")/flags" 2>/dev/null || echo "flags unknown"))"
+done
 echo "llama2.c: $L2C ($l2c_build)"
 if [ -n "$LCPP" ]; then
     # its commit, its CMake options that choose the instruction sets, and the CPU
@@ -242,11 +253,18 @@ for m in $ready; do
     fi
     for t in $THREADS; do
         for f in ours theirs lcpp ours_pre lcpp_pre; do : >"$tmp/$f"; done
+        i=0; for o in $OTHERS; do i=$((i + 1)); : >"$tmp/other$i"; : >"$tmp/other_pre$i"; done
         r=0
         while [ $r -lt "$ROUNDS" ]; do
             say "$m, $t thread(s), round $((r + 1)) of $ROUNDS"
             OMP_NUM_THREADS=$t "$RUN" "$file" -z "$tok" -t 0 -n "$n" -i "$PROMPT" \
                 2>&1 >/dev/null | sed -n 's/.*generation: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/ours"
+            i=0
+            for o in $OTHERS; do
+                i=$((i + 1))
+                OMP_NUM_THREADS=$t "${o#*=}" "$file" -z "$tok" -t 0 -n "$n" -i "$PROMPT" \
+                    2>&1 >/dev/null | sed -n 's/.*generation: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/other$i"
+            done
             OMP_NUM_THREADS=$t "$L2C/run$q" "$file" -z "$tok" -t 0 -n $((n + ${n_prompt:-1})) \
                 -i "$PROMPT" 2>&1 >/dev/null | sed -n 's/achieved tok\/s: \([0-9.]*\)/\1/p' >>"$tmp/theirs"
             if [ -n "$LCPP" ]; then
@@ -254,40 +272,57 @@ for m in $ready; do
                 if [ -n "$n_pre" ]; then
                     OMP_NUM_THREADS=$t "$RUN" "$file" -z "$tok" -t 0 -n 1 -f "$tmp/prompt" \
                         2>&1 >/dev/null | sed -n 's/^prompt: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/ours_pre"
+                    i=0
+                    for o in $OTHERS; do
+                        i=$((i + 1))
+                        OMP_NUM_THREADS=$t "${o#*=}" "$file" -z "$tok" -t 0 -n 1 -f "$tmp/prompt" \
+                            2>&1 >/dev/null | sed -n 's/^prompt: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/other_pre$i"
+                    done
                     lcpp_bench "$gg" "$t" "$n_pre" 0 >>"$tmp/lcpp_pre"
                 fi
             fi
             r=$((r + 1))
         done
         a=$(stat <"$tmp/ours"); b=$(stat <"$tmp/theirs")
+        pa=$(stat <"$tmp/ours_pre")
+        # each other build's column and RUN's ratio to it
+        more=""; more_pre=""; i=0
+        for o in $OTHERS; do
+            i=$((i + 1))
+            x=$(stat <"$tmp/other$i"); more="$more $x | $(ratio "$a" "$x") |"
+            x=$(stat <"$tmp/other_pre$i"); more_pre="$more_pre $x | $(ratio "$pa" "$x") |"
+        done
         if [ -n "$LCPP" ]; then
             c=$(stat <"$tmp/lcpp")
-            echo "| $m | $t | $n | $a | $b | $c | $(ratio "$a" "$b") | $(ratio "$a" "$c") |" >>"$tmp/decode"
-            pa=$(stat <"$tmp/ours_pre"); pc=$(stat <"$tmp/lcpp_pre")
-            echo "| $m | $t | ${n_pre:--} | $pa | $pc | $(ratio "$pa" "$pc") |" >>"$tmp/prefill"
+            echo "| $m | $t | $n | $a | $b | $c | $(ratio "$a" "$b") | $(ratio "$a" "$c") |$more" >>"$tmp/decode"
+            pc=$(stat <"$tmp/lcpp_pre")
+            echo "| $m | $t | ${n_pre:--} | $pa | $pc | $(ratio "$pa" "$pc") |$more_pre" >>"$tmp/prefill"
         else
-            echo "| $m | $t | $a | $b | $(ratio "$a" "$b") |" >>"$tmp/decode"
+            echo "| $m | $t | $a | $b | $(ratio "$a" "$b") |$more" >>"$tmp/decode"
         fi
     done
 done
 
+# the header cells of the other builds: "LABEL | vs LABEL |", and their rule
+more=""; rule=""
+for o in $OTHERS; do more="$more ${o%%=*} | vs ${o%%=*} |"; rule="$rule---|---|"; done
 echo
 if [ -n "$LCPP" ]; then
     echo "decode tokens/s:"
     echo
-    echo "| model | threads | tokens | this engine | llama2.c | llama.cpp | vs llama2.c | vs llama.cpp |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| model | threads | tokens | this engine | llama2.c | llama.cpp | vs llama2.c | vs llama.cpp |$more"
+    echo "|---|---|---|---|---|---|---|---|$rule"
 else
-    echo "| model | threads | this engine tok/s | llama2.c tok/s | ratio |"
-    echo "|---|---|---|---|---|"
+    echo "| model | threads | this engine tok/s | llama2.c tok/s | ratio |$more"
+    echo "|---|---|---|---|---|$rule"
 fi
 cat "$tmp/decode" "$tmp/skipped" 2>/dev/null
 if [ -n "$LCPP" ]; then
     echo
     echo "prefill tokens/s (llama2.c runs a prompt at its decode speed):"
     echo
-    echo "| model | threads | prompt tokens | this engine | llama.cpp | vs llama.cpp |"
-    echo "|---|---|---|---|---|---|"
+    echo "| model | threads | prompt tokens | this engine | llama.cpp | vs llama.cpp |$more"
+    echo "|---|---|---|---|---|---|$rule"
     cat "$tmp/prefill" 2>/dev/null
 fi
 echo
