@@ -95,6 +95,8 @@ include mk/docs.mk
 include tests/cross.mk
 # the speed and lab tables (tools/bench.mk): make bench, bench-kernels, attn-table, ...
 include tools/bench.mk
+# the page: the engine compiled to WebAssembly (mk/web.mk): make web, web-check
+include mk/web.mk
 
 # test: build, then run every unit test program (tests/run_all.sh); exits non-zero if any
 # check fails. Reference-data checks read ../shared and say "skipped" without it. About a

@@ -26,7 +26,7 @@
 #if SIZE_MAX > 0xffffffffu
 #define MODEL_MAX_STATE_BYTES ((size_t)4 << 30)
 #else
-#define MODEL_MAX_STATE_BYTES (SIZE_MAX / 2)
+#define MODEL_MAX_STATE_BYTES ((size_t)SIZE_MAX / 2)
 #endif
 #endif
 

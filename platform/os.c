@@ -4,19 +4,25 @@
  * The one order every write follows: write the temporary, fsync it, rename it over the
  * destination, fsync the folder. Each function prints one stderr line
  * "PROGRAM: PATH: problem (got ..., expected ...)" when it fails.
+ *
+ * WASI (the web build, web/) has no signals, file locks, permissions or address-space
+ * limits: there this file is its clock and its reading half only (the page writes no
+ * files), the writing half and its includes left out by `#ifndef __wasi__`.
  */
 #define _GNU_SOURCE   /* O_TMPFILE (Linux), where the C library has it; else unused */
 #include "os.h"
 
 #include <errno.h>       /* errno, EINVAL, ENOENT, ENOTDIR, EACCES, EAGAIN, EEXIST, ELOOP, EISDIR */
 #include <fcntl.h>       /* open, fcntl, linkat, struct flock, O_*, AT_* */
+#ifndef __wasi__
 #include <pthread.h>     /* pthread_sigmask */
 #include <signal.h>      /* sigaction, sigset_t, raise, SIGINT, SIGTERM, SIGHUP */
+#include <sys/resource.h>   /* getrlimit, RLIMIT_AS */
+#endif
 #include <stdio.h>       /* FILE, fdopen, fflush, fclose, fprintf, snprintf, rename, remove */
 #include <stdint.h>      /* SIZE_MAX */
 #include <stdlib.h>      /* mkstemp, realloc, free */
 #include <string.h>      /* strcmp, strerror, strlen, strrchr, memcpy */
-#include <sys/resource.h>   /* getrlimit, RLIMIT_AS */
 #include <sys/stat.h>    /* stat, fstat, fchmod, umask, S_IS* */
 #include <time.h>        /* clock_gettime, CLOCK_MONOTONIC */
 #include <unistd.h>      /* fsync, close, unlink, link, pread, write, access, sysconf */
@@ -78,10 +84,12 @@ size_t os_memory_limit(size_t fallback) {
             lower_to_cgroup("/sys/fs/cgroup/memory", group, "memory.limit_in_bytes", &bytes);
     }
     if (file) fclose(file);
+#ifndef __wasi__
     struct rlimit limit;   /* ulimit -v */
     if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
         limit.rlim_cur < bytes)
         bytes = (size_t)limit.rlim_cur;
+#endif
     return bytes == SIZE_MAX ? fallback : bytes;
 }
 
@@ -205,6 +213,7 @@ char *os_read_file(const char *program, const char *path, const char *expected,
 }
 
 /* ---- writing ---- */
+#ifndef __wasi__
 
 /* ---- what a signal must not leave behind ----
  * The files this process created and has not yet renamed or removed (os_save_open's
@@ -626,3 +635,4 @@ void os_unlock(SaveLock *l) {
     close(l->fd);
     l->fd = -1;
 }
+#endif /* __wasi__ */

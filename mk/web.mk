@@ -1,0 +1,46 @@
+# mk/web.mk: the page (web/): the engine's own C compiled to WebAssembly, running the
+# shipped model in a browser (included by the Makefile). Debian's packages only: clang-14
+# for --target=wasm32-wasi, wasi-libc, libclang-rt-14-dev-wasm32 and lld (.ci/run installs
+# them when missing). One thread (web/pool_single.c for parallel/pool.c), no OpenMP;
+# wasi-libc's mmap emulation serves checkpoint.c's mmap.
+
+WEB_CC ?= clang-14
+# the web build's objects, and the page's folder (open with python3 -m http.server there)
+WEB_OBJ = $(B)/web-obj
+WEB_OUT = $(B)/web
+WEB_CFLAGS = --target=wasm32-wasi -O3 -std=c11 -D_POSIX_C_SOURCE=200809L \
+             -D_WASI_EMULATED_MMAN -D_WASI_EMULATED_PROCESS_CLOCKS -I. -Ilab -Itrainer \
+             -Iplatform -Iformats -Iunicode -Iparallel -Wall -Wextra -Wpedantic -Wshadow \
+             -Wno-unknown-pragmas -ffp-contract=off
+WEB_LDFLAGS = --target=wasm32-wasi -mexec-model=reactor -lwasi-emulated-mman \
+              -lwasi-emulated-process-clocks -Wl,-z,stack-size=8388608 -Wl,--initial-memory=67108864 -Wl,--max-memory=1073741824
+# the engine's sources the page runs: generation (generate.c, the sampler), the model, the
+# tokenizer, the kernels (the portable ones: simd/'s headers fall back to them), the lab's
+# attention specs and --eval, and the page's own: web.c and the one-thread pool
+WEB_SRC = web/web.c web/pool_single.c generate.c sampler.c model.c block.c attention.c \
+          checkpoint.c formats/gguf.c tokenizer.c unicode/unicode.c hash.c kernels.c quant.c \
+          simd/vec_kernels.c simd/quant_x86.c simd/quant_neon.c trainer/train_kernels.c \
+          lab/attention_spec.c lab/eval.c platform/os.c platform/cli.c
+WEB_OBJS = $(WEB_SRC:%.c=$(WEB_OBJ)/%.o)
+WEB_PAGE = $(WEB_OUT)/index.html $(WEB_OUT)/page.js $(WEB_OUT)/worker.js \
+           $(WEB_OUT)/weights/model.bin $(WEB_OUT)/weights/tokenizer.bin
+
+$(WEB_OBJ)/%.o: %.c $(HEADERS) mk/web.mk
+	@mkdir -p $(dir $@)
+	$(WEB_CC) $(WEB_CFLAGS) -c $< -o $@
+$(WEB_OUT)/attn.wasm: $(WEB_OBJS)
+	@mkdir -p $(dir $@)
+	$(WEB_CC) $(WEB_LDFLAGS) $^ -o $@
+$(WEB_OUT)/%: web/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(WEB_OUT)/weights/%: weights/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# web: build the page into build/web/ (the wasm, the page, the shipped model): open it
+# with `cd build/web && python3 -m http.server`, then http://localhost:8000/.
+# Example: make web
+web: $(WEB_OUT)/attn.wasm $(WEB_PAGE)
+
+.PHONY: web
