@@ -111,10 +111,10 @@ test: all $(B)/tutorial $(TESTS)
 check-build: docs-check tutorial-check fuzz-replay bench-tools
 
 # check: everything beyond the unit tests (CI runs it after make test): check-build, the
-# explorer page (page-check), fault injection (faults), and the aarch64 and i686 builds
+# explorer page (page-check), the WebAssembly page (web-check), fault injection (faults), and the aarch64 and i686 builds
 # (tests/cross.mk), each cross leg skipped with a message when its compiler or qemu is
 # missing. Stops at the first failure. Minutes. Example: make check
-check: check-build page-check faults
+check: check-build page-check web-check faults
 	@if command -v $(AARCH64_CC) >/dev/null && command -v qemu-aarch64 >/dev/null; then \
 	  $(MAKE) test-aarch64; else \
 	  echo "skipped: make test-aarch64 (needs $(AARCH64_CC) and qemu-aarch64)"; fi
@@ -146,6 +146,8 @@ help:
 	@echo "  make attn-train-table every variant trained from scratch (4 h), docs/attention.md"
 	@echo "  make docs-figures     the tutorial's pictures (docs/img/)"
 	@echo "  make page-check       the explorer page's self-test in headless Chromium"
+	@echo "  make web              the engine in a web page (WebAssembly), build/web/"
+	@echo "  make web-check        that page against ./run in headless Chromium"
 	@echo "  make docs-check       the docs checked against the code; docs-refs rewrites them"
 	@echo "  make clean            remove every build product"
 	@echo "  make help             this list"

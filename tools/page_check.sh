@@ -21,20 +21,8 @@ MAPS=$(cd "$here" && realpath "$B")
 WIDTHS="1400 600"
 LOAD_TIMEOUT=60      # s for one page load; a load takes about 1.5 s
 
-browser=${CHROMIUM:-}
-[ -n "$browser" ] || browser=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$browser" ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "== apt-get install chromium =="
-        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-              --no-install-recommends chromium >/dev/null; } || echo "apt-get failed"
-        browser=$(command -v chromium || true)
-    fi
-    if [ -z "$browser" ]; then
-        echo "skipped: page check (chromium not available: install Debian's chromium package)"
-        exit 0
-    fi
-fi
+WHAT="page check"
+. "$here/tools/chromium.sh"   # $browser, or skipped
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/page_check.XXXXXX")
 trap 'rm -rf "$work"' EXIT

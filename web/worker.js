@@ -210,8 +210,13 @@ function generate(m) {
     wasm.web_free(spec.ptr);
     if (status !== 0) { postMessage({type: 'done', status, stats: null}); return; }
     const prompt = cString(m.prompt);
-    const n = wasm.web_encode(prompt.ptr, prompt.length);
-    if (n > 0) postMessage({type: 'tokens', ids: Array.from(new Int32Array(memory.buffer, wasm.web_ids(), n))});
+    const n = wasm.web_encode(prompt.ptr, prompt.length);   // its message when refused
+    if (n < 0) {
+        wasm.web_free(prompt.ptr);
+        postMessage({type: 'done', status: 2, stats: null});
+        return;
+    }
+    postMessage({type: 'tokens', ids: Array.from(new Int32Array(memory.buffer, wasm.web_ids(), n))});
     const settings = [m.n, m.t, m.p, m.k, m.s].map(cString);
     status = wasm.web_generate(prompt.ptr, prompt.length, ...settings.map(x => x.ptr));
     for (const x of [prompt, ...settings]) wasm.web_free(x.ptr);

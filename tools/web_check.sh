@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# tools/web_check.sh: the page (make web, web/) in headless Chromium against ./run (make
+# web-check; make check). Serves BUILD_DIR/web with python3 -m http.server on a free local
+# port and opens deep links with tools/cdp_page.py, which waits for the page's
+# <body data-state> to say the run is over (--dump-dom cannot wait for a Worker). Checks:
+#  - greedy (-t 0) and seeded sampling (-t 0.8 -s 7): #output is ./run's stdout for the
+#    same flags, byte for byte, and one heatmap cell (#probe) is the weight ./run
+#    --attn-map writes for it in its SVG (to its 4 decimals);
+#  - an empty prompt, a prompt longer than the context and an absurd -n each get their
+#    one-line message in #message, and the page says it is done (no frozen tab);
+#  - no console message and no uncaught exception on any load; nothing wider than the
+#    window at 1400 and 600 px, whose screenshots it writes to BUILD_DIR/web-check/ (look
+#    at them: clipping a script cannot see shows there).
+# It prints the page's decode tokens/s (one thread of WebAssembly) beside ./run's.
+# Chromium is Debian's chromium (tools/chromium.sh); without it, skipped. About 30 s.
+# Usage: tools/web_check.sh [BUILD_DIR] (default build: BUILD_DIR/run, BUILD_DIR/web).
+set -u
+B=${1:-build}
+here=$(cd "$(dirname "$0")/.." && pwd)
+RUN=$(cd "$here" && realpath "$B/run")
+PAGE=$(cd "$here" && realpath "$B/web")
+SHOTS="$(cd "$here" && realpath "$B")/web-check"
+LOAD_TIMEOUT=90      # s for one deep link's run; the greedy one takes about 3 s
+
+WHAT="web check"
+. "$here/tools/chromium.sh"   # $browser, or skipped
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/web_check.XXXXXX")
+server=
+trap '[ -z "$server" ] || kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+mkdir -p "$SHOTS"
+passed=0
+failed=0
+ok() { echo "ok - web check: $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL - web check: $1"; failed=$((failed + 1)); }
+
+# the page's folder on a free port (the server prints the one it got)
+(cd "$PAGE" && exec python3 -u -m http.server 0 --bind 127.0.0.1) >"$work/server.log" 2>&1 &
+server=$!
+for _ in $(seq 50); do
+    port=$(sed -n 's/.*port \([0-9][0-9]*\).*/\1/p' "$work/server.log" | head -n 1)
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+if [ -z "$port" ]; then
+    echo "FAIL - web check: python3 -m http.server did not start:"
+    cat "$work/server.log"
+    exit 1
+fi
+base="http://127.0.0.1:$port/"
+
+# load HASH WIDTH NAME: opens the deep link; $work/NAME.out has one JSON line per value
+# (the output text, #message, #probe, data-decode, the page's and the window's widths),
+# then any console lines. Returns 1 when the page never said it was done.
+load() {
+    local shot=()
+    [ -z "${4:-}" ] || shot=(--screenshot "$4")
+    python3 "$here/tools/cdp_page.py" "$browser" "$base#$1" --width "$2" \
+        --timeout "$LOAD_TIMEOUT" \
+        --wait "['done', 'error'].includes(document.body.dataset.state)" \
+        --eval "document.getElementById('output').textContent" \
+        --eval "document.getElementById('message').textContent" \
+        --eval "document.getElementById('probe').textContent" \
+        --eval "document.body.dataset.decode || ''" \
+        --eval "document.documentElement.scrollWidth + ' ' + window.innerWidth" \
+        "${shot[@]}" >"$work/$3.out" 2>&1
+}
+# field NAME N: the Nth value (1-based) of the last load of NAME, decoded from JSON
+field() {
+    sed -n "${2}p" "$work/$1.out" | python3 -c 'import json, sys; sys.stdout.write(json.loads(sys.stdin.read()))'
+}
+console_of() { grep -E '^(console|timeout|failed):' "$work/$1.out" || true; }
+
+# One run compared: NAME PROMPT N T SEED LAYER HEAD QUERY KEY [WIDTH SCREENSHOT]
+compare() {
+    local name=$1 prompt=$2 n=$3 t=$4 s=$5 cell="$6,$7,$8,$9" width=${10:-1400}
+    local hash="prompt=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$prompt")&n=$n&t=$t&s=$s&probe=$cell"
+    (cd "$here" && "$RUN" weights/model.bin -i "$prompt" -n "$n" -t "$t" -s "$s" --layer "$6" \
+        --head "$7" --attn-map "$work/$name.svg") >"$work/$name.run" 2>"$work/$name.err" || {
+        fail "$name: ./run failed: $(cat "$work/$name.err")"
+        return
+    }
+    if ! load "$hash" "$width" "$name" "${11:-}"; then
+        fail "$name: the page never finished: $(console_of "$name")"
+        return
+    fi
+    field "$name" 1 >"$work/$name.page"
+    if cmp -s "$work/$name.run" "$work/$name.page"; then
+        ok "$name: #output is ./run's stdout ($(wc -c <"$work/$name.run") bytes, -n $n -t $t -s $s)"
+    else
+        fail "$name: #output differs from ./run's stdout (-n $n -t $t -s $s):"
+        diff "$work/$name.run" "$work/$name.page" | head -n 6
+    fi
+    local page_w svg_w
+    page_w=$(field "$name" 3 | sed -n 's/^probe [0-9,]*: //p')
+    svg_w=$(grep -o "<rect class=\"c\" data-q=\"$8\" data-k=\"$9\" data-w=\"[^\"]*\"" \
+            "$work/$name.svg" | sed 's/.*data-w="//; s/"$//')
+    if [ -n "$page_w" ] && [ -n "$svg_w" ] &&
+       python3 -c 'import sys; sys.exit(abs(float(sys.argv[1]) - float(sys.argv[2])) > 5.1e-5)' \
+           "$page_w" "$svg_w"; then
+        ok "$name: heatmap cell layer $6 head $7 query $8 key $9: $page_w, --attn-map's $svg_w"
+    else
+        fail "$name: heatmap cell layer $6 head $7 query $8 key $9: page '${page_w}', --attn-map '${svg_w}'"
+    fi
+    check_console "$name"
+    check_width "$name" "$width"
+    grep -o 'generation: [0-9]* tokens, [0-9.]* tokens/s' "$work/$name.err" >"$work/$name.speed"
+    echo "   decode: the page $(field "$name" 4) tokens/s, ./run $(sed 's/.*, //' "$work/$name.speed")"
+}
+
+check_console() {
+    local console
+    console=$(console_of "$1")
+    if [ -z "$console" ]; then ok "$1: no console message"; else fail "$1: $console"; fi
+}
+
+check_width() {
+    local widths
+    widths=$(field "$1" 5)
+    if [ "${widths% *}" -le "${widths#* }" ] 2>/dev/null; then
+        ok "$1: nothing wider than the window at $2 px (page ${widths% *} px)"
+    else
+        fail "$1: the page is wider than the window at $2 px (page, window: $widths)"
+    fi
+}
+
+# Bad input: NAME HASH EXPECTED-TEXT: the page finishes with a message containing it.
+refuse() {
+    if ! load "$2" 1400 "$1"; then
+        fail "$1: the page never finished: $(console_of "$1")"
+        return
+    fi
+    local message
+    message=$(field "$1" 2)
+    case "$message" in
+        *"$3"*) ok "$1: says \"$(printf '%s' "$message" | head -n 1)\"" ;;
+        *) fail "$1: message '$message' (expected one containing '$3')" ;;
+    esac
+    check_console "$1"
+}
+
+compare greedy "ROMEO:" 100 0 42 9 2 50 10 1400 "$SHOTS/page-1400.png"
+compare seeded "JULIET:" 200 0.8 7 3 1 120 112 600 "$SHOTS/page-600.png"
+refuse empty "prompt=&n=10&t=0&s=1" "the prompt is empty"
+refuse long "prompt=$(printf 'a%%20%.0s' $(seq 300))&n=10&t=0&s=1" "prompt too long for the context"
+refuse steps "prompt=ROMEO%3A&n=99999999&t=0&s=1" "n: invalid value"
+echo "web-check: screenshots in $SHOTS (page-1400.png, page-600.png)"
+echo "web-check: $passed passed, $failed failed"
+[ "$failed" = 0 ]
