@@ -8,7 +8,7 @@ WEB_CC ?= clang-14
 # the web build's objects, and the page's folder (open with python3 -m http.server there)
 WEB_OBJ = $(B)/web-obj
 WEB_OUT = $(B)/web
-WEB_CFLAGS = --target=wasm32-wasi -O3 -std=c11 -D_POSIX_C_SOURCE=200809L \
+WEB_CFLAGS = --target=wasm32-wasi -O3 $(WEB_SIMD) -std=c11 -D_POSIX_C_SOURCE=200809L \
              -D_WASI_EMULATED_MMAN -D_WASI_EMULATED_PROCESS_CLOCKS -I. -Ilab -Itrainer \
              -Iplatform -Iformats -Iunicode -Iparallel -Wall -Wextra -Wpedantic -Wshadow \
              -Wno-unknown-pragmas -ffp-contract=off
