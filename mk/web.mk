@@ -5,6 +5,9 @@
 # wasi-libc's mmap emulation serves checkpoint.c's mmap.
 
 WEB_CC ?= clang-14
+# WebAssembly SIMD128 (every current browser): simd/wasm_kernels.c's products, with the
+# portable build's bits, and clang's vectorised loops. make web WEB_SIMD= builds without.
+WEB_SIMD ?= -msimd128
 # the web build's objects, and the page's folder (open with python3 -m http.server there)
 WEB_OBJ = $(B)/web-obj
 WEB_OUT = $(B)/web
@@ -20,7 +23,7 @@ WEB_LDFLAGS = --target=wasm32-wasi -mexec-model=reactor -lwasi-emulated-mman \
 WEB_SRC = web/web.c web/pool_single.c generate.c sampler.c model.c block.c attention.c \
           checkpoint.c formats/gguf.c tokenizer.c unicode/unicode.c hash.c kernels.c quant.c \
           simd/vec_kernels.c simd/quant_x86.c simd/quant_neon.c trainer/train_kernels.c \
-          lab/attention_spec.c lab/eval.c platform/os.c platform/cli.c
+          simd/wasm_kernels.c lab/attention_spec.c lab/eval.c platform/os.c platform/cli.c
 WEB_OBJS = $(WEB_SRC:%.c=$(WEB_OBJ)/%.o)
 WEB_PAGE = $(WEB_OUT)/index.html $(WEB_OUT)/page.js $(WEB_OUT)/worker.js \
            $(WEB_OUT)/weights/model.bin $(WEB_OUT)/weights/tokenizer.bin

@@ -15,6 +15,8 @@
  *   vec_kernels.c   the float kernels (engine's and trainer's), written once in vec.h
  *   quant_x86.c     the int8 kernels for AVX2 (with AVX-512 VNNI or AVX-VNNI where built)
  *   quant_neon.c    the int8 prefill tile for NEON (AArch64)
+ *   wasm_kernels.c  WebAssembly SIMD128 (the page, web/): the reference's matrix-vector
+ *                   and attention dot products in 4-lane vectors, with the reference's bits
  *
  * Legend: N rows of x, IC input width, OC output width, C width.
  */
@@ -117,7 +119,17 @@ void simd_dropout(float *out, const float *x, size_t n, uint64_t key, uint32_t t
  * dst); returns 1 (done). */
 int simd_transpose32(float *dst, int ld_dst, const float *src, int ld_src);
 #else
+#if defined(__wasm_simd128__)   /* the page's build (web/): wasm_kernels.c, the same bits */
+void simd_wasm_matmul_block(float *out, const float *x, const float *w, const float *b, int n0,
+                            int n1, int o0, int o1, int IC, int OC);
+void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
+                    const int32_t *rows, int n_rows, int n);
+#define simd_matmul_block simd_wasm_matmul_block
+#define simd_dots simd_wasm_dots
+#else
 #define simd_matmul_block matmul_block_reference
+#define simd_dots dots_reference
+#endif
 #define simd_gemm_block matmul_block_reference   /* never chosen: simd_gemm_cols is 0 */
 #define simd_gemm_cols(N, OC) 0
 #define simd_gemm_min_rows() 0
@@ -127,7 +139,6 @@ int simd_transpose32(float *dst, int ld_dst, const float *src, int ld_src);
 #define simd_gelu_backward(dx, x, dout, n) ((size_t)0)
 #define simd_adamw(param, grad, m, v, n, h) ((size_t)0)
 #define simd_dot dot_reference
-#define simd_dots dots_reference
 #define simd_max max_reference
 #define simd_exp_sum exp_sum_reference
 #define simd_weighted_sum weighted_sum_reference
