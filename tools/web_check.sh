@@ -3,9 +3,11 @@
 # web-check; make check). Serves BUILD_DIR/web with python3 -m http.server on a free local
 # port and opens deep links with tools/cdp_page.py, which waits for the page's
 # <body data-state> to say the run is over (--dump-dom cannot wait for a Worker). Checks:
-#  - greedy (-t 0) and seeded sampling (-t 0.8 -s 7): #output is ./run's stdout for the
-#    same flags, byte for byte, and one heatmap cell (#probe) is the weight ./run
-#    --attn-map writes for it in its SVG (to its 4 decimals);
+#  - greedy (-t 0), seeded sampling (-t 0.8 -s 7) and greedy with another attention
+#    (--attn window:w=16,sinks=2): #output is ./run's stdout for the same flags, byte for
+#    byte; one heatmap cell (#probe) is the weight ./run --attn-map writes for it in its
+#    SVG (to its 4 decimals); the page's bits/char on its validation text is ./run
+#    --eval's on the same text (to 4 decimals);
 #  - an empty prompt, a prompt longer than the context and an absurd -n each get their
 #    one-line message in #message, and the page says it is done (no frozen tab);
 #  - no console message and no uncaught exception on any load; nothing wider than the
@@ -63,6 +65,8 @@ load() {
         --eval "document.getElementById('probe').textContent" \
         --eval "document.body.dataset.decode || ''" \
         --eval "document.documentElement.scrollWidth + ' ' + window.innerWidth" \
+        --eval "document.getElementById('bits').textContent" \
+        --eval "VALIDATION_TEXT" \
         "${shot[@]}" >"$work/$3.out" 2>&1
 }
 # field NAME N: the Nth value (1-based) of the last load of NAME, decoded from JSON
@@ -71,12 +75,17 @@ field() {
 }
 console_of() { grep -E '^(console|timeout|failed):' "$work/$1.out" || true; }
 
-# One run compared: NAME PROMPT N T SEED LAYER HEAD QUERY KEY [WIDTH SCREENSHOT]
+# url-encoded TEXT
+quote() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
+
+# One run compared: NAME PROMPT N T SEED LAYER HEAD QUERY KEY WIDTH SCREENSHOT ATTN
+# (SCREENSHOT and ATTN may be empty: none, and the model's own attention)
 compare() {
-    local name=$1 prompt=$2 n=$3 t=$4 s=$5 cell="$6,$7,$8,$9" width=${10:-1400}
-    local hash="prompt=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$prompt")&n=$n&t=$t&s=$s&probe=$cell"
+    local name=$1 prompt=$2 n=$3 t=$4 s=$5 cell="$6,$7,$8,$9" width=${10} attn=()
+    local hash="prompt=$(quote "$prompt")&n=$n&t=$t&s=$s&probe=$cell&bits=1"
+    [ -z "${12}" ] || { attn=(--attn "${12}"); hash="$hash&attn=$(quote "${12}")"; }
     (cd "$here" && "$RUN" weights/model.bin -i "$prompt" -n "$n" -t "$t" -s "$s" --layer "$6" \
-        --head "$7" --attn-map "$work/$name.svg") >"$work/$name.run" 2>"$work/$name.err" || {
+        --head "$7" "${attn[@]}" --attn-map "$work/$name.svg") >"$work/$name.run" 2>"$work/$name.err" || {
         fail "$name: ./run failed: $(cat "$work/$name.err")"
         return
     }
@@ -101,6 +110,18 @@ compare() {
         ok "$name: heatmap cell layer $6 head $7 query $8 key $9: $page_w, --attn-map's $svg_w"
     else
         fail "$name: heatmap cell layer $6 head $7 query $8 key $9: page '${page_w}', --attn-map '${svg_w}'"
+    fi
+    field "$name" 7 >"$work/validation.txt"
+    local page_bits run_bits
+    page_bits=$(field "$name" 6 | sed -n 's/^\([0-9.]*\) bits\/char.*/\1/p')
+    run_bits=$(cd "$here" && "$RUN" weights/model.bin --eval "$work/validation.txt" "${attn[@]}" \
+               2>/dev/null | sed -n 's/.*nats\/token, \([0-9.]*\) bits\/char.*/\1/p')
+    if [ -n "$page_bits" ] && [ -n "$run_bits" ] &&
+       python3 -c 'import sys; sys.exit(abs(float(sys.argv[1]) - float(sys.argv[2])) > 5.1e-5)' \
+           "$page_bits" "$run_bits"; then
+        ok "$name: bits/char on the page's validation text: $page_bits, ./run --eval's $run_bits"
+    else
+        fail "$name: bits/char: page '$page_bits', ./run --eval '$run_bits'"
     fi
     check_console "$name"
     check_width "$name" "$width"
@@ -139,8 +160,9 @@ refuse() {
     check_console "$1"
 }
 
-compare greedy "ROMEO:" 100 0 42 9 2 50 10 1400 "$SHOTS/page-1400.png"
-compare seeded "JULIET:" 200 0.8 7 3 1 120 112 600 "$SHOTS/page-600.png"
+compare greedy "ROMEO:" 100 0 42 9 2 50 10 1400 "$SHOTS/page-1400.png" ""
+compare seeded "JULIET:" 200 0.8 7 3 1 120 112 600 "$SHOTS/page-600.png" ""
+compare window "KING RICHARD III:" 60 0 1 5 0 40 31 1400 "" "window:w=16,sinks=2"
 refuse empty "prompt=&n=10&t=0&s=1" "the prompt is empty"
 refuse long "prompt=$(printf 'a%%20%.0s' $(seq 300))&n=10&t=0&s=1" "prompt too long for the context"
 refuse steps "prompt=ROMEO%3A&n=99999999&t=0&s=1" "n: invalid value"

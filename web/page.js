@@ -6,8 +6,8 @@
  * (web.c, with cli.h's parsers); its one-line message appears in #message.
  *
  * A deep link generates at load: #prompt=TEXT&n=N&t=T&s=SEED (optional p=, k=, attn=,
- * probe=LAYER,HEAD,QUERY,KEY: that heatmap cell's weight into #probe); when the run is
- * over, <body data-state> is "done" (or "error"), which tools/web_check.sh waits for.
+ * probe=LAYER,HEAD,QUERY,KEY: that heatmap cell's weight into #probe; bits=1: then
+ * bits/char on the validation text into #bits); when all that is over, <body data-state> is "done" (or "error"), which tools/web_check.sh waits for.
  */
 'use strict';
 
@@ -158,7 +158,7 @@ function onMessage(event) {
         $('bits').textContent = m.status === 0
             ? `${m.bits.toFixed(4)} bits/char with ${m.attn || 'exact'} attention`
             : 'no result (see the message above)';
-        busy(false);
+        finish(m.status === 0 ? 'done' : 'error');
         break;
     case 'fatal': setMessage('The engine failed: ' + m.text); finish('error'); break;
     }
@@ -178,7 +178,7 @@ function done(m) {
     showStep(steps.length - 1);
     busy(false);
     heat = null;
-    if (s.context > 0) requestHeat(); else finish('done');
+    if (s.context > 0) requestHeat(); else afterRun();
 }
 
 function showTokens(ids) {
@@ -275,7 +275,7 @@ function pointAt(event) {
 function probe() {
     busy(false);
     const cell = deepLink && deepLink.probe;
-    if (!cell || !heat || !heat.weights) { finish('done'); return; }
+    if (!cell || !heat || !heat.weights) { afterRun(); return; }
     const [l, h, q, k] = cell.split(',').map(Number), T = heat.T;
     const valid = [l, h, q, k].every(Number.isInteger) && l >= 0 && l < config.layers &&
                   h >= 0 && h < heat.heads && q >= 0 && q < T && k >= 0 && k < T;
@@ -286,7 +286,21 @@ function probe() {
         : `probe: no cell ${cell} (expected LAYER,HEAD,QUERY,KEY within ${config.layers} ` +
           `layers, ${heat.heads} heads, ${T} tokens)`;
     deepLink.probe = null;
-    finish('done');
+    afterRun();
+}
+
+// The end of a deep link's run: with bits=1, bits/char on the validation text first.
+function afterRun() {
+    if (!deepLink || !deepLink.bits) { finish('done'); return; }
+    deepLink.bits = null;
+    measure();
+}
+
+function measure() {
+    setMessage('');
+    $('bits').textContent = 'measuring…';
+    busy(true);
+    worker.postMessage({type: 'eval', attn: $('attn').value, text: VALIDATION_TEXT});
 }
 
 function run() {
@@ -351,11 +365,7 @@ $('layer').addEventListener('change', () => { if (heat && !running) requestHeat(
 $('head').addEventListener('change', drawHeat);
 $('heatmap').addEventListener('pointermove', pointAt);
 $('eval').addEventListener('click', () => {
-    if (!ready || running) return;
-    setMessage('');
-    $('bits').textContent = 'measuring…';
-    busy(true);
-    worker.postMessage({type: 'eval', attn: $('attn').value, text: VALIDATION_TEXT});
+    if (ready && !running) measure();
 });
 window.addEventListener('hashchange', () => {
     deepLink = parseHash();
