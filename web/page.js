@@ -146,11 +146,11 @@ function onMessage(event) {
     case 'tokens': showTokens(m.ids); break;
     case 'out': $('output').append(decoder.decode(m.bytes, {stream: true})); break;
     case 'err': setMessage($('message').textContent + m.text); break;
-    case 'step':
-        steps.push(m);
+    case 'steps':
+        steps.push(...m.steps);
         $('step').max = steps.length - 1;
         $('step').value = steps.length - 1;
-        if (steps.length % 16 === 1) showStep(steps.length - 1);
+        showStep(steps.length - 1);
         break;
     case 'done': done(m); break;
     case 'attention': heat = m; drawHeat(); probe(); break;

@@ -8,7 +8,7 @@
  * Messages in (from page.js): {type: 'generate', prompt, n, t, p, k, s, attn},
  * {type: 'attention', layer}, {type: 'eval', attn, text}.
  * Messages out: {type: 'ready', config, pieces} | {type: 'tokens', ids} |
- * {type: 'out', bytes} | {type: 'err', text} | {type: 'step', id, top, probs} |
+ * {type: 'out', bytes} | {type: 'err', text} | {type: 'steps', steps: [{id, top, probs}]} |
  * {type: 'done', status, stats} | {type: 'attention', layer, T, heads, weights} |
  * {type: 'eval', status, bits} | {type: 'fatal', text}.
  */
@@ -77,7 +77,7 @@ const wasi = {
         const bytes = new Uint8Array(total);
         let at = 0;
         for (const p of parts) { bytes.set(p, at); at += p.length; }
-        if (fd === 1) postMessage({type: 'out', bytes});
+        if (fd === 1) { pendingOut.push(bytes); flushSoon(); }
         else postMessage({type: 'err', text: utf8.decode(bytes)});
         v.setUint32(written, total, true);
         return ERRNO.SUCCESS;
@@ -171,10 +171,30 @@ function cString(s) {
     return {ptr, length: bytes.length};
 }
 
+// The text and the steps go to the page in batches, at most every FLUSH_MS: a message per
+// token would cost more than the token (the page's thread wakes for each).
+const FLUSH_MS = 50;
+let pendingOut = [], pendingSteps = [], lastFlush = 0;
+
+function flush() {
+    if (pendingSteps.length) postMessage({type: 'steps', steps: pendingSteps});
+    if (pendingOut.length) {
+        const bytes = new Uint8Array(pendingOut.reduce((n, b) => n + b.length, 0));
+        let at = 0;
+        for (const b of pendingOut) { bytes.set(b, at); at += b.length; }
+        postMessage({type: 'out', bytes});
+    }
+    pendingOut = [];
+    pendingSteps = [];
+    lastFlush = performance.now();
+}
+
+function flushSoon() { if (performance.now() - lastFlush >= FLUSH_MS) flush(); }
+
 function onToken(id) {
     const top = Array.from(new Int32Array(memory.buffer, wasm.web_top_ids(), 10));
     const probs = Array.from(new Float32Array(memory.buffer, wasm.web_top_probs(), 10));
-    postMessage({type: 'step', id, top, probs});
+    pendingSteps.push({id, top, probs});
 }
 
 async function fetchBytes(name) {
@@ -220,6 +240,7 @@ function generate(m) {
     const settings = [m.n, m.t, m.p, m.k, m.s].map(cString);
     status = wasm.web_generate(prompt.ptr, prompt.length, ...settings.map(x => x.ptr));
     for (const x of [prompt, ...settings]) wasm.web_free(x.ptr);
+    flush();
     const stats = status === 0 ? {input: wasm.web_stats(0), inputSeconds: wasm.web_stats(1),
                                   generated: wasm.web_stats(2), generateSeconds: wasm.web_stats(3),
                                   context: wasm.web_stats(4)} : null;
