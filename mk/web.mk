@@ -34,6 +34,9 @@ $(WEB_OBJ)/%.o: %.c $(HEADERS) mk/web.mk
 $(WEB_OUT)/attn.wasm: $(WEB_OBJS)
 	@mkdir -p $(dir $@)
 	$(WEB_CC) $(WEB_LDFLAGS) $^ -o $@
+# the same page as one file (web/inline.sh) that opens from file:// too
+$(WEB_OUT)/attn.html: web/inline.sh $(WEB_OUT)/attn.wasm $(WEB_PAGE)
+	sh web/inline.sh $(WEB_OUT) > $@.tmp && mv $@.tmp $@
 $(WEB_OUT)/%: web/%
 	@mkdir -p $(dir $@)
 	cp $< $@
@@ -42,9 +45,9 @@ $(WEB_OUT)/weights/%: weights/%
 	cp $< $@
 
 # web: build the page into build/web/ (the wasm, the page, the shipped model): open it
-# with `cd build/web && python3 -m http.server`, then http://localhost:8000/.
-# Example: make web
-web: $(WEB_OUT)/attn.wasm $(WEB_PAGE)
+# with `cd build/web && python3 -m http.server`, then http://localhost:8000/; or open
+# build/web/attn.html, the same page in one file (12 MB), from disk. Example: make web
+web: $(WEB_OUT)/attn.wasm $(WEB_PAGE) $(WEB_OUT)/attn.html
 
 .PHONY: web
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/web_check.sh: the page (make web, web/) in headless Chromium against ./run (make
 # web-check; make check). Serves BUILD_DIR/web with python3 -m http.server on a free local
-# port and opens deep links with tools/cdp_page.py, which waits for the page's
+# port (and its one-file form, attn.html, from file://) and opens deep links with
+# tools/cdp_page.py, which waits for the page's
 # <body data-state> to say the run is over (--dump-dom cannot wait for a Worker). Checks:
 #  - greedy (-t 0), seeded sampling (-t 0.8 -s 7) and greedy with another attention
 #    (--attn window:w=16,sinks=2): #output is ./run's stdout for the same flags, byte for
@@ -57,7 +58,7 @@ base="http://127.0.0.1:$port/"
 load() {
     local shot=()
     [ -z "${4:-}" ] || shot=(--screenshot "$4")
-    python3 "$here/tools/cdp_page.py" "$browser" "$base#$1" --width "$2" \
+    python3 "$here/tools/cdp_page.py" "$browser" "${LOAD_BASE:-$base}#$1" --width "$2" \
         --timeout "$LOAD_TIMEOUT" \
         --wait "['done', 'error'].includes(document.body.dataset.state)" \
         --eval "document.getElementById('output').textContent" \
@@ -162,6 +163,8 @@ refuse() {
 
 compare greedy "ROMEO:" 100 0 42 9 2 50 10 1400 "$SHOTS/page-1400.png" ""
 compare seeded "JULIET:" 200 0.8 7 3 1 120 112 600 "$SHOTS/page-600.png" ""
+LOAD_BASE="file://$PAGE/attn.html" \
+    compare file "ROMEO:" 40 0.5 3 0 3 20 17 1400 "" ""
 compare window "KING RICHARD III:" 60 0 1 5 0 40 31 1400 "" "window:w=16,sinks=2"
 refuse empty "prompt=&n=10&t=0&s=1" "the prompt is empty"
 refuse long "prompt=$(printf 'a%%20%.0s' $(seq 300))&n=10&t=0&s=1" "prompt too long for the context"
