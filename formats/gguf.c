@@ -1119,11 +1119,19 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
             goto done;
         }
         for (uint64_t k = 0; k < merges->count && k < INT32_MAX; k++) {
-            size_t n = (size_t)get_u64(m), space = 0;
+            size_t n = (size_t)get_u64(m), space = 1;
             const unsigned char *s = m + 8;
             m += 8 + n;
-            while (space < n && s[space] != ' ') space++;
-            if (space == n || n - 1 > total) continue;   /* not "A B", or no token's bytes */
+            while (space < n && s[space] != ' ') space++;   /* llama.cpp: find(' ', 1) */
+            if (space >= n) {
+                fprintf(stderr, "tokenizer: %s: merge %llu is not two tokens and a space (got "
+                        "\"%.*s\", expected \"A B\")\n", path, (unsigned long long)k,
+                        n > 40 ? 40 : (int)n, (const char *)s);
+                free(merged);
+                tokenizer_free(&plain);
+                goto done;
+            }
+            if (n - 1 > total) continue;   /* longer than any token's bytes: no token's */
             long a = token_bytes(merged, s, space, 1, byte_of);
             long b = a < 0 ? -1 : token_bytes(merged + a, s + space + 1, n - space - 1, 1, byte_of);
             if (b < 0) continue;
