@@ -579,7 +579,8 @@ static const Arch ARCHS[] = {
     {"llama", LLAMA_ROLES, sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0]},
     {"gpt2", GPT2_ROLES, sizeof GPT2_ROLES / sizeof GPT2_ROLES[0]},
 };
-enum { MAX_ROLES = sizeof GPT2_ROLES / sizeof GPT2_ROLES[0] };
+enum { MAX_ROLES = sizeof GPT2_ROLES / sizeof GPT2_ROLES[0] };   /* the most roles */
+_Static_assert(sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0] <= MAX_ROLES, "MAX_ROLES too small");
 
 /* The shape (rows, cols) role r must have: cols is ggml's ne[0]. */
 static void role_shape(const Role *r, const Config *c, int *rows, int *cols) {
@@ -923,16 +924,15 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     ck->map_size = g.size;
     ck->gguf = 1;
     g.map = NULL;
-    int llama = a->roles == LLAMA_ROLES;
-    ck->format = q8 ? (f16 || bf16 ? (llama ? "GGUF llama, Q8_0 (int8) with F16 widened to fp32"
-                                            : "GGUF gpt2, Q8_0 (int8) with F16 widened to fp32")
-                                   : (llama ? "GGUF llama, Q8_0 (computed in int8)"
-                                            : "GGUF gpt2, Q8_0 (computed in int8)"))
-               : f16 ? (llama ? "GGUF llama, F16 (widened to fp32 at load)"
-                              : "GGUF gpt2, F16 (widened to fp32 at load)")
-               : bf16 ? (llama ? "GGUF llama, BF16 (widened to fp32 at load)"
-                               : "GGUF gpt2, BF16 (widened to fp32 at load)")
-               : llama ? "GGUF llama, F32" : "GGUF gpt2, F32";
+    /* what the load line says: by architecture (ARCHS' order), then by the types found */
+    static const char *const FORMATS[][5] = {
+        {"GGUF llama, F32", "GGUF llama, F16 (widened to fp32 at load)",
+         "GGUF llama, BF16 (widened to fp32 at load)", "GGUF llama, Q8_0 (computed in int8)",
+         "GGUF llama, Q8_0 (int8) with F16 widened to fp32"},
+        {"GGUF gpt2, F32", "GGUF gpt2, F16 (widened to fp32 at load)",
+         "GGUF gpt2, BF16 (widened to fp32 at load)", "GGUF gpt2, Q8_0 (computed in int8)",
+         "GGUF gpt2, Q8_0 (int8) with F16 widened to fp32"}};
+    ck->format = FORMATS[a - ARCHS][q8 ? (f16 || bf16 ? 4 : 3) : f16 ? 1 : bf16 ? 2 : 0];
     gguf_close(&g);
     return 0;
 fail:
