@@ -8,9 +8,10 @@
  */
 #include "tutorial.h"
 
-#include <math.h>      /* expf, sqrtf, logf, floorf, ceilf, fminf, fmaxf */
+#include <math.h>      /* expf, sqrtf, logf, log2f, floorf, ceilf, fminf, fmaxf */
 #include <stdarg.h>    /* va_list */
 #include <stdio.h>     /* printf, vprintf, fprintf, snprintf */
+#include <stdlib.h>    /* malloc, free, qsort */
 #include <string.h>    /* strcmp, strlen, memcpy */
 
 #include "attention.h" /* attention_weights */
@@ -762,6 +763,94 @@ static int figure_adamw(void) {
     return 0;
 }
 
+/* Descending order of floats, for qsort. */
+static int by_value_desc(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+/* nucleus: the shipped model's next-token distribution after two texts (tutorial_lens's
+ * last stage, model_forward's logits), sorted: the share the likeliest r tokens hold
+ * against r on a log scale, and where top-p 0.9 (run's default) and top-k 40 cut. */
+static int figure_nucleus(void) {
+    static const char *texts[2] = {"ROMEO:", TUTORIAL_LENS_TEXT};
+    static const char *names[2] = {"after \"ROMEO:\"", "after \"ROMEO:\xe2\x86\xb5" "But soft, "
+                                   "what light through yonder\""};
+    static const char *colour[2] = {"#e6550d", "#3182bd"};
+    const float top_p = 0.9f, left = 90, right = 740, top = 110, bottom = 380;
+    const int top_k = 40;
+    figure_svg_begin(800, 475, "top-p and top-k on the shipped model's real distributions");
+    svg_text(30, 30, 16, "start", "the share of the probability the likeliest r tokens hold, "
+             "by the shipped model");
+    float bits = 0;
+    for (int t = 0; t < 2; t++) {
+        TutorialLens lens;
+        if (tutorial_lens(&lens, texts[t]) != 0) return 1;
+        int V = lens.vocab_size;
+        float *sorted = malloc((size_t)V * sizeof(float));
+        if (!sorted) {
+            tutorial_lens_free(&lens);
+            return 1;
+        }
+        memcpy(sorted, lens.probs + (size_t)(lens.n_stages - 1) * V, (size_t)V * sizeof(float));
+        qsort(sorted, (size_t)V, sizeof(float), by_value_desc);
+        bits = log2f((float)V);
+#define NX(r) (left + log2f((float)(r)) / bits * (right - left))
+#define NY(p) (bottom - (p) * (bottom - top))
+        if (t == 0) {   /* axes, once V is known */
+            for (int r = 1; r <= V; r *= 2) {
+                svg_line(NX(r), bottom, NX(r), bottom + 6, 0);
+                svg_text(NX(r), bottom + 24, 14, "middle", "%d", r);
+            }
+            svg_text((left + right) / 2, bottom + 50, 16, "middle", "r, the likeliest tokens "
+                     "kept (log scale)");
+            for (int i = 0; i <= 4; i++) {
+                svg_line(left - 6, NY(0.25f * (float)i), left, NY(0.25f * (float)i), 0);
+                svg_text(left - 10, NY(0.25f * (float)i) + 5, 15, "end", "%.2f",
+                         (double)(0.25f * (float)i));
+            }
+            svg_line(left, bottom, right, bottom, 0);
+            svg_line(left, bottom, left, top, 0);
+            printf("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999999\" "
+                   "stroke-dasharray=\"6 4\"/>\n", (double)left, (double)NY(top_p),
+                   (double)right, (double)NY(top_p));
+            svg_text(right, NY(top_p) + 20, 15, "end", "top-p %.1f (run's default)",
+                     (double)top_p);
+            printf("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999999\" "
+                   "stroke-dasharray=\"6 4\"/>\n", (double)NX(top_k), (double)top,
+                   (double)NX(top_k), (double)bottom);
+            svg_text(NX(top_k) + 6, NY(0.08f), 15, "start", "top-k %d", top_k);
+        }
+        float cumulative = 0;
+        int kept = 0;
+        printf("<path fill=\"none\" stroke=\"%s\" stroke-width=\"2.5\" d=\"", colour[t]);
+        for (int r = 1; r <= V; r++) {
+            cumulative += sorted[r - 1];
+            if (!kept && cumulative > top_p) kept = r;
+            printf("%c%.1f %.1f", r > 1 ? 'L' : 'M', (double)NX(r), (double)NY(cumulative));
+        }
+        printf("\"/>\n");
+        float kept_share = 0;
+        for (int r = 1; r <= kept; r++) kept_share += sorted[r - 1];
+        printf("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"%s\"/>\n", (double)NX(kept),
+               (double)NY(kept_share), colour[t]);
+        svg_text(NX(kept) + (t ? -10 : 12), NY(kept_share) + (t ? -12 : 48), 15,
+                 t ? "end" : "start", "top-p keeps %d token%s", kept, kept == 1 ? "" : "s");
+        printf("<line x1=\"30\" y1=\"%d\" x2=\"60\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>\n",
+               56 + t * 24, 56 + t * 24, colour[t]);
+        svg_text(68, (float)(61 + t * 24), 15, "start", "%s: the likeliest token %.3f", names[t],
+                 (double)sorted[0]);
+        free(sorted);
+        tutorial_lens_free(&lens);
+    }
+#undef NX
+#undef NY
+    svg_text(30, 458, 15, "start", "top-p keeps as many tokens as the model's doubt needs; "
+             "top-k, always the same number");
+    svg_end();
+    return 0;
+}
+
 /* ------------------------------------------------------------------------- */
 /* By name                                                                     */
 
@@ -773,7 +862,7 @@ static const struct {
     {"mask", figure_mask},     {"cache", figure_cache}, {"block", figure_block},
     {"sampling", figure_sampling}, {"merges", figure_merges}, {"rope", figure_rope},
     {"mlp", figure_mlp}, {"lens", figure_lens}, {"tokenloss", figure_tokenloss},
-    {"train", figure_train}, {"adamw", figure_adamw},
+    {"train", figure_train}, {"adamw", figure_adamw}, {"nucleus", figure_nucleus},
 };
 
 int tutorial_figure(const char *name) {
@@ -785,5 +874,5 @@ int tutorial_figure(const char *name) {
 
 const char *tutorial_figure_names(void) {
     return "kernel, qkv, heads, mask, cache, block, sampling, merges, rope, mlp, lens, "
-           "tokenloss, train, adamw";
+           "tokenloss, nucleus, train, adamw";
 }
