@@ -901,6 +901,12 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
                      .shared_classifier = ck->weights.shared_classifier};
     unsigned char header[CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t)] = {0};
     size_t header_bytes;
+    if (c->family == MODEL_GPT2 && ck->tensors[TENSOR_CLS].present) {
+        fprintf(stderr, "quantize: the model has an output matrix of its own (a GGUF gpt2 "
+                "file's output.weight, not the embedding's copy), which llm.c's format cannot "
+                "hold (expected a classifier tied to the embedding)\n");
+        return -1;
+    }
     if (c->family == MODEL_GPT2) {
         int32_t h[CHECKPOINT_GPT2_HEADER_INTS];
         checkpoint_gpt2_header(h, c, CHECKPOINT_GPT2_Q8, group);

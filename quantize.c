@@ -75,10 +75,14 @@ int main(int argc, char **argv) {
         status = checkpoint_save_q8(&ck, paths[1], group);
         if (status == 0)
             fprintf(stderr, "quantize: %s (%s) -> %s: int8, groups of %d%s\n", paths[0],
-                    ck.format, paths[1], group, ck.config.half_kv
-                    ? " (llama2.c's version 2, which holds no tokenizer: run it with -z and "
+                    ck.format, paths[1], group, !ck.config.half_kv ? ""
+                    : ck.config.family == MODEL_GPT2
+                    ? " (llm.c's header, version 80, which holds no tokenizer: run it with -z "
+                      "and an llm.c tokenizer file of the same vocabulary; it computes without "
+                      "llama.cpp's F16 KV rounding)"
+                    : " (llama2.c's version 2, which holds no tokenizer: run it with -z and "
                       "a llama2.c tokenizer.bin of the same vocabulary; it computes without "
-                      "llama.cpp's F16 KV rounding)" : "");
+                      "llama.cpp's F16 KV rounding)");
         checkpoint_free(&ck);
     }
     os_unlock(&lock);

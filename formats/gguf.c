@@ -1,5 +1,5 @@
-/* gguf.c: read a GGUF file's metadata and tensor table, then a `llama` model and its
- * tokenizer from them.
+/* gguf.c: read a GGUF file's metadata and tensor table, then a `llama` or `gpt2` model and
+ * its tokenizer from them.
  *
  * Reading is in three steps, each checked before the next: the header, metadata and tensor
  * table are walked with a cursor that never reads past the file (gguf_open); the model's
@@ -522,15 +522,16 @@ static const GgufTensor *find_tensor(const GgufFile *g, const char *name) {
     return NULL;
 }
 
-/* One role of the llama architecture: the tensor's name ("%d" for the layer), its role
- * here, and whether it is a matrix (rows, cols) or a vector (cols,). */
+/* One tensor of an architecture: its name ("%d" for the layer), its role here, and whether
+ * it is a matrix (rows, cols) or a vector (cols,) (GPT-2's position table is an (S, C)
+ * "vector": fp32, never int8). */
 typedef struct {
     const char *name;
     TensorName role;
     int is_matrix, layered, optional;
 } Role;
 
-static const Role ROLES[] = {
+static const Role LLAMA_ROLES[] = {
     {"token_embd.weight", TENSOR_TOK, 1, 0, 0},
     {"output_norm.weight", TENSOR_RMS_FINAL, 0, 0, 0},
     {"output.weight", TENSOR_CLS, 1, 0, 1},        /* absent: tied to token_embd */
@@ -544,7 +545,42 @@ static const Role ROLES[] = {
     {"blk.%d.ffn_down.weight", TENSOR_W2, 1, 1, 0},  /* llama2.c w2 */
     {"blk.%d.ffn_up.weight", TENSOR_W3, 1, 1, 0},    /* llama2.c w3 */
 };
-enum { N_ROLES = sizeof ROLES / sizeof ROLES[0] };
+
+/* llama.cpp's `gpt2` (convert_hf_to_gguf.py's GPT2Model): llm.c's tensors by other names;
+ * attn_qkv holds the Q rows, then K, then V, as llm.c's qkvw does. */
+static const Role GPT2_ROLES[] = {
+    {"token_embd.weight", TENSOR_WTE, 1, 0, 0},
+    {"position_embd.weight", TENSOR_WPE, 0, 0, 0},
+    {"output_norm.weight", TENSOR_LNFW, 0, 0, 0},
+    {"output_norm.bias", TENSOR_LNFB, 0, 0, 0},
+    {"output.weight", TENSOR_CLS, 1, 0, 1},   /* absent or equal to token_embd: tied */
+    {"blk.%d.attn_norm.weight", TENSOR_LN1W, 0, 1, 0},
+    {"blk.%d.attn_norm.bias", TENSOR_LN1B, 0, 1, 0},
+    {"blk.%d.attn_qkv.weight", TENSOR_QKVW, 1, 1, 0},
+    {"blk.%d.attn_qkv.bias", TENSOR_QKVB, 0, 1, 0},
+    {"blk.%d.attn_output.weight", TENSOR_ATTPROJW, 1, 1, 0},
+    {"blk.%d.attn_output.bias", TENSOR_ATTPROJB, 0, 1, 0},
+    {"blk.%d.ffn_norm.weight", TENSOR_LN2W, 0, 1, 0},
+    {"blk.%d.ffn_norm.bias", TENSOR_LN2B, 0, 1, 0},
+    {"blk.%d.ffn_up.weight", TENSOR_FCW, 1, 1, 0},
+    {"blk.%d.ffn_up.bias", TENSOR_FCB, 0, 1, 0},
+    {"blk.%d.ffn_down.weight", TENSOR_FCPROJW, 1, 1, 0},
+    {"blk.%d.ffn_down.bias", TENSOR_FCPROJB, 0, 1, 0},
+};
+
+/* An architecture: its name (general.architecture) and its tensors. */
+typedef struct {
+    const char *name;
+    const Role *roles;
+    int n_roles;
+} Arch;
+
+static const Arch ARCHS[] = {
+    {"llama", LLAMA_ROLES, sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0]},
+    {"gpt2", GPT2_ROLES, sizeof GPT2_ROLES / sizeof GPT2_ROLES[0]},
+};
+enum { MAX_ROLES = sizeof GPT2_ROLES / sizeof GPT2_ROLES[0] };   /* the most roles */
+_Static_assert(sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0] <= MAX_ROLES, "MAX_ROLES too small");
 
 /* The shape (rows, cols) role r must have: cols is ggml's ne[0]. */
 static void role_shape(const Role *r, const Config *c, int *rows, int *cols) {
@@ -552,7 +588,14 @@ static void role_shape(const Role *r, const Config *c, int *rows, int *cols) {
     *rows = 1;
     *cols = C;
     switch (r->role) {
-    case TENSOR_TOK: case TENSOR_CLS: *rows = V; break;
+    case TENSOR_TOK: case TENSOR_CLS: case TENSOR_WTE: *rows = V; break;
+    case TENSOR_WPE: *rows = c->seq_len; break;
+    case TENSOR_QKVW: *rows = C + 2 * KVD; break;
+    case TENSOR_QKVB: *cols = C + 2 * KVD; break;
+    case TENSOR_ATTPROJW: *rows = C; break;
+    case TENSOR_FCW: *rows = Hd; break;
+    case TENSOR_FCB: *cols = Hd; break;
+    case TENSOR_FCPROJW: *rows = C; *cols = Hd; break;
     case TENSOR_WQ: case TENSOR_WO: *rows = C; break;
     case TENSOR_WK: case TENSOR_WV: *rows = KVD; break;
     case TENSOR_W1: case TENSOR_W3: *rows = Hd; break;
@@ -564,21 +607,22 @@ static void role_shape(const Role *r, const Config *c, int *rows, int *cols) {
 /* Finds layer l's tensor of role r, checks its shape and type, and adds the floats and
  * int8 bytes its conversion needs to *floats and *bytes. NULL with *missing = 1 for an
  * optional one that is absent; NULL after a message on a problem. */
-static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const Role *r, int l,
-                                     size_t *floats, size_t *bytes, int *missing) {
+static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const Arch *a,
+                                     const Role *r, int l, size_t *floats, size_t *bytes,
+                                     int *missing) {
     char name[64];
     snprintf(name, sizeof name, r->name, l);
     *missing = 0;
     const GgufTensor *t = find_tensor(g, name);
     if (!t) {
         if (r->optional) *missing = 1;
-        else fprintf(stderr, "model: %s: missing tensor %s (expected every tensor of the llama "
-                     "architecture)\n", g->path, name);
+        else fprintf(stderr, "model: %s: missing tensor %s (expected every tensor of the %s "
+                     "architecture)\n", g->path, name, a->name);
         return NULL;
     }
     int rows, cols;
     role_shape(r, c, &rows, &cols);
-    int dims = r->is_matrix ? 2 : 1;
+    int dims = r->is_matrix || rows > 1 ? 2 : 1;
     if (t->n_dims > dims || t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows ||
         t->ne[2] != 1 || t->ne[3] != 1) {
         fprintf(stderr, "model: %s: tensor %s has the wrong shape (got (%llu, %llu, %llu, %llu) "
@@ -682,24 +726,38 @@ static void dequantize_q8_0(float *out, const GgufTensor *t, size_t n) {
     }
 }
 
-/* The Config from the llama metadata, checked. */
-static int read_config(const GgufFile *g, Config *c) {
+/* "ARCH.suffix" in buf (a metadata key of architecture a). */
+static const char *arch_key(char buf[80], const Arch *a, const char *suffix) {
+    snprintf(buf, 80, "%s.%s", a->name, suffix);
+    return buf;
+}
+
+/* The Config from the metadata of the file's architecture (*arch), checked. */
+static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
     size_t len;
-    const char *arch = get_string(g, "general.architecture", &len, 1, "model");
-    if (!arch) return -1;
-    if (!string_is(arch, len, "llama")) {
-        fprintf(stderr, "model: %s: architecture %.*s is not supported (expected llama)\n",
-                g->path, len > 60 ? 60 : (int)len, arch);
+    const char *name = get_string(g, "general.architecture", &len, 1, "model");
+    if (!name) return -1;
+    const Arch *a = NULL;
+    for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
+        if (string_is(name, len, ARCHS[i].name)) a = &ARCHS[i];
+    if (!a) {
+        fprintf(stderr, "model: %s: architecture %.*s is not supported (expected llama or "
+                "gpt2)\n", g->path, len > 60 ? 60 : (int)len, name);
         return -1;
     }
+    *arch = a;
+    int gpt2 = a->roles == GPT2_ROLES;
+    char k[80];
     long long layers, dim, hidden, heads, kv_heads, ctx, rot, experts;
-    if (get_int(g, "llama.block_count", 1, MODEL_MAX_LAYERS, 0, &layers) ||
-        get_int(g, "llama.embedding_length", 1, MODEL_MAX_DIM / 4, 0, &dim) ||
-        get_int(g, "llama.feed_forward_length", 1, MODEL_MAX_DIM, 0, &hidden) ||
-        get_int(g, "llama.attention.head_count", 1, dim, 0, &heads) ||
-        get_int(g, "llama.attention.head_count_kv", 1, heads, heads, &kv_heads) ||
-        get_int(g, "llama.context_length", 1, MODEL_MAX_SEQ_LEN, 0, &ctx) ||
-        get_int(g, "llama.expert_count", 0, 0, 0, &experts)) return -1;
+    if (get_int(g, arch_key(k, a, "block_count"), 1, MODEL_MAX_LAYERS, 0, &layers) ||
+        get_int(g, arch_key(k, a, "embedding_length"), 1, MODEL_MAX_DIM / 4, 0, &dim) ||
+        get_int(g, arch_key(k, a, "feed_forward_length"), 1, MODEL_MAX_DIM, 0, &hidden) ||
+        get_int(g, arch_key(k, a, "attention.head_count"), 1, dim, 0, &heads) ||
+        /* GPT-2's block has as many kv heads as heads */
+        get_int(g, arch_key(k, a, "attention.head_count_kv"), gpt2 ? heads : 1, heads, heads,
+                &kv_heads) ||
+        get_int(g, arch_key(k, a, "context_length"), 1, MODEL_MAX_SEQ_LEN, 0, &ctx) ||
+        get_int(g, arch_key(k, a, "expert_count"), 0, 0, 0, &experts)) return -1;
     const GgufTensor *embd = find_tensor(g, "token_embd.weight");
     if (!embd) {
         fprintf(stderr, "model: %s: missing tensor token_embd.weight (expected the token "
@@ -712,8 +770,8 @@ static int read_config(const GgufFile *g, Config *c) {
         return -1;
     }
     memset(c, 0, sizeof *c);
-    c->family = MODEL_LLAMA;
-    c->positions = MODEL_POSITIONS_ROTARY;
+    c->family = gpt2 ? MODEL_GPT2 : MODEL_LLAMA;
+    c->positions = gpt2 ? MODEL_POSITIONS_LEARNED : MODEL_POSITIONS_ROTARY;
     c->n_layers = (int)layers;
     c->dim = (int)dim;
     c->hidden_dim = (int)hidden;
@@ -723,12 +781,22 @@ static int read_config(const GgufFile *g, Config *c) {
     c->vocab_size = c->padded_vocab_size = (int)embd->ne[1];
     if (checkpoint_check_config(c, g->path, "") != 0) return -1;
     c->half_kv = 1;   /* computed as llama.cpp computes a GGUF file (docs/formats.md) */
-    /* what this engine computes: RMSNorm with KERNELS_NORM_EPS, RoPE over whole heads with
-     * base MODEL_ROPE_BASE, unscaled; a file that asks for other numbers is refused */
-    float eps, base;
-    if (get_float(g, "llama.attention.layer_norm_rms_epsilon", 0.0f, &eps) ||
-        get_float(g, "llama.rope.freq_base", MODEL_ROPE_BASE, &base) ||
-        get_int(g, "llama.rope.dimension_count", c->head_dim, c->head_dim, c->head_dim, &rot))
+    /* what this engine computes: LayerNorm (gpt2) or RMSNorm (llama) with KERNELS_NORM_EPS;
+     * llama: RoPE over whole heads with base MODEL_ROPE_BASE, unscaled; a file that asks
+     * for other numbers is refused */
+    float eps, base = MODEL_ROPE_BASE;
+    if (get_float(g, arch_key(k, a, gpt2 ? "attention.layer_norm_epsilon"
+                                         : "attention.layer_norm_rms_epsilon"), 0.0f, &eps))
+        return -1;
+    if (gpt2 && eps != KERNELS_NORM_EPS) {
+        fprintf(stderr, "model: %s: LayerNorm epsilon %g is not supported yet (expected %g, "
+                "the number this engine computes with)\n", g->path, (double)eps,
+                (double)KERNELS_NORM_EPS);
+        return -1;
+    }
+    if (!gpt2 && (get_float(g, "llama.rope.freq_base", MODEL_ROPE_BASE, &base) ||
+                  get_int(g, "llama.rope.dimension_count", c->head_dim, c->head_dim,
+                          c->head_dim, &rot)))
         return -1;
     if (eps != KERNELS_NORM_EPS || base != MODEL_ROPE_BASE) {
         fprintf(stderr, "model: %s: RMS epsilon %g and RoPE base %g are not supported yet "
@@ -736,7 +804,7 @@ static int read_config(const GgufFile *g, Config *c) {
                 (double)eps, (double)base, (double)KERNELS_NORM_EPS, (double)MODEL_ROPE_BASE);
         return -1;
     }
-    const char *scaling = get_string(g, "llama.rope.scaling.type", &len, 0, "model");
+    const char *scaling = gpt2 ? NULL : get_string(g, "llama.rope.scaling.type", &len, 0, "model");
     if (scaling && !string_is(scaling, len, "none")) {
         fprintf(stderr, "model: %s: RoPE scaling %.*s is not supported (expected none)\n",
                 g->path, len > 40 ? 40 : (int)len, scaling);
@@ -753,22 +821,39 @@ static int read_config(const GgufFile *g, Config *c) {
     return 0;
 }
 
+/* 1 if a and b hold the same type, shape and bytes (output.weight a copy of token_embd). */
+static int same_tensor(const GgufTensor *a, const GgufTensor *b) {
+    return a->type == b->type && memcmp(a->ne, b->ne, sizeof a->ne) == 0 &&
+           a->bytes == b->bytes && memcmp(a->data, b->data, a->bytes) == 0;
+}
+
 int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     memset(ck, 0, sizeof *ck);
     GgufFile g;
     if (gguf_open(&g, path, "model") != 0) return -1;
     Config *c = &ck->config;
-    const GgufTensor *found[N_ROLES][MODEL_MAX_LAYERS];
+    const GgufTensor *found[MAX_ROLES][MODEL_MAX_LAYERS];
+    const Arch *a = NULL;
     int missing_cls = 0;
     size_t floats = 0, bytes = 0;
     int f16 = 0, bf16 = 0, q8 = 0;
-    if (read_config(&g, c) != 0) goto fail;
+    if (read_config(&g, c, &a) != 0) goto fail;
     /* every tensor found and checked, and the memory its conversion needs counted */
-    for (int r = 0; r < N_ROLES; r++) {
-        for (int l = 0; l < (ROLES[r].layered ? c->n_layers : 1); l++) {
+    for (int r = 0; r < a->n_roles; r++) {
+        const Role *role = &a->roles[r];
+        for (int l = 0; l < (role->layered ? c->n_layers : 1); l++) {
             int missing;
-            found[r][l] = role_tensor(&g, c, &ROLES[r], l, &floats, &bytes, &missing);
+            size_t was_floats = floats, was_bytes = bytes;
+            found[r][l] = role_tensor(&g, c, a, role, l, &floats, &bytes, &missing);
             if (!found[r][l] && !missing) goto fail;
+            if (found[r][l] && role->role == TENSOR_CLS && same_tensor(found[r][l], found[0][0])) {
+                /* llama.cpp's gpt2 wants output.weight, so its converter writes a copy of
+                 * the embedding: the tie is kept, and the copy neither converted nor used */
+                found[r][l] = NULL;
+                missing = 1;
+                floats = was_floats;
+                bytes = was_bytes;
+            }
             if (missing) missing_cls = 1;
             if (found[r][l]) {
                 f16 |= found[r][l]->type == GGUF_F16;
@@ -778,7 +863,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
         }
     }
     /* one block: the per-layer views, then the floats, then the int8 values */
-    size_t n_parts = (size_t)N_ROLES * (size_t)c->n_layers;
+    size_t n_parts = (size_t)a->n_roles * (size_t)c->n_layers;
     size_t parts_bytes = n_parts * sizeof(CheckpointPart);
     ck->owned = malloc(parts_bytes + floats * sizeof(float) + bytes);
     ck->weights.layers = calloc((size_t)c->n_layers, sizeof *ck->weights.layers);
@@ -790,8 +875,8 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     CheckpointPart *parts = ck->owned;
     float *f = (float *)(void *)((unsigned char *)ck->owned + parts_bytes);
     int8_t *q = (int8_t *)(f + floats);
-    for (int r = 0; r < N_ROLES; r++) {
-        const Role *role = &ROLES[r];
+    for (int r = 0; r < a->n_roles; r++) {
+        const Role *role = &a->roles[r];
         if (role->role == TENSOR_CLS && missing_cls) continue;
         int layers = role->layered ? c->n_layers : 1, rows, cols;
         role_shape(role, c, &rows, &cols);
@@ -839,11 +924,15 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     ck->map_size = g.size;
     ck->gguf = 1;
     g.map = NULL;
-    ck->format = q8 ? (f16 || bf16 ? "GGUF llama, Q8_0 (int8) with F16 widened to fp32"
-                                   : "GGUF llama, Q8_0 (computed in int8)")
-               : f16 ? "GGUF llama, F16 (widened to fp32 at load)"
-               : bf16 ? "GGUF llama, BF16 (widened to fp32 at load)"
-               : "GGUF llama, F32";
+    /* what the load line says: by architecture (ARCHS' order), then by the types found */
+    static const char *const FORMATS[][5] = {
+        {"GGUF llama, F32", "GGUF llama, F16 (widened to fp32 at load)",
+         "GGUF llama, BF16 (widened to fp32 at load)", "GGUF llama, Q8_0 (computed in int8)",
+         "GGUF llama, Q8_0 (int8) with F16 widened to fp32"},
+        {"GGUF gpt2, F32", "GGUF gpt2, F16 (widened to fp32 at load)",
+         "GGUF gpt2, BF16 (widened to fp32 at load)", "GGUF gpt2, Q8_0 (computed in int8)",
+         "GGUF gpt2, Q8_0 (int8) with F16 widened to fp32"}};
+    ck->format = FORMATS[a - ARCHS][q8 ? (f16 || bf16 ? 4 : 3) : f16 ? 1 : bf16 ? 2 : 0];
     gguf_close(&g);
     return 0;
 fail:
@@ -1030,11 +1119,19 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
             goto done;
         }
         for (uint64_t k = 0; k < merges->count && k < INT32_MAX; k++) {
-            size_t n = (size_t)get_u64(m), space = 0;
+            size_t n = (size_t)get_u64(m), space = 1;
             const unsigned char *s = m + 8;
             m += 8 + n;
-            while (space < n && s[space] != ' ') space++;
-            if (space == n || n - 1 > total) continue;   /* not "A B", or no token's bytes */
+            while (space < n && s[space] != ' ') space++;   /* llama.cpp: find(' ', 1) */
+            if (space >= n) {
+                fprintf(stderr, "tokenizer: %s: merge %llu is not two tokens and a space (got "
+                        "\"%.*s\", expected \"A B\")\n", path, (unsigned long long)k,
+                        n > 40 ? 40 : (int)n, (const char *)s);
+                free(merged);
+                tokenizer_free(&plain);
+                goto done;
+            }
+            if (n - 1 > total) continue;   /* longer than any token's bytes: no token's */
             long a = token_bytes(merged, s, space, 1, byte_of);
             long b = a < 0 ? -1 : token_bytes(merged + a, s + space + 1, n - space - 1, 1, byte_of);
             if (b < 0) continue;

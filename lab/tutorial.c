@@ -32,7 +32,6 @@
 
 #define TUTORIAL_MODEL "weights/model.bin"          /* the shipped model ... */
 #define TUTORIAL_TOKENIZER "weights/tokenizer.bin"  /* ... and its tokenizer */
-#define TUTORIAL_MAX_TOKENS 256                     /* longest text a step encodes */
 
 /* ------------------------------------------------------------------------- */
 /* Printing                                                                    */
@@ -87,8 +86,7 @@ static void print_text(const char *text, int n_tokens) {
 /* ------------------------------------------------------------------------- */
 /* The shipped model and tokenizer                                             */
 
-/* Loads the shipped tokenizer; returns 0 or -1 (tokenizer_load printed why). */
-static int load_tokenizer(Tokenizer *t) {
+int tutorial_load_tokenizer(Tokenizer *t) {
     return tokenizer_load(t, TUTORIAL_TOKENIZER);
 }
 
@@ -106,7 +104,7 @@ static int encode(const Tokenizer *t, const char *text, int *ids) {
 static int step_tokens(int argc, char **argv) {
     const char *text = argc > 0 ? argv[0] : "But soft, what light";
     Tokenizer t;
-    if (load_tokenizer(&t) != 0) return 1;
+    if (tutorial_load_tokenizer(&t) != 0) return 1;
     size_t len = strlen(text), total = 0;
     printf("text: \"%s\" (%zu bytes)\n", text, len);
     for (size_t start = 0; start < len;) {
@@ -149,42 +147,53 @@ static int find_cut(const void *vocab, const unsigned char *bytes, size_t len) {
     return -1;
 }
 
-/* merges [WORD]: tokenizer_merge on WORD with the vocabulary cut at each id in turn, so
- * the merges appear in the order the BPE trainer learned them. */
+int tutorial_merges(const Tokenizer *t, const char *word, TutorialMergeRow *rows,
+                    int max_rows) {
+    size_t n = strlen(word);
+    if (n == 0 || n > TUTORIAL_MAX_WORD) {
+        fprintf(stderr, "tutorial: merges: a word of 1 to %d bytes, please\n",
+                TUTORIAL_MAX_WORD);
+        return -1;
+    }
+    CutVocab cv = {t, 255};
+    TokenizerMergeRules rules = {find_cut, &cv, NULL, 0, 0};
+    int32_t starts[TUTORIAL_MAX_WORD];
+    int rows_done = 0;
+    for (; cv.limit < t->vocab_size && rows_done < max_rows; cv.limit++) {
+        TutorialMergeRow *row = &rows[rows_done];
+        long count = tokenizer_merge(&rules, (const unsigned char *)word, n, row->ids, starts);
+        if (count < 0) break;
+        if (rows_done > 0 && count == rows[rows_done - 1].count) continue;
+        row->id = rows_done > 0 ? cv.limit : -1;
+        row->count = (int)count;
+        rows_done++;
+    }
+    return rows_done;
+}
+
+/* merges [WORD]: the merges of WORD (tutorial_merges), one line each. */
 static int step_merges(int argc, char **argv) {
     const char *word = argc > 0 ? argv[0] : " thee";
     Tokenizer t;
-    if (load_tokenizer(&t) != 0) return 1;
-    size_t n = strlen(word);
-    if (n == 0 || n > 32) {
-        fprintf(stderr, "tutorial: merges: a word of 1 to 32 bytes, please\n");
-        tokenizer_free(&t);
-        return 2;
-    }
-    CutVocab cv = {&t, 255};
-    TokenizerMergeRules rules = {find_cut, &cv, NULL, 0, 0};
-    int ids[32], previous = -1;
-    int32_t starts[32];
-    for (; cv.limit < t.vocab_size; cv.limit++) {
-        long count = tokenizer_merge(&rules, (const unsigned char *)word, n, ids, starts);
-        if (count < 0) break;
-        if (count == previous) continue;
-        if (previous < 0) {
+    if (tutorial_load_tokenizer(&t) != 0) return 1;
+    TutorialMergeRow rows[TUTORIAL_MAX_WORD];
+    int n = tutorial_merges(&t, word, rows, TUTORIAL_MAX_WORD);
+    for (int r = 0; r < n; r++) {
+        if (rows[r].id < 0) {
             printf("bytes:");
         } else {
-            printf("id %d ", cv.limit);
-            print_piece(&t, cv.limit);
+            printf("id %d ", rows[r].id);
+            print_piece(&t, rows[r].id);
             printf(" ->");
         }
-        for (long i = 0; i < count; i++) {
+        for (int i = 0; i < rows[r].count; i++) {
             printf(" ");
-            print_piece(&t, ids[i]);
+            print_piece(&t, rows[r].ids[i]);
         }
         printf("\n");
-        previous = (int)count;
     }
     tokenizer_free(&t);
-    return 0;
+    return n < 0 ? 2 : 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -196,7 +205,7 @@ static int step_embed(int argc, char **argv) {
     const char *text = argc > 0 ? argv[0] : "ROMEO:";
     Tokenizer t;
     Model m;
-    if (load_tokenizer(&t) != 0) return 1;
+    if (tutorial_load_tokenizer(&t) != 0) return 1;
     if (model_load(&m, TUTORIAL_MODEL, 1) != 0) {
         tokenizer_free(&t);
         return 1;
@@ -234,17 +243,14 @@ static void rope_block(Config *c, LayerWeights *w, const float *identity, const 
     w->wq.f32 = w->wk.f32 = w->wv.f32 = identity;
 }
 
-/* rope: rotary positions (Llama). The vector [1, 1, 1, 1] as query and key at positions
- * 0 .. 3, rotated by block_qkv, and q_m . k_n for pairs m, n the same distance apart. */
-static int step_rope(int argc, char **argv) {
-    (void)argc, (void)argv;
-    enum { N = 8, HS = 4 };
+void tutorial_rope(float *q, float *k) {
+    enum { N = TUTORIAL_ROPE_N, HS = 4 };
     static const float identity[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
     static const float ones[HS] = {1, 1, 1, 1};
     Config c;
     LayerWeights w;
     rope_block(&c, &w, identity, ones);
-    float x[N * HS], xn[N * HS], q[N * HS], k[N * HS], v[N * HS], cs[N * HS];
+    float x[N * HS], xn[N * HS], v[N * HS], cs[N * HS];
     for (int i = 0; i < N * HS; i++) x[i] = 1.0f;
     /* the angles model.c computes for each forward call: position p, pair i/2 */
     for (int p = 0; p < N; p++) {
@@ -256,6 +262,16 @@ static int step_rope(int argc, char **argv) {
     }
     BlockBuffers b = {.x = x, .xn1 = xn, .q = q, .k = k, .v = v, .rope = cs};
     block_qkv(&c, &w, N, &b);
+}
+
+/* rope: rotary positions (Llama). The vector [1, 1, 1, 1] as query and key at positions
+ * 0 .. 3, rotated by block_qkv (tutorial_rope), and q_m . k_n for pairs m, n the same
+ * distance apart. */
+static int step_rope(int argc, char **argv) {
+    (void)argc, (void)argv;
+    enum { HS = 4 };
+    float q[TUTORIAL_ROPE_N * HS], k[TUTORIAL_ROPE_N * HS];
+    tutorial_rope(q, k);
     printf("angles per position: pair (0, 1) 1 rad, pair (2, 3) 0.01 rad\n");
     for (int p = 0; p < 4; p++) {
         char label[32];
@@ -471,7 +487,7 @@ static int step_mask(int argc, char **argv) {
 /* Loads the shipped model (chunks of up to max_chunk tokens) and tokenizer and encodes
  * text into ids; returns the token count, or -1 with both freed. */
 static int load_model(Model *m, Tokenizer *t, int max_chunk, const char *text, int *ids) {
-    if (load_tokenizer(t) != 0) return -1;
+    if (tutorial_load_tokenizer(t) != 0) return -1;
     if (model_load(m, TUTORIAL_MODEL, max_chunk) != 0) {
         tokenizer_free(t);
         return -1;
@@ -578,48 +594,48 @@ void tutorial_softmax(float *probs, const float *logits, int n) {
     for (int i = 0; i < n; i++) probs[i] /= sum;
 }
 
-/* The top token of the last row of x (N, C) if the network stopped here: the final norm,
- * the classifier, softmax. Prints "id "piece" probability". probs (V,) is scratch. */
-static void print_top(const Model *m, const Tokenizer *t, const float *x_last, float *xn,
-                      float *logits, float *probs) {
+/* The next-token distribution of the last row of x (N, C) if the network stopped here:
+ * the final norm, the classifier, softmax into probs (V,). xn (C,) and logits (V,) are
+ * scratch. */
+static void lens_stage(const Model *m, const float *x_last, float *xn, float *logits,
+                       float *probs) {
     const Config *c = &m->config;
     const Weights *w = &m->checkpoint.weights;
     block_norm(c, xn, x_last, w->norm_final_w, w->norm_final_b, 1);
     block_matmul(logits, xn, &w->classifier, NULL, 1, c->dim, c->vocab_size, NULL, NULL);
     tutorial_softmax(probs, logits, c->vocab_size);
-    int best = largest(probs, c->vocab_size);
-    printf("%4d ", best);
-    print_piece(t, best);
-    printf(" ");
-    tutorial_print_number(probs[best], 3);
 }
 
-/* block [TEXT]: the forward pass written out, block by block, as model_forward runs it
- * (embed, then per layer block_qkv, attention_forward, block_finish); after each block,
- * the token the model would predict if it stopped there. */
-static int step_block(int argc, char **argv) {
-    const char *text = argc > 0 ? argv[0] : "ROMEO:\nBut soft, what light through yonder";
+/* The forward pass written out, block by block, as model_forward runs it (embed, then
+ * per layer block_qkv, attention_forward, block_finish), with lens_stage after each. */
+int tutorial_lens(TutorialLens *lens, const char *text) {
+    memset(lens, 0, sizeof *lens);
     Model m;
-    Tokenizer t;
-    int ids[TUTORIAL_MAX_TOKENS], N = load_model(&m, &t, TUTORIAL_MAX_TOKENS, text, ids);
-    if (N < 0) return 1;
+    int ids[TUTORIAL_MAX_TOKENS];
+    int N = load_model(&m, &lens->tokenizer, TUTORIAL_MAX_TOKENS, text, ids);
+    if (N < 0) return -1;
     const Config *c = &m.config;
     const Weights *w = &m.checkpoint.weights;
     size_t C = (size_t)c->dim, V = (size_t)c->vocab_size, Hd = (size_t)c->hidden_dim;
-    float *mem = calloc((size_t)N * (7 * C + Hd) + 2 * V, sizeof(float));
-    if (!mem) return 1;
+    int S = c->n_layers + 1;
+    float *mem = calloc((size_t)N * (7 * C + Hd) + V, sizeof(float));
+    lens->probs = malloc((size_t)S * V * sizeof(float));
+    if (!mem || !lens->probs) {
+        fprintf(stderr, "tutorial: out of memory\n");
+        free(mem);
+        model_free(&m);
+        tutorial_lens_free(lens);
+        return -1;
+    }
+    lens->n_tokens = N, lens->n_stages = S, lens->vocab_size = (int)V;
     float *x = mem, *xn = x + N * C, *q = xn + N * C, *k = q + N * C, *v = k + N * C;
     float *att = v + N * C, *proj = att + N * C, *hidden = proj + N * C;
-    float *logits = hidden + N * Hd, *probs = logits + V;
+    float *logits = hidden + N * Hd;
     float scratch[TUTORIAL_MAX_TOKENS * 16];
     for (int i = 0; i < N; i++)   /* x = wte[token] + wpe[position] */
         for (size_t j = 0; j < C; j++)
             x[i * C + j] = w->token_embedding.f32[ids[i] * C + j] + w->pos_embedding[i * C + j];
-    print_text(text, N);
-    printf("the next token if the model stopped after each block:\n");
-    printf("embeddings only: ");
-    print_top(&m, &t, x + (N - 1) * C, xn, logits, probs);
-    printf("\n");
+    lens_stage(&m, x + (N - 1) * C, xn, logits, lens->probs);
     for (int l = 0; l < c->n_layers; l++) {
         BlockBuffers b = {.x = x, .xn1 = xn, .q = q, .k = k, .v = v, .att = att,
                           .proj = proj, .x_mid = x, .xn2 = xn, .pre = hidden,
@@ -627,18 +643,44 @@ static int step_block(int argc, char **argv) {
         block_qkv(c, &w->layers[l], N, &b);
         attention_forward(&m.attention, att, q, k, v, 0, N, scratch);
         block_finish(c, &w->layers[l], l, N, &b, NULL);
-        printf("after block %d:   ", l);
-        print_top(&m, &t, x + (N - 1) * C, xn, logits, probs);
-        printf("\n");
+        lens_stage(&m, x + (N - 1) * C, xn, logits, lens->probs + (size_t)(l + 1) * V);
     }
     const float *out = model_forward(&m, ids, N, 0, 0);
     float diff = 0.0f;
     for (size_t i = 0; out && i < V; i++) diff = fmaxf(diff, fabsf(out[i] - logits[i]));
-    printf("model_forward's logits: the same within 1e-5: %s\n",
-           out && diff <= 1e-5f ? "yes" : "no");
+    lens->same = out && diff <= 1e-5f;
     free(mem);
     model_free(&m);
-    tokenizer_free(&t);
+    return 0;
+}
+
+void tutorial_lens_free(TutorialLens *lens) {
+    free(lens->probs);
+    tokenizer_free(&lens->tokenizer);
+    memset(lens, 0, sizeof *lens);
+}
+
+/* block [TEXT]: tutorial_lens: after the embeddings and after each block, the token the
+ * model would predict if it stopped there. */
+static int step_block(int argc, char **argv) {
+    const char *text = argc > 0 ? argv[0] : TUTORIAL_LENS_TEXT;
+    TutorialLens lens;
+    if (tutorial_lens(&lens, text) != 0) return 1;
+    print_text(text, lens.n_tokens);
+    printf("the next token if the model stopped after each block:\n");
+    for (int s = 0; s < lens.n_stages; s++) {
+        const float *probs = lens.probs + (size_t)s * lens.vocab_size;
+        int best = largest(probs, lens.vocab_size);
+        if (s == 0) printf("embeddings only: ");
+        else printf("after block %d:   ", s - 1);
+        printf("%4d ", best);
+        print_piece(&lens.tokenizer, best);
+        printf(" ");
+        tutorial_print_number(probs[best], 3);
+        printf("\n");
+    }
+    printf("model_forward's logits: the same within 1e-5: %s\n", lens.same ? "yes" : "no");
+    tutorial_lens_free(&lens);
     return 0;
 }
 
@@ -728,8 +770,39 @@ static int step_next(int argc, char **argv) {
 /* ------------------------------------------------------------------------- */
 /* 6. Training                                                                 */
 
+int tutorial_losses(TutorialLosses *losses, const char *text) {
+    memset(losses, 0, sizeof *losses);
+    Model m;
+    int n = load_model(&m, &losses->tokenizer, TUTORIAL_MAX_TOKENS, text, losses->ids);
+    if (n < 0) return -1;
+    int V = m.config.vocab_size;
+    float *logits = model_forward(&m, losses->ids, n, 0, 1);
+    float *p = malloc((size_t)V * sizeof(float));
+    if (!logits || !p) {
+        fprintf(stderr, "tutorial: %s\n", p ? "the forward pass failed" : "out of memory");
+        free(p);
+        model_free(&m);
+        tutorial_losses_free(losses);
+        return -1;
+    }
+    losses->n_tokens = n;
+    for (int i = 1; i < n; i++) {
+        train_crossentropy_forward(p, &losses->loss[i], logits + (size_t)(i - 1) * V,
+                                   losses->ids + i, 1, V);
+        losses->p[i] = p[losses->ids[i]];
+    }
+    free(p);
+    model_free(&m);
+    return 0;
+}
+
+void tutorial_losses_free(TutorialLosses *losses) {
+    tokenizer_free(&losses->tokenizer);
+    memset(losses, 0, sizeof *losses);
+}
+
 /* loss [TEXT]: cross-entropy, first of the toy logits against "queen", with its gradient,
- * then of the shipped model on every next token of TEXT. */
+ * then of the shipped model on every next token of TEXT (tutorial_losses). */
 static int step_loss(int argc, char **argv) {
     enum { V = 5 };
     float probs[V], loss;
@@ -745,34 +818,27 @@ static int step_loss(int argc, char **argv) {
     train_crossentropy_backward(probs, &target, 1, V, 1.0f);
     print_vector("d loss / d logits ", probs, V, 4);
 
-    const char *text = argc > 0 ? argv[0] : "ROMEO:\nBut soft, what light";
-    Model m;
-    Tokenizer t;
-    int ids[TUTORIAL_MAX_TOKENS], n = load_model(&m, &t, TUTORIAL_MAX_TOKENS, text, ids);
-    if (n < 0) return 1;
-    int MV = m.config.vocab_size;
-    float *logits = model_forward(&m, ids, n, 0, 1);
-    float *p = malloc((size_t)MV * sizeof(float));
+    const char *text = argc > 0 ? argv[0] : TUTORIAL_LOSS_TEXT;
+    static TutorialLosses l;
+    if (tutorial_losses(&l, text) != 0) return 1;
     double total = 0.0;
-    print_text(text, n);
+    print_text(text, l.n_tokens);
     printf("the shipped model, each token given the ones before it:\n");
-    for (int i = 1; logits && p && i < n; i++) {
-        train_crossentropy_forward(p, &loss, logits + (size_t)(i - 1) * MV, ids + i, 1, MV);
-        printf("  %4d ", ids[i]);
-        print_piece(&t, ids[i]);
+    for (int i = 1; i < l.n_tokens; i++) {
+        printf("  %4d ", l.ids[i]);
+        print_piece(&l.tokenizer, l.ids[i]);
         printf(" p = ");
-        tutorial_print_number(p[ids[i]], 4);
+        tutorial_print_number(l.p[i], 4);
         printf(", loss ");
-        tutorial_print_number(loss, 3);
+        tutorial_print_number(l.loss[i], 3);
         printf("\n");
-        total += (double)loss;
+        total += (double)l.loss[i];
     }
+    int MV = l.tokenizer.vocab_size;
     printf("mean loss %.3f nats per token; a uniform guess: ln %d = %.3f\n",
-           total / (n > 1 ? n - 1 : 1), MV, log((double)MV));
-    free(p);
-    model_free(&m);
-    tokenizer_free(&t);
-    return logits ? 0 : 1;
+           total / (l.n_tokens > 1 ? l.n_tokens - 1 : 1), MV, log((double)MV));
+    tutorial_losses_free(&l);
+    return 0;
 }
 
 /* A GPT-2 block of width 4 (one head, MLP width 16) over 3 tokens, its parameters and
@@ -903,25 +969,32 @@ static int step_backward(int argc, char **argv) {
     return 0;
 }
 
-/* adamw: three AdamW steps (kernels_adamw) of one parameter, starting at 1, with the
- * gradients 0.5, 0.5, -0.5: lr 0.1, beta1 0.9, beta2 0.99, eps 1e-8, decay 0 then 0.5. */
+void tutorial_adamw(float *param, float *m, float *v, float grad, int step, float decay) {
+    const float beta1 = TUTORIAL_ADAMW_BETA1, beta2 = TUTORIAL_ADAMW_BETA2;
+    KernelsAdamW h = {.lr = TUTORIAL_ADAMW_LR, .beta1 = beta1, .beta2 = beta2,
+                      .eps = TUTORIAL_ADAMW_EPS, .weight_decay = decay, .grad_scale = 1.0f,
+                      .correction1 = 1.0f - powf(beta1, (float)step),
+                      .correction2 = 1.0f - powf(beta2, (float)step)};
+    kernels_adamw(param, &grad, m, v, 1, &h);
+}
+
+const float TUTORIAL_ADAMW_GRADS[3] = {0.5f, 0.5f, -0.5f};
+
+/* adamw: three AdamW steps (tutorial_adamw) of one parameter, starting at 1, with the
+ * gradients TUTORIAL_ADAMW_GRADS, weight decay 0 then 0.5. */
 static int step_adamw(int argc, char **argv) {
     (void)argc, (void)argv;
-    static const float grads[3] = {0.5f, 0.5f, -0.5f};
-    const float lr = 0.1f, beta1 = 0.9f, beta2 = 0.99f, eps = 1e-8f;
-    printf("lr %g, beta1 %g, beta2 %g, eps %g; the parameter starts at 1\n", (double)lr,
-           (double)beta1, (double)beta2, (double)eps);
+    printf("lr %g, beta1 %g, beta2 %g, eps %g; the parameter starts at 1\n",
+           (double)TUTORIAL_ADAMW_LR, (double)TUTORIAL_ADAMW_BETA1,
+           (double)TUTORIAL_ADAMW_BETA2, (double)TUTORIAL_ADAMW_EPS);
     for (int pass = 0; pass < 2; pass++) {
         float param = 1.0f, m = 0.0f, v = 0.0f, decay = pass ? 0.5f : 0.0f;
         printf("weight decay %g\n", (double)decay);
         for (int step = 1; step <= 3; step++) {
-            KernelsAdamW h = {.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps,
-                              .weight_decay = decay, .grad_scale = 1.0f,
-                              .correction1 = 1.0f - powf(beta1, (float)step),
-                              .correction2 = 1.0f - powf(beta2, (float)step)};
-            kernels_adamw(&param, &grads[step - 1], &m, &v, 1, &h);
-            printf("  step %d: grad %5.2f  m %.4f  v %.6f  param %.4f\n", step,
-                   (double)grads[step - 1], (double)m, (double)v, (double)param);
+            float grad = TUTORIAL_ADAMW_GRADS[step - 1];
+            tutorial_adamw(&param, &m, &v, grad, step, decay);
+            printf("  step %d: grad %5.2f  m %.4f  v %.6f  param %.4f\n", step, (double)grad,
+                   (double)m, (double)v, (double)param);
         }
     }
     return 0;

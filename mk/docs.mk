@@ -34,7 +34,8 @@ tutorial-check: all tutorial
 # Example: make docs-figures
 DOC_PROMPT = ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.
 DOC_RUN = printf '$(DOC_PROMPT)' | ./run weights/model.bin -f - -n 0 --layer 9 --head 2
-DOC_FIGURES = kernel qkv heads mask cache block sampling
+DOC_FIGURES = merges rope kernel qkv heads mask cache lens block mlp sampling nucleus \
+  tokenloss train adamw
 docs-figures: all tutorial
 	@mkdir -p docs/img
 	for f in $(DOC_FIGURES); do ./tutorial svg $$f > docs/img/$$f.svg || exit 1; done

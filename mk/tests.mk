@@ -49,7 +49,7 @@ TUTORIAL_STEPS = tokens merges embed rope kernel attend qkv heads mask cache nor
 
 # debug: the whole suite under AddressSanitizer and UBSan (own build folder, no
 # OpenMP so that no runtime library hides a report), with the fuzz replay and every
-# tutorial step. Example: make debug
+# tutorial step and picture (DOC_FIGURES, mk/docs.mk). Example: make debug
 debug:
 	$(MAKE) B=build/debug OMP=0 CFLAGS="-O1 -g -fsanitize=address,undefined \
 	  -fno-omit-frame-pointer -fno-sanitize-recover=all" debug-tests
@@ -60,6 +60,9 @@ debug-tests: $(B)/run $(B)/train $(B)/quantize $(B)/tutorial $(TESTS) $(FUZZ_REP
 	@for s in $(TUTORIAL_STEPS); do $(B)/tutorial $$s > /dev/null || \
 	  { echo "FAIL - $(B)/tutorial $$s"; exit 1; }; done; \
 	  echo "ok - every tutorial step ran under the sanitizers: $(TUTORIAL_STEPS)"
+	@for f in $(DOC_FIGURES); do $(B)/tutorial svg $$f > /dev/null || \
+	  { echo "FAIL - $(B)/tutorial svg $$f"; exit 1; }; done; \
+	  echo "ok - every tutorial picture drawn under the sanitizers: $(DOC_FIGURES)"
 	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize TUTORIAL=$(B)/tutorial \
 	  sh tests/run_all.sh $(TESTS)
 

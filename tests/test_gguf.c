@@ -5,7 +5,9 @@
  *    output; ../shared/testdata/gguf/SOURCES.json says how), `run FILE -t 0 -n 48 -i PROMPT` must
  *    print llama.cpp's text (which has a leading space llama-cli prints before the prompt
  *    and two trailing newlines where run prints one). A file missing from tests/data and
- *    ../shared is skipped.
+ *    ../shared is skipped. The same for gguf_gpt2/SOURCES.json, in tests/data: a small
+ *    GPT-2 trained by ./train, written as llama.cpp's `gpt2` architecture by
+ *    tools/gguf_gpt2.py with llama.cpp's gguf-py, and llama-cli's greedy 40 tokens.
  * 2. A tiny llama GGUF written here from the format's description (docs/formats.md), not
  *    by gguf.c, loads with the shape its metadata gives; then the hostile versions of it:
  *    truncations, a tensor past the end, overlapping and misaligned tensors, absurd counts
@@ -14,6 +16,10 @@
  *    naming the problem, never crash or allocate what the file claims.
  * 3. The shipped GPT-2 tokenizer (weights/tokenizer.bin) written as a gpt2 GGUF tokenizer
  *    (GPT-2's byte-to-unicode spelling, a merges list) encodes texts to the same ids.
+ * 4. A tiny `gpt2` architecture GGUF written here loads with its metadata's shape (an
+ *    output.weight equal to the embedding kept tied, another one separate); then its
+ *    hostile versions: a tensor missing, a wrong shape, kv heads, epsilon, merges missing,
+ *    of the wrong type or not "A B".
  */
 #include <stdint.h>   /* uint32_t, uint64_t */
 #include <stdio.h>    /* snprintf, FILE */
@@ -31,7 +37,8 @@ static const char *run_bin;
 /* ------------------------------------------------------------------------- */
 /* 1. llama.cpp's greedy texts                                                 */
 
-#define GREEDY_STEPS 48   /* llama-cli -n 48, as SOURCES.json says */
+#define GREEDY_STEPS 48   /* llama-cli -n 48, as gguf/SOURCES.json says */
+#define GREEDY_STEPS_GPT2 40   /* llama-cli -n 40, as gguf_gpt2/SOURCES.json says */
 
 /* The JSON string starting at s (just past its opening quote) into out (cap bytes),
  * undoing the escapes SOURCES.json uses; returns the end (past the closing quote), or
@@ -60,10 +67,10 @@ static const struct { const char *file, *prompt; size_t agree; } NEAR_TIES[] = {
 };
 
 /* Runs run on file with prompt and compares with llama.cpp's text want. */
-static void check_greedy(const char *file, const char *prompt, const char *want) {
+static void check_greedy(const char *file, const char *prompt, const char *want, int steps) {
     char command[2048], *out = NULL;
-    snprintf(command, sizeof command, "%s '%s' -t 0 -n %d -i '%s'", run_bin, file,
-             GREEDY_STEPS, prompt);
+    snprintf(command, sizeof command, "%s '%s' -t 0 -n %d -i '%s'", run_bin, file, steps,
+             prompt);
     int code = check_run(command, &out, NULL);
     /* llama-cli: " " + prompt + text + "\n\n"; run: prompt + text + "\n" */
     size_t wn = strlen(want);
@@ -88,13 +95,19 @@ static void check_greedy(const char *file, const char *prompt, const char *want)
     free(out);
 }
 
-/* Every file and prompt of SOURCES.json's "outputs". */
-static void test_llama_cpp_greedy(void) {
-    const char *sources = check_data_file("gguf/SOURCES.json");
+/* Every file and prompt of FOLDER/SOURCES.json's "outputs": n_files files, greedy `steps`
+ * tokens. */
+static void test_llama_cpp_greedy(const char *folder, int n_files, int steps) {
+    char rel_sources[128];
+    snprintf(rel_sources, sizeof rel_sources, "%s/SOURCES.json", folder);
+    const char *sources = check_data_file(rel_sources);
     size_t size;
     char *json = sources ? check_read_file(sources, &size) : NULL;
     if (!json) {
-        check_skip("gguf/SOURCES.json: no ../shared/testdata");
+        char reason[200];
+        snprintf(reason, sizeof reason, "%s: not in tests/data and no ../shared/testdata",
+                 rel_sources);
+        check_skip(reason);
         return;
     }
     char *text = realloc(json, size + 1);
@@ -111,7 +124,7 @@ static void test_llama_cpp_greedy(void) {
         const char *end = strchr(s, '}');
         s = strchr(s, '{');
         char rel[300];
-        snprintf(rel, sizeof rel, "gguf/%s", key);
+        snprintf(rel, sizeof rel, "%s/%s", folder, key);
         const char *file = check_data_file(rel);
         if (!file) {
             char reason[400];
@@ -126,12 +139,12 @@ static void test_llama_cpp_greedy(void) {
             q = q ? strchr(q, '"') : NULL;
             q = q ? json_string(q + 1, want, sizeof want) : NULL;
             if (!q) break;
-            if (file) check_greedy(file, prompt, want);
+            if (file) check_greedy(file, prompt, want, steps);
             s = q;
         }
         s = end;
     }
-    check_true(files == 3, "SOURCES.json lists three files (got %d)", files);
+    check_true(files == n_files, "%s lists %d files (got %d)", rel_sources, n_files, files);
     free(text);
 }
 
@@ -502,6 +515,186 @@ static void test_gpt2_tokenizer(void) {
     tokenizer_free(&got);
 }
 
+/* ------------------------------------------------------------------------- */
+/* 4. A tiny gpt2 GGUF written from the format's description, and its hostile versions */
+
+enum { G_C = 8, G_NH = 2, G_HD = 32, G_S = 16, G_V = 258 };   /* 1 layer; V: 256 bytes,
+                                                               * "ab", end-of-text */
+
+/* What to write, and what to break. */
+typedef struct {
+    const char *drop;        /* a tensor left out, or NULL */
+    const char *reshape;     /* a tensor whose rows are one short, or NULL */
+    int output;              /* output.weight: 0 none, 1 the embedding's copy, 2 another */
+    int merges;              /* 0 "a b"; 1 none; 2 an array of uint32; 3 "ab" (no space) */
+    uint32_t kv_heads;       /* gpt2.attention.head_count_kv, or 0: absent */
+    float eps;               /* gpt2.attention.layer_norm_epsilon */
+} Gpt2Tiny;
+
+static void put_kv_str(Buf *f, const char *key, const char *v) {
+    put_str(f, key);
+    put_u32(f, 8);
+    put_str(f, v);
+}
+
+/* The tiny gpt2 model as a GGUF version 3 file into f, as o says. */
+static void write_gpt2_tiny(Buf *f, const Gpt2Tiny *o) {
+    const struct { const char *name; int rows, cols; } T[] = {
+        {"token_embd.weight", G_V, G_C}, {"position_embd.weight", G_S, G_C},
+        {"output_norm.weight", 1, G_C}, {"output_norm.bias", 1, G_C},
+        {"output.weight", G_V, G_C},
+        {"blk.0.attn_norm.weight", 1, G_C}, {"blk.0.attn_norm.bias", 1, G_C},
+        {"blk.0.attn_qkv.weight", 3 * G_C, G_C}, {"blk.0.attn_qkv.bias", 1, 3 * G_C},
+        {"blk.0.attn_output.weight", G_C, G_C}, {"blk.0.attn_output.bias", 1, G_C},
+        {"blk.0.ffn_norm.weight", 1, G_C}, {"blk.0.ffn_norm.bias", 1, G_C},
+        {"blk.0.ffn_up.weight", G_HD, G_C}, {"blk.0.ffn_up.bias", 1, G_HD},
+        {"blk.0.ffn_down.weight", G_C, G_HD}, {"blk.0.ffn_down.bias", 1, G_C},
+    };
+    int n_t = (int)(sizeof T / sizeof T[0]), keep[sizeof T / sizeof T[0]], kept = 0;
+    for (int t = 0; t < n_t; t++) {
+        keep[t] = !(o->drop && strcmp(T[t].name, o->drop) == 0) &&
+                  !(o->output == 0 && strcmp(T[t].name, "output.weight") == 0);
+        kept += keep[t];
+    }
+    uint64_t n_kv = 0;
+    put(f, "GGUF", 4);
+    put_u32(f, 3);
+    put_u64(f, (uint64_t)kept);
+    size_t count_at = f->n;
+    put_u64(f, 0);
+    put_kv_str(f, "general.architecture", "gpt2"), n_kv++;
+    put_kv_u32(f, "gpt2.block_count", 1, NULL), n_kv++;
+    put_kv_u32(f, "gpt2.context_length", G_S, NULL), n_kv++;
+    put_kv_u32(f, "gpt2.embedding_length", G_C, NULL), n_kv++;
+    put_kv_u32(f, "gpt2.feed_forward_length", G_HD, NULL), n_kv++;
+    put_kv_u32(f, "gpt2.attention.head_count", G_NH, NULL), n_kv++;
+    if (o->kv_heads) put_kv_u32(f, "gpt2.attention.head_count_kv", o->kv_heads, NULL), n_kv++;
+    put_str(f, "gpt2.attention.layer_norm_epsilon");
+    put_u32(f, 6);
+    put(f, &o->eps, 4), n_kv++;
+    put_kv_str(f, "tokenizer.ggml.model", "gpt2"), n_kv++;
+    put_kv_str(f, "tokenizer.ggml.pre", "gpt-2"), n_kv++;
+    put_str(f, "tokenizer.ggml.tokens");
+    put_u32(f, 9);
+    put_u32(f, 8);
+    put_u64(f, G_V), n_kv++;
+    for (int b = 0; b < 256; b++) {
+        size_t at = f->n;
+        put_u64(f, 0);
+        put_gpt2_char(f, (unsigned char)b);
+        uint64_t n = f->n - at - 8;
+        memcpy(f->b + at, &n, 8);
+    }
+    put_str(f, "ab");
+    put_str(f, "<|endoftext|>");
+    if (o->merges != 1) {
+        put_str(f, "tokenizer.ggml.merges");
+        put_u32(f, 9);
+        put_u32(f, o->merges == 2 ? 4 : 8);
+        put_u64(f, 1), n_kv++;
+        if (o->merges == 2) put_u32(f, 97);
+        else put_str(f, o->merges == 3 ? "ab" : "a b");
+    }
+    put_kv_u32(f, "tokenizer.ggml.eos_token_id", G_V - 1, NULL), n_kv++;
+    memcpy(f->b + count_at, &n_kv, 8);
+    uint64_t offset = 0;
+    for (int t = 0; t < n_t; t++) {
+        if (!keep[t]) continue;
+        int rows = T[t].rows - (o->reshape && strcmp(T[t].name, o->reshape) == 0);
+        put_str(f, T[t].name);
+        put_u32(f, T[t].rows > 1 ? 2 : 1);
+        put_u64(f, (uint64_t)T[t].cols);
+        if (T[t].rows > 1) put_u64(f, (uint64_t)rows);
+        put_u32(f, 0);   /* F32 */
+        put_u64(f, offset);
+        offset += ((uint64_t)rows * T[t].cols * 4 + ALIGN - 1) / ALIGN * ALIGN;
+    }
+    while (f->n % ALIGN) put(f, "", 1);
+    for (int t = 0; t < n_t; t++) {
+        if (!keep[t]) continue;
+        int rows = T[t].rows - (o->reshape && strcmp(T[t].name, o->reshape) == 0);
+        int n = rows * T[t].cols, other = o->output == 2 && strcmp(T[t].name, "output.weight") == 0;
+        for (int i = 0; i < n; i++) {   /* norm weights 1; the rest small and varied */
+            int norm = strstr(T[t].name, "norm.weight") != NULL;
+            /* output.weight is token_embd's copy (t 4 reads as t 0), or another matrix */
+            int seed = strcmp(T[t].name, "output.weight") == 0 && !other ? 0 : t;
+            float x = norm ? 1.0f : (float)((i * 7 + seed * 13) % 17 - 8) / 32.0f;
+            put(f, &x, 4);
+        }
+        while (f->n % ALIGN) put(f, "", 1);
+    }
+}
+
+/* Writes the tiny gpt2 model as o says and expects run to refuse it naming want. */
+static void check_gpt2_refused(const Gpt2Tiny *o, const char *what, const char *want) {
+    Buf f = {0};
+    write_gpt2_tiny(&f, o);
+    check_refused(&f, what, want);
+    free(f.b);
+}
+
+static void test_gpt2_tiny(void) {
+    const Gpt2Tiny base = {NULL, NULL, 1, 0, 0, 1e-5f};
+    for (int output = 0; output < 3; output++) {
+        Gpt2Tiny o = base;
+        o.output = output;
+        Buf f = {0};
+        write_gpt2_tiny(&f, &o);
+        save(&f);
+        free(f.b);
+        Checkpoint ck;
+        int loaded = checkpoint_load(&ck, path) == 0;
+        const Config *c = &ck.config;
+        check_true(loaded && c->family == MODEL_GPT2 && c->n_layers == 1 && c->dim == G_C &&
+                   c->n_heads == G_NH && c->n_kv_heads == G_NH && c->hidden_dim == G_HD &&
+                   c->seq_len == G_S && c->vocab_size == G_V && ck.gguf &&
+                   ck.weights.pos_embedding && ck.weights.layers[0].bq &&
+                   ck.weights.shared_classifier == (output < 2),
+                   "tiny gpt2 GGUF, output.weight %s: loads with its metadata's shape%s", 
+                   output == 0 ? "absent" : output == 1 ? "a copy of token_embd" : "another",
+                   output < 2 ? ", the classifier tied" : ", the classifier separate");
+        checkpoint_free(&ck);
+    }
+    Buf f = {0};
+    write_gpt2_tiny(&f, &base);
+    save(&f);
+    free(f.b);
+    char command[512], *out = NULL, *err = NULL;
+    snprintf(command, sizeof command, "%s %s -n 3 -t 0 -i ab", run_bin, path);
+    int code = check_run(command, &out, &err);
+    check_true(code == 0 && out && strncmp(out, "ab", 2) == 0 && err &&
+               strstr(err, "GGUF gpt2, F32"), "tiny gpt2 GGUF: run generates, load line says so");
+    free(out);
+    free(err);
+    Gpt2Tiny o = base;
+    o.drop = "blk.0.attn_qkv.bias";
+    check_gpt2_refused(&o, "gpt2: a tensor missing", "missing tensor blk.0.attn_qkv.bias");
+    o = base;
+    o.drop = "position_embd.weight";
+    check_gpt2_refused(&o, "gpt2: no position table", "missing tensor position_embd.weight");
+    o = base;
+    o.reshape = "blk.0.attn_qkv.weight";
+    check_gpt2_refused(&o, "gpt2: attn_qkv of the wrong shape", "wrong shape");
+    o = base;
+    o.reshape = "position_embd.weight";
+    check_gpt2_refused(&o, "gpt2: a position table shorter than the context", "wrong shape");
+    o = base;
+    o.kv_heads = 1;
+    check_gpt2_refused(&o, "gpt2: fewer kv heads than heads", "head_count_kv out of range");
+    o = base;
+    o.eps = 1e-6f;
+    check_gpt2_refused(&o, "gpt2: another LayerNorm epsilon", "LayerNorm epsilon");
+    o = base;
+    o.merges = 1;
+    check_gpt2_refused(&o, "gpt2: no merges", "tokenizer.ggml.merges missing");
+    o = base;
+    o.merges = 2;
+    check_gpt2_refused(&o, "gpt2: merges of numbers", "tokenizer.ggml.merges has the wrong type");
+    o = base;
+    o.merges = 3;
+    check_gpt2_refused(&o, "gpt2: a merge with no space", "merge 0 is not two tokens");
+}
+
 int main(void) {
     run_bin = getenv("RUN");
     if (!run_bin || !*run_bin) run_bin = "./run";
@@ -513,7 +706,9 @@ int main(void) {
     snprintf(path, sizeof path, "%s/tiny.gguf", dir);
     test_tiny();
     test_gpt2_tokenizer();
-    test_llama_cpp_greedy();
+    test_gpt2_tiny();
+    test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
+    test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
     unlink(path);
     rmdir(dir);
     return check_summary("test_gguf");

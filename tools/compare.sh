@@ -28,7 +28,8 @@
 #   PROMPT_TEXT (tools/bench_prompt.txt) for prefill, STAT (median, or best: the fastest
 #   round of each engine, steadier where other work shares the machine).
 #
-# For each model and thread count it runs each engine in turn, ROUNDS times, and prints
+# For each model and thread count it runs each engine in turn (the order turning by one place
+# each round, so that no engine always runs first), ROUNDS times, and prints
 # the median (or best) tokens/s of each and this engine's ratio to each, under the CPU's name, its
 # vector instruction sets, the date and each engine's build. What each number is:
 #   decode, greedy, N = min(STEPS, context - prompt) new tokens after "Once upon a time"
@@ -59,6 +60,7 @@ set -u
 L2C=${1:?usage: sh tools/compare.sh LLAMA2C_DIR [LLAMACPP_BUILD_DIR]}
 LCPP_ARG=${2:-}
 RUN=${RUN:-./run}
+OTHERS=${OTHERS:-}
 ROUNDS=${ROUNDS:-3}
 STAT=${STAT:-median}
 case $STAT in median | best) ;; *) echo "compare.sh: STAT must be median or best (got '$STAT')" >&2; exit 2 ;; esac
@@ -200,6 +202,27 @@ lcpp_bench() {
         2>/dev/null | sed -n "s/.*\"${5:-avg_ts}\": \"*\([0-9a-z.]*\).*/\1/p"
 }
 
+# run_engine WHICH: one round of one engine on the current model and thread count (file,
+# tok, q, gg, n, n_pre, t): its decode, then its prefill where measured, each figure
+# appended to its file. WHICH: ours (RUN), otherI (the I-th of OTHERS), l2c, lcpp.
+run_engine() {
+    case $1 in
+        l2c) OMP_NUM_THREADS=$t "$L2C/run$q" "$file" -z "$tok" -t 0 -n $((n + ${n_prompt:-1})) \
+                 -i "$PROMPT" 2>&1 >/dev/null | sed -n 's/achieved tok\/s: \([0-9.]*\)/\1/p' >>"$tmp/theirs"
+             return;;
+        lcpp) lcpp_bench "$gg" "$t" 0 "$n" >>"$tmp/lcpp"
+              [ -z "$n_pre" ] || lcpp_bench "$gg" "$t" "$n_pre" 0 >>"$tmp/lcpp_pre"
+              return;;
+        ours) re_bin=$RUN; re_out=ours; re_pre=ours_pre;;
+        *) re_i=${1#other}; re_bin=$(echo $OTHERS | tr ' ' '\n' | sed -n "${re_i}p")
+           re_bin=${re_bin#*=}; re_out=other$re_i; re_pre=other_pre$re_i;;
+    esac
+    OMP_NUM_THREADS=$t "$re_bin" "$file" -z "$tok" -t 0 -n "$n" -i "$PROMPT" 2>&1 >/dev/null |
+        sed -n 's/.*generation: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/$re_out"
+    [ -z "$n_pre" ] || OMP_NUM_THREADS=$t "$re_bin" "$file" -z "$tok" -t 0 -n 1 -f "$tmp/prompt" \
+        2>&1 >/dev/null | sed -n 's/^prompt: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/$re_pre"
+}
+
 # ---- the models, then the header, then the tables ----
 ready=""
 for m in $MODELS; do
@@ -255,32 +278,17 @@ for m in $ready; do
         for f in ours theirs lcpp ours_pre lcpp_pre; do : >"$tmp/$f"; done
         i=0; for o in $OTHERS; do i=$((i + 1)); : >"$tmp/other$i"; : >"$tmp/other_pre$i"; done
         r=0
+        # the engines, in an order that turns by one place each round, so that none always
+        # runs first (right after another model's runs) or last
+        engines="ours"; i=0
+        for o in $OTHERS; do i=$((i + 1)); engines="$engines other$i"; done
+        engines="$engines l2c"; [ -n "$LCPP" ] && engines="$engines lcpp"
+        count=$(echo $engines | wc -w)
         while [ $r -lt "$ROUNDS" ]; do
             say "$m, $t thread(s), round $((r + 1)) of $ROUNDS"
-            OMP_NUM_THREADS=$t "$RUN" "$file" -z "$tok" -t 0 -n "$n" -i "$PROMPT" \
-                2>&1 >/dev/null | sed -n 's/.*generation: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/ours"
-            i=0
-            for o in $OTHERS; do
-                i=$((i + 1))
-                OMP_NUM_THREADS=$t "${o#*=}" "$file" -z "$tok" -t 0 -n "$n" -i "$PROMPT" \
-                    2>&1 >/dev/null | sed -n 's/.*generation: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/other$i"
-            done
-            OMP_NUM_THREADS=$t "$L2C/run$q" "$file" -z "$tok" -t 0 -n $((n + ${n_prompt:-1})) \
-                -i "$PROMPT" 2>&1 >/dev/null | sed -n 's/achieved tok\/s: \([0-9.]*\)/\1/p' >>"$tmp/theirs"
-            if [ -n "$LCPP" ]; then
-                lcpp_bench "$gg" "$t" 0 "$n" >>"$tmp/lcpp"
-                if [ -n "$n_pre" ]; then
-                    OMP_NUM_THREADS=$t "$RUN" "$file" -z "$tok" -t 0 -n 1 -f "$tmp/prompt" \
-                        2>&1 >/dev/null | sed -n 's/^prompt: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/ours_pre"
-                    i=0
-                    for o in $OTHERS; do
-                        i=$((i + 1))
-                        OMP_NUM_THREADS=$t "${o#*=}" "$file" -z "$tok" -t 0 -n 1 -f "$tmp/prompt" \
-                            2>&1 >/dev/null | sed -n 's/^prompt: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/other_pre$i"
-                    done
-                    lcpp_bench "$gg" "$t" "$n_pre" 0 >>"$tmp/lcpp_pre"
-                fi
-            fi
+            list=$engines; k=0
+            while [ $k -lt $((r % count)) ]; do list="${list#* } ${list%% *}"; k=$((k + 1)); done
+            for e in $list; do run_engine "$e"; done
             r=$((r + 1))
         done
         a=$(stat <"$tmp/ours"); b=$(stat <"$tmp/theirs")

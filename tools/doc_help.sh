@@ -48,7 +48,10 @@ for doc in "$@"; do
         {
             echo '```'
             if [ "$prog" = make ]; then
-                make -s --no-print-directory help || echo "doc_help: make help failed" >&2
+                # MAKEFLAGS cleared: under `make -jN` a sub-make warns on stderr that the
+                # jobserver is unavailable, which would read as a failure here
+                MAKEFLAGS= make -s --no-print-directory help ||
+                    echo "doc_help: make help failed" >&2
             else
                 "$bindir/$prog" --help || echo "doc_help: $bindir/$prog --help failed" >&2
             fi

@@ -11,7 +11,7 @@
 #include <stdint.h>      /* int32_t, INT32_MAX, INT32_MIN */
 #include <stdio.h>       /* fprintf, snprintf, remove */
 #include <stdlib.h>      /* free */
-#include <string.h>      /* memcpy, strlen, strerror */
+#include <string.h>      /* memcpy, strlen, strerror, strstr */
 #include <sys/stat.h>    /* mkdir */
 
 #include "tests/fuzz/fuzz.h"   /* the tiny-file writers, fuzz_write_file, paths */
@@ -635,16 +635,117 @@ static unsigned char *tiny_gguf(int c, int n_bytes, uint32_t matrix_type, int ti
     return f.b;
 }
 
+/* GPT-2's bytes_to_unicode spelling of byte b (UTF-8) appended to f. */
+static void add_gpt2_char(Bytes *f, unsigned char b) {
+    int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+    unsigned cp = b;
+    if (!printable) {
+        cp = 256;
+        for (int x = 0; x < b; x++)
+            cp += !((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || x >= 0xAE);
+    }
+    unsigned char utf8[2] = {(unsigned char)(0xC0 | cp >> 6), (unsigned char)(0x80 | (cp & 0x3F))};
+    if (cp < 0x80) add(f, &b, 1);
+    else add(f, utf8, 2);
+}
+
+/* A tiny gpt2 GGUF: width c, one layer, 2 heads, MLP width 4c, context 8; the 256 byte
+ * tokens, "ab" (the merge "a b"), end-of-text; matrices of type matrix_type (position
+ * table and vectors F32); output.weight unless tied. */
+static unsigned char *tiny_gguf_gpt2(int c, uint32_t matrix_type, int tied, size_t *size) {
+    Bytes f = {0};
+    int V = 258, hd = 4 * c;
+    const struct { const char *name; int rows, cols, matrix; } T[] = {
+        {"token_embd.weight", V, c, 1}, {"position_embd.weight", 8, c, 0},
+        {"output_norm.weight", 1, c, 0}, {"output_norm.bias", 1, c, 0},
+        {"output.weight", V, c, 1},
+        {"blk.0.attn_norm.weight", 1, c, 0}, {"blk.0.attn_norm.bias", 1, c, 0},
+        {"blk.0.attn_qkv.weight", 3 * c, c, 1}, {"blk.0.attn_qkv.bias", 1, 3 * c, 0},
+        {"blk.0.attn_output.weight", c, c, 1}, {"blk.0.attn_output.bias", 1, c, 0},
+        {"blk.0.ffn_norm.weight", 1, c, 0}, {"blk.0.ffn_norm.bias", 1, c, 0},
+        {"blk.0.ffn_up.weight", hd, c, 1}, {"blk.0.ffn_up.bias", 1, hd, 0},
+        {"blk.0.ffn_down.weight", c, hd, 1}, {"blk.0.ffn_down.bias", 1, c, 0}};
+    int n_tensors = (int)(sizeof T / sizeof T[0]);
+    add(&f, "GGUF", 4);
+    add_u32(&f, 3);
+    add_u64(&f, (uint64_t)(n_tensors - (tied ? 1 : 0)));
+    add_u64(&f, 13);
+    add_str(&f, "general.architecture");
+    add_u32(&f, 8);
+    add_str(&f, "gpt2");
+    add_kv_u32(&f, "gpt2.block_count", 1);
+    add_kv_u32(&f, "gpt2.context_length", 8);
+    add_kv_u32(&f, "gpt2.embedding_length", (uint32_t)c);
+    add_kv_u32(&f, "gpt2.feed_forward_length", (uint32_t)hd);
+    add_kv_u32(&f, "gpt2.attention.head_count", 2);
+    add_str(&f, "gpt2.attention.layer_norm_epsilon");
+    add_u32(&f, 6);
+    float eps = 1e-5f;
+    add(&f, &eps, 4);
+    add_str(&f, "tokenizer.ggml.model");
+    add_u32(&f, 8);
+    add_str(&f, "gpt2");
+    add_str(&f, "tokenizer.ggml.pre");
+    add_u32(&f, 8);
+    add_str(&f, "gpt-2");
+    add_str(&f, "tokenizer.ggml.tokens");
+    add_u32(&f, 9);
+    add_u32(&f, 8);
+    add_u64(&f, (uint64_t)V);
+    for (int b = 0; b < 256; b++) {
+        size_t at = f.n;
+        add_u64(&f, 0);
+        add_gpt2_char(&f, (unsigned char)b);
+        uint64_t n = f.n - at - 8;
+        memcpy(f.b + at, &n, 8);
+    }
+    add_str(&f, "ab");
+    add_str(&f, "<|endoftext|>");
+    add_str(&f, "tokenizer.ggml.merges");
+    add_u32(&f, 9);
+    add_u32(&f, 8);
+    add_u64(&f, 1);
+    add_str(&f, "a b");
+    add_kv_u32(&f, "tokenizer.ggml.bos_token_id", (uint32_t)V - 1);
+    add_kv_u32(&f, "tokenizer.ggml.eos_token_id", (uint32_t)V - 1);
+    uint64_t offset = 0;
+    for (int t = 0; t < n_tensors; t++) {
+        if (tied && t == 4) continue;
+        uint32_t type = T[t].matrix ? matrix_type : 0;
+        size_t numel = (size_t)T[t].rows * (size_t)T[t].cols;
+        size_t bytes = type == 0 ? 4 * numel : type == 8 ? numel / 32 * 34 : 2 * numel;
+        add_str(&f, T[t].name);
+        add_u32(&f, T[t].rows > 1 ? 2 : 1);
+        add_u64(&f, (uint64_t)T[t].cols);
+        if (T[t].rows > 1) add_u64(&f, (uint64_t)T[t].rows);
+        add_u32(&f, type);
+        add_u64(&f, offset);
+        offset += (bytes + GGUF_ALIGN - 1) / GGUF_ALIGN * GGUF_ALIGN;
+    }
+    while (f.n % GGUF_ALIGN) add(&f, "", 1);
+    for (int t = 0; t < n_tensors; t++) {
+        if (tied && t == 4) continue;
+        int ones = strstr(T[t].name, "norm.weight") != NULL;
+        add_values(&f, T[t].matrix ? matrix_type : 0, T[t].rows * T[t].cols, ones, t);
+        while (f.n % GGUF_ALIGN) add(&f, "", 1);
+    }
+    *size = f.n;
+    return f.b;
+}
+
 /* The tiny GGUF files, their truncations and single-field corruptions. */
 static void seed_gguf(void) {
     make_dir("fuzz_gguf");
-    const struct { const char *name; int c, n_bytes; uint32_t type; int tied; } files[] = {
-        {"f32_tied", 8, 16, 0, 1}, {"f32", 8, 16, 0, 0}, {"f16", 16, 32, 1, 0},
-        {"bf16_tied", 16, 32, 30, 1}, {"q8_0", 32, 256, 8, 0}, {"q8_0_tied", 32, 64, 8, 1}};
+    const struct { const char *name; int c, n_bytes; uint32_t type; int tied, gpt2; } files[] = {
+        {"f32_tied", 8, 16, 0, 1, 0}, {"f32", 8, 16, 0, 0, 0}, {"f16", 16, 32, 1, 0, 0},
+        {"bf16_tied", 16, 32, 30, 1, 0}, {"q8_0", 32, 256, 8, 0, 0},
+        {"q8_0_tied", 32, 64, 8, 1, 0}, {"gpt2_f32_tied", 8, 0, 0, 1, 1},
+        {"gpt2_f16", 8, 0, 1, 0, 1}, {"gpt2_q8_0_tied", 32, 0, 8, 1, 1}};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         size_t size;
-        unsigned char *file = tiny_gguf(files[i].c, files[i].n_bytes, files[i].type,
-                                        files[i].tied, &size);
+        unsigned char *file = files[i].gpt2
+            ? tiny_gguf_gpt2(files[i].c, files[i].type, files[i].tied, &size)
+            : tiny_gguf(files[i].c, files[i].n_bytes, files[i].type, files[i].tied, &size);
         put_truncations("fuzz_gguf", files[i].name, file, size, 24);
         char label[FUZZ_PATH_MAX];
         /* the header's version and counts, set to extremes */
