@@ -34,7 +34,7 @@
 
 #define EXIT_BAD_DATA 1          /* corrupt file, out of memory, runtime failure */
 #define EXIT_USAGE 2             /* unknown flag, malformed or out-of-range value */
-#define PREFILL_CHUNK 64         /* prompt tokens per model_forward call */
+#define PREFILL_CHUNK 256        /* prompt tokens per model_forward call */
 #define DEFAULT_STEPS 256        /* -n default: tokens to generate */
 #define DEFAULT_TEMPERATURE 1.0f /* -t default, as llama2.c */
 #define DEFAULT_TOP_P 0.9f       /* -p default, as llama2.c */

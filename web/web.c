@@ -36,7 +36,7 @@
 #define WEB_USAGE 2
 #define WEB_MODEL "weights/model.bin"
 #define WEB_TOKENIZER "weights/tokenizer.bin"
-#define WEB_PREFILL_CHUNK 64   /* run.c's PREFILL_CHUNK: the same chunks, the same sums */
+#define WEB_PREFILL_CHUNK 256  /* run.c's PREFILL_CHUNK: the same chunks, the same sums */
 #define WEB_MAX_STEPS 100000   /* -n in the page: at most this many tokens */
 #define WEB_TOP 10             /* the most likely next tokens shown at each step */
 
