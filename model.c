@@ -20,57 +20,53 @@
 #include <math.h>       /* sqrtf, rintf, fabsf, copysignf, isfinite */
 #include <stdint.h>     /* SIZE_MAX */
 #include <stdio.h>      /* fprintf(stderr) */
-#include <stdlib.h>     /* malloc, calloc, free */
+#include <stdlib.h>     /* calloc, free */
 #include <string.h>     /* memcpy, memset */
 
 #include "attention.h"  /* attention_forward, attention_step and the lab's state */
 #include "block.h"      /* block_qkv, block_finish, block_norm, block_matmul */
 #include "kernels.h"    /* kernels_matmul, kernels_layernorm, kernels_gelu, ... */
+#include "os.h"         /* os_alloc_zeroed, os_free_zeroed */
 #include "quant.h"      /* quant_groups, quant_dequantize_row */
 
 /* ------------------------------------------------------------------------- */
 /* Load and free                                                               */
 
-/* n zeros of size bytes each, with their pages touched now: calloc maps large blocks
- * lazily, and the first chunk of a prompt would pay for the page faults (on a VM, about 7 %
- * of a 206-token prompt of s15m with chunks of 256). NULL if out of memory. */
-static void *touched_zeros(size_t n, size_t size) {
-    if (size && n > SIZE_MAX / size) return NULL;
-    void *p = malloc(n * size > 0 ? n * size : 1);
-    if (p) memset(p, 0, n * size);
-    return p;
-}
-
-/* Allocates the activations for chunks of m->max_chunk tokens (the attention state
- * and its scratch come from model_set_attention). The logits of all rows are needed
- * only by evaluation: their pages beyond the first row's are left to be touched then. */
+/* Allocates the activations for chunks of m->max_chunk tokens as one block of zeros (the
+ * attention state and its scratch come from model_set_attention): each buffer's pages are
+ * taken when first written, in huge pages where the system has them (os_alloc_zeroed),
+ * so that a prompt does not pay a page fault per 4 KiB of activations (as separate callocs
+ * did: 7 % of a 206-token s15m prompt on a VM). */
 static int alloc_state(Model *m) {
     const Config *c = &m->config;
     size_t N = (size_t)m->max_chunk, widest = (size_t)(c->dim > c->hidden_dim ? c->dim
                                                                               : c->hidden_dim);
     RunState *s = &m->state;
     size_t NC = N * (size_t)c->dim, NKVD = N * (size_t)c->kv_dim, NH = N * (size_t)c->hidden_dim;
-    s->x = touched_zeros(NC, sizeof(float));
-    s->xn1 = touched_zeros(NC, sizeof(float));
-    s->q = touched_zeros(NC, sizeof(float));
-    s->k = touched_zeros(NKVD, sizeof(float));
-    s->v = touched_zeros(NKVD, sizeof(float));
-    s->att = touched_zeros(NC, sizeof(float));
-    s->proj = touched_zeros(NC, sizeof(float));
-    s->x_mid = touched_zeros(NC, sizeof(float));
-    s->xn2 = touched_zeros(NC, sizeof(float));
-    s->pre = touched_zeros(NH, sizeof(float));
-    s->act = touched_zeros(NH, sizeof(float));
-    s->gate = touched_zeros(NH, sizeof(float));
-    s->out = touched_zeros(NC, sizeof(float));
-    s->xn_final = touched_zeros(NC, sizeof(float));
-    s->logits = calloc(N * (size_t)c->vocab_size, sizeof(float));
-    s->xq = touched_zeros(N * widest, 1);
-    s->xs = touched_zeros(N * widest, sizeof(float));   /* at most one scale per value */
-    s->rope = touched_zeros(N * (size_t)c->head_dim, sizeof(float));
-    if (!s->x || !s->xn1 || !s->q || !s->k || !s->v || !s->att || !s->proj || !s->x_mid ||
-        !s->xn2 || !s->pre || !s->act || !s->gate || !s->out || !s->xn_final || !s->logits ||
-        !s->xq || !s->xs || !s->rope) return -1;
+    struct { void **at; size_t bytes; } part[] = {
+        {(void **)&s->x, NC * sizeof(float)},      {(void **)&s->xn1, NC * sizeof(float)},
+        {(void **)&s->q, NC * sizeof(float)},      {(void **)&s->k, NKVD * sizeof(float)},
+        {(void **)&s->v, NKVD * sizeof(float)},    {(void **)&s->att, NC * sizeof(float)},
+        {(void **)&s->proj, NC * sizeof(float)},   {(void **)&s->x_mid, NC * sizeof(float)},
+        {(void **)&s->xn2, NC * sizeof(float)},    {(void **)&s->pre, NH * sizeof(float)},
+        {(void **)&s->act, NH * sizeof(float)},    {(void **)&s->gate, NH * sizeof(float)},
+        {(void **)&s->out, NC * sizeof(float)},    {(void **)&s->xn_final, NC * sizeof(float)},
+        {(void **)&s->logits, N * (size_t)c->vocab_size * sizeof(float)},
+        {(void **)&s->xq, N * widest},
+        {(void **)&s->xs, N * widest * sizeof(float)},   /* at most one scale per value */
+        {(void **)&s->rope, N * (size_t)c->head_dim * sizeof(float)},
+    };
+    size_t bytes = 0, n_parts = sizeof part / sizeof part[0];
+    for (size_t i = 0; i < n_parts; i++)   /* each buffer on its own cache lines */
+        bytes += (part[i].bytes + 63) / 64 * 64;
+    unsigned char *block = os_alloc_zeroed(bytes);
+    if (!block) return -1;
+    s->block = block;
+    s->block_bytes = bytes;
+    for (size_t i = 0; i < n_parts; i++) {
+        *part[i].at = block;
+        block += (part[i].bytes + 63) / 64 * 64;
+    }
     return 0;
 }
 
@@ -357,9 +353,7 @@ void model_free(Model *m) {
     checkpoint_free(&m->checkpoint);
     free_attention(m);
     RunState *s = &m->state;
-    free(s->x); free(s->xn1); free(s->q); free(s->k); free(s->v); free(s->att); free(s->proj);
-    free(s->x_mid); free(s->xn2); free(s->pre); free(s->act); free(s->gate); free(s->out);
-    free(s->xn_final); free(s->logits); free(s->xq); free(s->xs); free(s->rope);
+    os_free_zeroed(s->block, s->block_bytes);   /* every buffer above scratch */
     memset(m, 0, sizeof *m);
 }
 

@@ -21,8 +21,11 @@
 #endif
 #include <stdio.h>       /* FILE, fdopen, fflush, fclose, fprintf, snprintf, rename, remove */
 #include <stdint.h>      /* SIZE_MAX */
-#include <stdlib.h>      /* mkstemp, realloc, free */
+#include <stdlib.h>      /* mkstemp, calloc, realloc, free */
 #include <string.h>      /* strcmp, strerror, strlen, strrchr, memcpy */
+#ifndef __wasi__
+#include <sys/mman.h>    /* mmap, madvise, munmap */
+#endif
 #include <sys/stat.h>    /* stat, fstat, fchmod, umask, S_IS* */
 #include <time.h>        /* clock_gettime, CLOCK_MONOTONIC */
 #include <unistd.h>      /* fsync, close, unlink, link, pread, write, access, sysconf */
@@ -60,6 +63,30 @@ static void lower_to_cgroup(const char *root, const char *group, const char *nam
         while (n > 0 && group[n - 1] != '/') n--;   /* the parent */
         while (n > 0 && group[n - 1] == '/') n--;
     }
+}
+
+void *os_alloc_zeroed(size_t bytes) {
+    if (bytes == 0) return NULL;
+#if defined(MAP_ANONYMOUS) && !defined(__wasi__)
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#if defined(MADV_HUGEPAGE)
+    madvise(p, bytes, MADV_HUGEPAGE);   /* a hint: without it, 4 KiB pages */
+#endif
+    return p;
+#else
+    return calloc(1, bytes);
+#endif
+}
+
+void os_free_zeroed(void *p, size_t bytes) {
+    if (!p) return;
+#if defined(MAP_ANONYMOUS) && !defined(__wasi__)
+    munmap(p, bytes);
+#else
+    (void)bytes;
+    free(p);
+#endif
 }
 
 size_t os_memory_limit(size_t fallback) {

@@ -39,6 +39,13 @@ double os_seconds(void);
  * them says. */
 size_t os_memory_limit(size_t fallback);
 
+/* bytes of zeros for large working buffers, or NULL if out of memory (or bytes is 0). Where
+ * the system can (Linux), the block is mapped on its own and marked for huge pages: its
+ * pages come as they are first written, 2 MiB at a time rather than 4 KiB (a page fault
+ * costs microseconds, and thousands on a VM). Freed by os_free_zeroed with the same bytes. */
+void *os_alloc_zeroed(size_t bytes);
+void os_free_zeroed(void *p, size_t bytes);
+
 /* ---- reading ---- */
 
 /* 1 if something that is not a regular file (a folder, a FIFO, a device) is at path; then
