@@ -34,6 +34,7 @@
 typedef struct {
     float *k;        /* (L, n_ctx, KVD) */
     float *v;        /* (L, n_ctx, KVD) */
+    size_t bytes;    /* of each */
 } KVCache;
 
 /* What attention saw, kept only while tracing (model_trace) for heatmaps: each layer's
