@@ -32,48 +32,41 @@
 /* ------------------------------------------------------------------------- */
 /* Load and free                                                               */
 
-/* Allocates the activations for chunks of m->max_chunk tokens as one block of zeros (the
- * attention state and its scratch come from model_set_attention): each buffer's pages are
- * taken when first written, in huge pages where the system has them (os_alloc_zeroed),
- * so that a prompt does not pay a page fault per 4 KiB of activations (as separate callocs
- * did: 7 % of a 206-token s15m prompt on a VM). */
-static int alloc_state(Model *m) {
+/* The activations for chunks of m->max_chunk tokens, as parts of one allocation
+ * (os_alloc_parts: their pages come 2 MiB at a time where the system can, rather than a
+ * page fault per 4 KiB: on a VM, 7 % of a 206-token prompt of s15m). */
+#define STATE_PARTS 18
+static void state_parts(Model *m, OsPart part[STATE_PARTS]) {
     const Config *c = &m->config;
     size_t N = (size_t)m->max_chunk, widest = (size_t)(c->dim > c->hidden_dim ? c->dim
                                                                               : c->hidden_dim);
     RunState *s = &m->state;
-    size_t NC = N * (size_t)c->dim, NKVD = N * (size_t)c->kv_dim, NH = N * (size_t)c->hidden_dim;
-    struct { void **at; size_t bytes; } part[] = {
-        {(void **)&s->x, NC * sizeof(float)},      {(void **)&s->xn1, NC * sizeof(float)},
-        {(void **)&s->q, NC * sizeof(float)},      {(void **)&s->k, NKVD * sizeof(float)},
-        {(void **)&s->v, NKVD * sizeof(float)},    {(void **)&s->att, NC * sizeof(float)},
-        {(void **)&s->proj, NC * sizeof(float)},   {(void **)&s->x_mid, NC * sizeof(float)},
-        {(void **)&s->xn2, NC * sizeof(float)},    {(void **)&s->pre, NH * sizeof(float)},
-        {(void **)&s->act, NH * sizeof(float)},    {(void **)&s->gate, NH * sizeof(float)},
-        {(void **)&s->out, NC * sizeof(float)},    {(void **)&s->xn_final, NC * sizeof(float)},
+    size_t NC = N * (size_t)c->dim * sizeof(float), NKVD = N * (size_t)c->kv_dim * sizeof(float);
+    size_t NH = N * (size_t)c->hidden_dim * sizeof(float);
+    OsPart parts[STATE_PARTS] = {
+        {(void **)&s->x, NC}, {(void **)&s->xn1, NC}, {(void **)&s->q, NC},
+        {(void **)&s->k, NKVD}, {(void **)&s->v, NKVD}, {(void **)&s->att, NC},
+        {(void **)&s->proj, NC}, {(void **)&s->x_mid, NC}, {(void **)&s->xn2, NC},
+        {(void **)&s->pre, NH}, {(void **)&s->act, NH}, {(void **)&s->gate, NH},
+        {(void **)&s->out, NC}, {(void **)&s->xn_final, NC},
         {(void **)&s->logits, N * (size_t)c->vocab_size * sizeof(float)},
         {(void **)&s->xq, N * widest},
         {(void **)&s->xs, N * widest * sizeof(float)},   /* at most one scale per value */
         {(void **)&s->rope, N * (size_t)c->head_dim * sizeof(float)},
     };
-    size_t bytes = 0, n_parts = sizeof part / sizeof part[0];
-    for (size_t i = 0; i < n_parts; i++)   /* each buffer on its own cache lines */
-        bytes += (part[i].bytes + 63) / 64 * 64;
-    unsigned char *block = os_alloc_zeroed(bytes);
-    if (!block) return -1;
-    s->block = block;
-    s->block_bytes = bytes;
-    for (size_t i = 0; i < n_parts; i++) {
-        *part[i].at = block;
-        block += (part[i].bytes + 63) / 64 * 64;
-    }
-    return 0;
+    memcpy(part, parts, sizeof parts);
+}
+
+static int alloc_state(Model *m) {
+    OsPart part[STATE_PARTS];
+    state_parts(m, part);
+    return os_alloc_parts(part, STATE_PARTS);
 }
 
 /* Frees the attention state (KV cache or the lab's blocks) and its scratch. */
 static void free_attention(Model *m) {
-    os_free_zeroed(m->cache.k, m->cache.bytes);
-    os_free_zeroed(m->cache.v, m->cache.bytes);
+    os_free_zeroed(m->cache.k);
+    os_free_zeroed(m->cache.v);
     free(m->attention_state);
     free(m->attention_configs);
     free(m->attention_offset);
@@ -83,7 +76,6 @@ static void free_attention(Model *m) {
     free(m->trace.scratch);
     m->trace.q = m->trace.k = m->trace.scratch = NULL;
     m->cache.k = m->cache.v = m->state.scratch = NULL;
-    m->cache.bytes = 0;
     m->attention_state = NULL;
     m->attention_configs = NULL;
     m->attention_offset = NULL;
@@ -184,10 +176,10 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
             return -1;
         }
         /* pages are committed only as positions are written, 2 MiB at a time where the
-         * system has huge pages (s110m, 229-token prompt: 4,300 page faults fewer) */
-        m->cache.bytes = (size_t)L * (size_t)n_ctx * (size_t)c->kv_dim * sizeof(float);
-        m->cache.k = os_alloc_zeroed(m->cache.bytes);
-        m->cache.v = os_alloc_zeroed(m->cache.bytes);
+         * system can (s110m, a 229-token prompt: 4,300 page faults fewer) */
+        size_t floats = (size_t)L * (size_t)n_ctx * (size_t)c->kv_dim;
+        m->cache.k = os_alloc_zeroed(floats, sizeof(float));
+        m->cache.v = os_alloc_zeroed(floats, sizeof(float));
         m->state.scratch = calloc(scratch_floats, sizeof(float));
         if (!m->cache.k || !m->cache.v || !m->state.scratch) goto out_of_memory;
         for (int l = 0; l <= L; l++)
@@ -354,8 +346,9 @@ double model_macs_per_token(const Model *m) {
 void model_free(Model *m) {
     checkpoint_free(&m->checkpoint);
     free_attention(m);
-    RunState *s = &m->state;
-    os_free_zeroed(s->block, s->block_bytes);   /* every buffer above scratch */
+    OsPart part[STATE_PARTS];
+    state_parts(m, part);
+    os_free_parts(part, STATE_PARTS);
     memset(m, 0, sizeof *m);
 }
 

@@ -34,7 +34,6 @@
 typedef struct {
     float *k;        /* (L, n_ctx, KVD) */
     float *v;        /* (L, n_ctx, KVD) */
-    size_t bytes;    /* of each */
 } KVCache;
 
 /* What attention saw, kept only while tracing (model_trace) for heatmaps: each layer's
@@ -46,7 +45,7 @@ typedef struct {
 } AttentionTrace;
 
 /* Activations for a chunk of up to max_chunk tokens, one buffer per name of block.h's
- * BlockBuffers (no buffer stands for two), reused by every layer. All owned, in one block. */
+ * BlockBuffers (no buffer stands for two), reused by every layer. All owned. */
 typedef struct {
     float *x;        /* (N, C) the residual stream entering a block */
     float *xn1;      /* (N, C) norm1(x), the attention sublayer's input */
@@ -68,9 +67,7 @@ typedef struct {
     int8_t *xq;      /* (N, max(C, Hd)) int8 activations (int8 models) */
     float *xs;       /* (N, groups of max(C, Hd)) their scales (int8 models) */
     float *rope;     /* (N, HS) cos and sin of each rotary angle (rotary positions) */
-    float *scratch;  /* attention scratch (its own allocation) */
-    void *block;     /* the one allocation holding every buffer above scratch */
-    size_t block_bytes;
+    float *scratch;  /* attention scratch */
 } RunState;
 
 typedef struct {

@@ -78,7 +78,7 @@ VG_TESTS = test_kernels test_quant test_attention test_attention_variants \
            test_attention_train test_sampler \
            test_tokenizer test_tokenizer_llama test_model test_cli test_generate test_attnmap
 valgrind:
-	$(MAKE) B=build/valgrind OMP=0 CFLAGS="-O2 -g -mavx2 -mfma" build/valgrind/run \
+	$(MAKE) B=build/valgrind OMP=0 CFLAGS="-O2 -g -mavx2 -mfma -DOS_PLAIN_ALLOC" build/valgrind/run \
 	  build/valgrind/quantize $(addprefix build/valgrind/tests/,$(VG_TESTS))
 	@SHARED_DIR=/nonexistent RUN="$(VALGRIND) build/valgrind/run" WRAP="$(VALGRIND)" \
 	  QUANTIZE="$(VALGRIND) build/valgrind/quantize" \

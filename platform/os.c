@@ -65,29 +65,73 @@ static void lower_to_cgroup(const char *root, const char *group, const char *nam
     }
 }
 
-void *os_alloc_zeroed(size_t bytes) {
-    if (bytes == 0) return NULL;
-#if defined(MAP_ANONYMOUS) && !defined(__wasi__)
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+#if defined(__SANITIZE_ADDRESS__)   /* gcc's AddressSanitizer */
+#define OS_PLAIN_ALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)   /* clang's */
+#define OS_PLAIN_ALLOC 1
+#endif
+#endif
+#if defined(MAP_ANONYMOUS) && !defined(__wasi__) && !defined(OS_PLAIN_ALLOC)
+#define OS_HEADER 64   /* the mapping's length, kept in front of the block (one cache line) */
+void *os_alloc_zeroed(size_t n, size_t size) {
+    if (size && n > (SIZE_MAX - OS_HEADER) / size) return NULL;
+    size_t bytes = OS_HEADER + n * size;
+    unsigned char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                            -1, 0);
     if (p == MAP_FAILED) return NULL;
 #if defined(MADV_HUGEPAGE)
     madvise(p, bytes, MADV_HUGEPAGE);   /* a hint: without it, 4 KiB pages */
 #endif
-    return p;
-#else
-    return calloc(1, bytes);
-#endif
+    memcpy(p, &bytes, sizeof bytes);
+    return p + OS_HEADER;
 }
 
-void os_free_zeroed(void *p, size_t bytes) {
+void os_free_zeroed(void *p) {
     if (!p) return;
-#if defined(MAP_ANONYMOUS) && !defined(__wasi__)
-    munmap(p, bytes);
-#else
-    (void)bytes;
-    free(p);
-#endif
+    size_t bytes;
+    unsigned char *start = (unsigned char *)p - OS_HEADER;
+    memcpy(&bytes, start, sizeof bytes);
+    munmap(start, bytes);
 }
+
+int os_alloc_parts(const OsPart *parts, int n) {
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++) {   /* each part on cache lines of its own */
+        if (parts[i].bytes > SIZE_MAX - 63 - bytes) return -1;
+        bytes += (parts[i].bytes + 63) / 64 * 64;
+    }
+    unsigned char *block = os_alloc_zeroed(1, bytes);
+    for (int i = 0; i < n; i++) {
+        *parts[i].at = block;
+        if (block) block += (parts[i].bytes + 63) / 64 * 64;
+    }
+    return block ? 0 : -1;
+}
+
+void os_free_parts(const OsPart *parts, int n) {
+    if (n > 0) os_free_zeroed(*parts[0].at);   /* the block starts at the first part */
+    for (int i = 0; i < n; i++) *parts[i].at = NULL;
+}
+#else
+void *os_alloc_zeroed(size_t n, size_t size) { return calloc(n, size); }
+void os_free_zeroed(void *p) { free(p); }
+
+int os_alloc_parts(const OsPart *parts, int n) {
+    int ok = 1;
+    for (int i = 0; i < n; i++)
+        ok &= (*parts[i].at = calloc(1, parts[i].bytes ? parts[i].bytes : 1)) != NULL;
+    if (!ok) os_free_parts(parts, n);
+    return ok ? 0 : -1;
+}
+
+void os_free_parts(const OsPart *parts, int n) {
+    for (int i = 0; i < n; i++) {
+        free(*parts[i].at);
+        *parts[i].at = NULL;
+    }
+}
+#endif
 
 size_t os_memory_limit(size_t fallback) {
     size_t bytes = SIZE_MAX;

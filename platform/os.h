@@ -39,12 +39,26 @@ double os_seconds(void);
  * them says. */
 size_t os_memory_limit(size_t fallback);
 
-/* bytes of zeros for large working buffers, or NULL if out of memory (or bytes is 0). Where
- * the system can (Linux), the block is mapped on its own and marked for huge pages: its
- * pages come as they are first written, 2 MiB at a time rather than 4 KiB (a page fault
- * costs microseconds, and thousands on a VM). Freed by os_free_zeroed with the same bytes. */
-void *os_alloc_zeroed(size_t bytes);
-void os_free_zeroed(void *p, size_t bytes);
+/* calloc and free for large working buffers (activations, the KV cache): n zeros of size
+ * bytes each, 64-byte aligned, or NULL if out of memory. Where the system can (Linux), the
+ * block is mapped on its own and marked for huge pages: its pages come as they are first
+ * written, 2 MiB at a time rather than 4 KiB (a page fault costs microseconds, and
+ * thousands on a VM). Under AddressSanitizer, or built with -DOS_PLAIN_ALLOC (the valgrind
+ * build), it is calloc itself, so that those tools see each block's edges. */
+void *os_alloc_zeroed(size_t n, size_t size);
+void os_free_zeroed(void *p);
+
+/* Buffers of zeros that live and die together (a model's activations): *at is set to
+ * bytes of zeros, 64-byte aligned, for each part, all carved from one os_alloc_zeroed
+ * block (small buffers share its huge pages), or each its own calloc where
+ * os_alloc_zeroed is calloc. Returns 0, or -1 if out of memory (every *at then NULL).
+ * os_free_parts takes the same parts. */
+typedef struct {
+    void **at;
+    size_t bytes;
+} OsPart;
+int os_alloc_parts(const OsPart *parts, int n);
+void os_free_parts(const OsPart *parts, int n);
 
 /* ---- reading ---- */
 
