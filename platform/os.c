@@ -74,6 +74,7 @@ static void lower_to_cgroup(const char *root, const char *group, const char *nam
 #endif
 #if defined(MAP_ANONYMOUS) && !defined(__wasi__) && !defined(OS_PLAIN_ALLOC)
 #define OS_HEADER 64   /* the mapping's length, kept in front of the block (one cache line) */
+#define OS_HUGE_MIN (4u << 20)   /* blocks marked for huge pages: at least two of them */
 void *os_alloc_zeroed(size_t n, size_t size) {
     if (size && n > (SIZE_MAX - OS_HEADER) / size) return NULL;
     size_t bytes = OS_HEADER + n * size;
@@ -81,7 +82,9 @@ void *os_alloc_zeroed(size_t n, size_t size) {
                             -1, 0);
     if (p == MAP_FAILED) return NULL;
 #if defined(MADV_HUGEPAGE)
-    madvise(p, bytes, MADV_HUGEPAGE);   /* a hint: without it, 4 KiB pages */
+    /* a hint (without it, 4 KiB pages), for large blocks only: a huge page is 2 MiB to
+     * clear, and the kernel may compact memory to find one */
+    if (bytes >= OS_HUGE_MIN) madvise(p, bytes, MADV_HUGEPAGE);
 #endif
     memcpy(p, &bytes, sizeof bytes);
     return p + OS_HEADER;

@@ -41,9 +41,9 @@ size_t os_memory_limit(size_t fallback);
 
 /* calloc and free for large working buffers (activations, the KV cache): n zeros of size
  * bytes each, 64-byte aligned, or NULL if out of memory. Where the system can (Linux), the
- * block is mapped on its own and marked for huge pages: its pages come as they are first
- * written, 2 MiB at a time rather than 4 KiB (a page fault costs microseconds, and
- * thousands on a VM). Under AddressSanitizer, or built with -DOS_PLAIN_ALLOC (the valgrind
+ * block is mapped on its own and, from 4 MiB on, marked for huge pages: its pages come as
+ * they are first written, 2 MiB at a time rather than 4 KiB (a page fault costs
+ * microseconds, and thousands on a VM). Under AddressSanitizer, or built with -DOS_PLAIN_ALLOC (the valgrind
  * build), it is calloc itself, so that those tools see each block's edges. */
 void *os_alloc_zeroed(size_t n, size_t size);
 void os_free_zeroed(void *p);

@@ -69,15 +69,28 @@ efficient efficient 0
 performer performer:m=64 0
 lsh lsh:buckets=8,rounds=2,local=16,sinks=1 0"}
 # The long-context rows: context 1024 (2 x 1024 tokens a step: the same tokens), the window
-# 1/8 of it again; the headline rows with every seed here too; then three with rotary
-# positions instead of the learned table (more flags for train after the headline field).
+# 1/8 of it again; the headline rows with every seed here too; then every kind with rotary
+# positions instead of the learned table (more flags for train after the headline field),
+# each pattern's lengths scaled with the context (strided's l its square root, LSH's
+# buckets and local window x 4).
 LONG_VARIANTS=${LONG_VARIANTS:-"long-exact exact 1
 long-window-sinklogit window:w=128,sinklogit=1 1
 long-hybrid 3*window:w=128,sinklogit=1;exact 1
 long-fixed fixed:l=128,c=16 0
 long-exact-rope exact 1 --pos rope
+long-window-rope window:w=128 0 --pos rope
+long-window-sinks-rope window:w=128,sinks=4 0 --pos rope
 long-window-sinklogit-rope window:w=128,sinklogit=1 1 --pos rope
-long-hybrid-rope 3*window:w=128,sinklogit=1;exact 0 --pos rope"}
+long-hybrid-rope 3*window:w=128,sinklogit=1;exact 0 --pos rope
+long-dilated-rope dilated:w=64,k=2,sinks=4 0 --pos rope
+long-strided-rope strided:l=32 0 --pos rope
+long-fixed-rope fixed:l=128,c=16 0 --pos rope
+long-softmax1-rope softmax1 0 --pos rope
+long-linear-rope linear 0 --pos rope
+long-linear-norm-rope linear:norm=1 0 --pos rope
+long-efficient-rope efficient 0 --pos rope
+long-performer-rope performer:m=64 0 --pos rope
+long-lsh-rope lsh:buckets=32,rounds=2,local=64,sinks=1 0 --pos rope"}
 LONG="-T 1024 -B 2"
 # The longest rows: context 4096 (1 x 4096 tokens a step, a quarter of STEPS: the tokens of
 # the context-1024 rows), rotary positions only (a 4096-row table would hold a quarter of
