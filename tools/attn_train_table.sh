@@ -218,9 +218,10 @@ if [ "$WHAT" = all ] || [ "$WHAT" = equal ]; then
     equal_rows "$XLONG_VARIANTS" "$XLONG_STEPS" "$XLONG"
 fi
 
-# The picture: bits/char against decode tokens/s at position 4096 (left) and against
-# training tokens/s (right), one labelled point per variant of $WORK/points.txt (name,
-# bits/char, decode tokens/s at 4096, training tokens/s); the x axes start at 0 and end at
+# The picture: bits/char against decode tokens/s at position POSITION (default 4096) (left)
+# and against training tokens/s (right), one labelled point per variant of $WORK/points.txt
+# (name, bits/char, decode tokens/s at that position, training tokens/s; CONTEXT, if set,
+# names the training context in the title); the x axes start at 0 and end at
 # a round number. A point far above the rest (more than the others' spread) sits on the top
 # edge with its value in its label, so that the rest keep the height. Each label takes the
 # first place beside its point, right or left and a line up or down, that no label placed
@@ -228,7 +229,8 @@ fi
 # multiples of a round step (0.005, 0.01, 0.02, 0.05, ...: the first giving at most 6
 # intervals), and each tick is labelled with its exact value.
 draw_picture() {
-    awk -v title="Trained from scratch: quality against speed (${DATE:-$(date +%Y-%m-%d)})" '
+    awk -v title="Trained from scratch${CONTEXT:+ at context $CONTEXT}: quality against speed (${DATE:-$(date +%Y-%m-%d)})" \
+        -v position="${POSITION:-4096}" '
         function nice(v,   p) { p = 1; while (p * 10 <= v) p *= 10; return p * (int(v / p) + 1) }
         function free(x0, y0, x1, y1,   k) {
             for (k = 1; k <= nb; k++)
@@ -263,7 +265,7 @@ draw_picture() {
                 for (i = 1; i <= n; i++) { v = p ? t[i] : d[i]; if (v > xmax) xmax = v }
                 xmax = nice(xmax)
                 printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", left, top, pw, bottom - top
-                printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", left + pw / 2, bottom + 36, p ? "training tokens/s (2 cores)" : "decode tokens/s at position 4096"
+                printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", left + pw / 2, bottom + 36, p ? "training tokens/s (2 cores)" : "decode tokens/s at position " position
                 for (k = 0; k <= 4; k++) {
                     x = left + pw * k / 4
                     printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">%.0f</text>\n", x, bottom + 16, xmax * k / 4
