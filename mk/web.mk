@@ -70,10 +70,11 @@ web: $(WEB_OUT)/attn.wasm $(WEB_OUT)/tutorial.wasm $(WEB_PAGE) $(WEB_OUT)/attn.h
 
 # web-check: the page in headless Chromium against ./run (tools/web_check.sh): the deep
 # link's text for a greedy and a seeded run, a heatmap cell against --attn-map's, bad input
-# refused in the page, no console message, screenshots at 1400 and 600 px in
-# $(B)/web-check/. make check runs it; skipped with a line when the wasm toolchain (or,
-# in the script, chromium) is missing. About 40 s. Example: make web-check
-web-check: $(B)/run
+# refused in the page, every ./tutorial step in the page against ./tutorial's stdout, no
+# console message, screenshots at 1400 and 600 px in $(B)/web-check/. make check runs it;
+# skipped with a line when the wasm toolchain (or, in the script, chromium) is missing.
+# About 2 minutes. Example: make web-check
+web-check: $(B)/run $(B)/tutorial
 	@if printf 'int main(void) { return 0; }\n' | $(WEB_CC) --target=wasm32-wasi -x c - \
 	     -o /dev/null >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory web && bash tools/web_check.sh $(B); \
