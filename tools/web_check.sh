@@ -14,8 +14,13 @@
 #  - no console message and no uncaught exception on any load; nothing wider than the
 #    window at 1400 and 600 px, whose screenshots it writes to BUILD_DIR/web-check/ (look
 #    at them: clipping a script cannot see shows there).
+#  - the Tutorial panel: every step ./tutorial --help lists (but svg) runs in the page
+#    (#step=NAME), its #tutorial-out ./tutorial NAME's stdout byte for byte (tokens with
+#    an argument); the C shown for attend is the functions' text in the sources;
+#    screenshots tutorial-1400.png and tutorial-600.png.
 # It prints the page's decode tokens/s (one thread of WebAssembly) beside ./run's.
-# Chromium is Debian's chromium (tools/chromium.sh); without it, skipped. About 30 s.
+# Chromium is Debian's chromium (tools/chromium.sh); without it, skipped. About 2 minutes (a Chromium
+# per tutorial step).
 # Usage: tools/web_check.sh [BUILD_DIR] (default build: BUILD_DIR/run, BUILD_DIR/web).
 set -u
 B=${1:-build}
@@ -169,6 +174,78 @@ compare window "KING RICHARD III:" 60 0 1 5 0 40 31 1400 "" "window:w=16,sinks=2
 refuse empty "prompt=&n=10&t=0&s=1" "the prompt is empty"
 refuse long "prompt=$(printf 'a%%20%.0s' $(seq 300))&n=10&t=0&s=1" "prompt too long for the context"
 refuse steps "prompt=ROMEO%3A&n=99999999&t=0&s=1" "n: invalid value"
-echo "web-check: screenshots in $SHOTS (page-1400.png, page-600.png)"
+
+# tutorial STEP WIDTH SCREENSHOT [ARG...]: #step=STEP&args=... against ./tutorial STEP ARG...;
+# its stdout byte for byte, and the page says the step is done without a message.
+load_step() {
+    local shot=()
+    [ -z "${3:-}" ] || shot=(--screenshot "$3")
+    python3 "$here/tools/cdp_page.py" "$browser" "$base#$1" --width "$2" \
+        --timeout "$LOAD_TIMEOUT" \
+        --wait "['done', 'error'].includes(document.body.dataset.tutorial)" \
+        --eval "document.getElementById('tutorial-out').textContent" \
+        --eval "document.getElementById('message').textContent" \
+        --eval "document.body.dataset.tutorial" \
+        --eval "[...document.querySelectorAll('#tutorial-code pre')].map(p => p.dataset.function + '\\n' + p.textContent).join('\\f')" \
+        --eval "document.documentElement.scrollWidth + ' ' + window.innerWidth" \
+        "${shot[@]}" >"$work/$4.out" 2>&1
+}
+tutorial() {
+    local step=$1 width=$2 shot=$3 name="step-$1"
+    shift 3
+    local args=""
+    [ $# = 0 ] || args="&args=$(quote "$(printf '%s\n' "$@" | sed '$s/$//')")"
+    (cd "$here" && "$TUTORIAL" "$step" "$@") >"$work/$name.tut" 2>"$work/$name.terr" || {
+        fail "$name: ./tutorial $step failed: $(cat "$work/$name.terr")"
+        return
+    }
+    if ! load_step "step=$step$args" "$width" "$shot" "$name"; then
+        fail "$name: the page never finished the step: $(console_of "$name")"
+        return
+    fi
+    field "$name" 1 >"$work/$name.page"
+    if [ "$(field "$name" 3)" = done ] && [ -z "$(field "$name" 2)" ] &&
+       cmp -s "$work/$name.tut" "$work/$name.page"; then
+        ok "$name: #tutorial-out is ./tutorial $step${*:+ $*}'s stdout ($(wc -c <"$work/$name.tut") bytes)"
+    else
+        fail "$name: ./tutorial $step${*:+ $*}: page state '$(field "$name" 3)', message '$(field "$name" 2)':"
+        diff "$work/$name.tut" "$work/$name.page" | head -n 6
+    fi
+    check_console "$name"
+}
+TUTORIAL=$(cd "$here" && realpath "$B/tutorial")
+steps=$(cd "$here" && "$TUTORIAL" --help | sed -n 's/^  \([a-z]*\) .*/\1/p' | grep -vx svg)
+for step in $steps; do
+    case $step in
+        attend) tutorial attend 1400 "$SHOTS/tutorial-1400.png" ;;
+        tokens) tutorial tokens 600 "$SHOTS/tutorial-600.png" "ROMEO:" ;;
+        *) tutorial "$step" 1400 "" ;;
+    esac
+done
+check_width step-attend 1400
+check_width step-tokens 600
+# the C shown for attend: each function's text as web/steps.sh cut it, against the source
+# cut here by a different tool (python: from the definition's line to the first "}")
+field step-attend 4 >"$work/shown.txt"
+if python3 - "$here" "$work/shown.txt" <<'PY'
+import re, sys
+here, shown = sys.argv[1], open(sys.argv[2]).read().split("\f")
+places = {"step_attend": "lab/tutorial.c", "tutorial_attend_one": "lab/tutorial.c",
+          "attention_forward": "attention.c"}
+bad = []
+for block in shown:
+    name, text = block.split("\n", 1)
+    src = open(f"{here}/{places.get(name, '?')}").read() if name in places else ""
+    m = re.search(r"^[A-Za-z][^\n;]*[ *]" + name + r"\((?:[^\n]*\n)*?\}\n", src, re.M)
+    if not m or m.group(0) != text:
+        bad.append(name)
+if bad or len(shown) != 3:
+    print("differs: " + ", ".join(bad) + f" ({len(shown)} functions shown)")
+    sys.exit(1)
+PY
+then ok "step-attend: the C shown (step_attend, tutorial_attend_one, attention_forward) is the sources' text"
+else fail "step-attend: the C shown is not the sources' text"
+fi
+echo "web-check: screenshots in $SHOTS (page-1400.png, page-600.png, tutorial-1400.png, tutorial-600.png)"
 echo "web-check: $passed passed, $failed failed"
 [ "$failed" = 0 ]

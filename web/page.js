@@ -141,8 +141,10 @@ function onMessage(event) {
             `vocabulary ${config.vocab}, context ${config.context} tokens.`;
         fillLists();
         busy(false);
-        if (deepLink) { applySettings(deepLink); run(); }
+        $('tutorial-run').disabled = false;
+        if (deepLink) followLink(deepLink);
         break;
+    case 'tutorial': showTutorial(m); break;
     case 'tokens': showTokens(m.ids); break;
     case 'out': $('output').append(decoder.decode(m.bytes, {stream: true})); break;
     case 'err': setMessage($('message').textContent + m.text); break;
@@ -337,7 +339,56 @@ function parseHash() {
             return null;
         }
     }
-    return 'prompt' in link ? link : null;
+    return 'prompt' in link || 'step' in link ? link : null;
+}
+
+// A deep link's work: a tutorial step (#step=), a generation (#prompt=), or both.
+function followLink(link) {
+    if ('step' in link) {
+        if (!TUTORIAL_STEPS.some((s) => s.name === link.step)) {
+            setMessage(`The link's step "${link.step}" is not a tutorial step (expected one ` +
+                       `of: ${TUTORIAL_STEPS.map((s) => s.name).join(', ')}).`);
+        } else {
+            $('tutorial-step').value = link.step;
+            $('tutorial-args').value = link.args || '';
+            showCode();
+            runTutorial();
+            $('tutorial-panel').scrollIntoView();
+        }
+    }
+    if ('prompt' in link) { applySettings(link); run(); }
+}
+
+// The Tutorial panel: the chosen step's functions, as web/steps.sh cut them from the C.
+function showCode() {
+    const step = TUTORIAL_STEPS.find((s) => s.name === $('tutorial-step').value);
+    $('tutorial-code').replaceChildren(...step.code.flatMap((c) => {
+        const head = document.createElement('p');
+        head.className = 'note';
+        head.textContent = `${c.file}: ${c.name}`;
+        const pre = document.createElement('pre');
+        pre.className = 'code';
+        pre.dataset.function = c.name;
+        pre.textContent = c.text;
+        return [head, pre];
+    }));
+}
+
+// ./tutorial STEP ARGS in the worker (tutorial.wasm); its arguments one a line.
+function runTutorial() {
+    const text = $('tutorial-args').value.replace(/\n$/, '');
+    const args = text === '' ? [] : text.split('\n');
+    $('tutorial-run').disabled = true;
+    $('tutorial-out').textContent = '';
+    delete document.body.dataset.tutorial;
+    worker.postMessage({type: 'tutorial', args: [$('tutorial-step').value, ...args]});
+}
+
+function showTutorial(m) {
+    $('tutorial-out').textContent = m.out;
+    if (m.err) setMessage(m.err.replace(/\n$/, ''));
+    $('tutorial-run').disabled = false;
+    document.body.dataset.tutorial = m.status === 0 ? 'done' : 'error';
 }
 
 function applySettings(link) {
@@ -369,8 +420,13 @@ $('eval').addEventListener('click', () => {
 });
 window.addEventListener('hashchange', () => {
     deepLink = parseHash();
-    if (deepLink && ready) { applySettings(deepLink); run(); }
+    if (deepLink && ready) followLink(deepLink);
 });
+$('tutorial-form').addEventListener('submit', (e) => { e.preventDefault(); runTutorial(); });
+$('tutorial-step').addEventListener('change', showCode);
 
+for (const step of TUTORIAL_STEPS) $('tutorial-step').add(new Option(step.name, step.name));
+$('tutorial-step').value = 'attend';
+showCode();
 deepLink = parseHash();
 startWorker();

@@ -10,7 +10,8 @@
  * Messages out: {type: 'ready', config, pieces} | {type: 'tokens', ids} |
  * {type: 'out', bytes} | {type: 'err', text} | {type: 'steps', steps: [{id, top, probs}]} |
  * {type: 'done', status, stats} | {type: 'attention', layer, T, heads, weights} |
- * {type: 'eval', status, bits} | {type: 'fatal', text}.
+ * {type: 'eval', status, bits} | {type: 'tutorial', step, status, out, err} |
+ * {type: 'fatal', text}.
  */
 'use strict';
 
@@ -21,6 +22,9 @@ const files = {};             // path (no leading '/') -> Uint8Array
 const open = {};              // fd -> {data, pos}
 let nextFd = 4;
 let wasm = null;              // the instance's exports
+let argv = [];                // the running command's arguments, each a C string's bytes
+let captured = null;          // while tutorial.wasm runs: {1: [bytes], 2: [bytes]}
+let tutorialModule = null;    // tutorial.wasm compiled, instantiated afresh for each step
 let memory = null;
 const utf8 = new TextDecoder('utf-8');
 const encoder = new TextEncoder();
@@ -54,8 +58,20 @@ function readInto(data, pos, iovs, n) {
 }
 
 const wasi = {
-    args_get: () => ERRNO.SUCCESS,
-    args_sizes_get: (argc, size) => { view().setUint32(argc, 0, true); view().setUint32(size, 0, true); return 0; },
+    args_get(argvPtr, buf) {
+        let at = buf;
+        argv.forEach((arg, i) => {
+            view().setUint32(argvPtr + 4 * i, at, true);
+            bytesAt(at, arg.length).set(arg);
+            at += arg.length;
+        });
+        return ERRNO.SUCCESS;
+    },
+    args_sizes_get(argc, size) {
+        view().setUint32(argc, argv.length, true);
+        view().setUint32(size, argv.reduce((n, a) => n + a.length, 0), true);
+        return ERRNO.SUCCESS;
+    },
     environ_get: () => ERRNO.SUCCESS,
     environ_sizes_get: (n, size) => { view().setUint32(n, 0, true); view().setUint32(size, 0, true); return 0; },
     clock_time_get(id, precision, out) {
@@ -77,7 +93,8 @@ const wasi = {
         const bytes = new Uint8Array(total);
         let at = 0;
         for (const p of parts) { bytes.set(p, at); at += p.length; }
-        if (fd === 1) { pendingOut.push(bytes); flushSoon(); }
+        if (captured) captured[fd].push(bytes);
+        else if (fd === 1) { pendingOut.push(bytes); flushSoon(); }
         else postMessage({type: 'err', text: utf8.decode(bytes)});
         v.setUint32(written, total, true);
         return ERRNO.SUCCESS;
@@ -159,7 +176,10 @@ const wasi = {
         view().setUint32(out, handle, true);
         return ERRNO.SUCCESS;
     },
-    proc_exit(code) { throw new Error('the engine exited with status ' + code); },
+    proc_exit(code) {
+        if (captured) throw {exitStatus: code};
+        throw new Error('the engine exited with status ' + code);
+    },
 };
 
 // The C string s in fresh wasm memory (free with web_free); its byte length in .length.
@@ -211,6 +231,8 @@ async function start(given) {
         {wasi_snapshot_preview1: wasi, web: {on_token: onToken}});
     wasm = instance.exports;
     memory = wasm.memory;
+    tutorialModule = await WebAssembly.compile(given ? given['tutorial.wasm']
+                                                     : await fetchBytes('tutorial.wasm'));
     wasm._initialize();
     if (wasm.web_load() !== 0) throw new Error('the model did not load (see the message above)');
     const config = {layers: wasm.web_config(0), heads: wasm.web_config(1),
@@ -267,6 +289,30 @@ function evaluate(m) {
     postMessage({type: 'eval', status, bits, attn: m.attn});
 }
 
+// Runs ./tutorial's main (tutorial.wasm, a WASI command: a fresh instance each time) with
+// args; its stdout and stderr as text, and its exit status.
+function tutorial(m) {
+    const saved = memory;
+    argv = ['tutorial', ...m.args].map(a => encoder.encode(a + '\0'));
+    captured = {1: [], 2: []};
+    let status = 0;
+    try {
+        const instance = new WebAssembly.Instance(tutorialModule, {wasi_snapshot_preview1: wasi});
+        memory = instance.exports.memory;
+        instance.exports._start();
+    } catch (e) {
+        if (e && e.exitStatus !== undefined) status = e.exitStatus;
+        else throw e;
+    } finally {
+        memory = saved;
+        argv = [];
+    }
+    const text = fd => utf8.decode(new Uint8Array(captured[fd].flatMap(b => Array.from(b))));
+    const out = text(1), err = text(2);
+    captured = null;
+    postMessage({type: 'tutorial', step: m.args[0], status, out, err});
+}
+
 let ready = null;
 onmessage = async (event) => {
     const m = event.data;
@@ -276,6 +322,7 @@ onmessage = async (event) => {
         if (m.type === 'generate') generate(m);
         else if (m.type === 'attention') attention(m);
         else if (m.type === 'eval') evaluate(m);
+        else if (m.type === 'tutorial') tutorial(m);
     } catch (e) {
         postMessage({type: 'fatal', text: String(e && e.message || e)});
     }
