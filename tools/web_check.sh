@@ -224,6 +224,19 @@ for step in $steps; do
 done
 check_width step-attend 1400
 check_width step-tokens 600
+# merges on demand: after a run, a click on the prompt's first token (ROMEO) shows what
+# ./tutorial merges ROMEO prints
+(cd "$here" && "$TUTORIAL" merges ROMEO) >"$work/click.tut" 2>/dev/null
+if python3 "$here/tools/cdp_page.py" "$browser" "$base#prompt=ROMEO%3A&n=1&t=0" --width 1000 \
+       --timeout "$LOAD_TIMEOUT" \
+       --wait "(document.querySelector('.tok') && !window.clicked && (window.clicked = 1,
+               document.querySelector('.tok').click()), document.body.dataset.tutorial === 'done')" \
+       --eval "document.getElementById('tutorial-out').textContent" >"$work/click.out" 2>&1 &&
+   field click 1 >"$work/click.page" && cmp -s "$work/click.tut" "$work/click.page"; then
+    ok "merges on demand: a click on the token ROMEO shows ./tutorial merges ROMEO's stdout"
+else
+    fail "merges on demand: the click on ROMEO did not show ./tutorial merges ROMEO's output"
+fi
 # the C shown for attend: each function's text as web/steps.sh cut it, against the source
 # cut here by a different tool (python: from the definition's line to the first "}")
 field step-attend 4 >"$work/shown.txt"

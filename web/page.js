@@ -193,8 +193,24 @@ function showTokens(ids) {
         chip.append(showPiece(pieces[id]));
         small.textContent = id;
         chip.append(small);
+        chip.title = 'click: the merges that built this token (the Tutorial panel\'s merges step)';
+        chip.addEventListener('click', () => showMerges(pieces[id]));
         box.append(chip);
     }
+}
+
+// The merges that built a token: ./tutorial merges PIECE in the Tutorial panel.
+function showMerges(bytes) {
+    const text = new TextDecoder('utf-8').decode(bytes);
+    if (text.includes('\n')) {   // the panel takes its arguments a line each
+        setMessage('merges: a token with a newline cannot be passed as one argument');
+        return;
+    }
+    $('tutorial-step').value = 'merges';
+    showCode();
+    $('tutorial-args').value = text;
+    runTutorial();
+    $('tutorial-panel').scrollIntoView();
 }
 
 function showStep(i) {
