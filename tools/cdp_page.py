@@ -130,6 +130,10 @@ def main():
             browser.send(domain + ".enable", session=session)
         browser.send("Emulation.setDeviceMetricsOverride", {"width": a.width, "height": a.height,
                      "deviceScaleFactor": 1, "mobile": False}, session=session)
+        # no scrollbar: the page is laid out at the full width both when it is checked and
+        # when captureBeyondViewport lays it out again for the screenshot (with a scrollbar
+        # the picture was cut 15 px short of the layout, the right edge lost)
+        browser.send("Emulation.setScrollbarsHidden", {"hidden": True}, session=session)
         browser.send("Page.navigate", {"url": a.url}, session=session)
         deadline = time.time() + a.timeout
         done = False
