@@ -21,6 +21,7 @@
  *   The lab: sparse patterns (§3)            pattern_rows, store_row
  *   The lab: LSH (§4)                        lsh_insert, lsh_rows
  *   The lab: recurrent variants (§5, §6)     linear_step, efficient_step, performer_step
+ *   The lab: the Synthesizer (§16)           synth_logits, synth_logits_backward
  *   The lab: the step                        attention_step
  *   The lab: attention weights               attention_weights
  *   Backward of exact attention              attend_rows_backward, attention_backward
@@ -114,10 +115,22 @@ static void dropout_weights(float *w, int n, const AttentionDropout *drop, uint6
  *   q_t (HS,); k, v (rows, kv_stride) read at this kv head's column offset;
  *   scores (n_keys,) scratch. With gauss = sink = 0 this is exactly the exact
  *   kernel: the same operations in the same order, so the same bits. */
+static void attend_scored(float *out_t, const float *v, int kv_stride, const int32_t *rows,
+                          int n_keys, int HS, Scoring sc, float *scores,
+                          const AttentionDropout *drop, uint64_t first);
+
 static void attend_rows(float *out_t, const float *q_t, const float *k, const float *v,
                         int kv_stride, const int32_t *rows, int n_keys, int HS, Scoring sc,
                         float *scores, const AttentionDropout *drop, uint64_t first) {
     score_rows(scores, q_t, k, kv_stride, rows, n_keys, HS, sc);
+    attend_scored(out_t, v, kv_stride, rows, n_keys, HS, sc, scores, drop, first);
+}
+
+/* attend_rows once the scores (n_keys,) are written (overwritten here): the softmax, the
+ * dropout, the weighted sum of the values. The Synthesizers' logits come this way. */
+static void attend_scored(float *out_t, const float *v, int kv_stride, const int32_t *rows,
+                          int n_keys, int HS, Scoring sc, float *scores,
+                          const AttentionDropout *drop, uint64_t first) {
     float inv_sum = softmax_unnormalised(scores, n_keys, sc, NULL);
     /* training: the dropout mask between the softmax and the sum */
     if (drop) dropout_weights(scores, n_keys, drop, first, rows);
@@ -219,18 +232,25 @@ void attention_config_default(AttentionConfig *cfg) {
     cfg->local = ATTENTION_DEFAULT_LSH_LOCAL;
     cfg->features = ATTENTION_DEFAULT_FEATURES;
     cfg->orthogonal = 1;
+    cfg->factor = ATTENTION_DEFAULT_FACTOR;
     cfg->seed = 1;
 }
 
 const char *attention_kind_name(AttentionKind kind) {
     static const char *const names[ATTENTION_KINDS] = {
         "exact", "gauss", "window", "dilated", "strided", "fixed", "lsh", "linear",
-        "efficient", "performer"};
+        "efficient", "performer", "synth-random", "synth-dense", "synth-frandom",
+        "synth-fdense"};
     return kind >= 0 && kind < ATTENTION_KINDS ? names[kind] : "unknown";
 }
 
 int attention_has_weights(AttentionKind kind) {
     return kind != ATTENTION_LINEAR && kind != ATTENTION_EFFICIENT && kind != ATTENTION_PERFORMER;
+}
+
+int attention_is_synth(AttentionKind kind) {
+    return kind == ATTENTION_SYNTH_RANDOM || kind == ATTENTION_SYNTH_DENSE ||
+           kind == ATTENTION_SYNTH_FRANDOM || kind == ATTENTION_SYNTH_FDENSE;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -290,8 +310,9 @@ int attention_config_check(const AttentionConfig *cfg, char *problem, size_t cap
                  (double)cfg->tau);
         return -1;
     }
-    const char *alone = cfg->softmax1 && !is_softmax_family(cfg->kind) ? "softmax1"
-                      : cfg->sink_logit && !is_softmax_family(cfg->kind) ? "sinklogit"
+    int compared = is_softmax_family(cfg->kind) && !attention_is_synth(cfg->kind);
+    const char *alone = cfg->softmax1 && !compared ? "softmax1"
+                      : cfg->sink_logit && !compared ? "sinklogit"
                       : cfg->norm && cfg->kind != ATTENTION_LINEAR ? "norm" : NULL;
     if (alone) {
         snprintf(problem, cap, "%s: %s does not apply (got %s=1, expected 0 on this kind)",
@@ -333,6 +354,9 @@ int attention_config_check(const AttentionConfig *cfg, char *problem, size_t cap
         return 0;
     case ATTENTION_PERFORMER:
         return check_range(kind, "m", cfg->features, 1, ATTENTION_MAX_FEATURES, problem, cap);
+    case ATTENTION_SYNTH_FRANDOM: case ATTENTION_SYNTH_FDENSE:
+        return check_range(kind, cfg->kind == ATTENTION_SYNTH_FRANDOM ? "rank" : "a", cfg->factor,
+                           1, MAX, problem, cap);
     default:
         return 0;
     }
@@ -358,9 +382,10 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
     if (n_ctx < 1 || NH < 1 || NKV < 1 || NH % NKV != 0 || HS < 1) return -1;
     if (!(cfg->tau >= ATTENTION_MIN_TAU && cfg->tau <= ATTENTION_MAX_TAU)) return -1;
-    if (cfg->softmax1 && !is_softmax_family(cfg->kind)) return -1;
+    int compared = is_softmax_family(cfg->kind) && !attention_is_synth(cfg->kind);
+    if (cfg->softmax1 && !compared) return -1;
     /* a sink logit is a softmax's extra key, and softmax1 is its fixed b = 0 form */
-    if (cfg->sink_logit && (!is_softmax_family(cfg->kind) || cfg->softmax1)) return -1;
+    if (cfg->sink_logit && (!compared || cfg->softmax1)) return -1;
     if (cfg->norm && cfg->kind != ATTENTION_LINEAR) return -1;
     long rows = 0, ring = 0, list = 0;
     switch (cfg->kind) {
@@ -403,6 +428,12 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
         p->rec_floats = cfg->features * HS + cfg->features + 1;   /* S (m, HS), z (m,), M */
         p->rounds = 1;
         p->rand_rows = cfg->features;
+        break;
+    case ATTENTION_SYNTH_RANDOM: case ATTENTION_SYNTH_DENSE:
+    case ATTENTION_SYNTH_FRANDOM: case ATTENTION_SYNTH_FDENSE:
+        /* the parameters cover positions 0 .. L-1 */
+        if (attention_synth_floats(cfg, shape) == 0 || n_ctx > cfg->synth_len) return -1;
+        rows = n_ctx;
         break;
     default:
         return -1;
@@ -978,6 +1009,145 @@ static void performer_step(float *rec, const float *W, int m, int HS, float s, c
 }
 
 /* ------------------------------------------------------------------------- */
+/* The lab: the Synthesizer (§16)                                            */
+/* Weights without comparing queries with keys: head h's logits over positions 0 .. i come
+ * from learned parameters alone (Random, factorized Random) or from the query's own token
+ * through a two-layer map (Dense, factorized Dense) whose first layer is W_Q with a ReLU
+ * (relu(q_i), q_i = xn_i W_Q^T + b_Q, not rotated) and whose second is the head's W (L, HS)
+ * and b (L,). The softmax over keys 0 .. i and the sum of values are every softmax kind's
+ * (attend_scored). */
+
+/* Floats of one head's parameters (attention.h's layout), 0 if cfg cannot have them; at most
+ * 2^28 per head, so that no size here overflows a 32-bit size_t times NH. */
+static size_t synth_head_floats(const AttentionConfig *cfg, int HS) {
+    uint64_t L = (uint64_t)cfg->synth_len, F = (uint64_t)cfg->factor, n = 0;
+    if (cfg->synth_len < 1 || cfg->synth_len > ATTENTION_MAX_INT || HS < 1) return 0;
+    switch (cfg->kind) {
+    case ATTENTION_SYNTH_RANDOM: n = L * L; break;                  /* R (L, L) */
+    case ATTENTION_SYNTH_DENSE: n = L * ((uint64_t)HS + 1); break;  /* W (L, HS), b (L,) */
+    case ATTENTION_SYNTH_FRANDOM:                                   /* R1, R2 (L, k) */
+        if (cfg->factor >= 1 && cfg->factor <= ATTENTION_MAX_INT) n = 2 * L * F;
+        break;
+    case ATTENTION_SYNTH_FDENSE:          /* WA (a, HS), bA (a,), WB (L/a, HS), bB (L/a,) */
+        if (cfg->factor >= 1 && cfg->synth_len % cfg->factor == 0)
+            n = (F + L / F) * ((uint64_t)HS + 1);
+        break;
+    default: break;
+    }
+    return n <= ((uint64_t)1 << 28) ? (size_t)n : 0;
+}
+
+size_t attention_synth_floats(const AttentionConfig *cfg, const AttentionShape *shape) {
+    size_t head = synth_head_floats(cfg, shape->head_dim);
+    if (shape->n_heads < 1 || head > SIZE_MAX / sizeof(float) / (size_t)shape->n_heads) return 0;
+    return (size_t)shape->n_heads * head;
+}
+
+/* Head h's parameters in cfg->synth. */
+static const float *synth_head(const AttentionConfig *cfg, int HS, int h) {
+    return cfg->synth + (size_t)h * synth_head_floats(cfg, HS);
+}
+
+/* w . relu(x) over n: the second layer of the Dense forms applied to their first. */
+static float relu_dot(const float *w, const float *x, int n) {
+    float sum = 0.0f;
+    for (int c = 0; c < n; c++) sum += w[c] * (x[c] > 0.0f ? x[c] : 0.0f);
+    return sum;
+}
+
+/* s (i + 1,) = a head's logits for the query at position i over keys 0 .. i; P its
+ * parameters, q_i (HS,) its query (read by the Dense forms only). */
+static void synth_logits(const AttentionConfig *cfg, const float *P, int HS, const float *q_i,
+                         int i, float *s) {
+    long L = cfg->synth_len, F = cfg->factor;
+    switch (cfg->kind) {
+    case ATTENTION_SYNTH_RANDOM:   /* row i of R */
+        memcpy(s, P + i * L, (size_t)(i + 1) * sizeof(float));
+        break;
+    case ATTENTION_SYNTH_FRANDOM: {   /* R1[i] . R2[j] */
+        const float *R1 = P, *R2 = P + L * F;
+        for (int j = 0; j <= i; j++) s[j] = dot_f(R1 + i * F, R2 + j * F, (int)F);
+        break;
+    }
+    case ATTENTION_SYNTH_DENSE: {   /* W[j] . relu(q_i) + b[j] */
+        const float *W = P, *b = P + L * HS;
+        for (int j = 0; j <= i; j++) s[j] = relu_dot(W + (long)j * HS, q_i, HS) + b[j];
+        break;
+    }
+    case ATTENTION_SYNTH_FDENSE: {   /* A[j % a] B[j / a]: A tiled, B repeated */
+        const float *WA = P, *bA = WA + F * HS, *WB = bA + F, *bB = WB + (L / F) * HS;
+        for (int j = 0; j <= i; j++) {
+            long ja = j % F, jb = j / F;
+            s[j] = (relu_dot(WA + ja * HS, q_i, HS) + bA[ja]) *
+                   (relu_dot(WB + jb * HS, q_i, HS) + bB[jb]);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* The backward of synth_logits: from ds (i + 1,) = d loss / d s, adds into dP (the head's
+ * parameters' gradient, P's layout) and, for the Dense forms, into dq_i (HS,) through the
+ * ReLU (whose derivative at 0 is taken as 0). */
+static void synth_logits_backward(const AttentionConfig *cfg, const float *P, float *dP, int HS,
+                                  const float *q_i, float *dq_i, int i, const float *ds) {
+    long L = cfg->synth_len, F = cfg->factor;
+    switch (cfg->kind) {
+    case ATTENTION_SYNTH_RANDOM:
+        for (int j = 0; j <= i; j++) dP[i * L + j] += ds[j];
+        break;
+    case ATTENTION_SYNTH_FRANDOM: {
+        const float *R1 = P + i * F, *R2 = P + L * F;
+        float *dR1 = dP + i * F, *dR2 = dP + L * F;
+        for (int j = 0; j <= i; j++)
+            for (long c = 0; c < F; c++) {
+                dR1[c] += ds[j] * R2[j * F + c];
+                dR2[j * F + c] += ds[j] * R1[c];
+            }
+        break;
+    }
+    case ATTENTION_SYNTH_DENSE: {
+        const float *W = P;
+        float *dW = dP, *db = dP + L * HS;
+        for (int j = 0; j <= i; j++) {
+            const float *W_j = W + (long)j * HS;
+            float *dW_j = dW + (long)j * HS;
+            for (int c = 0; c < HS; c++) {
+                if (q_i[c] <= 0.0f) continue;
+                dW_j[c] += ds[j] * q_i[c];
+                dq_i[c] += ds[j] * W_j[c];
+            }
+            db[j] += ds[j];
+        }
+        break;
+    }
+    case ATTENTION_SYNTH_FDENSE: {
+        const float *WA = P, *bA = WA + F * HS, *WB = bA + F, *bB = WB + (L / F) * HS;
+        float *dWA = dP, *dbA = dWA + F * HS, *dWB = dbA + F, *dbB = dWB + (L / F) * HS;
+        for (int j = 0; j <= i; j++) {
+            long ja = j % F, jb = j / F;
+            const float *WA_j = WA + ja * HS, *WB_j = WB + jb * HS;
+            float a = relu_dot(WA_j, q_i, HS) + bA[ja], b = relu_dot(WB_j, q_i, HS) + bB[jb];
+            float da = ds[j] * b, db = ds[j] * a;
+            dbA[ja] += da;
+            dbB[jb] += db;
+            for (int c = 0; c < HS; c++) {
+                if (q_i[c] <= 0.0f) continue;
+                dWA[ja * HS + c] += da * q_i[c];
+                dWB[jb * HS + c] += db * q_i[c];
+                dq_i[c] += da * WA_j[c] + db * WB_j[c];
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------- */
 /* The lab: the step                                                         */
 
 /* One call of attention_step, for its per-kv-head jobs. */
@@ -1060,6 +1230,11 @@ static void step_kv_head(void *ctx, int g) {
                 performer_step(rec_h, random + random_offset(&p, h, 0, HS), cfg->features,
                                HS, sqrtf(scale), k_t, v_t, q_t, out_t, work_h);
                 break;
+            case ATTENTION_SYNTH_RANDOM: case ATTENTION_SYNTH_DENSE:
+            case ATTENTION_SYNTH_FRANDOM: case ATTENTION_SYNTH_FDENSE:
+                synth_logits(cfg, synth_head(cfg, HS, h), HS, q_t, i, work_h);
+                attend_scored(out_t, v_g, kv_stride, NULL, i + 1, HS, sc, work_h, NULL, 0);
+                break;
             default:
                 break;
             }
@@ -1071,10 +1246,12 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
                    int n_ctx, float *out, const float *q, const float *k_new,
                    const float *v_new, int pos, int T, float *scratch) {
     Plan p;
-    if (plan(&p, cfg, shape, n_ctx) != 0 || T < 1 || pos < 0 || pos > n_ctx - T) return -1;
+    if (plan(&p, cfg, shape, n_ctx) != 0 || T < 1 || pos < 0 || pos > n_ctx - T ||
+        (attention_is_synth(cfg->kind) && !cfg->synth)) return -1;
     StateHeader *header = state;
     int full_cache = cfg->kind == ATTENTION_EXACT || cfg->kind == ATTENTION_GAUSS ||
-                     cfg->kind == ATTENTION_STRIDED || cfg->kind == ATTENTION_FIXED;
+                     cfg->kind == ATTENTION_STRIDED || cfg->kind == ATTENTION_FIXED ||
+                     attention_is_synth(cfg->kind);
     if (pos != 0 && pos != header->next_pos && !full_cache) return -1;
     if (pos == 0) reset_sequence(&p, cfg, shape, n_ctx, state);
     /* Each kv head g is one job: it alone writes its columns of the K/V store, the state
@@ -1105,6 +1282,7 @@ typedef struct {
     const float *q;     /* q[i, h, :] at q + i * q_stride */
     const float *k;     /* k[j, g, :] at k + j * kv_stride, g this head's kv head */
     const float *R;     /* (rounds, rand_rows, HS) this head's random matrices, or NULL */
+    const float *P;     /* a Synthesizer's parameters of this head, or NULL */
     int q_stride, kv_stride, HS, q0, T;
     float scale;        /* config_scale */
     float *work;        /* (weights_head_floats(),) scratch */
@@ -1159,7 +1337,8 @@ static void weights_softmax(const WeightsHead *v, const AttentionConfig *cfg, Sc
         for (int r = 0; lsh && r < cfg->rounds; r++)
             query_bucket[r] = (float)lsh_round_bucket(q_i, v->R, r, half, HS);
         /* score keys 0 .. i; keep the visible scores in position order, mark the rest NaN */
-        score_rows(scores, q_i, v->k, v->kv_stride, NULL, i + 1, HS, sc);
+        if (v->P) synth_logits(cfg, v->P, HS, q_i, i, scores);
+        else score_rows(scores, q_i, v->k, v->kv_stride, NULL, i + 1, HS, sc);
         int n = 0;
         for (int j = 0; j < T; j++) {
             int seen = j <= i && (lsh ? lsh_visible(cfg, i, j, key_bucket, T, query_bucket)
@@ -1287,6 +1466,7 @@ static void weights_head(void *ctx, int h) {
         .q = j->q + (long)h * HS,                      /* q[0, h, :] */
         .k = j->k + (long)(h / group) * HS,            /* k[0, g, :] */
         .R = random ? random + random_offset(&j->p, h, 0, HS) : NULL,
+        .P = attention_is_synth(cfg->kind) ? synth_head(cfg, HS, h) : NULL,
         .q_stride = NH * HS, .kv_stride = NKV * HS, .HS = HS, .q0 = q0, .T = T,
         .scale = config_scale(cfg, j->shape),
         .work = j->scratch + (long)h * weights_head_floats(cfg, HS, T)};
@@ -1311,7 +1491,8 @@ int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, c
                       float *scratch) {
     Plan p;
     if (plan(&p, cfg, shape, n_ctx) != 0 || T < 1 || T > n_ctx || q0 < 0 || q0 >= T || !w ||
-        !q || !k || !scratch || (p.rand_rows > 0 && !state)) return -1;
+        !q || !k || !scratch || (p.rand_rows > 0 && !state) ||
+        (attention_is_synth(cfg->kind) && !cfg->synth)) return -1;
     /* Each head is one job: it writes only its own rows of w and its own part of scratch,
      * in a fixed order, so the bits do not depend on the thread count. Work is about
      * NH T HS times the queries plus the random features; small calls stay serial. */
@@ -1340,24 +1521,22 @@ size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx)
     return (size_t)shape->n_kv_heads * backward_head_floats(n_ctx, shape->head_dim);
 }
 
-/* The backward of attend_rows for one head and one query: recompute p = softmax(scores)
- * over the n_keys keys listed in rows (NULL: 0 .. n_keys-1) as attend_rows does, then add
- * the gradients of q_t, k and v. With dropout the forward summed p_j m_j v_j (m_j = 0 or
- * 1 / (1 - p), the mask of this head and query, starting at index `first`), so m_j scales
- * both dv_j and dp_j. A sink (sc.sink) is a key of value 0, so its dp is 0, its
- * ds = p_sink (0 - mean_dp), and with dsink (NULL: not wanted) that is added to *dsink.
- *   dout_t, q_t, dq_t (HS,); k, v, dk, dv (rows, kv_stride) at this kv head's columns;
- *   p, dp (n_keys,) scratch. The gradients written (dq_t, dk, dv) overlap nothing else
- *   (restrict: the compiler then vectorises their loops without run-time overlap checks). */
-static void attend_rows_backward(float *restrict dq_t, float *restrict dk, float *restrict dv,
-                                 float *dsink, const float *restrict dout_t,
-                                 const float *restrict q_t, const float *restrict k,
-                                 const float *restrict v, int kv_stride, const int32_t *rows,
-                                 int n_keys, int HS, Scoring sc, const AttentionDropout *drop,
-                                 uint64_t first, float *p, float *dp) {
-    /* the weights through the forward's own two steps, so p has the forward's bits */
+/* The softmax half of attend_rows' backward for one head and one query, with p (n_keys,)
+ * holding the scores of the keys listed in rows (NULL: 0 .. n_keys-1): recompute the weights
+ * as the forward does, add the gradients of the values into dv, and leave in dp (n_keys,)
+ * each score's gradient ds_j = p_j (dp_j - mean_dp). With dropout the forward summed
+ * p_j m_j v_j (m_j = 0 or 1 / (1 - p), the mask of this head and query, starting at index
+ * `first`), so m_j scales both dv_j and dp_j. A sink (sc.sink) is a key of value 0, so its
+ * dp is 0, its ds = p_sink (0 - mean_dp), and with dsink (NULL: not wanted) that is added
+ * to *dsink.
+ *   dout_t (HS,); v, dv (rows, kv_stride) at this kv head's columns; dv overlaps nothing
+ *   else (restrict: the compiler then vectorises its loop without run-time overlap checks). */
+static void softmax_backward(float *restrict dv, float *dsink, const float *restrict dout_t,
+                             const float *restrict v, int kv_stride, const int32_t *rows,
+                             int n_keys, int HS, Scoring sc, const AttentionDropout *drop,
+                             uint64_t first, float *p, float *dp) {
+    /* the weights through the forward's own step, so p has the forward's bits */
     float sink_exp;
-    score_rows(p, q_t, k, kv_stride, rows, n_keys, HS, sc);
     float inv_sum = softmax_unnormalised(p, n_keys, sc, &sink_exp);
     /* the mask's factors m_j go into dp first (ones without dropout) */
     for (int n = 0; n < n_keys; n++) dp[n] = 1.0f;
@@ -1375,13 +1554,28 @@ static void attend_rows_backward(float *restrict dq_t, float *restrict dk, float
         mean_dp += p[n] * dp[n];
     }
     if (sc.sink && dsink) *dsink -= sink_exp * inv_sum * mean_dp;
-    /* ds_j = p_j (dp_j - mean_dp); the scores are (q . k_j) * scale (Gaussian: minus
-     * |k_j|^2 * scale / 2, whose gradient in k_j is -k_j * scale) */
+    for (int n = 0; n < n_keys; n++) dp[n] = p[n] * (dp[n] - mean_dp);
+}
+
+/* The backward of attend_rows for one head and one query: the scores again, softmax_backward,
+ * then the gradients of q_t and k from each score's.
+ *   dout_t, q_t, dq_t (HS,); k, v, dk, dv (rows, kv_stride) at this kv head's columns;
+ *   p, dp (n_keys,) scratch. The gradients written (dq_t, dk, dv) overlap nothing else. */
+static void attend_rows_backward(float *restrict dq_t, float *restrict dk, float *restrict dv,
+                                 float *dsink, const float *restrict dout_t,
+                                 const float *restrict q_t, const float *restrict k,
+                                 const float *restrict v, int kv_stride, const int32_t *rows,
+                                 int n_keys, int HS, Scoring sc, const AttentionDropout *drop,
+                                 uint64_t first, float *p, float *dp) {
+    score_rows(p, q_t, k, kv_stride, rows, n_keys, HS, sc);
+    softmax_backward(dv, dsink, dout_t, v, kv_stride, rows, n_keys, HS, sc, drop, first, p, dp);
+    /* the scores are (q . k_j) * scale (Gaussian: minus |k_j|^2 * scale / 2, whose gradient
+     * in k_j is -k_j * scale) */
     for (int n = 0; n < n_keys; n++) {
         long row = rows ? rows[n] : n;
         const float *k_j = k + row * kv_stride;
         float *dk_j = dk + row * kv_stride;
-        float ds = p[n] * (dp[n] - mean_dp) * sc.scale;
+        float ds = dp[n] * sc.scale;
         for (int i = 0; i < HS; i++) {
             dq_t[i] += ds * k_j[i];
             dk_j[i] += sc.gauss ? ds * (q_t[i] - k_j[i]) : ds * q_t[i];
@@ -1548,7 +1742,7 @@ typedef struct {
     const float *random;            /* (NH, rounds, rand_rows, HS), or NULL */
     const AttentionDropout *drop;   /* NULL: none */
     float *out;                     /* the forward's (T, NH * HS); NULL: the backward */
-    float *dq, *dk, *dv, *dsink;    /* the backward's; dsink NULL: not wanted */
+    float *dq, *dk, *dv, *dparam;   /* the backward's; dparam NULL: not wanted */
     const float *dout, *q, *k, *v;
     int T;
     float *scratch;
@@ -1561,18 +1755,22 @@ typedef struct {
     const float *k, *v;      /* k[j, g, :] at k + j * kv_stride, g this head's kv head */
     float *dk, *dv;          /* likewise */
     const float *R;          /* (rounds, rand_rows, HS) this head's random matrices, or NULL */
+    const float *P;          /* a Synthesizer's parameters of this head, or NULL */
+    float *dP;               /* and their gradient (the backward) */
     int q_stride, kv_stride, HS, T;
     float *work;             /* this job's train_job_floats() of scratch */
 } TrainHead;
 
 /* A softmax-family head over the sequence, query by query over the rows it sees: the
  * forward through attend_rows, or the backward through attend_rows_backward (sink logit's
- * gradient into *dsink). LSH first hashes every key with this head's rotations; the
- * buckets are constants (no gradient flows through the hash). */
+ * gradient into *dsink); a Synthesizer's logits through synth_logits and its backward. LSH
+ * first hashes every key with this head's rotations; the buckets are constants (no gradient
+ * flows through the hash). */
 static void train_softmax_head(const TrainHead *th, const TrainJob *job, int h, float *dsink) {
     const AttentionConfig *cfg = job->cfg;
     int T = th->T, HS = th->HS, half = job->p.rand_rows, lsh = cfg->kind == ATTENTION_LSH;
-    int every_key = cfg->kind == ATTENTION_EXACT || cfg->kind == ATTENTION_GAUSS;
+    int every_key = cfg->kind == ATTENTION_EXACT || cfg->kind == ATTENTION_GAUSS ||
+                    attention_is_synth(cfg->kind);
     Scoring sc = config_scoring(cfg, job->shape, h);
     float *p = th->work, *dp = p + T;
     int32_t *rows = (int32_t *)(dp + T);                       /* (T,) */
@@ -1597,7 +1795,17 @@ static void train_softmax_head(const TrainHead *th, const TrainJob *job, int h, 
             n = pattern_rows(&job->p, cfg, t, rows);
         }
         uint64_t first = ((uint64_t)h * T + (uint64_t)t) * T;   /* the dropout mask's */
-        if (th->out)
+        if (th->P) {   /* a Synthesizer: every key 0 .. t, scored without k */
+            synth_logits(cfg, th->P, HS, q_t, t, p);
+            if (th->out) {
+                attend_scored(th->out + row, th->v, th->kv_stride, NULL, n, HS, sc, p,
+                              job->drop, first);
+            } else {
+                softmax_backward(th->dv, NULL, th->dout + row, th->v, th->kv_stride, NULL, n,
+                                 HS, sc, job->drop, first, p, dp);
+                synth_logits_backward(cfg, th->P, th->dP, HS, q_t, th->dq + row, t, dp);
+            }
+        } else if (th->out)
             attend_rows(th->out + row, q_t, th->k, th->v, th->kv_stride, visible, n, HS, sc, p,
                         job->drop, first);
         else
@@ -1831,7 +2039,7 @@ static void train_kv_head(void *ctx, int g) {
     const TrainJob *job = ctx;
     const AttentionConfig *cfg = job->cfg;
     int NH = job->shape->n_heads, NKV = job->shape->n_kv_heads, HS = job->shape->head_dim;
-    int group = NH / NKV, backward = job->out == NULL;
+    int group = NH / NKV, backward = job->out == NULL, synth = attention_is_synth(cfg->kind);
     float scale = config_scale(cfg, job->shape);
     for (int h = g * group; h < (g + 1) * group; h++) {
         TrainHead th = {
@@ -1843,6 +2051,8 @@ static void train_kv_head(void *ctx, int g) {
             .dk = backward ? job->dk + (long)g * HS : NULL,
             .dv = backward ? job->dv + (long)g * HS : NULL,
             .R = job->p.rand_rows > 0 ? job->random + random_offset(&job->p, h, 0, HS) : NULL,
+            .P = synth ? synth_head(cfg, HS, h) : NULL,
+            .dP = synth && backward ? job->dparam + (size_t)h * synth_head_floats(cfg, HS) : NULL,
             .q_stride = NH * HS, .kv_stride = NKV * HS, .HS = HS, .T = job->T,
             .work = job->scratch + (long)g * train_job_floats(cfg, HS, job->T)};
         switch (cfg->kind) {
@@ -1857,7 +2067,8 @@ static void train_kv_head(void *ctx, int g) {
             break;
         default:
             train_softmax_head(&th, job, h,
-                               backward && cfg->sink_logit && job->dsink ? job->dsink + h : NULL);
+                               backward && cfg->sink_logit && job->dparam ? job->dparam + h
+                                                                          : NULL);
             break;
         }
     }
@@ -1866,7 +2077,8 @@ static void train_kv_head(void *ctx, int g) {
 /* Checks a training call's configuration; fills p. Returns 0, or -1. */
 static int train_check(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape,
                        const float *random, const AttentionDropout *drop, int T) {
-    if (train_plan(p, cfg, shape, T) != 0 || (p->rand_rows > 0 && !random)) return -1;
+    if (train_plan(p, cfg, shape, T) != 0 || (p->rand_rows > 0 && !random) ||
+        (attention_is_synth(cfg->kind) && !cfg->synth)) return -1;
     if (drop && drop->p != 0.0f &&
         (!(drop->p > 0.0f && drop->p < 1.0f) || !is_softmax_family(cfg->kind))) return -1;
     return 0;
@@ -1908,18 +2120,18 @@ int attention_train_forward(const AttentionConfig *cfg, const AttentionShape *sh
 
 int attention_train_backward(const AttentionConfig *cfg, const AttentionShape *shape,
                              const float *random, const AttentionDropout *drop, float *dq,
-                             float *dk, float *dv, float *dsink, const float *dout,
+                             float *dk, float *dv, float *dparam, const float *dout,
                              const float *q, const float *k, const float *v, int T,
                              float *scratch) {
     Plan p;
     if (train_check(&p, cfg, shape, random, drop, T) != 0 || !dq || !dk || !dv || !dout ||
-        !q || !k || !v || !scratch) return -1;
+        !q || !k || !v || !scratch || (attention_is_synth(cfg->kind) && !dparam)) return -1;
     const AttentionDropout *dropout = drop && drop->p > 0.0f ? drop : NULL;
     if (plain_exact(cfg, shape)) {
         attention_backward(shape, dq, dk, dv, dout, q, k, v, T, dropout, scratch);
         return 0;
     }
-    TrainJob job = {cfg, shape, p, random, dropout, NULL, dq, dk, dv, dsink, dout, q, k, v, T,
+    TrainJob job = {cfg, shape, p, random, dropout, NULL, dq, dk, dv, dparam, dout, q, k, v, T,
                     scratch};
     train_heads(&job);
     return 0;

@@ -64,7 +64,7 @@ void attention_forward_dropout(const AttentionShape *shape, const AttentionDropo
  * attention_state_bytes() that the caller allocates and attention_state_init()
  * fills; attention_step() appends new keys/values to it and attends. The state is
  * one of the four kinds of docs/attention.md §10:
- *   (A) full KV cache: exact, gauss, strided, fixed           O(n_ctx) per layer
+ *   (A) full KV cache: exact, gauss, strided, fixed, synth-*  O(n_ctx) per layer
  *   (B) sink slots + ring buffer: window, dilated             O(S + W)
  *   (C) fixed-size recurrent state: linear, efficient, performer   O(1) in n_ctx
  *   (D) KV cache + per-round LSH bucket lists: lsh
@@ -84,6 +84,13 @@ typedef enum {
     ATTENTION_LINEAR,     /* Katharopoulos linear attention, phi = elu + 1 (§5) */
     ATTENTION_EFFICIENT,  /* Shen et al. Efficient Attention, causal recurrent form (§5) */
     ATTENTION_PERFORMER,  /* FAVOR+ positive random features, running-max form (§6) */
+    /* The Synthesizer (Tay et al. 2021, §16): the weights come from learned parameters
+     * (cfg->synth), never from comparing q with k; softmax over keys 0 .. i, then values */
+    ATTENTION_SYNTH_RANDOM,   /* logit_ij = R_h[i][j], R (L, L) learned */
+    ATTENTION_SYNTH_DENSE,    /* logit_ij = W_h[j] . relu(q_i) + b_h[j]: from the token alone */
+    ATTENTION_SYNTH_FRANDOM,  /* logit_ij = R1_h[i] . R2_h[j], R1, R2 (L, factor) */
+    ATTENTION_SYNTH_FDENSE,   /* logit_ij = A_i[j % a] B_i[j / a], A_i = WA relu(q_i) + bA (a,),
+                               * B_i = WB relu(q_i) + bB (L / a,), a = factor */
     ATTENTION_KINDS       /* number of kinds */
 } AttentionKind;
 
@@ -98,6 +105,7 @@ typedef enum {
 #define ATTENTION_DEFAULT_LSH_LOCAL 64    /* LSH always-kept local window L */
 #define ATTENTION_DEFAULT_LSH_SINKS 4     /* LSH always-kept first positions S */
 #define ATTENTION_DEFAULT_FEATURES 256    /* Performer m (JAX reference nb_features) */
+#define ATTENTION_DEFAULT_FACTOR 16       /* factorized Synthesizers: k = a = sqrt(256) */
 #define ATTENTION_LINEAR_EPS 1e-6f        /* linear attention denominator eps (fast-transformers) */
 #define ATTENTION_NORM_EPS 1e-5f          /* linear:norm=1, the RMS normalisation's eps */
 /* The temperature's range. Below 0.01 the scale 1/(tau sqrt(HS)) can push ordinary scores
@@ -140,6 +148,14 @@ typedef struct {
                         * the two exclude each other) */
     const float *sink_logits;  /* (NH,) the b_h when sink_logit = 1: a trained model's
                         * parameters, not owned (NULL: 0 for every head) */
+    int factor;        /* synth-frandom: k, the rank of R1 R2^T; synth-fdense: a, with
+                        * a (L / a) = L (so a divides L) */
+    int synth_len;     /* L (Synthesizers): the positions the parameters cover, the model's
+                        * context; attention over n_ctx <= L positions reads their first n_ctx */
+    const float *synth;  /* (attention_synth_floats,) a Synthesizer's trained parameters, not
+                        * owned; head h's block of attention_synth_floats / NH floats:
+                        * random R (L, L); frandom R1 (L, k) then R2 (L, k); dense W (L, HS)
+                        * then b (L,); fdense WA (a, HS), bA (a,), WB (L/a, HS), bB (L/a,) */
     unsigned long long seed;   /* performer, lsh: global seed */
 } AttentionConfig;
 
@@ -159,6 +175,13 @@ int attention_config_check(const AttentionConfig *cfg, char *problem, size_t cap
 /* 1 if the kind computes softmax weights over keys (what --attn-dropout drops and the
  * heatmaps draw); 0 for linear, efficient and performer, which never form them. */
 int attention_has_weights(AttentionKind kind);
+
+/* 1 for the Synthesizer kinds, whose weights are trained parameters (cfg->synth). */
+int attention_is_synth(AttentionKind kind);
+
+/* Floats of one layer's Synthesizer parameters (NH heads, cfg->synth_len positions); 0 for
+ * other kinds, or if cfg is invalid (synth_len < 1, fdense's factor not dividing it). */
+size_t attention_synth_floats(const AttentionConfig *cfg, const AttentionShape *shape);
 
 /* Bytes of one layer's state for contexts of up to n_ctx positions, or 0 if cfg is
  * invalid for this shape (a parameter out of range; see lab/attention_spec.c). */
@@ -298,7 +321,8 @@ size_t attention_train_scratch_floats(const AttentionConfig *cfg, const Attentio
  *   random  attention_draw_random's matrices (NULL for kinds without)
  *   drop    dropout on the weights (softmax family only; NULL or p = 0: none)
  *   scratch (attention_train_scratch_floats(cfg, shape, T),)  overwritten
- * cfg->sink_logits is read when cfg->sink_logit. Masked variants (window, dilated, strided,
+ * cfg->sink_logits is read when cfg->sink_logit, cfg->synth by a Synthesizer (which needs
+ * T <= cfg->synth_len; its q is read before any rotation, see block.h). Masked variants (window, dilated, strided,
  * fixed, lsh) visit only the keys each query sees. Returns 0, or -1 (nothing written) if
  * cfg is invalid, T < 1, random is NULL for a kind that needs it, drop->p is outside
  * [0, 1) or above 0 for a kernelised kind, or out, q, k, v or scratch is NULL. */
@@ -308,13 +332,14 @@ int attention_train_forward(const AttentionConfig *cfg, const AttentionShape *sh
                             float *scratch);
 
 /* The backward of attention_train_forward with the same arguments: accumulates (+=)
- *   dq (T, NH * HS), dk and dv (T, NKV * HS), and, when cfg->sink_logit, dsink (NH,)
- *   (d loss / d b_h; may be NULL otherwise)
+ *   dq (T, NH * HS), dk and dv (T, NKV * HS), and the attention's own parameters' gradient
+ *   into dparam: when cfg->sink_logit, (NH,) d loss / d b_h; for a Synthesizer,
+ *   (attention_synth_floats,) in cfg->synth's layout; may be NULL when there is none
  * from dout (T, NH * HS) = d loss / d out. Linear attention's backward is a reverse scan
  * that stores no per-position HS x HS state. Returns 0, or -1 as the forward does. */
 int attention_train_backward(const AttentionConfig *cfg, const AttentionShape *shape,
                              const float *random, const AttentionDropout *drop, float *dq,
-                             float *dk, float *dv, float *dsink, const float *dout,
+                             float *dk, float *dv, float *dparam, const float *dout,
                              const float *q, const float *k, const float *v, int T,
                              float *scratch);
 

@@ -139,7 +139,7 @@ void block_qkv(const Config *c, const LayerWeights *w, int N, const BlockBuffers
     block_matmul(b->q, b->xn1, &w->wq, w->bq, N, C, C, b->xq, b->xs);
     block_matmul(b->k, b->xn1, &w->wk, w->bk, N, C, KVD, b->xq, b->xs);
     block_matmul(b->v, b->xn1, &w->wv, w->bv, N, C, KVD, b->xq, b->xs);
-    if (block_rotary(c)) rope(c, b->rope, b->q, b->k, N, 1.0f);
+    if (block_rotary(c) && b->rope) rope(c, b->rope, b->q, b->k, N, 1.0f);
 }
 
 void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
@@ -208,7 +208,7 @@ void block_qkv_backward(const Config *c, const LayerWeights *w, const BlockTenso
                         const BlockBuffers *b, const BlockGradBuffers *d) {
     int C = c->dim;
     /* rotary positions: dq and dk reach the unrotated q and k through the inverse rotation */
-    if (block_rotary(c)) rope(c, b->rope, d->dq, d->dk, N, -1.0f);
+    if (block_rotary(c) && b->rope) rope(c, b->rope, d->dq, d->dk, N, -1.0f);
     /* dxn1 = dq W_Q + dk W_K + dv W_V */
     kernels_matmul_backward(d->dxn, g->wq, g->bq, d->dq, b->xn1, w->wq.f32, N, C, C,
                             KERNELS_OVERWRITE);

@@ -43,7 +43,8 @@ typedef struct {
     float *gate;       /* (N, Hd) xn2 W_gate^T (Llama only) */
     float *out;        /* (N, C) the stream after the block; may be x_mid */
     const float *rope; /* (N, HS) cos and sin of each row's rotary angles
-                        * (block_rope_angles; rotary models only) */
+                        * (block_rope_angles; rotary models only); NULL: q and k are not
+                        * rotated (a Synthesizer's layer, whose q is no position's query) */
     int8_t *xq;        /* (N, max(C, Hd)) int8 activations (int8 weights only) */
     float *xs;         /* their group scales (int8 weights only) */
 } BlockBuffers;

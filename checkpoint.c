@@ -564,14 +564,17 @@ static void point_weights(Checkpoint *ck) {
 /*
  * One record of CHECKPOINT_ATTN_INTS int32 per layer, in this order (docs/formats.md):
  * the AttentionKind (0 exact, 1 gauss, 2 window, 3 dilated, 4 strided, 5 fixed, 6 lsh,
- * 7 linear, 8 efficient, 9 performer), then unscaled, softmax1, tau (the float's bits),
- * window, sinks, dilation, stride, summary, buckets, rounds, local, features, orthogonal,
- * prescale, norm, sink_logit, the seed's low and high 32 bits, and a 0.
+ * 7 linear, 8 efficient, 9 performer, 10 synth-random, 11 synth-dense, 12 synth-frandom,
+ * 13 synth-fdense), then unscaled, softmax1, tau (the float's bits), window, sinks,
+ * dilation, stride, summary, buckets, rounds, local, features, orthogonal, prescale, norm,
+ * sink_logit, the seed's low and high 32 bits, and the factor (0 in files written before
+ * the Synthesizers). After the records and the (L, NH) sink logits come the Synthesizer
+ * layers' parameters, layer after layer (attention.h's layout, L = the model's context).
  */
 enum { ATTN_KIND, ATTN_UNSCALED, ATTN_SOFTMAX1, ATTN_TAU, ATTN_WINDOW, ATTN_SINKS,
        ATTN_DILATION, ATTN_STRIDE, ATTN_SUMMARY, ATTN_BUCKETS, ATTN_ROUNDS, ATTN_LOCAL,
        ATTN_FEATURES, ATTN_ORTHOGONAL, ATTN_PRESCALE, ATTN_NORM, ATTN_SINK_LOGIT,
-       ATTN_SEED_LO, ATTN_SEED_HI, ATTN_RESERVED };
+       ATTN_SEED_LO, ATTN_SEED_HI, ATTN_FACTOR };
 
 
 size_t checkpoint_attention_bytes(int n_layers, int n_heads) {
@@ -597,6 +600,7 @@ static const struct { int slot; size_t offset; } INT_FIELDS[] = {
     {ATTN_PRESCALE, offsetof(AttentionConfig, prescale)},
     {ATTN_NORM, offsetof(AttentionConfig, norm)},
     {ATTN_SINK_LOGIT, offsetof(AttentionConfig, sink_logit)},
+    {ATTN_FACTOR, offsetof(AttentionConfig, factor)},
 };
 enum { N_INT_FIELDS = sizeof INT_FIELDS / sizeof INT_FIELDS[0] };
 
@@ -620,19 +624,18 @@ static int attention_from_record(AttentionConfig *cfg, const int32_t *r, int l,
     static const char *const names[CHECKPOINT_ATTN_INTS] = {
         "kind", "unscaled", "softmax1", "tau", "window", "sinks", "dilation", "stride",
         "summary", "buckets", "rounds", "local", "features", "orthogonal", "prescale", "norm",
-        "sink_logit", "seed (low)", "seed (high)", "reserved"};
+        "sink_logit", "seed (low)", "seed (high)", "factor"};
     int bad = -1;
     const char *expected = "";
     for (int i = 0; i < CHECKPOINT_ATTN_INTS && bad < 0; i++) {
         int flag = i == ATTN_UNSCALED || i == ATTN_SOFTMAX1 || i == ATTN_ORTHOGONAL ||
                    i == ATTN_PRESCALE || i == ATTN_NORM || i == ATTN_SINK_LOGIT;
         if (i == ATTN_KIND && (r[i] < 0 || r[i] >= ATTENTION_KINDS))
-            bad = i, expected = "0..9, an attention kind";
+            bad = i, expected = "0..13, an attention kind";
         else if (flag && r[i] != 0 && r[i] != 1)
             bad = i, expected = "0 or 1";
-        else if (i == ATTN_RESERVED && r[i] != 0)
-            bad = i, expected = "0";
-        else if (i >= ATTN_WINDOW && i <= ATTN_FEATURES && (r[i] < 0 || r[i] > ATTENTION_MAX_INT))
+        else if (((i >= ATTN_WINDOW && i <= ATTN_FEATURES) || i == ATTN_FACTOR) &&
+                 (r[i] < 0 || r[i] > ATTENTION_MAX_INT))
             bad = i, expected = "0..1048576";
     }
     float tau;
@@ -694,6 +697,45 @@ void checkpoint_encode_attention(void *ext, const AttentionConfig *cfgs,
     size_t n = (size_t)n_layers * (size_t)n_heads;
     if (sink_logits) memcpy(b, sink_logits, n * sizeof(float));
     else memset(b, 0, n * sizeof(float));
+}
+
+/* The heads of a GPT-2 checkpoint's attention, from the header's fields alone (a header
+ * read by the trainer has no derived head_dim). */
+static AttentionShape synth_shape(const Config *c) {
+    AttentionShape shape = {c->n_heads, c->n_heads, c->n_heads > 0 ? c->dim / c->n_heads : 0,
+                            1.0f};
+    return shape;
+}
+
+size_t checkpoint_synth_bytes(const AttentionConfig *cfgs, const Config *c) {
+    AttentionShape shape = synth_shape(c);
+    size_t bytes = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        AttentionConfig cfg = cfgs[l];
+        cfg.synth_len = c->seq_len;
+        bytes += attention_synth_floats(&cfg, &shape) * sizeof(float);
+    }
+    return bytes;
+}
+
+void checkpoint_point_synth(AttentionConfig *cfgs, const Config *c, const float *synth) {
+    AttentionShape shape = synth_shape(c);
+    for (int l = 0; l < c->n_layers; l++) {
+        if (!attention_is_synth(cfgs[l].kind)) continue;
+        cfgs[l].synth_len = c->seq_len;
+        cfgs[l].synth = synth;
+        synth += attention_synth_floats(&cfgs[l], &shape);
+    }
+}
+
+void checkpoint_encode_synth(void *out, const AttentionConfig *cfgs, const Config *c) {
+    AttentionShape shape = synth_shape(c);
+    unsigned char *bytes = out;
+    for (int l = 0; l < c->n_layers; l++) {
+        size_t n = attention_synth_floats(&cfgs[l], &shape) * sizeof(float);
+        if (n) memcpy(bytes, cfgs[l].synth, n);
+        bytes += n;
+    }
 }
 
 /* Reads the extension at ext (the file's last checkpoint_attention_bytes bytes) into
@@ -786,7 +828,9 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
         fprintf(stderr, "model: %s: header dimensions overflow the address space\n", path);
         goto fail;
     }
-    if (file_size != expected) {
+    /* a trained Synthesizer's parameters follow the extension: their size is checked once
+     * its records are read */
+    if (file_size < expected || (file_size != expected && !layout.attention)) {
         fprintf(stderr, "model: %s: file size does not match its header (got %zu bytes, "
                 "expected %zu for a %s: %s)\n", path, file_size, expected, layout.name,
                 file_size < expected ? "truncated" : "trailing bytes");
@@ -819,10 +863,23 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
         ck->map_size = 0;
     }
     point_weights(ck);
-    if (layout.attention && read_attention(ck, path, (const unsigned char *)ck->map +
-                                           (expected - checkpoint_attention_bytes(
-                                                c->n_layers, c->n_heads))) != 0)
-        goto fail;
+    if (layout.attention) {
+        if (read_attention(ck, path, (const unsigned char *)ck->map +
+                                     (expected - checkpoint_attention_bytes(c->n_layers,
+                                                                            c->n_heads))) != 0)
+            goto fail;
+        size_t synth = checkpoint_synth_bytes(ck->attention, c);
+        if (synth > SIZE_MAX - expected || file_size != expected + synth) {
+            fprintf(stderr, "model: %s: file size does not match its header (got %zu bytes, "
+                    "expected %zu for a %s with its attention: %s)\n", path, file_size,
+                    synth > SIZE_MAX - expected ? SIZE_MAX : expected + synth, layout.name,
+                    synth > SIZE_MAX - expected || file_size < expected + synth
+                    ? "truncated" : "trailing bytes");
+            goto fail;
+        }
+        checkpoint_point_synth(ck->attention, c,
+                               (const float *)(const void *)((const char *)ck->map + expected));
+    }
     close(fd);
     return 0;
 fail:
@@ -946,10 +1003,14 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
             }
         }
         if (status == 0 && ck->attention) {
-            size_t bytes = checkpoint_attention_bytes(c->n_layers, c->n_heads);
+            size_t fixed = checkpoint_attention_bytes(c->n_layers, c->n_heads);
+            size_t bytes = fixed + checkpoint_synth_bytes(ck->attention, c);
             void *ext = malloc(bytes);
-            if (ext) checkpoint_encode_attention(ext, ck->attention, ck->sink_logits,
-                                                 c->n_layers, c->n_heads);
+            if (ext) {
+                checkpoint_encode_attention(ext, ck->attention, ck->sink_logits, c->n_layers,
+                                            c->n_heads);
+                checkpoint_encode_synth((char *)ext + fixed, ck->attention, c);
+            }
             if (!ext || write_all(out.file, ext, 1, bytes)) {
                 fprintf(stderr, "quantize: %s: %s\n", out.temp,
                         ext ? strerror(errno) : "out of memory");

@@ -32,7 +32,8 @@
 #define CHECKPOINT_Q8_GROUP 32             /* default int8 group size of checkpoint_save_q8 */
 /* This project's extension of llm.c's GPT-2 file: header slot [9] = 1 says that after the
  * parameters come, per layer, CHECKPOINT_ATTN_INTS int32 describing its attention (a
- * record, docs/formats.md), then (L, NH) float32 learned sink logits. llm.c leaves the
+ * record, docs/formats.md), then (L, NH) float32 learned sink logits, then a trained
+ * Synthesizer's parameters (checkpoint_synth_bytes; none for other kinds). llm.c leaves the
  * slot 0 and reads no further than its parameters, so its files load as before and it
  * can still read the parameters of ours. */
 #define CHECKPOINT_GPT2_ATTN_SLOT 9
@@ -202,6 +203,18 @@ void checkpoint_encode_attention(void *ext, const AttentionConfig *cfgs,
 /* Reads an extension's bytes into cfgs (L,) and sink_logits (L, NH), checking every field;
  * a layer with a learned sink logit gets its sink_logits pointer into sink_logits. Returns
  * 0, or -1 after one stderr line "model: PATH: ..." naming the layer and the field. */
+/* Bytes of the Synthesizer parameters after the extension's records and sink logits: those
+ * of every layer of cfgs (L,) whose kind is a Synthesizer, for the model c's context. */
+size_t checkpoint_synth_bytes(const AttentionConfig *cfgs, const Config *c);
+
+/* Sets each Synthesizer layer's synth_len (c->seq_len) and synth pointer into synth
+ * (checkpoint_synth_bytes of it, layer after layer); the caller keeps synth alive. */
+void checkpoint_point_synth(AttentionConfig *cfgs, const Config *c, const float *synth);
+
+/* The Synthesizer layers' parameters (each cfgs[l].synth) into out, layer after layer
+ * (checkpoint_synth_bytes of them; their synth_len must be c->seq_len). */
+void checkpoint_encode_synth(void *out, const AttentionConfig *cfgs, const Config *c);
+
 int checkpoint_decode_attention(AttentionConfig *cfgs, float *sink_logits, const void *ext,
                                 int n_layers, int n_heads, const char *path);
 

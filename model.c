@@ -140,13 +140,21 @@ static int all_plain(const AttentionConfig *cfgs, int L) {
 }
 
 /* Layer l's attention as it will run: cfg, with the checkpoint's trained sink logits for
- * that layer when cfg asks for learned ones and names none. */
+ * that layer when cfg asks for learned ones and names none, and a Synthesizer's trained
+ * parameters when the checkpoint's layer l was trained as the same Synthesizer (else
+ * none: model_set_attention_layers refuses it). */
 static AttentionConfig layer_config(const Model *m, const AttentionConfig *cfg, int l) {
     AttentionConfig out = *cfg;
     const Checkpoint *ck = &m->checkpoint;
     if (out.sink_logit && !out.sink_logits && ck->sink_logits)
         out.sink_logits = ck->sink_logits + (size_t)l * m->config.n_heads;
     if (!out.sink_logit) out.sink_logits = NULL;
+    out.synth_len = m->config.seq_len;
+    const AttentionConfig *trained = ck->attention ? &ck->attention[l] : NULL;
+    if (attention_is_synth(out.kind) && !out.synth && trained && trained->kind == out.kind &&
+        trained->factor == out.factor)
+        out.synth = trained->synth;
+    if (!attention_is_synth(out.kind)) out.synth = NULL;
     return out;
 }
 
@@ -162,7 +170,23 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
         fprintf(stderr, "model: out of memory for %d layers' attention\n", L);
         return -1;
     }
-    for (int l = 0; l < L; l++) kept[l] = layer_config(m, &cfgs[l], l);
+    for (int l = 0; l < L; l++) {
+        kept[l] = layer_config(m, &cfgs[l], l);
+        if (attention_is_synth(kept[l].kind) && !kept[l].synth) {
+            char spec[64];   /* the --attn spec that trains one */
+            AttentionKind kind = kept[l].kind;
+            int n = snprintf(spec, sizeof spec, "%s", attention_kind_name(kind));
+            if (kind == ATTENTION_SYNTH_FRANDOM || kind == ATTENTION_SYNTH_FDENSE)
+                snprintf(spec + n, sizeof spec - (size_t)n, ":%s=%d",
+                         kind == ATTENTION_SYNTH_FRANDOM ? "rank" : "a", kept[l].factor);
+            fprintf(stderr, "model: attention %s (layer %d): a Synthesizer's weights are "
+                    "trained parameters, and this model has none for it (expected a model "
+                    "trained with ./train --attn %s)\n", spec, l, spec);
+            free(kept);
+            free(offset);
+            return -1;
+        }
+    }
     m->attention_configs = kept;
     m->attention_offset = offset;
     if (all_plain(kept, L)) {
@@ -461,6 +485,8 @@ static int lab_layers(Model *m, int n, int pos) {
         float *v_cache = m->lab ? NULL : m->cache.v + l * layer_rows;
         BlockBuffers b = block_buffers(s, m->lab ? s->k : k_cache + (size_t)pos * KVD,
                                        m->lab ? s->v : v_cache + (size_t)pos * KVD);
+        if (m->lab && attention_is_synth(m->attention_configs[l].kind))
+            b.rope = NULL;   /* a Synthesizer reads q as the token's, unrotated */
         block_qkv(c, w, n, &b);
         if (c->half_kv) round_half_kv(c, b.q, b.k, b.v, n);   /* a GGUF model: llama.cpp's */
         trace(m, l, pos, n, b.q, b.k);

@@ -41,6 +41,8 @@ static const Key KEYS[] = {
     {"softmax1", KEY_INT, offsetof(AttentionConfig, softmax1), 0, 1, "softmax plus one"},
     {"sinklogit", KEY_INT, offsetof(AttentionConfig, sink_logit), 0, 1, "learned sink logit"},
     {"norm", KEY_INT, offsetof(AttentionConfig, norm), 0, 1, "RMS-normalised output"},
+    {"rank", KEY_INT, offsetof(AttentionConfig, factor), 1, SPEC_MAX_INT, "rank of R1 R2^T"},
+    {"a", KEY_INT, offsetof(AttentionConfig, factor), 1, SPEC_MAX_INT, "factor a, dividing the context"},
     {"tau", KEY_TAU, 0, 0, 0, "temperature"},
     {"seed", KEY_SEED, 0, 0, 0, "random seed"},
 };
@@ -67,6 +69,10 @@ static const Name NAMES[] = {
     {"linear", ATTENTION_LINEAR, 0, 0, "prescale norm"},
     {"efficient", ATTENTION_EFFICIENT, 0, 0, ""},
     {"performer", ATTENTION_PERFORMER, 0, 0, "m orf seed tau"},
+    {"synth-random", ATTENTION_SYNTH_RANDOM, 0, 0, ""},
+    {"synth-dense", ATTENTION_SYNTH_DENSE, 0, 0, ""},
+    {"synth-frandom", ATTENTION_SYNTH_FRANDOM, 0, 0, "rank"},
+    {"synth-fdense", ATTENTION_SYNTH_FDENSE, 0, 0, "a"},
 };
 enum { N_NAMES = sizeof NAMES / sizeof NAMES[0] };
 
@@ -85,6 +91,10 @@ const char *attention_spec_help(void) {
     "                              denominator, each head's output RMS-normalised\n"
     "  efficient                   Efficient Attention (Shen et al.), causal\n"
     "  performer[:m=,orf=,seed=]   FAVOR+, m positive random features (256, 1, 1)\n"
+    "  synth-random, synth-dense   Synthesizer: weights from trained parameters, not q.k\n"
+    "  synth-frandom[:rank=]       (a learned (context, context) logit table; logits from\n"
+    "  synth-fdense[:a=]           the token alone; their factorized forms, rank 16, a 16);\n"
+    "                              only a model trained with one has them (./train --attn)\n"
     "  (exact, gauss, window, dilated, strided, fixed and lsh also take tau=,\n"
     "  softmax1= and sinklogit= (1: a learned per-head sink logit, trained by ./train;\n"
     "  0 in a model without one); tau in [0.01, 100], softmax1/sinklogit/orf/prescale/\n"
@@ -190,7 +200,7 @@ int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size
         snprintf(raw, sizeof raw, "%.*s", (int)name_len, spec);
         snprintf(err, cap, "unknown attention '%s' (expected one of: exact, unscaled, "
                  "softmax1, gauss, window, dilated, strided, fixed, lsh, linear, efficient, "
-                 "performer)", cli_printable(raw, shown, sizeof shown));
+                 "performer, synth-random, synth-dense, synth-frandom, synth-fdense)", cli_printable(raw, shown, sizeof shown));
         return -1;
     }
     cfg->kind = name->kind;
@@ -245,6 +255,12 @@ void attention_spec_format(const AttentionConfig *cfg, char *out, size_t cap) {
     case ATTENTION_PERFORMER:
         snprintf(extra, sizeof extra, "m=%d,orf=%d,seed=%llu", cfg->features, cfg->orthogonal,
                  cfg->seed);
+        break;
+    case ATTENTION_SYNTH_FRANDOM:
+        snprintf(extra, sizeof extra, "rank=%d", cfg->factor);
+        break;
+    case ATTENTION_SYNTH_FDENSE:
+        snprintf(extra, sizeof extra, "a=%d", cfg->factor);
         break;
     default:
         break;

@@ -961,7 +961,7 @@ static void contracts_memory(const char *dir, const char *text, const char *mode
     size_t P = trainer_tensor_sizes((size_t[TRAIN_N_TENSORS]){0}, &(Config){.seq_len = 8,
                                     .vocab_size = 300, .padded_vocab_size = 300,
                                     .n_layers = 1, .n_heads = 2, .dim = 16,
-                                    .hidden_dim = 64}, 0);
+                                    .hidden_dim = 64}, 0, 0);
     size_t floor_bytes = (6 * P + 1 * 32 * (8 * 16 + 2 * 64)) * sizeof(float);
     check_true(need >= floor_bytes && need < 4 * floor_bytes, "trainer_memory_bytes: %zu bytes "
                "for the tiny model, at least the %zu its parameters and activations take",

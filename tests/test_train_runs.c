@@ -362,7 +362,8 @@ static void test_variant_runs(void) {
         s.attention = cfgs;
         Trainer w;
         if (check_true(trainer_init(&w, &c, &s, 8) == 0, "--init: a window run")) {
-            size_t n_file = w.n_params - w.tensor_size[TRAIN_N_TENSORS - 1];
+            size_t n_file = w.n_params - w.tensor_size[TRAIN_N_FILE_TENSORS] -
+                            w.tensor_size[TRAIN_N_FILE_TENSORS + 1];
             int started = trainer_start_from(&w, path) == 0;
             check_true(started && n_file == tr.n_params &&
                        memcmp(w.params, tr.params, n_file * sizeof(float)) == 0 &&

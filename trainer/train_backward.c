@@ -124,12 +124,12 @@ static void attention_backward_job(void *ctx, int b) {
                            scratch);
         return;
     }
-    /* a variant: its sink logits' gradient goes to this sequence's own row of dsink, summed
-     * over the sequences in order afterwards */
-    float *dsink = a->dsink + (size_t)b * tr->config.n_heads;
-    memset(dsink, 0, (size_t)tr->config.n_heads * sizeof(float));
+    /* a variant: its parameters' gradient (sink logits, a Synthesizer's) goes to this
+     * sequence's own row of dparam, summed over the sequences in order afterwards */
+    float *dparam = a->dparam + (size_t)b * tr->dparam_floats;
+    memset(dparam, 0, tr->dparam_floats * sizeof(float));
     attention_train_backward(cfg, &tr->attention, train_layer_random(tr, f->layer), &drop,
-                             a->dq + seq, a->dk + seq, a->dv + seq, dsink, a->datty + seq,
+                             a->dq + seq, a->dk + seq, a->dv + seq, dparam, a->datty + seq,
                              f->q + seq, f->k + seq, f->v + seq, tr->T, scratch);
 }
 
@@ -172,7 +172,15 @@ static void backward_body(void *ctx) {
             int NH = c->n_heads;
             for (int s = 0; s < B; s++)
                 for (int h = 0; h < NH; h++)
-                    g->sink[(size_t)l * NH + h] += a->dsink[(size_t)s * NH + h];
+                    g->sink[(size_t)l * NH + h] += a->dparam[(size_t)s * tr->dparam_floats + h];
+        }
+        size_t n_synth = tr->synth_offset[l + 1] - tr->synth_offset[l];
+        if (attention_is_synth(tr->attn[l].kind)) {   /* a Synthesizer's, in order */
+            float *dP = g->synth + tr->synth_offset[l];
+            for (int s = 0; s < B; s++) {
+                const float *row = a->dparam + (size_t)s * tr->dparam_floats;
+                for (size_t i = 0; i < n_synth; i++) dP[i] += row[i];
+            }
         }
         block_qkv_backward(c, &tr->layers[l], &grads, (int)N, &b, &d);
     }

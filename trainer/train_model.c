@@ -53,14 +53,16 @@ static float normal_next(uint64_t *state) {
 /* ------------------------------------------------------------------------- */
 /* Parameters                                                                  */
 
-size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c, int sink_logits) {
+size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c, int sink_logits,
+                            size_t synth) {
     size_t V = (size_t)c->padded_vocab_size, S = (size_t)c->seq_len, L = (size_t)c->n_layers;
     size_t C = (size_t)c->dim, Hd = (size_t)c->hidden_dim, total = 0;
     size_t NH = (size_t)c->n_heads;
     size_t wpe = c->positions == MODEL_POSITIONS_LEARNED ? S * C : 0;   /* rotary: none */
     size_t sizes[TRAIN_N_TENSORS] = {
         V * C, wpe, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
-        L * C, L * C, L * Hd * C, L * Hd, L * C * Hd, L * C, C, C, sink_logits ? L * NH : 0};
+        L * C, L * C, L * Hd * C, L * Hd, L * C * Hd, L * C, C, C, sink_logits ? L * NH : 0,
+        synth};
     memcpy(size, sizes, sizeof sizes);
     for (int i = 0; i < TRAIN_N_TENSORS; i++) total += sizes[i];
     return total;
@@ -71,7 +73,7 @@ static void tensors_point(TrainTensors *t, float *block, const size_t size[TRAIN
     float **views[TRAIN_N_TENSORS] = {
         &t->wte, &t->wpe, &t->ln1w, &t->ln1b, &t->qkvw, &t->qkvb, &t->attprojw, &t->attprojb,
         &t->ln2w, &t->ln2b, &t->fcw, &t->fcb, &t->fcprojw, &t->fcprojb, &t->lnfw, &t->lnfb,
-        &t->sink};
+        &t->sink, &t->synth};
     for (int i = 0; i < TRAIN_N_TENSORS; i++) {
         *views[i] = block;
         block += size[i];
@@ -80,7 +82,7 @@ static void tensors_point(TrainTensors *t, float *block, const size_t size[TRAIN
 
 int trainer_tensor_decayed(int i) {
     static const int DECAYED[TRAIN_N_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0,
-                                                 0};
+                                                 0, 1};
     return i >= 0 && i < TRAIN_N_TENSORS && DECAYED[i];
 }
 
@@ -217,10 +219,13 @@ static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *sett
     size_t scratch_back = attention_backward_scratch_floats(&tr->attention, tr->T);
     tr->attention_scratch = scratch > scratch_back ? scratch : scratch_back;
     int sinks = 0;
+    tr->dparam_floats = (size_t)c->n_heads;
     if (settings->attention) {
-        size_t random = 0;
+        size_t random = 0, synth = 0;
         for (int l = 0; l < c->n_layers; l++) {
-            const AttentionConfig *cfg = &settings->attention[l];
+            AttentionConfig layer_cfg = settings->attention[l];
+            const AttentionConfig *cfg = &layer_cfg;
+            layer_cfg.synth_len = tr->T;   /* a Synthesizer's parameters cover the context */
             size_t layer = attention_train_scratch_floats(cfg, &tr->attention, tr->T);
             char spec_kind[32];
             snprintf(spec_kind, sizeof spec_kind, "%s", attention_kind_name(cfg->kind));
@@ -233,12 +238,18 @@ static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *sett
             if (layer > tr->attention_scratch) tr->attention_scratch = layer;
             tr->random_offset[l] = random;
             random += attention_random_floats(cfg, &tr->attention);
+            tr->synth_offset[l] = synth;
+            size_t params = attention_synth_floats(cfg, &tr->attention);
+            synth += params;
+            if (params > tr->dparam_floats) tr->dparam_floats = params;
             sinks |= cfg->sink_logit;
             tr->variant |= !model_attention_is_plain(cfg);
         }
         tr->random_offset[c->n_layers] = random;
+        tr->synth_offset[c->n_layers] = synth;
     }
-    tr->n_params = trainer_tensor_sizes(tr->tensor_size, &tr->config, sinks);
+    tr->n_params = trainer_tensor_sizes(tr->tensor_size, &tr->config, sinks,
+                                        tr->synth_offset[c->n_layers]);
     return 0;
 }
 
@@ -290,7 +301,7 @@ static int trainer_buffers(Trainer *tr, Buffer list[TRAIN_MAX_BUFFERS],
     BUFFER(a->dv, N * C);
     BUFFER(a->dfch, N * Hd);
     BUFFER(a->scratch, (size_t)tr->B * tr->attention_scratch);
-    BUFFER(a->dsink, (size_t)tr->B * (size_t)tr->config.n_heads);
+    BUFFER(a->dparam, (size_t)tr->B * tr->dparam_floats);
     if (block_rotary(&tr->config)) BUFFER(a->rope, N * (size_t)tr->config.head_dim);
     if (tr->random_offset[L] > 0) BUFFER(tr->random, tr->random_offset[L]);
     BUFFER(a->mean, N);
@@ -360,6 +371,9 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
         else attention_config_default(&tr->attn[l]);
         tr->attn[l].sink_logits = tr->attn[l].sink_logit
                                 ? tr->p.sink + (size_t)l * (size_t)c->n_heads : NULL;
+        tr->attn[l].synth_len = tr->T;
+        tr->attn[l].synth = attention_is_synth(tr->attn[l].kind)
+                          ? tr->p.synth + tr->synth_offset[l] : NULL;
         tr->random_draw[l] = -1;
     }
     tr->settings.attention = NULL;   /* the caller's array; tr->attn is the trainer's own */
@@ -374,7 +388,7 @@ void trainer_free(Trainer *tr) {
         tr->params, tr->params_t, tr->grads, tr->adam_m, tr->adam_v, tr->ema, a->encoded,
         a->ln1, a->q, a->k, a->v, a->atty, a->residual2, a->ln2, a->fch, a->fch_gelu,
         a->residual3, a->lnf, a->logits, a->probs, a->losses, a->dresidual, a->dtmp, a->dln,
-        a->datty, a->dq, a->dk, a->dv, a->dfch, a->scratch, a->mean, a->rstd, a->dsink,
+        a->datty, a->dq, a->dk, a->dv, a->dfch, a->scratch, a->mean, a->rstd, a->dparam,
         a->rope, tr->random};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) free(buffers[i]);
     free(tr->inputs);
@@ -620,7 +634,9 @@ BlockBuffers train_block_buffers(const Trainer *tr, int l) {
         .att = TRAIN_LAYER(a->atty, l, N, C), .proj = a->dtmp,
         .x_mid = TRAIN_LAYER(a->residual2, l, N, C), .xn2 = TRAIN_LAYER(a->ln2, l, N, C),
         .pre = TRAIN_LAYER(a->fch, l, N, Hd), .act = TRAIN_LAYER(a->fch_gelu, l, N, Hd),
-        .out = TRAIN_LAYER(a->residual3, l, N, C), .rope = a->rope};
+        .out = TRAIN_LAYER(a->residual3, l, N, C),
+        /* a Synthesizer reads q as the token's, unrotated */
+        .rope = attention_is_synth(tr->attn[l].kind) ? NULL : a->rope};
 }
 
 /* out (N, C) = each of the B sequences' attention over its own T positions. */

@@ -19,8 +19,10 @@
 #include "model.h"      /* Config, AttentionShape */
 
 #define TRAIN_N_FILE_TENSORS 16              /* llm.c's GPT-2 parameter tensors */
-#define TRAIN_N_TENSORS 17                   /* and the learned sink logits (0 floats unless
-                                              * a layer's attention has sinklogit=1) */
+#define TRAIN_N_TENSORS 18                   /* and the learned sink logits (0 floats unless
+                                              * a layer's attention has sinklogit=1), and the
+                                              * Synthesizer layers' parameters (0 floats
+                                              * unless a layer is one) */
 #define TRAIN_DEFAULT_REDRAW 100             /* Performer: steps between feature draws */
 #define TRAIN_INIT_STD 0.02f                 /* GPT-2 init: N(0, 0.02) for weights */
 
@@ -82,6 +84,8 @@ typedef struct {
     float *lnfw;       /* (C,) */
     float *lnfb;       /* (C,) */
     float *sink;       /* (L, NH) learned sink logits (none unless a layer has them) */
+    float *synth;      /* every Synthesizer layer's parameters, layer l's at synth_offset[l]
+                        * (attention.h's layout; none unless a layer is one) */
 } TrainTensors;
 
 /* Activations of one forward pass over (B, T) tokens; all owned by the Trainer. */
@@ -107,7 +111,8 @@ typedef struct {
     float *dq, *dk, *dv;          /* (N, C) each */
     float *dfch;       /* (N, Hd) gradient of fch_gelu, then (in place) of fch */
     float *scratch;    /* (B, attention scratch): one attention scratch per sequence */
-    float *dsink;      /* (B, NH) each sequence's gradient of one layer's sink logits */
+    float *dparam;     /* (B, dparam_floats) each sequence's gradient of one layer's
+                        * attention parameters: its sink logits (NH,), or a Synthesizer's */
     float *rope;       /* (N, HS) cos and sin of each row's rotary angles (positions 0 .. T-1
                         * of every sequence), made once by trainer_init; NULL with learned
                         * positions */
@@ -130,6 +135,8 @@ typedef struct {
                                     * features, LSH rotations), layer l's at
                                     * random_offset[l]; NULL if none has them */
     size_t random_offset[MODEL_MAX_LAYERS + 1];
+    size_t synth_offset[MODEL_MAX_LAYERS + 1];   /* floats into p.synth of layer l's */
+    size_t dparam_floats;          /* one sequence's row of a.dparam: the most any layer has */
     long long random_draw[MODEL_MAX_LAYERS];   /* the draw layer l's matrices hold, -1: none */
     float *params;                 /* (n_params,) owned */
     float *params_t;               /* (n_params,) owned: each weight matrix of params
@@ -161,7 +168,8 @@ int trainer_check_config(const Config *c, int B, const char *subject);
  * order (wpe 0 floats with rotary positions), the sink logits (L, NH) last and only if
  * sink_logits (else 0 floats); returns their sum, the parameter count. c must have passed
  * trainer_check_config. */
-size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c, int sink_logits);
+size_t trainer_tensor_sizes(size_t size[TRAIN_N_TENSORS], const Config *c, int sink_logits,
+                            size_t synth);
 
 /* 1 if AdamW decays tensor i (0 .. 16): the weight matrices and embeddings, not biases,
  * norms or sink logits. */

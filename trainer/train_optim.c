@@ -253,10 +253,11 @@ static uint64_t state_sum(const int32_t state[TRAIN_STATE_HEADER_INTS], const fl
 static const float *saved_params(const Trainer *tr) { return tr->ema ? tr->ema : tr->params; }
 static const float *state_weights(const Trainer *tr) { return tr->ema ? tr->params : NULL; }
 
-/* Floats of the 16 tensors an llm.c checkpoint holds (the sink logits, the 17th, go into
- * the attention extension). */
+/* Floats of the 16 tensors an llm.c checkpoint holds (the sink logits and the
+ * Synthesizers' parameters, the 17th and 18th, go into the attention extension). */
 static size_t file_params(const Trainer *tr) {
-    return tr->n_params - tr->tensor_size[TRAIN_N_TENSORS - 1];
+    return tr->n_params - tr->tensor_size[TRAIN_N_FILE_TENSORS] -
+           tr->tensor_size[TRAIN_N_FILE_TENSORS + 1];
 }
 
 /* A checkpoint's bytes after its header: the parameters, and for a variant the attention
@@ -267,11 +268,22 @@ static int encode_extension(const Trainer *tr, void **ext, size_t *ext_bytes) {
     *ext_bytes = 0;
     if (!tr->variant) return 0;
     const Config *c = &tr->config;
-    *ext_bytes = checkpoint_attention_bytes(c->n_layers, c->n_heads);
-    if (!(*ext = malloc(*ext_bytes))) return -1;
-    const float *sink = tr->tensor_size[TRAIN_N_TENSORS - 1]
+    size_t fixed = checkpoint_attention_bytes(c->n_layers, c->n_heads);
+    *ext_bytes = fixed + checkpoint_synth_bytes(tr->attn, c);
+    AttentionConfig *cfgs = malloc((size_t)c->n_layers * sizeof *cfgs);
+    if (!cfgs || !(*ext = malloc(*ext_bytes))) {
+        free(cfgs);
+        return -1;
+    }
+    const float *sink = tr->tensor_size[TRAIN_N_FILE_TENSORS]
                       ? saved_params(tr) + file_params(tr) : NULL;
     checkpoint_encode_attention(*ext, tr->attn, sink, c->n_layers, c->n_heads);
+    /* the Synthesizers' parameters as saved (the moving average's, when there is one) */
+    memcpy(cfgs, tr->attn, (size_t)c->n_layers * sizeof *cfgs);
+    checkpoint_point_synth(cfgs, c, saved_params(tr) + file_params(tr) +
+                                    tr->tensor_size[TRAIN_N_FILE_TENSORS]);
+    checkpoint_encode_synth((char *)*ext + fixed, cfgs, c);
+    free(cfgs);
     return 0;
 }
 
@@ -489,9 +501,9 @@ static size_t first_non_finite(const float *x, size_t n) {
 /* A checkpoint's attention extension as read: each layer's attention, the sink logits,
  * and the bytes (for the checksum). All NULL for a checkpoint without one. */
 typedef struct {
-    AttentionConfig *cfgs;   /* (L,) */
+    AttentionConfig *cfgs;   /* (L,); a Synthesizer layer's synth points into ext */
     float *sink;             /* (L, NH) */
-    void *ext;
+    void *ext;               /* the records, the sink logits, the Synthesizers' parameters */
     size_t ext_bytes;
 } FileAttention;
 
@@ -503,11 +515,13 @@ static void file_attention_free(FileAttention *fa) {
 }
 
 /* Reads the attention extension of a checkpoint (model_file, whose parameters end at byte
- * at) into fa, and leaves the file at the parameters (byte back). Returns 0, or -1 after a
- * stderr line. */
+ * at, model_bytes long) into fa, checking that the file ends where its Synthesizers'
+ * parameters do, and leaves the file at the parameters (byte back). Returns 0, or -1
+ * after a stderr line. */
 static int read_extension(FILE *model_file, const char *path, const Config *c, size_t at,
-                          size_t back, FileAttention *fa) {
-    fa->ext_bytes = checkpoint_attention_bytes(c->n_layers, c->n_heads);
+                          size_t back, size_t model_bytes, FileAttention *fa) {
+    size_t fixed = checkpoint_attention_bytes(c->n_layers, c->n_heads);
+    fa->ext_bytes = fixed;
     fa->ext = malloc(fa->ext_bytes);
     fa->cfgs = calloc((size_t)c->n_layers, sizeof *fa->cfgs);
     fa->sink = malloc((size_t)c->n_layers * (size_t)c->n_heads * sizeof(float));
@@ -516,15 +530,33 @@ static int read_extension(FILE *model_file, const char *path, const Config *c, s
         return -1;
     }
     if (fseek(model_file, (long)at, SEEK_SET) != 0 ||
-        os_read_exact(model_file, fa->ext, fa->ext_bytes, "train", path,
-                      "attention extension") != 0 ||
+        os_read_exact(model_file, fa->ext, fixed, "train", path, "attention extension") != 0 ||
+        checkpoint_decode_attention(fa->cfgs, fa->sink, fa->ext, c->n_layers, c->n_heads,
+                                    path) != 0)
+        return -1;
+    size_t synth = checkpoint_synth_bytes(fa->cfgs, c);
+    if (model_bytes != at + fixed + synth) {
+        fprintf(stderr, "train: %s: %s (got %zu bytes, expected %zu with its Synthesizers' "
+                "parameters)\n", path, model_bytes < at + fixed + synth ? "truncated"
+                : "trailing bytes", model_bytes, at + fixed + synth);
+        return -1;
+    }
+    void *grown = realloc(fa->ext, fixed + synth + 1);
+    if (!grown) {
+        fprintf(stderr, "train: %s: out of memory\n", path);
+        return -1;
+    }
+    fa->ext = grown;
+    fa->ext_bytes = fixed + synth;
+    if ((synth && os_read_exact(model_file, (char *)fa->ext + fixed, synth, "train", path,
+                                "Synthesizer parameters") != 0) ||
         fseek(model_file, (long)back, SEEK_SET) != 0) {
         if (!ferror(model_file))
             fprintf(stderr, "train: %s: cannot seek (%s)\n", path, strerror(errno));
         return -1;
     }
-    return checkpoint_decode_attention(fa->cfgs, fa->sink, fa->ext, c->n_layers, c->n_heads,
-                                       path);
+    checkpoint_point_synth(fa->cfgs, c, (const float *)(const void *)((char *)fa->ext + fixed));
+    return 0;
 }
 
 /* The checkpoint's header (model_file open at its start) into header and *c, checked to
@@ -551,11 +583,12 @@ static int read_checkpoint_header(FILE *model_file, const char *path,
     c->hidden_dim = 4 * c->dim;   /* in range now: C <= MODEL_MAX_DIM / 4 */
     /* in range, so the sizes below fit in size_t (trainer_check_config bounds them) */
     size_t sizes[TRAIN_N_TENSORS];
-    size_t n_file = trainer_tensor_sizes(sizes, c, 0);
+    size_t n_file = trainer_tensor_sizes(sizes, c, 0, 0);
     int extended = header[CHECKPOINT_GPT2_ATTN_SLOT] != 0;
     size_t want_model = header_bytes + n_file * sizeof(float) +
                         (extended ? checkpoint_attention_bytes(c->n_layers, c->n_heads) : 0);
-    if (model_bytes != want_model) {
+    /* with the extension, a Synthesizer's parameters may follow (read_extension checks) */
+    if (model_bytes < want_model || (!extended && model_bytes != want_model)) {
         fprintf(stderr, "train: %s: %s (got %zu bytes, expected %zu for %zu parameters%s)\n",
                 path, model_bytes < want_model ? "truncated" : "trailing bytes", model_bytes,
                 want_model, n_file, extended ? " and the attention extension" : "");
@@ -564,11 +597,12 @@ static int read_checkpoint_header(FILE *model_file, const char *path,
     *n_params = n_file;
     if (!extended) return 0;
     if (read_extension(model_file, path, c, header_bytes + n_file * sizeof(float),
-                       header_bytes, fa) != 0)
+                       header_bytes, model_bytes, fa) != 0)
         return -1;
     int sinks = 0;
     for (int l = 0; l < c->n_layers; l++) sinks |= fa->cfgs[l].sink_logit;
-    *n_params = trainer_tensor_sizes(sizes, c, sinks);
+    *n_params = trainer_tensor_sizes(sizes, c, sinks,
+                                     checkpoint_synth_bytes(fa->cfgs, c) / sizeof(float));
     return 0;
 }
 
@@ -626,8 +660,14 @@ static int read_arrays(Trainer *tr, FILE *model_file, FILE *state_file, const ch
                        const char *state_path, const FileAttention *fa) {
     size_t bytes = tr->n_params * sizeof(float);
     float *saved = tr->ema ? tr->ema : tr->params;
-    size_t n_sink = tr->tensor_size[TRAIN_N_TENSORS - 1];
+    size_t n_sink = tr->tensor_size[TRAIN_N_FILE_TENSORS];
+    size_t n_synth = tr->tensor_size[TRAIN_N_FILE_TENSORS + 1];
     if (n_sink) memcpy(saved + file_params(tr), fa->sink, n_sink * sizeof(float));
+    if (n_synth)   /* the checkpoint's Synthesizer layers are this run's (same spec) */
+        memcpy(saved + file_params(tr) + n_sink,
+               (const char *)fa->ext + checkpoint_attention_bytes(tr->config.n_layers,
+                                                                  tr->config.n_heads),
+               n_synth * sizeof(float));
     if (os_read_exact(model_file, saved, file_params(tr) * sizeof(float), "train", path,
                       "parameters") ||
         os_read_exact(state_file, tr->adam_m, bytes, "train", state_path, "moments") ||
@@ -768,11 +808,18 @@ int trainer_start_from(Trainer *tr, const char *path) {
                 "finite number)\n", path, bad, (double)tr->params[bad]);
         goto done;
     }
-    /* the sink logits a layer learned, where this run's layer learns them too */
-    for (int l = 0; fa.cfgs && l < t->n_layers; l++)
+    /* the sink logits a layer learned, where this run's layer learns them too; a
+     * Synthesizer's parameters where this run's layer is the same Synthesizer (else it
+     * starts from its own initialisation: an exact model has nothing to lend it) */
+    for (int l = 0; fa.cfgs && l < t->n_layers; l++) {
         if (fa.cfgs[l].sink_logit && tr->attn[l].sink_logit)
             memcpy(tr->p.sink + (size_t)l * t->n_heads, fa.sink + (size_t)l * t->n_heads,
                    (size_t)t->n_heads * sizeof(float));
+        if (attention_is_synth(tr->attn[l].kind) && fa.cfgs[l].kind == tr->attn[l].kind &&
+            fa.cfgs[l].factor == tr->attn[l].factor)
+            memcpy(tr->p.synth + tr->synth_offset[l], fa.cfgs[l].synth,
+                   (tr->synth_offset[l + 1] - tr->synth_offset[l]) * sizeof(float));
+    }
     if (tr->ema) memcpy(tr->ema, tr->params, tr->n_params * sizeof(float));
     status = 0;
 done:
