@@ -375,6 +375,8 @@ static Scoring config_scoring(const AttentionConfig *cfg, const AttentionShape *
     return sc;
 }
 
+static size_t synth_work_floats(const AttentionConfig *cfg, int HS);   /* the Synthesizer's */
+
 /* Fills p; returns -1 if a parameter is out of range (see lab/attention_spec.c for the
  * ranges users are told). Sizes stay far below SIZE_MAX for n_ctx <= 2^20. */
 static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx) {
@@ -438,12 +440,14 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     default:
         return -1;
     }
+    size_t synth_work = synth_work_floats(cfg, HS);
     p->kv_rows = (int)rows;
     p->list_cap = (int)list;
     p->score_cap = (int)rows;
     if (cfg->kind == ATTENTION_PERFORMER && p->score_cap < cfg->features)
         p->score_cap = cfg->features;
     if (p->score_cap < 2 * HS) p->score_cap = 2 * HS;
+    if (synth_work) p->score_cap = (int)rows + (int)synth_work;   /* the logits, then work */
     size_t kv = (size_t)p->kv_rows * NKV * HS * sizeof(float);
     p->key = align_up(sizeof(StateHeader));
     p->value = align_up(p->key + kv);
@@ -1048,39 +1052,51 @@ static const float *synth_head(const AttentionConfig *cfg, int HS, int h) {
     return cfg->synth + (size_t)h * synth_head_floats(cfg, HS);
 }
 
-/* w . relu(x) over n: the second layer of the Dense forms applied to their first. */
-static float relu_dot(const float *w, const float *x, int n) {
-    float sum = 0.0f;
-    for (int c = 0; c < n; c++) sum += w[c] * (x[c] > 0.0f ? x[c] : 0.0f);
-    return sum;
+/* Floats of work synth_logits and synth_logits_backward need, for the Dense forms: u =
+ * relu(q) and its gradient du (HS,) each; for the factorized one also du's share from B
+ * (HS,), then A (a,), B (L/a,), dA (a,), dB (L/a,). */
+static size_t synth_work_floats(const AttentionConfig *cfg, int HS) {
+    if (cfg->kind == ATTENTION_SYNTH_DENSE) return 2 * (size_t)HS;
+    if (cfg->kind != ATTENTION_SYNTH_FDENSE || cfg->factor < 1) return 0;
+    return 3 * (size_t)HS + 2 * ((size_t)cfg->factor + (size_t)(cfg->synth_len / cfg->factor));
+}
+
+/* u (n,) = relu(x), the first layer's output of the Dense forms. */
+static void relu(float *u, const float *x, int n) {
+    for (int c = 0; c < n; c++) u[c] = x[c] > 0.0f ? x[c] : 0.0f;
 }
 
 /* s (i + 1,) = a head's logits for the query at position i over keys 0 .. i; P its
- * parameters, q_i (HS,) its query (read by the Dense forms only). */
+ * parameters, q_i (HS,) its query (read by the Dense forms only); work
+ * (synth_work_floats,) scratch. */
 static void synth_logits(const AttentionConfig *cfg, const float *P, int HS, const float *q_i,
-                         int i, float *s) {
+                         int i, float *s, float *work) {
     long L = cfg->synth_len, F = cfg->factor;
+    float *u = work;
     switch (cfg->kind) {
     case ATTENTION_SYNTH_RANDOM:   /* row i of R */
         memcpy(s, P + i * L, (size_t)(i + 1) * sizeof(float));
         break;
-    case ATTENTION_SYNTH_FRANDOM: {   /* R1[i] . R2[j] */
-        const float *R1 = P, *R2 = P + L * F;
-        for (int j = 0; j <= i; j++) s[j] = dot_f(R1 + i * F, R2 + j * F, (int)F);
+    case ATTENTION_SYNTH_FRANDOM:   /* R1[i] . R2[j] */
+        kernels_dots(s, P + i * F, P + L * F, (int)F, NULL, i + 1, (int)F);
         break;
-    }
     case ATTENTION_SYNTH_DENSE: {   /* W[j] . relu(q_i) + b[j] */
-        const float *W = P, *b = P + L * HS;
-        for (int j = 0; j <= i; j++) s[j] = relu_dot(W + (long)j * HS, q_i, HS) + b[j];
+        const float *b = P + L * HS;
+        relu(u, q_i, HS);
+        kernels_dots(s, u, P, HS, NULL, i + 1, HS);
+        for (int j = 0; j <= i; j++) s[j] += b[j];
         break;
     }
     case ATTENTION_SYNTH_FDENSE: {   /* A[j % a] B[j / a]: A tiled, B repeated */
         const float *WA = P, *bA = WA + F * HS, *WB = bA + F, *bB = WB + (L / F) * HS;
-        for (int j = 0; j <= i; j++) {
-            long ja = j % F, jb = j / F;
-            s[j] = (relu_dot(WA + ja * HS, q_i, HS) + bA[ja]) *
-                   (relu_dot(WB + jb * HS, q_i, HS) + bB[jb]);
-        }
+        float *A = work + 3 * HS, *B = A + F;
+        int nA = i + 1 < F ? i + 1 : (int)F, nB = (int)(i / F) + 1;   /* the ones keys 0..i use */
+        relu(u, q_i, HS);
+        kernels_dots(A, u, WA, HS, NULL, nA, HS);
+        kernels_dots(B, u, WB, HS, NULL, nB, HS);
+        for (int r = 0; r < nA; r++) A[r] += bA[r];
+        for (int r = 0; r < nB; r++) B[r] += bB[r];
+        for (int j = 0; j <= i; j++) s[j] = A[j % F] * B[j / F];
         break;
     }
     default:
@@ -1088,16 +1104,18 @@ static void synth_logits(const AttentionConfig *cfg, const float *P, int HS, con
     }
 }
 
-/* The backward of synth_logits: from ds (i + 1,) = d loss / d s, adds into dP (the head's
- * parameters' gradient, P's layout) and, for the Dense forms, into dq_i (HS,) through the
- * ReLU (whose derivative at 0 is taken as 0). */
+/* The backward of synth_logits (called after it, with the same work): from ds (i + 1,) =
+ * d loss / d s, adds into dP (the head's parameters' gradient, P's layout) and, for the
+ * Dense forms, into dq_i (HS,) through the ReLU (whose derivative at 0 is taken as 0). */
 static void synth_logits_backward(const AttentionConfig *cfg, const float *P, float *dP, int HS,
-                                  const float *q_i, float *dq_i, int i, const float *ds) {
+                                  const float *q_i, float *dq_i, int i, const float *ds,
+                                  float *work) {
     long L = cfg->synth_len, F = cfg->factor;
+    float *u = work, *du = work + HS;
     switch (cfg->kind) {
     case ATTENTION_SYNTH_RANDOM:
         for (int j = 0; j <= i; j++) dP[i * L + j] += ds[j];
-        break;
+        return;
     case ATTENTION_SYNTH_FRANDOM: {
         const float *R1 = P + i * F, *R2 = P + L * F;
         float *dR1 = dP + i * F, *dR2 = dP + L * F;
@@ -1106,45 +1124,49 @@ static void synth_logits_backward(const AttentionConfig *cfg, const float *P, fl
                 dR1[c] += ds[j] * R2[j * F + c];
                 dR2[j * F + c] += ds[j] * R1[c];
             }
-        break;
+        return;
     }
-    case ATTENTION_SYNTH_DENSE: {
-        const float *W = P;
-        float *dW = dP, *db = dP + L * HS;
+    case ATTENTION_SYNTH_DENSE: {   /* dW[j] += ds_j u, db[j] += ds_j, du = sum_j ds_j W[j] */
+        float *db = dP + L * HS;
         for (int j = 0; j <= i; j++) {
-            const float *W_j = W + (long)j * HS;
-            float *dW_j = dW + (long)j * HS;
-            for (int c = 0; c < HS; c++) {
-                if (q_i[c] <= 0.0f) continue;
-                dW_j[c] += ds[j] * q_i[c];
-                dq_i[c] += ds[j] * W_j[c];
-            }
+            float *dW_j = dP + (long)j * HS;
+            for (int c = 0; c < HS; c++) dW_j[c] += ds[j] * u[c];
             db[j] += ds[j];
         }
+        kernels_weighted_sum(du, ds, 1.0f, P, HS, NULL, i + 1, HS);
         break;
     }
     case ATTENTION_SYNTH_FDENSE: {
-        const float *WA = P, *bA = WA + F * HS, *WB = bA + F, *bB = WB + (L / F) * HS;
+        const float *WA = P, *WB = WA + F * HS + F;
         float *dWA = dP, *dbA = dWA + F * HS, *dWB = dbA + F, *dbB = dWB + (L / F) * HS;
+        float *du_b = work + 2 * HS, *A = work + 3 * HS, *B = A + F, *dA = B + L / F;
+        float *dB = dA + F;
+        int nA = i + 1 < F ? i + 1 : (int)F, nB = (int)(i / F) + 1;
+        memset(dA, 0, (size_t)nA * sizeof(float));
+        memset(dB, 0, (size_t)nB * sizeof(float));
         for (int j = 0; j <= i; j++) {
-            long ja = j % F, jb = j / F;
-            const float *WA_j = WA + ja * HS, *WB_j = WB + jb * HS;
-            float a = relu_dot(WA_j, q_i, HS) + bA[ja], b = relu_dot(WB_j, q_i, HS) + bB[jb];
-            float da = ds[j] * b, db = ds[j] * a;
-            dbA[ja] += da;
-            dbB[jb] += db;
-            for (int c = 0; c < HS; c++) {
-                if (q_i[c] <= 0.0f) continue;
-                dWA[ja * HS + c] += da * q_i[c];
-                dWB[jb * HS + c] += db * q_i[c];
-                dq_i[c] += da * WA_j[c] + db * WB_j[c];
-            }
+            dA[j % F] += ds[j] * B[j / F];
+            dB[j / F] += ds[j] * A[j % F];
         }
+        for (int r = 0; r < nA; r++) {
+            for (int c = 0; c < HS; c++) dWA[r * HS + c] += dA[r] * u[c];
+            dbA[r] += dA[r];
+        }
+        for (int r = 0; r < nB; r++) {
+            for (int c = 0; c < HS; c++) dWB[r * HS + c] += dB[r] * u[c];
+            dbB[r] += dB[r];
+        }
+        /* du = sum_r dA_r WA[r] + sum_r dB_r WB[r] */
+        kernels_weighted_sum(du, dA, 1.0f, WA, HS, NULL, nA, HS);
+        kernels_weighted_sum(du_b, dB, 1.0f, WB, HS, NULL, nB, HS);
+        for (int c = 0; c < HS; c++) du[c] += du_b[c];
         break;
     }
     default:
-        break;
+        return;
     }
+    for (int c = 0; c < HS; c++)   /* through the ReLU */
+        if (q_i[c] > 0.0f) dq_i[c] += du[c];
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1232,7 +1254,8 @@ static void step_kv_head(void *ctx, int g) {
                 break;
             case ATTENTION_SYNTH_RANDOM: case ATTENTION_SYNTH_DENSE:
             case ATTENTION_SYNTH_FRANDOM: case ATTENTION_SYNTH_FDENSE:
-                synth_logits(cfg, synth_head(cfg, HS, h), HS, q_t, i, work_h);
+                synth_logits(cfg, synth_head(cfg, HS, h), HS, q_t, i, work_h,
+                             work_h + p.kv_rows);
                 attend_scored(out_t, v_g, kv_stride, NULL, i + 1, HS, sc, work_h, NULL, 0);
                 break;
             default:
@@ -1302,8 +1325,8 @@ static size_t weights_head_floats(const AttentionConfig *cfg, int HS, int T) {
     case ATTENTION_LSH:         /* scores, visible scores (T,); key buckets (rounds, T); */
                                 /* the query's buckets (rounds,) */
         return 2 * t + (size_t)cfg->rounds * t + (size_t)cfg->rounds;
-    default:                    /* scores, visible scores (T,) */
-        return 2 * t;
+    default:                    /* scores, visible scores (T,); a Synthesizer's work */
+        return 2 * t + synth_work_floats(cfg, HS);
     }
 }
 
@@ -1337,7 +1360,7 @@ static void weights_softmax(const WeightsHead *v, const AttentionConfig *cfg, Sc
         for (int r = 0; lsh && r < cfg->rounds; r++)
             query_bucket[r] = (float)lsh_round_bucket(q_i, v->R, r, half, HS);
         /* score keys 0 .. i; keep the visible scores in position order, mark the rest NaN */
-        if (v->P) synth_logits(cfg, v->P, HS, q_i, i, scores);
+        if (v->P) synth_logits(cfg, v->P, HS, q_i, i, scores, visible + T);
         else score_rows(scores, q_i, v->k, v->kv_stride, NULL, i + 1, HS, sc);
         int n = 0;
         for (int j = 0; j < T; j++) {
@@ -1718,8 +1741,8 @@ static size_t train_job_floats(const AttentionConfig *cfg, int HS, int T) {
     case ATTENTION_LSH:        /* p, dp (T,), rows (T,) ints; key buckets (rounds, T), the */
                                /* query's (rounds,) */
         return 3 * t + (size_t)cfg->rounds * (t + 1);
-    default:                   /* p, dp (T,), rows (T,) ints */
-        return 3 * t;
+    default:                   /* p, dp (T,), rows (T,) ints; a Synthesizer's work */
+        return 3 * t + synth_work_floats(cfg, HS);
     }
 }
 
@@ -1796,14 +1819,15 @@ static void train_softmax_head(const TrainHead *th, const TrainJob *job, int h, 
         }
         uint64_t first = ((uint64_t)h * T + (uint64_t)t) * T;   /* the dropout mask's */
         if (th->P) {   /* a Synthesizer: every key 0 .. t, scored without k */
-            synth_logits(cfg, th->P, HS, q_t, t, p);
+            float *work = (float *)(rows + T);
+            synth_logits(cfg, th->P, HS, q_t, t, p, work);
             if (th->out) {
                 attend_scored(th->out + row, th->v, th->kv_stride, NULL, n, HS, sc, p,
                               job->drop, first);
             } else {
                 softmax_backward(th->dv, NULL, th->dout + row, th->v, th->kv_stride, NULL, n,
                                  HS, sc, job->drop, first, p, dp);
-                synth_logits_backward(cfg, th->P, th->dP, HS, q_t, th->dq + row, t, dp);
+                synth_logits_backward(cfg, th->P, th->dP, HS, q_t, th->dq + row, t, dp, work);
             }
         } else if (th->out)
             attend_rows(th->out + row, q_t, th->k, th->v, th->kv_stride, visible, n, HS, sc, p,

@@ -34,6 +34,7 @@
 #define GRAD_RTOL 1e-4
 #define FD_STEP 1e-4       /* central differences' step, in float64 */
 #define FD_MAX_POINTS 400  /* differences taken per tensor at most (a stride through it) */
+#define SYNTH_LEN 16       /* positions a Synthesizer's parameters cover (T, if longer) */
 
 /* ---- one case: a variant, a shape, and its inputs ---- */
 
@@ -54,11 +55,14 @@ typedef struct {
     AttentionShape shape;
     int C, KVD;                          /* NH * HS, NKV * HS */
     float *q, *k, *v, *dout, *sink;      /* the float inputs */
+    float *synth;                        /* a Synthesizer's parameters (n_synth,), or NULL */
+    size_t n_synth, n_param;             /* and the floats of the parameters' gradient: the
+                                          * sink logits' NH, or n_synth */
     float *random;                       /* attention_draw_random's draw 0, or NULL */
     int rounds, rand_rows;
     AttentionDropout drop;
     /* float64 copies for the reference */
-    double *qd, *kd, *vd, *doutd, *sinkd, *Rd;
+    double *qd, *kd, *vd, *doutd, *sinkd, *Rd, *synthd;
     unsigned char *visible;              /* (NH, T, T): key j visible to query i in head h */
     double *mask;                        /* (NH, T, T) dropout factors, or NULL */
     double *out_ref;                     /* (T, C) scratch of the reference */
@@ -182,6 +186,15 @@ static void case_init(Case *c, const Variant *var, Dims d) {
     check_fill_random(&seed_state, c->dout, (long)d.T * c->C, 1.0f);
     check_fill_random(&seed_state, c->sink, d.NH, 1.0f);
     if (c->config.sink_logit) c->config.sink_logits = c->sink;
+    if (attention_is_synth(c->config.kind)) {   /* parameters for up to 16 positions, or T */
+        c->config.synth_len = d.T < SYNTH_LEN ? SYNTH_LEN : d.T;
+        c->n_synth = attention_synth_floats(c->cfg, &c->shape);
+        c->synth = alloc_floats(c->n_synth);
+        check_fill_random(&seed_state, c->synth, (long)c->n_synth, 1.0f);
+        c->config.synth = c->synth;
+        c->synthd = to_doubles(c->synth, c->n_synth);
+    }
+    c->n_param = c->n_synth > (size_t)d.NH ? c->n_synth : (size_t)d.NH;
     size_t n_random = attention_random_floats(c->cfg, &c->shape);
     if (n_random) {
         c->random = alloc_floats(n_random);
@@ -207,8 +220,9 @@ static void case_init(Case *c, const Variant *var, Dims d) {
 }
 
 static void case_free(Case *c) {
-    float *f[] = {c->q, c->k, c->v, c->dout, c->sink, c->random};
-    double *g[] = {c->qd, c->kd, c->vd, c->doutd, c->sinkd, c->Rd, c->mask, c->out_ref};
+    float *f[] = {c->q, c->k, c->v, c->dout, c->sink, c->random, c->synth};
+    double *g[] = {c->qd, c->kd, c->vd, c->doutd, c->sinkd, c->Rd, c->mask, c->out_ref,
+                   c->synthd};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) free(g[i]);
     free(c->visible);
@@ -226,6 +240,36 @@ static double dot(const double *a, const double *b, int n) {
     double s = 0.0;
     for (int i = 0; i < n; i++) s += a[i] * b[i];
     return s;
+}
+
+/* w . relu(x) over n */
+static double relu_dot(const double *w, const double *x, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += w[i] * (x[i] > 0.0 ? x[i] : 0.0);
+    return s;
+}
+
+/* A Synthesizer's logit of head h, query i (q_i its query), key j (§16): Random R[i][j];
+ * factorized Random R1[i] . R2[j]; Dense W[j] . relu(q_i) + b[j]; factorized Dense
+ * (WA[j mod a] . relu(q_i) + bA[j mod a]) (WB[j div a] . relu(q_i) + bB[j div a]). */
+static double ref_synth_logit(const Case *c, int h, int i, int j, const double *q_i) {
+    const AttentionConfig *cfg = c->cfg;
+    int L = cfg->synth_len, F = cfg->factor, HS = c->d.HS;
+    const double *P = c->synthd + (size_t)h * (c->n_synth / (size_t)c->d.NH);
+    switch (cfg->kind) {
+    case ATTENTION_SYNTH_RANDOM:
+        return P[(long)i * L + j];
+    case ATTENTION_SYNTH_FRANDOM:
+        return dot(P + (long)i * F, P + (long)L * F + (long)j * F, F);
+    case ATTENTION_SYNTH_DENSE:
+        return relu_dot(P + (long)j * HS, q_i, HS) + P[(long)L * HS + j];
+    default: {   /* fdense: WA (a, HS), bA (a,), WB (L / a, HS), bB (L / a,) */
+        const double *WA = P, *bA = WA + (long)F * HS, *WB = bA + F, *bB = WB + (long)(L / F) * HS;
+        int ja = j % F, jb = j / F;
+        return (relu_dot(WA + (long)ja * HS, q_i, HS) + bA[ja]) *
+               (relu_dot(WB + (long)jb * HS, q_i, HS) + bB[jb]);
+    }
+    }
 }
 
 /* out (T, C): the variant over the sequence, straight from its formula. */
@@ -247,7 +291,8 @@ static void ref_forward(const Case *c, double *out) {
                 double mx = has_sink ? b : -(double)INFINITY;
                 for (int j = 0; j <= i; j++) {
                     const double *k_j = c->kd + ((long)j * c->d.NKV + g) * HS;
-                    w[j] = scale * dot(q_i, k_j, HS);
+                    w[j] = attention_is_synth(cfg->kind) ? ref_synth_logit(c, h, i, j, q_i)
+                                                         : scale * dot(q_i, k_j, HS);
                     if (cfg->kind == ATTENTION_GAUSS) w[j] -= 0.5 * scale * dot(k_j, k_j, HS);
                     if (c->visible[((long)h * T + i) * T + j] && w[j] > mx) mx = w[j];
                 }
@@ -357,14 +402,14 @@ static int train_backward(const Case *c, float *dq, float *dk, float *dv, float 
     memset(dq, 0, sizeof(float) * (size_t)c->d.T * c->C);
     memset(dk, 0, sizeof(float) * (size_t)c->d.T * c->KVD);
     memset(dv, 0, sizeof(float) * (size_t)c->d.T * c->KVD);
-    memset(dsink, 0, sizeof(float) * (size_t)c->d.NH);
+    memset(dsink, 0, sizeof(float) * c->n_param);
     return attention_train_backward(c->cfg, &c->shape, c->random, &c->drop, dq, dk, dv, dsink,
                                     c->dout, c->q, c->k, c->v, c->d.T, scratch);
 }
 
 /* attention_step over the T positions from a fresh state of layer 0 (its random matrices
- * are draw 0). Returns 0, or -1. */
-static int step_forward(const Case *c, float *out) {
+ * are draw 0), in one call or (one_by_one) a position a call. Returns 0, or -1. */
+static int step_forward(const Case *c, float *out, int one_by_one) {
     size_t bytes = attention_state_bytes(c->cfg, &c->shape, c->d.T);
     size_t floats = attention_step_scratch_floats(c->cfg, &c->shape, c->d.T);
     void *state = bytes ? malloc(bytes) : NULL;
@@ -372,7 +417,11 @@ static int step_forward(const Case *c, float *out) {
     int status = -1;
     if (state && scratch && attention_state_init(c->cfg, &c->shape, c->d.T, 0, state) == 0)
         status = attention_step(c->cfg, &c->shape, state, c->d.T, out, c->q, c->k, c->v, 0,
-                                c->d.T, scratch);
+                                one_by_one ? 1 : c->d.T, scratch);
+    for (int t = 1; one_by_one && status == 0 && t < c->d.T; t++)   /* decoding, a token a step */
+        status = attention_step(c->cfg, &c->shape, state, c->d.T, out + (size_t)t * c->C,
+                                c->q + (size_t)t * c->C, c->k + (size_t)t * c->KVD,
+                                c->v + (size_t)t * c->KVD, t, 1, scratch);
     free(state);
     free(scratch);
     return status;
@@ -406,7 +455,7 @@ static void test_case(const Variant *var, Dims d) {
     size_t n_out = (size_t)d.T * c.C, n_kv = (size_t)d.T * c.KVD;
     float *out = alloc_floats(n_out), *step = alloc_floats(n_out);
     float *dq = alloc_floats(n_out), *dk = alloc_floats(n_kv), *dv = alloc_floats(n_kv);
-    float *dsink = alloc_floats((size_t)d.NH);
+    float *dsink = alloc_floats(c.n_param);
     double *want = alloc_doubles(n_out);
     snprintf(what, sizeof what, "%s T=%d NH=%d NKV=%d HS=%d", var->name, d.T, d.NH, d.NKV,
              d.HS);
@@ -419,7 +468,7 @@ static void test_case(const Variant *var, Dims d) {
             dropped += j <= i && c.mask && c.mask[n] == 0.0;
         }
         int masked = var->cfg.kind != ATTENTION_EXACT && var->cfg.kind != ATTENTION_GAUSS &&
-                     is_softmax_kind(var->cfg.kind) &&
+                     is_softmax_kind(var->cfg.kind) && !attention_is_synth(var->cfg.kind) &&
                      !(var->cfg.kind == ATTENTION_LSH && var->cfg.buckets == 1);
         check_true((hidden > 0) == masked && (dropped > 0) == (var->drop_p > 0.0f),
                    "train %s: %ld of the causal keys hidden, %ld weights dropped", what, hidden,
@@ -432,8 +481,14 @@ static void test_case(const Variant *var, Dims d) {
     /* (a) the decode path over the same positions (no dropout there) */
     if (var->drop_p == 0.0f) {
         snprintf(label, sizeof label, "train %s: forward == attention_step", what);
-        if (check_true(step_forward(&c, step) == 0, "train %s: attention_step runs", what))
+        if (check_true(step_forward(&c, step, 0) == 0, "train %s: attention_step runs", what))
             check_close(label, out, step, n_out, 1e-6, 1e-6);
+        float *single = alloc_floats(n_out);
+        check_true(step_forward(&c, single, 1) == 0 &&
+                   memcmp(single, step, n_out * sizeof(float)) == 0,
+                   "train %s: attention_step a position at a time == all at once, bit for bit",
+                   what);
+        free(single);
     }
     /* (b) the float64 reference, and its differences */
     ref_forward(&c, want);
@@ -448,6 +503,10 @@ static void test_case(const Variant *var, Dims d) {
     if (var->cfg.sink_logit) {
         snprintf(label, sizeof label, "train %s: dsink == differences", what);
         check_fd(&c, label, c.sinkd, (size_t)d.NH, dsink);
+    }
+    if (c.synth) {
+        snprintf(label, sizeof label, "train %s: dsynth == differences", what);
+        check_fd(&c, label, c.synthd, c.n_synth, dsink);
     }
 done:
     free(out); free(step); free(dq); free(dk); free(dv); free(dsink); free(want);
@@ -523,6 +582,13 @@ static void make_variants(void) {
     c = add("performer m=4", ATTENTION_PERFORMER, 0.0f); c->features = 4;
     c = add("performer m=7 iid tau", ATTENTION_PERFORMER, 0.0f); c->features = 7;
     c->orthogonal = 0; c->tau = 1.5f;
+    add("synth-random", ATTENTION_SYNTH_RANDOM, 0.0f);
+    add("synth-random dropout", ATTENTION_SYNTH_RANDOM, 0.3f);
+    add("synth-dense", ATTENTION_SYNTH_DENSE, 0.0f);
+    add("synth-dense dropout", ATTENTION_SYNTH_DENSE, 0.2f);
+    c = add("synth-frandom rank=3", ATTENTION_SYNTH_FRANDOM, 0.0f); c->factor = 3;
+    c = add("synth-fdense a=4", ATTENTION_SYNTH_FDENSE, 0.0f); c->factor = 4;
+    c = add("synth-fdense a=2 dropout", ATTENTION_SYNTH_FDENSE, 0.3f); c->factor = 2;
 }
 
 static void test_every_variant(void) {
@@ -548,7 +614,7 @@ static void thread_sequence(void *ctx, int s) {
     memset(tc->dq[s], 0, n_out * sizeof(float));
     memset(tc->dk[s], 0, n_kv * sizeof(float));
     memset(tc->dv[s], 0, n_kv * sizeof(float));
-    memset(tc->dsink[s], 0, (size_t)c->d.NH * sizeof(float));
+    memset(tc->dsink[s], 0, c->n_param * sizeof(float));
     if (attention_train_forward(c->cfg, &c->shape, c->random, &c->drop, tc->out[s], c->q, c->k,
                                 c->v, c->d.T, tc->scratch[s]) != 0 ||
         attention_train_backward(c->cfg, &c->shape, c->random, &c->drop, tc->dq[s], tc->dk[s],
@@ -570,7 +636,7 @@ static size_t thread_results(const ThreadCase *tc, float *all) {
         const Case *c = &tc->c[s];
         size_t n_out = (size_t)c->d.T * c->C, n_kv = (size_t)c->d.T * c->KVD;
         const float *parts[] = {tc->out[s], tc->dq[s], tc->dk[s], tc->dv[s], tc->dsink[s]};
-        size_t sizes[] = {n_out, n_out, n_kv, n_kv, (size_t)c->d.NH};
+        size_t sizes[] = {n_out, n_out, n_kv, n_kv, c->n_param};
         for (int p = 0; p < 5; p++) {
             if (all) memcpy(all + n, parts[p], sizes[p] * sizeof(float));
             n += sizes[p];
@@ -592,7 +658,7 @@ static void test_threads(const Variant *var) {
         tc.dq[s] = alloc_floats(n_out);
         tc.dk[s] = alloc_floats(n_kv);
         tc.dv[s] = alloc_floats(n_kv);
-        tc.dsink[s] = alloc_floats((size_t)d.NH);
+        tc.dsink[s] = alloc_floats(tc.c[s].n_param);
         tc.scratch[s] = alloc_floats(attention_train_scratch_floats(tc.c[s].cfg,
                                                                     &tc.c[s].shape, d.T));
     }
@@ -641,7 +707,7 @@ static void test_invalid(void) {
         AttentionConfig cfg;
         const AttentionDropout *drop;
         int T, no_random;
-    } bad[10];
+    } bad[14];
     int n = 0;
     bad[n].what = "T = 0"; bad[n].cfg = config(ATTENTION_EXACT); bad[n].drop = NULL;
     bad[n].T = 0; bad[n++].no_random = 0;
@@ -664,6 +730,19 @@ static void test_invalid(void) {
     bad[n++].no_random = 0;
     bad[n].what = "sinklogit with linear"; bad[n].cfg = config(ATTENTION_LINEAR);
     bad[n].cfg.sink_logit = 1; bad[n].drop = NULL; bad[n].T = T; bad[n++].no_random = 0;
+    /* a Synthesizer without its parameters, with too few positions, a factor not dividing
+     * them, a sink logit */
+    bad[n].what = "synth-dense without its parameters"; bad[n].cfg = config(ATTENTION_SYNTH_DENSE);
+    bad[n].cfg.synth_len = T; bad[n].drop = NULL; bad[n].T = T; bad[n++].no_random = 0;
+    bad[n].what = "synth-random over more positions than its parameters";
+    bad[n].cfg = config(ATTENTION_SYNTH_RANDOM); bad[n].cfg.synth_len = T - 1;
+    bad[n].cfg.synth = random; bad[n].drop = NULL; bad[n].T = T; bad[n++].no_random = 0;
+    bad[n].what = "synth-fdense a=2 over 5 positions"; bad[n].cfg = config(ATTENTION_SYNTH_FDENSE);
+    bad[n].cfg.factor = 2; bad[n].cfg.synth_len = T; bad[n].cfg.synth = random;
+    bad[n].drop = NULL; bad[n].T = T; bad[n++].no_random = 0;
+    bad[n].what = "synth-random with a sink logit"; bad[n].cfg = config(ATTENTION_SYNTH_RANDOM);
+    bad[n].cfg.synth_len = T; bad[n].cfg.synth = random; bad[n].cfg.sink_logit = 1;
+    bad[n].drop = NULL; bad[n].T = T; bad[n++].no_random = 0;
     for (int i = 0; i < n; i++) {
         const AttentionConfig *cfg = &bad[i].cfg;
         size_t n_random = attention_random_floats(cfg, &shape);
@@ -707,6 +786,24 @@ static void test_invalid(void) {
                "refused: norm on exact (%d), sinklogit with softmax1 (%d), sinklogit on "
                "performer (%d); exact has no random matrices (%d)", norm_refused, both_refused,
                kernel_refused, no_random);
+    /* a Synthesizer decodes only with its parameters, over at most the positions they
+     * cover; softmax1 and a sink logit are refused by the spec's check too */
+    cfg = config(ATTENTION_SYNTH_DENSE);
+    cfg.synth_len = T;
+    size_t bytes = attention_state_bytes(&cfg, &shape, T);
+    static unsigned char state[1 << 16];
+    int step_refused = bytes > 0 && bytes <= sizeof state &&
+                       attention_state_init(&cfg, &shape, T, 0, state) == 0 &&
+                       attention_step(&cfg, &shape, state, T, out, q, k, v, 0, 1, scratch) == -1;
+    int longer_refused = attention_state_bytes(&cfg, &shape, T + 1) == 0;
+    char problem[128] = "";
+    cfg.softmax1 = 1;
+    int checked = attention_config_check(&cfg, problem, sizeof problem) == -1 &&
+                  strstr(problem, "softmax1") != NULL;
+    check_true(step_refused && longer_refused && checked,
+               "refused: synth-dense steps without its parameters (%d), over more positions "
+               "than they cover (%d), with softmax1 (%d: '%s')", step_refused, longer_refused,
+               checked, problem);
 }
 
 /* ---- attention_draw_random ---- */
@@ -788,7 +885,7 @@ static void test_decode_options(void) {
         ref_forward(&c, want);
         snprintf(label, sizeof label, "decode %s: attention_step == float64 reference",
                  vars[n]->name);
-        if (check_true(step_forward(&c, out) == 0, "decode %s: attention_step runs",
+        if (check_true(step_forward(&c, out, 0) == 0, "decode %s: attention_step runs",
                        vars[n]->name))
             check_close_f64(label, out, want, n_out, FWD_ATOL, FWD_RTOL);
         /* the weights: the reference's, NaN where hidden, rows summing to 1 - sink share */
@@ -835,7 +932,7 @@ static void test_decode_options(void) {
     memcpy(c1.k, cz.k, (size_t)d.T * c1.KVD * sizeof(float));
     memcpy(c1.v, cz.v, (size_t)d.T * c1.KVD * sizeof(float));
     float *out1 = alloc_floats(n_out);
-    check_true(step_forward(&cz, out) == 0 && step_forward(&c1, out1) == 0 &&
+    check_true(step_forward(&cz, out, 0) == 0 && step_forward(&c1, out1, 0) == 0 &&
                memcmp(out, out1, n_out * sizeof(float)) == 0,
                "decode: the sink logit 0 (sink_logits NULL) gives softmax1's bits");
     free(out1);
@@ -847,7 +944,7 @@ static void test_decode_options(void) {
     Case c;
     case_init(&c, &norm, d);
     ref_forward(&c, want);
-    if (check_true(step_forward(&c, out) == 0, "decode linear norm: attention_step runs"))
+    if (check_true(step_forward(&c, out, 0) == 0, "decode linear norm: attention_step runs"))
         check_close_f64("decode linear norm: attention_step == float64 reference", out, want,
                         n_out, FWD_ATOL, FWD_RTOL);
     float *scratch = alloc_floats(attention_weights_scratch_floats(c.cfg, &c.shape, d.T));

@@ -331,6 +331,9 @@ static void test_variant_runs(void) {
         {"efficient", 0},
         {"performer:m=16", 1},
         {"lsh:buckets=4,rounds=2,local=2,sinks=1", 1},
+        {"synth-dense;synth-random", 1},   /* two layers' parameters, one after the other */
+        {"synth-frandom:rank=4;exact", 0},
+        {"synth-fdense:a=4", 1},
     };
     for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++)
         variant_run(RUNS[i].spec, RUNS[i].full, MODEL_POSITIONS_LEARNED);
