@@ -868,6 +868,15 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
                                      (expected - checkpoint_attention_bytes(c->n_layers,
                                                                             c->n_heads))) != 0)
             goto fail;
+        for (int l = 0; l < c->n_layers; l++) {
+            const AttentionConfig *a = &ck->attention[l];
+            if (a->kind == ATTENTION_SYNTH_FDENSE && c->seq_len % a->factor != 0) {
+                fprintf(stderr, "model: %s: attention of layer %d: synth-fdense: a must divide "
+                        "the context (got a %d, context %d)\n", path, l, a->factor,
+                        c->seq_len);
+                goto fail;
+            }
+        }
         size_t synth = checkpoint_synth_bytes(ck->attention, c);
         if (synth > SIZE_MAX - expected || file_size != expected + synth) {
             fprintf(stderr, "model: %s: file size does not match its header (got %zu bytes, "

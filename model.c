@@ -172,6 +172,13 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     }
     for (int l = 0; l < L; l++) {
         kept[l] = layer_config(m, &cfgs[l], l);
+        if (kept[l].kind == ATTENTION_SYNTH_FDENSE && c->seq_len % kept[l].factor != 0) {
+            fprintf(stderr, "model: attention synth-fdense (layer %d): a must divide the "
+                    "model's context (got a %d, context %d)\n", l, kept[l].factor, c->seq_len);
+            free(kept);
+            free(offset);
+            return -1;
+        }
         if (attention_is_synth(kept[l].kind) && !kept[l].synth) {
             char spec[64];   /* the --attn spec that trains one */
             AttentionKind kind = kept[l].kind;

@@ -170,6 +170,17 @@ static void test_usage_errors(const char *model, const char *tok) {
     EXPECT_USAGE("attention: softmax1 on Performer", "--attn performer:softmax1=1",
                  "unknown or malformed parameter 'softmax1=1'");
     EXPECT_USAGE("attention: nystrom is not causal", "--attn nystrom", "nystrom: not causal");
+    EXPECT_USAGE("attention: synth-frandom of rank 0", "--attn synth-frandom:rank=0",
+                 "invalid value '0' for rank");
+    EXPECT_USAGE("attention: a key synth-dense does not take", "--attn synth-dense:a=4",
+                 "synth-dense: unknown or malformed parameter 'a=4'");
+    EXPECT_USAGE("attention: softmax1 on a Synthesizer", "--attn synth-random:softmax1=1",
+                 "unknown or malformed parameter 'softmax1=1'");
+    snprintf(args, sizeof args, "%s --attn synth-dense", base);   /* swapped into exact's */
+    expect("a Synthesizer on a model trained without one", args, 1,
+           "model: attention synth-dense (layer 0): a Synthesizer's weights are trained "
+           "parameters, and this model has none for it (expected a model trained with ./train "
+           "--attn synth-dense)");
     EXPECT_USAGE("--attn missing value", "--attn", "--attn: missing value");
     EXPECT_USAGE("--ctx-size zero", "-c 0", "-c: invalid value (got '0'");
     EXPECT_USAGE("--ctx-size below 2", "--eval x --ctx-size 1",
@@ -1159,7 +1170,7 @@ static void test_files_not_ours(const char *model, const char *tok) {
 
 /* The fixture model with the attention extension (docs/formats.md): header [9] = 1, then
  * one record of 20 int32 per layer (kind, unscaled, softmax1, tau's bits, w, sinks, k, l,
- * c, buckets, rounds, local, m, orf, prescale, norm, sinklogit, seed low, seed high, 0)
+ * c, buckets, rounds, local, m, orf, prescale, norm, sinklogit, seed low, seed high, factor)
  * and NH sink logits (0). rec holds the record's fields from w on (16 values). */
 static const char *write_with_record(const char *name, int kind, const int32_t rec[16]) {
     const char *path = write_model(name, 20240326, 3, MAX_T, V, L, NH, C, VP, 0);
@@ -1185,7 +1196,7 @@ static const char *write_with_record(const char *name, int kind, const int32_t r
 static void test_attention_records(const char *tok) {
     const char *quantize = getenv("QUANTIZE");
     if (!quantize || !*quantize) quantize = "./quantize";
-    /*                 w    sinks k  l   c   buckets rounds   local m  orf pre norm sink seed */
+    /*                 w    sinks k  l   c   buckets rounds   local m  orf pre norm sink seed factor */
     int32_t lsh[16] = {128, 4,    2, 32, 32, 2,      1 << 20, 64,  256, 1, 0, 0,  0,   1, 0, 0};
     int32_t win[16] = {0,   0,    2, 32, 32, 16,     4,       64,  256, 1, 0, 0,  0,   1, 0, 0};
     int32_t fix[16] = {128, 0,    2, 4,  5,  16,     4,       64,  256, 1, 0, 0,  0,   1, 0, 0};
@@ -1208,6 +1219,14 @@ static void test_attention_records(const char *tok) {
     expect_program(quantize, "quantize a record of fixed with c > l", args, 1,
                    "fixed: c must not exceed l (got c 5, l 4)");
     check_true(access(out, F_OK) != 0, "quantize of a bad record wrote nothing");
+    /* a Synthesizer's record without its parameters, a factor not dividing the context */
+    int32_t fd3[16] = {128, 0,    2, 32, 32, 16,     4,       64,  256, 1, 0, 0,  0,   1, 0, 3};
+    snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_syn.bin", 11, ok), tok);
+    expect("a record of synth-dense without its parameters", args, 1,
+           "file size does not match its header (got");
+    snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_fd3.bin", 13, fd3), tok);
+    expect("a record of synth-fdense with a = 3 over 16 positions", args, 1,
+           "attention of layer 0: synth-fdense: a must divide the context (got a 3, context 16)");
 }
 
 /* train's defaults and its flags that would do nothing: the attention dropout follows the

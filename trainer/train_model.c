@@ -229,6 +229,11 @@ static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *sett
             size_t layer = attention_train_scratch_floats(cfg, &tr->attention, tr->T);
             char spec_kind[32];
             snprintf(spec_kind, sizeof spec_kind, "%s", attention_kind_name(cfg->kind));
+            if (cfg->kind == ATTENTION_SYNTH_FDENSE && tr->T % cfg->factor != 0) {
+                fprintf(stderr, "train: attention synth-fdense of layer %d: a must divide the "
+                        "context (got a %d, context %d)\n", l, cfg->factor, tr->T);
+                return -1;
+            }
             if (layer == 0) {
                 fprintf(stderr, "train: attention %s of layer %d: invalid for this model (%d "
                         "heads of %d, context %d)\n", spec_kind, l, c->n_heads,
