@@ -450,7 +450,8 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     if (synth_work) p->score_cap = (int)rows + (int)synth_work;   /* the logits, then work */
     size_t kv = (size_t)p->kv_rows * NKV * HS * sizeof(float);
     p->key = align_up(sizeof(StateHeader));
-    p->value = align_up(p->key + kv);
+    /* a Synthesizer never reads a key: it keeps the values alone, half exact's cache */
+    p->value = align_up(p->key + (attention_is_synth(cfg->kind) ? 0 : kv));
     p->list = align_up(p->value + kv);
     p->rec = align_up(p->list + (size_t)NH * p->list_cap * sizeof(int32_t));
     p->rand = align_up(p->rec + (size_t)NH * p->rec_floats * sizeof(float));
@@ -1208,7 +1209,7 @@ static void step_kv_head(void *ctx, int g) {
         const float *v_t = v_new + ((long)t * NKV + g) * HS;
         if (p.kv_rows > 0) {
             long row = (long)store_row(&p, i) * kv_stride + (long)g * HS;
-            memcpy(key + row, k_t, (size_t)HS * sizeof(float));
+            if (p.value > p.key) memcpy(key + row, k_t, (size_t)HS * sizeof(float));
             memcpy(value + row, v_t, (size_t)HS * sizeof(float));
         }
         for (int h = g * group; h < (g + 1) * group; h++) {

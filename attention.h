@@ -64,7 +64,7 @@ void attention_forward_dropout(const AttentionShape *shape, const AttentionDropo
  * attention_state_bytes() that the caller allocates and attention_state_init()
  * fills; attention_step() appends new keys/values to it and attends. The state is
  * one of the four kinds of docs/attention.md §10:
- *   (A) full KV cache: exact, gauss, strided, fixed, synth-*  O(n_ctx) per layer
+ *   (A) full KV cache: exact, gauss, strided, fixed (synth-*: values only)  O(n_ctx)
  *   (B) sink slots + ring buffer: window, dilated             O(S + W)
  *   (C) fixed-size recurrent state: linear, efficient, performer   O(1) in n_ctx
  *   (D) KV cache + per-round LSH bucket lists: lsh

@@ -67,7 +67,11 @@ linear linear 1
 linear-norm linear:norm=1 0
 efficient efficient 0
 performer performer:m=64 0
-lsh lsh:buckets=8,rounds=2,local=16,sinks=1 0"}
+lsh lsh:buckets=8,rounds=2,local=16,sinks=1 0
+synth-random synth-random 0
+synth-dense synth-dense 0
+synth-frandom synth-frandom:rank=16 0
+synth-fdense synth-fdense:a=16 0"}
 # The long-context rows: context 1024 (2 x 1024 tokens a step: the same tokens), the window
 # 1/8 of it again; the headline rows with every seed here too; then every kind with rotary
 # positions instead of the learned table (more flags for train after the headline field),
@@ -90,7 +94,11 @@ long-linear-rope linear 0 --pos rope
 long-linear-norm-rope linear:norm=1 0 --pos rope
 long-efficient-rope efficient 0 --pos rope
 long-performer-rope performer:m=64 0 --pos rope
-long-lsh-rope lsh:buckets=32,rounds=2,local=64,sinks=1 0 --pos rope"}
+long-lsh-rope lsh:buckets=32,rounds=2,local=64,sinks=1 0 --pos rope
+long-synth-random-rope synth-random 0 --pos rope
+long-synth-dense-rope synth-dense 0 --pos rope
+long-synth-frandom-rope synth-frandom:rank=32 0 --pos rope
+long-synth-fdense-rope synth-fdense:a=32 0 --pos rope"}
 LONG="-T 1024 -B 2"
 # The longest rows: context 4096 (1 x 4096 tokens a step, a quarter of STEPS: the tokens of
 # the context-1024 rows), rotary positions only (a 4096-row table would hold a quarter of
@@ -137,9 +145,10 @@ if [ "$WHAT" = all ] || [ "$WHAT" = train ]; then
         # shellcheck disable=SC2086
         train_one "$name" "$spec" 1337 $XLONG -n "$XLONG_STEPS" -e "$XLONG_STEPS" $flags
     done
-    # swapped into the exact model, then trained on for a tenth of the steps
+    # swapped into the exact model, then trained on for a tenth of the steps (not a
+    # Synthesizer: the exact model has no weights to lend it, so run refuses the swap)
     echo "$VARIANTS" | while read -r name spec headline; do
-        [ "$name" = exact ] && continue
+        case $spec in exact|synth-*) continue ;; esac
         train_one "$name.ft" "$spec" 1337 --init "$WORK/exact.bin" -n "$FT_STEPS" -e "$FT_STEPS" \
             -w $((FT_STEPS / 10 + 1))
     done
@@ -159,6 +168,16 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
         grep -q "^$name " "$WORK/speed.txt" && continue
         echo "attn-train-table: speed of $name" >&2
         case $name in long-*) context=$LONG ;; xlong-*) context=$XLONG ;; *) context= ;; esac
+        # decode: the random model, or for a Synthesizer (which has parameters the random
+        # model lacks) one made by ./train -n 0 at context 4096 (synth-random's (T, T) tables
+        # at 1088: 1 GB at 4096), the prompts then ending 64 tokens before its context
+        model=$gen tok=weights/tokenizer.bin limit=4352
+        case $spec in synth-*)
+            limit=4096; case $spec in synth-random*) limit=1088 ;; esac
+            model="$WORK/speed-model.bin" tok="$WORK/speed.tok"
+            "$TRAIN" --force -d "$DATA" -o "$model" -z "$tok" $SHAPE $RECIPE -T $limit -B 1 -n 0 \
+                --attn "$spec" $flags > "$WORK/speed.log" 2>&1 ;;
+        esac
         # training: 30 steps; tokens/s of the median of its three progress lines
         # shellcheck disable=SC2086
         "$TRAIN" --force -d "$DATA" -o "$WORK/speed.bin" -z "$WORK/speed.tok" $SHAPE $RECIPE \
@@ -167,23 +186,26 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
                     awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
         line="$name $train_tps"
         for pos in 256 1024 4096; do
-            # a prompt of about pos tokens (2.42 bytes a token at the text's start), then
+            [ "$pos" -le "$limit" ] || { line="$line - -"; continue; }   # beyond its context
+            p=$pos; [ $((p + 64)) -le "$limit" ] || p=$((limit - 64))
+            # a prompt of about p tokens (2.42 bytes a token at the text's start), then
             # 64 generated tokens; the better of two runs
-            head -c $((pos * 242 / 100)) "$DATA" > "$WORK/prompt.txt"
+            head -c $((p * 242 / 100)) "$DATA" > "$WORK/prompt.txt"
             best=0
             for r in 1 2; do
-                tps=$("$RUN" "$gen" -z weights/tokenizer.bin -f "$WORK/prompt.txt" -n 64 -t 0 \
+                tps=$("$RUN" "$model" -z "$tok" -f "$WORK/prompt.txt" -n 64 -t 0 \
                       --attn "$spec" 2>&1 >/dev/null |
                       sed -n 's/.*generation: 64 tokens, \([0-9.]*\) tokens\/s.*/\1/p')
                 best=$(awk -v a="$best" -v b="${tps:-0}" 'BEGIN { print (b > a ? b : a) }')
             done
-            state=$("$RUN" "$gen" -z weights/tokenizer.bin --eval "$WORK/prompt.txt" -c "$pos" \
+            state=$("$RUN" "$model" -z "$tok" --eval "$WORK/prompt.txt" -c "$pos" \
                     --attn "$spec" 2>/dev/null | sed -n 's/^state: \([0-9]*\) bytes.*/\1/p')
             line="$line $best ${state:-0}"
         done
         echo "$line" >> "$WORK/speed.txt"
     done
-    rm -f "$WORK/speed.bin" "$WORK/speed.bin.state" "$WORK/speed.tok"
+    rm -f "$WORK/speed.bin" "$WORK/speed.bin.state" "$WORK/speed.tok" "$WORK/speed-model.bin" \
+        "$WORK/speed-model.bin.state"
 fi
 
 # ---- equal: the same wall-clock budget as exact attention ----
@@ -338,6 +360,10 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
         printf '%.4f (%s)' "$(bpc "$WORK/$1.eq.bin")" \
             "$(sed -n 's/^step *\([0-9]*\)\/.*/\1/p' "$WORK/$1.eq.log" | tail -1)"
     }
+    # whole V: V rounded to a whole number, or a dash for "-" (beyond a Synthesizer's
+    # context); dash V: V, or a dash for "-"
+    whole() { if [ "$1" = - ]; then echo "—"; else printf '%.0f' "$1"; fi; }
+    dash() { if [ "$1" = - ]; then echo "—"; else echo "$1"; fi; }
     OUT="$WORK/table.md"
     POINTS="$WORK/points.txt"
     : > "$POINTS"
@@ -363,6 +389,8 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
         r=$(seeded "$name" "$headline")
         shown=${r% *} b=${r##* }
         if [ "$name" = exact ]; then swapped="—"; tuned="—"; eq="= bits/char ($STEPS)"
+        elif [ "${spec#synth-}" != "$spec" ]; then   # nothing in the exact model to lend it
+            swapped="refused (no weights to lend)"; tuned="—"; eq=$(equal "$name")
         else
             eq=$(equal "$name")
             swapped=$(printf '%.4f' "$(bpc "$WORK/exact.bin" --attn "$spec")")
@@ -371,9 +399,10 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
         speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name 0 0 0 0 0 0 0")
         # shellcheck disable=SC2086
         set -- $speed
-        printf '| %s | `%s` | %s | %s | %s | %s | %s | %.0f / %.0f / %.0f | %s / %s / %s |\n' "$name" \
-            "$spec" "$shown" "$eq" "$swapped" "$tuned" "$2" "$3" "$5" "$7" "$4" "$6" "$8" >> "$OUT"
-        echo "$name $b $7 $2" >> "$POINTS"
+        printf '| %s | `%s` | %s | %s | %s | %s | %s | %s / %s / %s | %s / %s / %s |\n' "$name" \
+            "$spec" "$shown" "$eq" "$swapped" "$tuned" "$2" "$(whole "$3")" "$(whole "$5")" \
+            "$(whole "$7")" "$(dash "$4")" "$(dash "$6")" "$(dash "$8")" >> "$OUT"
+        [ "$7" = - ] || echo "$name $b $7 $2" >> "$POINTS"   # no decode figure: no point
     done
     HEAD="| variant | spec | bits/char | equal wall-clock (steps) | training tokens/s | decode tokens/s at 256 / 1024 / 4096 | state bytes at 256 / 1024 / 4096 |
 |---|---|---|---|---|---|---|"
@@ -399,7 +428,8 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
             # shellcheck disable=SC2086
             set -- $speed
             if [ "$2" = - ]; then tr="not timed" dec="—" st="—"   # trained after the speed phase
-            else tr=$2 dec="${3%.*} / ${5%.*} / ${7%.*}" st="$4 / $6 / $8"; fi
+            else tr=$2 dec="$(whole "$3") / $(whole "$5") / $(whole "$7")"
+                 st="$(dash "$4") / $(dash "$6") / $(dash "$8")"; fi
             printf '| %s | `%s` | %s | %s | %s | %s | %s |\n' "${name#*long-}" "$spec" "${r% *}" \
                 "$eq" "$tr" "$dec" "$st"
         done
