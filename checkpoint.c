@@ -888,6 +888,17 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
         }
         checkpoint_point_synth(ck->attention, c,
                                (const float *)(const void *)((const char *)ck->map + expected));
+        AttentionShape shape = synth_shape(c);
+        for (int l = 0; l < c->n_layers; l++) {   /* finite, as the sink logits must be */
+            size_t n = attention_synth_floats(&ck->attention[l], &shape);
+            for (size_t i = 0; i < n; i++) {
+                if (isfinite(ck->attention[l].synth[i])) continue;
+                fprintf(stderr, "model: %s: Synthesizer parameter %zu of layer %d is not "
+                        "finite (got %g, expected a finite number)\n", path, i, l,
+                        (double)ck->attention[l].synth[i]);
+                goto fail;
+            }
+        }
     }
     close(fd);
     return 0;
