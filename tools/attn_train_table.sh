@@ -22,8 +22,11 @@
 #   picture the picture again from the table phase's points ($WORK/points.txt)
 #   all     train, speed, equal and table (default). `make attn-train-table` runs it: about
 #           4 hours on two idle cores (2026-11-26, AMD EPYC Zen 4: the sum of its runs at
-#           the speed phase's training tokens/s, most of it training); run it on an idle
-#           machine, since the speed phase times things.
+#           the speed phase's training tokens/s, most of it training), and about 50 minutes
+#           more for the Synthesizer's rows (2026-11-28, Zen 5, measured: train 8 runs in
+#           25 min, 1.7-3.4 min each; speed 46 s a row; equal 8 runs in 16 min); the
+#           context-4096 rows take 4-15 minutes a run (exact 15). Run it on an idle machine, since
+#           the speed phase times things.
 # RUN, TRAIN, GEN, DATA, WORK, DOC and SVG override the paths; STEPS the training steps;
 # DATE the date in the picture's title (default today: give the table's when redrawing).
 set -eu
