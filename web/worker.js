@@ -243,7 +243,22 @@ async function start(given) {
         pieces.push(bytesAt(ptr, view().getInt32(lenPtr, true)).slice());
     }
     wasm.web_free(lenPtr);
+    warmUp();
     postMessage({type: 'ready', config, pieces});
+}
+
+// V8 runs WebAssembly first from a quick baseline compile and swaps in optimised code once a
+// function has run hot, so a first generation would time mostly the baseline code (short
+// runs decoded at a third of the speed of long ones). A short greedy run at load, its text
+// and steps dropped, makes the forward pass hot before the user's first run.
+const WARM_UP_TOKENS = '48';
+function warmUp() {
+    const strings = ['ROMEO:', WARM_UP_TOKENS, '0', '0.9', '0', '1'].map(cString);
+    captured = {1: [], 2: []};   // its output goes nowhere
+    wasm.web_generate(strings[0].ptr, strings[0].length, ...strings.slice(1).map(x => x.ptr));
+    captured = null;
+    for (const x of strings) wasm.web_free(x.ptr);
+    pendingSteps = [];
 }
 
 function generate(m) {
