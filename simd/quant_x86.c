@@ -31,10 +31,17 @@
 
 /* The GEMM's tile is inlined into its callers, where its shape is constant: only then do its
  * loops unroll and its sums stay in registers. */
+/* IN_REGISTER(v) keeps the vector v in a register for its next uses: without it gcc 12
+ * folds each use of a value loaded once into an instruction that loads it again (the VNNI
+ * tile's four uses of a column's starting lanes and chunks of w: 52 loads a group instead
+ * of 28, and the loads, not the multiplies, then bound the tile). Not on the AVX2 path,
+ * whose 16 registers it would crowd (10 % slower there). */
 #if defined(__GNUC__)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
+#define IN_REGISTER(v) __asm__("" : "+v"(v))
 #else
 #define ALWAYS_INLINE inline
+#define IN_REGISTER(v) ((void)0)
 #endif
 
 /* The exact dot product of a (n,) and b (n,), int8 values (quant.c's dot_i8): the values of
@@ -260,9 +267,11 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
 #if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
 /* With VNNI, x moves to unsigned rather than its sign onto w: x + 128 is in [1, 255] (every
  * q is in [-127, 127]), and vpdpbusd's lanes then gain 128 times w's lane sums, which a
- * pair starts below by subtracting them (computed once per chunk of w, for all the tile's
- * rows of x). One instruction per pair and chunk, where the sign trick takes two. */
+ * pair starts below by subtracting them (formed once per group of a column tile's rows of
+ * w, for all the rows of x: gemm_starts). One instruction per pair and chunk, where the
+ * sign trick takes two. */
 typedef __m256i GemmX;   /* x + 128 as unsigned bytes */
+#define GEMM_HAS_STARTS 1
 
 static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
@@ -301,6 +310,7 @@ static inline __m256i gemm_start(__m256i acc, __m256i w) {
     (void)w;
     return acc;
 }
+#define GEMM_HAS_STARTS 0   /* every pair starts from zero */
 
 static inline __m256i gemm_dot_add(__m256i acc, GemmX x, __m256i w) {
     return dot32_add(acc, x.ax, x.x, w);
@@ -345,12 +355,28 @@ static ALWAYS_INLINE void gemm_scales(float scale[][QUANT_GEMM_R][QUANT_GEMM_C],
     }
 }
 
+/* starts[g][c] (whole groups, QUANT_GEMM_C) = the lanes a pair of group g and column o + c
+ * starts from: gemm_start over the group's chunks of that row of w. */
+static void gemm_starts(__m256i (*starts)[QUANT_GEMM_C], const QuantMatrix *w, int o) {
+    int cols = w->cols, group = w->group;
+    for (int g = 0; g < cols / group; g++)
+        for (int c = 0; c < QUANT_GEMM_C; c++) {
+            const int8_t *w_c = w->q + (size_t)(o + c) * (size_t)cols + (size_t)g * (size_t)group;
+            __m256i start = _mm256_setzero_si256();
+            for (int i = 0; i < group; i += QUANT_CHUNK)
+                start = gemm_start(start, load_chunk(w_c + i));
+            starts[g][c] = start;
+        }
+}
+
 /* out rows n .. n+QUANT_GEMM_R-1, columns o .. o+QUANT_GEMM_C-1 = those rows of x times
- * those rows of w (their scales ws4, as gemm_scales takes them), + bias, for chunks =
+ * those rows of w (their scales ws4, as gemm_scales takes them; their pairs' starting
+ * lanes starts, as gemm_starts forms them, unread without VNNI), + bias, for chunks =
  * group / 32 of 1 or 2 (a constant at each call: the group's prepared chunks of x stay in
  * registers). */
 static ALWAYS_INLINE void gemm_tile_avx2(float *out, const int8_t *xq, const float *xs,
                                          const QuantMatrix *w, float (*ws4)[QUANT_GEMM_C],
+                                         __m256i (*starts)[QUANT_GEMM_C],
                                          const float *bias, int n, int o, int chunks) {
     enum { R = QUANT_GEMM_R, C = QUANT_GEMM_C };
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
@@ -374,13 +400,16 @@ static ALWAYS_INLINE void gemm_tile_avx2(float *out, const int8_t *xq, const flo
                     x[r][k] = gemm_x(x0 + (size_t)r * (size_t)cols + at + (size_t)k * QUANT_CHUNK);
             for (int c = 0; c < C; c++) {
                 const int8_t *w_c = w0 + (size_t)c * (size_t)cols + at;
-                __m256i start = _mm256_setzero_si256();
-                for (int k = 0; k < chunks; k++)
-                    start = gemm_start(start, load_chunk(w_c + k * QUANT_CHUNK));
+                __m256i start = GEMM_HAS_STARTS ? starts[g][c] : _mm256_setzero_si256();
+                __m256i w_k[QUANT_GEMM_X_CHUNKS];
+                for (int k = 0; k < chunks; k++) w_k[k] = load_chunk(w_c + k * QUANT_CHUNK);
+#if GEMM_HAS_STARTS
+                IN_REGISTER(start);
+                for (int k = 0; k < chunks; k++) IN_REGISTER(w_k[k]);
+#endif
                 for (int r = 0; r < R; r++) {
                     __m256i dot = start;
-                    for (int k = 0; k < chunks; k++)
-                        dot = gemm_dot_add(dot, x[r][k], load_chunk(w_c + k * QUANT_CHUNK));
+                    for (int k = 0; k < chunks; k++) dot = gemm_dot_add(dot, x[r][k], w_k[k]);
                     acc[r][c] = mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(s_g[r][c]),
                                         acc[r][c]);
                 }
@@ -428,13 +457,15 @@ void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const Qua
                         const float *bias, int N, int o0, int o1) {
     int chunks = w->group / QUANT_CHUNK, groups = quant_groups(w->cols, w->group);
     float ws4[QUANT_GEMM_MAX_GROUPS][QUANT_GEMM_C];
+    __m256i starts[GEMM_HAS_STARTS ? QUANT_GEMM_MAX_GROUPS : 1][QUANT_GEMM_C];   /* 64 KiB */
     for (int o = o0; o < o1; o += QUANT_GEMM_C) {
         for (int g = 0; g < groups; g++)
             for (int c = 0; c < QUANT_GEMM_C; c++)
                 ws4[g][c] = w->scale[(size_t)(o + c) * (size_t)groups + (size_t)g];
+        if (GEMM_HAS_STARTS) gemm_starts(starts, w, o);
         for (int n = 0; n < N; n += QUANT_GEMM_R) {
-            if (chunks == 1) gemm_tile_avx2(out, xq, xs, w, ws4, bias, n, o, 1);
-            else gemm_tile_avx2(out, xq, xs, w, ws4, bias, n, o, QUANT_GEMM_X_CHUNKS);
+            if (chunks == 1) gemm_tile_avx2(out, xq, xs, w, ws4, starts, bias, n, o, 1);
+            else gemm_tile_avx2(out, xq, xs, w, ws4, starts, bias, n, o, QUANT_GEMM_X_CHUNKS);
         }
     }
 }
