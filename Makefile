@@ -143,7 +143,7 @@ help:
 	@echo "                        (half an hour); says how to install it in weights/"
 	@echo "  make bench            speed tables; bench-kernels, bench-attention: their parts"
 	@echo "  make attn-table       the attention lab's tables, written into docs/lab.md"
-	@echo "  make attn-train-table every variant trained from scratch (4 h), docs/attention.md"
+	@echo "  make attn-train-table every variant trained from scratch (6 h), docs/attention.md"
 	@echo "  make docs-figures     the tutorial's pictures (docs/img/)"
 	@echo "  make page-check       the explorer page's self-test in headless Chromium"
 	@echo "  make web              the engine in a web page (WebAssembly), build/web/"

@@ -6,9 +6,10 @@
 # heads, context 256, 1200 steps of 8 x 256 tokens, Tiny Shakespeare with a 1024-token BPE);
 # only --attn differs. Phases, each resumable (a run whose log ends with "final:" is kept):
 #   train   every variant from scratch (SEEDS seeds for the headline rows, one elsewhere),
-#           seven at context 1024 (LONG_VARIANTS, LONG_STEPS; three with rotary positions),
-#           three at 4096 (XLONG_VARIANTS, XLONG_STEPS, rotary), and each variant swapped
-#           into the exact model then fine-tuned for FT_STEPS
+#           every kind at context 1024 (LONG_VARIANTS, LONG_STEPS; with rotary positions, and
+#           four with the learned position table), nine at 4096 (XLONG_VARIANTS, XLONG_STEPS,
+#           rotary; XLONG_SEEDS for their headline rows), and each variant swapped into the
+#           exact model then fine-tuned for FT_STEPS
 #   speed   training tokens/s (a short run of each, the same two cores), decode tokens/s and
 #           attention state bytes at positions 256, 1024 and 4096 (a random model of the
 #           same shape with a 4352-token context: speed depends on shapes, not weights)
@@ -17,16 +18,21 @@
 #           the budget is the same seconds on the same cores but the runs stay deterministic
 #           (at 1024 and 4096 against the exact row of the same context and positions)
 #   table   bits/char of each checkpoint on the validation split (./run --eval), the table
-#           into docs/attention.md between the attn-train markers, the picture
-#           docs/img/attn_trained.svg
-#   picture the picture again from the table phase's points ($WORK/points.txt)
+#           into docs/attention.md between the attn-train markers, and a picture for each
+#           context: docs/img/attn_trained.svg (256), attn_trained_1024.svg (the rotary
+#           rows) and attn_trained_4096.svg
+#   picture the pictures again from the table phase's points ($WORK/points*.txt)
 #   all     train, speed, equal and table (default). `make attn-train-table` runs it: about
-#           4 hours on two idle cores (2026-11-26, AMD EPYC Zen 4: the sum of its runs at
-#           the speed phase's training tokens/s, most of it training), and about 50 minutes
-#           more for the Synthesizer's rows (2026-11-28, Zen 5, measured: train 8 runs in
-#           25 min, 1.7-3.4 min each; speed 46 s a row; equal 8 runs in 16 min); the
-#           context-4096 rows take 4-15 minutes a run (exact 15). Run it on an idle machine, since
-#           the speed phase times things.
+#           6 hours on two idle cores, most of it training. Measured: the rows of context 256
+#           and 1024 without the Synthesizer, about 4 hours (2026-11-26, AMD EPYC Zen 4: the
+#           sum of its runs at the speed phase's training tokens/s); the Synthesizer's rows
+#           about 50 minutes (2026-11-28, Zen 5: train 8 runs in 25 min, 1.7-3.4 min each;
+#           speed 46 s a row; equal 8 runs in 16 min); the context-4096 rows (2026-11-28,
+#           Zen 5): speed 9 rows in 6.8 min; train 6 runs in 18 min and equal 8 runs in 46
+#           min, as two lanes of one thread at once (1.9-12.7 min a run; one at a time on
+#           two threads, as this script runs them, the speed phase's rates give about 35
+#           min for the 11 training runs and 40 for the equal ones: exact 5 min a run). Run
+#           it on an idle machine, since the speed phase times things.
 # RUN, TRAIN, GEN, DATA, WORK, DOC and SVG override the paths; STEPS the training steps;
 # DATE the date in the picture's title (default today: give the table's when redrawing).
 set -eu
@@ -86,18 +92,18 @@ long-hybrid 3*window:w=128,sinklogit=1;exact 1
 long-fixed fixed:l=128,c=16 0
 long-exact-rope exact 1 --pos rope
 long-window-rope window:w=128 0 --pos rope
-long-window-sinks-rope window:w=128,sinks=4 0 --pos rope
+long-window-sinks-rope window:w=128,sinks=4 1 --pos rope
 long-window-sinklogit-rope window:w=128,sinklogit=1 1 --pos rope
-long-hybrid-rope 3*window:w=128,sinklogit=1;exact 0 --pos rope
+long-hybrid-rope 3*window:w=128,sinklogit=1;exact 1 --pos rope
 long-dilated-rope dilated:w=64,k=2,sinks=4 0 --pos rope
-long-strided-rope strided:l=32 0 --pos rope
+long-strided-rope strided:l=32 1 --pos rope
 long-fixed-rope fixed:l=128,c=16 0 --pos rope
-long-softmax1-rope softmax1 0 --pos rope
+long-softmax1-rope softmax1 1 --pos rope
 long-linear-rope linear 0 --pos rope
 long-linear-norm-rope linear:norm=1 0 --pos rope
 long-efficient-rope efficient 0 --pos rope
 long-performer-rope performer:m=64 0 --pos rope
-long-lsh-rope lsh:buckets=32,rounds=2,local=64,sinks=1 0 --pos rope
+long-lsh-rope lsh:buckets=32,rounds=2,local=64,sinks=1 1 --pos rope
 long-synth-random-rope synth-random 0 --pos rope
 long-synth-dense-rope synth-dense 0 --pos rope
 long-synth-frandom-rope synth-frandom:rank=32 0 --pos rope
@@ -105,10 +111,19 @@ long-synth-fdense-rope synth-fdense:a=32 0 --pos rope"}
 LONG="-T 1024 -B 2"
 # The longest rows: context 4096 (1 x 4096 tokens a step, a quarter of STEPS: the tokens of
 # the context-1024 rows), rotary positions only (a 4096-row table would hold a quarter of
-# the model's parameters), one seed, the window 1/8 of the context again.
-XLONG_VARIANTS=${XLONG_VARIANTS:-"xlong-exact-rope exact 0 --pos rope
+# the model's parameters), each pattern's lengths 4 x the 1024 rows' again (strided's l the
+# context's square root); the headline rows (exact, and the hybrid and LSH, the rows nearest
+# it: about 0.02 bits/char) with XLONG_SEEDS, the rest with one.
+XLONG_VARIANTS=${XLONG_VARIANTS:-"xlong-exact-rope exact 1 --pos rope
 xlong-window-sinklogit-rope window:w=512,sinklogit=1 0 --pos rope
-xlong-hybrid-rope 3*window:w=512,sinklogit=1;exact 0 --pos rope"}
+xlong-hybrid-rope 3*window:w=512,sinklogit=1;exact 1 --pos rope
+xlong-fixed-rope fixed:l=512,c=64 0 --pos rope
+xlong-strided-rope strided:l=64 0 --pos rope
+xlong-linear-rope linear 0 --pos rope
+xlong-efficient-rope efficient 0 --pos rope
+xlong-performer-rope performer:m=64 0 --pos rope
+xlong-lsh-rope lsh:buckets=128,rounds=2,local=256,sinks=1 1 --pos rope"}
+XLONG_SEEDS="1337 2"
 XLONG_STEPS=${XLONG_STEPS:-$((STEPS / 4))}
 XLONG="-T 4096 -B 1"
 
@@ -145,8 +160,12 @@ if [ "$WHAT" = all ] || [ "$WHAT" = train ]; then
         done
     done
     echo "$XLONG_VARIANTS" | while read -r name spec headline flags; do
-        # shellcheck disable=SC2086
-        train_one "$name" "$spec" 1337 $XLONG -n "$XLONG_STEPS" -e "$XLONG_STEPS" $flags
+        for seed in $XLONG_SEEDS; do
+            [ "$seed" = 1337 ] && suffix= || suffix=.s$seed
+            [ "$seed" = 1337 ] || [ "$headline" = 1 ] || continue
+            # shellcheck disable=SC2086
+            train_one "$name$suffix" "$spec" "$seed" $XLONG -n "$XLONG_STEPS" -e "$XLONG_STEPS" $flags
+        done
     done
     # swapped into the exact model, then trained on for a tenth of the steps (not a
     # Synthesizer: the exact model has no weights to lend it, so run refuses the swap)
@@ -243,10 +262,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = equal ]; then
     equal_rows "$XLONG_VARIANTS" "$XLONG_STEPS" "$XLONG"
 fi
 
-# The picture: bits/char against decode tokens/s at position POSITION (default 4096) (left)
-# and against training tokens/s (right), one labelled point per variant of $WORK/points.txt
-# (name, bits/char, decode tokens/s at that position, training tokens/s; CONTEXT, if set,
-# names the training context in the title); the x axes start at 0 and end at
+# draw_picture POINTS SVG CONTEXT POSITION: the picture SVG of bits/char against decode
+# tokens/s at position POSITION (left) and against training tokens/s (right), one labelled
+# point per line of the file POINTS (name, bits/char, decode tokens/s at that position,
+# training tokens/s; CONTEXT, if not empty, names the training context in the title);
+# nothing if POINTS is missing or empty. The x axes start at 0 and end at
 # a round number. A point far above the rest (more than the others' spread) sits on the top
 # edge with its value in its label, so that the rest keep the height. Each label takes the
 # first place beside its point, right or left and a line up or down, that no label placed
@@ -254,8 +274,9 @@ fi
 # multiples of a round step (0.005, 0.01, 0.02, 0.05, ...: the first giving at most 6
 # intervals), and each tick is labelled with its exact value.
 draw_picture() {
-    awk -v title="Trained from scratch${CONTEXT:+ at context $CONTEXT}: quality against speed (${DATE:-$(date +%Y-%m-%d)})" \
-        -v position="${POSITION:-4096}" '
+    [ -s "$1" ] || return 0
+    awk -v title="Trained from scratch${3:+ at context $3}: quality against speed (${DATE:-$(date +%Y-%m-%d)})" \
+        -v position="$4" '
         function nice(v,   p) { p = 1; while (p * 10 <= v) p *= 10; return p * (int(v / p) + 1) }
         function free(x0, y0, x1, y1,   k) {
             for (k = 1; k <= nb; k++)
@@ -327,8 +348,8 @@ draw_picture() {
                 }
             }
             print "</svg>"
-        }' "$WORK/points.txt" > "$SVG"
-    echo "attn-train-table: $SVG drawn" >&2
+        }' "$1" > "$2"
+    echo "attn-train-table: $2 drawn" >&2
 }
 
 # ---- the table and the picture ----
@@ -343,12 +364,13 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
         "$RUN" "$model" -z "$WORK/exact.tok" --eval "$VAL" "$@" 2>/dev/null |
             sed -n 's/^loss: .* nats\/token, \([0-9.]*\) bits\/char.*/\1/p'
     }
-    # seeded NAME HEADLINE: "shown mean" for NAME's checkpoints: one seed's bits/char, or
-    # for a headline row the mean over SEEDS with half their range and a *
+    # seeded NAME HEADLINE [SEEDS]: "shown mean" for NAME's checkpoints: one seed's
+    # bits/char, or for a headline row the mean over SEEDS (default $SEEDS) with half their
+    # range and a *
     seeded() {
         all=$(bpc "$WORK/$1.bin")
         if [ "$2" = 1 ]; then
-            for seed in $SEEDS; do
+            for seed in ${3:-$SEEDS}; do
                 [ "$seed" = 1337 ] || all="$all $(bpc "$WORK/$1.s$seed.bin")"
             done
         fi
@@ -419,13 +441,17 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
         echo
         echo "$HEAD"
     } >> "$OUT"
-    # long_rows LIST STEPS: a table line for each trained row of LIST (STEPS: its exact row's)
+    # long_rows LIST STEPS SEEDS POINTS AT: a table line for each trained row of LIST (STEPS:
+    # its exact row's steps; SEEDS: its headline rows' seeds), and for each rotary row a point
+    # "name bits/char decode-tokens/s training-tokens/s" into the file POINTS, the decode
+    # figure at position AT (1024 or 4096)
     long_rows() {
-        lr_steps=$2   # (set -- below replaces the arguments)
+        lr_steps=$2 lr_seeds=$3 lr_points=$4 lr_at=$5   # (set -- below replaces the arguments)
+        : > "$lr_points"
         echo "$1" | while read -r name spec headline flags; do
             [ -f "$WORK/$name.bin" ] || continue
             echo "attn-train-table: evaluating $name" >&2
-            r=$(seeded "$name" "$headline")
+            r=$(seeded "$name" "$headline" "$lr_seeds")
             if [ "$spec" = exact ]; then eq="= bits/char ($lr_steps)"; else eq=$(equal "$name"); fi
             speed=$(grep "^$name " "$WORK/speed.txt" 2>/dev/null || echo "$name - - - - - - -")
             # shellcheck disable=SC2086
@@ -435,21 +461,37 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
                  st="$(dash "$4") / $(dash "$6") / $(dash "$8")"; fi
             printf '| %s | `%s` | %s | %s | %s | %s | %s |\n' "${name#*long-}" "$spec" "${r% *}" \
                 "$eq" "$tr" "$dec" "$st"
+            short=${name#*long-}
+            [ "$2" != - ] || continue   # not timed: no point
+            case $flags in *"--pos rope"*)   # learned positions: no point
+                if [ "$lr_at" = 1024 ]; then d=$5; else d=$7; fi
+                [ "$d" = - ] || echo "${short%-rope} ${r##* } $d $2" >> "$lr_points" ;;
+            esac
         done
     }
-    long_rows "$LONG_VARIANTS" "$LONG_STEPS" >> "$OUT"
+    long_rows "$LONG_VARIANTS" "$LONG_STEPS" "$SEEDS" "$WORK/points-1024.txt" 1024 >> "$OUT"
+    pic=img/$(basename "${SVG%.svg}")   # the pictures' path from docs/
+    {
+        echo
+        echo "![bits/char against decode tokens/s at position 1024 and training tokens/s, context 1024, rotary](${pic}_1024.svg)"
+    } >> "$OUT"
     {
         echo
         echo "At context 4096 (\`-T 4096 -B 1 -n $XLONG_STEPS\`: the tokens of the rows above), rotary"
-        echo "positions, one seed; equal wall-clock against exact's $XLONG_STEPS steps at this context:"
+        echo "positions; seeds $XLONG_SEEDS for the rows marked *, one elsewhere; equal wall-clock"
+        echo "against exact's $XLONG_STEPS steps at this context:"
         echo
         echo "$HEAD"
-        long_rows "$XLONG_VARIANTS" "$XLONG_STEPS"
+        long_rows "$XLONG_VARIANTS" "$XLONG_STEPS" "$XLONG_SEEDS" "$WORK/points-4096.txt" 4096
+        echo
+        echo "![bits/char against decode tokens/s at position 4096 and training tokens/s, context 4096, rotary](${pic}_4096.svg)"
     } >> "$OUT"
     cat "$OUT"
     replace_between attn-train "$OUT" "$DOC"
-
-    draw_picture
 fi
-[ "$WHAT" = picture ] && draw_picture
+if [ "$WHAT" = all ] || [ "$WHAT" = table ] || [ "$WHAT" = picture ]; then
+    draw_picture "$WORK/points.txt" "$SVG" "" 4096
+    draw_picture "$WORK/points-1024.txt" "${SVG%.svg}_1024.svg" 1024 1024
+    draw_picture "$WORK/points-4096.txt" "${SVG%.svg}_4096.svg" 4096 4096
+fi
 exit 0

@@ -59,9 +59,10 @@ attn-table: all $(B)/tools/bench_attention
 	@BENCH=$(B)/tools/bench_attention sh tools/attn_table.sh
 
 # attn-train-table: every attention variant trained from scratch with ./train, the same
-# shape, data and steps (tools/attn_train_table.sh): the table into docs/attention.md, the
-# picture docs/img/attn_trained.svg. About 4 hours on two idle cores; its phases run alone
-# with `sh tools/attn_train_table.sh train|speed|equal|table`. Example: make attn-train-table
+# shape, data and steps (tools/attn_train_table.sh): the tables into docs/attention.md, a
+# picture for each context (docs/img/attn_trained*.svg). About 6 hours on two idle cores;
+# its phases run alone with `sh tools/attn_train_table.sh train|speed|equal|table|picture`.
+# Example: make attn-train-table
 attn-train-table: all $(B)/tools/gen_model
 	@GEN=$(B)/tools/gen_model sh tools/attn_train_table.sh
 
