@@ -10,7 +10,8 @@
 #           four with the learned position table), nine at 4096 (XLONG_VARIANTS, XLONG_STEPS,
 #           rotary; XLONG_SEEDS for their headline rows), and each variant swapped into the
 #           exact model then fine-tuned for FT_STEPS
-#   speed   training tokens/s (a short run of each, the same two cores), decode tokens/s and
+#   speed   training tokens/s (the median of three short runs of each, in rounds over the
+#           rows, on the same two cores), decode tokens/s and
 #           attention state bytes at positions 256, 1024 and 4096 (a random model of the
 #           same shape with a 4352-token context: speed depends on shapes, not weights)
 #   equal   every variant again for exact attention's wall-clock time instead of its tokens:
@@ -48,6 +49,7 @@ STEPS=${STEPS:-1200}
 LONG_STEPS=${LONG_STEPS:-$((STEPS / 2))}
 FT_STEPS=$((STEPS / 10))
 SEEDS="1337 2 3"
+SPEED_ROUNDS="1 2 3"
 SHAPE="-L 4 -C 128 -H 4 -T 256 -v 1024"
 RECIPE="-B 8 --attn-dropout 0 --ema 0"
 WHAT=${1:-all}
@@ -184,12 +186,30 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
         --seq-len 4352 > /dev/null
     size=$(wc -c < "$DATA")
     split=$(( size / 10 * 9 + size % 10 * 9 / 10 ))
-    touch "$WORK/speed.txt"   # rows measured before are kept: delete it to measure again
-    printf '%s\n%s\n%s\n' "$VARIANTS" "$LONG_VARIANTS" "$XLONG_VARIANTS" |
-    while read -r name spec headline flags; do
+    ROWS=$(printf '%s\n%s\n%s\n' "$VARIANTS" "$LONG_VARIANTS" "$XLONG_VARIANTS")
+    # rows measured before are kept: delete speed.txt (and speed-rounds.txt) to measure again
+    touch "$WORK/speed.txt" "$WORK/speed-rounds.txt"
+    # training: SPEED_ROUNDS rounds over every row not yet in speed.txt, a 30-step run of
+    # each (tokens/s of the median of its three progress lines) into speed-rounds.txt; a
+    # row's figure is the median of its rounds, so that no one slow or fast minute of the
+    # machine decides a row (on a shared VM one round alone put rows 20 % off)
+    for round in $SPEED_ROUNDS; do
+        echo "$ROWS" | while read -r name spec headline flags; do
+            grep -q "^$name " "$WORK/speed.txt" && continue
+            [ "$(grep -c "^$name " "$WORK/speed-rounds.txt")" -lt "$round" ] || continue
+            echo "attn-train-table: training speed of $name (round $round)" >&2
+            case $name in long-*) context=$LONG ;; xlong-*) context=$XLONG ;; *) context= ;; esac
+            # shellcheck disable=SC2086
+            "$TRAIN" --force -d "$DATA" -o "$WORK/speed.bin" -z "$WORK/speed.tok" $SHAPE \
+                $RECIPE $context -n 30 -e 1000 --attn "$spec" $flags > "$WORK/speed.log" 2>&1
+            sed -n 's/.*| \([0-9]*\) tok\/s |.*/\1/p' "$WORK/speed.log" | sort -n |
+                awk -v n="$name" '{ v[NR] = $1 } END { print n, v[int((NR + 1) / 2)] }' \
+                >> "$WORK/speed-rounds.txt"
+        done
+    done
+    echo "$ROWS" | while read -r name spec headline flags; do
         grep -q "^$name " "$WORK/speed.txt" && continue
-        echo "attn-train-table: speed of $name" >&2
-        case $name in long-*) context=$LONG ;; xlong-*) context=$XLONG ;; *) context= ;; esac
+        echo "attn-train-table: decode speed of $name" >&2
         # decode: the random model, or for a Synthesizer (which has parameters the random
         # model lacks) one made by ./train -n 0 at context 4096 (synth-random's (T, T) tables
         # at 1088: 1 GB at 4096), the prompts then ending 64 tokens before its context
@@ -197,15 +217,12 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
         case $spec in synth-*)
             limit=4096; case $spec in synth-random*) limit=1088 ;; esac
             model="$WORK/speed-model.bin" tok="$WORK/speed.tok"
+            # shellcheck disable=SC2086
             "$TRAIN" --force -d "$DATA" -o "$model" -z "$tok" $SHAPE $RECIPE -T $limit -B 1 -n 0 \
                 --attn "$spec" $flags > "$WORK/speed.log" 2>&1 ;;
         esac
-        # training: 30 steps; tokens/s of the median of its three progress lines
-        # shellcheck disable=SC2086
-        "$TRAIN" --force -d "$DATA" -o "$WORK/speed.bin" -z "$WORK/speed.tok" $SHAPE $RECIPE \
-            $context -n 30 -e 1000 --attn "$spec" $flags > "$WORK/speed.log" 2>&1
-        train_tps=$(sed -n 's/.*| \([0-9]*\) tok\/s |.*/\1/p' "$WORK/speed.log" | sort -n |
-                    awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+        train_tps=$(awk -v n="$name" '$1 == n { print $2 }' "$WORK/speed-rounds.txt" | sort -n |
+                    awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] + 0 }')
         line="$name $train_tps"
         for pos in 256 1024 4096; do
             [ "$pos" -le "$limit" ] || { line="$line - -"; continue; }   # beyond its context
@@ -399,8 +416,8 @@ if [ "$WHAT" = all ] || [ "$WHAT" = table ]; then
         echo "\`run --eval\` on the validation split (bytes $split..$size, windows of 256)."
         echo "Seeds: mean ± half the range over seeds $SEEDS for the rows marked *, one seed"
         echo "elsewhere. Swapped in: the exact row's model run with \`--attn SPEC\`; fine-tuned:"
-        echo "that, trained on for $FT_STEPS steps (\`--init\`). Training tokens/s: a 30-step run on"
-        echo "the same two cores. Equal wall-clock: the variant trained from scratch again for"
+        echo "that, trained on for $FT_STEPS steps (\`--init\`). Training tokens/s: the median of three"
+        echo "30-step runs on the same two cores. Equal wall-clock: the variant trained again for"
         echo "exact attention's time instead of its tokens ($STEPS x its training tokens/s over"
         echo "exact's steps, in brackets). Decode tokens/s and attention state (bytes, all layers) at"
         echo "position P: a random model of the same shape with a 4352-token context, 64 tokens"
