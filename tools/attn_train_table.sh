@@ -349,7 +349,7 @@ draw_picture() {
                     label = clip && i == top1 ? sprintf("%s (%.2f, above)", name[i], y[i]) : name[i]
                     color = name[i] == "exact" ? "#c00" : "#036"
                     w = 6.6 * length(label); placed = 0
-                    for (try = 0; try < 10 && !placed; try++) {
+                    for (try = 0; try < 24 && !placed; try++) {
                         side = try % 2 ? -1 : 1; shift = int((try + 1) / 2)
                         dy = (shift % 2 ? -1 : 1) * int((shift + 1) / 2) * 13
                         lx = side > 0 ? x + 7 : x - 7 - w; ly = yy + 4 + dy
