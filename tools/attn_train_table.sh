@@ -32,8 +32,10 @@
 #           Zen 5): speed 9 rows in 6.8 min; train 6 runs in 18 min and equal 8 runs in 46
 #           min, as two lanes of one thread at once (1.9-12.7 min a run; one at a time on
 #           two threads, as this script runs them, the speed phase's rates give about 35
-#           min for the 11 training runs and 40 for the equal ones: exact 5 min a run). Run
-#           it on an idle machine, since the speed phase times things.
+#           min for the 11 training runs and 40 for the equal ones: exact 5 min a run); the
+#           18 rotary rows of context 1024 (2026-11-28, Zen 5): speed, three rounds, 16 min;
+#           equal 17 runs in 31 min as two one-thread lanes (2.9-4.5 min a run). Run it on
+#           an idle machine, since the speed phase times things.
 # RUN, TRAIN, GEN, DATA, WORK, DOC and SVG override the paths; STEPS the training steps;
 # DATE the date in the picture's title (default today: give the table's when redrawing).
 set -eu
