@@ -105,6 +105,19 @@ static inline __m256 mul_add(__m256 a, __m256 b, __m256 acc) {
 #endif
 }
 
+/* acc + a group's integer lanes dot (8 x int32) times x's scale xs and w's ws, as every
+ * path of the build forms it: in builds with the pair tile (simd.h: SIMD_Q8_PAIR_TILE)
+ * (lanes x ws) x xs, where one multiply by two columns' scales side by side serves a pair;
+ * elsewhere lanes x (xs x ws), the product formed once for four columns. */
+static inline __m256 scaled_add(__m256 acc, __m256i dot, float xs, float ws) {
+#if defined(SIMD_Q8_PAIR_TILE)
+    return mul_add(_mm256_mul_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(ws)),
+                   _mm256_set1_ps(xs), acc);
+#else
+    return mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xs * ws), acc);
+#endif
+}
+
 /* acc (8 x int32) plus the 32 products x[i] * w[i] of int8 registers x and w, four per
  * lane; ax = |x|. The multiply instructions take one unsigned and one signed operand, so
  * the sign of x moves onto w: x * w = |x| * (w with x's sign). Safe because every q is in
@@ -157,7 +170,7 @@ static float dot_row_avx2(const int8_t *xq, const float *xs, const int8_t *wq,
             dot = add_lane0(dot, dot_i8(xq + c, wq + c, end - c));
             c = end;
         }
-        acc = mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xs[g] * ws[g]), acc);
+        acc = scaled_add(acc, dot, xs[g], ws[g]);
     }
     return sum_lanes(acc);
 }
@@ -191,10 +204,10 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
             dot3 = add_lane0(dot3, dot_i8(xq + c, w3 + c, end - c));
             c = end;
         }
-        acc0 = mul_add(_mm256_cvtepi32_ps(dot0), _mm256_set1_ps(xs[g] * s0[g]), acc0);
-        acc1 = mul_add(_mm256_cvtepi32_ps(dot1), _mm256_set1_ps(xs[g] * s1[g]), acc1);
-        acc2 = mul_add(_mm256_cvtepi32_ps(dot2), _mm256_set1_ps(xs[g] * s2[g]), acc2);
-        acc3 = mul_add(_mm256_cvtepi32_ps(dot3), _mm256_set1_ps(xs[g] * s3[g]), acc3);
+        acc0 = scaled_add(acc0, dot0, xs[g], s0[g]);
+        acc1 = scaled_add(acc1, dot1, xs[g], s1[g]);
+        acc2 = scaled_add(acc2, dot2, xs[g], s2[g]);
+        acc3 = scaled_add(acc3, dot3, xs[g], s3[g]);
     }
     sums[0] = sum_lanes(acc0);
     sums[1] = sum_lanes(acc1);
@@ -264,6 +277,162 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
  * dot_row_avx2's in its order (the lanes converted, times x's scale times w's, added with
  * mul_add, group after group; sum_lanes; + bias): every output has the bits the row path
  * gives it. */
+#if defined(SIMD_Q8_PAIR_TILE)
+/* The pair tile (AVX-512 VNNI): QUANT_GEMM_R rows of x by four pairs of rows of w (eight
+ * output columns). One 512-bit register holds a pair's two columns side by side, lanes 0-7
+ * the first column's eight lanes, 8-15 the second's, so one vpdpbusd takes 64 products (a
+ * chunk of x, broadcast to both halves, against the pair's two chunks of w), and a
+ * group's scales cost two instructions for the pair: (lanes x w's scales, the pair's two
+ * side by side) then a multiply-add by x's scale, scaled_add's order. x moves to unsigned
+ * (x + 128 is in [1, 255]: every q is in [-127, 127]) and each pair starts from -128 times
+ * w's lane sums (pair_setup, once per column tile for all the rows of x); the integer lanes
+ * are exact however formed. Each half then holds dot_row_avx2's float lanes, bit for bit;
+ * the short last group of a row is added to each column's half alone, as dot_row_avx2 adds
+ * it. */
+#include "simd/vec.h"   /* V8, v8_sum_rows: eight columns' lanes summed as sum_lanes sums them */
+
+#define QUANT_GEMM_R 4
+#define QUANT_GEMM_C 8
+#define QUANT_PAIRS (QUANT_GEMM_C / 2)
+#define QUANT_GEMM_X_CHUNKS 2       /* the most chunks of a group the tile takes (groups of 64) */
+#define QUANT_GEMM_MAX_GROUPS 256   /* the most groups in a row the tile takes (8,192 columns
+                                     * of groups of 32): a column tile's starts and scales,
+                                     * 512 bytes a group, fill 128 KiB of the stack */
+_Static_assert(QUANT_GEMM_R == SIMD_Q8_GEMM_ROWS && QUANT_GEMM_C == SIMD_Q8_GEMM_COLS,
+               "simd.h announces this tile");
+
+static inline __m256i load_chunk(const int8_t *p) {
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* The chunk at offset at of the rows of w from w_c0 (cols bytes a row): that row's and the
+ * next one's, side by side. */
+static inline __m512i pair_chunk(const int8_t *w_c0, int cols, size_t at) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(load_chunk(w_c0 + at)),
+                              load_chunk(w_c0 + (size_t)cols + at), 1);
+}
+
+/* starts[g][p] and scales[g][p] for the whole groups g of columns o .. o+7, pair p being
+ * columns o+2p and o+2p+1: the pair's starting lanes (-128 times the lane sums of its
+ * chunks of group g) and its two columns' scales of group g, eight lanes each. */
+static void pair_setup(__m512i (*starts)[QUANT_PAIRS], __m512 (*scales)[QUANT_PAIRS],
+                       const QuantMatrix *w, int o) {
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group);
+    for (int g = 0; g < cols / group; g++)
+        for (int p = 0; p < QUANT_PAIRS; p++) {
+            size_t c0 = (size_t)(o + 2 * p);
+            const int8_t *w_c0 = w->q + c0 * (size_t)cols;
+            __m512i start = _mm512_setzero_si512();
+            for (int i = 0; i < group; i += QUANT_CHUNK)
+                start = _mm512_sub_epi32(start, _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                        _mm512_set1_epi8(-128), pair_chunk(w_c0, cols, (size_t)(g * group + i))));
+            starts[g][p] = start;
+            const float *ws = w->scale + c0 * (size_t)groups + (size_t)g;
+            scales[g][p] = _mm512_castpd_ps(_mm512_insertf64x4(
+                _mm512_castps_pd(_mm512_set1_ps(ws[0])),
+                _mm256_castps_pd(_mm256_set1_ps(ws[groups])), 1));
+        }
+}
+
+/* acc + the short last group of one row of x (x, its scale xs) and one of w (w, ws): len
+ * values, the whole chunks by vector, the rest in scalar code into lane 0, as
+ * dot_row_avx2 adds them. */
+static __m256 short_group_add(__m256 acc, const int8_t *x, const int8_t *w, int len,
+                              float xs, float ws) {
+    __m256i dot = _mm256_setzero_si256();
+    int c = 0;
+    for (; c + QUANT_CHUNK <= len; c += QUANT_CHUNK) {
+        __m256i x_c = load_chunk(x + c);
+        dot = dot32_add(dot, _mm256_abs_epi8(x_c), x_c, load_chunk(w + c));
+    }
+    return scaled_add(acc, add_lane0(dot, dot_i8(x + c, w + c, len - c)), xs, ws);
+}
+
+/* out rows n .. n+3, columns o .. o+7 = those rows of x times those rows of w (pair_setup's
+ * starts and scales for them), + bias, for chunks = group / 32 of 1 or 2 (a constant at
+ * each call: the group's chunks of x stay in registers). */
+static ALWAYS_INLINE void pair_tile(float *out, const int8_t *xq, const float *xs,
+                                    const QuantMatrix *w, __m512i (*starts)[QUANT_PAIRS],
+                                    __m512 (*scales)[QUANT_PAIRS], const float *bias, int n,
+                                    int o, int chunks) {
+    enum { R = QUANT_GEMM_R, P = QUANT_PAIRS };
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
+    int whole_groups = cols / group;
+    const int8_t *x0 = xq + (size_t)n * (size_t)cols, *w0 = w->q + (size_t)o * (size_t)cols;
+    const float *xs0 = xs + (size_t)n * (size_t)groups;
+    __m512 acc[R][P];
+    for (int r = 0; r < R; r++)
+        for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();
+    for (int g = 0; g < whole_groups; g++) {
+        size_t at = (size_t)g * (size_t)group;
+        __m512i x[R][QUANT_GEMM_X_CHUNKS];
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < chunks; k++)
+                x[r][k] = _mm512_xor_si512(_mm512_broadcast_i64x4(load_chunk(
+                              x0 + (size_t)r * (size_t)cols + at + (size_t)k * QUANT_CHUNK)),
+                          _mm512_set1_epi8(-128));
+        for (int p = 0; p < P; p++) {
+            const int8_t *w_p = w0 + (size_t)(2 * p) * (size_t)cols;
+            __m512i start = starts[g][p], w_k[QUANT_GEMM_X_CHUNKS];
+            __m512 scale = scales[g][p];
+            for (int k = 0; k < chunks; k++)
+                w_k[k] = pair_chunk(w_p, cols, at + (size_t)k * QUANT_CHUNK);
+            IN_REGISTER(start);
+            IN_REGISTER(scale);
+            for (int k = 0; k < chunks; k++) IN_REGISTER(w_k[k]);
+            for (int r = 0; r < R; r++) {
+                __m512i dot = start;
+                for (int k = 0; k < chunks; k++) dot = _mm512_dpbusd_epi32(dot, x[r][k], w_k[k]);
+                acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), scale),
+                                            _mm512_set1_ps(xs0[(size_t)r * (size_t)groups + (size_t)g]),
+                                            acc[r][p]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        V8 lanes[QUANT_GEMM_C];   /* column o + c's eight lanes */
+        for (int p = 0; p < P; p++) {
+            lanes[2 * p] = _mm512_castps512_ps256(acc[r][p]);
+            lanes[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][p]), 1));
+        }
+        if (whole_groups < groups) {   /* a short last group */
+            size_t at = (size_t)whole_groups * (size_t)group;
+            for (int c = 0; c < QUANT_GEMM_C; c++)
+                lanes[c] = short_group_add(lanes[c], x0 + (size_t)r * (size_t)cols + at,
+                                           w0 + (size_t)c * (size_t)cols + at,
+                                           cols - whole_groups * group,
+                                           xs0[(size_t)r * (size_t)groups + (size_t)whole_groups],
+                                           w->scale[(size_t)(o + c) * (size_t)groups +
+                                                    (size_t)whole_groups]);
+        }
+        float *out_r = out + (size_t)(n + r) * (size_t)OC + (size_t)o;
+        v8_sum_rows(out_r, lanes);   /* sum_lanes of each, bit for bit; then + bias (or + 0,
+                                      * as the row path adds it: -0 becomes +0) */
+        _mm256_storeu_ps(out_r, _mm256_add_ps(_mm256_loadu_ps(out_r),
+                                              bias ? _mm256_loadu_ps(bias + o) : _mm256_setzero_ps()));
+    }
+}
+
+int simd_q8_gemm_takes(const QuantMatrix *w) {
+    return (w->group == QUANT_CHUNK || w->group == QUANT_GEMM_X_CHUNKS * QUANT_CHUNK) &&
+           quant_groups(w->cols, w->group) <= QUANT_GEMM_MAX_GROUPS;
+}
+
+void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1) {
+    int chunks = w->group / QUANT_CHUNK;
+    __m512i starts[QUANT_GEMM_MAX_GROUPS][QUANT_PAIRS];   /* 64 KiB */
+    __m512 scales[QUANT_GEMM_MAX_GROUPS][QUANT_PAIRS];    /* 64 KiB */
+    for (int o = o0; o < o1; o += QUANT_GEMM_C) {
+        pair_setup(starts, scales, w, o);
+        for (int n = 0; n < N; n += QUANT_GEMM_R) {
+            if (chunks == 1) pair_tile(out, xq, xs, w, starts, scales, bias, n, o, 1);
+            else pair_tile(out, xq, xs, w, starts, scales, bias, n, o, QUANT_GEMM_X_CHUNKS);
+        }
+    }
+}
+
+#else   /* the 256-bit tile */
 #if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
 /* With VNNI, x moves to unsigned rather than its sign onto w: x + 128 is in [1, 255] (every
  * q is in [-127, 127]), and vpdpbusd's lanes then gain 128 times w's lane sums, which a
@@ -469,6 +638,8 @@ void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const Qua
         }
     }
 }
+
+#endif   /* SIMD_Q8_PAIR_TILE */
 
 #else
 /* ISO C wants a declaration in every translation unit: a build without AVX2 has nothing
