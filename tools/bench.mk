@@ -2,7 +2,7 @@
 # bench-attention, attn-table, attn-train-table), included by the Makefile.
 #
 # Builds the two benchmark tools (tools/gen_model.c: random-weight checkpoints of real
-# shapes; tools/probe.c: the machine's measured read bandwidth and FMA peak) with the
+# shapes; tools/probe.c: the machine's measured read bandwidth, FMA and int8 peaks) with the
 # Makefile's $(CC) $(BASE) $(CFLAGS) $(LDLIBS), and generates the random-weight models under
 # $(B)/bench/ (about 1 GB in all; `make clean` removes them). BENCH_DEPS lists all of it;
 # BENCH_ENV passes the paths to tools/bench.sh. int8 files are made by bench.sh itself

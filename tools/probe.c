@@ -1,8 +1,12 @@
-/* probe.c: this machine's peaks, measured: memory read bandwidth and FMA throughput.
+/* probe.c: this machine's peaks, measured: memory read bandwidth, FMA throughput and int8
+ * dot-product throughput.
  *
  * Read bandwidth: sum a float array far larger than any cache (PROBE_MIB), each thread its
  * own contiguous part, best of PROBE_PASSES passes. FMA throughput: PROBE_CHAINS independent
  * vector accumulators, each a = a * m + c, enough to cover the FMA latency on every pipe.
+ * int8 throughput: the same chains of the int8 kernels' multiply-add of 8-bit values into
+ * 32-bit lanes (AVX-512 VNNI vpdpbusd on 512 bits, AVX-VNNI on 256, else AVX2's vpmaddubsw,
+ * vpmaddwd, vpaddd), counted as two operations a product, as the int8 GEMM's GOP/s are.
  * Both at 1 and 2 threads (OpenMP; without it, 1 only). The kernels use AVX-512 or AVX2+FMA
  * intrinsics when the build targets them, else plain C. Prints `key value` lines for
  * tools/bench.sh, e.g. `read_bw_gbs 1 12.3`; asserts nothing. Usage: probe [MiB]
@@ -123,7 +127,68 @@ static float fma_chains(long iters, float seed) {
     return total;
 }
 
-/* ---- the two probes, at a given thread count ---- */
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define PROBE_INT8_ISA "avx512-vnni"
+#define PROBE_INT8_PRODUCTS 64   /* products per instruction chain step: 16 lanes x 4 */
+#elif defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+#define PROBE_INT8_ISA "avx-vnni"
+#define PROBE_INT8_PRODUCTS 32
+#elif defined(__AVX2__)
+#define PROBE_INT8_ISA "avx2"
+#define PROBE_INT8_PRODUCTS 32
+#else
+#define PROBE_INT8_ISA "portable"
+#define PROBE_INT8_PRODUCTS 8    /* 8 lanes, one multiply-add each, in plain C */
+#endif
+
+/* Runs iters trips of PROBE_CHAINS independent int8 multiply-adds of PROBE_INT8_PRODUCTS
+ * products each (into 32-bit lanes, which wrap harmlessly); returns a sum of the lanes. */
+static float int8_chains(long iters, float seed) {
+    int base = (int)seed;
+    float total = 0.0f;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+    __m512i a[PROBE_CHAINS];
+    const __m512i u = _mm512_set1_epi8(3), v = _mm512_set1_epi8(-5);
+    for (int k = 0; k < PROBE_CHAINS; k++) a[k] = _mm512_set1_epi32(base + k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < PROBE_CHAINS; k++) a[k] = _mm512_dpbusd_epi32(a[k], u, v);
+    for (int k = 0; k < PROBE_CHAINS; k++) total += (float)_mm512_reduce_add_epi32(a[k]);
+#elif defined(__AVX2__)
+    __m256i a[PROBE_CHAINS];
+    const __m256i v = _mm256_set1_epi8(-5);
+#if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+    const __m256i u = _mm256_set1_epi8(3);
+#endif
+    for (int k = 0; k < PROBE_CHAINS; k++) a[k] = _mm256_set1_epi32(base + k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < PROBE_CHAINS; k++) {
+#if defined(__AVXVNNI__)
+            a[k] = _mm256_dpbusd_avx_epi32(a[k], u, v);
+#elif defined(__AVX512VNNI__) && defined(__AVX512VL__)
+            a[k] = _mm256_dpbusd_epi32(a[k], u, v);
+#else
+            /* the chain runs through the multiplies too (a[k]'s bytes as the unsigned
+             * operand), or the compiler would hoist them out of the loop */
+            a[k] = _mm256_add_epi32(a[k], _mm256_madd_epi16(_mm256_maddubs_epi16(a[k], v),
+                                                            _mm256_set1_epi16(1)));
+#endif
+        }
+    int lanes[8];
+    for (int k = 0; k < PROBE_CHAINS; k++) {
+        _mm256_storeu_si256((__m256i *)lanes, a[k]);
+        for (int j = 0; j < 8; j++) total += (float)lanes[j];
+    }
+#else
+    unsigned a[PROBE_CHAINS * 8];   /* (CHAINS, 8 lanes) */
+    for (int k = 0; k < PROBE_CHAINS * 8; k++) a[k] = (unsigned)(base + k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < PROBE_CHAINS * 8; k++) a[k] = a[k] * 3u + 7u;
+    for (int k = 0; k < PROBE_CHAINS * 8; k++) total += (float)a[k];
+#endif
+    return total;
+}
+
+/* ---- the probes, at a given thread count ---- */
 
 /* Best read bandwidth (GB/s) of summing x (n,) split into threads contiguous parts;
  * each part a multiple of PROBE_SUMS * PROBE_LANES floats (n is). */
@@ -153,8 +218,9 @@ static double read_bandwidth(const float *x, size_t n, int threads) {
     return best;
 }
 
-/* Best FMA throughput (GFLOP/s) with every one of threads threads running the chains. */
-static double fma_throughput(int threads) {
+/* Best throughput (G operations/s) with every one of threads threads running chains
+ * (fma_chains or int8_chains), ops operations a chain step. */
+static double chain_throughput(float (*chains)(long, float), double ops, int threads) {
     double best = 0.0;
     for (int pass = 0; pass < PROBE_FMA_PASSES; pass++) {
         float partial[PROBE_MAX_THREADS] = {0};
@@ -168,13 +234,12 @@ static double fma_throughput(int threads) {
             t = omp_get_thread_num();
             if (t == 0) ran = omp_get_num_threads();
 #endif
-            partial[t] = fma_chains(PROBE_FMA_ITERS, (float)(pass + t));
+            partial[t] = chains(PROBE_FMA_ITERS, (float)(pass + t));
         }
         double seconds = now() - start;
         for (int t = 0; t < threads; t++) sink += partial[t];
-        double flops = (double)ran * PROBE_FMA_ITERS * PROBE_CHAINS * PROBE_LANES *
-                       FLOPS_PER_FMA;
-        if (flops / seconds / 1e9 > best) best = flops / seconds / 1e9;
+        double total = (double)ran * PROBE_FMA_ITERS * PROBE_CHAINS * ops;
+        if (total / seconds / 1e9 > best) best = total / seconds / 1e9;
     }
     return best;
 }
@@ -232,7 +297,12 @@ int main(int argc, char **argv) {
     for (int threads = 1; threads <= max_threads; threads++)
         printf("read_bw_gbs %d %.1f\n", threads, read_bandwidth(x, n, threads));
     for (int threads = 1; threads <= max_threads; threads++)
-        printf("fma_gflops %d %.1f\n", threads, fma_throughput(threads));
+        printf("fma_gflops %d %.1f\n", threads,
+               chain_throughput(fma_chains, PROBE_LANES * FLOPS_PER_FMA, threads));
+    printf("int8_isa %s\n", PROBE_INT8_ISA);
+    for (int threads = 1; threads <= max_threads; threads++)
+        printf("int8_gops %d %.1f\n", threads,
+               chain_throughput(int8_chains, PROBE_INT8_PRODUCTS * 2.0, threads));
     free(x);
     return 0;
 }
