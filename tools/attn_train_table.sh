@@ -86,7 +86,8 @@ synth-dense synth-dense 0
 synth-frandom synth-frandom:rank=16 0
 synth-fdense synth-fdense:a=16 0"}
 # The long-context rows: context 1024 (2 x 1024 tokens a step: the same tokens), the window
-# 1/8 of it again; the headline rows with every seed here too; then every kind with rotary
+# 1/8 of it again; the headline rows with every seed here too; the Synthesizer's four forms
+# (their factors 32); then every kind with rotary
 # positions instead of the learned table (more flags for train after the headline field),
 # each pattern's lengths scaled with the context (strided's l its square root, LSH's
 # buckets and local window x 4).
@@ -94,6 +95,10 @@ LONG_VARIANTS=${LONG_VARIANTS:-"long-exact exact 1
 long-window-sinklogit window:w=128,sinklogit=1 1
 long-hybrid 3*window:w=128,sinklogit=1;exact 1
 long-fixed fixed:l=128,c=16 0
+long-synth-random synth-random 0
+long-synth-dense synth-dense 0
+long-synth-frandom synth-frandom:rank=32 0
+long-synth-fdense synth-fdense:a=32 0
 long-exact-rope exact 1 --pos rope
 long-window-rope window:w=128 0 --pos rope
 long-window-sinks-rope window:w=128,sinks=4 1 --pos rope
