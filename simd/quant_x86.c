@@ -149,6 +149,11 @@ static inline __m256i add_lane0(__m256i v, int32_t t) {
     return _mm256_add_epi32(v, _mm256_setr_epi32(t, 0, 0, 0, 0, 0, 0, 0));
 }
 
+/* The 32 bytes at p (a chunk of a row of x or of w). */
+static inline __m256i load_chunk(const int8_t *p) {
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
 /* x · w for one activation row x and one weight row w (q (cols,), scales (groups,)):
  * dot_row_reference's arithmetic for group % 32 == 0. Each group's int32 sums stay in
  * eight lanes, which are converted, scaled and accumulated in eight float lanes, added
@@ -162,9 +167,8 @@ static float dot_row_avx2(const int8_t *xq, const float *xs, const int8_t *wq,
         int end = g < whole_groups ? c + group : cols;
         __m256i dot = _mm256_setzero_si256();
         for (; c + QUANT_CHUNK <= end; c += QUANT_CHUNK) {
-            __m256i x = _mm256_loadu_si256((const __m256i *)(xq + c));
-            __m256i v = _mm256_loadu_si256((const __m256i *)(wq + c));
-            dot = dot32_add(dot, _mm256_abs_epi8(x), x, v);
+            __m256i x = load_chunk(xq + c);
+            dot = dot32_add(dot, _mm256_abs_epi8(x), x, load_chunk(wq + c));
         }
         if (c < end) {   /* only in a short last group */
             dot = add_lane0(dot, dot_i8(xq + c, wq + c, end - c));
@@ -190,12 +194,12 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
         int end = g < whole_groups ? c + group : cols;
         __m256i dot0 = _mm256_setzero_si256(), dot1 = dot0, dot2 = dot0, dot3 = dot0;
         for (; c + QUANT_CHUNK <= end; c += QUANT_CHUNK) {
-            __m256i x = _mm256_loadu_si256((const __m256i *)(xq + c));
+            __m256i x = load_chunk(xq + c);
             __m256i ax = _mm256_abs_epi8(x);
-            dot0 = dot32_add(dot0, ax, x, _mm256_loadu_si256((const __m256i *)(w0 + c)));
-            dot1 = dot32_add(dot1, ax, x, _mm256_loadu_si256((const __m256i *)(w1 + c)));
-            dot2 = dot32_add(dot2, ax, x, _mm256_loadu_si256((const __m256i *)(w2 + c)));
-            dot3 = dot32_add(dot3, ax, x, _mm256_loadu_si256((const __m256i *)(w3 + c)));
+            dot0 = dot32_add(dot0, ax, x, load_chunk(w0 + c));
+            dot1 = dot32_add(dot1, ax, x, load_chunk(w1 + c));
+            dot2 = dot32_add(dot2, ax, x, load_chunk(w2 + c));
+            dot3 = dot32_add(dot3, ax, x, load_chunk(w3 + c));
         }
         if (c < end) {   /* only in a short last group */
             dot0 = add_lane0(dot0, dot_i8(xq + c, w0 + c, end - c));
@@ -277,6 +281,8 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
  * dot_row_avx2's in its order (the lanes converted, times x's scale times w's, added with
  * mul_add, group after group; sum_lanes; + bias): every output has the bits the row path
  * gives it. */
+#define QUANT_GEMM_X_CHUNKS 2   /* the most chunks of a group either tile takes (groups of 64) */
+
 #if defined(SIMD_Q8_PAIR_TILE)
 /* The pair tile (AVX-512 VNNI): QUANT_GEMM_R rows of x by four pairs of rows of w (eight
  * output columns). One 512-bit register holds a pair's two columns side by side, lanes 0-7
@@ -294,16 +300,11 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
 #define QUANT_GEMM_R 4
 #define QUANT_GEMM_C 8
 #define QUANT_PAIRS (QUANT_GEMM_C / 2)
-#define QUANT_GEMM_X_CHUNKS 2       /* the most chunks of a group the tile takes (groups of 64) */
 #define QUANT_GEMM_MAX_GROUPS 256   /* the most groups in a row the tile takes (8,192 columns
                                      * of groups of 32): a column tile's starts and scales,
                                      * 512 bytes a group, fill 128 KiB of the stack */
 _Static_assert(QUANT_GEMM_R == SIMD_Q8_GEMM_ROWS && QUANT_GEMM_C == SIMD_Q8_GEMM_COLS,
                "simd.h announces this tile");
-
-static inline __m256i load_chunk(const int8_t *p) {
-    return _mm256_loadu_si256((const __m256i *)p);
-}
 
 /* The chunk at offset at of the rows of w from w_c0 (cols bytes a row): that row's and the
  * next one's, side by side. */
@@ -413,11 +414,6 @@ static ALWAYS_INLINE void pair_tile(float *out, const int8_t *xq, const float *x
     }
 }
 
-int simd_q8_gemm_takes(const QuantMatrix *w) {
-    return (w->group == QUANT_CHUNK || w->group == QUANT_GEMM_X_CHUNKS * QUANT_CHUNK) &&
-           quant_groups(w->cols, w->group) <= QUANT_GEMM_MAX_GROUPS;
-}
-
 void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     int chunks = w->group / QUANT_CHUNK;
@@ -496,15 +492,10 @@ static inline __m256i gemm_dot_add(__m256i acc, GemmX x, __m256i w) {
 _Static_assert(QUANT_GEMM_C == 4, "gemm_scales forms four columns' scales in one register");
 _Static_assert(QUANT_GEMM_R == SIMD_Q8_GEMM_ROWS && QUANT_GEMM_C == SIMD_Q8_GEMM_COLS,
                "simd.h announces this tile");
-#define QUANT_GEMM_X_CHUNKS 2   /* the most chunks of a group the tile takes (groups of 64) */
 #define QUANT_GEMM_SCALE_GROUPS 32   /* groups whose scale products are formed at a time */
 #define QUANT_GEMM_MAX_GROUPS 512    /* the most groups in a row the tile takes (16,384
                                       * columns of groups of 32): its columns' scales, side
                                       * by side, fill 8 KiB of the stack */
-
-static inline __m256i load_chunk(const int8_t *p) {
-    return _mm256_loadu_si256((const __m256i *)p);
-}
 
 /* scale[k] (QUANT_GEMM_R, QUANT_GEMM_C) = x's scale times w's for group g0 + k, k < g1 - g0,
  * of the tile's rows of x (scales xs0, groups apart) and of w (ws4: the columns' scales side
@@ -611,14 +602,6 @@ static ALWAYS_INLINE void gemm_tile_avx2(float *out, const int8_t *xq, const flo
                 sum_lanes(acc[r][c]) + (bias ? bias[o + c] : 0.0f);
 }
 
-/* Whether the tile takes w's groups: those of one or two chunks (other multiples of 32 go
- * one row at a time: their chunks of x would not stay in registers), at most
- * QUANT_GEMM_MAX_GROUPS of them in a row. */
-int simd_q8_gemm_takes(const QuantMatrix *w) {
-    return (w->group == QUANT_CHUNK || w->group == QUANT_GEMM_X_CHUNKS * QUANT_CHUNK) &&
-           quant_groups(w->cols, w->group) <= QUANT_GEMM_MAX_GROUPS;
-}
-
 /* Tiles over rows 0 .. N-1 and columns o0 .. o1-1 (N and o1 - o0 multiples of the tile),
  * column tiles outside: a tile's rows of w, and their scales set side by side once for all
  * the rows of x, stay in L1 while the rows of x go past. */
@@ -640,6 +623,14 @@ void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const Qua
 }
 
 #endif   /* SIMD_Q8_PAIR_TILE */
+
+/* Whether the tile takes w's groups: those of one or two chunks (other multiples of 32 go
+ * one row at a time: their chunks of x would not stay in registers), at most
+ * QUANT_GEMM_MAX_GROUPS of them in a row. */
+int simd_q8_gemm_takes(const QuantMatrix *w) {
+    return (w->group == QUANT_CHUNK || w->group == QUANT_GEMM_X_CHUNKS * QUANT_CHUNK) &&
+           quant_groups(w->cols, w->group) <= QUANT_GEMM_MAX_GROUPS;
+}
 
 #else
 /* ISO C wants a declaration in every translation unit: a build without AVX2 has nothing
