@@ -34,8 +34,11 @@
 #           two threads, as this script runs them, the speed phase's rates give about 35
 #           min for the 11 training runs and 40 for the equal ones: exact 5 min a run); the
 #           18 rotary rows of context 1024 (2026-11-28, Zen 5): speed, three rounds, 16 min;
-#           equal 17 runs in 31 min as two one-thread lanes (2.9-4.5 min a run). Run it on
-#           an idle machine, since the speed phase times things.
+#           equal 17 runs in 31 min as two one-thread lanes (2.9-4.5 min a run); the 8
+#           learned-position rows of 1024 (the same day): speed 9.5 min, equal 7 runs in 12
+#           min as two lanes; the 18 rows of 256 (the same day): speed 12 min, equal 17 runs
+#           in 45 min as two lanes (3.3-5.9 min a run). Run it on an idle machine, since the
+#           speed phase times things.
 # RUN, TRAIN, GEN, DATA, WORK, DOC and SVG override the paths; STEPS the training steps;
 # DATE the date in the picture's title (default today: give the table's when redrawing).
 set -eu
