@@ -249,11 +249,16 @@ static void matmul_job(void *ctx, int j) {
     else simd_matmul_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
 }
 
-/* Job j of an int8 matmul: a block of output columns for all rows. */
+/* Job j of an int8 matmul: a block of rows of x times a block of output columns, as in
+ * matmul_job. */
 static void matmul_q8_job(void *ctx, int j) {
     const MatmulJob *m = ctx;
-    int o0 = j * m->cols, o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
-    quant_matmul_block(m->out, m->xq, m->xs, m->q8, m->b, m->N, o0, o1);
+    int n0 = j / m->col_blocks * BLOCK_ROWS, o0 = j % m->col_blocks * m->cols;
+    int n1 = n0 + BLOCK_ROWS < m->N ? n0 + BLOCK_ROWS : m->N;
+    int o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
+    size_t groups = (size_t)quant_groups(m->IC, m->q8->group);
+    quant_matmul_block(m->out + (size_t)n0 * (size_t)m->OC, m->xq + (size_t)n0 * (size_t)m->IC,
+                       m->xs + (size_t)n0 * groups, m->q8, m->b, n1 - n0, o0, o1);
 }
 
 void kernels_matmul(float *out, const float *x, const float *w, const float *b,
@@ -296,8 +301,13 @@ void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const f
                       (double)N * IC * 4);
     MatmulJob m = {.out = out, .b = b, .q8 = w, .xq = xq, .xs = xs, .N = N, .IC = IC,
                    .OC = OC, .cols = cols, .col_blocks = (OC + cols - 1) / cols};
-    /* an int8 weight is a quarter of an fp32 one to stream: count the work accordingly */
-    pool_parallel_for(matmul_q8_job, &m, m.col_blocks, (double)N * IC * OC / 4);
+    /* Jobs in blocks of rows, as kernels_matmul's: loops over the same rows one after the
+     * other (the quantization above, this product, the norms and residuals after it) then
+     * give each thread mostly the rows it wrote (pool_claim), where jobs of all the rows
+     * made each product write lines that the other core had written last. An int8 weight
+     * is a quarter of an fp32 one to stream: the work is counted accordingly. */
+    int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
+    pool_parallel_for(matmul_q8_job, &m, row_blocks * m.col_blocks, (double)N * IC * OC / 4);
 }
 
 int kernels_gemm_min_rows(void) { return simd_gemm_min_rows(); }
