@@ -28,6 +28,8 @@
 #include "simd/simd.h"    /* simd_*: this build's vector kernels, or the references below */
 
 #define BLOCK_ROWS 64      /* rows of x per job: 64 x IC floats stay in L2 */
+#define Q8_BLOCK_ROWS 128  /* rows of x per int8 job: a column tile's setup (its weights'
+                            * sums and scales) is made once per block of rows */
 #define MIN_BLOCK_COLS 16  /* fewest output columns per job */
 #define QUANTIZE_ROWS_PER_JOB 16   /* int8 prefill: rows of x quantized per job */
 #define TARGET_JOBS 8      /* column blocks per matmul: few claims of the shared ticket, yet
@@ -249,12 +251,12 @@ static void matmul_job(void *ctx, int j) {
     else simd_matmul_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
 }
 
-/* Job j of an int8 matmul: a block of rows of x times a block of output columns, as in
- * matmul_job. */
+/* Job j of an int8 matmul: a block of Q8_BLOCK_ROWS rows of x times a block of output
+ * columns, in matmul_job's order. */
 static void matmul_q8_job(void *ctx, int j) {
     const MatmulJob *m = ctx;
-    int n0 = j / m->col_blocks * BLOCK_ROWS, o0 = j % m->col_blocks * m->cols;
-    int n1 = n0 + BLOCK_ROWS < m->N ? n0 + BLOCK_ROWS : m->N;
+    int n0 = j / m->col_blocks * Q8_BLOCK_ROWS, o0 = j % m->col_blocks * m->cols;
+    int n1 = n0 + Q8_BLOCK_ROWS < m->N ? n0 + Q8_BLOCK_ROWS : m->N;
     int o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
     size_t groups = (size_t)quant_groups(m->IC, m->q8->group);
     quant_matmul_block(m->out + (size_t)n0 * (size_t)m->OC, m->xq + (size_t)n0 * (size_t)m->IC,
@@ -306,7 +308,7 @@ void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const f
      * give each thread mostly the rows it wrote (pool_claim), where jobs of all the rows
      * made each product write lines that the other core had written last. An int8 weight
      * is a quarter of an fp32 one to stream: the work is counted accordingly. */
-    int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
+    int row_blocks = (N + Q8_BLOCK_ROWS - 1) / Q8_BLOCK_ROWS;
     pool_parallel_for(matmul_q8_job, &m, row_blocks * m.col_blocks, (double)N * IC * OC / 4);
 }
 

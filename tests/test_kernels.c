@@ -873,7 +873,8 @@ int main(void) {
     for (size_t i = 0; i < sizeof decode / sizeof decode[0]; i++)
         test_decode_paths(decode[i][0], decode[i][1], decode[i][2]);
     const int q8[][4] = {{1, 32, 5, 32}, {1, 172, 64, 32}, {3, 64, 17, 64}, {2, 100, 9, 20},
-                         {7, 288, 33, 32}, {1, 33, 3, 16}, {5, 1, 2, 32}};
+                         {7, 288, 33, 32}, {1, 33, 3, 16}, {5, 1, 2, 32},
+                         {257, 96, 40, 32}, {130, 64, 24, 64}};   /* blocks of 128 rows + rest */
     for (size_t i = 0; i < sizeof q8 / sizeof q8[0]; i++)
         test_matmul_q8(q8[i][0], q8[i][1], q8[i][2], q8[i][3]);
     /* awkward sizes: single rows and columns, odd widths (masked lanes), a tile of rows
