@@ -5,10 +5,10 @@
  * activations, the matmul one row of x at a time, the prefill GEMM's register tile that
  * takes several rows of x at once) live behind simd/simd.h, which names them simd_q8_*:
  * each is the reference's own function where the build has no vector version. The vector
- * quantizer gives the reference's bits; the row-at-a-time vector matmul differs from the
- * reference only in the order of its float additions; the GEMM gives, for each output, the
- * bits the row path of the same build gives (so a prompt run at once and token by token
- * agree exactly). Nothing here allocates or threads: the caller splits output columns
+ * quantizer gives the reference's bits; the row-at-a-time vector matmul gives them too
+ * with AVX-512 VNNI, and elsewhere differs from the reference only in the order of its
+ * float additions; the GEMM gives, for each output, the bits the row path of the same
+ * build gives (so a prompt run at once and token by token agree exactly). Nothing here allocates or threads: the caller splits output columns
  * among threads.
  */
 #include "quant.h"
@@ -177,7 +177,12 @@ static NEVER_INLINE void matmul_gemm(float *out, const int8_t *xq, const float *
                                      const QuantMatrix *w, const float *bias, int N, int o0,
                                      int o1, int R, int C) {
     int cols = w->cols, groups = quant_groups(cols, w->group), OC = w->rows;
+#if defined(SIMD_Q8_GEMM_ANY_ROWS)
+    int n_tiled = N;   /* the tile pads its last block of rows */
+    (void)R;
+#else
     int n_tiled = N / R * R;
+#endif
     int o_tiled = o0 + (o1 - o0) / C * C;
     simd_q8_gemm_tiles(out, xq, xs, w, bias, n_tiled, o0, o_tiled);
     matmul_rows(out, xq, xs, w, bias, n_tiled, o_tiled, o1);

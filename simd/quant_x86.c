@@ -2,11 +2,14 @@
  * build has them) replace two of its instructions by one.
  *
  * Quantizing activations (simd_q8_absmax, simd_q8_round: the reference's bits), the matmul
- * of one row of x at a time for groups that are a multiple of 32 (simd_q8_matmul_rows: it
- * differs from quant.c's dot_row_reference only in the order of its float additions), and
- * the prefill GEMM's register tile, which takes several rows of x at once and gives each
- * output the bits the row path gives it (so a prompt run at once and token by token agree
- * exactly). simd.h says which of them a build has.
+ * of one row of x at a time for groups that are a multiple of 32 (simd_q8_matmul_rows),
+ * and the prefill GEMM's register tile, which takes several rows of x at once and gives
+ * each output the bits the row path gives it (so a prompt run at once and token by token
+ * agree exactly). With AVX-512 VNNI (simd.h: SIMD_Q8_EXACT) both give quant.c's
+ * reference's bits: the exact tile keeps sixteen rows of x in a register's lanes; without
+ * it they differ from the reference only in the order of their float additions (a group's
+ * eight lanes are summed at the end of the row), and the tile is a 256-bit one. simd.h
+ * says which of them a build has.
  */
 #include "simd/simd.h"
 
@@ -14,7 +17,8 @@
 #include <immintrin.h>  /* AVX2 (and VNNI) intrinsics */
 #include <math.h>       /* NAN */
 #include <stddef.h>     /* size_t */
-#include <stdint.h>     /* int8_t, int32_t */
+#include <stdint.h>     /* int8_t, int32_t, uint8_t, uint32_t */
+#include <string.h>     /* memcpy */
 
 #include "quant.h"      /* QuantMatrix, quant_groups, QUANT_Q_MAX */
 
@@ -105,17 +109,10 @@ static inline __m256 mul_add(__m256 a, __m256 b, __m256 acc) {
 #endif
 }
 
-/* acc + a group's integer lanes dot (8 x int32) times x's scale xs and w's ws, as every
- * path of the build forms it: in builds with the pair tile (simd.h: SIMD_Q8_PAIR_TILE)
- * (lanes x ws) x xs, where one multiply by two columns' scales side by side serves a pair;
- * elsewhere lanes x (xs x ws), the product formed once for four columns. */
+/* acc + a group's integer lanes dot (8 x int32) times x's scale xs and w's ws: lanes x (xs x
+ * ws), dot_row_reference's order within each lane. */
 static inline __m256 scaled_add(__m256 acc, __m256i dot, float xs, float ws) {
-#if defined(SIMD_Q8_PAIR_TILE)
-    return mul_add(_mm256_mul_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(ws)),
-                   _mm256_set1_ps(xs), acc);
-#else
     return mul_add(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xs * ws), acc);
-#endif
 }
 
 /* acc (8 x int32) plus the 32 products x[i] * w[i] of int8 registers x and w, four per
@@ -154,14 +151,76 @@ static inline __m256i load_chunk(const int8_t *p) {
     return _mm256_loadu_si256((const __m256i *)p);
 }
 
+/* The float steps of the row path, after each group's integer lanes: two forms.
+ *
+ * In builds with the exact tile (simd.h: SIMD_Q8_EXACT) each group's lanes are summed to
+ * its exact int32 dot product, and then quant.c's dot_row_reference's steps follow: acc +=
+ * (float)dot * (x's scale * w's scale), group after group, so every output has the
+ * reference's bits (the GEMM below keeps them too). Elsewhere each group's eight lanes are
+ * converted, scaled and accumulated in eight float lanes (scaled_add), summed at the end
+ * (sum_lanes): the reference's terms added in another order.
+ *   RowAcc, row_zero, row_add_group, row_sum        one column
+ *   Rows4Acc, rows4_zero, rows4_add_group, rows4_sums   four columns, x's group shared */
+#if defined(SIMD_Q8_EXACT)
+/* The sums of the eight int32 lanes of a, b, c and d: (4,), exact. */
+static inline __m128i sum_lanes4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {
+    __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+typedef float RowAcc;
+static inline RowAcc row_zero(void) { return 0.0f; }
+static inline RowAcc row_add_group(RowAcc acc, __m256i dot, float xs, float ws) {
+    __m128i s = sum_lanes4_i32(dot, dot, dot, dot);
+    return acc + (float)_mm_cvtsi128_si32(s) * (xs * ws);
+}
+static inline float row_sum(RowAcc acc) { return acc; }
+
+typedef __m128 Rows4Acc;   /* the four columns' sums */
+static inline Rows4Acc rows4_zero(void) { return _mm_setzero_ps(); }
+static inline Rows4Acc rows4_add_group(Rows4Acc acc, const __m256i dot[4], float xs,
+                                       float ws0, float ws1, float ws2, float ws3) {
+    __m128 terms = _mm_cvtepi32_ps(sum_lanes4_i32(dot[0], dot[1], dot[2], dot[3]));
+    __m128 scales = _mm_mul_ps(_mm_set1_ps(xs), _mm_setr_ps(ws0, ws1, ws2, ws3));
+    return _mm_add_ps(acc, _mm_mul_ps(terms, scales));
+}
+static inline void rows4_sums(float sums[4], Rows4Acc acc) { _mm_storeu_ps(sums, acc); }
+#else
+typedef __m256 RowAcc;
+static inline RowAcc row_zero(void) { return _mm256_setzero_ps(); }
+static inline RowAcc row_add_group(RowAcc acc, __m256i dot, float xs, float ws) {
+    return scaled_add(acc, dot, xs, ws);
+}
+static inline float row_sum(RowAcc acc) { return sum_lanes(acc); }
+
+typedef struct {
+    __m256 acc[4];
+} Rows4Acc;
+static inline Rows4Acc rows4_zero(void) {
+    Rows4Acc a;
+    for (int r = 0; r < 4; r++) a.acc[r] = _mm256_setzero_ps();
+    return a;
+}
+static inline Rows4Acc rows4_add_group(Rows4Acc a, const __m256i dot[4], float xs,
+                                       float ws0, float ws1, float ws2, float ws3) {
+    a.acc[0] = scaled_add(a.acc[0], dot[0], xs, ws0);
+    a.acc[1] = scaled_add(a.acc[1], dot[1], xs, ws1);
+    a.acc[2] = scaled_add(a.acc[2], dot[2], xs, ws2);
+    a.acc[3] = scaled_add(a.acc[3], dot[3], xs, ws3);
+    return a;
+}
+static inline void rows4_sums(float sums[4], Rows4Acc a) {
+    for (int r = 0; r < 4; r++) sums[r] = sum_lanes(a.acc[r]);
+}
+#endif
+
 /* x · w for one activation row x and one weight row w (q (cols,), scales (groups,)):
- * dot_row_reference's arithmetic for group % 32 == 0. Each group's int32 sums stay in
- * eight lanes, which are converted, scaled and accumulated in eight float lanes, added
- * up at the end. The last group may be shorter than group: its values past the last
- * whole register are summed in scalar code and added to lane 0. */
+ * dot_row_reference's terms for group % 32 == 0, each group's int32 sums in eight lanes,
+ * then the build's float steps (above). The last group may be shorter than group: its
+ * values past the last whole register are summed in scalar code and added to lane 0. */
 static float dot_row_avx2(const int8_t *xq, const float *xs, const int8_t *wq,
                           const float *ws, int cols, int group, int groups) {
-    __m256 acc = _mm256_setzero_ps();
+    RowAcc acc = row_zero();
     int whole_groups = cols / group, c = 0;   /* c runs over the row, group after group */
     for (int g = 0; g < groups; g++) {
         int end = g < whole_groups ? c + group : cols;
@@ -174,9 +233,9 @@ static float dot_row_avx2(const int8_t *xq, const float *xs, const int8_t *wq,
             dot = add_lane0(dot, dot_i8(xq + c, wq + c, end - c));
             c = end;
         }
-        acc = scaled_add(acc, dot, xs[g], ws[g]);
+        acc = row_add_group(acc, dot, xs[g], ws[g]);
     }
-    return sum_lanes(acc);
+    return row_sum(acc);
 }
 
 /* sums (4,) = x · w_r for QUANT_ROW_TILE = 4 weight rows w_r, step rows apart (q rows
@@ -188,35 +247,30 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
     size_t q_step = step * (size_t)cols, s_step = step * (size_t)groups;
     const int8_t *w0 = wq, *w1 = w0 + q_step, *w2 = w1 + q_step, *w3 = w2 + q_step;
     const float *s0 = ws, *s1 = s0 + s_step, *s2 = s1 + s_step, *s3 = s2 + s_step;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    Rows4Acc acc = rows4_zero();
     int whole_groups = cols / group, c = 0;
     for (int g = 0; g < groups; g++) {
         int end = g < whole_groups ? c + group : cols;
-        __m256i dot0 = _mm256_setzero_si256(), dot1 = dot0, dot2 = dot0, dot3 = dot0;
+        __m256i dot[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                          _mm256_setzero_si256(), _mm256_setzero_si256()};
         for (; c + QUANT_CHUNK <= end; c += QUANT_CHUNK) {
             __m256i x = load_chunk(xq + c);
             __m256i ax = _mm256_abs_epi8(x);
-            dot0 = dot32_add(dot0, ax, x, load_chunk(w0 + c));
-            dot1 = dot32_add(dot1, ax, x, load_chunk(w1 + c));
-            dot2 = dot32_add(dot2, ax, x, load_chunk(w2 + c));
-            dot3 = dot32_add(dot3, ax, x, load_chunk(w3 + c));
+            dot[0] = dot32_add(dot[0], ax, x, load_chunk(w0 + c));
+            dot[1] = dot32_add(dot[1], ax, x, load_chunk(w1 + c));
+            dot[2] = dot32_add(dot[2], ax, x, load_chunk(w2 + c));
+            dot[3] = dot32_add(dot[3], ax, x, load_chunk(w3 + c));
         }
         if (c < end) {   /* only in a short last group */
-            dot0 = add_lane0(dot0, dot_i8(xq + c, w0 + c, end - c));
-            dot1 = add_lane0(dot1, dot_i8(xq + c, w1 + c, end - c));
-            dot2 = add_lane0(dot2, dot_i8(xq + c, w2 + c, end - c));
-            dot3 = add_lane0(dot3, dot_i8(xq + c, w3 + c, end - c));
+            dot[0] = add_lane0(dot[0], dot_i8(xq + c, w0 + c, end - c));
+            dot[1] = add_lane0(dot[1], dot_i8(xq + c, w1 + c, end - c));
+            dot[2] = add_lane0(dot[2], dot_i8(xq + c, w2 + c, end - c));
+            dot[3] = add_lane0(dot[3], dot_i8(xq + c, w3 + c, end - c));
             c = end;
         }
-        acc0 = scaled_add(acc0, dot0, xs[g], s0[g]);
-        acc1 = scaled_add(acc1, dot1, xs[g], s1[g]);
-        acc2 = scaled_add(acc2, dot2, xs[g], s2[g]);
-        acc3 = scaled_add(acc3, dot3, xs[g], s3[g]);
+        acc = rows4_add_group(acc, dot, xs[g], s0[g], s1[g], s2[g], s3[g]);
     }
-    sums[0] = sum_lanes(acc0);
-    sums[1] = sum_lanes(acc1);
-    sums[2] = sum_lanes(acc2);
-    sums[3] = sum_lanes(acc3);
+    rows4_sums(sums, acc);
 }
 
 /* Columns o0 .. of quant_matmul_block for group % 32 == 0: tiles of QUANT_ROW_TILE rows of
@@ -267,11 +321,180 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
     return o;
 }
 
-/* -- The prefill GEMM: several rows of x at once --
+/* -- The prefill GEMM: several rows of x at once -- */
+
+#if defined(SIMD_Q8_EXACT)
+/* The exact tile (AVX-512 VNNI): a 512-bit register's sixteen int32 lanes are sixteen rows
+ * of x, each lane one (row of x, row of w) pair's whole dot product for the group, so that
+ * after the group the lanes hold the reference's exact int32 dot products and its float
+ * steps follow sixteen rows at a time: (float)dot * (x's scale * w's scale), added to that
+ * pair's sum, group after group: the reference's bits.
  *
- * A tile of QUANT_GEMM_R rows of x by QUANT_GEMM_C rows of w (output columns): per group,
- * each chunk of x is prepared once for the tile's rows of w and each chunk of w loaded once
- * for its rows of x, and every (row of x, row of w) pair keeps dot_row_avx2's eight float
+ * x is first packed (pack_rows): a block of QUANT_XT_ROWS rows, 4 values (a quad) of each
+ * row side by side, + 128 so that they are unsigned bytes (x + 128 is in [1, 255]: every q
+ * is in [-127, 127]): quad k of the block is 32 rows x 4 bytes, two registers. One
+ * vpdpbusd then adds to sixteen rows' lanes the products of their quad k with the same
+ * four values of one row of w, broadcast from memory: 64 products. The + 128 adds 128
+ * times the sum of those four w to each lane, so each pair's lanes start the group from
+ * -128 times the sum of the group's w (xt_starts). Padding rows are 0 (x + 128 = 128):
+ * their lanes end each group at 0 and are never stored.
+ *   tile              QUANT_XT_ROWS rows (two registers of lanes) x QUANT_XT_COLS columns
+ *   per quad          2 loads of x, QUANT_XT_COLS broadcasts of w, 2 x QUANT_XT_COLS
+ *                     vpdpbusd (512 products for four columns)
+ *   per group         2 x QUANT_XT_COLS x (convert, two multiplies, add) */
+#define QUANT_XT_ROWS 32          /* rows of x per tile: two registers of 16 lanes */
+#define QUANT_XT_COLS 4           /* rows of w (output columns) per tile */
+#define QUANT_XT_MAX_COLS 4096    /* the widest x the tile takes: a packed block of 32 rows
+                                   * fills 128 KiB of the stack */
+#define QUANT_XT_MAX_GROUPS 256   /* the most groups in a row the tile takes */
+_Static_assert(QUANT_XT_COLS == SIMD_Q8_GEMM_COLS, "simd.h announces this tile");
+
+/* xp (quads, QUANT_XT_ROWS, 4) = rows n0 .. n0+rows-1 of xq (cols a row) + 128, quad by
+ * quad, and xsp (groups, QUANT_XT_ROWS) = their scales; rows past them 128 (x = 0) and
+ * scale 0. */
+static void pack_rows(uint8_t *xp, float *xsp, const int8_t *xq, const float *xs, int rows,
+                      int cols, int groups) {
+    int quads = cols / 4;
+    for (int r = 0; r < QUANT_XT_ROWS; r++) {
+        const int8_t *x_r = xq + (size_t)r * (size_t)cols;
+        for (int k = 0; k < quads; k++) {
+            uint32_t v = 0;
+            if (r < rows) memcpy(&v, x_r + 4 * k, 4);
+            v ^= 0x80808080u;
+            memcpy(xp + ((size_t)k * QUANT_XT_ROWS + (size_t)r) * 4, &v, 4);
+        }
+        for (int g = 0; g < groups; g++)
+            xsp[(size_t)g * QUANT_XT_ROWS + (size_t)r] =
+                r < rows ? xs[(size_t)r * (size_t)groups + (size_t)g] : 0.0f;
+    }
+}
+
+/* starts[g] (QUANT_XT_COLS,) = -128 x the sum of group g of rows o .. o+3 of w: their
+ * whole chunks' lanes by vpdpbusd, the four rows' lanes summed at once, the rest (a group
+ * that is not a multiple of 32) in scalar code. */
+static void xt_starts(int32_t (*starts)[QUANT_XT_COLS], const QuantMatrix *w, int o) {
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group);
+    const int8_t *w_c[QUANT_XT_COLS];
+    for (int c = 0; c < QUANT_XT_COLS; c++) w_c[c] = w->q + (size_t)(o + c) * (size_t)cols;
+    _Static_assert(QUANT_XT_COLS == 4, "sum_lanes4_i32 sums four rows' lanes");
+    for (int g = 0; g < groups; g++) {
+        int at = g * group, end = at + group < cols ? at + group : cols;
+        __m256i lanes[QUANT_XT_COLS];   /* -128 x sums of four w */
+        for (int c = 0; c < QUANT_XT_COLS; c++) lanes[c] = _mm256_setzero_si256();
+        for (; at + QUANT_CHUNK <= end; at += QUANT_CHUNK)
+            for (int c = 0; c < QUANT_XT_COLS; c++)
+                lanes[c] = _mm256_sub_epi32(lanes[c],
+                                            _mm256_dpbusd_epi32(_mm256_setzero_si256(),
+                                                                _mm256_set1_epi8(-128),
+                                                                load_chunk(w_c[c] + at)));
+        _mm_storeu_si128((__m128i *)starts[g],
+                         sum_lanes4_i32(lanes[0], lanes[1], lanes[2], lanes[3]));
+        for (; at < end; at++)
+            for (int c = 0; c < QUANT_XT_COLS; c++) starts[g][c] -= 128 * w_c[c][at];
+    }
+}
+
+/* The four bytes of w at p as one int32, for a broadcast. */
+static inline int32_t load_quad(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* out rows n0 .. n0+rows-1 (rows <= QUANT_XT_ROWS), columns o .. o+3 = those rows of x
+ * (packed: xp, xsp) times rows o .. o+3 of w (their starts), + bias. */
+static void xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
+                    int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o) {
+    enum { C = QUANT_XT_COLS };
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
+    const int8_t *w0 = w->q + (size_t)o * (size_t)cols;
+    const float *ws0 = w->scale + (size_t)o * (size_t)groups;
+    __m512 acc[2][C];
+    for (int h = 0; h < 2; h++)
+        for (int c = 0; c < C; c++) acc[h][c] = _mm512_setzero_ps();
+    for (int g = 0, k = 0; g < groups; g++) {
+        int k_end = (g + 1) * group < cols ? (g + 1) * group / 4 : cols / 4;
+        __m512i dot[2][C];
+        for (int c = 0; c < C; c++) dot[0][c] = dot[1][c] = _mm512_set1_epi32(starts[g][c]);
+        for (; k < k_end; k++) {
+            const uint8_t *xk = xp + (size_t)k * QUANT_XT_ROWS * 4;
+            __m512i x_lo = _mm512_loadu_si512(xk), x_hi = _mm512_loadu_si512(xk + 64);
+            for (int c = 0; c < C; c++) {
+                __m512i w_k =
+                    _mm512_set1_epi32(load_quad(w0 + (size_t)c * (size_t)cols + 4 * (size_t)k));
+                dot[0][c] = _mm512_dpbusd_epi32(dot[0][c], x_lo, w_k);
+                dot[1][c] = _mm512_dpbusd_epi32(dot[1][c], x_hi, w_k);
+            }
+            for (int c = 0; c < C; c++) {
+                IN_REGISTER(dot[0][c]);
+                IN_REGISTER(dot[1][c]);
+            }
+        }
+        for (int h = 0; h < 2; h++) {
+            __m512 xs_g = _mm512_loadu_ps(xsp + (size_t)g * QUANT_XT_ROWS + 16 * h);
+            for (int c = 0; c < C; c++) {
+                float ws = ws0[(size_t)c * (size_t)groups + (size_t)g];
+                __m512 scale = _mm512_mul_ps(xs_g, _mm512_set1_ps(ws));
+                acc[h][c] = _mm512_add_ps(acc[h][c],
+                                          _mm512_mul_ps(_mm512_cvtepi32_ps(dot[h][c]), scale));
+            }
+        }
+    }
+    /* + bias (or + 0, as the reference adds it: -0 becomes +0), then rows of four columns:
+     * a 4 x 4 transpose in each 128-bit quarter gives rows 4q + i in quarter q of row_i */
+    for (int h = 0; h < 2; h++) {
+        __m512 v[C];
+        for (int c = 0; c < C; c++)
+            v[c] = _mm512_add_ps(acc[h][c], _mm512_set1_ps(bias ? bias[o + c] : 0.0f));
+        __m512 t0 = _mm512_unpacklo_ps(v[0], v[1]), t1 = _mm512_unpackhi_ps(v[0], v[1]);
+        __m512 t2 = _mm512_unpacklo_ps(v[2], v[3]), t3 = _mm512_unpackhi_ps(v[2], v[3]);
+        __m512 row_i[4] = {
+            _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2))),
+            _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2))),
+            _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3))),
+            _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)))};
+        float quarters[4][16];
+        for (int i = 0; i < 4; i++) _mm512_storeu_ps(quarters[i], row_i[i]);
+        for (int q = 0; q < 4; q++)
+            for (int i = 0; i < 4; i++) {
+                int r = 16 * h + 4 * q + i;
+                if (r < rows)
+                    memcpy(out + (size_t)r * (size_t)OC + (size_t)o, quarters[i] + 4 * q,
+                           4 * sizeof(float));
+            }
+    }
+}
+
+/* Rows 0 .. N-1 (any N) and columns o0 .. o1-1 (a multiple of QUANT_XT_COLS): blocks of
+ * QUANT_XT_ROWS rows packed once, the column tiles inside. */
+void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1) {
+    int cols = w->cols, groups = quant_groups(cols, w->group), OC = w->rows;
+    uint8_t xp[QUANT_XT_MAX_COLS * QUANT_XT_ROWS];            /* 128 KiB */
+    float xsp[QUANT_XT_MAX_GROUPS * QUANT_XT_ROWS];           /* 32 KiB */
+    int32_t starts[QUANT_XT_MAX_GROUPS][QUANT_XT_COLS];        /* 4 KiB */
+    for (int n = 0; n < N; n += QUANT_XT_ROWS) {
+        int rows = N - n < QUANT_XT_ROWS ? N - n : QUANT_XT_ROWS;
+        pack_rows(xp, xsp, xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
+                  rows, cols, groups);
+        for (int o = o0; o < o1; o += QUANT_XT_COLS) {
+            xt_starts(starts, w, o);
+            xt_tile(out + (size_t)n * (size_t)OC, xp, xsp, w, starts, bias, rows, o);
+        }
+    }
+}
+
+/* Whether the tile takes w: rows of at most QUANT_XT_MAX_COLS values in at most
+ * QUANT_XT_MAX_GROUPS groups that are whole quads (the last group too). */
+int simd_q8_gemm_takes(const QuantMatrix *w) {
+    return w->cols <= QUANT_XT_MAX_COLS && w->cols % 4 == 0 && w->group % 4 == 0 &&
+           quant_groups(w->cols, w->group) <= QUANT_XT_MAX_GROUPS;
+}
+
+#else   /* the 256-bit tile */
+/* The 256-bit tile: QUANT_GEMM_R rows of x by QUANT_GEMM_C rows of w (output columns):
+ * per group, each chunk of x is prepared once for the tile's rows of w and each chunk of w
+ * loaded once for its rows of x, and every (row of x, row of w) pair keeps dot_row_avx2's eight float
  * lanes in a register of its own. The vocabulary:
  *   GemmX            a chunk of 32 values of x, prepared for the multiplies (gemm_x)
  *   gemm_start       a pair's integer lanes before its products with one chunk of w
@@ -281,154 +504,8 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
  * dot_row_avx2's in its order (the lanes converted, times x's scale times w's, added with
  * mul_add, group after group; sum_lanes; + bias): every output has the bits the row path
  * gives it. */
-#define QUANT_GEMM_X_CHUNKS 2   /* the most chunks of a group either tile takes (groups of 64) */
+#define QUANT_GEMM_X_CHUNKS 2   /* the most chunks of a group the tile takes (groups of 64) */
 
-#if defined(SIMD_Q8_PAIR_TILE)
-/* The pair tile (AVX-512 VNNI): QUANT_GEMM_R rows of x by four pairs of rows of w (eight
- * output columns). One 512-bit register holds a pair's two columns side by side, lanes 0-7
- * the first column's eight lanes, 8-15 the second's, so one vpdpbusd takes 64 products (a
- * chunk of x, broadcast to both halves, against the pair's two chunks of w), and a
- * group's scales cost two instructions for the pair: (lanes x w's scales, the pair's two
- * side by side) then a multiply-add by x's scale, scaled_add's order. x moves to unsigned
- * (x + 128 is in [1, 255]: every q is in [-127, 127]) and each pair starts from -128 times
- * w's lane sums (pair_setup, once per column tile for all the rows of x); the integer lanes
- * are exact however formed. Each half then holds dot_row_avx2's float lanes, bit for bit;
- * the short last group of a row is added to each column's half alone, as dot_row_avx2 adds
- * it. */
-#include "simd/vec.h"   /* V8, v8_sum_rows: eight columns' lanes summed as sum_lanes sums them */
-
-#define QUANT_GEMM_R 4
-#define QUANT_GEMM_C 8
-#define QUANT_PAIRS (QUANT_GEMM_C / 2)
-#define QUANT_GEMM_MAX_GROUPS 256   /* the most groups in a row the tile takes (8,192 columns
-                                     * of groups of 32): a column tile's starts and scales,
-                                     * 512 bytes a group, fill 128 KiB of the stack */
-_Static_assert(QUANT_GEMM_R == SIMD_Q8_GEMM_ROWS && QUANT_GEMM_C == SIMD_Q8_GEMM_COLS,
-               "simd.h announces this tile");
-
-/* The chunk at offset at of the rows of w from w_c0 (cols bytes a row): that row's and the
- * next one's, side by side. */
-static inline __m512i pair_chunk(const int8_t *w_c0, int cols, size_t at) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(load_chunk(w_c0 + at)),
-                              load_chunk(w_c0 + (size_t)cols + at), 1);
-}
-
-/* starts[g][p] and scales[g][p] for the whole groups g of columns o .. o+7, pair p being
- * columns o+2p and o+2p+1: the pair's starting lanes (-128 times the lane sums of its
- * chunks of group g) and its two columns' scales of group g, eight lanes each. */
-static void pair_setup(__m512i (*starts)[QUANT_PAIRS], __m512 (*scales)[QUANT_PAIRS],
-                       const QuantMatrix *w, int o) {
-    int cols = w->cols, group = w->group, groups = quant_groups(cols, group);
-    for (int g = 0; g < cols / group; g++)
-        for (int p = 0; p < QUANT_PAIRS; p++) {
-            size_t c0 = (size_t)(o + 2 * p);
-            const int8_t *w_c0 = w->q + c0 * (size_t)cols;
-            __m512i start = _mm512_setzero_si512();
-            for (int i = 0; i < group; i += QUANT_CHUNK)
-                start = _mm512_sub_epi32(start, _mm512_dpbusd_epi32(_mm512_setzero_si512(),
-                        _mm512_set1_epi8(-128), pair_chunk(w_c0, cols, (size_t)(g * group + i))));
-            starts[g][p] = start;
-            const float *ws = w->scale + c0 * (size_t)groups + (size_t)g;
-            scales[g][p] = _mm512_castpd_ps(_mm512_insertf64x4(
-                _mm512_castps_pd(_mm512_set1_ps(ws[0])),
-                _mm256_castps_pd(_mm256_set1_ps(ws[groups])), 1));
-        }
-}
-
-/* acc + the short last group of one row of x (x, its scale xs) and one of w (w, ws): len
- * values, the whole chunks by vector, the rest in scalar code into lane 0, as
- * dot_row_avx2 adds them. */
-static __m256 short_group_add(__m256 acc, const int8_t *x, const int8_t *w, int len,
-                              float xs, float ws) {
-    __m256i dot = _mm256_setzero_si256();
-    int c = 0;
-    for (; c + QUANT_CHUNK <= len; c += QUANT_CHUNK) {
-        __m256i x_c = load_chunk(x + c);
-        dot = dot32_add(dot, _mm256_abs_epi8(x_c), x_c, load_chunk(w + c));
-    }
-    return scaled_add(acc, add_lane0(dot, dot_i8(x + c, w + c, len - c)), xs, ws);
-}
-
-/* out rows n .. n+3, columns o .. o+7 = those rows of x times those rows of w (pair_setup's
- * starts and scales for them), + bias, for chunks = group / 32 of 1 or 2 (a constant at
- * each call: the group's chunks of x stay in registers). */
-static ALWAYS_INLINE void pair_tile(float *out, const int8_t *xq, const float *xs,
-                                    const QuantMatrix *w, __m512i (*starts)[QUANT_PAIRS],
-                                    __m512 (*scales)[QUANT_PAIRS], const float *bias, int n,
-                                    int o, int chunks) {
-    enum { R = QUANT_GEMM_R, P = QUANT_PAIRS };
-    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
-    int whole_groups = cols / group;
-    const int8_t *x0 = xq + (size_t)n * (size_t)cols, *w0 = w->q + (size_t)o * (size_t)cols;
-    const float *xs0 = xs + (size_t)n * (size_t)groups;
-    __m512 acc[R][P];
-    for (int r = 0; r < R; r++)
-        for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();
-    for (int g = 0; g < whole_groups; g++) {
-        size_t at = (size_t)g * (size_t)group;
-        __m512i x[R][QUANT_GEMM_X_CHUNKS];
-        for (int r = 0; r < R; r++)
-            for (int k = 0; k < chunks; k++)
-                x[r][k] = _mm512_xor_si512(_mm512_broadcast_i64x4(load_chunk(
-                              x0 + (size_t)r * (size_t)cols + at + (size_t)k * QUANT_CHUNK)),
-                          _mm512_set1_epi8(-128));
-        for (int p = 0; p < P; p++) {
-            const int8_t *w_p = w0 + (size_t)(2 * p) * (size_t)cols;
-            __m512i start = starts[g][p], w_k[QUANT_GEMM_X_CHUNKS];
-            __m512 scale = scales[g][p];
-            for (int k = 0; k < chunks; k++)
-                w_k[k] = pair_chunk(w_p, cols, at + (size_t)k * QUANT_CHUNK);
-            IN_REGISTER(start);
-            IN_REGISTER(scale);
-            for (int k = 0; k < chunks; k++) IN_REGISTER(w_k[k]);
-            for (int r = 0; r < R; r++) {
-                __m512i dot = start;
-                for (int k = 0; k < chunks; k++) dot = _mm512_dpbusd_epi32(dot, x[r][k], w_k[k]);
-                acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), scale),
-                                            _mm512_set1_ps(xs0[(size_t)r * (size_t)groups + (size_t)g]),
-                                            acc[r][p]);
-            }
-        }
-    }
-    for (int r = 0; r < R; r++) {
-        V8 lanes[QUANT_GEMM_C];   /* column o + c's eight lanes */
-        for (int p = 0; p < P; p++) {
-            lanes[2 * p] = _mm512_castps512_ps256(acc[r][p]);
-            lanes[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][p]), 1));
-        }
-        if (whole_groups < groups) {   /* a short last group */
-            size_t at = (size_t)whole_groups * (size_t)group;
-            for (int c = 0; c < QUANT_GEMM_C; c++)
-                lanes[c] = short_group_add(lanes[c], x0 + (size_t)r * (size_t)cols + at,
-                                           w0 + (size_t)c * (size_t)cols + at,
-                                           cols - whole_groups * group,
-                                           xs0[(size_t)r * (size_t)groups + (size_t)whole_groups],
-                                           w->scale[(size_t)(o + c) * (size_t)groups +
-                                                    (size_t)whole_groups]);
-        }
-        float *out_r = out + (size_t)(n + r) * (size_t)OC + (size_t)o;
-        v8_sum_rows(out_r, lanes);   /* sum_lanes of each, bit for bit; then + bias (or + 0,
-                                      * as the row path adds it: -0 becomes +0) */
-        _mm256_storeu_ps(out_r, _mm256_add_ps(_mm256_loadu_ps(out_r),
-                                              bias ? _mm256_loadu_ps(bias + o) : _mm256_setzero_ps()));
-    }
-}
-
-void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
-                        const float *bias, int N, int o0, int o1) {
-    int chunks = w->group / QUANT_CHUNK;
-    __m512i starts[QUANT_GEMM_MAX_GROUPS][QUANT_PAIRS];   /* 64 KiB */
-    __m512 scales[QUANT_GEMM_MAX_GROUPS][QUANT_PAIRS];    /* 64 KiB */
-    for (int o = o0; o < o1; o += QUANT_GEMM_C) {
-        pair_setup(starts, scales, w, o);
-        for (int n = 0; n < N; n += QUANT_GEMM_R) {
-            if (chunks == 1) pair_tile(out, xq, xs, w, starts, scales, bias, n, o, 1);
-            else pair_tile(out, xq, xs, w, starts, scales, bias, n, o, QUANT_GEMM_X_CHUNKS);
-        }
-    }
-}
-
-#else   /* the 256-bit tile */
 #if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
 /* With VNNI, x moves to unsigned rather than its sign onto w: x + 128 is in [1, 255] (every
  * q is in [-127, 127]), and vpdpbusd's lanes then gain 128 times w's lane sums, which a
@@ -622,8 +699,6 @@ void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const Qua
     }
 }
 
-#endif   /* SIMD_Q8_PAIR_TILE */
-
 /* Whether the tile takes w's groups: those of one or two chunks (other multiples of 32 go
  * one row at a time: their chunks of x would not stay in registers), at most
  * QUANT_GEMM_MAX_GROUPS of them in a row. */
@@ -631,6 +706,7 @@ int simd_q8_gemm_takes(const QuantMatrix *w) {
     return (w->group == QUANT_CHUNK || w->group == QUANT_GEMM_X_CHUNKS * QUANT_CHUNK) &&
            quant_groups(w->cols, w->group) <= QUANT_GEMM_MAX_GROUPS;
 }
+#endif   /* SIMD_Q8_EXACT */
 
 #else
 /* ISO C wants a declaration in every translation unit: a build without AVX2 has nothing

@@ -160,15 +160,16 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #else
 #define SIMD_Q8_NAME "avx2"
 #endif
-/* The pair tile spends four 512-bit instructions on 64 products where the 256-bit tile
- * spends six 256-bit ones: a gain where 512-bit instructions run at full width (Zen 5:
- * 1.5x measured; Sapphire Rapids: 1.3x modelled), a loss where each takes two passes
- * (Zen 4). AVX-VNNI, which those two have and Zen 4 lacks, is the build's sign of them. */
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
-    defined(__AVXVNNI__)
-#define SIMD_Q8_PAIR_TILE 1    /* 512-bit registers, each holding two columns' lanes */
-#define SIMD_Q8_GEMM_ROWS 4    /* the prefill tile: rows of x ... */
-#define SIMD_Q8_GEMM_COLS 8    /* ... by rows of w (output columns), in four pairs */
+/* With AVX-512 VNNI the exact tile (quant_x86.c): sixteen rows of x in a register's lanes,
+ * each lane a whole group's int32 dot product, so that the float steps, sixteen rows at a
+ * time, are the reference's and give its bits; the row path then gives them too. It takes
+ * any number of rows from SIMD_Q8_GEMM_ROWS up (SIMD_Q8_GEMM_ANY_ROWS: it pads its last
+ * block of rows). */
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define SIMD_Q8_EXACT 1
+#define SIMD_Q8_GEMM_ROWS 16   /* the prefill tile: rows of x (the fewest it takes) ... */
+#define SIMD_Q8_GEMM_COLS 4    /* ... by rows of w (output columns) */
+#define SIMD_Q8_GEMM_ANY_ROWS 1
 #elif defined(__AVX512VL__)
 #define SIMD_Q8_GEMM_ROWS 4    /* (32 vector registers) */
 #define SIMD_Q8_GEMM_COLS 4

@@ -1,7 +1,6 @@
 /* vec.h: the float vocabulary the vector kernels (vec_kernels.c) are written in, one
  * section per instruction set: AVX2 + FMA, AVX-512, NEON (AArch64). Included by
- * vec_kernels.c, in builds with SIMD_VECTOR (simd.h), and by quant_x86.c's pair tile (V8,
- * v8_sum_rows); the kernels themselves are written
+ * vec_kernels.c, in builds with SIMD_VECTOR (simd.h); the kernels themselves are written
  * once, in the names defined here. Like ggml's simd-mappings.h, this header holds
  * inline functions and macros: it is the instruction sets' dictionary, not an interface.
  */

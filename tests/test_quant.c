@@ -475,6 +475,23 @@ static void gemm_case_free(GemmCase *c) {
     free(c->bias);
 }
 
+/* out (1,) = row n of x times row o of w as quant.h defines the reference's float steps,
+ * written out here: per group the exact int32 dot product, acc += (float)dot * (x's scale *
+ * w's scale), group after group, then + bias (or + 0). */
+static float reference_float(const GemmCase *c, const float *bias, int n, int o) {
+    int groups = quant_groups(c->cols, c->group);
+    float acc = 0.0f;
+    for (int g = 0; g < groups; g++) {
+        int32_t dot = 0;
+        for (int i = g * c->group; i < (g + 1) * c->group && i < c->cols; i++)
+            dot += (int32_t)c->xq[(size_t)n * (size_t)c->cols + (size_t)i] *
+                   (int32_t)c->wq[(size_t)o * (size_t)c->cols + (size_t)i];
+        acc += (float)dot * (c->xs[(size_t)n * (size_t)groups + (size_t)g] *
+                             c->ws[(size_t)o * (size_t)groups + (size_t)g]);
+    }
+    return acc + (bias ? bias[o] : 0.0f);
+}
+
 /* One thread's share of a product: columns o0 .. o1-1 of all rows. */
 typedef struct {
     float *out;
@@ -510,9 +527,15 @@ static void test_gemm(void) {
         {23, 352, 29, 16, 5, 24},  {10, 480, 9, 48, 0, 9},    {2, 64, 3, 32, 0, 3},
         /* large enough that a single row reads w as four runs (QUANT_STREAM_BYTES) */
         {3, 773, 101, 32, 0, 101}, {5, 1031, 83, 64, 1, 80},  {2, 768, 97, 32, 3, 94},
+        /* the exact tile's blocks of 32 rows, padded: 16, 33 and 47 rows; its widest x */
+        {16, 64, 8, 32, 0, 8},     {33, 96, 12, 32, 4, 12},   {47, 4096, 5, 64, 0, 5},
+        {20, 4100, 4, 32, 0, 4},
     };
     int tile_r, tile_c;
     quant_gemm_tile(&tile_r, &tile_c);
+    /* kernels that promise the reference's bits (quant.h: quant_kernel_name) */
+    int exact = strcmp(quant_kernel_name(), "avx512-vnni") == 0 ||
+                strcmp(quant_kernel_name(), "portable") == 0;
     uint64_t seed = 11;
     for (int si = 0; si < COUNT(shapes); si++) {
         GemmCase c = {shapes[si][0], shapes[si][1], shapes[si][2], shapes[si][3],
@@ -529,7 +552,7 @@ static void test_gemm(void) {
         }
         int groups = quant_groups(c.cols, c.group);
         QuantMatrix w = {c.wq, c.ws, c.OC, c.cols, c.group};
-        int same_rows = 1, same_two = 1, outside_ok = 1, threads_ok = 1;
+        int same_rows = 1, same_two = 1, outside_ok = 1, threads_ok = 1, same_ref = 1;
         double worst = 0.0;
         for (int with_bias = 0; with_bias < 2; with_bias++) {
             const float *b = with_bias ? c.bias : NULL;
@@ -558,6 +581,8 @@ static void test_gemm(void) {
                     }
                     same_rows &= memcmp(&whole[i], &rows[i], sizeof(float)) == 0;
                     same_two &= memcmp(&whole[i], &two[i], sizeof(float)) == 0;
+                    float ref = reference_float(&c, b, n, o);
+                    same_ref &= !exact || memcmp(&whole[i], &ref, sizeof(float)) == 0;
                 }
             reference_matmul(want, terms, c.xq, c.xs, &w, b, c.N);
             double ratio = run_range(c.xq, c.xs, &w, b, c.N, c.o0, c.o1, want, terms);
@@ -568,6 +593,10 @@ static void test_gemm(void) {
                    "+-bias", tile_r, tile_c, c.N, c.cols, c.OC, c.group, c.o0, c.o1 - 1);
         check_true(worst <= 1.0, "gemm N %d, cols %d, OC %d, group %d: max error %.3g of the "
                    "float64 bound", c.N, c.cols, c.OC, c.group, worst);
+        if (exact)
+            check_true(same_ref, "gemm (%s) N %d, cols %d, OC %d, group %d: the reference's "
+                       "float steps, bit for bit, +-bias", quant_kernel_name(), c.N, c.cols,
+                       c.OC, c.group);
         check_true(threads_ok && same_two, "gemm N %d, cols %d, OC %d, group %d: columns "
                    "cut between 2 threads = 1 thread, bit for bit", c.N, c.cols, c.OC, c.group);
         free(whole); free(rows); free(two); free(want); free(terms);
