@@ -5,10 +5,8 @@
  * activations, the matmul one row of x at a time, the prefill GEMM's register tile that
  * takes several rows of x at once) live behind simd/simd.h, which names them simd_q8_*:
  * each is the reference's own function where the build has no vector version. The vector
- * quantizer gives the reference's bits; the row-at-a-time vector matmul gives them too
- * with AVX-512 VNNI, and elsewhere differs from the reference only in the order of its
- * float additions; the GEMM gives, for each output, the bits the row path of the same
- * build gives (so a prompt run at once and token by token agree exactly). Nothing here allocates or threads: the caller splits output columns
+ * quantizer, the row-at-a-time vector matmul and the GEMM give the reference's bits (so a
+ * prompt run at once and token by token agree exactly). Nothing here allocates or threads: the caller splits output columns
  * among threads.
  */
 #include "quant.h"

@@ -53,19 +53,17 @@ void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const Qua
 
 /* The prefill GEMM's register tile in this build: *rows rows of x by *cols rows of w
  * (output columns); 0 x 0 where it has none (builds without AVX2 or NEON). quant_matmul_block
- * takes whole tiles of it when N >= *rows and the tile takes w (AVX-512 VNNI: rows of at
- * most 4,096 values in at most 256 groups, widths and groups multiples of 4, and then
- * every row, its last block of rows padded; AVX2: groups of 32 or 64, at most 512 a row;
- * NEON: groups and widths that are multiples of 16), the rows and
+ * takes whole tiles of it when N >= *rows and the tile takes w (x86: rows of at most
+ * 4,096 values in at most 256 groups, widths and groups multiples of 4, and then
+ * every row, its last block of rows padded; NEON: groups and widths that are multiples of 16), the rows and
  * columns left over, and other matrices, one row at a time. */
 void quant_gemm_tile(int *rows, int *cols);
 
 /* The matmul kernel this build uses for groups that are a multiple of 32: "avx512-vnni",
- * "avx-vnni", "avx2" or "portable" (other groups always take the portable path).
- * "avx512-vnni" and "portable" give every output the reference's bits (quant.c's
- * dot_row_reference: per group the exact int32 dot product, acc += (float)dot * (x's scale
- * * w's scale), group after group, then + bias); the others add the same terms in another
- * order. */
+ * "avx-vnni", "avx2" or "portable" (other groups always take the portable path). Every
+ * kernel gives every output the reference's bits (quant.c's dot_row_reference: per group
+ * the exact int32 dot product, acc += (float)dot * (x's scale * w's scale), group after
+ * group, then + bias). */
 const char *quant_kernel_name(void);
 
 #endif /* QUANT_H */

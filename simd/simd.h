@@ -160,23 +160,17 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #else
 #define SIMD_Q8_NAME "avx2"
 #endif
-/* With AVX-512 VNNI the exact tile (quant_x86.c): sixteen rows of x in a register's lanes,
- * each lane a whole group's int32 dot product, so that the float steps, sixteen rows at a
- * time, are the reference's and give its bits; the row path then gives them too. It takes
- * any number of rows from SIMD_Q8_GEMM_ROWS up (SIMD_Q8_GEMM_ANY_ROWS: it pads its last
- * block of rows). */
+/* The prefill tile (quant_x86.c): a register's lanes are rows of x, each lane a whole
+ * group's int32 dot product, so that the float steps, a register of rows at a time, are the
+ * reference's and give its bits. It takes any number of rows from SIMD_Q8_GEMM_ROWS up
+ * (SIMD_Q8_GEMM_ANY_ROWS: it pads its last block of rows). */
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-#define SIMD_Q8_EXACT 1
-#define SIMD_Q8_GEMM_ROWS 16   /* the prefill tile: rows of x (the fewest it takes) ... */
+#define SIMD_Q8_GEMM_ROWS 16   /* rows of x in a register (two registers a tile) ... */
+#else
+#define SIMD_Q8_GEMM_ROWS 8
+#endif
 #define SIMD_Q8_GEMM_COLS 4    /* ... by rows of w (output columns) */
 #define SIMD_Q8_GEMM_ANY_ROWS 1
-#elif defined(__AVX512VL__)
-#define SIMD_Q8_GEMM_ROWS 4    /* (32 vector registers) */
-#define SIMD_Q8_GEMM_COLS 4
-#else
-#define SIMD_Q8_GEMM_ROWS 2    /* (16 vector registers: x and |x| for each row) */
-#define SIMD_Q8_GEMM_COLS 4
-#endif
 #elif defined(__ARM_NEON) && defined(__aarch64__)
 #define SIMD_Q8_NEON 1
 #define SIMD_Q8_NAME "portable"   /* single rows: the reference */

@@ -533,9 +533,6 @@ static void test_gemm(void) {
     };
     int tile_r, tile_c;
     quant_gemm_tile(&tile_r, &tile_c);
-    /* kernels that promise the reference's bits (quant.h: quant_kernel_name) */
-    int exact = strcmp(quant_kernel_name(), "avx512-vnni") == 0 ||
-                strcmp(quant_kernel_name(), "portable") == 0;
     uint64_t seed = 11;
     for (int si = 0; si < COUNT(shapes); si++) {
         GemmCase c = {shapes[si][0], shapes[si][1], shapes[si][2], shapes[si][3],
@@ -582,7 +579,7 @@ static void test_gemm(void) {
                     same_rows &= memcmp(&whole[i], &rows[i], sizeof(float)) == 0;
                     same_two &= memcmp(&whole[i], &two[i], sizeof(float)) == 0;
                     float ref = reference_float(&c, b, n, o);
-                    same_ref &= !exact || memcmp(&whole[i], &ref, sizeof(float)) == 0;
+                    same_ref &= memcmp(&whole[i], &ref, sizeof(float)) == 0;
                 }
             reference_matmul(want, terms, c.xq, c.xs, &w, b, c.N);
             double ratio = run_range(c.xq, c.xs, &w, b, c.N, c.o0, c.o1, want, terms);
@@ -593,10 +590,9 @@ static void test_gemm(void) {
                    "+-bias", tile_r, tile_c, c.N, c.cols, c.OC, c.group, c.o0, c.o1 - 1);
         check_true(worst <= 1.0, "gemm N %d, cols %d, OC %d, group %d: max error %.3g of the "
                    "float64 bound", c.N, c.cols, c.OC, c.group, worst);
-        if (exact)
-            check_true(same_ref, "gemm (%s) N %d, cols %d, OC %d, group %d: the reference's "
-                       "float steps, bit for bit, +-bias", quant_kernel_name(), c.N, c.cols,
-                       c.OC, c.group);
+        check_true(same_ref, "gemm (%s) N %d, cols %d, OC %d, group %d: the reference's "
+                   "float steps, bit for bit, +-bias", quant_kernel_name(), c.N, c.cols, c.OC,
+                   c.group);
         check_true(threads_ok && same_two, "gemm N %d, cols %d, OC %d, group %d: columns "
                    "cut between 2 threads = 1 thread, bit for bit", c.N, c.cols, c.OC, c.group);
         free(whole); free(rows); free(two); free(want); free(terms);
