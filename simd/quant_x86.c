@@ -335,15 +335,58 @@ typedef __m256 XtF;
 _Static_assert(QUANT_XT_COLS == SIMD_Q8_GEMM_COLS && QUANT_XT_LANES == SIMD_Q8_GEMM_ROWS,
                "simd.h announces this tile");
 
+#if QUANT_XT_LANES == 16
+/* The transpose of a 16 x 16 block of int32s: v[i] = row i in, column i out (four
+ * 4 x 4 transposes inside 128-bit quarters, then the quarters moved across registers). */
+static inline void transpose16_i32(__m512i v[16]) {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+    }
+    for (int j = 0; j < 16; j += 4) {   /* u[j + m], quarter q: column 4q + m, rows j .. j+3 */
+        u[j] = _mm512_unpacklo_epi64(t[j], t[j + 2]);
+        u[j + 1] = _mm512_unpackhi_epi64(t[j], t[j + 2]);
+        u[j + 2] = _mm512_unpacklo_epi64(t[j + 1], t[j + 3]);
+        u[j + 3] = _mm512_unpackhi_epi64(t[j + 1], t[j + 3]);
+    }
+    for (int m = 0; m < 4; m++) {   /* column 4q + m gathers quarter q of u[m], u[4 + m], ... */
+        __m512i p0 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x44);
+        __m512i p1 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xEE);
+        __m512i p2 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x44);
+        __m512i p3 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xEE);
+        v[m] = _mm512_shuffle_i32x4(p0, p2, 0x88);
+        v[4 + m] = _mm512_shuffle_i32x4(p0, p2, 0xDD);
+        v[8 + m] = _mm512_shuffle_i32x4(p1, p3, 0x88);
+        v[12 + m] = _mm512_shuffle_i32x4(p1, p3, 0xDD);
+    }
+}
+#endif
+
 /* xp (quads, QUANT_XT_ROWS, 4) = rows 0 .. rows-1 of xq (cols a row, a multiple of 4) quad
  * by quad (+ 128 with VNNI), and xsp (groups, QUANT_XT_ROWS) = their scales; rows past
- * them x = 0 and scale 0. */
+ * them x = 0 and scale 0. With AVX-512, sixteen quads of sixteen rows at a time by
+ * transposes; the quads left over one at a time. */
 static void pack_rows(uint8_t *xp, float *xsp, const int8_t *xq, const float *xs, int rows,
                       int cols, int groups) {
-    int quads = cols / 4;
+    int quads = cols / 4, k0 = 0;
+#if QUANT_XT_LANES == 16
+    for (; k0 + 16 <= quads; k0 += 16)
+        for (int h = 0; h < QUANT_XT_ROWS; h += 16) {
+            __m512i v[16];
+            for (int i = 0; i < 16; i++)
+                v[i] = h + i < rows ? _mm512_loadu_si512(xq + (size_t)(h + i) * (size_t)cols +
+                                                         4 * (size_t)k0)
+                                    : _mm512_setzero_si512();
+            transpose16_i32(v);
+            for (int i = 0; i < 16; i++)
+                _mm512_storeu_si512(xp + ((size_t)(k0 + i) * QUANT_XT_ROWS + (size_t)h) * 4,
+                                    _mm512_xor_si512(v[i], _mm512_set1_epi32((int)QUANT_XT_MASK)));
+        }
+#endif
     for (int r = 0; r < QUANT_XT_ROWS; r++) {
         const int8_t *x_r = xq + (size_t)r * (size_t)cols;
-        for (int k = 0; k < quads; k++) {
+        for (int k = k0; k < quads; k++) {
             uint32_t v = 0;
             if (r < rows) memcpy(&v, x_r + 4 * k, 4);
             v ^= QUANT_XT_MASK;
@@ -453,21 +496,37 @@ static void xt_tile(float *out, const uint8_t *xp, const float *xsp, const Quant
     }
 }
 
-/* Rows 0 .. N-1 (any N) and columns o0 .. o1-1 (a multiple of QUANT_XT_COLS): blocks of
- * QUANT_XT_ROWS rows packed once, the column tiles inside. */
+/* Rows 0 .. N-1 (any N) and columns o0 .. o1-1 (a multiple of QUANT_XT_COLS), in passes
+ * over as many blocks of QUANT_XT_ROWS rows as the packing buffers hold (at least one):
+ * each block packed once, and each column tile's starts formed once for the pass's blocks. */
 void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
+    enum { XP_BYTES = QUANT_XT_MAX_COLS * QUANT_XT_ROWS, XSP_FLOATS = 8192 };
     int cols = w->cols, groups = quant_groups(cols, w->group), OC = w->rows;
-    uint8_t xp[QUANT_XT_MAX_COLS * QUANT_XT_ROWS];         /* 128 KiB (AVX2: 32) */
-    float xsp[QUANT_XT_MAX_GROUPS * QUANT_XT_ROWS];        /* 32 KiB (AVX2: 8) */
+    uint8_t xp[XP_BYTES];                                  /* 128 KiB (AVX2: 32) */
+    float xsp[XSP_FLOATS];                                 /* 32 KiB */
     int32_t starts[QUANT_XT_MAX_GROUPS][QUANT_XT_COLS];    /* 4 KiB */
-    for (int n = 0; n < N; n += QUANT_XT_ROWS) {
-        int rows = N - n < QUANT_XT_ROWS ? N - n : QUANT_XT_ROWS;
-        pack_rows(xp, xsp, xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
-                  rows, cols, groups);
+    _Static_assert(XSP_FLOATS >= QUANT_XT_MAX_GROUPS * QUANT_XT_ROWS, "one block's scales");
+    size_t block_bytes = (size_t)cols * QUANT_XT_ROWS, block_floats = (size_t)groups * QUANT_XT_ROWS;
+    int blocks = (int)(XP_BYTES / block_bytes);
+    if (blocks > (int)(XSP_FLOATS / block_floats)) blocks = (int)(XSP_FLOATS / block_floats);
+    for (int n = 0; n < N; n += blocks * QUANT_XT_ROWS) {
+        int pass = N - n < blocks * QUANT_XT_ROWS ? N - n : blocks * QUANT_XT_ROWS;
+        for (int b = 0; b * QUANT_XT_ROWS < pass; b++) {
+            int n_b = n + b * QUANT_XT_ROWS;
+            int rows = N - n_b < QUANT_XT_ROWS ? N - n_b : QUANT_XT_ROWS;
+            pack_rows(xp + (size_t)b * block_bytes, xsp + (size_t)b * block_floats,
+                      xq + (size_t)n_b * (size_t)cols, xs + (size_t)n_b * (size_t)groups, rows,
+                      cols, groups);
+        }
         for (int o = o0; o < o1; o += QUANT_XT_COLS) {
             xt_starts(starts, w, o);
-            xt_tile(out + (size_t)n * (size_t)OC, xp, xsp, w, starts, bias, rows, o);
+            for (int b = 0; b * QUANT_XT_ROWS < pass; b++) {
+                int n_b = n + b * QUANT_XT_ROWS;
+                int rows = N - n_b < QUANT_XT_ROWS ? N - n_b : QUANT_XT_ROWS;
+                xt_tile(out + (size_t)n_b * (size_t)OC, xp + (size_t)b * block_bytes,
+                        xsp + (size_t)b * block_floats, w, starts, bias, rows, o);
+            }
         }
     }
 }
