@@ -5,8 +5,9 @@
  * groups); the matmul against a float64 sum over the dequantized values at awkward
  * sizes and column ranges, against exact integer sums at the int8 extremes, and the
  * AVX2 path against the portable one on the same numbers; the prefill GEMM (several rows
- * of x at once) against the same rows one at a time, bit for bit, at sizes around its tile,
- * and with the columns cut between two threads. Data are fixed-seed random.
+ * of x at once) against the same rows one at a time and against the reference's float steps
+ * written out here (reference_float), bit for bit, at sizes around its tile, and with the
+ * columns cut between two threads. Data are fixed-seed random.
  */
 #include "quant.h"
 
@@ -512,10 +513,11 @@ static void *gemm_share_run(void *arg) {
  * against the float64 reference within run_range's bound, and the same columns cut
  * between two threads at an odd column, bit for bit. Shapes: 1 row, odd and prime row
  * counts, 64 and 67 (a prompt chunk, and one past it), widths not multiples of 32 (a
- * short last group), groups of 16 to 160 (the tiles take groups of 32 and 64 on x86,
- * multiples of 16 on NEON; the rest go one row at a time, as do portable builds), and
- * column ranges that start and end inside a tile; and matrices of 72 KiB and more, whose
- * single rows read w as four runs of rows. */
+ * short last group), groups of 16 to 160 (the tiles take widths and groups that are
+ * multiples of 4 on x86, of 16 on NEON; the rest go one row at a time, as do portable
+ * builds), and column ranges that start and end inside a tile; matrices of 72 KiB and
+ * more, whose single rows read w as four runs of rows; and the x86 tile's padded blocks of
+ * rows and its widest x (4,096 values; 4,100 goes one row at a time). */
 static void test_gemm(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},   {2, 288, 16, 32, 0, 16},   {3, 96, 9, 32, 0, 9},
