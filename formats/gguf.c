@@ -788,7 +788,10 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
     if (get_float(g, arch_key(k, a, gpt2 ? "attention.layer_norm_epsilon"
                                          : "attention.layer_norm_rms_epsilon"), 0.0f, &eps))
         return -1;
-    if (gpt2 && eps != KERNELS_NORM_EPS) {
+    /* the constants cast to float: with x87 arithmetic (FLT_EVAL_METHOD 2) a float constant
+     * keeps long double precision inside an expression (C11 5.2.4.2.2), a value no float
+     * read from a file has; the cast rounds it to float */
+    if (gpt2 && eps != (float)KERNELS_NORM_EPS) {
         fprintf(stderr, "model: %s: LayerNorm epsilon %g is not supported yet (expected %g, "
                 "the number this engine computes with)\n", g->path, (double)eps,
                 (double)KERNELS_NORM_EPS);
@@ -798,7 +801,7 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
                   get_int(g, "llama.rope.dimension_count", c->head_dim, c->head_dim,
                           c->head_dim, &rot)))
         return -1;
-    if (eps != KERNELS_NORM_EPS || base != MODEL_ROPE_BASE) {
+    if (eps != (float)KERNELS_NORM_EPS || base != (float)MODEL_ROPE_BASE) {
         fprintf(stderr, "model: %s: RMS epsilon %g and RoPE base %g are not supported yet "
                 "(expected %g and %g, the numbers this engine computes with)\n", g->path,
                 (double)eps, (double)base, (double)KERNELS_NORM_EPS, (double)MODEL_ROPE_BASE);
