@@ -29,7 +29,7 @@
 
 #define BLOCK_ROWS 64      /* rows of x per job: 64 x IC floats stay in L2 */
 #define Q8_BLOCK_ROWS 128  /* rows of x per int8 job: a column tile's setup (its weights'
-                            * sums and scales) is made once per block of rows */
+                            * sums) is made once per pass over a job's rows */
 #define MIN_BLOCK_COLS 16  /* fewest output columns per job */
 #define QUANTIZE_ROWS_PER_JOB 16   /* int8 prefill: rows of x quantized per job */
 #define TARGET_JOBS 8      /* column blocks per matmul: few claims of the shared ticket, yet

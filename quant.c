@@ -6,8 +6,8 @@
  * takes several rows of x at once) live behind simd/simd.h, which names them simd_q8_*:
  * each is the reference's own function where the build has no vector version. The vector
  * quantizer, the row-at-a-time vector matmul and the GEMM give the reference's bits (so a
- * prompt run at once and token by token agree exactly). Nothing here allocates or threads: the caller splits output columns
- * among threads.
+ * prompt run at once and token by token agree exactly). Nothing here allocates or
+ * threads: the caller splits output columns among threads.
  */
 #include "quant.h"
 
@@ -169,8 +169,8 @@ static void matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
 }
 
 /* quant_matmul_block for N >= R rows and at least C columns of a matrix the build's GEMM
- * tile (R x C) takes: its whole tiles, then the rows below them and the columns right of
- * them one row at a time, with the same bits. */
+ * tile (R x C) takes: its whole tiles, then the rows below them (none where the tile pads
+ * its rows) and the columns right of them one row at a time, with the same bits. */
 static NEVER_INLINE void matmul_gemm(float *out, const int8_t *xq, const float *xs,
                                      const QuantMatrix *w, const float *bias, int N, int o0,
                                      int o1, int R, int C) {

@@ -52,15 +52,16 @@ void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const Qua
                         const float *bias, int N, int o0, int o1);
 
 /* The prefill GEMM's register tile in this build: *rows rows of x by *cols rows of w
- * (output columns); 0 x 0 where it has none (builds without AVX2 or NEON). quant_matmul_block
- * takes whole tiles of it when N >= *rows and the tile takes w (x86: rows of at most
- * 4,096 values in at most 256 groups, widths and groups multiples of 4, and then
- * every row, its last block of rows padded; NEON: groups and widths that are multiples of 16), the rows and
- * columns left over, and other matrices, one row at a time. */
+ * (output columns); 0 x 0 where it has none (builds without AVX2 or NEON).
+ * quant_matmul_block takes whole tiles of it when N >= *rows and the tile takes w (x86:
+ * widths and groups that are multiples of 4, groups of at most 4,096 values, and then
+ * every row, the last block of rows padded; NEON: groups and widths that are multiples
+ * of 16), the rows and columns left over, and other matrices, one row at a time. */
 void quant_gemm_tile(int *rows, int *cols);
 
 /* The matmul kernel this build uses for groups that are a multiple of 32: "avx512-vnni",
- * "avx-vnni", "avx2" or "portable" (other groups always take the portable path). Every
+ * "avx-vnni", "avx2" or "portable" (other groups go one row at a time by the portable
+ * path; the x86 prefill tile takes any group that is a multiple of 4). Every
  * kernel gives every output the reference's bits (quant.c's dot_row_reference: per group
  * the exact int32 dot product, acc += (float)dot * (x's scale * w's scale), group after
  * group, then + bias). */

@@ -49,8 +49,9 @@
                                            * OpenMP: run's -T and train's --threads bound */
 #define POOL_STACK_BYTES ((size_t)8 << 20)  /* each such thread's stack, what Linux and
                                              * macOS give a program's main thread (macOS
-                                             * gives other threads 512 KiB; a GEMM job
-                                             * keeps a 128 KiB tile on the stack) */
+                                             * gives other threads 512 KiB; the int8
+                                             * GEMM keeps 164 KiB of packed rows on the
+                                             * stack) */
 
 typedef void (*PoolJob)(void *ctx, int job);
 

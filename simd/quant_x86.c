@@ -16,11 +16,11 @@
 #include <math.h>       /* NAN */
 #include <stddef.h>     /* size_t */
 #include <stdint.h>     /* int8_t, int32_t, uint8_t, uint32_t */
-#include <string.h>     /* memcpy */
+#include <string.h>     /* memcpy, memset */
 
 #include "quant.h"      /* QuantMatrix, quant_groups, QUANT_Q_MAX */
 
-#define QUANT_CHUNK 32      /* int8s per AVX2 register: the SIMD matmul needs group % 32 == 0 */
+#define QUANT_CHUNK 32      /* int8s per AVX2 register: the row path needs group % 32 == 0 */
 #define QUANT_LANES 8       /* floats (or int32s) per AVX2 register */
 #define QUANT_ROW_TILE 4    /* rows of w per pass of the SIMD matmul: each x load feeds four rows */
 /* A single row of x against a w of at least this many int8s reads w as four sequential
@@ -268,8 +268,8 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
  *   xt_dot(acc, x, ax, w)   acc + the products of quad registers x (|x|: ax) and w
  *   tile              QUANT_XT_V registers of rows (QUANT_XT_ROWS) x QUANT_XT_COLS columns */
 #define QUANT_XT_COLS 4           /* rows of w (output columns) per tile */
-#define QUANT_XT_MAX_COLS 4096    /* the widest x the tile takes */
-#define QUANT_XT_MAX_GROUPS 256   /* the most groups in a row the tile takes */
+#define QUANT_XT_MAX_COLS 4096    /* the most values of a row packed at once (a span) */
+#define QUANT_XT_MAX_GROUPS 256   /* the most groups in a span */
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__AVX512BW__)
 #define QUANT_XT_LANES 16
 #define QUANT_XT_V 2              /* (32 registers: 8 pairs' int lanes, 8 float sums) */
@@ -363,13 +363,22 @@ static inline void transpose16_i32(__m512i v[16]) {
 }
 #endif
 
-/* xp (quads, QUANT_XT_ROWS, 4) = rows 0 .. rows-1 of xq (cols a row, a multiple of 4) quad
- * by quad (+ 128 with VNNI), and xsp (groups, QUANT_XT_ROWS) = their scales; rows past
- * them x = 0 and scale 0. With AVX-512, sixteen quads of sixteen rows at a time by
- * transposes; the quads left over one at a time. */
+/* A part of the rows of x and w that the tile takes at once: groups g0 .. g1-1, values
+ * c0 .. c1-1 (a row wider than QUANT_XT_MAX_COLS goes in several). */
+typedef struct {
+    int g0, g1, c0, c1;
+} XtSpan;
+
+/* xp (quads, QUANT_XT_ROWS, 4) = values sp.c0 .. sp.c1-1 of rows 0 .. rows-1 of xq (N,
+ * cols) quad by quad (+ 128 with VNNI), and xsp (sp.g1 - sp.g0, QUANT_XT_ROWS) = their
+ * scales from xs (N, groups); rows past them x = 0 and scale 0. With AVX-512, sixteen
+ * quads of sixteen rows at a time by transposes; otherwise, and for the quads left over,
+ * a quad at a time. */
 static void pack_rows(uint8_t *xp, float *xsp, const int8_t *xq, const float *xs, int rows,
-                      int cols, int groups) {
-    int quads = cols / 4, k0 = 0;
+                      int cols, int groups, XtSpan sp) {
+    int quads = (sp.c1 - sp.c0) / 4, k0 = 0;
+    xq += sp.c0;
+    xs += sp.g0;
 #if QUANT_XT_LANES == 16
     for (; k0 + 16 <= quads; k0 += 16)
         for (int h = 0; h < QUANT_XT_ROWS; h += 16) {
@@ -385,33 +394,34 @@ static void pack_rows(uint8_t *xp, float *xsp, const int8_t *xq, const float *xs
         }
 #endif
     for (int r = 0; r < QUANT_XT_ROWS; r++) {
-        const int8_t *x_r = xq + (size_t)r * (size_t)cols;
         for (int k = k0; k < quads; k++) {
             uint32_t v = 0;
-            if (r < rows) memcpy(&v, x_r + 4 * k, 4);
+            if (r < rows) memcpy(&v, xq + (size_t)r * (size_t)cols + 4 * (size_t)k, 4);
             v ^= QUANT_XT_MASK;
             memcpy(xp + ((size_t)k * QUANT_XT_ROWS + (size_t)r) * 4, &v, 4);
         }
-        for (int g = 0; g < groups; g++)
+        for (int g = 0; g < sp.g1 - sp.g0; g++)
             xsp[(size_t)g * QUANT_XT_ROWS + (size_t)r] =
                 r < rows ? xs[(size_t)r * (size_t)groups + (size_t)g] : 0.0f;
     }
 }
 
-/* starts[g] (QUANT_XT_COLS,) = where a pair of group g and rows o .. o+3 of w starts: with
+/* starts[g - sp.g0] (QUANT_XT_COLS,) = where a pair of group g of the span and rows o ..
+ * o+3 of w starts: with
  * VNNI -128 x the sum of the group's w (their whole chunks' lanes by vpdpbusd, the four
  * rows' lanes summed at once, the rest of a group that is not a multiple of 32 in scalar
  * code), else 0. */
-static void xt_starts(int32_t (*starts)[QUANT_XT_COLS], const QuantMatrix *w, int o) {
-    int cols = w->cols, group = w->group, groups = quant_groups(cols, group);
+static void xt_starts(int32_t (*starts)[QUANT_XT_COLS], const QuantMatrix *w, int o,
+                      XtSpan sp) {
+    int cols = w->cols, group = w->group;
     _Static_assert(QUANT_XT_COLS == 4, "sum_lanes4_i32 sums four rows' lanes");
     if (!QUANT_XT_OFFSET) {
-        memset(starts, 0, (size_t)groups * sizeof starts[0]);
+        memset(starts, 0, (size_t)(sp.g1 - sp.g0) * sizeof starts[0]);
         return;
     }
     const int8_t *w_c[QUANT_XT_COLS];
     for (int c = 0; c < QUANT_XT_COLS; c++) w_c[c] = w->q + (size_t)(o + c) * (size_t)cols;
-    for (int g = 0; g < groups; g++) {
+    for (int g = sp.g0; g < sp.g1; g++) {
         int at = g * group, end = at + group < cols ? at + group : cols;
         __m256i lanes[QUANT_XT_COLS];   /* 128 x sums of four w */
         for (int c = 0; c < QUANT_XT_COLS; c++) lanes[c] = _mm256_setzero_si256();
@@ -419,11 +429,11 @@ static void xt_starts(int32_t (*starts)[QUANT_XT_COLS], const QuantMatrix *w, in
             for (int c = 0; c < QUANT_XT_COLS; c++)   /* x = 0: |x| + 128 = 128, as packed */
                 lanes[c] = dot32_add(lanes[c], _mm256_set1_epi8(-128), _mm256_set1_epi8(1),
                                      load_chunk(w_c[c] + at));
-        _mm_storeu_si128((__m128i *)starts[g],
+        _mm_storeu_si128((__m128i *)starts[g - sp.g0],
                          _mm_sub_epi32(_mm_setzero_si128(),
                                        sum_lanes4_i32(lanes[0], lanes[1], lanes[2], lanes[3])));
         for (; at < end; at++)
-            for (int c = 0; c < QUANT_XT_COLS; c++) starts[g][c] -= 128 * w_c[c][at];
+            for (int c = 0; c < QUANT_XT_COLS; c++) starts[g - sp.g0][c] -= 128 * w_c[c][at];
     }
 }
 
@@ -434,24 +444,55 @@ static inline int32_t load_quad(const int8_t *p) {
     return v;
 }
 
-/* out rows 0 .. rows-1 (rows <= QUANT_XT_ROWS), columns o .. o+3 = those rows of x
- * (packed: xp, xsp) times rows o .. o+3 of w (their starts), + bias. */
+/* The 4 x 4 transposes inside each 128-bit quarter of v[0..3]: element 4q + i of v[c]
+ * becomes element 4q + c of v[i] (its own inverse). */
+static inline void transpose4_quarters(XtF v[4]) {
+    XtF t0 = xtf_unpacklo(v[0], v[1]), t1 = xtf_unpackhi(v[0], v[1]);
+    XtF t2 = xtf_unpacklo(v[2], v[3]), t3 = xtf_unpackhi(v[2], v[3]);
+    v[0] = xtf_unpacklo2(t0, t2);
+    v[1] = xtf_unpackhi2(t0, t2);
+    v[2] = xtf_unpacklo2(t1, t3);
+    v[3] = xtf_unpackhi2(t1, t3);
+}
+
+/* out (rows, OC) rows 0 .. rows-1 (rows <= QUANT_XT_ROWS), columns o .. o+3 = those rows
+ * of x (packed: xp, xsp, the span sp) times rows o .. o+3 of w (their starts), the groups
+ * of sp added to the sums that out holds from the spans before it (none when sp.g0 = 0),
+ * + bias after the last group. Between spans a pair's sum waits in out, unrounded: its
+ * float steps are the same, in the same order. */
 static void xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
-                    int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o) {
+                    int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o,
+                    XtSpan sp) {
     enum { C = QUANT_XT_COLS, V = QUANT_XT_V, L = QUANT_XT_LANES };
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
     const int8_t *w0 = w->q + (size_t)o * (size_t)cols;
     const float *ws0 = w->scale + (size_t)o * (size_t)groups;
+    float quarters[C][L];   /* a register of rows' four columns, a row's four side by side */
     XtF acc[V][C];
-    for (int h = 0; h < V; h++)
-        for (int c = 0; c < C; c++) acc[h][c] = xtf_zero();
-    for (int g = 0, k = 0; g < groups; g++) {
+    for (int h = 0; h < V; h++) {
+        if (sp.g0 == 0) {
+            for (int c = 0; c < C; c++) acc[h][c] = xtf_zero();
+            continue;
+        }
+        for (int q = 0; q < L / 4; q++)
+            for (int i = 0; i < 4; i++) {
+                int r = h * L + 4 * q + i;
+                if (r < rows)
+                    memcpy(quarters[i] + 4 * q, out + (size_t)r * (size_t)OC + (size_t)o,
+                           4 * sizeof(float));
+                else
+                    memset(quarters[i] + 4 * q, 0, 4 * sizeof(float));
+            }
+        for (int c = 0; c < C; c++) acc[h][c] = xtf_load(quarters[c]);
+        transpose4_quarters(acc[h]);
+    }
+    for (int g = sp.g0, k = sp.c0 / 4; g < sp.g1; g++) {
         int k_end = (g + 1) * group < cols ? (g + 1) * group / 4 : cols / 4;
         XtI dot[V][C];
         for (int c = 0; c < C; c++)
-            for (int h = 0; h < V; h++) dot[h][c] = xti_set1(starts[g][c]);
+            for (int h = 0; h < V; h++) dot[h][c] = xti_set1(starts[g - sp.g0][c]);
         for (; k < k_end; k++) {
-            const uint8_t *xk = xp + (size_t)k * QUANT_XT_ROWS * 4;
+            const uint8_t *xk = xp + (size_t)(k - sp.c0 / 4) * QUANT_XT_ROWS * 4;
             XtI x[V], ax[V];
             for (int h = 0; h < V; h++) {
                 x[h] = xti_load(xk + (size_t)h * L * 4);
@@ -465,7 +506,7 @@ static void xt_tile(float *out, const uint8_t *xp, const float *xsp, const Quant
                 for (int h = 0; h < V; h++) IN_REGISTER(dot[h][c]);
         }
         for (int h = 0; h < V; h++) {
-            XtF xs_g = xtf_load(xsp + (size_t)g * QUANT_XT_ROWS + (size_t)h * L);
+            XtF xs_g = xtf_load(xsp + (size_t)(g - sp.g0) * QUANT_XT_ROWS + (size_t)h * L);
             for (int c = 0; c < C; c++) {
                 float ws = ws0[(size_t)c * (size_t)groups + (size_t)g];
                 XtF scale = xtf_mul(xs_g, xtf_set1(ws));
@@ -473,19 +514,15 @@ static void xt_tile(float *out, const uint8_t *xp, const float *xsp, const Quant
             }
         }
     }
-    /* + bias (or + 0, as the reference adds it: -0 becomes +0), then rows of four columns:
-     * a 4 x 4 transpose in each 128-bit quarter gives row 4q + i in quarter q of row_i */
+    /* after the last group + bias (or + 0, as the reference adds it: -0 becomes +0); then
+     * rows of four columns: row 4q + i is quarter q of quarters[i] */
     for (int h = 0; h < V; h++) {
         XtF v[C];
         for (int c = 0; c < C; c++)
-            v[c] = xtf_add(acc[h][c], xtf_set1(bias ? bias[o + c] : 0.0f));
-        XtF t0 = xtf_unpacklo(v[0], v[1]), t1 = xtf_unpackhi(v[0], v[1]);
-        XtF t2 = xtf_unpacklo(v[2], v[3]), t3 = xtf_unpackhi(v[2], v[3]);
-        float quarters[4][L];
-        xtf_store(quarters[0], xtf_unpacklo2(t0, t2));
-        xtf_store(quarters[1], xtf_unpackhi2(t0, t2));
-        xtf_store(quarters[2], xtf_unpacklo2(t1, t3));
-        xtf_store(quarters[3], xtf_unpackhi2(t1, t3));
+            v[c] = sp.g1 < groups ? acc[h][c]
+                                  : xtf_add(acc[h][c], xtf_set1(bias ? bias[o + c] : 0.0f));
+        transpose4_quarters(v);
+        for (int i = 0; i < C; i++) xtf_store(quarters[i], v[i]);
         for (int q = 0; q < L / 4; q++)
             for (int i = 0; i < 4; i++) {
                 int r = h * L + 4 * q + i;
@@ -496,47 +533,60 @@ static void xt_tile(float *out, const uint8_t *xp, const float *xsp, const Quant
     }
 }
 
-/* Rows 0 .. N-1 (any N) and columns o0 .. o1-1 (a multiple of QUANT_XT_COLS), in passes
- * over as many blocks of QUANT_XT_ROWS rows as the packing buffers hold (at least one):
- * each block packed once, and each column tile's starts formed once for the pass's blocks. */
+/* out (N, OC) rows 0 .. N-1 (any N), columns o0 .. o1-1 (o1 - o0 a multiple of
+ * QUANT_XT_COLS) = x (xq (N, cols), xs (N, groups)) times w, + bias: in passes over as many
+ * blocks of QUANT_XT_ROWS rows as the packing buffers hold (at least one), each row in
+ * spans of at most QUANT_XT_MAX_COLS values (whole groups); each block's span packed
+ * once, and each column tile's starts formed once a span and pass. */
 void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
-    enum { XP_BYTES = QUANT_XT_MAX_COLS * QUANT_XT_ROWS, XSP_FLOATS = 8192 };
-    int cols = w->cols, groups = quant_groups(cols, w->group), OC = w->rows;
+    /* a block's scales: a span's groups (QUANT_XT_MAX_GROUPS at most) by its rows */
+    enum { XP_BYTES = QUANT_XT_MAX_COLS * QUANT_XT_ROWS,
+           XSP_FLOATS = QUANT_XT_MAX_GROUPS * QUANT_XT_ROWS };
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
     uint8_t xp[XP_BYTES];                                  /* 128 KiB (AVX2: 32) */
-    float xsp[XSP_FLOATS];                                 /* 32 KiB */
+    float xsp[XSP_FLOATS];                                 /* 32 KiB (AVX2: 8) */
     int32_t starts[QUANT_XT_MAX_GROUPS][QUANT_XT_COLS];    /* 4 KiB */
-    _Static_assert(XSP_FLOATS >= QUANT_XT_MAX_GROUPS * QUANT_XT_ROWS, "one block's scales");
-    size_t block_bytes = (size_t)cols * QUANT_XT_ROWS, block_floats = (size_t)groups * QUANT_XT_ROWS;
+    int span_groups = QUANT_XT_MAX_COLS / group;
+    if (span_groups > QUANT_XT_MAX_GROUPS) span_groups = QUANT_XT_MAX_GROUPS;
+    if (span_groups > groups) span_groups = groups;
+    int span_cols = span_groups * group < cols ? span_groups * group : cols;
+    size_t block_bytes = (size_t)span_cols * QUANT_XT_ROWS;
+    size_t block_floats = (size_t)span_groups * QUANT_XT_ROWS;
     int blocks = (int)(XP_BYTES / block_bytes);
     if (blocks > (int)(XSP_FLOATS / block_floats)) blocks = (int)(XSP_FLOATS / block_floats);
     for (int n = 0; n < N; n += blocks * QUANT_XT_ROWS) {
         int pass = N - n < blocks * QUANT_XT_ROWS ? N - n : blocks * QUANT_XT_ROWS;
-        for (int b = 0; b * QUANT_XT_ROWS < pass; b++) {
-            int n_b = n + b * QUANT_XT_ROWS;
-            int rows = N - n_b < QUANT_XT_ROWS ? N - n_b : QUANT_XT_ROWS;
-            pack_rows(xp + (size_t)b * block_bytes, xsp + (size_t)b * block_floats,
-                      xq + (size_t)n_b * (size_t)cols, xs + (size_t)n_b * (size_t)groups, rows,
-                      cols, groups);
-        }
-        for (int o = o0; o < o1; o += QUANT_XT_COLS) {
-            xt_starts(starts, w, o);
+        for (int g0 = 0; g0 < groups; g0 += span_groups) {
+            XtSpan sp = {g0, g0 + span_groups < groups ? g0 + span_groups : groups, g0 * group, 0};
+            sp.c1 = sp.g1 * group < cols ? sp.g1 * group : cols;
             for (int b = 0; b * QUANT_XT_ROWS < pass; b++) {
                 int n_b = n + b * QUANT_XT_ROWS;
                 int rows = N - n_b < QUANT_XT_ROWS ? N - n_b : QUANT_XT_ROWS;
-                xt_tile(out + (size_t)n_b * (size_t)OC, xp + (size_t)b * block_bytes,
-                        xsp + (size_t)b * block_floats, w, starts, bias, rows, o);
+                pack_rows(xp + (size_t)b * block_bytes, xsp + (size_t)b * block_floats,
+                          xq + (size_t)n_b * (size_t)cols, xs + (size_t)n_b * (size_t)groups,
+                          rows, cols, groups, sp);
+            }
+            for (int o = o0; o < o1; o += QUANT_XT_COLS) {
+                xt_starts(starts, w, o, sp);
+                for (int b = 0; b * QUANT_XT_ROWS < pass; b++) {
+                    int n_b = n + b * QUANT_XT_ROWS;
+                    int rows = N - n_b < QUANT_XT_ROWS ? N - n_b : QUANT_XT_ROWS;
+                    xt_tile(out + (size_t)n_b * (size_t)OC, xp + (size_t)b * block_bytes,
+                            xsp + (size_t)b * block_floats, w, starts, bias, rows, o, sp);
+                }
             }
         }
     }
 }
 
-/* Whether the tile takes w: rows of at most QUANT_XT_MAX_COLS values in at most
- * QUANT_XT_MAX_GROUPS groups that are whole quads (the last group too). */
+/* Whether the tile takes w: a width and groups that are whole quads, groups of at most
+ * QUANT_XT_MAX_COLS values (wider rows go in spans of whole groups). */
 int simd_q8_gemm_takes(const QuantMatrix *w) {
-    return w->cols <= QUANT_XT_MAX_COLS && w->cols % 4 == 0 && w->group % 4 == 0 &&
-           quant_groups(w->cols, w->group) <= QUANT_XT_MAX_GROUPS;
+    return w->cols > 0 && w->cols % 4 == 0 && w->group % 4 == 0 &&
+           w->group <= QUANT_XT_MAX_COLS;
 }
+
 
 #else
 /* ISO C wants a declaration in every translation unit: a build without AVX2 has nothing

@@ -150,8 +150,10 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #endif
 
 /* ---- which instruction set: int8 kernels (quant_x86.c, quant_neon.c) ---- */
-/* AVX2 alone suffices here (integer lanes; FMA where the build has it). */
-#if defined(__AVX2__)
+/* AVX2 suffices (integer lanes; no FMA: every path follows the reference's float steps),
+ * where floats are evaluated as floats (FLT_EVAL_METHOD 0): on x87 the reference's float
+ * steps keep extra precision that the lanes would not, as for the float kernels above. */
+#if defined(__AVX2__) && FLT_EVAL_METHOD == 0
 #define SIMD_Q8_X86 1
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define SIMD_Q8_NAME "avx512-vnni"
@@ -165,7 +167,7 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
  * reference's and give its bits. It takes any number of rows from SIMD_Q8_GEMM_ROWS up
  * (SIMD_Q8_GEMM_ANY_ROWS: it pads its last block of rows). */
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-#define SIMD_Q8_GEMM_ROWS 16   /* rows of x in a register (two registers a tile) ... */
+#define SIMD_Q8_GEMM_ROWS 16   /* the fewest rows the tile takes (a register's lanes) ... */
 #else
 #define SIMD_Q8_GEMM_ROWS 8
 #endif
@@ -199,8 +201,8 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
 #endif
 #if defined(SIMD_Q8_X86) || defined(SIMD_Q8_NEON)
 /* Whether the prefill tile takes w; and its whole tiles over rows 0 .. N-1 and columns
- * o0 .. o1-1 (N and o1 - o0 multiples of the tile), each output with the bits the row
- * path gives it. */
+ * o0 .. o1-1 (o1 - o0 a multiple of SIMD_Q8_GEMM_COLS; N a multiple of SIMD_Q8_GEMM_ROWS,
+ * or any N with SIMD_Q8_GEMM_ANY_ROWS), each output with the bits the row path gives it. */
 int simd_q8_gemm_takes(const QuantMatrix *w);
 void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1);

@@ -23,14 +23,15 @@
 
 #define UNIT_ROUNDOFF ((double)FLT_EPSILON / 2.0)   /* u = 2^-24: error of one float rounding */
 /* Extra roundings in the matmul besides one per group: the scale product, the multiply
- * (without FMA), the 3 levels of the 8-lane reduction, the bias, and 2 to spare. */
+ * (without FMA), the bias, and 5 to spare. */
 #define MATMUL_EXTRA_ROUNDINGS 8
 #define MAX_CASE 16384  /* scratch buffer length: covers OC * cols = 17 * 773, 13 * 773 */
 
 static const int COLS[] = {1, 7, 31, 32, 33, 64, 100, 172, 288, 768 + 5};
 static const int GROUPS[] = {32, 64, 4, 16, 20};
 static const int OCS[] = {1, 3, 5, 8, 17};   /* around the GEMM's tiles of 4 columns */
-static const int NS[] = {1, 2, 4, 7, 13};    /* and of 2 or 4 rows: whole tiles, leftovers */
+static const int NS[] = {1, 2, 4, 7, 13};    /* rows: NEON's tiles of 4 and leftovers (x86's
+                                               * tiles: test_gemm) */
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* ------------------------------------------------------------------------- */
@@ -329,10 +330,10 @@ static void test_matmul_cuts(void) {
 }
 
 /* q = +-127 everywhere with scales 1: every int16 pair sum at its largest (32258), and
- * every partial sum an integer below 2^24, so the result must be exact. Five rows of x:
- * through the GEMM's tiles (of 2 or 4 rows) and one row at a time. */
+ * every partial sum an integer below 2^24, so the result must be exact. 33 rows of x:
+ * through the GEMM's tiles (a padded block) and one row at a time. */
 static void test_matmul_extremes(void) {
-    enum { C = 1024, OC = 5, N = 5 };
+    enum { C = 1024, OC = 5, N = 33 };
     static int8_t xq[N * C], wq[OC * C];
     static float xs[N * C], ws[OC * C], out[N * OC];
     uint64_t seed = 5;
@@ -388,8 +389,8 @@ static void test_matmul_nan(void) {
 }
 
 /* The same numbers through the AVX2 kernel (group 32 or 64) and the portable one (the
- * same q viewed as groups of 16, each scale repeated): equal up to the order of float
- * additions, so within the same bound. */
+ * same q viewed as groups of 16, each scale repeated): equal up to the roundings of two
+ * (four) times as many groups, so within the sum of both bounds. */
 static void test_simd_vs_portable(void) {
 #ifndef __AVX2__
     check_skip("int8 AVX2 kernel vs portable: this build has no AVX2 kernel, both calls "
@@ -529,9 +530,13 @@ static void test_gemm(void) {
         {23, 352, 29, 16, 5, 24},  {10, 480, 9, 48, 0, 9},    {2, 64, 3, 32, 0, 3},
         /* large enough that a single row reads w as four runs (QUANT_STREAM_BYTES) */
         {3, 773, 101, 32, 0, 101}, {5, 1031, 83, 64, 1, 80},  {2, 768, 97, 32, 3, 94},
-        /* the exact tile's blocks of 32 rows, padded: 16, 33 and 47 rows; its widest x */
+        /* the x86 tile (blocks of 32 rows with AVX-512 VNNI, 8 with AVX2): padded blocks,
+         * groups that are not multiples of 32, several blocks a pass and several passes,
+         * rows in several spans (more than 4,096 values, or more than 256 groups) */
         {16, 64, 8, 32, 0, 8},     {33, 96, 12, 32, 4, 12},   {47, 4096, 5, 64, 0, 5},
-        {20, 4100, 4, 32, 0, 4},
+        {20, 4100, 4, 32, 0, 4},   {20, 200, 7, 96, 0, 7},    {20, 480, 9, 48, 0, 9},
+        {40, 100, 9, 20, 1, 9},    {33, 1024, 8, 4, 0, 8},    {100, 2048, 6, 32, 0, 6},
+        {17, 2048, 5, 4, 0, 5},    {18, 8256, 3, 64, 0, 3},
     };
     int tile_r, tile_c;
     quant_gemm_tile(&tile_r, &tile_c);
