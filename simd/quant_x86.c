@@ -460,9 +460,10 @@ static inline void transpose4_quarters(XtF v[4]) {
  * of sp added to the sums that out holds from the spans before it (none when sp.g0 = 0),
  * + bias after the last group. Between spans a pair's sum waits in out, unrounded: its
  * float steps are the same, in the same order. */
-static void xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
-                    int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o,
-                    XtSpan sp) {
+static inline __attribute__((always_inline)) void
+xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
+        int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o, XtSpan sp,
+        int first, int last) {
     enum { C = QUANT_XT_COLS, V = QUANT_XT_V, L = QUANT_XT_LANES };
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
     const int8_t *w0 = w->q + (size_t)o * (size_t)cols;
@@ -470,7 +471,7 @@ static void xt_tile(float *out, const uint8_t *xp, const float *xsp, const Quant
     float quarters[C][L];   /* a register of rows' four columns, a row's four side by side */
     XtF acc[V][C];
     for (int h = 0; h < V; h++) {
-        if (sp.g0 == 0) {
+        if (first) {
             for (int c = 0; c < C; c++) acc[h][c] = xtf_zero();
             continue;
         }
@@ -519,8 +520,8 @@ static void xt_tile(float *out, const uint8_t *xp, const float *xsp, const Quant
     for (int h = 0; h < V; h++) {
         XtF v[C];
         for (int c = 0; c < C; c++)
-            v[c] = sp.g1 < groups ? acc[h][c]
-                                  : xtf_add(acc[h][c], xtf_set1(bias ? bias[o + c] : 0.0f));
+            v[c] = !last ? acc[h][c]
+                         : xtf_add(acc[h][c], xtf_set1(bias ? bias[o + c] : 0.0f));
         transpose4_quarters(v);
         for (int i = 0; i < C; i++) xtf_store(quarters[i], v[i]);
         for (int q = 0; q < L / 4; q++)
@@ -572,8 +573,14 @@ void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const Qua
                 for (int b = 0; b * QUANT_XT_ROWS < pass; b++) {
                     int n_b = n + b * QUANT_XT_ROWS;
                     int rows = N - n_b < QUANT_XT_ROWS ? N - n_b : QUANT_XT_ROWS;
-                    xt_tile(out + (size_t)n_b * (size_t)OC, xp + (size_t)b * block_bytes,
-                            xsp + (size_t)b * block_floats, w, starts, bias, rows, o, sp);
+                    float *out_b = out + (size_t)n_b * (size_t)OC;
+                    const uint8_t *xp_b = xp + (size_t)b * block_bytes;
+                    const float *xsp_b = xsp + (size_t)b * block_floats;
+                    if (sp.g0 == 0 && sp.g1 == groups)   /* the whole row: the common case */
+                        xt_tile(out_b, xp_b, xsp_b, w, starts, bias, rows, o, sp, 1, 1);
+                    else
+                        xt_tile(out_b, xp_b, xsp_b, w, starts, bias, rows, o, sp, sp.g0 == 0,
+                                sp.g1 == groups);
                 }
             }
         }
