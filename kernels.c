@@ -34,6 +34,11 @@
 #define QUANTIZE_ROWS_PER_JOB 16   /* int8 prefill: rows of x quantized per job */
 #define TARGET_JOBS 8      /* column blocks per matmul: few claims of the shared ticket, yet
                             * enough blocks for threads to balance dynamically */
+#define Q8_DECODE_JOBS 2   /* column blocks of an int8 product of one row (decode): its rows
+                            * of w are read as four runs a job (quant_x86.c), and an int8 row
+                            * is a quarter of an fp32 one, so 8 blocks made runs too short to
+                            * stream (s110m int8 decode, Zen 4: 183 -> 208 tokens/s at one
+                            * thread, 267 -> 282 at two, 2 against 8 blocks) */
 
 /* A reference kernel that a vector build replaces entirely is still compiled (so it never
  * rots), but not called there. */
@@ -222,10 +227,10 @@ void kernels_job_range(size_t *start, size_t *end, int j, size_t n, size_t per_j
 /* ------------------------------------------------------------------------- */
 /* Matrix products                                                             */
 
-/* Output columns per job: about TARGET_JOBS blocks, a multiple of 8, at least
- * MIN_BLOCK_COLS. It depends only on OC, so the work split never depends on threads. */
-static int block_cols(int OC) {
-    int cols = (OC + TARGET_JOBS - 1) / TARGET_JOBS;
+/* Output columns per job: about `blocks` blocks, a multiple of 8, at least MIN_BLOCK_COLS.
+ * It depends only on OC, so the work split never depends on threads. */
+static int block_cols(int OC, int blocks) {
+    int cols = (OC + blocks - 1) / blocks;
     cols = (cols + LANES - 1) / LANES * LANES;
     return cols < MIN_BLOCK_COLS ? MIN_BLOCK_COLS : cols;
 }
@@ -270,7 +275,7 @@ void kernels_matmul(float *out, const float *x, const float *w, const float *b,
      * on the shapes. Small products stay on one thread: handing out the jobs would
      * cost more than the second thread saves. */
     int gemm_cols = simd_gemm_cols(N, OC);   /* many rows: the GEMM's blocks; else 0 */
-    int cols = gemm_cols ? gemm_cols : block_cols(OC);
+    int cols = gemm_cols ? gemm_cols : block_cols(OC, TARGET_JOBS);
     MatmulJob m = {.out = out, .x = x, .w = w, .b = b, .N = N, .IC = IC, .OC = OC,
                    .cols = cols, .col_blocks = (OC + cols - 1) / cols, .gemm = gemm_cols > 0};
     int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
@@ -295,7 +300,8 @@ static void quantize_job(void *ctx, int j) {
 
 void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
                        int N, int8_t *xq, float *xs) {
-    int IC = w->cols, OC = w->rows, cols = block_cols(OC);
+    int IC = w->cols, OC = w->rows;
+    int cols = block_cols(OC, N == 1 ? Q8_DECODE_JOBS : TARGET_JOBS);
     /* the activations in the matrix's groups: xq (N, IC), xs (N, groups), rows apart (each
      * row's groups alone decide its values, so the bits do not depend on the split) */
     QuantizeJob q = {xq, xs, x, N, IC, w->group};
