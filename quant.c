@@ -94,29 +94,21 @@ static float dot_row_reference(const int8_t *xq, const float *xs, const int8_t *
 /* ------------------------------------------------------------------------- */
 /* Quantization                                                                */
 
-/* max |x| over x (n,), or NaN if x holds a NaN: the vector registers' part, then the rest
- * (max is exact: the same value in any order). */
-static float absmax(const float *x, int n) {
-    int done = 0;
-    float lanes = simd_q8_absmax(x, n, &done);
-    float rest = absmax_reference(x + done, n - done);
-    return isnan(lanes) || lanes > rest ? lanes : rest;
-}
-
 void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols, int group) {
     int groups = quant_groups(cols, group);
     for (int r = 0; r < rows; r++) {
-        for (int g = 0; g < groups; g++) {
-            size_t at = (size_t)r * (size_t)cols + (size_t)g * (size_t)group;
-            int n = group_length(g, cols, group);
-            float s = scale_for(absmax(x + at, n));
-            scale[(size_t)r * (size_t)groups + (size_t)g] = s;
-            if (!(s > 0.0f)) {          /* zero (all-zero group, or underflow) or NaN */
-                memset(q + at, 0, (size_t)n);
-                continue;
-            }
-            int done = simd_q8_round(q + at, x + at, n, s);
-            round_reference(q + at + done, x + at + done, n - done, s);
+        int8_t *q_r = q + (size_t)r * (size_t)cols;
+        float *scale_r = scale + (size_t)r * (size_t)groups;
+        const float *x_r = x + (size_t)r * (size_t)cols;
+        /* this build's vector quantizer takes the groups it can from the first ... */
+        for (int g = simd_q8_quantize(q_r, scale_r, x_r, cols, group); g < groups; g++) {
+            int at = g * group, n = group_length(g, cols, group);   /* ... the rest here */
+            float s = scale_for(absmax_reference(x_r + at, n));
+            scale_r[g] = s;
+            if (s > 0.0f)
+                round_reference(q_r + at, x_r + at, n, s);
+            else   /* zero (all-zero group, or underflow) or NaN */
+                memset(q_r + at, 0, (size_t)n);
         }
     }
 }

@@ -1,7 +1,7 @@
 /* quant_x86.c: quant.c's int8 kernels for AVX2, where AVX-512 VNNI or AVX-VNNI (when the
  * build has them) replace the multiply's instructions by one.
  *
- * Quantizing activations (simd_q8_absmax, simd_q8_round), the matmul of one row of x at a
+ * Quantizing activations (simd_q8_quantize), the matmul of one row of x at a
  * time for groups that are a multiple of 32 (simd_q8_matmul_rows), and the prefill GEMM's
  * register tile, which takes several rows of x at once (simd_q8_gemm_tiles): each gives
  * quant.c's reference's bits, so a prompt run at once and token by token agree exactly.
@@ -13,7 +13,7 @@
 
 #if defined(SIMD_Q8_X86)
 #include <immintrin.h>  /* AVX2 (and VNNI) intrinsics */
-#include <math.h>       /* NAN */
+#include <math.h>       /* NAN, isfinite */
 #include <stddef.h>     /* size_t */
 #include <stdint.h>     /* int8_t, int32_t, uint8_t, uint32_t */
 #include <string.h>     /* memcpy, memset */
@@ -48,37 +48,65 @@ static int32_t dot_i8(const int8_t *a, const int8_t *b, int n) {
     return sum;
 }
 
-/* absmax_reference over the whole registers of x (n,), eight values at a time; quant.c
- * takes the rest. max is exact, so the result is the same. */
-float simd_q8_absmax(const float *x, int n, int *done) {
+/* -- Quantizing activations --
+ *
+ * quant.c's quant_quantize for a row's groups whose length is a whole number of float
+ * registers (QUANT_QLANES floats), a group in registers at a time: its largest |x| (exact:
+ * a max is the same in any order; NaN if a value is NaN), quant.c's scale_for (the same
+ * division), then round_reference lane by lane: the same IEEE division, round half away
+ * from zero built from truncation (v - trunc(v) is exact), the clamp. */
+#if defined(__AVX512F__)
+#define QUANT_QLANES 16
+/* |x| of x's whole registers (n a multiple of 16): their largest, or NaN if one is NaN */
+static inline float group_absmax(const float *x, int n) {
+    __m512 vmax = _mm512_setzero_ps();
+    __mmask16 nan = 0;
+    for (int i = 0; i < n; i += QUANT_QLANES) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        vmax = _mm512_max_ps(vmax, _mm512_abs_ps(v));
+        nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);   /* _mm512_max_ps drops NaN */
+    }
+    return nan ? NAN : _mm512_reduce_max_ps(vmax);
+}
+/* q (n,) = round_reference of x (n,), n a multiple of 16 */
+static inline void group_round(int8_t *q, const float *x, int n, float scale) {
+    const __m512 vscale = _mm512_set1_ps(scale), half = _mm512_set1_ps(0.5f);
+    const __m512 qmax = _mm512_set1_ps((float)QUANT_Q_MAX);
+    const __m512 qmin = _mm512_set1_ps((float)-QUANT_Q_MAX);
+    for (int i = 0; i < n; i += QUANT_QLANES) {
+        __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), vscale);
+        __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __mmask16 away = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+        __m512 step = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),
+                                           _mm512_set1_ps(1.0f), _mm512_set1_ps(-1.0f));
+        __m512 r = _mm512_mask_add_ps(t, away, t, step);
+        r = _mm512_min_ps(_mm512_max_ps(r, qmin), qmax);
+        /* exact: r is an integer in [-127, 127]; the narrowing saturates nothing */
+        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(r)));
+    }
+}
+#else
+#define QUANT_QLANES 8
+static inline float group_absmax(const float *x, int n) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 vmax = _mm256_setzero_ps(), vnan = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + QUANT_LANES <= n; i += QUANT_LANES) {
+    for (int i = 0; i < n; i += QUANT_QLANES) {
         __m256 v = _mm256_loadu_ps(x + i);
         vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, v));
         vnan = _mm256_or_ps(vnan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));  /* _mm256_max_ps drops NaN */
     }
-    *done = i;
     if (_mm256_movemask_ps(vnan)) return NAN;
-    float lanes[QUANT_LANES];
-    _mm256_storeu_ps(lanes, vmax);
-    float amax = 0.0f;
-    for (int j = 0; j < QUANT_LANES; j++)
-        if (lanes[j] > amax) amax = lanes[j];
-    return amax;
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
 }
-
-/* round_reference, eight values at a time, bit for bit: the same IEEE division, then
- * round half away from zero built from truncation (v - trunc(v) is exact). Returns how
- * many it did (whole registers); quant.c rounds the rest. */
-int simd_q8_round(int8_t *q, const float *x, int n, float scale) {
+static inline void group_round(int8_t *q, const float *x, int n, float scale) {
     const __m256 vscale = _mm256_set1_ps(scale), sign = _mm256_set1_ps(-0.0f);
     const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
     const __m256 qmax = _mm256_set1_ps((float)QUANT_Q_MAX);
     const __m256 qmin = _mm256_set1_ps((float)-QUANT_Q_MAX);
-    int i = 0;
-    for (; i + QUANT_LANES <= n; i += QUANT_LANES) {
+    for (int i = 0; i < n; i += QUANT_QLANES) {
         __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vscale);
         __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
         __m256 away = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), half, _CMP_GE_OQ);
@@ -89,7 +117,25 @@ int simd_q8_round(int8_t *q, const float *x, int n, float scale) {
                                       _mm256_extracti128_si256(r32, 1));
         _mm_storel_epi64((__m128i *)(q + i), _mm_packs_epi16(r16, r16));
     }
-    return i;
+}
+#endif
+
+int simd_q8_quantize(int8_t *q, float *scale, const float *x, int cols, int group) {
+    int groups = quant_groups(cols, group), whole = 0;
+    for (int at = 0; whole < groups; whole++, at += group) {   /* the scales first: ... */
+        int n = cols - at < group ? cols - at : group;
+        if (n % QUANT_QLANES != 0) break;   /* quant.c does this group and the rest */
+        float s = group_absmax(x + at, n) / (float)QUANT_Q_MAX;   /* quant.c's scale_for */
+        scale[whole] = isfinite(s) ? s : NAN;
+    }
+    for (int g = 0, at = 0; g < whole; g++, at += group) {   /* ... then the values */
+        int n = cols - at < group ? cols - at : group;
+        if (scale[g] > 0.0f)
+            group_round(q + at, x + at, n, scale[g]);
+        else   /* zero (all-zero group, or underflow) or NaN */
+            memset(q + at, 0, (size_t)n);
+    }
+    return whole;
 }
 
 /* acc (8 x int32) plus the 32 products x[i] * w[i] of int8 registers x and w, four per

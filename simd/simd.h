@@ -185,18 +185,16 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #endif
 
 #if defined(SIMD_Q8_X86)
-/* Whole vectors of quant.c's absmax_reference: the largest |x| of x[0 .. *done) (0 if
- * none), or NaN if one of them is NaN; *done is set to how many values it read. */
-float simd_q8_absmax(const float *x, int n, int *done);
-/* Whole vectors of quant.c's round_reference, bit for bit; returns how many it did. */
-int simd_q8_round(int8_t *q, const float *x, int n, float scale);
+/* quant_quantize of one row x (cols,) into q (cols,) and scale (groups,), bit for bit,
+ * from its first group while groups fill whole vector registers; returns how many groups
+ * it did (quant.c does the rest). */
+int simd_q8_quantize(int8_t *q, float *scale, const float *x, int cols, int group);
 /* quant_matmul_block's columns o0 .. one row of x at a time, for groups that are a
  * multiple of 32; returns the first column it did not do (o0 for other groups). */
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1);
 #else
-#define simd_q8_absmax(x, n, done) 0.0f
-#define simd_q8_round(q, x, n, scale) 0
+#define simd_q8_quantize(q, scale, x, cols, group) 0
 #define simd_q8_matmul_rows(out, xq, xs, w, bias, N, o0, o1) (o0)
 #endif
 #if defined(SIMD_Q8_X86) || defined(SIMD_Q8_NEON)

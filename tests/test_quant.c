@@ -164,6 +164,24 @@ static void test_quantize_special(void) {
     check_true(sy[0] == 0.0f && !signbit(sy[0]), "an all-zero group (+0 and -0) has scale +0");
     check_true(isnan(sy[1]) && isnan(sy[2]) && isnan(sy[3]) && isnan(sy[4]) && zeros,
                "groups with NaN (SIMD part or tail) or +-inf get scale NaN and q 0");
+    /* the same in groups of 32, which the vector quantizers take whole, then a finite one */
+    float u[G * 5], su[5];
+    int8_t qu[G * 5];
+    check_fill_random(&seed, u, G * 5, 1.0f);
+    for (int i = 0; i < G; i++) u[i] = i % 2 ? 0.0f : -0.0f;
+    u[G + 3] = NAN;   /* in the first register: a max after it would drop it */
+    u[2 * G + 31] = INFINITY;
+    u[3 * G] = -INFINITY;
+    memset(qu, 99, sizeof qu);
+    quant_quantize(qu, su, u, 1, G * 5, G);
+    zeros = 1;
+    for (int i = 0; i < G * 4; i++) zeros &= qu[i] == 0;
+    int last_ok = su[4] > 0.0f && isfinite(su[4]);
+    for (int i = 4 * G; i < 5 * G; i++) last_ok &= qu[i] != 0 || fabsf(u[i]) < su[4];
+    check_true(su[0] == 0.0f && !signbit(su[0]) && isnan(su[1]) && isnan(su[2]) &&
+               isnan(su[3]) && zeros && last_ok,
+               "groups of 32: zero -> scale +0; NaN, +inf, -inf -> scale NaN, q 0; then a "
+               "finite group quantized");
 
     /* subnormal: max|x| / 127 underflows to 0 (q 0), or is a subnormal scale (q in range,
      * with the largest at +-127); huge: FLT_MAX stays finite */
