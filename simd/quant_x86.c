@@ -452,11 +452,33 @@ static void pack_rows(uint8_t *xp, float *xsp, const int8_t *xq, const float *xs
     }
 }
 
+#if QUANT_XT_LANES == 16
+/* The sums of the eight int32 lanes of each half of a, b, c and d, exact: *lo (4,) of
+ * their first halves, *hi (4,) of their second. */
+static inline void sum_halves4_i32(__m512i a, __m512i b, __m512i c, __m512i d, __m128i *lo,
+                                   __m128i *hi) {
+    __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+    __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+    /* quarter q of h: the sums of a, b, c and d over quarter q's four lanes */
+    __m512i h = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+    h = _mm512_add_epi32(h, _mm512_shuffle_i32x4(h, h, _MM_SHUFFLE(2, 3, 0, 1)));
+    *lo = _mm512_castsi512_si128(h);
+    *hi = _mm512_extracti32x4_epi32(h, 2);
+}
+
+/* starts -= the four 128 x sums of 32 w of *sums, into the group of chunk k */
+static inline void sub_chunk(int32_t (*starts)[QUANT_XT_COLS], int k, int per_group,
+                             __m128i sums) {
+    int32_t *s = starts[k / per_group];
+    _mm_storeu_si128((__m128i *)s, _mm_sub_epi32(_mm_loadu_si128((const __m128i *)s), sums));
+}
+#endif
+
 /* starts[g - sp.g0] (QUANT_XT_COLS,) = where a pair of group g of the span and rows o ..
- * o+3 of w starts: with
- * VNNI -128 x the sum of the group's w (their whole chunks' lanes by vpdpbusd, the four
- * rows' lanes summed at once, the rest of a group that is not a multiple of 32 in scalar
- * code), else 0. */
+ * o+3 of w starts: with VNNI -128 x the sum of the group's w (vpdpbusd of 128 and w gives
+ * 128 x the sum of each four w, the four rows' lanes are summed at once, and the values
+ * past a group's last whole chunk of 32 in scalar code), else 0. With AVX-512 and groups
+ * of whole chunks, two chunks of the four rows at a time. */
 static void xt_starts(int32_t (*starts)[QUANT_XT_COLS], const QuantMatrix *w, int o,
                       XtSpan sp) {
     int cols = w->cols, group = w->group;
@@ -467,6 +489,38 @@ static void xt_starts(int32_t (*starts)[QUANT_XT_COLS], const QuantMatrix *w, in
     }
     const int8_t *w_c[QUANT_XT_COLS];
     for (int c = 0; c < QUANT_XT_COLS; c++) w_c[c] = w->q + (size_t)(o + c) * (size_t)cols;
+#if QUANT_XT_LANES == 16
+    if (group % QUANT_CHUNK == 0) {
+        const __m512i u128 = _mm512_set1_epi8(-128), zero = _mm512_setzero_si512();
+        int per_group = group / QUANT_CHUNK, k0 = sp.c0 / QUANT_CHUNK, k1 = sp.c1 / QUANT_CHUNK;
+        int k = k0;
+        memset(starts, 0, (size_t)(sp.g1 - sp.g0) * sizeof starts[0]);
+        starts -= sp.g0;   /* indexed by group from here */
+        for (; k + 2 <= k1; k += 2) {
+            size_t at = (size_t)k * QUANT_CHUNK;
+            __m128i lo, hi;
+            sum_halves4_i32(_mm512_dpbusd_epi32(zero, u128, _mm512_loadu_si512(w_c[0] + at)),
+                            _mm512_dpbusd_epi32(zero, u128, _mm512_loadu_si512(w_c[1] + at)),
+                            _mm512_dpbusd_epi32(zero, u128, _mm512_loadu_si512(w_c[2] + at)),
+                            _mm512_dpbusd_epi32(zero, u128, _mm512_loadu_si512(w_c[3] + at)),
+                            &lo, &hi);
+            sub_chunk(starts, k, per_group, lo);
+            sub_chunk(starts, k + 1, per_group, hi);
+        }
+        if (k < k1) {   /* an odd last chunk */
+            size_t at = (size_t)k * QUANT_CHUNK;
+            const __m256i u = _mm256_set1_epi8(-128), z = _mm256_setzero_si256();
+            sub_chunk(starts, k, per_group,
+                      sum_lanes4_i32(_mm256_dpbusd_epi32(z, u, load_chunk(w_c[0] + at)),
+                                     _mm256_dpbusd_epi32(z, u, load_chunk(w_c[1] + at)),
+                                     _mm256_dpbusd_epi32(z, u, load_chunk(w_c[2] + at)),
+                                     _mm256_dpbusd_epi32(z, u, load_chunk(w_c[3] + at))));
+        }
+        for (int at = k1 * QUANT_CHUNK; at < sp.c1; at++)   /* the last group's last values */
+            for (int c = 0; c < QUANT_XT_COLS; c++) starts[sp.g1 - 1][c] -= 128 * w_c[c][at];
+        return;
+    }
+#endif
     for (int g = sp.g0; g < sp.g1; g++) {
         int at = g * group, end = at + group < cols ? at + group : cols;
         __m256i lanes[QUANT_XT_COLS];   /* 128 x sums of four w */
@@ -580,6 +634,16 @@ xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
     }
 }
 
+/* Asks for the span of rows o .. o+3 of w in L2, so that they arrive while the tiles of the
+ * rows before them run: in a prompt every matrix comes from memory at each job, and the
+ * first reader of a tile's rows (xt_starts) otherwise waits for them. */
+static void prefetch_span(const QuantMatrix *w, int o, XtSpan sp) {
+    for (int c = 0; c < QUANT_XT_COLS; c++) {
+        const char *row = (const char *)(w->q + (size_t)(o + c) * (size_t)w->cols);
+        for (int at = sp.c0; at < sp.c1; at += 64) _mm_prefetch(row + at, _MM_HINT_T1);
+    }
+}
+
 /* out (N, OC) rows 0 .. N-1 (any N), columns o0 .. o1-1 (o1 - o0 a multiple of
  * QUANT_XT_COLS) = x (xq (N, cols), xs (N, groups)) times w, + bias: in passes over as many
  * blocks of QUANT_XT_ROWS rows as the packing buffers hold (at least one), each row in
@@ -615,6 +679,7 @@ void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const Qua
                           rows, cols, groups, sp);
             }
             for (int o = o0; o < o1; o += QUANT_XT_COLS) {
+                if (o + QUANT_XT_COLS < o1) prefetch_span(w, o + QUANT_XT_COLS, sp);
                 xt_starts(starts, w, o, sp);
                 for (int b = 0; b * QUANT_XT_ROWS < pass; b++) {
                     int n_b = n + b * QUANT_XT_ROWS;
