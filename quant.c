@@ -160,9 +160,10 @@ static void matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
     if (o < o1) matmul_rows_reference(out, xq, xs, w, bias, N, o, o1);
 }
 
-/* quant_matmul_block for N >= R rows and at least C columns of a matrix the build's GEMM
- * tile (R x C) takes: its whole tiles, then the rows below them (none where the tile pads
- * its rows) and the columns right of them one row at a time, with the same bits. */
+/* quant_matmul_block for N >= SIMD_Q8_GEMM_MIN_ROWS rows and at least C columns of a
+ * matrix the build's GEMM tile (R x C) takes: its whole tiles, then the rows below them
+ * (none where the tile pads its rows) and the columns right of them one row at a time,
+ * with the same bits. */
 static NEVER_INLINE void matmul_gemm(float *out, const int8_t *xq, const float *xs,
                                      const QuantMatrix *w, const float *bias, int N, int o0,
                                      int o1, int R, int C) {
@@ -182,7 +183,7 @@ static NEVER_INLINE void matmul_gemm(float *out, const int8_t *xq, const float *
 
 void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
-    if (N >= SIMD_Q8_GEMM_ROWS && o1 - o0 >= SIMD_Q8_GEMM_COLS && simd_q8_gemm_takes(w)) {
+    if (N >= SIMD_Q8_GEMM_MIN_ROWS && o1 - o0 >= SIMD_Q8_GEMM_COLS && simd_q8_gemm_takes(w)) {
         matmul_gemm(out, xq, xs, w, bias, N, o0, o1, SIMD_Q8_GEMM_ROWS, SIMD_Q8_GEMM_COLS);
         return;   /* prefill */
     }

@@ -23,9 +23,9 @@
 #define QUANT_CHUNK 32      /* int8s per AVX2 register: the row path needs group % 32 == 0 */
 #define QUANT_LANES 8       /* floats (or int32s) per AVX2 register */
 #define QUANT_ROW_TILE 4    /* rows of w per pass of the SIMD matmul: each x load feeds four rows */
-/* A single row of x against a w of at least this many int8s reads w as four sequential
- * runs of rows rather than four adjacent rows at a time: such a w comes from memory at
- * every token, and the four runs stream it faster (Zen 4, one thread, decode: a random
+/* Rows of x against a w of at least this many int8s read w as four sequential runs of
+ * rows rather than four adjacent rows at a time: such a w comes from memory at every
+ * token, and the four runs stream it faster (Zen 4, one thread, decode: a random
  * s110m in int8 62 -> 160 tokens/s, s15m's 1117 -> 1210; AVX2 code 60 -> 159 and 1034 ->
  * 1172). Below it (the shipped model's 16 KiB matrices) w stays in the caches. Measured,
  * not derived: s15m's smallest matrix is 81 KiB. */
@@ -243,28 +243,34 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
 }
 
 /* Columns o0 .. of quant_matmul_block for group % 32 == 0: tiles of QUANT_ROW_TILE rows of
- * w, then single rows; for N > 1 a tile's rows of w (4 x cols bytes) stay in L1 while the
- * N rows of x go past them. A single row of x against a large w (decode) takes its tiles'
- * four rows a quarter of the columns apart instead, so w is read as four sequential runs.
- * Every output has dot_row_avx2's bits in each case. Returns o1 (o0 for other groups). */
+ * w, then single rows; a tile's rows of w (4 x cols bytes) stay in L1 while the N rows of x
+ * go past them. A large w takes its tiles' four rows a quarter of the columns apart, so
+ * that it is read as four sequential runs (decode, and prompts too short for the GEMM:
+ * Zen 4, one thread, s110m int8, best of five: 5 tokens 262 -> 290 tokens/s, 12 tokens 305
+ * -> 338). Every output has dot_row_avx2's bits in each case. Returns o1 (o0 for other
+ * groups). */
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
     int o = o0;
     if (group % QUANT_CHUNK != 0) return o0;   /* the reference's (quant.c) */
-    if (N == 1 && (size_t)OC * (size_t)cols >= QUANT_STREAM_BYTES) {
-        /* decode of a large w: four sequential runs of rows, a quarter of the range apart */
+    if ((size_t)OC * (size_t)cols >= QUANT_STREAM_BYTES) {
+        /* a large w: four sequential runs of rows, a quarter of the range apart; a tile's
+         * four rows stay in L1 while the rows of x (one in decode, a few in a short
+         * prompt) go past them */
         int quarter = (o1 - o0) / QUANT_ROW_TILE;
-        for (int i = 0; i < quarter; i++) {
-            float sums[QUANT_ROW_TILE];
-            dot_rows4_avx2(sums, xq, xs, w->q + (size_t)(o0 + i) * (size_t)cols,
-                           w->scale + (size_t)(o0 + i) * (size_t)groups, (size_t)quarter, cols,
-                           group, groups);
-            for (int r = 0; r < QUANT_ROW_TILE; r++) {
-                int c = o0 + i + r * quarter;
-                out[c] = sums[r] + (bias ? bias[c] : 0.0f);
+        for (int i = 0; i < quarter; i++)
+            for (int n = 0; n < N; n++) {
+                float sums[QUANT_ROW_TILE], *out_n = out + (size_t)n * (size_t)OC;
+                dot_rows4_avx2(sums, xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
+                               w->q + (size_t)(o0 + i) * (size_t)cols,
+                               w->scale + (size_t)(o0 + i) * (size_t)groups, (size_t)quarter,
+                               cols, group, groups);
+                for (int r = 0; r < QUANT_ROW_TILE; r++) {
+                    int c = o0 + i + r * quarter;
+                    out_n[c] = sums[r] + (bias ? bias[c] : 0.0f);
+                }
             }
-        }
         o = o0 + QUANT_ROW_TILE * quarter;   /* the tiles below take the rows left over */
     }
     for (; o + QUANT_ROW_TILE <= o1; o += QUANT_ROW_TILE) {
@@ -555,21 +561,22 @@ static inline void transpose4_quarters(XtF v[4]) {
     v[3] = xtf_unpackhi2(t1, t3);
 }
 
-/* out (rows, OC) rows 0 .. rows-1 (rows <= QUANT_XT_ROWS), columns o .. o+3 = those rows
- * of x (packed: xp, xsp, the span sp) times rows o .. o+3 of w (their starts), the groups
- * of sp added to the sums that out holds from the spans before it (none when sp.g0 = 0),
- * + bias after the last group. Between spans a pair's sum waits in out, unrounded: its
- * float steps are the same, in the same order. */
+/* out (rows, OC) rows 0 .. rows-1 (rows <= V x QUANT_XT_LANES), columns o .. o+3 = those
+ * rows of x (packed: xp, xsp, the span sp) times rows o .. o+3 of w (their starts), the
+ * groups of sp added to the sums that out holds from the spans before it (none when sp.g0
+ * = 0), + bias after the last group; V registers of rows (1 .. QUANT_XT_V: a block of at
+ * most a register's rows takes one). Between spans a pair's sum waits in out, unrounded:
+ * its float steps are the same, in the same order. */
 static inline __attribute__((always_inline)) void
 xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
         int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o, XtSpan sp,
-        int first, int last) {
-    enum { C = QUANT_XT_COLS, V = QUANT_XT_V, L = QUANT_XT_LANES };
+        int first, int last, int V) {
+    enum { C = QUANT_XT_COLS, L = QUANT_XT_LANES };
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
     const int8_t *w0 = w->q + (size_t)o * (size_t)cols;
     const float *ws0 = w->scale + (size_t)o * (size_t)groups;
     float quarters[C][L];   /* a register of rows' four columns, a row's four side by side */
-    XtF acc[V][C];
+    XtF acc[QUANT_XT_V][C];
     for (int h = 0; h < V; h++) {
         if (first) {
             for (int c = 0; c < C; c++) acc[h][c] = xtf_zero();
@@ -589,12 +596,12 @@ xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
     }
     for (int g = sp.g0, k = sp.c0 / 4; g < sp.g1; g++) {
         int k_end = (g + 1) * group < cols ? (g + 1) * group / 4 : cols / 4;
-        XtI dot[V][C];
+        XtI dot[QUANT_XT_V][C];
         for (int c = 0; c < C; c++)
             for (int h = 0; h < V; h++) dot[h][c] = xti_set1(starts[g - sp.g0][c]);
         for (; k < k_end; k++) {
             const uint8_t *xk = xp + (size_t)(k - sp.c0 / 4) * QUANT_XT_ROWS * 4;
-            XtI x[V], ax[V];
+            XtI x[QUANT_XT_V], ax[QUANT_XT_V];
             for (int h = 0; h < V; h++) {
                 x[h] = xti_load(xk + (size_t)h * L * 4);
                 ax[h] = xti_abs(x[h]);
@@ -687,11 +694,14 @@ void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const Qua
                     float *out_b = out + (size_t)n_b * (size_t)OC;
                     const uint8_t *xp_b = xp + (size_t)b * block_bytes;
                     const float *xsp_b = xsp + (size_t)b * block_floats;
-                    if (sp.g0 == 0 && sp.g1 == groups)   /* the whole row: the common case */
-                        xt_tile(out_b, xp_b, xsp_b, w, starts, bias, rows, o, sp, 1, 1);
+                    if (sp.g0 == 0 && sp.g1 == groups && QUANT_XT_V > 1 && rows <= QUANT_XT_LANES)
+                        xt_tile(out_b, xp_b, xsp_b, w, starts, bias, rows, o, sp, 1, 1, 1);
+                    else if (sp.g0 == 0 && sp.g1 == groups)   /* the whole row: the common case */
+                        xt_tile(out_b, xp_b, xsp_b, w, starts, bias, rows, o, sp, 1, 1,
+                                QUANT_XT_V);
                     else
                         xt_tile(out_b, xp_b, xsp_b, w, starts, bias, rows, o, sp, sp.g0 == 0,
-                                sp.g1 == groups);
+                                sp.g1 == groups, QUANT_XT_V);
                 }
             }
         }
