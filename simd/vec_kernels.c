@@ -101,7 +101,8 @@ static inline int exp_block_len(size_t rest) {
 
 /* ---- the dot-product tile (decode) ---- */
 
-/* out (R, C) (row stride ldo) = x (R, IC) . w (C, IC)^T, each row IC floats apart:
+/* out (R, C) (rows ldo floats apart, columns ldc) = x (R, IC) . w (C, IC)^T, rows of x IC
+ * floats apart and rows of w ldw:
  * matmul_block_reference's products with the eight partial sums as the eight lanes of a V8,
  * one FMA per lane and input chunk: R x C accumulators, so each loaded chunk of a row of
  * w serves R rows of x and each chunk of x serves C rows of w. The last chunk of a row,
@@ -109,29 +110,29 @@ static inline int exp_block_len(size_t rest) {
  * and the sums live in registers. The tile stays 8 lanes wide with AVX-512: a single
  * row's product is bound by memory traffic, which 16 lanes do not reduce, and each final
  * sum of 16 lanes costs more. */
-static ALWAYS_INLINE void dot_tile_vector(float *out, int ldo, const float *x, const float *w,
-                                          int IC, int R, int C) {
+static ALWAYS_INLINE void dot_tile_vector(float *out, int ldo, size_t ldc, const float *x,
+                                          const float *w, size_t ldw, int IC, int R, int C) {
     V8 acc[3][8];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < C; c++) acc[r][c] = v8_zero();
     int i = 0;
     for (; i + LANES <= IC; i += LANES) {
         for (int c = 0; c < C; c++) {
-            V8 w_c = v8_load(w + (size_t)c * IC + i);
+            V8 w_c = v8_load(w + c * ldw + i);
             for (int r = 0; r < R; r++)
                 acc[r][c] = v8_fma(v8_load(x + (size_t)r * IC + i), w_c, acc[r][c]);
         }
     }
     if (i < IC) {   /* the tail: lanes i .. IC-1 loaded, the rest read as zero */
         for (int c = 0; c < C; c++) {
-            V8 w_c = v8_load_first(w + (size_t)c * IC + i, IC - i);
+            V8 w_c = v8_load_first(w + c * ldw + i, IC - i);
             for (int r = 0; r < R; r++)
                 acc[r][c] = v8_fma(v8_load_first(x + (size_t)r * IC + i, IC - i), w_c,
                                    acc[r][c]);
         }
     }
     for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) out[(size_t)r * ldo + c] = v8_sum(acc[r][c]);
+        for (int c = 0; c < C; c++) out[(size_t)r * ldo + c * ldc] = v8_sum(acc[r][c]);
 }
 
 /* out[c * ldo] = x (IC,) . row c of w, for c < S rows of w ldw floats apart: dot_tile_vector
@@ -186,10 +187,13 @@ static void dot_rows_vector(float *out, const float *x, const float *w, int IC, 
 #define DECODE_STREAM_BYTES (288 << 10)
 
 /* out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b: one job. A single row (decode)
- * goes against eight rows of w at a time, or as four runs of rows for a large w. Several rows:
- * for each four rows of w, every three rows of x in turn (12 sums in registers), so each
- * row of w comes from memory once and is reused from L1 for all rows of x. Leftovers use
- * smaller tiles, which compute the same sums. */
+ * goes against eight rows of w at a time, or as four runs of rows for a large w. Several rows
+ * (a prompt shorter than the GEMM's): for each four rows of w, every three rows of x in turn
+ * (12 sums in registers), so each row of w comes from memory once and is reused from L1 for
+ * all rows of x; for a large w the four rows are a quarter of the columns apart, read as
+ * four runs like a single row's (Zen 4, s110m fp32 prompts of 5 / 8 / 12 tokens, best of
+ * four or five: 139 / 172 / 202 -> 168 / 212 / 242 tokens/s at one thread, 163 / 232 / 328
+ * -> 212 / 277 / 393 at two). Leftovers use smaller tiles, which compute the same sums. */
 void simd_matmul_block(float *out, const float *x, const float *w, const float *b, int n0,
                        int n1, int o0, int o1, int IC, int OC) {
     int o = o0;
@@ -201,22 +205,31 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
             o = o1;
         }
         for (; o + 8 <= o1; o += 8)
-            dot_tile_vector(out_n + o, OC, x_n, w + (size_t)o * IC, IC, 1, 8);
-        for (; o < o1; o++) dot_tile_vector(out_n + o, OC, x_n, w + (size_t)o * IC, IC, 1, 1);
+            dot_tile_vector(out_n + o, OC, 1, x_n, w + (size_t)o * IC, (size_t)IC, IC, 1, 8);
+        for (; o < o1; o++)
+            dot_tile_vector(out_n + o, OC, 1, x_n, w + (size_t)o * IC, (size_t)IC, IC, 1, 1);
     } else {
-        for (; o + 4 <= o1; o += 4) {
+        /* a tile of four rows of w for every three rows of x; for a large w its four rows a
+         * quarter of the columns apart, so that w is read as four sequential runs, as a
+         * single row reads it */
+        size_t step = 1;   /* rows of w between a tile's rows */
+        int tiles = (o1 - o) / 4;
+        if ((size_t)IC * (size_t)OC * sizeof(float) >= DECODE_STREAM_BYTES) step = (size_t)tiles;
+        for (int t = 0; t < tiles; t++) {
+            int o_t = step == 1 ? o + 4 * t : o + t;   /* the tile's first row of w */
+            const float *w_t = w + (size_t)o_t * IC;
             int n = n0;
             for (; n + 3 <= n1; n += 3)
-                dot_tile_vector(out + (size_t)n * OC + o, OC, x + (size_t)n * IC,
-                                w + (size_t)o * IC, IC, 3, 4);
+                dot_tile_vector(out + (size_t)n * OC + o_t, OC, step, x + (size_t)n * IC, w_t,
+                                step * IC, IC, 3, 4);
             for (; n < n1; n++)
-                dot_tile_vector(out + (size_t)n * OC + o, OC, x + (size_t)n * IC,
-                                w + (size_t)o * IC, IC, 1, 4);
+                dot_tile_vector(out + (size_t)n * OC + o_t, OC, step, x + (size_t)n * IC, w_t,
+                                step * IC, IC, 1, 4);
         }
-        for (; o < o1; o++)
+        for (o += 4 * tiles; o < o1; o++)
             for (int n = n0; n < n1; n++)
-                dot_tile_vector(out + (size_t)n * OC + o, OC, x + (size_t)n * IC,
-                                w + (size_t)o * IC, IC, 1, 1);
+                dot_tile_vector(out + (size_t)n * OC + o, OC, 1, x + (size_t)n * IC,
+                                w + (size_t)o * IC, (size_t)IC, IC, 1, 1);
     }
     if (b)
         for (int n = n0; n < n1; n++)

@@ -865,6 +865,7 @@ int main(void) {
                             {1, 128, 1000}, {1, 172, 64}, {64, 288, 41}, {1, 769, 37}, {8, 40, 20},
                             {9, 40, 20}, {16, 130, 23}, {17, 130, 23}, {33, 1100, 13},
                             {1, 301, 1003},    /* 1.2 MB: a single row streams row by row */
+                            {5, 301, 1003}, {7, 301, 999},   /* and a few rows, in runs */
                             {12, 5, 7}, {23, 13, 29}, {41, 131, 11}};   /* GEMM packing */
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         test_matmul(sizes[i][0], sizes[i][1], sizes[i][2], (int)(i % 2));
