@@ -21,7 +21,6 @@
 #include "quant.h"      /* QuantMatrix, quant_groups, QUANT_Q_MAX */
 
 #define QUANT_CHUNK 32      /* int8s per AVX2 register: the row path needs group % 32 == 0 */
-#define QUANT_LANES 8       /* floats (or int32s) per AVX2 register */
 #define QUANT_ROW_TILE 4    /* rows of w per pass of the SIMD matmul: each x load feeds four rows */
 /* Rows of x against a w of at least this many int8s read w as four sequential runs of
  * rows rather than four adjacent rows at a time: such a w comes from memory at every
@@ -51,17 +50,17 @@ static int32_t dot_i8(const int8_t *a, const int8_t *b, int n) {
 /* -- Quantizing activations --
  *
  * quant.c's quant_quantize for a row's groups whose length is a whole number of float
- * registers (QUANT_QLANES floats), a group in registers at a time: its largest |x| (exact:
+ * registers (QUANT_LANES floats), a group in registers at a time: its largest |x| (exact:
  * a max is the same in any order; NaN if a value is NaN), quant.c's scale_for (the same
  * division), then round_reference lane by lane: the same IEEE division, round half away
  * from zero built from truncation (v - trunc(v) is exact), the clamp. */
 #if defined(__AVX512F__)
-#define QUANT_QLANES 16
+#define QUANT_LANES 16
 /* |x| of x's whole registers (n a multiple of 16): their largest, or NaN if one is NaN */
 static inline float group_absmax(const float *x, int n) {
     __m512 vmax = _mm512_setzero_ps();
     __mmask16 nan = 0;
-    for (int i = 0; i < n; i += QUANT_QLANES) {
+    for (int i = 0; i < n; i += QUANT_LANES) {
         __m512 v = _mm512_loadu_ps(x + i);
         vmax = _mm512_max_ps(vmax, _mm512_abs_ps(v));
         nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);   /* _mm512_max_ps drops NaN */
@@ -73,7 +72,7 @@ static inline void group_round(int8_t *q, const float *x, int n, float scale) {
     const __m512 vscale = _mm512_set1_ps(scale), half = _mm512_set1_ps(0.5f);
     const __m512 qmax = _mm512_set1_ps((float)QUANT_Q_MAX);
     const __m512 qmin = _mm512_set1_ps((float)-QUANT_Q_MAX);
-    for (int i = 0; i < n; i += QUANT_QLANES) {
+    for (int i = 0; i < n; i += QUANT_LANES) {
         __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), vscale);
         __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
         __mmask16 away = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
@@ -86,11 +85,11 @@ static inline void group_round(int8_t *q, const float *x, int n, float scale) {
     }
 }
 #else
-#define QUANT_QLANES 8
+#define QUANT_LANES 8
 static inline float group_absmax(const float *x, int n) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 vmax = _mm256_setzero_ps(), vnan = _mm256_setzero_ps();
-    for (int i = 0; i < n; i += QUANT_QLANES) {
+    for (int i = 0; i < n; i += QUANT_LANES) {
         __m256 v = _mm256_loadu_ps(x + i);
         vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, v));
         vnan = _mm256_or_ps(vnan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));  /* _mm256_max_ps drops NaN */
@@ -106,7 +105,7 @@ static inline void group_round(int8_t *q, const float *x, int n, float scale) {
     const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
     const __m256 qmax = _mm256_set1_ps((float)QUANT_Q_MAX);
     const __m256 qmin = _mm256_set1_ps((float)-QUANT_Q_MAX);
-    for (int i = 0; i < n; i += QUANT_QLANES) {
+    for (int i = 0; i < n; i += QUANT_LANES) {
         __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vscale);
         __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
         __m256 away = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), half, _CMP_GE_OQ);
@@ -124,7 +123,7 @@ int simd_q8_quantize(int8_t *q, float *scale, const float *x, int cols, int grou
     int groups = quant_groups(cols, group), whole = 0;
     for (int at = 0; whole < groups; whole++, at += group) {   /* the scales first: ... */
         int n = cols - at < group ? cols - at : group;
-        if (n % QUANT_QLANES != 0) break;   /* quant.c does this group and the rest */
+        if (n % QUANT_LANES != 0) break;   /* quant.c does this group and the rest */
         float s = group_absmax(x + at, n) / (float)QUANT_Q_MAX;   /* quant.c's scale_for */
         scale[whole] = isfinite(s) ? s : NAN;
     }
