@@ -46,9 +46,14 @@
 /* ------------------------------------------------------------------------- */
 /* Exact attention                                                           */
 
+/* Exact attention takes a prompt's queries QUERY_BLOCK at a time (attend_causal): each key
+ * and value is then read once for the block, where query by query a long context reads it
+ * again from L2 or memory for every query. */
+#define QUERY_BLOCK 8
+
 size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
-    /* one score row of n_ctx floats per head, so heads can run in parallel */
-    return (size_t)shape->n_heads * (size_t)n_ctx;
+    /* a block's score rows of n_ctx floats per head, so heads can run in parallel */
+    return (size_t)shape->n_heads * QUERY_BLOCK * (size_t)n_ctx;
 }
 
 /* How a softmax-family variant scores key k for query q. */
@@ -63,9 +68,18 @@ typedef struct {
 /* scores (n_keys,) = the scores of query q_t (HS,) for the keys stored at the rows listed in
  * rows (NULL: rows 0 .. n_keys-1) of k (rows, kv_stride), read at this kv head's column
  * offset: (q . k_t2) * scale, minus |k_t2|^2 * scale / 2 for the Gaussian kernel. */
+static void scale_scores(float *scores, const float *k, int kv_stride, const int32_t *rows,
+                         int n_keys, int HS, Scoring sc);
+
 static void score_rows(float *scores, const float *q_t, const float *k, int kv_stride,
                        const int32_t *rows, int n_keys, int HS, Scoring sc) {
     kernels_dots(scores, q_t, k, kv_stride, rows, n_keys, HS);
+    scale_scores(scores, k, kv_stride, rows, n_keys, HS, sc);
+}
+
+/* scores (n_keys,) from the dots of a query with those keys to score_rows' scores. */
+static void scale_scores(float *scores, const float *k, int kv_stride, const int32_t *rows,
+                         int n_keys, int HS, Scoring sc) {
     for (int n = 0; n < n_keys; n++) {
         scores[n] *= sc.scale;
         if (sc.gauss) {   /* -|q-k|^2 scale/2 = (q.k - |k|^2/2) scale - |q|^2 scale/2 */
@@ -138,6 +152,28 @@ static void attend_scored(float *out_t, const float *v, int kv_stride, const int
     kernels_weighted_sum(out_t, scores, inv_sum, v, kv_stride, rows, n_keys, HS);
 }
 
+/* One head, n_q <= QUERY_BLOCK queries in a row, the first at position n_first - 1: query
+ * t (HS,) at q + t q_stride attends over rows 0 .. n_first + t - 1 of k and v (rows,
+ * kv_stride) into out + t out_stride (HS,), with query t's dropout mask at first + t step
+ * (drop NULL: none): attend_rows for each, the same steps, so the same bits.
+ * scores (n_q, n_first + n_q - 1) scratch. */
+static void attend_causal(float *out, int out_stride, const float *q, int q_stride, int n_q,
+                          const float *k, const float *v, int kv_stride, int n_first, int HS,
+                          Scoring sc, float *scores, const AttentionDropout *drop,
+                          uint64_t first, uint64_t step) {
+    int ld = n_first + n_q - 1;   /* the last query's keys */
+    float inv_sum[QUERY_BLOCK];
+    kernels_dots_causal(scores, ld, q, q_stride, n_q, k, kv_stride, n_first, HS);
+    for (int t = 0; t < n_q; t++) {
+        float *scores_t = scores + (long)t * ld;
+        scale_scores(scores_t, k, kv_stride, NULL, n_first + t, HS, sc);
+        inv_sum[t] = softmax_unnormalised(scores_t, n_first + t, sc, NULL);
+        if (drop) dropout_weights(scores_t, n_first + t, drop, first + t * step, NULL);
+    }
+    kernels_weighted_sums_causal(out, out_stride, scores, ld, inv_sum, n_q, v, kv_stride,
+                                 n_first, HS);
+}
+
 /* One call's arguments, for its per-head jobs. */
 typedef struct {
     const AttentionShape *shape;
@@ -175,7 +211,8 @@ static void forward_head(void *ctx, int h) {
     int kv_stride = f->shape->n_kv_heads * HS;    /* floats per cached position */
     int kv_offset = (h / group) * HS;             /* seek to this head's columns of k, v */
     const float *k = f->k + kv_offset, *v = f->v + kv_offset;
-    float *scores = f->scratch + (long)h * n_keys;
+    int block = f->T < QUERY_BLOCK ? f->T : QUERY_BLOCK;   /* queries at once */
+    float *scores = f->scratch + (long)h * block * n_keys;
     float k_p[PACK_FLOATS], v_p[PACK_FLOATS];
     if (f->T >= PACK_MIN_QUERIES && (long)n_keys * HS <= PACK_FLOATS) {
         pack_keys(k_p, v_p, k, v, kv_stride, n_keys, HS);
@@ -184,11 +221,11 @@ static void forward_head(void *ctx, int h) {
         kv_stride = HS;
     }
     Scoring exact = {f->shape->scale, 0, 0, 0.0f};
-    for (int t = 0; t < f->T; t++) {
-        const float *q_t = f->q + ((long)t * NH + h) * HS;
-        float *out_t = f->out + ((long)t * NH + h) * HS;
-        attend_rows(out_t, q_t, k, v, kv_stride, NULL, f->pos + t + 1, HS, exact, scores,
-                    f->drop, ((uint64_t)h * f->T + (uint64_t)t) * f->T);
+    for (int t = 0; t < f->T; t += block) {   /* queries t .. t + n_q - 1 */
+        int n_q = f->T - t < block ? f->T - t : block;
+        attend_causal(f->out + ((long)t * NH + h) * HS, NH * HS, f->q + ((long)t * NH + h) * HS,
+                      NH * HS, n_q, k, v, kv_stride, f->pos + t + 1, HS, exact, scores, f->drop,
+                      ((uint64_t)h * f->T + (uint64_t)t) * f->T, (uint64_t)f->T);
     }
 }
 
@@ -266,7 +303,10 @@ typedef struct {
 /* The layout of one layer's state for (cfg, shape, n_ctx): sizes and byte offsets.
  * All of it follows from the config, so the block itself needs no pointers. */
 typedef struct {
-    int kv_rows;      /* rows of the K and V stores: n_ctx (A, D), S + R (B), 0 (C) */
+    int kv_rows;      /* rows of the K and V stores: n_ctx (A, D), S + R (B), 0 (C); each
+                       * store is (n_kv_heads, kv_rows, HS): a kv head's rows in a row, so
+                       * that they stream, and a long context's rows of one head do not
+                       * fall into a few cache sets as rows n_kv_heads HS floats apart do */
     int sinks, ring;  /* (B): sink slots S and ring slots R after them */
     int list_cap;     /* ints per head of the visible-row list (0: rows 0..i in order) */
     int score_cap;    /* floats of scratch per head */
@@ -444,6 +484,8 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     p->kv_rows = (int)rows;
     p->list_cap = (int)list;
     p->score_cap = (int)rows;
+    if (cfg->kind == ATTENTION_EXACT || cfg->kind == ATTENTION_GAUSS)
+        p->score_cap = QUERY_BLOCK * (int)rows;   /* attend_causal's block of scores */
     if (cfg->kind == ATTENTION_PERFORMER && p->score_cap < cfg->features)
         p->score_cap = cfg->features;
     if (p->score_cap < 2 * HS) p->score_cap = 2 * HS;
@@ -1184,8 +1226,9 @@ typedef struct {
     const float *q, *k_new, *v_new;
 } StepJob;
 
-/* kv head g of attention_step: its columns of the K/V store, the state and scratch of its
- * query heads and their columns of out, always in the order t, h. */
+/* kv head g of attention_step: its rows of the K/V store, the state and scratch of its
+ * query heads and their columns of out, in the order t, h (exact and
+ * Gaussian attention: a block of queries, then h). */
 static void step_kv_head(void *ctx, int g) {
     const StepJob *s = ctx;
     const AttentionConfig *cfg = s->cfg;
@@ -1196,36 +1239,43 @@ static void step_kv_head(void *ctx, int g) {
     float *out = s->out, *scratch = s->scratch;
     const float *q = s->q, *k_new = s->k_new, *v_new = s->v_new;
     int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
-    int group = NH / NKV, kv_stride = NKV * HS;
+    int group = NH / NKV, kv_stride = HS;   /* floats between a kv head's rows of the store */
     float scale = config_scale(cfg, shape);
     float *key = at(state, p.key), *value = at(state, p.value);
     float *rec = at(state, p.rec);
     int32_t *lists = at(state, p.list);
     const float *random = at(state, p.rand);
-    for (int t = 0; t < T; t++) {
-        int i = pos + t;
-        /* append k, v of position i, kv head g (a ring overwrites its oldest slot) */
-        const float *k_t = k_new + ((long)t * NKV + g) * HS;
-        const float *v_t = v_new + ((long)t * NKV + g) * HS;
-        if (p.kv_rows > 0) {
-            long row = (long)store_row(&p, i) * kv_stride + (long)g * HS;
-            if (p.value > p.key) memcpy(key + row, k_t, (size_t)HS * sizeof(float));
-            memcpy(value + row, v_t, (size_t)HS * sizeof(float));
+    /* exact and Gaussian attention: a block of queries at once, the rest one by one */
+    int block = out && (cfg->kind == ATTENTION_EXACT || cfg->kind == ATTENTION_GAUSS)
+                ? QUERY_BLOCK : 1;
+    for (int t0 = 0; t0 < T; t0 += block) {
+        int n_q = T - t0 < block ? T - t0 : block, t = t0, i = pos + t;
+        /* append k, v of positions pos+t0 .. pos+t0+n_q-1, kv head g (a ring overwrites
+         * its oldest slot) */
+        for (int a = t0; a < t0 + n_q && p.kv_rows > 0; a++) {
+            long row = ((long)g * p.kv_rows + store_row(&p, pos + a)) * HS;
+            const float *k_a = k_new + ((long)a * NKV + g) * HS;
+            const float *v_a = v_new + ((long)a * NKV + g) * HS;
+            if (p.value > p.key) memcpy(key + row, k_a, (size_t)HS * sizeof(float));
+            memcpy(value + row, v_a, (size_t)HS * sizeof(float));
         }
+        const float *k_t = k_new + ((long)t * NKV + g) * HS;   /* (block 1: t = t0) */
+        const float *v_t = v_new + ((long)t * NKV + g) * HS;
         for (int h = g * group; h < (g + 1) * group; h++) {
             const float *q_t = q ? q + ((long)t * NH + h) * HS : NULL;
             float *out_t = out ? out + ((long)t * NH + h) * HS : NULL;
             float *work_h = scratch + (long)h * p.score_cap;
             float *rec_h = rec + (long)h * p.rec_floats;
             int32_t *rows = lists + (long)h * p.list_cap;
-            const float *k_g = key + (long)g * HS, *v_g = value + (long)g * HS;
+            const float *k_g = key + (long)g * p.kv_rows * HS;   /* this kv head's rows */
+            const float *v_g = value + (long)g * p.kv_rows * HS;
             Scoring sc = config_scoring(cfg, shape, h);
             int n;
             if (!out && cfg->kind != ATTENTION_LSH && p.rec_floats == 0) continue;
             switch (cfg->kind) {
             case ATTENTION_EXACT: case ATTENTION_GAUSS:
-                attend_rows(out_t, q_t, k_g, v_g, kv_stride, NULL, i + 1, HS, sc, work_h,
-                            NULL, 0);
+                attend_causal(out_t, NH * HS, q_t, NH * HS, n_q, k_g, v_g, kv_stride, i + 1,
+                              HS, sc, work_h, NULL, 0, 0);
                 break;
             case ATTENTION_WINDOW: case ATTENTION_DILATED:
             case ATTENTION_STRIDED: case ATTENTION_FIXED:
@@ -1278,7 +1328,7 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
                      attention_is_synth(cfg->kind);
     if (pos != 0 && pos != header->next_pos && !full_cache) return -1;
     if (pos == 0) reset_sequence(&p, cfg, shape, n_ctx, state);
-    /* Each kv head g is one job: it alone writes its columns of the K/V store, the state
+    /* Each kv head g is one job: it alone writes its rows of the K/V store, the state
      * and scratch of its query heads, and their columns of out. So the bits do not depend
      * on the thread count. Work is about NH T HS times the keys (or recurrent rows) each
      * query reads; small steps stay on the calling thread. */

@@ -24,8 +24,9 @@ typedef struct {
     float scale;      /* score = (q . k) * scale; 1/sqrt(HS) for scaled dot product */
 } AttentionShape;
 
-/* Floats of scratch attention_forward needs for a context of up to n_ctx positions (a
- * size_t: NH n_ctx exceeds an int for large head counts and contexts). */
+/* Floats of scratch attention_forward needs for a context of up to n_ctx positions: the
+ * score rows of a block of queries per head (a size_t: it exceeds an int for large head
+ * counts and contexts). */
 size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx);
 
 /* Exact causal multi-head scaled dot-product attention (docs/attention.md §2), with a
@@ -35,7 +36,7 @@ size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx);
  *   k, v    (pos + T, NKV * HS)     keys and values of every position 0 .. pos + T - 1
  *   scratch (attention_scratch_floats(shape, pos + T),)  overwritten
  * Heads run in parallel (kernels_parallel_for); each head's HS columns of out (and its
- * scratch row) are written by one job, so the result is bitwise identical for any thread
+ * score rows) are written by one job, so the result is bitwise identical for any thread
  * count. Never allocates. */
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch);

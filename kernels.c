@@ -205,6 +205,24 @@ static MAYBE_UNUSED void weighted_sum_reference(float *out, const float *weights
     }
 }
 
+/* kernels_dots_causal query by query: simd_dots (or its reference) for each. */
+static MAYBE_UNUSED void dots_causal_each(float *out, int ld, const float *q, int q_stride,
+                                          int n_q, const float *k, int stride, int n_first,
+                                          int n) {
+    for (int t = 0; t < n_q; t++)
+        simd_dots(out + (long)t * ld, q + (long)t * q_stride, k, stride, NULL, n_first + t, n);
+}
+
+/* kernels_weighted_sums_causal query by query: simd_weighted_sum (or its reference). */
+static MAYBE_UNUSED void weighted_sums_causal_each(float *out, int out_stride,
+                                                   float *weights, int ld,
+                                                   const float *scales, int n_q, const float *v,
+                                                   int stride, int n_first, int n) {
+    for (int t = 0; t < n_q; t++)
+        simd_weighted_sum(out + (long)t * out_stride, weights + (long)t * ld, scales[t], v,
+                          stride, NULL, n_first + t, n);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Threads (parallel/pool.c)                                                   */
 
@@ -371,6 +389,17 @@ float kernels_dot(const float *a, const float *b, int n) { return simd_dot(a, b,
 void kernels_dots(float *out, const float *q, const float *k, int stride, const int32_t *rows,
                   int n_rows, int n) {
     simd_dots(out, q, k, stride, rows, n_rows, n);
+}
+
+void kernels_dots_causal(float *out, int ld, const float *q, int q_stride, int n_q,
+                         const float *k, int stride, int n_first, int n) {
+    simd_dots_causal(out, ld, q, q_stride, n_q, k, stride, n_first, n);
+}
+
+void kernels_weighted_sums_causal(float *out, int out_stride, float *weights, int ld,
+                                  const float *scales, int n_q, const float *v, int stride,
+                                  int n_first, int n) {
+    simd_weighted_sums_causal(out, out_stride, weights, ld, scales, n_q, v, stride, n_first, n);
 }
 
 float kernels_max(const float *x, int n, float init) { return simd_max(x, n, init); }

@@ -137,6 +137,21 @@ void kernels_dots(float *out, const float *q, const float *k, int stride, const 
 void kernels_weighted_sum(float *out, const float *weights, float scale, const float *v,
                           int stride, const int32_t *rows, int n_rows, int n);
 
+/* n_q queries in a row against causal prefixes of the same rows: query t (n,) at
+ * q + t q_stride reads rows 0 .. n_first + t - 1 of k (n floats each, stride apart), and
+ * out[t ld + r] = its dot with row r, as kernels_dots gives it (the same bits); each row is
+ * read once for all the queries that see it. */
+void kernels_dots_causal(float *out, int ld, const float *q, int q_stride, int n_q,
+                         const float *k, int stride, int n_first, int n);
+
+/* Query t of n_q: out (n,) at out + t out_stride = kernels_weighted_sum of the weights at
+ * weights + t ld, scale scales[t], over rows 0 .. n_first + t - 1 of v (the same bits);
+ * each row is read once for all the queries that see it. The weights are scratch: they
+ * may be left scaled. */
+void kernels_weighted_sums_causal(float *out, int out_stride, float *weights, int ld,
+                                  const float *scales, int n_q, const float *v, int stride,
+                                  int n_first, int n);
+
 /* The largest of init and the values of x (n,), by x > max comparisons (a NaN value is
  * never the largest; with init NaN the result is NaN). Of +0 and -0 either may be
  * returned. */

@@ -197,8 +197,9 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     m->attention_configs = kept;
     m->attention_offset = offset;
     if (all_plain(kept, L)) {
-        /* the KV cache and the score rows (NH n_ctx floats: with many heads and a long
-         * context the larger of the two) count toward the limit together */
+        /* the KV cache and the score rows (a block of queries' rows of n_ctx floats per
+         * head: with many heads and a long context the larger of the two) count toward the
+         * limit together */
         size_t scratch_floats = attention_scratch_floats(&m->attention, n_ctx);
         if (check_state_size("exact (KV cache)",
                              state_plus_scratch(kv_cache_bytes(c, n_ctx), scratch_floats),
@@ -313,9 +314,14 @@ int model_load(Model *m, const char *path, int max_chunk) {
     m->config = *c;
     m->format = m->checkpoint.format;
     m->n_ctx = c->seq_len;
-    /* a position's key, value and score row (one float per head), as model_set_attention
-     * counts them; a header's huge context is cut to what the limit holds */
-    size_t per_position = state_plus_scratch(kv_cache_bytes(c, 1), (size_t)c->n_heads);
+    m->attention.n_heads = c->n_heads;
+    m->attention.n_kv_heads = c->n_kv_heads;
+    m->attention.head_dim = c->head_dim;
+    m->attention.scale = 1.0f / sqrtf((float)c->head_dim);
+    /* a position's key, value and score rows, as model_set_attention counts them; a
+     * header's huge context is cut to what the limit holds */
+    size_t per_position = state_plus_scratch(kv_cache_bytes(c, 1),
+                                             attention_scratch_floats(&m->attention, 1));
     if ((size_t)c->seq_len > MODEL_MAX_STATE_BYTES / per_position)
         m->n_ctx = (int)(MODEL_MAX_STATE_BYTES / per_position);
     if (m->n_ctx < 1) {
@@ -324,10 +330,6 @@ int model_load(Model *m, const char *path, int max_chunk) {
         goto fail;
     }
     m->max_chunk = max_chunk < m->n_ctx ? max_chunk : m->n_ctx;
-    m->attention.n_heads = c->n_heads;
-    m->attention.n_kv_heads = c->n_kv_heads;
-    m->attention.head_dim = c->head_dim;
-    m->attention.scale = 1.0f / sqrtf((float)c->head_dim);
     if (alloc_state(m) != 0) {
         fprintf(stderr, "model: %s: out of memory for activations\n", path);
         goto fail;

@@ -618,7 +618,8 @@ int tutorial_lens(TutorialLens *lens, const char *text) {
     const Weights *w = &m.checkpoint.weights;
     size_t C = (size_t)c->dim, V = (size_t)c->vocab_size, Hd = (size_t)c->hidden_dim;
     int S = c->n_layers + 1;
-    float *mem = calloc((size_t)N * (7 * C + Hd) + V, sizeof(float));
+    size_t scratch_floats = attention_scratch_floats(&m.attention, N);
+    float *mem = calloc((size_t)N * (7 * C + Hd) + V + scratch_floats, sizeof(float));
     lens->probs = malloc((size_t)S * V * sizeof(float));
     if (!mem || !lens->probs) {
         fprintf(stderr, "tutorial: out of memory\n");
@@ -630,8 +631,7 @@ int tutorial_lens(TutorialLens *lens, const char *text) {
     lens->n_tokens = N, lens->n_stages = S, lens->vocab_size = (int)V;
     float *x = mem, *xn = x + N * C, *q = xn + N * C, *k = q + N * C, *v = k + N * C;
     float *att = v + N * C, *proj = att + N * C, *hidden = proj + N * C;
-    float *logits = hidden + N * Hd;
-    float scratch[TUTORIAL_MAX_TOKENS * 16];
+    float *logits = hidden + N * Hd, *scratch = logits + V;
     for (int i = 0; i < N; i++)   /* x = wte[token] + wpe[position] */
         for (size_t j = 0; j < C; j++)
             x[i * C + j] = w->token_embedding.f32[ids[i] * C + j] + w->pos_embedding[i * C + j];

@@ -30,15 +30,6 @@
  * not derived: s15m's smallest matrix is 81 KiB. */
 #define QUANT_STREAM_BYTES (72 << 10)
 
-/* IN_REGISTER(v) keeps the vector v in a register across a loop's iterations: without it
- * gcc 12 copies the GEMM tile's integer lanes to other registers and back at every quad
- * (two moves per multiply). */
-#if defined(__GNUC__)
-#define IN_REGISTER(v) __asm__("" : "+v"(v))
-#else
-#define IN_REGISTER(v) ((void)0)
-#endif
-
 /* The exact dot product of a (n,) and b (n,), int8 values (quant.c's dot_i8): the values of
  * a short last group past its last whole register. */
 static int32_t dot_i8(const int8_t *a, const int8_t *b, int n) {

@@ -66,6 +66,16 @@
                             * vector tile's panel of B holds this many rows) */
 
 #define LANES 8            /* lanes of the dot-product sums, in every build */
+
+/* IN_REGISTER(v) keeps the vector v in a register: gcc 12 otherwise folds a loaded value
+ * into each FMA that reads it, loading it again for every one (attention's tiles were then
+ * bound by their loads), and copies the int8 GEMM tile's lanes to other registers and back
+ * at every quad (two moves per multiply). */
+#if defined(__GNUC__)
+#define IN_REGISTER(v) __asm__("" : "+v"(v))
+#else
+#define IN_REGISTER(v) ((void)0)
+#endif
 #define GELU_SQRT_2_OVER_PI 0.7978845608028654f  /* sqrt(2 / pi) in GELU's tanh form */
 #define GELU_CUBIC 0.044715f                      /* coefficient of x^3 in GELU's tanh form */
 #define EXP_LOG2E 1.44269504088896341f   /* 1 / ln 2 */
@@ -106,6 +116,11 @@ float simd_max(const float *x, int n, float init);
 float simd_exp_sum(float *x, int n, float shift);
 void simd_weighted_sum(float *out, const float *weights, float scale, const float *v,
                        int stride, const int32_t *rows, int n_rows, int n);
+void simd_dots_causal(float *out, int ld, const float *q, int q_stride, int n_q,
+                      const float *k, int stride, int n_first, int n);
+void simd_weighted_sums_causal(float *out, int out_stride, float *weights, int ld,
+                               const float *scales, int n_q, const float *v, int stride,
+                               int n_first, int n);
 /* the trainer's (train_kernels.c's references) */
 void simd_product_chains(float *c, int ldc, const float *a, long a_k, long a_m,
                          const float *b, int ldb, int kb, int zero, const float *bias, int m0,
@@ -142,6 +157,8 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #define simd_max max_reference
 #define simd_exp_sum exp_sum_reference
 #define simd_weighted_sum weighted_sum_reference
+#define simd_dots_causal dots_causal_each
+#define simd_weighted_sums_causal weighted_sums_causal_each
 #define simd_product_chains product_chains_reference
 #define simd_column_sums column_sums_reference
 #define simd_layernorm_dx_row layernorm_dx_row_reference

@@ -581,9 +581,15 @@ static void test_limits(void) {
     AttentionConfig ex = config(ATTENTION_EXACT);
     run_once(&ex, NH, NKV, HS, scale, exact, q, k, v, T, 4);
     /* the exact variant equals the trainer's attention_forward bit for bit */
-    static float fwd[QW], scratch_fwd[NH * T];
+    static float fwd[QW];
     AttentionShape shape = {NH, NKV, HS, scale};
+    float *scratch_fwd = malloc(attention_scratch_floats(&shape, T) * sizeof(float));
+    if (!scratch_fwd) {
+        fprintf(stderr, "test_attention_variants: out of memory\n");
+        exit(1);
+    }
     attention_forward(&shape, fwd, q, k, v, 0, T, scratch_fwd);
+    free(scratch_fwd);
     check_true(memcmp(fwd, exact, sizeof fwd) == 0, "G4 exact step == attention_forward, bitwise");
     struct {
         AttentionKind kind;

@@ -450,14 +450,15 @@ static void test_resource_limits(const char *model, const char *tok) {
     expect("context field 2^20 x 1024 layers: the KV cache is sized for the run", args, 0,
            "KV cache 0.1 MB for 4 positions");
     /* 1024 heads of 2 (dim 2048) and one kv head: a position's key and value are 16 bytes,
-     * its score rows 4096; the context is cut to what the limit holds of both together
+     * its score rows 32768 (a block of 8 queries' rows, a float each, in each of 1024
+     * heads); the context is cut to what the limit holds of both together
      * (floats: norms 3*2048, embedding 260*2048, wq wo 2*2048^2, wk wv 2*2*2048, w1 w2 w3
      * 3*2*2048) */
     const int32_t many_heads[7] = {2048, 2, 1, 1024, 1, 260, 1 << 20};
     long n_heads_floats = 273L * 2048 + 2L * 2048 * 2048;
     char expected[128];
     snprintf(expected, sizeof expected, "expected an integer in 2..%zu, this model's context",
-             (size_t)MODEL_MAX_STATE_BYTES / (16 + 4 * 1024));
+             (size_t)MODEL_MAX_STATE_BYTES / (16 + 4 * 8 * 1024));
     snprintf(args, sizeof args, "%s -z %s -n 1 -c 1048576",
              write_llama("many_heads.bin", 1, many_heads, n_heads_floats), llama_tok);
     expect("1024 heads x 2^20 positions: the context limit counts the score rows", args, 2,

@@ -431,6 +431,48 @@ static void test_vector_helpers(int n_rows, int n) {
     free(q); free(k); free(weights); free(out); free(want); free(rows);
 }
 
+/* The causal block forms: query t of n_q reads rows 0 .. n_first + t - 1; every dot has
+ * kernels_dot's bits and every output of the sums is the chain above, row by row, with
+ * a = weights * scale rounded to float. Strides wider than a row, so that a kernel reading
+ * the wrong row or a row of another query fails. */
+static void test_causal_helpers(int n_q, int n_first, int n) {
+    int stride = n + 5, q_stride = n + 2, rows = n_first + n_q - 1, ld = rows + 3;
+    float *q = random_floats((size_t)n_q * q_stride, 1.0f);
+    float *k = random_floats((size_t)rows * stride, 1.0f);
+    float *v = random_floats((size_t)rows * stride, 1.0f);
+    float *weights = random_floats((size_t)n_q * ld, 1.0f), scales[16];
+    size_t wide = (size_t)n_q * (size_t)(ld > n ? ld : n);   /* the scores, or the outputs */
+    float *out = malloc(sizeof(float) * wide), *want = malloc(sizeof(float) * wide);
+    int portable = !strcmp(kernels_isa(), "portable"), dots_ok = 1, sums_ok = 1;
+    for (int i = 0; i < n_q * ld; i++) out[i] = want[i] = NAN;   /* past a row: untouched */
+    for (int t = 0; t < n_q; t++)
+        for (int r = 0; r < n_first + t; r++)
+            want[t * ld + r] = kernels_dot(q + (size_t)t * q_stride, k + (size_t)r * stride, n);
+    kernels_dots_causal(out, ld, q, q_stride, n_q, k, stride, n_first, n);
+    for (int i = 0; i < n_q * ld; i++)
+        dots_ok &= memcmp(&out[i], &want[i], sizeof(float)) == 0;
+    check_true(dots_ok, "kernels_dots_causal (%d queries, %d first keys, n %d): each dot's bits "
+               "are kernels_dot's, nothing written past a query's keys", n_q, n_first, n);
+    for (int t = 0; t < n_q; t++) {
+        scales[t] = 0.5f + 0.1f * (float)t;
+        for (int i = 0; i < n; i++) {
+            float sum = 0.0f;
+            for (int r = 0; r < n_first + t; r++) {
+                float a = weights[t * ld + r] * scales[t], x = v[(size_t)r * stride + i];
+                sum = portable ? sum + a * x : fmaf(a, x, sum);
+            }
+            want[t * n + i] = sum;
+        }
+    }
+    for (int i = 0; i < n_q * n; i++) out[i] = NAN;
+    kernels_weighted_sums_causal(out, n, weights, ld, scales, n_q, v, stride, n_first, n);
+    sums_ok = memcmp(out, want, sizeof(float) * (size_t)n_q * n) == 0;
+    check_true(sums_ok, "kernels_weighted_sums_causal (%d queries, %d first keys, n %d): one %s "
+               "chain per output, in row order", n_q, n_first, n,
+               portable ? "multiply-add" : "FMA");
+    free(q); free(k); free(v); free(weights); free(out); free(want);
+}
+
 /* ------------------------------------------------------------------------- */
 /* 4. Norms and activations                                                    */
 
@@ -897,6 +939,12 @@ int main(void) {
                               {40, 70}, {129, 32}};
     for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
         test_vector_helpers(helpers[i][0], helpers[i][1]);
+    /* queries, first keys, n: one query, a pair and its odd one, blocks of four and eight,
+     * shared rows short of, at and past a group of eight, heads of 3 to 67 */
+    const int causal[][3] = {{1, 1, 64}, {1, 9, 8}, {2, 8, 64}, {3, 7, 16}, {5, 9, 3},
+                             {8, 1, 64}, {8, 16, 67}, {8, 40, 64}, {7, 33, 32}, {4, 17, 128}};
+    for (size_t i = 0; i < sizeof causal / sizeof causal[0]; i++)
+        test_causal_helpers(causal[i][0], causal[i][1], causal[i][2]);
     test_norms(3, 1);
     test_norms(5, 131);
     const int norms[][2] = {{1, 1}, {3, 7}, {5, 131}, {33, 16}, {70, 128}, {2, 200}};

@@ -236,10 +236,10 @@ static int read_dropout_mask(double *mask, int NH, int T, const AttentionDropout
     int C = NH * T, dropped = 0;
     float *q = calloc((size_t)T * C, sizeof(float)), *v = calloc((size_t)T * C, sizeof(float));
     float *out = malloc((size_t)T * C * sizeof(float));
-    float *scratch = malloc((size_t)C * sizeof(float));
+    AttentionShape shape = {NH, NH, T, 1.0f};
+    float *scratch = malloc(attention_scratch_floats(&shape, T) * sizeof(float));
     for (int j = 0; j < T; j++)
         for (int h = 0; h < NH; h++) v[j * C + h * T + j] = 1.0f;
-    AttentionShape shape = {NH, NH, T, 1.0f};
     attention_forward_dropout(&shape, drop, out, q, q, v, T, scratch);
     double keep = 1.0 / (1.0 - (double)drop->p);
     for (int h = 0; h < NH && dropped >= 0; h++)

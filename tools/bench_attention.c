@@ -6,7 +6,8 @@
  * then REPEATS x DECODE_STEPS single-token steps are timed; the fastest repetition
  * counts. Exact attention's cost per token
  * grows with T; window, dilated and the recurrent variants stay flat (docs/attention.md
- * §3, §5). Prints a markdown table; asserts nothing. Usage: bench_attention
+ * §3, §5). Then exact attention over whole prompts of T = 256 .. 4096 tokens at once (the
+ * prefill's attention). Prints markdown tables; asserts nothing. Usage: bench_attention
  * [max_T]. Run with OMP_NUM_THREADS=1 on a busy machine.
  */
 #include <stdio.h>     /* printf */
@@ -34,6 +35,37 @@ static float uniform(void) {   /* xorshift64 -> [-1, 1) */
     state ^= state >> 7;
     state ^= state << 17;
     return (float)(state >> 40) / 8388608.0f - 1.0f;
+}
+
+/* Exact attention over a whole prompt of T tokens at once (a prefill: query t reads keys
+ * 0 .. t), as the engine runs it (attention_forward over a KV cache of (T, 12 x 64)), all
+ * 12 heads of one layer: milliseconds and GFLOP/s (two multiply-adds per head, query,
+ * visible key and dimension), the fastest of REPEATS. */
+static int bench_prompts(const AttentionShape *shape, int max_t) {
+    static const int lengths[] = {256, 1024, 4096};
+    int width = shape->n_heads * shape->head_dim;
+    printf("\n| exact, a prompt at once | ms | GFLOP/s |\n|---|---|---|\n");
+    for (size_t t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
+        int T = lengths[t];
+        if (T > max_t) continue;
+        size_t n = (size_t)T * (size_t)width;
+        float *qkv = malloc(3 * n * sizeof(float)), *out = malloc(n * sizeof(float));
+        float *scratch = malloc(attention_scratch_floats(shape, T) * sizeof(float));
+        if (!qkv || !out || !scratch) return 1;
+        for (size_t i = 0; i < 3 * n; i++) qkv[i] = uniform();
+        double best = 1e300;
+        for (int r = 0; r < REPEATS; r++) {
+            double start = now();
+            attention_forward(shape, out, qkv, qkv + n, qkv + 2 * n, 0, T, scratch);
+            double took = now() - start;
+            if (took < best) best = took;
+        }
+        double flops = 4.0 * width * ((double)T * (T + 1) / 2);
+        printf("| T=%d | %.2f | %.1f |\n", T, best * 1e3, flops / best * 1e-9);
+        fflush(stdout);
+        free(qkv); free(out); free(scratch);
+    }
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -96,5 +128,5 @@ int main(int argc, char **argv) {
     }
     printf("\nmicroseconds per generated token (attention only, all 12 heads of one layer)\n");
     free(k); free(v); free(q); free(out);
-    return 0;
+    return bench_prompts(&shape, max_t);
 }
