@@ -180,6 +180,8 @@ typedef struct {
     const AttentionDropout *drop;   /* NULL: no dropout */
     float *out;
     const float *q, *k, *v;
+    long kv_head;      /* floats from one kv head's key of a position to the next head's */
+    int kv_stride;     /* floats from a kv head's key of a position to the next position's */
     int pos, T;
     float *scratch;
 } ForwardJob;
@@ -208,13 +210,13 @@ static void forward_head(void *ctx, int h) {
     const ForwardJob *f = ctx;
     int NH = f->shape->n_heads, HS = f->shape->head_dim, n_keys = f->pos + f->T;
     int group = NH / f->shape->n_kv_heads;        /* query heads per kv head */
-    int kv_stride = f->shape->n_kv_heads * HS;    /* floats per cached position */
-    int kv_offset = (h / group) * HS;             /* seek to this head's columns of k, v */
+    int kv_stride = f->kv_stride;
+    long kv_offset = (h / group) * f->kv_head;    /* seek to this head's keys and values */
     const float *k = f->k + kv_offset, *v = f->v + kv_offset;
     int block = f->T < QUERY_BLOCK ? f->T : QUERY_BLOCK;   /* queries at once */
     float *scores = f->scratch + (long)h * block * n_keys;
     float k_p[PACK_FLOATS], v_p[PACK_FLOATS];
-    if (f->T >= PACK_MIN_QUERIES && (long)n_keys * HS <= PACK_FLOATS) {
+    if (f->T >= PACK_MIN_QUERIES && kv_stride > HS && (long)n_keys * HS <= PACK_FLOATS) {
         pack_keys(k_p, v_p, k, v, kv_stride, n_keys, HS);
         k = k_p;
         v = v_p;
@@ -229,14 +231,15 @@ static void forward_head(void *ctx, int h) {
     }
 }
 
-/* attention_forward and attention_forward_dropout: drop NULL for none. */
+/* attention_forward, attention_forward_cache and attention_forward_dropout: drop NULL for
+ * none; kv head g's key of position j at k + g kv_head + j kv_stride. */
 static void forward_heads(const AttentionShape *shape, const AttentionDropout *drop,
-                          float *out, const float *q, const float *k, const float *v, int pos,
-                          int T, float *scratch) {
+                          float *out, const float *q, const float *k, const float *v,
+                          long kv_head, int kv_stride, int pos, int T, float *scratch) {
     /* Heads are independent and each writes its own HS columns of out, and its own
-     * scratch row, so running them on different threads changes no result. A short
+     * scratch rows, so running them on different threads changes no result. A short
      * context stays on one thread: sharing the work would cost more than it saves. */
-    ForwardJob f = {shape, drop, out, q, k, v, pos, T, scratch};
+    ForwardJob f = {shape, drop, out, q, k, v, kv_head, kv_stride, pos, T, scratch};
     /* scores and weighted sums: two multiply-adds per head, query, key and dimension */
     double work = 2.0 * shape->n_heads * T * (pos + T) * shape->head_dim;
     kernels_parallel_for(forward_head, &f, shape->n_heads, work);
@@ -244,13 +247,23 @@ static void forward_heads(const AttentionShape *shape, const AttentionDropout *d
 
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch) {
-    forward_heads(shape, NULL, out, q, k, v, pos, T, scratch);
+    int HS = shape->head_dim;   /* rows of (pos + T, NKV HS): the heads side by side */
+    forward_heads(shape, NULL, out, q, k, v, HS, shape->n_kv_heads * HS, pos, T, scratch);
+}
+
+void attention_forward_cache(const AttentionShape *shape, float *out, const float *q,
+                             const float *k, const float *v, int n_ctx, int pos, int T,
+                             float *scratch) {
+    int HS = shape->head_dim;   /* (NKV, n_ctx, HS): a head's positions in a row */
+    forward_heads(shape, NULL, out, q, k, v, (long)n_ctx * HS, HS, pos, T, scratch);
 }
 
 void attention_forward_dropout(const AttentionShape *shape, const AttentionDropout *drop,
                                float *out, const float *q, const float *k, const float *v,
                                int T, float *scratch) {
-    forward_heads(shape, drop && drop->p > 0.0f ? drop : NULL, out, q, k, v, 0, T, scratch);
+    int HS = shape->head_dim;
+    forward_heads(shape, drop && drop->p > 0.0f ? drop : NULL, out, q, k, v, HS,
+                  shape->n_kv_heads * HS, 0, T, scratch);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -41,6 +41,15 @@ size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx);
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch);
 
+/* attention_forward over a KV cache whose rows are by kv head (the model's):
+ *   k, v    (NKV, n_ctx, HS)   kv head g's key of position j at k + (g n_ctx + j) HS
+ * (positions 0 .. pos + T - 1 written), the same bits as attention_forward. A head's keys
+ * are contiguous, so they stream; in (n_ctx, NKV HS) rows a long context's keys of one
+ * head lie a row apart and fall into a few cache sets. */
+void attention_forward_cache(const AttentionShape *shape, float *out, const float *q,
+                             const float *k, const float *v, int n_ctx, int pos, int T,
+                             float *scratch);
+
 /* Dropout on the attention weights, for training: in a call over T queries, the weight of
  * key j for query t in head h is dropped (set to 0) by hash.h's dropout rule for
  * key + (h T + t) T + j (probability p); the kept weights are divided by 1 - p, so each

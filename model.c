@@ -6,7 +6,7 @@
  * every Llama, and a GPT-2 trained with rotary ones, which has no position table), tied vs
  * separate classifier (chosen when checkpoint.c loads the file).
  * The plain path (plain_layers) is the one to read: exact attention keeps its keys and
- * values in a KV cache and calls attention_forward. The lab reaches the forward pass
+ * values in a KV cache and calls attention_forward_cache. The lab reaches the forward pass
  * through one test in model_forward: its variants keep their own state and go through
  * attention_step, and tracing (for the heatmaps) copies each layer's queries and keys
  * (lab_layers). Loading is in checkpoint.c, the arithmetic in kernels.c, attention in
@@ -405,10 +405,9 @@ static void embed(const Model *m, float *x, const int *tokens, int N, int pos) {
     }
 }
 
-/* One block's buffers: each of the state's buffers under its own name, the keys and
- * values of the chunk written to k, v (N, KVD). */
-static BlockBuffers block_buffers(RunState *s, float *k, float *v) {
-    BlockBuffers b = {.x = s->x, .xn1 = s->xn1, .q = s->q, .k = k, .v = v, .att = s->att,
+/* One block's buffers: each of the state's buffers under its own name. */
+static BlockBuffers block_buffers(RunState *s) {
+    BlockBuffers b = {.x = s->x, .xn1 = s->xn1, .q = s->q, .k = s->k, .v = s->v, .att = s->att,
                       .proj = s->proj, .x_mid = s->x_mid, .xn2 = s->xn2, .pre = s->pre,
                       .act = s->act, .gate = s->gate, .out = s->out, .rope = s->rope,
                       .xq = s->xq, .xs = s->xs};
@@ -423,21 +422,41 @@ static void next_block(RunState *s) {
     s->out = x;
 }
 
-/* The plain path, what the tutorial shows: every layer's q, k, v (k and v straight into
- * the KV cache rows pos .. pos+n-1), exact attention of the chunk's queries over the cache
- * rows 0 .. pos+n-1, the rest of the block; s->x (n, C) in and out. */
+/* Layer l's KV cache: its keys (NKV, n_ctx, HS), and its values the same way. */
+static float *cache_keys(const Model *m, int l) {
+    return m->cache.k + (size_t)l * (size_t)m->n_ctx * (size_t)m->config.kv_dim;
+}
+static float *cache_values(const Model *m, int l) {
+    return m->cache.v + (size_t)l * (size_t)m->n_ctx * (size_t)m->config.kv_dim;
+}
+
+/* The chunk's keys k and values v (n, KVD) into layer l's KV cache at positions pos ..
+ * pos+n-1: each kv head's HS floats of a position into that head's row. */
+static void cache_append(Model *m, int l, int pos, int n, const float *k, const float *v) {
+    int NKV = m->config.n_kv_heads, HS = m->config.head_dim, KVD = m->config.kv_dim;
+    float *k_cache = cache_keys(m, l), *v_cache = cache_values(m, l);
+    for (int g = 0; g < NKV; g++)
+        for (int t = 0; t < n; t++) {
+            size_t row = ((size_t)g * (size_t)m->n_ctx + (size_t)(pos + t)) * (size_t)HS;
+            memcpy(k_cache + row, k + (size_t)t * KVD + (size_t)g * HS, HS * sizeof(float));
+            memcpy(v_cache + row, v + (size_t)t * KVD + (size_t)g * HS, HS * sizeof(float));
+        }
+}
+
+/* The plain path, what the tutorial shows: every layer's q, k, v, the keys and values
+ * appended to the KV cache at positions pos .. pos+n-1, exact attention of the chunk's
+ * queries over the cache's positions 0 .. pos+n-1, the rest of the block; s->x (n, C) in
+ * and out. */
 static void plain_layers(Model *m, int n, int pos) {
     const Config *c = &m->config;
     RunState *s = &m->state;
-    size_t KVD = (size_t)c->kv_dim, layer_rows = (size_t)m->n_ctx * KVD;
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = &m->checkpoint.weights.layers[l];
-        float *k_cache = m->cache.k + l * layer_rows;   /* (n_ctx, KVD) layer l's keys */
-        float *v_cache = m->cache.v + l * layer_rows;   /* (n_ctx, KVD) and values */
-        BlockBuffers b = block_buffers(s, k_cache + (size_t)pos * KVD,
-                                       v_cache + (size_t)pos * KVD);
+        BlockBuffers b = block_buffers(s);
         block_qkv(c, w, n, &b);
-        attention_forward(&m->attention, s->att, s->q, k_cache, v_cache, pos, n, s->scratch);
+        cache_append(m, l, pos, n, b.k, b.v);
+        attention_forward_cache(&m->attention, s->att, s->q, cache_keys(m, l),
+                                cache_values(m, l), m->n_ctx, pos, n, s->scratch);
         block_finish(c, w, l, n, &b, NULL);
         next_block(s);
     }
@@ -486,23 +505,19 @@ static void round_half_kv(const Config *c, float *q, float *k, float *v, int n) 
 static int lab_layers(Model *m, int n, int pos) {
     const Config *c = &m->config;
     RunState *s = &m->state;
-    size_t KVD = (size_t)c->kv_dim, layer_rows = (size_t)m->n_ctx * KVD;
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = &m->checkpoint.weights.layers[l];
-        /* exact attention (traced) keeps its KV cache; a variant its own state */
-        float *k_cache = m->lab ? NULL : m->cache.k + l * layer_rows;
-        float *v_cache = m->lab ? NULL : m->cache.v + l * layer_rows;
-        BlockBuffers b = block_buffers(s, m->lab ? s->k : k_cache + (size_t)pos * KVD,
-                                       m->lab ? s->v : v_cache + (size_t)pos * KVD);
+        BlockBuffers b = block_buffers(s);
         if (m->lab && attention_is_synth(m->attention_configs[l].kind))
             b.rope = NULL;   /* a Synthesizer reads q as the token's, unrotated */
         block_qkv(c, w, n, &b);
         if (c->half_kv) round_half_kv(c, b.q, b.k, b.v, n);   /* a GGUF model: llama.cpp's */
         trace(m, l, pos, n, b.q, b.k);
-        if (!m->lab) {
-            attention_forward(&m->attention, s->att, s->q, k_cache, v_cache, pos, n,
-                              s->scratch);
-        } else {
+        if (!m->lab) {   /* exact attention (traced) keeps its KV cache */
+            cache_append(m, l, pos, n, b.k, b.v);
+            attention_forward_cache(&m->attention, s->att, s->q, cache_keys(m, l),
+                                    cache_values(m, l), m->n_ctx, pos, n, s->scratch);
+        } else {         /* a variant its own state */
             void *state_l = (char *)m->attention_state + m->attention_offset[l];
             if (attention_step(&m->attention_configs[l], &m->attention, state_l, m->n_ctx,
                                s->att, s->q, b.k, b.v, pos, n, s->scratch) != 0) {

@@ -30,10 +30,11 @@
 #endif
 #endif
 
-/* Exact attention's memory: the keys and values of every position so far, per layer. */
+/* Exact attention's memory: the keys and values of every position so far, per layer and
+ * kv head (KVD = NKV HS): a head's positions in a row, which attention reads in turn. */
 typedef struct {
-    float *k;        /* (L, n_ctx, KVD) */
-    float *v;        /* (L, n_ctx, KVD) */
+    float *k;        /* (L, NKV, n_ctx, HS) */
+    float *v;        /* (L, NKV, n_ctx, HS) */
 } KVCache;
 
 /* What attention saw, kept only while tracing (model_trace) for heatmaps: each layer's
@@ -50,8 +51,7 @@ typedef struct {
     float *x;        /* (N, C) the residual stream entering a block */
     float *xn1;      /* (N, C) norm1(x), the attention sublayer's input */
     float *q;        /* (N, C) queries */
-    float *k;        /* (N, KVD) keys of the chunk (the lab's path; the plain one writes the
-                      * KV cache) */
+    float *k;        /* (N, KVD) keys of the chunk (then copied into the KV cache) */
     float *v;        /* (N, KVD) values of the chunk, likewise */
     float *att;      /* (N, C) attention output, before W_O */
     float *proj;     /* (N, C) a sublayer's output (att W_O, or the MLP's), before the sum */

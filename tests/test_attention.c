@@ -337,6 +337,37 @@ static void test_backward_threads(void) {
                pool, in_job);
 }
 
+/* attention_forward_cache reads the same keys and values laid out by kv head (NKV, n_ctx,
+ * HS): its outputs have attention_forward's bits, for a prompt at once (20 queries, past a
+ * block of 8 and the keys' packing threshold of 16) and for one query after them, with
+ * grouped heads (4 heads over 2 kv heads). */
+static void test_forward_cache(void) {
+    enum { NH = 4, NKV = 2, HS = 16, N_CTX = 40, T = 20, POS = 7, KVD = NKV * HS };
+    static float q[(POS + T) * NH * HS], k[(POS + T) * KVD], v[(POS + T) * KVD];
+    static float k_cache[NKV * N_CTX * HS], v_cache[NKV * N_CTX * HS];
+    static float want[T * NH * HS], got[T * NH * HS];
+    fill_random(q, (POS + T) * NH * HS, 2.0f);
+    fill_random(k, (POS + T) * KVD, 2.0f);
+    fill_random(v, (POS + T) * KVD, 1.0f);
+    for (int j = 0; j < POS + T; j++)
+        for (int g = 0; g < NKV; g++)
+            for (int i = 0; i < HS; i++) {
+                k_cache[(g * N_CTX + j) * HS + i] = k[j * KVD + g * HS + i];
+                v_cache[(g * N_CTX + j) * HS + i] = v[j * KVD + g * HS + i];
+            }
+    AttentionShape shape = {NH, NKV, HS, 0.25f};
+    attention_forward(&shape, want, q + POS * NH * HS, k, v, POS, T, scratch);
+    attention_forward_cache(&shape, got, q + POS * NH * HS, k_cache, v_cache, N_CTX, POS, T,
+                            scratch);
+    int prompt = memcmp(want, got, sizeof want) == 0;
+    attention_forward(&shape, want, q, k, v, POS + T - 1, 1, scratch);
+    attention_forward_cache(&shape, got, q, k_cache, v_cache, N_CTX, POS + T - 1, 1, scratch);
+    int one = memcmp(want, got, (size_t)NH * HS * sizeof(float)) == 0;
+    check_true(prompt && one, "attention_forward_cache (kv heads' rows apart) == "
+               "attention_forward, bitwise: %d queries after %d positions %s, one query %s", T,
+               POS, prompt ? "equal" : "DIFFER", one ? "equal" : "DIFFERS");
+}
+
 /* Scratch sizes are size_t products: 4097 heads x 2^20 positions is past INT_MAX, where
  * an int product wrapped to 2^20 floats and attention_forward wrote past them. */
 static void test_scratch_sizes(void) {
@@ -354,6 +385,7 @@ static void test_scratch_sizes(void) {
 
 int main(void) {
     test_scratch_sizes();
+    test_forward_cache();
     test_nadaraya_watson();
     test_worked_example_b();
     test_large_scores();
