@@ -38,8 +38,8 @@ static float uniform(void) {   /* xorshift64 -> [-1, 1) */
 }
 
 /* Exact attention over a whole prompt of T tokens at once (a prefill: query t reads keys
- * 0 .. t), as the engine runs it (attention_forward over a KV cache of (T, 12 x 64)), all
- * 12 heads of one layer: milliseconds and GFLOP/s (two multiply-adds per head, query,
+ * 0 .. t), as the engine runs it (attention_forward_cache over a KV cache of (12, T, 64)),
+ * all 12 heads of one layer: milliseconds and GFLOP/s (two multiply-adds per head, query,
  * visible key and dimension), the fastest of REPEATS. */
 static int bench_prompts(const AttentionShape *shape, int max_t) {
     static const int lengths[] = {256, 1024, 4096};
@@ -56,7 +56,7 @@ static int bench_prompts(const AttentionShape *shape, int max_t) {
         double best = 1e300;
         for (int r = 0; r < REPEATS; r++) {
             double start = now();
-            attention_forward(shape, out, qkv, qkv + n, qkv + 2 * n, 0, T, scratch);
+            attention_forward_cache(shape, out, qkv, qkv + n, qkv + 2 * n, T, 0, T, scratch);
             double took = now() - start;
             if (took < best) best = took;
         }
