@@ -220,6 +220,8 @@ static void test_random_against_naive(void) {
     random_against_naive(6, 2, 5, 4, 7);
     /* 16 queries and more: the keys and values packed (attention.c's pack_keys) */
     random_against_naive(3, 1, 13, 5, 20);
+    /* heads of 64 (whole registers), blocks of eight queries and a short last block */
+    random_against_naive(4, 2, 64, 3, 37);
 }
 
 /* G1: with one-hot values the output row is the weight row: nonnegative, summing to 1,
