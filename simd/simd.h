@@ -67,11 +67,12 @@
 
 #define LANES 8            /* lanes of the dot-product sums, in every build */
 
-/* IN_REGISTER(v) keeps the vector v in a register: gcc 12 otherwise folds a loaded value
- * into each FMA that reads it, loading it again for every one (attention's tiles were then
- * bound by their loads), and copies the int8 GEMM tile's lanes to other registers and back
- * at every quad (two moves per multiply). */
-#if defined(__GNUC__)
+/* IN_REGISTER(v) keeps the x86 vector v in a register: gcc 12 otherwise folds a loaded
+ * value into each FMA that reads it, loading it again for every one (attention's tiles were
+ * then bound by their loads), and copies the int8 GEMM tile's lanes to other registers and
+ * back at every quad (two moves per multiply). Elsewhere nothing (NEON's V8 is a pair of
+ * registers, which no asm operand names). */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define IN_REGISTER(v) __asm__("" : "+v"(v))
 #else
 #define IN_REGISTER(v) ((void)0)
