@@ -205,7 +205,7 @@ static void pack_keys(float *k_p, float *v_p, const float *k, const float *v, in
         }
 }
 
-/* Head h of attention_forward: its HS columns of out, its own scratch row. */
+/* Head h of attention_forward: its HS columns of out, its own scratch rows. */
 static void forward_head(void *ctx, int h) {
     const ForwardJob *f = ctx;
     int NH = f->shape->n_heads, HS = f->shape->head_dim, n_keys = f->pos + f->T;
@@ -225,8 +225,10 @@ static void forward_head(void *ctx, int h) {
     Scoring exact = {f->shape->scale, 0, 0, 0.0f};
     for (int t = 0; t < f->T; t += block) {   /* queries t .. t + n_q - 1 */
         int n_q = f->T - t < block ? f->T - t : block;
+        /* the mask: query t sees keys 0 .. pos + t, each later query of the block one more */
+        int n_first = f->pos + t + 1;
         attend_causal(f->out + ((long)t * NH + h) * HS, NH * HS, f->q + ((long)t * NH + h) * HS,
-                      NH * HS, n_q, k, v, kv_stride, f->pos + t + 1, HS, exact, scores, f->drop,
+                      NH * HS, n_q, k, v, kv_stride, n_first, HS, exact, scores, f->drop,
                       ((uint64_t)h * f->T + (uint64_t)t) * f->T, (uint64_t)f->T);
     }
 }
