@@ -1,9 +1,10 @@
 /* attention.c: every attention mechanism that run and train execute, and nothing else.
  *
  * Exact causal scaled dot-product attention comes first: attention_forward (and
- * attention_forward_dropout, the trainer's), computed as docs/attention.md §1 recommends:
- * write the visible scores into a scratch row, subtract their maximum, exponentiate,
- * normalise, take the weighted sum of values. Then the attention lab: every variant of
+ * attention_forward_cache, the model's, and attention_forward_dropout, the trainer's),
+ * computed as docs/attention.md §1 recommends: write the visible scores into a scratch
+ * row, subtract their maximum, exponentiate, normalise, take the weighted sum of values
+ * (a prompt's queries eight at a time, each key and value read once for the eight). Then the attention lab: every variant of
  * §2-§6 and §8 behind attention_step, each keeping its own per-layer state (§10) so that it
  * can replace exact attention in a pretrained model, and attention_weights, which
  * recomputes the weights a variant gives each key. Last, the backward of exact attention
@@ -13,7 +14,7 @@
  * (additive scoring, pooling, Nystrom) are in tests/attention_kernels.c.
  *
  * Contents, in reading order (each a section below under the same title):
- *   Exact attention                          attention_forward, attention_forward_dropout
+ *   Exact attention                          attention_forward, attention_forward_cache
  *   The lab: configuration and names         attention_config_default, attention_kind_name
  *   The lab: the state block's layout        plan, attention_state_bytes
  *   The lab: the random generator            splitmix64 seeding xoshiro256**
