@@ -4,14 +4,15 @@
  * attention_forward_cache, the model's, and attention_forward_dropout, the trainer's),
  * computed as docs/attention.md §1 recommends: write the visible scores into a scratch
  * row, subtract their maximum, exponentiate, normalise, take the weighted sum of values
- * (a prompt's queries eight at a time, each key and value read once for the eight). Then the attention lab: every variant of
- * §2-§6 and §8 behind attention_step, each keeping its own per-layer state (§10) so that it
- * can replace exact attention in a pretrained model, and attention_weights, which
- * recomputes the weights a variant gives each key. Last, the backward of exact attention
- * for the trainer, and every variant's forward and backward over one training sequence
- * (§14). Nothing here knows about layers or weights: callers pass plain arrays and own
- * every state and scratch block. No malloc, no stdio. The kernels no program runs
- * (additive scoring, pooling, Nystrom) are in tests/attention_kernels.c.
+ * (a prompt's queries eight at a time, each key and value read once for the eight). Then
+ * the attention lab: every variant of §2-§6 and §8 behind attention_step, each keeping its
+ * own per-layer state (§10) so that it can replace exact attention in a pretrained model,
+ * and attention_weights, which recomputes the weights a variant gives each key. Last, the
+ * backward of exact attention for the trainer, and every variant's forward and backward
+ * over one training sequence (§14). Nothing here knows about layers or weights: callers
+ * pass plain arrays and own every state and scratch block. No malloc, no stdio. The
+ * kernels no program runs (additive scoring, pooling, Nystrom) are in
+ * tests/attention_kernels.c.
  *
  * Contents, in reading order (each a section below under the same title):
  *   Exact attention                          attention_forward, attention_forward_cache
@@ -228,9 +229,11 @@ static void forward_head(void *ctx, int h) {
         int n_q = f->T - t < block ? f->T - t : block;
         /* the mask: query t sees keys 0 .. pos + t, each later query of the block one more */
         int n_first = f->pos + t + 1;
-        attend_causal(f->out + ((long)t * NH + h) * HS, NH * HS, f->q + ((long)t * NH + h) * HS,
-                      NH * HS, n_q, k, v, kv_stride, n_first, HS, exact, scores, f->drop,
-                      ((uint64_t)h * f->T + (uint64_t)t) * f->T, (uint64_t)f->T);
+        const float *q_t = f->q + ((long)t * NH + h) * HS;
+        float *out_t = f->out + ((long)t * NH + h) * HS;
+        attend_causal(out_t, NH * HS, q_t, NH * HS, n_q, k, v, kv_stride, n_first, HS, exact,
+                      scores, f->drop, ((uint64_t)h * f->T + (uint64_t)t) * f->T,
+                      (uint64_t)f->T);
     }
 }
 
