@@ -67,19 +67,7 @@ typedef struct {
     float sink_logit;   /* that virtual key's score */
 } Scoring;
 
-/* scores (n_keys,) = the scores of query q_t (HS,) for the keys stored at the rows listed in
- * rows (NULL: rows 0 .. n_keys-1) of k (rows, kv_stride), read at this kv head's column
- * offset: (q . k_t2) * scale, minus |k_t2|^2 * scale / 2 for the Gaussian kernel. */
-static void scale_scores(float *scores, const float *k, int kv_stride, const int32_t *rows,
-                         int n_keys, int HS, Scoring sc);
-
-static void score_rows(float *scores, const float *q_t, const float *k, int kv_stride,
-                       const int32_t *rows, int n_keys, int HS, Scoring sc) {
-    kernels_dots(scores, q_t, k, kv_stride, rows, n_keys, HS);
-    scale_scores(scores, k, kv_stride, rows, n_keys, HS, sc);
-}
-
-/* scores (n_keys,) from the dots of a query with those keys to score_rows' scores. */
+/* scores (n_keys,), a query's dots with those keys, to score_rows' scores (below), in place. */
 static void scale_scores(float *scores, const float *k, int kv_stride, const int32_t *rows,
                          int n_keys, int HS, Scoring sc) {
     for (int n = 0; n < n_keys; n++) {
@@ -89,6 +77,15 @@ static void scale_scores(float *scores, const float *k, int kv_stride, const int
             scores[n] -= 0.5f * sc.scale * kernels_dot(k_t2, k_t2, HS);
         }
     }
+}
+
+/* scores (n_keys,) = the scores of query q_t (HS,) for the keys stored at the rows listed in
+ * rows (NULL: rows 0 .. n_keys-1) of k (rows, kv_stride), read at this kv head's column
+ * offset: (q . k_t2) * scale, minus |k_t2|^2 * scale / 2 for the Gaussian kernel. */
+static void score_rows(float *scores, const float *q_t, const float *k, int kv_stride,
+                       const int32_t *rows, int n_keys, int HS, Scoring sc) {
+    kernels_dots(scores, q_t, k, kv_stride, rows, n_keys, HS);
+    scale_scores(scores, k, kv_stride, rows, n_keys, HS, sc);
 }
 
 /* The stable softmax of scores (n_keys,), left unnormalised: scores become exp(s - max),
