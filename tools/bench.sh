@@ -61,7 +61,9 @@ cpu=$(probe_value cpu)
 echo "machine: $cpu, $cores cores, built for $(probe_value isa); $(date '+%Y-%m-%d %H:%M %Z')"
 echo "peaks (tools/probe.c): read $(probe_value read_bw_gbs 1) / $(probe_value read_bw_gbs 2)" \
      "GB/s, FMA $(probe_value fma_gflops 1) / $(probe_value fma_gflops 2) GFLOP/s, int8" \
-     "$(probe_value int8_gops 1) / $(probe_value int8_gops 2) GOP/s at 1 / 2 threads"
+     "$(probe_value int8_gops 1) / $(probe_value int8_gops 2) GOP/s (the int8 tile's" \
+     "ceiling with its float steps: $(probe_value int8_tile_gops 1) /" \
+     "$(probe_value int8_tile_gops 2)) at 1 / 2 threads"
 echo "decode: greedy after \"$DECODE_PROMPT\"; prefill: -n 1 after a prefix of" \
      "$PROMPT_TEXT"
 echo "  of at most $PROMPT_TOKENS tokens (P); medians of $REPEAT runs ($REPEAT_LARGE for" \

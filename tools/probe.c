@@ -7,14 +7,21 @@
  * int8 throughput: the same chains of the int8 kernels' multiply-add of 8-bit values into
  * 32-bit lanes (AVX-512 VNNI vpdpbusd on 512 bits, AVX-VNNI on 256, else AVX2's vpmaddubsw,
  * vpmaddwd, vpaddd), counted as two operations a product, as the int8 GEMM's GOP/s are.
+ * The int8 tile's ceiling: the int8 prefill tile's own instructions for a group of 32
+ * values (simd/quant_x86.c: eight multiply-add steps into a register of int32 sums, then
+ * the reference's float steps: a conversion, two multiplies and an add), with as many sums
+ * as the tile has, in registers; the same unit, so ceiling / peak is the most of the int8
+ * peak that tile can reach on this core (the float steps share pipes with the int8 ones on
+ * some cores and not on others).
  * Both at 1 and 2 threads (OpenMP; without it, 1 only). The kernels use AVX-512 or AVX2+FMA
  * intrinsics when the build targets them, else plain C. Prints `key value` lines for
  * tools/bench.sh, e.g. `read_bw_gbs 1 12.3`; asserts nothing. Usage: probe [MiB]
  */
 #include <errno.h>      /* errno, ERANGE */
+#include <stdint.h>     /* int8_t, uint8_t, int32_t */
 #include <stdio.h>      /* printf, fopen, fgets */
 #include <stdlib.h>     /* malloc, free, strtol */
-#include <string.h>     /* strncmp, strchr, strlen */
+#include <string.h>     /* strncmp, strchr, strlen, memset */
 #include <time.h>       /* clock_gettime */
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>  /* _mm512_* / _mm256_* intrinsics */
@@ -188,6 +195,127 @@ static float int8_chains(long iters, float seed) {
     return total;
 }
 
+/* The int8 tile's ceiling: iters trips of a whole tile (PROBE_TILE_V registers of rows x 4
+ * columns) over one group: PROBE_GROUP_STEPS steps of loading each register of x and
+ * broadcasting each column's four w, PROBE_INT8_PRODUCTS products a register and column into
+ * its int32 sums (VNNI: x + 128 against w; AVX2: |x| against w with x's sign), then each
+ * sum's float steps, sum += float(sums) * (x's scales * w's scale), the scales loaded too.
+ * The pointers are made opaque at every step, so each load happens again, as the tile's do.
+ * Returns a sum of the float sums. */
+#define PROBE_GROUP_STEPS 8      /* a group of 32 values: 8 quads a lane */
+#define PROBE_TILE_COLS 4
+#define PROBE_OPAQUE(p) __asm__ volatile("" : "+r"(p))
+/* the steps unrolled, so that the sums stay in registers (gcc and clang take this) */
+#define PROBE_UNROLL _Pragma("GCC unroll 8")
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define PROBE_TILE_V 2
+static float int8_tile(long iters, float seed) {
+    enum { V = PROBE_TILE_V, C = PROBE_TILE_COLS };
+    static uint8_t xq_[V][64];
+    static int32_t wq_[C];
+    static float xs_[V][16], ws_[C];
+    uint8_t(*xq)[64] = xq_;
+    int32_t *wq = wq_;
+    float(*xs)[16] = xs_, *ws = ws_;
+    __m512i d[V][C];
+    __m512 f[V][C];
+    memset(xq_, 3, sizeof xq_);
+    for (int c = 0; c < C; c++) wq[c] = -5 * (c + 1), ws[c] = 1e-3f;
+    for (int h = 0; h < V; h++)
+        for (int j = 0; j < 16; j++) xs[h][j] = 1e-3f;
+    for (int h = 0; h < V; h++)
+        for (int c = 0; c < C; c++) {
+            d[h][c] = _mm512_set1_epi32((int)seed + h + c);
+            f[h][c] = _mm512_setzero_ps();
+        }
+    for (long i = 0; i < iters; i++) {
+        PROBE_UNROLL
+        for (int s = 0; s < PROBE_GROUP_STEPS; s++) {
+            PROBE_OPAQUE(xq);
+            PROBE_OPAQUE(wq);
+            __m512i x[V];
+            for (int h = 0; h < V; h++) x[h] = _mm512_loadu_si512(xq[h]);
+            for (int c = 0; c < C; c++) {
+                __m512i w = _mm512_set1_epi32(wq[c]);
+                for (int h = 0; h < V; h++) d[h][c] = _mm512_dpbusd_epi32(d[h][c], x[h], w);
+            }
+        }
+        PROBE_OPAQUE(xs);
+        PROBE_OPAQUE(ws);
+        for (int h = 0; h < V; h++) {
+            __m512 x_scale = _mm512_loadu_ps(xs[h]);
+            for (int c = 0; c < C; c++) {
+                __m512 scale = _mm512_mul_ps(x_scale, _mm512_set1_ps(ws[c]));
+                f[h][c] = _mm512_add_ps(f[h][c], _mm512_mul_ps(_mm512_cvtepi32_ps(d[h][c]), scale));
+            }
+        }
+    }
+    float total = 0.0f;
+    for (int h = 0; h < V; h++)
+        for (int c = 0; c < C; c++) total += _mm512_reduce_add_ps(f[h][c]);
+    return total;
+}
+#elif defined(__AVX2__)
+#define PROBE_TILE_V 1
+static float int8_tile(long iters, float seed) {
+    enum { C = PROBE_TILE_COLS };
+    static int8_t xq_[32];
+    static int32_t wq_[C];
+    static float xs_[8], ws_[C];
+    int8_t *xq = xq_;
+    int32_t *wq = wq_;
+    float *xs = xs_, *ws = ws_;
+    __m256i d[C];
+    __m256 f[C];
+    memset(xq_, 3, sizeof xq_);
+    for (int c = 0; c < C; c++) wq[c] = -5 * (c + 1), ws[c] = 1e-3f;
+    for (int j = 0; j < 8; j++) xs[j] = 1e-3f;
+    for (int c = 0; c < C; c++) {
+        d[c] = _mm256_set1_epi32((int)seed + c);
+        f[c] = _mm256_setzero_ps();
+    }
+    for (long i = 0; i < iters; i++) {
+        PROBE_UNROLL
+        for (int s = 0; s < PROBE_GROUP_STEPS; s++) {
+            PROBE_OPAQUE(xq);
+            PROBE_OPAQUE(wq);
+            __m256i x = _mm256_loadu_si256((const __m256i *)xq);
+#if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+            for (int c = 0; c < C; c++)
+#if defined(__AVXVNNI__)
+                d[c] = _mm256_dpbusd_avx_epi32(d[c], x, _mm256_set1_epi32(wq[c]));
+#else
+                d[c] = _mm256_dpbusd_epi32(d[c], x, _mm256_set1_epi32(wq[c]));
+#endif
+#else
+            __m256i ax = _mm256_abs_epi8(x);   /* once a register of rows, as in the tile */
+            for (int c = 0; c < C; c++) {
+                __m256i sw = _mm256_sign_epi8(_mm256_set1_epi32(wq[c]), x);
+                d[c] = _mm256_add_epi32(d[c], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sw),
+                                                                _mm256_set1_epi16(1)));
+            }
+#endif
+            /* each step's sums in their registers, as the tile keeps them (IN_REGISTER):
+             * else the compiler may sum a group's eight steps as a tree */
+            for (int c = 0; c < C; c++) __asm__ volatile("" : "+x"(d[c]));
+        }
+        PROBE_OPAQUE(xs);
+        PROBE_OPAQUE(ws);
+        __m256 x_scale = _mm256_loadu_ps(xs);
+        for (int c = 0; c < C; c++) {
+            __m256 scale = _mm256_mul_ps(x_scale, _mm256_set1_ps(ws[c]));
+            f[c] = _mm256_add_ps(f[c], _mm256_mul_ps(_mm256_cvtepi32_ps(d[c]), scale));
+        }
+    }
+    __m256 all = f[0];
+    for (int c = 1; c < C; c++) all = _mm256_add_ps(all, f[c]);
+    float lanes[8], total = 0.0f;
+    _mm256_storeu_ps(lanes, all);
+    for (int j = 0; j < 8; j++) total += lanes[j];
+    return total;
+}
+#endif
+
 /* ---- the probes, at a given thread count ---- */
 
 /* Best read bandwidth (GB/s) of summing x (n,) split into threads contiguous parts;
@@ -218,9 +346,10 @@ static double read_bandwidth(const float *x, size_t n, int threads) {
     return best;
 }
 
-/* Best throughput (G operations/s) with every one of threads threads running chains
- * (fma_chains or int8_chains), ops operations a chain step. */
-static double chain_throughput(float (*chains)(long, float), double ops, int threads) {
+/* Best throughput (G operations/s) with every one of threads threads running iters trips of
+ * chains (fma_chains, int8_chains or int8_tile), ops operations a trip. */
+static double chain_throughput(float (*chains)(long, float), long iters, double ops,
+                               int threads) {
     double best = 0.0;
     for (int pass = 0; pass < PROBE_FMA_PASSES; pass++) {
         float partial[PROBE_MAX_THREADS] = {0};
@@ -234,11 +363,11 @@ static double chain_throughput(float (*chains)(long, float), double ops, int thr
             t = omp_get_thread_num();
             if (t == 0) ran = omp_get_num_threads();
 #endif
-            partial[t] = chains(PROBE_FMA_ITERS, (float)(pass + t));
+            partial[t] = chains(iters, (float)(pass + t));
         }
         double seconds = now() - start;
         for (int t = 0; t < threads; t++) sink += partial[t];
-        double total = (double)ran * PROBE_FMA_ITERS * PROBE_CHAINS * ops;
+        double total = (double)ran * (double)iters * ops;
         if (total / seconds / 1e9 > best) best = total / seconds / 1e9;
     }
     return best;
@@ -298,11 +427,21 @@ int main(int argc, char **argv) {
         printf("read_bw_gbs %d %.1f\n", threads, read_bandwidth(x, n, threads));
     for (int threads = 1; threads <= max_threads; threads++)
         printf("fma_gflops %d %.1f\n", threads,
-               chain_throughput(fma_chains, PROBE_LANES * FLOPS_PER_FMA, threads));
+               chain_throughput(fma_chains, PROBE_FMA_ITERS,
+                                PROBE_CHAINS * PROBE_LANES * FLOPS_PER_FMA, threads));
     printf("int8_isa %s\n", PROBE_INT8_ISA);
     for (int threads = 1; threads <= max_threads; threads++)
         printf("int8_gops %d %.1f\n", threads,
-               chain_throughput(int8_chains, PROBE_INT8_PRODUCTS * 2.0, threads));
+               chain_throughput(int8_chains, PROBE_FMA_ITERS,
+                                PROBE_CHAINS * PROBE_INT8_PRODUCTS * 2.0, threads));
+#ifdef PROBE_TILE_V
+    /* a trip: a group's steps for each register and column of the tile */
+    for (int threads = 1; threads <= max_threads; threads++)
+        printf("int8_tile_gops %d %.1f\n", threads,
+               chain_throughput(int8_tile, PROBE_FMA_ITERS / PROBE_GROUP_STEPS,
+                                PROBE_GROUP_STEPS * PROBE_TILE_V * PROBE_TILE_COLS *
+                                    PROBE_INT8_PRODUCTS * 2.0, threads));
+#endif
     free(x);
     return 0;
 }
