@@ -52,6 +52,17 @@ void block_matmul(float *out, const float *x, const Matrix *w, const float *b, i
     else kernels_matmul_q8(out, x, &w->q8, b, N, xq, xs);
 }
 
+/* block_matmul for a product of the same x as the product before it, by prev: where both
+ * are int8 in the same groups, the quantization of x that prev left in xq, xs serves. */
+static void matmul_same_x(float *out, const float *x, const Matrix *w, const Matrix *prev,
+                          const float *b, int N, int IC, int OC, int8_t *xq, float *xs) {
+    int int8 = !w->f32 && !w->f32_t, prev_int8 = !prev->f32 && !prev->f32_t;
+    if (int8 && prev_int8 && w->q8.group == prev->q8.group)
+        kernels_matmul_q8_quantized(out, xq, xs, &w->q8, b, N);
+    else
+        block_matmul(out, x, w, b, N, IC, OC, xq, xs);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Rotary embedding, activation, residual sum                                  */
 
@@ -137,8 +148,8 @@ void block_qkv(const Config *c, const LayerWeights *w, int N, const BlockBuffers
     int C = c->dim, KVD = c->kv_dim;
     block_norm(c, b->xn1, b->x, w->norm1_w, w->norm1_b, N);
     block_matmul(b->q, b->xn1, &w->wq, w->bq, N, C, C, b->xq, b->xs);
-    block_matmul(b->k, b->xn1, &w->wk, w->bk, N, C, KVD, b->xq, b->xs);
-    block_matmul(b->v, b->xn1, &w->wv, w->bv, N, C, KVD, b->xq, b->xs);
+    matmul_same_x(b->k, b->xn1, &w->wk, &w->wq, w->bk, N, C, KVD, b->xq, b->xs);
+    matmul_same_x(b->v, b->xn1, &w->wv, &w->wk, w->bv, N, C, KVD, b->xq, b->xs);
     if (block_rotary(c) && b->rope) rope(c, b->rope, b->q, b->k, N, 1.0f);
 }
 
@@ -155,7 +166,7 @@ void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
     block_norm(c, b->xn2, b->x_mid, w->norm2_w, w->norm2_b, N);
     block_matmul(b->pre, b->xn2, &w->w_up, w->b_up, N, C, Hd, b->xq, b->xs);
     if (c->family == MODEL_LLAMA)
-        block_matmul(b->gate, b->xn2, &w->w_gate, NULL, N, C, Hd, b->xq, b->xs);
+        matmul_same_x(b->gate, b->xn2, &w->w_gate, &w->w_up, NULL, N, C, Hd, b->xq, b->xs);
     BlockJob act = {.c = c, .out = b->act, .x = b->pre, .y = b->gate, .n = NH};
     kernels_parallel_for(activation_job, &act, kernels_jobs(NH, ELEMENTS_PER_JOB), (double)NH);
     block_matmul(b->proj, b->act, &w->w_down, w->b_down, N, Hd, C, b->xq, b->xs);

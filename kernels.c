@@ -318,20 +318,25 @@ static void quantize_job(void *ctx, int j) {
 
 void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
                        int N, int8_t *xq, float *xs) {
-    int IC = w->cols, OC = w->rows;
-    int cols = block_cols(OC, N == 1 ? Q8_DECODE_JOBS : TARGET_JOBS);
     /* the activations in the matrix's groups: xq (N, IC), xs (N, groups), rows apart (each
      * row's groups alone decide its values, so the bits do not depend on the split) */
-    QuantizeJob q = {xq, xs, x, N, IC, w->group};
+    QuantizeJob q = {xq, xs, x, N, w->cols, w->group};
     pool_parallel_for(quantize_job, &q, kernels_jobs((size_t)N, QUANTIZE_ROWS_PER_JOB),
-                      (double)N * IC * 4);
+                      (double)N * w->cols * 4);
+    kernels_matmul_q8_quantized(out, xq, xs, w, b, N);
+}
+
+void kernels_matmul_q8_quantized(float *out, const int8_t *xq, const float *xs,
+                                 const QuantMatrix *w, const float *b, int N) {
+    int IC = w->cols, OC = w->rows;
+    int cols = block_cols(OC, N == 1 ? Q8_DECODE_JOBS : TARGET_JOBS);
     MatmulJob m = {.out = out, .b = b, .q8 = w, .xq = xq, .xs = xs, .N = N, .IC = IC,
                    .OC = OC, .cols = cols, .col_blocks = (OC + cols - 1) / cols};
     /* Jobs in blocks of rows, as kernels_matmul's: loops over the same rows one after the
-     * other (the quantization above, this product, the norms and residuals after it) then
-     * give each thread mostly the rows it wrote (pool_claim), where jobs of all the rows
-     * made each product write lines that the other core had written last. An int8 weight
-     * is a quarter of an fp32 one to stream: the work is counted accordingly. */
+     * other (the quantization, this product, the norms and residuals after it) then give
+     * each thread mostly the rows it wrote (pool_claim), where jobs of all the rows made
+     * each product write lines that the other core had written last. An int8 weight is a
+     * quarter of an fp32 one to stream: the work is counted accordingly. */
     int row_blocks = (N + Q8_BLOCK_ROWS - 1) / Q8_BLOCK_ROWS;
     pool_parallel_for(matmul_q8_job, &m, row_blocks * m.col_blocks, (double)N * IC * OC / 4);
 }

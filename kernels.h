@@ -82,6 +82,12 @@ void kernels_matmul(float *out, const float *x, const float *w, const float *b,
 void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
                        int N, int8_t *xq, float *xs);
 
+/* The product of kernels_matmul_q8 for an x that xq and xs already hold, quantized in groups
+ * of w->group by a kernels_matmul_q8 on that x (q, k and v are products of one input, and
+ * so are the MLP's up and gate): the same outputs, x not quantized again. */
+void kernels_matmul_q8_quantized(float *out, const int8_t *xq, const float *xs,
+                                 const QuantMatrix *w, const float *b, int N);
+
 /* Blocks of at least this many rows go through the broadcast (GEMM) tile, whose sums run
  * in another order than the dot-product tile's; 0 if the build has no such path. */
 int kernels_gemm_min_rows(void);

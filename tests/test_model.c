@@ -16,7 +16,9 @@
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* memcmp, memcpy, memset */
 
+#include "block.h"        /* block_qkv, block_matmul */
 #include "kernels.h"      /* kernels_set_threads, kernels_run: the thread pool */
+#include "quant.h"        /* quant_quantize */
 #include "tests/check.h"  /* check_* */
 
 /* llm.c's logits agree with an independent PyTorch forward to 1e-6; ours must be within 1e-5. */
@@ -448,7 +450,43 @@ static void test_forward_bounds(void) {
     model_free(&m);   /* double free must be harmless */
 }
 
+/* block_qkv on int8 weights: k and v get the products block_matmul gives them alone, bit
+ * for bit, whether their groups are q's (x quantized once for the three) or not (x
+ * quantized again in their own groups). */
+static void test_qkv_int8_groups(void) {
+    enum { N = 3, C = 16 };
+    const int groups[][3] = {{4, 4, 4}, {4, 8, 8}, {8, 4, 8}};   /* W_Q, W_K, W_V */
+    Config c = {.family = MODEL_LLAMA, .positions = MODEL_POSITIONS_ROTARY, .n_layers = 1,
+                .n_heads = 2, .n_kv_heads = 2, .dim = C, .hidden_dim = C, .head_dim = C / 2,
+                .kv_dim = C};
+    float x[N * C], norm_w[C], w_f[3][C * C], scale[3][C * C / 4];
+    float xn1[N * C], q[N * C], k[N * C], v[N * C], want[N * C], xs[N * C / 4];
+    int8_t w_q[3][C * C], xq[N * C];
+    for (int i = 0; i < N * C; i++) x[i] = (float)((i * 37) % 23) * 0.1f - 1.1f;
+    for (int i = 0; i < C; i++) norm_w[i] = 1.0f + (float)i * 0.01f;
+    for (int m = 0; m < 3; m++)
+        for (int i = 0; i < C * C; i++) w_f[m][i] = (float)((i * (m + 5)) % 19) * 0.05f - 0.45f;
+    for (size_t t = 0; t < sizeof groups / sizeof groups[0]; t++) {
+        Matrix mat[3];
+        for (int m = 0; m < 3; m++) {
+            quant_quantize(w_q[m], scale[m], w_f[m], C, C, groups[t][m]);
+            mat[m] = (Matrix){.q8 = {w_q[m], scale[m], C, C, groups[t][m]}};
+        }
+        LayerWeights w = {.norm1_w = norm_w, .wq = mat[0], .wk = mat[1], .wv = mat[2]};
+        BlockBuffers b = {.x = x, .xn1 = xn1, .q = q, .k = k, .v = v, .xq = xq, .xs = xs};
+        block_qkv(&c, &w, N, &b);
+        const float *got[3] = {q, k, v};
+        for (int m = 0; m < 3; m++) {
+            block_matmul(want, xn1, &mat[m], NULL, N, C, C, xq, xs);
+            check_true(memcmp(got[m], want, sizeof want) == 0,
+                       "block_qkv int8, groups %d / %d / %d: %s as block_matmul alone, bitwise",
+                       groups[t][0], groups[t][1], groups[t][2], m == 0 ? "q" : m == 1 ? "k" : "v");
+        }
+    }
+}
+
 int main(void) {
+    test_qkv_int8_groups();
     /* tiny, s260k and their logits are in tests/data; small.bin and s15m only in ../shared */
     test_gpt2_logits("tiny", 64);
     test_gpt2_logits("small", 128);
