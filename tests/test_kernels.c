@@ -622,11 +622,19 @@ static void test_exp_bits(void) {
     for (int i = 0; i < N; i++) want[i] = x[i] / (1.0f + kernels_expf(-x[i])) * dout[i];
     check_true(!memcmp(out, want, sizeof(float) * N), "kernels_swiglu: every element has "
                "the scalar formula's bits");
-    memcpy(out, x, sizeof(float) * N);
-    kernels_exp_sum(out, N, 1.5f);
-    for (int i = 0; i < N; i++) want[i] = kernels_expf(x[i] - 1.5f);
-    check_true(!memcmp(out, want, sizeof(float) * N), "kernels_exp_sum: every element is "
-               "kernels_expf's bits");
+    /* lengths with and without a last vector short of the lanes, within one block of the
+     * exp's stages and past it; the float after the row keeps its value */
+    const int lengths[] = {N - 1, 1, 7, 16, 256, 263};
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        int n = lengths[l];
+        memcpy(out, x, sizeof(float) * N);
+        kernels_exp_sum(out, n, 1.5f);
+        for (int i = 0; i < n; i++) want[i] = kernels_expf(x[i] - 1.5f);
+        check_true(!memcmp(out, want, sizeof(float) * (size_t)n) &&
+                       !memcmp(&out[n], &x[n], sizeof(float)),
+                   "kernels_exp_sum (n %d): every element is kernels_expf's bits, none past n "
+                   "written", n);
+    }
     /* the sum it returns, over finite scores of a softmax's range */
     float *scores = random_floats(N, 8.0f);
     double sum64 = 0.0;
