@@ -124,6 +124,15 @@ void kernels_matmul_reference(float *out, const float *x, const float *w, const 
 
 /* ---- norms and activations ---- */
 
+/* ss (rows,) = the sum of squares of each row of x (rows, C), in order, as llama2.c's
+ * rmsnorm. */
+static MAYBE_UNUSED void sum_squares_reference(float *ss, const float *x, int rows, int C) {
+    for (int r = 0; r < rows; r++) {
+        ss[r] = 0.0f;
+        for (int i = 0; i < C; i++) ss[r] += x[(size_t)r * C + i] * x[(size_t)r * C + i];
+    }
+}
+
 /* mean and rstd = 1 / sqrt(var + eps) of row x_n (C,). */
 static MAYBE_UNUSED void norm_stats_reference(const float *x_n, int C, float *mean,
                                               float *rstd) {
@@ -364,13 +373,16 @@ void kernels_layernorm(float *out, const float *x, const float *w, const float *
 }
 
 void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C) {
-    for (int n = 0; n < N; n++) {
-        const float *x_n = x + (size_t)n * C;
-        float *out_n = out + (size_t)n * C;
-        float ss = 0.0f;
-        for (int i = 0; i < C; i++) ss += x_n[i] * x_n[i];
-        float rms_inv = 1.0f / sqrtf(ss / (float)C + KERNELS_NORM_EPS);
-        for (int i = 0; i < C; i++) out_n[i] = w[i] * (rms_inv * x_n[i]);
+    for (int n0 = 0; n0 < N; n0 += SIMD_SUM_SQUARES_ROWS) {
+        int rows = N - n0 < SIMD_SUM_SQUARES_ROWS ? N - n0 : SIMD_SUM_SQUARES_ROWS;
+        float ss[SIMD_SUM_SQUARES_ROWS];   /* each row's sum of x[i]^2, i in order */
+        simd_sum_squares(ss, x + (size_t)n0 * C, rows, C);
+        for (int r = 0; r < rows; r++) {
+            const float *x_n = x + (size_t)(n0 + r) * C;
+            float *out_n = out + (size_t)(n0 + r) * C;
+            float rms_inv = 1.0f / sqrtf(ss[r] / (float)C + KERNELS_NORM_EPS);
+            for (int i = 0; i < C; i++) out_n[i] = w[i] * (rms_inv * x_n[i]);
+        }
     }
 }
 

@@ -87,6 +87,9 @@
 #define EXP_X_MAX 89.0f                  /* exp(89) overflows to +inf in float */
 
 /* ---- the float kernels (vec_kernels.c), or the reference's ---- */
+/* rows whose sums of squares simd_sum_squares forms at once (side by side in eight lanes) */
+#define SIMD_SUM_SQUARES_ROWS 8
+
 #if SIMD_VECTOR
 /* kernels.c's matmul_block_reference: out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b,
  * each output an 8-lane FMA dot product reduced in a fixed order (v8_sum); one row against
@@ -102,6 +105,8 @@ void simd_gemm_block(float *out, const float *x, const float *w, const float *b,
 int simd_gemm_cols(int N, int OC);
 int simd_gemm_min_rows(void);
 void simd_norm_stats(const float *x_n, int C, float *mean, float *rstd);
+/* ss (rows,) = sum_squares_reference's sums (rows <= SIMD_SUM_SQUARES_ROWS), bit for bit */
+void simd_sum_squares(float *ss, const float *x, int rows, int C);
 /* These do the whole vectors of their n values and return how many they did; the
  * reference does the rest, with the same bits. */
 size_t simd_gelu(float *out, const float *x, size_t n);
@@ -150,6 +155,7 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #define simd_gemm_cols(N, OC) 0
 #define simd_gemm_min_rows() 0
 #define simd_norm_stats norm_stats_reference
+#define simd_sum_squares sum_squares_reference
 #define simd_gelu(out, x, n) ((size_t)0)
 #define simd_swiglu(out, hidden, gate, n) ((size_t)0)
 #define simd_gelu_backward(dx, x, dout, n) ((size_t)0)

@@ -35,8 +35,8 @@
  *                     VLANES - 1: hash_mix64 in 64-bit integer lanes
  *   V8                eight float lanes whatever the register width, for the dot products
  *                     that must give the same bits in every build: v8_zero, v8_load,
- *                     v8_load_first (the first n < 8 floats, zeros beyond, nothing read
- *                     past them), v8_fma, v8_add, v8_sum (((l0 + l4) + (l2 + l6)) +
+ *                     v8_store, v8_load_first (the first n < 8 floats, zeros beyond,
+ *                     nothing read past them), v8_fma, v8_add, v8_mul, v8_sum (((l0 + l4) + (l2 + l6)) +
  *                     ((l1 + l5) + (l3 + l7)), as dot_reference), v8_sum_rows (eight such
  *                     sums at once), v8_transpose (an 8 x 8 block of floats transposed)
  *   GEMM_NV, TILE_MR, TILE_NV   register tile shapes (vectors per tile row, rows per tile)
@@ -52,6 +52,8 @@ typedef __m256 V8;
 #define v8_load(p) _mm256_loadu_ps(p)
 #define v8_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define v8_add(a, b) _mm256_add_ps(a, b)
+#define v8_mul(a, b) _mm256_mul_ps(a, b)
+#define v8_store(p, v) _mm256_storeu_ps(p, v)
 
 static inline V8 v8_load_first(const float *p, int n) {
     __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
@@ -297,6 +299,16 @@ static inline V8 v8_fma(V8 a, V8 b, V8 c) {
 static inline V8 v8_add(V8 a, V8 b) {
     V8 v = {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)};
     return v;
+}
+
+static inline V8 v8_mul(V8 a, V8 b) {
+    V8 v = {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)};
+    return v;
+}
+
+static inline void v8_store(float *p, V8 v) {
+    vst1q_f32(p, v.lo);
+    vst1q_f32(p + 4, v.hi);
 }
 
 static inline V8 v8_load_first(const float *p, int n) {

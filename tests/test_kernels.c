@@ -501,7 +501,18 @@ static void test_norms(int N, int C) {
     }
     kernels_rmsnorm(out, x, w, N, C);
     check_close_f64("kernels_rmsnorm vs float64", out, want, (size_t)N * C, NORM_ATOL, 1e-5);
-    free(x); free(w); free(b); free(out); free(want);
+    /* and llama2.c's rmsnorm in float, its sum of squares in order: the same bits */
+    float *want32 = malloc(sizeof(float) * N * C);
+    for (int n = 0; n < N && want32; n++) {
+        const float *x_n = x + (size_t)n * C;
+        float ss = 0.0f;
+        for (int i = 0; i < C; i++) ss += x_n[i] * x_n[i];
+        float inv = 1.0f / sqrtf(ss / (float)C + KERNELS_NORM_EPS);
+        for (int i = 0; i < C; i++) want32[(size_t)n * C + i] = w[i] * (inv * x_n[i]);
+    }
+    check_true(want32 && !memcmp(out, want32, sizeof(float) * N * C),
+               "kernels_rmsnorm (N %d, C %d): llama2.c's rmsnorm in float, bit for bit", N, C);
+    free(x); free(w); free(b); free(out); free(want); free(want32);
 }
 
 /* LayerNorm backward against the float64 formula (llm.c doc/layernorm), 1 and 2 threads
@@ -955,6 +966,8 @@ int main(void) {
         test_causal_helpers(causal[i][0], causal[i][1], causal[i][2]);
     test_norms(3, 1);
     test_norms(5, 131);
+    test_norms(8, 64);     /* one block of eight rows side by side, whole 8 x 8 blocks */
+    test_norms(19, 100);   /* two blocks and three rows, a partial last block of values */
     const int norms[][2] = {{1, 1}, {3, 7}, {5, 131}, {33, 16}, {70, 128}, {2, 200}};
     for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++)
         test_layernorm_backward(norms[i][0], norms[i][1]);
