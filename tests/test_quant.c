@@ -558,6 +558,10 @@ static void test_gemm(void) {
         /* blocks of at most a register's rows (AVX-512: 16) take a tile of one register */
         {16, 256, 6, 32, 0, 6},    {17, 256, 6, 32, 0, 6},    {48, 128, 5, 32, 1, 5},
         {49, 128, 5, 32, 0, 5},
+        /* rows of whole cache lines (OC a multiple of 16, out 64-byte aligned), ranges
+         * that start and end inside a line, several blocks, several spans */
+        {70, 256, 64, 32, 3, 61},  {45, 256, 64, 32, 4, 60},  {40, 320, 48, 32, 0, 48},
+        {33, 4100, 32, 32, 4, 28},
     };
     int tile_r, tile_c;
     quant_gemm_tile(&tile_r, &tile_c);
@@ -565,9 +569,9 @@ static void test_gemm(void) {
     for (int si = 0; si < COUNT(shapes); si++) {
         GemmCase c = {shapes[si][0], shapes[si][1], shapes[si][2], shapes[si][3],
                       shapes[si][4], shapes[si][5], NULL, NULL, NULL, NULL, NULL};
-        size_t n_out = (size_t)c.N * (size_t)c.OC;
-        float *whole = malloc(n_out * sizeof(float)), *rows = malloc(n_out * sizeof(float));
-        float *two = malloc(n_out * sizeof(float));
+        size_t n_out = (size_t)c.N * (size_t)c.OC, lines = (n_out * sizeof(float) + 63) / 64;
+        float *whole = aligned_alloc(64, lines * 64), *rows = malloc(n_out * sizeof(float));
+        float *two = aligned_alloc(64, lines * 64);   /* out's rows on whole cache lines */
         double *want = malloc(n_out * sizeof(double)), *terms = malloc(n_out * sizeof(double));
         if (!whole || !rows || !two || !want || !terms || gemm_case_fill(&c, &seed) != 0) {
             check_true(0, "gemm N %d cols %d: out of memory", c.N, c.cols);
