@@ -126,7 +126,7 @@ void kernels_matmul_reference(float *out, const float *x, const float *w, const 
 
 /* ss (rows,) = the sum of squares of each row of x (rows, C), in order, as llama2.c's
  * rmsnorm. */
-static MAYBE_UNUSED void sum_squares_reference(float *ss, const float *x, int rows, int C) {
+static void sum_squares_reference(float *ss, const float *x, int rows, int C) {
     for (int r = 0; r < rows; r++) {
         ss[r] = 0.0f;
         for (int i = 0; i < C; i++) ss[r] += x[(size_t)r * C + i] * x[(size_t)r * C + i];
@@ -376,7 +376,8 @@ void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C) {
     for (int n0 = 0; n0 < N; n0 += SIMD_SUM_SQUARES_ROWS) {
         int rows = N - n0 < SIMD_SUM_SQUARES_ROWS ? N - n0 : SIMD_SUM_SQUARES_ROWS;
         float ss[SIMD_SUM_SQUARES_ROWS];   /* each row's sum of x[i]^2, i in order */
-        simd_sum_squares(ss, x + (size_t)n0 * C, rows, C);
+        if (rows == SIMD_SUM_SQUARES_ROWS) simd_sum_squares(ss, x + (size_t)n0 * C, C);
+        else sum_squares_reference(ss, x + (size_t)n0 * C, rows, C);
         for (int r = 0; r < rows; r++) {
             const float *x_n = x + (size_t)(n0 + r) * C;
             float *out_n = out + (size_t)(n0 + r) * C;

@@ -105,8 +105,8 @@ void simd_gemm_block(float *out, const float *x, const float *w, const float *b,
 int simd_gemm_cols(int N, int OC);
 int simd_gemm_min_rows(void);
 void simd_norm_stats(const float *x_n, int C, float *mean, float *rstd);
-/* ss (rows,) = sum_squares_reference's sums (rows <= SIMD_SUM_SQUARES_ROWS), bit for bit */
-void simd_sum_squares(float *ss, const float *x, int rows, int C);
+/* ss (8,) = sum_squares_reference's sums of SIMD_SUM_SQUARES_ROWS rows, bit for bit */
+void simd_sum_squares(float *ss, const float *x, int C);
 /* These do the whole vectors of their n values and return how many they did; the
  * reference does the rest, with the same bits. */
 size_t simd_gelu(float *out, const float *x, size_t n);
@@ -155,7 +155,7 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #define simd_gemm_cols(N, OC) 0
 #define simd_gemm_min_rows() 0
 #define simd_norm_stats norm_stats_reference
-#define simd_sum_squares sum_squares_reference
+#define simd_sum_squares(ss, x, C) sum_squares_reference(ss, x, SIMD_SUM_SQUARES_ROWS, C)
 #define simd_gelu(out, x, n) ((size_t)0)
 #define simd_swiglu(out, hidden, gate, n) ((size_t)0)
 #define simd_gelu_backward(dx, x, dout, n) ((size_t)0)

@@ -36,9 +36,10 @@
  *   V8                eight float lanes whatever the register width, for the dot products
  *                     that must give the same bits in every build: v8_zero, v8_load,
  *                     v8_store, v8_load_first (the first n < 8 floats, zeros beyond,
- *                     nothing read past them), v8_fma, v8_add, v8_mul, v8_sum (((l0 + l4) + (l2 + l6)) +
- *                     ((l1 + l5) + (l3 + l7)), as dot_reference), v8_sum_rows (eight such
- *                     sums at once), v8_transpose (an 8 x 8 block of floats transposed)
+ *                     nothing read past them), v8_fma, v8_add, v8_mul, v8_sum (((l0 +
+ *                     l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), as dot_reference),
+ *                     v8_sum_rows (eight such sums at once), v8_transpose (an 8 x 8 block
+ *                     of floats transposed)
  *   GEMM_NV, TILE_MR, TILE_NV   register tile shapes (vectors per tile row, rows per tile)
  * The V8 sums and the one-lane FMA chains (GEMM, the trainer's products, weighted sums) are
  * the same operations in every section, so AVX2, AVX-512 and NEON builds give the same

@@ -375,18 +375,11 @@ void simd_norm_stats(const float *x_n, int C, float *mean, float *rstd) {
     *rstd = 1.0f / sqrtf(var + KERNELS_NORM_EPS);
 }
 
-/* sum_squares_reference with eight rows side by side, one in each lane of a V8: each
- * lane multiplies and adds its row's values in order, the reference's operations (the
- * same bits), while the eight sums wait on the add's latency together rather than in
- * turn. 8 x 8 blocks transposed; the values past the last whole block in scalar code. */
-void simd_sum_squares(float *ss, const float *x, int rows, int C) {
-    if (rows < SIMD_SUM_SQUARES_ROWS) {   /* the last rows of a block: one at a time */
-        for (int r = 0; r < rows; r++) {
-            ss[r] = 0.0f;
-            for (int i = 0; i < C; i++) ss[r] += x[(size_t)r * C + i] * x[(size_t)r * C + i];
-        }
-        return;
-    }
+/* sum_squares_reference of eight rows side by side, one in each lane of a V8: each lane
+ * multiplies and adds its row's values in order, the reference's operations (the same
+ * bits), while the eight sums wait on the add's latency together rather than in turn.
+ * 8 x 8 blocks transposed; the values past the last whole block in scalar code. */
+void simd_sum_squares(float *ss, const float *x, int C) {
     _Static_assert(SIMD_SUM_SQUARES_ROWS == LANES, "a V8 holds the rows");
     _Alignas(32) float block[LANES * LANES];   /* block[i][r] = x[r][i0 + i] */
     V8 acc = v8_zero();
