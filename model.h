@@ -94,7 +94,7 @@ typedef struct {
 /* Load and validate a checkpoint (checkpoint_load), then allocate the attention it records
  * (exact attention's KV cache unless it names a trained variant) for the whole context S,
  * or for as many positions as MODEL_MAX_STATE_BYTES holds if S needs more (n_ctx; memory
- * is committed as positions are used; model_set_context asks for a size explicitly), and
+ * is committed as it is first written; model_set_context sizes it and commits it), and
  * activations for chunks of up to min(max_chunk, n_ctx) tokens (max_chunk >= 1; the
  * result is in m->max_chunk). Returns 0, or -1 after one stderr line ("model: PATH:
  * problem (got X, expected Y)", or "model: attention ..." from the attention's setup).
@@ -121,8 +121,10 @@ int model_set_attention(Model *m, const AttentionConfig *cfg);
 
 /* Keep only n_ctx positions (1 .. S) of attention state, reallocated for the current
  * variant: a run that will never reach position S needs less memory. Also lowers
- * m->max_chunk to n_ctx if it is larger (a later, larger context does not raise it). The
- * next model_forward must start at position 0. Returns 0, or -1 after a stderr line. */
+ * m->max_chunk to n_ctx if it is larger (a later, larger context does not raise it), then
+ * commits the memory a run writes (the attention state, the activations but the rows of
+ * logits past the first): its pages are taken now, not in the first prompt. The next
+ * model_forward must start at position 0. Returns 0, or -1 after a stderr line. */
 int model_set_context(Model *m, int n_ctx);
 
 /* Start (on = 1) or stop (0) keeping every layer's queries and keys by position, for

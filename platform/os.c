@@ -31,6 +31,8 @@
 #include <unistd.h>      /* fsync, close, unlink, link, pread, write, access, sysconf */
 
 #define LOCK_TRIES 8     /* os_lock: attempts while another process removes the file */
+#define OS_PAGE_MIN 4096 /* os_commit: a write this far apart reaches every page (the
+                          * smallest page of the systems this builds for) */
 
 /* ---- the clock and the machine ---- */
 
@@ -135,6 +137,12 @@ void os_free_parts(const OsPart *parts, int n) {
     }
 }
 #endif
+
+void os_commit(void *p, size_t bytes) {
+    volatile unsigned char *b = p;   /* volatile: the stores of zeros over zeros stay */
+    for (size_t i = 0; i < bytes; i += OS_PAGE_MIN) b[i] = 0;
+    if (bytes > 0) b[bytes - 1] = 0;
+}
 
 size_t os_memory_limit(size_t fallback) {
     size_t bytes = SIZE_MAX;

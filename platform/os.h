@@ -48,6 +48,11 @@ size_t os_memory_limit(size_t fallback);
 void *os_alloc_zeroed(size_t n, size_t size);
 void os_free_zeroed(void *p);
 
+/* Writes a zero into every page of the first bytes of p (zeros already, as from
+ * os_alloc_zeroed): the system commits those pages now, where it would otherwise as each is
+ * first written. The contents stay zero. */
+void os_commit(void *p, size_t bytes);
+
 /* Buffers of zeros that live and die together (a model's activations): *at is set to
  * bytes of zeros, 64-byte aligned, for each part, all carved from one os_alloc_zeroed
  * block (small buffers share its huge pages), or each its own calloc where

@@ -15,6 +15,7 @@
 #include <stdio.h>     /* printf, snprintf */
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* memcmp, memcpy, memset */
+#include <unistd.h>    /* sysconf */
 
 #include "block.h"        /* block_qkv, block_matmul */
 #include "kernels.h"      /* kernels_set_threads, kernels_run: the thread pool */
@@ -485,8 +486,41 @@ static void test_qkv_int8_groups(void) {
     }
 }
 
+/* Pages of this process in memory (Linux's /proc/self/statm, second field), or -1. */
+static long resident_pages(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = 0, resident = -1;
+    if (f && fscanf(f, "%ld %ld", &size, &resident) != 2) resident = -1;
+    if (f) fclose(f);
+    return resident;
+}
+
+/* model_set_context commits the KV cache it allocates (so a first prompt does not take its
+ * pages one fault at a time): the process's resident memory grows by at least the cache's
+ * bytes, and the cache reads as zeros. */
+static void test_context_commit(void) {
+    char path[512];
+    if (data_pair("llama2c/s260k.bin", "llama2c/s260k.bin", path, path) != 0) return;
+    Model m;
+    if (!check_true(model_load(&m, path, 16) == 0, "commit: load s260k")) return;
+    long page = sysconf(_SC_PAGESIZE), before = resident_pages();
+    if (before < 0 || page <= 0) {
+        check_skip("commit: no /proc/self/statm to read resident memory from");
+    } else if (check_true(model_set_context(&m, m.config.seq_len) == 0, "commit: set context")) {
+        long grown = (resident_pages() - before) * page;
+        check_true(grown >= (long)m.attention_bytes,
+                   "commit: resident memory grows by the KV cache's %zu bytes (got %ld)",
+                   m.attention_bytes, grown);
+        size_t floats = m.attention_bytes / 2 / sizeof(float), nonzero = 0;
+        for (size_t i = 0; i < floats; i++) nonzero += m.cache.k[i] != 0.0f || m.cache.v[i] != 0.0f;
+        check_true(nonzero == 0, "commit: the cache reads as zeros (%zu values not)", nonzero);
+    }
+    model_free(&m);
+}
+
 int main(void) {
     test_qkv_int8_groups();
+    test_context_commit();
     /* tiny, s260k and their logits are in tests/data; small.bin and s15m only in ../shared */
     test_gpt2_logits("tiny", 64);
     test_gpt2_logits("small", 128);
