@@ -10,6 +10,7 @@
  */
 #include "model.h"
 
+#include <float.h>     /* FLT_EVAL_METHOD */
 #include <math.h>      /* fabsf */
 #include <stdint.h>    /* uint64_t */
 #include <stdio.h>     /* printf, snprintf */
@@ -486,6 +487,52 @@ static void test_qkv_int8_groups(void) {
     }
 }
 
+/* block_qkv's rotary embedding bit for bit against llama2.c's rotation with each product
+ * rounded on its own (volatile: no fused multiply-add; gcc 12 vectorizes some plain forms
+ * of this loop into vfmaddsub even under -ffp-contract=off). W_Q and W_K are the identity,
+ * so q and k before the rotation are the normed x exactly (one non-zero product a sum). */
+static void test_rope_bits(void) {
+    enum { N = 5, C = 32, HS = 8, KVD = 16, POS = 37 };   /* 4 heads, 2 kv heads */
+    if (FLT_EVAL_METHOD != 0) {   /* x87: the rotation is kept wider until stored, as
+                                   * llama2.c's is there */
+        check_skip("rope bits: this build evaluates float expressions wider (FLT_EVAL_METHOD "
+                   "!= 0)");
+        return;
+    }
+    Config c = {.family = MODEL_LLAMA, .positions = MODEL_POSITIONS_ROTARY, .n_layers = 1,
+                .n_heads = C / HS, .n_kv_heads = KVD / HS, .dim = C, .hidden_dim = C,
+                .head_dim = HS, .kv_dim = KVD};
+    static float x[N * C], norm_w[C], eye_q[C * C], eye_k[KVD * C], cs[N * HS];
+    static float xn1[N * C], q[N * C], k[N * KVD], v[N * KVD], xs[N * C];
+    static int8_t xq[N * C];
+    for (int i = 0; i < N * C; i++) x[i] = (float)((i * 29) % 31) * 0.37f - 5.3f;
+    for (int i = 0; i < C; i++) norm_w[i] = 0.75f + (float)i * 0.03f;
+    for (int o = 0; o < C; o++) eye_q[o * C + o] = 1.0f;
+    for (int o = 0; o < KVD; o++) eye_k[o * C + o] = 1.0f;
+    block_rope_angles(&c, cs, N, POS);
+    LayerWeights w = {.norm1_w = norm_w, .wq = {.f32 = eye_q}, .wk = {.f32 = eye_k},
+                      .wv = {.f32 = eye_k}};
+    BlockBuffers b = {.x = x, .xn1 = xn1, .q = q, .k = k, .v = v, .xq = xq, .xs = xs,
+                      .rope = cs};
+    block_qkv(&c, &w, N, &b);
+    int wrong = 0;
+    for (int n = 0; n < N; n++)
+        for (int which = 0; which < 2; which++) {
+            int width = which ? KVD : C;
+            const float *got = (which ? k : q) + n * width;
+            for (int i = 0; i < width; i += 2) {
+                float cos_a = cs[n * HS + i % HS], sin_a = cs[n * HS + i % HS + 1];
+                float v0 = xn1[n * C + i], v1 = xn1[n * C + i + 1];
+                volatile float a = v0 * cos_a, b1 = v1 * sin_a, c1 = v0 * sin_a, d = v1 * cos_a;
+                float want0 = a - b1, want1 = c1 + d;
+                wrong += memcmp(&got[i], &want0, sizeof want0) != 0;
+                wrong += memcmp(&got[i + 1], &want1, sizeof want1) != 0;
+            }
+        }
+    check_true(wrong == 0, "rope: q and k rotated with each product rounded, bitwise "
+               "(%d of %d values differ)", wrong, N * (C + KVD));
+}
+
 /* Pages of this process in memory (Linux's /proc/self/statm, second field), or -1. */
 static long resident_pages(void) {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -520,6 +567,7 @@ static void test_context_commit(void) {
 
 int main(void) {
     test_qkv_int8_groups();
+    test_rope_bits();
     test_context_commit();
     /* tiny, s260k and their logits are in tests/data; small.bin and s15m only in ../shared */
     test_gpt2_logits("tiny", 64);
