@@ -106,9 +106,15 @@ test: all $(B)/tutorial $(TESTS)
 	  sh tests/run_all.sh $(TESTS)
 
 # check-build: the checks beyond the unit tests that run on this build: the docs against
-# the code, the tutorial's commands, the fuzz corpora replayed, the benchmark tools built.
-# Example: make check-build
-check-build: docs-check tutorial-check fuzz-replay bench-tools
+# the code, the tutorial's commands, the fuzz corpora replayed, the benchmark tools built,
+# no fused multiply-add outside simd/ (fused-check). Example: make check-build
+check-build: docs-check tutorial-check fuzz-replay bench-tools fused-check
+
+# fused-check: the engine's objects outside simd/ hold no fused multiply-add instruction
+# (tools/fused_check.sh: the compiler may fuse despite -ffp-contract=off). Example: make
+# fused-check
+fused-check: all
+	@sh tools/fused_check.sh $(B)
 
 # check: everything beyond the unit tests (CI runs it after make test): check-build, the
 # explorer page (page-check), the WebAssembly page (web-check), fault injection (faults), and the aarch64 and i686 builds
@@ -157,4 +163,4 @@ help:
 clean:
 	rm -rf build run train quantize tutorial
 
-.PHONY: all run train tutorial retrain test check check-build help clean
+.PHONY: all run train tutorial retrain test check check-build fused-check help clean
