@@ -321,7 +321,7 @@ int model_set_context(Model *m, int n_ctx) {
     m->n_ctx = n_ctx;
     if (m->max_chunk > n_ctx) m->max_chunk = n_ctx;
     if (reset_attention(m) != 0) return -1;
-    commit_memory(m);
+    commit_memory(m);   /* the activations keep what they hold */
     return 0;
 }
 

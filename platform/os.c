@@ -139,9 +139,9 @@ void os_free_parts(const OsPart *parts, int n) {
 #endif
 
 void os_commit(void *p, size_t bytes) {
-    volatile unsigned char *b = p;   /* volatile: the stores of zeros over zeros stay */
-    for (size_t i = 0; i < bytes; i += OS_PAGE_MIN) b[i] = 0;
-    if (bytes > 0) b[bytes - 1] = 0;
+    volatile unsigned char *b = p;   /* volatile: each byte stored back stays a store */
+    for (size_t i = 0; i < bytes; i += OS_PAGE_MIN) b[i] = b[i];
+    if (bytes > 0) b[bytes - 1] = b[bytes - 1];
 }
 
 size_t os_memory_limit(size_t fallback) {

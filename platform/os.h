@@ -48,9 +48,9 @@ size_t os_memory_limit(size_t fallback);
 void *os_alloc_zeroed(size_t n, size_t size);
 void os_free_zeroed(void *p);
 
-/* Writes a zero into every page of the first bytes of p (zeros already, as from
- * os_alloc_zeroed): the system commits those pages now, where it would otherwise as each is
- * first written. The contents stay zero. */
+/* Stores back one byte of every page of the first bytes of p, unchanged: the system
+ * commits those pages now (as for os_alloc_zeroed's blocks), where it would otherwise as
+ * each is first written. The contents do not change. */
 void os_commit(void *p, size_t bytes);
 
 /* Buffers of zeros that live and die together (a model's activations): *at is set to
