@@ -48,9 +48,9 @@ size_t os_memory_limit(size_t fallback);
 void *os_alloc_zeroed(size_t n, size_t size);
 void os_free_zeroed(void *p);
 
-/* Stores back one byte of every page of the first bytes of p, unchanged: the system
- * commits those pages now (as for os_alloc_zeroed's blocks), where it would otherwise as
- * each is first written. The contents do not change. */
+/* The pages of the first bytes of p committed now rather than as each is first written
+ * (as for os_alloc_zeroed's blocks): Linux's madvise MADV_POPULATE_WRITE where it has it,
+ * else one byte of each page stored back. The contents do not change. */
 void os_commit(void *p, size_t bytes);
 
 /* Buffers of zeros that live and die together (a model's activations): *at is set to
