@@ -293,17 +293,16 @@ static int reset_attention(Model *m) {
     return status;
 }
 
-/* Commits the memory a run writes (the attention state; the activations of max_chunk
- * tokens, but only the first row of logits unless every token's are asked for) now, not
- * a page fault at a time in the first prompt (on a VM, 5-25 % of a 256-token prompt;
- * llama.cpp also clears its cache when it sets up). */
+/* Commits the memory a run writes (the attention state, the activations of max_chunk
+ * tokens) now, not a page fault at a time in the first prompt (on a VM, 5-25 % of a
+ * 256-token prompt; llama.cpp also clears its cache when it sets up). Every forward pass
+ * writes the activations before it reads them; the logits, which a caller may still read,
+ * are left as they are. */
 static void commit_memory(Model *m) {
     OsPart part[STATE_PARTS];
     state_parts(m, part);   /* the first m->max_chunk rows of each */
     for (int i = 0; i < STATE_PARTS; i++)
-        os_commit(*part[i].at, part[i].at == (void **)&m->state.logits
-                                   ? (size_t)m->config.vocab_size * sizeof(float)
-                                   : part[i].bytes);
+        if (part[i].at != (void **)&m->state.logits) os_commit(*part[i].at, part[i].bytes);
     if (m->lab) {
         os_commit(m->attention_state, m->attention_bytes);
     } else {   /* attention_bytes: keys and values */
@@ -321,7 +320,7 @@ int model_set_context(Model *m, int n_ctx) {
     m->n_ctx = n_ctx;
     if (m->max_chunk > n_ctx) m->max_chunk = n_ctx;
     if (reset_attention(m) != 0) return -1;
-    commit_memory(m);   /* the activations keep what they hold */
+    commit_memory(m);
     return 0;
 }
 

@@ -122,8 +122,8 @@ int model_set_attention(Model *m, const AttentionConfig *cfg);
 /* Keep only n_ctx positions (1 .. S) of attention state, reallocated for the current
  * variant: a run that will never reach position S needs less memory. Also lowers
  * m->max_chunk to n_ctx if it is larger (a later, larger context does not raise it), then
- * commits the memory a run writes (the attention state, the activations but the rows of
- * logits past the first): its pages are taken now, not in the first prompt. The next
+ * commits the memory a run writes (the attention state, the activations but the logits,
+ * which keep their values): its pages are taken now, not in the first prompt. The next
  * model_forward must start at position 0. Returns 0, or -1 after a stderr line. */
 int model_set_context(Model *m, int n_ctx);
 

@@ -49,8 +49,8 @@ void *os_alloc_zeroed(size_t n, size_t size);
 void os_free_zeroed(void *p);
 
 /* The pages of the first bytes of p committed now rather than as each is first written
- * (as for os_alloc_zeroed's blocks): Linux's madvise MADV_POPULATE_WRITE where it has it,
- * else one byte of each page stored back. The contents do not change. */
+ * (as for os_alloc_zeroed's blocks), by a zero written into each: for memory whose
+ * contents do not matter yet (a block of zeros stays zeros). */
 void os_commit(void *p, size_t bytes);
 
 /* Buffers of zeros that live and die together (a model's activations): *at is set to
