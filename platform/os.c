@@ -139,9 +139,8 @@ void os_free_parts(const OsPart *parts, int n) {
 #endif
 
 void os_commit(void *p, size_t bytes) {
-    /* a write, not a read: a fresh page read first is mapped to the shared zero page and
-     * faults again at its first write (a volatile byte stored back cost this VM 1 ms a run;
-     * gcc and clang may turn an atomic or of 0 into a load, or drop it) */
+    /* a write, not a read: a fresh page read first is mapped to the shared zero page, and
+     * faults again when it is written */
     volatile unsigned char *b = p;
     for (size_t i = 0; i < bytes; i += OS_PAGE_MIN) b[i] = 0;
     if (bytes > 0) b[bytes - 1] = 0;

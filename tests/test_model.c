@@ -562,7 +562,7 @@ static void test_context_commit(void) {
         for (size_t i = 0; i < floats; i++) nonzero += m.cache.k[i] != 0.0f || m.cache.v[i] != 0.0f;
         check_true(nonzero == 0, "commit: the cache reads as zeros (%zu values not)", nonzero);
     }
-    /* what the activations hold stays (a caller may still read the last logits) */
+    /* the logits keep their values (a caller may still read them) */
     size_t V = (size_t)m.config.vocab_size, changed = 0;
     for (size_t i = 0; i < V; i++) m.state.logits[i] = (float)i + 0.3f;
     if (check_true(model_set_context(&m, m.config.seq_len / 2) == 0, "commit: set it again")) {

@@ -22,10 +22,16 @@ if ! command -v objdump >/dev/null; then
     echo "skipped: fused_check (needs objdump)"
     exit 0
 fi
-pattern='[[:space:]](vfn?m(add|sub)[0-9a-z]*|vfm(addsub|subadd)[0-9a-z]*|fn?m(add|sub)|fml[as])[[:space:]]'
+x86='vfn?m(add|sub)[0-9a-z]*|vfm(addsub|subadd)[0-9a-z]*'   # vfmadd231ps, vfmaddsub..., ...
+arm='fn?m(add|sub)|fml[as]'
+pattern="[[:space:]]($x86|$arm)[[:space:]]"
 status=0 objects=0
-for obj in $(for sub in . lab trainer formats platform parallel unicode; do
-                 [ -d "$dir/$sub" ] && find "$dir/$sub" -maxdepth 1 -name '*.o'; done | sed 's#/\./#/#' | sort); do
+objects_of() {   # the engine's objects of build folder $1, one a line
+    for sub in . lab trainer formats platform parallel unicode; do
+        [ -d "$1/$sub" ] && find "$1/$sub" -maxdepth 1 -name '*.o'
+    done | sed 's#/\./#/#' | sort
+}
+for obj in $(objects_of "$dir"); do
     objects=$((objects + 1))
     found=$(objdump -d --no-show-raw-insn "$obj" 2>/dev/null | grep -E "$pattern")
     [ -z "$found" ] && continue
