@@ -192,6 +192,50 @@ static void test_q8_poisoned(const char *q8_path) {
                "int8 file with -127 at weight 229 of a layer: loads");
 }
 
+/* A forward pass run inside kernels_run, where the matmuls and attention heads go to the
+ * thread pool. */
+typedef struct { Model *m; const int *ids; int T; float *logits; } PoolRun;
+static void pool_forward(void *ctx) {
+    PoolRun *p = ctx;
+    const float *l = model_forward(p->m, p->ids, p->T, 0, 1);
+    if (l) memcpy(p->logits, l, (size_t)p->T * p->m->config.vocab_size * sizeof(float));
+}
+
+/* m's forward pass over ids (T,) and then over ids[0] alone (decode), with 1 and 2 threads,
+ * bit for bit (G10): through per-call OpenMP loops (one thread without OpenMP) and through
+ * the pool (OpenMP's threads, or POSIX threads without OpenMP). An int8 prompt's product
+ * splits its rows by the threads (kernels.c), so 1 and 2 threads run different jobs. */
+static void threads_agree(Model *m, const int *ids, int T, const char *what) {
+    int V = m->config.vocab_size;
+    float *one = malloc((size_t)T * V * sizeof(float));
+    kernels_set_threads(1);
+    const float *l1 = model_forward(m, ids, T, 0, 1);
+    if (one && l1) memcpy(one, l1, (size_t)T * V * sizeof(float));
+    int threads = kernels_set_threads(2);   /* at most the cores */
+    const float *l2 = model_forward(m, ids, T, 0, 1);
+    check_true(one && l1 && l2 && memcmp(one, l2, (size_t)T * V * sizeof(float)) == 0,
+               "threads: %s: 1 vs %d threads outside kernels_run give bitwise identical "
+               "logits", what, threads);
+    float *pooled = malloc((size_t)T * V * sizeof(float));
+    int decode[1] = {ids[0]};
+    PoolRun run = {m, ids, T, pooled};
+    if (pooled) kernels_run(pool_forward, &run);
+    check_true(one && pooled && memcmp(one, pooled, (size_t)T * V * sizeof(float)) == 0,
+               "threads: %s: the %d-thread pool gives the same bits as 1 thread (prefill)",
+               what, threads);
+    run.ids = decode;
+    run.T = 1;
+    if (pooled) kernels_run(pool_forward, &run);   /* a single token: the decode kernels */
+    kernels_set_threads(1);
+    const float *l3 = model_forward(m, decode, 1, 0, 1);
+    check_true(pooled && l3 && memcmp(pooled, l3, (size_t)V * sizeof(float)) == 0,
+               "threads: %s: the %d-thread pool gives the same bits as 1 thread (decode)",
+               what, threads);
+    kernels_set_threads(2);
+    free(pooled);
+    free(one);
+}
+
 /* quantize's int8 form of a GPT-2 and a Llama model (s260k's hidden width 172 is not a
  * multiple of the group of 32: its rows end in a short group) against the fp32 files.
  * Measured max |diff|: tiny 0.0065 over logits of magnitude ~5; s260k 0.011. */
@@ -221,6 +265,9 @@ static void test_quantize(const char *rel, int T, int bos) {
         if (check_true(fp32 && la && lb, "quantize: %s: both forwards run", rel))
             check_close("quantize: int8 vs fp32 logits", lb, fp32, n, Q8_SAVE_ATOL, 0.0);
         free(fp32);
+        char what[96];
+        snprintf(what, sizeof what, "%s in int8", rel);
+        threads_agree(&b, ids, T, what);
         model_free(&b);
     }
     model_free(&a);
@@ -282,50 +329,15 @@ static void test_bf16(void) {
     remove(f32_path);
 }
 
-/* A forward pass run inside kernels_run, where the matmuls and attention heads go to the
- * thread pool. */
-typedef struct { Model *m; const int *ids; int T; float *logits; } PoolRun;
-static void pool_forward(void *ctx) {
-    PoolRun *p = ctx;
-    const float *l = model_forward(p->m, p->ids, p->T, 0, 1);
-    if (l) memcpy(p->logits, l, (size_t)p->T * p->m->config.vocab_size * sizeof(float));
-}
-
-/* The forward pass with 1 and 2 threads must agree bit for bit (G10), through per-call
- * OpenMP loops (one thread without OpenMP) and through the pool (OpenMP's threads, or
- * POSIX threads without OpenMP). */
+/* The forward pass with 1 and 2 threads must agree bit for bit (G10). */
 static void test_threads(void) {
     char path[512];
     if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", path, path) != 0) return;
     Model m;
     if (!check_true(model_load(&m, path, 64) == 0, "threads: load tiny")) return;
-    int T = 64, ids[64], V = m.config.vocab_size;
-    lcg42_tokens(ids, T, V);
-    float *one = malloc((size_t)T * V * sizeof(float));
-    kernels_set_threads(1);
-    const float *l1 = model_forward(&m, ids, T, 0, 1);
-    if (one && l1) memcpy(one, l1, (size_t)T * V * sizeof(float));
-    int threads = kernels_set_threads(2);   /* at most the cores */
-    const float *l2 = model_forward(&m, ids, T, 0, 1);
-    check_true(one && l1 && l2 && memcmp(one, l2, (size_t)T * V * sizeof(float)) == 0,
-               "threads: 1 vs %d threads outside kernels_run give bitwise identical logits",
-               threads);
-    float *pooled = malloc((size_t)T * V * sizeof(float));
-    int decode[1] = {ids[0]};
-    PoolRun run = {&m, ids, T, pooled};
-    if (pooled) kernels_run(pool_forward, &run);
-    check_true(one && pooled && memcmp(one, pooled, (size_t)T * V * sizeof(float)) == 0,
-               "threads: the %d-thread pool gives the same bits as 1 thread (prefill)", threads);
-    run.ids = decode;
-    run.T = 1;
-    if (pooled) kernels_run(pool_forward, &run);   /* a single token: the decode kernels */
-    kernels_set_threads(1);
-    const float *l3 = model_forward(&m, decode, 1, 0, 1);
-    check_true(pooled && l3 && memcmp(pooled, l3, (size_t)V * sizeof(float)) == 0,
-               "threads: the %d-thread pool gives the same bits as 1 thread (decode)", threads);
-    kernels_set_threads(2);
-    free(pooled);
-    free(one);
+    int ids[64];
+    lcg42_tokens(ids, 64, m.config.vocab_size);
+    threads_agree(&m, ids, 64, "tiny (fp32)");
     model_free(&m);
 }
 

@@ -536,7 +536,8 @@ static void *gemm_share_run(void *arg) {
  * multiples of 4 on x86, of 16 on NEON; the rest go one row at a time, as do portable
  * builds), and column ranges that start and end inside a tile; matrices of 72 KiB and
  * more, whose single rows read w as four runs of rows; and the x86 tile's padded blocks of
- * rows and its widest x (4,096 values; 4,100 goes one row at a time). */
+ * rows and its widest x (4,096 values; 4,100 goes one row at a time); and outputs whose
+ * rows alias in L1 (OC a multiple of 1,024), which the x86 tile writes through a stage. */
 static void test_gemm(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},   {2, 288, 16, 32, 0, 16},   {3, 96, 9, 32, 0, 9},
@@ -562,6 +563,9 @@ static void test_gemm(void) {
          * that start and end inside a line, several blocks, several spans */
         {70, 256, 64, 32, 3, 61},  {45, 256, 64, 32, 4, 60},  {40, 320, 48, 32, 0, 48},
         {33, 4100, 32, 32, 4, 28},
+        /* rows 4 KiB apart and more (OC a multiple of 1,024): the x86 tile's staged order,
+         * windows of 64 columns cut at both ends, short last blocks, several blocks */
+        {70, 96, 1024, 32, 4, 1020}, {40, 64, 2048, 32, 0, 2048}, {17, 128, 1024, 64, 60, 200},
     };
     int tile_r, tile_c;
     quant_gemm_tile(&tile_r, &tile_c);
