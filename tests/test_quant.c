@@ -252,30 +252,33 @@ static void reference_matmul(double *want, double *terms, const int8_t *xq, cons
 
 /* Runs quant_matmul_block on columns [o0, o1) of a NaN-filled out (N, OC) and returns
  * the largest error / bound over written columns (HUGE_VAL if a column outside the range
- * was written or a written one is NaN). The bound: a float sum of k terms errs by at most
- * about k u sum|terms| (Higham, Accuracy and Stability of Numerical Algorithms, §4.2);
- * the kernel adds one term per group, plus MATMUL_EXTRA_ROUNDINGS. */
+ * was written, a written one is NaN, or out of memory). The bound: a float sum of k terms
+ * errs by at most about k u sum|terms| (Higham, Accuracy and Stability of Numerical
+ * Algorithms, §4.2); the kernel adds one term per group, plus MATMUL_EXTRA_ROUNDINGS. */
 static double run_range(const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1, const double *want,
                         const double *terms) {
-    static float out[MAX_CASE];
     int OC = w->rows, groups = quant_groups(w->cols, w->group);
-    for (int i = 0; i < N * OC; i++) out[i] = NAN;
+    size_t n_out = (size_t)N * (size_t)OC;
+    float *out = malloc(n_out * sizeof *out);
+    if (!out) return HUGE_VAL;
+    for (size_t i = 0; i < n_out; i++) out[i] = NAN;
     quant_matmul_block(out, xq, xs, w, bias, N, o0, o1);
     double worst = 0.0;
-    for (int n = 0; n < N; n++)
+    for (int n = 0; n < N && worst < HUGE_VAL; n++)
         for (int o = 0; o < OC; o++) {
-            float got = out[n * OC + o];
+            float got = out[(size_t)n * OC + o];
             if (o < o0 || o >= o1) {
-                if (!isnan(got)) return HUGE_VAL;
+                if (!isnan(got)) worst = HUGE_VAL;
                 continue;
             }
-            double bound = (groups + MATMUL_EXTRA_ROUNDINGS) * UNIT_ROUNDOFF * terms[n * OC + o]
-                           + 1e-30;
-            double ratio = fabs((double)got - want[n * OC + o]) / bound;
-            if (isnan(got)) return HUGE_VAL;
-            if (ratio > worst) worst = ratio;
+            double bound = (groups + MATMUL_EXTRA_ROUNDINGS) * UNIT_ROUNDOFF *
+                           terms[(size_t)n * OC + o] + 1e-30;
+            double ratio = fabs((double)got - want[(size_t)n * OC + o]) / bound;
+            if (isnan(got)) worst = HUGE_VAL;
+            else if (ratio > worst) worst = ratio;
         }
+    free(out);
     return worst;
 }
 
