@@ -338,23 +338,30 @@ void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const f
 /* The jobs of an int8 product of N rows of x: *rows rows (the last job fewer) by *cols
  * output columns. One row (decode): Q8_DECODE_JOBS blocks of columns. Many rows (a prompt):
  * each job packs its rows of x for the tile, and forms each column tile's weights' sums,
- * once, so the rows go in as few blocks as give every thread an equal share, with all the
- * columns (blocks of columns packed the same rows again: 16 jobs of 128 rows x 1/8 of the
- * columns, against 2 of 128 rows x all, took 4 % more of an s110m int8 prompt's time at one
- * thread on Zen 4); columns are cut only where the rows cannot give every thread a job.
- * Which rows and columns a job takes never changes an output's bits. */
+ * once, so the jobs are as few as give every thread an equal share: R blocks of rows by
+ * threads / R blocks of columns, R the most that divides the threads and leaves each
+ * block whole tiles of rows (a multiple of 16, at least 32) with the last block short by
+ * at most a quarter; else all the rows in one block. (16 jobs of 128 rows by 1/8 of the
+ * columns, which packed each row 8 times, took 4 % more of an s110m int8 prompt's time at
+ * one thread on Zen 4.) Which rows and columns a job takes never changes an output's bits. */
 static void q8_jobs(int N, int OC, int *rows, int *cols) {
     if (N == 1) {
         *rows = 1;
         *cols = block_cols(OC, Q8_DECODE_JOBS);
         return;
     }
-    int threads = kernels_threads(), per = (N + threads - 1) / threads;
-    per = (per + Q8_JOB_ROWS_STEP - 1) / Q8_JOB_ROWS_STEP * Q8_JOB_ROWS_STEP;
-    if (per < Q8_JOB_ROWS_MIN) per = Q8_JOB_ROWS_MIN;
-    int row_blocks = (N + per - 1) / per;
-    *rows = per;
-    *cols = block_cols(OC, (threads + row_blocks - 1) / row_blocks);
+    int threads = kernels_threads(), row_blocks = 1;
+    *rows = N;
+    for (int R = threads; R > 1; R--) {
+        int per = (N + R - 1) / R;
+        per = (per + Q8_JOB_ROWS_STEP - 1) / Q8_JOB_ROWS_STEP * Q8_JOB_ROWS_STEP;
+        if (threads % R == 0 && per >= Q8_JOB_ROWS_MIN && 4 * (R * per - N) <= per) {
+            row_blocks = R;
+            *rows = per;
+            break;
+        }
+    }
+    *cols = block_cols(OC, threads / row_blocks);
 }
 
 void kernels_matmul_q8_quantized(float *out, const int8_t *xq, const float *xs,
