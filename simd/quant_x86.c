@@ -556,7 +556,8 @@ static inline void transpose4_quarters(XtF v[4]) {
  * groups of sp added to the sums that out holds from the spans before it (none when sp.g0
  * = 0), + bias after the last group; V registers of rows (1 .. QUANT_XT_V: a block of at
  * most a register's rows takes one). Between spans a pair's sum waits in out, unrounded:
- * its float steps are the same, in the same order. */
+ * its float steps are the same, in the same order. out's rows are OC = w->rows floats
+ * apart (gemm_staged hands in a copy of w whose rows give its stage's width). */
 static inline __attribute__((always_inline)) void
 xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
         int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o, XtSpan sp,
