@@ -28,7 +28,8 @@
 #include "simd/simd.h"    /* simd_*: this build's vector kernels, or the references below */
 
 #define BLOCK_ROWS 64      /* rows of x per job: 64 x IC floats stay in L2 */
-#define Q8_JOB_ROWS_MIN 32  /* fewest rows of x per int8 job of many rows: the x86 tile's */
+#define Q8_JOB_ROWS_MIN 32  /* fewest rows of x per int8 job of many rows: a block of the
+                             * x86 tile (32 rows with AVX-512) */
 #define Q8_JOB_ROWS_STEP 16 /* rows of x per int8 job: a multiple of this (a tile register's) */
 #define MIN_BLOCK_COLS 16  /* fewest output columns per job */
 #define QUANTIZE_ROWS_PER_JOB 16   /* int8 prefill: rows of x quantized per job */
