@@ -36,8 +36,9 @@
  *   V8                eight float lanes whatever the register width, for the dot products
  *                     that must give the same bits in every build: v8_zero, v8_load,
  *                     v8_store, v8_load_first (the first n < 8 floats, zeros beyond,
- *                     nothing read past them), v8_fma, v8_add, v8_mul, v8_sum (((l0 +
- *                     l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), as dot_reference),
+ *                     nothing read past them), v8_set1, v8_fma, v8_add, v8_sub,
+ *                     v8_mul, v8_sum (((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 +
+ *                     l7)), as dot_reference),
  *                     v8_sum_rows (eight such sums at once), v8_transpose (an 8 x 8 block
  *                     of floats transposed)
  *   GEMM_NV, TILE_MR, TILE_NV   register tile shapes (vectors per tile row, rows per tile)
@@ -53,6 +54,8 @@ typedef __m256 V8;
 #define v8_load(p) _mm256_loadu_ps(p)
 #define v8_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define v8_add(a, b) _mm256_add_ps(a, b)
+#define v8_sub(a, b) _mm256_sub_ps(a, b)
+#define v8_set1(x) _mm256_set1_ps(x)
 #define v8_mul(a, b) _mm256_mul_ps(a, b)
 #define v8_store(p, v) _mm256_storeu_ps(p, v)
 
@@ -304,6 +307,16 @@ static inline V8 v8_add(V8 a, V8 b) {
 
 static inline V8 v8_mul(V8 a, V8 b) {
     V8 v = {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)};
+    return v;
+}
+
+static inline V8 v8_sub(V8 a, V8 b) {
+    V8 v = {vsubq_f32(a.lo, b.lo), vsubq_f32(a.hi, b.hi)};
+    return v;
+}
+
+static inline V8 v8_set1(float x) {
+    V8 v = {vdupq_n_f32(x), vdupq_n_f32(x)};
     return v;
 }
 

@@ -351,26 +351,29 @@ int simd_gemm_cols(int N, int OC) {
 
 /* ---- norms and activations ---- */
 
-/* norm_stats_reference with the sums in vector lanes (FMA for the variance). */
+/* norm_stats_reference with each sum as dot_reference's eight partial sums in a V8's
+ * lanes (FMA for the variance), so that every build (AVX2, AVX-512, NEON) gives the same
+ * bits: a Vec's sum would add in an order that depends on its width. The variance's last
+ * short chunk goes through a buffer, zero beyond the row (0 * 0 + acc adds nothing). */
 void simd_norm_stats(const float *x_n, int C, float *mean, float *rstd) {
     int i = 0;
-    Vec acc = vec_zero();
-    for (; i + VLANES <= C; i += VLANES) acc = vec_add(acc, vec_load(x_n + i));
-    if (i < C) acc = vec_add(acc, vec_load_mask(x_n + i, lane_mask(C - i)));
-    float m = vec_sum(acc) / (float)C;
-    Vec m_v = vec_set1(m);
-    acc = vec_zero();
-    for (i = 0; i + VLANES <= C; i += VLANES) {
-        Vec d = vec_sub(vec_load(x_n + i), m_v);
-        acc = vec_fma(d, d, acc);
+    V8 acc = v8_zero();
+    for (; i + LANES <= C; i += LANES) acc = v8_add(acc, v8_load(x_n + i));
+    if (i < C) acc = v8_add(acc, v8_load_first(x_n + i, C - i));
+    float m = v8_sum(acc) / (float)C;
+    V8 m_v = v8_set1(m);
+    acc = v8_zero();
+    for (i = 0; i + LANES <= C; i += LANES) {
+        V8 d = v8_sub(v8_load(x_n + i), m_v);
+        acc = v8_fma(d, d, acc);
     }
-    if (i < C) {   /* masked lanes load 0; 0 - m would count, so mask the difference */
-        LaneMask tail = lane_mask(C - i);
-        Vec d = vec_sub(vec_load_mask(x_n + i, tail), m_v);
-        d = vec_blend_zero(tail, d);
-        acc = vec_fma(d, d, acc);
+    if (i < C) {
+        float tail[LANES] = {0};
+        for (int j = 0; i + j < C; j++) tail[j] = x_n[i + j] - m;
+        V8 d = v8_load(tail);
+        acc = v8_fma(d, d, acc);
     }
-    float var = vec_sum(acc) / (float)C;
+    float var = v8_sum(acc) / (float)C;
     *mean = m;
     *rstd = 1.0f / sqrtf(var + KERNELS_NORM_EPS);
 }

@@ -492,6 +492,31 @@ static void test_norms(int N, int C) {
     }
     kernels_layernorm(out, x, w, b, N, C);
     check_close_f64("kernels_layernorm vs float64", out, want, (size_t)N * C, NORM_ATOL, 1e-5);
+    /* its statistics, written out (vector builds): eight partial sums, value i in lane
+     * i % 8, added ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the variance's
+     * squares fused: the same bits in every vector build (AVX2, AVX-512, NEON) */
+    if (strcmp(kernels_isa(), "portable") != 0) {
+        int stats_ok = 1;
+        for (int n = 0; n < N; n++) {
+            const float *x_n = x + (size_t)n * C;
+            float lane[8] = {0}, got_m, got_rstd;
+            for (int i = 0; i < C; i++) lane[i % 8] += x_n[i];
+            float m = ((lane[0] + lane[4]) + (lane[2] + lane[6])) +
+                      ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+            m /= (float)C;
+            memset(lane, 0, sizeof lane);
+            for (int i = 0; i < C; i++) lane[i % 8] = fmaf(x_n[i] - m, x_n[i] - m, lane[i % 8]);
+            float var = ((lane[0] + lane[4]) + (lane[2] + lane[6])) +
+                        ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+            var /= (float)C;
+            float rstd = 1.0f / sqrtf(var + KERNELS_NORM_EPS);
+            kernels_norm_stats(x_n, C, &got_m, &got_rstd);
+            stats_ok &= memcmp(&got_m, &m, sizeof m) == 0 &&
+                        memcmp(&got_rstd, &rstd, sizeof rstd) == 0;
+        }
+        check_true(stats_ok, "kernels_norm_stats (N %d, C %d): the mean and 1/std of eight "
+                   "partial sums, bit for bit", N, C);
+    }
     for (int n = 0; n < N; n++) {
         const float *x_n = x + (size_t)n * C;
         double ss = 0;
