@@ -552,6 +552,7 @@ static void test_gemm(void) {
         {23, 352, 29, 16, 5, 24},  {10, 480, 9, 48, 0, 9},    {2, 64, 3, 32, 0, 3},
         /* large enough that a single row reads w as four runs (QUANT_STREAM_BYTES) */
         {3, 773, 101, 32, 0, 101}, {5, 1031, 83, 64, 1, 80},  {2, 768, 97, 32, 3, 94},
+        {1, 800, 97, 32, 0, 97},   /* an odd number of groups (25) */
         /* the x86 tile (blocks of 32 rows with AVX-512 VNNI, 8 with AVX2): padded blocks,
          * groups that are not multiples of 32, several blocks a pass and several passes,
          * rows in several spans (more than 4,096 values, or more than 256 groups) */
