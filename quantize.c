@@ -29,8 +29,9 @@ static void usage(FILE *f) {
                "every matrix as int8 values with one fp32 scale per GS values along each row\n"
                "(default %d; the last group of a row may be shorter), norms and biases fp32.\n"
                "OUT.bin is written to a new file beside it (OUT.bin.tmp-XXXXXX), renamed over\n"
-               "it when complete; it must be a regular file or a new path, not IN.bin, and no\n"
-               "other process may be writing it (OUT.bin.lock is held meanwhile).\n"
+               "it when complete (an existing OUT.bin keeps its mode); it must be a new path\n"
+               "or a regular file you may write, not IN.bin, and no other process may be\n"
+               "writing it (OUT.bin.lock is held meanwhile).\n"
                "  -g, --group GS   values per scale, 1..%d\n"
                "  -h, --help       print this help and exit\n"
                "Exit status: 0 ok, 1 bad data or runtime failure, 2 usage error.\n",

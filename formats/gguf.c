@@ -160,16 +160,32 @@ int gguf_is_gguf(const unsigned char *head, size_t n) {
     return n >= 4 && memcmp(head, GGUF_MAGIC, 4) == 0;
 }
 
+/* The first max bytes of s (len bytes, not NUL-terminated: a name or a value read from
+ * the file) for a message, into out (SHOWN_CAP bytes): control bytes, a NUL among them,
+ * as \xHH, so that a hostile file's text prints on its one line and sends nothing to the
+ * terminal. Returns out. */
+#define SHOWN_CAP 256
+static const char *shown(char *out, const char *s, size_t len, size_t max) {
+    size_t n = 0;
+    for (size_t i = 0; i < len && i < max && n + 5 < SHOWN_CAP; i++) {
+        unsigned char b = (unsigned char)s[i];
+        if (b < 0x20 || b == 0x7f) n += (size_t)snprintf(out + n, SHOWN_CAP - n, "\\x%02x", b);
+        else out[n++] = (char)b;
+    }
+    out[n] = '\0';
+    return out;
+}
+
 /* Reads the metadata (n entries) into g->values, checking every type and length. */
 static int read_values(GgufFile *g, Cursor *c) {
     for (size_t i = 0; i < g->n_values; i++) {
         GgufValue *v = &g->values[i];
-        char what[80];
+        char what[SHOWN_CAP + 32];
         snprintf(what, sizeof what, "metadata entry %zu", i);
         if (read_string(c, &v->key, &v->key_len, what) != 0 ||
             read_u32(c, &v->type, what) != 0) return -1;
-        int shown = v->key_len > 60 ? 60 : (int)v->key_len;
-        snprintf(what, sizeof what, "metadata %.*s", shown, v->key);
+        char key[SHOWN_CAP];
+        snprintf(what, sizeof what, "metadata %s", shown(key, v->key, v->key_len, 60));
         if (v->type >= GGUF_TYPES) {
             fprintf(stderr, "%s: %s: %s: unknown value type (got %u, expected 0..%d)\n",
                     c->prefix, c->path, what, v->type, GGUF_TYPES - 1);
@@ -221,7 +237,7 @@ static int read_values(GgufFile *g, Cursor *c) {
 static int read_tensor_infos(GgufFile *g, Cursor *c) {
     for (size_t i = 0; i < g->n_tensors; i++) {
         GgufTensor *t = &g->tensors[i];
-        char what[GGUF_MAX_NAME + 32];
+        char what[SHOWN_CAP + 32];
         snprintf(what, sizeof what, "tensor %zu", i);
         uint32_t n_dims;
         if (read_string(c, &t->name, &t->name_len, what) != 0) return -1;
@@ -230,7 +246,8 @@ static int read_tensor_infos(GgufFile *g, Cursor *c) {
                     c->prefix, c->path, what, t->name_len, GGUF_MAX_NAME);
             return -1;
         }
-        snprintf(what, sizeof what, "tensor %.*s", (int)t->name_len, t->name);
+        char name[SHOWN_CAP];
+        snprintf(what, sizeof what, "tensor %s", shown(name, t->name, t->name_len, 64));
         if (read_u32(c, &n_dims, what) != 0) return -1;
         if (n_dims < 1 || n_dims > GGUF_MAX_DIMS) {
             fprintf(stderr, "%s: %s: %s: dimension count out of range (got %u, expected "
@@ -313,9 +330,10 @@ static int check_tensor_data(GgufFile *g, const char *prefix) {
         GgufTensor *t = &g->tensors[i];
         if (t->offset % g->alignment != 0 || t->offset > data_size ||
             t->bytes > data_size - (size_t)t->offset) {
-            fprintf(stderr, "%s: %s: tensor %.*s: data %s (got offset %llu and %zu bytes, "
+            char name[SHOWN_CAP];
+            fprintf(stderr, "%s: %s: tensor %s: data %s (got offset %llu and %zu bytes, "
                     "expected an offset that is a multiple of %zu and ends by %zu, the data "
-                    "section's size)\n", prefix, g->path, (int)t->name_len, t->name,
+                    "section's size)\n", prefix, g->path, shown(name, t->name, t->name_len, 64),
                     t->offset % g->alignment ? "misaligned" : "past the end of the file",
                     (unsigned long long)t->offset, t->bytes, g->alignment, data_size);
             return -1;
@@ -334,9 +352,11 @@ static int check_tensor_data(GgufFile *g, const char *prefix) {
     for (size_t i = 1; i < g->n_tensors && status == 0; i++) {
         const GgufTensor *a = order[i - 1], *b = order[i];
         if (a->offset + a->bytes > b->offset) {
-            fprintf(stderr, "%s: %s: tensors %.*s and %.*s overlap (got offsets %llu and %llu, "
-                    "the first %zu bytes long)\n", prefix, g->path, (int)a->name_len, a->name,
-                    (int)b->name_len, b->name, (unsigned long long)a->offset,
+            char name_a[SHOWN_CAP], name_b[SHOWN_CAP];
+            fprintf(stderr, "%s: %s: tensors %s and %s overlap (got offsets %llu and %llu, "
+                    "the first %zu bytes long)\n", prefix, g->path,
+                    shown(name_a, a->name, a->name_len, 64), shown(name_b, b->name, b->name_len, 64),
+                    (unsigned long long)a->offset,
                     (unsigned long long)b->offset, a->bytes);
             status = -1;
         }
@@ -706,9 +726,10 @@ static int repack_q8_0(int8_t *q, float *scale, const GgufTensor *t, size_t nume
         memcpy(q + b * GGUF_Q8_0_BLOCK, block + 2, GGUF_Q8_0_BLOCK);
         for (int i = 0; i < GGUF_Q8_0_BLOCK; i++) {
             if (q[b * GGUF_Q8_0_BLOCK + (size_t)i] < -QUANT_Q_MAX) {
-                fprintf(stderr, "model: %s: tensor %.*s: Q8_0 value out of range (got -128 in "
+                char name[SHOWN_CAP];
+                fprintf(stderr, "model: %s: tensor %s: Q8_0 value out of range (got -128 in "
                         "block %zu, expected -127..127 as llama.cpp writes)\n", path,
-                        (int)t->name_len, t->name, b);
+                        shown(name, t->name, t->name_len, 64), b);
                 return -1;
             }
         }
@@ -741,8 +762,9 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
         if (string_is(name, len, ARCHS[i].name)) a = &ARCHS[i];
     if (!a) {
-        fprintf(stderr, "model: %s: architecture %.*s is not supported (expected llama or "
-                "gpt2)\n", g->path, len > 60 ? 60 : (int)len, name);
+        char text[SHOWN_CAP];
+        fprintf(stderr, "model: %s: architecture %s is not supported (expected llama or "
+                "gpt2)\n", g->path, shown(text, name, len, 60));
         return -1;
     }
     *arch = a;
@@ -809,8 +831,9 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
     }
     const char *scaling = gpt2 ? NULL : get_string(g, "llama.rope.scaling.type", &len, 0, "model");
     if (scaling && !string_is(scaling, len, "none")) {
-        fprintf(stderr, "model: %s: RoPE scaling %.*s is not supported (expected none)\n",
-                g->path, len > 40 ? 40 : (int)len, scaling);
+        char text[SHOWN_CAP];
+        fprintf(stderr, "model: %s: RoPE scaling %s is not supported (expected none)\n",
+                g->path, shown(text, scaling, len, 40));
         return -1;
     }
     const GgufValue *tokens = gguf_find(g, "tokenizer.ggml.tokens");
@@ -1025,13 +1048,15 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     int gpt2 = string_is(model, len, "gpt2");
     if (!model) goto done;
     if (!gpt2 && !string_is(model, len, "llama")) {
-        fprintf(stderr, "tokenizer: %s: tokenizer.ggml.model %.*s is not supported (expected "
-                "llama or gpt2)\n", path, len > 40 ? 40 : (int)len, model);
+        char text[SHOWN_CAP];
+        fprintf(stderr, "tokenizer: %s: tokenizer.ggml.model %s is not supported (expected "
+                "llama or gpt2)\n", path, shown(text, model, len, 40));
         goto done;
     }
     if (pre && !(gpt2 ? string_is(pre, pre_len, "gpt-2") : string_is(pre, pre_len, "default"))) {
-        fprintf(stderr, "tokenizer: %s: pre-tokenizer %.*s is not supported (expected %s)\n",
-                path, pre_len > 40 ? 40 : (int)pre_len, pre, gpt2 ? "gpt-2" : "default");
+        char text[SHOWN_CAP];
+        fprintf(stderr, "tokenizer: %s: pre-tokenizer %s is not supported (expected %s)\n",
+                path, shown(text, pre, pre_len, 40), gpt2 ? "gpt-2" : "default");
         goto done;
     }
     const GgufValue *tokens = gguf_find(&g, "tokenizer.ggml.tokens");
@@ -1127,9 +1152,10 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
             m += 8 + n;
             while (space < n && s[space] != ' ') space++;   /* llama.cpp: find(' ', 1) */
             if (space >= n) {
+                char text[SHOWN_CAP];
                 fprintf(stderr, "tokenizer: %s: merge %llu is not two tokens and a space (got "
-                        "\"%.*s\", expected \"A B\")\n", path, (unsigned long long)k,
-                        n > 40 ? 40 : (int)n, (const char *)s);
+                        "\"%s\", expected \"A B\")\n", path, (unsigned long long)k,
+                        shown(text, (const char *)s, n, 40));
                 free(merged);
                 tokenizer_free(&plain);
                 goto done;

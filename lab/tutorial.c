@@ -90,11 +90,26 @@ int tutorial_load_tokenizer(Tokenizer *t) {
     return tokenizer_load(t, TUTORIAL_TOKENIZER);
 }
 
-/* Encodes text into ids (TUTORIAL_MAX_TOKENS,); returns the count, or -1. */
-static int encode(const Tokenizer *t, const char *text, int *ids) {
-    size_t n = 0;
-    if (tokenizer_encode(t, text, strlen(text), ids, TUTORIAL_MAX_TOKENS, &n) != 0) return -1;
-    return (int)n;
+/* Encodes text (len bytes) into ids (TUTORIAL_MAX_TOKENS,); returns the count, or -1
+ * after one stderr line (more tokens than that, or out of memory). The shipped
+ * tokenizer's byte-level BPE makes at most a token per byte: room for all of them first,
+ * so that a long text is told its count. */
+static int encode(const Tokenizer *t, const char *text, size_t len, int *ids) {
+    size_t n = 0, cap = len + 1;
+    int *all = malloc(cap * sizeof *all);
+    if (!all) {
+        fprintf(stderr, "tutorial: out of memory for the tokens of %zu bytes\n", len);
+        return -1;
+    }
+    int rc = tokenizer_encode(t, text, len, all, cap, &n);   /* it says why if it fails */
+    if (rc == 0 && n > TUTORIAL_MAX_TOKENS) {
+        fprintf(stderr, "tutorial: the text must be at most %d tokens (got %zu)\n",
+                TUTORIAL_MAX_TOKENS, n);
+        rc = -1;
+    }
+    if (rc == 0) memcpy(ids, all, n * sizeof *ids);
+    free(all);
+    return rc == 0 ? (int)n : -1;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -109,20 +124,18 @@ static int step_tokens(int argc, char **argv) {
     printf("text: \"%s\" (%zu bytes)\n", text, len);
     for (size_t start = 0; start < len;) {
         size_t end = tokenizer_next_piece(text, len, start);
-        int ids[TUTORIAL_MAX_TOKENS];
-        size_t n = 0;
-        if (tokenizer_encode(&t, text + start, end - start, ids, TUTORIAL_MAX_TOKENS,
-                             &n) != 0) {
+        int ids[TUTORIAL_MAX_TOKENS], n = encode(&t, text + start, end - start, ids);
+        if (n < 0) {
             tokenizer_free(&t);
             return 1;
         }
         printf("piece \"%.*s\" ->", (int)(end - start), text + start);
-        for (size_t i = 0; i < n; i++) {
+        for (int i = 0; i < n; i++) {
             printf(" %d ", ids[i]);
             print_piece(&t, ids[i]);
         }
         printf("\n");
-        total += n;
+        total += (size_t)n;
         start = end;
     }
     printf("%zu bytes, %zu tokens\n", len, total);
@@ -210,11 +223,19 @@ static int step_embed(int argc, char **argv) {
         tokenizer_free(&t);
         return 1;
     }
-    int ids[TUTORIAL_MAX_TOKENS], n = encode(&t, text, ids);
+    int ids[TUTORIAL_MAX_TOKENS], n = encode(&t, text, strlen(text), ids);
+    if (n < 1 || n > m.config.seq_len) {
+        if (n >= 0)   /* n < 0: encode said why */
+            fprintf(stderr, "tutorial: the text must be 1 to %d tokens (got %d)\n",
+                    m.config.seq_len, n);
+        model_free(&m);
+        tokenizer_free(&t);
+        return 1;
+    }
     int C = m.config.dim;
     const Weights *w = &m.checkpoint.weights;
     printf("C = %d; the first 4 numbers of each row\n", C);
-    for (int i = 0; i < n && n > 0; i++) {
+    for (int i = 0; i < n; i++) {
         const float *wte = w->token_embedding.f32 + (size_t)ids[i] * C;   /* (C,) */
         const float *wpe = w->pos_embedding + (size_t)i * C;              /* (C,) */
         float x[4];
@@ -228,7 +249,7 @@ static int step_embed(int argc, char **argv) {
     }
     model_free(&m);
     tokenizer_free(&t);
-    return n > 0 ? 0 : 1;
+    return 0;
 }
 
 /* A Llama-family block of width 4, one head of 4, identity W_Q and W_K: block_qkv then
@@ -492,14 +513,13 @@ static int load_model(Model *m, Tokenizer *t, int max_chunk, const char *text, i
         tokenizer_free(t);
         return -1;
     }
-    int n = encode(t, text, ids);
-    if (n < 1 || n > m->n_ctx) {
-        fprintf(stderr, "tutorial: the text must be 1 to %d tokens\n", m->n_ctx);
-        model_free(m);
-        tokenizer_free(t);
-        return -1;
-    }
-    return n;
+    int n = encode(t, text, strlen(text), ids);
+    if (n >= 1 && n <= m->n_ctx) return n;
+    if (n >= 0)   /* n < 0: encode said why */
+        fprintf(stderr, "tutorial: the text must be 1 to %d tokens (got %d)\n", m->n_ctx, n);
+    model_free(m);
+    tokenizer_free(t);
+    return -1;
 }
 
 /* The index of the largest of x (n,). */
@@ -807,6 +827,9 @@ static int step_loss(int argc, char **argv) {
     enum { V = 5 };
     float probs[V], loss;
     int target = 1;
+    const char *text = argc > 0 ? argv[0] : TUTORIAL_LOSS_TEXT;
+    static TutorialLosses l;
+    if (tutorial_losses(&l, text) != 0) return 1;   /* before printing anything */
     train_crossentropy_forward(probs, &loss, TUTORIAL_LOGITS, &target, 1, V);
     print_vector("toy logits        ", TUTORIAL_LOGITS, V, 1);
     print_vector("softmax           ", probs, V, 4);
@@ -818,9 +841,6 @@ static int step_loss(int argc, char **argv) {
     train_crossentropy_backward(probs, &target, 1, V, 1.0f);
     print_vector("d loss / d logits ", probs, V, 4);
 
-    const char *text = argc > 0 ? argv[0] : TUTORIAL_LOSS_TEXT;
-    static TutorialLosses l;
-    if (tutorial_losses(&l, text) != 0) return 1;
     double total = 0.0;
     print_text(text, l.n_tokens);
     printf("the shipped model, each token given the ones before it:\n");
@@ -1071,9 +1091,14 @@ static int run_step(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error, reported like a full disk */
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : cli_stdout_ok("tutorial") == 0 ? 0 : 1;
+    if (argc < 2) {
+        fprintf(stderr, "tutorial: no step given (expected tutorial STEP [ARGS]; tutorial "
+                "--help lists the steps)\n");
+        return 2;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        return cli_stdout_ok("tutorial") == 0 ? 0 : 1;
     }
     kernels_set_threads(1);   /* small work; any count gives the same bits */
     int status = run_step(argc, argv);

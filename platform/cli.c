@@ -48,8 +48,8 @@ int cli_parse_float(const char *text, float min, float max, int open_min, float 
     if (!is_decimal(text, min < 0.0f, 1)) return -1;
     char *end;
     errno = 0;
-    float v = strtof(text, &end);
-    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || v < min ||
+    float v = strtof(text, &end);   /* an underflow (ERANGE) gives the nearest float: kept */
+    if (end == text || *end != '\0' || !isfinite(v) || v < min ||
         v > max || (open_min && v == min)) return -1;
     *out = v;
     return 0;

@@ -20,8 +20,8 @@
 /* A whole decimal integer in [min, max] into *out. Returns 0, or -1 if text is not one. */
 int cli_parse_int(const char *text, long min, long max, int *out);
 
-/* A finite decimal number in [min, max], min itself excluded when open_min, into *out.
- * Returns 0, or -1. */
+/* A finite decimal number in [min, max], min itself excluded when open_min, into *out: the
+ * nearest float (below FLT_MIN a denormal, or 0). Returns 0, or -1. */
 int cli_parse_float(const char *text, float min, float max, int open_min, float *out);
 
 /* An unsigned decimal integer of up to 64 bits, at least min, into *out (a leading '-',

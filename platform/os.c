@@ -434,9 +434,19 @@ int os_save_open(SaveFile *s, const char *program, const char *path) {
         s->temp[0] = '\0';
         return -1;
     }
-    mode_t mask = umask(0);   /* mkstemp makes 0600; give the file what open(2) would */
+    /* mkstemp makes 0600: a file replaced keeps its mode, and its owner and group where
+     * this process may give them (root; a group of its own), as writing over it in place
+     * would; a new one gets what open(2) would give it */
+    struct stat old;
+    int replacing = stat(path, &old) == 0 && S_ISREG(old.st_mode);
+    mode_t mask = umask(0);
     umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || !(s->file = fdopen(fd, "wb"))) {
+    if (replacing && (old.st_uid != geteuid() || old.st_gid != getegid()) &&
+        fchown(fd, old.st_uid, old.st_gid) != 0 && fchown(fd, (uid_t)-1, old.st_gid) != 0) {
+        /* the new file stays this user's: the nearest the system allows */
+    }
+    mode_t mode = replacing ? old.st_mode & 07777 : 0666 & ~mask;
+    if (fchmod(fd, mode) != 0 || !(s->file = fdopen(fd, "wb"))) {
         fprintf(stderr, "%s: %s: cannot open (got \"%s\", expected a writable file)\n",
                 program, s->temp, strerror(errno));
         close(fd);
@@ -532,6 +542,11 @@ int os_check_output(const char *program, const char *path, const char *what,
                          : "special file";
         fprintf(stderr, "%s: %s: not a regular file (got a %s, expected a path for %s)\n",
                 program, path, kind, what);
+        return -1;
+    }
+    if (stat(path, &st) == 0 && access(path, W_OK) != 0) {   /* as writing over it would */
+        fprintf(stderr, "%s: %s: cannot replace (got \"%s\", expected a file this user may "
+                "write, for %s)\n", program, path, strerror(errno), what);
         return -1;
     }
     for (int i = 0; i < n_inputs; i++) {

@@ -100,9 +100,10 @@ typedef struct {
     char temp[OS_PATH_CAP];      /* the temporary beside it; "" when there is none */
 } SaveFile;
 
-/* Create a temporary of a name no file had, PATH.tmp-XXXXXX in path's folder (mode
- * 0666 less the umask), and open it for writing into s->file. Returns 0, or -1 after one
- * stderr line "PROGRAM: PATH: ..." (then s holds nothing to discard). */
+/* Create a temporary of a name no file had, PATH.tmp-XXXXXX in path's folder (the mode of
+ * the file at path, and its owner and group where this process may set them; for a new
+ * path, 0666 less the umask), and open it for writing into s->file. Returns 0, or -1
+ * after one stderr line "PROGRAM: PATH: ..." (then s holds nothing to discard). */
 int os_save_open(SaveFile *s, const char *program, const char *path);
 
 /* Flush and fsync the temporary, close it, rename it over s->path and sync the folder.
@@ -130,9 +131,10 @@ int os_close_synced(FILE *file, const char *program, const char *path);
 int os_rename_synced(const char *program, const char *from, const char *to);
 
 /* Whether path may be written as `what` (for messages: "the checkpoint"): it must be a
- * new path in an existing, writable folder, or a regular file (links followed), and no
- * file of inputs (n_inputs paths, NULL entries skipped; compared by device and inode, so
- * links and other spellings count). Returns 0, or -1 after one stderr line. */
+ * new path in an existing, writable folder, or a regular file (links followed) this user
+ * may write, and no file of inputs (n_inputs paths, NULL entries skipped; compared by
+ * device and inode, so links and other spellings count). Returns 0, or -1 after one
+ * stderr line. */
 int os_check_output(const char *program, const char *path, const char *what,
                           const char *const inputs[], int n_inputs);
 

@@ -140,6 +140,9 @@ static void test_usage_errors(const char *model, const char *tok) {
     EXPECT_USAGE("-t negative", "-t -1", "-t: invalid value (got '-1'");
     EXPECT_USAGE("-t nan", "--temperature=nan", "invalid value (got 'nan'");
     EXPECT_USAGE("-p zero", "-p 0", "expected a number in (0, 1]");
+    /* below FLT_MIN strtof reports an underflow: the nearest float is still in range */
+    snprintf(args, sizeof args, "%s -t 1e-39 -p 1e-40 -n 2", base);
+    expect("-t 1e-39 -p 1e-40: denormal, in range", args, 0, "generation: 2 tokens");
     EXPECT_USAGE("-p above one", "--top-p 1.5", "invalid value (got '1.5'");
     EXPECT_USAGE("-p given a prompt, as llama.cpp's -p: the prompt is -i", "-p ROMEO:",
                  "-p: invalid value (got 'ROMEO:', expected a number in (0, 1]; the prompt is "
@@ -1014,6 +1017,26 @@ static void test_quantize_program(const char *model, const char *tok) {
     expect("the int8 file loads and runs", args, 0, "checkpoint, int8 (llm.c header, version 80)");
     snprintf(command, sizeof command, "test ! -e %s.tmp", out);
     check_true(check_run(command, NULL, NULL) == 0, "quantize: no %s.tmp left behind", out);
+    /* OUT replaced keeps its mode (a private file stays private), as writing over it
+     * would; one its user may not write is refused (running as root, access(2) lets
+     * root write it: the check is then skipped) */
+    struct stat st;
+    if (check_true(chmod(out, 0600) == 0, "quantize: chmod 600 the existing OUT")) {
+        snprintf(args, sizeof args, "%s %s", model, out);
+        expect_program(quantize, "quantize over an existing OUT of mode 600", args, 0,
+                       "int8, groups of 32");
+        unsigned mode = stat(out, &st) == 0 ? (unsigned)(st.st_mode & 07777) : 0u;
+        check_true(mode == 0600, "quantize: the replaced OUT keeps mode 600 (got %o)", mode);
+    }
+    if (chmod(out, 0444) == 0 && access(out, W_OK) != 0) {
+        snprintf(args, sizeof args, "%s %s", model, out);
+        expect_program(quantize, "quantize over a read-only OUT", args, 1,
+                       "cannot replace (got \"Permission denied\", expected a file this user "
+                       "may write, for the int8 model)");
+    } else {
+        check_skip("quantize over a read-only OUT: this user may write any file (root)");
+    }
+    chmod(out, 0644);
     snprintf(args, sizeof args, "%s %s/no_folder/q8.bin", model, dir);
     expect_program(quantize, "quantize into a missing folder", args, 1,
                    "cannot write the int8 model there");
@@ -1328,6 +1351,28 @@ static void test_tutorial_program(void) {
     expect_program(tutorial, "tutorial sample with 4 arguments", "sample 1 2 3 4", 2,
                    "expected at most 3: [T] [TOP_K] [TOP_P]");
     expect_program(tutorial, "tutorial kernel 1 2", "kernel 1 2", 0, "");
+    /* no step, and a text longer than the context: one line each (the whole usage, and
+     * the tokenizer's line beside the tutorial's, were printed), nothing on stdout */
+    const struct { const char *what, *args, *message; int code; } bad[] = {
+        {"tutorial with no step", "", "tutorial: no step given (expected tutorial STEP", 2},
+        {"tutorial next, 400 words", "next \"$(yes ab | head -n 400 | tr '\\n' ' ')\"",
+         "tutorial: the text must be at most 256 tokens (got ", 1},
+        {"tutorial loss, 400 words", "loss \"$(yes ab | head -n 400 | tr '\\n' ' ')\"",
+         "tutorial: the text must be at most 256 tokens (got ", 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char command[512], *out = NULL, *err = NULL;
+        snprintf(command, sizeof command, "timeout 120 %s %s", tutorial, bad[i].args);
+        int code = check_run(command, &out, &err), lines = 0;
+        for (const char *p = err; p && *p; p++) lines += *p == '\n';
+        int ok = code == bad[i].code && lines == 1 && err && strstr(err, bad[i].message) &&
+                 out && !*out;
+        check_true(ok, "%s: exit %d (want %d), one stderr line with \"%s\", no output",
+                   bad[i].what, code, bad[i].code, bad[i].message);
+        if (!ok) fprintf(stderr, "  stderr (%d lines): %s", lines, err ? err : "(none)\n");
+        free(out);
+        free(err);
+    }
 }
 
 /* A GPT-2 fixture with rotary positions (train --pos rope), written as the format

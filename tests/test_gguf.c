@@ -381,6 +381,12 @@ static void test_tiny(void) {
     check_refused(&f, "GGUF version 2", "unsupported GGUF version");
     FRESH(); memcpy(f.b + m.first_key_len + 8 + 20 + 4 + 8, "qwen2", 5);
     check_refused(&f, "another architecture", "architecture qwen2");
+    /* text from the file with control bytes: written as \xHH, on the message's one line */
+    FRESH(); memcpy(f.b + m.first_key_len + 8 + 20 + 4 + 8, "q\nw\x1b" "2", 5);
+    check_refused(&f, "an architecture of control bytes", "architecture q\\x0aw\\x1b2 is not");
+    FRESH(); put_at_u64(&f, m.tensor_offset[2], 4);
+    f.b[m.tensor_name[2] + 8] = '\n';
+    check_refused(&f, "a misaligned tensor with a newline in its name", "tensor \\x0a");
     FRESH(); memcpy(f.b + m.eos_key + 8, "tokenizer.ggml.bos_token_id", 27);
     check_refused(&f, "a metadata key given twice", "duplicate key");
     FRESH(); memcpy(f.b + m.tensor_name[5] + 8, "blk.0.attn_q.weight", 19);   /* attn_k's */
