@@ -156,13 +156,29 @@ static inline __m256i load_chunk(const int8_t *p) {
     return _mm256_loadu_si256((const __m256i *)p);
 }
 
-/* The sums of the eight int32 lanes of a, b, c and d: (4,), exact. */
-static inline __m128i sum_lanes4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {
+/* Per 128-bit half, the sums of a's, b's, c's and d's four int32 lanes there: (a, b, c, d)
+ * of the low half, then of the high half, exact. */
+static inline __m256i rows4_halves(__m256i a, __m256i b, __m256i c, __m256i d) {
     __m256i ab = _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
     __m256i cd = _mm256_add_epi32(_mm256_unpacklo_epi32(c, d), _mm256_unpackhi_epi32(c, d));
-    __m256i h = _mm256_add_epi32(_mm256_unpacklo_epi64(ab, cd), _mm256_unpackhi_epi64(ab, cd));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(ab, cd), _mm256_unpackhi_epi64(ab, cd));
+}
+
+/* The sums of the eight int32 lanes of a, b, c and d: (4,), exact. */
+static inline __m128i sum_lanes4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {
+    __m256i h = rows4_halves(a, b, c, d);
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+/* rows4_halves on 512 bits: per 128-bit block, the sums of each of a, b, c, d's four
+ * lanes there. */
+static inline __m512i rows4_blocks512(__m512i a, __m512i b, __m512i c, __m512i d) {
+    __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+    __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+}
+#endif
 
 /* -- One row of x at a time (decode) --
  *
@@ -195,39 +211,51 @@ static float dot_row_avx2(const int8_t *xq, const float *xs, const int8_t *wq,
     return acc;
 }
 
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__AVX512BW__)
-#define QUANT_ROWS_PAIRS 1
 /* dot_rows4_avx2 for groups of 32 and cols a multiple of 32 (llama.cpp's Q8_0, quantize's
- * files), two groups per 512-bit register: w ^ 0x80 = w + 128 (in [1, 255]) is the
- * unsigned operand and x the signed one, so each lane starts from -128 times the sum of
- * its four x and ends at its four exact products. Per pair of groups the four rows' 16
- * lanes are summed to their 8 exact group sums at once; the reference's float steps
- * follow, group g's before g + 1's. Half the instructions per byte of w of the 256-bit
- * path (no sign step, one instruction for two groups' products, one reduction for two
- * groups), so the row product keeps up with memory. w_r, s_r: the rows' q and scales. */
+ * files), two groups at a time: the four rows' lanes of both groups are summed to their
+ * 8 exact group sums by one reduction, the scales loaded in pairs, and the reference's
+ * float steps follow, group g's before g + 1's. The 256-bit loop of one group at a time
+ * spent a reduction, four scalar scale loads and its loop's bookkeeping per group.
+ *   - AVX-512 VNNI: a group pair is one 512-bit register; w ^ 0x80 = w + 128 (in [1,
+ *     255]) is the unsigned operand and x the signed one, so each lane starts from -128
+ *     times the sum of its four x and ends at its four exact products (no sign step);
+ *   - otherwise two 256-bit chunks, each dot32_add's sign trick.
+ * w_r, s_r: the four rows' q and scales. Same bits as dot_rows4_avx2's own loop. */
 static void dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs,
                             const int8_t *const w_r[4], const float *const s_r[4], int groups) {
-    const __m512i flip = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
     __m128 acc = _mm_setzero_ps();   /* the four rows' sums */
     int g = 0;
     for (; g + 2 <= groups; g += 2) {
         size_t at = (size_t)g * QUANT_CHUNK;
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+        const __m512i flip = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
         __m512i x = _mm512_loadu_si512(xq + at);
         __m512i start = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, flip, x));
         __m512i d[4];
         for (int r = 0; r < 4; r++)
             d[r] = _mm512_dpbusd_epi32(start, _mm512_xor_si512(_mm512_loadu_si512(w_r[r] + at), flip), x);
-        /* per 128-bit block: the four rows' sums of its four lanes; blocks 0-1 are group
-         * g, 2-3 group g + 1 */
-        __m512i d01 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[0], d[1]),
-                                       _mm512_unpackhi_epi32(d[0], d[1]));
-        __m512i d23 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[2], d[3]),
-                                       _mm512_unpackhi_epi32(d[2], d[3]));
-        __m512i blocks = _mm512_add_epi32(_mm512_unpacklo_epi64(d01, d23),
-                                          _mm512_unpackhi_epi64(d01, d23));
-        __m512i pairs = _mm512_add_epi32(_mm512_shuffle_i32x4(blocks, blocks, _MM_SHUFFLE(2, 0, 2, 0)),
-                                         _mm512_shuffle_i32x4(blocks, blocks, _MM_SHUFFLE(3, 1, 3, 1)));
-        __m256 terms = _mm256_cvtepi32_ps(_mm512_castsi512_si256(pairs));   /* g: rows 0-3, g + 1 */
+        /* per 128-bit block, the four rows' sums of its four lanes: blocks 0-1 are group g,
+         * 2-3 group g + 1; then blocks 0 + 1 and 2 + 3 */
+        __m512i blocks = rows4_blocks512(d[0], d[1], d[2], d[3]);
+        __m256i dots = _mm512_castsi512_si256(_mm512_add_epi32(
+            _mm512_shuffle_i32x4(blocks, blocks, _MM_SHUFFLE(2, 0, 2, 0)),
+            _mm512_shuffle_i32x4(blocks, blocks, _MM_SHUFFLE(3, 1, 3, 1))));
+#else
+        const __m256i zero = _mm256_setzero_si256();
+        __m256i x0 = load_chunk(xq + at), x1 = load_chunk(xq + at + QUANT_CHUNK);
+        __m256i ax0 = _mm256_abs_epi8(x0), ax1 = _mm256_abs_epi8(x1), d0[4], d1[4];
+        for (int r = 0; r < 4; r++) {
+            d0[r] = dot32_add(zero, ax0, x0, load_chunk(w_r[r] + at));
+            d1[r] = dot32_add(zero, ax1, x1, load_chunk(w_r[r] + at + QUANT_CHUNK));
+        }
+        /* per 128-bit half, the four rows' sums of its four lanes: group g's, g + 1's; then
+         * the halves of each group added */
+        __m256i lo = rows4_halves(d0[0], d0[1], d0[2], d0[3]);
+        __m256i hi = rows4_halves(d1[0], d1[1], d1[2], d1[3]);
+        __m256i dots = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20),
+                                        _mm256_permute2x128_si256(lo, hi, 0x31));
+#endif
+        __m256 terms = _mm256_cvtepi32_ps(dots);   /* g: rows 0-3, then g + 1 */
         /* the scales: (s_r[g], s_r[g + 1]) of rows 0, 1 and of rows 2, 3, then by group */
         __m128 s01 = _mm_loadh_pi(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(s_r[0] + g))),
                                   (const __m64 *)(s_r[1] + g));
@@ -240,14 +268,10 @@ static void dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs,
         acc = _mm_add_ps(acc, _mm_mul_ps(_mm256_extractf128_ps(terms, 1),
                                          _mm_mul_ps(_mm_set1_ps(xs[g + 1]), s_g1)));
     }
-    if (g < groups) {   /* an odd last group: the same steps on 256 bits */
+    if (g < groups) {   /* an odd last group: dot_rows4_avx2's steps */
         size_t at = (size_t)g * QUANT_CHUNK;
-        const __m256i flip8 = _mm256_set1_epi8((char)0x80), zero8 = _mm256_setzero_si256();
-        __m256i x = load_chunk(xq + at);
-        __m256i start = _mm256_sub_epi32(zero8, _mm256_dpbusd_epi32(zero8, flip8, x));
-        __m256i d[4];
-        for (int r = 0; r < 4; r++)
-            d[r] = _mm256_dpbusd_epi32(start, _mm256_xor_si256(load_chunk(w_r[r] + at), flip8), x);
+        __m256i x = load_chunk(xq + at), ax = _mm256_abs_epi8(x), d[4];
+        for (int r = 0; r < 4; r++) d[r] = dot32_add(_mm256_setzero_si256(), ax, x, load_chunk(w_r[r] + at));
         __m128 terms = _mm_cvtepi32_ps(sum_lanes4_i32(d[0], d[1], d[2], d[3]));
         __m128 scales = _mm_mul_ps(_mm_set1_ps(xs[g]),
                                    _mm_setr_ps(s_r[0][g], s_r[1][g], s_r[2][g], s_r[3][g]));
@@ -255,7 +279,6 @@ static void dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs,
     }
     _mm_storeu_ps(sums, acc);
 }
-#endif
 
 /* sums (4,) = x · w_r for QUANT_ROW_TILE = 4 weight rows w_r, step rows apart (q rows
  * step * cols apart, scale rows step * groups apart): dot_row_avx2 four times over, each x
@@ -266,14 +289,12 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
     size_t q_step = step * (size_t)cols, s_step = step * (size_t)groups;
     const int8_t *w0 = wq, *w1 = w0 + q_step, *w2 = w1 + q_step, *w3 = w2 + q_step;
     const float *s0 = ws, *s1 = s0 + s_step, *s2 = s1 + s_step, *s3 = s2 + s_step;
-#if defined(QUANT_ROWS_PAIRS)
     if (group == QUANT_CHUNK && cols % QUANT_CHUNK == 0) {
         const int8_t *const w_r[4] = {w0, w1, w2, w3};
         const float *const s_r[4] = {s0, s1, s2, s3};
         dot_rows4_pairs(sums, xq, xs, w_r, s_r, groups);
         return;
     }
-#endif
     __m128 acc = _mm_setzero_ps();   /* the four rows' sums */
     int whole_groups = cols / group, c = 0;
     for (int g = 0; g < groups; g++) {
