@@ -211,6 +211,12 @@ static float dot_row_avx2(const int8_t *xq, const float *xs, const int8_t *wq,
     return acc;
 }
 
+/* (a[0], a[1], b[0], b[1]): two rows' scales of a pair of groups. */
+static inline __m128 scale_pairs(const float *a, const float *b) {
+    __m128 lo = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)a));
+    return _mm_loadh_pi(lo, (const __m64 *)b);
+}
+
 /* dot_rows4_avx2 for groups of 32 and cols a multiple of 32 (llama.cpp's Q8_0, quantize's
  * files), two groups at a time: the four rows' lanes of both groups are summed to their
  * 8 exact group sums by one reduction, the scales loaded in pairs, and the reference's
@@ -232,8 +238,10 @@ static void dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs,
         __m512i x = _mm512_loadu_si512(xq + at);
         __m512i start = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, flip, x));
         __m512i d[4];
-        for (int r = 0; r < 4; r++)
-            d[r] = _mm512_dpbusd_epi32(start, _mm512_xor_si512(_mm512_loadu_si512(w_r[r] + at), flip), x);
+        for (int r = 0; r < 4; r++) {
+            __m512i w = _mm512_xor_si512(_mm512_loadu_si512(w_r[r] + at), flip);   /* w + 128 */
+            d[r] = _mm512_dpbusd_epi32(start, w, x);
+        }
         /* per 128-bit block, the four rows' sums of its four lanes: blocks 0-1 are group g,
          * 2-3 group g + 1; then blocks 0 + 1 and 2 + 3 */
         __m512i blocks = rows4_blocks512(d[0], d[1], d[2], d[3]);
@@ -257,10 +265,8 @@ static void dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs,
 #endif
         __m256 terms = _mm256_cvtepi32_ps(dots);   /* g: rows 0-3, then g + 1 */
         /* the scales: (s_r[g], s_r[g + 1]) of rows 0, 1 and of rows 2, 3, then by group */
-        __m128 s01 = _mm_loadh_pi(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(s_r[0] + g))),
-                                  (const __m64 *)(s_r[1] + g));
-        __m128 s23 = _mm_loadh_pi(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(s_r[2] + g))),
-                                  (const __m64 *)(s_r[3] + g));
+        __m128 s01 = scale_pairs(s_r[0] + g, s_r[1] + g);
+        __m128 s23 = scale_pairs(s_r[2] + g, s_r[3] + g);
         __m128 s_g = _mm_shuffle_ps(s01, s23, _MM_SHUFFLE(2, 0, 2, 0));
         __m128 s_g1 = _mm_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 1, 3, 1));
         acc = _mm_add_ps(acc, _mm_mul_ps(_mm256_castps256_ps128(terms),
@@ -271,7 +277,8 @@ static void dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs,
     if (g < groups) {   /* an odd last group: dot_rows4_avx2's steps */
         size_t at = (size_t)g * QUANT_CHUNK;
         __m256i x = load_chunk(xq + at), ax = _mm256_abs_epi8(x), d[4];
-        for (int r = 0; r < 4; r++) d[r] = dot32_add(_mm256_setzero_si256(), ax, x, load_chunk(w_r[r] + at));
+        for (int r = 0; r < 4; r++)
+            d[r] = dot32_add(_mm256_setzero_si256(), ax, x, load_chunk(w_r[r] + at));
         __m128 terms = _mm_cvtepi32_ps(sum_lanes4_i32(d[0], d[1], d[2], d[3]));
         __m128 scales = _mm_mul_ps(_mm_set1_ps(xs[g]),
                                    _mm_setr_ps(s_r[0][g], s_r[1][g], s_r[2][g], s_r[3][g]));
