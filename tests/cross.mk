@@ -101,7 +101,7 @@ test-i686: all
 # for byte. AVX-512 and AVX2 builds give the same bits but in blocks of 8 to 15 rows
 # (kernels.h): a 2-token prompt and its decode have none, so any difference is a kernel
 # whose sums depend on the register width (a LayerNorm in 16 lanes made the int8 text part
-# after 100 tokens). Where this build is AVX2 already, the two are the same code. Example:
+# after 170-180 tokens). Where this build is AVX2 already, the two are the same code. Example:
 # make test-x86-widths
 X86_WIDTHS_B = build/avx2
 WIDTHS_ARGS = -z weights/tokenizer.bin -i "ROMEO:" -n 300 -t 0
