@@ -581,31 +581,36 @@ static void exp_shift_vector(float *x, int n, float shift) {
     }
 }
 
-/* weighted_sum_reference with each out[i] one FMA chain over the rows in order, from 0;
- * a block of columns at a time keeps its sums in registers across the rows. */
+/* nv vectors of weighted_sum_reference's out from out (v's columns from v), each out[i] one
+ * FMA chain over the rows in order, from 0; the nv sums stay in registers across the rows. */
+static ALWAYS_INLINE void weighted_sum_block(float *out, const float *weights, float scale,
+                                             const float *v, int stride, const int32_t *rows,
+                                             int n_rows, int nv) {
+    Vec acc[4];
+    TILE_UNROLL for (int j = 0; j < nv; j++) acc[j] = vec_zero();
+    for (int r = 0; r < n_rows; r++) {
+        const float *v_r = v + (long)(rows ? rows[r] : r) * stride;
+        Vec a = vec_set1(weights[r] * scale);
+        TILE_UNROLL for (int j = 0; j < nv; j++)
+            acc[j] = vec_fma(a, vec_load(v_r + j * VLANES), acc[j]);
+    }
+    TILE_UNROLL for (int j = 0; j < nv; j++) vec_store(out + j * VLANES, acc[j]);
+}
+
+/* weighted_sum_reference: blocks of 4 vectors of columns, then the whole vectors left in
+ * one block (a head of 48 is 3 AVX-512 vectors: three chains side by side, not one after
+ * another), then the last columns in one masked vector (a head of 8 with AVX-512). */
 void simd_weighted_sum(float *out, const float *weights, float scale, const float *v,
                        int stride, const int32_t *rows, int n_rows, int n) {
-    enum { SUM_VECTORS = 4 };   /* columns per block: 4 vectors */
     int i0 = 0;
-    for (; i0 + SUM_VECTORS * VLANES <= n; i0 += SUM_VECTORS * VLANES) {
-        Vec acc[SUM_VECTORS];
-        for (int j = 0; j < SUM_VECTORS; j++) acc[j] = vec_zero();
-        for (int r = 0; r < n_rows; r++) {
-            const float *v_r = v + (long)(rows ? rows[r] : r) * stride + i0;
-            Vec a = vec_set1(weights[r] * scale);
-            for (int j = 0; j < SUM_VECTORS; j++)
-                acc[j] = vec_fma(a, vec_load(v_r + j * VLANES), acc[j]);
-        }
-        for (int j = 0; j < SUM_VECTORS; j++) vec_store(out + i0 + j * VLANES, acc[j]);
-    }
-    for (; i0 + VLANES <= n; i0 += VLANES) {
-        Vec acc = vec_zero();
-        for (int r = 0; r < n_rows; r++)
-            acc = vec_fma(vec_set1(weights[r] * scale),
-                          vec_load(v + (long)(rows ? rows[r] : r) * stride + i0), acc);
-        vec_store(out + i0, acc);
-    }
-    if (i0 < n) {   /* the last columns in one masked vector (a head of 8 with AVX-512) */
+    for (; i0 + 4 * VLANES <= n; i0 += 4 * VLANES)
+        weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 4);
+    int left = (n - i0) / VLANES;
+    if (left == 3) weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 3);
+    if (left == 2) weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 2);
+    if (left == 1) weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 1);
+    i0 += left * VLANES;
+    if (i0 < n) {
         LaneMask tail = lane_mask(n - i0);
         Vec acc = vec_zero();
         for (int r = 0; r < n_rows; r++)
@@ -616,20 +621,54 @@ void simd_weighted_sum(float *out, const float *weights, float scale, const floa
 }
 
 /* kernels_weighted_sums_causal: SUMS_QUERIES queries at a time, their weights first scaled
- * in place (weights * scale, the product simd_weighted_sum forms), then a block of
+ * in place (weights * scale, the product simd_weighted_sum forms), then a block of at most
  * SUMS_VECTORS vectors of columns at a time, their sums in registers: each row of v loaded
  * once serves them all; then each query's own last rows, in order. Every out[i] of a query
  * is simd_weighted_sum's FMA chain, with the same products in the same order: the same
- * bits. Columns past the last whole block (with scale 1: w * 1 = w), and the last queries
+ * bits. Columns past the last whole vector (with scale 1: w * 1 = w), and the last queries
  * short of SUMS_QUERIES, take simd_weighted_sum itself. Zen 4, 1024 rows of 64 in L2: 57
  * (query by query) -> 104 GFLOP/s with AVX-512. */
 #define SUMS_QUERIES 4
 #define SUMS_VECTORS (VLANES == 16 ? 4 : 2)   /* 16 sums in 32 AVX-512 registers, 8 in 16 */
+
+/* One block of nv vectors of columns (out's and v's from out and v) for the SUMS_QUERIES
+ * queries whose scaled weights are w_t; n_shared rows every one of them reads. */
+static ALWAYS_INLINE void weighted_sums_block(float *out, int out_stride, float *const *w_t,
+                                              const float *v, int stride, int n_shared,
+                                              int nv) {
+    enum { Q = SUMS_QUERIES };
+    Vec acc[Q][SUMS_VECTORS];
+    TILE_UNROLL for (int t = 0; t < Q; t++)
+        TILE_UNROLL for (int j = 0; j < nv; j++) acc[t][j] = vec_zero();
+    for (int r = 0; r < n_shared; r++) {   /* the rows every query here reads */
+        const float *v_r = v + (long)r * stride;
+        Vec v_j[SUMS_VECTORS];
+        TILE_UNROLL for (int j = 0; j < nv; j++) {
+            v_j[j] = vec_load(v_r + j * VLANES);
+            IN_REGISTER(v_j[j]);
+        }
+        TILE_UNROLL for (int t = 0; t < Q; t++) {
+            Vec a = vec_broadcast(w_t[t] + r);
+            TILE_UNROLL for (int j = 0; j < nv; j++) acc[t][j] = vec_fma(a, v_j[j], acc[t][j]);
+        }
+    }
+    TILE_UNROLL for (int t = 0; t < Q; t++) {
+        for (int r = n_shared; r < n_shared + t; r++) {   /* its own last */
+            const float *v_r = v + (long)r * stride;
+            Vec a = vec_broadcast(w_t[t] + r);
+            TILE_UNROLL for (int j = 0; j < nv; j++)
+                acc[t][j] = vec_fma(a, vec_load(v_r + j * VLANES), acc[t][j]);
+        }
+        TILE_UNROLL for (int j = 0; j < nv; j++)
+            vec_store(out + (long)t * out_stride + j * VLANES, acc[t][j]);
+    }
+}
+
 void simd_weighted_sums_causal(float *out, int out_stride, float *weights, int ld,
                                const float *scales, int n_q, const float *v, int stride,
                                int n_first, int n) {
     enum { Q = SUMS_QUERIES, SV = SUMS_VECTORS };
-    int t0 = 0, i_end = n / (SV * VLANES) * (SV * VLANES);
+    int t0 = 0, left = n % (SV * VLANES) / VLANES, i_end = n / VLANES * VLANES;
     for (; t0 + Q <= n_q; t0 += Q) {
         float *w_t[Q];   /* each query's weights, scaled in place: w_t[t][r] * scale */
         for (int t = 0; t < Q; t++) {
@@ -640,39 +679,20 @@ void simd_weighted_sums_causal(float *out, int out_stride, float *weights, int l
                 vec_store(w_t[t] + r, vec_mul(vec_load(w_t[t] + r), scale));
             for (; r < rows_t; r++) w_t[t][r] *= scales[t0 + t];
         }
-        for (int i0 = 0; i0 < i_end; i0 += SV * VLANES) {
-            Vec acc[Q][SV];
-            TILE_UNROLL for (int t = 0; t < Q; t++)
-                TILE_UNROLL for (int j = 0; j < SV; j++) acc[t][j] = vec_zero();
-            for (int r = 0; r < n_first + t0; r++) {   /* the rows every query here reads */
-                const float *v_r = v + (long)r * stride + i0;
-                Vec v_j[SV];
-                TILE_UNROLL for (int j = 0; j < SV; j++) {
-                    v_j[j] = vec_load(v_r + j * VLANES);
-                    IN_REGISTER(v_j[j]);
-                }
-                TILE_UNROLL for (int t = 0; t < Q; t++) {
-                    Vec a = vec_broadcast(w_t[t] + r);
-                    TILE_UNROLL for (int j = 0; j < SV; j++)
-                        acc[t][j] = vec_fma(a, v_j[j], acc[t][j]);
-                }
-            }
-            TILE_UNROLL for (int t = 0; t < Q; t++) {
-                for (int r = n_first + t0; r < n_first + t0 + t; r++) {   /* its own last */
-                    const float *v_r = v + (long)r * stride + i0;
-                    Vec a = vec_broadcast(w_t[t] + r);
-                    TILE_UNROLL for (int j = 0; j < SV; j++)
-                        acc[t][j] = vec_fma(a, vec_load(v_r + j * VLANES), acc[t][j]);
-                }
-                TILE_UNROLL for (int j = 0; j < SV; j++)
-                    vec_store(out + (long)(t0 + t) * out_stride + i0 + j * VLANES, acc[t][j]);
-            }
-        }
+        float *out_t = out + (long)t0 * out_stride;
+        int i0 = 0, shared = n_first + t0;
+        for (; i0 + SV * VLANES <= n; i0 += SV * VLANES)
+            weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, SV);
+        /* the whole vectors short of a block, in one (a head of 48: 3 of 16) */
+#if SUMS_VECTORS == 4
+        if (left == 3) weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, 3);
+        if (left == 2) weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, 2);
+#endif
+        if (left == 1) weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, 1);
         if (i_end < n)
             for (int t = 0; t < Q; t++)
-                simd_weighted_sum(out + (long)(t0 + t) * out_stride + i_end, w_t[t], 1.0f,
-                                  v + i_end, stride, NULL, n_first + t0 + t,
-                                  n - i_end);
+                simd_weighted_sum(out_t + (long)t * out_stride + i_end, w_t[t], 1.0f,
+                                  v + i_end, stride, NULL, shared + t, n - i_end);
     }
     for (; t0 < n_q; t0++)
         simd_weighted_sum(out + (long)t0 * out_stride, weights + (long)t0 * ld, scales[t0], v,

@@ -979,14 +979,18 @@ int main(void) {
                                      {6, 16, 0}, {32, 32, 128}};
     for (size_t i = 0; i < sizeof product / sizeof product[0]; i++)
         test_product(product[i][0], product[i][1], product[i][2]);
+    /* n: whole vectors short of a block of four (32, 48: two and three of AVX-512's 16),
+     * with a masked rest (31, 33, 57), past a block (70, 88) */
     const int helpers[][2] = {{1, 1}, {7, 5}, {8, 8}, {9, 31}, {17, 32}, {24, 33}, {3, 64},
-                              {40, 70}, {129, 32}};
+                              {40, 70}, {129, 32}, {5, 48}, {11, 57}, {6, 88}};
     for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
         test_vector_helpers(helpers[i][0], helpers[i][1]);
     /* queries, first keys, n: one query, a pair and its odd one, blocks of four and eight,
-     * shared rows short of, at and past a group of eight, heads of 3 to 67 */
+     * shared rows short of, at and past a group of eight, heads of 3 to 88 (48: a block of
+     * three AVX-512 vectors; 88: a block of four, one vector and a masked rest) */
     const int causal[][3] = {{1, 1, 64}, {1, 9, 8}, {2, 8, 64}, {3, 7, 16}, {5, 9, 3},
-                             {8, 1, 64}, {8, 16, 67}, {8, 40, 64}, {7, 33, 32}, {4, 17, 128}};
+                             {8, 1, 64}, {8, 16, 67}, {8, 40, 64}, {7, 33, 32}, {4, 17, 128},
+                             {8, 9, 48}, {5, 3, 88}};
     for (size_t i = 0; i < sizeof causal / sizeof causal[0]; i++)
         test_causal_helpers(causal[i][0], causal[i][1], causal[i][2]);
     test_norms(3, 1);
