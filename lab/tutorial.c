@@ -112,6 +112,23 @@ static int encode(const Tokenizer *t, const char *text, size_t len, int *ids) {
     return rc == 0 ? (int)n : -1;
 }
 
+/* Loads the shipped model (chunks of up to max_chunk tokens) and tokenizer and encodes
+ * text into ids; returns the token count, or -1 with both freed. */
+static int load_model(Model *m, Tokenizer *t, int max_chunk, const char *text, int *ids) {
+    if (tutorial_load_tokenizer(t) != 0) return -1;
+    if (model_load(m, TUTORIAL_MODEL, max_chunk) != 0) {
+        tokenizer_free(t);
+        return -1;
+    }
+    int n = encode(t, text, strlen(text), ids);
+    if (n >= 1 && n <= m->n_ctx) return n;
+    if (n >= 0)   /* n < 0: encode said why */
+        fprintf(stderr, "tutorial: the text must be 1 to %d tokens (got %d)\n", m->n_ctx, n);
+    model_free(m);
+    tokenizer_free(t);
+    return -1;
+}
+
 /* ------------------------------------------------------------------------- */
 /* 1. Tokens                                                                   */
 
@@ -218,20 +235,8 @@ static int step_embed(int argc, char **argv) {
     const char *text = argc > 0 ? argv[0] : "ROMEO:";
     Tokenizer t;
     Model m;
-    if (tutorial_load_tokenizer(&t) != 0) return 1;
-    if (model_load(&m, TUTORIAL_MODEL, 1) != 0) {
-        tokenizer_free(&t);
-        return 1;
-    }
-    int ids[TUTORIAL_MAX_TOKENS], n = encode(&t, text, strlen(text), ids);
-    if (n < 1 || n > m.config.seq_len) {
-        if (n >= 0)   /* n < 0: encode said why */
-            fprintf(stderr, "tutorial: the text must be 1 to %d tokens (got %d)\n",
-                    m.config.seq_len, n);
-        model_free(&m);
-        tokenizer_free(&t);
-        return 1;
-    }
+    int ids[TUTORIAL_MAX_TOKENS], n = load_model(&m, &t, 1, text, ids);
+    if (n < 0) return 1;
     int C = m.config.dim;
     const Weights *w = &m.checkpoint.weights;
     printf("C = %d; the first 4 numbers of each row\n", C);
@@ -503,23 +508,6 @@ static int step_mask(int argc, char **argv) {
         print_vector(l, o, D, 4);
     }
     return 0;
-}
-
-/* Loads the shipped model (chunks of up to max_chunk tokens) and tokenizer and encodes
- * text into ids; returns the token count, or -1 with both freed. */
-static int load_model(Model *m, Tokenizer *t, int max_chunk, const char *text, int *ids) {
-    if (tutorial_load_tokenizer(t) != 0) return -1;
-    if (model_load(m, TUTORIAL_MODEL, max_chunk) != 0) {
-        tokenizer_free(t);
-        return -1;
-    }
-    int n = encode(t, text, strlen(text), ids);
-    if (n >= 1 && n <= m->n_ctx) return n;
-    if (n >= 0)   /* n < 0: encode said why */
-        fprintf(stderr, "tutorial: the text must be 1 to %d tokens (got %d)\n", m->n_ctx, n);
-    model_free(m);
-    tokenizer_free(t);
-    return -1;
 }
 
 /* The index of the largest of x (n,). */
