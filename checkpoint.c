@@ -20,12 +20,11 @@
 #include <stdio.h>      /* fprintf(stderr), FILE, fwrite, snprintf, rename, remove */
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* memcpy, memset, strerror, strlen */
-#include <sys/mman.h>   /* mmap, munmap */
 #include <sys/stat.h>   /* fstat */
 #include <unistd.h>     /* read, close */
 
 #include "quant.h"      /* quant_groups, quant_quantize, quant_dequantize_row */
-#include "os.h"         /* SaveFile: the int8 file written crash-safe */
+#include "os.h"         /* os_map_file; SaveFile: the int8 file written crash-safe */
 #include "gguf.h"       /* gguf_is_gguf, gguf_load_checkpoint: llama.cpp's GGUF files */
 
 #define PAGE_STRIDE 4096   /* touch_pages reads one byte this often */
@@ -755,8 +754,8 @@ static int read_attention(Checkpoint *ck, const char *path, const unsigned char 
 /* ------------------------------------------------------------------------- */
 /* Load and free                                                               */
 
-/* Reads one byte of every page of the map, so that the pages are brought in at load and
- * not during the first forward pass (which would then look slow: on a virtual machine,
+/* Reads one byte of every page of the map, so that the pages of a mapped file (os_map_file
+ * reads a large one whole) are brought in at load and not during the first forward pass (which would then look slow: on a virtual machine,
  * first touching 440 MB costs about 0.1 s). Returns the sum, so the reads are kept. */
 static unsigned touch_pages(const unsigned char *map, size_t size) {
     unsigned sum = 0;
@@ -837,10 +836,9 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
         goto fail;
     }
     ck->format = layout.name;
-    ck->map = mmap(NULL, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (ck->map == MAP_FAILED) {
-        ck->map = NULL;
-        fprintf(stderr, "model: %s: mmap failed (%s)\n", path, strerror(errno));
+    ck->map = os_map_file(fd, file_size);
+    if (!ck->map) {
+        fprintf(stderr, "model: %s: cannot read (%s)\n", path, strerror(errno));
         goto fail;
     }
     ck->map_size = file_size;
@@ -858,7 +856,7 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
     if (carve_tensors(ck, &layout, (const unsigned char *)ck->map + layout.data_offset,
                       ck->owned, path) != 0) goto fail;
     if (layout.storage == STORE_BF16 && !layout.attention) {   /* all widened: drop the map */
-        munmap(ck->map, ck->map_size);
+        os_unmap_file(ck->map, ck->map_size);
         ck->map = NULL;
         ck->map_size = 0;
     }
@@ -909,7 +907,7 @@ fail:
 }
 
 void checkpoint_free(Checkpoint *ck) {
-    if (ck->map) munmap(ck->map, ck->map_size);
+    os_unmap_file(ck->map, ck->map_size);
     free(ck->owned);
     free(ck->attention);
     free(ck->sink_logits);

@@ -150,7 +150,7 @@ typedef struct {
     CheckpointTensor tensors[TENSOR_COUNT];  /* by TensorName; Weights views into these */
     const char *format;    /* what the file was read as, and what was assumed */
     int gguf;              /* 1 if read from a GGUF file (which carries its tokenizer) */
-    void *map;             /* the mmap'd file, or NULL */
+    void *map;             /* the file in memory (os_map_file), or NULL */
     size_t map_size;       /* bytes mapped */
     unsigned touched;      /* a checksum of one byte per page, read at load (see .c) */
     void *owned;           /* converted tensors (bf16 widened, int8 scales), or NULL */

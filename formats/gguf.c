@@ -18,10 +18,10 @@
 #include <stdio.h>      /* fprintf(stderr), snprintf */
 #include <stdlib.h>     /* malloc, calloc, free, qsort */
 #include <string.h>     /* memcmp, memcpy, memset, strlen, strerror */
-#include <sys/mman.h>   /* mmap, munmap */
 #include <sys/stat.h>   /* fstat */
 #include <unistd.h>     /* close */
 
+#include "os.h"         /* os_map_file, os_unmap_file */
 #include "quant.h"      /* QUANT_Q_MAX: the int8 range the kernels take */
 
 /* ------------------------------------------------------------------------- */
@@ -379,10 +379,10 @@ int gguf_open(GgufFile *g, const char *path, const char *prefix) {
         close(fd);
         return -1;
     }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *map = os_map_file(fd, (size_t)st.st_size);
     close(fd);
-    if (map == MAP_FAILED) {
-        fprintf(stderr, "%s: %s: mmap failed (%s)\n", prefix, path, strerror(errno));
+    if (!map) {
+        fprintf(stderr, "%s: %s: cannot read (%s)\n", prefix, path, strerror(errno));
         return -1;
     }
     g->map = map;
@@ -440,7 +440,7 @@ fail:
 }
 
 void gguf_close(GgufFile *g) {
-    if (g->map) munmap(g->map, g->size);
+    os_unmap_file(g->map, g->size);
     free(g->values);
     free(g->tensors);
     memset(g, 0, sizeof *g);

@@ -68,7 +68,7 @@ typedef struct {
 
 typedef struct {
     const char *path;              /* for messages; a view of the caller's string */
-    unsigned char *map;            /* the mmap'd file; owned */
+    unsigned char *map;            /* the file in memory (os_map_file); owned */
     size_t size;                   /* bytes mapped */
     size_t alignment;              /* general.alignment, or GGUF_DEFAULT_ALIGNMENT */
     size_t data_offset;            /* where the data section starts */

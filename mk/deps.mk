@@ -14,7 +14,8 @@ $(B)/simd/quant_neon.o: simd/quant_neon.c simd/simd.h kernels.h quant.h
 $(B)/trainer/train_kernels.o: trainer/train_kernels.c kernels.h quant.h hash.h simd/simd.h
 $(B)/checkpoint.o: checkpoint.c checkpoint.h attention.h kernels.h quant.h platform/os.h formats/gguf.h \
                    tokenizer.h
-$(B)/formats/gguf.o: formats/gguf.c formats/gguf.h checkpoint.h attention.h kernels.h quant.h tokenizer.h
+$(B)/formats/gguf.o: formats/gguf.c formats/gguf.h checkpoint.h attention.h kernels.h quant.h tokenizer.h \
+                    platform/os.h
 $(B)/platform/os.o: platform/os.c platform/os.h
 $(B)/block.o: block.c block.h checkpoint.h kernels.h quant.h
 $(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h

@@ -23,9 +23,7 @@
 #include <stdint.h>      /* SIZE_MAX */
 #include <stdlib.h>      /* mkstemp, calloc, realloc, free */
 #include <string.h>      /* strcmp, strerror, strlen, strrchr, memcpy */
-#ifndef __wasi__
-#include <sys/mman.h>    /* mmap, madvise, munmap */
-#endif
+#include <sys/mman.h>    /* mmap, madvise, mprotect, munmap (WASI: emulated) */
 #include <sys/stat.h>    /* stat, fstat, fchmod, umask, S_IS* */
 #include <time.h>        /* clock_gettime, CLOCK_MONOTONIC */
 #include <unistd.h>      /* fsync, close, unlink, link, pread, write, access, sysconf */
@@ -77,6 +75,9 @@ static void lower_to_cgroup(const char *root, const char *group, const char *nam
 #if defined(MAP_ANONYMOUS) && !defined(__wasi__) && !defined(OS_PLAIN_ALLOC)
 #define OS_HEADER 64   /* the mapping's length, kept in front of the block (one cache line) */
 #define OS_HUGE_MIN (4u << 20)   /* blocks marked for huge pages: at least two of them */
+#if defined(MADV_HUGEPAGE)
+#define OS_HUGE_FILES 1   /* os_map_file reads a large file onto huge pages */
+#endif
 void *os_alloc_zeroed(size_t n, size_t size) {
     if (size && n > (SIZE_MAX - OS_HEADER) / size) return NULL;
     size_t bytes = OS_HEADER + n * size;
@@ -294,6 +295,67 @@ char *os_read_file(const char *program, const char *path, const char *expected,
     }
     fclose(file);
     return text;
+}
+
+#ifdef OS_HUGE_FILES
+/* pread until n bytes of fd from offset 0 are in buf; 0, or -1 with errno set (EIO for a
+ * file shorter than n). */
+static int read_whole(int fd, unsigned char *buf, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t got = pread(fd, buf + done, n - done, (off_t)done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            if (got == 0) errno = EIO;
+            return -1;
+        }
+        done += (size_t)got;
+    }
+    return 0;
+}
+
+/* os_map_file's copy: size bytes of fd on pages of their own starting on a 2 MiB
+ * boundary, marked for huge pages, then made read-only, into *out. Returns 0; 1 where the
+ * system refuses a step (the caller then maps the file); -1 on a read error (errno). */
+static int read_huge(int fd, size_t size, void **out) {
+    const size_t huge = (size_t)2 << 20;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || size > SIZE_MAX - 2 * huge) return 1;
+    size_t span = size + huge, used = (size + (size_t)page - 1) / (size_t)page * (size_t)page;
+    unsigned char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                            -1, 0);
+    if (p == MAP_FAILED) return 1;
+    unsigned char *start = p + (huge - (uintptr_t)p % huge) % huge;
+    if (start > p) munmap(p, (size_t)(start - p));   /* the pages before and after */
+    if (p + span > start + used) munmap(start + used, (size_t)(p + span - (start + used)));
+    int status = madvise(start, used, MADV_HUGEPAGE) != 0 ? 1
+                 : read_whole(fd, start, size) != 0      ? -1
+                 : mprotect(start, used, PROT_READ) != 0 ? 1 : 0;
+    if (status != 0) {
+        int saved = errno;
+        munmap(start, used);
+        errno = saved;
+        return status;
+    }
+    *out = start;
+    return 0;
+}
+#endif
+
+void *os_map_file(int fd, size_t size) {
+#ifdef OS_HUGE_FILES
+    if (size >= OS_HUGE_MIN && size <= os_memory_limit(0) / 4) {
+        void *copy = NULL;
+        int status = read_huge(fd, size, &copy);
+        if (status <= 0) return copy;   /* the copy, or NULL after a read error */
+    }
+#endif
+    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    return map == MAP_FAILED ? NULL : map;
+}
+
+void os_unmap_file(void *p, size_t size) {
+    if (p) munmap(p, size);
 }
 
 /* ---- writing ---- */

@@ -1,6 +1,6 @@
 /* os.h: the little the programs ask of the operating system (POSIX), in one place: a
- * monotonic clock, the machine's memory, whole files read with a size limit, and files
- * written without ever losing one.
+ * monotonic clock, the machine's memory, whole files read with a size limit, weights files
+ * read onto huge pages, and files written without ever losing one.
  *
  * Writing: a file is written whole to a temporary beside its destination, flushed to the
  * disk (fsync), and renamed over the destination, then the folder is synced: a reader
@@ -90,6 +90,16 @@ int os_file_size(FILE *file, const char *program, const char *path, size_t *size
  * a FIFO would block), and more than max_bytes. Returns NULL after one stderr line. */
 char *os_read_file(const char *program, const char *path, const char *expected,
                    size_t max_bytes, size_t *size);
+
+/* The first size bytes (size > 0) of the open regular file fd, for reading (a weights
+ * file), or NULL with errno set. Where the system has huge pages (Linux), a file of 4 MiB
+ * or more that takes at most a quarter of os_memory_limit is read into anonymous memory
+ * marked for them: weights read at every token then lie on 2 MiB pages, whose addresses
+ * the TLB holds and across which the hardware prefetchers run, where the file's own pages
+ * are 4 KiB. Any other file is mapped (mmap), its pages the kernel's to drop and read
+ * again. Either way writing to it is a fault. os_unmap_file(p, size) frees it. */
+void *os_map_file(int fd, size_t size);
+void os_unmap_file(void *p, size_t size);
 
 /* ---- writing ---- */
 

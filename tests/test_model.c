@@ -20,6 +20,7 @@
 
 #include "block.h"        /* block_qkv, block_matmul */
 #include "kernels.h"      /* kernels_set_threads, kernels_run: the thread pool */
+#include "os.h"           /* os_map_file, os_unmap_file */
 #include "quant.h"        /* quant_quantize */
 #include "tests/check.h"  /* check_* */
 
@@ -587,7 +588,38 @@ static void test_context_commit(void) {
     model_free(&m);
 }
 
+/* os_map_file gives a file's bytes as they are: a file of 5 MiB and a few bytes (read onto
+ * huge pages where the system has them, its last page partly past the file) and one of a
+ * few KiB (mapped), each compared byte for byte with what was written. */
+static void test_map_file(void) {
+    static const size_t sizes[] = {((size_t)5 << 20) + 77, 3000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        unsigned char *want = malloc(n);
+        FILE *file = tmpfile();   /* removed when closed */
+        if (!want || !file) {
+            check_true(0, "map file: a temporary file of %zu bytes", n);
+            free(want);
+            if (file) fclose(file);
+            continue;
+        }
+        uint64_t x = 88172645463325252ULL + n;
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            want[i] = (unsigned char)(x >> 56);
+        }
+        int written = fwrite(want, 1, n, file) == n && fflush(file) == 0;
+        void *got = written ? os_map_file(fileno(file), n) : NULL;
+        check_true(got && memcmp(got, want, n) == 0,
+                   "map file: %zu bytes read back as written", n);
+        os_unmap_file(got, n);
+        fclose(file);
+        free(want);
+    }
+}
+
 int main(void) {
+    test_map_file();
     test_qkv_int8_groups();
     test_rope_bits();
     test_context_commit();
