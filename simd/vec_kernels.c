@@ -249,7 +249,7 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
  * prefill agree to rounding.
  */
 #define GEMM_MR 6                      /* rows of w per tile */
-#define GEMM_NB (GEMM_NV * VLANES)     /* rows of x per tile: 32 with AVX-512, else 16 */
+#define GEMM_NB (GEMM_NV * VLANES)     /* rows of x per block: 32 with AVX-512, else 16 */
 #define GEMM_KC 1024                   /* input columns per transposed block of x */
 #define GEMM_OB 48                     /* rows of w whose sums are gathered before they go
                                         * into out (a multiple of GEMM_MR) */
@@ -257,82 +257,103 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
 #define GEMM_COL_BLOCKS 4              /* column blocks per block of rows: few, since each
                                         * job transposes its rows of x once */
 
-/* sums (R, NB) = w rows 0 .. R-1 (IC floats apart) against the NB columns of xt (kc, NB):
- * row r holds the sums over i = 0 .. kc-1 of w[r][i] * xt[i][:]. */
-static ALWAYS_INLINE void gemm_tile(float *sums, const float *xt, const float *w, int kc,
-                                    int IC, int R) {
+/* sums (R, NB) = w rows 0 .. R-1 (IC floats apart) against the first nv vectors of
+ * columns of xt (kc, ld): row r holds the sums over i = 0 .. kc-1 of w[r][i] * xt[i][:].
+ * A block of fewer rows of x than NB takes fewer vectors (nv), not padding lanes. */
+static ALWAYS_INLINE void gemm_tile(float *sums, const float *xt, int ld, const float *w,
+                                    int kc, int IC, int R, int nv) {
     Vec acc[GEMM_MR][GEMM_NV];
     TILE_UNROLL for (int r = 0; r < R; r++)
-        TILE_UNROLL for (int v = 0; v < GEMM_NV; v++) acc[r][v] = vec_zero();
+        TILE_UNROLL for (int v = 0; v < nv; v++) acc[r][v] = vec_zero();
     for (int i = 0; i < kc; i++) {
         Vec x_v[GEMM_NV];
-        TILE_UNROLL for (int v = 0; v < GEMM_NV; v++)
-            x_v[v] = vec_load(xt + (size_t)i * GEMM_NB + v * VLANES);
+        TILE_UNROLL for (int v = 0; v < nv; v++)
+            x_v[v] = vec_load(xt + (size_t)i * ld + v * VLANES);
         TILE_UNROLL for (int r = 0; r < R; r++) {
             Vec w_ri = vec_broadcast(w + (size_t)r * IC + i);
-            TILE_UNROLL for (int v = 0; v < GEMM_NV; v++)
+            TILE_UNROLL for (int v = 0; v < nv; v++)
                 acc[r][v] = vec_fma(w_ri, x_v[v], acc[r][v]);
         }
     }
     TILE_UNROLL for (int r = 0; r < R; r++)
-        TILE_UNROLL for (int v = 0; v < GEMM_NV; v++)
+        TILE_UNROLL for (int v = 0; v < nv; v++)
             vec_store(sums + (size_t)r * GEMM_NB + v * VLANES, acc[r][v]);
 }
 
-/* xt (kc, NB) = the first kc columns of x's rows 0 .. rows-1 (row stride IC), transposed:
- * xt[i][j] = x[j][i], zero for the padding rows j >= rows; 8 x 8 blocks where whole. */
+/* xt (kc, ld) = the first kc columns of x's rows 0 .. rows-1 (row stride IC), transposed:
+ * xt[i][j] = x[j][i], zero for the padding rows rows <= j < ld (ld a multiple of 8 and at
+ * least rows); 8 x 8 blocks where whole. */
 _Static_assert(GEMM_NB % 8 == 0, "gemm_pack transposes 8 x 8 blocks");
 _Static_assert(GEMM_OB % GEMM_MR == 0, "only the last group of rows of w has a short tile");
-static void gemm_pack(float *xt, const float *x, int IC, int kc, int rows) {
-    for (int j0 = 0; j0 < GEMM_NB; j0 += 8) {
+static void gemm_pack(float *xt, int ld, const float *x, int IC, int kc, int rows) {
+    for (int j0 = 0; j0 < ld; j0 += 8) {
         int i = 0;
         if (j0 + 8 <= rows)
             for (; i + 8 <= kc; i += 8)
-                v8_transpose(xt + (size_t)i * GEMM_NB + j0, GEMM_NB, x + (size_t)j0 * IC + i, IC);
+                v8_transpose(xt + (size_t)i * ld + j0, ld, x + (size_t)j0 * IC + i, IC);
         for (int j = j0; j < j0 + 8; j++)
             for (int ii = i; ii < kc; ii++)
-                xt[(size_t)ii * GEMM_NB + j] = j < rows ? x[(size_t)j * IC + ii] : 0.0f;
+                xt[(size_t)ii * ld + j] = j < rows ? x[(size_t)j * IC + ii] : 0.0f;
     }
 }
 
-/* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, NB rows of x at a time. The
+/* out[nb .. nb1, o0 .. o1) = x . w^T for one block of rows of x (at most NB) in nv vectors:
+ * xt (KC, NB) and sums (OB, NB) the caller's scratch, xt's rows as wide as the nv vectors
+ * (whole 8 x 8 blocks), so that a short block packs and reads no more than it uses. The
  * tiles of a group of GEMM_OB rows of w leave their sums in `sums`, which then goes into
- * out a row of x at a time, GEMM_OB adjacent floats each. (Written straight from the tile,
- * each row of w's NB sums would land in NB rows of out, OC floats apart: NB cache lines a
- * tile, and with OC a multiple of 1024 all in the same L1 set. Zen 5, one thread, 64 rows:
- * 768 x 2048 from 99-124 to 173-193 GFLOP/s, 128 x 512 from 96 to 146-153.) */
+ * out a row of x at a time, GEMM_OB adjacent floats each. (Written straight from the
+ * tile, each row of w's NB sums would land in NB rows of out, OC floats apart: NB cache
+ * lines a tile, and with OC a multiple of 1024 all in the same L1 set. Zen 5, one thread,
+ * 64 rows: 768 x 2048 from 99-124 to 173-193 GFLOP/s, 128 x 512 from 96 to 146-153.) */
+static ALWAYS_INLINE void gemm_rows(float *out, const float *x, const float *w, int nb,
+                                    int nb1, int o0, int o1, int IC, int OC, float *xt,
+                                    float *sums, int nv) {
+    int ld = (nv * VLANES + 7) / 8 * 8;   /* xt's row stride */
+    for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
+        int kc = IC - k0 < GEMM_KC ? IC - k0 : GEMM_KC;
+        gemm_pack(xt, ld, x + (size_t)nb * IC + k0, IC, kc, nb1 - nb);
+        for (int g = o0; g < o1; g += GEMM_OB) {
+            int g1 = g + GEMM_OB < o1 ? g + GEMM_OB : o1, o = g;
+            const float *w_k = w + (size_t)g * IC + k0;   /* row g of w from column k0 */
+            for (; o + GEMM_MR <= g1; o += GEMM_MR, w_k += (size_t)GEMM_MR * IC)
+                gemm_tile(sums + (size_t)(o - g) * GEMM_NB, xt, ld, w_k, kc, IC, GEMM_MR, nv);
+            float *s_o = sums + (size_t)(o - g) * GEMM_NB;
+            switch (g1 - o) {   /* the rows of w left over, with constant tile heights */
+            case 5: gemm_tile(s_o, xt, ld, w_k, kc, IC, 5, nv); break;
+            case 4: gemm_tile(s_o, xt, ld, w_k, kc, IC, 4, nv); break;
+            case 3: gemm_tile(s_o, xt, ld, w_k, kc, IC, 3, nv); break;
+            case 2: gemm_tile(s_o, xt, ld, w_k, kc, IC, 2, nv); break;
+            case 1: gemm_tile(s_o, xt, ld, w_k, kc, IC, 1, nv); break;
+            default: break;
+            }
+            for (int n = nb; n < nb1; n++) {   /* rows >= nb1 of the block are padding */
+                float *out_n = out + (size_t)n * OC;
+                const float *s_n = sums + (n - nb);   /* column n - nb of sums */
+                if (k0 == 0)
+                    for (o = g; o < g1; o++) out_n[o] = s_n[(size_t)(o - g) * GEMM_NB];
+                else
+                    for (o = g; o < g1; o++) out_n[o] += s_n[(size_t)(o - g) * GEMM_NB];
+            }
+        }
+    }
+}
+
+/* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, NB rows of x at a time, a
+ * last, shorter block in as few vectors as hold it (gemm_rows: a 46-token prompt with
+ * AVX-512 is 32 rows and 14 in one vector, not 32 and 32). */
 void simd_gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
                      int n1, int o0, int o1, int IC, int OC) {
     float xt[GEMM_KC * GEMM_NB];   /* (KC, NB) on the stack: 128 KiB (AVX-512), else 64 KiB */
     _Alignas(64) float sums[GEMM_OB * GEMM_NB];   /* (OB, NB) */
     for (int nb = n0; nb < n1; nb += GEMM_NB) {
         int nb1 = nb + GEMM_NB < n1 ? nb + GEMM_NB : n1;
-        for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
-            int kc = IC - k0 < GEMM_KC ? IC - k0 : GEMM_KC;
-            gemm_pack(xt, x + (size_t)nb * IC + k0, IC, kc, nb1 - nb);
-            for (int g = o0; g < o1; g += GEMM_OB) {
-                int g1 = g + GEMM_OB < o1 ? g + GEMM_OB : o1, o = g;
-                const float *w_k = w + (size_t)g * IC + k0;   /* row g of w from column k0 */
-                for (; o + GEMM_MR <= g1; o += GEMM_MR, w_k += (size_t)GEMM_MR * IC)
-                    gemm_tile(sums + (size_t)(o - g) * GEMM_NB, xt, w_k, kc, IC, GEMM_MR);
-                float *s_o = sums + (size_t)(o - g) * GEMM_NB;
-                switch (g1 - o) {   /* the rows of w left over, with constant tile heights */
-                case 5: gemm_tile(s_o, xt, w_k, kc, IC, 5); break;
-                case 4: gemm_tile(s_o, xt, w_k, kc, IC, 4); break;
-                case 3: gemm_tile(s_o, xt, w_k, kc, IC, 3); break;
-                case 2: gemm_tile(s_o, xt, w_k, kc, IC, 2); break;
-                case 1: gemm_tile(s_o, xt, w_k, kc, IC, 1); break;
-                default: break;
-                }
-                for (int n = nb; n < nb1; n++) {   /* rows >= nb1 of the block are padding */
-                    float *out_n = out + (size_t)n * OC;
-                    const float *s_n = sums + (n - nb);   /* column n - nb of sums */
-                    if (k0 == 0)
-                        for (o = g; o < g1; o++) out_n[o] = s_n[(size_t)(o - g) * GEMM_NB];
-                    else
-                        for (o = g; o < g1; o++) out_n[o] += s_n[(size_t)(o - g) * GEMM_NB];
-                }
-            }
+        switch ((nb1 - nb + VLANES - 1) / VLANES) {   /* vectors that hold the block's rows */
+#if GEMM_NV == 4
+        case 4: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 4); break;
+        case 3: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 3); break;
+#endif
+        case 2: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 2); break;
+        default: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 1); break;
         }
     }
     if (b)

@@ -968,7 +968,7 @@ int main(void) {
      * plus leftovers, chains longer than a cache block (K > 128), the trainer's shapes */
     const int backward[][3] = {{1, 1, 1}, {5, 17, 7}, {67, 40, 33}, {3, 65, 130},
                                {70, 129, 5}, {64, 64, 64}, {130, 300, 257}, {301, 19, 70},
-                               {256, 128, 384}};
+                               {256, 128, 384}, {90, 48, 20}, {54, 33, 13}};
     for (size_t i = 0; i < sizeof backward / sizeof backward[0]; i++) {
         test_matmul_backward(backward[i][0], backward[i][1], backward[i][2]);
         test_matmul_wt(backward[i][0], backward[i][1], backward[i][2], (int)(i % 2));
