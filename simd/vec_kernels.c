@@ -297,6 +297,33 @@ static void gemm_pack(float *xt, int ld, const float *x, int IC, int kc, int row
     }
 }
 
+/* out (rows, cols; row stride OC) = sums transposed, or += with accumulate: out[n][o] is
+ * sums[o][n] (sums (cols, NB), rows <= NB, cols <= GEMM_OB). 8 x 8 blocks where whole
+ * (v8_transpose), the edges one value at a time; the same copies and adds either way. */
+static void gemm_store(float *out, int OC, const float *sums, int rows, int cols,
+                       int accumulate) {
+    int rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
+    for (int n = 0; n < rows8; n += 8)
+        for (int o = 0; o < cols8; o += 8) {
+            float *dst = out + (size_t)n * OC + o;
+            const float *src = sums + (size_t)o * GEMM_NB + n;
+            if (!accumulate) {
+                v8_transpose(dst, OC, src, GEMM_NB);
+                continue;
+            }
+            _Alignas(32) float t[64];
+            v8_transpose(t, 8, src, GEMM_NB);
+            for (int j = 0; j < 8; j++)
+                v8_store(dst + (size_t)j * OC,
+                         v8_add(v8_load(dst + (size_t)j * OC), v8_load(t + 8 * j)));
+        }
+    for (int n = 0; n < rows; n++)   /* the edges: columns past cols8, rows past rows8 */
+        for (int o = n < rows8 ? cols8 : 0; o < cols; o++) {
+            float v = sums[(size_t)o * GEMM_NB + n];
+            out[(size_t)n * OC + o] = accumulate ? out[(size_t)n * OC + o] + v : v;
+        }
+}
+
 /* out[nb .. nb1, o0 .. o1) = x . w^T for one block of rows of x (at most NB) in nv vectors:
  * xt (KC, NB) and sums (OB, NB) the caller's scratch, xt's rows as wide as the nv vectors
  * (whole 8 x 8 blocks), so that a short block packs and reads no more than it uses. The
@@ -326,14 +353,7 @@ static ALWAYS_INLINE void gemm_rows(float *out, const float *x, const float *w, 
             case 1: gemm_tile(s_o, xt, ld, w_k, kc, IC, 1, nv); break;
             default: break;
             }
-            for (int n = nb; n < nb1; n++) {   /* rows >= nb1 of the block are padding */
-                float *out_n = out + (size_t)n * OC;
-                const float *s_n = sums + (n - nb);   /* column n - nb of sums */
-                if (k0 == 0)
-                    for (o = g; o < g1; o++) out_n[o] = s_n[(size_t)(o - g) * GEMM_NB];
-                else
-                    for (o = g; o < g1; o++) out_n[o] += s_n[(size_t)(o - g) * GEMM_NB];
-            }
+            gemm_store(out + (size_t)nb * OC + g, OC, sums, nb1 - nb, g1 - g, k0 > 0);
         }
     }
 }

@@ -952,7 +952,8 @@ int main(void) {
                             {9, 40, 20}, {16, 130, 23}, {17, 130, 23}, {33, 1100, 13},
                             {1, 301, 1003},    /* 1.2 MB: a single row streams row by row */
                             {5, 301, 1003}, {7, 301, 999},   /* and a few rows, in runs */
-                            {12, 5, 7}, {23, 13, 29}, {41, 131, 11}};   /* GEMM packing */
+                            {12, 5, 7}, {23, 13, 29}, {41, 131, 11},   /* GEMM packing */
+                            {40, 1100, 70}};   /* two blocks of columns of x, 8 x 8 stores */
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         test_matmul(sizes[i][0], sizes[i][1], sizes[i][2], (int)(i % 2));
     const int decode[][3] = {{301, 1003, 40}, {7, 10531, 40}, {97, 761, 24}, {1031, 73, 8},
