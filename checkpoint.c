@@ -755,8 +755,9 @@ static int read_attention(Checkpoint *ck, const char *path, const unsigned char 
 /* Load and free                                                               */
 
 /* Reads one byte of every page of the map, so that the pages of a mapped file (os_map_file
- * reads a large one whole) are brought in at load and not during the first forward pass (which would then look slow: on a virtual machine,
- * first touching 440 MB costs about 0.1 s). Returns the sum, so the reads are kept. */
+ * reads a large one whole) are brought in at load and not during the first forward pass
+ * (which would then look slow: on a virtual machine, first touching 440 MB costs about 0.1
+ * s). Returns the sum, so the reads are kept. */
 static unsigned touch_pages(const unsigned char *map, size_t size) {
     unsigned sum = 0;
     for (size_t i = 0; i < size; i += PAGE_STRIDE) sum += map[i];
