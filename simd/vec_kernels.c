@@ -327,11 +327,11 @@ static void gemm_store(float *out, int OC, const float *sums, int rows, int cols
 /* out[nb .. nb1, o0 .. o1) = x . w^T for one block of rows of x (at most NB) in nv vectors:
  * xt (KC, NB) and sums (OB, NB) the caller's scratch, xt's rows as wide as the nv vectors
  * (whole 8 x 8 blocks), so that a short block packs and reads no more than it uses. The
- * tiles of a group of GEMM_OB rows of w leave their sums in `sums`, which then goes into
- * out a row of x at a time, GEMM_OB adjacent floats each. (Written straight from the
- * tile, each row of w's NB sums would land in NB rows of out, OC floats apart: NB cache
- * lines a tile, and with OC a multiple of 1024 all in the same L1 set. Zen 5, one thread,
- * 64 rows: 768 x 2048 from 99-124 to 173-193 GFLOP/s, 128 x 512 from 96 to 146-153.) */
+ * tiles of a group of GEMM_OB rows of w leave their sums in `sums`, which gemm_store then
+ * puts into out, rows of GEMM_OB adjacent floats. (Written straight from the tile, each
+ * row of w's NB sums would land in NB rows of out, OC floats apart: NB cache lines a
+ * tile, and with OC a multiple of 1024 all in the same L1 set. Zen 5, one thread, 64
+ * rows: 768 x 2048 from 99-124 to 173-193 GFLOP/s, 128 x 512 from 96 to 146-153.) */
 static ALWAYS_INLINE void gemm_rows(float *out, const float *x, const float *w, int nb,
                                     int nb1, int o0, int o1, int IC, int OC, float *xt,
                                     float *sums, int nv) {
