@@ -37,8 +37,10 @@
  * compilers may just not unroll. */
 #if defined(__GNUC__)
 #define TILE_UNROLL _Pragma("GCC unroll 8")
+#define PREFETCH_L2(p) __builtin_prefetch(p, 0, 2)   /* a hint: never faults */
 #else
 #define TILE_UNROLL
+#define PREFETCH_L2(p) ((void)(p))
 #endif
 
 /* exp_approx on every lane, in its three stages: the same operations in the same order,
@@ -259,13 +261,17 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
 
 /* sums (R, NB) = w rows 0 .. R-1 (IC floats apart) against the first nv vectors of
  * columns of xt (kc, ld): row r holds the sums over i = 0 .. kc-1 of w[r][i] * xt[i][:].
- * A block of fewer rows of x than NB takes fewer vectors (nv), not padding lanes. */
+ * A block of fewer rows of x than NB takes fewer vectors (nv), not padding lanes. Asks
+ * for rows 0 .. R-1 of `next` (the next tile's w, or w itself) in L2 as it goes: w comes
+ * from memory once a job, and a tile's six new rows would otherwise wait for it together. */
 static ALWAYS_INLINE void gemm_tile(float *sums, const float *xt, int ld, const float *w,
-                                    int kc, int IC, int R, int nv) {
+                                    const float *next, int kc, int IC, int R, int nv) {
     Vec acc[GEMM_MR][GEMM_NV];
     TILE_UNROLL for (int r = 0; r < R; r++)
         TILE_UNROLL for (int v = 0; v < nv; v++) acc[r][v] = vec_zero();
     for (int i = 0; i < kc; i++) {
+        if (i % 16 == 0)   /* a line of each of the next tile's rows, as this one's start */
+            TILE_UNROLL for (int r = 0; r < R; r++) PREFETCH_L2(next + (size_t)r * IC + i);
         Vec x_v[GEMM_NV];
         TILE_UNROLL for (int v = 0; v < nv; v++)
             x_v[v] = vec_load(xt + (size_t)i * ld + v * VLANES);
@@ -342,15 +348,18 @@ static ALWAYS_INLINE void gemm_rows(float *out, const float *x, const float *w, 
         for (int g = o0; g < o1; g += GEMM_OB) {
             int g1 = g + GEMM_OB < o1 ? g + GEMM_OB : o1, o = g;
             const float *w_k = w + (size_t)g * IC + k0;   /* row g of w from column k0 */
-            for (; o + GEMM_MR <= g1; o += GEMM_MR, w_k += (size_t)GEMM_MR * IC)
-                gemm_tile(sums + (size_t)(o - g) * GEMM_NB, xt, ld, w_k, kc, IC, GEMM_MR, nv);
+            for (; o + GEMM_MR <= g1; o += GEMM_MR, w_k += (size_t)GEMM_MR * IC) {
+                const float *next = o + 2 * GEMM_MR <= o1 ? w_k + (size_t)GEMM_MR * IC : w_k;
+                gemm_tile(sums + (size_t)(o - g) * GEMM_NB, xt, ld, w_k, next, kc, IC, GEMM_MR,
+                          nv);
+            }
             float *s_o = sums + (size_t)(o - g) * GEMM_NB;
             switch (g1 - o) {   /* the rows of w left over, with constant tile heights */
-            case 5: gemm_tile(s_o, xt, ld, w_k, kc, IC, 5, nv); break;
-            case 4: gemm_tile(s_o, xt, ld, w_k, kc, IC, 4, nv); break;
-            case 3: gemm_tile(s_o, xt, ld, w_k, kc, IC, 3, nv); break;
-            case 2: gemm_tile(s_o, xt, ld, w_k, kc, IC, 2, nv); break;
-            case 1: gemm_tile(s_o, xt, ld, w_k, kc, IC, 1, nv); break;
+            case 5: gemm_tile(s_o, xt, ld, w_k, w_k, kc, IC, 5, nv); break;
+            case 4: gemm_tile(s_o, xt, ld, w_k, w_k, kc, IC, 4, nv); break;
+            case 3: gemm_tile(s_o, xt, ld, w_k, w_k, kc, IC, 3, nv); break;
+            case 2: gemm_tile(s_o, xt, ld, w_k, w_k, kc, IC, 2, nv); break;
+            case 1: gemm_tile(s_o, xt, ld, w_k, w_k, kc, IC, 1, nv); break;
             default: break;
             }
             gemm_store(out + (size_t)nb * OC + g, OC, sums, nb1 - nb, g1 - g, k0 > 0);
