@@ -208,27 +208,26 @@ out_of_memory:
     return -1;
 }
 
-/* Encodes a line of input to continue the sequence: as the tokenizer encodes text, minus
- * the BOS a Llama encoding starts with. Returns the count, or -1 after a message. */
+/* Encodes a line of input to continue the sequence (no BOS, no dummy-prefix space: the
+ * ids spell the text exactly, as the screen shows it). Returns the count, or -1 after a
+ * message. */
 static int encode_input(const Tokenizer *tok, int vocab_size, const char *text, size_t len,
                         int **ids) {
     size_t n = 0;
-    *ids = malloc((len + 2) * sizeof(int));
+    *ids = malloc((len + 1) * sizeof(int));
     if (!*ids) {
         fprintf(stderr, "generate: out of memory for a %zu-byte input line\n", len);
         return -1;
     }
-    if (tokenizer_encode(tok, text, len, *ids, len + 2, &n) != 0) return -1;
-    size_t first = n > 0 && (*ids)[0] == tok->bos_id ? 1 : 0;
-    for (size_t t = first; t < n; t++) {
+    if (tokenizer_encode_continuation(tok, text, len, *ids, len + 1, &n) != 0) return -1;
+    for (size_t t = 0; t < n; t++) {
         if ((*ids)[t] >= vocab_size) {
             fprintf(stderr, "generate: input token id out of range for the model (got %d, "
                     "expected 0..%d)\n", (*ids)[t], vocab_size - 1);
             return -1;
         }
     }
-    memmove(*ids, *ids + first, (n - first) * sizeof(int));
-    return (int)(n - first);
+    return (int)n;
 }
 
 /* What generate() carries from one step to the next; the buffers are owned. */

@@ -787,13 +787,14 @@ static int encode_text_merged(const Tokenizer *t, const unsigned char *text, siz
 /* Llama: BOS, then " " + text as runs of known characters, merged, separated by the
  * byte-fallback tokens of unknown characters (which never merge: llama2.c looks up
  * "<0xE2><0x80>" and finds nothing); or, for a vocabulary from a GGUF file, as llama.cpp
- * does (encode_text_merged). */
+ * does (encode_text_merged). A continuation has neither the BOS nor the space. */
 static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t len,
-                        MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
-    if (t->add_bos) emit(t->bos_id, ids, cap, count);
+                        int continuation, MergeScratch *scratch, int *ids, size_t cap,
+                        size_t *count) {
+    if (t->add_bos && !continuation) emit(t->bos_id, ids, cap, count);
     if (len == 0) return 0;
-    size_t prefix = t->add_space ? 1 : 0;
     if (t->merge_unknown) {
+        size_t prefix = t->add_space && !continuation ? 1 : 0;
         unsigned char *spaced = malloc(len + 1);   /* [" "] + text */
         if (!spaced) {
             fprintf(stderr, "tokenizer: encode: out of memory for %zu bytes\n", len + 1);
@@ -805,19 +806,20 @@ static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t le
         free(spaced);
         return status;
     }
-    if (table_find(t, (const unsigned char *)" ", 1) < 0) {
+    size_t prefix = continuation ? 0 : 1;
+    if (prefix && table_find(t, (const unsigned char *)" ", 1) < 0) {
         fprintf(stderr, "tokenizer: encode: the vocabulary has no \" \" token for the dummy "
                 "prefix (expected one, as llama2.c's encode needs)\n");
         return -1;
     }
-    unsigned char *buffer = malloc(len + 1);   /* " " + text */
+    unsigned char *buffer = malloc(len + 1);   /* [" "] + text */
     if (!buffer) {
         fprintf(stderr, "tokenizer: encode: out of memory for %zu bytes\n", len + 1);
         return -1;
     }
     buffer[0] = ' ';
-    memcpy(buffer + 1, text, len);
-    size_t n = len + 1, run_start = 0, i = 0;
+    memcpy(buffer + prefix, text, len);
+    size_t n = len + prefix, run_start = 0, i = 0;
     int status = 0;
     while (i < n && status == 0) {
         size_t width = llama_char_length(buffer, n, i);
@@ -846,8 +848,9 @@ static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t le
     return status;
 }
 
-int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
-                     int *ids, size_t cap, size_t *n_ids) {
+/* tokenizer_encode and tokenizer_encode_continuation */
+static int encode(const Tokenizer *t, const char *text, size_t len, int continuation,
+                  int *ids, size_t cap, size_t *n_ids) {
     const unsigned char *bytes = (const unsigned char *)text;
     MergeScratch scratch;
     size_t count = 0;
@@ -855,7 +858,7 @@ int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
     *n_ids = 0;
     int status = t->kind == TOKENIZER_GPT2
                  ? encode_gpt2(t, bytes, len, &scratch, ids, cap, &count)
-                 : encode_llama(t, bytes, len, &scratch, ids, cap, &count);
+                 : encode_llama(t, bytes, len, continuation, &scratch, ids, cap, &count);
     scratch_free(&scratch);
     if (status != 0) return -1;
     if (count > cap) {
@@ -866,6 +869,16 @@ int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
     }
     *n_ids = count;
     return 0;
+}
+
+int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
+                     int *ids, size_t cap, size_t *n_ids) {
+    return encode(t, text, len, 0, ids, cap, n_ids);
+}
+
+int tokenizer_encode_continuation(const Tokenizer *t, const char *text, size_t len,
+                                  int *ids, size_t cap, size_t *n_ids) {
+    return encode(t, text, len, 1, ids, cap, n_ids);
 }
 
 /* The byte b if token id is spelled "<0xHH>" (a Llama byte-fallback token), else -1. */

@@ -99,6 +99,12 @@ void tokenizer_free(Tokenizer *t);
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
                      int *ids, size_t cap, size_t *n_ids);
 
+/* tokenizer_encode for text that continues a sequence (a line of interactive input): Llama
+ * without the BOS and without the dummy-prefix space, so that the ids spell exactly the
+ * text's bytes; GPT-2 as tokenizer_encode. */
+int tokenizer_encode_continuation(const Tokenizer *t, const char *text, size_t len,
+                                  int *ids, size_t cap, size_t *n_ids);
+
 /* The raw bytes of token id (not NUL-terminated; a token may contain 0x00), and
  * its length in *len, when it follows token prev_id (-1 for none). For Llama, as
  * llama2.c prints it: a byte token <0xHH> is the byte HH, and a leading space is

@@ -983,6 +983,28 @@ static void test_llama2c_generation(void) {
     }
 }
 
+/* -I with a Llama model: a line continues the text without BOS or the dummy-prefix space,
+ * so the model reads exactly what the screen shows. tok512 spells "Once" as BOS, " ", O,
+ * n, c, e (6 ids: llama2.c's encode) and "\nhi\n" as its four bytes: 10 prompt tokens,
+ * where a space before the newline would make 11. */
+static void test_llama_interactive(void) {
+    const char *model = check_data_file("llama2c/s260k.bin");
+    const char *tok = check_data_file("llama2c/tok512.bin");
+    if (!model || !tok) {
+        check_skip("llama2c/s260k.bin or tok512.bin not found: Llama -I not checked");
+        return;
+    }
+    char command[1024], *out = NULL, *err = NULL;
+    snprintf(command, sizeof command, "printf 'hi\\n' | %s %s -z %s -i Once -n 2 -t 0 -I",
+             run_bin, model, tok);
+    int code = check_run(command, &out, &err);
+    check_true(code == 0 && err && strstr(err, "prompt: 10 tokens") && out &&
+               strstr(out, "\nhi\n") && !strstr(out, " \nhi"),
+               "-I with a Llama model: the line after a newline, no BOS and no space before "
+               "it (10 prompt tokens, exit %d)", code);
+    free(out); free(err);
+}
+
 /* Bytes in the file at path, or -1. */
 static long file_size(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -1527,6 +1549,7 @@ int main(void) {
     test_attention_views(model, tok);
     test_eval(model, tok);
     test_llama2c_generation();
+    test_llama_interactive();
     test_quantize_program(model, tok);
     test_files_not_ours(model, tok);
     test_attention_records(tok);

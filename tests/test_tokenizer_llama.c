@@ -86,6 +86,22 @@ static void test_tok512(void) {
     int ok = tokenizer_encode(&t, "Once upon a time", 16, got, 64, &n) == 0 && n == 18 &&
              memcmp(got, want, sizeof want) == 0;
     check_true(ok && t.vocab_size == 512, "tok512: \"Once upon a time\" -> 18 ids as llama2.c");
+    /* a continuation: no BOS, no dummy-prefix space; tok512's ids are its bytes + 3 (byte
+     * fallback) or its merges: "\n" 13, "h" 107, "i" 108, " " 259; "Once upon a time" and
+     * "\nhi there" encoded apart are "Once upon a time\nhi there" encoded at once */
+    const int want_cont[9] = {13, 107, 108, 259, 119, 107, 104, 117, 104};
+    ok = tokenizer_encode_continuation(&t, "\nhi there", 9, got, 64, &n) == 0 && n == 9 &&
+         memcmp(got, want_cont, sizeof want_cont) == 0;
+    check_true(ok, "tok512: the continuation \"\\nhi there\" -> 9 ids, no BOS and no space "
+               "before the newline");
+    int whole[64];
+    size_t n_whole;
+    ok = tokenizer_encode(&t, "Once upon a time\nhi there", 25, whole, 64, &n_whole) == 0 &&
+         n_whole == 18 + 9 && memcmp(whole, want, sizeof want) == 0 &&
+         memcmp(whole + 18, want_cont, sizeof want_cont) == 0;
+    check_true(ok, "tok512: a prompt and its continuation encode as the text at once");
+    ok = tokenizer_encode_continuation(&t, "", 0, got, 64, &n) == 0 && n == 0;
+    check_true(ok, "tok512: an empty continuation -> no ids (no BOS)");
     tokenizer_free(&t);
 }
 
