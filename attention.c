@@ -185,15 +185,17 @@ typedef struct {
     float *scratch;
 } ForwardJob;
 
-/* A call with at least PACK_MIN_QUERIES queries packs a head's keys and values when they
- * fit in PACK_FLOATS floats each (on the stack of forward_head: 128 KiB in all). */
+/* A call with at least PACK_MIN_QUERIES queries whose heads lie side by side in each row
+ * (attention_forward, the trainer's attention_forward_dropout; the KV cache keeps each kv
+ * head's rows together already) packs a head's keys and values when they fit in
+ * PACK_FLOATS floats each (on the stack of forward_head: 128 KiB in all). */
 #define PACK_MIN_QUERIES 16
 #define PACK_FLOATS 16384
 
 /* k_p, v_p (n, HS) = the n rows of k, v (n, kv_stride), read at one head's columns. Every
  * query reads all of them again; in place their rows lie kv_stride floats apart, and with
  * strides of 128 floats and more they fall into a few sets of L1 and evict each other from
- * one query to the next (four heads of 32, 128 queries: 20 % of the forward's time).
+ * one query to the next.
  * Copying changes no value, so the results have the same bits. */
 static void pack_keys(float *k_p, float *v_p, const float *k, const float *v, int kv_stride,
                       int n, int HS) {

@@ -13,8 +13,8 @@
  * Attention sits between the two halves, called by each caller directly: run's exact
  * attention over the KV cache, a lab variant's step, or the trainer's per-sequence
  * attention with its dropout. The caller decides where every intermediate goes
- * (BlockBuffers: inference reuses one set for every layer and adds in place; the trainer
- * keeps each layer's for the backward pass) and how a sublayer's output joins the stream
+ * (BlockBuffers: inference reuses one set for every layer; the trainer keeps each
+ * layer's for the backward pass) and how a sublayer's output joins the stream
  * (BlockResidual: a plain sum, or the trainer's dropout). The backward (GPT-2 only: what
  * the trainer trains) mirrors the forward half by half: block_finish_backward, the
  * caller's attention backward, block_qkv_backward.
@@ -28,20 +28,21 @@
 #include <stdint.h>        /* int8_t */
 #include "checkpoint.h"    /* Config, LayerWeights */
 
-/* Where one block reads and writes. The "may be" aliases are what inference uses. */
+/* Where one block reads and writes: a buffer for each name. */
 typedef struct {
     float *x;          /* (N, C) in: the residual stream entering the block */
     float *xn1;        /* (N, C) norm1(x) */
     float *q;          /* (N, C) queries */
-    float *k, *v;      /* (N, KVD) keys and values (exact inference: the KV cache rows) */
+    float *k, *v;      /* (N, KVD) keys and values (exact inference then copies them into
+                        * the KV cache) */
     float *att;        /* (N, C) attention output, before W_O */
-    float *proj;       /* (N, C) a sublayer's output before the residual sum; may be xn1 */
-    float *x_mid;      /* (N, C) the stream after the attention sublayer; may be x */
-    float *xn2;        /* (N, C) norm2(x_mid); may be xn1 */
+    float *proj;       /* (N, C) a sublayer's output before the residual sum */
+    float *x_mid;      /* (N, C) the stream after the attention sublayer */
+    float *xn2;        /* (N, C) norm2(x_mid) */
     float *pre;        /* (N, Hd) xn2 W_up^T + b_up, the MLP's pre-activation */
-    float *act;        /* (N, Hd) GELU(pre), or SiLU(pre) * gate; may be pre */
+    float *act;        /* (N, Hd) GELU(pre), or SiLU(pre) * gate */
     float *gate;       /* (N, Hd) xn2 W_gate^T (Llama only) */
-    float *out;        /* (N, C) the stream after the block; may be x_mid */
+    float *out;        /* (N, C) the stream after the block */
     const float *rope; /* (N, HS) cos and sin of each row's rotary angles
                         * (block_rope_angles; rotary models only); NULL: q and k are not
                         * rotated (a Synthesizer's layer, whose q is no position's query) */

@@ -5,7 +5,9 @@
  * computed from that list with overflow checks and must match exactly before anything is
  * read; then the same list carves the mapped file into tensors, and point_weights turns the
  * tensors into the Weights table the forward pass reads. Writing the int8 form walks the
- * same list. Nothing here computes: read model.c for the network.
+ * same list. GGUF files carry their own tensor table: formats/gguf.c reads them into the
+ * same Checkpoint (checkpoint_load hands them over). Nothing here computes: read model.c
+ * for the network.
  *
  * Legend: V vocab, Vp padded vocab, C width, L layers, Hd MLP width, KVD kv width,
  * S context, HS head size, GS group size.
@@ -755,9 +757,8 @@ static int read_attention(Checkpoint *ck, const char *path, const unsigned char 
 /* Load and free                                                               */
 
 /* Reads one byte of every page of the map, so that the pages of a mapped file (os_map_file
- * reads a large one whole) are brought in at load and not during the first forward pass
- * (which would then look slow: on a virtual machine, first touching 440 MB costs about 0.1
- * s). Returns the sum, so the reads are kept. */
+ * reads a large one whole) are brought in at load and not during the first forward pass,
+ * whose speed would then count them. Returns the sum, so the reads are kept. */
 static unsigned touch_pages(const unsigned char *map, size_t size) {
     unsigned sum = 0;
     for (size_t i = 0; i < size; i += PAGE_STRIDE) sum += map[i];

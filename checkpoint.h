@@ -6,7 +6,8 @@
  * the tensors: fp32 and int8 tensors are used in place from the mapped file (int8 scales
  * are copied, aligned), bf16 ones are widened once. checkpoint_save_q8 writes the int8 form
  * of a loaded model (the quantize program), with the attention a trained variant's file
- * records. The network itself is in model.c.
+ * records. A GGUF file (llama.cpp's) is handed to formats/gguf.c, which fills the same
+ * Checkpoint from its own tensor table. The network itself is in model.c.
  *
  * Legend: V vocab, Vp padded vocab, C width, L layers, NH heads, NKV kv heads, HS = C / NH,
  * KVD = NKV * HS, Hd MLP hidden width, S seq_len (context), GS int8 group size.
@@ -200,9 +201,6 @@ size_t checkpoint_attention_bytes(int n_layers, int n_heads);
 void checkpoint_encode_attention(void *ext, const AttentionConfig *cfgs,
                                  const float *sink_logits, int n_layers, int n_heads);
 
-/* Reads an extension's bytes into cfgs (L,) and sink_logits (L, NH), checking every field;
- * a layer with a learned sink logit gets its sink_logits pointer into sink_logits. Returns
- * 0, or -1 after one stderr line "model: PATH: ..." naming the layer and the field. */
 /* Bytes of the Synthesizer parameters after the extension's records and sink logits: those
  * of every layer of cfgs (L,) whose kind is a Synthesizer, for the model c's context. */
 size_t checkpoint_synth_bytes(const AttentionConfig *cfgs, const Config *c);
@@ -215,15 +213,19 @@ void checkpoint_point_synth(AttentionConfig *cfgs, const Config *c, const float 
  * (checkpoint_synth_bytes of them; their synth_len must be c->seq_len). */
 void checkpoint_encode_synth(void *out, const AttentionConfig *cfgs, const Config *c);
 
+/* Reads an extension's bytes into cfgs (L,) and sink_logits (L, NH), checking every field;
+ * a layer with a learned sink logit gets its sink_logits pointer into sink_logits. Returns
+ * 0, or -1 after one stderr line "model: PATH: ..." naming the layer and the field. */
 int checkpoint_decode_attention(AttentionConfig *cfgs, float *sink_logits, const void *ext,
                                 int n_layers, int n_heads, const char *path);
 
 /* Writes ck's model with every matrix in int8, groups of `group` values per scale along
  * each row (the last group of a row may be shorter): GPT-2 as llm.c's header with
- * version CHECKPOINT_GPT2_Q8 (and ck's attention extension, when it has one), Llama as llama2.c's version 2 (readable by llama2.c's runq
- * when group divides C and Hd). fp32 or int8 input. The bytes go to a new temporary
- * beside path, renamed over it when complete (os_save_open: removed on failure, and
- * never any existing file). Returns 0, or -1 after a stderr line. */
+ * version CHECKPOINT_GPT2_Q8 (and ck's attention extension, when it has one), Llama
+ * as llama2.c's version 2 (readable by llama2.c's runq when group divides C and Hd).
+ * fp32 or int8 input. The bytes go to a new temporary beside path, renamed over it
+ * when complete (os_save_open: removed on failure, and never any existing file).
+ * Returns 0, or -1 after a stderr line. */
 int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group);
 
 #endif /* CHECKPOINT_H */

@@ -37,9 +37,8 @@
                             * enough blocks for threads to balance dynamically */
 #define Q8_DECODE_JOBS 2   /* column blocks of an int8 product of one row (decode): its rows
                             * of w are read as four runs a job (quant_x86.c), and an int8 row
-                            * is a quarter of an fp32 one, so 8 blocks made runs too short to
-                            * stream (s110m int8 decode, Zen 4: 183 -> 208 tokens/s at one
-                            * thread, 267 -> 282 at two, 2 against 8 blocks) */
+                            * is a quarter of an fp32 one, so more blocks make runs too short
+                            * to stream */
 
 /* A reference kernel that a vector build replaces entirely is still compiled (so it never
  * rots), but not called there. */
@@ -111,8 +110,8 @@ static MAYBE_UNUSED void matmul_block_reference(float *out, const float *x, cons
             for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
 }
 
-void kernels_matmul_reference(float *out, const float *x, const float *w, const float *b,
-                              int N, int IC, int OC) {
+void kernels_matmul_f64(float *out, const float *x, const float *w, const float *b,
+                        int N, int IC, int OC) {
     for (int n = 0; n < N; n++) {
         for (int o = 0; o < OC; o++) {
             double sum = b ? (double)b[o] : 0.0;
@@ -342,9 +341,8 @@ void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const f
  * once, so the jobs are as few as give every thread an equal share: R blocks of rows by
  * threads / R blocks of columns, R the most that divides the threads and leaves each
  * block whole tiles of rows (a multiple of 16, at least 32) with the last block short by
- * at most a quarter; else all the rows in one block. (16 jobs of 128 rows by 1/8 of the
- * columns, which packed each row 8 times, took 4 % more of an s110m int8 prompt's time at
- * one thread on Zen 4.) Which rows and columns a job takes never changes an output's bits. */
+ * at most a quarter; else all the rows in one block (more jobs would pack each row again).
+ * Which rows and columns a job takes never changes an output's bits. */
 static void q8_jobs(int N, int OC, int *rows, int *cols) {
     if (N == 1) {
         *rows = 1;

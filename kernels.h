@@ -96,9 +96,10 @@ int kernels_gemm_min_rows(void);
  * "portable". */
 const char *kernels_isa(void);
 
-/* The naive reference: each output summed in float64, then rounded once. */
-void kernels_matmul_reference(float *out, const float *x, const float *w, const float *b,
-                              int N, int IC, int OC);
+/* The tests' oracle for the products (no build runs it): each output summed in float64,
+ * then rounded once. */
+void kernels_matmul_f64(float *out, const float *x, const float *w, const float *b,
+                        int N, int IC, int OC);
 
 /* ---- normalisation and activations ---- */
 

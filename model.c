@@ -6,10 +6,11 @@
  * every Llama, and a GPT-2 trained with rotary ones, which has no position table), tied vs
  * separate classifier (chosen when checkpoint.c loads the file).
  * The plain path (plain_layers) is the one to read: exact attention keeps its keys and
- * values in a KV cache and calls attention_forward_cache. The lab reaches the forward pass
- * through one test in model_forward: its variants keep their own state and go through
- * attention_step, and tracing (for the heatmaps) copies each layer's queries and keys
- * (lab_layers). Loading is in checkpoint.c, the arithmetic in kernels.c, attention in
+ * values in a KV cache and calls attention_forward_cache. Three things take the other path
+ * (lab_layers), by one test in model_forward: the lab's variants, which keep their own
+ * state and go through attention_step; tracing (for the heatmaps), which copies each
+ * layer's queries and keys; and a GGUF model, whose q, k and v are rounded as llama.cpp's
+ * F16 cache rounds them. Loading is in checkpoint.c, the arithmetic in kernels.c, attention in
  * attention.c.
  *
  * Legend: N tokens in the chunk, C width, Hd MLP width, KVD kv width, V vocab,
@@ -23,7 +24,7 @@
 #include <stdlib.h>     /* calloc, free */
 #include <string.h>     /* memcpy, memset */
 
-#include "attention.h"  /* attention_forward, attention_step and the lab's state */
+#include "attention.h"  /* attention_forward_cache, attention_step and the lab's state */
 #include "block.h"      /* block_qkv, block_finish, block_norm, block_matmul */
 #include "kernels.h"    /* kernels_matmul, kernels_layernorm, kernels_gelu, ... */
 #include "os.h"         /* os_alloc_zeroed, os_free_zeroed, os_commit */
@@ -34,7 +35,7 @@
 
 /* The activations for chunks of m->max_chunk tokens, as parts of one allocation
  * (os_alloc_parts: their pages come 2 MiB at a time where the system can, rather than a
- * page fault per 4 KiB: on a VM, 7 % of a 206-token prompt of s15m). */
+ * page fault per 4 KiB). */
 #define STATE_PARTS 18
 static void state_parts(Model *m, OsPart part[STATE_PARTS]) {
     const Config *c = &m->config;
@@ -216,9 +217,7 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
         m->cache.v = os_alloc_zeroed(floats, sizeof(float));
         m->state.scratch = calloc(scratch_floats, sizeof(float));
         if (!m->cache.k || !m->cache.v || !m->state.scratch) goto out_of_memory;
-        for (int l = 0; l <= L; l++)
-            offset[l] = (size_t)l * 2 * (size_t)n_ctx * (size_t)c->kv_dim * sizeof(float);
-        m->attention_bytes = offset[L];
+        m->attention_bytes = 2 * floats * sizeof(float);   /* keys and values */
         m->lab = 0;
         return alloc_trace(m);
     }
@@ -294,8 +293,8 @@ static int reset_attention(Model *m) {
 }
 
 /* Commits the memory a run writes (the attention state, the activations of max_chunk
- * tokens) now, not a page fault at a time in the first prompt (on a VM, 5-25 % of a
- * 256-token prompt; llama.cpp also clears its cache when it sets up). Every forward pass
+ * tokens) now, not a page fault at a time in the first prompt (llama.cpp also clears its
+ * cache when it sets up). Every forward pass
  * writes the activations before it reads them; the logits, which a caller may still read,
  * are left as they are. */
 static void commit_memory(Model *m) {
@@ -477,7 +476,7 @@ static void plain_layers(Model *m, int n, int pos) {
         BlockBuffers b = block_buffers(s);
         block_qkv(c, w, n, &b);
         cache_append(m, l, pos, n, b.k, b.v);
-        attention_forward_cache(&m->attention, s->att, s->q, cache_keys(m, l),
+        attention_forward_cache(&m->attention, b.att, b.q, cache_keys(m, l),
                                 cache_values(m, l), m->n_ctx, pos, n, s->scratch);
         block_finish(c, w, l, n, &b, NULL);
         next_block(s);
@@ -522,8 +521,8 @@ static void round_half_kv(const Config *c, float *q, float *k, float *v, int n) 
 /* The lab's path: plain_layers with a variant's attention (attention_step over its own
  * state, which takes the chunk's keys and values in) where the model has one, each
  * layer's queries and keys kept for the heatmaps while tracing, and a GGUF model's q, k
- * and v rounded as llama.cpp's F16 cache rounds them (Config.half_kv). Returns 0, or -1 after a
- * stderr line (a variant that cannot continue at pos). */
+ * and v rounded as llama.cpp's F16 cache rounds them (Config.half_kv). Returns 0, or -1
+ * after a stderr line (a variant that cannot continue at pos). */
 static int lab_layers(Model *m, int n, int pos) {
     const Config *c = &m->config;
     RunState *s = &m->state;
@@ -537,12 +536,12 @@ static int lab_layers(Model *m, int n, int pos) {
         trace(m, l, pos, n, b.q, b.k);
         if (!m->lab) {   /* exact attention (traced) keeps its KV cache */
             cache_append(m, l, pos, n, b.k, b.v);
-            attention_forward_cache(&m->attention, s->att, s->q, cache_keys(m, l),
+            attention_forward_cache(&m->attention, b.att, b.q, cache_keys(m, l),
                                     cache_values(m, l), m->n_ctx, pos, n, s->scratch);
         } else {         /* a variant its own state */
             void *state_l = (char *)m->attention_state + m->attention_offset[l];
             if (attention_step(&m->attention_configs[l], &m->attention, state_l, m->n_ctx,
-                               s->att, s->q, b.k, b.v, pos, n, s->scratch) != 0) {
+                               b.att, b.q, b.k, b.v, pos, n, s->scratch) != 0) {
                 fprintf(stderr, "model: attention %s cannot continue at position %d (the "
                         "sequence so far ends at another position; start again at 0)\n",
                         attention_kind_name(m->attention_configs[l].kind), pos);
@@ -583,7 +582,8 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
     embed(m, s->x, tokens, n, pos);
     if (block_rotary(c)) block_rope_angles(c, s->rope, n, pos);   /* once for every layer */
 
-    /* the L blocks, s->x updated: the plain path, or the lab's (a variant, or tracing) */
+    /* the L blocks, s->x updated: the plain path, or the lab's (a variant, tracing, or a
+     * GGUF model's roundings) */
     if (!m->lab && !m->tracing && !c->half_kv) plain_layers(m, n, pos);
     else if (lab_layers(m, n, pos) != 0) return NULL;
 

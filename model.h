@@ -81,9 +81,10 @@ typedef struct {
     KVCache cache;             /* exact attention's keys and values (lab == 0) */
     void *attention_state;     /* the variants' states, layer l's at attention_offset[l]
                                 * (lab == 1) */
-    size_t *attention_offset;  /* (L + 1,) owned: byte offset of each layer's state or KV
-                                * cache; [L] = attention_bytes */
-    size_t attention_bytes;    /* bytes of every layer's attention state or KV cache */
+    size_t *attention_offset;  /* (L + 1,) owned: byte offset of each layer's state in
+                                * attention_state (lab == 1); [L] = attention_bytes */
+    size_t attention_bytes;    /* bytes of every layer's attention state, or of the KV
+                                * cache's keys and values */
     int n_ctx;                 /* positions the attention state holds (<= S) */
     int tracing;               /* 1: model_forward fills trace */
     AttentionTrace trace;      /* queries and keys by position (tracing == 1) */
@@ -103,7 +104,8 @@ int model_load(Model *m, const char *path, int max_chunk);
 
 /* 1 if cfg computes exactly what the plain model computes (exact attention, scaled, no
  * softmax1 or sink logit, temperature 1): the model then keeps a KV cache and runs
- * attention_forward; any other cfg runs the lab's attention_step over its own state. */
+ * attention_forward_cache; any other cfg runs the lab's attention_step over its own
+ * state. */
 int model_attention_is_plain(const AttentionConfig *cfg);
 
 /* Replace the attention of layer l by the variant cfgs[l] (copies are kept; cfgs must

@@ -25,11 +25,11 @@
 #include "generate.h"   /* Generation, generate */
 #include "hash.h"       /* hash_mix64: the default seed */
 #include "kernels.h"    /* kernels_set_threads, kernels_run */
-#include "model.h"      /* Model, model_load, model_forward, model_set_attention */
+#include "model.h"      /* Model, model_load, model_set_context, model_trace */
 #include "os.h"         /* os_read_file; the map written whole (SaveFile), output checks */
 #include "run_lab.h"    /* run_lab_set_attention, run_lab_evaluate, run_lab_write_map, ... */
-#include "sampler.h"    /* Sampler, sampler_sample */
-#include "tokenizer.h"  /* Tokenizer, tokenizer_encode, tokenizer_decode */
+#include "sampler.h"    /* Sampler, sampler_init */
+#include "tokenizer.h"  /* Tokenizer, tokenizer_load, tokenizer_encode */
 #include "gguf.h"       /* gguf_load_tokenizer: a GGUF model's own tokenizer */
 
 #define EXIT_BAD_DATA 1          /* corrupt file, out of memory, runtime failure */
@@ -395,7 +395,7 @@ static int run_generation(const RunOptions *o, Model *m, const Tokenizer *tok, S
                 "end of input (Ctrl-D) to stop\n");
     if (o->attn_top && run_lab_top_init(&plan->top, m, tok, g->n_ctx, o->layer >= 0 ? o->layer
                                         : m->config.n_layers - 1, o->attn_top) != 0) {
-        fprintf(stderr, "generate: out of memory\n");
+        fprintf(stderr, "run: --attn-top: out of memory for %d positions\n", g->n_ctx);
         return EXIT_BAD_DATA;
     }
     if (generate(g, tok, sampler, &plan->options, plan->prompt, plan->n_prompt) != 0)
@@ -593,8 +593,8 @@ int main(int argc, char **argv) {
     if (o.threads) kernels_set_threads(o.threads);
     if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
     const Config *c = &model.config;
-    /* a second thread pays only when a token brings enough work to share (measured: the
-     * shipped model and s260k decode 15-30 % slower on two threads than on one) */
+    /* a second thread pays only when a token brings enough work to share (below that, the
+     * hand-over costs more than it saves) */
     if (model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS) kernels_set_threads(1);
     int loaded = load_tokenizer(&tok, tokenizer_path, &o, &model);
     if (loaded != 0) {

@@ -30,8 +30,9 @@ int sampler_init(Sampler *s, int vocab_size, float temperature, float top_p, int
     memset(s, 0, sizeof *s);
     if (vocab_size < 1 || !(temperature >= 0.0f) || !(top_p > 0.0f && top_p <= 1.0f) ||
         top_k < 0 || seed == 0) {
-        fprintf(stderr, "sampler: invalid settings (vocab %d, temperature %g, top_p %g, "
-                "top_k %d, seed %llu)\n", vocab_size, (double)temperature, (double)top_p,
+        fprintf(stderr, "sampler: invalid settings (got vocab %d, temperature %g, top_p %g, "
+                "top_k %d, seed %llu; expected vocab >= 1, temperature >= 0, top_p in (0, 1], "
+                "top_k >= 0, seed >= 1)\n", vocab_size, (double)temperature, (double)top_p,
                 top_k, (unsigned long long)seed);
         return -1;
     }

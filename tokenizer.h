@@ -47,7 +47,11 @@ typedef struct {
     unsigned char byte_values[256];  /* byte_values[b] == b: what <0xHH> decodes to */
     unsigned char *bytes;    /* (total_bytes,) all token bytes, concatenated; owned */
     uint32_t *offset;        /* (vocab_size + 1,) token i: bytes[offset[i] .. offset[i+1]); owned */
-    int byte_token[256];     /* lowest non-eot id of each single byte, or -1 */
+    int byte_token[256];     /* the id that stands for each byte alone, or -1: GPT-2 files,
+                              * the lowest non-eot id spelled by that byte; a GGUF
+                              * vocabulary, its single byte (GPT-2) or its <0xHH> token
+                              * (Llama); llama2.c files, -1 (their encode takes
+                              * TOKENIZER_LLAMA_BYTE0 + the byte) */
     TokenizerEntry *table;   /* open-addressing hash: byte string -> id; owned */
     size_t table_size;       /* slots in table (a power of two) */
     size_t max_token_len;    /* length in bytes of the longest token */
