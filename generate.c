@@ -106,23 +106,23 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
  * character split across two tokens reaches the terminal in one piece. Invalid
  * bytes are passed through as they are: the output is always exactly the bytes. */
 typedef struct {
-    unsigned char pending[4];
-    int n_pending;   /* bytes held */
+    unsigned char held[4];
+    int n_held;      /* bytes held */
     int need;        /* total length of the held sequence */
 } Utf8Writer;
 
 static void utf8_flush(Utf8Writer *w) {
-    fwrite(w->pending, 1, (size_t)w->n_pending, stdout);
-    w->n_pending = 0;
+    fwrite(w->held, 1, (size_t)w->n_held, stdout);
+    w->n_held = 0;
 }
 
 static void utf8_write(Utf8Writer *w, const unsigned char *bytes, size_t n) {
     for (size_t i = 0; i < n; i++) {
         unsigned char b = bytes[i];
-        if (w->n_pending > 0) {
+        if (w->n_held > 0) {
             if ((b & 0xC0) == 0x80) {           /* continuation: hold it */
-                w->pending[w->n_pending++] = b;
-                if (w->n_pending == w->need) utf8_flush(w);
+                w->held[w->n_held++] = b;
+                if (w->n_held == w->need) utf8_flush(w);
                 continue;
             }
             utf8_flush(w);                       /* broken sequence: pass it through */
@@ -131,8 +131,8 @@ static void utf8_write(Utf8Writer *w, const unsigned char *bytes, size_t n) {
         if (need <= 1) {                         /* ASCII, or a byte that starts nothing */
             fputc(b, stdout);
         } else {
-            w->pending[0] = b;
-            w->n_pending = 1;
+            w->held[0] = b;
+            w->n_held = 1;
             w->need = need;
         }
     }
@@ -242,7 +242,7 @@ typedef struct {
     char *text;                    /* "\n" and that line: what the model reads */
     int *line_ids;                 /* its tokens */
     int prev;                      /* the last token of the sequence: decoding follows it */
-    int pending;                   /* the token that ended a turn, printed but not run; or -1 */
+    int unrun;                     /* the token that ended a turn, printed but not run; or -1 */
 } GenerateLoop;
 
 /* How a step of the loop ended, and so what comes next. */
@@ -264,7 +264,7 @@ static int loop_init(GenerateLoop *L, Generation *g, const Tokenizer *tok, Sampl
     L->o = o;
     L->reverse.text = o->reverse_prompt;
     L->reverse.len = o->reverse_prompt ? strlen(o->reverse_prompt) : 0;
-    L->pending = -1;
+    L->unrun = -1;
     if (L->reverse.len && !(L->reverse.tail = malloc(L->reverse.len))) return -1;
     return 0;
 }
@@ -293,7 +293,7 @@ static void echo_prompt(GenerateLoop *L, const int *prompt, int n_prompt) {
 /* One turn: sample, print and run tokens until -n tokens, end-of-text (Llama: BOS or
  * EOS), the reverse prompt, or a closed stdout. The token that ends a turn by -n or the
  * reverse prompt is not run (nobody may read on): in interactive mode it becomes
- * L->pending, run before the next input. The turn's time, less its context shifts', adds
+ * L->unrun, run before the next input. The turn's time, less its context shifts', adds
  * to generate_seconds. Returns STEP_CONTINUE, STEP_FULL, or STEP_ERROR after a stderr
  * line (a token the tokenizer lacks, a model failure). */
 static GenerateStep sample_turn(GenerateLoop *L) {
@@ -302,8 +302,8 @@ static GenerateStep sample_turn(GenerateLoop *L) {
     const GenerateOptions *o = L->o;
     double start = os_seconds(), shift_seconds = g->stats.shift_seconds;
     int appended = 0;   /* generation_append's last result */
-    L->pending = -1;
-    for (int turn = 0; turn < o->steps; turn++) {
+    L->unrun = -1;
+    for (int step = 0; step < o->steps; step++) {
         int next = sampler_sample(L->sampler, g->logits);
         if (next == tok->eot_id || next == tok->bos_id) break;   /* llama2.c stops at BOS */
         if (next >= tok->vocab_size) {
@@ -320,10 +320,10 @@ static GenerateStep sample_turn(GenerateLoop *L) {
         if (ferror(stdout)) break;   /* nobody reads on (a closed pipe): run reports it */
         L->prev = next;
         g->stats.generated++;
-        int stop = reverse_feed(&L->reverse, bytes, len) || turn + 1 == o->steps;
+        int stop = reverse_feed(&L->reverse, bytes, len) || step + 1 == o->steps;
         if (stop && !o->interactive) break;   /* no need to run a token nobody reads */
         if (stop) {
-            L->pending = next;
+            L->unrun = next;
             break;
         }
         appended = generation_append(g, &next, 1, 0);
@@ -351,7 +351,7 @@ static long input_text(GenerateLoop *L, const char *line, long len) {
 
 /* Interactive mode, between turns: reads the next line of input and appends it, after a
  * newline (input_text), to the sequence, after the token that ended the turn
- * (L->pending). Once appended, the text goes to stdout unless the line came from a
+ * (L->unrun). Once appended, the text goes to stdout unless the line came from a
  * terminal (which showed "\n> " and echoed it), so that the screen shows what the model
  * read, and only that. Returns STEP_CONTINUE, STEP_END at the end of input, STEP_FULL, or
  * STEP_ERROR after a stderr line. */
@@ -373,7 +373,7 @@ static GenerateStep continue_with_input(GenerateLoop *L) {
                          &L->line_ids);
     if (n < 0) return STEP_ERROR;
     int appended = 0;
-    if (L->pending >= 0) appended = generation_append(g, &L->pending, 1, 0);
+    if (L->unrun >= 0) appended = generation_append(g, &L->unrun, 1, 0);
     if (appended == 0 && n > 0) {
         appended = generation_append(g, L->line_ids, n, 1);
         if (appended == 0) L->prev = L->line_ids[n - 1];
