@@ -82,6 +82,13 @@ void block_rope_angles(const Config *c, float *cs, int N, int pos) {
     }
 }
 
+/* (v[i], v[i+1]) rotated by the angle whose cosine and sine are cos_a, sin_a. */
+static void rotate_pair(float *v, int i, float cos_a, float sin_a) {
+    float v0 = v[i], v1 = v[i + 1];
+    v[i] = v0 * cos_a - v1 * sin_a;
+    v[i + 1] = v0 * sin_a + v1 * cos_a;
+}
+
 /* Rotary position embedding as llama2.c applies it, on a block of rows: within each head,
  * the pairs of adjacent dimensions (i, i+1) of q (N, C) (out) and k (N, KVD) (out2) are
  * rotated by sign times the angle whose cosine and sine cs (N, HS) (x) holds for the row
@@ -97,11 +104,8 @@ static void rope_job(void *ctx, int j) {
         const float *cs_n = f->x + n * (size_t)HS;
         for (int i = 0; i < C; i += 2) {
             float cos_a = cs_n[i % HS], sin_a = f->sign * cs_n[i % HS + 1];
-            for (float *v = q_n; v; v = (v == q_n && i < KVD) ? k_n : NULL) {
-                float v0 = v[i], v1 = v[i + 1];
-                v[i] = v0 * cos_a - v1 * sin_a;
-                v[i + 1] = v0 * sin_a + v1 * cos_a;
-            }
+            rotate_pair(q_n, i, cos_a, sin_a);
+            if (i < KVD) rotate_pair(k_n, i, cos_a, sin_a);   /* k has KVD <= C columns */
         }
     }
 }
