@@ -78,8 +78,9 @@ unsigned char *fuzz_read_file(const char *path, size_t *size);
  * Llama; a cap one too small fails and reports the count needed; GPT-2's pieces partition
  * the text. flags: FUZZ_ENCODE_MUST_SUCCEED (implied for GPT-2 when every byte of text has
  * a token), FUZZ_ENCODE_ROUNDTRIP (decoding gives the text back; for Llama after the
- * dummy-prefix space, which survives only before a leading continuation byte). Aborts
- * through fuzz_fail on a violation. */
+ * dummy-prefix space, which survives only before a leading continuation byte). For Llama
+ * also tokenizer_encode_continuation: at most len ids, each in [0, vocab), decoding to
+ * exactly the text. Aborts through fuzz_fail on a violation. */
 void fuzz_check_encode(const Tokenizer *t, const unsigned char *text, size_t len, int flags);
 
 /* ---- tiny valid files ---- */

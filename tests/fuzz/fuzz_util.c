@@ -228,6 +228,18 @@ void fuzz_check_encode(const Tokenizer *t, const unsigned char *text, size_t len
         }
     }
     free(ids);
+    if (gpt2) return;
+    /* Llama's continuation (-I's lines): no BOS, no space, at most len ids, spelling text */
+    int *more = malloc((len + 1) * sizeof *more);
+    if (!more) fuzz_fail("out of memory for %zu ids", len + 1);
+    status = tokenizer_encode_continuation(t, (const char *)text, len, more, len, &n);
+    FUZZ_CHECK(status == 0 || !(flags & FUZZ_ENCODE_MUST_SUCCEED));
+    if (status == 0) {
+        FUZZ_CHECK(n <= len);
+        for (size_t i = 0; i < n; i++) FUZZ_CHECK(more[i] >= 0 && more[i] < t->vocab_size);
+        if (flags & FUZZ_ENCODE_ROUNDTRIP) check_roundtrip(t, more, n, 0, text, len);
+    }
+    free(more);
 }
 
 /* ------------------------------------------------------------------------- */
