@@ -429,7 +429,7 @@ static int step_qkv(int argc, char **argv) {
         float out[9];
         block_matmul(out, TUTORIAL_X, &w, NULL, 3, 4, 3, NULL, NULL);
         for (int t = 0; t < 3; t++) {
-            char label[32];
+            char label[64];
             snprintf(label, sizeof label, "%s_%d = x_%d W_%c^T = ", names[m], t, t,
                      "QKV"[m]);
             print_vector(label, out + t * 3, 3, 0);
