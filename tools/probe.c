@@ -20,7 +20,7 @@
 #include <errno.h>      /* errno, ERANGE */
 #include <stdint.h>     /* int8_t, uint8_t, int32_t */
 #include <stdio.h>      /* printf, fopen, fgets */
-#include <stdlib.h>     /* malloc, free, strtol */
+#include <stdlib.h>     /* aligned_alloc, free, strtol */
 #include <string.h>     /* strncmp, strchr, strlen, memset */
 #include <time.h>       /* clock_gettime */
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -407,7 +407,10 @@ int main(int argc, char **argv) {
     }
     size_t block = PROBE_SUMS * PROBE_LANES;
     size_t n = (size_t)((double)mib * BYTES_PER_MIB / sizeof(float)) / block * block;
-    float *x = malloc(n * sizeof(float));
+    /* on cache lines (n floats are whole lines): a 512-bit load that straddles two lines
+     * takes two line accesses, and the bandwidth would then be that of the split loads, not
+     * of the memory */
+    float *x = aligned_alloc(64, n * sizeof(float));
     if (!x) {
         fprintf(stderr, "probe: out of memory for a %ld MiB array\n", mib);
         return 1;
