@@ -38,13 +38,21 @@
  * compilers may just not unroll. */
 #if defined(__clang__)
 #define TILE_UNROLL _Pragma("clang loop unroll(full)")
-#define PREFETCH_L2(p) __builtin_prefetch(p, 0, 2)   /* a hint: never faults */
 #elif defined(__GNUC__)
 #define TILE_UNROLL _Pragma("GCC unroll 8")
-#define PREFETCH_L2(p) __builtin_prefetch(p, 0, 2)
 #else
 #define TILE_UNROLL
+#endif
+
+/* Hints that the line at p will be read soon (never a fault, whatever p), into L2 or into
+ * L1 and the levels below it (not the non-temporal hint: that would drop the lines a model
+ * small enough keeps in L3 from one token to the next). */
+#if defined(__GNUC__)
+#define PREFETCH_L2(p) __builtin_prefetch(p, 0, 2)
+#define PREFETCH_L1(p) __builtin_prefetch(p, 0, 3)
+#else
 #define PREFETCH_L2(p) ((void)(p))
+#define PREFETCH_L1(p) ((void)(p))
 #endif
 
 /* exp_approx on every lane, in its three stages: the same operations in the same order,
@@ -141,9 +149,14 @@ static ALWAYS_INLINE void dot_tile_vector(float *out, int ldo, size_t ldc, const
         for (int c = 0; c < C; c++) out[(size_t)r * ldo + c * ldc] = v8_sum(acc[r][c]);
 }
 
+/* Floats ahead of its reads at which dot_rows_tile asks for each row's next lines. */
+#define DECODE_PREFETCH_FLOATS 256
+
 /* out[c * ldo] = x (IC,) . row c of w, for c < S rows of w ldw floats apart: dot_tile_vector
  * with R = 1, C = S (each output's sum is that tile's, bit for bit), but for rows that need
- * not be adjacent. */
+ * not be adjacent. Each row's line DECODE_PREFETCH_FLOATS ahead is asked for as the row
+ * reaches a line: the rows come from memory, a line each per 16 floats, faster than the
+ * hardware's prefetcher asks for them on some cores. */
 static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, const float *w,
                                         size_t ldw, int IC, int S) {
     V8 acc[8];
@@ -151,6 +164,9 @@ static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, 
     int i = 0;
     for (; i + LANES <= IC; i += LANES) {
         V8 x_i = v8_load(x + i);
+        if (i % 16 == 0)
+            TILE_UNROLL for (int c = 0; c < S; c++)
+                PREFETCH_L1(w + c * ldw + i + DECODE_PREFETCH_FLOATS);
         TILE_UNROLL for (int c = 0; c < S; c++)
             acc[c] = v8_fma(x_i, v8_load(w + c * ldw + i), acc[c]);
     }
