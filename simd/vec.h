@@ -41,6 +41,9 @@
  *                     l7)), as dot_reference),
  *                     v8_sum_rows (eight such sums at once), v8_transpose (an 8 x 8 block
  *                     of floats transposed)
+ *   V8_PAIRS          1 where a Vec holds two V8 side by side (AVX-512): v8_pair(a, b)
+ *                     (a in lanes 0-7, b in 8-15), v8_pair_dup(p) (the V8 at p in both
+ *                     halves), v8_pair_sum_rows (v8_sum_rows of each half of eight pairs)
  *   GEMM_NV, TILE_MR, TILE_NV   register tile shapes (vectors per tile row, rows per tile)
  * The V8 sums and the one-lane FMA chains (GEMM, the trainer's products, weighted sums) are
  * the same operations in every section, so AVX2, AVX-512 and NEON builds give the same
@@ -241,6 +244,37 @@ static inline Vec vec_nan_or(Vec x, Vec v) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), v, x);
 }
 #define vec_max(x, m) _mm512_max_ps(x, m)
+
+#define V8_PAIRS 1
+static inline Vec v8_pair(V8 a, V8 b) {   /* (AVX512F's 64-bit form: the 32-bit one is DQ's) */
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(a)),
+                                               _mm256_castps_pd(b), 1));
+}
+static inline Vec v8_pair_dup(const float *p) {
+    return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(p))));
+}
+
+/* out_a (8,), out_b (8,) = v8_sum_rows of the low halves of a[0 .. 7], of the high halves:
+ * each half takes v8_sum_rows's steps, in its own 256 bits (the 128-bit quarters of rows j
+ * and j + 4 gathered by one two-source permute each, where v8_sum_rows permutes 128-bit
+ * halves), so every sum is added exactly as v8_sum adds it. */
+static inline void v8_pair_sum_rows(float *out_a, float *out_b, const Vec a[8]) {
+    /* quarters 0, 2 of the first source and of the second, interleaved; then quarters 1, 3 */
+    const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+    const __m512i hi = _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+    Vec q[4];   /* q[j]: per half, (the quad sums of row j, of row j + 4) */
+    for (int j = 0; j < 4; j++)
+        q[j] = _mm512_add_ps(_mm512_permutex2var_ps(a[j], lo, a[j + 4]),
+                             _mm512_permutex2var_ps(a[j], hi, a[j + 4]));
+    Vec p0145 = _mm512_add_ps(_mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    Vec p2367 = _mm512_add_ps(_mm512_shuffle_ps(q[2], q[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_ps(q[2], q[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    Vec sums = _mm512_add_ps(_mm512_shuffle_ps(p0145, p2367, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_ps(p0145, p2367, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm256_storeu_ps(out_a, _mm512_castps512_ps256(sums));
+    _mm256_storeu_ps(out_b, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sums), 1)));
+}
 
 /* a * c in each 64-bit lane, modulo 2^64 (without AVX512DQ: from 32 x 32-bit products, as
  * AVX2's u64_mul) */

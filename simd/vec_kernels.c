@@ -555,8 +555,45 @@ void simd_dots(float *out, const float *q, const float *k, int stride, const int
 
 /* dots8 of DOTS_QUERIES queries at once: query t's dots into out + t ld, eight FMA chains
  * each, each row of k loaded once into a register for all of them (folded into every FMA,
- * the loads bound the loop); the same bits as dots8. Zen 4, 1024 keys of 64 in L2: 60 ->
- * 86 GFLOP/s with AVX-512, 60 -> 68 with AVX2 (whose 16 registers spill a few). */
+ * the loads bound the loop); the same bits as dots8. Where a Vec holds two V8 (V8_PAIRS),
+ * two queries share each register of sums, the row's V8 in both halves: half the FMAs and
+ * reductions, four queries a tile. Zen 4, 1024 keys of 64 in L2: 60 -> 86 GFLOP/s with
+ * AVX-512 V8s, 60 -> 68 with AVX2 (whose 16 registers spill a few). */
+#if defined(V8_PAIRS)
+#define DOTS_QUERIES 4
+static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int q_stride,
+                                        const float *const k_r[8], int n) {
+    enum { P = DOTS_QUERIES / 2 };
+    Vec acc[P][8];   /* acc[p][j]: row j's sums for queries 2p (low half) and 2p + 1 */
+    TILE_UNROLL for (int p = 0; p < P; p++)
+        TILE_UNROLL for (int j = 0; j < 8; j++) acc[p][j] = vec_zero();
+    const float *q_t[DOTS_QUERIES];
+    for (int t = 0; t < DOTS_QUERIES; t++) q_t[t] = q + (long)t * q_stride;
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        Vec q_p[P];
+        TILE_UNROLL for (int p = 0; p < P; p++)
+            q_p[p] = v8_pair(v8_load(q_t[2 * p] + i), v8_load(q_t[2 * p + 1] + i));
+        TILE_UNROLL for (int j = 0; j < 8; j++) {
+            Vec k_j = v8_pair_dup(k_r[j] + i);
+            TILE_UNROLL for (int p = 0; p < P; p++) acc[p][j] = vec_fma(q_p[p], k_j, acc[p][j]);
+        }
+    }
+    if (i < n) {
+        Vec q_p[P];
+        TILE_UNROLL for (int p = 0; p < P; p++)
+            q_p[p] = v8_pair(v8_load_first(q_t[2 * p] + i, n - i),
+                             v8_load_first(q_t[2 * p + 1] + i, n - i));
+        TILE_UNROLL for (int j = 0; j < 8; j++) {
+            V8 k_j = v8_load_first(k_r[j] + i, n - i);
+            TILE_UNROLL for (int p = 0; p < P; p++)
+                acc[p][j] = vec_fma(q_p[p], v8_pair(k_j, k_j), acc[p][j]);
+        }
+    }
+    TILE_UNROLL for (int p = 0; p < P; p++)
+        v8_pair_sum_rows(out + (long)(2 * p) * ld, out + (long)(2 * p + 1) * ld, acc[p]);
+}
+#else
 #define DOTS_QUERIES (VLANES >= 8 ? 2 : 1)   /* NEON's 32 registers of 4 hold one's 8 V8 */
 static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int q_stride,
                                         const float *const k_r[8], int n) {
@@ -585,6 +622,7 @@ static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int 
     }
     TILE_UNROLL for (int t = 0; t < Q; t++) v8_sum_rows(out + (long)t * ld, acc[t]);
 }
+#endif
 
 /* kernels_dots_causal: each group of eight shared rows is read from memory once and then
  * serves every query from L1 (dots8, two queries at a time where a Vec holds two V8), the
