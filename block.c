@@ -102,11 +102,12 @@ static void rope_job(void *ctx, int j) {
     for (size_t n = n0; n < n1; n++) {
         float *q_n = f->out + n * (size_t)C, *k_n = f->out2 + n * (size_t)KVD;
         const float *cs_n = f->x + n * (size_t)HS;
-        for (int i = 0; i < C; i += 2) {
-            float cos_a = cs_n[i % HS], sin_a = f->sign * cs_n[i % HS + 1];
-            rotate_pair(q_n, i, cos_a, sin_a);
-            if (i < KVD) rotate_pair(k_n, i, cos_a, sin_a);   /* k has KVD <= C columns */
-        }
+        for (int h = 0; h < C; h += HS)   /* head by head: k has KVD <= C columns */
+            for (int i = 0; i < HS; i += 2) {
+                float cos_a = cs_n[i], sin_a = f->sign * cs_n[i + 1];
+                rotate_pair(q_n, h + i, cos_a, sin_a);
+                if (h < KVD) rotate_pair(k_n, h + i, cos_a, sin_a);
+            }
     }
 }
 
