@@ -740,21 +740,28 @@ static void prefetch_span(const QuantMatrix *w, int o, XtSpan sp) {
     }
 }
 
+/* Columns of a window of the staged order (simd_q8_gemm_tiles): its tiles' rows of w (16 x
+ * a span) and its stage (QUANT_XT_ROWS x 64 floats, 8 KiB with AVX-512) stay close. */
+#define QUANT_STAGE_COLS 64
+/* A pass's packed rows up to this many bytes stay in L1 (Zen 4's 32 KiB) in either order. */
+#define QUANT_L1_BYTES (32 << 10)
 /* Output rows whose stride is a multiple of this many bytes all fall in the same sets of
  * L1 (4 KiB: 64 sets of 64-byte lines, Zen 4's 32 KiB and Intel's 48 KiB alike). */
 #define QUANT_ALIAS_BYTES 4096
-/* Columns of a window of the staged order (simd_q8_gemm_tiles): its tiles' rows of w (16 x
- * a span) and its stage (QUANT_XT_ROWS x 64 floats, 8 KiB with AVX-512) stay in L1. */
-#define QUANT_STAGE_COLS 64
 
 /* simd_q8_gemm_tiles's columns o0 .. o1-1 of the pass of `pass` rows from row n (blocks
  * packed in xp, xsp; the whole row in the span sp), in the staged order: for a window of
  * QUANT_STAGE_COLS columns, each block's tiles write a stage (QUANT_XT_ROWS, QUANT_STAGE_COLS)
- * whose rows lie in distinct sets, then the stage's rows are copied to out whole. Where
- * out's rows alias (OC floats apart, a multiple of QUANT_ALIAS_BYTES), the 32 rows a tile
- * writes evict each other's lines before the next tile's four columns of the same lines
- * come: every store missed L1 (Zen 4, a 128 x 768 x 2,048 product alone: 293 -> 313-317
- * GOP/s). Each output's steps are the tile's: the same bits. */
+ * whose rows lie in distinct sets, then the stage's rows are copied to out whole.
+ *   - A block's packed rows serve the window's 16 tiles from L1, where a tile's blocks in
+ *     turn (the order of the spans of a long row) read the pass's blocks, up to 128 KiB,
+ *     from L2 again for every tile (Zen 5, 256 x 288 x 768 alone: 1.07x; 1.02-1.05x at the
+ *     other shapes of s15m and s110m whose output rows do not alias, as below).
+ *   - Where out's rows alias in L1 (OC floats apart, a multiple of QUANT_ALIAS_BYTES),
+ *     the 32 rows a tile writes would evict each other's lines before the next tile's
+ *     four columns of the same lines come: every store missed L1 (Zen 4, 128 x 768 x
+ *     2,048 alone: 293 -> 313-317 GOP/s).
+ * Each output's steps are the tile's: the same bits. */
 static __attribute__((noinline)) void
 gemm_staged(float *out, const uint8_t *xp, const float *xsp, size_t block_bytes,
             size_t block_floats, const QuantMatrix *w, const float *bias, int N, int n, int pass,
@@ -797,9 +804,10 @@ gemm_staged(float *out, const uint8_t *xp, const float *xsp, size_t block_bytes,
  * QUANT_XT_COLS) = x (xq (N, cols), xs (N, groups)) times w, + bias: in passes over as many
  * blocks of QUANT_XT_ROWS rows as the packing buffers hold (at least one), each row in
  * spans of at most QUANT_XT_MAX_COLS values (whole groups); each block's span packed
- * once, and each column tile's starts formed once a span and pass. A tile's blocks in
- * turn, then the next tile's; where out's rows alias in L1 (gemm_staged), a window's
- * tiles for a block in turn, then the next block's. */
+ * once, and each column tile's starts formed once a span and pass. Whole rows, more
+ * columns than a window, and packed rows beyond L1 or output rows that alias: a window's
+ * tiles for a block in turn, then the next block's (gemm_staged); else a tile's blocks in
+ * turn, then the next tile's. */
 void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     /* a block's scales: a span's groups (QUANT_XT_MAX_GROUPS at most) by its rows */
@@ -829,8 +837,10 @@ void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const Qua
                           xq + (size_t)n_b * (size_t)cols, xs + (size_t)n_b * (size_t)groups,
                           rows, cols, groups, sp);
             }
-            if (sp.g0 == 0 && sp.g1 == groups &&
-                (size_t)OC * sizeof(float) % QUANT_ALIAS_BYTES == 0) {
+            int beyond_l1 = (size_t)pass * (size_t)(sp.c1 - sp.c0) > QUANT_L1_BYTES;
+            int alias = (size_t)OC * sizeof(float) % QUANT_ALIAS_BYTES == 0;
+            if (sp.g0 == 0 && sp.g1 == groups && o1 - o0 > QUANT_STAGE_COLS &&
+                (beyond_l1 || alias)) {
                 gemm_staged(out, xp, xsp, block_bytes, block_floats, w, bias, N, n, pass, o0,
                             o1, sp);
                 continue;
