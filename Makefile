@@ -106,9 +106,9 @@ test: all $(B)/tutorial $(TESTS)
 	  sh tests/run_all.sh $(TESTS)
 
 # check-build: the checks beyond the unit tests that run on this build: the docs against
-# the code, the tutorial's commands, the fuzz corpora replayed, the benchmark tools built,
-# no fused multiply-add outside simd/ (fused-check). Example: make check-build
-check-build: docs-check tutorial-check fuzz-replay bench-tools fused-check
+# the code, the tutorial's commands, the fuzz corpora replayed, the benchmark tools built
+# (and ab-check), no fused multiply-add outside simd/ (fused-check). Example: make check-build
+check-build: docs-check tutorial-check fuzz-replay bench-tools ab-check fused-check
 
 # fused-check: the engine's objects outside simd/ hold no fused multiply-add instruction
 # (tools/fused_check.sh: the compiler may fuse despite -ffp-contract=off). Example: make

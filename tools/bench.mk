@@ -30,6 +30,19 @@ BENCH_DEPS = $(B)/tools/gen_model $(B)/tools/probe $(BENCH_MODELS)
 bench-tools: $(B)/tools/gen_model $(B)/tools/probe $(B)/tools/bench_kernels $(B)/tools/bench_attention
 BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench
 
+# ab-check: tools/ab_kernels.sh built with this build's compiler and flags and run on this
+# checkout against itself (two pairs, two small shapes): the copies must give the same bits,
+# so that the tool's build and renaming cannot go stale unnoticed (check-build runs it;
+# skipped, and said, off x86-64 or without objcopy). Example: make ab-check
+ab-check:
+	@if [ "$$(uname -m)" = x86_64 ] && command -v objcopy >/dev/null; then \
+	  out=$$(CC="$(CC)" CFLAGS="$(CFLAGS)" ROUNDS=2 B=$(B)/ab \
+	    sh tools/ab_kernels.sh . . q8:64:128 fp32:64:128) || exit 1; \
+	  if [ "$$(echo "$$out" | grep -c '| yes |$$')" != 2 ]; then \
+	    echo "$$out"; echo "ab-check: the two copies of one kernel gave different bits"; exit 1; fi; \
+	  echo "ab-check: tools/ab_kernels.sh, 2 shapes, the same bits from both copies"; \
+	else echo "skipped: ab-check (needs x86-64 and objcopy)"; fi
+
 # bench-attention: attention-only time per generated token at T = 128 .. 16384 on
 # synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
 # nothing. Example: OMP_NUM_THREADS=1 make bench-attention
@@ -71,4 +84,4 @@ attn-train-table: all $(B)/tools/gen_model
 bench: all bench-attention bench-kernels $(BENCH_DEPS)
 	@$(BENCH_ENV) sh tools/bench.sh
 
-.PHONY: bench bench-attention bench-kernels bench-tools attn-table attn-train-table
+.PHONY: bench bench-attention bench-kernels bench-tools ab-check attn-table attn-train-table
