@@ -755,7 +755,7 @@ static void prefetch_span(const QuantMatrix *w, int o, XtSpan sp) {
  * whose rows lie in distinct sets, then the stage's rows are copied to out whole.
  *   - A block's packed rows serve the window's 16 tiles from L1, where a tile's blocks in
  *     turn (the order of the spans of a long row) read the pass's blocks, up to 128 KiB,
- *     from L2 again for every tile (Zen 5, 256 x 288 x 768 alone: 1.07x; 1.02-1.05x at the
+ *     from L2 again for every tile (Zen 5, 256 x 288 x 768 alone: 1.08x; 1.03-1.06x at the
  *     other shapes of s15m and s110m whose output rows do not alias, as below).
  *   - Where out's rows alias in L1 (OC floats apart, a multiple of QUANT_ALIAS_BYTES),
  *     the 32 rows a tile writes would evict each other's lines before the next tile's

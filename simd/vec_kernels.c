@@ -558,7 +558,8 @@ void simd_dots(float *out, const float *q, const float *k, int stride, const int
  * the loads bound the loop); the same bits as dots8. Where a Vec holds two V8 (V8_PAIRS),
  * two queries share each register of sums, the row's V8 in both halves: half the FMAs and
  * reductions, four queries a tile. Zen 4, 1024 keys of 64 in L2: 60 -> 86 GFLOP/s with
- * AVX-512 V8s, 60 -> 68 with AVX2 (whose 16 registers spill a few). */
+ * AVX-512 V8s, 60 -> 68 with AVX2 (whose 16 registers spill a few); Zen 5, a 256-token
+ * prompt's whole attention with the pairs: 74-77 -> 87-91. */
 #if defined(V8_PAIRS)
 #define DOTS_QUERIES 4
 static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int q_stride,
@@ -625,7 +626,7 @@ static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int 
 #endif
 
 /* kernels_dots_causal: each group of eight shared rows is read from memory once and then
- * serves every query from L1 (dots8, two queries at a time where a Vec holds two V8), the
+ * serves every query from L1 (dots8_queries, DOTS_QUERIES queries at a time), the
  * rows left of each query by simd_dots: so every dot has dot_vector's bits, as one query's
  * simd_dots gives them. */
 void simd_dots_causal(float *out, int ld, const float *q, int q_stride, int n_q,
