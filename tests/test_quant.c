@@ -352,14 +352,16 @@ static void test_matmul_cuts(void) {
 
 /* q = +-127 everywhere with scales 1: every int16 pair sum at its largest (32258), and
  * every partial sum an integer below 2^24, so the result must be exact. 33 rows of x:
- * through the GEMM's tiles (a padded block) and one row at a time. */
+ * through the GEMM's tiles (a padded block) and one row at a time. Groups up to the whole
+ * row: a group's own sum passes 2^22 from 260 values on (a tile that formed its float
+ * through 1.5 x 2^23 would lose it). */
 static void test_matmul_extremes(void) {
     enum { C = 1024, OC = 5, N = 33 };
     static int8_t xq[N * C], wq[OC * C];
     static float xs[N * C], ws[OC * C], out[N * OC];
     uint64_t seed = 5;
-    const int groups_to_test[3] = {32, 64, 16};
-    for (int gi = 0; gi < 3; gi++) {
+    const int groups_to_test[] = {32, 64, 16, 256, 512, 1024};
+    for (int gi = 0; gi < (int)(sizeof groups_to_test / sizeof groups_to_test[0]); gi++) {
         int group = groups_to_test[gi], groups = quant_groups(C, group);
         for (int i = 0; i < N * C; i++) {   /* x rows: all +127, all -127, random signs */
             float r;
