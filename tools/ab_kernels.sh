@@ -10,7 +10,8 @@
 #   default the int8 and fp32 shapes of s15m and s110m, 256 rows each.
 # Environment: CC (cc), CFLAGS (-O3 -march=native: the same for both builds), ROUNDS (300
 #   pairs a shape), COPIES (1; e.g. 100 for w read from memory, as in a prompt), B (build:
-#   where the program and its objects go, build/ab in this checkout).
+#   where the program and its objects go, build/ab in this checkout), ONE_CPU (0: the CPU
+#   the program is held to with taskset, when there; empty: none).
 # Prints a markdown table: per shape each build's best / median G operations/s, the
 # median of the pairs' B/A speed ratios, and whether A and B gave the same bits. Needs
 # x86-64 (the int8 tile is quant_x86.c's), objcopy (binutils), and the same QuantMatrix in
@@ -22,6 +23,7 @@ shift 2
 shapes=${*:-q8:288:288 q8:288:768 q8:768:288 q8:768:768 q8:768:2048 q8:2048:768
 fp32:288:288 fp32:288:768 fp32:768:288 fp32:768:768 fp32:768:2048 fp32:2048:768}
 cc=${CC:-cc}
+pin=; command -v taskset >/dev/null 2>&1 && [ -n "${ONE_CPU-0}" ] && pin="taskset -c ${ONE_CPU-0}"
 cflags=${CFLAGS:--O3 -march=native}
 out=${B:-build/ab}
 for dir in "$a_dir" "$b_dir"; do
@@ -54,7 +56,7 @@ $cc $base $cflags -I. tools/ab_kernels.c "$out"/a_q8.o "$out"/a_fp32.o "$out"/b_
     "$out"/b_fp32.o "$out"/this_quant.o "$out"/this_quant_x86.o "$out"/this_quant_neon.o \
     -o "$out/ab_kernels" -lm
 echo "ab_kernels: $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
-echo "A: $a_dir ($(git -C "$a_dir" rev-parse --short HEAD 2>/dev/null || echo '?')), B: $b_dir ($(git -C "$b_dir" rev-parse --short HEAD 2>/dev/null || echo '?')), $cc $cflags, ${ROUNDS:-300} pairs, ${COPIES:-1} copies of w, 256 rows"
+echo "A: $a_dir ($(git -C "$a_dir" rev-parse --short HEAD 2>/dev/null || echo '?')), B: $b_dir ($(git -C "$b_dir" rev-parse --short HEAD 2>/dev/null || echo '?')), $cc $cflags, ${ROUNDS:-300} pairs, ${COPIES:-1} copies of w, 256 rows${pin:+, $pin}"
 echo
 echo "| kernel | IC x OC | A best / median | B best / median | B/A | same bits |"
 echo "|---|---|---|---|---|---|"
@@ -62,5 +64,5 @@ for shape in $shapes; do
     IFS=: read -r kind ic oc <<EOF
 $shape
 EOF
-    "$out/ab_kernels" "$kind" "$ic" "$oc" "${ROUNDS:-300}" "${COPIES:-1}"
+    $pin "$out/ab_kernels" "$kind" "$ic" "$oc" "${ROUNDS:-300}" "${COPIES:-1}"
 done

@@ -20,6 +20,9 @@ N_SHORT=${N_SHORT:-128}                # decode lengths (tokens generated)
 N_LONG=${N_LONG:-512}
 PROMPT_TOKENS=${PROMPT_TOKENS:-256}    # prefill prompt length, at most (and the context)
 PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
+ONE_CPU=${ONE_CPU-0}                   # the CPU one-thread runs and peaks are held to
+                                       # (taskset); empty: none. A machine's CPUs need not
+                                       # be alike (tools/compare.sh says how they differed)
 . tools/fit_prompt.sh   # fit_prompt
 MODELS=${MODELS:-"shipped s260k s15m s15m-rand s110m-rand gpt2-124m-rand"}
 DECODE_PROMPT="Once upon a time"
@@ -31,6 +34,12 @@ INT8_BYTES=1.125             # int8 Q8_0: 32 int8 values + one fp32 scale per 32
 LL=$SHARED/testdata/llama2c
 
 [ -x "$RUN" ] || { echo "bench: $RUN: not built (make)" >&2; exit 1; }
+command -v taskset >/dev/null 2>&1 || ONE_CPU=   # (util-linux; without it, no pinning)
+if [ -n "$ONE_CPU" ] && ! taskset -c "$ONE_CPU" true 2>/dev/null; then
+    echo "bench: ONE_CPU: cannot hold a process to CPU '$ONE_CPU' (expected one of this" \
+         "machine's CPUs, e.g. 0, or empty for none)" >&2
+    exit 2
+fi
 [ -f "$PROMPT_TEXT" ] || { echo "bench: $PROMPT_TEXT: missing" >&2; exit 1; }
 mkdir -p "$OUT" || exit 1
 tmp=$(mktemp -d) || exit 1
@@ -49,6 +58,12 @@ if "$RUN" --help 2>&1 | grep -q -e '^ *-T'; then HAS_T=1; else HAS_T=0; fi
 cores=$(nproc 2>/dev/null || echo '?')
 if [ -x "$PROBE" ]; then
     "$PROBE" >"$tmp/probe" 2>&1 || echo "bench: $PROBE failed" >&2
+    if [ -n "$ONE_CPU" ]; then   # the one-thread peaks from the CPU the one-thread rows use
+        taskset -c "$ONE_CPU" "$PROBE" >"$tmp/probe1" 2>&1 || echo "bench: $PROBE failed" >&2
+        awk 'NR == FNR { if ($2 == 1) one[$1] = $0; next }
+             $2 == 1 && ($1 in one) { print one[$1]; next } { print }' \
+            "$tmp/probe1" "$tmp/probe" >"$tmp/probe2" && mv "$tmp/probe2" "$tmp/probe"
+    fi
 else
     echo "bench: $PROBE: not built; no peaks (make $PROBE)" >&2
     : >"$tmp/probe"
@@ -64,6 +79,7 @@ echo "peaks (tools/probe.c): read $(probe_value read_bw_gbs 1) / $(probe_value r
      "$(probe_value int8_gops 1) / $(probe_value int8_gops 2) GOP/s (the int8 tile's" \
      "ceiling with its float steps: $(probe_value int8_tile_gops 1) /" \
      "$(probe_value int8_tile_gops 2)) at 1 / 2 threads"
+[ -n "$ONE_CPU" ] && echo "one thread: the rows and the peaks held to CPU $ONE_CPU (taskset)"
 echo "decode: greedy after \"$DECODE_PROMPT\"; prefill: -n 1 after a prefix of" \
      "$PROMPT_TEXT"
 echo "  of at most $PROMPT_TOKENS tokens (P); medians of $REPEAT runs ($REPEAT_LARGE for" \
@@ -101,6 +117,7 @@ run_one() {
     threads=$1; shift
     if [ "$HAS_T" = 1 ]; then set -- "$RUN" "$@" -T "$threads"; else set -- "$RUN" "$@"; fi
     if [ -n "$TIMER" ]; then set -- "$TIMER" -o "$tmp/mem" -f %M "$@"; fi
+    if [ "$threads" = 1 ] && [ -n "$ONE_CPU" ]; then set -- taskset -c "$ONE_CPU" "$@"; fi
     : >"$tmp/mem"
     if [ "$HAS_T" = 1 ]; then "$@" >/dev/null 2>"$tmp/err"; r_rc=$?
     else OMP_NUM_THREADS=$threads "$@" >/dev/null 2>"$tmp/err"; r_rc=$?; fi
@@ -118,8 +135,9 @@ run_one() {
 
 # Command prefix that reproduces a row (threads as this script sets them).
 row_command() {  # MODEL TOK THREADS
-    if [ "$HAS_T" = 1 ]; then echo "$RUN $1 -z $2 -t 0 -T $3"
-    else echo "OMP_NUM_THREADS=$3 $RUN $1 -z $2 -t 0"; fi
+    rc_pin=; [ "$3" = 1 ] && [ -n "$ONE_CPU" ] && rc_pin="taskset -c $ONE_CPU "
+    if [ "$HAS_T" = 1 ]; then echo "$rc_pin$RUN $1 -z $2 -t 0 -T $3"
+    else echo "${rc_pin}env OMP_NUM_THREADS=$3 $RUN $1 -z $2 -t 0"; fi
 }
 
 # prompt_for MODEL TOK TOKNAME LIMIT: fp_file = $OUT/prompt-TOKNAME-LIMIT.txt, fit_prompt's

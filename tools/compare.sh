@@ -26,7 +26,11 @@
 #   the random s110m, made there when missing and kept), GEN (build/tools/gen_model),
 #   QUANTIZE (the quantize beside RUN, else ./quantize), PROMPT_TOKENS (256) and
 #   PROMPT_TEXT (tools/bench_prompt.txt) for prefill, STAT (median, or best: the fastest
-#   round of each engine, steadier where other work shares the machine).
+#   round of each engine, steadier where other work shares the machine), ONE_CPU (0: the
+#   CPU that every engine's one-thread runs are held to, with taskset; empty: none).
+# One-thread runs go on one CPU because a machine's CPUs need not be alike: on a 2-CPU VM
+# (Zen 5, 2026-11-30) CPU 1 decoded s15m at 400 tokens/s where CPU 0 gave 625, so that an
+# unpinned round measured mostly where the scheduler put it. Two-thread runs use both.
 #
 # For each model and thread count it runs each engine in turn (the order turning by one place
 # each round, so that no engine always runs first), ROUNDS times, and prints
@@ -75,6 +79,13 @@ PROMPT_TOKENS=${PROMPT_TOKENS:-256}
 PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
 . tools/fit_prompt.sh   # fit_prompt
 GEN=${GEN:-build/tools/gen_model}
+ONE_CPU=${ONE_CPU-0}
+command -v taskset >/dev/null 2>&1 || ONE_CPU=   # (util-linux; without it, no pinning)
+if [ -n "$ONE_CPU" ] && ! taskset -c "$ONE_CPU" true 2>/dev/null; then
+    echo "compare.sh: ONE_CPU: cannot hold a process to CPU '$ONE_CPU' (expected one of" \
+         "this machine's CPUs, e.g. 0, or empty for none)" >&2
+    exit 2
+fi
 QUANTIZE=${QUANTIZE:-$(dirname "$RUN")/quantize}
 [ -x "$QUANTIZE" ] || QUANTIZE=./quantize
 
@@ -194,11 +205,20 @@ model() {
     case $1 in *_q80) gg=$MODELS_DIR/${1%_q80}-q8_0.gguf;; *) gg=$MODELS_DIR/$1.gguf;; esac
 }
 
+# on THREADS COMMAND...: COMMAND with OMP_NUM_THREADS=THREADS, held to ONE_CPU when THREADS
+# is 1 (and ONE_CPU is set)
+on() {
+    on_t=$1; shift
+    if [ "$on_t" = 1 ] && [ -n "$ONE_CPU" ]; then
+        taskset -c "$ONE_CPU" env OMP_NUM_THREADS="$on_t" "$@"
+    else env OMP_NUM_THREADS="$on_t" "$@"; fi
+}
+
 # lcpp_bench GGUF THREADS P N [FIELD]: llama.cpp's tokens/s for a prompt of P tokens or N
 # generated ones (one of the two is 0), from one llama-bench repetition; or another FIELD
 # of its report (build_commit: the commit it was built from)
 lcpp_bench() {
-    OMP_NUM_THREADS=$2 "$LCPP/llama-bench" -m "$1" -t "$2" -p "$3" -n "$4" -r 1 -o jsonl \
+    on "$2" "$LCPP/llama-bench" -m "$1" -t "$2" -p "$3" -n "$4" -r 1 -o jsonl \
         2>/dev/null | sed -n "s/.*\"${5:-avg_ts}\": \"*\([0-9a-z.]*\).*/\1/p"
 }
 
@@ -207,7 +227,7 @@ lcpp_bench() {
 # appended to its file. WHICH: ours (RUN), otherI (the I-th of OTHERS), l2c, lcpp.
 run_engine() {
     case $1 in
-        l2c) OMP_NUM_THREADS=$t "$L2C/run$q" "$file" -z "$tok" -t 0 -n $((n + ${n_prompt:-1})) \
+        l2c) on "$t" "$L2C/run$q" "$file" -z "$tok" -t 0 -n $((n + ${n_prompt:-1})) \
                  -i "$PROMPT" 2>&1 >/dev/null | sed -n 's/achieved tok\/s: \([0-9.]*\)/\1/p' >>"$tmp/theirs"
              return;;
         lcpp) lcpp_bench "$gg" "$t" 0 "$n" >>"$tmp/lcpp"
@@ -217,9 +237,9 @@ run_engine() {
         *) re_i=${1#other}; re_bin=$(echo $OTHERS | tr ' ' '\n' | sed -n "${re_i}p")
            re_bin=${re_bin#*=}; re_out=other$re_i; re_pre=other_pre$re_i;;
     esac
-    OMP_NUM_THREADS=$t "$re_bin" "$file" -z "$tok" -t 0 -n "$n" -i "$PROMPT" 2>&1 >/dev/null |
+    on "$t" "$re_bin" "$file" -z "$tok" -t 0 -n "$n" -i "$PROMPT" 2>&1 >/dev/null |
         sed -n 's/.*generation: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/$re_out"
-    [ -z "$n_pre" ] || OMP_NUM_THREADS=$t "$re_bin" "$file" -z "$tok" -t 0 -n 1 -f "$tmp/prompt" \
+    [ -z "$n_pre" ] || on "$t" "$re_bin" "$file" -z "$tok" -t 0 -n 1 -f "$tmp/prompt" \
         2>&1 >/dev/null | sed -n 's/^prompt: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/$re_pre"
 }
 
@@ -334,6 +354,7 @@ if [ -n "$LCPP" ]; then
     cat "$tmp/prefill" 2>/dev/null
 fi
 echo
+[ -n "$ONE_CPU" ] && echo "one-thread runs held to CPU $ONE_CPU: taskset -c $ONE_CPU COMMAND"
 echo "commands: OMP_NUM_THREADS=T $RUN MODEL -z TOK -t 0 -n N -i \"$PROMPT\";" \
      "OMP_NUM_THREADS=T $L2C/run[q] MODEL -z TOK -t 0 -n N+PROMPT -i \"$PROMPT\""
 if [ -n "$LCPP" ]; then
