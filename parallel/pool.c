@@ -53,11 +53,14 @@
                                              * GEMM keeps 164 KiB of packed rows on the
                                              * stack, 236 KiB with its staged order) */
 
-#define POOL_STACK_TOUCH ((size_t)512 << 10)  /* stack each thread of kernels_run writes
+#define POOL_STACK_TOUCH ((size_t)256 << 10)  /* stack each thread of kernels_run writes
                                                * first (pool_touch_stack): the kernels'
                                                * stack buffers (up to 236 KiB) and the
                                                * frames above them (the int8 GEMM's
-                                               * stage is 231 KiB below pool_main's) */
+                                               * lowest array ends 239 KiB below
+                                               * pool_main's frame);
+                                               * no more, so that a thread whose stack
+                                               * holds the kernels holds this too */
 
 typedef void (*PoolJob)(void *ctx, int job);
 
