@@ -769,11 +769,15 @@ gemm_staged(float *out, const uint8_t *xp, const float *xsp, size_t block_bytes,
     enum { WC = QUANT_STAGE_COLS, WT = QUANT_STAGE_COLS / QUANT_XT_COLS };
     _Alignas(64) float stage[QUANT_XT_ROWS * WC];
     int32_t starts[WT][QUANT_XT_MAX_GROUPS][QUANT_XT_COLS];   /* each tile's, as below */
-    /* w with rows = WC: xt_tile takes out's row stride from w->rows, so it writes the stage */
-    QuantMatrix w_stage = *w;
-    w_stage.rows = WC;
     for (int ow = o0; ow < o1; ow += WC) {
         int ow1 = o1 - ow < WC ? o1 : ow + WC, tiles = (ow1 - ow) / QUANT_XT_COLS;
+        /* the window's rows of w as a matrix of WC rows from row ow: xt_tile takes out's row
+         * stride from w->rows, so its tile t writes the stage's columns 4t .. 4t+3 */
+        QuantMatrix w_stage = *w;
+        w_stage.q += (size_t)ow * (size_t)w->cols;
+        w_stage.scale += (size_t)ow * (size_t)quant_groups(w->cols, w->group);
+        w_stage.rows = WC;
+        const float *bias_w = bias ? bias + ow : NULL;
         for (int t = 0; t < tiles; t++) {
             int o = ow + t * QUANT_XT_COLS;
             if (o + WC < o1) prefetch_span(w, o + WC, sp);   /* the next window's */
@@ -785,12 +789,11 @@ gemm_staged(float *out, const uint8_t *xp, const float *xsp, size_t block_bytes,
             const uint8_t *xp_b = xp + (size_t)b * block_bytes;
             const float *xsp_b = xsp + (size_t)b * block_floats;
             for (int t = 0; t < tiles; t++) {   /* V constant in each call, as xt_tile needs */
-                int o = ow + t * QUANT_XT_COLS;
+                int c = t * QUANT_XT_COLS;   /* the tile's first column in the window */
                 if (QUANT_XT_V > 1 && rows <= QUANT_XT_LANES)
-                    xt_tile(stage - ow, xp_b, xsp_b, &w_stage, starts[t], bias, rows, o, sp, 1, 1,
-                            1);
+                    xt_tile(stage, xp_b, xsp_b, &w_stage, starts[t], bias_w, rows, c, sp, 1, 1, 1);
                 else
-                    xt_tile(stage - ow, xp_b, xsp_b, &w_stage, starts[t], bias, rows, o, sp, 1, 1,
+                    xt_tile(stage, xp_b, xsp_b, &w_stage, starts[t], bias_w, rows, c, sp, 1, 1,
                             QUANT_XT_V);
             }
             for (int r = 0; r < rows; r++)

@@ -243,6 +243,15 @@ run_engine() {
         2>&1 >/dev/null | sed -n 's/^prompt: [0-9]* tokens, \([0-9.]*\) tokens\/s.*/\1/p' >>"$tmp/$re_pre"
 }
 
+# flags_of BIN: the compiler command its build recorded (the make build's flags file, beside
+# the program or, for a program at the top of a checkout, in build/)
+flags_of() {
+    for f in "$(dirname "$1")/flags" "$(dirname "$1")/build/flags"; do
+        [ -f "$f" ] && { head -c 400 "$f"; return; }
+    done
+    echo "flags unknown"
+}
+
 # ---- the models, then the header, then the tables ----
 ready=""
 for m in $MODELS; do
@@ -254,11 +263,11 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
 isa=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512_vnni|avx_vnni)$' | tr '\n' ' ')
 echo "compare: $(date -u +%Y-%m-%d), $cpu, $(nproc 2>/dev/null || echo '?') cores, ISA: $isa"
 echo "this engine: $RUN, checkout at $(git describe --always --dirty 2>/dev/null || echo "?")" \
-     "($(head -c 400 "$(dirname "$RUN")/flags" 2>/dev/null || echo "flags unknown"))"
+     "($(flags_of "$RUN"))"
 if [ -f "$L2C/BUILD" ]; then l2c_build=$(head -c 400 "$L2C/BUILD")
 else l2c_build=$(cd "$L2C" && git log --oneline -1 2>/dev/null); fi
 for o in $OTHERS; do
-    echo "${o%%=*}: ${o#*=} ($(head -c 400 "$(dirname "${o#*=}")/flags" 2>/dev/null || echo "flags unknown"))"
+    echo "${o%%=*}: ${o#*=} ($(flags_of "${o#*=}"))"
 done
 echo "llama2.c: $L2C ($l2c_build)"
 if [ -n "$LCPP" ]; then
