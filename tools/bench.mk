@@ -28,7 +28,14 @@ BENCH_DEPS = $(B)/tools/gen_model $(B)/tools/probe $(BENCH_MODELS)
 # bench-tools: the four benchmark programs built, none run: check-build builds them, so that
 # a rule here cannot go stale unnoticed. Example: make bench-tools
 bench-tools: $(B)/tools/gen_model $(B)/tools/probe $(B)/tools/bench_kernels $(B)/tools/bench_attention
-BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench
+# ONE_CPU: the CPU that one-thread figures (bench-kernels, bench.sh's one-thread rows and
+# peaks) are held to with taskset, so that they and the peaks come from the same CPU (a
+# machine's CPUs need not be alike: docs/performance.md, How to measure); empty for none.
+ONE_CPU ?= 0
+ONE_CPU_PIN = $(if $(ONE_CPU),$(shell command -v taskset >/dev/null 2>&1 && \
+                taskset -c $(ONE_CPU) true 2>/dev/null && echo taskset -c $(ONE_CPU)))
+BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench \
+            ONE_CPU=$(ONE_CPU)
 
 # ab-check: tools/ab_kernels.sh built with this build's compiler and flags and run on this
 # checkout against itself (two pairs, two small shapes): the copies must give the same bits,
@@ -56,13 +63,16 @@ bench-attention: $(B)/tools/bench_attention
 	@$(B)/tools/bench_attention
 
 # bench-kernels: the matmul kernels alone on one thread (GEMM GFLOP/s, decode GB/s, fp32 and
-# int8), to hold against the peaks tools/probe.c measures; asserts nothing.
+# int8), to hold against the peaks tools/probe.c measures, on CPU ONE_CPU; asserts nothing.
 # Example: make bench-kernels
 $(B)/tools/bench_kernels: $(B)/tools/bench_kernels.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 $(B)/tools/bench_kernels.o: tools/bench_kernels.c kernels.h quant.h
 bench-kernels: $(B)/tools/bench_kernels
-	@$(B)/tools/bench_kernels
+	@if [ -n "$(ONE_CPU)" ] && [ -z "$(ONE_CPU_PIN)" ] && command -v taskset >/dev/null; then \
+	  echo "bench-kernels: ONE_CPU: cannot hold a process to CPU '$(ONE_CPU)' (expected one" \
+	       "of this machine's CPUs, e.g. 0, or empty for none)" >&2; exit 2; fi
+	@$(ONE_CPU_PIN) $(B)/tools/bench_kernels
 
 # attn-table: every attention variant and its sweep on the shipped model over the
 # validation slice, then the attention-only cost table; writes both into docs/lab.md
