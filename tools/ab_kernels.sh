@@ -10,8 +10,9 @@
 #   default the int8 and fp32 shapes of s15m and s110m, 256 rows each.
 # Environment: CC (cc), CFLAGS (-O3 -march=native: the same for both builds), ROUNDS (300
 #   pairs a shape), COPIES (1; e.g. 100 for w read from memory, as in a prompt), B (build:
-#   where the program and its objects go, build/ab in this checkout), ONE_CPU (0: the CPU
-#   the program is held to with taskset, when there; empty: none).
+#   where the program and its objects go, build/ab in this checkout), ONE_CPU (the CPU the
+#   program is held to with taskset, when there: by default the first this may run on;
+#   empty: none).
 # Prints a markdown table: per shape each build's best / median G operations/s, the
 # median of the pairs' B/A speed ratios, and whether A and B gave the same bits. Needs
 # x86-64 (the int8 tile is quant_x86.c's), objcopy (binutils), and the same QuantMatrix in
@@ -23,7 +24,16 @@ shift 2
 shapes=${*:-q8:288:288 q8:288:768 q8:768:288 q8:768:768 q8:768:2048 q8:2048:768
 fp32:288:288 fp32:288:768 fp32:768:288 fp32:768:768 fp32:768:2048 fp32:2048:768}
 cc=${CC:-cc}
-pin=; command -v taskset >/dev/null 2>&1 && [ -n "${ONE_CPU-0}" ] && pin="taskset -c ${ONE_CPU-0}"
+pin=   # taskset -c ONE_CPU, by default the first CPU this may run on
+if command -v taskset >/dev/null 2>&1; then
+    [ -n "${ONE_CPU+set}" ] || ONE_CPU=$(taskset -pc $$ 2>/dev/null | sed -n 's/.*: *\([0-9]*\).*/\1/p')
+    if [ -n "$ONE_CPU" ]; then
+        taskset -c "$ONE_CPU" true 2>/dev/null || {
+            echo "ab_kernels: ONE_CPU: cannot hold a process to CPU '$ONE_CPU' (expected one of" \
+                 "this machine's CPUs, or empty for none)" >&2; exit 2; }
+        pin="taskset -c $ONE_CPU"
+    fi
+fi
 cflags=${CFLAGS:--O3 -march=native}
 out=${B:-build/ab}
 for dir in "$a_dir" "$b_dir"; do

@@ -30,8 +30,9 @@ BENCH_DEPS = $(B)/tools/gen_model $(B)/tools/probe $(BENCH_MODELS)
 bench-tools: $(B)/tools/gen_model $(B)/tools/probe $(B)/tools/bench_kernels $(B)/tools/bench_attention
 # ONE_CPU: the CPU that one-thread figures (bench-kernels, bench.sh's one-thread rows and
 # peaks) are held to with taskset, so that they and the peaks come from the same CPU (a
-# machine's CPUs need not be alike: docs/performance.md, How to measure); empty for none.
-ONE_CPU ?= 0
+# machine's CPUs need not be alike: docs/performance.md, How to measure): by default the
+# first CPU make may run on; empty for none.
+ONE_CPU ?= $(shell taskset -pc $$$$ 2>/dev/null | sed -n 's/.*: *\([0-9]*\).*/\1/p')
 ONE_CPU_PIN = $(if $(ONE_CPU),$(shell command -v taskset >/dev/null 2>&1 && \
                 taskset -c $(ONE_CPU) true 2>/dev/null && echo taskset -c $(ONE_CPU)))
 BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench \

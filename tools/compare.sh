@@ -26,8 +26,9 @@
 #   the random s110m, made there when missing and kept), GEN (build/tools/gen_model),
 #   QUANTIZE (the quantize beside RUN, else ./quantize), PROMPT_TOKENS (256) and
 #   PROMPT_TEXT (tools/bench_prompt.txt) for prefill, STAT (median, or best: the fastest
-#   round of each engine, steadier where other work shares the machine), ONE_CPU (0: the
-#   CPU that every engine's one-thread runs are held to, with taskset; empty: none).
+#   round of each engine, steadier where other work shares the machine), ONE_CPU (the CPU
+#   that every engine's one-thread runs are held to, with taskset: by default the first
+#   this may run on, 0 on most machines; empty: none).
 # One-thread runs go on one CPU because a machine's CPUs need not be alike: on a 2-CPU VM
 # (Zen 5, 2026-11-30) CPU 1 decoded s15m at 400 tokens/s where CPU 0 gave 625, so that an
 # unpinned round measured mostly where the scheduler put it. Two-thread runs use both.
@@ -79,8 +80,11 @@ PROMPT_TOKENS=${PROMPT_TOKENS:-256}
 PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
 . tools/fit_prompt.sh   # fit_prompt
 GEN=${GEN:-build/tools/gen_model}
-ONE_CPU=${ONE_CPU-0}
-command -v taskset >/dev/null 2>&1 || ONE_CPU=   # (util-linux; without it, no pinning)
+# (taskset is util-linux's; without it, no pinning; unset, the first CPU this may run on)
+if ! command -v taskset >/dev/null 2>&1; then ONE_CPU=
+elif [ -z "${ONE_CPU+set}" ]; then
+    ONE_CPU=$(taskset -pc $$ 2>/dev/null | sed -n 's/.*: *\([0-9]*\).*/\1/p')
+fi
 if [ -n "$ONE_CPU" ] && ! taskset -c "$ONE_CPU" true 2>/dev/null; then
     echo "compare.sh: ONE_CPU: cannot hold a process to CPU '$ONE_CPU' (expected one of" \
          "this machine's CPUs, e.g. 0, or empty for none)" >&2
