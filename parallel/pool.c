@@ -50,14 +50,14 @@
 #define POOL_STACK_BYTES ((size_t)8 << 20)  /* each such thread's stack, what Linux and
                                              * macOS give a program's main thread (macOS
                                              * gives other threads 512 KiB; the int8
-                                             * GEMM keeps 164 KiB of packed rows on the
-                                             * stack, 236 KiB with its staged order) */
+                                             * GEMM keeps 644 KiB of packed rows on the
+                                             * stack, 716 KiB with its staged order) */
 
-#define POOL_STACK_TOUCH ((size_t)256 << 10)  /* stack each thread of kernels_run writes
+#define POOL_STACK_TOUCH ((size_t)768 << 10)  /* stack each thread of kernels_run writes
                                                * first (pool_touch_stack): the kernels'
-                                               * stack buffers (up to 236 KiB) and the
+                                               * stack buffers (up to 716 KiB) and the
                                                * frames above them (the int8 GEMM's
-                                               * lowest array ends 239 KiB below
+                                               * lowest array ends 719 KiB below
                                                * pool_main's frame);
                                                * no more, so that a thread whose stack
                                                * holds the kernels holds this too */
@@ -146,7 +146,7 @@ static void pool_wake(void) {
 /* Writes a byte in each page of the POOL_STACK_TOUCH bytes of stack below the caller, so
  * that the system maps them now: otherwise the first prompt's first products and attention
  * take a page fault for each 4 KiB of their stack buffers (the fp32 GEMM's 128 KiB of
- * packed rows, the int8 GEMM's up to 236 KiB) on every thread, one at a time (Zen 5 VM,
+ * packed rows, the int8 GEMM's up to 716 KiB) on every thread, one at a time (Zen 5 VM,
  * s15m, a 256-token prompt at 2 threads: the first product 0.33-0.75 ms, 0.15-0.20 with
  * the pages touched, the same product of the next layers 0.12-0.14). Never inlined: the
  * array's frame must be gone before the kernels' frames take its place. */

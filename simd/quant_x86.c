@@ -748,13 +748,25 @@ static void prefetch_span(const QuantMatrix *w, int o, XtSpan sp) {
 /* Output rows whose stride is a multiple of this many bytes all fall in the same sets of
  * L1 (4 KiB: 64 sets of 64-byte lines, Zen 4's 32 KiB and Intel's 48 KiB alike). */
 #define QUANT_ALIAS_BYTES 4096
+/* Blocks of the widest span (QUANT_XT_MAX_COLS values) the packing buffers hold: a pass's
+ * rows. With AVX-512, 4 (512 KiB, in the 1 MiB L2 of Zen 4 and Zen 5, 2 MiB of Sapphire
+ * Rapids): a 256-token prompt in one pass up to 2,048 values a row, which reads w from
+ * memory and forms its starts once, where each pass does both again (Zen 5, 256 rows, w
+ * from memory, against 1 block: 768 x 768 1.01x, 768 x 2,048 1.03x, 2,048 x 768 1.07x,
+ * 3,072 x 768 1.12x; 2 blocks gave 1.00-1.07x). With AVX2 1 (32 KiB, Zen 3's L2 is 512
+ * KiB): its slower tile gains nothing from longer passes (0.97-1.05x). */
+#if QUANT_XT_LANES == 16
+#define QUANT_PASS_SPANS 4
+#else
+#define QUANT_PASS_SPANS 1
+#endif
 
 /* simd_q8_gemm_tiles's columns o0 .. o1-1 of the pass of `pass` rows from row n (blocks
  * packed in xp, xsp; the whole row in the span sp), in the staged order: for a window of
  * QUANT_STAGE_COLS columns, each block's tiles write a stage (QUANT_XT_ROWS, QUANT_STAGE_COLS)
  * whose rows lie in distinct sets, then the stage's rows are copied to out whole.
  *   - A block's packed rows serve the window's 16 tiles from L1, where a tile's blocks in
- *     turn (the order of the spans of a long row) read the pass's blocks, up to 128 KiB,
+ *     turn (the order of the spans of a long row) read the pass's blocks, up to 512 KiB,
  *     from L2 again for every tile (Zen 5, 256 x 288 x 768 alone: 1.08x; 1.03-1.06x at the
  *     other shapes of s15m and s110m whose output rows do not alias, as below).
  *   - Where out's rows alias in L1 (OC floats apart, a multiple of QUANT_ALIAS_BYTES),
@@ -814,11 +826,11 @@ gemm_staged(float *out, const uint8_t *xp, const float *xsp, size_t block_bytes,
 void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     /* a block's scales: a span's groups (QUANT_XT_MAX_GROUPS at most) by its rows */
-    enum { XP_BYTES = QUANT_XT_MAX_COLS * QUANT_XT_ROWS,
-           XSP_FLOATS = QUANT_XT_MAX_GROUPS * QUANT_XT_ROWS };
+    enum { XP_BYTES = QUANT_PASS_SPANS * QUANT_XT_MAX_COLS * QUANT_XT_ROWS,
+           XSP_FLOATS = QUANT_PASS_SPANS * QUANT_XT_MAX_GROUPS * QUANT_XT_ROWS };
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
-    uint8_t xp[XP_BYTES];                                  /* 128 KiB (AVX2: 32) */
-    float xsp[XSP_FLOATS];                                 /* 32 KiB (AVX2: 8) */
+    uint8_t xp[XP_BYTES];                                  /* 512 KiB (AVX2: 32) */
+    float xsp[XSP_FLOATS];                                 /* 128 KiB (AVX2: 8) */
     int32_t starts[QUANT_XT_MAX_GROUPS][QUANT_XT_COLS];    /* 4 KiB */
     int span_groups = QUANT_XT_MAX_COLS / group;
     if (span_groups > QUANT_XT_MAX_GROUPS) span_groups = QUANT_XT_MAX_GROUPS;
