@@ -24,16 +24,9 @@ shift 2
 shapes=${*:-q8:288:288 q8:288:768 q8:768:288 q8:768:768 q8:768:2048 q8:2048:768
 fp32:288:288 fp32:288:768 fp32:768:288 fp32:768:768 fp32:768:2048 fp32:2048:768}
 cc=${CC:-cc}
-pin=   # taskset -c ONE_CPU, by default the first CPU this may run on
-if command -v taskset >/dev/null 2>&1; then
-    [ -n "${ONE_CPU+set}" ] || ONE_CPU=$(taskset -pc $$ 2>/dev/null | sed -n 's/.*: *\([0-9]*\).*/\1/p')
-    if [ -n "$ONE_CPU" ]; then
-        taskset -c "$ONE_CPU" true 2>/dev/null || {
-            echo "ab_kernels: ONE_CPU: cannot hold a process to CPU '$ONE_CPU' (expected one of" \
-                 "this machine's CPUs, or empty for none)" >&2; exit 2; }
-        pin="taskset -c $ONE_CPU"
-    fi
-fi
+. tools/one_cpu.sh   # one_cpu
+one_cpu ab_kernels
+pin=${ONE_CPU:+taskset -c $ONE_CPU}
 cflags=${CFLAGS:--O3 -march=native}
 out=${B:-build/ab}
 for dir in "$a_dir" "$b_dir"; do

@@ -23,6 +23,7 @@ PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
 # ONE_CPU: the CPU one-thread runs and peaks are held to (taskset), by default the first
 # this may run on; empty: none. A machine's CPUs need not be alike (docs/performance.md).
 . tools/fit_prompt.sh   # fit_prompt
+. tools/one_cpu.sh      # one_cpu
 MODELS=${MODELS:-"shipped s260k s15m s15m-rand s110m-rand gpt2-124m-rand"}
 DECODE_PROMPT="Once upon a time"
 TIMER=/usr/bin/time          # GNU time: -f %M is the peak resident set size in KB
@@ -33,15 +34,7 @@ INT8_BYTES=1.125             # int8 Q8_0: 32 int8 values + one fp32 scale per 32
 LL=$SHARED/testdata/llama2c
 
 [ -x "$RUN" ] || { echo "bench: $RUN: not built (make)" >&2; exit 1; }
-if ! command -v taskset >/dev/null 2>&1; then ONE_CPU=   # (util-linux; none without it)
-elif [ -z "${ONE_CPU+set}" ]; then
-    ONE_CPU=$(taskset -pc $$ 2>/dev/null | sed -n 's/.*: *\([0-9]*\).*/\1/p')
-fi
-if [ -n "$ONE_CPU" ] && ! taskset -c "$ONE_CPU" true 2>/dev/null; then
-    echo "bench: ONE_CPU: cannot hold a process to CPU '$ONE_CPU' (expected one of this" \
-         "machine's CPUs, e.g. 0, or empty for none)" >&2
-    exit 2
-fi
+one_cpu bench
 [ -f "$PROMPT_TEXT" ] || { echo "bench: $PROMPT_TEXT: missing" >&2; exit 1; }
 mkdir -p "$OUT" || exit 1
 tmp=$(mktemp -d) || exit 1

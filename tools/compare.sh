@@ -79,17 +79,9 @@ PROMPT="Once upon a time"
 PROMPT_TOKENS=${PROMPT_TOKENS:-256}
 PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
 . tools/fit_prompt.sh   # fit_prompt
+. tools/one_cpu.sh      # one_cpu
 GEN=${GEN:-build/tools/gen_model}
-# (taskset is util-linux's; without it, no pinning; unset, the first CPU this may run on)
-if ! command -v taskset >/dev/null 2>&1; then ONE_CPU=
-elif [ -z "${ONE_CPU+set}" ]; then
-    ONE_CPU=$(taskset -pc $$ 2>/dev/null | sed -n 's/.*: *\([0-9]*\).*/\1/p')
-fi
-if [ -n "$ONE_CPU" ] && ! taskset -c "$ONE_CPU" true 2>/dev/null; then
-    echo "compare.sh: ONE_CPU: cannot hold a process to CPU '$ONE_CPU' (expected one of" \
-         "this machine's CPUs, e.g. 0, or empty for none)" >&2
-    exit 2
-fi
+one_cpu compare.sh
 QUANTIZE=${QUANTIZE:-$(dirname "$RUN")/quantize}
 [ -x "$QUANTIZE" ] || QUANTIZE=./quantize
 
