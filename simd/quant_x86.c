@@ -824,9 +824,15 @@ gemm_staged(float *out, const uint8_t *xp, const float *xsp, size_t block_bytes,
                     xt_tile(stage, xp_b, xsp_b, &w_stage, starts[t], bias_w, rows, c, sp, 1, 1,
                             QUANT_XT_V, 0);
             }
-            for (int r = 0; r < rows; r++)
-                memcpy(out + (size_t)(n_b + r) * (size_t)w->rows + (size_t)ow,
-                       stage + (size_t)r * WC, (size_t)(ow1 - ow) * sizeof(float));
+            float *out_b = out + (size_t)n_b * (size_t)w->rows + (size_t)ow;
+            if (ow1 - ow == WC)   /* a whole window: copies of a constant size, inlined */
+                for (int r = 0; r < rows; r++)
+                    memcpy(out_b + (size_t)r * (size_t)w->rows, stage + (size_t)r * WC,
+                           WC * sizeof(float));
+            else   /* the last window of a row, narrower */
+                for (int r = 0; r < rows; r++)
+                    memcpy(out_b + (size_t)r * (size_t)w->rows, stage + (size_t)r * WC,
+                           (size_t)(ow1 - ow) * sizeof(float));
         }
     }
 }
