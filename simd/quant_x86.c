@@ -657,8 +657,9 @@ static inline void transpose4_quarters(XtF v[4]) {
  * its float steps are the same, in the same order. out's rows are OC = w->rows floats
  * apart (gemm_staged hands in a copy of w whose rows give its stage's width). G: 0 for
  * any groups, or QUANT_XT_G32 where every group is 32 values (xt_g32), which fixes a
- * group's loop at 8 quads, unrolled (Zen 5, 256 rows, s110m's and GPT-2's shapes:
- * 1.02-1.05x). */
+ * group's loop at 8 quads, unrolled: the loop's bookkeeping no longer shares the front end
+ * with the multiplies (Zen 5: 1.00-1.02x; modelled by llvm-mca for Sapphire Rapids and
+ * Skylake-X: 65 -> 53 cycles a group). */
 static inline __attribute__((always_inline)) void
 xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
         int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o, XtSpan sp,
@@ -764,8 +765,8 @@ static void prefetch_span(const QuantMatrix *w, int o, XtSpan sp) {
  * rows. With AVX-512, 4 (512 KiB, in the 1 MiB L2 of Zen 4 and Zen 5, 2 MiB of Sapphire
  * Rapids): a 256-token prompt in one pass up to 2,048 values a row, which reads w from
  * memory and forms its starts once, where each pass does both again (Zen 5, 256 rows, w
- * from memory, against 1 block: 768 x 768 1.01x, 768 x 2,048 1.03x, 2,048 x 768 1.07x,
- * 3,072 x 768 1.12x; 2 blocks gave 1.00-1.07x). With AVX2 1 (32 KiB, Zen 3's L2 is 512
+ * from memory, against 1 block: 768 x 768 1.01-1.07x, 768 x 2,048 1.06-1.11x, 2,048 x 768
+ * 1.07-1.11x, 3,072 x 768 1.14-1.18x; 2 blocks gave 1.00-1.07x). With AVX2 1 (32 KiB, Zen 3's L2 is 512
  * KiB): its slower tile gains nothing from longer passes (0.97-1.05x). */
 #if QUANT_XT_LANES == 16
 #define QUANT_PASS_SPANS 4
