@@ -766,8 +766,8 @@ static void prefetch_span(const QuantMatrix *w, int o, XtSpan sp) {
  * Rapids): a 256-token prompt in one pass up to 2,048 values a row, which reads w from
  * memory and forms its starts once, where each pass does both again (Zen 5, 256 rows, w
  * from memory, against 1 block: 768 x 768 1.01-1.07x, 768 x 2,048 1.06-1.11x, 2,048 x 768
- * 1.07-1.11x, 3,072 x 768 1.14-1.18x; 2 blocks gave 1.00-1.07x). With AVX2 1 (32 KiB, Zen 3's L2 is 512
- * KiB): its slower tile gains nothing from longer passes (0.97-1.05x). */
+ * 1.07-1.11x, 3,072 x 768 1.14-1.18x; 2 blocks gave 1.00-1.07x). With AVX2 1 (32 KiB,
+ * Zen 3's L2 is 512 KiB): its slower tile gains nothing from longer passes (0.97-1.05x). */
 #if QUANT_XT_LANES == 16
 #define QUANT_PASS_SPANS 4
 #else
@@ -817,7 +817,8 @@ gemm_staged(float *out, const uint8_t *xp, const float *xsp, size_t block_bytes,
             for (int t = 0; t < tiles; t++) {   /* V constant in each call, as xt_tile needs */
                 int c = t * QUANT_XT_COLS;   /* the tile's first column in the window */
                 if (QUANT_XT_V > 1 && rows <= QUANT_XT_LANES)
-                    xt_tile(stage, xp_b, xsp_b, &w_stage, starts[t], bias_w, rows, c, sp, 1, 1, 1, 0);
+                    xt_tile(stage, xp_b, xsp_b, &w_stage, starts[t], bias_w, rows, c, sp, 1, 1, 1,
+                            0);
                 else if (g32)
                     xt_tile(stage, xp_b, xsp_b, &w_stage, starts[t], bias_w, rows, c, sp, 1, 1,
                             QUANT_XT_V, QUANT_XT_G32);
