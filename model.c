@@ -451,17 +451,39 @@ static float *cache_values(const Model *m, int l) {
     return m->cache.v + (size_t)l * (size_t)m->n_ctx * (size_t)m->config.kv_dim;
 }
 
-/* The chunk's keys k and values v (n, KVD) into layer l's KV cache at positions pos ..
- * pos+n-1: each kv head's HS floats of a position into that head's row. */
-static void cache_append(Model *m, int l, int pos, int n, const float *k, const float *v) {
+/* cache_append's arguments, for its jobs. */
+typedef struct {
+    const Model *m;
+    int l, pos, n;
+    const float *k, *v;
+} AppendJob;
+
+#define APPEND_ROWS_PER_JOB 64   /* positions per job of cache_append */
+
+/* Positions pos + t0 .. pos + t1 - 1 of every kv head (t1 - t0 <= APPEND_ROWS_PER_JOB). */
+static void append_job(void *ctx, int j) {
+    const AppendJob *a = ctx;
+    const Model *m = a->m;
     int NKV = m->config.n_kv_heads, HS = m->config.head_dim, KVD = m->config.kv_dim;
-    float *k_cache = cache_keys(m, l), *v_cache = cache_values(m, l);
+    float *k_cache = cache_keys(m, a->l), *v_cache = cache_values(m, a->l);
+    size_t t0, t1;
+    kernels_job_range(&t0, &t1, j, (size_t)a->n, APPEND_ROWS_PER_JOB);
     for (int g = 0; g < NKV; g++)
-        for (int t = 0; t < n; t++) {
-            size_t row = ((size_t)g * (size_t)m->n_ctx + (size_t)(pos + t)) * (size_t)HS;
-            memcpy(k_cache + row, k + (size_t)t * KVD + (size_t)g * HS, HS * sizeof(float));
-            memcpy(v_cache + row, v + (size_t)t * KVD + (size_t)g * HS, HS * sizeof(float));
+        for (size_t t = t0; t < t1; t++) {
+            size_t row = ((size_t)g * (size_t)m->n_ctx + (size_t)a->pos + t) * (size_t)HS;
+            memcpy(k_cache + row, a->k + t * KVD + (size_t)g * HS, HS * sizeof(float));
+            memcpy(v_cache + row, a->v + t * KVD + (size_t)g * HS, HS * sizeof(float));
         }
+}
+
+/* The chunk's keys k and values v (n, KVD) into layer l's KV cache at positions pos ..
+ * pos+n-1: each kv head's HS floats of a position into that head's row. A prompt's rows go
+ * in jobs on every thread: a serial copy here would leave the other threads waiting (and,
+ * waiting long, asleep when attention needs them). */
+static void cache_append(Model *m, int l, int pos, int n, const float *k, const float *v) {
+    AppendJob a = {m, l, pos, n, k, v};
+    kernels_parallel_for(append_job, &a, kernels_jobs((size_t)n, APPEND_ROWS_PER_JOB),
+                         2.0 * n * m->config.kv_dim);
 }
 
 /* The plain path, what the tutorial shows: every layer's q, k, v, the keys and values
