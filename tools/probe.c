@@ -2,8 +2,9 @@
  * dot-product throughput.
  *
  * Read bandwidth: sum a float array far larger than any cache (PROBE_MIB), each thread its
- * own contiguous part, best of PROBE_PASSES passes. FMA throughput: PROBE_CHAINS independent
- * vector accumulators, each a = a * m + c, enough to cover the FMA latency on every pipe.
+ * own contiguous part, as one sequential run or as four side by side (as decode reads),
+ * best of PROBE_PASSES passes. FMA throughput: PROBE_CHAINS independent vector
+ * accumulators, each a = a * m + c, enough to cover the FMA latency on every pipe.
  * int8 throughput: the same chains of the int8 kernels' multiply-add of 8-bit values into
  * 32-bit lanes (AVX-512 VNNI vpdpbusd on 512 bits, AVX-VNNI on 256, else AVX2's vpmaddubsw,
  * vpmaddwd, vpaddd), counted as two operations a product, as the int8 GEMM's GOP/s are.
@@ -32,7 +33,8 @@
 
 #define PROBE_MIB 512            /* default array size: far beyond any L3 of this class */
 #define PROBE_MAX_MIB (1 << 16)  /* bound on the size argument (64 GiB) */
-#define PROBE_PASSES 5           /* bandwidth passes per thread count; the best counts */
+#define PROBE_PASSES 6           /* bandwidth passes per thread count, half of each
+                                  * order; the best counts */
 #define PROBE_FMA_ITERS 20000000L /* loop trips per thread per pass: 7.7 GFLOP at AVX-512 */
 #define PROBE_FMA_PASSES 3       /* FMA passes per thread count; the best counts */
 #define PROBE_CHAINS 12          /* independent accumulators: > latency x pipes (4 x 2) */
@@ -66,25 +68,27 @@ static double now(void) {
 
 /* ---- kernels (one thread's work) ---- */
 
-/* Sum of x (n,), n a multiple of PROBE_SUMS * PROBE_LANES, in PROBE_SUMS independent vector
- * sums so that the add latency never limits the memory stream. */
-static float sum_floats(const float *x, size_t n) {
+/* Sum of x's floats at i + k apart, for k = 0 .. PROBE_SUMS-1 and i = 0, step, 2 step, ...
+ * below count, PROBE_SUMS independent vector sums so that the add latency never limits
+ * the memory stream: one sequential run (apart PROBE_LANES, step PROBE_SUMS PROBE_LANES),
+ * or PROBE_SUMS runs side by side, apart floats from each other (step PROBE_LANES). */
+static float sum_floats(const float *x, size_t count, size_t step, size_t apart) {
 #if defined(__AVX512F__)
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (size_t i = 0; i < n; i += PROBE_SUMS * PROBE_LANES) {
+    for (size_t i = 0; i < count; i += step) {
         s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
-        s1 = _mm512_add_ps(s1, _mm512_loadu_ps(x + i + PROBE_LANES));
-        s2 = _mm512_add_ps(s2, _mm512_loadu_ps(x + i + 2 * PROBE_LANES));
-        s3 = _mm512_add_ps(s3, _mm512_loadu_ps(x + i + 3 * PROBE_LANES));
+        s1 = _mm512_add_ps(s1, _mm512_loadu_ps(x + i + apart));
+        s2 = _mm512_add_ps(s2, _mm512_loadu_ps(x + i + 2 * apart));
+        s3 = _mm512_add_ps(s3, _mm512_loadu_ps(x + i + 3 * apart));
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 #elif defined(__AVX2__) && defined(__FMA__)
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (size_t i = 0; i < n; i += PROBE_SUMS * PROBE_LANES) {
+    for (size_t i = 0; i < count; i += step) {
         s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x + i));
-        s1 = _mm256_add_ps(s1, _mm256_loadu_ps(x + i + PROBE_LANES));
-        s2 = _mm256_add_ps(s2, _mm256_loadu_ps(x + i + 2 * PROBE_LANES));
-        s3 = _mm256_add_ps(s3, _mm256_loadu_ps(x + i + 3 * PROBE_LANES));
+        s1 = _mm256_add_ps(s1, _mm256_loadu_ps(x + i + apart));
+        s2 = _mm256_add_ps(s2, _mm256_loadu_ps(x + i + 2 * apart));
+        s3 = _mm256_add_ps(s3, _mm256_loadu_ps(x + i + 3 * apart));
     }
     float lanes[PROBE_LANES];
     _mm256_storeu_ps(lanes, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
@@ -92,11 +96,13 @@ static float sum_floats(const float *x, size_t n) {
     for (int j = 0; j < PROBE_LANES; j++) total += lanes[j];
     return total;
 #else
-    float s[PROBE_SUMS * PROBE_LANES] = {0};   /* s[j] sums x[j], x[j + SUMS LANES], ... */
-    for (size_t i = 0; i < n; i += PROBE_SUMS * PROBE_LANES)
-        for (int j = 0; j < PROBE_SUMS * PROBE_LANES; j++) s[j] += x[i + j];
+    float s[PROBE_SUMS][PROBE_LANES] = {{0}};   /* s[k][j] sums x[i + k apart + j] */
+    for (size_t i = 0; i < count; i += step)
+        for (int k = 0; k < PROBE_SUMS; k++)
+            for (int j = 0; j < PROBE_LANES; j++) s[k][j] += x[i + (size_t)k * apart + j];
     float total = 0.0f;
-    for (int j = 0; j < PROBE_SUMS * PROBE_LANES; j++) total += s[j];
+    for (int k = 0; k < PROBE_SUMS; k++)
+        for (int j = 0; j < PROBE_LANES; j++) total += s[k][j];
     return total;
 #endif
 }
@@ -319,10 +325,15 @@ static float int8_tile(long iters, float seed) {
 /* ---- the probes, at a given thread count ---- */
 
 /* Best read bandwidth (GB/s) of summing x (n,) split into threads contiguous parts;
- * each part a multiple of PROBE_SUMS * PROBE_LANES floats (n is). */
+ * each part a multiple of PROBE_SUMS * PROBE_LANES floats (n is). Passes alternate between
+ * reading each part as one sequential run and as PROBE_SUMS runs a quarter of it apart, side
+ * by side, as decode reads a large matrix (simd/vec_kernels.c, dot_rows_vector; the int8
+ * rows likewise): the best of either counts. (Zen 5 VM, one thread, 440 MiB: one run 33-37
+ * GB/s, four 37-42.) */
 static double read_bandwidth(const float *x, size_t n, int threads) {
     double best = 0.0;
     for (int pass = 0; pass < PROBE_PASSES; pass++) {
+        int runs = pass % 2;   /* 0: one sequential run, 1: PROBE_SUMS runs */
         float partial[PROBE_MAX_THREADS] = {0};
         double start = now();
         /* each thread sums its own contiguous part: disjoint reads, one write each */
@@ -336,7 +347,9 @@ static double read_bandwidth(const float *x, size_t n, int threads) {
             size_t block = PROBE_SUMS * PROBE_LANES, blocks = n / block;
             size_t begin = blocks * (size_t)t / (size_t)nt * block;
             size_t end = blocks * (size_t)(t + 1) / (size_t)nt * block;
-            partial[t] = sum_floats(x + begin, end - begin);
+            size_t quarter = (end - begin) / PROBE_SUMS;   /* a multiple of PROBE_LANES */
+            partial[t] = runs ? sum_floats(x + begin, quarter, PROBE_LANES, quarter)
+                              : sum_floats(x + begin, end - begin, block, PROBE_LANES);
         }
         double seconds = now() - start;
         for (int t = 0; t < threads; t++) sink += partial[t];
