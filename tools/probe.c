@@ -333,7 +333,7 @@ static float int8_tile(long iters, float seed) {
 static double read_bandwidth(const float *x, size_t n, int threads) {
     double best = 0.0;
     for (int pass = 0; pass < PROBE_PASSES; pass++) {
-        int runs = pass % 2;   /* 0: one sequential run, 1: PROBE_SUMS runs */
+        int side_by_side = pass % 2;   /* 0: one sequential run, 1: PROBE_SUMS runs */
         float partial[PROBE_MAX_THREADS] = {0};
         double start = now();
         /* each thread sums its own contiguous part: disjoint reads, one write each */
@@ -348,8 +348,8 @@ static double read_bandwidth(const float *x, size_t n, int threads) {
             size_t begin = blocks * (size_t)t / (size_t)nt * block;
             size_t end = blocks * (size_t)(t + 1) / (size_t)nt * block;
             size_t quarter = (end - begin) / PROBE_SUMS;   /* a multiple of PROBE_LANES */
-            partial[t] = runs ? sum_floats(x + begin, quarter, PROBE_LANES, quarter)
-                              : sum_floats(x + begin, end - begin, block, PROBE_LANES);
+            partial[t] = side_by_side ? sum_floats(x + begin, quarter, PROBE_LANES, quarter)
+                                      : sum_floats(x + begin, end - begin, block, PROBE_LANES);
         }
         double seconds = now() - start;
         for (int t = 0; t < threads; t++) sink += partial[t];
