@@ -647,15 +647,6 @@ void simd_dots_causal(float *out, int ld, const float *q, int q_stride, int n_q,
 
 float simd_dot(const float *a, const float *b, int n) { return dot_vector(a, b, n); }
 
-/* sum_reference's eight partial sums as a V8's lanes. */
-static float sum_vector(const float *x, int n) {
-    V8 acc = v8_zero();
-    int i = 0;
-    for (; i + LANES <= n; i += LANES) acc = v8_add(acc, v8_load(x + i));
-    if (i < n) acc = v8_add(acc, v8_load_first(x + i, n - i));
-    return v8_sum(acc);
-}
-
 /* The largest of init and x (n,) by x > max comparisons: kernels.c's max_reference, for the
  * lanes and the values after the last whole vector. */
 static float max_scalar(const float *x, int n, float init) {
@@ -674,20 +665,45 @@ float simd_max(const float *x, int n, float init) {
     return max_scalar(x + i, n - i, max_scalar(lanes, VLANES, init));
 }
 
-/* x (n,) = exp(x - shift) as exp_sum_reference, the last values in a masked vector (vec_exp has
- * exp_approx's bits in every lane, so a tail needs no scalar loop). */
-static void exp_shift_vector(float *x, int n, float shift) {
-    Vec shift_v = vec_set1(shift);
-    int j = 0;
-    for (int m; (m = exp_block_len((size_t)(n - j))) > 0; j += m) {
-        for (int i = 0; i < m; i += VLANES)
-            vec_store(x + j + i, vec_sub(vec_load(x + j + i), shift_v));
-        exp_block(x + j, x + j, m);
+/* x (n,) = exp(x - shift) as exp_sum_reference, in exp_block's three stages a block of at
+ * most EXP_BLOCK values at a time, the last values of a row in a masked vector that goes
+ * through the stages with the rest (vec_exp has exp_approx's bits in every lane, so a tail
+ * needs no scalar loop); then the block's values added to acc (sum_reference's eight
+ * partial sums as a V8's lanes) while the block is in L1. A softmax row of a prompt is
+ * short (128 values on average in a 256-token prompt): as a pass of its own, then
+ * exp_block, then the tail's whole exp, then a pass for the sum, each row's loops and the
+ * tail's chain of ~40 dependent steps cost more than its exps. Same operations: the same
+ * bits. */
+static V8 exp_sum_block(float *x, int m, Vec shift, V8 acc) {
+    _Alignas(64) float k_n[EXP_BLOCK], r_n[EXP_BLOCK];
+    int whole = m / VLANES * VLANES, end = whole;
+    LaneMask tail = lane_mask(m - whole);
+    for (int i = 0; i < whole; i += VLANES) {
+        Vec k, r, v = vec_sub(vec_load(x + i), shift);
+        vec_store(x + i, v);
+        vec_exp_reduce(v, &k, &r);
+        vec_store(k_n + i, k);
+        vec_store(r_n + i, r);
     }
-    if (j < n) {
-        LaneMask tail = lane_mask(n - j);
-        vec_store_mask(x + j, tail, vec_exp(vec_sub(vec_load_mask(x + j, tail), shift_v)));
+    if (whole < m) {
+        Vec k, r, v = vec_sub(vec_load_mask(x + whole, tail), shift);
+        vec_store_mask(x + whole, tail, v);
+        vec_exp_reduce(v, &k, &r);
+        vec_store(k_n + whole, k);
+        vec_store(r_n + whole, r);
+        end += VLANES;
     }
+    for (int i = 0; i < end; i += VLANES) vec_store(r_n + i, vec_exp_poly(vec_load(r_n + i)));
+    for (int i = 0; i < whole; i += VLANES)
+        vec_store(x + i, vec_exp_scale(vec_load(x + i), vec_load(k_n + i), vec_load(r_n + i)));
+    if (whole < m)
+        vec_store_mask(x + whole, tail,
+                       vec_exp_scale(vec_load_mask(x + whole, tail), vec_load(k_n + whole),
+                                     vec_load(r_n + whole)));
+    int i = 0;
+    for (; i + LANES <= m; i += LANES) acc = v8_add(acc, v8_load(x + i));
+    if (i < m) acc = v8_add(acc, v8_load_first(x + i, m - i));
+    return acc;
 }
 
 /* nv vectors of weighted_sum_reference's out from out (v's columns from v), each out[i] one
@@ -810,8 +826,11 @@ void simd_weighted_sums_causal(float *out, int out_stride, float *weights, int l
 
 /* exp_sum_reference: x = exp(x - shift) lane by lane, then the sum in dot_vector's lanes. */
 float simd_exp_sum(float *x, int n, float shift) {
-    exp_shift_vector(x, n, shift);
-    return sum_vector(x, n);
+    Vec shift_v = vec_set1(shift);
+    V8 acc = v8_zero();
+    for (int j = 0; j < n; j += EXP_BLOCK)
+        acc = exp_sum_block(x + j, n - j < EXP_BLOCK ? n - j : EXP_BLOCK, shift_v, acc);
+    return v8_sum(acc);
 }
 
 /* ------------------------------------------------------------------------- */
