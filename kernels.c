@@ -33,12 +33,8 @@
 #define Q8_JOB_ROWS_STEP 16 /* rows of x per int8 job: a multiple of this (a tile register's) */
 #define MIN_BLOCK_COLS 16  /* fewest output columns per job */
 #define QUANTIZE_ROWS_PER_JOB 16   /* int8 prefill: rows of x quantized per job */
-#define TARGET_JOBS 8      /* column blocks per matmul: few claims of the shared ticket, yet
-                            * enough blocks for threads to balance dynamically */
-#define Q8_DECODE_JOBS 2   /* column blocks of an int8 product of one row (decode): its rows
-                            * of w are read as four runs a job (quant_x86.c), and an int8 row
-                            * is a quarter of an fp32 one, so more blocks make runs too short
-                            * to stream */
+#define JOBS_PER_THREAD 4  /* column blocks per matmul and thread: few claims of the shared
+                            * ticket, yet enough blocks for threads to balance dynamically */
 
 /* A reference kernel that a vector build replaces entirely is still compiled (so it never
  * rots), but not called there. */
@@ -261,6 +257,15 @@ static int block_cols(int OC, int blocks) {
     return cols < MIN_BLOCK_COLS ? MIN_BLOCK_COLS : cols;
 }
 
+/* Output columns per job of a product of one row of x (decode): one block a thread, no
+ * more. Each job reads its rows of w as four sequential runs (simd/vec_kernels.c,
+ * simd/quant_x86.c), so more blocks make the runs shorter and each product's start (the
+ * streams' ramp) a larger share: Zen 5, s110m's 85 int8 products of a token from memory,
+ * one thread, 768 x 768 at 30-31 GB/s in 2 blocks and 32-35 in one; decode, alternated,
+ * against 2 int8 / 8 fp32 blocks a product: one thread, s110m 1.07x int8, 1.04x fp32, s15m
+ * 1.11x int8, 1.06x fp32; two threads (fp32: 8 -> 2 blocks) s15m 1.13x, s110m 1.01x. */
+static int decode_cols(int OC) { return block_cols(OC, kernels_threads()); }
+
 /* One matmul's arguments, for its jobs. */
 typedef struct {
     float *out;
@@ -302,7 +307,9 @@ void kernels_matmul(float *out, const float *x, const float *w, const float *b,
      * on the shapes. Small products stay on one thread: handing out the jobs would
      * cost more than the second thread saves. */
     int gemm_cols = simd_gemm_cols(N, OC);   /* many rows: the GEMM's blocks; else 0 */
-    int cols = gemm_cols ? gemm_cols : block_cols(OC, TARGET_JOBS);
+    int cols = gemm_cols ? gemm_cols
+               : N == 1  ? decode_cols(OC)
+                         : block_cols(OC, JOBS_PER_THREAD * kernels_threads());
     MatmulJob m = {.out = out, .x = x, .w = w, .b = b, .N = N, .IC = IC, .OC = OC,
                    .cols = cols, .col_blocks = (OC + cols - 1) / cols, .gemm = gemm_cols > 0};
     int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
@@ -336,7 +343,7 @@ void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const f
 }
 
 /* The jobs of an int8 product of N rows of x: *rows rows (the last job fewer) by *cols
- * output columns. One row (decode): Q8_DECODE_JOBS blocks of columns. Many rows (a prompt):
+ * output columns. One row (decode): decode_cols's blocks. Many rows (a prompt):
  * each job packs its rows of x for the tile, and forms each column tile's weights' sums,
  * once, so the jobs are as few as give every thread an equal share: R blocks of rows by
  * threads / R blocks of columns, R the most that divides the threads and leaves each
@@ -346,7 +353,7 @@ void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const f
 static void q8_jobs(int N, int OC, int *rows, int *cols) {
     if (N == 1) {
         *rows = 1;
-        *cols = block_cols(OC, Q8_DECODE_JOBS);
+        *cols = decode_cols(OC);
         return;
     }
     int threads = kernels_threads(), row_blocks = 1;
