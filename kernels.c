@@ -303,9 +303,9 @@ static void matmul_q8_job(void *ctx, int j) {
 void kernels_matmul(float *out, const float *x, const float *w, const float *b,
                     int N, int IC, int OC) {
     /* Jobs are (block of rows of x, block of output columns). Each output element is
-     * written by one job, so threads never share an output, and the blocks depend only
-     * on the shapes. Small products stay on one thread: handing out the jobs would
-     * cost more than the second thread saves. */
+     * written by one job, so threads never share an output, and which job writes it
+     * never changes its bits. Small products stay on one thread: handing out the jobs
+     * would cost more than the second thread saves. */
     int gemm_cols = simd_gemm_cols(N, OC);   /* many rows: the GEMM's blocks; else 0 */
     int cols = gemm_cols ? gemm_cols
                : N == 1  ? decode_cols(OC)
