@@ -82,17 +82,11 @@ static inline Vec vec_exp_scale(Vec x, Vec k, Vec p) {   /* p 2^k, or x where x 
     return vec_nan_or(x, vec_mul(vec_mul(p, f1), f2));
 }
 
-static inline Vec vec_exp(Vec x) {
-    Vec k, r;
-    vec_exp_reduce(x, &k, &r);
-    return vec_exp_scale(x, k, vec_exp_poly(r));
-}
-
-/* y (n,) = vec_exp(x), n <= EXP_BLOCK a multiple of VLANES, y may be x: one stage at a time
- * over all n. A loop of whole exps is latency-bound: each is a chain of ~40 dependent
- * steps, and the out-of-order window, full of their waiting steps, holds only two or three
- * chains. A stage's chain is short, so the window holds many vectors' (2.1x faster for
- * GELU on Zen 4 with AVX2 code). Same operations: the same bits. */
+/* y (n,) = exp_approx of every lane of x, n <= EXP_BLOCK a multiple of VLANES, y may be x:
+ * one stage at a time over all n. A loop of whole exps is latency-bound: each is a chain
+ * of ~40 dependent steps, and the out-of-order window, full of their waiting steps, holds
+ * only two or three chains. A stage's chain is short, so the window holds many vectors'
+ * (2.1x faster for GELU on Zen 4 with AVX2 code). Same operations: the same bits. */
 #define EXP_BLOCK 256
 static void exp_block(float *y, const float *x, int n) {
     _Alignas(64) float k_n[EXP_BLOCK], r_n[EXP_BLOCK];
@@ -667,7 +661,7 @@ float simd_max(const float *x, int n, float init) {
 
 /* x (n,) = exp(x - shift) as exp_sum_reference, in exp_block's three stages a block of at
  * most EXP_BLOCK values at a time, the last values of a row in a masked vector that goes
- * through the stages with the rest (vec_exp has exp_approx's bits in every lane, so a tail
+ * through the stages with the rest (they give exp_approx's bits in every lane, so a tail
  * needs no scalar loop); then the block's values added to acc (sum_reference's eight
  * partial sums as a V8's lanes) while the block is in L1. A softmax row of a prompt is
  * short (128 values on average in a 256-token prompt): as a pass of its own, then
