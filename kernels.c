@@ -260,10 +260,8 @@ static int block_cols(int OC, int blocks) {
 /* Output columns per job of a product of one row of x (decode): one block a thread, no
  * more. Each job reads its rows of w as four sequential runs (simd/vec_kernels.c,
  * simd/quant_x86.c), so more blocks make the runs shorter and each product's start (the
- * streams' ramp) a larger share: Zen 5, s110m's 85 int8 products of a token from memory,
- * one thread, 768 x 768 at 30-31 GB/s in 2 blocks and 32-35 in one; decode, alternated,
- * against 2 int8 / 8 fp32 blocks a product: one thread, s110m 1.07x int8, 1.04x fp32, s15m
- * 1.11x int8, 1.06x fp32; two threads (fp32: 8 -> 2 blocks) s15m 1.13x, s110m 1.01x. */
+ * streams' ramp) a larger share (Zen 5, one thread: s110m's 768 x 768 int8 matrices read
+ * from memory at 30-31 GB/s in 2 blocks, 32-35 in one; docs/performance.md, End to end). */
 static int decode_cols(int OC) { return block_cols(OC, kernels_threads()); }
 
 /* One matmul's arguments, for its jobs. */
