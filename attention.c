@@ -1,18 +1,18 @@
 /* attention.c: every attention mechanism that run and train execute, and nothing else.
  *
  * Exact causal scaled dot-product attention comes first: attention_forward (and
- * attention_forward_cache, the model's, and attention_forward_dropout, the trainer's),
- * computed as docs/attention.md §1 recommends: write the visible scores into a scratch
- * row, subtract their maximum, exponentiate, normalise, take the weighted sum of values
- * (a prompt's queries eight at a time, each key and value read once for the eight). Then
- * the attention lab: every variant of §2-§6 and §8 behind attention_step, each keeping its
- * own per-layer state (§10) so that it can replace exact attention in a pretrained model,
- * and attention_weights, which recomputes the weights a variant gives each key. Last, the
- * backward of exact attention for the trainer, and every variant's forward and backward
- * over one training sequence (§14). Nothing here knows about layers or weights: callers
- * pass plain arrays and own every state and scratch block. No malloc, no stdio. The
- * kernels no program runs (additive scoring, pooling, Nystrom) are in
- * tests/attention_kernels.c.
+ * attention_forward_cache, the model's, over a KV cache of floats or, _half, of halves;
+ * attention_forward_dropout, the trainer's), computed as docs/attention.md §1 recommends:
+ * write the visible scores into a scratch row, subtract their maximum, exponentiate,
+ * normalise, take the weighted sum of values (a prompt's queries eight at a time, each key
+ * and value read once for the eight). Then the attention lab: every variant of §2-§6 and §8
+ * behind attention_step, each keeping its own per-layer state (§10) so that it can replace
+ * exact attention in a pretrained model, and attention_weights, which recomputes the
+ * weights a variant gives each key. Last, the backward of exact attention for the trainer,
+ * and every variant's forward and backward over one training sequence (§14). Nothing here
+ * knows about layers or weights: callers pass plain arrays and own every state and scratch
+ * block. No malloc, no stdio. The kernels no program runs (additive scoring, pooling,
+ * Nystrom) are in tests/attention_kernels.c.
  *
  * Contents, in reading order (each a section below under the same title):
  *   Exact attention                          attention_forward, attention_forward_cache
@@ -139,6 +139,30 @@ static void attend_rows(float *out_t, const float *q_t, const float *k, const fl
     attend_scored(out_t, v, kv_stride, rows, n_keys, HS, sc, scores, drop, first);
 }
 
+/* attend_rows for one query (exact scoring, no dropout) over keys and values kept in
+ * halves, rows 0 .. n_keys-1 of k and v (n_keys, HS): the keys converted to floats
+ * chunk_rows at a time into buf (chunk_rows HS floats: it stays in L1 where a head's whole
+ * rows would not), each chunk's dots taken there, then the values likewise, the weighted
+ * sum going on from chunk to chunk (kernels_weighted_sum_more): attend_rows's operations
+ * in its order, so the bits of attend_rows over the converted rows. */
+static void attend_half_rows(float *out_t, const float *q_t, const uint16_t *k,
+                             const uint16_t *v, int n_keys, int HS, Scoring sc, float *scores,
+                             float *buf, int chunk_rows) {
+    for (int j = 0; j < n_keys; j += chunk_rows) {
+        int n = n_keys - j < chunk_rows ? n_keys - j : chunk_rows;
+        kernels_from_half(buf, k + (long)j * HS, (size_t)n * (size_t)HS);
+        kernels_dots(scores + j, q_t, buf, HS, NULL, n, HS);
+    }
+    scale_scores(scores, NULL, HS, NULL, n_keys, HS, sc);   /* not Gaussian: no keys read */
+    float inv_sum = softmax_unnormalised(scores, n_keys, sc, NULL);
+    for (int j = 0; j < n_keys; j += chunk_rows) {
+        int n = n_keys - j < chunk_rows ? n_keys - j : chunk_rows;
+        kernels_from_half(buf, v + (long)j * HS, (size_t)n * (size_t)HS);
+        if (j == 0) kernels_weighted_sum(out_t, scores, inv_sum, buf, HS, NULL, n, HS);
+        else kernels_weighted_sum_more(out_t, scores + j, inv_sum, buf, HS, NULL, n, HS);
+    }
+}
+
 /* attend_rows once the scores (n_keys,) are written (overwritten here): the softmax, the
  * dropout, the weighted sum of the values. The Synthesizers' logits come this way. */
 static void attend_scored(float *out_t, const float *v, int kv_stride, const int32_t *rows,
@@ -179,10 +203,13 @@ typedef struct {
     const AttentionDropout *drop;   /* NULL: no dropout */
     float *out;
     const float *q, *k, *v;
-    long kv_head;      /* floats from one kv head's key of a position to the next head's */
-    int kv_stride;     /* floats from a kv head's key of a position to the next position's */
+    const uint16_t *k_half, *v_half;   /* a cache in half precision (k, v NULL), or NULL */
+    long kv_head;      /* values from one kv head's key of a position to the next head's */
+    int kv_stride;     /* values from a kv head's key of a position to the next position's */
     int pos, T;
     float *scratch;
+    float *kv_floats;  /* a half cache: each head's keys, then values, as floats, in
+                        * blocks of kv_head floats each */
 } ForwardJob;
 
 /* A call with at least PACK_MIN_QUERIES queries whose heads lie side by side in each row
@@ -191,6 +218,9 @@ typedef struct {
  * PACK_FLOATS floats each (on the stack of forward_head: 128 KiB in all). */
 #define PACK_MIN_QUERIES 16
 #define PACK_FLOATS 16384
+/* A half cache's decode converts this many floats of keys, then of values, at a time (16
+ * KiB: in L1 with the head's scores). */
+#define HALF_CHUNK_FLOATS 4096
 
 /* k_p, v_p (n, HS) = the n rows of k, v (n, kv_stride), read at one head's columns. Every
  * query reads all of them again; in place their rows lie kv_stride floats apart, and with
@@ -213,17 +243,36 @@ static void forward_head(void *ctx, int h) {
     int group = NH / f->shape->n_kv_heads;        /* query heads per kv head */
     int kv_stride = f->kv_stride;
     long kv_offset = (h / group) * f->kv_head;    /* seek to this head's keys and values */
-    const float *k = f->k + kv_offset, *v = f->v + kv_offset;
     int block = f->T < QUERY_BLOCK ? f->T : QUERY_BLOCK;   /* queries at once */
     float *scores = f->scratch + (long)h * block * n_keys;
     float k_p[PACK_FLOATS], v_p[PACK_FLOATS];
+    Scoring exact = {f->shape->scale, 0, 0, 0.0f};
+    const float *k, *v;
+    if (f->k_half && f->T == 1 && HS <= HALF_CHUNK_FLOATS) {   /* a half cache, one query */
+        attend_half_rows(f->out + (long)h * HS, f->q + (long)h * HS, f->k_half + kv_offset,
+                         f->v_half + kv_offset, n_keys, HS, exact, scores, k_p,
+                         HALF_CHUNK_FLOATS / HS);
+        return;
+    }
+    if (f->k_half) {   /* a half cache, a prompt: this head's rows as floats, on the stack
+                        * where they fit, else in its part of the scratch */
+        int fit = (long)n_keys * HS <= PACK_FLOATS;
+        float *k_f = fit ? k_p : f->kv_floats + 2 * h * f->kv_head;
+        float *v_f = fit ? v_p : k_f + f->kv_head;
+        kernels_from_half(k_f, f->k_half + kv_offset, (size_t)n_keys * HS);
+        kernels_from_half(v_f, f->v_half + kv_offset, (size_t)n_keys * HS);
+        k = k_f;
+        v = v_f;
+    } else {
+        k = f->k + kv_offset;
+        v = f->v + kv_offset;
+    }
     if (f->T >= PACK_MIN_QUERIES && kv_stride > HS && (long)n_keys * HS <= PACK_FLOATS) {
         pack_keys(k_p, v_p, k, v, kv_stride, n_keys, HS);
         k = k_p;
         v = v_p;
         kv_stride = HS;
     }
-    Scoring exact = {f->shape->scale, 0, 0, 0.0f};
     for (int t = 0; t < f->T; t += block) {   /* queries t .. t + n_q - 1 */
         int n_q = f->T - t < block ? f->T - t : block;
         /* the mask: query t sees keys 0 .. pos + t, each later query of the block one more */
@@ -236,39 +285,58 @@ static void forward_head(void *ctx, int h) {
     }
 }
 
-/* attention_forward, attention_forward_cache and attention_forward_dropout: drop NULL for
- * none; kv head g's key of position j at k + g kv_head + j kv_stride. */
-static void forward_heads(const AttentionShape *shape, const AttentionDropout *drop,
-                          float *out, const float *q, const float *k, const float *v,
-                          long kv_head, int kv_stride, int pos, int T, float *scratch) {
-    /* Heads are independent and each writes its own HS columns of out, and its own
-     * scratch rows, so running them on different threads changes no result. A short
-     * context stays on one thread: sharing the work would cost more than it saves. */
-    ForwardJob f = {shape, drop, out, q, k, v, kv_head, kv_stride, pos, T, scratch};
+/* Runs f's heads as jobs. Heads are independent and each writes its own HS columns of out,
+ * and its own scratch rows, so running them on different threads changes no result. A
+ * short context stays on one thread: sharing the work would cost more than it saves. */
+static void forward_heads(const ForwardJob *f) {
     /* scores and weighted sums: two multiply-adds per head, query, key and dimension */
-    double work = 2.0 * shape->n_heads * T * (pos + T) * shape->head_dim;
-    kernels_parallel_for(forward_head, &f, shape->n_heads, work);
+    const AttentionShape *shape = f->shape;
+    double work = 2.0 * shape->n_heads * f->T * (f->pos + f->T) * shape->head_dim;
+    kernels_parallel_for(forward_head, (void *)f, shape->n_heads, work);
 }
 
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch) {
     int HS = shape->head_dim;   /* rows of (pos + T, NKV HS): the heads side by side */
-    forward_heads(shape, NULL, out, q, k, v, HS, shape->n_kv_heads * HS, pos, T, scratch);
+    ForwardJob f = {.shape = shape, .out = out, .q = q, .k = k, .v = v, .kv_head = HS,
+                    .kv_stride = shape->n_kv_heads * HS, .pos = pos, .T = T, .scratch = scratch};
+    forward_heads(&f);
 }
 
 void attention_forward_cache(const AttentionShape *shape, float *out, const float *q,
                              const float *k, const float *v, int n_ctx, int pos, int T,
                              float *scratch) {
     int HS = shape->head_dim;   /* (NKV, n_ctx, HS): a head's positions in a row */
-    forward_heads(shape, NULL, out, q, k, v, (long)n_ctx * HS, HS, pos, T, scratch);
+    ForwardJob f = {.shape = shape, .out = out, .q = q, .k = k, .v = v,
+                    .kv_head = (long)n_ctx * HS, .kv_stride = HS, .pos = pos, .T = T,
+                    .scratch = scratch};
+    forward_heads(&f);
+}
+
+size_t attention_half_scratch_floats(const AttentionShape *shape, int n_ctx) {
+    return attention_scratch_floats(shape, n_ctx) +
+           (size_t)shape->n_heads * 2 * (size_t)n_ctx * (size_t)shape->head_dim;
+}
+
+void attention_forward_cache_half(const AttentionShape *shape, float *out, const float *q,
+                                  const uint16_t *k, const uint16_t *v, int n_ctx, int pos,
+                                  int T, float *scratch) {
+    int HS = shape->head_dim;   /* as attention_forward_cache's, in halves */
+    ForwardJob f = {.shape = shape, .out = out, .q = q, .k_half = k, .v_half = v,
+                    .kv_head = (long)n_ctx * HS, .kv_stride = HS, .pos = pos, .T = T,
+                    .scratch = scratch,
+                    .kv_floats = scratch + attention_scratch_floats(shape, n_ctx)};
+    forward_heads(&f);
 }
 
 void attention_forward_dropout(const AttentionShape *shape, const AttentionDropout *drop,
                                float *out, const float *q, const float *k, const float *v,
                                int T, float *scratch) {
     int HS = shape->head_dim;
-    forward_heads(shape, drop && drop->p > 0.0f ? drop : NULL, out, q, k, v, HS,
-                  shape->n_kv_heads * HS, 0, T, scratch);
+    ForwardJob f = {.shape = shape, .drop = drop && drop->p > 0.0f ? drop : NULL, .out = out,
+                    .q = q, .k = k, .v = v, .kv_head = HS, .kv_stride = shape->n_kv_heads * HS,
+                    .pos = 0, .T = T, .scratch = scratch};
+    forward_heads(&f);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 #define ATTENTION_H
 
 #include <stddef.h>   /* size_t */
+#include <stdint.h>   /* uint16_t */
 
 /* ------------------------------------------------------------------------- */
 /* Exact attention                                                             */
@@ -49,6 +50,20 @@ void attention_forward(const AttentionShape *shape, float *out, const float *q,
 void attention_forward_cache(const AttentionShape *shape, float *out, const float *q,
                              const float *k, const float *v, int n_ctx, int pos, int T,
                              float *scratch);
+
+/* Floats of scratch attention_forward_cache_half needs: attention_scratch_floats(shape,
+ * n_ctx), then each head's keys and values of n_ctx positions as floats. */
+size_t attention_half_scratch_floats(const AttentionShape *shape, int n_ctx);
+
+/* attention_forward_cache over a cache kept in IEEE half precision (kernels_to_half's
+ * bits, half the bytes to store and to read): each head's job first converts its kv
+ * head's keys and values of positions 0 .. pos + T - 1 to floats in its own part of
+ * scratch (attention_half_scratch_floats(shape, n_ctx),), then attends as
+ * attention_forward_cache does: the same bits as over a float cache holding the same
+ * rounded values. */
+void attention_forward_cache_half(const AttentionShape *shape, float *out, const float *q,
+                                  const uint16_t *k, const uint16_t *v, int n_ctx, int pos,
+                                  int T, float *scratch);
 
 /* Dropout on the attention weights, for training: in a call over T queries, the weight of
  * key j for query t in head h is dropped (set to 0) by hash.h's dropout rule for

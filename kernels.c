@@ -20,7 +20,7 @@
 
 #include <math.h>         /* sqrtf, isfinite */
 #include <stddef.h>       /* size_t */
-#include <stdint.h>       /* int8_t, int32_t */
+#include <stdint.h>       /* int8_t, int32_t, uint16_t, uint32_t */
 #include <string.h>       /* memcpy */
 
 #include "parallel/pool.h"  /* pool_*: the threads behind kernels_run and the parallel loops */
@@ -159,6 +159,49 @@ static void swiglu_reference(float *out, const float *hidden, const float *gate,
     }
 }
 
+/* ---- half precision ---- */
+
+/* x as binary16 bits, rounded to nearest even, in integer steps (no dependence on the
+ * rounding mode). A half keeps a float's top 10 fraction bits; its exponent bias is 15
+ * against float's 127, so a normal value's bits are the float's, rebiased by 112 << 23
+ * and shifted right by 13 once rounded at bit 13. */
+static uint16_t to_half_reference(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    uint32_t sign = bits >> 16 & 0x8000u, a = bits & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | (a >> 13 & 0x1ffu));   /* NaN */
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);   /* >= 65520 (or inf): inf */
+    if (a >= 0x38800000u) {                                    /* >= 2^-14: a normal half */
+        a += 0x0fffu + (a >> 13 & 1u);                         /* round at bit 13, ties even */
+        return (uint16_t)(sign | (a - (112u << 23)) >> 13);
+    }
+    if (a <= 0x33000000u) return (uint16_t)sign;               /* <= 2^-25: zero */
+    /* a subnormal half: x / 2^-24 rounded to an integer, ties even; x = m 2^(e - 150) */
+    uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, shift = 126u - e;   /* 14..24 */
+    uint32_t q = m >> shift, rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rest > half || (rest == half && (q & 1u))) q++;   /* 1024 carries into 2^-14 */
+    return (uint16_t)(sign | q);
+}
+
+/* The float whose value binary16 h holds (exact: every half is a float). */
+static float from_half_reference(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = h >> 10 & 0x1fu, m = h & 0x3ffu, bits;
+    if (e == 31) {                 /* inf, or NaN made quiet */
+        bits = sign | 0x7f800000u | m << 13 | (m ? 0x400000u : 0u);
+    } else if (e > 0) {            /* normal: rebias the exponent */
+        bits = sign | (e + 112u) << 23 | m << 13;
+    } else if (m == 0) {           /* zero */
+        bits = sign;
+    } else {                       /* subnormal, m 2^-24: normalised to 1.f 2^(k - 24) */
+        uint32_t k = 10;
+        while (!(m & 0x400u)) { m <<= 1; k--; }
+        bits = sign | (k + 103u) << 23 | (m & 0x3ffu) << 13;
+    }
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
 /* ---- attention's loops ---- */
 
 /* a (n,) . b (n,): eight partial sums (lane i % 8), one multiply and one add per input,
@@ -197,17 +240,24 @@ static MAYBE_UNUSED float exp_sum_reference(float *x, int n, float shift) {
     return sum_reference(x, n);
 }
 
-/* out (n,) = sum over r of (weights[r] * scale) * row r of v (rows as in kernels_dots):
- * one multiply and one add per row, rows in order. */
-static MAYBE_UNUSED void weighted_sum_reference(float *out, const float *weights, float scale,
-                                                const float *v, int stride,
-                                                const int32_t *rows, int n_rows, int n) {
-    for (int i = 0; i < n; i++) out[i] = 0.0f;
+/* out (n,) += sum over r of (weights[r] * scale) * row r of v (rows as in kernels_dots):
+ * one multiply and one add per row, rows in order, from out's values. */
+static MAYBE_UNUSED void weighted_sum_more_reference(float *out, const float *weights,
+                                                     float scale, const float *v, int stride,
+                                                     const int32_t *rows, int n_rows, int n) {
     for (int r = 0; r < n_rows; r++) {
         const float *v_r = v + (long)(rows ? rows[r] : r) * stride;
         float a = weights[r] * scale;
         for (int i = 0; i < n; i++) out[i] += a * v_r[i];
     }
+}
+
+/* The same sums from 0. */
+static MAYBE_UNUSED void weighted_sum_reference(float *out, const float *weights, float scale,
+                                                const float *v, int stride,
+                                                const int32_t *rows, int n_rows, int n) {
+    for (int i = 0; i < n; i++) out[i] = 0.0f;
+    weighted_sum_more_reference(out, weights, scale, v, stride, rows, n_rows, n);
 }
 
 /* kernels_dots_causal query by query: simd_dots (or its reference) for each. */
@@ -460,6 +510,21 @@ float kernels_exp_sum(float *x, int n, float shift) { return simd_exp_sum(x, n, 
 void kernels_weighted_sum(float *out, const float *weights, float scale, const float *v,
                           int stride, const int32_t *rows, int n_rows, int n) {
     simd_weighted_sum(out, weights, scale, v, stride, rows, n_rows, n);
+}
+
+void kernels_weighted_sum_more(float *out, const float *weights, float scale, const float *v,
+                               int stride, const int32_t *rows, int n_rows, int n) {
+    simd_weighted_sum_more(out, weights, scale, v, stride, rows, n_rows, n);
+}
+
+void kernels_to_half(uint16_t *out, const float *x, size_t n) {
+    size_t i = simd_to_half(out, x, n);   /* the whole vectors, if any */
+    for (; i < n; i++) out[i] = to_half_reference(x[i]);
+}
+
+void kernels_from_half(float *out, const uint16_t *h, size_t n) {
+    size_t i = simd_from_half(out, h, n);   /* the whole vectors, if any */
+    for (; i < n; i++) out[i] = from_half_reference(h[i]);
 }
 
 int kernels_all_finite(const float *x, size_t n) {

@@ -21,7 +21,7 @@
 #define KERNELS_H
 
 #include <stddef.h>   /* size_t */
-#include <stdint.h>   /* int8_t, int32_t */
+#include <stdint.h>   /* int8_t, int32_t, uint16_t */
 #include "quant.h"    /* QuantMatrix */
 
 #define KERNELS_NORM_EPS 1e-5f   /* LayerNorm (GPT-2) and RMSNorm (Llama) epsilon */
@@ -129,6 +129,18 @@ float kernels_expf(float x);
 /* 1 if every value of x (n,) is finite (no NaN, no infinity), else 0. */
 int kernels_all_finite(const float *x, size_t n);
 
+/* ---- half precision (the KV cache's option, GGUF's rounding) ---- */
+
+/* out (n,) = x (n,) as IEEE binary16 bit patterns (1 sign, 5 exponent, 10 fraction bits),
+ * rounded to nearest, ties to even: |x| >= 65520 gives infinity, |x| < 2^-14 a subnormal
+ * (steps of 2^-24, |x| <= 2^-25 gives a signed zero), a NaN a quiet NaN keeping the top 9
+ * bits of its payload (what x86's F16C and AArch64's conversions give). */
+void kernels_to_half(uint16_t *out, const float *x, size_t n);
+
+/* out (n,) = the binary16 values h (n,) as floats, exactly (a signalling NaN comes back
+ * quiet). */
+void kernels_from_half(float *out, const uint16_t *h, size_t n);
+
 /* ---- vector helpers (attention) ---- */
 
 /* a (n,) . b (n,): eight lanes of FMA, summed in a fixed order. */
@@ -143,6 +155,12 @@ void kernels_dots(float *out, const float *q, const float *k, int stride, const 
  * accumulated in row order with FMA. */
 void kernels_weighted_sum(float *out, const float *weights, float scale, const float *v,
                           int stride, const int32_t *rows, int n_rows, int n);
+
+/* kernels_weighted_sum's sums continued: each out[i] goes on from its value through these
+ * rows, so a sum over rows taken in parts, part after part, has the bits of one call
+ * over them all. */
+void kernels_weighted_sum_more(float *out, const float *weights, float scale, const float *v,
+                               int stride, const int32_t *rows, int n_rows, int n);
 
 /* n_q queries in a row against causal prefixes of the same rows: query t (n,) at
  * q + t q_stride reads rows 0 .. n_first + t - 1 of k (n floats each, stride apart), and

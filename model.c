@@ -6,20 +6,20 @@
  * every Llama, and a GPT-2 trained with rotary ones, which has no position table), tied vs
  * separate classifier (chosen when checkpoint.c loads the file).
  * The plain path (plain_layers) is the one to read: exact attention keeps its keys and
- * values in a KV cache and calls attention_forward_cache. Three things take the other path
- * (lab_layers), by one test in model_forward: the lab's variants, which keep their own
- * state and go through attention_step; tracing (for the heatmaps), which copies each
- * layer's queries and keys; and a GGUF model, whose q, k and v are rounded as llama.cpp's
- * F16 cache rounds them. Loading is in checkpoint.c, the arithmetic in kernels.c, attention in
- * attention.c.
+ * values in a KV cache (of floats, or halves) and calls attention_forward_cache (or its
+ * _half). Three things take the other path (lab_layers), by one test in model_forward: the
+ * lab's variants, which keep their own state and go through attention_step; tracing (for
+ * the heatmaps), which copies each layer's queries and keys; and a GGUF model, whose q, k
+ * and v are rounded as llama.cpp's F16 cache rounds them. Loading is in checkpoint.c, the
+ * arithmetic in kernels.c, attention in attention.c.
  *
  * Legend: N tokens in the chunk, C width, Hd MLP width, KVD kv width, V vocab,
  * S context, n token index within the chunk, l layer.
  */
 #include "model.h"
 
-#include <math.h>       /* sqrtf, rintf, fabsf, copysignf, isfinite */
-#include <stdint.h>     /* SIZE_MAX */
+#include <math.h>       /* sqrtf */
+#include <stdint.h>     /* SIZE_MAX, uint16_t */
 #include <stdio.h>      /* fprintf(stderr) */
 #include <stdlib.h>     /* calloc, free */
 #include <string.h>     /* memcpy, memset */
@@ -68,6 +68,8 @@ static int alloc_state(Model *m) {
 static void free_attention(Model *m) {
     os_free_zeroed(m->cache.k);
     os_free_zeroed(m->cache.v);
+    os_free_zeroed(m->cache.k_half);
+    os_free_zeroed(m->cache.v_half);
     free(m->attention_state);
     free(m->attention_configs);
     free(m->attention_offset);
@@ -77,6 +79,7 @@ static void free_attention(Model *m) {
     free(m->trace.scratch);
     m->trace.q = m->trace.k = m->trace.scratch = NULL;
     m->cache.k = m->cache.v = m->state.scratch = NULL;
+    m->cache.k_half = m->cache.v_half = NULL;
     m->attention_state = NULL;
     m->attention_configs = NULL;
     m->attention_offset = NULL;
@@ -88,9 +91,17 @@ int model_attention_is_plain(const AttentionConfig *cfg) {
            !cfg->unscaled && cfg->tau == 1.0f;
 }
 
-/* Bytes of exact attention's KV cache for n_ctx positions: keys and values, all layers. */
-static size_t kv_cache_bytes(const Config *c, int n_ctx) {
-    return 2 * sizeof(float) * (size_t)c->n_layers * (size_t)n_ctx * (size_t)c->kv_dim;
+/* Bytes of exact attention's KV cache for n_ctx positions: keys and values, all layers,
+ * in floats or (half) halves. */
+static size_t kv_cache_bytes(const Config *c, int n_ctx, int half) {
+    size_t value = half ? sizeof(uint16_t) : sizeof(float);
+    return 2 * value * (size_t)c->n_layers * (size_t)n_ctx * (size_t)c->kv_dim;
+}
+
+/* Floats of scratch exact attention needs over that cache. */
+static size_t kv_scratch_floats(const Model *m, int n_ctx) {
+    return m->half_cache ? attention_half_scratch_floats(&m->attention, n_ctx)
+                         : attention_scratch_floats(&m->attention, n_ctx);
 }
 
 /* state_bytes plus scratch_floats floats, or SIZE_MAX if that overflows (so that the
@@ -201,9 +212,10 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
         /* the KV cache and the score rows (a block of queries' rows of n_ctx floats per
          * head: with many heads and a long context the larger of the two) count toward the
          * limit together */
-        size_t scratch_floats = attention_scratch_floats(&m->attention, n_ctx);
+        size_t scratch_floats = kv_scratch_floats(m, n_ctx);
         if (check_state_size("exact (KV cache)",
-                             state_plus_scratch(kv_cache_bytes(c, n_ctx), scratch_floats),
+                             state_plus_scratch(kv_cache_bytes(c, n_ctx, m->half_cache),
+                                                scratch_floats),
                              n_ctx) != 0) {
             free_attention(m);
             return -1;
@@ -212,12 +224,19 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
          * each then holds several heads' rows for all n_ctx positions, so a first write
          * commits most of the cache (model_set_context commits it all first); their reach
          * in the TLB pays at long contexts, where attention reads the whole cache */
-        size_t floats = (size_t)L * (size_t)n_ctx * (size_t)c->kv_dim;
-        m->cache.k = os_alloc_zeroed(floats, sizeof(float));
-        m->cache.v = os_alloc_zeroed(floats, sizeof(float));
+        size_t values = (size_t)L * (size_t)n_ctx * (size_t)c->kv_dim;
+        if (m->half_cache) {
+            m->cache.k_half = os_alloc_zeroed(values, sizeof(uint16_t));
+            m->cache.v_half = os_alloc_zeroed(values, sizeof(uint16_t));
+        } else {
+            m->cache.k = os_alloc_zeroed(values, sizeof(float));
+            m->cache.v = os_alloc_zeroed(values, sizeof(float));
+        }
         m->state.scratch = calloc(scratch_floats, sizeof(float));
-        if (!m->cache.k || !m->cache.v || !m->state.scratch) goto out_of_memory;
-        m->attention_bytes = 2 * floats * sizeof(float);   /* keys and values */
+        if (!(m->half_cache ? m->cache.k_half && m->cache.v_half : m->cache.k && m->cache.v) ||
+            !m->state.scratch)
+            goto out_of_memory;
+        m->attention_bytes = kv_cache_bytes(c, n_ctx, m->half_cache);   /* keys and values */
         m->lab = 0;
         return alloc_trace(m);
     }
@@ -304,7 +323,10 @@ static void commit_memory(Model *m) {
         if (part[i].at != (void **)&m->state.logits) os_commit(*part[i].at, part[i].bytes);
     if (m->lab) {
         os_commit(m->attention_state, m->attention_bytes);
-    } else {   /* attention_bytes: keys and values */
+    } else if (m->half_cache) {   /* attention_bytes: keys and values */
+        os_commit(m->cache.k_half, m->attention_bytes / 2);
+        os_commit(m->cache.v_half, m->attention_bytes / 2);
+    } else {
         os_commit(m->cache.k, m->attention_bytes / 2);
         os_commit(m->cache.v, m->attention_bytes / 2);
     }
@@ -341,8 +363,9 @@ int model_load(Model *m, const char *path, int max_chunk) {
     m->attention.scale = 1.0f / sqrtf((float)c->head_dim);
     /* a position's key, value and score rows, as model_set_attention counts them; a
      * header's huge context is cut to what the limit holds */
-    size_t per_position = state_plus_scratch(kv_cache_bytes(c, 1),
-                                             attention_scratch_floats(&m->attention, 1));
+    m->half_cache = c->half_kv;   /* a GGUF model's keys and values are halves already */
+    size_t per_position = state_plus_scratch(kv_cache_bytes(c, 1, m->half_cache),
+                                             kv_scratch_floats(m, 1));
     if ((size_t)c->seq_len > MODEL_MAX_STATE_BYTES / per_position)
         m->n_ctx = (int)(MODEL_MAX_STATE_BYTES / per_position);
     if (m->n_ctx < 1) {
@@ -366,6 +389,11 @@ int model_load(Model *m, const char *path, int max_chunk) {
 fail:
     model_free(m);
     return -1;
+}
+
+int model_set_half_cache(Model *m, int half) {
+    m->half_cache = half != 0;
+    return reset_attention(m);
 }
 
 int model_trace(Model *m, int on) {
@@ -443,12 +471,10 @@ static void next_block(RunState *s) {
     s->out = x;
 }
 
-/* Layer l's KV cache: its keys (NKV, n_ctx, HS), and its values the same way. */
-static float *cache_keys(const Model *m, int l) {
-    return m->cache.k + (size_t)l * (size_t)m->n_ctx * (size_t)m->config.kv_dim;
-}
-static float *cache_values(const Model *m, int l) {
-    return m->cache.v + (size_t)l * (size_t)m->n_ctx * (size_t)m->config.kv_dim;
+/* Where layer l's part of the KV cache starts: its keys (NKV, n_ctx, HS) at cache.k (or
+ * k_half) + this, its values the same way. */
+static size_t cache_layer(const Model *m, int l) {
+    return (size_t)l * (size_t)m->n_ctx * (size_t)m->config.kv_dim;
 }
 
 /* cache_append's arguments, for its jobs. */
@@ -465,25 +491,44 @@ static void append_job(void *ctx, int j) {
     const AppendJob *a = ctx;
     const Model *m = a->m;
     int NKV = m->config.n_kv_heads, HS = m->config.head_dim, KVD = m->config.kv_dim;
-    float *k_cache = cache_keys(m, a->l), *v_cache = cache_values(m, a->l);
     size_t t0, t1;
     kernels_job_range(&t0, &t1, j, (size_t)a->n, APPEND_ROWS_PER_JOB);
     for (int g = 0; g < NKV; g++)
         for (size_t t = t0; t < t1; t++) {
-            size_t row = ((size_t)g * (size_t)m->n_ctx + (size_t)a->pos + t) * (size_t)HS;
-            memcpy(k_cache + row, a->k + t * KVD + (size_t)g * HS, HS * sizeof(float));
-            memcpy(v_cache + row, a->v + t * KVD + (size_t)g * HS, HS * sizeof(float));
+            size_t row = cache_layer(m, a->l) +
+                         ((size_t)g * (size_t)m->n_ctx + (size_t)a->pos + t) * (size_t)HS;
+            size_t at = t * KVD + (size_t)g * HS;   /* position t's head g in the chunk */
+            const float *k_t = a->k + at, *v_t = a->v + at;
+            if (m->half_cache) {
+                kernels_to_half(m->cache.k_half + row, k_t, (size_t)HS);
+                kernels_to_half(m->cache.v_half + row, v_t, (size_t)HS);
+            } else {
+                memcpy(m->cache.k + row, k_t, HS * sizeof(float));
+                memcpy(m->cache.v + row, v_t, HS * sizeof(float));
+            }
         }
 }
 
 /* The chunk's keys k and values v (n, KVD) into layer l's KV cache at positions pos ..
- * pos+n-1: each kv head's HS floats of a position into that head's row. A prompt's rows go
- * in jobs on every thread: a serial copy here would leave the other threads waiting (and,
- * waiting long, asleep when attention needs them). */
+ * pos+n-1: each kv head's HS values of a position into that head's row (as halves in a
+ * half cache). A prompt's rows go in jobs on every thread: a serial copy here would leave
+ * the other threads waiting (and, waiting long, asleep when attention needs them). */
 static void cache_append(Model *m, int l, int pos, int n, const float *k, const float *v) {
     AppendJob a = {m, l, pos, n, k, v};
     kernels_parallel_for(append_job, &a, kernels_jobs((size_t)n, APPEND_ROWS_PER_JOB),
                          2.0 * n * m->config.kv_dim);
+}
+
+/* Exact attention of the chunk's queries b->q over layer l's cache, positions 0 ..
+ * pos+n-1 (floats, or halves), into b->att. */
+static void attend_cache(Model *m, int l, int pos, int n, const BlockBuffers *b) {
+    size_t at = cache_layer(m, l);
+    if (m->half_cache)
+        attention_forward_cache_half(&m->attention, b->att, b->q, m->cache.k_half + at,
+                                     m->cache.v_half + at, m->n_ctx, pos, n, m->state.scratch);
+    else
+        attention_forward_cache(&m->attention, b->att, b->q, m->cache.k + at,
+                                m->cache.v + at, m->n_ctx, pos, n, m->state.scratch);
 }
 
 /* The plain path, what the tutorial shows: every layer's q, k, v, the keys and values
@@ -498,8 +543,7 @@ static void plain_layers(Model *m, int n, int pos) {
         BlockBuffers b = block_buffers(s);
         block_qkv(c, w, n, &b);
         cache_append(m, l, pos, n, b.k, b.v);
-        attention_forward_cache(&m->attention, b.att, b.q, cache_keys(m, l),
-                                cache_values(m, l), m->n_ctx, pos, n, s->scratch);
+        attend_cache(m, l, pos, n, &b);
         block_finish(c, w, l, n, &b, NULL);
         next_block(s);
     }
@@ -515,29 +559,23 @@ static void trace(Model *m, int l, int pos, int N, const float *q, const float *
     memcpy(m->trace.k + row * KVD, k, (size_t)N * KVD * sizeof(float));
 }
 
-/* x rounded to the nearest IEEE half-precision value (ties to even), kept as a float. */
-static float round_half(float x) {
-    if (!isfinite(x)) return x;
-    if (fabsf(x) < 6.103515625e-05f)                 /* 2^-14: half's subnormals, step 2^-24 */
-        return rintf(x * 16777216.0f) / 16777216.0f;
-    uint32_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    bits += 0x0fffu + ((bits >> 13) & 1u);           /* round to 10 mantissa bits, ties even */
-    bits &= ~0x1fffu;
-    float r;
-    memcpy(&r, &bits, sizeof r);
-    return fabsf(r) > 65504.0f ? copysignf(INFINITY, x) : r;   /* past half's largest */
+/* x (n,) rounded to the nearest IEEE half-precision values (ties to even), in place. */
+static void round_half(float *x, size_t n) {
+    uint16_t h[256];
+    for (size_t i = 0; i < n; i += 256) {
+        size_t len = n - i < 256 ? n - i : 256;
+        kernels_to_half(h, x + i, len);
+        kernels_from_half(x + i, h, len);
+    }
 }
 
 /* q (n, C), k and v (n, KVD) rounded to half precision: llama.cpp keeps keys and values in
  * an F16 cache by default and converts q to F16 for the q.k products, and the greedy text
  * of a GGUF file follows these roundings where two logits nearly tie (docs/formats.md). */
 static void round_half_kv(const Config *c, float *q, float *k, float *v, int n) {
-    for (size_t i = 0; i < (size_t)n * c->dim; i++) q[i] = round_half(q[i]);
-    for (size_t i = 0; i < (size_t)n * c->kv_dim; i++) {
-        k[i] = round_half(k[i]);
-        v[i] = round_half(v[i]);
-    }
+    round_half(q, (size_t)n * c->dim);
+    round_half(k, (size_t)n * c->kv_dim);
+    round_half(v, (size_t)n * c->kv_dim);
 }
 
 /* The lab's path: plain_layers with a variant's attention (attention_step over its own
@@ -558,8 +596,7 @@ static int lab_layers(Model *m, int n, int pos) {
         trace(m, l, pos, n, b.q, b.k);
         if (!m->lab) {   /* exact attention (traced) keeps its KV cache */
             cache_append(m, l, pos, n, b.k, b.v);
-            attention_forward_cache(&m->attention, b.att, b.q, cache_keys(m, l),
-                                    cache_values(m, l), m->n_ctx, pos, n, s->scratch);
+            attend_cache(m, l, pos, n, &b);
         } else {         /* a variant its own state */
             void *state_l = (char *)m->attention_state + m->attention_offset[l];
             if (attention_step(&m->attention_configs[l], &m->attention, state_l, m->n_ctx,

@@ -35,6 +35,8 @@
 typedef struct {
     float *k;        /* (L, NKV, n_ctx, HS) */
     float *v;        /* (L, NKV, n_ctx, HS) */
+    uint16_t *k_half, *v_half;   /* the same in IEEE half precision (Model.half_cache): one
+                                  * pair or the other is allocated */
 } KVCache;
 
 /* What attention saw, kept only while tracing (model_trace) for heatmaps: each layer's
@@ -79,6 +81,8 @@ typedef struct {
                                * or what a trained variant's checkpoint records) */
     int lab;                   /* 0: exact attention over cache; 1: a variant's attention_step */
     KVCache cache;             /* exact attention's keys and values (lab == 0) */
+    int half_cache;            /* 1: the KV cache keeps them in half precision (at load: a
+                                * GGUF model's, whose keys and values are rounded so anyway) */
     void *attention_state;     /* the variants' states, layer l's at attention_offset[l]
                                 * (lab == 1) */
     size_t *attention_offset;  /* (L + 1,) owned: byte offset of each layer's state in
@@ -128,6 +132,13 @@ int model_set_attention(Model *m, const AttentionConfig *cfg);
  * which keep their values): its pages are taken now, not in the first prompt. The next
  * model_forward must start at position 0. Returns 0, or -1 after a stderr line. */
 int model_set_context(Model *m, int n_ctx);
+
+/* Keep exact attention's KV cache in half precision (half = 1: kernels_to_half, half the
+ * memory and half the bytes attention reads at each token; what llama.cpp does by default)
+ * or in floats (0). The attention state is reallocated as model_set_context does; the next
+ * model_forward must start at position 0. A lab variant's own state is not affected.
+ * Returns 0, or -1 after a stderr line. */
+int model_set_half_cache(Model *m, int half);
 
 /* Start (on = 1) or stop (0) keeping every layer's queries and keys by position, for
  * model_attention_weights; memory (L, n_ctx, C + KVD) floats, reallocated by

@@ -82,6 +82,9 @@ static const char USAGE[] =
 "                         from standard input, append it after a newline and go on;\n"
 "                         end of input (Ctrl-D) ends\n"
 "  -r, --reverse-prompt TEXT  end the turn when the output ends with TEXT\n"
+"      --cache-type TYPE  exact attention's KV cache in f32 or f16 (IEEE half precision:\n"
+"                         half the memory, half the bytes read a token) (default: f16\n"
+"                         for a GGUF model, whose keys and values are halves anyway; f32)\n"
 "  -T, --threads N        most threads for the matrix products and attention, 1..1024,\n"
 "                         capped at the cores (default: all of them, or OMP_NUM_THREADS);\n"
 "                         models under 4 M multiply-adds per token always use one\n"
@@ -129,6 +132,7 @@ typedef struct {
     int ctx_size;                 /* -c; 0 = the model's context */
     int keep;                     /* --keep; -1 = the family's default */
     int no_shift;                 /* --no-context-shift */
+    int cache_half;               /* --cache-type: 1 f16, 0 f32, -1 the model's default */
     int interactive;              /* -I */
     const char *reverse_prompt;   /* -r TEXT, or NULL */
     int threads;                  /* -T; 0 = OpenMP's default */
@@ -165,7 +169,7 @@ typedef enum {
     OPT_HELP, OPT_TOKENIZER, OPT_PROMPT, OPT_PROMPT_FILE, OPT_STEPS, OPT_TEMPERATURE,
     OPT_TOP_P, OPT_TOP_K, OPT_SEED, OPT_CTX_SIZE, OPT_KEEP, OPT_NO_SHIFT, OPT_INTERACTIVE,
     OPT_REVERSE, OPT_THREADS, OPT_ATTN, OPT_ATTN_MAP, OPT_LAYER, OPT_HEAD, OPT_ATTN_TOP,
-    OPT_EVAL, OPT_REF
+    OPT_EVAL, OPT_REF, OPT_CACHE_TYPE
 } RunOptionId;
 
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
@@ -184,6 +188,7 @@ static const CliOption OPTIONS[] = {
     {OPT_KEEP, NULL, "--keep", CLI_INT, 0, MODEL_MAX_SEQ_LEN, 0,
      "an integer in 0..the context - 1"},
     {OPT_NO_SHIFT, NULL, "--no-context-shift", CLI_NONE, 0, 0, 0, NULL},
+    {OPT_CACHE_TYPE, NULL, "--cache-type", CLI_TEXT, 0, 0, 0, "f32 or f16"},
     {OPT_INTERACTIVE, "-I", "--interactive", CLI_NONE, 0, 0, 0, NULL},
     {OPT_REVERSE, "-r", "--reverse-prompt", CLI_TEXT, 0, 0, 0, "a non-empty text"},
     {OPT_THREADS, "-T", "--threads", CLI_INT, 1, MAX_THREADS, 0, NULL},
@@ -239,6 +244,11 @@ static int apply_option(RunOptions *o, const CliArg *arg) {
         break;
     case OPT_KEEP: o->keep = arg->number; break;
     case OPT_NO_SHIFT: o->no_shift = 1; break;
+    case OPT_CACHE_TYPE:
+        if (strcmp(arg->value, "f32") != 0 && strcmp(arg->value, "f16") != 0)
+            return usage_error(flag, arg->value, "invalid value", "f32 or f16");
+        o->cache_half = strcmp(arg->value, "f16") == 0;
+        break;
     case OPT_INTERACTIVE: o->interactive = 1; break;
     case OPT_REVERSE:
         if (arg->value[0] == '\0')
@@ -303,7 +313,7 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     o->steps = DEFAULT_STEPS;
     o->temperature = DEFAULT_TEMPERATURE;
     o->top_p = DEFAULT_TOP_P;
-    o->keep = o->layer = o->head = -1;
+    o->keep = o->layer = o->head = o->cache_half = -1;
     for (int i = 1; i < argc; i++) {
         CliArg arg;
         if (cli_next("run", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
@@ -593,6 +603,9 @@ int main(int argc, char **argv) {
     if (o.threads) kernels_set_threads(o.threads);
     if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
     const Config *c = &model.config;
+    if (o.cache_half >= 0 && o.cache_half != model.half_cache &&
+        model_set_half_cache(&model, o.cache_half) != 0)
+        goto done;
     /* a second thread pays only when a token brings enough work to share (below that, the
      * hand-over costs more than it saves) */
     if (model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS) kernels_set_threads(1);
@@ -604,6 +617,11 @@ int main(int argc, char **argv) {
     if (o.attn_spec && (status = run_lab_set_attention(&model, o.attn_spec, o.model_path,
                                                        usage_error)) != 0) {
         if (status < 0) status = EXIT_BAD_DATA;
+        goto done;
+    }
+    if (o.cache_half == 1 && model.lab) {   /* a variant keeps a state of its own */
+        status = usage_error("--cache-type f16", NULL, "only applies to exact attention's KV "
+                             "cache", "no --attn, or --attn exact");
         goto done;
     }
     status = EXIT_BAD_DATA;
@@ -625,7 +643,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d; "
             "%s %.1f MB for %d positions\n", o.model_path, model.format, c->n_layers, c->dim,
             c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,
-            model.lab ? "attention state" : "KV cache", state_mb, model.n_ctx);
+            model.lab ? "attention state" : model.half_cache ? "KV cache (f16)" : "KV cache",
+            state_mb, model.n_ctx);
     Job job = {&o, &model, &tok, &sampler, &plan, EXIT_BAD_DATA};
     kernels_run(run_job, &job);
     status = job.status;

@@ -25,7 +25,7 @@
 
 #include <float.h>     /* FLT_EVAL_METHOD */
 #include <stddef.h>    /* size_t */
-#include <stdint.h>    /* int8_t, int32_t, uint32_t, uint64_t */
+#include <stdint.h>    /* int8_t, uint16_t, int32_t, uint32_t, uint64_t */
 #include "kernels.h"   /* KernelsAdamW */
 #include "quant.h"     /* QuantMatrix */
 
@@ -114,6 +114,8 @@ size_t simd_swiglu(float *out, const float *hidden, const float *gate, size_t n)
 size_t simd_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
 size_t simd_adamw(float *param, const float *grad, float *m, float *v, size_t n,
                   const KernelsAdamW *h);
+size_t simd_to_half(uint16_t *out, const float *x, size_t n);
+size_t simd_from_half(float *out, const uint16_t *h, size_t n);
 /* attention's loops: kernels.h's contracts */
 float simd_dot(const float *a, const float *b, int n);
 void simd_dots(float *out, const float *q, const float *k, int stride, const int32_t *rows,
@@ -122,6 +124,8 @@ float simd_max(const float *x, int n, float init);
 float simd_exp_sum(float *x, int n, float shift);
 void simd_weighted_sum(float *out, const float *weights, float scale, const float *v,
                        int stride, const int32_t *rows, int n_rows, int n);
+void simd_weighted_sum_more(float *out, const float *weights, float scale, const float *v,
+                            int stride, const int32_t *rows, int n_rows, int n);
 void simd_dots_causal(float *out, int ld, const float *q, int q_stride, int n_q,
                       const float *k, int stride, int n_first, int n);
 void simd_weighted_sums_causal(float *out, int out_stride, float *weights, int ld,
@@ -160,10 +164,13 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #define simd_swiglu(out, hidden, gate, n) ((size_t)0)
 #define simd_gelu_backward(dx, x, dout, n) ((size_t)0)
 #define simd_adamw(param, grad, m, v, n, h) ((size_t)0)
+#define simd_to_half(out, x, n) ((size_t)0)
+#define simd_from_half(out, h, n) ((size_t)0)
 #define simd_dot dot_reference
 #define simd_max max_reference
 #define simd_exp_sum exp_sum_reference
 #define simd_weighted_sum weighted_sum_reference
+#define simd_weighted_sum_more weighted_sum_more_reference
 #define simd_dots_causal dots_causal_each
 #define simd_weighted_sums_causal weighted_sums_causal_each
 #define simd_product_chains product_chains_reference

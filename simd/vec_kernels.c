@@ -17,7 +17,7 @@
 #if SIMD_VECTOR
 #include <math.h>         /* sqrtf */
 #include <stddef.h>       /* size_t */
-#include <stdint.h>       /* int32_t, uint32_t, uint64_t */
+#include <stdint.h>       /* int32_t, uint16_t, uint32_t, uint64_t */
 #include <string.h>       /* memcpy */
 
 #include "kernels.h"      /* KERNELS_NORM_EPS, KernelsAdamW */
@@ -506,6 +506,46 @@ size_t simd_swiglu(float *out, const float *hidden, const float *gate, size_t n)
     return i;
 }
 
+/* ---- half precision ---- */
+
+/* kernels.c's to_half_reference and from_half_reference, a vector at a time: the
+ * conversion instructions round to nearest even and keep a NaN's top payload bits as
+ * the references do (x86: F16C, in every x86-64-v3 build; AArch64: its conversions,
+ * under the default FPCR). Both return how many values they did. */
+size_t simd_to_half(uint16_t *out, const float *x, size_t n) {
+    size_t i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(out + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+#if defined(__F16C__)
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(out + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#elif defined(__aarch64__)
+    for (; i + 4 <= n; i += 4)
+        vst1_u16(out + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+#endif
+    return i;
+}
+
+size_t simd_from_half(float *out, const uint16_t *h, size_t n) {
+    size_t i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i))));
+#endif
+#if defined(__F16C__)
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+#elif defined(__aarch64__)
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
+#endif
+    return i;
+}
+
 /* ---- attention's loops ---- */
 
 /* dot_reference's eight partial sums as a V8's lanes, one FMA each. */
@@ -701,12 +741,14 @@ static V8 exp_sum_block(float *x, int m, Vec shift, V8 acc) {
 }
 
 /* nv vectors of weighted_sum_reference's out from out (v's columns from v), each out[i] one
- * FMA chain over the rows in order, from 0; the nv sums stay in registers across the rows. */
+ * FMA chain over the rows in order, from 0 (more: from out[i]); the nv sums stay in
+ * registers across the rows. */
 static ALWAYS_INLINE void weighted_sum_block(float *out, const float *weights, float scale,
                                              const float *v, int stride, const int32_t *rows,
-                                             int n_rows, int nv) {
+                                             int n_rows, int nv, int more) {
     Vec acc[4];
-    TILE_UNROLL for (int j = 0; j < nv; j++) acc[j] = vec_zero();
+    TILE_UNROLL for (int j = 0; j < nv; j++) acc[j] = more ? vec_load(out + j * VLANES)
+                                                           : vec_zero();
     for (int r = 0; r < n_rows; r++) {
         const float *v_r = v + (long)(rows ? rows[r] : r) * stride;
         Vec a = vec_set1(weights[r] * scale);
@@ -716,27 +758,42 @@ static ALWAYS_INLINE void weighted_sum_block(float *out, const float *weights, f
     TILE_UNROLL for (int j = 0; j < nv; j++) vec_store(out + j * VLANES, acc[j]);
 }
 
-/* weighted_sum_reference: blocks of 4 vectors of columns, then the whole vectors left in
- * one block (a head of 48 is 3 AVX-512 vectors: three chains side by side, not one after
- * another), then the last columns in one masked vector (a head of 8 with AVX-512). */
-void simd_weighted_sum(float *out, const float *weights, float scale, const float *v,
-                       int stride, const int32_t *rows, int n_rows, int n) {
+/* weighted_sum_reference (more: weighted_sum_more_reference): blocks of 4 vectors of
+ * columns, then the whole vectors left in one block (a head of 48 is 3 AVX-512 vectors:
+ * three chains side by side, not one after another), then the last columns in one masked
+ * vector (a head of 8 with AVX-512). */
+static ALWAYS_INLINE void weighted_sum(float *out, const float *weights, float scale,
+                                       const float *v, int stride, const int32_t *rows,
+                                       int n_rows, int n, int more) {
     int i0 = 0;
     for (; i0 + 4 * VLANES <= n; i0 += 4 * VLANES)
-        weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 4);
+        weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 4, more);
     int left = (n - i0) / VLANES;
-    if (left == 3) weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 3);
-    if (left == 2) weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 2);
-    if (left == 1) weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 1);
+    if (left == 3)
+        weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 3, more);
+    if (left == 2)
+        weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 2, more);
+    if (left == 1)
+        weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 1, more);
     i0 += left * VLANES;
     if (i0 < n) {
         LaneMask tail = lane_mask(n - i0);
-        Vec acc = vec_zero();
+        Vec acc = more ? vec_load_mask(out + i0, tail) : vec_zero();
         for (int r = 0; r < n_rows; r++)
             acc = vec_fma(vec_set1(weights[r] * scale),
                           vec_load_mask(v + (long)(rows ? rows[r] : r) * stride + i0, tail), acc);
         vec_store_mask(out + i0, tail, acc);
     }
+}
+
+void simd_weighted_sum(float *out, const float *weights, float scale, const float *v,
+                       int stride, const int32_t *rows, int n_rows, int n) {
+    weighted_sum(out, weights, scale, v, stride, rows, n_rows, n, 0);
+}
+
+void simd_weighted_sum_more(float *out, const float *weights, float scale, const float *v,
+                            int stride, const int32_t *rows, int n_rows, int n) {
+    weighted_sum(out, weights, scale, v, stride, rows, n_rows, n, 1);
 }
 
 /* kernels_weighted_sums_causal: SUMS_QUERIES queries at a time, their weights first scaled

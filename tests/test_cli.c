@@ -185,6 +185,11 @@ static void test_usage_errors(const char *model, const char *tok) {
            "parameters, and this model has none for it (expected a model trained with ./train "
            "--attn synth-dense)");
     EXPECT_USAGE("--attn missing value", "--attn", "--attn: missing value");
+    EXPECT_USAGE("--cache-type unknown", "--cache-type f8",
+                 "--cache-type: invalid value (got 'f8', expected f32 or f16)");
+    EXPECT_USAGE("--cache-type f16 with a variant", "--cache-type f16 --attn window:w=4",
+                 "--cache-type f16: only applies to exact attention's KV cache (expected no "
+                 "--attn, or --attn exact)");
     EXPECT_USAGE("--ctx-size zero", "-c 0", "-c: invalid value (got '0'");
     EXPECT_USAGE("--ctx-size below 2", "--eval x --ctx-size 1",
                  "--ctx-size: invalid value (got '1'");
@@ -690,6 +695,12 @@ static void test_long_generation(const char *model, const char *tok) {
            "attention state");
     snprintf(args, sizeof args, "%s -z %s -i hi -n 3 -c 8", model, tok);
     expect("the load line reports the KV cache", args, 0, "KV cache 0.0 MB for 5 positions");
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 3 -c 8 --cache-type f16", model, tok);
+    expect("--cache-type f16: the load line says so", args, 0,
+           "KV cache (f16) 0.0 MB for 5 positions");
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 3 -c 8 --cache-type f32 --attn exact", model,
+             tok);
+    expect("--cache-type f32 --attn exact", args, 0, "KV cache 0.0 MB for 5 positions");
 
     /* -f -: the bytes of standard input exactly (a NUL, no trailing newline) */
     char command[1024], *out = NULL, *err = NULL;

@@ -11,7 +11,7 @@
  *    1 and 2 threads bit for bit; kernels_matmul_wt equals kernels_matmul's prompt path.
  * 4. LayerNorm, RMSNorm, GELU, SwiGLU, kernels_expf, and the trainer's LayerNorm and GELU
  *    backward, against libm in float64; attention's dots and weighted sums bit for bit
- *    against their one-row definitions.
+ *    against their one-row definitions; half precision against its definition.
  * 5. The thread pool (kernels_run): a loop's jobs run on two threads at once, and a loop
  *    started inside a job stays on that job's thread. "1 and 2 threads" above means the
  *    2-thread result both outside kernels_run (an OpenMP loop per call; one thread without
@@ -427,6 +427,20 @@ static void test_vector_helpers(int n_rows, int n) {
         check_true(memcmp(out, want, sizeof(float) * n) == 0,
                    "kernels_weighted_sum (%d rows%s, n %d): one %s chain per output, in row "
                    "order", n_rows, listed ? " listed" : "", n, portable ? "multiply-add" : "FMA");
+        /* the same rows in parts, the sums going on from part to part: the same chains */
+        int split = n_rows / 3;
+        for (int i = 0; i < n; i++) out[i] = NAN;
+        kernels_weighted_sum(out, weights, scale, k, stride, list, split, n);
+        kernels_weighted_sum_more(out, weights + split, scale,
+                                  list ? k : k + (size_t)split * stride, stride,
+                                  list ? list + split : NULL, n_rows - split - 1, n);
+        kernels_weighted_sum_more(out, weights + n_rows - 1, scale,
+                                  list ? k : k + (size_t)(n_rows - 1) * stride, stride,
+                                  list ? list + n_rows - 1 : NULL, 1, n);
+        check_true(memcmp(out, want, sizeof(float) * n) == 0,
+                   "kernels_weighted_sum_more (%d rows%s in parts of %d, %d and 1, n %d): the "
+                   "bits of one call", n_rows, listed ? " listed" : "", split,
+                   n_rows - split - 1, n);
     }
     free(q); free(k); free(weights); free(out); free(want); free(rows);
 }
@@ -617,6 +631,114 @@ static void test_layernorm_backward(int N, int C) {
     free(x); free(w); free(dout); free(dx); free(dw); free(db); free(dx2); free(dw2); free(db2);
     free(mean); free(rstd); free(want_dx); free(want_dw); free(want_db); free(dx_pool);
     free(dw_pool); free(db_pool);
+}
+
+/* The value of binary16 h by its definition, in float64: (-1)^s 2^(e - 15) (1 + m / 1024),
+ * or 2^-14 m / 1024 for e = 0; NaN for e = 31 and m != 0. */
+static double half_value(uint16_t h) {
+    int s = h >> 15, e = h >> 10 & 31, m = h & 1023;
+    double v = e == 31 ? (m ? (double)NAN : (double)INFINITY)
+                       : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+    return s ? -v : v;
+}
+
+/* kernels_to_half of x alone (a call of one value: the reference's path) */
+static uint16_t half_of(float x) {
+    uint16_t h;
+    kernels_to_half(&h, &x, 1);
+    return h;
+}
+
+/* kernels_to_half and kernels_from_half: hand-worked values (the edges of the range,
+ * subnormals and ties), every half against its definition and back, random floats
+ * rounded to the nearest half (ties to the even one), and a call over many values
+ * (the vector path, where the build has one) bit for bit against one value at a time. */
+static void test_half(void) {
+    static const struct { float x; uint16_t h; } known[] = {
+        {0.0f, 0x0000}, {-0.0f, 0x8000}, {1.0f, 0x3c00}, {-2.0f, 0xc000}, {0.1f, 0x2e66},
+        {1.0f / 3.0f, 0x3555}, {65504.0f, 0x7bff}, {65519.99f, 0x7bff}, {65520.0f, 0x7c00},
+        {-1e6f, 0xfc00}, {INFINITY, 0x7c00}, {-INFINITY, 0xfc00}, {NAN, 0x7e00},
+        {0x1p-14f, 0x0400}, {0x1p-24f, 0x0001}, {0x1p-25f, 0x0000}, {0x1.8p-25f, 0x0001},
+        {0x1.8p-24f, 0x0002}, {-0x1p-26f, 0x8000}, {0x1p-149f, 0x0000},
+        {0x1.ffcp-15f, 0x0400},                        /* 1023.5 steps: a tie, to 1024 */
+        {1.0f + 0x1p-11f, 0x3c00}, {1.0f + 0x1.8p-10f, 0x3c02},   /* ties to even */
+        {1.0f + 0x1.001p-11f, 0x3c01}};                /* just past a tie */
+    int known_ok = 1;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        uint16_t h = half_of(known[i].x);
+        if (h != known[i].h) {
+            known_ok = 0;
+            printf("#   to_half(%a) = 0x%04x, expected 0x%04x\n", (double)known[i].x, h,
+                   known[i].h);
+        }
+    }
+    check_true(known_ok, "kernels_to_half: %zu hand-worked values", sizeof known / sizeof known[0]);
+
+    enum { ALL = 65536 };
+    uint16_t *h = malloc(ALL * sizeof *h), *back = malloc(ALL * sizeof *back);
+    float *f = malloc(ALL * sizeof *f), *one = malloc(ALL * sizeof *one);
+    for (int i = 0; i < ALL; i++) h[i] = (uint16_t)i;
+    kernels_from_half(f, h, ALL);
+    int exact = 1, same = 1, round_trip = 1;
+    for (int i = 0; i < ALL; i++) {
+        double want = half_value(h[i]);
+        if (isnan(want) ? !isnan(f[i]) || !signbit(f[i]) != !(h[i] >> 15)
+                        : (double)f[i] != want || !signbit(f[i]) != !signbit(want))
+            exact = 0;
+        kernels_from_half(one + i, h + i, 1);
+        if (memcmp(one + i, f + i, sizeof(float)) != 0 && same) {
+            uint32_t a, b;
+            memcpy(&a, one + i, 4), memcpy(&b, f + i, 4);
+            printf("#   0x%04x: one at a time 0x%08x, at once 0x%08x\n", h[i], a, b);
+            same = 0;
+        }
+    }
+    kernels_to_half(back, f, ALL);
+    for (int i = 0; i < ALL; i++)
+        if (!isnan(half_value(h[i]))) round_trip &= back[i] == h[i];
+    check_true(exact && same, "kernels_from_half: all 65536 halves, their exact values (one at a "
+               "time and all at once: the same bits)");
+    check_true(round_trip, "kernels_to_half(kernels_from_half(h)) == h for every half not NaN");
+
+    /* random floats over the half's range and past it (exponents 2^-30 .. 2^17), then
+     * rounded one at a time and all at once */
+    enum { RANDOM = 200003 };   /* not a multiple of any vector: a tail */
+    float *x = malloc(RANDOM * sizeof *x);
+    uint16_t *all = malloc(RANDOM * sizeof *all);
+    for (int i = 0; i < RANDOM; i++) {
+        uint64_t r = hash_mix64(7u + (uint64_t)i);
+        uint32_t bits = (uint32_t)(r >> 32);
+        uint32_t exponent = 97u + (uint32_t)(r % 48u);   /* 2^-30 .. 2^17 */
+        bits = (bits & 0x807fffffu) | exponent << 23;
+        if (i % 7 == 0) bits &= ~0x1fffu;    /* exactly a half's fraction: ties and exact */
+        if (i % 11 == 0) bits = (bits & ~0x1fffu) | 0x1000u;   /* a tie at bit 13 */
+        if (i % 13 == 0) bits |= 0x7f800001u;   /* NaN, quiet or signalling: their payloads */
+        memcpy(&x[i], &bits, sizeof bits);
+    }
+    kernels_to_half(all, x, RANDOM);
+    int nearest = 1, bulk = 1;
+    for (int i = 0; i < RANDOM; i++) {
+        uint16_t r = half_of(x[i]);
+        bulk &= r == all[i];
+        if (isnan(x[i])) {   /* a NaN: quiet, the top of its payload */
+            uint32_t bits;
+            memcpy(&bits, &x[i], sizeof bits);
+            nearest &= r == (uint16_t)((bits >> 16 & 0x8000u) | 0x7e00u | (bits >> 13 & 0x1ffu));
+            continue;
+        }
+        double v = half_value(r), d = fabs((double)x[i] - v);
+        for (int step = -1; step <= 1; step += 2) {   /* the neighbours of the same sign */
+            int m = (r & 0x7fff) + step;
+            if (m < 0 || m > 0x7c00) continue;
+            double dn = fabs((double)x[i] - half_value((uint16_t)((r & 0x8000) | m)));
+            if (isinf(v) && fabs((double)x[i]) >= 65520.0) continue;   /* past the largest */
+            if (dn < d || (dn == d && (r & 1))) nearest = 0;
+        }
+    }
+    check_true(nearest, "kernels_to_half: %d random floats (a NaN in 13) to the nearest half, "
+               "ties to even", RANDOM);
+    check_true(bulk, "kernels_to_half: %d values at once == one at a time, bit for bit", RANDOM);
+    free(h), free(back), free(f), free(one), free(x), free(all);
 }
 
 /* The vector paths of GELU, its backward, SwiGLU and kernels_exp_sum give the bits of the scalar
@@ -1003,6 +1125,7 @@ int main(void) {
         test_layernorm_backward(norms[i][0], norms[i][1]);
     test_activations();
     test_exp_bits();
+    test_half();
     test_dropout();
     test_max();
     test_adamw(1);

@@ -55,9 +55,10 @@ ab-check:
 # synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
 # nothing. Example: OMP_NUM_THREADS=1 make bench-attention
 $(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/lab/attention_spec.o \
-                            $(B)/platform/cli.o $(KERNELS)
+                            $(B)/platform/cli.o $(B)/platform/os.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(B)/tools/bench_attention.o: tools/bench_attention.c attention.h lab/attention_spec.h
+$(B)/tools/bench_attention.o: tools/bench_attention.c attention.h kernels.h lab/attention_spec.h \
+                              platform/os.h
 bench-attention: $(B)/tools/bench_attention
 	@echo "machine: $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), \
 	$$(nproc --all) cores, OMP_NUM_THREADS=$${OMP_NUM_THREADS:-all}"

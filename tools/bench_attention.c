@@ -7,14 +7,18 @@
  * counts. Exact attention's cost per token
  * grows with T; window, dilated and the recurrent variants stay flat (docs/attention.md
  * §3, §5). Then exact attention over whole prompts of T = 256 .. 4096 tokens at once (the
- * prefill's attention). Prints markdown tables; asserts nothing. Usage: bench_attention
+ * prefill's attention), and one token over a model's KV caches in floats and in halves.
+ * Prints markdown tables; asserts nothing. Usage: bench_attention
  * [max_T]. Run with OMP_NUM_THREADS=1 on a busy machine.
  */
 #include <stdio.h>     /* printf */
+#include <stdint.h>    /* uint16_t */
 #include <stdlib.h>    /* malloc, strtol */
 #include <time.h>      /* clock_gettime */
 
 #include "attention.h"        /* attention_step and the configs */
+#include "kernels.h"          /* kernels_to_half */
+#include "os.h"               /* os_alloc_zeroed: the engine's huge pages */
 #include "attention_spec.h"   /* attention_spec_parse */
 
 #define BENCH_HEADS 12        /* GPT-2 small: 12 heads of 64 */
@@ -64,6 +68,58 @@ static int bench_prompts(const AttentionShape *shape, int max_t) {
         printf("| T=%d | %.2f | %.1f |\n", T, best * 1e3, flops / best * 1e-9);
         fflush(stdout);
         free(qkv); free(out); free(scratch);
+    }
+    return 0;
+}
+
+/* Exact attention of one generated token over the KV caches of CACHE_LAYERS layers, as the
+ * engine keeps them ((NKV, n_ctx, HS) per layer, on huge pages where the system has them;
+ * together larger than the last-level cache from T = 512 on, as a model's), in floats and
+ * in halves (--cache-type f16): milliseconds per token, the fastest of REPEATS runs of
+ * DECODE_STEPS tokens, f32 and f16 runs alternated; then the speed-up. */
+#define CACHE_LAYERS 12
+static int bench_cache_types(const AttentionShape *shape, int max_t) {
+    static const int lengths[] = {128, 512, 1024, 4096};
+    int width = shape->n_heads * shape->head_dim;
+    printf("\n| exact, one token over %d layers' KV caches | f32 ms | f16 ms | f16 speed-up |\n"
+           "|---|---|---|---|\n", CACHE_LAYERS);
+    for (size_t t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
+        int T = lengths[t];
+        if (T > max_t) continue;
+        size_t layer = (size_t)T * (size_t)width, all = CACHE_LAYERS * layer;
+        float *k = os_alloc_zeroed(all, sizeof(float)), *v = os_alloc_zeroed(all, sizeof(float));
+        uint16_t *k_half = os_alloc_zeroed(all, sizeof(uint16_t));
+        uint16_t *v_half = os_alloc_zeroed(all, sizeof(uint16_t));
+        float *q = malloc((size_t)width * sizeof(float));
+        float *out = malloc((size_t)width * sizeof(float));
+        float *scratch = malloc(attention_half_scratch_floats(shape, T) * sizeof(float));
+        if (!k || !v || !k_half || !v_half || !q || !out || !scratch) return 1;
+        for (size_t i = 0; i < all; i++) { k[i] = uniform(); v[i] = uniform(); }
+        for (int i = 0; i < width; i++) q[i] = uniform();
+        kernels_to_half(k_half, k, all);
+        kernels_to_half(v_half, v, all);
+        double best[2] = {1e300, 1e300};
+        for (int r = 0; r < REPEATS; r++)
+            for (int half = 0; half < 2; half++) {
+                double start = now();
+                for (int i = 0; i < DECODE_STEPS; i++)
+                    for (int l = 0; l < CACHE_LAYERS; l++) {
+                        size_t at = (size_t)l * layer;
+                        if (half)
+                            attention_forward_cache_half(shape, out, q, k_half + at, v_half + at,
+                                                         T, T - 1, 1, scratch);
+                        else
+                            attention_forward_cache(shape, out, q, k + at, v + at, T, T - 1, 1,
+                                                    scratch);
+                    }
+                double took = (now() - start) / DECODE_STEPS;
+                if (took < best[half]) best[half] = took;
+            }
+        printf("| T=%d | %.3f | %.3f | %.2fx |\n", T, best[0] * 1e3, best[1] * 1e3,
+               best[0] / best[1]);
+        fflush(stdout);
+        os_free_zeroed(k); os_free_zeroed(v); os_free_zeroed(k_half); os_free_zeroed(v_half);
+        free(q); free(out); free(scratch);
     }
     return 0;
 }
@@ -128,5 +184,5 @@ int main(int argc, char **argv) {
     }
     printf("\nmicroseconds per generated token (attention only, all 12 heads of one layer)\n");
     free(k); free(v); free(q); free(out);
-    return bench_prompts(&shape, max_t);
+    return bench_prompts(&shape, max_t) || bench_cache_types(&shape, max_t);
 }
