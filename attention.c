@@ -140,27 +140,14 @@ static void attend_rows(float *out_t, const float *q_t, const float *k, const fl
 }
 
 /* attend_rows for one query (exact scoring, no dropout) over keys and values kept in
- * halves, rows 0 .. n_keys-1 of k and v (n_keys, HS): the keys converted to floats
- * chunk_rows at a time into buf (chunk_rows HS floats: it stays in L1 where a head's whole
- * rows would not), each chunk's dots taken there, then the values likewise, the weighted
- * sum going on from chunk to chunk (kernels_weighted_sum_more): attend_rows's operations
- * in its order, so the bits of attend_rows over the converted rows. */
+ * halves, rows 0 .. n_keys-1 of k and v (n_keys, HS): the kernels read the halves as
+ * floats, so the bits of attend_rows over the converted rows. */
 static void attend_half_rows(float *out_t, const float *q_t, const uint16_t *k,
-                             const uint16_t *v, int n_keys, int HS, Scoring sc, float *scores,
-                             float *buf, int chunk_rows) {
-    for (int j = 0; j < n_keys; j += chunk_rows) {
-        int n = n_keys - j < chunk_rows ? n_keys - j : chunk_rows;
-        kernels_from_half(buf, k + (long)j * HS, (size_t)n * (size_t)HS);
-        kernels_dots(scores + j, q_t, buf, HS, NULL, n, HS);
-    }
+                             const uint16_t *v, int n_keys, int HS, Scoring sc, float *scores) {
+    kernels_dots_half(scores, q_t, k, n_keys, HS);
     scale_scores(scores, NULL, HS, NULL, n_keys, HS, sc);   /* not Gaussian: no keys read */
     float inv_sum = softmax_unnormalised(scores, n_keys, sc, NULL);
-    for (int j = 0; j < n_keys; j += chunk_rows) {
-        int n = n_keys - j < chunk_rows ? n_keys - j : chunk_rows;
-        kernels_from_half(buf, v + (long)j * HS, (size_t)n * (size_t)HS);
-        if (j == 0) kernels_weighted_sum(out_t, scores, inv_sum, buf, HS, NULL, n, HS);
-        else kernels_weighted_sum_more(out_t, scores + j, inv_sum, buf, HS, NULL, n, HS);
-    }
+    kernels_weighted_sum_half(out_t, scores, inv_sum, v, n_keys, HS);
 }
 
 /* attend_rows once the scores (n_keys,) are written (overwritten here): the softmax, the
@@ -218,9 +205,6 @@ typedef struct {
  * PACK_FLOATS floats each (on the stack of forward_head: 128 KiB in all). */
 #define PACK_MIN_QUERIES 16
 #define PACK_FLOATS 16384
-/* A half cache's decode converts this many floats of keys, then of values, at a time (16
- * KiB: in L1 with the head's scores). */
-#define HALF_CHUNK_FLOATS 4096
 
 /* k_p, v_p (n, HS) = the n rows of k, v (n, kv_stride), read at one head's columns. Every
  * query reads all of them again; in place their rows lie kv_stride floats apart, and with
@@ -248,10 +232,9 @@ static void forward_head(void *ctx, int h) {
     float k_p[PACK_FLOATS], v_p[PACK_FLOATS];
     Scoring exact = {f->shape->scale, 0, 0, 0.0f};
     const float *k, *v;
-    if (f->k_half && f->T == 1 && HS <= HALF_CHUNK_FLOATS) {   /* a half cache, one query */
+    if (f->k_half && f->T == 1) {   /* a half cache, one query: the halves read in place */
         attend_half_rows(f->out + (long)h * HS, f->q + (long)h * HS, f->k_half + kv_offset,
-                         f->v_half + kv_offset, n_keys, HS, exact, scores, k_p,
-                         HALF_CHUNK_FLOATS / HS);
+                         f->v_half + kv_offset, n_keys, HS, exact, scores);
         return;
     }
     if (f->k_half) {   /* a half cache, a prompt: this head's rows as floats, on the stack

@@ -204,12 +204,17 @@ static float from_half_reference(uint16_t h) {
 
 /* ---- attention's loops ---- */
 
+/* The sum of eight partial sums: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). */
+static MAYBE_UNUSED float lanes_sum(const float acc[LANES]) {
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
 /* a (n,) . b (n,): eight partial sums (lane i % 8), one multiply and one add per input,
- * then ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). */
+ * then lanes_sum. */
 static MAYBE_UNUSED float dot_reference(const float *a, const float *b, int n) {
     float acc[LANES] = {0};
     for (int i = 0; i < n; i++) acc[i % LANES] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    return lanes_sum(acc);
 }
 
 /* out (n_rows,) = q (n,) . row r of k, for the rows listed in rows (NULL: 0 .. n_rows-1),
@@ -220,11 +225,23 @@ static MAYBE_UNUSED void dots_reference(float *out, const float *q, const float 
         out[r] = dot_reference(q, k + (long)(rows ? rows[r] : r) * stride, n);
 }
 
+/* dots_reference over rows 0 .. n_rows-1 of halves k (n_rows, n), each value converted
+ * exactly: the bits of dots_reference over the converted rows. */
+static MAYBE_UNUSED void dots_half_reference(float *out, const float *q, const uint16_t *k,
+                                             int n_rows, int n) {
+    for (int r = 0; r < n_rows; r++) {
+        float acc[LANES] = {0};
+        const uint16_t *k_r = k + (long)r * n;
+        for (int i = 0; i < n; i++) acc[i % LANES] += q[i] * from_half_reference(k_r[i]);
+        out[r] = lanes_sum(acc);
+    }
+}
+
 /* The sum of x (n,), in dot_reference's lanes and order. */
 static MAYBE_UNUSED float sum_reference(const float *x, int n) {
     float acc[LANES] = {0};
     for (int i = 0; i < n; i++) acc[i % LANES] += x[i];
-    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    return lanes_sum(acc);
 }
 
 /* The largest of init and x (n,) by x > max comparisons: a NaN value never wins. */
@@ -240,11 +257,12 @@ static MAYBE_UNUSED float exp_sum_reference(float *x, int n, float shift) {
     return sum_reference(x, n);
 }
 
-/* out (n,) += sum over r of (weights[r] * scale) * row r of v (rows as in kernels_dots):
- * one multiply and one add per row, rows in order, from out's values. */
-static MAYBE_UNUSED void weighted_sum_more_reference(float *out, const float *weights,
-                                                     float scale, const float *v, int stride,
-                                                     const int32_t *rows, int n_rows, int n) {
+/* out (n,) = sum over r of (weights[r] * scale) * row r of v (rows as in kernels_dots):
+ * one multiply and one add per row, rows in order, from 0. */
+static MAYBE_UNUSED void weighted_sum_reference(float *out, const float *weights, float scale,
+                                                const float *v, int stride,
+                                                const int32_t *rows, int n_rows, int n) {
+    for (int i = 0; i < n; i++) out[i] = 0.0f;
     for (int r = 0; r < n_rows; r++) {
         const float *v_r = v + (long)(rows ? rows[r] : r) * stride;
         float a = weights[r] * scale;
@@ -252,12 +270,16 @@ static MAYBE_UNUSED void weighted_sum_more_reference(float *out, const float *we
     }
 }
 
-/* The same sums from 0. */
-static MAYBE_UNUSED void weighted_sum_reference(float *out, const float *weights, float scale,
-                                                const float *v, int stride,
-                                                const int32_t *rows, int n_rows, int n) {
+/* weighted_sum_reference over rows 0 .. n_rows-1 of halves v (n_rows, n), each value
+ * converted exactly: the bits of weighted_sum_reference over the converted rows. */
+static MAYBE_UNUSED void weighted_sum_half_reference(float *out, const float *weights,
+                                                     float scale, const uint16_t *v,
+                                                     int n_rows, int n) {
     for (int i = 0; i < n; i++) out[i] = 0.0f;
-    weighted_sum_more_reference(out, weights, scale, v, stride, rows, n_rows, n);
+    for (int r = 0; r < n_rows; r++) {
+        float a = weights[r] * scale;
+        for (int i = 0; i < n; i++) out[i] += a * from_half_reference(v[(long)r * n + i]);
+    }
 }
 
 /* kernels_dots_causal query by query: simd_dots (or its reference) for each. */
@@ -512,9 +534,13 @@ void kernels_weighted_sum(float *out, const float *weights, float scale, const f
     simd_weighted_sum(out, weights, scale, v, stride, rows, n_rows, n);
 }
 
-void kernels_weighted_sum_more(float *out, const float *weights, float scale, const float *v,
-                               int stride, const int32_t *rows, int n_rows, int n) {
-    simd_weighted_sum_more(out, weights, scale, v, stride, rows, n_rows, n);
+void kernels_dots_half(float *out, const float *q, const uint16_t *k, int n_rows, int n) {
+    simd_dots_half(out, q, k, n_rows, n);
+}
+
+void kernels_weighted_sum_half(float *out, const float *weights, float scale,
+                               const uint16_t *v, int n_rows, int n) {
+    simd_weighted_sum_half(out, weights, scale, v, n_rows, n);
 }
 
 void kernels_to_half(uint16_t *out, const float *x, size_t n) {

@@ -156,11 +156,12 @@ void kernels_dots(float *out, const float *q, const float *k, int stride, const 
 void kernels_weighted_sum(float *out, const float *weights, float scale, const float *v,
                           int stride, const int32_t *rows, int n_rows, int n);
 
-/* kernels_weighted_sum's sums continued: each out[i] goes on from its value through these
- * rows, so a sum over rows taken in parts, part after part, has the bits of one call
- * over them all. */
-void kernels_weighted_sum_more(float *out, const float *weights, float scale, const float *v,
-                               int stride, const int32_t *rows, int n_rows, int n);
+/* kernels_dots and kernels_weighted_sum over rows 0 .. n_rows-1 of halves (n_rows, n) (a
+ * KV cache kept in halves): each value read as kernels_from_half gives it, so the bits of
+ * those kernels over the converted rows, with no copy of them. */
+void kernels_dots_half(float *out, const float *q, const uint16_t *k, int n_rows, int n);
+void kernels_weighted_sum_half(float *out, const float *weights, float scale,
+                               const uint16_t *v, int n_rows, int n);
 
 /* n_q queries in a row against causal prefixes of the same rows: query t (n,) at
  * q + t q_stride reads rows 0 .. n_first + t - 1 of k (n floats each, stride apart), and

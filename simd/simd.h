@@ -124,8 +124,9 @@ float simd_max(const float *x, int n, float init);
 float simd_exp_sum(float *x, int n, float shift);
 void simd_weighted_sum(float *out, const float *weights, float scale, const float *v,
                        int stride, const int32_t *rows, int n_rows, int n);
-void simd_weighted_sum_more(float *out, const float *weights, float scale, const float *v,
-                            int stride, const int32_t *rows, int n_rows, int n);
+void simd_dots_half(float *out, const float *q, const uint16_t *k, int n_rows, int n);
+void simd_weighted_sum_half(float *out, const float *weights, float scale, const uint16_t *v,
+                            int n_rows, int n);
 void simd_dots_causal(float *out, int ld, const float *q, int q_stride, int n_q,
                       const float *k, int stride, int n_first, int n);
 void simd_weighted_sums_causal(float *out, int out_stride, float *weights, int ld,
@@ -170,7 +171,8 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #define simd_max max_reference
 #define simd_exp_sum exp_sum_reference
 #define simd_weighted_sum weighted_sum_reference
-#define simd_weighted_sum_more weighted_sum_more_reference
+#define simd_dots_half dots_half_reference
+#define simd_weighted_sum_half weighted_sum_half_reference
 #define simd_dots_causal dots_causal_each
 #define simd_weighted_sums_causal weighted_sums_causal_each
 #define simd_product_chains product_chains_reference

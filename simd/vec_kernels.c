@@ -550,45 +550,130 @@ size_t simd_from_half(float *out, const uint16_t *h, size_t n) {
     return i;
 }
 
+/* Loads of halves, for attention over a KV cache kept in halves: VLANES or eight halves (the
+ * first m of them: zeros beyond, nothing read past them) as floats, exactly. AVX2 built
+ * without F16C (a build, not a CPU: every AVX2 core has F16C) converts through memory
+ * with the reference. */
+#if defined(__F16C__)
+static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+#elif defined(__aarch64__)
+static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
+    V8 v = {vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h))),
+            vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + 4)))};
+    return v;
+}
+#else
+static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
+    float f[8];
+    kernels_from_half(f, h, 8);
+    return v8_load(f);
+}
+#endif
+#if VLANES == 16
+static ALWAYS_INLINE Vec vec_load_half(const uint16_t *h) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h));
+}
+#elif VLANES == 8
+#define vec_load_half v8_load_half
+#elif defined(__aarch64__)
+static ALWAYS_INLINE Vec vec_load_half(const uint16_t *h) {
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+}
+#else
+static ALWAYS_INLINE Vec vec_load_half(const uint16_t *h) {
+    float f[VLANES];
+    kernels_from_half(f, h, VLANES);
+    return vec_load(f);
+}
+#endif
+
+static ALWAYS_INLINE V8 v8_load_half_first(const uint16_t *h, int m) {
+    uint16_t first[8] = {0};
+    memcpy(first, h, (size_t)m * sizeof *h);
+    return v8_load_half(first);
+}
+
+static ALWAYS_INLINE Vec vec_load_half_first(const uint16_t *h, int m) {
+    uint16_t first[VLANES] = {0};
+    memcpy(first, h, (size_t)m * sizeof *h);
+    return vec_load_half(first);
+}
+
+/* Element i of a row of floats (half 0) or of halves (half 1) on: the kernels below read
+ * either with the same arithmetic, so a row of halves gives the bits of its floats. */
+static ALWAYS_INLINE V8 v8_load_row(const void *row, long i, int half) {
+    return half ? v8_load_half((const uint16_t *)row + i) : v8_load((const float *)row + i);
+}
+
+static ALWAYS_INLINE V8 v8_load_row_first(const void *row, long i, int m, int half) {
+    return half ? v8_load_half_first((const uint16_t *)row + i, m)
+                : v8_load_first((const float *)row + i, m);
+}
+
+static ALWAYS_INLINE Vec vec_load_row(const void *row, long i, int half) {
+    return half ? vec_load_half((const uint16_t *)row + i) : vec_load((const float *)row + i);
+}
+
+/* Element i from base, of floats or of halves. */
+static ALWAYS_INLINE const void *element_at(const void *base, long i, int half) {
+    return (const char *)base + i * (long)(half ? sizeof(uint16_t) : sizeof(float));
+}
+
 /* ---- attention's loops ---- */
 
-/* dot_reference's eight partial sums as a V8's lanes, one FMA each. */
-static ALWAYS_INLINE float dot_vector(const float *a, const float *b, int n) {
+/* dot_reference's eight partial sums as a V8's lanes, one FMA each (b floats or halves). */
+static ALWAYS_INLINE float dot_vector(const float *a, const void *b, int n, int half) {
     V8 acc = v8_zero();
     int i = 0;
-    for (; i + LANES <= n; i += LANES) acc = v8_fma(v8_load(a + i), v8_load(b + i), acc);
-    if (i < n) acc = v8_fma(v8_load_first(a + i, n - i), v8_load_first(b + i, n - i), acc);
+    for (; i + LANES <= n; i += LANES) acc = v8_fma(v8_load(a + i), v8_load_row(b, i, half), acc);
+    if (i < n)
+        acc = v8_fma(v8_load_first(a + i, n - i), v8_load_row_first(b, i, n - i, half), acc);
     return v8_sum(acc);
 }
 
 /* out (8,) = dot_vector(q, k_r[j]) for eight rows k_r[j] (n,): eight independent FMA
- * chains, one shared reduction; every row's bits are dot_vector's. */
-static ALWAYS_INLINE void dots8(float *out, const float *q, const float *const k_r[8], int n) {
+ * chains, one shared reduction; every row's bits are dot_vector's (rows of floats or,
+ * half 1, of halves). */
+static ALWAYS_INLINE void dots8(float *out, const float *q, const void *const k_r[8], int n,
+                                int half) {
     V8 acc[8];
     for (int j = 0; j < 8; j++) acc[j] = v8_zero();
     int i = 0;
     for (; i + LANES <= n; i += LANES) {
         V8 q_i = v8_load(q + i);
-        for (int j = 0; j < 8; j++) acc[j] = v8_fma(q_i, v8_load(k_r[j] + i), acc[j]);
+        for (int j = 0; j < 8; j++) acc[j] = v8_fma(q_i, v8_load_row(k_r[j], i, half), acc[j]);
     }
     if (i < n) {
         V8 q_i = v8_load_first(q + i, n - i);
         for (int j = 0; j < 8; j++)
-            acc[j] = v8_fma(q_i, v8_load_first(k_r[j] + i, n - i), acc[j]);
+            acc[j] = v8_fma(q_i, v8_load_row_first(k_r[j], i, n - i, half), acc[j]);
     }
     v8_sum_rows(out, acc);
 }
 
 /* out[r] = dot_vector(q, row r), eight rows at a time (dots8), the rest one by one. */
-void simd_dots(float *out, const float *q, const float *k, int stride, const int32_t *rows,
-               int n_rows, int n) {
+static ALWAYS_INLINE void dots(float *out, const float *q, const void *k, int stride,
+                               const int32_t *rows, int n_rows, int n, int half) {
     int r = 0;
     for (; r + 8 <= n_rows; r += 8) {
-        const float *k_r[8];
-        for (int j = 0; j < 8; j++) k_r[j] = k + (long)(rows ? rows[r + j] : r + j) * stride;
-        dots8(out + r, q, k_r, n);
+        const void *k_r[8];
+        for (int j = 0; j < 8; j++)
+            k_r[j] = element_at(k, (long)(rows ? rows[r + j] : r + j) * stride, half);
+        dots8(out + r, q, k_r, n, half);
     }
-    for (; r < n_rows; r++) out[r] = dot_vector(q, k + (long)(rows ? rows[r] : r) * stride, n);
+    for (; r < n_rows; r++)
+        out[r] = dot_vector(q, element_at(k, (long)(rows ? rows[r] : r) * stride, half), n, half);
+}
+
+void simd_dots(float *out, const float *q, const float *k, int stride, const int32_t *rows,
+               int n_rows, int n) {
+    dots(out, q, k, stride, rows, n_rows, n, 0);
+}
+
+void simd_dots_half(float *out, const float *q, const uint16_t *k, int n_rows, int n) {
+    dots(out, q, k, n, NULL, n_rows, n, 1);
 }
 
 /* dots8 of DOTS_QUERIES queries at once: query t's dots into out + t ld, eight FMA chains
@@ -601,7 +686,7 @@ void simd_dots(float *out, const float *q, const float *k, int stride, const int
 #if defined(V8_PAIRS)
 #define DOTS_QUERIES 4
 static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int q_stride,
-                                        const float *const k_r[8], int n) {
+                                        const void *const k_r[8], int n) {
     enum { P = DOTS_QUERIES / 2 };
     Vec acc[P][8];   /* acc[p][j]: row j's sums for queries 2p (low half) and 2p + 1 */
     TILE_UNROLL for (int p = 0; p < P; p++)
@@ -614,7 +699,7 @@ static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int 
         TILE_UNROLL for (int p = 0; p < P; p++)
             q_p[p] = v8_pair(v8_load(q_t[2 * p] + i), v8_load(q_t[2 * p + 1] + i));
         TILE_UNROLL for (int j = 0; j < 8; j++) {
-            Vec k_j = v8_pair_dup(k_r[j] + i);
+            Vec k_j = v8_pair_dup((const float *)k_r[j] + i);
             TILE_UNROLL for (int p = 0; p < P; p++) acc[p][j] = vec_fma(q_p[p], k_j, acc[p][j]);
         }
     }
@@ -624,7 +709,7 @@ static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int 
             q_p[p] = v8_pair(v8_load_first(q_t[2 * p] + i, n - i),
                              v8_load_first(q_t[2 * p + 1] + i, n - i));
         TILE_UNROLL for (int j = 0; j < 8; j++) {
-            V8 k_j = v8_load_first(k_r[j] + i, n - i);
+            V8 k_j = v8_load_first((const float *)k_r[j] + i, n - i);
             TILE_UNROLL for (int p = 0; p < P; p++)
                 acc[p][j] = vec_fma(q_p[p], v8_pair(k_j, k_j), acc[p][j]);
         }
@@ -635,7 +720,7 @@ static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int 
 #else
 #define DOTS_QUERIES (VLANES >= 8 ? 2 : 1)   /* NEON's 32 registers of 4 hold one's 8 V8 */
 static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int q_stride,
-                                        const float *const k_r[8], int n) {
+                                        const void *const k_r[8], int n) {
     enum { Q = DOTS_QUERIES };
     V8 acc[Q][8];
     TILE_UNROLL for (int t = 0; t < Q; t++)
@@ -645,7 +730,7 @@ static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int 
         V8 q_i[Q];
         TILE_UNROLL for (int t = 0; t < Q; t++) q_i[t] = v8_load(q + (long)t * q_stride + i);
         TILE_UNROLL for (int j = 0; j < 8; j++) {
-            V8 k_j = v8_load(k_r[j] + i);
+            V8 k_j = v8_load((const float *)k_r[j] + i);
             IN_REGISTER(k_j);
             TILE_UNROLL for (int t = 0; t < Q; t++) acc[t][j] = v8_fma(q_i[t], k_j, acc[t][j]);
         }
@@ -655,7 +740,7 @@ static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int 
         TILE_UNROLL for (int t = 0; t < Q; t++)
             q_i[t] = v8_load_first(q + (long)t * q_stride + i, n - i);
         TILE_UNROLL for (int j = 0; j < 8; j++) {
-            V8 k_j = v8_load_first(k_r[j] + i, n - i);
+            V8 k_j = v8_load_first((const float *)k_r[j] + i, n - i);
             TILE_UNROLL for (int t = 0; t < Q; t++) acc[t][j] = v8_fma(q_i[t], k_j, acc[t][j]);
         }
     }
@@ -671,19 +756,20 @@ void simd_dots_causal(float *out, int ld, const float *q, int q_stride, int n_q,
                       const float *k, int stride, int n_first, int n) {
     int shared = n_first / 8 * 8;
     for (int r = 0; r < shared; r += 8) {
-        const float *k_r[8];
+        const void *k_r[8];
         for (int j = 0; j < 8; j++) k_r[j] = k + (long)(r + j) * stride;
         int t = 0;
         for (; t + DOTS_QUERIES <= n_q; t += DOTS_QUERIES)
             dots8_queries(out + (long)t * ld + r, ld, q + (long)t * q_stride, q_stride, k_r, n);
-        for (; t < n_q; t++) dots8(out + (long)t * ld + r, q + (long)t * q_stride, k_r, n);
+        for (; t < n_q; t++)
+            dots8(out + (long)t * ld + r, q + (long)t * q_stride, k_r, n, 0);
     }
     for (int t = 0; t < n_q; t++)
         simd_dots(out + (long)t * ld + shared, q + (long)t * q_stride, k + (long)shared * stride,
                   stride, NULL, n_first + t - shared, n);
 }
 
-float simd_dot(const float *a, const float *b, int n) { return dot_vector(a, b, n); }
+float simd_dot(const float *a, const float *b, int n) { return dot_vector(a, b, n, 0); }
 
 /* The largest of init and x (n,) by x > max comparisons: kernels.c's max_reference, for the
  * lanes and the values after the last whole vector. */
@@ -744,48 +830,51 @@ static V8 exp_sum_block(float *x, int m, Vec shift, V8 acc) {
     return acc;
 }
 
-/* nv vectors of weighted_sum_reference's out from out (v's columns from v), each out[i] one
- * FMA chain over the rows in order, from 0 (more: from out[i]); the nv sums stay in
+/* nv vectors of weighted_sum_reference's out (v's columns from v, rows of floats or, half
+ * 1, of halves), each out[i] one FMA chain over the rows in order; the nv sums stay in
  * registers across the rows. */
 static ALWAYS_INLINE void weighted_sum_block(float *out, const float *weights, float scale,
-                                             const float *v, int stride, const int32_t *rows,
-                                             int n_rows, int nv, int more) {
+                                             const void *v, int stride, const int32_t *rows,
+                                             int n_rows, int nv, int half) {
     Vec acc[4];
-    TILE_UNROLL for (int j = 0; j < nv; j++) acc[j] = more ? vec_load(out + j * VLANES)
-                                                           : vec_zero();
+    TILE_UNROLL for (int j = 0; j < nv; j++) acc[j] = vec_zero();
     for (int r = 0; r < n_rows; r++) {
-        const float *v_r = v + (long)(rows ? rows[r] : r) * stride;
+        const void *v_r = element_at(v, (long)(rows ? rows[r] : r) * stride, half);
         Vec a = vec_set1(weights[r] * scale);
         TILE_UNROLL for (int j = 0; j < nv; j++)
-            acc[j] = vec_fma(a, vec_load(v_r + j * VLANES), acc[j]);
+            acc[j] = vec_fma(a, vec_load_row(v_r, j * VLANES, half), acc[j]);
     }
     TILE_UNROLL for (int j = 0; j < nv; j++) vec_store(out + j * VLANES, acc[j]);
 }
 
-/* weighted_sum_reference (more: weighted_sum_more_reference): blocks of 4 vectors of
- * columns, then the whole vectors left in one block (a head of 48 is 3 AVX-512 vectors:
- * three chains side by side, not one after another), then the last columns in one masked
- * vector (a head of 8 with AVX-512). */
+/* weighted_sum_reference: blocks of 4 vectors of columns, then the whole vectors left in
+ * one block (a head of 48 is 3 AVX-512 vectors: three chains side by side, not one after
+ * another), then the last columns in one partial vector (a head of 8 with AVX-512). */
 static ALWAYS_INLINE void weighted_sum(float *out, const float *weights, float scale,
-                                       const float *v, int stride, const int32_t *rows,
-                                       int n_rows, int n, int more) {
+                                       const void *v, int stride, const int32_t *rows,
+                                       int n_rows, int n, int half) {
     int i0 = 0;
     for (; i0 + 4 * VLANES <= n; i0 += 4 * VLANES)
-        weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 4, more);
+        weighted_sum_block(out + i0, weights, scale, element_at(v, i0, half), stride, rows,
+                           n_rows, 4, half);
     int left = (n - i0) / VLANES;
+    const void *v_left = element_at(v, i0, half);
     if (left == 3)
-        weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 3, more);
+        weighted_sum_block(out + i0, weights, scale, v_left, stride, rows, n_rows, 3, half);
     if (left == 2)
-        weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 2, more);
+        weighted_sum_block(out + i0, weights, scale, v_left, stride, rows, n_rows, 2, half);
     if (left == 1)
-        weighted_sum_block(out + i0, weights, scale, v + i0, stride, rows, n_rows, 1, more);
+        weighted_sum_block(out + i0, weights, scale, v_left, stride, rows, n_rows, 1, half);
     i0 += left * VLANES;
     if (i0 < n) {
         LaneMask tail = lane_mask(n - i0);
-        Vec acc = more ? vec_load_mask(out + i0, tail) : vec_zero();
-        for (int r = 0; r < n_rows; r++)
-            acc = vec_fma(vec_set1(weights[r] * scale),
-                          vec_load_mask(v + (long)(rows ? rows[r] : r) * stride + i0, tail), acc);
+        Vec acc = vec_zero();
+        for (int r = 0; r < n_rows; r++) {
+            long at = (long)(rows ? rows[r] : r) * stride + i0;
+            Vec v_r = half ? vec_load_half_first((const uint16_t *)v + at, n - i0)
+                           : vec_load_mask((const float *)v + at, tail);
+            acc = vec_fma(vec_set1(weights[r] * scale), v_r, acc);
+        }
         vec_store_mask(out + i0, tail, acc);
     }
 }
@@ -795,9 +884,9 @@ void simd_weighted_sum(float *out, const float *weights, float scale, const floa
     weighted_sum(out, weights, scale, v, stride, rows, n_rows, n, 0);
 }
 
-void simd_weighted_sum_more(float *out, const float *weights, float scale, const float *v,
-                            int stride, const int32_t *rows, int n_rows, int n) {
-    weighted_sum(out, weights, scale, v, stride, rows, n_rows, n, 1);
+void simd_weighted_sum_half(float *out, const float *weights, float scale, const uint16_t *v,
+                            int n_rows, int n) {
+    weighted_sum(out, weights, scale, v, n, NULL, n_rows, n, 1);
 }
 
 /* kernels_weighted_sums_causal: SUMS_QUERIES queries at a time, their weights first scaled

@@ -427,22 +427,71 @@ static void test_vector_helpers(int n_rows, int n) {
         check_true(memcmp(out, want, sizeof(float) * n) == 0,
                    "kernels_weighted_sum (%d rows%s, n %d): one %s chain per output, in row "
                    "order", n_rows, listed ? " listed" : "", n, portable ? "multiply-add" : "FMA");
-        /* the same rows in parts, the sums going on from part to part: the same chains */
-        int split = n_rows / 3;
-        for (int i = 0; i < n; i++) out[i] = NAN;
-        kernels_weighted_sum(out, weights, scale, k, stride, list, split, n);
-        kernels_weighted_sum_more(out, weights + split, scale,
-                                  list ? k : k + (size_t)split * stride, stride,
-                                  list ? list + split : NULL, n_rows - split - 1, n);
-        kernels_weighted_sum_more(out, weights + n_rows - 1, scale,
-                                  list ? k : k + (size_t)(n_rows - 1) * stride, stride,
-                                  list ? list + n_rows - 1 : NULL, 1, n);
-        check_true(memcmp(out, want, sizeof(float) * n) == 0,
-                   "kernels_weighted_sum_more (%d rows%s in parts of %d, %d and 1, n %d): the "
-                   "bits of one call", n_rows, listed ? " listed" : "", split,
-                   n_rows - split - 1, n);
     }
     free(q); free(k); free(weights); free(out); free(want); free(rows);
+}
+
+/* The value of binary16 h by its definition, in float64: (-1)^s 2^(e - 15) (1 + m / 1024),
+ * or 2^-14 m / 1024 for e = 0; NaN for e = 31 and m != 0. */
+static double half_value(uint16_t h) {
+    int s = h >> 15, e = h >> 10 & 31, m = h & 1023;
+    double v = e == 31 ? (m ? (double)NAN : (double)INFINITY)
+                       : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+    return s ? -v : v;
+}
+
+/* kernels_dots_half and kernels_weighted_sum_half read rows of halves (n_rows, n) in
+ * place: the bits of kernels_dots and kernels_weighted_sum over the same rows converted
+ * by kernels_from_half, and within float rounding of float64 sums over the halves'
+ * values. Rows of random halves with every fifth value an edge: a subnormal (2^-24,
+ * 1023 x 2^-24), -0, 65504, the half under 1. Exactly n_rows x n halves allocated, so a
+ * read past the last (a partial last vector) is an error under ASan and valgrind. */
+static void test_half_helpers(int n_rows, int n) {
+    static const uint16_t edges[] = {0x0001, 0x03ff, 0x8000, 0x7bff, 0x3bff};
+    size_t count = (size_t)n_rows * (size_t)n;
+    float *q = random_floats((size_t)n, 1.0f), *weights = random_floats((size_t)n_rows, 1.0f);
+    float *f = random_floats(count, 2.0f);
+    uint16_t *h = malloc(count * sizeof *h);
+    kernels_to_half(h, f, count);
+    for (size_t i = 0; i < count; i += 5) h[i] = edges[i / 5 % 5];
+    kernels_from_half(f, h, count);
+    int wide = n_rows > n ? n_rows : n;
+    float *got = malloc(sizeof(float) * wide), *want = malloc(sizeof(float) * wide);
+    double *exact = malloc(sizeof(double) * wide);
+    for (int r = 0; r < n_rows; r++) {
+        got[r] = NAN;
+        double sum = 0.0, size = 0.0;   /* the dot, and the sum of its terms' sizes */
+        for (int i = 0; i < n; i++) {
+            double term = (double)q[i] * half_value(h[(size_t)r * n + i]);
+            sum += term;
+            size += fabs(term);
+        }
+        exact[r] = sum;
+        want[r] = (float)(size * 1e-6);   /* a bound: n <= 130 terms of float rounding */
+    }
+    kernels_dots_half(got, q, h, n_rows, n);
+    int near = 1;
+    for (int r = 0; r < n_rows; r++) near &= fabs((double)got[r] - exact[r]) <= (double)want[r];
+    check_true(near, "kernels_dots_half (%d rows, n %d): within float rounding of float64 "
+               "dots over the halves' values", n_rows, n);
+    kernels_dots(want, q, f, n, NULL, n_rows, n);
+    check_true(!memcmp(got, want, sizeof(float) * n_rows), "kernels_dots_half (%d rows, n %d): "
+               "the bits of kernels_dots over the converted rows", n_rows, n);
+    const float scale = 0.3f;
+    for (int i = 0; i < n; i++) {
+        double sum = 0.0;
+        for (int r = 0; r < n_rows; r++)
+            sum += (double)(weights[r] * scale) * half_value(h[(size_t)r * n + i]);
+        exact[i] = sum;
+        got[i] = NAN;
+    }
+    kernels_weighted_sum_half(got, weights, scale, h, n_rows, n);
+    check_close_f64("kernels_weighted_sum_half vs float64 sums", got, exact, (size_t)n, 1e-5,
+                    1e-5);
+    kernels_weighted_sum(want, weights, scale, f, n, NULL, n_rows, n);
+    check_true(!memcmp(got, want, sizeof(float) * n), "kernels_weighted_sum_half (%d rows, n "
+               "%d): the bits of kernels_weighted_sum over the converted rows", n_rows, n);
+    free(q); free(weights); free(f); free(h); free(got); free(want); free(exact);
 }
 
 /* The causal block forms: query t of n_q reads rows 0 .. n_first + t - 1; every dot has
@@ -631,15 +680,6 @@ static void test_layernorm_backward(int N, int C) {
     free(x); free(w); free(dout); free(dx); free(dw); free(db); free(dx2); free(dw2); free(db2);
     free(mean); free(rstd); free(want_dx); free(want_dw); free(want_db); free(dx_pool);
     free(dw_pool); free(db_pool);
-}
-
-/* The value of binary16 h by its definition, in float64: (-1)^s 2^(e - 15) (1 + m / 1024),
- * or 2^-14 m / 1024 for e = 0; NaN for e = 31 and m != 0. */
-static double half_value(uint16_t h) {
-    int s = h >> 15, e = h >> 10 & 31, m = h & 1023;
-    double v = e == 31 ? (m ? (double)NAN : (double)INFINITY)
-                       : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
-    return s ? -v : v;
 }
 
 /* kernels_to_half of x alone (a call of one value: the reference's path) */
@@ -1106,8 +1146,10 @@ int main(void) {
      * with a masked rest (31, 33, 57), past a block (70, 88) */
     const int helpers[][2] = {{1, 1}, {7, 5}, {8, 8}, {9, 31}, {17, 32}, {24, 33}, {3, 64},
                               {40, 70}, {129, 32}, {5, 48}, {11, 57}, {6, 88}};
-    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
+    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++) {
         test_vector_helpers(helpers[i][0], helpers[i][1]);
+        test_half_helpers(helpers[i][0], helpers[i][1]);
+    }
     /* queries, first keys, n: one query, a pair and its odd one, blocks of four and eight,
      * shared rows short of, at and past a group of eight, heads of 3 to 88 (48: a block of
      * three AVX-512 vectors; 88: a block of four, one vector and a masked rest) */
