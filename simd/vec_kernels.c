@@ -551,24 +551,36 @@ size_t simd_from_half(float *out, const uint16_t *h, size_t n) {
 }
 
 /* Loads of halves, for attention over a KV cache kept in halves: VLANES or eight halves (the
- * first m of them: zeros beyond, nothing read past them) as floats, exactly. AVX2 built
- * without F16C (a build, not a CPU: every AVX2 core has F16C) converts through memory
- * with the reference. */
+ * first m of them: zeros beyond, nothing read past them) as floats, exactly. */
 #if defined(__F16C__)
 static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
 }
-#elif defined(__aarch64__)
+#elif defined(__AVX2__)
+/* AVX2 built without F16C (a build, not a CPU: every AVX2 core has F16C): the format's
+ * definition in integer steps. A finite half's exponent and fraction bits, shifted into a
+ * float's (<< 13), read 2^-112 times its magnitude (subnormals too), which 2^112 rescales
+ * exactly; infinities and NaNs (exponent 31) take the float's exponent 255 instead, a NaN
+ * made quiet as kernels_from_half makes it; then the sign. */
+static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
+    __m256i bits = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)h));
+    __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fff));
+    __m256i shifted = _mm256_slli_epi32(magnitude, 13);
+    __m256 finite = _mm256_mul_ps(_mm256_castsi256_ps(shifted), _mm256_set1_ps(0x1p112f));
+    __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7c00));
+    __m256i special = _mm256_or_si256(_mm256_or_si256(shifted, _mm256_set1_epi32(0x7f800000)),
+                                      _mm256_and_si256(nan, _mm256_set1_epi32(0x400000)));
+    __m256i is_special = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7bff));
+    __m256 value = _mm256_blendv_ps(finite, _mm256_castsi256_ps(special),
+                                    _mm256_castsi256_ps(is_special));
+    __m256i sign = _mm256_slli_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x8000)), 16);
+    return _mm256_or_ps(value, _mm256_castsi256_ps(sign));
+}
+#else   /* AArch64 */
 static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
     V8 v = {vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h))),
             vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + 4)))};
     return v;
-}
-#else
-static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
-    float f[8];
-    kernels_from_half(f, h, 8);
-    return v8_load(f);
 }
 #endif
 #if VLANES == 16
@@ -577,15 +589,9 @@ static ALWAYS_INLINE Vec vec_load_half(const uint16_t *h) {
 }
 #elif VLANES == 8
 #define vec_load_half v8_load_half
-#elif defined(__aarch64__)
+#else   /* AArch64 */
 static ALWAYS_INLINE Vec vec_load_half(const uint16_t *h) {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
-}
-#else
-static ALWAYS_INLINE Vec vec_load_half(const uint16_t *h) {
-    float f[VLANES];
-    kernels_from_half(f, h, VLANES);
-    return vec_load(f);
 }
 #endif
 

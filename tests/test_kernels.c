@@ -739,6 +739,20 @@ static void test_half(void) {
     check_true(exact && same, "kernels_from_half: all 65536 halves, their exact values (one at a "
                "time and all at once: the same bits)");
     check_true(round_trip, "kernels_to_half(kernels_from_half(h)) == h for every half not NaN");
+    /* the attention kernels' own loads of halves (F16C, AVX-512, AArch64, or AVX2's integer
+     * steps): all 65536 as one row of a weighted sum (out = 1 x h: each value itself) and
+     * the finite ones as rows of 64 keys, the bits of the float kernels over f */
+    float w1 = 1.0f, *sum = malloc(ALL * sizeof *sum), *q = random_floats(64, 1.0f);
+    kernels_weighted_sum_half(sum, &w1, 1.0f, h, 1, ALL);
+    kernels_weighted_sum(one, &w1, 1.0f, f, ALL, NULL, 1, ALL);
+    check_true(!memcmp(sum, one, ALL * sizeof *sum), "kernels_weighted_sum_half reads all 65536 "
+               "halves as kernels_from_half gives them (one row of weight 1)");
+    enum { FINITE_ROWS = 0x7c00 / 64 };   /* halves 0 .. 0x7bff: +0 up to 65504 */
+    kernels_dots_half(sum, q, h, FINITE_ROWS, 64);
+    kernels_dots(one, q, f, 64, NULL, FINITE_ROWS, 64);
+    check_true(!memcmp(sum, one, FINITE_ROWS * sizeof *sum), "kernels_dots_half reads every "
+               "finite positive half as kernels_from_half gives it (%d rows of 64)", FINITE_ROWS);
+    free(sum); free(q);
 
     /* random floats over the half's range and past it (exponents 2^-30 .. 2^17), then
      * rounded one at a time and all at once */
