@@ -508,10 +508,10 @@ size_t simd_swiglu(float *out, const float *hidden, const float *gate, size_t n)
 
 /* ---- half precision ---- */
 
-/* kernels.c's to_half_reference and from_half_reference, a vector at a time: the
- * conversion instructions round to nearest even and keep a NaN's top payload bits as
- * the references do (x86: F16C, in every x86-64-v3 build; AArch64: its conversions,
- * under the default FPCR). Both return how many values they did. */
+/* kernels.c's to_half_reference, a vector at a time: the conversion instructions round to
+ * nearest even and keep a NaN's top payload bits as the reference does (x86: F16C, in
+ * every x86-64-v3 build; AArch64: its conversions, under the default FPCR). Returns how
+ * many values it did (simd_from_half, below, with the loads of halves). */
 size_t simd_to_half(uint16_t *out, const float *x, size_t n) {
     size_t i = 0;
 #if defined(__AVX512F__)
@@ -528,24 +528,6 @@ size_t simd_to_half(uint16_t *out, const float *x, size_t n) {
         vst1_u16(out + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
 #else
     (void)out, (void)x, (void)n;   /* AVX2 built without F16C: the reference does them all */
-#endif
-    return i;
-}
-
-size_t simd_from_half(float *out, const uint16_t *h, size_t n) {
-    size_t i = 0;
-#if defined(__AVX512F__)
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i))));
-#endif
-#if defined(__F16C__)
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
-#elif defined(__aarch64__)
-    for (; i + 4 <= n; i += 4)
-        vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
-#else
-    (void)out, (void)h, (void)n;   /* AVX2 built without F16C: the reference does them all */
 #endif
     return i;
 }
@@ -605,6 +587,14 @@ static ALWAYS_INLINE Vec vec_load_half_first(const uint16_t *h, int m) {
     uint16_t first[VLANES] = {0};
     memcpy(first, h, (size_t)m * sizeof *h);
     return vec_load_half(first);
+}
+
+/* kernels.c's from_half_reference, a vector at a time by the loads above (exact, as the
+ * reference is); returns how many values it did. */
+size_t simd_from_half(float *out, const uint16_t *h, size_t n) {
+    size_t i = 0;
+    for (; i + VLANES <= n; i += VLANES) vec_store(out + i, vec_load_half(h + i));
+    return i;
 }
 
 /* Element i of a row of floats (half 0) or of halves (half 1) on: the kernels below read
