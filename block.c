@@ -45,22 +45,27 @@ void block_norm(const Config *c, float *out, const float *x, const float *w, con
     kernels_parallel_for(norm_job, &f, kernels_jobs((size_t)N, ROWS_PER_JOB), (double)N * c->dim);
 }
 
-void block_matmul(float *out, const float *x, const Matrix *w, const float *b, int N,
-                  int IC, int OC, int8_t *xq, float *xs) {
-    if (w->f32_t) kernels_matmul_wt(out, x, w->f32_t, b, N, IC, OC);
-    else if (w->f32) kernels_matmul(out, x, w->f32, b, N, IC, OC);
-    else kernels_matmul_q8(out, x, &w->q8, b, N, xq, xs);
+/* The n products p of one x (N, IC), each weight matrix held any way Matrix allows:
+ * kernels_matmuls (consecutive products in one format: one parallel loop), or the
+ * trainer's transposed weights one by one (kernels_matmul_wt). */
+static void matmuls(const KernelsProduct *p, int n, const float *x, int N, int IC,
+                    int8_t *xq, float *xs) {
+    int transposed = 0;
+    for (int i = 0; i < n; i++) transposed |= p[i].w->f32_t != NULL;
+    if (!transposed) {
+        kernels_matmuls(p, n, x, N, IC, xq, xs);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (p[i].w->f32_t) kernels_matmul_wt(p[i].out, x, p[i].w->f32_t, p[i].b, N, IC, p[i].OC);
+        else kernels_matmuls(&p[i], 1, x, N, IC, xq, xs);
+    }
 }
 
-/* block_matmul for a product of the same x as the product before it, by prev: where both
- * are int8 in the same groups, the quantization of x that prev left in xq, xs serves. */
-static void matmul_same_x(float *out, const float *x, const Matrix *w, const Matrix *prev,
-                          const float *b, int N, int IC, int OC, int8_t *xq, float *xs) {
-    int int8 = !w->f32 && !w->f32_t, prev_int8 = !prev->f32 && !prev->f32_t;
-    if (int8 && prev_int8 && w->q8.group == prev->q8.group)
-        kernels_matmul_q8_quantized(out, xq, xs, &w->q8, b, N);
-    else
-        block_matmul(out, x, w, b, N, IC, OC, xq, xs);
+void block_matmul(float *out, const float *x, const Matrix *w, const float *b, int N,
+                  int IC, int OC, int8_t *xq, float *xs) {
+    KernelsProduct p = {out, w, b, OC};
+    matmuls(&p, 1, x, N, IC, xq, xs);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -152,9 +157,9 @@ static void residual(const BlockResidual *r, int layer, int site, float *out, co
 void block_qkv(const Config *c, const LayerWeights *w, int N, const BlockBuffers *b) {
     int C = c->dim, KVD = c->kv_dim;
     block_norm(c, b->xn1, b->x, w->norm1_w, w->norm1_b, N);
-    block_matmul(b->q, b->xn1, &w->wq, w->bq, N, C, C, b->xq, b->xs);
-    matmul_same_x(b->k, b->xn1, &w->wk, &w->wq, w->bk, N, C, KVD, b->xq, b->xs);
-    matmul_same_x(b->v, b->xn1, &w->wv, &w->wk, w->bv, N, C, KVD, b->xq, b->xs);
+    KernelsProduct qkv[3] = {{b->q, &w->wq, w->bq, C}, {b->k, &w->wk, w->bk, KVD},
+                             {b->v, &w->wv, w->bv, KVD}};
+    matmuls(qkv, 3, b->xn1, N, C, b->xq, b->xs);   /* q, k, v = xn1 W^T + bias */
     if (block_rotary(c) && b->rope) rope(c, b->rope, b->q, b->k, N, 1.0f);
 }
 
@@ -169,9 +174,8 @@ void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
 
     /* MLP sublayer: out = x_mid + W_down . act(W_up . norm2(x_mid)), act GELU or SwiGLU */
     block_norm(c, b->xn2, b->x_mid, w->norm2_w, w->norm2_b, N);
-    block_matmul(b->pre, b->xn2, &w->w_up, w->b_up, N, C, Hd, b->xq, b->xs);
-    if (c->family == MODEL_LLAMA)
-        matmul_same_x(b->gate, b->xn2, &w->w_gate, &w->w_up, NULL, N, C, Hd, b->xq, b->xs);
+    KernelsProduct up[2] = {{b->pre, &w->w_up, w->b_up, Hd}, {b->gate, &w->w_gate, NULL, Hd}};
+    matmuls(up, c->family == MODEL_LLAMA ? 2 : 1, b->xn2, N, C, b->xq, b->xs);   /* + gate */
     BlockJob act = {.c = c, .out = b->act, .x = b->pre, .y = b->gate, .n = NH};
     kernels_parallel_for(activation_job, &act, kernels_jobs(NH, ELEMENTS_PER_JOB), (double)NH);
     block_matmul(b->proj, b->act, &w->w_down, w->b_down, N, Hd, C, b->xq, b->xs);

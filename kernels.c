@@ -336,54 +336,84 @@ static int block_cols(int OC, int blocks) {
  * from memory at 30-31 GB/s in 2 blocks, 32-35 in one; docs/performance.md, End to end). */
 static int decode_cols(int OC) { return block_cols(OC, kernels_threads()); }
 
-/* One matmul's arguments, for its jobs. */
+/* One product's plan, for its jobs: out (N, OC) = x . w^T + b, w fp32 (w) or int8 (q8,
+ * of the x that xq, xs hold), in jobs of `rows` rows of x by `cols` output columns. */
 typedef struct {
     float *out;
     const float *x, *w, *b;
     const QuantMatrix *q8;
     const int8_t *xq;
     const float *xs;
-    int N, IC, OC, cols, col_blocks;
-    int rows;             /* int8: rows of x per job */
-    int gemm;             /* 1: the broadcast (GEMM) tile, for products of many rows */
+    int N, IC, OC, rows, cols, col_blocks;
+    int gemm;             /* fp32: 1 for the broadcast (GEMM) tile, for products of many rows */
 } MatmulJob;
 
-/* Job j of an fp32 matmul: a block of rows of x times a block of output columns. */
-static void matmul_job(void *ctx, int j) {
-    const MatmulJob *m = ctx;
-    int n0 = j / m->col_blocks * BLOCK_ROWS, o0 = j % m->col_blocks * m->cols;
-    int n1 = n0 + BLOCK_ROWS < m->N ? n0 + BLOCK_ROWS : m->N;
-    int o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
-    if (m->gemm) simd_gemm_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
-    else simd_matmul_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
+/* Rows n0 .. n1-1 of x times output columns o0 .. o1-1 of m's product. */
+static void matmul_range(const MatmulJob *m, int n0, int n1, int o0, int o1) {
+    if (m->q8) {
+        size_t groups = (size_t)quant_groups(m->IC, m->q8->group);
+        quant_matmul_block(m->out + (size_t)n0 * (size_t)m->OC,
+                           m->xq + (size_t)n0 * (size_t)m->IC, m->xs + (size_t)n0 * groups,
+                           m->q8, m->b, n1 - n0, o0, o1);
+    } else if (m->gemm) {
+        simd_gemm_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
+    } else {
+        simd_matmul_block(m->out, m->x, m->w, m->b, n0, n1, o0, o1, m->IC, m->OC);
+    }
 }
 
-/* Job j of an int8 matmul: a block of m->rows rows of x times a block of output columns,
- * in matmul_job's order. */
-static void matmul_q8_job(void *ctx, int j) {
-    const MatmulJob *m = ctx;
+/* Job j of a product: a block of rows of x times a block of output columns. */
+static void matmul_job(const MatmulJob *m, int j) {
     int n0 = j / m->col_blocks * m->rows, o0 = j % m->col_blocks * m->cols;
     int n1 = n0 + m->rows < m->N ? n0 + m->rows : m->N;
     int o1 = o0 + m->cols < m->OC ? o0 + m->cols : m->OC;
-    size_t groups = (size_t)quant_groups(m->IC, m->q8->group);
-    quant_matmul_block(m->out + (size_t)n0 * (size_t)m->OC, m->xq + (size_t)n0 * (size_t)m->IC,
-                       m->xs + (size_t)n0 * groups, m->q8, m->b, n1 - n0, o0, o1);
+    matmul_range(m, n0, n1, o0, o1);
 }
 
-void kernels_matmul(float *out, const float *x, const float *w, const float *b,
-                    int N, int IC, int OC) {
-    /* Jobs are (block of rows of x, block of output columns). Each output element is
-     * written by one job, so threads never share an output, and which job writes it
-     * never changes its bits. Small products stay on one thread: handing out the jobs
-     * would cost more than the second thread saves. */
-    int gemm_cols = simd_gemm_cols(N, OC);   /* many rows: the GEMM's blocks; else 0 */
-    int cols = gemm_cols ? gemm_cols
-               : N == 1  ? decode_cols(OC)
-                         : block_cols(OC, JOBS_PER_THREAD * kernels_threads());
-    MatmulJob m = {.out = out, .x = x, .w = w, .b = b, .N = N, .IC = IC, .OC = OC,
-                   .cols = cols, .col_blocks = (OC + cols - 1) / cols, .gemm = gemm_cols > 0};
-    int row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
-    pool_parallel_for(matmul_job, &m, row_blocks * m.col_blocks, (double)N * IC * OC);
+/* The jobs of an int8 product of N rows of x: *rows rows (the last job fewer) by *cols
+ * output columns. Each job packs its rows of x for the tile, and forms each column tile's
+ * weights' sums, once, so the jobs are as few as give every thread an equal share: R
+ * blocks of rows by threads / R blocks of columns, R the most that divides the threads
+ * and leaves each block whole tiles of rows (a multiple of 16, at least 32) with the last
+ * block short by at most a quarter; else all the rows in one block (more jobs would pack
+ * each row again). */
+static void q8_jobs(int N, int OC, int *rows, int *cols) {
+    int threads = kernels_threads(), row_blocks = 1;
+    *rows = N;
+    for (int R = threads; R > 1; R--) {
+        int per = (N + R - 1) / R;
+        per = (per + Q8_JOB_ROWS_STEP - 1) / Q8_JOB_ROWS_STEP * Q8_JOB_ROWS_STEP;
+        if (threads % R == 0 && per >= Q8_JOB_ROWS_MIN && 4 * (R * per - N) <= per) {
+            row_blocks = R;
+            *rows = per;
+            break;
+        }
+    }
+    *cols = block_cols(OC, threads / row_blocks);
+}
+
+/* Plans product p of x (N, IC) in m (int8: of the x that xq, xs hold in its groups), for
+ * N > 1: jobs of m->rows rows (the same for every product of N rows in one format) by
+ * m->cols columns. Each output is written by one job, so threads never
+ * share an output, and which job writes it never changes its bits. Jobs in blocks of rows:
+ * loops over the same rows one after the other (the quantization, this product, the norms
+ * and residuals after it) then give each thread mostly the rows it wrote (pool_claim),
+ * where jobs of all the rows made each product write lines the other core wrote last. */
+static void matmul_plan(MatmulJob *m, const KernelsProduct *p, const float *x, int N, int IC,
+                        const int8_t *xq, const float *xs) {
+    *m = (MatmulJob){.out = p->out, .x = x, .w = p->w->f32, .b = p->b, .N = N, .IC = IC,
+                     .OC = p->OC, .rows = BLOCK_ROWS};
+    if (!p->w->f32) {
+        m->q8 = &p->w->q8;
+        m->xq = xq;
+        m->xs = xs;
+        q8_jobs(N, p->OC, &m->rows, &m->cols);
+    } else {
+        int gemm_cols = simd_gemm_cols(N, p->OC);   /* many rows: the GEMM's blocks; else 0 */
+        m->gemm = gemm_cols > 0;
+        m->cols = m->gemm ? gemm_cols : block_cols(p->OC, JOBS_PER_THREAD * kernels_threads());
+    }
+    m->col_blocks = (p->OC + m->cols - 1) / m->cols;
 }
 
 /* One quantization of x, for its jobs of QUANTIZE_ROWS_PER_JOB rows. */
@@ -402,57 +432,77 @@ static void quantize_job(void *ctx, int j) {
                    (int)(n1 - n0), q->IC, q->group);
 }
 
-void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
-                       int N, int8_t *xq, float *xs) {
-    /* the activations in the matrix's groups: xq (N, IC), xs (N, groups), rows apart (each
-     * row's groups alone decide its values, so the bits do not depend on the split) */
-    QuantizeJob q = {xq, xs, x, N, w->cols, w->group};
-    pool_parallel_for(quantize_job, &q, kernels_jobs((size_t)N, QUANTIZE_ROWS_PER_JOB),
-                      (double)N * w->cols * 4);
-    kernels_matmul_q8_quantized(out, xq, xs, w, b, N);
-}
+/* A run of products of one x in one format, as one parallel loop. Many rows: the jobs
+ * matmul_plan cuts, by blocks of rows, and within a block of rows product by product
+ * (product i's blocks of columns are first[i] .. first[i + 1] - 1 of a block of rows), so
+ * that the threads keep taking the rows they took for the products before (pool_claim).
+ * One row (decode): the matrices as one of all their rows stacked, cut into decode_cols's
+ * blocks of `cols` rows, one a thread: each thread reads one run of rows, where a block
+ * of each matrix made runs a third as long. */
+typedef struct {
+    MatmulJob m[KERNELS_MAX_PRODUCTS];
+    int first[KERNELS_MAX_PRODUCTS + 1];
+    int n, cols;          /* products; decode: rows of the stack per job, else 0 */
+} MatmulsJob;
 
-/* The jobs of an int8 product of N rows of x: *rows rows (the last job fewer) by *cols
- * output columns. One row (decode): decode_cols's blocks. Many rows (a prompt):
- * each job packs its rows of x for the tile, and forms each column tile's weights' sums,
- * once, so the jobs are as few as give every thread an equal share: R blocks of rows by
- * threads / R blocks of columns, R the most that divides the threads and leaves each
- * block whole tiles of rows (a multiple of 16, at least 32) with the last block short by
- * at most a quarter; else all the rows in one block (more jobs would pack each row again).
- * Which rows and columns a job takes never changes an output's bits. */
-static void q8_jobs(int N, int OC, int *rows, int *cols) {
-    if (N == 1) {
-        *rows = 1;
-        *cols = decode_cols(OC);
+static void matmuls_job(void *ctx, int j) {
+    const MatmulsJob *g = ctx;
+    if (g->cols) {   /* decode: rows o0 .. o1-1 of the stack, o the row of the stack */
+        int o0 = j * g->cols, o1 = o0 + g->cols, first = 0;
+        for (int i = 0; i < g->n; first += g->m[i].OC, i++) {
+            int lo = o0 > first ? o0 - first : 0;
+            int hi = o1 - first < g->m[i].OC ? o1 - first : g->m[i].OC;
+            if (lo < hi) matmul_range(&g->m[i], 0, 1, lo, hi);
+        }
         return;
     }
-    int threads = kernels_threads(), row_blocks = 1;
-    *rows = N;
-    for (int R = threads; R > 1; R--) {
-        int per = (N + R - 1) / R;
-        per = (per + Q8_JOB_ROWS_STEP - 1) / Q8_JOB_ROWS_STEP * Q8_JOB_ROWS_STEP;
-        if (threads % R == 0 && per >= Q8_JOB_ROWS_MIN && 4 * (R * per - N) <= per) {
-            row_blocks = R;
-            *rows = per;
-            break;
-        }
-    }
-    *cols = block_cols(OC, threads / row_blocks);
+    int row_block = j / g->first[g->n], col_block = j % g->first[g->n], i = 0;
+    while (col_block >= g->first[i + 1]) i++;
+    matmul_job(&g->m[i], row_block * g->m[i].col_blocks + col_block - g->first[i]);
 }
 
-void kernels_matmul_q8_quantized(float *out, const int8_t *xq, const float *xs,
-                                 const QuantMatrix *w, const float *b, int N) {
-    int IC = w->cols, OC = w->rows, rows, cols;
-    q8_jobs(N, OC, &rows, &cols);
-    MatmulJob m = {.out = out, .b = b, .q8 = w, .xq = xq, .xs = xs, .N = N, .IC = IC,
-                   .OC = OC, .cols = cols, .col_blocks = (OC + cols - 1) / cols, .rows = rows};
-    /* Jobs in blocks of rows, as kernels_matmul's: loops over the same rows one after the
-     * other (the quantization, this product, the norms and residuals after it) then give
-     * each thread mostly the rows it wrote (pool_claim), where jobs of all the rows made
-     * each product write lines that the other core had written last. An int8 weight is a
-     * quarter of an fp32 one to stream: the work is counted accordingly. */
-    int row_blocks = (N + rows - 1) / rows;
-    pool_parallel_for(matmul_q8_job, &m, row_blocks * m.col_blocks, (double)N * IC * OC / 4);
+void kernels_matmuls(const KernelsProduct *p, int n, const float *x, int N, int IC,
+                     int8_t *xq, float *xs) {
+    for (int i = 0; i < n;) {
+        /* the run from p[i]: the products after it in its format (int8: in its groups,
+         * x quantized once for them all) */
+        const Matrix *w0 = p[i].w;
+        if (!w0->f32) {   /* x in the groups: xq (N, IC), xs (N, groups), rows apart */
+            QuantizeJob q = {xq, xs, x, N, IC, w0->q8.group};
+            pool_parallel_for(quantize_job, &q, kernels_jobs((size_t)N, QUANTIZE_ROWS_PER_JOB),
+                              (double)N * IC * 4);
+        }
+        MatmulsJob g = {.first = {0}};
+        double work = 0;   /* multiply-adds, an int8 one a quarter (a quarter of the bytes) */
+        int rows = 0;      /* decode: rows of the stack */
+        for (; i < n && g.n < KERNELS_MAX_PRODUCTS; i++, g.n++) {
+            const Matrix *w = p[i].w;
+            if (w0->f32 ? !w->f32 : w->f32 || w->q8.group != w0->q8.group)
+                break;   /* another format: the next run */
+            matmul_plan(&g.m[g.n], &p[i], x, N, IC, xq, xs);
+            g.first[g.n + 1] = g.first[g.n] + g.m[g.n].col_blocks;
+            work += (double)N * IC * p[i].OC / (w->f32 ? 1 : 4);
+            rows += p[i].OC;
+        }
+        int jobs = (N + g.m[0].rows - 1) / g.m[0].rows * g.first[g.n];   /* rows: shapes' */
+        if (N == 1) {
+            g.cols = decode_cols(rows);
+            jobs = (rows + g.cols - 1) / g.cols;
+        }
+        pool_parallel_for(matmuls_job, &g, jobs, work);
+    }
+}
+
+void kernels_matmul(float *out, const float *x, const float *w, const float *b,
+                    int N, int IC, int OC) {
+    KernelsProduct p = {out, &(Matrix){.f32 = w}, b, OC};
+    kernels_matmuls(&p, 1, x, N, IC, NULL, NULL);
+}
+
+void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
+                       int N, int8_t *xq, float *xs) {
+    KernelsProduct p = {out, &(Matrix){.q8 = *w}, b, w->rows};
+    kernels_matmuls(&p, 1, x, N, w->cols, xq, xs);
 }
 
 int kernels_gemm_min_rows(void) { return simd_gemm_min_rows(); }

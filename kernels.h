@@ -82,11 +82,25 @@ void kernels_matmul(float *out, const float *x, const float *w, const float *b,
 void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
                        int N, int8_t *xq, float *xs);
 
-/* The product of kernels_matmul_q8 for an x that xq and xs already hold, quantized in groups
- * of w->group by a kernels_matmul_q8 on that x (q, k and v are products of one input, and
- * so are the MLP's up and gate): the same outputs, x not quantized again. */
-void kernels_matmul_q8_quantized(float *out, const int8_t *xq, const float *xs,
-                                 const QuantMatrix *w, const float *b, int N);
+/* One of several products of the same x (N, IC): out (N, OC) = x . w^T + b, w fp32 (f32)
+ * or int8 (q8), b (OC,) or NULL. */
+typedef struct {
+    float *out;
+    const Matrix *w;
+    const float *b;
+    int OC;
+} KernelsProduct;
+
+#define KERNELS_MAX_PRODUCTS 4   /* products of one parallel loop in kernels_matmuls */
+
+/* The n products p of one x (N, IC), as if each were its own kernels_matmul or
+ * kernels_matmul_q8 (the same bits), but with one wait for the threads where several
+ * follow in one format: consecutive products in fp32, or in int8 with the same groups (x
+ * quantized once into xq, xs for them), are one parallel loop over all their jobs (W_Q,
+ * W_K and W_V; the MLP's up and gate). For one row of x (decode) their matrices are cut
+ * as one matrix of their rows stacked: each thread reads one run of rows. */
+void kernels_matmuls(const KernelsProduct *p, int n, const float *x, int N, int IC,
+                     int8_t *xq, float *xs);
 
 /* Blocks of at least this many rows go through the broadcast (GEMM) tile, whose sums run
  * in another order than the dot-product tile's; 0 if the build has no such path. */
