@@ -477,15 +477,16 @@ static int carve_tensors(Checkpoint *ck, const Layout *layout, const unsigned ch
     return 0;
 }
 
-/* Matrix rows r0 .. r0+rows-1 of layer l of tensor t, fp32 or int8. */
+/* Matrix rows r0 .. r0+rows-1 of layer l of tensor t, fp32, halves or int8. */
 static Matrix matrix_view(const CheckpointTensor *t, int l, int r0, int rows) {
     Matrix m = {0};
     size_t cols = (size_t)t->cols;
     if (t->parts) {   /* a GGUF file: each layer on its own */
-        size_t groups = t->f32 ? 0 : (size_t)quant_groups(t->cols, t->group);
+        size_t groups = t->f32 || t->f16 ? 0 : (size_t)quant_groups(t->cols, t->group);
         const CheckpointPart *p = &t->parts[l];
-        if (t->f32) {
-            m.f32 = p->f32 + (size_t)r0 * cols;
+        if (t->f32 || t->f16) {
+            if (t->f32) m.f32 = p->f32 + (size_t)r0 * cols;
+            else m.f16 = p->f16 + (size_t)r0 * cols;
             return m;
         }
         m.q8 = (QuantMatrix){p->q + (size_t)r0 * cols, p->scale + (size_t)r0 * groups, rows,
@@ -517,7 +518,7 @@ static void point_weights(Checkpoint *ck) {
     const CheckpointTensor *T = ck->tensors;
     Weights *w = &ck->weights;
     int C = c->dim, KVD = c->kv_dim, gpt2 = c->family == MODEL_GPT2;
-    w->int8 = T[gpt2 ? TENSOR_WTE : TENSOR_TOK].f32 == NULL;
+    w->int8 = T[gpt2 ? TENSOR_WTE : TENSOR_TOK].q != NULL;
     w->token_embedding = matrix_view(&T[gpt2 ? TENSOR_WTE : TENSOR_TOK], 0, 0,
                                      c->padded_vocab_size);
     w->classifier = T[TENSOR_CLS].present ? matrix_view(&T[TENSOR_CLS], 0, 0, c->vocab_size)
@@ -940,7 +941,7 @@ static int write_all(FILE *f, const void *data, size_t size, size_t count) {
     return fwrite(data, size, count, f) == count ? 0 : -1;
 }
 
-/* Writes tensor t (fp32 or int8 source) in the int8 file's form: vectors as fp32;
+/* Writes tensor t (fp32, half or int8 source) in the int8 file's form: vectors as fp32;
  * matrices per layer as int8 values (rows, cols) then fp32 scales (rows, groups).
  * row, q and s are scratch of cols floats, cols bytes and groups floats. */
 static int write_tensor(FILE *f, const CheckpointTensor *t, int group, float *row,
@@ -957,6 +958,7 @@ static int write_tensor(FILE *f, const CheckpointTensor *t, int group, float *ro
             for (int r = 0; r < t->rows; r++) {
                 Matrix m = matrix_view(t, l, r, 1);
                 if (m.f32) memcpy(row, m.f32, cols * sizeof(float));
+                else if (m.f16) kernels_from_half(row, m.f16, cols);
                 else quant_dequantize_row(row, &m.q8, 0);
                 quant_quantize(q, s, row, 1, t->cols, group);
                 if (pass == 0 ? write_all(f, q, 1, cols) : write_all(f, s, sizeof(float), groups))

@@ -129,6 +129,7 @@ typedef struct {
     const float *f32;      /* (rows, cols) when fp32 */
     const int8_t *q;       /* (rows, cols) when int8 */
     const float *scale;    /* (rows, ceil(cols / group)) when int8 */
+    const uint16_t *f16;   /* (rows, cols) when IEEE halves (a GGUF F16 matrix) */
 } CheckpointPart;
 
 /* One tensor of the file, (layers, rows, cols): fp32, or int8 with per-row groups. */
@@ -137,6 +138,7 @@ typedef struct {
     int is_matrix;         /* matrices may be int8; vectors (norms, biases, wpe) are fp32 */
     int layers, rows, cols;
     const float *f32;      /* (layers, rows, cols) when fp32, else NULL */
+    const uint16_t *f16;   /* halves: layer 0's part (parts), else NULL */
     const int8_t *q;       /* int8: layer l's (rows, cols) values start at q + l * q_stride */
     size_t q_stride;       /* bytes between layers in the file (values and their scales) */
     const float *scale;    /* int8: (layers, rows, ceil(cols / group)), owned copy */

@@ -336,11 +336,13 @@ static int block_cols(int OC, int blocks) {
  * from memory at 30-31 GB/s in 2 blocks, 32-35 in one; docs/performance.md, End to end). */
 static int decode_cols(int OC) { return block_cols(OC, kernels_threads()); }
 
-/* One product's plan, for its jobs: out (N, OC) = x . w^T + b, w fp32 (w) or int8 (q8,
- * of the x that xq, xs hold), in jobs of `rows` rows of x by `cols` output columns. */
+/* One product's plan, for its jobs: out (N, OC) = x . w^T + b, w fp32 (w), halves (w16) or
+ * int8 (q8, of the x that xq, xs hold), in jobs of `rows` rows of x by `cols` output
+ * columns. */
 typedef struct {
     float *out;
     const float *x, *w, *b;
+    const uint16_t *w16;  /* halves, in w's place */
     const QuantMatrix *q8;
     const int8_t *xq;
     const float *xs;
@@ -348,9 +350,48 @@ typedef struct {
     int gemm;             /* fp32: 1 for the broadcast (GEMM) tile, for products of many rows */
 } MatmulJob;
 
+static void matmul_range(const MatmulJob *m, int n0, int n1, int o0, int o1);
+
+/* matmul_range of a matrix of halves but by the GEMM (simd_gemm_block_half): one row of x,
+ * the dots over the halves as they load (kernels_dots_half, the bits of the fp32 product's
+ * one-row dots); a few, the fp32 path over HALF_ROWS_FLOATS floats of rows at a time,
+ * converted on the stack (exact: every half is a float). Either way the bits of the
+ * product over the widened matrix. */
+#define HALF_ROWS_FLOATS 65536   /* 256 KiB; a row of w has at most MODEL_MAX_DIM values */
+static void matmul_range_half(const MatmulJob *m, int n0, int n1, int o0, int o1) {
+    size_t IC = (size_t)m->IC, OC = (size_t)m->OC;
+    if (n1 - n0 == 1) {
+        float *out_n = m->out + (size_t)n0 * OC;
+        kernels_dots_half(out_n + o0, m->x + (size_t)n0 * IC, m->w16 + (size_t)o0 * IC,
+                          o1 - o0, m->IC);
+        if (m->b)
+            for (int o = o0; o < o1; o++) out_n[o] += m->b[o];
+        return;
+    }
+    float rows[HALF_ROWS_FLOATS];
+    int step = HALF_ROWS_FLOATS / m->IC;   /* rows of w a pass: a multiple of 24 (the GEMM's
+                                            * 6-row tile, the dots' 8) where there is room */
+    if (step >= 24) step = step / 24 * 24;
+    for (int o = o0; o < o1; o += step) {
+        int end = o + step < o1 ? o + step : o1;
+        kernels_from_half(rows, m->w16 + (size_t)o * IC, (size_t)(end - o) * IC);
+        /* the same product of the converted rows: output columns o .. end-1 */
+        MatmulJob part = *m;
+        part.out = m->out + o;
+        part.w = rows;
+        part.w16 = NULL;
+        part.b = m->b ? m->b + o : NULL;
+        matmul_range(&part, n0, n1, 0, end - o);
+    }
+}
+
 /* Rows n0 .. n1-1 of x times output columns o0 .. o1-1 of m's product. */
 static void matmul_range(const MatmulJob *m, int n0, int n1, int o0, int o1) {
-    if (m->q8) {
+    if (m->w16 && m->gemm) {
+        simd_gemm_block_half(m->out, m->x, m->w16, m->b, n0, n1, o0, o1, m->IC, m->OC);
+    } else if (m->w16) {
+        matmul_range_half(m, n0, n1, o0, o1);
+    } else if (m->q8) {
         size_t groups = (size_t)quant_groups(m->IC, m->q8->group);
         quant_matmul_block(m->out + (size_t)n0 * (size_t)m->OC,
                            m->xq + (size_t)n0 * (size_t)m->IC, m->xs + (size_t)n0 * groups,
@@ -401,9 +442,9 @@ static void q8_jobs(int N, int OC, int *rows, int *cols) {
  * where jobs of all the rows made each product write lines the other core wrote last. */
 static void matmul_plan(MatmulJob *m, const KernelsProduct *p, const float *x, int N, int IC,
                         const int8_t *xq, const float *xs) {
-    *m = (MatmulJob){.out = p->out, .x = x, .w = p->w->f32, .b = p->b, .N = N, .IC = IC,
-                     .OC = p->OC, .rows = BLOCK_ROWS};
-    if (!p->w->f32) {
+    *m = (MatmulJob){.out = p->out, .x = x, .w = p->w->f32, .w16 = p->w->f16, .b = p->b,
+                     .N = N, .IC = IC, .OC = p->OC, .rows = BLOCK_ROWS};
+    if (p->w->q8.q) {
         m->q8 = &p->w->q8;
         m->xq = xq;
         m->xs = xs;
@@ -467,21 +508,23 @@ void kernels_matmuls(const KernelsProduct *p, int n, const float *x, int N, int 
         /* the run from p[i]: the products after it in its format (int8: in its groups,
          * x quantized once for them all) */
         const Matrix *w0 = p[i].w;
-        if (!w0->f32) {   /* x in the groups: xq (N, IC), xs (N, groups), rows apart */
+        if (w0->q8.q) {   /* x in the groups: xq (N, IC), xs (N, groups), rows apart */
             QuantizeJob q = {xq, xs, x, N, IC, w0->q8.group};
             pool_parallel_for(quantize_job, &q, kernels_jobs((size_t)N, QUANTIZE_ROWS_PER_JOB),
                               (double)N * IC * 4);
         }
         MatmulsJob g = {.first = {0}};
-        double work = 0;   /* multiply-adds, an int8 one a quarter (a quarter of the bytes) */
+        double work = 0;   /* multiply-adds, by the bytes of w: a half's a half, an int8's a
+                            * quarter */
         int rows = 0;      /* decode: rows of the stack */
         for (; i < n && g.n < KERNELS_MAX_PRODUCTS; i++, g.n++) {
             const Matrix *w = p[i].w;
-            if (w0->f32 ? !w->f32 : w->f32 || w->q8.group != w0->q8.group)
+            if (!w->f32 != !w0->f32 || !w->f16 != !w0->f16 || !w->q8.q != !w0->q8.q ||
+                (w->q8.q && w->q8.group != w0->q8.group))
                 break;   /* another format: the next run */
             matmul_plan(&g.m[g.n], &p[i], x, N, IC, xq, xs);
             g.first[g.n + 1] = g.first[g.n] + g.m[g.n].col_blocks;
-            work += (double)N * IC * p[i].OC / (w->f32 ? 1 : 4);
+            work += (double)N * IC * p[i].OC / (w->f32 ? 1 : w->f16 ? 2 : 4);
             rows += p[i].OC;
         }
         int jobs = (N + g.m[0].rows - 1) / g.m[0].rows * g.first[g.n];   /* rows: shapes' */

@@ -26,13 +26,15 @@
 
 #define KERNELS_NORM_EPS 1e-5f   /* LayerNorm (GPT-2) and RMSNorm (Llama) epsilon */
 
-/* A weight matrix W (OC, IC) as the forward pass uses it: fp32, or int8 with group
- * scales. Exactly one of f32 and q8.q is non-NULL. Views: the model owns the memory. */
+/* A weight matrix W (OC, IC) as the forward pass uses it: fp32, IEEE halves, or int8 with
+ * group scales. Exactly one of f32, f16 and q8.q is non-NULL. Views: the model owns the
+ * memory. */
 typedef struct {
     const float *f32;     /* (OC, IC) fp32 weights, or NULL */
     const float *f32_t;   /* (IC, OC) the same weights transposed, or NULL: the trainer
                            * makes them once per step for kernels_matmul_wt */
-    QuantMatrix q8;       /* int8 weights and scales when f32 is NULL */
+    const uint16_t *f16;  /* (OC, IC) halves (a GGUF F16 file's, in place), or NULL */
+    QuantMatrix q8;       /* int8 weights and scales, or q8.q NULL */
 } Matrix;
 
 /* ---- threads ---- */
@@ -82,8 +84,9 @@ void kernels_matmul(float *out, const float *x, const float *w, const float *b,
 void kernels_matmul_q8(float *out, const float *x, const QuantMatrix *w, const float *b,
                        int N, int8_t *xq, float *xs);
 
-/* One of several products of the same x (N, IC): out (N, OC) = x . w^T + b, w fp32 (f32)
- * or int8 (q8), b (OC,) or NULL. */
+/* One of several products of the same x (N, IC): out (N, OC) = x . w^T + b, w fp32 (f32),
+ * halves (f16: the bits of the product over the matrix widened to floats) or int8 (q8),
+ * b (OC,) or NULL. */
 typedef struct {
     float *out;
     const Matrix *w;
@@ -95,10 +98,10 @@ typedef struct {
 
 /* The n products p of one x (N, IC), as if each were its own kernels_matmul or
  * kernels_matmul_q8 (the same bits), but with one wait for the threads where several
- * follow in one format: consecutive products in fp32, or in int8 with the same groups (x
- * quantized once into xq, xs for them), are one parallel loop over all their jobs (W_Q,
- * W_K and W_V; the MLP's up and gate). For one row of x (decode) their matrices are cut
- * as one matrix of their rows stacked: each thread reads one run of rows. */
+ * follow in one format: consecutive products in fp32, in halves, or in int8 with the same
+ * groups (x quantized once into xq, xs for them), are one parallel loop over all their
+ * jobs (W_Q, W_K and W_V; the MLP's up and gate). For one row of x (decode) their
+ * matrices are cut as one matrix of their rows stacked: each thread reads one run of rows. */
 void kernels_matmuls(const KernelsProduct *p, int n, const float *x, int N, int IC,
                      int8_t *xq, float *xs);
 

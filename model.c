@@ -445,6 +445,8 @@ static void embed(const Model *m, float *x, const int *tokens, int N, int pos) {
         float *x_t = x + (size_t)t * C;
         if (w->token_embedding.f32)
             memcpy(x_t, w->token_embedding.f32 + (size_t)tokens[t] * C, (size_t)C * sizeof(float));
+        else if (w->token_embedding.f16)   /* a GGUF F16 file's halves */
+            kernels_from_half(x_t, w->token_embedding.f16 + (size_t)tokens[t] * C, (size_t)C);
         else
             quant_dequantize_row(x_t, &w->token_embedding.q8, tokens[t]);
         if (w->pos_embedding) {

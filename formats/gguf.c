@@ -4,8 +4,8 @@
  * Reading is in three steps, each checked before the next: the header, metadata and tensor
  * table are walked with a cursor that never reads past the file (gguf_open); the model's
  * hyperparameters and tensors are looked up by name and checked against each other
- * (gguf_load_checkpoint); only then is memory taken for what must be converted (F16 and
- * BF16 widened, Q8_0 repacked). The tokenizer is built from the metadata's arrays by
+ * (gguf_load_checkpoint); only then is memory taken for what must be converted (BF16 and
+ * F16 vectors widened, Q8_0 repacked; F16 matrices stay halves). The tokenizer is built from the metadata's arrays by
  * tokenizer.c (gguf_load_tokenizer). Nothing here computes: read model.c for the network.
  *
  * Legend: V vocab, C width, L layers, Hd MLP width, KVD kv width, S context.
@@ -656,7 +656,11 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
     case GGUF_F32:
         if ((g->data_offset + t->offset) % sizeof(float) != 0) *floats += numel;   /* copied */
         break;
-    case GGUF_F16: case GGUF_BF16: *floats += numel; break;
+    case GGUF_F16:   /* matrices stay halves: in place, or copied where misaligned */
+        if (!r->is_matrix) *floats += numel;
+        else if ((g->data_offset + t->offset) % sizeof(uint16_t) != 0) *floats += (numel + 1) / 2;
+        break;
+    case GGUF_BF16: *floats += numel; break;
     case GGUF_Q8_0:
         if (r->is_matrix) {
             *bytes += numel;
@@ -913,8 +917,16 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
         for (int l = 0; l < layers; l++) {
             const GgufTensor *t = found[r][l];
             CheckpointPart *p = &parts[l];
-            *p = (CheckpointPart){NULL, NULL, NULL};   /* the block is not zeroed */
-            if (t->type == GGUF_Q8_0 && role->is_matrix) {
+            *p = (CheckpointPart){NULL, NULL, NULL, NULL};   /* the block is not zeroed */
+            if (t->type == GGUF_F16 && role->is_matrix) {
+                if ((g.data_offset + t->offset) % sizeof(uint16_t) == 0) {
+                    p->f16 = (const uint16_t *)(const void *)t->data;   /* mapped, in place */
+                } else {
+                    memcpy(f, t->data, numel * sizeof(uint16_t));
+                    p->f16 = (const uint16_t *)(void *)f;
+                    f += (numel + 1) / 2;
+                }
+            } else if (t->type == GGUF_Q8_0 && role->is_matrix) {
                 p->q = q;
                 p->scale = f;
                 if (repack_q8_0(q, f, t, numel, path) != 0) goto fail;
@@ -932,7 +944,8 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
         }
         /* every layer of a role has one type: a file that mixes them is refused */
         for (int l = 1; l < layers; l++) {
-            if ((parts[l].f32 != NULL) != (parts[0].f32 != NULL)) {
+            if ((parts[l].f32 != NULL) != (parts[0].f32 != NULL) ||
+                (parts[l].f16 != NULL) != (parts[0].f16 != NULL)) {
                 fprintf(stderr, "model: %s: layers of %s have different types (got %s in layer "
                         "0 and %s in layer %d, expected one type)\n", path, role->name,
                         TYPES[found[r][0]->type].name, TYPES[found[r][l]->type].name, l);
@@ -940,6 +953,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
             }
         }
         ten->f32 = parts[0].f32;
+        ten->f16 = parts[0].f16;
         ten->q = parts[0].q;
         ten->scale = parts[0].scale;
         ten->group = GGUF_Q8_0_BLOCK;
@@ -952,12 +966,12 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     g.map = NULL;
     /* what the load line says: by architecture (ARCHS' order), then by the types found */
     static const char *const FORMATS[][5] = {
-        {"GGUF llama, F32", "GGUF llama, F16 (widened to fp32 at load)",
+        {"GGUF llama, F32", "GGUF llama, F16 (matrices kept as halves)",
          "GGUF llama, BF16 (widened to fp32 at load)", "GGUF llama, Q8_0 (computed in int8)",
-         "GGUF llama, Q8_0 (int8) with F16 widened to fp32"},
-        {"GGUF gpt2, F32", "GGUF gpt2, F16 (widened to fp32 at load)",
+         "GGUF llama, Q8_0 (int8) with F16 or BF16"},
+        {"GGUF gpt2, F32", "GGUF gpt2, F16 (matrices kept as halves)",
          "GGUF gpt2, BF16 (widened to fp32 at load)", "GGUF gpt2, Q8_0 (computed in int8)",
-         "GGUF gpt2, Q8_0 (int8) with F16 widened to fp32"}};
+         "GGUF gpt2, Q8_0 (int8) with F16 or BF16"}};
     ck->format = FORMATS[a - ARCHS][q8 ? (f16 || bf16 ? 4 : 3) : f16 ? 1 : bf16 ? 2 : 0];
     gguf_close(&g);
     return 0;

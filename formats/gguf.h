@@ -94,11 +94,11 @@ void gguf_close(GgufFile *g);
 const GgufValue *gguf_find(const GgufFile *g, const char *key);
 
 /* Reads the `llama` GGUF at path into ck (zeroed first): hyperparameters from the
- * metadata, tensors by name, F32 mapped, F16 and BF16 widened to fp32, Q8_0 repacked
- * into the int8 layout of quant.h (one scale per 32 values of a row); any other type is
- * refused naming the tensor. ck->weights.layers is allocated; the caller points the
- * Weights (checkpoint.c). Returns 0, or -1 after one stderr line; checkpoint_free
- * releases everything either way. */
+ * metadata, tensors by name, F32 and F16 matrices mapped (or copied where misaligned),
+ * other F16 and BF16 widened to fp32, Q8_0 repacked into the int8 layout of quant.h (one
+ * scale per 32 values of a row); any other type is refused naming the tensor.
+ * ck->weights.layers is allocated; the caller points the Weights (checkpoint.c). Returns
+ * 0, or -1 after one stderr line; checkpoint_free releases everything either way. */
 int gguf_load_checkpoint(Checkpoint *ck, const char *path);
 
 /* Builds the tokenizer a GGUF file carries (tokenizer.ggml.model `llama`, or `gpt2` with

@@ -100,6 +100,9 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
  * increasing order, for products of N >= simd_gemm_min_rows() rows. */
 void simd_gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
                      int n1, int o0, int o1, int IC, int OC);
+/* simd_gemm_block over w's values as halves: the same bits as over them as floats. */
+void simd_gemm_block_half(float *out, const float *x, const uint16_t *w, const float *b,
+                          int n0, int n1, int o0, int o1, int IC, int OC);
 /* The output columns per job of the GEMM for a product of N rows and OC columns, or 0
  * when N is under simd_gemm_min_rows() (the dot-product tile is faster there). */
 int simd_gemm_cols(int N, int OC);
@@ -157,6 +160,7 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #define simd_dots dots_reference
 #endif
 #define simd_gemm_block matmul_block_reference   /* never chosen: simd_gemm_cols is 0 */
+#define simd_gemm_block_half(...) ((void)0)       /* likewise */
 #define simd_gemm_cols(N, OC) 0
 #define simd_gemm_min_rows() 0
 #define simd_norm_stats norm_stats_reference

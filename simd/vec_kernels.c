@@ -107,6 +107,117 @@ static inline int exp_block_len(size_t rest) {
     return rest >= EXP_BLOCK ? EXP_BLOCK : (int)(rest / VLANES * VLANES);
 }
 
+/* ---- half precision ---- */
+
+/* kernels.c's to_half_reference, a vector at a time: the conversion instructions round to
+ * nearest even and keep a NaN's top payload bits as the reference does (x86: F16C, in
+ * every x86-64-v3 build; AArch64: its conversions, under the default FPCR). Returns how
+ * many values it did (simd_from_half, below, with the loads of halves). */
+size_t simd_to_half(uint16_t *out, const float *x, size_t n) {
+    size_t i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(out + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+#if defined(__F16C__)
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(out + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#elif defined(__aarch64__)
+    for (; i + 4 <= n; i += 4)
+        vst1_u16(out + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+#else
+    (void)out, (void)x, (void)n;   /* AVX2 built without F16C: the reference does them all */
+#endif
+    return i;
+}
+
+/* Loads of halves, for attention over a KV cache kept in halves: VLANES or eight halves (the
+ * first m of them: zeros beyond, nothing read past them) as floats, exactly. */
+#if defined(__F16C__)
+static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+#elif defined(__AVX2__)
+/* AVX2 built without F16C (a build, not a CPU: every AVX2 core has F16C): the format's
+ * definition in integer steps. A finite half's exponent and fraction bits, shifted into a
+ * float's (<< 13), read 2^-112 times its magnitude (subnormals too), which 2^112 rescales
+ * exactly; infinities and NaNs (exponent 31) take the float's exponent 255 instead, a NaN
+ * made quiet as kernels_from_half makes it; then the sign. */
+static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
+    __m256i bits = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)h));
+    __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fff));
+    __m256i shifted = _mm256_slli_epi32(magnitude, 13);
+    __m256 finite = _mm256_mul_ps(_mm256_castsi256_ps(shifted), _mm256_set1_ps(0x1p112f));
+    __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7c00));
+    __m256i special = _mm256_or_si256(_mm256_or_si256(shifted, _mm256_set1_epi32(0x7f800000)),
+                                      _mm256_and_si256(nan, _mm256_set1_epi32(0x400000)));
+    __m256i is_special = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7bff));
+    __m256 value = _mm256_blendv_ps(finite, _mm256_castsi256_ps(special),
+                                    _mm256_castsi256_ps(is_special));
+    __m256i sign = _mm256_slli_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x8000)), 16);
+    return _mm256_or_ps(value, _mm256_castsi256_ps(sign));
+}
+#else   /* AArch64 */
+static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
+    V8 v = {vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h))),
+            vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + 4)))};
+    return v;
+}
+#endif
+#if VLANES == 16
+static ALWAYS_INLINE Vec vec_load_half(const uint16_t *h) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h));
+}
+#elif VLANES == 8
+#define vec_load_half v8_load_half
+#else   /* AArch64 */
+static ALWAYS_INLINE Vec vec_load_half(const uint16_t *h) {
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+}
+#endif
+
+static ALWAYS_INLINE V8 v8_load_half_first(const uint16_t *h, int m) {
+    uint16_t first[8] = {0};
+    memcpy(first, h, (size_t)m * sizeof *h);
+    return v8_load_half(first);
+}
+
+static ALWAYS_INLINE Vec vec_load_half_first(const uint16_t *h, int m) {
+    uint16_t first[VLANES] = {0};
+    memcpy(first, h, (size_t)m * sizeof *h);
+    return vec_load_half(first);
+}
+
+/* kernels.c's from_half_reference, a vector at a time by the loads above (exact, as the
+ * reference is); returns how many values it did. */
+size_t simd_from_half(float *out, const uint16_t *h, size_t n) {
+    size_t i = 0;
+    for (; i + VLANES <= n; i += VLANES) vec_store(out + i, vec_load_half(h + i));
+    return i;
+}
+
+/* Element i of a row of floats (half 0) or of halves (half 1) on: the kernels below read
+ * either with the same arithmetic, so a row of halves gives the bits of its floats. */
+static ALWAYS_INLINE V8 v8_load_row(const void *row, long i, int half) {
+    return half ? v8_load_half((const uint16_t *)row + i) : v8_load((const float *)row + i);
+}
+
+static ALWAYS_INLINE V8 v8_load_row_first(const void *row, long i, int m, int half) {
+    return half ? v8_load_half_first((const uint16_t *)row + i, m)
+                : v8_load_first((const float *)row + i, m);
+}
+
+static ALWAYS_INLINE Vec vec_load_row(const void *row, long i, int half) {
+    return half ? vec_load_half((const uint16_t *)row + i) : vec_load((const float *)row + i);
+}
+
+/* Element i from base, of floats or of halves. */
+static ALWAYS_INLINE const void *element_at(const void *base, long i, int half) {
+    return (const char *)base + i * (long)(half ? sizeof(uint16_t) : sizeof(float));
+}
+
 /* ---- the dot-product tile (decode) ---- */
 
 /* out (R, C) (rows ldo floats apart, columns ldc) = x (R, IC) . w (C, IC)^T, rows of x IC
@@ -151,8 +262,8 @@ static ALWAYS_INLINE void dot_tile_vector(float *out, int ldo, size_t ldc, const
  * not be adjacent. Each row's line DECODE_PREFETCH_FLOATS ahead is asked for as the row
  * reaches a line: the rows come from memory, a line each per 16 floats, faster than the
  * hardware's prefetcher asks for them on some cores. */
-static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, const float *w,
-                                        size_t ldw, int IC, int S) {
+static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, const void *w,
+                                        size_t ldw, int IC, int S, int half) {
     V8 acc[8];
     TILE_UNROLL for (int c = 0; c < S; c++) acc[c] = v8_zero();
     int i = 0;
@@ -160,14 +271,15 @@ static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, 
         V8 x_i = v8_load(x + i);
         if (i % 16 == 0)
             TILE_UNROLL for (int c = 0; c < S; c++)
-                PREFETCH_L1(w + c * ldw + i + DECODE_PREFETCH_FLOATS);
+                PREFETCH_L1(element_at(w, (long)(c * ldw) + i + DECODE_PREFETCH_FLOATS, half));
         TILE_UNROLL for (int c = 0; c < S; c++)
-            acc[c] = v8_fma(x_i, v8_load(w + c * ldw + i), acc[c]);
+            acc[c] = v8_fma(x_i, v8_load_row(w, (long)(c * ldw) + i, half), acc[c]);
     }
     if (i < IC) {
         V8 x_i = v8_load_first(x + i, IC - i);
         TILE_UNROLL for (int c = 0; c < S; c++)
-            acc[c] = v8_fma(x_i, v8_load_first(w + c * ldw + i, IC - i), acc[c]);
+            acc[c] = v8_fma(x_i, v8_load_row_first(w, (long)(c * ldw) + i, IC - i, half),
+                            acc[c]);
     }
     TILE_UNROLL for (int c = 0; c < S; c++) out[c * ldo] = v8_sum(acc[c]);
 }
@@ -182,13 +294,14 @@ static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, 
  * tokens/s against 224 row after row); two runs gave 218 against 197 row after row
  * (medians of 9), and four runs against two, on a random s110m (idle, 3 alternated
  * rounds): 52-61 against 50-57 tokens/s at one thread, 73-79 against 69-74 at two. */
-static void dot_rows_vector(float *out, const float *x, const float *w, int IC, int C) {
+static ALWAYS_INLINE void dot_rows_vector(float *out, const float *x, const void *w, int IC,
+                                          int C, int half) {
     int quarter = C / 4;
     for (int c = 0; c < quarter; c++)
-        dot_rows_tile(out + c, (size_t)quarter, x, w + (size_t)c * IC, (size_t)quarter * IC,
-                      IC, 4);
+        dot_rows_tile(out + c, (size_t)quarter, x, element_at(w, (long)c * IC, half),
+                      (size_t)quarter * IC, IC, 4, half);
     for (int c = 4 * quarter; c < C; c++)   /* the rows left over */
-        dot_rows_tile(out + c, 1, x, w + (size_t)c * IC, 0, IC, 1);
+        dot_rows_tile(out + c, 1, x, element_at(w, (long)c * IC, half), 0, IC, 1, half);
 }
 
 /* ---- the dot-product tile's blocks (decode, and products of few rows) ---- */
@@ -217,7 +330,7 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
         float *out_n = out + (size_t)n0 * OC;
         const float *x_n = x + (size_t)n0 * IC;
         if ((size_t)IC * (size_t)OC * sizeof(float) >= DECODE_STREAM_BYTES) {
-            dot_rows_vector(out_n + o, x_n, w + (size_t)o * IC, IC, o1 - o);
+            dot_rows_vector(out_n + o, x_n, w + (size_t)o * IC, IC, o1 - o, 0);
             o = o1;
         }
         for (; o + 8 <= o1; o += 8)
@@ -344,6 +457,22 @@ static void gemm_store(float *out, int OC, const float *sums, int rows, int cols
         }
 }
 
+/* wbuf (rows, kc) = rows 0 .. rows-1 of halves h (row stride IC), their first kc values,
+ * as floats (exact). */
+static void gemm_widen(float *wbuf, const uint16_t *h, int rows, int kc, int IC) {
+    for (int r = 0; r < rows; r++) {
+        float *dst = wbuf + (size_t)r * kc;
+        const uint16_t *src = h + (size_t)r * IC;
+        int i = 0;
+        for (; i + VLANES <= kc; i += VLANES) vec_store(dst + i, vec_load_half(src + i));
+        if (i < kc) {
+            float last[VLANES];
+            vec_store(last, vec_load_half_first(src + i, kc - i));
+            memcpy(dst + i, last, (size_t)(kc - i) * sizeof(float));
+        }
+    }
+}
+
 /* out[nb .. nb1, o0 .. o1) = x . w^T for one block of rows of x (at most NB) in nv vectors:
  * xt (KC, NB) and sums (OB, NB) the caller's scratch, xt's rows as wide as the nv vectors
  * (whole 8 x 8 blocks), so that a short block packs and reads no more than it uses. The
@@ -351,29 +480,38 @@ static void gemm_store(float *out, int OC, const float *sums, int rows, int cols
  * puts into out, rows of GEMM_OB adjacent floats. (Written straight from the tile, each
  * row of w's NB sums would land in NB rows of out, OC floats apart: NB cache lines a
  * tile, and with OC a multiple of 1024 all in the same L1 set. Zen 5, one thread, 64
- * rows: 768 x 2048 from 99-124 to 173-193 GFLOP/s, 128 x 512 from 96 to 146-153.) */
-static ALWAYS_INLINE void gemm_rows(float *out, const float *x, const float *w, int nb,
+ * rows: 768 x 2048 from 99-124 to 173-193 GFLOP/s, 128 x 512 from 96 to 146-153.)
+ * w of halves (half 1): each group's rows, the block's kc columns, are first converted
+ * into wbuf (OB, KC), and the tiles read them there; the same sums, bit for bit. */
+static ALWAYS_INLINE void gemm_rows(float *out, const float *x, const void *w, int nb,
                                     int nb1, int o0, int o1, int IC, int OC, float *xt,
-                                    float *sums, int nv) {
+                                    float *sums, float *wbuf, int nv, int half) {
     int ld = (nv * VLANES + 7) / 8 * 8;   /* xt's row stride */
     for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
         int kc = IC - k0 < GEMM_KC ? IC - k0 : GEMM_KC;
         gemm_pack(xt, ld, x + (size_t)nb * IC + k0, IC, kc, nb1 - nb);
         for (int g = o0; g < o1; g += GEMM_OB) {
-            int g1 = g + GEMM_OB < o1 ? g + GEMM_OB : o1, o = g;
-            const float *w_k = w + (size_t)g * IC + k0;   /* row g of w from column k0 */
-            for (; o + GEMM_MR <= g1; o += GEMM_MR, w_k += (size_t)GEMM_MR * IC) {
-                const float *next = o + 2 * GEMM_MR <= o1 ? w_k + (size_t)GEMM_MR * IC : w_k;
-                gemm_tile(sums + (size_t)(o - g) * GEMM_NB, xt, ld, w_k, next, kc, IC, GEMM_MR,
+            int g1 = g + GEMM_OB < o1 ? g + GEMM_OB : o1, o = g, ldw = half ? kc : IC;
+            const float *w_k;   /* row g of w from column k0 */
+            if (half) {
+                gemm_widen(wbuf, (const uint16_t *)w + (size_t)g * IC + k0, g1 - g, kc, IC);
+                w_k = wbuf;
+            } else {
+                w_k = (const float *)w + (size_t)g * IC + k0;
+            }
+            for (; o + GEMM_MR <= g1; o += GEMM_MR, w_k += (size_t)GEMM_MR * ldw) {
+                const float *next = !half && o + 2 * GEMM_MR <= o1 ? w_k + (size_t)GEMM_MR * ldw
+                                                                   : w_k;
+                gemm_tile(sums + (size_t)(o - g) * GEMM_NB, xt, ld, w_k, next, kc, ldw, GEMM_MR,
                           nv);
             }
             float *s_o = sums + (size_t)(o - g) * GEMM_NB;
             switch (g1 - o) {   /* the rows of w left over, with constant tile heights */
-            case 5: gemm_tile(s_o, xt, ld, w_k, w_k, kc, IC, 5, nv); break;
-            case 4: gemm_tile(s_o, xt, ld, w_k, w_k, kc, IC, 4, nv); break;
-            case 3: gemm_tile(s_o, xt, ld, w_k, w_k, kc, IC, 3, nv); break;
-            case 2: gemm_tile(s_o, xt, ld, w_k, w_k, kc, IC, 2, nv); break;
-            case 1: gemm_tile(s_o, xt, ld, w_k, w_k, kc, IC, 1, nv); break;
+            case 5: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 5, nv); break;
+            case 4: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 4, nv); break;
+            case 3: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 3, nv); break;
+            case 2: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 2, nv); break;
+            case 1: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 1, nv); break;
             default: break;
             }
             gemm_store(out + (size_t)nb * OC + g, OC, sums, nb1 - nb, g1 - g, k0 > 0);
@@ -383,25 +521,38 @@ static ALWAYS_INLINE void gemm_rows(float *out, const float *x, const float *w, 
 
 /* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, NB rows of x at a time, a
  * last, shorter block in as few vectors as hold it (gemm_rows: a 46-token prompt with
- * AVX-512 is 32 rows and 14 in one vector, not 32 and 32). */
-void simd_gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
-                     int n1, int o0, int o1, int IC, int OC) {
+ * AVX-512 is 32 rows and 14 in one vector, not 32 and 32); w floats, or halves (half 1)
+ * widened a group at a time into wbuf (OB, KC). */
+static ALWAYS_INLINE void gemm_block(float *out, const float *x, const void *w, const float *b,
+                                     int n0, int n1, int o0, int o1, int IC, int OC,
+                                     float *wbuf, int half) {
     float xt[GEMM_KC * GEMM_NB];   /* (KC, NB) on the stack: 128 KiB (AVX-512), else 64 KiB */
     _Alignas(64) float sums[GEMM_OB * GEMM_NB];   /* (OB, NB) */
     for (int nb = n0; nb < n1; nb += GEMM_NB) {
         int nb1 = nb + GEMM_NB < n1 ? nb + GEMM_NB : n1;
         switch ((nb1 - nb + VLANES - 1) / VLANES) {   /* vectors that hold the block's rows */
 #if GEMM_NV == 4
-        case 4: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 4); break;
-        case 3: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 3); break;
+        case 4: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, wbuf, 4, half); break;
+        case 3: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, wbuf, 3, half); break;
 #endif
-        case 2: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 2); break;
-        default: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 1); break;
+        case 2: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, wbuf, 2, half); break;
+        default: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, wbuf, 1, half); break;
         }
     }
     if (b)
         for (int n = n0; n < n1; n++)
             for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
+}
+
+void simd_gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
+                     int n1, int o0, int o1, int IC, int OC) {
+    gemm_block(out, x, w, b, n0, n1, o0, o1, IC, OC, NULL, 0);
+}
+
+void simd_gemm_block_half(float *out, const float *x, const uint16_t *w, const float *b,
+                          int n0, int n1, int o0, int o1, int IC, int OC) {
+    float wbuf[GEMM_OB * GEMM_KC];   /* (OB, KC): 192 KiB on the stack */
+    gemm_block(out, x, w, b, n0, n1, o0, o1, IC, OC, wbuf, 1);
 }
 
 int simd_gemm_min_rows(void) { return GEMM_MIN_ROWS; }
@@ -506,117 +657,6 @@ size_t simd_swiglu(float *out, const float *hidden, const float *gate, size_t n)
     return i;
 }
 
-/* ---- half precision ---- */
-
-/* kernels.c's to_half_reference, a vector at a time: the conversion instructions round to
- * nearest even and keep a NaN's top payload bits as the reference does (x86: F16C, in
- * every x86-64-v3 build; AArch64: its conversions, under the default FPCR). Returns how
- * many values it did (simd_from_half, below, with the loads of halves). */
-size_t simd_to_half(uint16_t *out, const float *x, size_t n) {
-    size_t i = 0;
-#if defined(__AVX512F__)
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(out + i),
-                            _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-#endif
-#if defined(__F16C__)
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(out + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-#elif defined(__aarch64__)
-    for (; i + 4 <= n; i += 4)
-        vst1_u16(out + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
-#else
-    (void)out, (void)x, (void)n;   /* AVX2 built without F16C: the reference does them all */
-#endif
-    return i;
-}
-
-/* Loads of halves, for attention over a KV cache kept in halves: VLANES or eight halves (the
- * first m of them: zeros beyond, nothing read past them) as floats, exactly. */
-#if defined(__F16C__)
-static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
-}
-#elif defined(__AVX2__)
-/* AVX2 built without F16C (a build, not a CPU: every AVX2 core has F16C): the format's
- * definition in integer steps. A finite half's exponent and fraction bits, shifted into a
- * float's (<< 13), read 2^-112 times its magnitude (subnormals too), which 2^112 rescales
- * exactly; infinities and NaNs (exponent 31) take the float's exponent 255 instead, a NaN
- * made quiet as kernels_from_half makes it; then the sign. */
-static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
-    __m256i bits = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)h));
-    __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fff));
-    __m256i shifted = _mm256_slli_epi32(magnitude, 13);
-    __m256 finite = _mm256_mul_ps(_mm256_castsi256_ps(shifted), _mm256_set1_ps(0x1p112f));
-    __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7c00));
-    __m256i special = _mm256_or_si256(_mm256_or_si256(shifted, _mm256_set1_epi32(0x7f800000)),
-                                      _mm256_and_si256(nan, _mm256_set1_epi32(0x400000)));
-    __m256i is_special = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7bff));
-    __m256 value = _mm256_blendv_ps(finite, _mm256_castsi256_ps(special),
-                                    _mm256_castsi256_ps(is_special));
-    __m256i sign = _mm256_slli_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x8000)), 16);
-    return _mm256_or_ps(value, _mm256_castsi256_ps(sign));
-}
-#else   /* AArch64 */
-static ALWAYS_INLINE V8 v8_load_half(const uint16_t *h) {
-    V8 v = {vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h))),
-            vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + 4)))};
-    return v;
-}
-#endif
-#if VLANES == 16
-static ALWAYS_INLINE Vec vec_load_half(const uint16_t *h) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h));
-}
-#elif VLANES == 8
-#define vec_load_half v8_load_half
-#else   /* AArch64 */
-static ALWAYS_INLINE Vec vec_load_half(const uint16_t *h) {
-    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
-}
-#endif
-
-static ALWAYS_INLINE V8 v8_load_half_first(const uint16_t *h, int m) {
-    uint16_t first[8] = {0};
-    memcpy(first, h, (size_t)m * sizeof *h);
-    return v8_load_half(first);
-}
-
-static ALWAYS_INLINE Vec vec_load_half_first(const uint16_t *h, int m) {
-    uint16_t first[VLANES] = {0};
-    memcpy(first, h, (size_t)m * sizeof *h);
-    return vec_load_half(first);
-}
-
-/* kernels.c's from_half_reference, a vector at a time by the loads above (exact, as the
- * reference is); returns how many values it did. */
-size_t simd_from_half(float *out, const uint16_t *h, size_t n) {
-    size_t i = 0;
-    for (; i + VLANES <= n; i += VLANES) vec_store(out + i, vec_load_half(h + i));
-    return i;
-}
-
-/* Element i of a row of floats (half 0) or of halves (half 1) on: the kernels below read
- * either with the same arithmetic, so a row of halves gives the bits of its floats. */
-static ALWAYS_INLINE V8 v8_load_row(const void *row, long i, int half) {
-    return half ? v8_load_half((const uint16_t *)row + i) : v8_load((const float *)row + i);
-}
-
-static ALWAYS_INLINE V8 v8_load_row_first(const void *row, long i, int m, int half) {
-    return half ? v8_load_half_first((const uint16_t *)row + i, m)
-                : v8_load_first((const float *)row + i, m);
-}
-
-static ALWAYS_INLINE Vec vec_load_row(const void *row, long i, int half) {
-    return half ? vec_load_half((const uint16_t *)row + i) : vec_load((const float *)row + i);
-}
-
-/* Element i from base, of floats or of halves. */
-static ALWAYS_INLINE const void *element_at(const void *base, long i, int half) {
-    return (const char *)base + i * (long)(half ? sizeof(uint16_t) : sizeof(float));
-}
-
 /* ---- attention's loops ---- */
 
 /* dot_reference's eight partial sums as a V8's lanes, one FMA each (b floats or halves). */
@@ -668,8 +708,13 @@ void simd_dots(float *out, const float *q, const float *k, int stride, const int
     dots(out, q, k, stride, rows, n_rows, n, 0);
 }
 
+/* A block of rows as large as a matrix that decode streams (a GGUF F16 file's weights) is
+ * read as dot_rows_vector's four sequential runs: the same sums, bit for bit. */
 void simd_dots_half(float *out, const float *q, const uint16_t *k, int n_rows, int n) {
-    dots(out, q, k, n, NULL, n_rows, n, 1);
+    if ((size_t)n_rows * (size_t)n * sizeof *k >= DECODE_STREAM_BYTES)
+        dot_rows_vector(out, q, k, n, n_rows, 1);
+    else
+        dots(out, q, k, n, NULL, n_rows, n, 1);
 }
 
 /* dots8 of DOTS_QUERIES queries at once: query t's dots into out + t ld, eight FMA chains

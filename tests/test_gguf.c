@@ -20,6 +20,9 @@
  *    output.weight equal to the embedding kept tied, another one separate); then its
  *    hostile versions: a tensor missing, a wrong shape, kv heads, epsilon, merges missing,
  *    of the wrong type or not "A B".
+ * 5. The tiny llama GGUF with its matrices in F16 (values halves hold exactly) keeps them
+ *    as halves and gives the F32 file's logits bit for bit, its tensors in place and at
+ *    odd offsets (general.alignment 1: copied).
  */
 #include <stdint.h>   /* uint32_t, uint64_t */
 #include <stdio.h>    /* snprintf, FILE */
@@ -30,6 +33,8 @@
 #include "tests/check.h"   /* check_true, check_run, check_data_file, check_read_file */
 #include "checkpoint.h"    /* checkpoint_load, Config */
 #include "gguf.h"          /* gguf_load_tokenizer */
+#include "kernels.h"       /* kernels_to_half: the F16 file's values */
+#include "model.h"         /* model_load, model_forward: the F16 file against the F32 one */
 #include "tokenizer.h"     /* tokenizer_load, tokenizer_encode: the reference vocabulary */
 
 static const char *run_bin;
@@ -205,8 +210,10 @@ static void put_kv_u32(Buf *f, const char *key, uint32_t v, size_t *type_at) {
     put_u32(f, v);
 }
 
-/* The tiny model as a GGUF version 3 file into f; the marks into m. */
-static void write_tiny(Buf *f, Marks *m) {
+/* The tiny model as a GGUF version 3 file into f; the marks into m. half: its matrices
+ * as F16 (the same values: multiples of 1/32 up to 1/4, which halves hold exactly);
+ * packed: general.alignment 1 and every tensor at an odd place in the file. */
+static void write_tiny_as(Buf *f, Marks *m, int half, int packed) {
     static const char *const spm_space = "\xe2\x96\x81";
     memset(m, 0, sizeof *m);
     put(f, "GGUF", 4);
@@ -214,7 +221,7 @@ static void write_tiny(Buf *f, Marks *m) {
     m->count_tensors = f->n;
     put_u64(f, N_TENSORS);
     m->count_values = f->n;
-    put_u64(f, 13);
+    put_u64(f, 13 + (packed != 0));
     m->first_key_len = f->n;
     put_str(f, "general.architecture");
     put_u32(f, 8);   /* string */
@@ -257,8 +264,17 @@ static void write_tiny(Buf *f, Marks *m) {
     put_kv_u32(f, "tokenizer.ggml.bos_token_id", 1, NULL);
     m->eos_key = f->n;
     put_kv_u32(f, "tokenizer.ggml.eos_token_id", 2, NULL);
-    /* the tensor table: offsets in order, each padded to ALIGN */
+    if (packed) put_kv_u32(f, "general.alignment", 1, NULL);
+    /* the tensor table: offsets in order, each padded to ALIGN (packed: none, after one
+     * byte, or two where the data starts at an odd place) */
+    int align = packed ? 1 : ALIGN;
     uint64_t offset = 0;
+    if (packed) {
+        size_t table = 0;   /* the table's bytes, to know where the data starts */
+        for (int t = 0; t < N_TENSORS; t++)
+            table += 8 + strlen(TENSORS[t].name) + 4 + 8 * (TENSORS[t].rows > 1 ? 2 : 1) + 4 + 8;
+        offset = (f->n + table) % 2 == 0 ? 1 : 2;
+    }
     for (int t = 0; t < N_TENSORS; t++) {
         m->tensor_name[t] = f->n;
         put_str(f, TENSORS[t].name);
@@ -267,24 +283,35 @@ static void write_tiny(Buf *f, Marks *m) {
         put_u64(f, (uint64_t)TENSORS[t].cols);
         m->tensor_dim1[t] = f->n;
         if (dims == 2) put_u64(f, (uint64_t)TENSORS[t].rows);
+        int f16 = half && TENSORS[t].rows > 1;
         m->tensor_type[t] = f->n;
-        put_u32(f, 0);   /* F32 */
+        put_u32(f, f16 ? 1 : 0);   /* F16 or F32 */
         m->tensor_offset[t] = f->n;
         put_u64(f, offset);
-        offset += ((uint64_t)TENSORS[t].rows * TENSORS[t].cols * 4 + ALIGN - 1) / ALIGN * ALIGN;
+        offset += ((uint64_t)TENSORS[t].rows * TENSORS[t].cols * (f16 ? 2 : 4) + align - 1) /
+                  align * align;
     }
     m->table_end = f->n;
-    while (f->n % ALIGN) put(f, "", 1);
+    while (f->n % align) put(f, "", 1);
     m->data_start = f->n;
+    if (packed) put(f, "\0\0", f->n % 2 == 0 ? 1 : 2);   /* to an odd place */
     for (int t = 0; t < N_TENSORS; t++) {
         int n = TENSORS[t].rows * TENSORS[t].cols;
         for (int i = 0; i < n; i++) {   /* norms 1, matrices small and varied */
             float x = TENSORS[t].rows == 1 ? 1.0f : (float)((i * 7 + t * 13) % 17 - 8) / 32.0f;
-            put(f, &x, 4);
+            if (half && TENSORS[t].rows > 1) {
+                uint16_t h;
+                kernels_to_half(&h, &x, 1);
+                put(f, &h, 2);
+            } else {
+                put(f, &x, 4);
+            }
         }
-        while (f->n % ALIGN) put(f, "", 1);
+        while (f->n % align) put(f, "", 1);
     }
 }
+
+static void write_tiny(Buf *f, Marks *m) { write_tiny_as(f, m, 0, 0); }
 
 static char dir[64], path[128];
 
@@ -311,6 +338,54 @@ static void check_refused(const Buf *f, const char *what, const char *want) {
 
 static void put_at_u64(Buf *f, size_t at, uint64_t v) { memcpy(f->b + at, &v, 8); }
 static void put_at_u32(Buf *f, size_t at, uint32_t v) { memcpy(f->b + at, &v, 4); }
+
+/* The logits of the model at p: a prompt of 12 tokens (every position's), then 4 tokens one
+ * at a time, into out (16 V); *halves: 1 if its matrices were kept as halves (the
+ * embedding, W_Q and the classifier). Returns 0, or -1 if it did not load or run. */
+static int tiny_logits(const char *p, float *out, int *halves) {
+    Model m;
+    int tokens[16];
+    for (int t = 0; t < 16; t++) tokens[t] = 3 + (t * 37) % (V - 3);
+    if (model_load(&m, p, 16) != 0) return -1;
+    const Weights *w = &m.checkpoint.weights;
+    *halves = w->token_embedding.f16 && w->layers[0].wq.f16 && w->classifier.f16;
+    const float *logits = model_forward(&m, tokens, 12, 0, 1);
+    if (logits) memcpy(out, logits, sizeof(float) * 12 * V);
+    for (int t = 12; logits && t < 16; t++) {
+        logits = model_forward(&m, &tokens[t], 1, t, 0);
+        if (logits) memcpy(out + (size_t)t * V, logits, sizeof(float) * V);
+    }
+    model_free(&m);
+    return logits ? 0 : -1;
+}
+
+/* 5. An F16 file's matrices are kept as halves, and compute what the same values in an F32
+ *    file compute, bit for bit: through a prompt (the products of many rows) and single
+ *    tokens (of one row), in place in the file's map and copied from odd places in it. */
+static void test_tiny_half(void) {
+    float *want = malloc(sizeof(float) * 16 * V), *got = malloc(sizeof(float) * 16 * V);
+    int halves = 0;
+    Buf f = {0};
+    Marks m;
+    write_tiny_as(&f, &m, 0, 0);
+    save(&f);
+    int ok = tiny_logits(path, want, &halves) == 0;
+    check_true(ok && !halves, "tiny GGUF, F32: runs with float matrices");
+    for (int packed = 0; packed < 2; packed++) {
+        f.n = 0;
+        write_tiny_as(&f, &m, 1, packed);
+        save(&f);
+        int ran = tiny_logits(path, got, &halves) == 0;
+        check_true(ran && halves, "tiny GGUF, F16%s: its matrices kept as halves",
+                   packed ? " at odd offsets" : "");
+        check_true(ok && ran && memcmp(got, want, sizeof(float) * 16 * V) == 0,
+                   "tiny GGUF, F16%s: a prompt's and single tokens' logits are the F32 file's, "
+                   "bit for bit", packed ? " at odd offsets" : "");
+    }
+    free(f.b);
+    free(want);
+    free(got);
+}
 
 static void test_tiny(void) {
     Buf base = {0};
@@ -713,6 +788,7 @@ int main(void) {
     test_tiny();
     test_gpt2_tokenizer();
     test_gpt2_tiny();
+    test_tiny_half();
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
     unlink(path);

@@ -38,6 +38,9 @@ _Noreturn void fuzz_fail(const char *fmt, ...);
 #define FUZZ_CHECK(cond) \
     ((cond) ? (void)0 : fuzz_fail("%s:%d: check failed: %s", __FILE__, __LINE__, #cond))
 
+/* 1 if m holds its values in exactly one form: fp32, halves or int8 (kernels.h's Matrix). */
+int fuzz_one_form(const Matrix *m);
+
 /* ---- paths and files ---- */
 
 /* out = the repository root (env FUZZ_ROOT, default ".") + "/" + relative. Returns 0, or

@@ -83,15 +83,14 @@ static void check_loaded(const Checkpoint *ck) {
     FUZZ_CHECK(ck->format != NULL);
     const Weights *w = &ck->weights;
     FUZZ_CHECK(w->layers != NULL && w->norm_final_w != NULL);
-    FUZZ_CHECK(w->token_embedding.f32 || w->token_embedding.q8.q);
-    FUZZ_CHECK(w->classifier.f32 || w->classifier.q8.q);
+    FUZZ_CHECK(fuzz_one_form(&w->token_embedding) && fuzz_one_form(&w->classifier));
     FUZZ_CHECK(c->family == MODEL_GPT2 || c->positions == MODEL_POSITIONS_ROTARY);
     FUZZ_CHECK((c->positions == MODEL_POSITIONS_LEARNED) == (w->pos_embedding != NULL));
     FUZZ_CHECK(c->positions == MODEL_POSITIONS_LEARNED || c->head_dim % 2 == 0);
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *lw = &w->layers[l];
         FUZZ_CHECK(lw->norm1_w && lw->norm2_w);
-        FUZZ_CHECK((lw->wq.f32 || lw->wq.q8.q) && (lw->w_down.f32 || lw->w_down.q8.q));
+        FUZZ_CHECK(fuzz_one_form(&lw->wq) && fuzz_one_form(&lw->w_down));
     }
 }
 

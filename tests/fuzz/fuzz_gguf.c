@@ -61,10 +61,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(c.vocab_size >= 1 && c.n_heads % c.n_kv_heads == 0);
         const Weights *w = &ck.weights;
         FUZZ_CHECK(w->layers && w->norm_final_w);
-        FUZZ_CHECK(w->token_embedding.f32 || w->token_embedding.q8.q);
-        FUZZ_CHECK(w->classifier.f32 || w->classifier.q8.q);
+        /* every matrix in exactly one form: fp32, halves or int8 */
+        FUZZ_CHECK(fuzz_one_form(&w->token_embedding) && fuzz_one_form(&w->classifier));
         for (int l = 0; l < c.n_layers; l++)
-            FUZZ_CHECK((w->layers[l].wq.f32 || w->layers[l].wq.q8.q) && w->layers[l].norm2_w);
+            FUZZ_CHECK(fuzz_one_form(&w->layers[l].wq) && fuzz_one_form(&w->layers[l].w_down) &&
+                       w->layers[l].norm2_w);
     } else {
         FUZZ_CHECK(ck.map == NULL && ck.owned == NULL && ck.weights.layers == NULL);
     }

@@ -60,6 +60,10 @@ static const char *repo_root(void) {
     return root && *root ? root : ".";
 }
 
+int fuzz_one_form(const Matrix *m) {
+    return (m->f32 != NULL) + (m->f16 != NULL) + (m->q8.q != NULL) == 1;
+}
+
 int fuzz_repo_path(char *out, size_t cap, const char *relative) {
     return join(out, cap, repo_root(), relative);
 }
