@@ -457,6 +457,84 @@ static void gemm_store(float *out, int OC, const float *sums, int rows, int cols
         }
 }
 
+/* out[nb .. nb1, g .. g1) (+)= x . w^T for one group of at most GEMM_OB rows of w (w_g: row g,
+ * rows ldw floats apart, from the block's first column) against one block of rows of x
+ * packed in xt (kc, ld), in nv vectors: the group's tiles leave their sums in `sums`, which
+ * gemm_store then puts into out, rows of GEMM_OB adjacent floats. (Written straight from
+ * the tile, each row of w's NB sums would land in NB rows of out, OC floats apart: NB cache
+ * lines a tile, and with OC a multiple of 1024 all in the same L1 set. Zen 5, one thread,
+ * 64 rows: 768 x 2048 from 99-124 to 173-193 GFLOP/s, 128 x 512 from 96 to 146-153.) Each
+ * tile asks for the next one's rows (up to row o1 of w) as it goes, when prefetch is set. */
+static ALWAYS_INLINE void gemm_group(float *out, const float *xt, int ld, const float *w_g,
+                                     int ldw, float *sums, int g, int g1, int o1, int nb,
+                                     int nb1, int kc, int OC, int accumulate, int prefetch,
+                                     int nv) {
+    int o = g;
+    const float *w_k = w_g;
+    for (; o + GEMM_MR <= g1; o += GEMM_MR, w_k += (size_t)GEMM_MR * ldw) {
+        const float *next = prefetch && o + 2 * GEMM_MR <= o1 ? w_k + (size_t)GEMM_MR * ldw : w_k;
+        gemm_tile(sums + (size_t)(o - g) * GEMM_NB, xt, ld, w_k, next, kc, ldw, GEMM_MR, nv);
+    }
+    float *s_o = sums + (size_t)(o - g) * GEMM_NB;
+    switch (g1 - o) {   /* the rows of w left over, with constant tile heights */
+    case 5: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 5, nv); break;
+    case 4: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 4, nv); break;
+    case 3: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 3, nv); break;
+    case 2: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 2, nv); break;
+    case 1: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 1, nv); break;
+    default: break;
+    }
+    gemm_store(out + (size_t)nb * OC + g, OC, sums, nb1 - nb, g1 - g, accumulate);
+}
+
+/* xt's row stride for a block of rows of x in nv vectors: whole 8 x 8 blocks. */
+static int gemm_ld(int nv) { return (nv * VLANES + 7) / 8 * 8; }
+
+/* out[nb .. nb1, o0 .. o1) = x . w^T for one block of rows of x (at most NB) in nv vectors:
+ * xt (KC, NB) and sums (OB, NB) the caller's scratch, xt's rows as wide as the nv vectors,
+ * so that a short block packs and reads no more than it uses; then the groups of rows of
+ * w, each straight from w. */
+static ALWAYS_INLINE void gemm_rows(float *out, const float *x, const float *w, int nb,
+                                    int nb1, int o0, int o1, int IC, int OC, float *xt,
+                                    float *sums, int nv) {
+    int ld = gemm_ld(nv);
+    for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
+        int kc = IC - k0 < GEMM_KC ? IC - k0 : GEMM_KC;
+        gemm_pack(xt, ld, x + (size_t)nb * IC + k0, IC, kc, nb1 - nb);
+        for (int g = o0; g < o1; g += GEMM_OB) {
+            int g1 = g + GEMM_OB < o1 ? g + GEMM_OB : o1;
+            gemm_group(out, xt, ld, w + (size_t)g * IC + k0, IC, sums, g, g1, o1, nb, nb1, kc,
+                       OC, k0 > 0, 1, nv);
+        }
+    }
+}
+
+/* Vectors that hold a block of rows nb .. nb1-1 of x (at most NB). */
+static int gemm_nv(int nb, int nb1) { return (nb1 - nb + VLANES - 1) / VLANES; }
+
+/* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, NB rows of x at a time, a
+ * last, shorter block in as few vectors as hold it (gemm_rows: a 46-token prompt with
+ * AVX-512 is 32 rows and 14 in one vector, not 32 and 32). */
+void simd_gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
+                     int n1, int o0, int o1, int IC, int OC) {
+    float xt[GEMM_KC * GEMM_NB];   /* (KC, NB) on the stack: 128 KiB (AVX-512), else 64 KiB */
+    _Alignas(64) float sums[GEMM_OB * GEMM_NB];   /* (OB, NB) */
+    for (int nb = n0; nb < n1; nb += GEMM_NB) {
+        int nb1 = nb + GEMM_NB < n1 ? nb + GEMM_NB : n1;
+        switch (gemm_nv(nb, nb1)) {
+#if GEMM_NV == 4
+        case 4: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 4); break;
+        case 3: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 3); break;
+#endif
+        case 2: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 2); break;
+        default: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 1); break;
+        }
+    }
+    if (b)
+        for (int n = n0; n < n1; n++)
+            for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
+}
+
 /* wbuf (rows, kc) = rows 0 .. rows-1 of halves h (row stride IC), their first kc values,
  * as floats (exact). */
 static void gemm_widen(float *wbuf, const uint16_t *h, int rows, int kc, int IC) {
@@ -473,86 +551,50 @@ static void gemm_widen(float *wbuf, const uint16_t *h, int rows, int kc, int IC)
     }
 }
 
-/* out[nb .. nb1, o0 .. o1) = x . w^T for one block of rows of x (at most NB) in nv vectors:
- * xt (KC, NB) and sums (OB, NB) the caller's scratch, xt's rows as wide as the nv vectors
- * (whole 8 x 8 blocks), so that a short block packs and reads no more than it uses. The
- * tiles of a group of GEMM_OB rows of w leave their sums in `sums`, which gemm_store then
- * puts into out, rows of GEMM_OB adjacent floats. (Written straight from the tile, each
- * row of w's NB sums would land in NB rows of out, OC floats apart: NB cache lines a
- * tile, and with OC a multiple of 1024 all in the same L1 set. Zen 5, one thread, 64
- * rows: 768 x 2048 from 99-124 to 173-193 GFLOP/s, 128 x 512 from 96 to 146-153.)
- * w of halves (half 1): each group's rows, the block's kc columns, are first converted
- * into wbuf (OB, KC), and the tiles read them there; the same sums, bit for bit. */
-static ALWAYS_INLINE void gemm_rows(float *out, const float *x, const void *w, int nb,
-                                    int nb1, int o0, int o1, int IC, int OC, float *xt,
-                                    float *sums, float *wbuf, int nv, int half) {
-    int ld = (nv * VLANES + 7) / 8 * 8;   /* xt's row stride */
-    for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
-        int kc = IC - k0 < GEMM_KC ? IC - k0 : GEMM_KC;
-        gemm_pack(xt, ld, x + (size_t)nb * IC + k0, IC, kc, nb1 - nb);
-        for (int g = o0; g < o1; g += GEMM_OB) {
-            int g1 = g + GEMM_OB < o1 ? g + GEMM_OB : o1, o = g, ldw = half ? kc : IC;
-            const float *w_k;   /* row g of w from column k0 */
-            if (half) {
-                gemm_widen(wbuf, (const uint16_t *)w + (size_t)g * IC + k0, g1 - g, kc, IC);
-                w_k = wbuf;
-            } else {
-                w_k = (const float *)w + (size_t)g * IC + k0;
-            }
-            for (; o + GEMM_MR <= g1; o += GEMM_MR, w_k += (size_t)GEMM_MR * ldw) {
-                const float *next = !half && o + 2 * GEMM_MR <= o1 ? w_k + (size_t)GEMM_MR * ldw
-                                                                   : w_k;
-                gemm_tile(sums + (size_t)(o - g) * GEMM_NB, xt, ld, w_k, next, kc, ldw, GEMM_MR,
-                          nv);
-            }
-            float *s_o = sums + (size_t)(o - g) * GEMM_NB;
-            switch (g1 - o) {   /* the rows of w left over, with constant tile heights */
-            case 5: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 5, nv); break;
-            case 4: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 4, nv); break;
-            case 3: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 3, nv); break;
-            case 2: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 2, nv); break;
-            case 1: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 1, nv); break;
-            default: break;
-            }
-            gemm_store(out + (size_t)nb * OC + g, OC, sums, nb1 - nb, g1 - g, k0 > 0);
-        }
-    }
-}
+#define GEMM_HALF_BLOCKS (64 / GEMM_NB)   /* blocks of rows of x packed at once: 64 rows */
+_Static_assert(64 % GEMM_NB == 0, "a job's 64 rows are whole blocks of rows of x");
 
-/* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, NB rows of x at a time, a
- * last, shorter block in as few vectors as hold it (gemm_rows: a 46-token prompt with
- * AVX-512 is 32 rows and 14 in one vector, not 32 and 32); w floats, or halves (half 1)
- * widened a group at a time into wbuf (OB, KC). */
-static ALWAYS_INLINE void gemm_block(float *out, const float *x, const void *w, const float *b,
-                                     int n0, int n1, int o0, int o1, int IC, int OC,
-                                     float *wbuf, int half) {
-    float xt[GEMM_KC * GEMM_NB];   /* (KC, NB) on the stack: 128 KiB (AVX-512), else 64 KiB */
-    _Alignas(64) float sums[GEMM_OB * GEMM_NB];   /* (OB, NB) */
-    for (int nb = n0; nb < n1; nb += GEMM_NB) {
-        int nb1 = nb + GEMM_NB < n1 ? nb + GEMM_NB : n1;
-        switch ((nb1 - nb + VLANES - 1) / VLANES) {   /* vectors that hold the block's rows */
+/* simd_gemm_block over w's values as halves: GEMM_HALF_BLOCKS blocks of rows of x packed at
+ * once, so that each group of rows of w is converted into wbuf (OB, KC) once for all of
+ * them (a job's 64 rows), then gemm_group's tiles over it: the same sums, bit for bit. */
+void simd_gemm_block_half(float *out, const float *x, const uint16_t *w, const float *b,
+                          int n0, int n1, int o0, int o1, int IC, int OC) {
+    float xt[GEMM_HALF_BLOCKS][GEMM_KC * GEMM_NB];   /* 256 KiB on the stack */
+    float wbuf[GEMM_OB * GEMM_KC];                   /* 192 KiB */
+    _Alignas(64) float sums[GEMM_OB * GEMM_NB];
+    for (int nc = n0; nc < n1; nc += GEMM_HALF_BLOCKS * GEMM_NB) {
+        int nc1 = nc + GEMM_HALF_BLOCKS * GEMM_NB < n1 ? nc + GEMM_HALF_BLOCKS * GEMM_NB : n1;
+        for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
+            int kc = IC - k0 < GEMM_KC ? IC - k0 : GEMM_KC;
+            for (int nb = nc, j = 0; nb < nc1; nb += GEMM_NB, j++) {
+                int nb1 = nb + GEMM_NB < nc1 ? nb + GEMM_NB : nc1;
+                gemm_pack(xt[j], gemm_ld(gemm_nv(nb, nb1)), x + (size_t)nb * IC + k0, IC, kc,
+                          nb1 - nb);
+            }
+            for (int g = o0; g < o1; g += GEMM_OB) {
+                int g1 = g + GEMM_OB < o1 ? g + GEMM_OB : o1;
+                gemm_widen(wbuf, w + (size_t)g * IC + k0, g1 - g, kc, IC);
+                for (int nb = nc, j = 0; nb < nc1; nb += GEMM_NB, j++) {
+                    int nb1 = nb + GEMM_NB < nc1 ? nb + GEMM_NB : nc1, nv = gemm_nv(nb, nb1);
+                    switch (nv) {
 #if GEMM_NV == 4
-        case 4: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, wbuf, 4, half); break;
-        case 3: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, wbuf, 3, half); break;
+                    case 4: gemm_group(out, xt[j], gemm_ld(4), wbuf, kc, sums, g, g1, o1, nb,
+                                       nb1, kc, OC, k0 > 0, 0, 4); break;
+                    case 3: gemm_group(out, xt[j], gemm_ld(3), wbuf, kc, sums, g, g1, o1, nb,
+                                       nb1, kc, OC, k0 > 0, 0, 3); break;
 #endif
-        case 2: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, wbuf, 2, half); break;
-        default: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, wbuf, 1, half); break;
+                    case 2: gemm_group(out, xt[j], gemm_ld(2), wbuf, kc, sums, g, g1, o1, nb,
+                                       nb1, kc, OC, k0 > 0, 0, 2); break;
+                    default: gemm_group(out, xt[j], gemm_ld(1), wbuf, kc, sums, g, g1, o1, nb,
+                                        nb1, kc, OC, k0 > 0, 0, 1); break;
+                    }
+                }
+            }
         }
     }
     if (b)
         for (int n = n0; n < n1; n++)
             for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
-}
-
-void simd_gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
-                     int n1, int o0, int o1, int IC, int OC) {
-    gemm_block(out, x, w, b, n0, n1, o0, o1, IC, OC, NULL, 0);
-}
-
-void simd_gemm_block_half(float *out, const float *x, const uint16_t *w, const float *b,
-                          int n0, int n1, int o0, int o1, int IC, int OC) {
-    float wbuf[GEMM_OB * GEMM_KC];   /* (OB, KC): 192 KiB on the stack */
-    gemm_block(out, x, w, b, n0, n1, o0, o1, IC, OC, wbuf, 1);
 }
 
 int simd_gemm_min_rows(void) { return GEMM_MIN_ROWS; }
