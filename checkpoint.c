@@ -839,7 +839,7 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
         goto fail;
     }
     ck->format = layout.name;
-    ck->map = os_map_file(fd, file_size);
+    ck->map = os_map_file(fd, file_size, 1);
     if (!ck->map) {
         fprintf(stderr, "model: %s: cannot read (%s)\n", path, strerror(errno));
         goto fail;

@@ -365,7 +365,7 @@ static int check_tensor_data(GgufFile *g, const char *prefix) {
     return status;
 }
 
-int gguf_open(GgufFile *g, const char *path, const char *prefix) {
+int gguf_open(GgufFile *g, const char *path, const char *prefix, int whole) {
     memset(g, 0, sizeof *g);
     g->path = path;
     int fd = open(path, O_RDONLY | O_NONBLOCK);
@@ -379,7 +379,7 @@ int gguf_open(GgufFile *g, const char *path, const char *prefix) {
         close(fd);
         return -1;
     }
-    void *map = os_map_file(fd, (size_t)st.st_size);
+    void *map = os_map_file(fd, (size_t)st.st_size, whole);
     close(fd);
     if (!map) {
         fprintf(stderr, "%s: %s: cannot read (%s)\n", prefix, path, strerror(errno));
@@ -860,7 +860,7 @@ static int same_tensor(const GgufTensor *a, const GgufTensor *b) {
 int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     memset(ck, 0, sizeof *ck);
     GgufFile g;
-    if (gguf_open(&g, path, "model") != 0) return -1;
+    if (gguf_open(&g, path, "model", 1) != 0) return -1;
     Config *c = &ck->config;
     const GgufTensor *found[MAX_ROLES][MODEL_MAX_LAYERS];
     const Arch *a = NULL;
@@ -1050,7 +1050,7 @@ static long token_bytes(unsigned char *out, const unsigned char *s, size_t len, 
 int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     memset(t, 0, sizeof *t);
     GgufFile g;
-    if (gguf_open(&g, path, "tokenizer") != 0) return -1;
+    if (gguf_open(&g, path, "tokenizer", 0) != 0) return -1;   /* its metadata alone */
     unsigned char *bytes = NULL;
     size_t *offset = NULL;
     float *scores = NULL;

@@ -80,12 +80,13 @@ typedef struct {
 /* 1 if the n bytes at head start a GGUF file (its magic). */
 int gguf_is_gguf(const unsigned char *head, size_t n);
 
-/* Maps the file at path and reads its header, metadata and tensor table, checking each
- * against the file: counts, string and array lengths, value types, the alignment, every
- * tensor's dimensions, type, offset (aligned, inside the file, no two overlapping) and
- * size. Returns 0, or -1 after one stderr line "model: PATH: ..." (prefix is the
- * program part, e.g. "model" or "tokenizer"); gguf_close is safe after either. */
-int gguf_open(GgufFile *g, const char *path, const char *prefix);
+/* Maps the file at path (os_map_file: whole 1 for the model's tensors, 0 for the metadata
+ * alone) and reads its header, metadata and tensor table, checking each against the file:
+ * counts, string and array lengths, value types, the alignment, every tensor's dimensions,
+ * type, offset (aligned, inside the file, no two overlapping) and size. Returns 0, or -1
+ * after one stderr line "model: PATH: ..." (prefix is the program part, e.g. "model" or
+ * "tokenizer"); gguf_close is safe after either. */
+int gguf_open(GgufFile *g, const char *path, const char *prefix, int whole);
 
 /* Unmaps and frees; safe on a zeroed or closed GgufFile. */
 void gguf_close(GgufFile *g);

@@ -342,9 +342,9 @@ static int read_huge(int fd, size_t size, void **out) {
 }
 #endif
 
-void *os_map_file(int fd, size_t size) {
+void *os_map_file(int fd, size_t size, int whole) {
 #ifdef OS_HUGE_FILES
-    if (size >= OS_HUGE_MIN && size <= os_memory_limit(0) / 4) {
+    if (whole && size >= OS_HUGE_MIN && size <= os_memory_limit(0) / 4) {
         void *copy = NULL;
         int status = read_huge(fd, size, &copy);
         if (status <= 0) return copy;   /* the copy, or NULL after a read error */

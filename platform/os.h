@@ -92,13 +92,15 @@ char *os_read_file(const char *program, const char *path, const char *expected,
                    size_t max_bytes, size_t *size);
 
 /* The first size bytes (size > 0) of the open regular file fd, for reading (a weights
- * file), or NULL with errno set. Where the system has huge pages (Linux), a file of 4 MiB
- * or more that takes at most a quarter of os_memory_limit is read into anonymous memory
- * marked for them: weights read at every token then lie on 2 MiB pages, whose addresses
- * the TLB holds and across which the hardware prefetchers run, where the file's own pages
- * are 4 KiB. Any other file is mapped (mmap), its pages the kernel's to drop and read
- * again. Either way writing to it is a fault. os_unmap_file(p, size) frees it. */
-void *os_map_file(int fd, size_t size);
+ * file), or NULL with errno set. Where the system has huge pages (Linux) and whole is 1 (the
+ * caller reads it all, again and again), a file of 4 MiB or more that takes at most a
+ * quarter of os_memory_limit is read into anonymous memory marked for them: weights read
+ * at every token then lie on 2 MiB pages, whose addresses the TLB holds and across which
+ * the hardware prefetchers run, where the file's own pages are 4 KiB. Any other file, and
+ * every file with whole 0 (only a part of it read: a GGUF file's tokenizer), is mapped
+ * (mmap), its pages read as they are touched, the kernel's to drop and read again. Either
+ * way writing to it is a fault. os_unmap_file(p, size) frees it. */
+void *os_map_file(int fd, size_t size, int whole);
 void os_unmap_file(void *p, size_t size);
 
 /* ---- writing ---- */

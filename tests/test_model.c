@@ -668,8 +668,9 @@ static void test_context_commit(void) {
 }
 
 /* os_map_file gives a file's bytes as they are: a file of 5 MiB and a few bytes (read onto
- * huge pages where the system has them, its last page partly past the file) and one of a
- * few KiB (mapped), each compared byte for byte with what was written. */
+ * huge pages where the system has them, its last page partly past the file; and mapped,
+ * whole 0) and one of a few KiB (mapped), each compared byte for byte with what was
+ * written. */
 static void test_map_file(void) {
     static const size_t sizes[] = {((size_t)5 << 20) + 77, 3000};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -688,10 +689,12 @@ static void test_map_file(void) {
             want[i] = (unsigned char)(x >> 56);
         }
         int written = fwrite(want, 1, n, file) == n && fflush(file) == 0;
-        void *got = written ? os_map_file(fileno(file), n) : NULL;
-        check_true(got && memcmp(got, want, n) == 0,
-                   "map file: %zu bytes read back as written", n);
-        os_unmap_file(got, n);
+        for (int whole = 1; whole >= 0; whole--) {
+            void *got = written ? os_map_file(fileno(file), n, whole) : NULL;
+            check_true(got && memcmp(got, want, n) == 0,
+                       "map file: %zu bytes read back as written (whole %d)", n, whole);
+            os_unmap_file(got, n);
+        }
         fclose(file);
         free(want);
     }
