@@ -482,13 +482,16 @@ static Matrix matrix_view(const CheckpointTensor *t, int l, int r0, int rows) {
     Matrix m = {0};
     size_t cols = (size_t)t->cols;
     if (t->parts) {   /* a GGUF file: each layer on its own */
-        size_t groups = t->f32 || t->f16 ? 0 : (size_t)quant_groups(t->cols, t->group);
         const CheckpointPart *p = &t->parts[l];
-        if (t->f32 || t->f16) {
-            if (t->f32) m.f32 = p->f32 + (size_t)r0 * cols;
-            else m.f16 = p->f16 + (size_t)r0 * cols;
+        if (t->f32) {
+            m.f32 = p->f32 + (size_t)r0 * cols;
             return m;
         }
+        if (t->f16) {
+            m.f16 = p->f16 + (size_t)r0 * cols;
+            return m;
+        }
+        size_t groups = (size_t)quant_groups(t->cols, t->group);
         m.q8 = (QuantMatrix){p->q + (size_t)r0 * cols, p->scale + (size_t)r0 * groups, rows,
                              t->cols, t->group};
         return m;

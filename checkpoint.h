@@ -58,6 +58,7 @@ typedef enum {
 #ifndef MODEL_MAX_DIM
 #define MODEL_MAX_DIM (1 << 16)        /* Hd; C is checked against MODEL_MAX_DIM / 4 */
 #endif
+_Static_assert(MODEL_MAX_DIM <= KERNELS_HALF_MAX_IC, "an F16 matrix's rows fit the kernels");
 #ifndef MODEL_MAX_LAYERS
 #define MODEL_MAX_LAYERS 1024          /* L */
 #endif
@@ -109,7 +110,8 @@ typedef struct {
     const float *norm_final_b;        /* (C,); NULL for Llama */
     Matrix classifier;                /* (V, C): token_embedding's first V rows when tied */
     int shared_classifier;            /* 1 if classifier is the token embedding */
-    int int8;                         /* 1 if the matrices are int8 (QuantMatrix) */
+    int int8;                         /* 1 if the embedding is int8 (QuantMatrix): a file
+                                       * written in int8 */
 } Weights;
 
 /* The tensors a checkpoint can hold, by role (names as in llm.c and llama2.c). */
@@ -124,7 +126,7 @@ typedef enum {
 } TensorName;
 
 /* One layer's data of a tensor whose layers are not stacked in one block (a GGUF file's
- * blk.N.* tensors): views, fp32 or int8 values with their scales. */
+ * blk.N.* tensors): views, fp32 values, halves, or int8 values with their scales. */
 typedef struct {
     const float *f32;      /* (rows, cols) when fp32 */
     const int8_t *q;       /* (rows, cols) when int8 */
@@ -132,10 +134,12 @@ typedef struct {
     const uint16_t *f16;   /* (rows, cols) when IEEE halves (a GGUF F16 matrix) */
 } CheckpointPart;
 
-/* One tensor of the file, (layers, rows, cols): fp32, or int8 with per-row groups. */
+/* One tensor of the file, (layers, rows, cols): fp32, halves (a GGUF file's F16
+ * matrices), or int8 with per-row groups. */
 typedef struct {
     int present;           /* 1 if the file has it */
-    int is_matrix;         /* matrices may be int8; vectors (norms, biases, wpe) are fp32 */
+    int is_matrix;         /* matrices may be int8 or halves; vectors (norms, biases, wpe)
+                            * are fp32 */
     int layers, rows, cols;
     const float *f32;      /* (layers, rows, cols) when fp32, else NULL */
     const uint16_t *f16;   /* halves: layer 0's part (parts), else NULL */
@@ -143,8 +147,9 @@ typedef struct {
     size_t q_stride;       /* bytes between layers in the file (values and their scales) */
     const float *scale;    /* int8: (layers, rows, ceil(cols / group)), owned copy */
     int group;             /* int8 group size GS */
-    const CheckpointPart *parts;   /* (layers,) each layer's own data (then f32, q and scale
-                           * are layer 0's), or NULL when the layers are stacked as above */
+    const CheckpointPart *parts;   /* (layers,) each layer's own data (then f32, f16, q and
+                           * scale are layer 0's), or NULL when the layers are stacked as
+                           * above */
 } CheckpointTensor;
 
 typedef struct {
@@ -156,7 +161,8 @@ typedef struct {
     void *map;             /* the file in memory (os_map_file), or NULL */
     size_t map_size;       /* bytes mapped */
     unsigned touched;      /* a checksum of one byte per page, read at load (see .c) */
-    void *owned;           /* converted tensors (bf16 widened, int8 scales), or NULL */
+    void *owned;           /* converted tensors (bf16 and F16 vectors widened, halves from
+                            * odd places, int8 scales), or NULL */
     AttentionConfig *attention;   /* (L,) owned: the attention each layer was trained with
                            * (the extension above), or NULL for a file without it; a
                            * layer's sink_logits points into sink_logits when it has them */

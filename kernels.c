@@ -27,7 +27,7 @@
 #include "quant.h"        /* quant_quantize, quant_matmul_block, quant_groups */
 #include "simd/simd.h"    /* simd_*: this build's vector kernels, or the references below */
 
-#define BLOCK_ROWS 64      /* rows of x per job: 64 x IC floats stay in L2 */
+#define BLOCK_ROWS SIMD_JOB_ROWS   /* rows of x per job of a product of many rows */
 #define Q8_JOB_ROWS_MIN 32  /* fewest rows of x per int8 job of many rows: a block of the
                              * x86 tile (32 rows with AVX-512) */
 #define Q8_JOB_ROWS_STEP 16 /* rows of x per int8 job: a multiple of this (a tile register's) */
@@ -352,33 +352,29 @@ typedef struct {
 
 static void matmul_range(const MatmulJob *m, int n0, int n1, int o0, int o1);
 
-/* matmul_range of a matrix of halves but by the GEMM (simd_gemm_block_half): one row of x,
- * the dots over the halves as they load (kernels_dots_half, the bits of the fp32 product's
- * one-row dots); a few, the fp32 path over HALF_ROWS_FLOATS floats of rows at a time,
- * converted on the stack (exact: every half is a float). Either way the bits of the
- * product over the widened matrix. */
-#define HALF_ROWS_FLOATS 65536   /* 256 KiB; a row of w has at most MODEL_MAX_DIM values */
+/* matmul_range of a matrix of halves, but by the GEMM (simd_gemm_block_half): one row of
+ * x in a vector build, the dots over the halves as they load (simd_matmul_row_half); else
+ * the fp32 path over KERNELS_HALF_MAX_IC floats of rows at a time, converted on the stack
+ * (exact: every half is a float). Either way the bits of the product over the widened
+ * matrix. */
 static void matmul_range_half(const MatmulJob *m, int n0, int n1, int o0, int o1) {
     size_t IC = (size_t)m->IC, OC = (size_t)m->OC;
-    if (n1 - n0 == 1) {
-        float *out_n = m->out + (size_t)n0 * OC;
-        kernels_dots_half(out_n + o0, m->x + (size_t)n0 * IC, m->w16 + (size_t)o0 * IC,
-                          o1 - o0, m->IC);
-        if (m->b)
-            for (int o = o0; o < o1; o++) out_n[o] += m->b[o];
+    if (SIMD_VECTOR && n1 - n0 == 1) {
+        simd_matmul_row_half(m->out + (size_t)n0 * OC, m->x + (size_t)n0 * IC, m->w16, m->b,
+                             o0, o1, m->IC, m->OC);
         return;
     }
-    float rows[HALF_ROWS_FLOATS];
-    int step = HALF_ROWS_FLOATS / m->IC;   /* rows of w a pass: a multiple of 24 (the GEMM's
-                                            * 6-row tile, the dots' 8) where there is room */
-    if (step >= 24) step = step / 24 * 24;
+    float w_rows[KERNELS_HALF_MAX_IC];   /* 256 KiB */
+    int step = KERNELS_HALF_MAX_IC / m->IC;   /* rows of w a pass (>= 1: IC <= the most):
+                                               * whole tiles of 8 where there is room */
+    if (step >= 8) step = step / 8 * 8;
     for (int o = o0; o < o1; o += step) {
         int end = o + step < o1 ? o + step : o1;
-        kernels_from_half(rows, m->w16 + (size_t)o * IC, (size_t)(end - o) * IC);
+        kernels_from_half(w_rows, m->w16 + (size_t)o * IC, (size_t)(end - o) * IC);
         /* the same product of the converted rows: output columns o .. end-1 */
         MatmulJob part = *m;
         part.out = m->out + o;
-        part.w = rows;
+        part.w = w_rows;
         part.w16 = NULL;
         part.b = m->b ? m->b + o : NULL;
         matmul_range(&part, n0, n1, 0, end - o);
@@ -434,12 +430,12 @@ static void q8_jobs(int N, int OC, int *rows, int *cols) {
 }
 
 /* Plans product p of x (N, IC) in m (int8: of the x that xq, xs hold in its groups), for
- * N > 1: jobs of m->rows rows (the same for every product of N rows in one format) by
- * m->cols columns. Each output is written by one job, so threads never
- * share an output, and which job writes it never changes its bits. Jobs in blocks of rows:
- * loops over the same rows one after the other (the quantization, this product, the norms
- * and residuals after it) then give each thread mostly the rows it wrote (pool_claim),
- * where jobs of all the rows made each product write lines the other core wrote last. */
+ * N > 1: jobs of m->rows rows (a function of N and the threads alone, so the same for every
+ * product of a run) by m->cols columns. Each output is written by one job, so threads
+ * never share an output, and which job writes it never changes its bits. Jobs in blocks of
+ * rows, so that loops over the same rows one after the other (the quantization, this
+ * product, the norms and residuals after it) give each thread mostly the rows it wrote
+ * (pool_claim). */
 static void matmul_plan(MatmulJob *m, const KernelsProduct *p, const float *x, int N, int IC,
                         const int8_t *xq, const float *xs) {
     *m = (MatmulJob){.out = p->out, .x = x, .w = p->w->f32, .w16 = p->w->f16, .b = p->b,
@@ -473,33 +469,40 @@ static void quantize_job(void *ctx, int j) {
                    (int)(n1 - n0), q->IC, q->group);
 }
 
+/* A matrix's format: products of one format (and int8 groups) share a parallel loop. */
+enum { FORMAT_F32, FORMAT_F16, FORMAT_Q8 };
+static int matrix_format(const Matrix *w) {
+    return w->f16 ? FORMAT_F16 : w->q8.q ? FORMAT_Q8 : FORMAT_F32;
+}
+
 /* A run of products of one x in one format, as one parallel loop. Many rows: the jobs
  * matmul_plan cuts, by blocks of rows, and within a block of rows product by product
- * (product i's blocks of columns are first[i] .. first[i + 1] - 1 of a block of rows), so
- * that the threads keep taking the rows they took for the products before (pool_claim).
- * One row (decode): the matrices as one of all their rows stacked, cut into decode_cols's
- * blocks of `cols` rows, one a thread: each thread reads one run of rows, where a block
- * of each matrix made runs a third as long. */
+ * (product i's blocks of columns are first_block[i] .. first_block[i + 1] - 1 of a block
+ * of rows), so that the threads keep taking the rows they took for the products before
+ * (pool_claim). One row (decode): the matrices as one of all their rows stacked, cut into
+ * decode_cols's blocks of stack_cut rows, one a thread, so that each thread reads one run
+ * of rows. */
 typedef struct {
     MatmulJob m[KERNELS_MAX_PRODUCTS];
-    int first[KERNELS_MAX_PRODUCTS + 1];
-    int n, cols;          /* products; decode: rows of the stack per job, else 0 */
+    int first_block[KERNELS_MAX_PRODUCTS + 1];
+    int n;           /* products */
+    int stack_cut;   /* decode: rows of the stack per job; else 0 */
 } MatmulsJob;
 
 static void matmuls_job(void *ctx, int j) {
     const MatmulsJob *g = ctx;
-    if (g->cols) {   /* decode: rows o0 .. o1-1 of the stack, o the row of the stack */
-        int o0 = j * g->cols, o1 = o0 + g->cols, first = 0;
-        for (int i = 0; i < g->n; first += g->m[i].OC, i++) {
-            int lo = o0 > first ? o0 - first : 0;
-            int hi = o1 - first < g->m[i].OC ? o1 - first : g->m[i].OC;
+    if (g->stack_cut) {   /* decode: rows o0 .. o1-1 of the stack */
+        int o0 = j * g->stack_cut, o1 = o0 + g->stack_cut, first_row = 0;
+        for (int i = 0; i < g->n; first_row += g->m[i].OC, i++) {   /* product i's rows */
+            int lo = o0 > first_row ? o0 - first_row : 0;
+            int hi = o1 - first_row < g->m[i].OC ? o1 - first_row : g->m[i].OC;
             if (lo < hi) matmul_range(&g->m[i], 0, 1, lo, hi);
         }
         return;
     }
-    int row_block = j / g->first[g->n], col_block = j % g->first[g->n], i = 0;
-    while (col_block >= g->first[i + 1]) i++;
-    matmul_job(&g->m[i], row_block * g->m[i].col_blocks + col_block - g->first[i]);
+    int blocks = g->first_block[g->n], row_block = j / blocks, col_block = j % blocks, i = 0;
+    while (col_block >= g->first_block[i + 1]) i++;
+    matmul_job(&g->m[i], row_block * g->m[i].col_blocks + col_block - g->first_block[i]);
 }
 
 void kernels_matmuls(const KernelsProduct *p, int n, const float *x, int N, int IC,
@@ -508,29 +511,31 @@ void kernels_matmuls(const KernelsProduct *p, int n, const float *x, int N, int 
         /* the run from p[i]: the products after it in its format (int8: in its groups,
          * x quantized once for them all) */
         const Matrix *w0 = p[i].w;
-        if (w0->q8.q) {   /* x in the groups: xq (N, IC), xs (N, groups), rows apart */
+        int format = matrix_format(w0);
+        if (format == FORMAT_Q8) {   /* x in the groups: xq (N, IC), xs (N, groups) */
             QuantizeJob q = {xq, xs, x, N, IC, w0->q8.group};
             pool_parallel_for(quantize_job, &q, kernels_jobs((size_t)N, QUANTIZE_ROWS_PER_JOB),
                               (double)N * IC * 4);
         }
-        MatmulsJob g = {.first = {0}};
+        MatmulsJob g = {.first_block = {0}};
         double work = 0;   /* multiply-adds, by the bytes of w: a half's a half, an int8's a
                             * quarter */
-        int rows = 0;      /* decode: rows of the stack */
+        int stack_rows = 0;
         for (; i < n && g.n < KERNELS_MAX_PRODUCTS; i++, g.n++) {
             const Matrix *w = p[i].w;
-            if (!w->f32 != !w0->f32 || !w->f16 != !w0->f16 || !w->q8.q != !w0->q8.q ||
-                (w->q8.q && w->q8.group != w0->q8.group))
+            if (matrix_format(w) != format || (format == FORMAT_Q8 && w->q8.group != w0->q8.group))
                 break;   /* another format: the next run */
             matmul_plan(&g.m[g.n], &p[i], x, N, IC, xq, xs);
-            g.first[g.n + 1] = g.first[g.n] + g.m[g.n].col_blocks;
-            work += (double)N * IC * p[i].OC / (w->f32 ? 1 : w->f16 ? 2 : 4);
-            rows += p[i].OC;
+            g.first_block[g.n + 1] = g.first_block[g.n] + g.m[g.n].col_blocks;
+            work += (double)N * IC * p[i].OC / (format == FORMAT_F32   ? 1
+                                                : format == FORMAT_F16 ? 2
+                                                                       : 4);
+            stack_rows += p[i].OC;
         }
-        int jobs = (N + g.m[0].rows - 1) / g.m[0].rows * g.first[g.n];   /* rows: shapes' */
+        int jobs = (N + g.m[0].rows - 1) / g.m[0].rows * g.first_block[g.n];
         if (N == 1) {
-            g.cols = decode_cols(rows);
-            jobs = (rows + g.cols - 1) / g.cols;
+            g.stack_cut = decode_cols(stack_rows);
+            jobs = (stack_rows + g.stack_cut - 1) / g.stack_cut;
         }
         pool_parallel_for(matmuls_job, &g, jobs, work);
     }

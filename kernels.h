@@ -1,7 +1,7 @@
 /* kernels.h: the numeric kernels of the forward and backward passes, each with the naive
  * reference the tests hold it to.
  *
- * Matrix products (fp32, and int8 through quant.h), LayerNorm, RMSNorm, GELU and SwiGLU,
+ * Matrix products (fp32, IEEE halves, and int8 through quant.h), LayerNorm, RMSNorm, GELU and SwiGLU,
  * attention's loops, and the one place that decides how work is split across threads
  * (kernels.c; the thread pool behind it is parallel/pool.c); then what the trainer adds
  * (its forward and backward products on one register tile, the LayerNorm and GELU
@@ -33,7 +33,7 @@ typedef struct {
     const float *f32;     /* (OC, IC) fp32 weights, or NULL */
     const float *f32_t;   /* (IC, OC) the same weights transposed, or NULL: the trainer
                            * makes them once per step for kernels_matmul_wt */
-    const uint16_t *f16;  /* (OC, IC) halves (a GGUF F16 file's, in place), or NULL */
+    const uint16_t *f16;  /* (OC, IC) halves (a GGUF F16 file's), or NULL */
     QuantMatrix q8;       /* int8 weights and scales, or q8.q NULL */
 } Matrix;
 
@@ -95,13 +95,16 @@ typedef struct {
 } KernelsProduct;
 
 #define KERNELS_MAX_PRODUCTS 4   /* products of one parallel loop in kernels_matmuls */
+#define KERNELS_HALF_MAX_IC 65536   /* the widest rows (IC) of a matrix of halves */
 
-/* The n products p of one x (N, IC), as if each were its own kernels_matmul or
+/* The n products p of one x (N >= 1 rows of IC), as if each were its own kernels_matmul or
  * kernels_matmul_q8 (the same bits), but with one wait for the threads where several
  * follow in one format: consecutive products in fp32, in halves, or in int8 with the same
- * groups (x quantized once into xq, xs for them), are one parallel loop over all their
+ * groups (x quantized once into xq (N, IC) and xs (N, quant_groups(IC, group)), the
+ * caller's scratch, NULL if no product is int8), are one parallel loop over all their
  * jobs (W_Q, W_K and W_V; the MLP's up and gate). For one row of x (decode) their
- * matrices are cut as one matrix of their rows stacked: each thread reads one run of rows. */
+ * matrices are cut as one matrix of their rows stacked: each thread reads one run of rows.
+ * Every matrix has IC columns (int8: q8.cols == IC; halves: IC <= KERNELS_HALF_MAX_IC). */
 void kernels_matmuls(const KernelsProduct *p, int n, const float *x, int N, int IC,
                      int8_t *xq, float *xs);
 

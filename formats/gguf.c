@@ -5,8 +5,9 @@
  * table are walked with a cursor that never reads past the file (gguf_open); the model's
  * hyperparameters and tensors are looked up by name and checked against each other
  * (gguf_load_checkpoint); only then is memory taken for what must be converted (BF16 and
- * F16 vectors widened, Q8_0 repacked; F16 matrices stay halves). The tokenizer is built from the metadata's arrays by
- * tokenizer.c (gguf_load_tokenizer). Nothing here computes: read model.c for the network.
+ * F16 vectors widened, Q8_0 repacked; F16 matrices stay halves). The tokenizer is built
+ * from the metadata's arrays by tokenizer.c (gguf_load_tokenizer). Nothing here computes:
+ * read model.c for the network.
  *
  * Legend: V vocab, C width, L layers, Hd MLP width, KVD kv width, S context.
  */

@@ -90,6 +90,10 @@
 /* rows whose sums of squares simd_sum_squares forms at once (side by side in eight lanes) */
 #define SIMD_SUM_SQUARES_ROWS 8
 
+/* Rows of x per job of kernels.c's products of many rows: 64 x IC floats stay in L2; the
+ * GEMM over halves packs them all at once. */
+#define SIMD_JOB_ROWS 64
+
 #if SIMD_VECTOR
 /* kernels.c's matmul_block_reference: out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b,
  * each output an 8-lane FMA dot product reduced in a fixed order (v8_sum); one row against
@@ -100,9 +104,12 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
  * increasing order, for products of N >= simd_gemm_min_rows() rows. */
 void simd_gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
                      int n1, int o0, int o1, int IC, int OC);
-/* simd_gemm_block over w's values as halves: the same bits as over them as floats. */
+/* simd_gemm_block over w's values as halves: the same bits as over them as floats; and
+ * simd_matmul_block's one row of x (out (OC,), rows o0 .. o1-1), likewise. */
 void simd_gemm_block_half(float *out, const float *x, const uint16_t *w, const float *b,
                           int n0, int n1, int o0, int o1, int IC, int OC);
+void simd_matmul_row_half(float *out, const float *x, const uint16_t *w, const float *b,
+                          int o0, int o1, int IC, int OC);
 /* The output columns per job of the GEMM for a product of N rows and OC columns, or 0
  * when N is under simd_gemm_min_rows() (the dot-product tile is faster there). */
 int simd_gemm_cols(int N, int OC);
@@ -161,6 +168,7 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #endif
 #define simd_gemm_block matmul_block_reference   /* never chosen: simd_gemm_cols is 0 */
 #define simd_gemm_block_half(...) ((void)0)       /* likewise */
+#define simd_matmul_row_half(...) ((void)0)       /* never chosen: SIMD_VECTOR is 0 */
 #define simd_gemm_cols(N, OC) 0
 #define simd_gemm_min_rows() 0
 #define simd_norm_stats norm_stats_reference

@@ -254,12 +254,12 @@ static ALWAYS_INLINE void dot_tile_vector(float *out, int ldo, size_t ldc, const
         for (int c = 0; c < C; c++) out[(size_t)r * ldo + c * ldc] = v8_sum(acc[r][c]);
 }
 
-/* Floats ahead of its reads at which dot_rows_tile asks for each row's next lines. */
-#define DECODE_PREFETCH_FLOATS 256
+/* Bytes ahead of its reads at which dot_rows_tile asks for each row's next lines. */
+#define DECODE_PREFETCH_BYTES 1024
 
 /* out[c * ldo] = x (IC,) . row c of w, for c < S rows of w ldw floats apart: dot_tile_vector
  * with R = 1, C = S (each output's sum is that tile's, bit for bit), but for rows that need
- * not be adjacent. Each row's line DECODE_PREFETCH_FLOATS ahead is asked for as the row
+ * not be adjacent. Each row's line DECODE_PREFETCH_BYTES ahead is asked for as the row
  * reaches a line: the rows come from memory, a line each per 16 floats, faster than the
  * hardware's prefetcher asks for them on some cores. */
 static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, const void *w,
@@ -269,9 +269,10 @@ static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, 
     int i = 0;
     for (; i + LANES <= IC; i += LANES) {
         V8 x_i = v8_load(x + i);
-        if (i % 16 == 0)
+        if (i % (half ? 32 : 16) == 0)   /* a line's values */
             TILE_UNROLL for (int c = 0; c < S; c++)
-                PREFETCH_L1(element_at(w, (long)(c * ldw) + i + DECODE_PREFETCH_FLOATS, half));
+                PREFETCH_L1((const char *)element_at(w, (long)(c * ldw) + i, half) +
+                            DECODE_PREFETCH_BYTES);
         TILE_UNROLL for (int c = 0; c < S; c++)
             acc[c] = v8_fma(x_i, v8_load_row(w, (long)(c * ldw) + i, half), acc[c]);
     }
@@ -460,11 +461,10 @@ static void gemm_store(float *out, int OC, const float *sums, int rows, int cols
 /* out[nb .. nb1, g .. g1) (+)= x . w^T for one group of at most GEMM_OB rows of w (w_g: row g,
  * rows ldw floats apart, from the block's first column) against one block of rows of x
  * packed in xt (kc, ld), in nv vectors: the group's tiles leave their sums in `sums`, which
- * gemm_store then puts into out, rows of GEMM_OB adjacent floats. (Written straight from
+ * gemm_store then puts into out, rows of GEMM_OB adjacent floats (written straight from
  * the tile, each row of w's NB sums would land in NB rows of out, OC floats apart: NB cache
- * lines a tile, and with OC a multiple of 1024 all in the same L1 set. Zen 5, one thread,
- * 64 rows: 768 x 2048 from 99-124 to 173-193 GFLOP/s, 128 x 512 from 96 to 146-153.) Each
- * tile asks for the next one's rows (up to row o1 of w) as it goes, when prefetch is set. */
+ * lines a tile, and with OC a multiple of 1024 all in the same L1 set). Each tile asks for
+ * the next one's rows (up to row o1 of w) as it goes, when prefetch is set. */
 static ALWAYS_INLINE void gemm_group(float *out, const float *xt, int ld, const float *w_g,
                                      int ldw, float *sums, int g, int g1, int o1, int nb,
                                      int nb1, int kc, int OC, int accumulate, int prefetch,
@@ -551,12 +551,12 @@ static void gemm_widen(float *wbuf, const uint16_t *h, int rows, int kc, int IC)
     }
 }
 
-#define GEMM_HALF_BLOCKS (64 / GEMM_NB)   /* blocks of rows of x packed at once: 64 rows */
-_Static_assert(64 % GEMM_NB == 0, "a job's 64 rows are whole blocks of rows of x");
+#define GEMM_HALF_BLOCKS (SIMD_JOB_ROWS / GEMM_NB)   /* blocks of rows of x packed at once */
+_Static_assert(SIMD_JOB_ROWS % GEMM_NB == 0, "a job's rows are whole blocks of rows of x");
 
 /* simd_gemm_block over w's values as halves: GEMM_HALF_BLOCKS blocks of rows of x packed at
  * once, so that each group of rows of w is converted into wbuf (OB, KC) once for all of
- * them (a job's 64 rows), then gemm_group's tiles over it: the same sums, bit for bit. */
+ * them (a job's rows), then gemm_group's tiles over it: the same sums, bit for bit. */
 void simd_gemm_block_half(float *out, const float *x, const uint16_t *w, const float *b,
                           int n0, int n1, int o0, int o1, int IC, int OC) {
     float xt[GEMM_HALF_BLOCKS][GEMM_KC * GEMM_NB];   /* 256 KiB on the stack */
@@ -750,13 +750,22 @@ void simd_dots(float *out, const float *q, const float *k, int stride, const int
     dots(out, q, k, stride, rows, n_rows, n, 0);
 }
 
-/* A block of rows as large as a matrix that decode streams (a GGUF F16 file's weights) is
- * read as dot_rows_vector's four sequential runs: the same sums, bit for bit. */
 void simd_dots_half(float *out, const float *q, const uint16_t *k, int n_rows, int n) {
-    if ((size_t)n_rows * (size_t)n * sizeof *k >= DECODE_STREAM_BYTES)
-        dot_rows_vector(out, q, k, n, n_rows, 1);
+    dots(out, q, k, n, NULL, n_rows, n, 1);
+}
+
+/* simd_matmul_block's one row of x over w's values as halves (rows o0 .. o1-1 of w (OC,
+ * IC)): four sequential runs where the matrix would stream (as many bytes of halves as
+ * DECODE_STREAM_BYTES), else eight rows at a time; the same sums as over the floats. */
+void simd_matmul_row_half(float *out, const float *x, const uint16_t *w, const float *b,
+                          int o0, int o1, int IC, int OC) {
+    const uint16_t *w_o = w + (size_t)o0 * IC;
+    if ((size_t)IC * (size_t)OC * sizeof *w >= DECODE_STREAM_BYTES)
+        dot_rows_vector(out + o0, x, w_o, IC, o1 - o0, 1);
     else
-        dots(out, q, k, n, NULL, n_rows, n, 1);
+        dots(out + o0, x, w_o, IC, NULL, o1 - o0, IC, 1);
+    if (b)
+        for (int o = o0; o < o1; o++) out[o] += b[o];
 }
 
 /* dots8 of DOTS_QUERIES queries at once: query t's dots into out + t ld, eight FMA chains

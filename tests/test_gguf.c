@@ -359,9 +359,23 @@ static int tiny_logits(const char *p, float *out, int *halves) {
     return logits ? 0 : -1;
 }
 
+/* The int8 file checkpoint_save_q8 writes of the model at p (groups of 8), read back into
+ * *size bytes; NULL if it did not load or write. */
+static void *tiny_q8(const char *p, size_t *size) {
+    char out[160];
+    snprintf(out, sizeof out, "%s/tiny-q8.bin", dir);
+    Checkpoint ck;
+    int written = checkpoint_load(&ck, p) == 0 && checkpoint_save_q8(&ck, out, 8) == 0;
+    checkpoint_free(&ck);
+    void *bytes = written ? check_read_file(out, size) : NULL;
+    unlink(out);
+    return bytes;
+}
+
 /* 5. An F16 file's matrices are kept as halves, and compute what the same values in an F32
  *    file compute, bit for bit: through a prompt (the products of many rows) and single
- *    tokens (of one row), in place in the file's map and copied from odd places in it. */
+ *    tokens (of one row), in place in the file's map and copied from odd places in it; and
+ *    quantize writes the same int8 file from either. */
 static void test_tiny_half(void) {
     float *want = malloc(sizeof(float) * 16 * V), *got = malloc(sizeof(float) * 16 * V);
     int halves = 0;
@@ -371,10 +385,24 @@ static void test_tiny_half(void) {
     save(&f);
     int ok = tiny_logits(path, want, &halves) == 0;
     check_true(ok && !halves, "tiny GGUF, F32: runs with float matrices");
+    size_t q8_bytes = 0, q8_half_bytes = 0;
+    void *q8 = tiny_q8(path, &q8_bytes);
     for (int packed = 0; packed < 2; packed++) {
         f.n = 0;
         write_tiny_as(&f, &m, 1, packed);
         save(&f);
+        if (packed) {   /* the first matrix's data starts at an odd byte of the file */
+            uint64_t offset;
+            memcpy(&offset, f.b + m.tensor_offset[2], sizeof offset);
+            check_true((m.data_start + offset) % 2 == 1, "tiny GGUF, F16 at odd offsets: "
+                       "output.weight at byte %llu", (unsigned long long)(m.data_start + offset));
+        } else {
+            void *q8_half = tiny_q8(path, &q8_half_bytes);
+            check_true(q8 && q8_half && q8_bytes == q8_half_bytes &&
+                       memcmp(q8, q8_half, q8_bytes) == 0,
+                       "tiny GGUF, F16: quantize writes the F32 file's int8 file, byte for byte");
+            free(q8_half);
+        }
         int ran = tiny_logits(path, got, &halves) == 0;
         check_true(ran && halves, "tiny GGUF, F16%s: its matrices kept as halves",
                    packed ? " at odd offsets" : "");
@@ -385,6 +413,7 @@ static void test_tiny_half(void) {
     free(f.b);
     free(want);
     free(got);
+    free(q8);
 }
 
 static void test_tiny(void) {

@@ -207,10 +207,12 @@ static void matmuls_call(void *ctx) {
  * loop takes), two int8 in groups of 32, one in groups of 16 (x quantized again), one fp32
  * again, two in halves; on the pool with 2 threads, each output bit for bit what the
  * product's own kernels_matmul or kernels_matmul_q8 gives on one thread (for halves:
- * kernels_matmul over the halves' values as floats). */
+ * kernels_matmul over the halves' values as floats). With two threads a decode job ends
+ * inside a product of each run (fp32 48 rows of 40 + 24, int8 24 of 20 + 17, halves 160
+ * of 20 + 300), and a prompt's job of halves takes more than one group of 48 rows. */
 static void test_matmuls(int N, int IC) {
     enum { P = 11, HALF = -1 };
-    static const int OC[P] = {40, 24, 24, 8, 16, 24, 17, 9, 5, 24, 13};
+    static const int OC[P] = {40, 24, 24, 8, 16, 20, 17, 9, 5, 20, 300};
     static const int group[P] = {0, 0, 0, 0, 0, 32, 32, 16, 0, HALF, HALF};   /* 0: fp32 */
     static const int bias[P] = {1, 0, 1, 0, 1, 0, 1, 0, 1, 1, 0};
     float *x = random_floats((size_t)N * IC, 2.0f), *xs = malloc(sizeof(float) * N * IC);
@@ -1230,7 +1232,9 @@ int main(void) {
     for (size_t i = 0; i < sizeof q8 / sizeof q8[0]; i++)
         test_matmul_q8(q8[i][0], q8[i][1], q8[i][2], q8[i][3]);
     const int matmuls[][2] = {{1, 64}, {3, 96}, {40, 64}, {130, 96},
-                              {20, 3008},    /* halves: 21 rows of w converted at a time */
+                              {1, 1100},     /* decode: halves of 660 KB in four runs */
+                              {3, 5000},     /* halves, few rows: 8 rows converted a pass */
+                              {20, 3008},    /* the GEMM: three blocks of columns of x */
                               {33, 1100}};   /* the GEMM: a second block of 76 columns */
     for (size_t i = 0; i < sizeof matmuls / sizeof matmuls[0]; i++)
         test_matmuls(matmuls[i][0], matmuls[i][1]);

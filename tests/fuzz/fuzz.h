@@ -12,7 +12,7 @@
 
 #include <stddef.h>          /* size_t */
 #include <stdint.h>          /* uint8_t, uint64_t */
-#include "checkpoint.h"      /* Config */
+#include "checkpoint.h"      /* Config, Matrix */
 #include "tokenizer.h"       /* Tokenizer */
 
 #define FUZZ_PATH_MAX 4096             /* longest path the helpers build */
