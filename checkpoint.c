@@ -492,8 +492,9 @@ static Matrix matrix_view(const CheckpointTensor *t, int l, int r0, int rows) {
             return m;
         }
         size_t groups = (size_t)quant_groups(t->cols, t->group);
-        m.q8 = (QuantMatrix){p->q + (size_t)r0 * cols, p->scale + (size_t)r0 * groups, rows,
-                             t->cols, t->group};
+        m.q8 = (QuantMatrix){.q = p->q + (size_t)r0 * cols,
+                             .scale = p->scale + (size_t)r0 * groups,
+                             .rows = rows, .cols = t->cols, .group = t->group};
         return m;
     }
     if (t->f32) {
@@ -513,6 +514,30 @@ static Matrix matrix_view(const CheckpointTensor *t, int l, int r0, int rows) {
 static const float *vector_view(const CheckpointTensor *t, int l) {
     if (t->present && t->parts) return t->parts[l].f32;
     return t->present ? t->f32 + (size_t)l * (size_t)t->rows * (size_t)t->cols : NULL;
+}
+
+/* int8 weights larger than this many bytes together outgrow a last-level cache (32 MiB on
+ * a Zen 3, 4 or 5 CCD), so a token reads them from memory. */
+#define CACHED_BYTES ((size_t)32 << 20)
+
+/* The bytes of q (its values and scales), 0 if the matrix is not int8; if it is, its
+ * QuantMatrix.cold becomes mark. */
+static size_t q8_mark(QuantMatrix *q, int mark) {
+    if (!q->q) return 0;
+    q->cold = mark;
+    return (size_t)q->rows * ((size_t)q->cols + (size_t)quant_groups(q->cols, q->group) * 4);
+}
+
+/* The bytes of the int8 matrices a token reads (the layers' and the classifier), each
+ * marked as q8_mark does. */
+static size_t q8_token_bytes(Weights *w, int n_layers, int mark) {
+    size_t bytes = q8_mark(&w->classifier.q8, mark);
+    for (int l = 0; l < n_layers; l++) {
+        LayerWeights *lw = &w->layers[l];
+        Matrix *m[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_up, &lw->w_gate, &lw->w_down};
+        for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) bytes += q8_mark(&m[i]->q8, mark);
+    }
+    return bytes;
 }
 
 /* Fills ck->weights from ck->tensors. */
@@ -562,6 +587,9 @@ static void point_weights(Checkpoint *ck) {
             lw->w_down = matrix_view(&T[TENSOR_W2], l, 0, C);
         }
     }
+    /* a token reads int8 weights larger than a cache from memory: the decode kernel then
+     * asks for their lines ahead */
+    if (q8_token_bytes(w, c->n_layers, 0) > CACHED_BYTES) q8_token_bytes(w, c->n_layers, 1);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -24,6 +24,8 @@ typedef struct {
     const int8_t *q;      /* (rows, cols) */
     const float *scale;   /* (rows, ceil(cols / group)) */
     int rows, cols, group;
+    int cold;             /* 1: read from memory at each use (its model outgrows the caches):
+                           * a single row's product asks for its lines ahead; 0: not */
 } QuantMatrix;
 
 /* Groups per row: ceil(cols / group). cols >= 0, 1 <= group <= QUANT_GROUP_MAX. */

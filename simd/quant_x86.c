@@ -29,6 +29,14 @@
  * 1172). Below it (the shipped model's 16 KiB matrices) w stays in the caches. Measured,
  * not derived: s15m's smallest matrix is 81 KiB. */
 #define QUANT_STREAM_BYTES (72 << 10)
+/* Bytes ahead of its reads at which the row path asks for each row of a cold w's next line
+ * (QuantMatrix.cold), and for its scales' line an eighth of that ahead (a scale serves 32
+ * int8s). The hardware's prefetcher alone left a w read from memory short of the bandwidth
+ * (Zen 5, one thread, decode of a random s110m in int8, alternated pairs: 1.12-1.17x
+ * tokens/s; 768 x 768 from memory 1.07-1.20x; 1,024 bytes ahead gave the same tokens/s,
+ * 4,096 0.81x); on a w in the caches the prefetches only cost (w in L2: 1,024 x 128 0.80x;
+ * s15m's 9 MB classifier, in L3: 0.91x). */
+#define QUANT_PREFETCH_BYTES 2048
 
 /* The exact dot product of a (n,) and b (n,), int8 values (quant.c's dot_i8): the values of
  * a short last group past its last whole register. */
@@ -226,13 +234,22 @@ static inline __m128 scale_pairs(const float *a, const float *b) {
  *     255]) is the unsigned operand and x the signed one, so each lane starts from -128
  *     times the sum of its four x and ends at its four exact products (no sign step);
  *   - otherwise two 256-bit chunks, each dot32_add's sign trick.
- * w_r, s_r: the four rows' q and scales. Same bits as dot_rows4_avx2's own loop. */
-static void dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs,
-                            const int8_t *const w_r[4], const float *const s_r[4], int groups) {
+ * w_r, s_r: the four rows' q and scales; prefetch 1: each step asks for the rows' lines
+ * QUANT_PREFETCH_BYTES ahead. Same bits as dot_rows4_avx2's own loop. */
+static inline __attribute__((always_inline)) void
+dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs, const int8_t *const w_r[4],
+                const float *const s_r[4], int groups, int prefetch) {
     __m128 acc = _mm_setzero_ps();   /* the four rows' sums */
     int g = 0;
-    for (; g + 2 <= groups; g += 2) {
+    for (; g + 2 <= groups; g += 2) {   /* a line (64 int8s) of each row a step */
         size_t at = (size_t)g * QUANT_CHUNK;
+        if (prefetch)
+            for (int r = 0; r < 4; r++) {
+                _mm_prefetch((const char *)(w_r[r] + at) + QUANT_PREFETCH_BYTES, _MM_HINT_T0);
+                if (g % 16 == 0)   /* a line of scales */
+                    _mm_prefetch((const char *)(s_r[r] + g) + QUANT_PREFETCH_BYTES / 8,
+                                 _MM_HINT_T0);
+            }
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__AVX512BW__)
         const __m512i flip = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
         __m512i x = _mm512_loadu_si512(xq + at);
@@ -289,17 +306,22 @@ static void dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs,
 
 /* sums (4,) = x · w_r for QUANT_ROW_TILE = 4 weight rows w_r, step rows apart (q rows
  * step * cols apart, scale rows step * groups apart): dot_row_avx2 four times over, each x
- * register loaded once for the four rows. Each row sees dot_row_avx2's operations in its
- * order, so an output has the same bits whichever of the two computes it. */
+ * register loaded once for the four rows; prefetch 1: each row's lines asked for
+ * QUANT_PREFETCH_BYTES ahead. Each row sees dot_row_avx2's operations in its order, so an
+ * output has the same bits whichever of the two computes it. */
 static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const int8_t *wq,
-                           const float *ws, size_t step, int cols, int group, int groups) {
+                           const float *ws, size_t step, int cols, int group, int groups,
+                           int prefetch) {
     size_t q_step = step * (size_t)cols, s_step = step * (size_t)groups;
     const int8_t *w0 = wq, *w1 = w0 + q_step, *w2 = w1 + q_step, *w3 = w2 + q_step;
     const float *s0 = ws, *s1 = s0 + s_step, *s2 = s1 + s_step, *s3 = s2 + s_step;
     if (group == QUANT_CHUNK && cols % QUANT_CHUNK == 0) {
         const int8_t *const w_r[4] = {w0, w1, w2, w3};
         const float *const s_r[4] = {s0, s1, s2, s3};
-        dot_rows4_pairs(sums, xq, xs, w_r, s_r, groups);
+        if (prefetch)   /* constant in each call, as the inlined loop wants */
+            dot_rows4_pairs(sums, xq, xs, w_r, s_r, groups, 1);
+        else
+            dot_rows4_pairs(sums, xq, xs, w_r, s_r, groups, 0);
         return;
     }
     __m128 acc = _mm_setzero_ps();   /* the four rows' sums */
@@ -311,6 +333,12 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
         for (; c + QUANT_CHUNK <= end; c += QUANT_CHUNK) {
             __m256i x = load_chunk(xq + c);
             __m256i ax = _mm256_abs_epi8(x);
+            if (prefetch && c % 64 == 0) {   /* a line of each row, as dot_rows4_pairs */
+                _mm_prefetch((const char *)(w0 + c) + QUANT_PREFETCH_BYTES, _MM_HINT_T0);
+                _mm_prefetch((const char *)(w1 + c) + QUANT_PREFETCH_BYTES, _MM_HINT_T0);
+                _mm_prefetch((const char *)(w2 + c) + QUANT_PREFETCH_BYTES, _MM_HINT_T0);
+                _mm_prefetch((const char *)(w3 + c) + QUANT_PREFETCH_BYTES, _MM_HINT_T0);
+            }
             dot[0] = dot32_add(dot[0], ax, x, load_chunk(w0 + c));
             dot[1] = dot32_add(dot[1], ax, x, load_chunk(w1 + c));
             dot[2] = dot32_add(dot[2], ax, x, load_chunk(w2 + c));
@@ -345,7 +373,7 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
     if ((size_t)OC * (size_t)cols >= QUANT_STREAM_BYTES) {
         /* a large w: four sequential runs of rows, a quarter of the range apart; a tile's
          * four rows stay in L1 while the rows of x (one in decode, a few in a short
-         * prompt) go past them */
+         * prompt) go past them; the first asks for the rows' next lines if w is cold */
         int quarter = (o1 - o0) / QUANT_ROW_TILE;
         for (int i = 0; i < quarter; i++)
             for (int n = 0; n < N; n++) {
@@ -353,7 +381,7 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
                 dot_rows4_avx2(sums, xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
                                w->q + (size_t)(o0 + i) * (size_t)cols,
                                w->scale + (size_t)(o0 + i) * (size_t)groups, (size_t)quarter,
-                               cols, group, groups);
+                               cols, group, groups, w->cold && n == 0);
                 for (int r = 0; r < QUANT_ROW_TILE; r++) {
                     int c = o0 + i + r * quarter;
                     out_n[c] = sums[r] + (bias ? bias[c] : 0.0f);
@@ -368,7 +396,7 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
             const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
             const float *xs_n = xs + (size_t)n * (size_t)groups;
             float sums[QUANT_ROW_TILE], *out_n = out + (size_t)n * (size_t)OC;
-            dot_rows4_avx2(sums, xq_n, xs_n, wq, ws, 1, cols, group, groups);
+            dot_rows4_avx2(sums, xq_n, xs_n, wq, ws, 1, cols, group, groups, 0);
             for (int r = 0; r < QUANT_ROW_TILE; r++)
                 out_n[o + r] = sums[r] + (bias ? bias[o + r] : 0.0f);
         }

@@ -208,7 +208,7 @@ static void test_dequantize(void) {
     uint64_t seed = 3;
     check_fill_random(&seed, x, R * C, 2.0f);
     quant_quantize(q, s, x, R, C, G);
-    QuantMatrix m = {q, s, R, C, G};
+    QuantMatrix m = {q, s, R, C, G, 0};
     quant_dequantize(out, &m);
     int ok = 1;
     for (int r = 0; r < R; r++) {
@@ -305,7 +305,7 @@ static void test_matmul_sizes(void) {
                     check_fill_random(&seed, bias, OC, 0.1f);
                     quant_quantize(wq, ws, wf, OC, cols, group);
                     quant_quantize(xq, xs, x, N, cols, group);
-                    QuantMatrix w = {wq, ws, OC, cols, group};
+                    QuantMatrix w = {wq, ws, OC, cols, group, 0};
                     /* ranges: all, inner (4-wide tiles plus leftovers), one column, empty */
                     int ranges[4][2] = {{0, OC}, {OC > 2 ? 1 : 0, OC > 2 ? OC - 1 : OC},
                                         {OC / 2, OC / 2 + 1}, {OC / 2, OC / 2}};
@@ -339,7 +339,7 @@ static void test_matmul_cuts(void) {
         int groups = quant_groups(C, group);
         quant_quantize(xq, xs, x, N, C, group);
         quant_quantize(wq, ws, wf, OC, C, group);
-        QuantMatrix w = {wq, ws, OC, C, group};
+        QuantMatrix w = {wq, ws, OC, C, group, 0};
         quant_matmul_block(whole, xq, xs, &w, NULL, N, 0, OC);
         for (int o = 0; o < OC; o++) quant_matmul_block(by_col, xq, xs, &w, NULL, N, o, o + 1);
         for (int n = 0; n < N; n++)
@@ -376,7 +376,7 @@ static void test_matmul_extremes(void) {
         }
         for (int i = 0; i < N * groups; i++) xs[i] = 1.0f;
         for (int i = 0; i < OC * groups; i++) ws[i] = 1.0f;
-        QuantMatrix w = {wq, ws, OC, C, group};
+        QuantMatrix w = {wq, ws, OC, C, group, 0};
         quant_matmul_block(out, xq, xs, &w, NULL, N, 0, OC);
         int exact = 1;
         for (int n = 0; n < N; n++)
@@ -402,7 +402,7 @@ static void test_matmul_nan(void) {
     wf[4 * C + 95] = INFINITY;      /* row o = 4, group 2 */
     quant_quantize(xq, xs, x, N, C, G);
     quant_quantize(wq, ws, wf, OC, C, G);
-    QuantMatrix w = {wq, ws, OC, C, G};
+    QuantMatrix w = {wq, ws, OC, C, G, 0};
     quant_matmul_block(out, xq, xs, &w, NULL, N, 0, OC);
     int ok = 1;
     for (int n = 0; n < N; n++)
@@ -436,7 +436,7 @@ static void test_simd_vs_portable(void) {
             for (int g = 0; g < groups16; g++) xs16[n * groups16 + g] = xs[n * groups + g / per];
         for (int o = 0; o < OC; o++)
             for (int g = 0; g < groups16; g++) ws16[o * groups16 + g] = ws[o * groups + g / per];
-        QuantMatrix w = {wq, ws, OC, C, group}, w16 = {wq, ws16, OC, C, 16};
+        QuantMatrix w = {wq, ws, OC, C, group, 0}, w16 = {wq, ws16, OC, C, 16, 0};
         quant_matmul_block(simd, xq, xs, &w, NULL, N, 0, OC);
         quant_matmul_block(portable, xq, xs16, &w16, NULL, N, 0, OC);
         reference_matmul(want, terms, xq, xs, &w, NULL, N);
@@ -542,7 +542,9 @@ static void *gemm_share_run(void *arg) {
  * builds), and column ranges that start and end inside a tile; matrices of 72 KiB and
  * more, whose single rows read w as four runs of rows; and the x86 tile's padded blocks of
  * rows and its widest x (4,096 values; 4,100 goes one row at a time); and outputs whose
- * rows alias in L1 (OC a multiple of 1,024), which the x86 tile writes through a stage. */
+ * rows alias in L1 (OC a multiple of 1,024), which the x86 tile writes through a stage.
+ * Each also with w marked cold (QuantMatrix.cold), whose single rows ask for w's lines
+ * ahead: the same bits. */
 static void test_gemm(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},   {2, 288, 16, 32, 0, 16},   {3, 96, 9, 32, 0, 9},
@@ -582,25 +584,34 @@ static void test_gemm(void) {
         size_t n_out = (size_t)c.N * (size_t)c.OC, lines = (n_out * sizeof(float) + 63) / 64;
         float *whole = aligned_alloc(64, lines * 64), *rows = malloc(n_out * sizeof(float));
         float *two = aligned_alloc(64, lines * 64);   /* out's rows on whole cache lines */
+        float *cold = malloc(2 * n_out * sizeof(float));   /* w cold: N rows, each alone */
         double *want = malloc(n_out * sizeof(double)), *terms = malloc(n_out * sizeof(double));
-        if (!whole || !rows || !two || !want || !terms || gemm_case_fill(&c, &seed) != 0) {
+        if (!whole || !rows || !two || !cold || !want || !terms ||
+            gemm_case_fill(&c, &seed) != 0) {
             check_true(0, "gemm N %d cols %d: out of memory", c.N, c.cols);
-            free(whole); free(rows); free(two); free(want); free(terms);
+            free(whole); free(rows); free(two); free(cold); free(want); free(terms);
             gemm_case_free(&c);
             return;
         }
         int groups = quant_groups(c.cols, c.group);
-        QuantMatrix w = {c.wq, c.ws, c.OC, c.cols, c.group};
+        QuantMatrix w = {c.wq, c.ws, c.OC, c.cols, c.group, 0}, w_cold = w;
+        w_cold.cold = 1;   /* the row path asks for its lines ahead: the same sums */
         int same_rows = 1, same_two = 1, outside_ok = 1, threads_ok = 1, same_ref = 1;
+        int same_cold = 1;
         double worst = 0.0;
         for (int with_bias = 0; with_bias < 2; with_bias++) {
             const float *b = with_bias ? c.bias : NULL;
             for (size_t i = 0; i < n_out; i++) whole[i] = rows[i] = two[i] = NAN;
+            for (size_t i = 0; i < 2 * n_out; i++) cold[i] = NAN;
             quant_matmul_block(whole, c.xq, c.xs, &w, b, c.N, c.o0, c.o1);
-            for (int n = 0; n < c.N; n++)
-                quant_matmul_block(rows + (size_t)n * (size_t)c.OC,
-                                   c.xq + (size_t)n * (size_t)c.cols,
-                                   c.xs + (size_t)n * (size_t)groups, &w, b, 1, c.o0, c.o1);
+            quant_matmul_block(cold, c.xq, c.xs, &w_cold, b, c.N, c.o0, c.o1);
+            for (int n = 0; n < c.N; n++) {
+                size_t at = (size_t)n * (size_t)c.OC;
+                const int8_t *xq_n = c.xq + (size_t)n * (size_t)c.cols;
+                const float *xs_n = c.xs + (size_t)n * (size_t)groups;
+                quant_matmul_block(rows + at, xq_n, xs_n, &w, b, 1, c.o0, c.o1);
+                quant_matmul_block(cold + n_out + at, xq_n, xs_n, &w_cold, b, 1, c.o0, c.o1);
+            }
             /* two threads: columns cut at an odd place inside the range */
             int cut = c.o0 + (c.o1 - c.o0) / 2;
             cut += (cut % 2 == 0 && cut + 1 < c.o1);
@@ -619,6 +630,8 @@ static void test_gemm(void) {
                         continue;
                     }
                     same_rows &= memcmp(&whole[i], &rows[i], sizeof(float)) == 0;
+                    same_cold &= memcmp(&whole[i], &cold[i], sizeof(float)) == 0 &&
+                                 memcmp(&whole[i], &cold[n_out + i], sizeof(float)) == 0;
                     same_two &= memcmp(&whole[i], &two[i], sizeof(float)) == 0;
                     float ref = reference_float(&c, b, n, o);
                     same_ref &= memcmp(&whole[i], &ref, sizeof(float)) == 0;
@@ -637,7 +650,10 @@ static void test_gemm(void) {
                    c.group);
         check_true(threads_ok && same_two, "gemm N %d, cols %d, OC %d, group %d: columns "
                    "cut between 2 threads = 1 thread, bit for bit", c.N, c.cols, c.OC, c.group);
-        free(whole); free(rows); free(two); free(want); free(terms);
+        check_true(same_cold, "gemm N %d, cols %d, OC %d, group %d: a cold w (its lines asked "
+                   "for ahead), all rows at once and each alone = not cold, bit for bit",
+                   c.N, c.cols, c.OC, c.group);
+        free(whole); free(rows); free(two); free(cold); free(want); free(terms);
         gemm_case_free(&c);
     }
 }

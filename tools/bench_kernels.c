@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < (size_t)N * IC; i++) x[i] = (float)(i % 17) * 0.05f - 0.4f;
         for (size_t i = 0; i < nw; i++) w[i] = (float)(i % 13) * 0.01f - 0.06f;
         quant_quantize(q, scale, w, OC, IC, GROUP);
-        QuantMatrix q8 = {q, scale, OC, IC, GROUP};
+        QuantMatrix q8 = {q, scale, OC, IC, GROUP, 0};
         double flops = 2.0 * N * IC * OC;
         double t32 = time_matmul(out, x, w, NULL, xq, xs, N, IC, OC);
         double t8 = time_matmul(out, x, NULL, &q8, xq, xs, N, IC, OC);
