@@ -516,10 +516,6 @@ static const float *vector_view(const CheckpointTensor *t, int l) {
     return t->present ? t->f32 + (size_t)l * (size_t)t->rows * (size_t)t->cols : NULL;
 }
 
-/* int8 weights larger than this many bytes together outgrow a last-level cache (32 MiB on
- * a Zen 3, 4 or 5 CCD), so a token reads them from memory. */
-#define CACHED_BYTES ((size_t)32 << 20)
-
 /* The bytes of q (its values and scales), 0 if the matrix is not int8; if it is, its
  * QuantMatrix.cold becomes mark. */
 static size_t q8_mark(QuantMatrix *q, int mark) {
@@ -538,6 +534,10 @@ static size_t q8_token_bytes(Weights *w, int n_layers, int mark) {
         for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) bytes += q8_mark(&m[i]->q8, mark);
     }
     return bytes;
+}
+
+void checkpoint_mark_cold(Weights *w, int n_layers) {
+    if (q8_token_bytes(w, n_layers, 0) > CHECKPOINT_CACHED_BYTES) q8_token_bytes(w, n_layers, 1);
 }
 
 /* Fills ck->weights from ck->tensors. */
@@ -587,9 +587,7 @@ static void point_weights(Checkpoint *ck) {
             lw->w_down = matrix_view(&T[TENSOR_W2], l, 0, C);
         }
     }
-    /* a token reads int8 weights larger than a cache from memory: the decode kernel then
-     * asks for their lines ahead */
-    if (q8_token_bytes(w, c->n_layers, 0) > CACHED_BYTES) q8_token_bytes(w, c->n_layers, 1);
+    checkpoint_mark_cold(w, c->n_layers);
 }
 
 /* ------------------------------------------------------------------------- */

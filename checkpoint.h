@@ -31,6 +31,9 @@
 #define CHECKPOINT_LLAMA_HEADER_BYTES 256  /* llama2.c versioned header, zero-padded */
 #define CHECKPOINT_LLAMA_LEGACY_INTS 7     /* llama2.c legacy header: 7 int32, no magic */
 #define CHECKPOINT_Q8_GROUP 32             /* default int8 group size of checkpoint_save_q8 */
+/* The most int8 weights a token can read from a last-level cache (32 MiB: a Zen 3, 4 or 5
+ * CCD's): more come from memory (checkpoint_mark_cold). */
+#define CHECKPOINT_CACHED_BYTES ((size_t)32 << 20)
 /* This project's extension of llm.c's GPT-2 file: header slot [9] = 1 says that after the
  * parameters come, per layer, CHECKPOINT_ATTN_INTS int32 describing its attention (a
  * record, docs/formats.md), then (L, NH) float32 learned sink logits, then a trained
@@ -179,6 +182,12 @@ int checkpoint_load(Checkpoint *ck, const char *path);
  * positions) and derives head_dim and kv_dim. Returns 0, or -1 after a stderr line
  * "model: PATH: PREFIXproblem". */
 int checkpoint_check_config(Config *c, const char *path, const char *prefix);
+
+/* Marks every int8 matrix a token reads (the n_layers layers' and the classifier) cold
+ * (QuantMatrix.cold: read from memory at each token, so the decode kernel asks for its lines
+ * ahead) when together, values and scales, they are more than CHECKPOINT_CACHED_BYTES;
+ * checkpoint_load calls it. */
+void checkpoint_mark_cold(Weights *w, int n_layers);
 
 /* Releases the map and everything owned. Safe on a zeroed or freed Checkpoint. */
 void checkpoint_free(Checkpoint *ck);

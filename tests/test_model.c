@@ -19,6 +19,7 @@
 #include <unistd.h>    /* sysconf */
 
 #include "block.h"        /* block_qkv, block_matmul */
+#include "checkpoint.h"   /* checkpoint_mark_cold, Weights */
 #include "kernels.h"      /* kernels_set_threads, kernels_run: the thread pool */
 #include "os.h"           /* os_map_file, os_unmap_file */
 #include "quant.h"        /* quant_quantize */
@@ -148,6 +149,9 @@ static void test_q80(void) {
         const float *lb = model_forward(&b, ids, T, 0, 1);
         if (check_true(fp32 && la && lb, "q80: both forwards run"))
             check_close("q80 vs fp32 logits (s15m, 16 tokens)", lb, fp32, n, Q8_LOGIT_ATOL, 0.0);
+        const Weights *wb = &b.checkpoint.weights;   /* 17 MB of int8: in the caches */
+        check_true(wb->classifier.q8.q && !wb->classifier.q8.cold && !wb->layers[0].wq.q8.cold,
+                   "q80: s15m's int8 matrices are not marked cold");
         free(fp32);
     }
     model_free(&a);
@@ -700,7 +704,41 @@ static void test_map_file(void) {
     }
 }
 
+/* checkpoint_mark_cold against sizes worked out by hand: a classifier of 32,000 x 768 int8
+ * (27,648,000 bytes with its 24 scales a row) and layer matrices of 768 x 768 (663,552
+ * bytes each). One in each of two layers: 28,975,104 bytes, at most CHECKPOINT_CACHED_BYTES
+ * (33,554,432), none cold; six int8 and one fp32 in each: 35,610,624, every int8 one cold,
+ * the fp32 one neither counted nor marked. */
+static void test_mark_cold(void) {
+    static const int8_t q;   /* the views' values: only their sizes are read */
+    static const float f;
+    QuantMatrix cls = {&q, &f, 32000, 768, 32, 0}, m = {&q, &f, 768, 768, 32, 0};
+    LayerWeights layers[2];
+    memset(layers, 0, sizeof layers);
+    Weights w = {.layers = layers};
+    w.classifier.q8 = cls;
+    for (int l = 0; l < 2; l++) layers[l].wq.q8 = m;
+    checkpoint_mark_cold(&w, 2);
+    check_true(!w.classifier.q8.cold && !layers[0].wq.q8.cold && !layers[1].wq.q8.cold,
+               "mark_cold: 28,975,104 bytes of int8 matrices: none cold");
+    for (int l = 0; l < 2; l++) {
+        LayerWeights *lw = &layers[l];
+        lw->wk.q8 = lw->wv.q8 = lw->wo.q8 = lw->w_up.q8 = lw->w_down.q8 = m;
+        lw->w_gate.f32 = &f;   /* fp32 */
+    }
+    checkpoint_mark_cold(&w, 2);
+    int all = w.classifier.q8.cold;
+    for (int l = 0; l < 2; l++) {
+        const LayerWeights *lw = &layers[l];
+        all &= lw->wq.q8.cold && lw->wk.q8.cold && lw->wv.q8.cold && lw->wo.q8.cold &&
+               lw->w_up.q8.cold && lw->w_down.q8.cold && !lw->w_gate.q8.cold;
+    }
+    check_true(all, "mark_cold: 35,610,624 bytes of int8 matrices: every int8 one cold, the "
+               "fp32 one not");
+}
+
 int main(void) {
+    test_mark_cold();
     test_map_file();
     test_qkv_int8_groups();
     test_rope_bits();
