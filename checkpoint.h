@@ -32,7 +32,9 @@
 #define CHECKPOINT_LLAMA_LEGACY_INTS 7     /* llama2.c legacy header: 7 int32, no magic */
 #define CHECKPOINT_Q8_GROUP 32             /* default int8 group size of checkpoint_save_q8 */
 /* The most int8 weights a token can read from a last-level cache (32 MiB: a Zen 3, 4 or 5
- * CCD's): more come from memory (checkpoint_mark_cold). */
+ * CCD's): more come from memory (checkpoint_mark_cold). One figure for every machine (an
+ * X3D part holds 96 MiB, many Intel parts less), and a GGUF file's F16 or F32 matrices
+ * beside int8 ones are not counted: a wrong guess costs speed, never a result. */
 #define CHECKPOINT_CACHED_BYTES ((size_t)32 << 20)
 /* This project's extension of llm.c's GPT-2 file: header slot [9] = 1 says that after the
  * parameters come, per layer, CHECKPOINT_ATTN_INTS int32 describing its attention (a

@@ -25,7 +25,10 @@ typedef struct {
     const float *scale;   /* (rows, ceil(cols / group)) */
     int rows, cols, group;
     int cold;             /* 1: read from memory at each use (its model outgrows the caches):
-                           * a single row's product asks for its lines ahead; 0: not */
+                           * the x86 row kernel's four runs (simd/quant_x86.c: w of
+                           * QUANT_STREAM_BYTES or more, groups a multiple of 32) ask for
+                           * its lines ahead for the first row of x; other kernels ignore
+                           * it. Never changes a result. */
 } QuantMatrix;
 
 /* Groups per row: ceil(cols / group). cols >= 0, 1 <= group <= QUANT_GROUP_MAX. */
