@@ -69,7 +69,7 @@ bench-attention: $(B)/tools/bench_attention
 # Example: make bench-kernels
 $(B)/tools/bench_kernels: $(B)/tools/bench_kernels.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(B)/tools/bench_kernels.o: tools/bench_kernels.c kernels.h quant.h
+$(B)/tools/bench_kernels.o: tools/bench_kernels.c checkpoint.h kernels.h quant.h
 bench-kernels: $(B)/tools/bench_kernels
 	@if [ -n "$(ONE_CPU)" ] && [ -z "$(ONE_CPU_PIN)" ] && command -v taskset >/dev/null; then \
 	  echo "bench-kernels: ONE_CPU: cannot hold a process to CPU '$(ONE_CPU)' (expected one" \

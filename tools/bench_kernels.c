@@ -3,7 +3,9 @@
  * Prints GFLOP/s of kernels_matmul for prompt-sized blocks (the register-tiled GEMMs, fp32's
  * and int8's, the figure to hold against the FMA peak that tools/probe.c measures) and GB/s
  * of weights streamed for single rows (decode, against the read bandwidth), fp32 and int8,
- * at the shapes of the benchmark's models. Best of several repetitions; asserts nothing.
+ * at the shapes of the benchmark's models (an int8 matrix of more than
+ * CHECKPOINT_CACHED_BYTES marked cold, as the loader marks a model of that size). Best of
+ * several repetitions; asserts nothing.
  * With --train: the trainer's products instead (kernels_matmul_wt forward, the whole
  * kernels_matmul_backward), at the shapes of its reference model (C 128, 16 x 128 tokens).
  */
@@ -13,6 +15,7 @@
 #include <string.h>    /* strcmp */
 #include <time.h>      /* clock_gettime */
 
+#include "checkpoint.h"   /* CHECKPOINT_CACHED_BYTES */
 #include "kernels.h"   /* kernels_matmul, kernels_matmul_q8, kernels_set_threads, kernels_isa */
 #include "quant.h"     /* quant_quantize, quant_groups, quant_kernel_name, quant_gemm_tile */
 
@@ -124,12 +127,13 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < (size_t)N * IC; i++) x[i] = (float)(i % 17) * 0.05f - 0.4f;
         for (size_t i = 0; i < nw; i++) w[i] = (float)(i % 13) * 0.01f - 0.06f;
         quant_quantize(q, scale, w, OC, IC, GROUP);
-        QuantMatrix q8 = {q, scale, OC, IC, GROUP, 0};
+        double bytes8 = (double)nw + (double)OC * (double)groups * sizeof(float);
+        /* cold as the loader marks a model of this one matrix (checkpoint_mark_cold) */
+        QuantMatrix q8 = {q, scale, OC, IC, GROUP, bytes8 > (double)CHECKPOINT_CACHED_BYTES};
         double flops = 2.0 * N * IC * OC;
         double t32 = time_matmul(out, x, w, NULL, xq, xs, N, IC, OC);
         double t8 = time_matmul(out, x, NULL, &q8, xq, xs, N, IC, OC);
         double bytes32 = (double)nw * sizeof(float);
-        double bytes8 = (double)nw + (double)OC * (double)groups * sizeof(float);
         printf("%5d %6d %6d %10.1f %10.1f %10.1f %10.1f\n", N, IC, OC, flops / t32 * 1e-9,
                bytes32 / t32 * 1e-9, flops / t8 * 1e-9, bytes8 / t8 * 1e-9);
         free(x); free(w); free(out); free(scale); free(xs); free(q); free(xq);
