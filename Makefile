@@ -119,7 +119,9 @@ fused-check: all
 # check: everything beyond the unit tests (CI runs it after make test): check-build, the
 # explorer page (page-check), the WebAssembly page (web-check), fault injection (faults), and the aarch64 and i686 builds
 # (tests/cross.mk), each cross leg skipped with a message when its compiler or qemu is
-# missing, and on x86-64 the AVX2 build's greedy texts against this one's (test-x86-widths). Stops at the first failure. Minutes. Example: make check
+# missing, and on x86-64 the AVX2 build's greedy texts against this one's (test-x86-widths)
+# and, on a CPU with AVX-VNNI, that build's int8 tests and text (test-x86-vnni). Stops at the
+# first failure. Minutes. Example: make check
 check: check-build page-check web-check faults
 	@if command -v $(AARCH64_CC) >/dev/null && command -v qemu-aarch64 >/dev/null; then \
 	  $(MAKE) test-aarch64; else \
@@ -127,6 +129,7 @@ check: check-build page-check web-check faults
 	@if command -v $(I686_CC) >/dev/null; then $(MAKE) test-i686; else \
 	  echo "skipped: make test-i686 (needs $(I686_CC))"; fi
 	@$(MAKE) test-x86-widths
+	@$(MAKE) test-x86-vnni
 
 # help: the targets, one line each (each has its comment here or in the file it names).
 # Example: make help
@@ -147,6 +150,7 @@ help:
 	@echo "  make fuzz, fuzz-smoke the fuzz targets (tests/fuzz); fuzz-replay their corpora"
 	@echo "  make test-aarch64, test-i686  the tests on other architectures (tests/cross.mk)"
 	@echo "  make test-x86-widths  an AVX2 build's greedy texts against this build's"
+	@echo "  make test-x86-vnni    an AVX-VNNI build (Intel client cores): its int8 tests, its text"
 	@echo "  make retrain          train the shipped model again into build/retrain/"
 	@echo "                        (half an hour); says how to install it in weights/"
 	@echo "  make bench            speed tables; bench-kernels, bench-attention: their parts"

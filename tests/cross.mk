@@ -94,7 +94,7 @@ test-i686: all
 	  $(call same_greedy,i686,qemu-i386 $(I686_B)/run); \
 	fi
 
-.PHONY: test-aarch64 test-aarch64-all test-i686
+.PHONY: test-aarch64 test-aarch64-all test-i686 test-x86-widths test-x86-vnni
 
 # test-x86-widths: an AVX2 + FMA build (build/avx2, as CI's AVX2 leg makes it) against this
 # one, on x86-64: the shipped model's greedy text, fp32 and its int8 form, 300 tokens, byte
@@ -113,3 +113,24 @@ test-x86-widths: all
 	$(X86_WIDTHS_B)/quantize weights/model.bin $(X86_WIDTHS_B)/model-int8.bin >/dev/null && \
 	$(call same_text,avx2,$(X86_WIDTHS_B)/run,weights/model.bin $(WIDTHS_ARGS)) && \
 	$(call same_text,avx2,$(X86_WIDTHS_B)/run,$(X86_WIDTHS_B)/model-int8.bin $(WIDTHS_ARGS))
+
+# test-x86-vnni: an AVX2 build with AVX-VNNI and without AVX-512 (build/avx-vnni), what
+# -march=native gives on Intel's client cores (Alder Lake and later): its int8 kernels take
+# 256-bit vpdpbusd (simd/quant_x86.c's "avx-vnni"), a path no other build compiles. On an
+# x86-64 CPU with AVX-VNNI: test_quant (every int8 kernel against the reference, bit for
+# bit) and the shipped model's int8 greedy text after a 116-token prompt (the prefill tile)
+# against this build's, byte for byte; skipped with a message elsewhere.
+# Example: make test-x86-vnni
+X86_VNNI_B = build/avx-vnni
+VNNI_ARGS = -z weights/tokenizer.bin -f $(X86_VNNI_B)/prompt.txt -n 100 -t 0
+test-x86-vnni: all
+	@case "$$($(CC) -dumpmachine)" in x86_64*) ;; *) \
+	  echo "skipped: make test-x86-vnni (not an x86-64 compiler)"; exit 0;; esac; \
+	if ! grep -qw avx_vnni /proc/cpuinfo 2>/dev/null; then \
+	  echo "skipped: make test-x86-vnni (this CPU has no AVX-VNNI)"; exit 0; fi; \
+	$(MAKE) B=$(X86_VNNI_B) CFLAGS="-O3 -mavx2 -mfma -mf16c -mavxvnni" $(X86_VNNI_B)/run \
+	  $(X86_VNNI_B)/quantize $(X86_VNNI_B)/tests/test_quant && \
+	$(X86_VNNI_B)/tests/test_quant && \
+	head -c 300 tools/bench_prompt.txt > $(X86_VNNI_B)/prompt.txt && \
+	$(X86_VNNI_B)/quantize weights/model.bin $(X86_VNNI_B)/model-int8.bin >/dev/null && \
+	$(call same_text,avx-vnni,$(X86_VNNI_B)/run,$(X86_VNNI_B)/model-int8.bin $(VNNI_ARGS))
