@@ -440,11 +440,14 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
 #define QUANT_XT_MAX_GROUPS 256   /* the most groups in a span */
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__AVX512BW__)
 #define QUANT_XT_LANES 16
-#define QUANT_XT_V 2              /* (32 registers: 8 pairs' int lanes, 8 float sums) */
+#define QUANT_XT_V 2              /* (32 registers: 2 x 8 pairs' int lanes (QUANT_XT_CHAINS),
+                                   * 8 float sums, x, w) */
 #define QUANT_XT_OFFSET 1         /* x + 128 */
 typedef __m512i XtI;
 typedef __m512 XtF;
 #define xti_set1 _mm512_set1_epi32
+#define xti_zero _mm512_setzero_si512
+#define xti_add _mm512_add_epi32
 #define xti_load(p) _mm512_loadu_si512(p)
 #define xti_abs(x) (x)            /* unused with VNNI */
 #define xt_dot(acc, x, ax, w) ((void)(ax), _mm512_dpbusd_epi32(acc, x, w))
@@ -463,7 +466,8 @@ typedef __m512 XtF;
     _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
 #else
 #define QUANT_XT_LANES 8
-#define QUANT_XT_V 1              /* (16 registers: 4 pairs' int lanes, 4 float sums, x, |x|) */
+#define QUANT_XT_V 1              /* (16 registers: 4 pairs' int lanes (with VNNI 2 x 4), 4
+                                   * float sums, x, |x| or w) */
 #if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
 #define QUANT_XT_OFFSET 1
 #define xt_dot(acc, x, ax, w) ((void)(ax), dpbusd256(acc, x, w))
@@ -483,6 +487,8 @@ static inline __m256i dpbusd256(__m256i acc, __m256i u, __m256i s) {
 typedef __m256i XtI;
 typedef __m256 XtF;
 #define xti_set1 _mm256_set1_epi32
+#define xti_zero _mm256_setzero_si256
+#define xti_add _mm256_add_epi32
 #define xti_load(p) _mm256_loadu_si256((const __m256i *)(p))
 #define xtf_zero _mm256_setzero_ps
 #define xtf_set1 _mm256_set1_ps
@@ -499,6 +505,15 @@ typedef __m256 XtF;
     _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)))
 #endif
 #define QUANT_XT_ROWS (QUANT_XT_V * QUANT_XT_LANES)   /* rows of x per tile */
+/* Sets of int32 sums a group's quads take in turn (xt_tile), added at the group's end
+ * (exact: the same integers). With VNNI each quad is one vpdpbusd into each sum, which
+ * waits for the sum's previous one (latency 5 on Intel's cores); two sets keep twice as
+ * many in flight. Modelled by llvm-mca 14 on the compiled loop: Alder Lake's 256-bit tile
+ * (four sums) 5.1 -> 2.6 cycles a quad, icelake-server's 512-bit tile 5.15 -> 4.9. Zen 5,
+ * AVX-512, 256 rows, w from memory (tools/ab_kernels.sh, 200 pairs a shape): 1.015-1.044x
+ * on s15m's, s110m's and GPT-2's shapes; the AVX-VNNI build on Zen 5 level. Without VNNI a
+ * quad is four instructions of which only the last adds to the sum: one set. */
+#define QUANT_XT_CHAINS (QUANT_XT_OFFSET ? 2 : 1)
 #define QUANT_XT_MASK (QUANT_XT_OFFSET ? 0x80808080u : 0u)   /* x + 128 = x ^ 0x80 */
 _Static_assert(QUANT_XT_COLS == SIMD_Q8_GEMM_COLS && QUANT_XT_LANES == SIMD_Q8_GEMM_ROWS,
                "simd.h announces this tile");
@@ -677,6 +692,25 @@ static inline void transpose4_quarters(XtF v[4]) {
     v[3] = xtf_unpackhi2(t1, t3);
 }
 
+/* dot[h][c] += the products of quad k of the packed block xp (its V registers of rows)
+ * with quad k of row c of w (w0: the tile's first row, rows cols apart). */
+static inline __attribute__((always_inline)) void
+xt_quad(XtI dot[QUANT_XT_V][QUANT_XT_COLS], const uint8_t *xp, const int8_t *w0, int cols,
+        int k, XtSpan sp, int V) {
+    const uint8_t *xk = xp + (size_t)(k - sp.c0 / 4) * QUANT_XT_ROWS * 4;
+    XtI x[QUANT_XT_V], ax[QUANT_XT_V];
+    for (int h = 0; h < V; h++) {
+        x[h] = xti_load(xk + (size_t)h * QUANT_XT_LANES * 4);
+        ax[h] = xti_abs(x[h]);
+    }
+    for (int c = 0; c < QUANT_XT_COLS; c++) {
+        XtI w_k = xti_set1(load_quad(w0 + (size_t)c * (size_t)cols + 4 * (size_t)k));
+        for (int h = 0; h < V; h++) dot[h][c] = xt_dot(dot[h][c], x[h], ax[h], w_k);
+    }
+    for (int c = 0; c < QUANT_XT_COLS; c++)
+        for (int h = 0; h < V; h++) IN_REGISTER(dot[h][c]);
+}
+
 /* out (rows, OC) rows 0 .. rows-1 (rows <= V x QUANT_XT_LANES), columns o .. o+3 = those
  * rows of x (packed: xp, xsp, the span sp) times rows o .. o+3 of w (their starts), the
  * groups of sp added to the sums that out holds from the spans before it (none when sp.g0
@@ -685,7 +719,8 @@ static inline void transpose4_quarters(XtF v[4]) {
  * its float steps are the same, in the same order. out's rows are OC = w->rows floats
  * apart (gemm_staged hands in a copy of w whose rows give its stage's width). G: 0 for
  * any groups, or QUANT_XT_G32 where every group is 32 values (xt_g32), which fixes a
- * group's loop at 8 quads, unrolled: the loop's bookkeeping no longer shares the front end
+ * group's loop at 8 quads (in QUANT_XT_CHAINS sets of sums, xt_quad), unrolled: the loop's
+ * bookkeeping no longer shares the front end
  * with the multiplies (Zen 5: 1.00-1.02x; modelled by llvm-mca for Sapphire Rapids and
  * Skylake-X: 65 -> 53 cycles a group). */
 static inline __attribute__((always_inline)) void
@@ -717,32 +752,30 @@ xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
     }
     for (int g = sp.g0, k = sp.c0 / 4; g < sp.g1; g++) {
         int k_end = G ? k + G : (g + 1) * group < cols ? (g + 1) * group / 4 : cols / 4;
-        XtI dot[QUANT_XT_V][C];
+        XtI dot[QUANT_XT_CHAINS][QUANT_XT_V][C];
         for (int c = 0; c < C; c++)
-            for (int h = 0; h < V; h++) dot[h][c] = xti_set1(starts[g - sp.g0][c]);
-#if defined(__GNUC__) && !defined(__clang__)
+            for (int h = 0; h < V; h++) {
+                dot[0][h][c] = xti_set1(starts[g - sp.g0][c]);
+                for (int s = 1; s < QUANT_XT_CHAINS; s++) dot[s][h][c] = xti_zero();
+            }
+#if defined(__GNUC__) && !defined(__clang__) && QUANT_XT_CHAINS == 2
+#pragma GCC unroll 4
+#elif defined(__GNUC__) && !defined(__clang__)
 #pragma GCC unroll 8
 #endif
-        for (; k < k_end; k++) {
-            const uint8_t *xk = xp + (size_t)(k - sp.c0 / 4) * QUANT_XT_ROWS * 4;
-            XtI x[QUANT_XT_V], ax[QUANT_XT_V];
-            for (int h = 0; h < V; h++) {
-                x[h] = xti_load(xk + (size_t)h * L * 4);
-                ax[h] = xti_abs(x[h]);
-            }
-            for (int c = 0; c < C; c++) {
-                XtI w_k = xti_set1(load_quad(w0 + (size_t)c * (size_t)cols + 4 * (size_t)k));
-                for (int h = 0; h < V; h++) dot[h][c] = xt_dot(dot[h][c], x[h], ax[h], w_k);
-            }
+        for (; k + QUANT_XT_CHAINS <= k_end; k += QUANT_XT_CHAINS)
+            for (int s = 0; s < QUANT_XT_CHAINS; s++)
+                xt_quad(dot[s], xp, w0, cols, k + s, sp, V);
+        for (; k < k_end; k++) xt_quad(dot[0], xp, w0, cols, k, sp, V);   /* an odd last */
+        for (int s = 1; s < QUANT_XT_CHAINS; s++)   /* exact: int32 sums */
             for (int c = 0; c < C; c++)
-                for (int h = 0; h < V; h++) IN_REGISTER(dot[h][c]);
-        }
+                for (int h = 0; h < V; h++) dot[0][h][c] = xti_add(dot[0][h][c], dot[s][h][c]);
         for (int h = 0; h < V; h++) {
             XtF xs_g = xtf_load(xsp + (size_t)(g - sp.g0) * QUANT_XT_ROWS + (size_t)h * L);
             for (int c = 0; c < C; c++) {
                 float ws = ws0[(size_t)c * (size_t)groups + (size_t)g];
                 XtF scale = xtf_mul(xs_g, xtf_set1(ws));
-                acc[h][c] = xtf_add(acc[h][c], xtf_mul(xtf_cvt(dot[h][c]), scale));
+                acc[h][c] = xtf_add(acc[h][c], xtf_mul(xtf_cvt(dot[0][h][c]), scale));
             }
         }
     }
