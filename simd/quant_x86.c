@@ -720,9 +720,8 @@ xt_quad(XtI dot[QUANT_XT_V][QUANT_XT_COLS], const uint8_t *xp, const int8_t *w0,
  * apart (gemm_staged hands in a copy of w whose rows give its stage's width). G: 0 for
  * any groups, or QUANT_XT_G32 where every group is 32 values (xt_g32), which fixes a
  * group's loop at 8 quads (in QUANT_XT_CHAINS sets of sums, xt_quad), unrolled: the loop's
- * bookkeeping no longer shares the front end
- * with the multiplies (Zen 5: 1.00-1.02x; modelled by llvm-mca for Sapphire Rapids and
- * Skylake-X: 65 -> 53 cycles a group). */
+ * bookkeeping no longer shares the front end with the multiplies (Zen 5: 1.00-1.02x;
+ * modelled by llvm-mca for Sapphire Rapids and Skylake-X: 65 -> 53 cycles a group). */
 static inline __attribute__((always_inline)) void
 xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
         int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o, XtSpan sp,
