@@ -150,7 +150,7 @@ help:
 	@echo "  make fuzz, fuzz-smoke the fuzz targets (tests/fuzz); fuzz-replay their corpora"
 	@echo "  make test-aarch64, test-i686  the tests on other architectures (tests/cross.mk)"
 	@echo "  make test-x86-widths  an AVX2 build's greedy texts against this build's"
-	@echo "  make test-x86-vnni    an AVX-VNNI build (Intel client cores): its int8 tests, its text"
+	@echo "  make test-x86-vnni    an AVX-VNNI build's int8 tests and text (CPUs with AVX-VNNI)"
 	@echo "  make retrain          train the shipped model again into build/retrain/"
 	@echo "                        (half an hour); says how to install it in weights/"
 	@echo "  make bench            speed tables; bench-kernels, bench-attention: their parts"

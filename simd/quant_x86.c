@@ -466,8 +466,9 @@ typedef __m512 XtF;
     _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
 #else
 #define QUANT_XT_LANES 8
-#define QUANT_XT_V 1              /* (16 registers: 4 pairs' int lanes (with VNNI 2 x 4), 4
-                                   * float sums, x, |x| or w) */
+#define QUANT_XT_V 1              /* (16 registers: without VNNI 4 pairs' int lanes, 4 float
+                                   * sums, x, |x|, w and the sign step's; with VNNI 2 x 4 int
+                                   * lanes (QUANT_XT_CHAINS), 4 float sums, x, w) */
 #if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
 #define QUANT_XT_OFFSET 1
 #define xt_dot(acc, x, ax, w) ((void)(ax), dpbusd256(acc, x, w))
@@ -511,7 +512,7 @@ typedef __m256 XtF;
  * many in flight. Modelled by llvm-mca 14 on the compiled loop: Alder Lake's 256-bit tile
  * (four sums) 5.1 -> 2.6 cycles a quad, icelake-server's 512-bit tile 5.15 -> 4.9. Zen 5,
  * AVX-512, 256 rows, w from memory (tools/ab_kernels.sh, 200 pairs a shape): 1.015-1.044x
- * on s15m's, s110m's and GPT-2's shapes; the AVX-VNNI build on Zen 5 level. Without VNNI a
+ * on s15m's, s110m's and GPT-2's shapes; the AVX-VNNI build level on Zen 5. Without VNNI a
  * quad is four instructions of which only the last adds to the sum: one set. */
 #define QUANT_XT_CHAINS (QUANT_XT_OFFSET ? 2 : 1)
 #define QUANT_XT_MASK (QUANT_XT_OFFSET ? 0x80808080u : 0u)   /* x + 128 = x ^ 0x80 */
@@ -720,8 +721,9 @@ xt_quad(XtI dot[QUANT_XT_V][QUANT_XT_COLS], const uint8_t *xp, const int8_t *w0,
  * apart (gemm_staged hands in a copy of w whose rows give its stage's width). G: 0 for
  * any groups, or QUANT_XT_G32 where every group is 32 values (xt_g32), which fixes a
  * group's loop at 8 quads (in QUANT_XT_CHAINS sets of sums, xt_quad), unrolled: the loop's
- * bookkeeping no longer shares the front end with the multiplies (Zen 5: 1.00-1.02x;
- * modelled by llvm-mca for Sapphire Rapids and Skylake-X: 65 -> 53 cycles a group). */
+ * bookkeeping no longer shares the front end with the multiplies (measured with one set of
+ * sums: Zen 5 1.00-1.02x; modelled by llvm-mca for Sapphire Rapids and Skylake-X: 65 -> 53
+ * cycles a group). */
 static inline __attribute__((always_inline)) void
 xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
         int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o, XtSpan sp,

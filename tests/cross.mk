@@ -115,12 +115,13 @@ test-x86-widths: all
 	$(call same_text,avx2,$(X86_WIDTHS_B)/run,$(X86_WIDTHS_B)/model-int8.bin $(WIDTHS_ARGS))
 
 # test-x86-vnni: an AVX2 build with AVX-VNNI and without AVX-512 (build/avx-vnni), what
-# -march=native gives on Intel's client cores (Alder Lake and later): its int8 kernels take
-# 256-bit vpdpbusd (simd/quant_x86.c's "avx-vnni"), a path no other build compiles. On an
-# x86-64 CPU with AVX-VNNI: test_quant (every int8 kernel against the reference, bit for
-# bit) and the shipped model's int8 greedy text after a 116-token prompt (the prefill tile)
-# against this build's, byte for byte; skipped with a message elsewhere.
-# Example: make test-x86-vnni
+# -march=native gives on Intel's client cores (Alder Lake and later): its int8 kernels
+# (simd/quant_x86.c's "avx-vnni") take the VEX form of 256-bit vpdpbusd and the 8-row
+# prefill tile with VNNI, which no other build compiles. On an x86-64 CPU with AVX-VNNI and
+# a compiler that takes -mavxvnni: test_quant (every int8 kernel against the reference, bit
+# for bit) and the shipped model's int8 greedy text after a 116-token prompt (the prefill
+# tile) against this build's, byte for byte (where this build is that one already, the two
+# are the same code); skipped with a message elsewhere. Example: make test-x86-vnni
 X86_VNNI_B = build/avx-vnni
 VNNI_ARGS = -z weights/tokenizer.bin -f $(X86_VNNI_B)/prompt.txt -n 100 -t 0
 test-x86-vnni: all
@@ -128,6 +129,8 @@ test-x86-vnni: all
 	  echo "skipped: make test-x86-vnni (not an x86-64 compiler)"; exit 0;; esac; \
 	if ! grep -qw avx_vnni /proc/cpuinfo 2>/dev/null; then \
 	  echo "skipped: make test-x86-vnni (this CPU has no AVX-VNNI)"; exit 0; fi; \
+	if ! $(CC) -mavxvnni -E -x c /dev/null >/dev/null 2>&1; then \
+	  echo "skipped: make test-x86-vnni ($(CC) does not take -mavxvnni)"; exit 0; fi; \
 	$(MAKE) B=$(X86_VNNI_B) CFLAGS="-O3 -mavx2 -mfma -mf16c -mavxvnni" $(X86_VNNI_B)/run \
 	  $(X86_VNNI_B)/quantize $(X86_VNNI_B)/tests/test_quant && \
 	$(X86_VNNI_B)/tests/test_quant && \
