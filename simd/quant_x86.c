@@ -32,7 +32,7 @@
 /* Bytes ahead of its reads at which the row path asks for each row of a cold w's next line
  * (QuantMatrix.cold), and for its scales' line an eighth of that ahead (a scale serves 32
  * int8s). The hardware's prefetcher alone left a w read from memory short of the bandwidth
- * (Zen 5, one thread, decode of a random s110m in int8, alternated pairs: 1.05-1.17x
+ * (Zen 5, one thread, decode of a random s110m in int8, alternated pairs: 1.05-1.21x
  * tokens/s; 768 x 768 from memory 1.07-1.20x; 1,024 bytes ahead gave the same tokens/s,
  * 4,096 0.81x); on a w in the caches the prefetches only cost (w in L2: 1,024 x 128 0.80x;
  * s15m's 9 MB classifier, in L3: 0.91x). */
