@@ -99,8 +99,8 @@ include tools/bench.mk
 include mk/web.mk
 
 # test: build, then run every unit test program (tests/run_all.sh); exits non-zero if any
-# check fails. Reference-data checks read ../shared and say "skipped" without it. About a
-# minute and a half on two cores. Example: make test
+# check fails. Reference-data checks read ../shared and say "skipped" without it. Under a
+# minute on two cores. Example: make test
 test: all $(B)/tutorial $(TESTS)
 	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize TUTORIAL=$(B)/tutorial \
 	  sh tests/run_all.sh $(TESTS)
@@ -141,7 +141,7 @@ help:
 	@echo "  make train            build ./train, the trainer (it trains nothing)"
 	@echo "  make tutorial         build ./tutorial, the numbers of docs/tutorial.md"
 	@echo "  make test             build everything, then run the unit tests"
-	@echo "  make check            the rest: docs, tutorial, fuzz replay, page, faults,"
+	@echo "  make check            the rest: docs, tutorial, fuzz replay, pages, faults,"
 	@echo "                        other architectures (check-build: this build's part)"
 	@echo "  make tutorial-check   the tutorial's commands against its text"
 	@echo "  make debug            the tests under AddressSanitizer and UBSan"

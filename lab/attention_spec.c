@@ -98,9 +98,9 @@ const char *attention_spec_help(void) {
     "  (exact, gauss, window, dilated, strided, fixed and lsh also take tau=,\n"
     "  softmax1= and sinklogit= (1: a learned per-head sink logit, trained by ./train;\n"
     "  0 in a model without one); tau in [0.01, 100], softmax1/sinklogit/orf/prescale/\n"
-    "  norm 0 or 1 (softmax1 and sinklogit not both), buckets <= 4096,\n"
-    "  rounds <= 64, m <= 8192, other integers 0..2^20, seed 0..2^64-1; nystrom is not\n"
-    "  causal and cannot run in the model)\n";
+    "  norm 0 or 1 (softmax1 and sinklogit not both), buckets 1..4096, rounds\n"
+    "  1..64, m 1..8192, w, k, l, rank and a 1..2^20, sinks, c and local 0..2^20, seed\n"
+    "  0..2^64-1; nystrom is not causal and cannot run in the model)\n";
 }
 
 /* Is `key` (length n) one of the space-separated words of list? */

@@ -419,7 +419,8 @@ const float TUTORIAL_WQ[12] = {1, 1, 0, 0, 0, 1, 0, 0, 1, 0, 1, 1};
 const float TUTORIAL_WK[12] = {0, 1, 0, 1, 0, 1, 1, 1, 1, 0, 0, 0};
 const float TUTORIAL_WV[12] = {1, 1, 0, 0, 0, 2, 2, 2, 1, 0, 2, 0};
 
-/* qkv: q, k, v (3, 3) = x (3, 4) . W^T through block_matmul, the product block_qkv uses. */
+/* qkv: q, k, v (3, 3) = x (3, 4) . W^T through block_matmul, the one-product form of
+ * block_qkv's products. */
 static int step_qkv(int argc, char **argv) {
     (void)argc, (void)argv;
     static const char *names[3] = {"q", "k", "v"};

@@ -68,7 +68,7 @@ debug-tests: $(B)/run $(B)/train $(B)/quantize $(B)/tutorial $(TESTS) $(FUZZ_REP
 
 # valgrind: memcheck (errors and leaks are failures) on a build valgrind can run (AVX2, not
 # AVX-512, which valgrind 3.19 does not decode; no OpenMP) over every test but the
-# trainer's and test_eval (their training runs and full evaluation take 5+ minutes each
+# trainer's, test_eval and test_gguf (their training runs and full evaluation take 5+ minutes each
 # under valgrind; the sanitizer build covers them), with test_model on the repository's own
 # reference files only, and test_cli running ./run itself under valgrind, so every error
 # path of the program is checked. About 3 minutes. Example: make valgrind
