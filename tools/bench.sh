@@ -3,8 +3,9 @@
 #
 # Prints the machine's measured peaks (tools/probe.c), then a row per model, format and thread
 # count: median greedy decode tokens/s at N_SHORT and N_LONG new tokens, prefill tokens/s and
-# GFLOP/s on a prompt of at most PROMPT_TOKENS tokens, the weight GB/s decode implies, peak
-# memory, and the command that reproduces the row. 1- and 2-thread runs alternate so that load
+# GFLOP/s on a prompt of at most PROMPT_TOKENS tokens, the weight GB/s decode implies, each
+# phase's share of the probe's peaks (attention and the KV cache counted), peak memory, and
+# the command that reproduces the row. 1- and 2-thread runs alternate so that load
 # hits both alike. Nothing is asserted. Missing models are skipped with a line.
 set -u
 # Settings, all from the environment: sh tools/bench.sh, or e.g. REPEAT=1 MODELS=s15m sh ...
@@ -43,7 +44,7 @@ trap 'exit 130' INT TERM
 : >"$tmp/notes"
 note() { echo "$*" >>"$tmp/notes"; }
 start_seconds=$(date +%s)
-row() { printf '%-15s %-5s %2s %9s %9s %9s %4s %8s %7s %7s  %s\n' "$@"; }   # a table line
+row() { printf '%-15s %-5s %2s %9s %9s %9s %4s %8s %7s %5s %5s %7s  %s\n' "$@"; }   # a line
 
 # Threads: ./run's -T flag; before it existed, OMP_NUM_THREADS (then the commands say so).
 if "$RUN" --help 2>&1 | grep -q -e '^ *-T'; then HAS_T=1; else HAS_T=0; fi
@@ -51,7 +52,12 @@ if "$RUN" --help 2>&1 | grep -q -e '^ *-T'; then HAS_T=1; else HAS_T=0; fi
 
 # ---- header: machine and its measured peaks ----
 cores=$(nproc 2>/dev/null || echo '?')
-if [ -x "$PROBE" ]; then
+# probe_peaks: the machine's peaks now, into $tmp/probe (a few seconds). Run again before
+# each model and format's rows, whose shares of the peaks (%pk, %rd) take the peaks of
+# their own minutes: on a VM they move by a third within minutes (docs/performance.md).
+probe_peaks() {
+    : >"$tmp/probe"
+    [ -x "$PROBE" ] || return 0
     "$PROBE" >"$tmp/probe" 2>&1 || echo "bench: $PROBE failed" >&2
     if [ -n "$ONE_CPU" ]; then   # the one-thread peaks from the CPU the one-thread rows use
         taskset -c "$ONE_CPU" "$PROBE" >"$tmp/probe1" 2>&1 || echo "bench: $PROBE failed" >&2
@@ -59,10 +65,9 @@ if [ -x "$PROBE" ]; then
              $2 == 1 && ($1 in one) { print one[$1]; next } { print }' \
             "$tmp/probe1" "$tmp/probe" >"$tmp/probe2" && mv "$tmp/probe2" "$tmp/probe"
     fi
-else
-    echo "bench: $PROBE: not built; no peaks (make $PROBE)" >&2
-    : >"$tmp/probe"
-fi
+}
+[ -x "$PROBE" ] || echo "bench: $PROBE: not built; no peaks (make $PROBE)" >&2
+probe_peaks
 probe_value() { awk -v k="$1" -v t="${2:-}" '$1 == k && (t == "" || $2 == t) {
     print (t == "" ? substr($0, length(k) + 2) : $3); found = 1 } END { if (!found) print "-" }' \
     "$tmp/probe"; }
@@ -80,23 +85,27 @@ echo "decode: greedy after \"$DECODE_PROMPT\"; prefill: -n 1 after a prefix of" 
 echo "  of at most $PROMPT_TOKENS tokens (P); medians of $REPEAT runs ($REPEAT_LARGE for" \
      "s110m-rand and gpt2-124m-rand)"
 row model format T \
-    "dec@$N_SHORT" "dec@$N_LONG" prefill P "prefill" "decode" peak command
+    "dec@$N_SHORT" "dec@$N_LONG" prefill P "prefill" "decode" pre dec peak command
 row "" "" "" tok/s tok/s tok/s "" \
-    GFLOP/s GB/s MB ""
+    GFLOP/s GB/s %pk %rd MB ""
 
 # ---- helpers ----
 median() { sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "-" }'; }
 largest() { sort -n | awk 'END { print NR ? $1 : "-" }'; }
 
 # read_shape FILE: parses a checkpoint header (llm.c GPT-2, llama2.c "ak42" or legacy) into
-# s_ctx (context), s_mm (parameters of the per-layer matmuls, all layers) and s_cls (the
+# s_ctx (context), s_mm (parameters of the per-layer matmuls, all layers), s_cls (the
 # classifier's V x C, which every decode step streams; the token and position tables are
-# only looked up, a row per token, and are left out).
+# only looked up, a row per token, and are left out), s_att (attention's FLOPs per query and
+# key: 4 x layers x C, the dots' and the weighted sums' multiply-adds) and s_kv (the KV
+# cache's bytes per position: 2 x layers x the kv width x 4, an f32 cache, run's default for
+# these files).
 read_shape() {
     # shellcheck disable=SC2046
     set -- $(od -An -t d4 -N 36 "$1")
     if [ "$1" = "$GPT2_MAGIC" ]; then     # magic version maxT V L NH C Vp
         s_ctx=$3; s_cls=$(($4 * $7)); s_mm=$((12 * $5 * $7 * $7))   # qkv 3C^2, proj C^2, MLP 8C^2
+        s_att=$((4 * $5 * $7)); s_kv=$((2 * $5 * $7 * 4))
         return
     fi
     [ "$1" = "$LLAMA_MAGIC" ] && shift 2  # versioned: magic version, then the legacy 7 fields
@@ -104,6 +113,7 @@ read_shape() {
     kv_dim=$((kv_heads * dim / heads))
     s_cls=$((vocab * dim))
     s_mm=$((layers * (2 * dim * dim + 2 * kv_dim * dim + 3 * hidden * dim)))  # wq wo, wk wv, w1-3
+    s_att=$((4 * layers * dim)); s_kv=$((2 * layers * kv_dim * 4))
 }
 
 # run_one THREADS ARGS...: runs $RUN ARGS at THREADS threads; sets r_ok (1 if it succeeded),
@@ -154,11 +164,15 @@ bench_file() {
         note "$label $format: $file: $(tail -n 1 "$tmp/err")"
         for threads in 1 2; do
             row "$label" "$format" \
-                "$threads" - - - - - - - "(failed: see notes)"
+                "$threads" - - - - - - - - - "(failed: see notes)"
         done
         return
     fi
     p_dec=$r_P
+    probe_peaks   # this block's own peaks, for its %pk and %rd
+    note "$label $format: peaks read $(probe_value read_bw_gbs 1) / $(probe_value read_bw_gbs 2)" \
+         "GB/s, FMA $(probe_value fma_gflops 1) / $(probe_value fma_gflops 2) GFLOP/s, int8" \
+         "$(probe_value int8_gops 1) / $(probe_value int8_gops 2) GOP/s (its %pk and %rd)"
     # generation stops when the context is full: at most ctx - P + 1 tokens
     n_short=$N_SHORT; room=$((s_ctx - p_dec + 1))
     if [ "$room" -lt "$n_short" ]; then
@@ -216,12 +230,28 @@ bench_file() {
         # decode bytes: every matmul weight and the classifier once per token
         gbs=$(awk -v y="$short" -v mm="$s_mm" -v cls="$s_cls" -v b="$bpp" 'BEGIN {
             if (y == "-") print "-"; else printf "%.2f", (mm + cls) * b * y / 1e9 }')
+        # each phase's share of the probe's peaks at this thread count: the prompt's matmul
+        # operations (int8: at the int8 peak) and its attention's P (P + 1) / 2 query-key
+        # pairs (fp32 FMAs) against the time they would take at the peaks; decode's weights
+        # and KV cache (the mean position of the run's tokens) against the read peak
+        pk=$(awk -v t="$pre" -v p="${fp_P:-0}" -v mm="$s_mm" -v cls="$s_cls" -v att="$s_att" \
+                 -v fma="$(probe_value fma_gflops "$threads")" -v fmt="$format" \
+                 -v i8="$(probe_value int8_gops "$threads")" 'BEGIN {
+            mat_peak = fmt == "int8" ? i8 : fma
+            if (t == "-" || p == 0 || fma + 0 <= 0 || mat_peak + 0 <= 0) { print "-"; exit }
+            ideal = (2 * mm * p + 2 * cls) / (mat_peak * 1e9) + att * p * (p + 1) / 2 / (fma * 1e9)
+            printf "%.0f%%", 100 * ideal * t / p }')
+        rd=$(awk -v y="$short" -v mm="$s_mm" -v cls="$s_cls" -v b="$bpp" -v kv="$s_kv" \
+                 -v p0="$p_dec" -v n="$n_short" -v bw="$(probe_value read_bw_gbs "$threads")" 'BEGIN {
+            if (y == "-" || bw + 0 <= 0) { print "-"; exit }
+            bytes = (mm + cls) * b + kv * (p0 + (n + 1) / 2)
+            printf "%.0f%%", 100 * bytes * y / (bw * 1e9) }')
         mem=$(largest <"$tmp/mem$threads" |
               awk '{ print $1 == "-" ? "-" : sprintf("%.1f", $1 / 1024) }')
         cmd="$(row_command "$file" "$tok" "$threads") {-i \"$DECODE_PROMPT\" -n $n_short"
         cmd="$cmd${n_long:+|$n_long}${fp_file:+, -f $fp_file -n 1}}"
         row "$label" "$format" "$threads" \
-            "$short$mark" "$long" "$pre" "${fp_P:--}" "$gflops" "$gbs" "$mem" "$cmd"
+            "$short$mark" "$long" "$pre" "${fp_P:--}" "$gflops" "$gbs" "$pk" "$rd" "$mem" "$cmd"
     done
 }
 
@@ -229,7 +259,7 @@ bench_file() {
 skip_rows() {  # LABEL FORMAT WHY
     for threads in 1 2; do
         row "$1" "$2" "$threads" \
-            - - - - - - - "($3)"
+            - - - - - - - - - "($3)"
     done
 }
 
@@ -285,6 +315,11 @@ echo "prefill GFLOP/s = (2 x matmul parameters x P + 2 x V x C) / prefill time (
 echo "  own FLOPs left out); decode GB/s = (matmul parameters + V x C classifier) x bytes per"
 echo "  parameter ($FP32_BYTES fp32, $INT8_BYTES int8 Q8_0) x dec@$N_SHORT tok/s; peak MB:" \
      "the largest of the row's runs"
+echo "pre %pk = the prompt's time at the probe's peaks (its matmuls at the FMA peak, int8 ones"
+echo "  at the int8 peak, attention's 4 x layers x C FLOPs a query-key pair at the FMA peak) /"
+echo "  its measured time; dec %rd = (the weights as GB/s counts them + the f32 KV cache read"
+echo "  a token at the run's mean position) x dec@$N_SHORT tok/s / the read peak; both at the"
+echo "  row's thread count, against the peaks probed just before its model and format's rows"
 echo "s260k and s15m are the llama2.c-format reference checkpoints of the tests (random weights);"
 echo "  *-rand are random-weight files of the real shapes from $GEN (s15m-rand: context 1024,"
 echo "  for dec@$N_LONG)"
