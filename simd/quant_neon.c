@@ -1,5 +1,7 @@
-/* quant_neon.c: quant.c's int8 prefill tile for NEON (AArch64), with the dot-product
- * instructions where the build has them. simd.h says when a build uses it.
+/* quant_neon.c: quant.c's int8 matmuls for NEON (AArch64), with the dot-product
+ * instructions where the build has them: the row path (decode: one row of x against four
+ * rows of w at a time) and the prefill tile (four rows of x by four of w). simd.h says when
+ * a build uses them.
  */
 #include "simd/simd.h"
 
@@ -25,11 +27,11 @@ static int group_length(int g, int cols, int group) {
     return left < group ? left : group;
 }
 
-/* This build quantizes and multiplies single rows by the reference; the GEMM's tile gives
- * the reference's bits: per group, each pair's exact integer dot product, converted to
- * float, times (x's scale times w's), added to the pair's sum in group order, then + bias,
- * with the QUANT_GEMM_C = 4 columns of a row of x in the lanes of one float32x4 (no fused
- * multiply-add: the build has -ffp-contract=off). The vocabulary:
+/* This build quantizes by the reference; both matmuls give the reference's bits: per
+ * group, each pair's exact integer dot product, converted to float, times (x's scale times
+ * w's), added to the pair's sum in group order, then + bias, with four columns of a row of
+ * x in the lanes of one float32x4 (no fused multiply-add: the build has -ffp-contract=off).
+ * The vocabulary:
  *   dot16_add        a pair's four int32 lanes plus the products of 16 values
  *   totals4          four pairs' lanes summed into one vector of their four totals */
 #define QUANT_GEMM_R 4      /* 4 x 4 pairs' integer lanes, 4 rows of x, 4 rows' sums: 24 of
@@ -98,10 +100,61 @@ static ALWAYS_INLINE void gemm_tile_neon(float *out, const int8_t *xq, const flo
         vst1q_f32(out + (size_t)(n + r) * (size_t)OC + (size_t)o, vaddq_f32(acc[r], b));
 }
 
-/* Whether the tile takes w: groups and width multiples of 16 (the rest go one row at a
- * time). */
+/* Whether the tile and the row path take w: groups and width multiples of 16 (the rest go
+ * to the reference). */
 int simd_q8_gemm_takes(const QuantMatrix *w) {
     return w->group % QUANT_NEON_CHUNK == 0 && w->cols % QUANT_NEON_CHUNK == 0;
+}
+
+/* sums (4,) = x (xq (cols,), xs (groups,)) times rows o .. o+3 of w, without bias: the
+ * tile's steps for one row of x, each chunk of x loaded once for the four rows of w, which
+ * lie next to each other in memory (one stream). */
+static void dot_rows4_neon(float *sums, const int8_t *xq, const float *xs,
+                           const QuantMatrix *w, int o) {
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group);
+    const int8_t *w0 = w->q + (size_t)o * (size_t)cols;
+    const float *ws0 = w->scale + (size_t)o * (size_t)groups;
+    float32x4_t acc = vdupq_n_f32(0.0f);   /* lane r: row o + r's sum */
+    for (int g = 0; g < groups; g++) {
+        size_t at = (size_t)g * (size_t)group;
+        int len = group_length(g, cols, group);
+        int32x4_t dots[4];
+        for (int r = 0; r < 4; r++) dots[r] = vdupq_n_s32(0);
+        for (int i = 0; i < len; i += QUANT_NEON_CHUNK) {
+            int8x16_t x = vld1q_s8(xq + at + (size_t)i);
+            for (int r = 0; r < 4; r++)
+                dots[r] = dot16_add(dots[r], x,
+                                    vld1q_s8(w0 + (size_t)r * (size_t)cols + at + (size_t)i));
+        }
+        const float *ws_g = ws0 + g;
+        float32x4_t w_scale = vdupq_n_f32(ws_g[0]);
+        w_scale = vsetq_lane_f32(ws_g[(size_t)groups], w_scale, 1);
+        w_scale = vsetq_lane_f32(ws_g[2 * (size_t)groups], w_scale, 2);
+        w_scale = vsetq_lane_f32(ws_g[3 * (size_t)groups], w_scale, 3);
+        float32x4_t scale = vmulq_f32(vdupq_n_f32(xs[g]), w_scale);
+        int32x4_t total = totals4(dots[0], dots[1], dots[2], dots[3]);
+        acc = vaddq_f32(acc, vmulq_f32(vcvtq_f32_s32(total), scale));
+    }
+    vst1q_f32(sums, acc);
+}
+
+/* quant.c's row path for columns o0 .. o1-1 of the N rows of x, four columns at a time
+ * (each block's rows of w stay in L1 while the rows of x go past); returns the first
+ * column it did not do (o0 for a w the tile does not take). */
+int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1) {
+    if (!simd_q8_gemm_takes(w)) return o0;
+    int cols = w->cols, groups = quant_groups(cols, w->group), OC = w->rows, o = o0;
+    for (; o + 4 <= o1; o += 4)
+        for (int n = 0; n < N; n++) {
+            float sums[4];
+            dot_rows4_neon(sums, xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
+                           w, o);
+            for (int r = 0; r < 4; r++)   /* + 0 without bias, as the reference adds it */
+                out[(size_t)n * (size_t)OC + (size_t)(o + r)] =
+                    sums[r] + (bias ? bias[o + r] : 0.0f);
+        }
+    return o;
 }
 
 /* Tiles over rows 0 .. N-1 and columns o0 .. o1-1 (N and o1 - o0 multiples of the tile),

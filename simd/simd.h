@@ -224,7 +224,11 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #define SIMD_Q8_GEMM_ANY_ROWS 1
 #elif defined(__ARM_NEON) && defined(__aarch64__)
 #define SIMD_Q8_NEON 1
-#define SIMD_Q8_NAME "portable"   /* single rows: the reference */
+#if defined(__ARM_FEATURE_DOTPROD)
+#define SIMD_Q8_NAME "neon-dotprod"
+#else
+#define SIMD_Q8_NAME "neon"
+#endif
 #define SIMD_Q8_GEMM_ROWS 4
 #define SIMD_Q8_GEMM_COLS 4
 #define SIMD_Q8_GEMM_MIN_ROWS 4   /* whole tiles of rows */
@@ -240,12 +244,16 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
  * from its first group while groups fill whole vector registers; returns how many groups
  * it did (quant.c does the rest). */
 int simd_q8_quantize(int8_t *q, float *scale, const float *x, int cols, int group);
+#else
+#define simd_q8_quantize(q, scale, x, cols, group) 0
+#endif
+#if defined(SIMD_Q8_X86) || defined(SIMD_Q8_NEON)
 /* quant_matmul_block's columns o0 .. one row of x at a time, for groups that are a
- * multiple of 32; returns the first column it did not do (o0 for other groups). */
+ * multiple of 32 (x86) or 16 (NEON); returns the first column it did not do (o0 for other
+ * groups). */
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1);
 #else
-#define simd_q8_quantize(q, scale, x, cols, group) 0
 #define simd_q8_matmul_rows(out, xq, xs, w, bias, N, o0, o1) (o0)
 #endif
 #if defined(SIMD_Q8_X86) || defined(SIMD_Q8_NEON)
