@@ -64,9 +64,10 @@ void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const Qua
  * of 16), the rows and columns left over, and other matrices, one row at a time. */
 void quant_gemm_tile(int *rows, int *cols);
 
-/* The matmul kernel this build uses for groups that are a multiple of 32: "avx512-vnni",
- * "avx-vnni", "avx2" or "portable" (other groups go one row at a time by the portable
- * path; the x86 prefill tile takes any group that is a multiple of 4). Every
+/* The matmul kernel this build uses: "avx512-vnni", "avx-vnni" or "avx2" for groups that
+ * are a multiple of 32 (the x86 prefill tile takes any group that is a multiple of 4),
+ * "neon-dotprod" or "neon" for groups and widths that are multiples of 16, else "portable"
+ * (other groups go one row at a time by the portable path). Every
  * kernel gives every output the reference's bits (quant.c's dot_row_reference: per group
  * the exact int32 dot product, acc += (float)dot * (x's scale * w's scale), group after
  * group, then + bias). */

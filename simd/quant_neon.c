@@ -100,11 +100,14 @@ static ALWAYS_INLINE void gemm_tile_neon(float *out, const int8_t *xq, const flo
         vst1q_f32(out + (size_t)(n + r) * (size_t)OC + (size_t)o, vaddq_f32(acc[r], b));
 }
 
-/* Whether the tile and the row path take w: groups and width multiples of 16 (the rest go
- * to the reference). */
-int simd_q8_gemm_takes(const QuantMatrix *w) {
+/* Whether this file's kernels take w: groups and width multiples of 16 (every group, the
+ * last too, whole chunks); the rest go to the reference. */
+static int neon_takes(const QuantMatrix *w) {
     return w->group % QUANT_NEON_CHUNK == 0 && w->cols % QUANT_NEON_CHUNK == 0;
 }
+
+/* Whether the prefill tile takes w. */
+int simd_q8_gemm_takes(const QuantMatrix *w) { return neon_takes(w); }
 
 /* sums (4,) = x (xq (cols,), xs (groups,)) times rows o .. o+3 of w, without bias: the
  * tile's steps for one row of x, each chunk of x loaded once for the four rows of w, which
@@ -143,7 +146,7 @@ static void dot_rows4_neon(float *sums, const int8_t *xq, const float *xs,
  * column it did not do (o0 for a w the tile does not take). */
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
-    if (!simd_q8_gemm_takes(w)) return o0;
+    if (!neon_takes(w)) return o0;
     int cols = w->cols, groups = quant_groups(cols, w->group), OC = w->rows, o = o0;
     for (; o + 4 <= o1; o += 4)
         for (int n = 0; n < N; n++) {

@@ -14,7 +14,7 @@
  *                   instruction set: AVX2 + FMA, AVX-512, NEON
  *   vec_kernels.c   the float kernels (engine's and trainer's), written once in vec.h
  *   quant_x86.c     the int8 kernels for AVX2 (with AVX-512 VNNI or AVX-VNNI where built)
- *   quant_neon.c    the int8 prefill tile for NEON (AArch64)
+ *   quant_neon.c    the int8 kernels for NEON (AArch64): the row path and the prefill tile
  *   wasm_kernels.c  WebAssembly SIMD128 (the page, web/): the reference's matrix-vector
  *                   and attention dot products in 4-lane vectors, with the reference's bits
  *
@@ -249,8 +249,8 @@ int simd_q8_quantize(int8_t *q, float *scale, const float *x, int cols, int grou
 #endif
 #if defined(SIMD_Q8_X86) || defined(SIMD_Q8_NEON)
 /* quant_matmul_block's columns o0 .. one row of x at a time, for groups that are a
- * multiple of 32 (x86) or 16 (NEON); returns the first column it did not do (o0 for other
- * groups). */
+ * multiple of 32 (x86), or groups and widths that are multiples of 16 (NEON); returns the
+ * first column it did not do (o0 for other matrices). */
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1);
 #else

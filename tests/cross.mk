@@ -32,9 +32,14 @@ AARCH64_B = build/aarch64
 AARCH64_PACKAGES = gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 AARCH64_QUICK = test_kernels test_quant test_attention test_model test_tokenizer \
                 test_tokenizer_llama test_sampler
+# the int8 kernels built with the dot-product instructions (ARMv8.2-A's, which most ARM
+# cores of the last years have: what -march=native gives there), run on qemu's "max" CPU
+AARCH64_DOT_B = build/aarch64-dotprod
+AARCH64_DOT_FLAGS = -O3 -march=armv8.2-a+dotprod
 
 # test-aarch64: the aarch64 build under qemu-aarch64: the kernel, quantization, attention,
-# model, tokenizer and sampler tests, and the greedy text. About 2 minutes (CI runs it).
+# model, tokenizer and sampler tests, and the greedy text; then the quantization tests of
+# a build with the dot-product instructions. About 2 minutes (CI runs it).
 # Example: make test-aarch64
 test-aarch64: all
 	@$(call need,$(AARCH64_CC),$(AARCH64_PACKAGES))
@@ -43,6 +48,9 @@ test-aarch64: all
 	  $(addprefix $(AARCH64_B)/tests/,$(AARCH64_QUICK))
 	@WRAP="$(AARCH64_RUN)" sh tests/run_all.sh $(addprefix $(AARCH64_B)/tests/,$(AARCH64_QUICK))
 	@$(call same_greedy,aarch64,$(AARCH64_RUN) $(AARCH64_B)/run)
+	$(MAKE) B=$(AARCH64_DOT_B) CC=$(AARCH64_CC) CFLAGS="$(AARCH64_DOT_FLAGS)" \
+	  $(AARCH64_DOT_B)/tests/test_quant
+	@WRAP="$(AARCH64_RUN) -cpu max" sh tests/run_all.sh $(AARCH64_DOT_B)/tests/test_quant
 
 # test-aarch64-all: the whole suite on the aarch64 build under qemu-aarch64 (test_cli,
 # test_eval and test_train_cli run the aarch64 programs under it too), and the greedy text.

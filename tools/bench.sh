@@ -52,9 +52,10 @@ if "$RUN" --help 2>&1 | grep -q -e '^ *-T'; then HAS_T=1; else HAS_T=0; fi
 
 # ---- header: machine and its measured peaks ----
 cores=$(nproc 2>/dev/null || echo '?')
-# probe_peaks: the machine's peaks now, into $tmp/probe (a few seconds). Run again before
-# each model and format's rows, whose shares of the peaks (%pk, %rd) take the peaks of
-# their own minutes: on a VM they move by a third within minutes (docs/performance.md).
+# probe_peaks: the machine's peaks now, into $tmp/probe (3-4 s). Run again before each
+# model and format's rows (about a minute and a half in all), whose shares of the peaks
+# (%pk, %rd) take the peaks of their own minutes: on a VM they move by a third within
+# minutes (docs/performance.md).
 probe_peaks() {
     : >"$tmp/probe"
     [ -x "$PROBE" ] || return 0
@@ -170,9 +171,13 @@ bench_file() {
     fi
     p_dec=$r_P
     probe_peaks   # this block's own peaks, for its %pk and %rd
-    note "$label $format: peaks read $(probe_value read_bw_gbs 1) / $(probe_value read_bw_gbs 2)" \
-         "GB/s, FMA $(probe_value fma_gflops 1) / $(probe_value fma_gflops 2) GFLOP/s, int8" \
-         "$(probe_value int8_gops 1) / $(probe_value int8_gops 2) GOP/s (its %pk and %rd)"
+    [ -s "$tmp/probe" ] && note "$label $format: peaks read $(probe_value read_bw_gbs 1) /" \
+        "$(probe_value read_bw_gbs 2) GB/s, FMA $(probe_value fma_gflops 1) /" \
+        "$(probe_value fma_gflops 2) GFLOP/s, int8 $(probe_value int8_gops 1) /" \
+        "$(probe_value int8_gops 2) GOP/s (its %pk and %rd)"
+    # run takes one thread for models under 4 M multiply-adds a token, whatever -T says
+    # (run.c's RUN_MIN_MACS_FOR_THREADS): their rows are held to the one-thread peaks
+    one_thread_model=0; [ $((s_mm + s_cls)) -lt 4000000 ] && one_thread_model=1
     # generation stops when the context is full: at most ctx - P + 1 tokens
     n_short=$N_SHORT; room=$((s_ctx - p_dec + 1))
     if [ "$room" -lt "$n_short" ]; then
@@ -230,21 +235,23 @@ bench_file() {
         # decode bytes: every matmul weight and the classifier once per token
         gbs=$(awk -v y="$short" -v mm="$s_mm" -v cls="$s_cls" -v b="$bpp" 'BEGIN {
             if (y == "-") print "-"; else printf "%.2f", (mm + cls) * b * y / 1e9 }')
-        # each phase's share of the probe's peaks at this thread count: the prompt's matmul
-        # operations (int8: at the int8 peak) and its attention's P (P + 1) / 2 query-key
-        # pairs (fp32 FMAs) against the time they would take at the peaks; decode's weights
-        # and KV cache (the mean position of the run's tokens) against the read peak
+        # each phase's share of the probe's peaks at the threads the row runs on: the
+        # prompt's matmul operations (int8: at the int8 peak) and its attention's P (P + 1)
+        # / 2 query-key pairs (fp32 FMAs) against the time they would take at the peaks;
+        # decode's weights and KV cache against the read peak (n tokens take n - 1 steps,
+        # at positions p0 .. p0 + n - 2: p0 + n / 2 keys a step on average)
+        pt=$threads; [ "$one_thread_model" = 1 ] && pt=1
         pk=$(awk -v t="$pre" -v p="${fp_P:-0}" -v mm="$s_mm" -v cls="$s_cls" -v att="$s_att" \
-                 -v fma="$(probe_value fma_gflops "$threads")" -v fmt="$format" \
-                 -v i8="$(probe_value int8_gops "$threads")" 'BEGIN {
+                 -v fma="$(probe_value fma_gflops "$pt")" -v fmt="$format" \
+                 -v i8="$(probe_value int8_gops "$pt")" 'BEGIN {
             mat_peak = fmt == "int8" ? i8 : fma
             if (t == "-" || p == 0 || fma + 0 <= 0 || mat_peak + 0 <= 0) { print "-"; exit }
             ideal = (2 * mm * p + 2 * cls) / (mat_peak * 1e9) + att * p * (p + 1) / 2 / (fma * 1e9)
             printf "%.0f%%", 100 * ideal * t / p }')
         rd=$(awk -v y="$short" -v mm="$s_mm" -v cls="$s_cls" -v b="$bpp" -v kv="$s_kv" \
-                 -v p0="$p_dec" -v n="$n_short" -v bw="$(probe_value read_bw_gbs "$threads")" 'BEGIN {
+                 -v p0="$p_dec" -v n="$n_short" -v bw="$(probe_value read_bw_gbs "$pt")" 'BEGIN {
             if (y == "-" || bw + 0 <= 0) { print "-"; exit }
-            bytes = (mm + cls) * b + kv * (p0 + (n + 1) / 2)
+            bytes = (mm + cls) * b + kv * (p0 + n / 2)
             printf "%.0f%%", 100 * bytes * y / (bw * 1e9) }')
         mem=$(largest <"$tmp/mem$threads" |
               awk '{ print $1 == "-" ? "-" : sprintf("%.1f", $1 / 1024) }')
@@ -318,8 +325,9 @@ echo "  parameter ($FP32_BYTES fp32, $INT8_BYTES int8 Q8_0) x dec@$N_SHORT tok/s
 echo "pre %pk = the prompt's time at the probe's peaks (its matmuls at the FMA peak, int8 ones"
 echo "  at the int8 peak, attention's 4 x layers x C FLOPs a query-key pair at the FMA peak) /"
 echo "  its measured time; dec %rd = (the weights as GB/s counts them + the f32 KV cache read"
-echo "  a token at the run's mean position) x dec@$N_SHORT tok/s / the read peak; both at the"
-echo "  row's thread count, against the peaks probed just before its model and format's rows"
+echo "  a token at the run's mean position) x dec@$N_SHORT tok/s / the read peak; both against"
+echo "  the peaks probed just before the model and format's rows, at the row's threads (one for"
+echo "  the models that run on one thread whatever -T says: shipped, s260k)"
 echo "s260k and s15m are the llama2.c-format reference checkpoints of the tests (random weights);"
 echo "  *-rand are random-weight files of the real shapes from $GEN (s15m-rand: context 1024,"
 echo "  for dec@$N_LONG)"
