@@ -143,7 +143,7 @@ static void dot_rows4_neon(float *sums, const int8_t *xq, const float *xs,
 
 /* quant.c's row path for columns o0 .. o1-1 of the N rows of x, four columns at a time
  * (each block's rows of w stay in L1 while the rows of x go past); returns the first
- * column it did not do (o0 for a w the tile does not take). */
+ * column it did not do (o0 for a w these kernels do not take). */
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     if (!neon_takes(w)) return o0;
