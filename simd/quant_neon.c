@@ -57,25 +57,28 @@ static inline int32x4_t totals4(int32x4_t a0, int32x4_t a1, int32x4_t a2, int32x
     return vpaddq_s32(vpaddq_s32(a0, a1), vpaddq_s32(a2, a3));
 }
 
-/* out rows n .. n+3, columns o .. o+3 = those rows of x times those rows of w, + bias, for
- * groups and widths that are multiples of 16 (every group, the last too, whole chunks). */
+/* out rows n .. n+R-1, columns o .. o+3 = those rows of x times those rows of w, + bias,
+ * for groups and widths that are multiples of 16 (every group, the last too, whole
+ * chunks). R: QUANT_GEMM_R for the prefill tile, 1 for the row path (decode); a constant
+ * at each call, so that the loops unroll and the sums stay in registers. */
 static ALWAYS_INLINE void gemm_tile_neon(float *out, const int8_t *xq, const float *xs,
-                                         const QuantMatrix *w, const float *bias, int n, int o) {
-    enum { R = QUANT_GEMM_R, C = QUANT_GEMM_C };
+                                         const QuantMatrix *w, const float *bias, int n, int o,
+                                         int R) {
+    enum { C = QUANT_GEMM_C };
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
     const int8_t *x0 = xq + (size_t)n * (size_t)cols, *w0 = w->q + (size_t)o * (size_t)cols;
     const float *xs0 = xs + (size_t)n * (size_t)groups;
     const float *ws0 = w->scale + (size_t)o * (size_t)groups;
-    float32x4_t acc[R];
+    float32x4_t acc[QUANT_GEMM_R];
     for (int r = 0; r < R; r++) acc[r] = vdupq_n_f32(0.0f);
     for (int g = 0; g < groups; g++) {
         size_t at = (size_t)g * (size_t)group;
         int len = group_length(g, cols, group);
-        int32x4_t dots[R][C];
+        int32x4_t dots[QUANT_GEMM_R][C];
         for (int r = 0; r < R; r++)
             for (int c = 0; c < C; c++) dots[r][c] = vdupq_n_s32(0);
         for (int i = 0; i < len; i += QUANT_NEON_CHUNK) {
-            int8x16_t x[R];
+            int8x16_t x[QUANT_GEMM_R];
             for (int r = 0; r < R; r++)
                 x[r] = vld1q_s8(x0 + (size_t)r * (size_t)cols + at + (size_t)i);
             for (int c = 0; c < C; c++) {
@@ -109,54 +112,16 @@ static int neon_takes(const QuantMatrix *w) {
 /* Whether the prefill tile takes w. */
 int simd_q8_gemm_takes(const QuantMatrix *w) { return neon_takes(w); }
 
-/* sums (4,) = x (xq (cols,), xs (groups,)) times rows o .. o+3 of w, without bias: the
- * tile's steps for one row of x, each chunk of x loaded once for the four rows of w, which
- * lie next to each other in memory (one stream). */
-static void dot_rows4_neon(float *sums, const int8_t *xq, const float *xs,
-                           const QuantMatrix *w, int o) {
-    int cols = w->cols, group = w->group, groups = quant_groups(cols, group);
-    const int8_t *w0 = w->q + (size_t)o * (size_t)cols;
-    const float *ws0 = w->scale + (size_t)o * (size_t)groups;
-    float32x4_t acc = vdupq_n_f32(0.0f);   /* lane r: row o + r's sum */
-    for (int g = 0; g < groups; g++) {
-        size_t at = (size_t)g * (size_t)group;
-        int len = group_length(g, cols, group);
-        int32x4_t dots[4];
-        for (int r = 0; r < 4; r++) dots[r] = vdupq_n_s32(0);
-        for (int i = 0; i < len; i += QUANT_NEON_CHUNK) {
-            int8x16_t x = vld1q_s8(xq + at + (size_t)i);
-            for (int r = 0; r < 4; r++)
-                dots[r] = dot16_add(dots[r], x,
-                                    vld1q_s8(w0 + (size_t)r * (size_t)cols + at + (size_t)i));
-        }
-        const float *ws_g = ws0 + g;
-        float32x4_t w_scale = vdupq_n_f32(ws_g[0]);
-        w_scale = vsetq_lane_f32(ws_g[(size_t)groups], w_scale, 1);
-        w_scale = vsetq_lane_f32(ws_g[2 * (size_t)groups], w_scale, 2);
-        w_scale = vsetq_lane_f32(ws_g[3 * (size_t)groups], w_scale, 3);
-        float32x4_t scale = vmulq_f32(vdupq_n_f32(xs[g]), w_scale);
-        int32x4_t total = totals4(dots[0], dots[1], dots[2], dots[3]);
-        acc = vaddq_f32(acc, vmulq_f32(vcvtq_f32_s32(total), scale));
-    }
-    vst1q_f32(sums, acc);
-}
-
-/* quant.c's row path for columns o0 .. o1-1 of the N rows of x, four columns at a time
- * (each block's rows of w stay in L1 while the rows of x go past); returns the first
- * column it did not do (o0 for a w these kernels do not take). */
+/* quant.c's row path for columns o0 .. o1-1 of the N rows of x: the tile with one row of x,
+ * each chunk of x loaded once for four rows of w, which lie next to each other in memory
+ * (one stream), and those rows in L1 while the rows of x go past; returns the first column
+ * it did not do (o0 for a w these kernels do not take). */
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     if (!neon_takes(w)) return o0;
-    int cols = w->cols, groups = quant_groups(cols, w->group), OC = w->rows, o = o0;
-    for (; o + 4 <= o1; o += 4)
-        for (int n = 0; n < N; n++) {
-            float sums[4];
-            dot_rows4_neon(sums, xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
-                           w, o);
-            for (int r = 0; r < 4; r++)   /* + 0 without bias, as the reference adds it */
-                out[(size_t)n * (size_t)OC + (size_t)(o + r)] =
-                    sums[r] + (bias ? bias[o + r] : 0.0f);
-        }
+    int o = o0;
+    for (; o + QUANT_GEMM_C <= o1; o += QUANT_GEMM_C)
+        for (int n = 0; n < N; n++) gemm_tile_neon(out, xq, xs, w, bias, n, o, 1);
     return o;
 }
 
@@ -165,7 +130,8 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
 void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     for (int o = o0; o < o1; o += QUANT_GEMM_C)
-        for (int n = 0; n < N; n += QUANT_GEMM_R) gemm_tile_neon(out, xq, xs, w, bias, n, o);
+        for (int n = 0; n < N; n += QUANT_GEMM_R)
+            gemm_tile_neon(out, xq, xs, w, bias, n, o, QUANT_GEMM_R);
 }
 
 _Static_assert(QUANT_GEMM_R == SIMD_Q8_GEMM_ROWS && QUANT_GEMM_C == SIMD_Q8_GEMM_COLS,
