@@ -13,7 +13,7 @@ of the weights (0.999), in float32 on the CPU. Tokens are random: a step's time 
 depend on their values. It prints the tokens/s of each tenth step and of the median step
 after the first five, the threads and PyTorch's build (its BLAS and instruction sets).
 It needs PyTorch (Debian: python3-torch); nothing of the engine uses it. Nothing is
-asserted: this prints figures (docs/performance.md, "Trainer speed").
+asserted: this prints figures (weights/README.md, "Trainer speed").
 """
 import argparse
 import copy
