@@ -332,8 +332,7 @@ static int block_cols(int OC, int blocks) {
 /* Output columns per job of a product of one row of x (decode): one block a thread, no
  * more. Each job reads its rows of w as four sequential runs (simd/vec_kernels.c,
  * simd/quant_x86.c), so more blocks make the runs shorter and each product's start (the
- * streams' ramp) a larger share (Zen 5, one thread: s110m's 768 x 768 int8 matrices read
- * from memory at 30-31 GB/s in 2 blocks, 32-35 in one; docs/performance.md, End to end). */
+ * streams' ramp) a larger share (docs/performance.md, End to end). */
 static int decode_cols(int OC) { return block_cols(OC, kernels_threads()); }
 
 /* One product's plan, for its jobs: out (N, OC) = x . w^T + b, w fp32 (w), halves (w16) or

@@ -146,9 +146,8 @@ static void pool_wake(void) {
 /* Writes a byte in each page of the POOL_STACK_TOUCH bytes of stack below the caller, so
  * that the system maps them now: otherwise the first prompt's first products and attention
  * take a page fault for each 4 KiB of their stack buffers (the fp32 GEMM's 128 KiB of
- * packed rows, the int8 GEMM's up to 716 KiB) on every thread, one at a time (Zen 5 VM,
- * s15m, a 256-token prompt at 2 threads: the first product 0.33-0.75 ms, 0.15-0.20 with
- * the pages touched, the same product of the next layers 0.12-0.14). Never inlined: the
+ * packed rows, the int8 GEMM's up to 716 KiB) on every thread, one at a time, which made
+ * the first product two to five times as slow as the next layers'. Never inlined: the
  * array's frame must be gone before the kernels' frames take its place. */
 #if defined(__GNUC__)
 __attribute__((noinline))

@@ -24,18 +24,15 @@
 #define QUANT_ROW_TILE 4    /* rows of w per pass of the SIMD matmul: each x load feeds four rows */
 /* Rows of x against a w of at least this many int8s read w as four sequential runs of
  * rows rather than four adjacent rows at a time: such a w comes from memory at every
- * token, and the four runs stream it faster (Zen 4, one thread, decode: a random
- * s110m in int8 62 -> 160 tokens/s, s15m's 1117 -> 1210; AVX2 code 60 -> 159 and 1034 ->
- * 1172). Below it (the shipped model's 16 KiB matrices) w stays in the caches. Measured,
- * not derived: s15m's smallest matrix is 81 KiB. */
+ * token, and the prefetchers stream four runs faster. Below it (the shipped model's 16 KiB
+ * matrices) w stays in the caches. A measured choice, not a derived one (s15m's smallest
+ * matrix is 81 KiB; docs/performance.md, Where the speed comes from). */
 #define QUANT_STREAM_BYTES (72 << 10)
 /* Bytes ahead of its reads at which the row path asks for each row of a cold w's next line
  * (QuantMatrix.cold), and for its scales' line an eighth of that ahead (a scale serves 32
- * int8s). The hardware's prefetcher alone left a w read from memory short of the bandwidth
- * (Zen 5, one thread, decode of a random s110m in int8, alternated pairs: 1.05-1.21x
- * tokens/s; 768 x 768 from memory 1.07-1.20x; 1,024 bytes ahead gave the same tokens/s,
- * 4,096 0.81x); on a w in the caches the prefetches only cost (w in L2: 1,024 x 128 0.80x;
- * s15m's 9 MB classifier, in L3: 0.91x). */
+ * int8s). The hardware's prefetcher alone leaves a w read from memory short of the
+ * bandwidth; on a w in the caches the prefetches only cost, hence cold matrices only
+ * (docs/performance.md, Where the speed comes from). */
 #define QUANT_PREFETCH_BYTES 2048
 
 /* The exact dot product of a (n,) and b (n,), int8 values (quant.c's dot_i8): the values of
@@ -361,10 +358,8 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
 /* Columns o0 .. of quant_matmul_block for group % 32 == 0: tiles of QUANT_ROW_TILE rows of
  * w, then single rows; a tile's rows of w (4 x cols bytes) stay in L1 while the N rows of x
  * go past them. A large w takes its tiles' four rows a quarter of the columns apart, so
- * that it is read as four sequential runs (decode, and prompts too short for the GEMM:
- * Zen 4, one thread, s110m int8, best of five: 5 tokens 262 -> 290 tokens/s, 12 tokens 305
- * -> 338). Every output has dot_row_avx2's bits in each case. Returns o1 (o0 for other
- * groups). */
+ * that it is read as four sequential runs (decode, and prompts too short for the GEMM).
+ * Every output has dot_row_avx2's bits in each case. Returns o1 (o0 for other groups). */
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
@@ -509,11 +504,9 @@ typedef __m256 XtF;
 /* Sets of int32 sums a group's quads take in turn (xt_tile), added at the group's end
  * (exact: the same integers). With VNNI each quad is one vpdpbusd into each sum, which
  * waits for the sum's previous one (latency 5 on Intel's cores); two sets keep twice as
- * many in flight. Modelled by llvm-mca 14 on the compiled loop: Alder Lake's 256-bit tile
- * (four sums) 5.1 -> 2.6 cycles a quad, icelake-server's 512-bit tile 5.15 -> 4.9. Zen 5,
- * AVX-512, 256 rows, w from memory (tools/ab_kernels.sh, 200 pairs a shape): 1.015-1.044x
- * on s15m's, s110m's and GPT-2's shapes; the AVX-VNNI build level on Zen 5. Without VNNI a
- * quad is four instructions of which only the last adds to the sum: one set. */
+ * many in flight, most of all for AVX-VNNI's four sums a tile (llvm-mca's Alder Lake: 5.1
+ * -> 2.6 cycles a quad). Without VNNI a quad is four instructions of which only the last
+ * adds to the sum: one set. */
 #define QUANT_XT_CHAINS (QUANT_XT_OFFSET ? 2 : 1)
 #define QUANT_XT_MASK (QUANT_XT_OFFSET ? 0x80808080u : 0u)   /* x + 128 = x ^ 0x80 */
 _Static_assert(QUANT_XT_COLS == SIMD_Q8_GEMM_COLS && QUANT_XT_LANES == SIMD_Q8_GEMM_ROWS,
@@ -721,9 +714,7 @@ xt_quad(XtI dot[QUANT_XT_V][QUANT_XT_COLS], const uint8_t *xp, const int8_t *w0,
  * apart (gemm_staged hands in a copy of w whose rows give its stage's width). G: 0 for
  * any groups, or QUANT_XT_G32 where every group is 32 values (xt_g32), which fixes a
  * group's loop at 8 quads (in QUANT_XT_CHAINS sets of sums, xt_quad), unrolled: the loop's
- * bookkeeping no longer shares the front end with the multiplies (measured with one set of
- * sums: Zen 5 1.00-1.02x; modelled by llvm-mca for Sapphire Rapids and Skylake-X: 65 -> 53
- * cycles a group). */
+ * bookkeeping no longer shares the front end with the multiplies. */
 static inline __attribute__((always_inline)) void
 xt_tile(float *out, const uint8_t *xp, const float *xsp, const QuantMatrix *w,
         int32_t (*starts)[QUANT_XT_COLS], const float *bias, int rows, int o, XtSpan sp,
@@ -826,10 +817,8 @@ static void prefetch_span(const QuantMatrix *w, int o, XtSpan sp) {
 /* Blocks of the widest span (QUANT_XT_MAX_COLS values) the packing buffers hold: a pass's
  * rows. With AVX-512, 4 (512 KiB, in the 1 MiB L2 of Zen 4 and Zen 5, 2 MiB of Sapphire
  * Rapids): a 256-token prompt in one pass up to 2,048 values a row, which reads w from
- * memory and forms its starts once, where each pass does both again (Zen 5, 256 rows, w
- * from memory, against 1 block: 768 x 768 1.01-1.07x, 768 x 2,048 1.06-1.11x, 2,048 x 768
- * 1.07-1.11x, 3,072 x 768 1.14-1.18x; 2 blocks gave 1.00-1.07x). With AVX2 1 (32 KiB,
- * Zen 3's L2 is 512 KiB): its slower tile gains nothing from longer passes (0.97-1.05x). */
+ * memory and forms its starts once, where each pass does both again. With AVX2 1 (32 KiB,
+ * Zen 3's L2 is 512 KiB): its slower tile gains nothing from longer passes. */
 #if QUANT_XT_LANES == 16
 #define QUANT_PASS_SPANS 4
 #else
@@ -842,12 +831,10 @@ static void prefetch_span(const QuantMatrix *w, int o, XtSpan sp) {
  * whose rows lie in distinct sets, then the stage's rows are copied to out whole.
  *   - A block's packed rows serve the window's 16 tiles from L1, where a tile's blocks in
  *     turn (the order of the spans of a long row) read the pass's blocks, up to 512 KiB,
- *     from L2 again for every tile (Zen 5, 256 x 288 x 768 alone: 1.08x; 1.03-1.06x at the
- *     other shapes of s15m and s110m whose output rows do not alias, as below).
+ *     from L2 again for every tile.
  *   - Where out's rows alias in L1 (OC floats apart, a multiple of QUANT_ALIAS_BYTES),
  *     the 32 rows a tile writes would evict each other's lines before the next tile's
- *     four columns of the same lines come: every store missed L1 (Zen 4, 128 x 768 x
- *     2,048 alone: 293 -> 313-317 GOP/s).
+ *     four columns of the same lines come: every store would miss L1.
  * Each output's steps are the tile's: the same bits. */
 static __attribute__((noinline)) void
 gemm_staged(float *out, const uint8_t *xp, const float *xsp, size_t block_bytes,

@@ -211,9 +211,7 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
  * group's int32 dot product, so that the float steps, a register of rows at a time, are the
  * reference's and give its bits. It takes any number of rows (SIMD_Q8_GEMM_ANY_ROWS: it
  * pads its last block of rows), and is used from SIMD_Q8_GEMM_MIN_ROWS rows up: half a
- * register's rows, where it overtakes the row path (Zen 4, one thread, s110m int8 prompts
- * of 5-12 tokens, best of five: AVX-512 level at 5 tokens, 1.4x at 8 and 2.0x at 12; AVX2
- * 1.1x at 5 and 6, level at 8). */
+ * register's rows, where it overtakes the row path (measured on Zen 4). */
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #define SIMD_Q8_GEMM_ROWS 16   /* rows of x in a register's lanes ... */
 #else

@@ -85,8 +85,8 @@ static inline Vec vec_exp_scale(Vec x, Vec k, Vec p) {   /* p 2^k, or x where x 
 /* y (n,) = exp_approx of every lane of x, n <= EXP_BLOCK a multiple of VLANES, y may be x:
  * one stage at a time over all n. A loop of whole exps is latency-bound: each is a chain
  * of ~40 dependent steps, and the out-of-order window, full of their waiting steps, holds
- * only two or three chains. A stage's chain is short, so the window holds many vectors'
- * (2.1x faster for GELU on Zen 4 with AVX2 code). Same operations: the same bits. */
+ * only two or three chains. A stage's chain is short, so the window holds many vectors'.
+ * Same operations: the same bits. */
 #define EXP_BLOCK 256
 static void exp_block(float *y, const float *x, int n) {
     _Alignas(64) float k_n[EXP_BLOCK], r_n[EXP_BLOCK];
@@ -291,10 +291,8 @@ static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, 
  * row c of the others in one tile: four independent sums hide the FMA latency that a
  * single row's one chain of IC / 8 FMAs waits on, while the memory sees four sequential
  * streams. Adjacent rows side by side (two, four or eight: the eight-row tile) read slower
- * from memory here (Zen 4, AVX2 code, loaded machine, s15m greedy, one thread: 115-133
- * tokens/s against 224 row after row); two runs gave 218 against 197 row after row
- * (medians of 9), and four runs against two, on a random s110m (idle, 3 alternated
- * rounds): 52-61 against 50-57 tokens/s at one thread, 73-79 against 69-74 at two. */
+ * from memory, and four runs faster than one or two (docs/performance.md, Where the speed
+ * comes from). */
 static ALWAYS_INLINE void dot_rows_vector(float *out, const float *x, const void *w, int IC,
                                           int C, int half) {
     int quarter = C / 4;
@@ -310,8 +308,7 @@ static ALWAYS_INLINE void dot_rows_vector(float *out, const float *x, const void
 /* A single row's product streams a matrix of at least this many bytes as four sequential
  * runs (dot_rows_vector) instead of eight rows at a time. A model this large is read from
  * memory at every token, and one sequential run streams faster than eight interleaved
- * ones (Zen 4, AVX2 code, one thread: s15m 204 -> 355 tokens/s, a random s110m 46 -> 61);
- * the eight-row tile's independent sums win where the weights stay in the caches (the
+ * ones; the eight-row tile's independent sums win where the weights stay in the caches (the
  * shipped model, whose largest matrix is 256 KiB). The value lies between that and
  * s15m's smallest matrix (324 KiB): a measured choice, not a derived one. */
 #define DECODE_STREAM_BYTES (288 << 10)
@@ -321,9 +318,7 @@ static ALWAYS_INLINE void dot_rows_vector(float *out, const float *x, const void
  * (a prompt shorter than the GEMM's): for each four rows of w, every three rows of x in turn
  * (12 sums in registers), so each row of w comes from memory once and is reused from L1 for
  * all rows of x; for a large w the four rows are a quarter of the columns apart, read as
- * four runs like a single row's (Zen 4, s110m fp32 prompts of 5 / 8 / 12 tokens, best of
- * four or five: 139 / 172 / 202 -> 168 / 212 / 242 tokens/s at one thread, 163 / 232 / 328
- * -> 212 / 277 / 393 at two). Leftovers use smaller tiles, which compute the same sums. */
+ * four runs like a single row's. Leftovers use smaller tiles, which compute the same sums. */
 void simd_matmul_block(float *out, const float *x, const float *w, const float *b, int n0,
                        int n1, int o0, int o1, int IC, int OC) {
     int o = o0;
@@ -772,9 +767,8 @@ void simd_matmul_row_half(float *out, const float *x, const uint16_t *w, const f
  * each, each row of k loaded once into a register for all of them (folded into every FMA,
  * the loads bound the loop); the same bits as dots8. Where a Vec holds two V8 (V8_PAIRS),
  * two queries share each register of sums, the row's V8 in both halves: half the FMAs and
- * reductions, four queries a tile. Zen 4, 1024 keys of 64 in L2: 60 -> 86 GFLOP/s with
- * AVX-512 V8s, 60 -> 68 with AVX2 (whose 16 registers spill a few); Zen 5, a 256-token
- * prompt's whole attention with the pairs: 74-77 -> 87-91. */
+ * reductions, four queries a tile (AVX2's 16 registers spill a few of the two queries'
+ * sums, and still gain). */
 #if defined(V8_PAIRS)
 #define DOTS_QUERIES 4
 static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int q_stride,
@@ -987,8 +981,7 @@ void simd_weighted_sum_half(float *out, const float *weights, float scale, const
  * once serves them all; then each query's own last rows, in order. Every out[i] of a query
  * is simd_weighted_sum's FMA chain, with the same products in the same order: the same
  * bits. Columns past the last whole vector (with scale 1: w * 1 = w), and the last queries
- * short of SUMS_QUERIES, take simd_weighted_sum itself. Zen 4, 1024 rows of 64 in L2: 57
- * (query by query) -> 104 GFLOP/s with AVX-512. */
+ * short of SUMS_QUERIES, take simd_weighted_sum itself. */
 #define SUMS_QUERIES 4
 #define SUMS_VECTORS (VLANES == 16 ? 4 : 2)   /* 16 sums in 32 AVX-512 registers, 8 in 16 */
 
