@@ -166,11 +166,12 @@ static void attend_scored(float *out_t, const float *v, int kv_stride, const int
  * t (HS,) at q + t q_stride attends over rows 0 .. n_first + t - 1 of k and v (rows,
  * kv_stride) into out + t out_stride (HS,), with query t's dropout mask at first + t step
  * (drop NULL: none): attend_rows for each, the same steps, so the same bits.
- * scores (n_q, n_first + n_q - 1) scratch. */
+ * scores (n_q, n_first + n_q - 1) scratch. next_k: NULL, or the keys the caller reads next
+ * (laid out as k), asked for from memory while v is read (kernels_weighted_sums_causal). */
 static void attend_causal(float *out, int out_stride, const float *q, int q_stride, int n_q,
                           const float *k, const float *v, int kv_stride, int n_first, int HS,
                           Scoring sc, float *scores, const AttentionDropout *drop,
-                          uint64_t first, uint64_t step) {
+                          uint64_t first, uint64_t step, const float *next_k) {
     int ld = n_first + n_q - 1;   /* the last query's keys */
     float inv_sum[QUERY_BLOCK];
     kernels_dots_causal(scores, ld, q, q_stride, n_q, k, kv_stride, n_first, HS);
@@ -181,7 +182,7 @@ static void attend_causal(float *out, int out_stride, const float *q, int q_stri
         if (drop) dropout_weights(scores_t, n_first + t, drop, first + t * step, NULL);
     }
     kernels_weighted_sums_causal(out, out_stride, scores, ld, inv_sum, n_q, v, kv_stride,
-                                 n_first, HS);
+                                 n_first, HS, next_k);
 }
 
 /* One call's arguments, for its per-head jobs. */
@@ -231,7 +232,7 @@ static void forward_head(void *ctx, int h) {
     float *scores = f->scratch + (long)h * block * n_keys;
     float k_p[PACK_FLOATS], v_p[PACK_FLOATS];
     Scoring exact = {f->shape->scale, 0, 0, 0.0f};
-    const float *k, *v;
+    const float *k, *v, *next_k = NULL;
     if (f->k_half && f->T == 1) {   /* a half cache, one query: the halves read in place */
         attend_half_rows(f->out + (long)h * HS, f->q + (long)h * HS, f->k_half + kv_offset,
                          f->v_half + kv_offset, n_keys, HS, exact, scores);
@@ -249,6 +250,9 @@ static void forward_head(void *ctx, int h) {
     } else {
         k = f->k + kv_offset;
         v = f->v + kv_offset;
+        /* one query (decode): the next head's keys, where not these, are asked for while
+         * this head's values are summed, so that they come from the caches */
+        if (f->T == 1 && (h + 1) % group == 0 && h + 1 < NH) next_k = k + f->kv_head;
     }
     if (f->T >= PACK_MIN_QUERIES && kv_stride > HS && (long)n_keys * HS <= PACK_FLOATS) {
         pack_keys(k_p, v_p, k, v, kv_stride, n_keys, HS);
@@ -264,7 +268,7 @@ static void forward_head(void *ctx, int h) {
         float *out_t = f->out + ((long)t * NH + h) * HS;
         attend_causal(out_t, NH * HS, q_t, NH * HS, n_q, k, v, kv_stride, n_first, HS, exact,
                       scores, f->drop, ((uint64_t)h * f->T + (uint64_t)t) * f->T,
-                      (uint64_t)f->T);
+                      (uint64_t)f->T, next_k);
     }
 }
 
@@ -1344,7 +1348,7 @@ static void step_kv_head(void *ctx, int g) {
             switch (cfg->kind) {
             case ATTENTION_EXACT: case ATTENTION_GAUSS:
                 attend_causal(out_t, NH * HS, q_t, NH * HS, n_q, k_g, v_g, kv_stride, i + 1,
-                              HS, sc, work_h, NULL, 0, 0);
+                              HS, sc, work_h, NULL, 0, 0, NULL);
                 break;
             case ATTENTION_WINDOW: case ATTENTION_DILATED:
             case ATTENTION_STRIDED: case ATTENTION_FIXED:

@@ -290,11 +290,14 @@ static MAYBE_UNUSED void dots_causal_each(float *out, int ld, const float *q, in
         simd_dots(out + (long)t * ld, q + (long)t * q_stride, k, stride, NULL, n_first + t, n);
 }
 
-/* kernels_weighted_sums_causal query by query: simd_weighted_sum (or its reference). */
+/* kernels_weighted_sums_causal query by query: simd_weighted_sum (or its reference); no
+ * rows asked for ahead. */
 static MAYBE_UNUSED void weighted_sums_causal_each(float *out, int out_stride,
                                                    float *weights, int ld,
                                                    const float *scales, int n_q, const float *v,
-                                                   int stride, int n_first, int n) {
+                                                   int stride, int n_first, int n,
+                                                   const float *ahead) {
+    (void)ahead;
     for (int t = 0; t < n_q; t++)
         simd_weighted_sum(out + (long)t * out_stride, weights + (long)t * ld, scales[t], v,
                           stride, NULL, n_first + t, n);
@@ -618,8 +621,9 @@ void kernels_dots_causal(float *out, int ld, const float *q, int q_stride, int n
 
 void kernels_weighted_sums_causal(float *out, int out_stride, float *weights, int ld,
                                   const float *scales, int n_q, const float *v, int stride,
-                                  int n_first, int n) {
-    simd_weighted_sums_causal(out, out_stride, weights, ld, scales, n_q, v, stride, n_first, n);
+                                  int n_first, int n, const float *ahead) {
+    simd_weighted_sums_causal(out, out_stride, weights, ld, scales, n_q, v, stride, n_first, n,
+                              ahead);
 }
 
 float kernels_max(const float *x, int n, float init) { return simd_max(x, n, init); }

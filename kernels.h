@@ -193,10 +193,12 @@ void kernels_dots_causal(float *out, int ld, const float *q, int q_stride, int n
 /* Query t of n_q: out (n,) at out + t out_stride = kernels_weighted_sum of the weights at
  * weights + t ld, scale scales[t], over rows 0 .. n_first + t - 1 of v (the same bits);
  * each row is read once for all the queries that see it. The weights are scratch: they
- * may be left scaled. */
+ * may be left scaled. ahead: NULL, or rows laid out as v's that the caller reads next
+ * (decode: the next head's keys); a call of one query asks for them from memory as it
+ * reads v's, so that they come from the caches. No result depends on ahead. */
 void kernels_weighted_sums_causal(float *out, int out_stride, float *weights, int ld,
                                   const float *scales, int n_q, const float *v, int stride,
-                                  int n_first, int n);
+                                  int n_first, int n, const float *ahead);
 
 /* The largest of init and the values of x (n,), by x > max comparisons (a NaN value is
  * never the largest; with init NaN the result is NaN). Of +0 and -0 either may be

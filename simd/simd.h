@@ -141,7 +141,7 @@ void simd_dots_causal(float *out, int ld, const float *q, int q_stride, int n_q,
                       const float *k, int stride, int n_first, int n);
 void simd_weighted_sums_causal(float *out, int out_stride, float *weights, int ld,
                                const float *scales, int n_q, const float *v, int stride,
-                               int n_first, int n);
+                               int n_first, int n, const float *ahead);
 /* the trainer's (train_kernels.c's references) */
 void simd_product_chains(float *c, int ldc, const float *a, long a_k, long a_m,
                          const float *b, int ldb, int kb, int zero, const float *bias, int m0,

@@ -618,7 +618,8 @@ static void test_causal_helpers(int n_q, int n_first, int n) {
         }
     }
     for (int i = 0; i < n_q * n; i++) out[i] = NAN;
-    kernels_weighted_sums_causal(out, n, weights, ld, scales, n_q, v, stride, n_first, n);
+    /* k as the rows asked for ahead: a query alone (decode) reads them as it goes */
+    kernels_weighted_sums_causal(out, n, weights, ld, scales, n_q, v, stride, n_first, n, k);
     sums_ok = memcmp(out, want, sizeof(float) * (size_t)n_q * n) == 0;
     check_true(sums_ok, "kernels_weighted_sums_causal (%d queries, %d first keys, n %d): one %s "
                "chain per output, in row order", n_q, n_first, n,
