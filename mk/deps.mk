@@ -9,6 +9,7 @@ $(B)/parallel/pool.o: parallel/pool.c parallel/pool.h simd/simd.h kernels.h quan
 $(B)/simd/vec_kernels.o: simd/vec_kernels.c simd/vec.h simd/simd.h kernels.h quant.h hash.h
 $(B)/simd/quant_x86.o: simd/quant_x86.c simd/simd.h kernels.h quant.h
 $(B)/simd/quant_neon.o: simd/quant_neon.c simd/simd.h kernels.h quant.h
+$(B)/simd/cpu.o: simd/cpu.c simd/simd.h kernels.h quant.h
 # the trainer's kernels, linked into every program (block.c and attention.c hold the
 # backward passes); built by the pattern rule, as in the fuzz and cross builds
 $(B)/trainer/train_kernels.o: trainer/train_kernels.c kernels.h quant.h hash.h simd/simd.h

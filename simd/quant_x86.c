@@ -30,9 +30,9 @@
 #define QUANT_STREAM_BYTES (72 << 10)
 /* Bytes ahead of its reads at which the row path asks for each row of a cold w's next line
  * (QuantMatrix.cold), and for its scales' line an eighth of that ahead (a scale serves 32
- * int8s). The hardware's prefetcher alone leaves a w read from memory short of the
- * bandwidth; on a w in the caches the prefetches only cost, hence cold matrices only
- * (docs/performance.md, Where the speed comes from). */
+ * int8s), on the cores simd_prefetch_rows names. There the hardware's prefetcher alone
+ * leaves a w read from memory short of the bandwidth; on a w in the caches the prefetches
+ * only cost, hence cold matrices only (docs/performance.md, Where the speed comes from). */
 #define QUANT_PREFETCH_BYTES 2048
 
 /* The exact dot product of a (n,) and b (n,), int8 values (quant.c's dot_i8): the values of
@@ -363,12 +363,13 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
-    int o = o0;
+    int o = o0, prefetch = w->cold && simd_prefetch_rows();
     if (group % QUANT_CHUNK != 0) return o0;   /* the reference's (quant.c) */
     if ((size_t)OC * (size_t)cols >= QUANT_STREAM_BYTES) {
         /* a large w: four sequential runs of rows, a quarter of the range apart; a tile's
          * four rows stay in L1 while the rows of x (one in decode, a few in a short
-         * prompt) go past them; the first asks for the rows' next lines if w is cold */
+         * prompt) go past them; the first asks for the rows' next lines if w is cold and
+         * the core pays for it (simd_prefetch_rows) */
         int quarter = (o1 - o0) / QUANT_ROW_TILE;
         for (int i = 0; i < quarter; i++)
             for (int n = 0; n < N; n++) {
@@ -376,7 +377,7 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
                 dot_rows4_avx2(sums, xq + (size_t)n * (size_t)cols, xs + (size_t)n * (size_t)groups,
                                w->q + (size_t)(o0 + i) * (size_t)cols,
                                w->scale + (size_t)(o0 + i) * (size_t)groups, (size_t)quarter,
-                               cols, group, groups, w->cold && n == 0);
+                               cols, group, groups, prefetch && n == 0);
                 for (int r = 0; r < QUANT_ROW_TILE; r++) {
                     int c = o0 + i + r * quarter;
                     out_n[c] = sums[r] + (bias ? bias[c] : 0.0f);

@@ -259,17 +259,18 @@ static ALWAYS_INLINE void dot_tile_vector(float *out, int ldo, size_t ldc, const
 
 /* out[c * ldo] = x (IC,) . row c of w, for c < S rows of w ldw floats apart: dot_tile_vector
  * with R = 1, C = S (each output's sum is that tile's, bit for bit), but for rows that need
- * not be adjacent. Each row's line DECODE_PREFETCH_BYTES ahead is asked for as the row
- * reaches a line: the rows come from memory, a line each per 16 floats, faster than the
- * hardware's prefetcher asks for them on some cores. */
+ * not be adjacent. With prefetch (simd_prefetch_rows()), each row's line
+ * DECODE_PREFETCH_BYTES ahead is asked for as the row reaches a line: the rows come from
+ * memory, a line each per 16 floats, faster than the hardware's prefetcher asks for them on
+ * some cores. */
 static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, const void *w,
-                                        size_t ldw, int IC, int S, int half) {
+                                        size_t ldw, int IC, int S, int half, int prefetch) {
     V8 acc[8];
     TILE_UNROLL for (int c = 0; c < S; c++) acc[c] = v8_zero();
     int i = 0;
     for (; i + LANES <= IC; i += LANES) {
         V8 x_i = v8_load(x + i);
-        if (i % (half ? 32 : 16) == 0)   /* a line's values */
+        if (prefetch && i % (half ? 32 : 16) == 0)   /* a line's values */
             TILE_UNROLL for (int c = 0; c < S; c++)
                 PREFETCH_L1((const char *)element_at(w, (long)(c * ldw) + i, half) +
                             DECODE_PREFETCH_BYTES);
@@ -295,12 +296,13 @@ static ALWAYS_INLINE void dot_rows_tile(float *out, size_t ldo, const float *x, 
  * comes from). */
 static ALWAYS_INLINE void dot_rows_vector(float *out, const float *x, const void *w, int IC,
                                           int C, int half) {
-    int quarter = C / 4;
+    int quarter = C / 4, prefetch = simd_prefetch_rows();
     for (int c = 0; c < quarter; c++)
         dot_rows_tile(out + c, (size_t)quarter, x, element_at(w, (long)c * IC, half),
-                      (size_t)quarter * IC, IC, 4, half);
+                      (size_t)quarter * IC, IC, 4, half, prefetch);
     for (int c = 4 * quarter; c < C; c++)   /* the rows left over */
-        dot_rows_tile(out + c, 1, x, element_at(w, (long)c * IC, half), 0, IC, 1, half);
+        dot_rows_tile(out + c, 1, x, element_at(w, (long)c * IC, half), 0, IC, 1, half,
+                      prefetch);
 }
 
 /* ---- the dot-product tile's blocks (decode, and products of few rows) ---- */

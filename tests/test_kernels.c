@@ -30,6 +30,7 @@
 
 #include "hash.h"          /* hash_mix64 and the dropout rule: kernels_dropout's reference */
 #include "quant.h"         /* quant_groups, quant_quantize, quant_dequantize */
+#include "simd/simd.h"     /* simd_set_prefetch_rows: both ways of decode's rows */
 #include "tests/check.h"   /* check_* */
 
 /* fp32 matmul vs float64: each output is a sum of IC products of values in [-1, 1); FMA
@@ -1190,19 +1191,25 @@ static void test_pool(void) {
 }
 
 /* A single row against a matrix of 288 KiB or more (read as four runs of rows, four rows a
- * tile) gives the bits of its slices of `slice` rows (small: the eight-row tile and the
- * one-row tile), at awkward sizes: IC under one chunk, primes, odd rows per job. */
+ * tile, with and without asking for its lines ahead) gives the bits of its slices of
+ * `slice` rows (small: the eight-row tile and the one-row tile), at awkward sizes: IC
+ * under one chunk, primes, odd rows per job. */
 static void test_decode_paths(int IC, int OC, int slice) {
     float *x = random_floats(IC, 1.0f), *w = random_floats((size_t)IC * OC, 1.0f);
     float *whole = malloc(sizeof(float) * OC), *sliced = malloc(sizeof(float) * OC);
-    kernels_matmul(whole, x, w, NULL, 1, IC, OC);
     for (int o = 0; o < OC; o += slice) {
         int rows = OC - o < slice ? OC - o : slice;
         kernels_matmul(sliced + o, x, w + (size_t)o * IC, NULL, 1, IC, rows);
     }
-    check_true(memcmp(whole, sliced, sizeof(float) * OC) == 0, "decode: a %.0f KB matrix "
-               "(IC %d, OC %d) read as four runs of rows gives the bits of its %d-row slices "
-               "read by the small tiles", (double)IC * OC * 4 / 1000, IC, OC, slice);
+    for (int prefetch = 0; prefetch < 2; prefetch++) {
+        simd_set_prefetch_rows(prefetch);
+        kernels_matmul(whole, x, w, NULL, 1, IC, OC);
+        check_true(memcmp(whole, sliced, sizeof(float) * OC) == 0, "decode: a %.0f KB matrix "
+                   "(IC %d, OC %d) read as four runs of rows (lines asked for ahead: %d) "
+                   "gives the bits of its %d-row slices read by the small tiles",
+                   (double)IC * OC * 4 / 1000, IC, OC, prefetch, slice);
+    }
+    simd_set_prefetch_rows(-1);
     free(x);
     free(w);
     free(whole);

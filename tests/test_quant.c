@@ -10,6 +10,7 @@
  * columns cut between two threads. Data are fixed-seed random.
  */
 #include "quant.h"
+#include "simd/simd.h"   /* simd_set_prefetch_rows */
 
 #include <float.h>     /* FLT_EPSILON, FLT_MAX */
 #include <math.h>      /* fabs, isnan, roundf, NAN, INFINITY */
@@ -544,7 +545,7 @@ static void *gemm_share_run(void *arg) {
  * rows and its widest x (4,096 values; 4,100 goes one row at a time); and outputs whose
  * rows alias in L1 (OC a multiple of 1,024), which the x86 tile writes through a stage.
  * Each also with w marked cold (QuantMatrix.cold), whose single rows ask for w's lines
- * ahead: the same bits. */
+ * ahead (on every core: simd_set_prefetch_rows(1)): the same bits. */
 static void test_gemm(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},   {2, 288, 16, 32, 0, 16},   {3, 96, 9, 32, 0, 9},
@@ -604,6 +605,7 @@ static void test_gemm(void) {
             for (size_t i = 0; i < n_out; i++) whole[i] = rows[i] = two[i] = NAN;
             for (size_t i = 0; i < 2 * n_out; i++) cold[i] = NAN;
             quant_matmul_block(whole, c.xq, c.xs, &w, b, c.N, c.o0, c.o1);
+            simd_set_prefetch_rows(1);   /* the hints, whatever this core would choose */
             quant_matmul_block(cold, c.xq, c.xs, &w_cold, b, c.N, c.o0, c.o1);
             for (int n = 0; n < c.N; n++) {
                 size_t at = (size_t)n * (size_t)c.OC;
@@ -612,6 +614,7 @@ static void test_gemm(void) {
                 quant_matmul_block(rows + at, xq_n, xs_n, &w, b, 1, c.o0, c.o1);
                 quant_matmul_block(cold + n_out + at, xq_n, xs_n, &w_cold, b, 1, c.o0, c.o1);
             }
+            simd_set_prefetch_rows(-1);
             /* two threads: columns cut at an odd place inside the range */
             int cut = c.o0 + (c.o1 - c.o0) / 2;
             cut += (cut % 2 == 0 && cut + 1 < c.o1);
