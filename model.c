@@ -27,7 +27,7 @@
 #include "attention.h"  /* attention_forward_cache, attention_step and the lab's state */
 #include "block.h"      /* block_qkv, block_finish, block_norm, block_matmul */
 #include "kernels.h"    /* kernels_matmul, kernels_layernorm, kernels_gelu, ... */
-#include "os.h"         /* os_alloc_zeroed, os_free_zeroed, os_commit */
+#include "os.h"         /* os_alloc_zeroed, os_free_zeroed, os_commit(_keep) */
 #include "quant.h"      /* quant_groups, quant_dequantize_row */
 
 /* ------------------------------------------------------------------------- */
@@ -313,14 +313,15 @@ static int reset_attention(Model *m) {
 
 /* Commits the memory a run writes (the attention state, the activations of max_chunk
  * tokens) now, not a page fault at a time in the first prompt (llama.cpp also clears its
- * cache when it sets up). Every forward pass
- * writes the activations before it reads them; the logits, which a caller may still read,
- * are left as they are. */
+ * cache when it sets up). Every forward pass writes the activations before it reads them;
+ * the logits, which a caller may still read, keep their values: of them only the first
+ * row, the one every forward pass writes (--eval's others as it writes them). */
 static void commit_memory(Model *m) {
     OsPart part[STATE_PARTS];
     state_parts(m, part);   /* the first m->max_chunk rows of each */
     for (int i = 0; i < STATE_PARTS; i++)
         if (part[i].at != (void **)&m->state.logits) os_commit(*part[i].at, part[i].bytes);
+    os_commit_keep(m->state.logits, (size_t)m->config.vocab_size * sizeof(float));
     if (m->lab) {
         os_commit(m->attention_state, m->attention_bytes);
     } else if (m->half_cache) {   /* attention_bytes: keys and values */

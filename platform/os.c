@@ -147,6 +147,12 @@ void os_commit(void *p, size_t bytes) {
     if (bytes > 0) b[bytes - 1] = 0;
 }
 
+void os_commit_keep(void *p, size_t bytes) {
+    volatile unsigned char *b = p;
+    for (size_t i = 0; i < bytes; i += OS_PAGE_MIN) b[i] = b[i];
+    if (bytes > 0) b[bytes - 1] = b[bytes - 1];
+}
+
 size_t os_memory_limit(size_t fallback) {
     size_t bytes = SIZE_MAX;
 #if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)

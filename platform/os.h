@@ -53,6 +53,10 @@ void os_free_zeroed(void *p);
  * contents do not matter yet (a block of zeros stays zeros). */
 void os_commit(void *p, size_t bytes);
 
+/* os_commit for memory whose contents matter: each page's byte is read and written back as
+ * it was, so every value stays (a fresh page takes two faults, a read's then a write's). */
+void os_commit_keep(void *p, size_t bytes);
+
 /* Buffers of zeros that live and die together (a model's activations): *at is set to
  * bytes of zeros, 64-byte aligned, for each part, all carved from one os_alloc_zeroed
  * block (small buffers share its huge pages), or each its own calloc where

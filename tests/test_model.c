@@ -21,7 +21,7 @@
 #include "block.h"        /* block_qkv, block_matmul */
 #include "checkpoint.h"   /* checkpoint_mark_cold, Weights */
 #include "kernels.h"      /* kernels_set_threads, kernels_run: the thread pool */
-#include "os.h"           /* os_map_file, os_unmap_file */
+#include "os.h"           /* os_map_file, os_unmap_file, os_alloc_zeroed, os_commit_keep */
 #include "quant.h"        /* quant_quantize */
 #include "tests/check.h"  /* check_* */
 
@@ -671,6 +671,38 @@ static void test_context_commit(void) {
     model_free(&m);
 }
 
+/* os_commit_keep brings a block's pages in and keeps their values: a block of 64 pages
+ * (under os_alloc_zeroed's huge-page size, so 4 KiB pages), a value written into the first
+ * byte of every eighth page first (where os_commit writes its zeros); resident memory grows by the 56 pages not yet written (skipped where
+ * it cannot be read, or where the allocator wrote the whole block already). */
+static void test_commit_keep(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) page = 4096;
+    size_t bytes = 64 * (size_t)page;
+    long before_alloc = resident_pages();
+    unsigned char *p = os_alloc_zeroed(1, bytes);
+    if (!check_true(p != NULL, "commit keep: a block of %zu bytes", bytes)) return;
+    size_t stride = 8 * (size_t)page;   /* every eighth page holds its number + 1 */
+    for (size_t i = 0; i < bytes; i += stride) p[i] = (unsigned char)(i / (size_t)page + 1);
+    long before = resident_pages();
+    os_commit_keep(p, bytes);
+    long after = resident_pages();
+    if (before_alloc < 0 || before < 0 || after < 0)
+        check_skip("commit keep: no /proc/self/statm to read resident memory from");
+    else if (before - before_alloc >= 56)
+        check_skip("commit keep: the allocator wrote the block's pages already");
+    else
+        check_true(after - before >= 56, "commit keep: resident memory grows by the 56 pages "
+                   "not yet written (got %ld)", after - before);
+    size_t changed = 0;
+    for (size_t i = 0; i < bytes; i++) {
+        unsigned char want = i % stride == 0 ? (unsigned char)(i / (size_t)page + 1) : 0;
+        changed += p[i] != want;
+    }
+    check_true(changed == 0, "commit keep: every byte as it was (%zu changed)", changed);
+    os_free_zeroed(p);
+}
+
 /* os_map_file gives a file's bytes as they are: a file of 5 MiB and a few bytes (read onto
  * huge pages where the system has them, its last page partly past the file; and mapped,
  * whole 0) and one of a few KiB (mapped), each compared byte for byte with what was
@@ -743,6 +775,7 @@ int main(void) {
     test_qkv_int8_groups();
     test_rope_bits();
     test_context_commit();
+    test_commit_keep();
     /* tiny, s260k and their logits are in tests/data; small.bin and s15m only in ../shared */
     test_gpt2_logits("tiny", 64);
     test_gpt2_logits("small", 128);
