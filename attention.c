@@ -117,10 +117,15 @@ static void dropout_weights(float *w, int n, const AttentionDropout *drop, uint6
     uint64_t threshold = hash_threshold(drop->p);
     float keep_scale = 1.0f / (1.0f - drop->p);
     for (int j = 0; j < n; j++) {
-        uint64_t hash = hash_mix64(drop->key + first + (uint64_t)(rows ? rows[j] : j));
+        uint64_t hash = hash_mix64(drop->key + first + (uint64_t)rows[j]);
         w[j] = hash_drops(hash, threshold) ? 0.0f : w[j] * keep_scale;
     }
 }
+
+/* attend_rows once the scores (n_keys,) are written (below). */
+static void attend_scored(float *out_t, const float *v, int kv_stride, const int32_t *rows,
+                          int n_keys, int HS, Scoring sc, float *scores,
+                          const AttentionDropout *drop, uint64_t first);
 
 /* One head, one query: out_t (HS,) = softmax(scores) . v over n_keys keys, stored at
  * the rows listed in rows (NULL: rows 0 .. n_keys-1, in order), which are also the keys'
@@ -128,10 +133,6 @@ static void dropout_weights(float *w, int n, const AttentionDropout *drop, uint6
  *   q_t (HS,); k, v (rows, kv_stride) read at this kv head's column offset;
  *   scores (n_keys,) scratch. With gauss = sink = 0 this is exactly the exact
  *   kernel: the same operations in the same order, so the same bits. */
-static void attend_scored(float *out_t, const float *v, int kv_stride, const int32_t *rows,
-                          int n_keys, int HS, Scoring sc, float *scores,
-                          const AttentionDropout *drop, uint64_t first);
-
 static void attend_rows(float *out_t, const float *q_t, const float *k, const float *v,
                         int kv_stride, const int32_t *rows, int n_keys, int HS, Scoring sc,
                         float *scores, const AttentionDropout *drop, uint64_t first) {
@@ -610,7 +611,7 @@ static uint64_t splitmix64(uint64_t *x) {
 }
 
 /* One independent stream per (seed, draw, layer, head, round): each key is mixed in turn.
- * Draw 0 mixes in no fourth key, so its streams are those states have always drawn. */
+ * Draw 0 mixes in no fourth key: its streams are the ones attention_state_init draws. */
 static void rng_init(Rng *r, uint64_t seed, uint64_t draw, int layer, int head, int round) {
     uint64_t x = seed;
     const uint64_t keys[4] = {(uint64_t)layer, (uint64_t)head, (uint64_t)round, draw};

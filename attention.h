@@ -56,11 +56,12 @@ void attention_forward_cache(const AttentionShape *shape, float *out, const floa
 size_t attention_half_scratch_floats(const AttentionShape *shape, int n_ctx);
 
 /* attention_forward_cache over a cache kept in IEEE half precision (kernels_to_half's
- * bits, half the bytes to store and to read): each head's job first converts its kv
- * head's keys and values of positions 0 .. pos + T - 1 to floats in its own part of
- * scratch (attention_half_scratch_floats(shape, n_ctx),), then attends as
- * attention_forward_cache does: the same bits as over a float cache holding the same
- * rounded values. */
+ * bits, half the bytes to store and to read). One query (T = 1, decode) reads the halves
+ * in place, widening each as it is loaded; more queries first convert the kv head's keys
+ * and values of positions 0 .. pos + T - 1 to floats, on the head job's stack where they
+ * fit, else in its own part of scratch (attention_half_scratch_floats(shape, n_ctx)), then
+ * attend as attention_forward_cache does. Either way the same bits as over a float cache
+ * holding the same rounded values. */
 void attention_forward_cache_half(const AttentionShape *shape, float *out, const float *q,
                                   const uint16_t *k, const uint16_t *v, int n_ctx, int pos,
                                   int T, float *scratch);

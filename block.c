@@ -168,11 +168,12 @@ void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
     int C = c->dim, Hd = c->hidden_dim;
     size_t NC = (size_t)N * C, NH = (size_t)N * Hd;
 
-    /* the attention sublayer's output: x_mid = x + att W_O + bo */
+    /* the attention sublayer's output: x_mid = x + att W_O^T + bo */
     block_matmul(b->proj, b->att, &w->wo, w->bo, N, C, C, b->xq, b->xs);
     residual(r, layer, 0, b->x_mid, b->x, b->proj, NC);
 
-    /* MLP sublayer: out = x_mid + W_down . act(W_up . norm2(x_mid)), act GELU or SwiGLU */
+    /* MLP sublayer: out = x_mid + act(xn2 W_up^T + b_up [, xn2 W_gate^T]) W_down^T + b_down,
+     * xn2 = norm2(x_mid), act GELU or SwiGLU */
     block_norm(c, b->xn2, b->x_mid, w->norm2_w, w->norm2_b, N);
     KernelsProduct up[2] = {{b->pre, &w->w_up, w->b_up, Hd}, {b->gate, &w->w_gate, NULL, Hd}};
     matmuls(up, c->family == MODEL_LLAMA ? 2 : 1, b->xn2, N, C, b->xq, b->xs);   /* + gate */

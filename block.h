@@ -6,7 +6,7 @@
  *   att = attention(q, k, v)                                             the caller's
  *   x_mid = x + att W_O^T + bo;   xn2 = norm2(x_mid)                     block_finish
  *   out = x_mid + act(xn2 W_up^T + b_up [, xn2 W_gate^T]) W_down^T + b_down
- *   (each W stored (out, in), as the checkpoints hold it: x W^T is kernels_matmul)
+ *   (each W stored (out, in), as the checkpoints hold it: x W^T is kernels_matmuls)
  *
  * GPT-2: LayerNorm, biases, GELU. Llama: RMSNorm, no biases, rotary q and k, SwiGLU. A
  * GPT-2 with rotary positions (train --pos rope) rotates q and k as Llama does.
@@ -77,7 +77,7 @@ void block_rope_angles(const Config *c, float *cs, int N, int pos);
 void block_qkv(const Config *c, const LayerWeights *w, int N, const BlockBuffers *b);
 
 /* The rest of block `layer` once the caller's attention has written b->att (N, C):
- * x_mid = x + att W_O + bo, then the MLP sublayer into b->out. r may be NULL. */
+ * x_mid = x + att W_O^T + bo, then the MLP sublayer into b->out. r may be NULL. */
 void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
                   const BlockBuffers *b, const BlockResidual *r);
 
@@ -124,7 +124,7 @@ void block_norm(const Config *c, float *out, const float *x, const float *w, con
                 int N);
 
 /* out (N, OC) = x (N, IC) . W^T + b for a weight matrix held any way kernels.h's Matrix
- * allows (fp32, fp32 with its transpose, int8; xq, xs: int8 scratch as above). */
+ * allows (fp32, fp32 with its transpose, halves, int8; xq, xs: int8 scratch as above). */
 void block_matmul(float *out, const float *x, const Matrix *w, const float *b, int N,
                   int IC, int OC, int8_t *xq, float *xs);
 

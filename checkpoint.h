@@ -100,9 +100,13 @@ typedef struct {
     Matrix wo;                        /* (C, C) attention output projection */
     const float *bo;                  /* (C,) */
     const float *norm2_w, *norm2_b;   /* (C,), (C,) norm before the MLP */
+    /* The MLP's two input matrices, named by role in both families: w_up feeds the
+     * activation, w_gate the factor SwiGLU multiplies it by. GGUF and Hugging Face name
+     * Llama's pair the other way round: w_up is their ffn_gate / gate_proj, w_gate their
+     * ffn_up / up_proj. */
     Matrix w_up;                      /* (Hd, C) GPT-2 fc; Llama w1 */
     const float *b_up;                /* (Hd,) */
-    Matrix w_gate;                    /* (Hd, C) Llama w3 (SwiGLU gate); empty for GPT-2 */
+    Matrix w_gate;                    /* (Hd, C) Llama w3; empty for GPT-2 */
     Matrix w_down;                    /* (C, Hd) GPT-2 fcproj; Llama w2 */
     const float *b_down;              /* (C,) */
 } LayerWeights;

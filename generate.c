@@ -4,12 +4,11 @@
  * stop at -n, end-of-text or the reverse prompt, and in interactive mode read a line and
  * go on. It prints the text (stdout); run.c prints what was loaded and the speed.
  *
- * Legend: V vocab, n_ctx the context size, pos a position 0 .. n_ctx-1.
+ * Legend: n_ctx the context size (positions).
  */
 #include "generate.h"
 
 #include <ctype.h>      /* isprint, isspace */
-#include <math.h>       /* NAN */
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* memcpy, memmove, memcmp */
 

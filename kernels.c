@@ -1,7 +1,7 @@
 /* kernels.c: matrix products, norms and activations: the reference kernels.
  *
- * The forward pass spends almost all its time in kernels_matmul: out = x w^T, one dot
- * product per output. Each kernel is written here once, in plain C: what it computes,
+ * The forward pass spends almost all its time in the matrix products (kernels_matmuls,
+ * which block.c calls): out = x w^T, one dot product per output. Each kernel is written here once, in plain C: what it computes,
  * and the code a build without vector instructions runs. Threads take blocks of the
  * output (rows x columns) as jobs, cut by the shapes alone, so any thread count computes
  * the same bits; nothing here reduces across threads.
@@ -354,11 +354,11 @@ typedef struct {
 
 static void matmul_range(const MatmulJob *m, int n0, int n1, int o0, int o1);
 
-/* matmul_range of a matrix of halves, but by the GEMM (simd_gemm_block_half): one row of
- * x in a vector build, the dots over the halves as they load (simd_matmul_row_half); else
- * the fp32 path over KERNELS_HALF_MAX_IC floats of rows at a time, converted on the stack
- * (exact: every half is a float). Either way the bits of the product over the widened
- * matrix. */
+/* matmul_range of a matrix of halves where the GEMM (simd_gemm_block_half) does not take
+ * it: one row of x in a vector build, the dots over the halves as they load
+ * (simd_matmul_row_half); else the fp32 path over KERNELS_HALF_MAX_IC floats of rows at a
+ * time, converted on the stack (exact: every half is a float). Either way the bits of the
+ * product over the widened matrix. */
 static void matmul_range_half(const MatmulJob *m, int n0, int n1, int o0, int o1) {
     size_t IC = (size_t)m->IC, OC = (size_t)m->OC;
     if (SIMD_VECTOR && n1 - n0 == 1) {

@@ -71,10 +71,12 @@ void kernels_run(void (*body)(void *ctx), void *ctx);
 /* ---- matrix products ---- */
 
 /* out (N, OC) = x (N, IC) . w (OC, IC)^T + b (OC,); b may be NULL. The output is cut into
- * blocks that threads take dynamically. Few rows (decode): each output is an 8-lane FMA
- * dot product reduced in a fixed order. Many rows (prefill, N >= kernels_gemm_min_rows()):
- * each output is one lane's FMA sum in input order (a register-tiled GEMM). Bits depend
- * only on the shapes and the build, never on the thread count. */
+ * blocks that threads take dynamically. Few rows (decode): each output is a dot product
+ * in eight partial sums (lane i takes inputs i, i + 8, ...), reduced in a fixed order.
+ * Many rows (prefill, N >= kernels_gemm_min_rows() in a vector build): each output is one
+ * sum in input order (a register-tiled GEMM). A vector build fuses each multiply-add
+ * (FMA), the portable one rounds twice. Bits depend only on the shapes and the build,
+ * never on the thread count. */
 void kernels_matmul(float *out, const float *x, const float *w, const float *b,
                     int N, int IC, int OC);
 
@@ -163,7 +165,8 @@ void kernels_from_half(float *out, const uint16_t *h, size_t n);
 
 /* ---- vector helpers (attention) ---- */
 
-/* a (n,) . b (n,): eight lanes of FMA, summed in a fixed order. */
+/* a (n,) . b (n,): eight partial sums (as kernels_matmul's few rows), summed in a fixed
+ * order. */
 float kernels_dot(const float *a, const float *b, int n);
 
 /* out (n_rows,) = q (n,) . row r of k, for the rows listed in rows (NULL: 0 .. n_rows-1),
@@ -172,7 +175,7 @@ void kernels_dots(float *out, const float *q, const float *k, int stride, const 
                   int n_rows, int n);
 
 /* out (n,) = sum over r of (weights[r] * scale) * row r of v, rows as in kernels_dots,
- * accumulated in row order with FMA. */
+ * accumulated in row order. */
 void kernels_weighted_sum(float *out, const float *weights, float scale, const float *v,
                           int stride, const int32_t *rows, int n_rows, int n);
 

@@ -26,9 +26,9 @@
 
 #include "attention.h"  /* attention_forward_cache, attention_step and the lab's state */
 #include "block.h"      /* block_qkv, block_finish, block_norm, block_matmul */
-#include "kernels.h"    /* kernels_matmul, kernels_layernorm, kernels_gelu, ... */
+#include "kernels.h"    /* kernels_parallel_for, kernels_to_half, kernels_from_half */
 #include "os.h"         /* os_alloc_zeroed, os_free_zeroed, os_commit(_keep) */
-#include "quant.h"      /* quant_groups, quant_dequantize_row */
+#include "quant.h"      /* quant_dequantize_row */
 
 /* ------------------------------------------------------------------------- */
 /* Load and free                                                               */
@@ -210,8 +210,7 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     m->attention_offset = offset;
     if (all_plain(kept, L)) {
         /* the KV cache and the score rows (a block of queries' rows of n_ctx floats per
-         * head: with many heads and a long context the larger of the two) count toward the
-         * limit together */
+         * head) count toward the limit together */
         size_t scratch_floats = kv_scratch_floats(m, n_ctx);
         if (check_state_size("exact (KV cache)",
                              state_plus_scratch(kv_cache_bytes(c, n_ctx, m->half_cache),

@@ -8,8 +8,9 @@
  * for as many positions as model_set_context asks. model_forward runs a block of new
  * tokens through the network and returns their next-token logits.
  *
- * Legend: V vocab, Vp padded vocab, C model width, L layers, NH heads, HS = C / NH,
- * KVD = NKV * HS, Hd MLP hidden width, S seq_len (context), N tokens in a chunk.
+ * Legend: V vocab, C model width, L layers, NH heads, NKV key/value heads, HS = C / NH,
+ * KVD = NKV * HS, Hd MLP hidden width, n_ctx the positions the context holds, N tokens
+ * in a chunk.
  */
 #ifndef MODEL_H
 #define MODEL_H
@@ -61,7 +62,7 @@ typedef struct {
     float *xn2;      /* (N, C) norm2(x_mid), the MLP's input */
     float *pre;      /* (N, Hd) the MLP's pre-activation */
     float *act;      /* (N, Hd) its activation */
-    float *gate;     /* (N, Hd) SwiGLU gate (Llama) */
+    float *gate;     /* (N, Hd) xn2 W_gate^T, SwiGLU's factor (Llama) */
     float *out;      /* (N, C) the stream after a block; then swapped with x, the next
                       * block's input */
     float *xn_final; /* (N, C) the final norm of the stream, the classifier's input */
@@ -79,7 +80,9 @@ typedef struct {
     AttentionShape attention;  /* head layout and 1/sqrt(HS) scale */
     AttentionConfig *attention_configs;  /* (L,) owned: each layer's variant (at load: exact,
                                * or what a trained variant's checkpoint records) */
-    int lab;                   /* 0: exact attention over cache; 1: a variant's attention_step */
+    int lab;                   /* 0: exact attention over the cache; 1: some layer runs a
+                                * variant's attention_step (model_forward takes lab_layers,
+                                * as it does to trace or for a GGUF model's roundings) */
     KVCache cache;             /* exact attention's keys and values (lab == 0) */
     int half_cache;            /* 1: the KV cache keeps them in half precision (at load: a
                                 * GGUF model's, whose keys and values are rounded so anyway) */

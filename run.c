@@ -13,9 +13,9 @@
 #include <limits.h>     /* INT_MAX */
 #include <signal.h>     /* signal, SIGPIPE (POSIX): a closed pipe is a write error */
 #include <stdint.h>     /* uint64_t */
-#include <stdio.h>      /* printf, fwrite, fprintf */
+#include <stdio.h>      /* fprintf, fputs, snprintf */
 #include <stdlib.h>     /* malloc, free */
-#include <string.h>     /* strcmp, strncmp, strrchr */
+#include <string.h>     /* strcmp, strlen, strpbrk, strrchr */
 #include <time.h>       /* clock_gettime, CLOCK_REALTIME: the default seed */
 #include <unistd.h>     /* isatty: "> " only to a terminal; getpid; access: is the
                          * default tokenizer there? */
@@ -373,7 +373,9 @@ static int *prompt_tokens(const RunOptions *o, const Tokenizer *tok, const Confi
     }
     if (n_ids > (size_t)n_ctx) {
         fprintf(stderr, "run: prompt too long for the context (got %zu tokens, expected at "
-                "most %d%s)\n", n_ids, n_ctx, n_ctx < c->seq_len ? ", the --ctx-size" : "");
+                "most %d%s)\n", n_ids, n_ctx,
+                o->ctx_size ? ", the --ctx-size"
+                : n_ctx < c->seq_len ? ", what the KV cache's memory limit holds" : "");
         goto fail;
     }
     free(file_text);

@@ -91,7 +91,8 @@ static int sample_all(const float *probs, int n, float coin) {
 }
 
 /* Draw from the most likely candidates: keep the top k (if k > 0), then the shortest
- * prefix whose mass exceeds top_p of what is kept, and draw within it. */
+ * prefix whose mass exceeds top_p of the top k's mass (k > 0) or of the whole
+ * distribution (k = 0), and draw within it. */
 static int sample_truncated(Sampler *s, const float *probs, float coin) {
     int n = 0, V = s->vocab_size, k = s->top_k;
     /* Without top-k, a token below (1 - p) / (V - 1) can never be inside the nucleus
