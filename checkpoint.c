@@ -972,12 +972,15 @@ static int write_all(FILE *f, const void *data, size_t size, size_t count) {
 
 /* Writes tensor t (fp32, half or int8 source) in the int8 file's form: vectors as fp32;
  * matrices per layer as int8 values (rows, cols) then fp32 scales (rows, groups).
- * row, q and s are scratch of cols floats, cols bytes and groups floats. */
+ * row, q and s are scratch of cols floats, cols bytes and groups floats. Returns 0, -1 on
+ * a write error, or -2 at a value that is not finite (*layer: its layer). */
 static int write_tensor(FILE *f, const CheckpointTensor *t, int group, float *row,
-                        int8_t *q, float *s) {
+                        int8_t *q, float *s, int *layer) {
     size_t cols = (size_t)t->cols, groups = (size_t)quant_groups(t->cols, group);
     for (int l = 0; l < t->layers; l++) {
+        *layer = l;
         if (!t->is_matrix) {
+            if (!kernels_all_finite(vector_view(t, l), (size_t)t->rows * cols)) return -2;
             if (write_all(f, vector_view(t, l), sizeof(float), (size_t)t->rows * cols))
                 return -1;
             continue;
@@ -989,6 +992,7 @@ static int write_tensor(FILE *f, const CheckpointTensor *t, int group, float *ro
                 if (m.f32) memcpy(row, m.f32, cols * sizeof(float));
                 else if (m.f16) kernels_from_half(row, m.f16, cols);
                 else quant_dequantize_row(row, &m.q8, 0);
+                if (!kernels_all_finite(row, cols)) return -2;
                 quant_quantize(q, s, row, 1, t->cols, group);
                 if (pass == 0 ? write_all(f, q, 1, cols) : write_all(f, s, sizeof(float), groups))
                     return -1;
@@ -1047,11 +1051,15 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
         fprintf(stderr, "quantize: %s: write error (%s)\n", out.temp, strerror(errno));
     else {
         status = 0;
-        for (int t = 0; t < count && status == 0; t++) {
-            if (write_tensor(out.file, &ck->tensors[list[t].name], group, row, q, s) != 0) {
+        for (int t = 0, layer = 0; t < count && status == 0; t++) {
+            int rc = write_tensor(out.file, &ck->tensors[list[t].name], group, row, q, s, &layer);
+            if (rc == -2)
+                fprintf(stderr, "quantize: the model's tensor %d of %d (in the file's order), "
+                        "layer %d, holds a value that is not finite (got NaN or infinity, "
+                        "expected finite weights)\n", t + 1, count, layer);
+            else if (rc != 0)
                 fprintf(stderr, "quantize: %s: write error (%s)\n", out.temp, strerror(errno));
-                status = -1;
-            }
+            status = rc == 0 ? 0 : -1;
         }
         if (status == 0 && ck->attention) {
             size_t fixed = checkpoint_attention_bytes(c->n_layers, c->n_heads);

@@ -604,6 +604,19 @@ int os_check_output(const char *program, const char *path, const char *what,
                 what);
         return -1;
     }
+    for (int i = 0; i < n_inputs; i++) {
+        if (os_same_file(path, inputs[i])) {
+            fprintf(stderr, "%s: %s: is the input %s (got the same file, expected another path "
+                    "for %s)\n", program, path, inputs[i], what);
+            return -1;
+        }
+    }
+    /* a link: renaming the finished file over path would replace the link, not its target */
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        fprintf(stderr, "%s: %s: a symbolic link (got a link, expected a regular file or a new "
+                "path for %s: name the file it points to)\n", program, path, what);
+        return -1;
+    }
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         const char *kind = S_ISDIR(st.st_mode) ? "folder" : S_ISFIFO(st.st_mode) ? "FIFO"
                          : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device"
@@ -616,13 +629,6 @@ int os_check_output(const char *program, const char *path, const char *what,
         fprintf(stderr, "%s: %s: cannot replace (got \"%s\", expected a file this user may "
                 "write, for %s)\n", program, path, strerror(errno), what);
         return -1;
-    }
-    for (int i = 0; i < n_inputs; i++) {
-        if (os_same_file(path, inputs[i])) {
-            fprintf(stderr, "%s: %s: is the input %s (got the same file, expected another path "
-                    "for %s)\n", program, path, inputs[i], what);
-            return -1;
-        }
     }
     char folder[OS_PATH_CAP];
     if (folder_of(folder, path) != 0) {

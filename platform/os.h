@@ -10,9 +10,9 @@
  * writer that must find its temporary again after a crash (the trainer) uses a fixed
  * name instead (os_create_new), under a lock, after checking that name against its
  * inputs. Before writing, a program checks each destination (os_check_output: a regular
- * file or a new path, and none of its inputs) and holds a lock on it for the whole run
- * (os_lock), so a second program aimed at the same file is refused instead of mixing
- * its bytes in. A program removes only files it created: a lock's path holding anything
+ * file or a new path, not a link, and none of its inputs) and holds a lock on it for the
+ * whole run (os_lock), so a second program aimed at the same file is refused instead of
+ * mixing its bytes in. A program removes only files it created: a lock's path holding anything
  * but a lock of ours (an input, a user's file, a link) is refused, never removed; and
  * SIGINT, SIGTERM or SIGHUP remove the temporaries and locks of os_save_open and os_lock
  * before the process ends (the trainer's fixed-name temporaries stay: its next run
@@ -147,10 +147,10 @@ int os_close_synced(FILE *file, const char *program, const char *path);
 int os_rename_synced(const char *program, const char *from, const char *to);
 
 /* Whether path may be written as `what` (for messages: "the checkpoint"): it must be a
- * new path in an existing, writable folder, or a regular file (links followed) this user
- * may write, and no file of inputs (n_inputs paths, NULL entries skipped; compared by
- * device and inode, so links and other spellings count). Returns 0, or -1 after one
- * stderr line. */
+ * new path in an existing, writable folder, or a regular file this user may write (not a
+ * symbolic link: the rename of the finished file would replace the link itself), and no
+ * file of inputs (n_inputs paths, NULL entries skipped; compared by device and inode, so
+ * links and other spellings count). Returns 0, or -1 after one stderr line. */
 int os_check_output(const char *program, const char *path, const char *what,
                           const char *const inputs[], int n_inputs);
 

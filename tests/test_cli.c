@@ -8,6 +8,7 @@
  * sanitizer build.
  */
 #include <fcntl.h>     /* open, fcntl, struct flock (POSIX: holding a lock) */
+#include <math.h>      /* NAN: a weight that is not finite */
 #include <stdint.h>    /* int32_t, uint32_t */
 #include <stdio.h>     /* fopen, fwrite, snprintf */
 #include <stdlib.h>    /* getenv, free, mkdtemp */
@@ -803,6 +804,17 @@ static void test_attention_views(const char *model, const char *tok) {
     if (check_run(command, NULL, NULL) == 0) {
         snprintf(args, sizeof args, "%s -z %s -i hi -n 2 --attn-map %s", model, tok, link);
         expect("--attn-map naming the model", args, 1, "is the input");
+        snprintf(command, sizeof command, "printf keep > %s/notes.svg && ln -sf %s/notes.svg "
+                 "%s/map_link.svg", dir, dir, dir);
+        if (check_run(command, NULL, NULL) == 0) {
+            snprintf(args, sizeof args, "%s -z %s -i hi -n 2 --attn-map %s/map_link.svg", model,
+                     tok, dir);
+            expect("--attn-map a link to another file", args, 1, "map_link.svg: a symbolic link");
+            snprintf(command, sizeof command, "test -L %s/map_link.svg && test \"$(cat "
+                     "%s/notes.svg)\" = keep", dir, dir);
+            check_true(check_run(command, NULL, NULL) == 0, "--attn-map a link: the link and its "
+                       "target are as they were");
+        }
         snprintf(command, sizeof command, "cmp -s %s %s/model_copy.bin", model, dir);
         check_true(check_run(command, NULL, NULL) == 0, "--attn-map naming the model: the "
                    "model is untouched");
@@ -1030,7 +1042,7 @@ static long file_size(const char *path) {
 static void test_quantize_program(const char *model, const char *tok) {
     const char *quantize = getenv("QUANTIZE");
     if (!quantize || !*quantize) quantize = "./quantize";
-    char args[1024], link[256], out[256], command[512];
+    char args[1024], link[256], out[256], command[1024];
     long size_before = file_size(model);
     snprintf(args, sizeof args, "%s %s", model, model);
     expect_program(quantize, "quantize: OUT is IN", args, 2, "is the same file as the input");
@@ -1040,6 +1052,21 @@ static void test_quantize_program(const char *model, const char *tok) {
         snprintf(args, sizeof args, "%s %s", model, link);
         expect_program(quantize, "quantize: OUT is a link to IN", args, 2,
                        "is the same file as the input");
+    }
+    /* OUT a link to another file: refused, the link and its target untouched (renaming the
+     * int8 file over OUT replaced the link and never wrote its target) */
+    char target[256];
+    snprintf(target, sizeof target, "%s/target.txt", dir);
+    snprintf(link, sizeof link, "%s/link_out.bin", dir);
+    snprintf(command, sizeof command, "printf keep > %s && ln -s %s %s", target, target, link);
+    if (check_run(command, NULL, NULL) == 0) {
+        snprintf(args, sizeof args, "%s %s", model, link);
+        expect_program(quantize, "quantize: OUT a link to another file", args, 1,
+                       "link_out.bin: a symbolic link (got a link, expected a regular file or a "
+                       "new path for the int8 model");
+        struct stat ls;
+        check_true(lstat(link, &ls) == 0 && S_ISLNK(ls.st_mode) && file_size(target) == 4,
+                   "quantize: OUT's link and its target are as they were");
     }
     check_true(file_size(model) == size_before && size_before > 0,
                "quantize: the input is untouched (%ld bytes)", file_size(model));
@@ -1073,6 +1100,23 @@ static void test_quantize_program(const char *model, const char *tok) {
     snprintf(args, sizeof args, "%s %s/no_folder/q8.bin", model, dir);
     expect_program(quantize, "quantize into a missing folder", args, 1,
                    "cannot write the int8 model there");
+    /* a weight that is not finite (the model's last value made NaN): refused, nothing
+     * written (its int8 file gave non-finite logits only when run) */
+    char nan_model[256], nan_out[256];
+    snprintf(nan_model, sizeof nan_model, "%s/nan.bin", dir);
+    snprintf(nan_out, sizeof nan_out, "%s/nan_q8.bin", dir);
+    snprintf(command, sizeof command, "cp %s %s", model, nan_model);
+    FILE *f = check_run(command, NULL, NULL) == 0 ? fopen(nan_model, "r+b") : NULL;
+    float nan_value = NAN;
+    if (check_true(f && fseek(f, -(long)sizeof nan_value, SEEK_END) == 0 &&
+                   fwrite(&nan_value, sizeof nan_value, 1, f) == 1 && fclose(f) == 0,
+                   "quantize: a model with a NaN made")) {
+        snprintf(args, sizeof args, "%s %s", nan_model, nan_out);
+        expect_program(quantize, "quantize a model holding a NaN", args, 1,
+                       "holds a value that is not finite (got NaN or infinity, expected finite "
+                       "weights)");
+        check_true(file_size(nan_out) < 0, "quantize: nothing written for a NaN model");
+    }
     /* IN is OUT's old temporary name, OUT.tmp: it was opened "wb" while mapped (SIGBUS, and
      * an empty input); the temporary now has a name no file had */
     char in_tmp[256], q8[256];

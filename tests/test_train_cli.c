@@ -347,6 +347,19 @@ static void test_no_overwrite(void) {
         expect_train("--force with too little text", args, 1, "too little text");
         check_true(check_same_bytes(tok, keep), "overwrite: a refused --force run keeps the tokenizer");
     }
+    /* a symbolic link as the checkpoint, even with --force: refused; renaming the finished
+     * file over it would replace the link, never write its target */
+    char link[CAP];
+    format_into(command, sizeof command, "ln -s %s %s", keep, join(link, dir, "link.bin"));
+    if (check_true(check_run(command, NULL, NULL) == 0, "overwrite: a link made")) {
+        format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2 --force", text, link);
+        expect_train("--force with a link as the checkpoint", args, 1, "link.bin: a symbolic "
+                     "link (got a link, expected a regular file or a new path for the checkpoint");
+        struct stat st;
+        check_true(lstat(link, &st) == 0 && S_ISLNK(st.st_mode) && check_same_bytes(tok, keep),
+                   "overwrite: the link and its target are as they were");
+        remove(link);
+    }
     format_into(args, sizeof args, "-d %s -o %s " TINY " -n 6 -s 9 --force", text, model);
     expect_train("--force", args, 0, "final: train");
     format_into(args, sizeof args, "-r -d %s -o %s -n 8", text, model);
@@ -970,6 +983,10 @@ static void contracts_memory(const char *dir, const char *text, const char *mode
                 text, model, tok, (double)need * 0.99e-9);
     expect_train("--max-memory just below the need", args, 1, "more than the limit of");
     check_true(!exists(model) && !exists(tok), "--max-memory: the refused run wrote nothing");
+    /* a limit under a byte is a limit, not none (it was cut to 0, which meant no limit) */
+    format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --max-memory 1e-10",
+                text, model, tok);
+    expect_train("--max-memory 1e-10", args, 1, "more than the limit of");
     format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --max-memory %.9f",
                 text, model, tok, (double)need * 1.01e-9);
     expect_train("--max-memory just above the need", args, 0, "final: train");

@@ -283,7 +283,9 @@ static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_gi
     case OPT_HEADS: o->heads = number; break;
     case OPT_CONTEXT: o->context = number; break;
     case OPT_THREADS: o->threads = number; break;
-    case OPT_MAX_MEMORY: s->max_memory = (size_t)((double)real * 1e9); break;
+    case OPT_MAX_MEMORY:   /* at least a byte: 0 would mean no limit */
+        s->max_memory = (double)real * 1e9 < 1.0 ? 1 : (size_t)((double)real * 1e9);
+        break;
     case OPT_BATCH: s->batch = number; break;
     case OPT_LR: s->lr = real; break;
     case OPT_WARMUP: s->warmup = number; *warmup_given = 1; break;
