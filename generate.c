@@ -254,37 +254,37 @@ typedef enum {
 
 /* An empty loop for options o, with its buffer allocated (the reverse prompt's tail).
  * Returns 0, or -1 when out of memory (loop_free releases what was allocated). */
-static int loop_init(GenerateLoop *L, Generation *g, const Tokenizer *tok, Sampler *sampler,
+static int loop_init(GenerateLoop *loop, Generation *g, const Tokenizer *tok, Sampler *sampler,
                      const GenerateOptions *o) {
-    memset(L, 0, sizeof *L);
-    L->g = g;
-    L->tok = tok;
-    L->sampler = sampler;
-    L->o = o;
-    L->reverse.text = o->reverse_prompt;
-    L->reverse.len = o->reverse_prompt ? strlen(o->reverse_prompt) : 0;
-    L->unrun = -1;
-    if (L->reverse.len && !(L->reverse.tail = malloc(L->reverse.len))) return -1;
+    memset(loop, 0, sizeof *loop);
+    loop->g = g;
+    loop->tok = tok;
+    loop->sampler = sampler;
+    loop->o = o;
+    loop->reverse.text = o->reverse_prompt;
+    loop->reverse.len = o->reverse_prompt ? strlen(o->reverse_prompt) : 0;
+    loop->unrun = -1;
+    if (loop->reverse.len && !(loop->reverse.tail = malloc(loop->reverse.len))) return -1;
     return 0;
 }
 
-static void loop_free(GenerateLoop *L) {
-    free(L->reverse.tail);
-    free(L->line);
-    free(L->text);
-    free(L->line_ids);
-    memset(L, 0, sizeof *L);
+static void loop_free(GenerateLoop *loop) {
+    free(loop->reverse.tail);
+    free(loop->line);
+    free(loop->text);
+    free(loop->line_ids);
+    memset(loop, 0, sizeof *loop);
 }
 
 /* Echoes the prompt as its tokens decode, but not a BOS or end-of-text start token.
  * Nothing when quiet (a watcher that names the tokens itself). */
-static void echo_prompt(GenerateLoop *L, const int *prompt, int n_prompt) {
-    if (L->o->quiet) return;
-    int first = (prompt[0] == L->tok->bos_id || prompt[0] == L->tok->eot_id) ? 1 : 0;
+static void echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
+    if (loop->o->quiet) return;
+    int first = (prompt[0] == loop->tok->bos_id || prompt[0] == loop->tok->eot_id) ? 1 : 0;
     for (int t = first; t < n_prompt; t++) {
         size_t len;
-        const unsigned char *bytes = token_text(L->tok, t ? prompt[t - 1] : -1, prompt[t], &len);
-        utf8_write(&L->out, bytes, len);
+        const unsigned char *bytes = token_text(loop->tok, t ? prompt[t - 1] : -1, prompt[t], &len);
+        utf8_write(&loop->out, bytes, len);
     }
     fflush(stdout);
 }
@@ -292,37 +292,37 @@ static void echo_prompt(GenerateLoop *L, const int *prompt, int n_prompt) {
 /* One turn: sample, print and run tokens until -n tokens, end-of-text (Llama: BOS or
  * EOS), the reverse prompt, or a closed stdout. The token that ends a turn by -n or the
  * reverse prompt is not run (nobody may read on): in interactive mode it becomes
- * L->unrun, run before the next input. The turn's time, less its context shifts', adds
+ * loop->unrun, run before the next input. The turn's time, less its context shifts', adds
  * to generate_seconds. Returns STEP_CONTINUE, STEP_FULL, or STEP_ERROR after a stderr
  * line (a token the tokenizer lacks, a model failure). */
-static GenerateStep sample_turn(GenerateLoop *L) {
-    Generation *g = L->g;
-    const Tokenizer *tok = L->tok;
-    const GenerateOptions *o = L->o;
+static GenerateStep sample_turn(GenerateLoop *loop) {
+    Generation *g = loop->g;
+    const Tokenizer *tok = loop->tok;
+    const GenerateOptions *o = loop->o;
     double start = os_seconds(), shift_seconds = g->stats.shift_seconds;
     int appended = 0;   /* generation_append's last result */
-    L->unrun = -1;
+    loop->unrun = -1;
     for (int step = 0; step < o->steps; step++) {
-        int next = sampler_sample(L->sampler, g->logits);
+        int next = sampler_sample(loop->sampler, g->logits);
         if (next == tok->eot_id || next == tok->bos_id) break;   /* llama2.c stops at BOS */
         if (next >= tok->vocab_size) {
-            utf8_flush(&L->out);
+            utf8_flush(&loop->out);
             fprintf(stderr, "\ngenerate: model produced token %d, which the tokenizer "
                     "does not have (expected 0..%d)\n", next, tok->vocab_size - 1);
             return STEP_ERROR;
         }
         if (o->watch && o->watch(o->watch_ctx, g, next) != 0) return STEP_ERROR;
         size_t len;
-        const unsigned char *bytes = token_text(tok, L->prev, next, &len);
-        if (!o->quiet) utf8_write(&L->out, bytes, len);
+        const unsigned char *bytes = token_text(tok, loop->prev, next, &len);
+        if (!o->quiet) utf8_write(&loop->out, bytes, len);
         fflush(stdout);
         if (ferror(stdout)) break;   /* nobody reads on (a closed pipe): run reports it */
-        L->prev = next;
+        loop->prev = next;
         g->stats.generated++;
-        int stop = reverse_feed(&L->reverse, bytes, len) || step + 1 == o->steps;
+        int stop = reverse_feed(&loop->reverse, bytes, len) || step + 1 == o->steps;
         if (stop && !o->interactive) break;   /* no need to run a token nobody reads */
         if (stop) {
-            L->unrun = next;
+            loop->unrun = next;
             break;
         }
         appended = generation_append(g, &next, 1, 0);
@@ -334,81 +334,81 @@ static GenerateStep sample_turn(GenerateLoop *L) {
     return appended == GENERATE_FULL ? STEP_FULL : STEP_CONTINUE;
 }
 
-/* The text a line of input (len bytes) continues the sequence with, into L->text: a
+/* The text a line of input (len bytes) continues the sequence with, into loop->text: a
  * newline, which ends the turn's text on the screen, then the line. Returns its length,
  * or -1 after a message. */
-static long input_text(GenerateLoop *L, const char *line, long len) {
-    free(L->text);
-    if (!(L->text = malloc((size_t)len + 1))) {
+static long input_text(GenerateLoop *loop, const char *line, long len) {
+    free(loop->text);
+    if (!(loop->text = malloc((size_t)len + 1))) {
         fprintf(stderr, "generate: out of memory for an input line\n");
         return -1;
     }
-    L->text[0] = '\n';
-    memcpy(L->text + 1, line, (size_t)len);
+    loop->text[0] = '\n';
+    memcpy(loop->text + 1, line, (size_t)len);
     return len + 1;
 }
 
 /* Interactive mode, between turns: reads the next line of input and appends it, after a
  * newline (input_text), to the sequence, after the token that ended the turn
- * (L->unrun). Once appended, the text goes to stdout unless the line came from a
+ * (loop->unrun). Once appended, the text goes to stdout unless the line came from a
  * terminal (which showed "\n> " and echoed it), so that the screen shows what the model
  * read, and only that. Returns STEP_CONTINUE, STEP_END at the end of input, STEP_FULL, or
  * STEP_ERROR after a stderr line. */
-static GenerateStep continue_with_input(GenerateLoop *L) {
-    Generation *g = L->g;
-    utf8_flush(&L->out);
-    if (L->o->prompt_user) fputs("\n> ", stdout);
+static GenerateStep continue_with_input(GenerateLoop *loop) {
+    Generation *g = loop->g;
+    utf8_flush(&loop->out);
+    if (loop->o->prompt_user) fputs("\n> ", stdout);
     fflush(stdout);
-    free(L->line);
-    L->line = NULL;
-    long got = read_line(L->o->input, &L->line);
+    free(loop->line);
+    loop->line = NULL;
+    long got = read_line(loop->o->input, &loop->line);
     if (got < 0) return STEP_ERROR;
     if (got == 0) return STEP_END;
-    long len = input_text(L, L->line, got);
+    long len = input_text(loop, loop->line, got);
     if (len < 0) return STEP_ERROR;
-    free(L->line_ids);
-    L->line_ids = NULL;
-    int n = encode_input(L->tok, g->model->config.vocab_size, L->text, (size_t)len,
-                         &L->line_ids);
+    free(loop->line_ids);
+    loop->line_ids = NULL;
+    int n = encode_input(loop->tok, g->model->config.vocab_size, loop->text, (size_t)len,
+                         &loop->line_ids);
     if (n < 0) return STEP_ERROR;
     int appended = 0;
-    if (L->unrun >= 0) appended = generation_append(g, &L->unrun, 1, 0);
+    if (loop->unrun >= 0) appended = generation_append(g, &loop->unrun, 1, 0);
     if (appended == 0 && n > 0) {
-        appended = generation_append(g, L->line_ids, n, 1);
-        if (appended == 0) L->prev = L->line_ids[n - 1];
+        appended = generation_append(g, loop->line_ids, n, 1);
+        if (appended == 0) loop->prev = loop->line_ids[n - 1];
     }
     if (appended < 0) return STEP_ERROR;
     if (appended == GENERATE_FULL) return STEP_FULL;   /* the line was not read: not shown */
-    if (!L->o->prompt_user && !L->o->quiet)
-        utf8_write(&L->out, (const unsigned char *)L->text, (size_t)len);
+    if (!loop->o->prompt_user && !loop->o->quiet)
+        utf8_write(&loop->out, (const unsigned char *)loop->text, (size_t)len);
     return STEP_CONTINUE;
 }
 
 int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const GenerateOptions *o,
              const int *prompt, int n_prompt) {
-    GenerateLoop L;
+    GenerateLoop loop;
     GenerateStep step = STEP_ERROR;
-    if (loop_init(&L, g, tok, sampler, o) != 0) {
+    if (loop_init(&loop, g, tok, sampler, o) != 0) {
         fprintf(stderr, "generate: out of memory\n");
         goto done;
     }
-    echo_prompt(&L, prompt, n_prompt);
+    echo_prompt(&loop, prompt, n_prompt);
     if (generation_append(g, prompt, n_prompt, 1) != 0) goto done;
-    L.prev = prompt[n_prompt - 1];
+    loop.prev = prompt[n_prompt - 1];
     /* turns, each followed in interactive mode by a line of input */
     do {
-        step = sample_turn(&L);
+        step = sample_turn(&loop);
         if (step == STEP_CONTINUE)
-            step = o->interactive && !ferror(stdout) ? continue_with_input(&L) : STEP_END;
+            step = o->interactive && !ferror(stdout) ? continue_with_input(&loop) : STEP_END;
     } while (step == STEP_CONTINUE);
     if (step == STEP_FULL) {
-        utf8_flush(&L.out);
+        utf8_flush(&loop.out);
         fprintf(stderr, "\ngenerate: context full (%d tokens); stopping\n", g->n_ctx);
     }
 done:
-    utf8_flush(&L.out);
+    utf8_flush(&loop.out);
     if (!o->quiet) printf("\n");
     fflush(stdout);
-    loop_free(&L);
+    loop_free(&loop);
     return step == STEP_ERROR ? 1 : 0;
 }
