@@ -106,18 +106,6 @@ static MAYBE_UNUSED void matmul_block_reference(float *out, const float *x, cons
             for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] += b[o];
 }
 
-void kernels_matmul_f64(float *out, const float *x, const float *w, const float *b,
-                        int N, int IC, int OC) {
-    for (int n = 0; n < N; n++) {
-        for (int o = 0; o < OC; o++) {
-            double sum = b ? (double)b[o] : 0.0;
-            for (int i = 0; i < IC; i++)
-                sum += (double)x[(size_t)n * IC + i] * (double)w[(size_t)o * IC + i];
-            out[(size_t)n * OC + o] = (float)sum;
-        }
-    }
-}
-
 /* ---- norms and activations ---- */
 
 /* ss (rows,) = the sum of squares of each row of x (rows, C), in order, as llama2.c's

@@ -118,11 +118,6 @@ int kernels_gemm_min_rows(void);
  * "portable". */
 const char *kernels_isa(void);
 
-/* The tests' oracle for the products (no build runs it): each output summed in float64,
- * then rounded once. */
-void kernels_matmul_f64(float *out, const float *x, const float *w, const float *b,
-                        int N, int IC, int OC);
-
 /* ---- normalisation and activations ---- */
 
 /* mean and rstd = 1 / sqrt(var + eps) of the row x_n (C,), as kernels_layernorm (and the
