@@ -11,9 +11,7 @@
  * Results are bitwise identical for any thread count: each output is computed by one
  * thread, in an order that depends only on the shapes. They are not bitwise equal between
  * the SIMD and the portable paths (FMA rounds once, the portable path twice); tests bound
- * the difference against float64 references. A NEON build gives an AVX2 build's bits but
- * in the trainer's LayerNorm backward; AVX-512 builds give them too, except there and in
- * blocks of 8 to 15 rows (its broadcast tile starts at 16).
+ * the difference against float64 references (simd/simd.h: which vector builds agree).
  *
  * Legend: N rows of activations, IC input width, OC output width, C width.
  */

@@ -19,6 +19,10 @@
  *   wasm_kernels.c  WebAssembly SIMD128 (the page, web/): the reference's matrix-vector
  *                   and attention dot products in 4-lane vectors, with the reference's bits
  *
+ * Between vector builds: a NEON build gives an AVX2 build's bits but in the trainer's
+ * LayerNorm backward; AVX-512 builds give them too, except there and in blocks of 8 to 15
+ * rows (its broadcast tile starts at 16).
+ *
  * Legend: N rows of x, IC input width, OC output width, C width.
  */
 #ifndef SIMD_H
