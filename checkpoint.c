@@ -540,6 +540,36 @@ void checkpoint_mark_cold(Weights *w, int n_layers) {
     if (q8_token_bytes(w, n_layers, 0) > CHECKPOINT_CACHED_BYTES) q8_token_bytes(w, n_layers, 1);
 }
 
+/* Matrix i of the products: 0 the classifier, then each layer's seven. */
+static Matrix *product_matrix(Weights *w, int i) {
+    if (i == 0) return &w->classifier;
+    LayerWeights *lw = &w->layers[(i - 1) / 7];
+    Matrix *layer[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_up, &lw->w_gate, &lw->w_down};
+    return layer[(i - 1) % 7];
+}
+
+int checkpoint_pack(Checkpoint *ck, const char *path) {
+    Weights *w = &ck->weights;
+    int n = 1 + 7 * ck->config.n_layers, any = 0, status = 0;
+    for (int i = 0; i < n; i++) {
+        const QuantMatrix *q8 = &product_matrix(w, i)->q8;
+        any |= q8->q && quant_pack_rows(q8) > 0;
+    }
+    /* the int8 values of this format's files lie in the map: written in place, its pages
+     * become this process's own; where the system refuses, the rows stay as they are */
+    if (!any || (ck->map && os_map_writable(ck->map, ck->map_size, 1) != 0)) return 0;
+    for (int i = 0; i < n && status == 0; i++) {
+        QuantMatrix *q8 = &product_matrix(w, i)->q8;
+        if (q8->q && quant_pack(q8) != 0) {
+            fprintf(stderr, "model: %s: out of memory to rearrange the int8 weights\n", path);
+            status = -1;
+        }
+    }
+    if (w->shared_classifier) w->token_embedding.q8.packed = w->classifier.q8.packed;
+    if (ck->map) os_map_writable(ck->map, ck->map_size, 0);
+    return status;
+}
+
 /* Fills ck->weights from ck->tensors. */
 static void point_weights(Checkpoint *ck) {
     const Config *c = &ck->config;

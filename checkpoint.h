@@ -195,6 +195,13 @@ int checkpoint_check_config(Config *c, const char *path, const char *prefix);
  * checkpoint_load calls it. */
 void checkpoint_mark_cold(Weights *w, int n_layers);
 
+/* Rearranges the int8 matrices the products read (the layers' and the classifier) into
+ * the packed layout where this build's kernels read it faster (quant.h: quant_pack), in
+ * memory (the file is not changed); a shared classifier's embedding learns of its packed
+ * rows. A program that writes the weights out (quantize) reads them unpacked: it does not
+ * call this. Returns 0, or -1 out of memory after a stderr line naming path. */
+int checkpoint_pack(Checkpoint *ck, const char *path);
+
 /* Releases the map and everything owned. Safe on a zeroed or freed Checkpoint. */
 void checkpoint_free(Checkpoint *ck);
 

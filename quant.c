@@ -13,8 +13,9 @@
 
 #include <math.h>     /* fabsf, roundf, isfinite, isnan, NAN */
 #include <stddef.h>   /* size_t */
-#include <stdint.h>   /* int8_t, int32_t */
-#include <string.h>   /* memset */
+#include <stdint.h>   /* int8_t, int32_t, uint8_t */
+#include <stdlib.h>   /* malloc, free */
+#include <string.h>   /* memcpy, memset */
 
 #include "simd/simd.h"  /* simd_q8_*: this build's vector kernels, or the references below */
 
@@ -114,10 +115,74 @@ void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols,
 }
 
 /* ------------------------------------------------------------------------- */
+/* The packed layout (quant.h)                                                  */
+
+int quant_pack_rows(const QuantMatrix *m) {
+#if defined(SIMD_Q8_PACKED)
+    if (m->group == 32 && m->cols % 32 == 0 && m->cols <= QUANT_GROUP_MAX)
+        return m->rows / QUANT_PACK_ROWS * QUANT_PACK_ROWS;
+#endif
+    (void)m;
+    return 0;
+}
+
+/* Where value c of row r (< m->packed) of m lies in its q, and its group's scale. */
+static size_t packed_at(const QuantMatrix *m, int r, int c) {
+    size_t block = (size_t)(r / QUANT_PACK_ROWS) * QUANT_PACK_ROWS * (size_t)m->cols;
+    return block + (size_t)(c / 4) * (4 * QUANT_PACK_ROWS) + (size_t)(r % QUANT_PACK_ROWS) * 4 +
+           (size_t)(c % 4);
+}
+static size_t packed_scale_at(const QuantMatrix *m, int r, int g) {
+    size_t groups = (size_t)quant_groups(m->cols, m->group);
+    return (size_t)(r / QUANT_PACK_ROWS) * QUANT_PACK_ROWS * groups +
+           (size_t)g * QUANT_PACK_ROWS + (size_t)(r % QUANT_PACK_ROWS);
+}
+
+int quant_pack(QuantMatrix *m) {
+    int rows = quant_pack_rows(m), cols = m->cols, groups = quant_groups(cols, m->group);
+    if (rows == 0 || m->packed) return 0;   /* nothing to pack, or packed already */
+    size_t q_bytes = (size_t)QUANT_PACK_ROWS * (size_t)cols;
+    size_t s_floats = (size_t)QUANT_PACK_ROWS * (size_t)groups;
+    int8_t *block = malloc(q_bytes + s_floats * sizeof(float));   /* a block's rows, as they were */
+    if (!block) return -1;
+    float *block_scale = (float *)(void *)(block + q_bytes);   /* q_bytes: a multiple of 4 */
+    int8_t *q = (int8_t *)m->q;       /* the caller's writable memory (quant.h) */
+    float *scale = (float *)m->scale;
+    for (int b = 0; b < rows; b += QUANT_PACK_ROWS) {
+        int8_t *q_b = q + (size_t)b * (size_t)cols;
+        float *s_b = scale + (size_t)b * (size_t)groups;
+        memcpy(block, q_b, q_bytes);
+        memcpy(block_scale, s_b, s_floats * sizeof(float));
+        for (int r = 0; r < QUANT_PACK_ROWS; r++) {
+            for (int k = 0; k < cols / 4; k++) {   /* quad k of row r, each byte + 128 */
+                uint32_t quad;
+                memcpy(&quad, block + (size_t)r * (size_t)cols + 4 * (size_t)k, 4);
+                quad ^= 0x80808080u;
+                memcpy(q_b + (size_t)k * (4 * QUANT_PACK_ROWS) + (size_t)r * 4, &quad, 4);
+            }
+            for (int g = 0; g < groups; g++)
+                s_b[(size_t)g * QUANT_PACK_ROWS + (size_t)r] =
+                    block_scale[(size_t)r * (size_t)groups + (size_t)g];
+        }
+    }
+    free(block);
+    m->packed = rows;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
 /* Dequantization                                                              */
 
 void quant_dequantize_row(float *out, const QuantMatrix *m, int row) {
     int groups = quant_groups(m->cols, m->group);
+    if (row < m->packed) {   /* the packed layout: value + 128 as a byte */
+        for (int g = 0; g < groups; g++) {
+            float s = m->scale[packed_scale_at(m, row, g)];
+            for (int c = g * m->group; c < g * m->group + group_length(g, m->cols, m->group); c++)
+                out[c] = (float)((int)(uint8_t)m->q[packed_at(m, row, c)] - 128) * s;
+        }
+        return;
+    }
     const int8_t *q = m->q + (size_t)row * (size_t)m->cols;
     const float *scale = m->scale + (size_t)row * (size_t)groups;
     for (int g = 0; g < groups; g++) {
@@ -183,6 +248,12 @@ static NEVER_INLINE void matmul_gemm(float *out, const int8_t *xq, const float *
 
 void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
+    if (o0 < w->packed) {   /* the packed rows: the build's packed kernel (simd/simd.h) */
+        int end = o1 < w->packed ? o1 : w->packed;
+        simd_q8_matmul_packed(out, xq, xs, w, bias, N, o0, end);
+        if (end == o1) return;
+        o0 = end;   /* the rows after the last whole block stay in rows */
+    }
     if (N >= SIMD_Q8_GEMM_MIN_ROWS && o1 - o0 >= SIMD_Q8_GEMM_COLS && simd_q8_gemm_takes(w)) {
         matmul_gemm(out, xq, xs, w, bias, N, o0, o1, SIMD_Q8_GEMM_ROWS, SIMD_Q8_GEMM_COLS);
         return;   /* prefill */

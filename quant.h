@@ -21,15 +21,28 @@
  * has groups_per_row = ceil(cols / group) groups; the last group of a row may be shorter
  * (so a 172-wide matrix quantizes with group 32 — unlike llama.cpp's Q8_0). All views. */
 typedef struct {
-    const int8_t *q;      /* (rows, cols) */
-    const float *scale;   /* (rows, ceil(cols / group)) */
+    const int8_t *q;      /* (rows, cols); the first `packed` rows rearranged (below) */
+    const float *scale;   /* (rows, ceil(cols / group)); likewise */
     int rows, cols, group;
     int cold;             /* 1: read from memory at each use (its model outgrows the caches):
                            * the x86 row kernel's four runs (simd/quant_x86.c: w of
                            * QUANT_STREAM_BYTES or more, groups a multiple of 32) ask for
                            * its lines ahead for the first row of x; other kernels ignore
                            * it. Never changes a result. */
+    int packed;           /* rows 0 .. packed-1 are in the packed layout (quant_pack, below);
+                           * 0: all in rows */
 } QuantMatrix;
+
+/* The packed layout, which a build's vector kernels may read faster than rows (x86 with
+ * AVX-512 VNNI: one 64-byte load then holds four values of 16 rows, and a multiply sums
+ * them into 16 outputs at once, with no sums across lanes). Rows in blocks of
+ * QUANT_PACK_ROWS; a block keeps the bytes and scales its rows had, rearranged:
+ *   q      quad k (values 4k .. 4k+3) of the block's 16 rows side by side, quad after
+ *          quad: byte (k, r, i) at k * 64 + r * 4 + i holds q[r, 4k + i] + 128, as an
+ *          unsigned byte (q ^ 0x80: the operand the x86 multiply takes unsigned);
+ *   scale  group g of the 16 rows side by side: scale[g * 16 + r].
+ * A view of a packed matrix from a row that is a multiple of 16 is packed likewise. */
+#define QUANT_PACK_ROWS 16
 
 /* Groups per row: ceil(cols / group). cols >= 0, 1 <= group <= QUANT_GROUP_MAX. */
 int quant_groups(int cols, int group);
@@ -39,6 +52,16 @@ int quant_groups(int cols, int group);
  * clamped to [-127, 127]. An all-zero group (or one whose scale underflows to 0) gets
  * scale 0 and q 0; a group holding NaN or +-inf gets scale NaN and q 0. */
 void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols, int group);
+
+/* The rows of m that this build packs: its whole blocks of QUANT_PACK_ROWS where its vector
+ * kernels read the packed layout, m's groups are 32 values (Q8_0's, quantize's) and its
+ * rows at most QUANT_GROUP_MAX values; else 0. */
+int quant_pack_rows(const QuantMatrix *m);
+
+/* Rearranges rows 0 .. quant_pack_rows(m)-1 of m's q and scale, which must be writable
+ * (the caller's own memory), into the packed layout, in place, and sets m->packed (a
+ * matrix packed already stays as it is). Returns 0, or -1 out of memory (m unchanged). */
+int quant_pack(QuantMatrix *m);
 
 /* out (cols,) = row `row` of m dequantized to fp32 (q * scale); out is caller-owned. */
 void quant_dequantize_row(float *out, const QuantMatrix *m, int row);

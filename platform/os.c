@@ -364,6 +364,15 @@ void os_unmap_file(void *p, size_t size) {
     if (p) munmap(p, size);
 }
 
+int os_map_writable(void *p, size_t size, int writable) {
+#if defined(__wasi__)
+    (void)p, (void)size, (void)writable;
+    return -1;   /* no protections to change */
+#else
+    return mprotect(p, size, writable ? PROT_READ | PROT_WRITE : PROT_READ) == 0 ? 0 : -1;
+#endif
+}
+
 /* ---- writing ---- */
 #ifndef __wasi__
 

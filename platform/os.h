@@ -107,6 +107,11 @@ char *os_read_file(const char *program, const char *path, const char *expected,
 void *os_map_file(int fd, size_t size, int whole);
 void os_unmap_file(void *p, size_t size);
 
+/* Makes the size bytes at p (from os_map_file) writable (writable 1) or read-only again
+ * (0): a mapped file's pages that are then written become the process's own copies, the
+ * file unchanged. Returns 0, or -1 where the system refuses (nothing changed). */
+int os_map_writable(void *p, size_t size, int writable);
+
 /* ---- writing ---- */
 
 /* A file being written: a new temporary, renamed over `path` by os_save_commit. */

@@ -7,7 +7,10 @@
  * quant.c's reference's bits, so a prompt run at once and token by token agree exactly.
  * Both matmuls form each group's exact int32 dot product in vector lanes and then follow
  * the reference's float steps; the row path's lanes are values of one row, the tile's
- * lanes are rows of x.
+ * lanes are rows of x. With AVX-512 VNNI, rows of w in quant.h's packed layout go to a
+ * third kernel (simd_q8_matmul_packed, at the end), whose lanes are rows of w, for one row
+ * of x and for many; the two above serve the rest (other groups, the rows after a
+ * matrix's last block of 16, other builds).
  */
 #include "simd/simd.h"
 
@@ -967,6 +970,204 @@ int simd_q8_gemm_takes(const QuantMatrix *w) {
            w->group <= QUANT_XT_MAX_COLS;
 }
 
+
+#if defined(SIMD_Q8_PACKED)
+/* -- Packed rows (quant.h's layout): 16 rows of w in a register's lanes --
+ *
+ * Quad k of a block of w is one 64-byte register: 16 rows' four values, each + 128, the
+ * unsigned operand of vpdpbusd; quad k of a row of x, broadcast, is the signed one. So one
+ * multiply adds to each of 16 lanes the four products of its row of w with x, and after a
+ * group's eight quads each lane holds its output's exact group dot product plus 128 times
+ * the sum of the group's x, which its start (-128 times that sum, the same for every lane)
+ * takes away. The reference's float steps follow, 16 outputs at a time: acc + (float)dot *
+ * (x's scale * w's scale). No sums across lanes, no packing of x.
+ *   tile    R rows of x (1 .. PACKED_ROWS) by NB blocks of w (1 .. PACKED_BLOCKS), the NB
+ *           blocks step blocks apart: adjacent (prefill), or a quarter of a range apart
+ *           (decode: four sequential runs through w, which the prefetchers stream best). */
+#define PACKED_ROWS 6          /* rows of x per tile: 6 x 2 int32 sums, 6 x 2 float sums */
+#define PACKED_BLOCKS 2        /* blocks of w per tile of several rows of x */
+#define PACKED_RUNS 4          /* decode: blocks per tile, each from its own run of w */
+#define PACKED_STARTS 16384    /* starts (int32) on the stack: rows of x x groups */
+#define PACKED_SPAN_BYTES (16 << 10)   /* of a pair of blocks, in L1 while rows of x go by */
+
+/* starts (rows, groups) = -128 x the sum of each group of 32 of rows of x (rows, 32 x groups). */
+static void packed_starts(int32_t *starts, const int8_t *xq, int rows, int groups) {
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < groups; g++) {
+            const int8_t *x = xq + ((size_t)r * (size_t)groups + (size_t)g) * 32;
+            int32_t sum = 0;
+            for (int i = 0; i < 32; i++) sum += x[i];
+            starts[(size_t)r * (size_t)groups + (size_t)g] = -128 * sum;
+        }
+}
+
+/* The tile: out[r][16b + i] for its R rows of x (ldo floats apart) and lanes i of its NB
+ * blocks of w (w, ws: the first block's q and scales; step: the blocks' distance in
+ * blocks; o_step: in outputs), where mask[b] has lane i: xq (R, ldx) with xs and starts
+ * (R, groups); + bias (the first block's 16 values, o_step apart), or + 0 as the
+ * reference adds. One chain of sums per (row, block), two when R is 1 (a decode's eight
+ * multiples of a group would wait on each other). */
+static inline __attribute__((always_inline)) void
+packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t step,
+            size_t o_step, int cols, const int8_t *xq, size_t ldx, const float *xs,
+            const int32_t *starts, const float *bias, const __mmask16 *mask, int g0, int g1,
+            int R, int NB) {
+    enum { CH = 2 };   /* chains when R == 1 */
+    int groups = cols / 32, chains = R == 1 ? CH : 1;
+    size_t w_step = step * QUANT_PACK_ROWS * (size_t)cols, s_step = step * QUANT_PACK_ROWS * (size_t)groups;
+    __m512 acc[PACKED_ROWS][PACKED_RUNS];
+    for (int r = 0; r < R; r++)
+        for (int b = 0; b < NB; b++)   /* the sums of the groups before g0 wait in out */
+            acc[r][b] = g0 == 0 ? _mm512_setzero_ps()
+                                : _mm512_maskz_loadu_ps(mask[b], out + (size_t)r * ldo +
+                                                                     (size_t)b * o_step);
+    for (int g = g0; g < g1; g++) {
+        __m512i dot[PACKED_ROWS][PACKED_RUNS][CH];
+        for (int r = 0; r < R; r++)
+            for (int b = 0; b < NB; b++) {
+                dot[r][b][0] = _mm512_set1_epi32(starts[(size_t)r * (size_t)groups + (size_t)g]);
+                for (int c = 1; c < chains; c++) dot[r][b][c] = _mm512_setzero_si512();
+            }
+        const uint8_t *w_g = w + (size_t)g * 32 * QUANT_PACK_ROWS;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#endif
+        for (int k = 0; k < 8; k++) {
+            __m512i w_k[PACKED_RUNS];
+            for (int b = 0; b < NB; b++)
+                w_k[b] = _mm512_loadu_si512(w_g + (size_t)b * w_step + (size_t)k * 64);
+            for (int r = 0; r < R; r++) {
+                int32_t quad;
+                memcpy(&quad, xq + (size_t)r * ldx + (size_t)g * 32 + 4 * (size_t)k, 4);
+                __m512i x = _mm512_set1_epi32(quad);
+                for (int b = 0; b < NB; b++)
+                    dot[r][b][k % chains] = _mm512_dpbusd_epi32(dot[r][b][k % chains], w_k[b], x);
+            }
+        }
+        for (int b = 0; b < NB; b++) {
+            __m512 ws_g = _mm512_loadu_ps(ws + (size_t)b * s_step + (size_t)g * QUANT_PACK_ROWS);
+            for (int r = 0; r < R; r++) {
+                __m512i d = dot[r][b][0];
+                for (int c = 1; c < chains; c++) d = _mm512_add_epi32(d, dot[r][b][c]);   /* exact */
+                __m512 scale = _mm512_mul_ps(_mm512_set1_ps(xs[(size_t)r * (size_t)groups + (size_t)g]), ws_g);
+                acc[r][b] = _mm512_add_ps(acc[r][b], _mm512_mul_ps(_mm512_cvtepi32_ps(d), scale));
+            }
+        }
+    }
+    for (int b = 0; b < NB; b++) {   /* after the last group + bias, or + 0 */
+        __m512 add = bias ? _mm512_loadu_ps(bias + (size_t)b * o_step) : _mm512_setzero_ps();
+        for (int r = 0; r < R; r++)
+            _mm512_mask_storeu_ps(out + (size_t)r * ldo + (size_t)b * o_step, mask[b],
+                                  g1 == groups ? _mm512_add_ps(acc[r][b], add) : acc[r][b]);
+    }
+}
+
+/* packed_tile's lanes of block `block` that lie in o0 .. o1-1. */
+static __mmask16 packed_mask(int block, int o0, int o1) {
+    int lo = o0 - block * QUANT_PACK_ROWS, hi = o1 - block * QUANT_PACK_ROWS;
+    if (lo < 0) lo = 0;
+    if (hi > QUANT_PACK_ROWS) hi = QUANT_PACK_ROWS;
+    return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+
+/* Decode: columns o0 .. o1-1 for one row of x (its starts): the whole blocks in
+ * PACKED_RUNS runs a quarter of their range apart, the rest a block at a time. */
+static void packed_row(float *out, const int8_t *xq, const float *xs, const int32_t *starts,
+                       const QuantMatrix *w, const float *bias, int o0, int o1) {
+    int cols = w->cols, groups = cols / 32, b0 = o0 / QUANT_PACK_ROWS;
+    int b1 = (o1 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS;   /* blocks b0 .. b1-1 */
+    int whole0 = (o0 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS, whole1 = o1 / QUANT_PACK_ROWS;
+    const uint8_t *q = (const uint8_t *)w->q;
+    const __mmask16 all[PACKED_RUNS] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
+    int quarter = whole1 > whole0 ? (whole1 - whole0) / PACKED_RUNS : 0;
+    for (int i = 0; i < quarter; i++) {
+        int b = whole0 + i, o = b * QUANT_PACK_ROWS;
+        packed_tile(out + o, 0, q + (size_t)o * (size_t)cols, w->scale + (size_t)o * (size_t)groups,
+                    (size_t)quarter, (size_t)quarter * QUANT_PACK_ROWS, cols, xq, 0, xs, starts,
+                    bias ? bias + o : NULL, all, 0, groups, 1, PACKED_RUNS);
+    }
+    for (int b = b0; b < b1; b++) {
+        if (b >= whole0 && b < whole0 + PACKED_RUNS * quarter) continue;   /* done above */
+        int o = b * QUANT_PACK_ROWS;
+        __mmask16 mask = packed_mask(b, o0, o1);
+        packed_tile(out + o, 0, q + (size_t)o * (size_t)cols, w->scale + (size_t)o * (size_t)groups,
+                    1, QUANT_PACK_ROWS, cols, xq, 0, xs, starts, bias ? bias + o : NULL, &mask, 0,
+                    groups, 1, 1);
+    }
+}
+
+/* The tile of R rows (a constant in each call, as packed_tile needs) by blocks b .. b+NB-1. */
+static inline __attribute__((always_inline)) void
+packed_rows_tile(float *out, size_t ldo, const int8_t *xq, const float *xs,
+                 const int32_t *starts, const QuantMatrix *w, const float *bias, int b, int NB,
+                 const __mmask16 *mask, int g0, int g1, int R) {
+    int cols = w->cols, groups = cols / 32, o = b * QUANT_PACK_ROWS;
+    packed_tile(out + o, ldo, (const uint8_t *)w->q + (size_t)o * (size_t)cols,
+                w->scale + (size_t)o * (size_t)groups, 1, QUANT_PACK_ROWS, cols, xq,
+                (size_t)cols, xs, starts, bias ? bias + o : NULL, mask, g0, g1, R, NB);
+}
+
+/* Several rows of x: for each pair of blocks of w, a span of groups at a time (the pair's
+ * span, PACKED_SPAN_BYTES, stays in L1 while the rows go past), tiles of PACKED_ROWS rows,
+ * then the rows left over as one smaller tile; between spans the sums wait in out. */
+static void packed_rows(float *out, const int8_t *xq, const float *xs, const int32_t *starts,
+                        const QuantMatrix *w, const float *bias, int N, int o0, int o1) {
+    int cols = w->cols, groups = cols / 32, OC = w->rows;
+    int b0 = o0 / QUANT_PACK_ROWS, b1 = (o1 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS;
+    int span = PACKED_SPAN_BYTES / (PACKED_BLOCKS * QUANT_PACK_ROWS * 32);   /* groups */
+    for (int b = b0; b < b1; b += PACKED_BLOCKS)
+    for (int g0 = 0; g0 < groups; g0 += span) {
+        int g1 = groups - g0 < span ? groups : g0 + span;
+        int NB = b1 - b < PACKED_BLOCKS ? b1 - b : PACKED_BLOCKS;
+        __mmask16 mask[PACKED_BLOCKS];
+        for (int i = 0; i < NB; i++) mask[i] = packed_mask(b + i, o0, o1);
+        for (int n = 0; n < N; n += PACKED_ROWS) {
+            int R = N - n < PACKED_ROWS ? N - n : PACKED_ROWS;
+            float *out_n = out + (size_t)n * (size_t)OC;
+            const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
+            const float *xs_n = xs + (size_t)n * (size_t)groups;
+            const int32_t *st_n = starts + (size_t)n * (size_t)groups;
+#define PACKED_CASE(RR)                                                                       \
+    case RR:                                                                                  \
+        if (NB == PACKED_BLOCKS)                                                              \
+            packed_rows_tile(out_n, (size_t)OC, xq_n, xs_n, st_n, w, bias, b, PACKED_BLOCKS,  \
+                             mask, g0, g1, RR);                                               \
+        else                                                                                  \
+            packed_rows_tile(out_n, (size_t)OC, xq_n, xs_n, st_n, w, bias, b, 1, mask, g0,    \
+                             g1, RR);                                                         \
+        break;
+            switch (R) {
+                PACKED_CASE(1)
+                PACKED_CASE(2)
+                PACKED_CASE(3)
+                PACKED_CASE(4)
+                PACKED_CASE(5)
+                PACKED_CASE(6)
+            }
+#undef PACKED_CASE
+        }
+    }
+}
+
+void simd_q8_matmul_packed(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                           const float *bias, int N, int o0, int o1) {
+    _Static_assert(PACKED_ROWS == 6, "packed_rows' cases");
+    int cols = w->cols, groups = cols / 32, OC = w->rows;
+    int32_t starts[PACKED_STARTS];   /* 64 KiB; groups <= QUANT_GROUP_MAX / 32 = 2048 */
+    int chunk = PACKED_STARTS / groups / PACKED_ROWS * PACKED_ROWS;   /* rows of x at a time */
+    for (int n = 0; n < N; n += chunk) {
+        int rows = N - n < chunk ? N - n : chunk;
+        float *out_n = out + (size_t)n * (size_t)OC;
+        const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
+        const float *xs_n = xs + (size_t)n * (size_t)groups;
+        packed_starts(starts, xq_n, rows, groups);
+        if (rows == 1)
+            packed_row(out_n, xq_n, xs_n, starts, w, bias, o0, o1);
+        else
+            packed_rows(out_n, xq_n, xs_n, starts, w, bias, rows, o0, o1);
+    }
+}
+#endif /* SIMD_Q8_PACKED */
 
 #else
 /* ISO C wants a declaration in every translation unit: a build without AVX2 has nothing

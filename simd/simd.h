@@ -235,6 +235,9 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #define SIMD_Q8_GEMM_ROWS 8
 #endif
 #define SIMD_Q8_GEMM_COLS 4    /* ... by rows of w (output columns) */
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define SIMD_Q8_PACKED 1       /* products of packed rows (quant.h's layout) */
+#endif
 #define SIMD_Q8_GEMM_MIN_ROWS (SIMD_Q8_GEMM_ROWS / 2)
 #define SIMD_Q8_GEMM_ANY_ROWS 1
 #elif defined(__ARM_NEON) && defined(__aarch64__)
@@ -281,6 +284,17 @@ void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const Qua
 #else
 #define simd_q8_gemm_takes(w) 0
 #define simd_q8_gemm_tiles matmul_rows   /* never chosen: simd_q8_gemm_takes is 0 */
+#endif
+
+#if defined(SIMD_Q8_PACKED)
+/* quant_matmul_block's columns o0 .. o1-1 (o1 <= w->packed: rows of w in the packed
+ * layout), every row of x: a register's lanes are 16 rows of w, so each lane sums one
+ * output's group whole and the reference's float steps follow, 16 outputs at a time (its
+ * bits). */
+void simd_q8_matmul_packed(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                           const float *bias, int N, int o0, int o1);
+#else
+#define simd_q8_matmul_packed(out, xq, xs, w, bias, N, o0, o1) ((void)0)   /* never packed */
 #endif
 
 /* ---- the thread pool's spin-wait hint (parallel/pool.c) ---- */

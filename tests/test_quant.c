@@ -209,7 +209,7 @@ static void test_dequantize(void) {
     uint64_t seed = 3;
     check_fill_random(&seed, x, R * C, 2.0f);
     quant_quantize(q, s, x, R, C, G);
-    QuantMatrix m = {q, s, R, C, G, 0};
+    QuantMatrix m = {q, s, R, C, G, 0, 0};
     quant_dequantize(out, &m);
     int ok = 1;
     for (int r = 0; r < R; r++) {
@@ -306,7 +306,7 @@ static void test_matmul_sizes(void) {
                     check_fill_random(&seed, bias, OC, 0.1f);
                     quant_quantize(wq, ws, wf, OC, cols, group);
                     quant_quantize(xq, xs, x, N, cols, group);
-                    QuantMatrix w = {wq, ws, OC, cols, group, 0};
+                    QuantMatrix w = {wq, ws, OC, cols, group, 0, 0};
                     /* ranges: all, inner (4-wide tiles plus leftovers), one column, empty */
                     int ranges[4][2] = {{0, OC}, {OC > 2 ? 1 : 0, OC > 2 ? OC - 1 : OC},
                                         {OC / 2, OC / 2 + 1}, {OC / 2, OC / 2}};
@@ -340,7 +340,7 @@ static void test_matmul_cuts(void) {
         int groups = quant_groups(C, group);
         quant_quantize(xq, xs, x, N, C, group);
         quant_quantize(wq, ws, wf, OC, C, group);
-        QuantMatrix w = {wq, ws, OC, C, group, 0};
+        QuantMatrix w = {wq, ws, OC, C, group, 0, 0};
         quant_matmul_block(whole, xq, xs, &w, NULL, N, 0, OC);
         for (int o = 0; o < OC; o++) quant_matmul_block(by_col, xq, xs, &w, NULL, N, o, o + 1);
         for (int n = 0; n < N; n++)
@@ -377,7 +377,7 @@ static void test_matmul_extremes(void) {
         }
         for (int i = 0; i < N * groups; i++) xs[i] = 1.0f;
         for (int i = 0; i < OC * groups; i++) ws[i] = 1.0f;
-        QuantMatrix w = {wq, ws, OC, C, group, 0};
+        QuantMatrix w = {wq, ws, OC, C, group, 0, 0};
         quant_matmul_block(out, xq, xs, &w, NULL, N, 0, OC);
         int exact = 1;
         for (int n = 0; n < N; n++)
@@ -403,7 +403,7 @@ static void test_matmul_nan(void) {
     wf[4 * C + 95] = INFINITY;      /* row o = 4, group 2 */
     quant_quantize(xq, xs, x, N, C, G);
     quant_quantize(wq, ws, wf, OC, C, G);
-    QuantMatrix w = {wq, ws, OC, C, G, 0};
+    QuantMatrix w = {wq, ws, OC, C, G, 0, 0};
     quant_matmul_block(out, xq, xs, &w, NULL, N, 0, OC);
     int ok = 1;
     for (int n = 0; n < N; n++)
@@ -437,7 +437,7 @@ static void test_simd_vs_portable(void) {
             for (int g = 0; g < groups16; g++) xs16[n * groups16 + g] = xs[n * groups + g / per];
         for (int o = 0; o < OC; o++)
             for (int g = 0; g < groups16; g++) ws16[o * groups16 + g] = ws[o * groups + g / per];
-        QuantMatrix w = {wq, ws, OC, C, group, 0}, w16 = {wq, ws16, OC, C, 16, 0};
+        QuantMatrix w = {wq, ws, OC, C, group, 0, 0}, w16 = {wq, ws16, OC, C, 16, 0, 0};
         quant_matmul_block(simd, xq, xs, &w, NULL, N, 0, OC);
         quant_matmul_block(portable, xq, xs16, &w16, NULL, N, 0, OC);
         reference_matmul(want, terms, xq, xs, &w, NULL, N);
@@ -595,7 +595,7 @@ static void test_gemm(void) {
             return;
         }
         int groups = quant_groups(c.cols, c.group);
-        QuantMatrix w = {c.wq, c.ws, c.OC, c.cols, c.group, 0}, w_cold = w;
+        QuantMatrix w = {c.wq, c.ws, c.OC, c.cols, c.group, 0, 0}, w_cold = w;
         w_cold.cold = 1;   /* the row path asks for its lines ahead: the same sums */
         int same_rows = 1, same_two = 1, outside_ok = 1, threads_ok = 1, same_ref = 1;
         int same_cold = 1;
@@ -661,6 +661,128 @@ static void test_gemm(void) {
     }
 }
 
+/* The packed layout as quant.h spells it, on a block of 16 rows by 64 values with q[r][c] =
+ * (r * 64 + c) % 255 - 127 and scale[r][g] = r + g / 4: byte k * 64 + r * 4 + i holds
+ * q[r][4k + i] + 128, scale g * 16 + r holds scale[r][g]; the rows after the block stay. */
+static void test_pack_layout(void) {
+    enum { R = 17, C = 64, G = 2 };
+    int8_t q[R * C];
+    float scale[R * G];
+    for (int r = 0; r < R; r++) {
+        for (int c = 0; c < C; c++) q[r * C + c] = (int8_t)((r * 64 + c) % 255 - 127);
+        for (int g = 0; g < G; g++) scale[r * G + g] = (float)r + (float)g / 4.0f;
+    }
+    QuantMatrix m = {q, scale, R, C, 32, 0, 0};
+    int rows = quant_pack_rows(&m);
+    if (rows == 0) {
+        check_skip("packed layout: this build packs no rows (its int8 products read rows)");
+        return;
+    }
+    float before[R][C], after[R][C];
+    for (int r = 0; r < R; r++) quant_dequantize_row(before[r], &m, r);
+    check_true(quant_pack(&m) == 0 && m.packed == 16 && rows == 16,
+               "packed layout: 17 rows pack their first block of 16");
+    int bytes_ok = 1, scales_ok = 1, rest_ok = 1;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < C; c++)
+            bytes_ok &= (uint8_t)q[(c / 4) * 64 + r * 4 + c % 4] ==
+                        (uint8_t)(((r * 64 + c) % 255 - 127) + 128);
+    for (int r = 0; r < 16; r++)
+        for (int g = 0; g < G; g++) scales_ok &= scale[g * 16 + r] == (float)r + (float)g / 4.0f;
+    for (int c = 0; c < C; c++) rest_ok &= q[16 * C + c] == (int8_t)((16 * 64 + c) % 255 - 127);
+    rest_ok &= scale[16 * G] == 16.0f && scale[16 * G + 1] == 16.25f;
+    check_true(bytes_ok, "packed layout: byte k*64 + r*4 + i = q[r][4k+i] + 128");
+    check_true(scales_ok, "packed layout: scale g*16 + r = scale[r][g]");
+    check_true(rest_ok, "packed layout: the 17th row (past the last whole block) as it was");
+    int rows_ok = 1;
+    for (int r = 0; r < R; r++) {
+        quant_dequantize_row(after[r], &m, r);
+        rows_ok &= memcmp(before[r], after[r], sizeof before[r]) == 0;
+    }
+    check_true(rows_ok, "packed layout: every row dequantizes as before packing");
+}
+
+/* The products of packed rows (where this build packs) against the reference's float steps
+ * written out (reference_float, from the rows as they were), bit for bit, +-bias: all rows
+ * of x at once, each row alone, and the columns cut between two threads at an odd column;
+ * columns outside o0 .. o1-1 untouched. Shapes: one row (decode: whole blocks read as four
+ * runs, and blocks cut by o0 and o1), 2 .. 13 rows (the tile of 6 rows by 2 blocks and
+ * every smaller one), rows past the last whole block (in rows), ranges that start and end
+ * inside a block. */
+static void test_packed(void) {
+    const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
+        {1, 288, 16, 32, 0, 16},     {1, 768, 200, 32, 5, 197},  {1, 64, 147, 32, 0, 147},
+        {1, 96, 130, 32, 17, 113},   {1, 32, 64, 32, 0, 64},     {2, 288, 50, 32, 3, 47},
+        {3, 96, 48, 32, 0, 48},      {5, 64, 33, 32, 17, 33},    {6, 128, 64, 32, 0, 64},
+        {7, 288, 81, 32, 1, 80},     {13, 96, 48, 32, 8, 40},    {12, 3072, 40, 32, 0, 40},
+        {64, 288, 96, 32, 16, 96},   {70, 256, 64, 32, 3, 61},   {1, 4096, 37, 32, 2, 36},
+    };
+    QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0};
+    if (quant_pack_rows(&probe) == 0) {
+        check_skip("packed products: this build packs no rows (its int8 products read rows)");
+        return;
+    }
+    uint64_t seed = 29;
+    for (int si = 0; si < COUNT(shapes); si++) {
+        GemmCase c = {shapes[si][0], shapes[si][1], shapes[si][2], shapes[si][3],
+                      shapes[si][4], shapes[si][5], NULL, NULL, NULL, NULL, NULL};
+        size_t n_out = (size_t)c.N * (size_t)c.OC, nw = (size_t)c.OC * (size_t)c.cols;
+        int groups = quant_groups(c.cols, c.group);
+        float *all = malloc(n_out * sizeof(float)), *rows = malloc(n_out * sizeof(float));
+        float *two = malloc(n_out * sizeof(float));
+        int8_t *pq = malloc(nw);
+        float *ps = malloc((size_t)c.OC * (size_t)groups * sizeof(float));
+        if (!all || !rows || !two || !pq || !ps || gemm_case_fill(&c, &seed) != 0) {
+            check_true(0, "packed N %d cols %d: out of memory", c.N, c.cols);
+            free(all); free(rows); free(two); free(pq); free(ps);
+            gemm_case_free(&c);
+            return;
+        }
+        memcpy(pq, c.wq, nw);
+        memcpy(ps, c.ws, (size_t)c.OC * (size_t)groups * sizeof(float));
+        QuantMatrix w = {pq, ps, c.OC, c.cols, c.group, 0, 0};
+        int packed_ok = quant_pack(&w) == 0 && w.packed == c.OC / 16 * 16;
+        int same_ref = 1, outside_ok = 1, threads_ok = 1;
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            const float *b = with_bias ? c.bias : NULL;
+            for (size_t i = 0; i < n_out; i++) all[i] = rows[i] = two[i] = NAN;
+            quant_matmul_block(all, c.xq, c.xs, &w, b, c.N, c.o0, c.o1);
+            for (int n = 0; n < c.N; n++)
+                quant_matmul_block(rows + (size_t)n * (size_t)c.OC,
+                                   c.xq + (size_t)n * (size_t)c.cols,
+                                   c.xs + (size_t)n * (size_t)groups, &w, b, 1, c.o0, c.o1);
+            int cut = c.o0 + (c.o1 - c.o0) / 2;
+            cut += (cut % 2 == 0 && cut + 1 < c.o1);
+            GemmShare share[2] = {{two, &c, &w, b, c.o0, cut}, {two, &c, &w, b, cut, c.o1}};
+            pthread_t thread;
+            int started = pthread_create(&thread, NULL, gemm_share_run, &share[1]) == 0;
+            gemm_share_run(&share[0]);
+            if (started) started = pthread_join(thread, NULL) == 0;
+            else gemm_share_run(&share[1]);
+            threads_ok &= started;
+            for (int n = 0; n < c.N; n++)
+                for (int o = 0; o < c.OC; o++) {
+                    size_t i = (size_t)n * (size_t)c.OC + (size_t)o;
+                    if (o < c.o0 || o >= c.o1) {
+                        outside_ok &= isnan(all[i]) && isnan(rows[i]) && isnan(two[i]);
+                        continue;
+                    }
+                    float ref = reference_float(&c, b, n, o);
+                    same_ref &= memcmp(&all[i], &ref, sizeof ref) == 0 &&
+                                memcmp(&rows[i], &ref, sizeof ref) == 0 &&
+                                memcmp(&two[i], &ref, sizeof ref) == 0;
+                }
+        }
+        check_true(packed_ok && threads_ok && same_ref && outside_ok,
+                   "packed (%s) N %d, cols %d, OC %d (%d rows packed), columns %d..%d: the "
+                   "reference's float steps bit for bit, all rows at once, each alone and "
+                   "cut between 2 threads, +-bias", quant_kernel_name(), c.N, c.cols, c.OC,
+                   w.packed, c.o0, c.o1 - 1);
+        free(all); free(rows); free(two); free(pq); free(ps);
+        gemm_case_free(&c);
+    }
+}
+
 int main(void) {
     test_groups();
     test_quantize_properties();
@@ -672,5 +794,7 @@ int main(void) {
     test_matmul_nan();
     test_simd_vs_portable();
     test_gemm();
+    test_pack_layout();
+    test_packed();
     return check_summary("test_quant");
 }

@@ -61,7 +61,7 @@ typedef struct {
 static double run(const Operands *o, int q8, int b, int c, float *out) {
     double start = now();
     if (q8) {
-        QuantMatrix w = {o->wq[c], o->ws[c], o->OC, o->IC, GROUP, 0};
+        QuantMatrix w = {o->wq[c], o->ws[c], o->OC, o->IC, GROUP, 0, 0};
         (b ? ab_b_q8 : ab_a_q8)(out, o->xq, o->xs, &w, NULL, ROWS, 0, o->OC);
     } else {
         int cols = (o->OC + JOB_COLS - 1) / JOB_COLS;
