@@ -119,7 +119,7 @@ void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols,
 
 int quant_pack_rows(const QuantMatrix *m) {
 #if defined(SIMD_Q8_PACKED)
-    if (m->group == 32 && m->cols % 32 == 0 && m->cols <= QUANT_GROUP_MAX)
+    if (m->group % 4 == 0 && m->cols % m->group == 0 && m->cols <= QUANT_GROUP_MAX)
         return m->rows / QUANT_PACK_ROWS * QUANT_PACK_ROWS;
 #endif
     (void)m;

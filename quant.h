@@ -54,8 +54,9 @@ int quant_groups(int cols, int group);
 void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols, int group);
 
 /* The rows of m that this build packs: its whole blocks of QUANT_PACK_ROWS where its vector
- * kernels read the packed layout, m's groups are 32 values (Q8_0's, quantize's) and its
- * rows at most QUANT_GROUP_MAX values; else 0. */
+ * kernels read the packed layout, m's groups are whole quads (a multiple of 4 values: 32
+ * in Q8_0 and quantize's files, 64 in llama2.c's) that fill its rows exactly, and its rows
+ * are at most QUANT_GROUP_MAX values; else 0. */
 int quant_pack_rows(const QuantMatrix *m);
 
 /* Rearranges rows 0 .. quant_pack_rows(m)-1 of m's q and scale, which must be writable

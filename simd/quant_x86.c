@@ -990,13 +990,13 @@ int simd_q8_gemm_takes(const QuantMatrix *w) {
 #define PACKED_STARTS 16384    /* starts (int32) on the stack: rows of x x groups */
 #define PACKED_SPAN_BYTES (16 << 10)   /* of a pair of blocks, in L1 while rows of x go by */
 
-/* starts (rows, groups) = -128 x the sum of each group of 32 of rows of x (rows, 32 x groups). */
-static void packed_starts(int32_t *starts, const int8_t *xq, int rows, int groups) {
+/* starts (rows, groups) = -128 x the sum of each group of rows of x (rows, group x groups). */
+static void packed_starts(int32_t *starts, const int8_t *xq, int rows, int groups, int group) {
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < groups; g++) {
-            const int8_t *x = xq + ((size_t)r * (size_t)groups + (size_t)g) * 32;
+            const int8_t *x = xq + ((size_t)r * (size_t)groups + (size_t)g) * (size_t)group;
             int32_t sum = 0;
-            for (int i = 0; i < 32; i++) sum += x[i];
+            for (int i = 0; i < group; i++) sum += x[i];
             starts[(size_t)r * (size_t)groups + (size_t)g] = -128 * sum;
         }
 }
@@ -1009,11 +1009,11 @@ static void packed_starts(int32_t *starts, const int8_t *xq, int rows, int group
  * multiples of a group would wait on each other). */
 static inline __attribute__((always_inline)) void
 packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t step,
-            size_t o_step, int cols, const int8_t *xq, size_t ldx, const float *xs,
+            size_t o_step, int cols, int group, const int8_t *xq, size_t ldx, const float *xs,
             const int32_t *starts, const float *bias, const __mmask16 *mask, int g0, int g1,
             int R, int NB) {
     enum { CH = 2 };   /* chains when R == 1 */
-    int groups = cols / 32, chains = R == 1 ? CH : 1;
+    int groups = cols / group, quads = group / 4, chains = R == 1 ? CH : 1;
     size_t w_step = step * QUANT_PACK_ROWS * (size_t)cols, s_step = step * QUANT_PACK_ROWS * (size_t)groups;
     __m512 acc[PACKED_ROWS][PACKED_RUNS];
     for (int r = 0; r < R; r++)
@@ -1028,17 +1028,17 @@ packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t st
                 dot[r][b][0] = _mm512_set1_epi32(starts[(size_t)r * (size_t)groups + (size_t)g]);
                 for (int c = 1; c < chains; c++) dot[r][b][c] = _mm512_setzero_si512();
             }
-        const uint8_t *w_g = w + (size_t)g * 32 * QUANT_PACK_ROWS;
+        const uint8_t *w_g = w + (size_t)g * (size_t)group * QUANT_PACK_ROWS;
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC unroll 8
 #endif
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < quads; k++) {
             __m512i w_k[PACKED_RUNS];
             for (int b = 0; b < NB; b++)
                 w_k[b] = _mm512_loadu_si512(w_g + (size_t)b * w_step + (size_t)k * 64);
             for (int r = 0; r < R; r++) {
                 int32_t quad;
-                memcpy(&quad, xq + (size_t)r * ldx + (size_t)g * 32 + 4 * (size_t)k, 4);
+                memcpy(&quad, xq + (size_t)r * ldx + (size_t)g * (size_t)group + 4 * (size_t)k, 4);
                 __m512i x = _mm512_set1_epi32(quad);
                 for (int b = 0; b < NB; b++)
                     dot[r][b][k % chains] = _mm512_dpbusd_epi32(dot[r][b][k % chains], w_k[b], x);
@@ -1074,7 +1074,7 @@ static __mmask16 packed_mask(int block, int o0, int o1) {
  * PACKED_RUNS runs a quarter of their range apart, the rest a block at a time. */
 static void packed_row(float *out, const int8_t *xq, const float *xs, const int32_t *starts,
                        const QuantMatrix *w, const float *bias, int o0, int o1) {
-    int cols = w->cols, groups = cols / 32, b0 = o0 / QUANT_PACK_ROWS;
+    int cols = w->cols, group = w->group, groups = cols / group, b0 = o0 / QUANT_PACK_ROWS;
     int b1 = (o1 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS;   /* blocks b0 .. b1-1 */
     int whole0 = (o0 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS, whole1 = o1 / QUANT_PACK_ROWS;
     const uint8_t *q = (const uint8_t *)w->q;
@@ -1083,7 +1083,7 @@ static void packed_row(float *out, const int8_t *xq, const float *xs, const int3
     for (int i = 0; i < quarter; i++) {
         int b = whole0 + i, o = b * QUANT_PACK_ROWS;
         packed_tile(out + o, 0, q + (size_t)o * (size_t)cols, w->scale + (size_t)o * (size_t)groups,
-                    (size_t)quarter, (size_t)quarter * QUANT_PACK_ROWS, cols, xq, 0, xs, starts,
+                    (size_t)quarter, (size_t)quarter * QUANT_PACK_ROWS, cols, group, xq, 0, xs, starts,
                     bias ? bias + o : NULL, all, 0, groups, 1, PACKED_RUNS);
     }
     for (int b = b0; b < b1; b++) {
@@ -1091,7 +1091,7 @@ static void packed_row(float *out, const int8_t *xq, const float *xs, const int3
         int o = b * QUANT_PACK_ROWS;
         __mmask16 mask = packed_mask(b, o0, o1);
         packed_tile(out + o, 0, q + (size_t)o * (size_t)cols, w->scale + (size_t)o * (size_t)groups,
-                    1, QUANT_PACK_ROWS, cols, xq, 0, xs, starts, bias ? bias + o : NULL, &mask, 0,
+                    1, QUANT_PACK_ROWS, cols, group, xq, 0, xs, starts, bias ? bias + o : NULL, &mask, 0,
                     groups, 1, 1);
     }
 }
@@ -1101,9 +1101,9 @@ static inline __attribute__((always_inline)) void
 packed_rows_tile(float *out, size_t ldo, const int8_t *xq, const float *xs,
                  const int32_t *starts, const QuantMatrix *w, const float *bias, int b, int NB,
                  const __mmask16 *mask, int g0, int g1, int R) {
-    int cols = w->cols, groups = cols / 32, o = b * QUANT_PACK_ROWS;
+    int cols = w->cols, groups = cols / w->group, o = b * QUANT_PACK_ROWS;
     packed_tile(out + o, ldo, (const uint8_t *)w->q + (size_t)o * (size_t)cols,
-                w->scale + (size_t)o * (size_t)groups, 1, QUANT_PACK_ROWS, cols, xq,
+                w->scale + (size_t)o * (size_t)groups, 1, QUANT_PACK_ROWS, cols, w->group, xq,
                 (size_t)cols, xs, starts, bias ? bias + o : NULL, mask, g0, g1, R, NB);
 }
 
@@ -1112,9 +1112,10 @@ packed_rows_tile(float *out, size_t ldo, const int8_t *xq, const float *xs,
  * then the rows left over as one smaller tile; between spans the sums wait in out. */
 static void packed_rows(float *out, const int8_t *xq, const float *xs, const int32_t *starts,
                         const QuantMatrix *w, const float *bias, int N, int o0, int o1) {
-    int cols = w->cols, groups = cols / 32, OC = w->rows;
+    int cols = w->cols, groups = cols / w->group, OC = w->rows;
     int b0 = o0 / QUANT_PACK_ROWS, b1 = (o1 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS;
-    int span = PACKED_SPAN_BYTES / (PACKED_BLOCKS * QUANT_PACK_ROWS * 32);   /* groups */
+    int span = PACKED_SPAN_BYTES / (PACKED_BLOCKS * QUANT_PACK_ROWS * w->group);   /* groups */
+    if (span < 1) span = 1;
     for (int b = b0; b < b1; b += PACKED_BLOCKS)
     for (int g0 = 0; g0 < groups; g0 += span) {
         int g1 = groups - g0 < span ? groups : g0 + span;
@@ -1152,15 +1153,16 @@ static void packed_rows(float *out, const int8_t *xq, const float *xs, const int
 void simd_q8_matmul_packed(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                            const float *bias, int N, int o0, int o1) {
     _Static_assert(PACKED_ROWS == 6, "packed_rows' cases");
-    int cols = w->cols, groups = cols / 32, OC = w->rows;
-    int32_t starts[PACKED_STARTS];   /* 64 KiB; groups <= QUANT_GROUP_MAX / 32 = 2048 */
-    int chunk = PACKED_STARTS / groups / PACKED_ROWS * PACKED_ROWS;   /* rows of x at a time */
+    int cols = w->cols, group = w->group, groups = cols / group, OC = w->rows;
+    int32_t starts[PACKED_STARTS];   /* 64 KiB; groups <= QUANT_GROUP_MAX / 4 = PACKED_STARTS */
+    int chunk = PACKED_STARTS / groups;   /* rows of x at a time: whole tiles where >= 1 */
+    if (chunk >= PACKED_ROWS) chunk = chunk / PACKED_ROWS * PACKED_ROWS;
     for (int n = 0; n < N; n += chunk) {
         int rows = N - n < chunk ? N - n : chunk;
         float *out_n = out + (size_t)n * (size_t)OC;
         const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
         const float *xs_n = xs + (size_t)n * (size_t)groups;
-        packed_starts(starts, xq_n, rows, groups);
+        packed_starts(starts, xq_n, rows, groups, group);
         if (rows == 1)
             packed_row(out_n, xq_n, xs_n, starts, w, bias, o0, o1);
         else

@@ -708,7 +708,7 @@ static void test_pack_layout(void) {
  * columns outside o0 .. o1-1 untouched. Shapes: one row (decode: whole blocks read as four
  * runs, and blocks cut by o0 and o1), 2 .. 13 rows (the tile of 6 rows by 2 blocks and
  * every smaller one), rows past the last whole block (in rows), ranges that start and end
- * inside a block. */
+ * inside a block, rows in several spans of groups, groups of 4 to 1,024 values. */
 static void test_packed(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},     {1, 768, 200, 32, 5, 197},  {1, 64, 147, 32, 0, 147},
@@ -716,6 +716,10 @@ static void test_packed(void) {
         {3, 96, 48, 32, 0, 48},      {5, 64, 33, 32, 17, 33},    {6, 128, 64, 32, 0, 64},
         {7, 288, 81, 32, 1, 80},     {13, 96, 48, 32, 8, 40},    {12, 3072, 40, 32, 0, 40},
         {64, 288, 96, 32, 16, 96},   {70, 256, 64, 32, 3, 61},   {1, 4096, 37, 32, 2, 36},
+        /* other groups of whole quads that fill the rows (llama2.c's 64, and down to 4) */
+        {1, 768, 64, 64, 0, 64},     {7, 768, 48, 64, 5, 43},    {1, 100, 32, 20, 0, 32},
+        {9, 100, 33, 20, 1, 33},     {1, 64, 16, 4, 0, 16},      {8, 64, 32, 4, 0, 32},
+        {3, 2048, 32, 1024, 0, 32},  {13, 256, 40, 128, 2, 40},  {2, 48, 16, 16, 0, 16},
     };
     QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0};
     if (quant_pack_rows(&probe) == 0) {
