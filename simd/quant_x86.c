@@ -977,7 +977,7 @@ int simd_q8_gemm_takes(const QuantMatrix *w) {
  * Quad k of a block of w is one 64-byte register: 16 rows' four values, each + 128, the
  * unsigned operand of vpdpbusd; quad k of a row of x, broadcast, is the signed one. So one
  * multiply adds to each of 16 lanes the four products of its row of w with x, and after a
- * group's eight quads each lane holds its output's exact group dot product plus 128 times
+ * group's quads each lane holds its output's exact group dot product plus 128 times
  * the sum of the group's x, which its start (-128 times that sum, the same for every lane)
  * takes away. The reference's float steps follow, 16 outputs at a time: acc + (float)dot *
  * (x's scale * w's scale). No sums across lanes, no packing of x.
@@ -990,7 +990,7 @@ int simd_q8_gemm_takes(const QuantMatrix *w) {
 #define PACKED_STARTS 16384    /* starts (int32) on the stack: rows of x x groups */
 #define PACKED_SPAN_BYTES (16 << 10)   /* of a pair of blocks, in L1 while rows of x go by */
 
-/* starts (rows, groups) = -128 x the sum of each group of rows of x (rows, group x groups). */
+/* starts (rows, groups) = -128 x the sum of each group of rows of x (rows, groups x group). */
 static void packed_starts(int32_t *starts, const int8_t *xq, int rows, int groups, int group) {
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < groups; g++) {
@@ -999,6 +999,22 @@ static void packed_starts(int32_t *starts, const int8_t *xq, int rows, int group
             for (int i = 0; i < group; i++) sum += x[i];
             starts[(size_t)r * (size_t)groups + (size_t)g] = -128 * sum;
         }
+}
+
+/* dot[r][b][c] += the products of quad k of R rows of x (x, ldx apart) and of NB blocks
+ * of w (w, w_step bytes apart). */
+static inline __attribute__((always_inline)) void
+packed_quad(__m512i dot[PACKED_ROWS][PACKED_RUNS][2], const uint8_t *w, size_t w_step,
+            const int8_t *x, size_t ldx, int k, int c, int R, int NB) {
+    __m512i w_k[PACKED_RUNS];
+    for (int b = 0; b < NB; b++)
+        w_k[b] = _mm512_loadu_si512(w + (size_t)b * w_step + (size_t)k * 64);
+    for (int r = 0; r < R; r++) {
+        int32_t quad;
+        memcpy(&quad, x + (size_t)r * ldx + 4 * (size_t)k, 4);
+        __m512i x_k = _mm512_set1_epi32(quad);
+        for (int b = 0; b < NB; b++) dot[r][b][c] = _mm512_dpbusd_epi32(dot[r][b][c], w_k[b], x_k);
+    }
 }
 
 /* The tile: out[r][16b + i] for its R rows of x (ldo floats apart) and lanes i of its NB
@@ -1014,7 +1030,9 @@ packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t st
             int R, int NB) {
     enum { CH = 2 };   /* chains when R == 1 */
     int groups = cols / group, quads = group / 4, chains = R == 1 ? CH : 1;
-    size_t w_step = step * QUANT_PACK_ROWS * (size_t)cols, s_step = step * QUANT_PACK_ROWS * (size_t)groups;
+    _Static_assert(CH == 2, "packed_quad's sums");
+    size_t w_step = step * QUANT_PACK_ROWS * (size_t)cols;     /* bytes between blocks */
+    size_t s_step = step * QUANT_PACK_ROWS * (size_t)groups;   /* scales between blocks */
     __m512 acc[PACKED_ROWS][PACKED_RUNS];
     for (int r = 0; r < R; r++)
         for (int b = 0; b < NB; b++)   /* the sums of the groups before g0 wait in out */
@@ -1029,27 +1047,21 @@ packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t st
                 for (int c = 1; c < chains; c++) dot[r][b][c] = _mm512_setzero_si512();
             }
         const uint8_t *w_g = w + (size_t)g * (size_t)group * QUANT_PACK_ROWS;
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC unroll 8
-#endif
-        for (int k = 0; k < quads; k++) {
-            __m512i w_k[PACKED_RUNS];
-            for (int b = 0; b < NB; b++)
-                w_k[b] = _mm512_loadu_si512(w_g + (size_t)b * w_step + (size_t)k * 64);
-            for (int r = 0; r < R; r++) {
-                int32_t quad;
-                memcpy(&quad, xq + (size_t)r * ldx + (size_t)g * (size_t)group + 4 * (size_t)k, 4);
-                __m512i x = _mm512_set1_epi32(quad);
-                for (int b = 0; b < NB; b++)
-                    dot[r][b][k % chains] = _mm512_dpbusd_epi32(dot[r][b][k % chains], w_k[b], x);
-            }
-        }
+        const int8_t *x_g = xq + (size_t)g * (size_t)group;
+        /* the quads eight at a time (a group of 32 in one pass), unrolled: which chain a
+         * quad adds to is then known when compiling, so the sums stay in registers */
+        int k = 0;
+        for (; k + 8 <= quads; k += 8)
+            for (int j = 0; j < 8; j++)
+                packed_quad(dot, w_g, w_step, x_g, ldx, k + j, j % chains, R, NB);
+        for (; k < quads; k++) packed_quad(dot, w_g, w_step, x_g, ldx, k, 0, R, NB);
         for (int b = 0; b < NB; b++) {
             __m512 ws_g = _mm512_loadu_ps(ws + (size_t)b * s_step + (size_t)g * QUANT_PACK_ROWS);
             for (int r = 0; r < R; r++) {
-                __m512i d = dot[r][b][0];
-                for (int c = 1; c < chains; c++) d = _mm512_add_epi32(d, dot[r][b][c]);   /* exact */
-                __m512 scale = _mm512_mul_ps(_mm512_set1_ps(xs[(size_t)r * (size_t)groups + (size_t)g]), ws_g);
+                __m512i d = dot[r][b][0];   /* + the other chain's: exact */
+                for (int c = 1; c < chains; c++) d = _mm512_add_epi32(d, dot[r][b][c]);
+                float xs_g = xs[(size_t)r * (size_t)groups + (size_t)g];
+                __m512 scale = _mm512_mul_ps(_mm512_set1_ps(xs_g), ws_g);
                 acc[r][b] = _mm512_add_ps(acc[r][b], _mm512_mul_ps(_mm512_cvtepi32_ps(d), scale));
             }
         }
@@ -1080,31 +1092,43 @@ static void packed_row(float *out, const int8_t *xq, const float *xs, const int3
     const uint8_t *q = (const uint8_t *)w->q;
     const __mmask16 all[PACKED_RUNS] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
     int quarter = whole1 > whole0 ? (whole1 - whole0) / PACKED_RUNS : 0;
-    for (int i = 0; i < quarter; i++) {
+    for (int i = 0; i < quarter; i++) {   /* groups of 32: the group a constant, as above */
         int b = whole0 + i, o = b * QUANT_PACK_ROWS;
-        packed_tile(out + o, 0, q + (size_t)o * (size_t)cols, w->scale + (size_t)o * (size_t)groups,
-                    (size_t)quarter, (size_t)quarter * QUANT_PACK_ROWS, cols, group, xq, 0, xs, starts,
-                    bias ? bias + o : NULL, all, 0, groups, 1, PACKED_RUNS);
+        const uint8_t *q_o = q + (size_t)o * (size_t)cols;
+        const float *ws = w->scale + (size_t)o * (size_t)groups, *bias_o = bias ? bias + o : NULL;
+        size_t o_step = (size_t)quarter * QUANT_PACK_ROWS;
+        if (group == 32)
+            packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, 32, xq, 0, xs,
+                        starts, bias_o, all, 0, groups, 1, PACKED_RUNS);
+        else
+            packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, group, xq, 0, xs,
+                        starts, bias_o, all, 0, groups, 1, PACKED_RUNS);
     }
     for (int b = b0; b < b1; b++) {
         if (b >= whole0 && b < whole0 + PACKED_RUNS * quarter) continue;   /* done above */
         int o = b * QUANT_PACK_ROWS;
         __mmask16 mask = packed_mask(b, o0, o1);
-        packed_tile(out + o, 0, q + (size_t)o * (size_t)cols, w->scale + (size_t)o * (size_t)groups,
-                    1, QUANT_PACK_ROWS, cols, group, xq, 0, xs, starts, bias ? bias + o : NULL, &mask, 0,
-                    groups, 1, 1);
+        packed_tile(out + o, 0, q + (size_t)o * (size_t)cols,
+                    w->scale + (size_t)o * (size_t)groups, 1, QUANT_PACK_ROWS, cols, group, xq,
+                    0, xs, starts, bias ? bias + o : NULL, &mask, 0, groups, 1, 1);
     }
 }
 
-/* The tile of R rows (a constant in each call, as packed_tile needs) by blocks b .. b+NB-1. */
+/* The tile of R rows (a constant in each call, as packed_tile needs) by blocks b .. b+NB-1;
+ * a whole tile of groups of 32 with the group a constant too (its quads' loop unrolled). */
 static inline __attribute__((always_inline)) void
 packed_rows_tile(float *out, size_t ldo, const int8_t *xq, const float *xs,
                  const int32_t *starts, const QuantMatrix *w, const float *bias, int b, int NB,
                  const __mmask16 *mask, int g0, int g1, int R) {
     int cols = w->cols, groups = cols / w->group, o = b * QUANT_PACK_ROWS;
-    packed_tile(out + o, ldo, (const uint8_t *)w->q + (size_t)o * (size_t)cols,
-                w->scale + (size_t)o * (size_t)groups, 1, QUANT_PACK_ROWS, cols, w->group, xq,
-                (size_t)cols, xs, starts, bias ? bias + o : NULL, mask, g0, g1, R, NB);
+    const uint8_t *q = (const uint8_t *)w->q + (size_t)o * (size_t)cols;
+    const float *ws = w->scale + (size_t)o * (size_t)groups;
+    if (R == PACKED_ROWS && NB == PACKED_BLOCKS && w->group == 32)
+        packed_tile(out + o, ldo, q, ws, 1, QUANT_PACK_ROWS, cols, 32, xq, (size_t)cols, xs,
+                    starts, bias ? bias + o : NULL, mask, g0, g1, R, NB);
+    else
+        packed_tile(out + o, ldo, q, ws, 1, QUANT_PACK_ROWS, cols, w->group, xq, (size_t)cols,
+                    xs, starts, bias ? bias + o : NULL, mask, g0, g1, R, NB);
 }
 
 /* Several rows of x: for each pair of blocks of w, a span of groups at a time (the pair's
