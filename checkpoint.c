@@ -548,26 +548,26 @@ static Matrix *product_matrix(Weights *w, int i) {
     return layer[(i - 1) % 7];
 }
 
-int checkpoint_pack(Checkpoint *ck, const char *path) {
+void checkpoint_pack(Checkpoint *ck) {
     Weights *w = &ck->weights;
-    int n = 1 + 7 * ck->config.n_layers, any = 0, status = 0;
+    int n = 1 + 7 * ck->config.n_layers, any = 0;
     for (int i = 0; i < n; i++) {
         const QuantMatrix *q8 = &product_matrix(w, i)->q8;
         any |= q8->q && quant_pack_rows(q8) > 0;
     }
-    /* the int8 values of this format's files lie in the map: written in place, its pages
-     * become this process's own; where the system refuses, the rows stay as they are */
-    if (!any || (ck->map && os_map_writable(ck->map, ck->map_size, 1) != 0)) return 0;
-    for (int i = 0; i < n && status == 0; i++) {
+    /* GGUF's int8 values were converted into owned memory; this format's lie in the map,
+     * written in place only where that is the process's own or small (checkpoint.h) */
+    int in_map = !ck->gguf;
+    if (!any || (in_map && !ck->map_own && ck->map_size > CHECKPOINT_PACK_MAPPED_BYTES))
+        return;
+    if (in_map && os_map_writable(ck->map, ck->map_size, 1) != 0) return;   /* refused */
+    for (int i = 0; i < n; i++) {
         QuantMatrix *q8 = &product_matrix(w, i)->q8;
-        if (q8->q && quant_pack(q8) != 0) {
-            fprintf(stderr, "model: %s: out of memory to rearrange the int8 weights\n", path);
-            status = -1;
-        }
+        if (q8->q && quant_pack(q8) != 0) break;   /* out of memory: the rest stay in rows */
     }
+    ck->packed = 1;
     if (w->shared_classifier) w->token_embedding.q8.packed = w->classifier.q8.packed;
-    if (ck->map) os_map_writable(ck->map, ck->map_size, 0);
-    return status;
+    if (in_map) os_map_writable(ck->map, ck->map_size, 0);   /* if refused, left writable */
 }
 
 /* Fills ck->weights from ck->tensors. */
@@ -898,7 +898,7 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
         goto fail;
     }
     ck->format = layout.name;
-    ck->map = os_map_file(fd, file_size, 1);
+    ck->map = os_map_file(fd, file_size, 1, &ck->map_own);
     if (!ck->map) {
         fprintf(stderr, "model: %s: cannot read (%s)\n", path, strerror(errno));
         goto fail;
@@ -1034,6 +1034,11 @@ static int write_tensor(FILE *f, const CheckpointTensor *t, int group, float *ro
 
 int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
     const Config *c = &ck->config;
+    if (ck->packed) {   /* its int8 rows rearranged in memory: written as rows, garbage */
+        fprintf(stderr, "quantize: %s: the weights were rearranged for this build's kernels "
+                "(expected a checkpoint as loaded, not packed)\n", path);
+        return -1;
+    }
     if (group < 1 || group > QUANT_GROUP_MAX) {
         fprintf(stderr, "quantize: group size out of range (got %d, expected 1..%d)\n", group,
                 QUANT_GROUP_MAX);

@@ -169,6 +169,8 @@ typedef struct {
     int gguf;              /* 1 if read from a GGUF file (which carries its tokenizer) */
     void *map;             /* the file in memory (os_map_file), or NULL */
     size_t map_size;       /* bytes mapped */
+    int map_own;           /* 1 if map is the process's own copy of the file (os_map_file) */
+    int packed;            /* 1 once checkpoint_pack has rearranged int8 rows */
     unsigned touched;      /* a checksum of one byte per page, read at load (see .c) */
     void *owned;           /* converted tensors (bf16 and F16 vectors widened, halves from
                             * odd places, int8 scales), or NULL */
@@ -190,17 +192,22 @@ int checkpoint_load(Checkpoint *ck, const char *path);
 int checkpoint_check_config(Config *c, const char *path, const char *prefix);
 
 /* Marks every int8 matrix a token reads (the n_layers layers' and the classifier) cold
- * (QuantMatrix.cold: read from memory at each token, so the decode kernel asks for its lines
+ * (QuantMatrix.cold: read from memory at each token, so the row kernel asks for its lines
  * ahead) when together, values and scales, they are more than CHECKPOINT_CACHED_BYTES;
  * checkpoint_load calls it. */
 void checkpoint_mark_cold(Weights *w, int n_layers);
 
 /* Rearranges the int8 matrices the products read (the layers' and the classifier) into
- * the packed layout where this build's kernels read it faster (quant.h: quant_pack), in
- * memory (the file is not changed); a shared classifier's embedding learns of its packed
- * rows. A program that writes the weights out (quantize) reads them unpacked: it does not
- * call this. Returns 0, or -1 out of memory after a stderr line naming path. */
-int checkpoint_pack(Checkpoint *ck, const char *path);
+ * the packed layout where this build's kernels read them faster (quant.h: quant_pack), in
+ * memory, the file unchanged; a shared classifier's embedding learns of its packed rows.
+ * Only memory that is the process's own is rearranged: GGUF's converted values, a file
+ * read whole into memory (os_map_file), or a mapped file of at most
+ * CHECKPOINT_PACK_MAPPED_BYTES (its pages then become the process's own); a larger mapped
+ * file stays the kernel's to drop and read again, in rows. Any matrix may stay in rows
+ * (out of memory for the scratch): the results are the same bits either way. The writer
+ * (checkpoint_save_q8) refuses a packed checkpoint: quantize does not call this. */
+#define CHECKPOINT_PACK_MAPPED_BYTES (4u << 20)
+void checkpoint_pack(Checkpoint *ck);
 
 /* Releases the map and everything owned. Safe on a zeroed or freed Checkpoint. */
 void checkpoint_free(Checkpoint *ck);
@@ -255,7 +262,7 @@ int checkpoint_decode_attention(AttentionConfig *cfgs, float *sink_logits, const
  * as llama2.c's version 2 (readable by llama2.c's runq when group divides C and Hd).
  * fp32 or int8 input. The bytes go to a new temporary beside path, renamed over it
  * when complete (os_save_open: removed on failure, and never any existing file).
- * Returns 0, or -1 after a stderr line. */
+ * Returns 0, or -1 after a stderr line (also for a checkpoint packed by checkpoint_pack). */
 int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group);
 
 #endif /* CHECKPOINT_H */

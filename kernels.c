@@ -398,8 +398,9 @@ static void matmul_job(const MatmulJob *m, int j) {
 }
 
 /* The jobs of an int8 product of N rows of x: *rows rows (the last job fewer) by *cols
- * output columns. Each job packs its rows of x for the tile, and forms each column tile's
- * weights' sums, once, so the jobs are as few as give every thread an equal share: R
+ * output columns. Each job packs its rows of x for the row tile, and forms each column
+ * tile's weights' sums (or, for packed rows, its rows' sums of x), once, so the jobs are
+ * as few as give every thread an equal share: R
  * blocks of rows by threads / R blocks of columns, R the most that divides the threads
  * and leaves each block whole tiles of rows (a multiple of 16, at least 32) with the last
  * block short by at most a quarter; else all the rows in one block (more jobs would pack

@@ -353,7 +353,7 @@ int model_load(Model *m, const char *path, int max_chunk) {
         return -1;
     }
     if (checkpoint_load(&m->checkpoint, path) != 0) return -1;
-    if (checkpoint_pack(&m->checkpoint, path) != 0) goto fail;   /* int8 rows, as read fastest */
+    checkpoint_pack(&m->checkpoint);   /* int8 rows as this build reads them fastest */
     const Config *c = &m->checkpoint.config;
     m->config = *c;
     m->format = m->checkpoint.format;

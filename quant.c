@@ -3,11 +3,12 @@
  * The reference kernels, in plain C: what each computes, and what a build without vector
  * instructions runs. The instruction sets' versions of the hot ones (quantizing
  * activations, the matmul one row of x at a time, the prefill GEMM's register tile that
- * takes several rows of x at once) live behind simd/simd.h, which names them simd_q8_*:
- * each is the reference's own function where the build has no vector version. The vector
- * quantizer, the row-at-a-time vector matmul and the GEMM give the reference's bits (so a
- * prompt run at once and token by token agree exactly). Nothing here allocates or
- * threads: the caller splits output columns among threads.
+ * takes several rows of x at once, the matmul of packed rows) live behind simd/simd.h,
+ * which names them simd_q8_*: each is the reference's own function where the build has no
+ * vector version. The vector quantizer, the vector matmuls and the GEMM give the
+ * reference's bits (so a prompt run at once and token by token agree exactly). Nothing
+ * here threads, and only quant_pack allocates (a block's scratch): the caller splits
+ * output columns among threads.
  */
 #include "quant.h"
 
@@ -119,7 +120,8 @@ void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols,
 
 int quant_pack_rows(const QuantMatrix *m) {
 #if defined(SIMD_Q8_PACKED)
-    if (m->group % 4 == 0 && m->cols % m->group == 0 && m->cols <= QUANT_GROUP_MAX)
+    if (m->cols > 0 && m->group % 4 == 0 && m->cols % m->group == 0 &&
+        m->cols <= QUANT_GROUP_MAX)
         return m->rows / QUANT_PACK_ROWS * QUANT_PACK_ROWS;
 #endif
     (void)m;

@@ -2,8 +2,9 @@
  *
  * Symmetric per-group quantization (scale = max|x| / 127, q = round(x / scale)), its
  * inverse, and the int8 x int8 matmul of quantized activations by a quantized weight
- * matrix, with exact int32 dot products inside each group. It does not load files,
- * allocate, or thread: callers own every buffer and split the output columns among
+ * matrix, with exact int32 dot products inside each group; the packed layout the vector
+ * kernels may read instead of rows. It does not load files or thread, and allocates only
+ * quant_pack's scratch: callers own every buffer and split the output columns among
  * threads themselves (each call is single-threaded and touches only its own columns).
  */
 #ifndef QUANT_H
@@ -27,8 +28,8 @@ typedef struct {
     int cold;             /* 1: read from memory at each use (its model outgrows the caches):
                            * the x86 row kernel's four runs (simd/quant_x86.c: w of
                            * QUANT_STREAM_BYTES or more, groups a multiple of 32) ask for
-                           * its lines ahead for the first row of x; other kernels ignore
-                           * it. Never changes a result. */
+                           * its lines ahead for the first row of x; other kernels (the
+                           * packed rows' too) ignore it. Never changes a result. */
     int packed;           /* rows 0 .. packed-1 are in the packed layout (quant_pack, below);
                            * 0: all in rows */
 } QuantMatrix;
@@ -80,8 +81,9 @@ void quant_dequantize(float *out, const QuantMatrix *m);
 void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1);
 
-/* The prefill GEMM's register tile in this build: *rows rows of x by *cols rows of w
- * (output columns); 0 x 0 where it has none (builds without AVX2 or NEON).
+/* The prefill GEMM's register tile in this build for matrices in rows: *rows rows of x by
+ * *cols rows of w (output columns); 0 x 0 where it has none (builds without AVX2 or NEON).
+ * (Packed rows go to the build's packed kernel whatever N: simd/simd.h.)
  * quant_matmul_block takes whole tiles of it when N >= *rows and the tile takes w (x86:
  * widths and groups that are multiples of 4, groups of at most 4,096 values, and then
  * every row, the last block of rows padded; NEON: groups and widths that are multiples
@@ -89,7 +91,8 @@ void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const Qua
 void quant_gemm_tile(int *rows, int *cols);
 
 /* The matmul kernel this build uses: "avx512-vnni", "avx-vnni" or "avx2" for groups that
- * are a multiple of 32 (the x86 prefill tile takes any group that is a multiple of 4),
+ * are a multiple of 32 (the x86 prefill tile takes any group that is a multiple of 4;
+ * "avx512-vnni" also reads packed rows, quant_pack_rows),
  * "neon-dotprod" or "neon" for groups and widths that are multiples of 16, else "portable"
  * (other groups go one row at a time by the portable path). Every
  * kernel gives every output the reference's bits (quant.c's dot_row_reference: per group

@@ -380,7 +380,7 @@ int gguf_open(GgufFile *g, const char *path, const char *prefix, int whole) {
         close(fd);
         return -1;
     }
-    void *map = os_map_file(fd, (size_t)st.st_size, whole);
+    void *map = os_map_file(fd, (size_t)st.st_size, whole, NULL);
     close(fd);
     if (!map) {
         fprintf(stderr, "%s: %s: cannot read (%s)\n", prefix, path, strerror(errno));

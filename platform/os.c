@@ -348,11 +348,13 @@ static int read_huge(int fd, size_t size, void **out) {
 }
 #endif
 
-void *os_map_file(int fd, size_t size, int whole) {
+void *os_map_file(int fd, size_t size, int whole, int *own) {
+    if (own) *own = 0;
 #ifdef OS_HUGE_FILES
     if (whole && size >= OS_HUGE_MIN && size <= os_memory_limit(0) / 4) {
         void *copy = NULL;
         int status = read_huge(fd, size, &copy);
+        if (status == 0 && own) *own = 1;
         if (status <= 0) return copy;   /* the copy, or NULL after a read error */
     }
 #endif

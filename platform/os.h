@@ -103,13 +103,14 @@ char *os_read_file(const char *program, const char *path, const char *expected,
  * the hardware prefetchers run, where the file's own pages are 4 KiB. Any other file, and
  * every file with whole 0 (only a part of it read: a GGUF file's tokenizer), is mapped
  * (mmap), its pages read as they are touched, the kernel's to drop and read again. Either
- * way writing to it is a fault. os_unmap_file(p, size) frees it. */
-void *os_map_file(int fd, size_t size, int whole);
+ * way writing to it is a fault. *own (own may be NULL) becomes 1 for the anonymous copy, 0
+ * for the file's pages. os_unmap_file(p, size) frees it. */
+void *os_map_file(int fd, size_t size, int whole, int *own);
 void os_unmap_file(void *p, size_t size);
 
 /* Makes the size bytes at p (from os_map_file) writable (writable 1) or read-only again
  * (0): a mapped file's pages that are then written become the process's own copies, the
- * file unchanged. Returns 0, or -1 where the system refuses (nothing changed). */
+ * file unchanged. Returns 0, or -1 where the system refuses. */
 int os_map_writable(void *p, size_t size, int writable);
 
 /* ---- writing ---- */

@@ -273,6 +273,19 @@ static void test_quantize(const char *rel, int T, int bos) {
         char what[96];
         snprintf(what, sizeof what, "%s in int8", rel);
         threads_agree(&b, ids, T, what);
+        /* model_load rearranged the int8 rows where this build reads them packed: such a
+         * checkpoint is not written (it would be garbage as rows), and no file appears */
+        if (b.checkpoint.packed) {
+            char again[600];
+            snprintf(again, sizeof again, "%s.again", q8_path);
+            remove(again);
+            FILE *f = NULL;
+            check_true(checkpoint_save_q8(&b.checkpoint, again, CHECKPOINT_Q8_GROUP) == -1 &&
+                       !(f = fopen(again, "rb")),
+                       "quantize: %s: a packed checkpoint is refused, nothing written", rel);
+            if (f) fclose(f);
+            remove(again);
+        }
         model_free(&b);
     }
     model_free(&a);
@@ -726,7 +739,7 @@ static void test_map_file(void) {
         }
         int written = fwrite(want, 1, n, file) == n && fflush(file) == 0;
         for (int whole = 1; whole >= 0; whole--) {
-            void *got = written ? os_map_file(fileno(file), n, whole) : NULL;
+            void *got = written ? os_map_file(fileno(file), n, whole, NULL) : NULL;
             check_true(got && memcmp(got, want, n) == 0,
                        "map file: %zu bytes read back as written (whole %d)", n, whole);
             os_unmap_file(got, n);

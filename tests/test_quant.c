@@ -700,6 +700,71 @@ static void test_pack_layout(void) {
         rows_ok &= memcmp(before[r], after[r], sizeof before[r]) == 0;
     }
     check_true(rows_ok, "packed layout: every row dequantizes as before packing");
+    int8_t again[R * C];
+    memcpy(again, q, sizeof again);
+    check_true(quant_pack(&m) == 0 && m.packed == 16 && memcmp(again, q, sizeof again) == 0,
+               "packed layout: a packed matrix packed again stays as it is");
+    /* what the layout cannot hold stays in rows: a last group shorter than the rest (100
+     * values in groups of 32), groups that are not whole quads (6), no values at all */
+    QuantMatrix short_group = {q, scale, 16, 100, 32, 0, 0}, odd = {q, scale, 16, 96, 6, 0, 0};
+    QuantMatrix empty = {q, scale, 16, 0, 32, 0, 0};
+    check_true(quant_pack_rows(&short_group) == 0 && quant_pack_rows(&odd) == 0 &&
+               quant_pack_rows(&empty) == 0,
+               "packed layout: widths not a whole number of groups of whole quads, and width 0, "
+               "are not packed");
+}
+
+/* Packed rows at the int8 extremes (every product +-127 x 127, groups of 1,024 and 32, so
+ * each lane's sums reach 127 x 255 x 1,024 before the start takes 128 x the sum of x away)
+ * against the reference's float steps written out, bit for bit; and a NaN scale in one
+ * group of row 5 of w: NaN in that row's outputs only, as the reference. */
+static void test_packed_extremes(void) {
+    enum { N = 7, C = 2048, OC = 35 };
+    QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0};
+    if (quant_pack_rows(&probe) == 0) {
+        check_skip("packed extremes: this build packs no rows (its int8 products read rows)");
+        return;
+    }
+    static int8_t xq[N * C], wq[OC * C], pq[OC * C];
+    static float xs[N * C / 4], ws[OC * C / 4], ps[OC * C / 4], out[N * OC];
+    const int groups_of[] = {1024, 32};
+    for (int gi = 0; gi < 2; gi++) {
+        int group = groups_of[gi], groups = C / group;
+        for (int i = 0; i < N * C; i++) xq[i] = (int8_t)((i / 3) % 2 ? 127 : -127);
+        for (int i = 0; i < OC * C; i++) wq[i] = (int8_t)((i / 5) % 2 ? -127 : 127);
+        for (int i = 0; i < N * groups; i++) xs[i] = 1.0f / (float)(1 + i % 3);
+        for (int i = 0; i < OC * groups; i++) ws[i] = 0.5f + (float)(i % 4);
+        for (int c = 0; c < C; c++) {   /* row 0 of w, and row 0 of x, all +127 */
+            wq[c] = 127;
+            xq[c] = 127;
+        }
+        for (int nan_row = 0; nan_row < 2; nan_row++) {
+            if (nan_row) ws[5 * groups + groups - 1] = NAN;
+            GemmCase c = {N, C, OC, group, 0, OC, xq, wq, xs, ws, NULL};
+            memcpy(pq, wq, sizeof pq);
+            memcpy(ps, ws, sizeof ps);
+            QuantMatrix w = {pq, ps, OC, C, group, 0, 0};
+            int ok = quant_pack(&w) == 0 && w.packed == 32;
+            for (int rows_at_once = 0; rows_at_once < 2; rows_at_once++) {
+                for (int i = 0; i < N * OC; i++) out[i] = 0.0f;
+                if (rows_at_once)
+                    quant_matmul_block(out, xq, xs, &w, NULL, N, 0, OC);
+                else
+                    for (int n = 0; n < N; n++)
+                        quant_matmul_block(out + n * OC, xq + n * C, xs + n * groups, &w, NULL,
+                                           1, 0, OC);
+                for (int n = 0; n < N; n++)
+                    for (int o = 0; o < OC; o++) {
+                        float ref = reference_float(&c, NULL, n, o), got = out[n * OC + o];
+                        ok &= isnan(ref) ? isnan(got) && nan_row && o == 5
+                                         : memcmp(&ref, &got, sizeof ref) == 0;
+                    }
+            }
+            check_true(ok, "packed extremes, groups of %d%s: the reference's float steps bit "
+                       "for bit, all rows at once and each alone", group,
+                       nan_row ? ", a NaN scale in row 5 (NaN there only)" : "");
+        }
+    }
 }
 
 /* The products of packed rows (where this build packs) against the reference's float steps
@@ -708,7 +773,8 @@ static void test_pack_layout(void) {
  * columns outside o0 .. o1-1 untouched. Shapes: one row (decode: whole blocks read as four
  * runs, and blocks cut by o0 and o1), 2 .. 13 rows (the tile of 6 rows by 2 blocks and
  * every smaller one), rows past the last whole block (in rows), ranges that start and end
- * inside a block, rows in several spans of groups, groups of 4 to 1,024 values. */
+ * inside a block, rows in several spans of groups, groups of 4 to 1,024 values, rows of x
+ * in several chunks of their groups' starts. */
 static void test_packed(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},     {1, 768, 200, 32, 5, 197},  {1, 64, 147, 32, 0, 147},
@@ -720,6 +786,8 @@ static void test_packed(void) {
         {1, 768, 64, 64, 0, 64},     {7, 768, 48, 64, 5, 43},    {1, 100, 32, 20, 0, 32},
         {9, 100, 33, 20, 1, 33},     {1, 64, 16, 4, 0, 16},      {8, 64, 32, 4, 0, 32},
         {3, 2048, 32, 1024, 0, 32},  {13, 256, 40, 128, 2, 40},  {2, 48, 16, 16, 0, 16},
+        /* rows of x in several chunks of starts (16,384 a chunk): 126 rows a chunk, 5, 1 */
+        {200, 4096, 32, 32, 5, 27},  {9, 12288, 32, 4, 0, 32},   {7, 65536, 17, 4, 0, 17},
     };
     QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0};
     if (quant_pack_rows(&probe) == 0) {
@@ -800,5 +868,6 @@ int main(void) {
     test_gemm();
     test_pack_layout();
     test_packed();
+    test_packed_extremes();
     return check_summary("test_quant");
 }
