@@ -66,6 +66,17 @@ debug-tests: $(B)/run $(B)/train $(B)/quantize $(B)/tutorial $(TESTS) $(FUZZ_REP
 	@RUN=$(B)/run TRAIN=$(B)/train QUANTIZE=$(B)/quantize TUTORIAL=$(B)/tutorial \
 	  sh tests/run_all.sh $(TESTS)
 
+# debug-native: the kernel, int8 and model tests under the same sanitizers, built for this
+# host's own instruction sets (make debug builds the portable paths): the vector kernels'
+# loads and stores checked where the machine has them (AVX-512 VNNI's packed int8 rows).
+debug-native:
+	$(MAKE) B=build/debug-native OMP=0 CFLAGS="-O1 -g -march=native \
+	  -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  debug-native-tests
+
+debug-native-tests: $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_model
+	@sh tests/run_all.sh $^
+
 # valgrind: memcheck (errors and leaks are failures) on a build valgrind can run (AVX2, not
 # AVX-512, which valgrind 3.19 does not decode; no OpenMP) over every test but the
 # trainer's, test_eval and test_gguf (their training runs and full evaluation take 5+ minutes each
@@ -92,4 +103,4 @@ valgrind:
 faults: all
 	@bash tests/faults.sh $(B)
 
-.PHONY: debug debug-tests valgrind faults
+.PHONY: debug debug-tests debug-native debug-native-tests valgrind faults
