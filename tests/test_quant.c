@@ -533,6 +533,21 @@ static void *gemm_share_run(void *arg) {
     return NULL;
 }
 
+/* out = c's product by w, columns c->o0 .. c->o1-1 cut between two threads at an odd place
+ * inside the range (each thread's columns as one call). Returns 1 if the second thread
+ * ran, 0 if it could not start (its half then runs here). */
+static int two_threads(float *out, const GemmCase *c, const QuantMatrix *w, const float *b) {
+    int cut = c->o0 + (c->o1 - c->o0) / 2;
+    cut += (cut % 2 == 0 && cut + 1 < c->o1);
+    GemmShare share[2] = {{out, c, w, b, c->o0, cut}, {out, c, w, b, cut, c->o1}};
+    pthread_t thread;
+    int started = pthread_create(&thread, NULL, gemm_share_run, &share[1]) == 0;
+    gemm_share_run(&share[0]);   /* while the other thread runs its half */
+    if (started) started = pthread_join(thread, NULL) == 0;
+    else gemm_share_run(&share[1]);
+    return started;
+}
+
 /* For each shape, with and without bias, on columns o0 .. o1-1 of a NaN-filled out:
  * all N rows in one call (the GEMM) against each row alone (decode's path) bit for bit,
  * against the float64 reference within run_range's bound, and the same columns cut
@@ -615,16 +630,7 @@ static void test_gemm(void) {
                 quant_matmul_block(cold + n_out + at, xq_n, xs_n, &w_cold, b, 1, c.o0, c.o1);
             }
             simd_set_prefetch_rows(-1);
-            /* two threads: columns cut at an odd place inside the range */
-            int cut = c.o0 + (c.o1 - c.o0) / 2;
-            cut += (cut % 2 == 0 && cut + 1 < c.o1);
-            GemmShare share[2] = {{two, &c, &w, b, c.o0, cut}, {two, &c, &w, b, cut, c.o1}};
-            pthread_t thread;
-            int started = pthread_create(&thread, NULL, gemm_share_run, &share[1]) == 0;
-            gemm_share_run(&share[0]);   /* while the other thread runs its half */
-            if (started) started = pthread_join(thread, NULL) == 0;
-            else gemm_share_run(&share[1]);
-            threads_ok &= started;
+            threads_ok &= two_threads(two, &c, &w, b);
             for (int n = 0; n < c.N; n++)
                 for (int o = 0; o < c.OC; o++) {
                     size_t i = (size_t)n * (size_t)c.OC + (size_t)o;
@@ -823,15 +829,7 @@ static void test_packed(void) {
                 quant_matmul_block(rows + (size_t)n * (size_t)c.OC,
                                    c.xq + (size_t)n * (size_t)c.cols,
                                    c.xs + (size_t)n * (size_t)groups, &w, b, 1, c.o0, c.o1);
-            int cut = c.o0 + (c.o1 - c.o0) / 2;
-            cut += (cut % 2 == 0 && cut + 1 < c.o1);
-            GemmShare share[2] = {{two, &c, &w, b, c.o0, cut}, {two, &c, &w, b, cut, c.o1}};
-            pthread_t thread;
-            int started = pthread_create(&thread, NULL, gemm_share_run, &share[1]) == 0;
-            gemm_share_run(&share[0]);
-            if (started) started = pthread_join(thread, NULL) == 0;
-            else gemm_share_run(&share[1]);
-            threads_ok &= started;
+            threads_ok &= two_threads(two, &c, &w, b);
             for (int n = 0; n < c.N; n++)
                 for (int o = 0; o < c.OC; o++) {
                     size_t i = (size_t)n * (size_t)c.OC + (size_t)o;
