@@ -6,10 +6,12 @@
 #
 # Usage: sh tools/ab_kernels.sh A_DIR B_DIR [SHAPE ...]
 #   A_DIR, B_DIR: checkouts of this repository (B usually this one, A an older commit,
-#   e.g. `git worktree add ../before HEAD~1`). SHAPE: KIND:IC:OC (KIND q8 or fp32); by
-#   default the int8 and fp32 shapes of s15m and s110m, 256 rows each.
+#   e.g. `git worktree add ../before HEAD~1`). SHAPE: KIND:IC:OC (KIND q8, q8p or fp32;
+#   q8p: the packed int8 kernel, AVX-512 VNNI builds); by default the int8 (row) and fp32
+#   shapes of s15m and s110m, 256 rows each.
 # Environment: CC (cc), CFLAGS (-O3 -march=native: the same for both builds), ROUNDS (300
-#   pairs a shape), COPIES (1; e.g. 100 for w read from memory, as in a prompt), B (build:
+#   pairs a shape), COPIES (1; e.g. 100 for w read from memory, as in a prompt), OUTS (1;
+#   e.g. 8 for out buffers in L3, as in a prompt), B (build:
 #   where the program and its objects go, build/ab in this checkout), ONE_CPU (the CPU the
 #   program is held to with taskset, when there: by default the first this may run on;
 #   empty: none).
@@ -42,9 +44,9 @@ mkdir -p "$out"
 # each build's two kernel files, their entry points renamed and every other symbol made
 # local, so that A's and B's helpers never meet
 build() {   # build LABEL DIR
-    $cc $base $cflags -I"$2" -Dsimd_q8_gemm_tiles=ab_$1_q8 -c "$2/simd/quant_x86.c" \
-        -o "$out/$1_q8.o"
-    objcopy --keep-global-symbol=ab_$1_q8 "$out/$1_q8.o"
+    $cc $base $cflags -I"$2" -Dsimd_q8_gemm_tiles=ab_$1_q8 -Dsimd_q8_matmul_packed=ab_$1_q8p \
+        -c "$2/simd/quant_x86.c" -o "$out/$1_q8.o"
+    objcopy --keep-global-symbol=ab_$1_q8 --keep-global-symbol=ab_$1_q8p "$out/$1_q8.o"
     $cc $base $cflags -I"$2" -Dsimd_gemm_block=ab_$1_fp32 -c "$2/simd/vec_kernels.c" \
         -o "$out/$1_fp32.o"
     objcopy --keep-global-symbol=ab_$1_fp32 "$out/$1_fp32.o"
@@ -60,7 +62,7 @@ $cc $base $cflags -I. tools/ab_kernels.c "$out"/a_q8.o "$out"/a_fp32.o "$out"/b_
     "$out"/this_cpu.o \
     -o "$out/ab_kernels" -lm
 echo "ab_kernels: $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
-echo "A: $a_dir ($(git -C "$a_dir" rev-parse --short HEAD 2>/dev/null || echo '?')), B: $b_dir ($(git -C "$b_dir" rev-parse --short HEAD 2>/dev/null || echo '?')), $cc $cflags, ${ROUNDS:-300} pairs, ${COPIES:-1} copies of w, 256 rows${pin:+, $pin}"
+echo "A: $a_dir ($(git -C "$a_dir" rev-parse --short HEAD 2>/dev/null || echo '?')), B: $b_dir ($(git -C "$b_dir" rev-parse --short HEAD 2>/dev/null || echo '?')), $cc $cflags, ${ROUNDS:-300} pairs, ${COPIES:-1} copies of w, ${OUTS:-1} of out, 256 rows${pin:+, $pin}"
 echo
 echo "| kernel | IC x OC | A best / median | B best / median | B/A | same bits |"
 echo "|---|---|---|---|---|---|"
@@ -68,5 +70,5 @@ for shape in $shapes; do
     IFS=: read -r kind ic oc <<EOF
 $shape
 EOF
-    $pin "$out/ab_kernels" "$kind" "$ic" "$oc" "${ROUNDS:-300}" "${COPIES:-1}"
+    $pin "$out/ab_kernels" "$kind" "$ic" "$oc" "${ROUNDS:-300}" "${COPIES:-1}" "${OUTS:-1}"
 done
