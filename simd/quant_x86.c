@@ -1152,6 +1152,12 @@ static void packed_rows(float *out, const int8_t *xq, const float *xs, const int
             const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
             const float *xs_n = xs + (size_t)n * (size_t)groups;
             const int32_t *st_n = starts + (size_t)n * (size_t)groups;
+            if (g1 == groups)   /* these rows' lines of the next pair: in a prompt out
+                                 * comes from L3, and a store that misses waits on it */
+                for (int r = 0; r < R; r++)
+                    for (int i = b + PACKED_BLOCKS; i < b + 2 * PACKED_BLOCKS && i < b1; i++)
+                        _mm_prefetch((const char *)(out_n + (size_t)r * (size_t)OC +
+                                                    (size_t)i * QUANT_PACK_ROWS), _MM_HINT_T0);
 #define PACKED_CASE(RR)                                                                       \
     case RR:                                                                                  \
         if (NB == PACKED_BLOCKS)                                                              \
