@@ -988,7 +988,6 @@ int simd_q8_gemm_takes(const QuantMatrix *w) {
 #define PACKED_BLOCKS 2        /* blocks of w per tile of several rows of x */
 #define PACKED_RUNS 4          /* decode: blocks per tile, each from its own run of w */
 #define PACKED_STARTS 16384    /* starts (int32) on the stack: rows of x x groups */
-#define PACKED_SPAN_BYTES (16 << 10)   /* of a pair of blocks, in L1 while rows of x go by */
 
 /* starts (rows, groups) = -128 x the sum of each group of rows of x (rows, groups x group). */
 static void packed_starts(int32_t *starts, const int8_t *xq, int rows, int groups, int group) {
@@ -1026,8 +1025,7 @@ packed_quad(__m512i dot[PACKED_ROWS][PACKED_RUNS][2], const uint8_t *w, size_t w
 static inline __attribute__((always_inline)) void
 packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t step,
             size_t o_step, int cols, int group, const int8_t *xq, size_t ldx, const float *xs,
-            const int32_t *starts, const float *bias, const __mmask16 *mask, int g0, int g1,
-            int R, int NB) {
+            const int32_t *starts, const float *bias, const __mmask16 *mask, int R, int NB) {
     enum { CH = 2 };   /* chains when R == 1 */
     int groups = cols / group, quads = group / 4, chains = R == 1 ? CH : 1;
     _Static_assert(CH == 2, "packed_quad's sums");
@@ -1035,11 +1033,8 @@ packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t st
     size_t s_step = step * QUANT_PACK_ROWS * (size_t)groups;   /* scales between blocks */
     __m512 acc[PACKED_ROWS][PACKED_RUNS];
     for (int r = 0; r < R; r++)
-        for (int b = 0; b < NB; b++)   /* the sums of the groups before g0 wait in out */
-            acc[r][b] = g0 == 0 ? _mm512_setzero_ps()
-                                : _mm512_maskz_loadu_ps(mask[b], out + (size_t)r * ldo +
-                                                                     (size_t)b * o_step);
-    for (int g = g0; g < g1; g++) {
+        for (int b = 0; b < NB; b++) acc[r][b] = _mm512_setzero_ps();
+    for (int g = 0; g < groups; g++) {
         __m512i dot[PACKED_ROWS][PACKED_RUNS][CH];
         for (int r = 0; r < R; r++)
             for (int b = 0; b < NB; b++) {
@@ -1070,7 +1065,7 @@ packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t st
         __m512 add = bias ? _mm512_loadu_ps(bias + (size_t)b * o_step) : _mm512_setzero_ps();
         for (int r = 0; r < R; r++)
             _mm512_mask_storeu_ps(out + (size_t)r * ldo + (size_t)b * o_step, mask[b],
-                                  g1 == groups ? _mm512_add_ps(acc[r][b], add) : acc[r][b]);
+                                  _mm512_add_ps(acc[r][b], add));
     }
 }
 
@@ -1099,10 +1094,10 @@ static void packed_row(float *out, const int8_t *xq, const float *xs, const int3
         size_t o_step = (size_t)quarter * QUANT_PACK_ROWS;
         if (group == 32)
             packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, 32, xq, 0, xs,
-                        starts, bias_o, all, 0, groups, 1, PACKED_RUNS);
+                        starts, bias_o, all, 1, PACKED_RUNS);
         else
             packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, group, xq, 0, xs,
-                        starts, bias_o, all, 0, groups, 1, PACKED_RUNS);
+                        starts, bias_o, all, 1, PACKED_RUNS);
     }
     for (int b = b0; b < b1; b++) {
         if (b >= whole0 && b < whole0 + PACKED_RUNS * quarter) continue;   /* done above */
@@ -1110,7 +1105,7 @@ static void packed_row(float *out, const int8_t *xq, const float *xs, const int3
         __mmask16 mask = packed_mask(b, o0, o1);
         packed_tile(out + o, 0, q + (size_t)o * (size_t)cols,
                     w->scale + (size_t)o * (size_t)groups, 1, QUANT_PACK_ROWS, cols, group, xq,
-                    0, xs, starts, bias ? bias + o : NULL, &mask, 0, groups, 1, 1);
+                    0, xs, starts, bias ? bias + o : NULL, &mask, 1, 1);
     }
 }
 
@@ -1119,30 +1114,27 @@ static void packed_row(float *out, const int8_t *xq, const float *xs, const int3
 static inline __attribute__((always_inline)) void
 packed_rows_tile(float *out, size_t ldo, const int8_t *xq, const float *xs,
                  const int32_t *starts, const QuantMatrix *w, const float *bias, int b, int NB,
-                 const __mmask16 *mask, int g0, int g1, int R) {
+                 const __mmask16 *mask, int R) {
     int cols = w->cols, groups = cols / w->group, o = b * QUANT_PACK_ROWS;
     const uint8_t *q = (const uint8_t *)w->q + (size_t)o * (size_t)cols;
     const float *ws = w->scale + (size_t)o * (size_t)groups;
     if (R == PACKED_ROWS && NB == PACKED_BLOCKS && w->group == 32)
         packed_tile(out + o, ldo, q, ws, 1, QUANT_PACK_ROWS, cols, 32, xq, (size_t)cols, xs,
-                    starts, bias ? bias + o : NULL, mask, g0, g1, R, NB);
+                    starts, bias ? bias + o : NULL, mask, R, NB);
     else
         packed_tile(out + o, ldo, q, ws, 1, QUANT_PACK_ROWS, cols, w->group, xq, (size_t)cols,
-                    xs, starts, bias ? bias + o : NULL, mask, g0, g1, R, NB);
+                    xs, starts, bias ? bias + o : NULL, mask, R, NB);
 }
 
-/* Several rows of x: for each pair of blocks of w, a span of groups at a time (the pair's
- * span, PACKED_SPAN_BYTES, stays in L1 while the rows go past), tiles of PACKED_ROWS rows,
- * then the rows left over as one smaller tile; between spans the sums wait in out. */
+/* Several rows of x: for each pair of blocks of w, tiles of PACKED_ROWS rows, each over all
+ * the groups (the pair's rows of w come from L2; out is written once), then the rows left
+ * over as one smaller tile. Each tile asks for its rows' lines of out for the next pair:
+ * in a prompt out comes from L3, and a store that misses it waits for the line. */
 static void packed_rows(float *out, const int8_t *xq, const float *xs, const int32_t *starts,
                         const QuantMatrix *w, const float *bias, int N, int o0, int o1) {
     int cols = w->cols, groups = cols / w->group, OC = w->rows;
     int b0 = o0 / QUANT_PACK_ROWS, b1 = (o1 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS;
-    int span = PACKED_SPAN_BYTES / (PACKED_BLOCKS * QUANT_PACK_ROWS * w->group);   /* groups */
-    if (span < 1) span = 1;
-    for (int b = b0; b < b1; b += PACKED_BLOCKS)
-    for (int g0 = 0; g0 < groups; g0 += span) {
-        int g1 = groups - g0 < span ? groups : g0 + span;
+    for (int b = b0; b < b1; b += PACKED_BLOCKS) {
         int NB = b1 - b < PACKED_BLOCKS ? b1 - b : PACKED_BLOCKS;
         __mmask16 mask[PACKED_BLOCKS];
         for (int i = 0; i < NB; i++) mask[i] = packed_mask(b + i, o0, o1);
@@ -1152,20 +1144,17 @@ static void packed_rows(float *out, const int8_t *xq, const float *xs, const int
             const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
             const float *xs_n = xs + (size_t)n * (size_t)groups;
             const int32_t *st_n = starts + (size_t)n * (size_t)groups;
-            if (g1 == groups)   /* these rows' lines of the next pair: in a prompt out
-                                 * comes from L3, and a store that misses waits on it */
-                for (int r = 0; r < R; r++)
-                    for (int i = b + PACKED_BLOCKS; i < b + 2 * PACKED_BLOCKS && i < b1; i++)
-                        _mm_prefetch((const char *)(out_n + (size_t)r * (size_t)OC +
-                                                    (size_t)i * QUANT_PACK_ROWS), _MM_HINT_T0);
+            for (int r = 0; r < R; r++)
+                for (int i = b + PACKED_BLOCKS; i < b + 2 * PACKED_BLOCKS && i < b1; i++)
+                    _mm_prefetch((const char *)(out_n + (size_t)r * (size_t)OC +
+                                                (size_t)i * QUANT_PACK_ROWS), _MM_HINT_T0);
 #define PACKED_CASE(RR)                                                                       \
     case RR:                                                                                  \
         if (NB == PACKED_BLOCKS)                                                              \
             packed_rows_tile(out_n, (size_t)OC, xq_n, xs_n, st_n, w, bias, b, PACKED_BLOCKS,  \
-                             mask, g0, g1, RR);                                               \
+                             mask, RR);                                                       \
         else                                                                                  \
-            packed_rows_tile(out_n, (size_t)OC, xq_n, xs_n, st_n, w, bias, b, 1, mask, g0,    \
-                             g1, RR);                                                         \
+            packed_rows_tile(out_n, (size_t)OC, xq_n, xs_n, st_n, w, bias, b, 1, mask, RR);   \
         break;
             switch (R) {
                 PACKED_CASE(1)
