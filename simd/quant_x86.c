@@ -1044,9 +1044,13 @@ packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t st
         const uint8_t *w_g = w + (size_t)g * (size_t)group * QUANT_PACK_ROWS;
         const int8_t *x_g = xq + (size_t)g * (size_t)group;
         /* the quads eight at a time (a group of 32 in one pass), unrolled: which chain a
-         * quad adds to is then known when compiling, so the sums stay in registers */
+         * quad adds to is then known when compiling, so the sums stay in registers (gcc 12
+         * unasked kept the loop for -march=sapphirerapids, copying the sums every quad) */
         int k = 0;
         for (; k + 8 <= quads; k += 8)
+#if defined(__GNUC__) && !defined(__clang__)   /* (clang unrolls it whole unasked) */
+#pragma GCC unroll 8
+#endif
             for (int j = 0; j < 8; j++)
                 packed_quad(dot, w_g, w_step, x_g, ldx, k + j, j % chains, R, NB);
         for (; k < quads; k++) packed_quad(dot, w_g, w_step, x_g, ldx, k, 0, R, NB);
