@@ -90,7 +90,7 @@ static double run(const Operands *o, int q8, int b, int c, float *out) {
 
 int main(int argc, char **argv) {
     if (argc < 4 || (strcmp(argv[1], "q8") && strcmp(argv[1], "q8p") && strcmp(argv[1], "fp32"))) {
-        fprintf(stderr, "usage: ab_kernels q8|q8p|fp32 IC OC [ROUNDS [COPIES]]\n");
+        fprintf(stderr, "usage: ab_kernels q8|q8p|fp32 IC OC [ROUNDS [COPIES [OUTS]]]\n");
         return 2;
     }
     int q8 = !strcmp(argv[1], "q8p") ? 2 : !strcmp(argv[1], "q8");
