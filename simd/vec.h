@@ -28,8 +28,9 @@
  *   LaneMask          the first n lanes, from lane_mask(n): vec_load_mask (zeros beyond),
  *                     vec_store_mask, vec_blend_zero (zero outside the mask)
  *   vec_sum           the sum of a Vec's lanes, in an order of the section's choosing
- *   vec_exp_clamp, vec_exp2_halves, vec_nan_or   the three steps of exp_approx that are
- *                     not plain arithmetic (clamp, 2^k as two factors, NaN passed through)
+ *   vec_exp_clamp, vec_scale_exp2, vec_nan_or   the three steps of exp_approx that are
+ *                     not plain arithmetic (clamp, p 2^k rounded once as p 2^k1 2^k2 is,
+ *                     NaN passed through)
  *   vec_max           x where x > m, else m, lane by lane (so a NaN x never wins)
  *   vec_dropout       hash.h's dropout rule on the lanes of x, elements first .. first +
  *                     VLANES - 1: hash_mix64 in 64-bit integer lanes
@@ -151,14 +152,15 @@ static inline Vec vec_exp_clamp(Vec x) {
     return _mm256_blendv_ps(xc, vec_zero(), is_nan);
 }
 
-/* 2^k1 and 2^k2 for integer-valued k, k1 = k / 2 rounded toward 0 as C divides,
- * k2 = k - k1 */
-static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
+/* p 2^k for integer-valued k in [-150, 128] (exp_approx's): p 2^k1 2^k2, k1 = k / 2
+ * rounded toward 0 as C divides, k2 = k - k1, two factors that are normal floats */
+static inline Vec vec_scale_exp2(Vec p, Vec k) {
     __m256i ki = _mm256_cvttps_epi32(k);
     __m256i k1 = _mm256_srai_epi32(_mm256_add_epi32(ki, _mm256_srli_epi32(ki, 31)), 1);
     __m256i k2 = _mm256_sub_epi32(ki, k1), bias = _mm256_set1_epi32(127);
-    *f1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
-    *f2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
+    Vec f1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+    Vec f2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
+    return vec_mul(vec_mul(p, f1), f2);
 }
 
 /* v, with x's lanes where x is NaN */
@@ -232,13 +234,11 @@ static inline Vec vec_exp_clamp(Vec x) {
     return _mm512_mask_blend_ps(is_nan, xc, vec_zero());
 }
 
-static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
-    __m512i ki = _mm512_cvttps_epi32(k);
-    __m512i k1 = _mm512_srai_epi32(_mm512_add_epi32(ki, _mm512_srli_epi32(ki, 31)), 1);
-    __m512i k2 = _mm512_sub_epi32(ki, k1), bias = _mm512_set1_epi32(127);
-    *f1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1, bias), 23));
-    *f2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k2, bias), 23));
-}
+/* One vscalefps: p 2^k rounded once. p is exp's polynomial, in [0.70, 1.42], so p 2^k1 is
+ * exact and p 2^k1 2^k2 is rounded once too, in the same way: the same bits (checked for
+ * every float p in [0.5, 2) and every k in [-150, 128], subnormal and infinite results
+ * included), a tenth of the instructions. */
+static inline Vec vec_scale_exp2(Vec p, Vec k) { return _mm512_scalef_ps(p, k); }
 
 static inline Vec vec_nan_or(Vec x, Vec v) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), v, x);
@@ -453,13 +453,14 @@ static inline Vec vec_exp_clamp(Vec x) {
     return vbslq_f32(is_nan, vec_zero(), xc);
 }
 
-static inline void vec_exp2_halves(Vec k, Vec *f1, Vec *f2) {
+static inline Vec vec_scale_exp2(Vec p, Vec k) {
     int32x4_t ki = vcvtq_s32_f32(k);   /* toward zero */
     int32x4_t k1 = vshrq_n_s32(vaddq_s32(ki, vreinterpretq_s32_u32(
                                                  vshrq_n_u32(vreinterpretq_u32_s32(ki), 31))), 1);
     int32x4_t k2 = vsubq_s32(ki, k1), bias = vdupq_n_s32(127);
-    *f1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k1, bias), 23));
-    *f2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k2, bias), 23));
+    Vec f1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k1, bias), 23));
+    Vec f2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k2, bias), 23));
+    return vec_mul(vec_mul(p, f1), f2);
 }
 
 static inline Vec vec_nan_or(Vec x, Vec v) { return vbslq_f32(vceqq_f32(x, x), v, x); }

@@ -77,9 +77,7 @@ static inline Vec vec_exp_poly(Vec r) {   /* exp(r), |r| <= ln 2 / 2 */
 }
 
 static inline Vec vec_exp_scale(Vec x, Vec k, Vec p) {   /* p 2^k, or x where x is NaN */
-    Vec f1, f2;
-    vec_exp2_halves(k, &f1, &f2);
-    return vec_nan_or(x, vec_mul(vec_mul(p, f1), f2));
+    return vec_nan_or(x, vec_scale_exp2(p, k));
 }
 
 /* y (n,) = exp_approx of every lane of x, n <= EXP_BLOCK a multiple of VLANES, y may be x:
