@@ -41,14 +41,22 @@ BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench
 # ab-check: tools/ab_kernels.sh built with this build's compiler and flags and run on this
 # checkout against itself (two pairs, two small shapes): the copies must give the same bits,
 # so that the tool's build and renaming cannot go stale unnoticed (skipped, and said, off
-# x86-64 or without objcopy); and tools/ab_run.sh, two pairs of ./run against itself on the
-# shipped model, must print its ratio (check-build runs it). Example: make ab-check
+# x86-64 or without objcopy); tools/ab_run.sh, two pairs of ./run against itself on the
+# shipped model, must print its ratio; and tools/mca_tiles.sh must model the AVX2 build's
+# four loops (skipped, and said, off x86-64 or without llvm-mca). check-build runs it.
+# Example: make ab-check
 ab-check: $(B)/run
 	@out=$$(PAIRS=2 sh tools/ab_run.sh $(B)/run $(B)/run weights/model.bin \
 	  weights/tokenizer.bin tests/data/llama2c/greedy_s260k_noprompt.txt) || exit 1; \
 	if ! echo "$$out" | grep -q '^median B/A [0-9.]* (quartiles [0-9.]*-[0-9.]*) of 2 pairs'; then \
 	  echo "$$out"; echo "ab-check: tools/ab_run.sh printed no ratio of 2 pairs"; exit 1; fi; \
 	echo "ab-check: tools/ab_run.sh, 2 pairs of ./run against itself, its ratio printed"
+	@if [ "$$(uname -m)" = x86_64 ] && { command -v llvm-mca-14 || command -v llvm-mca; } >/dev/null; then \
+	  out=$$(sh tools/mca_tiles.sh x86-64-v3:haswell) || exit 1; \
+	  if [ "$$(echo "$$out" | grep -c '^| x86-64-v3 / haswell | [a-z0-9]* [a-z]* (`[a-z0-9_]*`) | [0-9][0-9]* | [0-9.]* | [0-9.]* |$$')" != 4 ]; then \
+	    echo "$$out"; echo "ab-check: tools/mca_tiles.sh modelled fewer than the 4 loops"; exit 1; fi; \
+	  echo "ab-check: tools/mca_tiles.sh, the AVX2 build's 4 loops modelled"; \
+	else echo "skipped: tools/mca_tiles.sh in ab-check (needs x86-64 and llvm-mca)"; fi
 	@if [ "$$(uname -m)" = x86_64 ] && command -v objcopy >/dev/null; then \
 	  out=$$(CC="$(CC)" CFLAGS="$(CFLAGS)" ROUNDS=2 B=$(B)/ab \
 	    sh tools/ab_kernels.sh . . q8:64:128 fp32:64:128) || exit 1; \
