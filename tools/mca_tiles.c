@@ -36,4 +36,15 @@ void mca_fp32_prompt(float *sums, const float *xt, const float *w) {
 void mca_fp32_decode(float *out, const float *x, const float *w) {
     dot_rows_tile(out, 192, x, w, (size_t)192 * 768, 768, 4, 0, 0);
 }
+
+/* A prompt's attention, heads of 64: the dots of DOTS_QUERIES queries with eight keys (one
+ * pass: eight values of each), and the weighted sums of SUMS_QUERIES queries over
+ * SUMS_VECTORS vectors of the values (one pass: a row of v). */
+void mca_attn_dots(float *out, const float *q, const void *const k_r[8]) {
+    dots8_queries(out, 256, q, 768, k_r, 64);
+}
+
+void mca_attn_sums(float *out, float *const *w_t, const float *v) {
+    weighted_sums_block(out, 768, w_t, v, 64, 256, SUMS_VECTORS);
+}
 #endif

@@ -10,9 +10,10 @@
 #   Lake server and Skylake server with AVX-512, Zen 3 and the AVX2 proxy x86-64-v3 as
 #   Haswell).
 # Environment: CC (gcc), MCA (llvm-mca-14, else llvm-mca).
-# Prints a markdown table: per target and loop, the multiplies in one pass of the loop
-# (vpdpbusd or vpmaddubsw for int8, vfmadd for fp32), llvm-mca's cycles a pass and
-# multiplies a cycle. Asserts nothing.
+# Prints a markdown table: per target and loop (int8 and fp32 products, prompt and decode;
+# a prompt's attention), the multiplies in one pass of the loop (vpdpbusd or vpmaddubsw for
+# int8, vfmadd for floats), llvm-mca's cycles a pass and multiplies a cycle. Asserts
+# nothing.
 set -eu
 targets=${*:-sapphirerapids:sapphirerapids icelake-server:icelake-server
 skylake-avx512:skylake-avx512 znver3:znver3 x86-64-v3:haswell}
@@ -67,7 +68,8 @@ for t in $targets; do
     # (AVX-512 VNNI), else the x86 int8 kernels' own (AVX2: vpmaddubsw; AVX-VNNI: vpdpbusd)
     for entry in "int8 prompt:mca_q8_prompt simd_q8_gemm_tiles" \
                  "int8 decode:mca_q8_decode dot_rows4_avx2" \
-                 "fp32 prompt:mca_fp32_prompt" "fp32 decode:mca_fp32_decode"; do
+                 "fp32 prompt:mca_fp32_prompt" "fp32 decode:mca_fp32_decode" \
+                 "attention dots:mca_attn_dots" "attention sums:mca_attn_sums"; do
         label=${entry%%:*} f=
         for g in ${entry#*:}; do grep -q "^$g:" "$tmp/$march.s" && { f=$g; break; }; done
         [ -n "$f" ] || continue
