@@ -40,13 +40,12 @@ if [ "$threads" = 1 ]; then
     pin=${ONE_CPU:+taskset -c $ONE_CPU}
 fi
 prompt=$(cat "$prompt_file")
+# one run of program $1: its stderr (the speed line, or why it failed) on stdout
+run_once() { $pin "$1" "$model" -z "$tok" -i "$prompt" -n "$steps" -t 0 -T "$threads" 2>&1 >/dev/null; }
 # one run's tokens/s (nothing if it failed: the pair is then left out)
-speed() {
-    $pin "$1" "$model" -z "$tok" -i "$prompt" -n "$steps" -t 0 -T "$threads" 2>&1 >/dev/null |
-        awk "$field"
-}
+speed() { run_once "$1" | awk "$field"; }
 for f in "$a_run" "$b_run"; do   # each once first: a run that fails says why, here
-    err=$($pin "$f" "$model" -z "$tok" -i "$prompt" -n "$steps" -t 0 -T "$threads" 2>&1 >/dev/null) ||
+    err=$(run_once "$f") ||
         { echo "ab_run: $f failed: $(printf '%s\n' "$err" | tail -n 1)" >&2; exit 1; }
 done
 echo "ab_run: $what tokens/s, $pairs ABBA pairs at $threads thread(s): A $a_run, B $b_run"
