@@ -19,10 +19,8 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
-# quant_x86.o asks simd/cpu.o whether the core wants decode's lines asked for ahead, and
-# whether it has AMX's tiles (simd/quant_amx.o)
-QUANT = $(B)/quant.o $(B)/simd/quant_x86.o $(B)/simd/quant_amx.o $(B)/simd/quant_neon.o \
-        $(B)/simd/cpu.o
+# quant_x86.o asks simd/cpu.o whether the core wants decode's lines asked for ahead
+QUANT = $(B)/quant.o $(B)/simd/quant_x86.o $(B)/simd/quant_neon.o $(B)/simd/cpu.o
 KERNELS = $(B)/kernels.o $(B)/parallel/pool.o $(B)/simd/vec_kernels.o \
           $(B)/trainer/train_kernels.o $(QUANT)
 TOK = $(B)/tokenizer.o $(B)/unicode/unicode.o $(B)/hash.o $(B)/platform/os.o

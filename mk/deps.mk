@@ -8,7 +8,6 @@ $(B)/kernels.o: kernels.c kernels.h quant.h parallel/pool.h simd/simd.h
 $(B)/parallel/pool.o: parallel/pool.c parallel/pool.h simd/simd.h kernels.h quant.h
 $(B)/simd/vec_kernels.o: simd/vec_kernels.c simd/vec.h simd/simd.h kernels.h quant.h hash.h
 $(B)/simd/quant_x86.o: simd/quant_x86.c simd/simd.h kernels.h quant.h
-$(B)/simd/quant_amx.o: simd/quant_amx.c simd/simd.h kernels.h quant.h
 $(B)/simd/quant_neon.o: simd/quant_neon.c simd/simd.h kernels.h quant.h
 $(B)/simd/cpu.o: simd/cpu.c simd/simd.h kernels.h quant.h
 # the trainer's kernels, linked into every program (block.c and attention.c hold the

@@ -1179,37 +1179,17 @@ void simd_q8_matmul_packed(float *out, const int8_t *xq, const float *xs, const 
     int cols = w->cols, group = w->group, groups = cols / group, OC = w->rows;
     int32_t starts[PACKED_STARTS];   /* 64 KiB; groups <= QUANT_GROUP_MAX / 4 = PACKED_STARTS */
     int chunk = PACKED_STARTS / groups;   /* rows of x at a time: whole tiles where >= 1 */
-    if (chunk >= 3 * QUANT_PACK_ROWS) chunk = chunk / (3 * QUANT_PACK_ROWS) * (3 * QUANT_PACK_ROWS);
-    else if (chunk >= PACKED_ROWS) chunk = chunk / PACKED_ROWS * PACKED_ROWS;
-    _Static_assert(3 * QUANT_PACK_ROWS % PACKED_ROWS == 0, "whole tiles of either kind");
+    if (chunk >= PACKED_ROWS) chunk = chunk / PACKED_ROWS * PACKED_ROWS;
     for (int n = 0; n < N; n += chunk) {
         int rows = N - n < chunk ? N - n : chunk;
         float *out_n = out + (size_t)n * (size_t)OC;
         const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
         const float *xs_n = xs + (size_t)n * (size_t)groups;
         packed_starts(starts, xq_n, rows, groups, group);
-        int done = 0;   /* rows the AMX tiles took, in the whole blocks of o0 .. o1-1 */
-#if defined(SIMD_Q8_AMX)
-        int whole0 = (o0 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS, whole1 = o1 / QUANT_PACK_ROWS;
-        if (rows >= QUANT_PACK_ROWS && whole1 > whole0 && simd_q8_amx_takes(w)) {
-            done = rows / QUANT_PACK_ROWS * QUANT_PACK_ROWS;
-            simd_q8_amx_rows(out_n, xq_n, xs_n, starts, w, bias, done, whole0, whole1);
-            if (o0 < whole0 * QUANT_PACK_ROWS)   /* those rows' columns in part blocks */
-                packed_rows(out_n, xq_n, xs_n, starts, w, bias, done, o0,
-                            whole0 * QUANT_PACK_ROWS);
-            if (whole1 * QUANT_PACK_ROWS < o1)
-                packed_rows(out_n, xq_n, xs_n, starts, w, bias, done, whole1 * QUANT_PACK_ROWS,
-                            o1);
-        }
-#endif
-        if (rows - done == 1)
-            packed_row(out_n + (size_t)done * (size_t)OC, xq_n + (size_t)done * (size_t)cols,
-                       xs_n + (size_t)done * (size_t)groups, starts + (size_t)done * (size_t)groups,
-                       w, bias, o0, o1);
-        else if (rows > done)
-            packed_rows(out_n + (size_t)done * (size_t)OC, xq_n + (size_t)done * (size_t)cols,
-                        xs_n + (size_t)done * (size_t)groups, starts + (size_t)done * (size_t)groups,
-                        w, bias, rows - done, o0, o1);
+        if (rows == 1)
+            packed_row(out_n, xq_n, xs_n, starts, w, bias, o0, o1);
+        else
+            packed_rows(out_n, xq_n, xs_n, starts, w, bias, rows, o0, o1);
     }
 }
 #endif /* SIMD_Q8_PACKED */

@@ -15,8 +15,7 @@
  *   vec_kernels.c   the float kernels (engine's and trainer's), written once in vec.h
  *   quant_x86.c     the int8 kernels for AVX2 (with AVX-512 VNNI or AVX-VNNI where built)
  *   quant_neon.c    the int8 kernels for NEON (AArch64): the row path and the prefill tile
- *   quant_amx.c     the packed int8 rows' prefill on AMX tiles, where the core has them
- *   cpu.c           what is read from the core at run time (simd_prefetch_rows, simd_amx)
+ *   cpu.c           what is read from the core at run time (simd_prefetch_rows)
  *   wasm_kernels.c  WebAssembly SIMD128 (the page, web/): the reference's matrix-vector
  *                   and attention dot products in 4-lane vectors, with the reference's bits
  *
@@ -111,12 +110,6 @@
  * run both paths); -1 goes back to it. */
 int simd_prefetch_rows(void);
 void simd_set_prefetch_rows(int on);
-/* 1 where this process may run AMX's int8 tiles (quant_amx.c): a build that has them
- * (SIMD_Q8_AMX), on a core that has them (CPUID), whose OS granted their use (Linux's
- * arch_prctl), read at the first call; else 0. simd_set_amx(0) turns them off, 1 or -1 back
- * to what the core has (the tests run both paths). */
-int simd_amx(void);
-void simd_set_amx(int on);
 
 #if SIMD_VECTOR
 /* kernels.c's matmul_block_reference: out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b,
@@ -302,23 +295,6 @@ void simd_q8_matmul_packed(float *out, const int8_t *xq, const float *xs, const 
                            const float *bias, int N, int o0, int o1);
 #else
 #define simd_q8_matmul_packed(out, xq, xs, w, bias, N, o0, o1) ((void)0)   /* never packed */
-#endif
-
-/* AMX (quant_amx.c) in a packed build for Linux on x86-64, by a compiler that has its
- * intrinsics (gcc 11, clang 12 and later), unless built with -DSIMD_NO_AMX (to measure the
- * VNNI tile alone on a core with tiles). */
-#if defined(SIMD_Q8_PACKED) && defined(__x86_64__) && defined(__linux__) &&              \
-    !defined(SIMD_NO_AMX) &&                                                              \
-    ((defined(__clang__) && __clang_major__ >= 12) ||                                     \
-     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
-#define SIMD_Q8_AMX 1
-/* Whether the tiles take w now: simd_amx() and groups of 4 .. 64 values, or whole 64s. */
-int simd_q8_amx_takes(const QuantMatrix *w);
-/* simd_q8_matmul_packed's whole blocks b0 .. b1-1 of 16 rows of w (columns 16 b0 ..
- * 16 b1 - 1), rows 0 .. N-1 of x (N a multiple of 16; starts (N, groups): -128 x the sum
- * of each group of x), with the reference's bits. */
-void simd_q8_amx_rows(float *out, const int8_t *xq, const float *xs, const int32_t *starts,
-                      const QuantMatrix *w, const float *bias, int N, int b0, int b1);
 #endif
 
 /* ---- the thread pool's spin-wait hint (parallel/pool.c) ---- */

@@ -720,16 +720,12 @@ static void test_pack_layout(void) {
                "are not packed");
 }
 
-/* Which tiles the packed products of many rows run on now: AMX's where simd_amx(), else
- * the VNNI tile (the kernel's name). */
-static const char *packed_tiles(void) { return simd_amx() ? "amx-int8" : quant_kernel_name(); }
-
 /* Packed rows at the int8 extremes (every product +-127 x 127, groups of 1,024 and 32, so
  * each lane's sums reach 127 x 255 x 1,024 before the start takes 128 x the sum of x away)
  * against the reference's float steps written out, bit for bit; and a NaN scale in one
  * group of row 5 of w: NaN in that row's outputs only, as the reference. */
 static void test_packed_extremes(void) {
-    enum { N = 23, C = 2048, OC = 35 };   /* 16 rows on AMX's tiles where they are, 7 not */
+    enum { N = 7, C = 2048, OC = 35 };
     QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0};
     if (quant_pack_rows(&probe) == 0) {
         check_skip("packed extremes: this build packs no rows (its int8 products read rows)");
@@ -770,8 +766,8 @@ static void test_packed_extremes(void) {
                                          : memcmp(&ref, &got, sizeof ref) == 0;
                     }
             }
-            check_true(ok, "packed extremes (%s), groups of %d%s: the reference's float steps "
-                       "bit for bit, all rows at once and each alone", packed_tiles(), group,
+            check_true(ok, "packed extremes, groups of %d%s: the reference's float steps bit "
+                       "for bit, all rows at once and each alone", group,
                        nan_row ? ", a NaN scale in row 5 (NaN there only)" : "");
         }
     }
@@ -796,15 +792,8 @@ static void test_packed(void) {
         {1, 768, 64, 64, 0, 64},     {7, 768, 48, 64, 5, 43},    {1, 100, 32, 20, 0, 32},
         {9, 100, 33, 20, 1, 33},     {1, 64, 16, 4, 0, 16},      {8, 64, 32, 4, 0, 32},
         {3, 2048, 32, 1024, 0, 32},  {13, 256, 40, 128, 2, 40},  {2, 48, 16, 16, 0, 16},
-        /* rows of x in several chunks of starts (16,384 a chunk): 96 rows a chunk, 5, 1 */
+        /* rows of x in several chunks of starts (16,384 a chunk): 126 rows a chunk, 5, 1 */
         {200, 4096, 32, 32, 5, 27},  {9, 12288, 32, 4, 0, 32},   {7, 65536, 17, 4, 0, 17},
-        /* whole blocks of 16 rows by 16 columns (AMX's tiles, where the core has them) and
-         * the rows and part blocks around them: one group, odd and even counts of groups,
-         * K of 4 .. 64 bytes, groups of several 64s */
-        {16, 32, 16, 32, 0, 16},     {17, 96, 48, 32, 0, 48},    {32, 288, 40, 32, 3, 37},
-        {48, 768, 64, 64, 0, 64},    {33, 256, 32, 128, 0, 32},  {16, 2048, 32, 1024, 0, 32},
-        {31, 100, 32, 20, 0, 32},    {16, 64, 48, 4, 16, 48},    {20, 48, 16, 16, 0, 16},
-        {112, 768, 96, 32, 0, 96},
     };
     QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0};
     if (quant_pack_rows(&probe) == 0) {
@@ -857,7 +846,7 @@ static void test_packed(void) {
         check_true(packed_ok && threads_ok && same_ref && outside_ok,
                    "packed (%s) N %d, cols %d, OC %d (%d rows packed), columns %d..%d: the "
                    "reference's float steps bit for bit, all rows at once, each alone and "
-                   "cut between 2 threads, +-bias", packed_tiles(), c.N, c.cols, c.OC,
+                   "cut between 2 threads, +-bias", quant_kernel_name(), c.N, c.cols, c.OC,
                    w.packed, c.o0, c.o1 - 1);
         free(all); free(rows); free(two); free(pq); free(ps);
         gemm_case_free(&c);
@@ -876,16 +865,7 @@ int main(void) {
     test_simd_vs_portable();
     test_gemm();
     test_pack_layout();
-    /* the packed products on AMX's tiles where this core and build have them, then on the
-     * VNNI tile alone */
-    if (!simd_amx())
-        check_skip("packed products on AMX tiles: this build or core has none (the VNNI "
-                   "tile's below)");
-    for (int amx = simd_amx(); amx >= 0; amx--) {
-        simd_set_amx(amx);
-        test_packed();
-        test_packed_extremes();
-    }
-    simd_set_amx(1);
+    test_packed();
+    test_packed_extremes();
     return check_summary("test_quant");
 }

@@ -54,12 +54,12 @@ build() {   # build LABEL DIR
 build a "$a_dir"
 build b "$b_dir"
 # the quantizer (quant_quantize) and its kernels from this checkout, for the operands
-for src in quant.c simd/quant_x86.c simd/quant_amx.c simd/quant_neon.c simd/cpu.c; do
+for src in quant.c simd/quant_x86.c simd/quant_neon.c simd/cpu.c; do
     $cc $base $cflags -I. -c "$src" -o "$out/this_$(basename "$src" .c).o"
 done
 $cc $base $cflags -I. tools/ab_kernels.c "$out"/a_q8.o "$out"/a_fp32.o "$out"/b_q8.o \
     "$out"/b_fp32.o "$out"/this_quant.o "$out"/this_quant_x86.o "$out"/this_quant_neon.o \
-    "$out"/this_quant_amx.o "$out"/this_cpu.o \
+    "$out"/this_cpu.o \
     -o "$out/ab_kernels" -lm
 echo "ab_kernels: $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
 echo "A: $a_dir ($(git -C "$a_dir" rev-parse --short HEAD 2>/dev/null || echo '?')), B: $b_dir ($(git -C "$b_dir" rev-parse --short HEAD 2>/dev/null || echo '?')), $cc $cflags, ${ROUNDS:-300} pairs, ${COPIES:-1} copies of w, ${OUTS:-1} of out, 256 rows${pin:+, $pin}"
