@@ -725,7 +725,7 @@ static void test_pack_layout(void) {
  * against the reference's float steps written out, bit for bit; and a NaN scale in one
  * group of row 5 of w: NaN in that row's outputs only, as the reference. */
 static void test_packed_extremes(void) {
-    enum { N = 7, C = 2048, OC = 35 };
+    enum { N = 23, C = 2048, OC = 35 };   /* a tile's 6 rows, three more times, and 5 */
     QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0};
     if (quant_pack_rows(&probe) == 0) {
         check_skip("packed extremes: this build packs no rows (its int8 products read rows)");
@@ -794,6 +794,13 @@ static void test_packed(void) {
         {3, 2048, 32, 1024, 0, 32},  {13, 256, 40, 128, 2, 40},  {2, 48, 16, 16, 0, 16},
         /* rows of x in several chunks of starts (16,384 a chunk): 126 rows a chunk, 5, 1 */
         {200, 4096, 32, 32, 5, 27},  {9, 12288, 32, 4, 0, 32},   {7, 65536, 17, 4, 0, 17},
+        /* a prompt's many rows: whole blocks of 16 rows by 16 columns and the rows and part
+         * blocks around them; one group, odd and even counts of groups, groups of 4 .. 64
+         * values and of several 64s */
+        {16, 32, 16, 32, 0, 16},     {17, 96, 48, 32, 0, 48},    {32, 288, 40, 32, 3, 37},
+        {48, 768, 64, 64, 0, 64},    {33, 256, 32, 128, 0, 32},  {16, 2048, 32, 1024, 0, 32},
+        {31, 100, 32, 20, 0, 32},    {16, 64, 48, 4, 16, 48},    {20, 48, 16, 16, 0, 16},
+        {112, 768, 96, 32, 0, 96},
     };
     QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0};
     if (quant_pack_rows(&probe) == 0) {
