@@ -379,6 +379,16 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
 #define GEMM_OB 48                     /* rows of w whose sums are gathered before they go
                                         * into out (a multiple of GEMM_MR) */
 #define GEMM_MIN_ROWS (GEMM_NB / 2)    /* fewer rows of x: the dot-product tile is faster */
+#ifndef GEMM_STEP
+#define GEMM_STEP 4                    /* values of i a pass of gemm_tile's loop (divides 16) */
+#endif
+#if defined(__clang__)
+#define STEP_UNROLL _Pragma("clang loop unroll(full)")
+#elif defined(__GNUC__)
+#define STEP_UNROLL _Pragma("GCC unroll 16")
+#else
+#define STEP_UNROLL
+#endif
 #define GEMM_COL_BLOCKS 4              /* column blocks per block of rows: few, since each
                                         * job transposes its rows of x once */
 
@@ -392,18 +402,33 @@ static ALWAYS_INLINE void gemm_tile(float *sums, const float *xt, int ld, const 
     Vec acc[GEMM_MR][GEMM_NV];
     TILE_UNROLL for (int r = 0; r < R; r++)
         TILE_UNROLL for (int v = 0; v < nv; v++) acc[r][v] = vec_zero();
-    for (int i = 0; i < kc; i++) {
+    /* acc += column i's products: w's R values by the nv vectors of xt's row i */
+#define GEMM_I(i)                                                                          \
+    do {                                                                                   \
+        Vec x_v[GEMM_NV];                                                                  \
+        TILE_UNROLL for (int v = 0; v < nv; v++)                                           \
+            x_v[v] = vec_load(xt + (size_t)(i) * ld + v * VLANES);                         \
+        TILE_UNROLL for (int r = 0; r < R; r++) {                                          \
+            Vec w_ri = vec_broadcast(w + (size_t)r * IC + (i));                            \
+            TILE_UNROLL for (int v = 0; v < nv; v++)                                       \
+                acc[r][v] = vec_fma(w_ri, x_v[v], acc[r][v]);                              \
+        }                                                                                  \
+        TILE_UNROLL for (int r = 0; r < R; r++)                                            \
+            TILE_UNROLL for (int v = 0; v < nv; v++) IN_REGISTER(acc[r][v]);               \
+    } while (0)
+    /* i four at a time, unrolled: the loop's own count and branches would otherwise take
+     * ports that the FMAs need (two 512-bit FMA ports: a step's 12 FMAs are 6 cycles) */
+    int i = 0;
+    for (; i + GEMM_STEP <= kc; i += GEMM_STEP) {
         if (i % 16 == 0)   /* a line of each of the next tile's rows, as this one's start */
             TILE_UNROLL for (int r = 0; r < R; r++) PREFETCH_L2(next + (size_t)r * IC + i);
-        Vec x_v[GEMM_NV];
-        TILE_UNROLL for (int v = 0; v < nv; v++)
-            x_v[v] = vec_load(xt + (size_t)i * ld + v * VLANES);
-        TILE_UNROLL for (int r = 0; r < R; r++) {
-            Vec w_ri = vec_broadcast(w + (size_t)r * IC + i);
-            TILE_UNROLL for (int v = 0; v < nv; v++)
-                acc[r][v] = vec_fma(w_ri, x_v[v], acc[r][v]);
-        }
+        STEP_UNROLL for (int j = 0; j < GEMM_STEP; j++) GEMM_I(i + j);
     }
+    for (; i < kc; i++) {
+        if (i % 16 == 0) TILE_UNROLL for (int r = 0; r < R; r++) PREFETCH_L2(next + (size_t)r * IC + i);
+        GEMM_I(i);
+    }
+#undef GEMM_I
     TILE_UNROLL for (int r = 0; r < R; r++)
         TILE_UNROLL for (int v = 0; v < nv; v++)
             vec_store(sums + (size_t)r * GEMM_NB + v * VLANES, acc[r][v]);
