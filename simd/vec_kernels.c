@@ -380,7 +380,7 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
                                         * into out (a multiple of GEMM_MR) */
 #define GEMM_MIN_ROWS (GEMM_NB / 2)    /* fewer rows of x: the dot-product tile is faster */
 #ifndef GEMM_STEP
-#define GEMM_STEP 4                    /* values of i a pass of gemm_tile's loop (divides 16) */
+#define GEMM_STEP 8                    /* values of i a pass of gemm_tile's loop (divides 16) */
 #endif
 #if defined(__clang__)
 #define STEP_UNROLL _Pragma("clang loop unroll(full)")
@@ -416,7 +416,7 @@ static ALWAYS_INLINE void gemm_tile(float *sums, const float *xt, int ld, const 
         TILE_UNROLL for (int r = 0; r < R; r++)                                            \
             TILE_UNROLL for (int v = 0; v < nv; v++) IN_REGISTER(acc[r][v]);               \
     } while (0)
-    /* i four at a time, unrolled: the loop's own count and branches would otherwise take
+    /* i GEMM_STEP at a time, unrolled: the loop's own count and branches would otherwise take
      * ports that the FMAs need (two 512-bit FMA ports: a step's 12 FMAs are 6 cycles) */
     int i = 0;
     for (; i + GEMM_STEP <= kc; i += GEMM_STEP) {
