@@ -104,8 +104,8 @@
 /* 1 where decode asks for the lines of a matrix read from memory ahead of its reads
  * (software prefetch: simd_matmul_block's and simd_matmul_row_half's rows, and an int8 w
  * marked cold), 0 where it leaves them to the hardware's prefetchers: the hints pay on AMD
- * family 26 (Zen 5) and cost decode a fifth of its speed on family 25 (Zen 4), and no other
- * core was measured (docs/performance.md, Where the speed comes from). Read from CPUID at
+ * family 26 (Zen 5) and on an Intel Xeon, and cost decode a fifth of its speed on family 25
+ * (Zen 4) (docs/performance.md, Where the speed comes from). Read from CPUID at
  * the first call. simd_set_prefetch_rows(1 or 0) overrides the core's choice (the tests
  * run both paths); -1 goes back to it. */
 int simd_prefetch_rows(void);
