@@ -401,7 +401,7 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
  * columns of xt (kc, ld): row r holds the sums over i = 0 .. kc-1 of w[r][i] * xt[i][:].
  * A block of fewer rows of x than NB takes fewer vectors (nv), not padding lanes. Asks
  * for rows 0 .. R-1 of `next` (the next tile's w, or w itself) in L2 as it goes: w comes
- * from memory once a job, and a tile's six new rows would otherwise wait for it together. */
+ * from memory once a job, and a tile's new rows would otherwise wait for it together. */
 static ALWAYS_INLINE void gemm_tile(float *sums, const float *xt, int ld, const float *w,
                                     const float *next, int kc, int IC, int R, int nv) {
     Vec acc[GEMM_MR][GEMM_NV];
