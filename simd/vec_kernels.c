@@ -421,18 +421,21 @@ static ALWAYS_INLINE void gemm_tile(float *sums, const float *xt, int ld, const 
         TILE_UNROLL for (int r = 0; r < R; r++)                                            \
             TILE_UNROLL for (int v = 0; v < nv; v++) IN_REGISTER(acc[r][v]);               \
     } while (0)
+    /* a line of each of the next tile's rows every 16 values of i, as this one's start */
+#define GEMM_AHEAD(i)                                                                      \
+    if ((i) % 16 == 0) TILE_UNROLL for (int r = 0; r < R; r++) PREFETCH_L2(next + (size_t)r * IC + (i))
     /* i GEMM_STEP at a time, unrolled: the loop's own count and branches would otherwise take
-     * ports that the FMAs need (two 512-bit FMA ports: a step's 12 FMAs are 6 cycles) */
+     * ports that the FMAs need (two 512-bit FMA ports: a step's 2 R FMAs are R cycles) */
     int i = 0;
     for (; i + GEMM_STEP <= kc; i += GEMM_STEP) {
-        if (i % 16 == 0)   /* a line of each of the next tile's rows, as this one's start */
-            TILE_UNROLL for (int r = 0; r < R; r++) PREFETCH_L2(next + (size_t)r * IC + i);
+        GEMM_AHEAD(i);
         STEP_UNROLL for (int j = 0; j < GEMM_STEP; j++) GEMM_I(i + j);
     }
     for (; i < kc; i++) {
-        if (i % 16 == 0) TILE_UNROLL for (int r = 0; r < R; r++) PREFETCH_L2(next + (size_t)r * IC + i);
+        GEMM_AHEAD(i);
         GEMM_I(i);
     }
+#undef GEMM_AHEAD
 #undef GEMM_I
     TILE_UNROLL for (int r = 0; r < R; r++)
         TILE_UNROLL for (int v = 0; v < nv; v++)
@@ -502,8 +505,10 @@ static ALWAYS_INLINE void gemm_group(float *out, const float *xt, int ld, const 
     }
     float *s_o = sums + (size_t)(o - g) * GEMM_NB;
     switch (g1 - o) {   /* the rows of w left over, with constant tile heights */
+#if GEMM_MR == 8
     case 7: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 7, nv); break;
     case 6: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 6, nv); break;
+#endif
     case 5: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 5, nv); break;
     case 4: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 4, nv); break;
     case 3: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 3, nv); break;
