@@ -980,37 +980,61 @@ int simd_q8_gemm_takes(const QuantMatrix *w) {
  * group's quads each lane holds its output's exact group dot product plus 128 times
  * the sum of the group's x, which its start (-128 times that sum, the same for every lane)
  * takes away. The reference's float steps follow, 16 outputs at a time: acc + (float)dot *
- * (x's scale * w's scale). No sums across lanes, no packing of x.
+ * (x's scale * w's scale). No sums across lanes.
  *   tile    R rows of x (1 .. PACKED_ROWS) by NB blocks of w (1 .. PACKED_BLOCKS), the NB
  *           blocks step blocks apart: adjacent (prefill), or a quarter of a range apart
- *           (decode: four sequential runs through w, which the prefetchers stream best). */
+ *           (decode: four sequential runs through w, which the prefetchers stream best).
+ *   xp      a tile's rows of x as the tile reads them, one stream (pack_x): for each group,
+ *           the R rows' starts (int32), their scales (float), then the group's quads, each
+ *           the R rows' four values side by side. Read from R rows of xq, xs and starts
+ *           instead, the tile kept ~18 pointers, more than x86 has registers: gcc spilled
+ *           them and copied sums, and the tile ran at ~0.8x this. */
 #define PACKED_ROWS 6          /* rows of x per tile: 6 x 2 int32 sums, 6 x 2 float sums */
 #define PACKED_BLOCKS 2        /* blocks of w per tile of several rows of x */
 #define PACKED_RUNS 4          /* decode: blocks per tile, each from its own run of w */
-#define PACKED_STARTS 16384    /* starts (int32) on the stack: rows of x x groups */
+#define PACKED_X_BYTES (512 << 10)   /* packed rows of x on the stack (a row: at most
+                                      * 3 x QUANT_GROUP_MAX bytes, with groups of 4) */
 
-/* starts (rows, groups) = -128 x the sum of each group of rows of x (rows, groups x group). */
-static void packed_starts(int32_t *starts, const int8_t *xq, int rows, int groups, int group) {
-    for (int r = 0; r < rows; r++)
-        for (int g = 0; g < groups; g++) {
-            const int8_t *x = xq + ((size_t)r * (size_t)groups + (size_t)g) * (size_t)group;
-            int32_t sum = 0;
-            for (int i = 0; i < group; i++) sum += x[i];
-            starts[(size_t)r * (size_t)groups + (size_t)g] = -128 * sum;
-        }
+/* Bytes of a row of x packed: its values, and a start and a scale a group. */
+static size_t packed_row_bytes(int cols, int groups) {
+    return (size_t)cols + 8 * (size_t)groups;
 }
 
-/* dot[r][b][c] += the products of quad k of R rows of x (x, ldx apart) and of NB blocks
- * of w (w, w_step bytes apart). */
+/* xp = R rows of x (xq (R, cols), xs (R, groups)) in the tile's order (above). */
+static void pack_x(uint8_t *xp, const int8_t *xq, const float *xs, int R, int cols, int group) {
+    int groups = cols / group;
+    for (int g = 0; g < groups; g++) {
+        for (int r = 0; r < R; r++) {
+            const int8_t *x = xq + (size_t)r * (size_t)cols + (size_t)g * (size_t)group;
+            int32_t sum = 0;
+            for (int i = 0; i < group; i++) sum += x[i];
+            int32_t start = -128 * sum;
+            memcpy(xp + 4 * r, &start, 4);
+            memcpy(xp + 4 * (R + r), xs + (size_t)r * (size_t)groups + (size_t)g, 4);
+        }
+        xp += 8 * (size_t)R;
+        const int8_t *x_g = xq + (size_t)g * (size_t)group;
+        if (R == 1) {   /* decode: the group as it is */
+            memcpy(xp, x_g, (size_t)group);
+            xp += group;
+            continue;
+        }
+        for (int k = 0; k < group / 4; k++, xp += 4 * (size_t)R)
+            for (int r = 0; r < R; r++) memcpy(xp + 4 * r, x_g + (size_t)r * (size_t)cols + 4 * k, 4);
+    }
+}
+
+/* dot[r][b][c] += the products of quad k of R rows of x (x: a group's quads in xp) and of
+ * NB blocks of w (w, w_step bytes apart). */
 static inline __attribute__((always_inline)) void
 packed_quad(__m512i dot[PACKED_ROWS][PACKED_RUNS][2], const uint8_t *w, size_t w_step,
-            const int8_t *x, size_t ldx, int k, int c, int R, int NB) {
+            const uint8_t *x, int k, int c, int R, int NB) {
     __m512i w_k[PACKED_RUNS];
     for (int b = 0; b < NB; b++)
         w_k[b] = _mm512_loadu_si512(w + (size_t)b * w_step + (size_t)k * 64);
     for (int r = 0; r < R; r++) {
         int32_t quad;
-        memcpy(&quad, x + (size_t)r * ldx + 4 * (size_t)k, 4);
+        memcpy(&quad, x + 4 * ((size_t)k * (size_t)R + (size_t)r), 4);
         __m512i x_k = _mm512_set1_epi32(quad);
         for (int b = 0; b < NB; b++) dot[r][b][c] = _mm512_dpbusd_epi32(dot[r][b][c], w_k[b], x_k);
     }
@@ -1018,14 +1042,14 @@ packed_quad(__m512i dot[PACKED_ROWS][PACKED_RUNS][2], const uint8_t *w, size_t w
 
 /* The tile: out[r][16b + i] for its R rows of x (ldo floats apart) and lanes i of its NB
  * blocks of w (w, ws: the first block's q and scales; step: the blocks' distance in
- * blocks; o_step: in outputs), where mask[b] has lane i: xq (R, ldx) with xs and starts
- * (R, groups); + bias (the first block's 16 values, o_step apart), or + 0 as the
- * reference adds. One chain of sums per (row, block), two when R is 1 (a decode's eight
- * multiples of a group would wait on each other). */
+ * blocks; o_step: in outputs), where mask[b] has lane i: the rows packed in xp; + bias
+ * (the first block's 16 values, o_step apart), or + 0 as the reference adds. One chain of
+ * sums per (row, block), two when R is 1 (a decode's eight multiples of a group would
+ * wait on each other). */
 static inline __attribute__((always_inline)) void
 packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t step,
-            size_t o_step, int cols, int group, const int8_t *xq, size_t ldx, const float *xs,
-            const int32_t *starts, const float *bias, const __mmask16 *mask, int R, int NB) {
+            size_t o_step, int cols, int group, const uint8_t *xp, const float *bias,
+            const __mmask16 *mask, int R, int NB) {
     enum { CH = 2 };   /* chains when R == 1 */
     int groups = cols / group, quads = group / 4, chains = R == 1 ? CH : 1;
     _Static_assert(CH == 2, "packed_quad's sums");
@@ -1034,15 +1058,18 @@ packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t st
     __m512 acc[PACKED_ROWS][PACKED_RUNS];
     for (int r = 0; r < R; r++)
         for (int b = 0; b < NB; b++) acc[r][b] = _mm512_setzero_ps();
-    for (int g = 0; g < groups; g++) {
+    for (int g = 0; g < groups; g++, xp += (size_t)R * (8 + (size_t)group)) {
         __m512i dot[PACKED_ROWS][PACKED_RUNS][CH];
-        for (int r = 0; r < R; r++)
+        for (int r = 0; r < R; r++) {
+            int32_t start;
+            memcpy(&start, xp + 4 * r, 4);
             for (int b = 0; b < NB; b++) {
-                dot[r][b][0] = _mm512_set1_epi32(starts[(size_t)r * (size_t)groups + (size_t)g]);
+                dot[r][b][0] = _mm512_set1_epi32(start);
                 for (int c = 1; c < chains; c++) dot[r][b][c] = _mm512_setzero_si512();
             }
+        }
         const uint8_t *w_g = w + (size_t)g * (size_t)group * QUANT_PACK_ROWS;
-        const int8_t *x_g = xq + (size_t)g * (size_t)group;
+        const uint8_t *x_g = xp + 8 * (size_t)R;   /* the group's quads */
         /* the quads eight at a time (a group of 32 in one pass), unrolled: which chain a
          * quad adds to is then known when compiling, so the sums stay in registers (gcc 12
          * unasked kept the loop for -march=sapphirerapids, copying the sums every quad) */
@@ -1052,14 +1079,15 @@ packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t st
 #pragma GCC unroll 8
 #endif
             for (int j = 0; j < 8; j++)
-                packed_quad(dot, w_g, w_step, x_g, ldx, k + j, j % chains, R, NB);
-        for (; k < quads; k++) packed_quad(dot, w_g, w_step, x_g, ldx, k, 0, R, NB);
+                packed_quad(dot, w_g, w_step, x_g, k + j, j % chains, R, NB);
+        for (; k < quads; k++) packed_quad(dot, w_g, w_step, x_g, k, 0, R, NB);
         for (int b = 0; b < NB; b++) {
             __m512 ws_g = _mm512_loadu_ps(ws + (size_t)b * s_step + (size_t)g * QUANT_PACK_ROWS);
             for (int r = 0; r < R; r++) {
                 __m512i d = dot[r][b][0];   /* + the other chain's: exact */
                 for (int c = 1; c < chains; c++) d = _mm512_add_epi32(d, dot[r][b][c]);
-                float xs_g = xs[(size_t)r * (size_t)groups + (size_t)g];
+                float xs_g;
+                memcpy(&xs_g, xp + 4 * (R + r), 4);
                 __m512 scale = _mm512_mul_ps(_mm512_set1_ps(xs_g), ws_g);
                 acc[r][b] = _mm512_add_ps(acc[r][b], _mm512_mul_ps(_mm512_cvtepi32_ps(d), scale));
             }
@@ -1081,10 +1109,10 @@ static __mmask16 packed_mask(int block, int o0, int o1) {
     return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
 
-/* Decode: columns o0 .. o1-1 for one row of x (its starts): the whole blocks in
+/* Decode: columns o0 .. o1-1 for one row of x (packed in xp): the whole blocks in
  * PACKED_RUNS runs a quarter of their range apart, the rest a block at a time. */
-static void packed_row(float *out, const int8_t *xq, const float *xs, const int32_t *starts,
-                       const QuantMatrix *w, const float *bias, int o0, int o1) {
+static void packed_row(float *out, const uint8_t *xp, const QuantMatrix *w, const float *bias,
+                       int o0, int o1) {
     int cols = w->cols, group = w->group, groups = cols / group, b0 = o0 / QUANT_PACK_ROWS;
     int b1 = (o1 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS;   /* blocks b0 .. b1-1 */
     int whole0 = (o0 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS, whole1 = o1 / QUANT_PACK_ROWS;
@@ -1097,46 +1125,47 @@ static void packed_row(float *out, const int8_t *xq, const float *xs, const int3
         const float *ws = w->scale + (size_t)o * (size_t)groups, *bias_o = bias ? bias + o : NULL;
         size_t o_step = (size_t)quarter * QUANT_PACK_ROWS;
         if (group == 32)
-            packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, 32, xq, 0, xs,
-                        starts, bias_o, all, 1, PACKED_RUNS);
+            packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, 32, xp, bias_o,
+                        all, 1, PACKED_RUNS);
         else
-            packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, group, xq, 0, xs,
-                        starts, bias_o, all, 1, PACKED_RUNS);
+            packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, group, xp, bias_o,
+                        all, 1, PACKED_RUNS);
     }
     for (int b = b0; b < b1; b++) {
         if (b >= whole0 && b < whole0 + PACKED_RUNS * quarter) continue;   /* done above */
         int o = b * QUANT_PACK_ROWS;
         __mmask16 mask = packed_mask(b, o0, o1);
         packed_tile(out + o, 0, q + (size_t)o * (size_t)cols,
-                    w->scale + (size_t)o * (size_t)groups, 1, QUANT_PACK_ROWS, cols, group, xq,
-                    0, xs, starts, bias ? bias + o : NULL, &mask, 1, 1);
+                    w->scale + (size_t)o * (size_t)groups, 1, QUANT_PACK_ROWS, cols, group, xp,
+                    bias ? bias + o : NULL, &mask, 1, 1);
     }
 }
 
-/* The tile of R rows (a constant in each call, as packed_tile needs) by blocks b .. b+NB-1;
- * a whole tile of groups of 32 with the group a constant too (its quads' loop unrolled). */
+/* The tile of R rows (a constant in each call, as packed_tile needs; packed in xp) by
+ * blocks b .. b+NB-1; a whole tile of groups of 32 with the group a constant too (its
+ * quads' loop unrolled). */
 static inline __attribute__((always_inline)) void
-packed_rows_tile(float *out, size_t ldo, const int8_t *xq, const float *xs,
-                 const int32_t *starts, const QuantMatrix *w, const float *bias, int b, int NB,
-                 const __mmask16 *mask, int R) {
+packed_rows_tile(float *out, size_t ldo, const uint8_t *xp, const QuantMatrix *w,
+                 const float *bias, int b, int NB, const __mmask16 *mask, int R) {
     int cols = w->cols, groups = cols / w->group, o = b * QUANT_PACK_ROWS;
     const uint8_t *q = (const uint8_t *)w->q + (size_t)o * (size_t)cols;
     const float *ws = w->scale + (size_t)o * (size_t)groups;
     if (R == PACKED_ROWS && NB == PACKED_BLOCKS && w->group == 32)
-        packed_tile(out + o, ldo, q, ws, 1, QUANT_PACK_ROWS, cols, 32, xq, (size_t)cols, xs,
-                    starts, bias ? bias + o : NULL, mask, R, NB);
+        packed_tile(out + o, ldo, q, ws, 1, QUANT_PACK_ROWS, cols, 32, xp,
+                    bias ? bias + o : NULL, mask, R, NB);
     else
-        packed_tile(out + o, ldo, q, ws, 1, QUANT_PACK_ROWS, cols, w->group, xq, (size_t)cols,
-                    xs, starts, bias ? bias + o : NULL, mask, R, NB);
+        packed_tile(out + o, ldo, q, ws, 1, QUANT_PACK_ROWS, cols, w->group, xp,
+                    bias ? bias + o : NULL, mask, R, NB);
 }
 
-/* Several rows of x: for each pair of blocks of w, tiles of PACKED_ROWS rows, each over all
+/* Several rows of x (N, packed a tile of PACKED_ROWS rows after another in xp, rows
+ * row_bytes apart): for each pair of blocks of w, tiles of PACKED_ROWS rows, each over all
  * the groups (the pair's rows of w come from L2; out is written once), then the rows left
  * over as one smaller tile. Each tile asks for its rows' lines of out for the next pair:
  * in a prompt out comes from L3, and a store that misses it waits for the line. */
-static void packed_rows(float *out, const int8_t *xq, const float *xs, const int32_t *starts,
-                        const QuantMatrix *w, const float *bias, int N, int o0, int o1) {
-    int cols = w->cols, groups = cols / w->group, OC = w->rows;
+static void packed_rows(float *out, const uint8_t *xp, size_t row_bytes, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1) {
+    int OC = w->rows;
     int b0 = o0 / QUANT_PACK_ROWS, b1 = (o1 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS;
     for (int b = b0; b < b1; b += PACKED_BLOCKS) {
         int NB = b1 - b < PACKED_BLOCKS ? b1 - b : PACKED_BLOCKS;
@@ -1145,9 +1174,7 @@ static void packed_rows(float *out, const int8_t *xq, const float *xs, const int
         for (int n = 0; n < N; n += PACKED_ROWS) {
             int R = N - n < PACKED_ROWS ? N - n : PACKED_ROWS;
             float *out_n = out + (size_t)n * (size_t)OC;
-            const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
-            const float *xs_n = xs + (size_t)n * (size_t)groups;
-            const int32_t *st_n = starts + (size_t)n * (size_t)groups;
+            const uint8_t *xp_n = xp + (size_t)n * row_bytes;
             for (int r = 0; r < R; r++)
                 for (int i = b + PACKED_BLOCKS; i < b + 2 * PACKED_BLOCKS && i < b1; i++)
                     _mm_prefetch((const char *)(out_n + (size_t)r * (size_t)OC +
@@ -1155,10 +1182,9 @@ static void packed_rows(float *out, const int8_t *xq, const float *xs, const int
 #define PACKED_CASE(RR)                                                                       \
     case RR:                                                                                  \
         if (NB == PACKED_BLOCKS)                                                              \
-            packed_rows_tile(out_n, (size_t)OC, xq_n, xs_n, st_n, w, bias, b, PACKED_BLOCKS,  \
-                             mask, RR);                                                       \
+            packed_rows_tile(out_n, (size_t)OC, xp_n, w, bias, b, PACKED_BLOCKS, mask, RR);   \
         else                                                                                  \
-            packed_rows_tile(out_n, (size_t)OC, xq_n, xs_n, st_n, w, bias, b, 1, mask, RR);   \
+            packed_rows_tile(out_n, (size_t)OC, xp_n, w, bias, b, 1, mask, RR);               \
         break;
             switch (R) {
                 PACKED_CASE(1)
@@ -1176,20 +1202,23 @@ static void packed_rows(float *out, const int8_t *xq, const float *xs, const int
 void simd_q8_matmul_packed(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                            const float *bias, int N, int o0, int o1) {
     _Static_assert(PACKED_ROWS == 6, "packed_rows' cases");
+    _Static_assert(PACKED_X_BYTES >= 3 * QUANT_GROUP_MAX, "a row of x fits (groups of 4)");
+    _Alignas(64) uint8_t xp[PACKED_X_BYTES];
     int cols = w->cols, group = w->group, groups = cols / group, OC = w->rows;
-    int32_t starts[PACKED_STARTS];   /* 64 KiB; groups <= QUANT_GROUP_MAX / 4 = PACKED_STARTS */
-    int chunk = PACKED_STARTS / groups;   /* rows of x at a time: whole tiles where >= 1 */
+    size_t row_bytes = packed_row_bytes(cols, groups);
+    int chunk = (int)(PACKED_X_BYTES / row_bytes);   /* rows of x at a time: whole tiles */
     if (chunk >= PACKED_ROWS) chunk = chunk / PACKED_ROWS * PACKED_ROWS;
     for (int n = 0; n < N; n += chunk) {
         int rows = N - n < chunk ? N - n : chunk;
+        for (int t = 0; t < rows; t += PACKED_ROWS)
+            pack_x(xp + (size_t)t * row_bytes, xq + (size_t)(n + t) * (size_t)cols,
+                   xs + (size_t)(n + t) * (size_t)groups,
+                   rows - t < PACKED_ROWS ? rows - t : PACKED_ROWS, cols, group);
         float *out_n = out + (size_t)n * (size_t)OC;
-        const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
-        const float *xs_n = xs + (size_t)n * (size_t)groups;
-        packed_starts(starts, xq_n, rows, groups, group);
         if (rows == 1)
-            packed_row(out_n, xq_n, xs_n, starts, w, bias, o0, o1);
+            packed_row(out_n, xp, w, bias, o0, o1);
         else
-            packed_rows(out_n, xq_n, xs_n, starts, w, bias, rows, o0, o1);
+            packed_rows(out_n, xp, row_bytes, w, bias, rows, o0, o1);
     }
 }
 #endif /* SIMD_Q8_PACKED */

@@ -780,7 +780,7 @@ static void test_packed_extremes(void) {
  * runs, and blocks cut by o0 and o1), 2 .. 13 rows (the tile of 6 rows by 2 blocks and
  * every smaller one), rows past the last whole block (in rows), ranges that start and end
  * inside a block, rows in several spans of groups, groups of 4 to 1,024 values, rows of x
- * in several chunks of their groups' starts. */
+ * in several chunks of packed rows. */
 static void test_packed(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},     {1, 768, 200, 32, 5, 197},  {1, 64, 147, 32, 0, 147},
@@ -792,8 +792,9 @@ static void test_packed(void) {
         {1, 768, 64, 64, 0, 64},     {7, 768, 48, 64, 5, 43},    {1, 100, 32, 20, 0, 32},
         {9, 100, 33, 20, 1, 33},     {1, 64, 16, 4, 0, 16},      {8, 64, 32, 4, 0, 32},
         {3, 2048, 32, 1024, 0, 32},  {13, 256, 40, 128, 2, 40},  {2, 48, 16, 16, 0, 16},
-        /* rows of x in several chunks of starts (16,384 a chunk): 126 rows a chunk, 5, 1 */
-        {200, 4096, 32, 32, 5, 27},  {9, 12288, 32, 4, 0, 32},   {7, 65536, 17, 4, 0, 17},
+        /* rows of x in several chunks of packed rows (512 KiB a chunk): 102 rows a chunk,
+         * 12 (a chunk and 8 rows), 2 (short of a tile) */
+        {200, 4096, 32, 32, 5, 27},  {20, 12288, 32, 4, 0, 32},  {7, 65536, 17, 4, 0, 17},
         /* a prompt's many rows: whole blocks of 16 rows by 16 columns and the rows and part
          * blocks around them; one group, odd and even counts of groups, groups of 4 .. 64
          * values and of several 64s */
