@@ -8,20 +8,21 @@
 #include "simd/vec_kernels.c"
 
 #if defined(SIMD_Q8_PACKED)
-/* A prompt's int8 tile (AVX-512 VNNI): 6 rows of x by 2 blocks of 16 rows of w, a row of
- * 768 values in groups of 32; its loop is one group (96 vpdpbusd, then the float steps). */
-void mca_q8_prompt(float *out, const uint8_t *w, const float *ws, const int8_t *xq,
-                   const float *xs, const int32_t *starts, const __mmask16 *mask) {
-    packed_tile(out, 768, w, ws, 1, QUANT_PACK_ROWS, 768, 32, xq, 768, xs, starts, NULL, mask,
-                PACKED_ROWS, PACKED_BLOCKS);
+/* A prompt's int8 tile (AVX-512 VNNI): 6 rows of x (packed: pack_x) by 2 blocks of 16
+ * rows of w, a row of 768 values in groups of 32; its loop is one group (96 vpdpbusd,
+ * then the float steps). */
+void mca_q8_prompt(float *out, const uint8_t *w, const float *ws, const uint8_t *xp,
+                   const __mmask16 *mask) {
+    packed_tile(out, 768, w, ws, 1, QUANT_PACK_ROWS, 768, 32, xp, NULL, mask, PACKED_ROWS,
+                PACKED_BLOCKS);
 }
 
-/* Decode's int8 tile: one row of x against four runs of w (blocks 12 apart), one group a
- * loop (32 vpdpbusd). */
-void mca_q8_decode(float *out, const uint8_t *w, const float *ws, const int8_t *xq,
-                   const float *xs, const int32_t *starts, const __mmask16 *mask) {
-    packed_tile(out, 0, w, ws, 12, 12 * QUANT_PACK_ROWS, 768, 32, xq, 0, xs, starts, NULL,
-                mask, 1, PACKED_RUNS);
+/* Decode's int8 tile: one row of x (packed) against four runs of w (blocks 12 apart), one
+ * group a loop (32 vpdpbusd). */
+void mca_q8_decode(float *out, const uint8_t *w, const float *ws, const uint8_t *xp,
+                   const __mmask16 *mask) {
+    packed_tile(out, 0, w, ws, 12, 12 * QUANT_PACK_ROWS, 768, 32, xp, NULL, mask, 1,
+                PACKED_RUNS);
 }
 #endif
 
