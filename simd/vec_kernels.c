@@ -964,14 +964,23 @@ static float max_scalar(const float *x, int n, float init) {
     return max;
 }
 
-/* max_reference with VLANES running maxima, then the lanes and the last values in turn. */
+/* max_reference's value (a maximum is the same in any order; x > m never lets a NaN win):
+ * VLANES running maxima, the values after the last whole vector as the last VLANES values
+ * again (a value taken twice changes no maximum), then the lanes in a tree, not in a chain:
+ * a softmax row of a prompt is short (128 values on average in a 256-token prompt), and a
+ * chain of 16 dependent comparisons and one for each of the last values cost it more than
+ * its vectors. */
 float simd_max(const float *x, int n, float init) {
+    if (n < VLANES) return max_scalar(x, n, init);
     Vec acc = vec_set1(init);
     int i = 0;
     for (; i + VLANES <= n; i += VLANES) acc = vec_max(vec_load(x + i), acc);
+    if (i < n) acc = vec_max(vec_load(x + n - VLANES), acc);
     float lanes[VLANES];
     vec_store(lanes, acc);
-    return max_scalar(x + i, n - i, max_scalar(lanes, VLANES, init));
+    for (int w = VLANES / 2; w >= 1; w /= 2)
+        for (int j = 0; j < w; j++) lanes[j] = lanes[j + w] > lanes[j] ? lanes[j + w] : lanes[j];
+    return lanes[0];
 }
 
 /* x (n,) = exp(x - shift) as exp_sum_reference, in exp_block's three stages a block of at
