@@ -986,9 +986,8 @@ int simd_q8_gemm_takes(const QuantMatrix *w) {
  *           (decode: four sequential runs through w, which the prefetchers stream best).
  *   xp      a tile's rows of x as the tile reads them, one stream (pack_x): for each group,
  *           the R rows' starts (int32), their scales (float), then the group's quads, each
- *           the R rows' four values side by side. Read from R rows of xq, xs and starts
- *           instead, the tile kept ~18 pointers, more than x86 has registers: gcc spilled
- *           them and copied sums, and the tile ran at ~0.8x this. */
+ *           the R rows' four values side by side: one pointer for the tile's x, where R
+ *           rows of xq, xs and starts take ~18, more than x86-64 has registers. */
 #define PACKED_ROWS 6          /* rows of x per tile: 6 x 2 int32 sums, 6 x 2 float sums */
 #define PACKED_BLOCKS 2        /* blocks of w per tile of several rows of x */
 #define PACKED_RUNS 4          /* decode: blocks per tile, each from its own run of w */
