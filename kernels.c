@@ -35,6 +35,7 @@
 #define QUANTIZE_ROWS_PER_JOB 16   /* int8 prefill: rows of x quantized per job */
 #define JOBS_PER_THREAD 4  /* column blocks per matmul and thread: few claims of the shared
                             * ticket, yet enough blocks for threads to balance dynamically */
+#define GEMM_JOBS_PER_THREAD 2   /* fp32 GEMM jobs per product and thread, at least */
 
 /* A reference kernel that a vector build replaces entirely is still compiled (so it never
  * rots), but not called there. */
@@ -320,6 +321,16 @@ static int block_cols(int OC, int blocks) {
     return cols < MIN_BLOCK_COLS ? MIN_BLOCK_COLS : cols;
 }
 
+/* Column blocks per block of rows of an fp32 GEMM product of N rows: each job transposes
+ * its rows of x for the tile (simd/vec_kernels.c), so as few as give each thread
+ * GEMM_JOBS_PER_THREAD jobs, and one with one thread (four blocks a product had a
+ * 256-token s15m prompt transpose each row four times: 14 % of its products' time). */
+static int gemm_col_blocks(int N) {
+    int threads = kernels_threads(), row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
+    if (threads == 1) return 1;
+    return (GEMM_JOBS_PER_THREAD * threads + row_blocks - 1) / row_blocks;
+}
+
 /* Output columns per job of a product of one row of x (decode): one block a thread, no
  * more. Each job reads its rows of w as four sequential runs (simd/vec_kernels.c,
  * simd/quant_x86.c), so more blocks make the runs shorter and each product's start (the
@@ -437,7 +448,7 @@ static void matmul_plan(MatmulJob *m, const KernelsProduct *p, const float *x, i
         m->xs = xs;
         q8_jobs(N, p->OC, &m->rows, &m->cols);
     } else {
-        int gemm_cols = simd_gemm_cols(N, p->OC);   /* many rows: the GEMM's blocks; else 0 */
+        int gemm_cols = simd_gemm_cols(N, p->OC, gemm_col_blocks(N));   /* many rows; else 0 */
         m->gemm = gemm_cols > 0;
         m->cols = m->gemm ? gemm_cols : block_cols(p->OC, JOBS_PER_THREAD * kernels_threads());
     }

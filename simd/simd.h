@@ -127,9 +127,10 @@ void simd_gemm_block_half(float *out, const float *x, const uint16_t *w, const f
                           int n0, int n1, int o0, int o1, int IC, int OC);
 void simd_matmul_row_half(float *out, const float *x, const uint16_t *w, const float *b,
                           int o0, int o1, int IC, int OC);
-/* The output columns per job of the GEMM for a product of N rows and OC columns, or 0
- * when N is under simd_gemm_min_rows() (the dot-product tile is faster there). */
-int simd_gemm_cols(int N, int OC);
+/* The output columns per job of the GEMM for a product of N rows and OC columns cut into
+ * about `blocks` blocks of columns, or 0 when N is under simd_gemm_min_rows() (the
+ * dot-product tile is faster there). */
+int simd_gemm_cols(int N, int OC, int blocks);
 int simd_gemm_min_rows(void);
 void simd_norm_stats(const float *x_n, int C, float *mean, float *rstd);
 /* ss (8,) = sum_squares_reference's sums of SIMD_SUM_SQUARES_ROWS rows, bit for bit */
@@ -186,7 +187,7 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #define simd_gemm_block matmul_block_reference   /* never chosen: simd_gemm_cols is 0 */
 #define simd_gemm_block_half(...) ((void)0)       /* likewise */
 #define simd_matmul_row_half(...) ((void)0)       /* never chosen: SIMD_VECTOR is 0 */
-#define simd_gemm_cols(N, OC) 0
+#define simd_gemm_cols(N, OC, blocks) 0
 #define simd_gemm_min_rows() 0
 #define simd_norm_stats norm_stats_reference
 #define simd_sum_squares(ss, x, C) sum_squares_reference(ss, x, SIMD_SUM_SQUARES_ROWS, C)

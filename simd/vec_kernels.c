@@ -394,8 +394,6 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
 #else
 #define STEP_UNROLL
 #endif
-#define GEMM_COL_BLOCKS 4              /* column blocks per block of rows: few, since each
-                                        * job transposes its rows of x once */
 
 /* sums (R, NB) = w rows 0 .. R-1 (IC floats apart) against the first nv vectors of
  * columns of xt (kc, ld): row r holds the sums over i = 0 .. kc-1 of w[r][i] * xt[i][:].
@@ -631,10 +629,10 @@ void simd_gemm_block_half(float *out, const float *x, const uint16_t *w, const f
 
 int simd_gemm_min_rows(void) { return GEMM_MIN_ROWS; }
 
-/* wide column blocks, a multiple of the tile height, for N >= GEMM_MIN_ROWS */
-int simd_gemm_cols(int N, int OC) {
+/* about `blocks` column blocks, each a multiple of the tile height, for N >= GEMM_MIN_ROWS */
+int simd_gemm_cols(int N, int OC, int blocks) {
     if (N < GEMM_MIN_ROWS) return 0;
-    int cols = (OC + GEMM_COL_BLOCKS - 1) / GEMM_COL_BLOCKS;
+    int cols = (OC + blocks - 1) / blocks;
     return (cols + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
 }
 
