@@ -321,10 +321,10 @@ static int block_cols(int OC, int blocks) {
     return cols < MIN_BLOCK_COLS ? MIN_BLOCK_COLS : cols;
 }
 
-/* Column blocks per block of rows of an fp32 GEMM product of N rows: each job transposes
- * its rows of x for the tile (simd/vec_kernels.c), so as few as give each thread
- * GEMM_JOBS_PER_THREAD jobs, and one with one thread (four blocks a product had a
- * 256-token s15m prompt transpose each row four times: 14 % of its products' time). */
+/* Column blocks per block of rows of an fp32 GEMM product of N rows: one with one thread,
+ * else as few as give each thread GEMM_JOBS_PER_THREAD jobs. Each job transposes its rows
+ * of x for the tile (simd/vec_kernels.c), so each block more transposes them again (at
+ * four blocks, 14 % of a 256-token s15m prompt's products' time). */
 static int gemm_col_blocks(int N) {
     int threads = kernels_threads(), row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
     if (threads == 1) return 1;
