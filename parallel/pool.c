@@ -145,7 +145,7 @@ static void pool_wake(void) {
 
 /* Writes a byte in each page of the POOL_STACK_TOUCH bytes of stack below the caller, so
  * that the system maps them now: otherwise the first prompt's first products and attention
- * take a page fault for each 4 KiB of their stack buffers (the fp32 GEMM's 128 KiB of
+ * take a page fault for each 4 KiB of their stack buffers (the fp32 GEMM's 64-256 KiB of
  * packed rows, the int8 GEMM's up to 716 KiB) on every thread, one at a time, which made
  * the first product two to six times as slow as the next layers'. Never inlined: the
  * array's frame must be gone before the kernels' frames take its place. */

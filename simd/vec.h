@@ -224,7 +224,16 @@ typedef __mmask16 LaneMask;
 #define vec_store_mask(p, m, v) _mm512_mask_storeu_ps(p, m, v)
 #define vec_blend_zero(m, v) _mm512_maskz_mov_ps(m, v)
 static inline LaneMask lane_mask(int n) { return (LaneMask)((1u << n) - 1u); }
-#define GEMM_NV 2          /* 6 x 2 accumulators of 32 registers */
+/* the most vectors of rows of x in the fp32 GEMM's tile: 4 where the build targets Intel's
+ * server cores of Sapphire Rapids and later (AVX-512 FP16 marks them: two full 512-bit FMA
+ * ports, fed best by 6 x 4 sums, fewer loads a FMA; vec_kernels.c takes them only for
+ * rows of w of GEMM_WIDE_IC values and more), else 2 (6 x 2: Zen 4 and 5 measured 4
+ * slower) */
+#if defined(__AVX512FP16__)
+#define GEMM_NV 4
+#else
+#define GEMM_NV 2
+#endif
 #define TILE_MR 6          /* rows of C per tile: each loaded vector of B serves 6 FMAs */
 #define TILE_NV 4          /* vectors of C's columns per tile: 24 accumulators of 32 registers */
 

@@ -373,19 +373,35 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
  * GEMM_MIN_ROWS). It differs from the dot-product tile's order, so decode (N = 1) and
  * prefill agree to rounding.
  */
-/* rows of w per tile: 8 where the build targets Intel's server cores of Sapphire Rapids and
- * later (AVX-512 FP16 marks them: two full 512-bit FMA ports, 16 sums and fewer loads a
- * FMA, 1.02-1.04x there), else 6 (Zen 4 measured 12 slower; AVX2 has 16 registers) */
+/* rows of w per tile of nv vectors of rows of x: with one or two, 8 where the build targets
+ * Intel's server cores of Sapphire Rapids and later (AVX-512 FP16 marks them: two full
+ * 512-bit FMA ports, 16 sums and fewer loads a FMA, 1.02-1.04x there), else 6 (Zen 4
+ * measured 12 slower; AVX2 has 16 registers); with three or four (GEMM_NV 4), 6 */
 #if defined(__AVX512F__) && defined(__AVX512FP16__)
-#define GEMM_MR 8
+#define GEMM_MR_MAX 8
 #else
-#define GEMM_MR 6
+#define GEMM_MR_MAX 6
 #endif
-#define GEMM_NB (GEMM_NV * VLANES)     /* rows of x per block: 32 with AVX-512, else 16 */
+#define GEMM_MR(nv) ((nv) > 2 ? 6 : GEMM_MR_MAX)
+#define GEMM_COL_STEP (GEMM_MR_MAX == 8 ? 24 : 6)   /* a multiple of every tile height */
+#define GEMM_NB (GEMM_NV * VLANES)     /* rows of x per block at most: 64 with AVX-512 and
+                                        * GEMM_NV 4, 32 with AVX-512, else 16 */
+/* With AVX-512 and GEMM_NV 4, products whose rows of w are shorter than GEMM_WIDE_IC take
+ * blocks of 32 rows of x (GEMM_NARROW_NB): their xt (IC x 128 bytes) then fits a 48 KiB
+ * L1, where 64 rows' would not (Sapphire Rapids: 64 rows 0.93-0.97x at IC 128-288, 1.01x
+ * at 384-512, 1.03-1.10x from 640 on). Elsewhere every product takes GEMM_NB rows. */
+#if VLANES == 16 && GEMM_NV == 4
+#define GEMM_WIDE_IC 512
+#define GEMM_NARROW_NB (GEMM_NB / 2)
+#else
+#define GEMM_WIDE_IC 0
+#define GEMM_NARROW_NB GEMM_NB
+#endif
 #define GEMM_KC 1024                   /* input columns per transposed block of x */
 #define GEMM_OB 48                     /* rows of w whose sums are gathered before they go
-                                        * into out (a multiple of GEMM_MR) */
-#define GEMM_MIN_ROWS (GEMM_NB / 2)    /* fewer rows of x: the dot-product tile is faster */
+                                        * into out (a multiple of GEMM_COL_STEP) */
+#define GEMM_MIN_ROWS (GEMM_NARROW_NB / 2)   /* fewer rows of x: the dot-product tile is
+                                              * faster */
 #define GEMM_STEP 8                    /* values of i a pass of gemm_tile's loop (divides 16) */
 #if defined(__clang__)
 #define STEP_UNROLL _Pragma("clang loop unroll(full)")
@@ -402,7 +418,7 @@ void simd_matmul_block(float *out, const float *x, const float *w, const float *
  * from memory once a job, and a tile's new rows would otherwise wait for it together. */
 static ALWAYS_INLINE void gemm_tile(float *sums, const float *xt, int ld, const float *w,
                                     const float *next, int kc, int IC, int R, int nv) {
-    Vec acc[GEMM_MR][GEMM_NV];
+    Vec acc[GEMM_MR_MAX][GEMM_NV];
     TILE_UNROLL for (int r = 0; r < R; r++)
         TILE_UNROLL for (int v = 0; v < nv; v++) acc[r][v] = vec_zero();
     /* acc += column i's products: w's R values by the nv vectors of xt's row i */
@@ -444,7 +460,9 @@ static ALWAYS_INLINE void gemm_tile(float *sums, const float *xt, int ld, const 
  * xt[i][j] = x[j][i], zero for the padding rows rows <= j < ld (ld a multiple of 8 and at
  * least rows); 8 x 8 blocks where whole. */
 _Static_assert(GEMM_NB % 8 == 0, "gemm_pack transposes 8 x 8 blocks");
-_Static_assert(GEMM_OB % GEMM_MR == 0, "only the last group of rows of w has a short tile");
+_Static_assert(GEMM_OB % GEMM_COL_STEP == 0 && GEMM_COL_STEP % GEMM_MR(1) == 0 &&
+               GEMM_COL_STEP % GEMM_MR(GEMM_NV) == 0,
+               "only the last group of rows of w has a short tile");
 static void gemm_pack(float *xt, int ld, const float *x, int IC, int kc, int rows) {
     for (int j0 = 0; j0 < ld; j0 += 8) {
         int i = 0;
@@ -495,17 +513,17 @@ static ALWAYS_INLINE void gemm_group(float *out, const float *xt, int ld, const 
                                      int ldw, float *sums, int g, int g1, int o1, int nb,
                                      int nb1, int kc, int OC, int accumulate, int prefetch,
                                      int nv) {
-    int o = g;
+    int o = g, MR = GEMM_MR(nv);
     const float *w_k = w_g;
-    for (; o + GEMM_MR <= g1; o += GEMM_MR, w_k += (size_t)GEMM_MR * ldw) {
-        const float *next = prefetch && o + 2 * GEMM_MR <= o1 ? w_k + (size_t)GEMM_MR * ldw : w_k;
-        gemm_tile(sums + (size_t)(o - g) * GEMM_NB, xt, ld, w_k, next, kc, ldw, GEMM_MR, nv);
+    for (; o + MR <= g1; o += MR, w_k += (size_t)MR * ldw) {
+        const float *next = prefetch && o + 2 * MR <= o1 ? w_k + (size_t)MR * ldw : w_k;
+        gemm_tile(sums + (size_t)(o - g) * GEMM_NB, xt, ld, w_k, next, kc, ldw, MR, nv);
     }
     float *s_o = sums + (size_t)(o - g) * GEMM_NB;
-    switch (g1 - o) {   /* the rows of w left over, with constant tile heights */
-#if GEMM_MR == 8
-    case 7: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 7, nv); break;
-    case 6: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 6, nv); break;
+    switch (g1 - o) {   /* the rows of w left over (fewer than MR), with constant heights */
+#if GEMM_MR_MAX == 8
+    case 7: if (MR == 8) gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 7, nv); break;
+    case 6: if (MR == 8) gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 6, nv); break;
 #endif
     case 5: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 5, nv); break;
     case 4: gemm_tile(s_o, xt, ld, w_k, w_k, kc, ldw, 4, nv); break;
@@ -542,15 +560,21 @@ static ALWAYS_INLINE void gemm_rows(float *out, const float *x, const float *w, 
 /* Vectors that hold a block of rows nb .. nb1-1 of x (at most NB). */
 static int gemm_nv(int nb, int nb1) { return (nb1 - nb + VLANES - 1) / VLANES; }
 
-/* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, NB rows of x at a time, a
- * last, shorter block in as few vectors as hold it (gemm_rows: a 46-token prompt with
- * AVX-512 is 32 rows and 14 in one vector, not 32 and 32). */
+/* Rows of x per block for rows of w of IC values (GEMM_WIDE_IC). */
+static int gemm_block_rows(int IC) { return IC >= GEMM_WIDE_IC ? GEMM_NB : GEMM_NARROW_NB; }
+
+/* out[n0 .. n1, o0 .. o1) = x . w^T + b by the broadcast tile, gemm_block_rows rows of x
+ * at a time, a last, shorter block in as few vectors as hold it (gemm_rows: a 46-token
+ * prompt in blocks of 32 rows with AVX-512 is 32 rows and 14 in one vector, not 32 and
+ * 32). */
 void simd_gemm_block(float *out, const float *x, const float *w, const float *b, int n0,
                      int n1, int o0, int o1, int IC, int OC) {
-    float xt[GEMM_KC * GEMM_NB];   /* (KC, NB) on the stack: 128 KiB (AVX-512), else 64 KiB */
+    float xt[GEMM_KC * GEMM_NB];   /* (KC, NB) on the stack: 256 KiB with AVX-512 and
+                                    * GEMM_NV 4, 128 with AVX-512, else 64 */
     _Alignas(64) float sums[GEMM_OB * GEMM_NB];   /* (OB, NB) */
-    for (int nb = n0; nb < n1; nb += GEMM_NB) {
-        int nb1 = nb + GEMM_NB < n1 ? nb + GEMM_NB : n1;
+    int block = gemm_block_rows(IC);
+    for (int nb = n0; nb < n1; nb += block) {
+        int nb1 = nb + block < n1 ? nb + block : n1;
         switch (gemm_nv(nb, nb1)) {
 #if GEMM_NV == 4
         case 4: gemm_rows(out, x, w, nb, nb1, o0, o1, IC, OC, xt, sums, 4); break;
@@ -581,41 +605,43 @@ static void gemm_widen(float *wbuf, const uint16_t *h, int rows, int kc, int IC)
     }
 }
 
-#define GEMM_HALF_BLOCKS (SIMD_JOB_ROWS / GEMM_NB)   /* blocks of rows of x packed at once */
 _Static_assert(SIMD_JOB_ROWS % GEMM_NB == 0, "a job's rows are whole blocks of rows of x");
 
-/* simd_gemm_block over w's values as halves: GEMM_HALF_BLOCKS blocks of rows of x packed at
- * once, so that each group of rows of w is converted into wbuf (OB, KC) once for all of
- * them (a job's rows), then gemm_group's tiles over it: the same sums, bit for bit. */
+/* simd_gemm_block over w's values as halves: a job's rows of x (SIMD_JOB_ROWS, in blocks
+ * of gemm_block_rows) packed at once, so that each group of rows of w is converted into
+ * wbuf (OB, KC) once for all of them, then gemm_group's tiles over it: the same sums, bit
+ * for bit. */
 void simd_gemm_block_half(float *out, const float *x, const uint16_t *w, const float *b,
                           int n0, int n1, int o0, int o1, int IC, int OC) {
-    float xt[GEMM_HALF_BLOCKS][GEMM_KC * GEMM_NB];   /* 256 KiB on the stack */
-    float wbuf[GEMM_OB * GEMM_KC];                   /* 192 KiB */
+    float xt[SIMD_JOB_ROWS * GEMM_KC];   /* block j (KC, block) at j block KC: 256 KiB */
+    float wbuf[GEMM_OB * GEMM_KC];       /* 192 KiB */
     _Alignas(64) float sums[GEMM_OB * GEMM_NB];
-    for (int nc = n0; nc < n1; nc += GEMM_HALF_BLOCKS * GEMM_NB) {
-        int nc1 = nc + GEMM_HALF_BLOCKS * GEMM_NB < n1 ? nc + GEMM_HALF_BLOCKS * GEMM_NB : n1;
+    int block = gemm_block_rows(IC);
+    for (int nc = n0; nc < n1; nc += SIMD_JOB_ROWS) {
+        int nc1 = nc + SIMD_JOB_ROWS < n1 ? nc + SIMD_JOB_ROWS : n1;
         for (int k0 = 0; k0 < IC; k0 += GEMM_KC) {
             int kc = IC - k0 < GEMM_KC ? IC - k0 : GEMM_KC;
-            for (int nb = nc, j = 0; nb < nc1; nb += GEMM_NB, j++) {
-                int nb1 = nb + GEMM_NB < nc1 ? nb + GEMM_NB : nc1;
-                gemm_pack(xt[j], gemm_ld(gemm_nv(nb, nb1)), x + (size_t)nb * IC + k0, IC, kc,
-                          nb1 - nb);
+            for (int nb = nc, j = 0; nb < nc1; nb += block, j++) {
+                int nb1 = nb + block < nc1 ? nb + block : nc1;
+                gemm_pack(xt + (size_t)j * block * GEMM_KC, gemm_ld(gemm_nv(nb, nb1)),
+                          x + (size_t)nb * IC + k0, IC, kc, nb1 - nb);
             }
             for (int g = o0; g < o1; g += GEMM_OB) {
                 int g1 = g + GEMM_OB < o1 ? g + GEMM_OB : o1;
                 gemm_widen(wbuf, w + (size_t)g * IC + k0, g1 - g, kc, IC);
-                for (int nb = nc, j = 0; nb < nc1; nb += GEMM_NB, j++) {
-                    int nb1 = nb + GEMM_NB < nc1 ? nb + GEMM_NB : nc1, nv = gemm_nv(nb, nb1);
+                for (int nb = nc, j = 0; nb < nc1; nb += block, j++) {
+                    int nb1 = nb + block < nc1 ? nb + block : nc1, nv = gemm_nv(nb, nb1);
+                    const float *xt_j = xt + (size_t)j * block * GEMM_KC;
                     switch (nv) {
 #if GEMM_NV == 4
-                    case 4: gemm_group(out, xt[j], gemm_ld(4), wbuf, kc, sums, g, g1, o1, nb,
+                    case 4: gemm_group(out, xt_j, gemm_ld(4), wbuf, kc, sums, g, g1, o1, nb,
                                        nb1, kc, OC, k0 > 0, 0, 4); break;
-                    case 3: gemm_group(out, xt[j], gemm_ld(3), wbuf, kc, sums, g, g1, o1, nb,
+                    case 3: gemm_group(out, xt_j, gemm_ld(3), wbuf, kc, sums, g, g1, o1, nb,
                                        nb1, kc, OC, k0 > 0, 0, 3); break;
 #endif
-                    case 2: gemm_group(out, xt[j], gemm_ld(2), wbuf, kc, sums, g, g1, o1, nb,
+                    case 2: gemm_group(out, xt_j, gemm_ld(2), wbuf, kc, sums, g, g1, o1, nb,
                                        nb1, kc, OC, k0 > 0, 0, 2); break;
-                    default: gemm_group(out, xt[j], gemm_ld(1), wbuf, kc, sums, g, g1, o1, nb,
+                    default: gemm_group(out, xt_j, gemm_ld(1), wbuf, kc, sums, g, g1, o1, nb,
                                         nb1, kc, OC, k0 > 0, 0, 1); break;
                     }
                 }
@@ -629,11 +655,11 @@ void simd_gemm_block_half(float *out, const float *x, const uint16_t *w, const f
 
 int simd_gemm_min_rows(void) { return GEMM_MIN_ROWS; }
 
-/* about `blocks` column blocks, each a multiple of the tile height, for N >= GEMM_MIN_ROWS */
+/* about `blocks` column blocks, each a multiple of every tile height, for N >= GEMM_MIN_ROWS */
 int simd_gemm_cols(int N, int OC, int blocks) {
     if (N < GEMM_MIN_ROWS) return 0;
     int cols = (OC + blocks - 1) / blocks;
-    return (cols + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
+    return (cols + GEMM_COL_STEP - 1) / GEMM_COL_STEP * GEMM_COL_STEP;
 }
 
 /* ---- norms and activations ---- */

@@ -1252,6 +1252,11 @@ int main(void) {
         test_matmul_wt(backward[i][0], backward[i][1], backward[i][2], (int)(i % 2));
     }
     test_matmul_wt(40, 1100, 9, 1);
+    /* rows of w of 512 values and more: blocks of 64 rows of x where the build has them
+     * (GEMM_NV 4 with AVX-512), four and three vectors wide, tiles of 6 rows and leftovers */
+    test_matmul_wt(70, 600, 29, 0);
+    test_matmul_wt(40, 700, 13, 1);
+    test_matmul_wt(50, 640, 45, 1);
     test_matmul_wt(33, 0, 5, 1);
     static const int product[][3] = {{1, 1, 1}, {5, 3, 7}, {7, 33, 19}, {13, 40, 130},
                                      {6, 16, 0}, {32, 32, 128}};

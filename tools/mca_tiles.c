@@ -27,10 +27,10 @@ void mca_q8_decode(float *out, const uint8_t *w, const float *ws, const uint8_t 
 #endif
 
 #if SIMD_VECTOR
-/* A prompt's fp32 tile: GEMM_MR rows of w by GEMM_NV vectors of rows of x (transposed),
- * one input column a loop. */
+/* A prompt's fp32 tile: GEMM_MR(GEMM_NV) rows of w by GEMM_NV vectors of rows of x
+ * (transposed), one input column a loop. */
 void mca_fp32_prompt(float *sums, const float *xt, const float *w) {
-    gemm_tile(sums, xt, GEMM_NB, w, w, GEMM_KC, 768, GEMM_MR, GEMM_NV);
+    gemm_tile(sums, xt, GEMM_NB, w, w, GEMM_KC, 768, GEMM_MR(GEMM_NV), GEMM_NV);
 }
 
 /* Decode's fp32 tile: one row of x against four rows of w a quarter of 768 rows apart. */
