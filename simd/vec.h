@@ -227,7 +227,7 @@ static inline LaneMask lane_mask(int n) { return (LaneMask)((1u << n) - 1u); }
 /* the most vectors of rows of x in the fp32 GEMM's tile: 4 where the build targets Intel's
  * server cores of Sapphire Rapids and later (AVX-512 FP16 marks them: two full 512-bit FMA
  * ports, fed best by 6 x 4 sums, fewer loads a FMA; vec_kernels.c takes them only for
- * rows of w of GEMM_WIDE_IC values and more), else 2 (6 x 2: Zen 4 and 5 measured 4
+ * rows of w of GEMM_WIDE_IC values and more), else 2 (6 x 2: Zen 4 measured 4
  * slower) */
 #if defined(__AVX512FP16__)
 #define GEMM_NV 4
