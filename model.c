@@ -534,11 +534,30 @@ static void attend_cache(Model *m, int l, int pos, int n, const BlockBuffers *b)
                                 m->cache.v + at, m->n_ctx, pos, n, m->state.scratch);
 }
 
+/* The rows of the chunk that layer l carries to its output: all of them, but in the last
+ * layer only rows first .. n-1, those the logits read (as llama.cpp does). The other
+ * rows' keys and values still go into the cache, which is all that later tokens read of
+ * them; this saves the last layer's attention, W_O and MLP for a prompt's other rows. */
+static int first_row(const Config *c, int l, int first) {
+    return l == c->n_layers - 1 ? first : 0;
+}
+
+/* b's rows from row r on, in the buffers that carry a row from attention to the block's
+ * output (q, att, x and out, each (N, C)); the others are scratch used from their start. */
+static BlockBuffers rows_from(BlockBuffers b, int r, int C) {
+    size_t at = (size_t)r * (size_t)C;
+    b.q += at;
+    b.att += at;
+    b.x += at;
+    b.out += at;
+    return b;
+}
+
 /* The plain path, what the tutorial shows: every layer's q, k, v, the keys and values
  * appended to the KV cache at positions pos .. pos+n-1, exact attention of the chunk's
  * queries over the cache's positions 0 .. pos+n-1, the rest of the block; s->x (n, C) in
- * and out. */
-static void plain_layers(Model *m, int n, int pos) {
+ * and out (in its rows first .. n-1: first_row). */
+static void plain_layers(Model *m, int n, int pos, int first) {
     const Config *c = &m->config;
     RunState *s = &m->state;
     for (int l = 0; l < c->n_layers; l++) {
@@ -546,8 +565,10 @@ static void plain_layers(Model *m, int n, int pos) {
         BlockBuffers b = block_buffers(s);
         block_qkv(c, w, n, &b);
         cache_append(m, l, pos, n, b.k, b.v);
-        attend_cache(m, l, pos, n, &b);
-        block_finish(c, w, l, n, &b, NULL);
+        int r = first_row(c, l, first);
+        BlockBuffers o = rows_from(b, r, c->dim);   /* rows r .. n-1 from here on */
+        attend_cache(m, l, pos + r, n - r, &o);
+        block_finish(c, w, l, n - r, &o, NULL);
         next_block(s);
     }
 }
@@ -582,11 +603,11 @@ static void round_half_kv(const Config *c, float *q, float *k, float *v, int n) 
 }
 
 /* The lab's path: plain_layers with a variant's attention (attention_step over its own
- * state, which takes the chunk's keys and values in) where the model has one, each
- * layer's queries and keys kept for the heatmaps while tracing, and a GGUF model's q, k
- * and v rounded as llama.cpp's F16 cache rounds them (Config.half_kv). Returns 0, or -1
- * after a stderr line (a variant that cannot continue at pos). */
-static int lab_layers(Model *m, int n, int pos) {
+ * state, which takes the chunk's keys and values in, all n rows in every layer) where the
+ * model has one, each layer's queries and keys kept for the heatmaps while tracing, and a
+ * GGUF model's q, k and v rounded as llama.cpp's F16 cache rounds them (Config.half_kv).
+ * Returns 0, or -1 after a stderr line (a variant that cannot continue at pos). */
+static int lab_layers(Model *m, int n, int pos, int first) {
     const Config *c = &m->config;
     RunState *s = &m->state;
     for (int l = 0; l < c->n_layers; l++) {
@@ -597,9 +618,11 @@ static int lab_layers(Model *m, int n, int pos) {
         block_qkv(c, w, n, &b);
         if (c->half_kv) round_half_kv(c, b.q, b.k, b.v, n);   /* a GGUF model: llama.cpp's */
         trace(m, l, pos, n, b.q, b.k);
+        int r = first_row(c, l, first);
+        BlockBuffers o = rows_from(b, r, c->dim);
         if (!m->lab) {   /* exact attention (traced) keeps its KV cache */
             cache_append(m, l, pos, n, b.k, b.v);
-            attend_cache(m, l, pos, n, &b);
+            attend_cache(m, l, pos + r, n - r, &o);
         } else {         /* a variant its own state */
             void *state_l = (char *)m->attention_state + m->attention_offset[l];
             if (attention_step(&m->attention_configs[l], &m->attention, state_l, m->n_ctx,
@@ -610,7 +633,7 @@ static int lab_layers(Model *m, int n, int pos) {
                 return -1;
             }
         }
-        block_finish(c, w, l, n, &b, NULL);
+        block_finish(c, w, l, n - r, &o, NULL);
         next_block(s);
     }
     return 0;
@@ -644,13 +667,13 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
     embed(m, s->x, tokens, n, pos);
     if (block_rotary(c)) block_rope_angles(c, s->rope, n, pos);   /* once for every layer */
 
-    /* the L blocks, s->x updated: the plain path, or the lab's (a variant, tracing, or a
-     * GGUF model's roundings) */
-    if (!m->lab && !m->tracing && !c->half_kv) plain_layers(m, n, pos);
-    else if (lab_layers(m, n, pos) != 0) return NULL;
+    /* the L blocks, s->x updated in the rows the logits read (first .. n-1): the plain
+     * path, or the lab's (a variant, tracing, or a GGUF model's roundings) */
+    int first = all_logits ? 0 : n - 1, rows = n - first;
+    if (!m->lab && !m->tracing && !c->half_kv) plain_layers(m, n, pos, first);
+    else if (lab_layers(m, n, pos, first) != 0) return NULL;
 
     /* final norm, then logits (rows, V) = xn_final (rows, C) . classifier (V, C)^T */
-    int first = all_logits ? 0 : n - 1, rows = n - first;
     block_norm(c, s->xn_final, s->x + (size_t)first * C, w->norm_final_w, w->norm_final_b,
                rows);
     block_matmul(s->logits, s->xn_final, &w->classifier, NULL, rows, C, c->vocab_size, s->xq,

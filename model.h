@@ -165,7 +165,8 @@ void model_free(Model *m);
 /* Run n new tokens (1 <= n <= max_chunk) at positions pos .. pos+n-1, reading and
  * extending each layer's attention state (positions < pos must have been run
  * before, by the calls just before this one). Returns the
- * logits: (n, V) if all_logits, else (1, V) for the last token only; the pointer
+ * logits: (n, V) if all_logits, else (1, V) for the last token only (whose last layer
+ * then runs attention, W_O and the MLP for that row alone); the pointer
  * is owned by the model, valid until the next call, and may be overwritten (the
  * sampler scales it in place). Returns NULL (with a stderr
  * line) if n is outside 1 .. max_chunk, pos < 0 or pos + n > n_ctx, a token id is outside

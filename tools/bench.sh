@@ -98,15 +98,18 @@ largest() { sort -n | awk 'END { print NR ? $1 : "-" }'; }
 # s_ctx (context), s_mm (parameters of the per-layer matmuls, all layers), s_cls (the
 # classifier's V x C, which every decode step streams; the token and position tables are
 # only looked up, a row per token, and are left out), s_att (attention's FLOPs per query and
-# key: 4 x layers x C, the dots' and the weighted sums' multiply-adds) and s_kv (the KV
+# key: 4 x layers x C, the dots' and the weighted sums' multiply-adds), s_kv (the KV
 # cache's bytes per position: 2 x layers x the kv width x 4, an f32 cache, run's default for
-# these files).
+# these files), and what a prompt's rows but the last skip in the last layer (model.c's
+# first_row): s_last, its matmul parameters after q, k, v (W_O and the MLP), and s_att_last,
+# its share of s_att (4 x C).
 read_shape() {
     # shellcheck disable=SC2046
     set -- $(od -An -t d4 -N 36 "$1")
     if [ "$1" = "$GPT2_MAGIC" ]; then     # magic version maxT V L NH C Vp
         s_ctx=$3; s_cls=$(($4 * $7)); s_mm=$((12 * $5 * $7 * $7))   # qkv 3C^2, proj C^2, MLP 8C^2
         s_att=$((4 * $5 * $7)); s_kv=$((2 * $5 * $7 * 4))
+        s_last=$((9 * $7 * $7)); s_att_last=$((4 * $7))
         return
     fi
     [ "$1" = "$LLAMA_MAGIC" ] && shift 2  # versioned: magic version, then the legacy 7 fields
@@ -115,6 +118,7 @@ read_shape() {
     s_cls=$((vocab * dim))
     s_mm=$((layers * (2 * dim * dim + 2 * kv_dim * dim + 3 * hidden * dim)))  # wq wo, wk wv, w1-3
     s_att=$((4 * layers * dim)); s_kv=$((2 * layers * kv_dim * 4))
+    s_last=$((dim * dim + 3 * hidden * dim)); s_att_last=$((4 * dim))
 }
 
 # run_one THREADS ARGS...: runs $RUN ARGS at THREADS threads; sets r_ok (1 if it succeeded),
@@ -228,25 +232,31 @@ bench_file() {
             note "$label $format T$threads: stopped at end-of-text after" \
                  "$(sort -n "$tmp/early$threads" | head -n 1) tokens (marked *)"
         fi
-        # prefill FLOPs: 2 per matmul parameter per prompt token, plus the one classifier row
-        gflops=$(awk -v t="$pre" -v p="${fp_P:-0}" -v mm="$s_mm" -v cls="$s_cls" 'BEGIN {
+        # prefill FLOPs: 2 per matmul parameter per prompt token but the last layer's W_O
+        # and MLP, which only the last token runs, plus the one classifier row
+        gflops=$(awk -v t="$pre" -v p="${fp_P:-0}" -v mm="$s_mm" -v last="$s_last" \
+                     -v cls="$s_cls" 'BEGIN {
             if (t == "-" || p == 0) print "-"
-            else printf "%.1f", (2 * mm * p + 2 * cls) * t / p / 1e9 }')
+            else printf "%.1f", (2 * (mm * p - last * (p - 1)) + 2 * cls) * t / p / 1e9 }')
         # decode bytes: every matmul weight and the classifier once per token
         gbs=$(awk -v y="$short" -v mm="$s_mm" -v cls="$s_cls" -v b="$bpp" 'BEGIN {
             if (y == "-") print "-"; else printf "%.2f", (mm + cls) * b * y / 1e9 }')
         # each phase's share of the probe's peaks at the threads the row runs on: the
         # prompt's matmul operations (int8: at the int8 peak) and its attention's P (P + 1)
-        # / 2 query-key pairs (fp32 FMAs) against the time they would take at the peaks;
+        # / 2 query-key pairs (fp32 FMAs; the last layer's P, its one query's) against the
+        # time they would take at the peaks;
         # decode's weights and KV cache against the read peak (n tokens take n - 1 steps,
         # at positions p0 .. p0 + n - 2: p0 + n / 2 keys a step on average)
         pt=$threads; [ "$one_thread_model" = 1 ] && pt=1
         pk=$(awk -v t="$pre" -v p="${fp_P:-0}" -v mm="$s_mm" -v cls="$s_cls" -v att="$s_att" \
+                 -v last="$s_last" -v att_last="$s_att_last" \
                  -v fma="$(probe_value fma_gflops "$pt")" -v fmt="$format" \
                  -v i8="$(probe_value int8_gops "$pt")" 'BEGIN {
             mat_peak = fmt == "int8" ? i8 : fma
             if (t == "-" || p == 0 || fma + 0 <= 0 || mat_peak + 0 <= 0) { print "-"; exit }
-            ideal = (2 * mm * p + 2 * cls) / (mat_peak * 1e9) + att * p * (p + 1) / 2 / (fma * 1e9)
+            mm_ops = 2 * (mm * p - last * (p - 1)) + 2 * cls
+            att_ops = (att - att_last) * p * (p + 1) / 2 + att_last * p
+            ideal = mm_ops / (mat_peak * 1e9) + att_ops / (fma * 1e9)
             printf "%.0f%%", 100 * ideal * t / p }')
         rd=$(awk -v y="$short" -v mm="$s_mm" -v cls="$s_cls" -v b="$bpp" -v kv="$s_kv" \
                  -v p0="$p_dec" -v n="$n_short" -v bw="$(probe_value read_bw_gbs "$pt")" 'BEGIN {
@@ -318,14 +328,16 @@ done
 
 # ---- notes ----
 echo
-echo "prefill GFLOP/s = (2 x matmul parameters x P + 2 x V x C) / prefill time (attention's"
-echo "  own FLOPs left out); decode GB/s = (matmul parameters + V x C classifier) x bytes per"
-echo "  parameter ($FP32_BYTES fp32, $INT8_BYTES int8 Q8_0) x dec@$N_SHORT tok/s; peak MB:" \
-     "the largest of the row's runs"
-echo "pre %pk = the prompt's time at the probe's peaks (its matmuls at the FMA peak, int8 ones"
-echo "  at the int8 peak, attention's 4 x layers x C FLOPs a query-key pair at the FMA peak) /"
-echo "  its measured time; dec %rd = (the weights as GB/s counts them + the f32 KV cache read"
-echo "  a token at the run's mean position) x dec@$N_SHORT tok/s / the read peak; both against"
+echo "prefill GFLOP/s = (2 x matmul parameters x P + 2 x V x C) / prefill time, less the"
+echo "  last layer's W_O and MLP for the P - 1 rows whose outputs no logit reads (model.c"
+echo "  skips them; attention's own FLOPs left out); decode GB/s = (matmul parameters + V x C"
+echo "  classifier) x bytes per parameter ($FP32_BYTES fp32, $INT8_BYTES int8 Q8_0) x dec@$N_SHORT tok/s;" \
+     "peak MB: the largest of the row's runs"
+echo "pre %pk = the prompt's time at the probe's peaks (its matmuls as GFLOP/s counts them at"
+echo "  the FMA peak, int8 ones at the int8 peak, attention's 4 x C FLOPs a layer and query-key"
+echo "  pair, the last layer's last query only, at the FMA peak) / its measured time; dec %rd"
+echo "  = (the weights as GB/s counts them + the f32 KV cache read a token at the run's mean"
+echo "  position) x dec@$N_SHORT tok/s / the read peak; both against"
 echo "  the peaks probed just before the model and format's rows, at the row's threads (one for"
 echo "  the models that run on one thread whatever -T says: shipped, s260k)"
 echo "s260k and s15m are the llama2.c-format reference checkpoints of the tests (random weights);"
