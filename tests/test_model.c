@@ -50,7 +50,9 @@ static int forward_one_by_one(Model *m, const int *ids, int T, float *out) {
 }
 
 /* Block forward over all T tokens at once, token by token, and in uneven chunks, against
- * reference logits (T, V) read from logits_path. */
+ * reference logits (T, V) read from logits_path. The chunks run first, on an empty KV
+ * cache: a prompt's last layer runs only its last row past q, k and v (model.c), and the
+ * token decoded after the chunks reads every key and value they left in the cache. */
 static void check_logits(const char *name, const char *model_path, const char *logits_path,
                          const int *ids, int T) {
     char what[128];
@@ -62,6 +64,15 @@ static void check_logits(const char *name, const char *model_path, const char *l
     float *got = malloc((size_t)T * V * sizeof(float));
     if (check_true(ref && got && ref_bytes == (size_t)T * V * sizeof(float),
                    "%s: reference logits are (%d, %d) floats", name, T, V)) {
+        /* T - 1 tokens in two uneven chunks, then the last decoded */
+        int split = T / 3;
+        const float *next = model_forward(&m, ids, split, 0, 0) &&
+                                    model_forward(&m, ids + split, T - 1 - split, split, 0)
+                                ? model_forward(&m, ids + T - 1, 1, T - 1, 0)
+                                : NULL;
+        snprintf(what, sizeof what, "%s chunked prefill, then the last token decoded", name);
+        if (check_true(next != NULL, "%s: chunked prefill and decode run", name))
+            check_close(what, next, ref + (size_t)(T - 1) * V, (size_t)V, LOGIT_ATOL, 0.0);
         const float *block = model_forward(&m, ids, T, 0, 1);
         snprintf(what, sizeof what, "%s block forward logits", name);
         if (check_true(block != NULL, "%s: block forward runs", name))
@@ -69,8 +80,7 @@ static void check_logits(const char *name, const char *model_path, const char *l
         snprintf(what, sizeof what, "%s token-by-token logits", name);
         if (check_true(forward_one_by_one(&m, ids, T, got) == 0, "%s: decode runs", name))
             check_close(what, got, ref, (size_t)T * V, LOGIT_ATOL, 0.0);
-        /* prefill in two uneven chunks then decode must give the same final logits */
-        int split = T / 3;
+        /* prefill in two uneven chunks must give the same final logits */
         model_forward(&m, ids, split, 0, 0);
         const float *last = model_forward(&m, ids + split, T - split, split, 0);
         snprintf(what, sizeof what, "%s chunked prefill, last row", name);
