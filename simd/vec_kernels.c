@@ -922,6 +922,7 @@ static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int 
     TILE_UNROLL for (int p = 0; p < P; p++)
         v8_pair_sum_rows(out + (long)(2 * p) * ld, out + (long)(2 * p + 1) * ld, acc[p]);
 }
+
 #else
 #define DOTS_QUERIES (VLANES >= 8 ? 2 : 1)   /* NEON's 32 registers of 4 hold one's 8 V8 */
 static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int q_stride,
@@ -989,21 +990,30 @@ static float max_scalar(const float *x, int n, float init) {
 }
 
 /* max_reference's value (a maximum is the same in any order; x > m never lets a NaN win):
- * VLANES running maxima, the values after the last whole vector as the last VLANES values
- * again (a value taken twice changes no maximum), then the lanes in a tree, not in a chain:
- * a softmax row of a prompt is short (128 values on average in a 256-token prompt), and a
- * chain of 16 dependent comparisons and one for each of the last values cost it more than
- * its vectors. */
+ * four vectors of VLANES running maxima (four chains of comparisons side by side: one
+ * chain waits on each comparison's latency), the values after the last whole vector as the
+ * last VLANES values again (a value taken twice changes no maximum), then the lanes in a
+ * tree, not in a chain: a softmax row of a prompt is short (128 values on average in a
+ * 256-token prompt), and a chain of 16 dependent comparisons and one for each of the last
+ * values cost it more than its vectors. */
 float simd_max(const float *x, int n, float init) {
     if (n < VLANES) return max_scalar(x, n, init);
-    Vec acc = vec_set1(init);
+    Vec acc = vec_set1(init), acc_1 = acc, acc_2 = acc, acc_3 = acc;   /* four chains */
     int i = 0;
+    for (; i + 4 * VLANES <= n; i += 4 * VLANES) {
+        acc = vec_max(vec_load(x + i), acc);
+        acc_1 = vec_max(vec_load(x + i + VLANES), acc_1);
+        acc_2 = vec_max(vec_load(x + i + 2 * VLANES), acc_2);
+        acc_3 = vec_max(vec_load(x + i + 3 * VLANES), acc_3);
+    }
     for (; i + VLANES <= n; i += VLANES) acc = vec_max(vec_load(x + i), acc);
     if (i < n) acc = vec_max(vec_load(x + n - VLANES), acc);
+    acc = vec_max(vec_max(acc_1, acc), vec_max(acc_3, acc_2));
     float lanes[VLANES];
     vec_store(lanes, acc);
-    for (int w = VLANES / 2; w >= 1; w /= 2)
-        for (int j = 0; j < w; j++) lanes[j] = lanes[j + w] > lanes[j] ? lanes[j + w] : lanes[j];
+    TILE_UNROLL for (int w = VLANES / 2; w >= 1; w /= 2)   /* unrolled: no loops' steps */
+        TILE_UNROLL for (int j = 0; j < w; j++)
+            lanes[j] = lanes[j + w] > lanes[j] ? lanes[j + w] : lanes[j];
     return lanes[0];
 }
 
@@ -1120,19 +1130,21 @@ void simd_weighted_sum_half(float *out, const float *weights, float scale, const
  * SUMS_VECTORS vectors of columns at a time, their sums in registers: each row of v loaded
  * once serves them all; then each query's own last rows, in order. Every out[i] of a query
  * is simd_weighted_sum's FMA chain, with the same products in the same order: the same
- * bits. Columns past the last whole vector (with scale 1: w * 1 = w), and the last queries
- * short of SUMS_QUERIES, take simd_weighted_sum's loops (weighted_sum). */
-#define SUMS_QUERIES 4
-#define SUMS_VECTORS (VLANES == 16 ? 4 : 2)   /* 16 sums in 32 AVX-512 registers, 8 in 16 */
+ * bits. Columns past the last whole vector (with scale 1: w * 1 = w) take
+ * simd_weighted_sum's loops (weighted_sum), as do queries left over by the last block.
+ * With AVX-512 eight queries share each row: v's rows come from L2 (a head's keys and
+ * values, 96 KiB for 256 positions of 48, do not fit in L1), and four queries' 12 FMAs a
+ * row of three vectors wait on that; the last queries short of eight go four at a time. */
+#define SUMS_QUERIES (VLANES == 16 ? 8 : 4)
+#define SUMS_VECTORS (VLANES == 16 ? 3 : 2)   /* 24 sums in 32 AVX-512 registers, 8 in 16 */
 
-/* One block of nv vectors of columns (out's and v's from out and v) for the SUMS_QUERIES
- * queries whose scaled weights are w_t; n_shared rows every one of them reads. */
+/* One block of nv vectors of columns (out's and v's from out and v) for the nq queries
+ * whose scaled weights are w_t; n_shared rows every one of them reads. */
 static ALWAYS_INLINE void weighted_sums_block(float *out, int out_stride, float *const *w_t,
                                               const float *v, int stride, int n_shared,
-                                              int nv) {
-    enum { Q = SUMS_QUERIES };
-    Vec acc[Q][SUMS_VECTORS];
-    TILE_UNROLL for (int t = 0; t < Q; t++)
+                                              int nq, int nv) {
+    Vec acc[SUMS_QUERIES][SUMS_VECTORS];
+    TILE_UNROLL for (int t = 0; t < nq; t++)
         TILE_UNROLL for (int j = 0; j < nv; j++) acc[t][j] = vec_zero();
     for (int r = 0; r < n_shared; r++) {   /* the rows every query here reads */
         const float *v_r = v + (long)r * stride;
@@ -1141,12 +1153,12 @@ static ALWAYS_INLINE void weighted_sums_block(float *out, int out_stride, float 
             v_j[j] = vec_load(v_r + j * VLANES);
             IN_REGISTER(v_j[j]);
         }
-        TILE_UNROLL for (int t = 0; t < Q; t++) {
+        TILE_UNROLL for (int t = 0; t < nq; t++) {
             Vec a = vec_broadcast(w_t[t] + r);
             TILE_UNROLL for (int j = 0; j < nv; j++) acc[t][j] = vec_fma(a, v_j[j], acc[t][j]);
         }
     }
-    TILE_UNROLL for (int t = 0; t < Q; t++) {
+    TILE_UNROLL for (int t = 0; t < nq; t++) {
         for (int r = n_shared; r < n_shared + t; r++) {   /* its own last */
             const float *v_r = v + (long)r * stride;
             Vec a = vec_broadcast(w_t[t] + r);
@@ -1158,36 +1170,55 @@ static ALWAYS_INLINE void weighted_sums_block(float *out, int out_stride, float 
     }
 }
 
+/* nq queries (a constant where it is inlined) from query t0 of simd_weighted_sums_causal:
+ * the weights scaled, then the whole vectors of columns SUMS_VECTORS at a time (AVX-512:
+ * four as two and two, not three and one), then the columns left. */
+static ALWAYS_INLINE void weighted_sums_queries(float *out, int out_stride, float *weights,
+                                                int ld, const float *scales, int t0, int nq,
+                                                const float *v, int stride, int n_first,
+                                                int n) {
+    float *w_t[SUMS_QUERIES];   /* each query's weights, scaled in place: w_t[t][r] * scale */
+    for (int t = 0; t < nq; t++) {
+        w_t[t] = weights + (long)(t0 + t) * ld;
+        int rows_t = n_first + t0 + t, r = 0;
+        Vec scale = vec_set1(scales[t0 + t]);
+        for (; r + VLANES <= rows_t; r += VLANES)
+            vec_store(w_t[t] + r, vec_mul(vec_load(w_t[t] + r), scale));
+        for (; r < rows_t; r++) w_t[t][r] *= scales[t0 + t];
+    }
+    float *out_t = out + (long)t0 * out_stride;
+    int shared = n_first + t0, i_end = n / VLANES * VLANES;
+    for (int i0 = 0; i0 < i_end;) {
+        int left = (i_end - i0) / VLANES;
+        int nv = left > SUMS_VECTORS ? (left == 4 ? 2 : SUMS_VECTORS) : left;
+#if SUMS_VECTORS == 3
+        if (nv == 3)
+            weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, nq, 3);
+#endif
+        if (nv == 2)
+            weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, nq, 2);
+        if (nv == 1)
+            weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, nq, 1);
+        i0 += nv * VLANES;
+    }
+    if (i_end < n)
+        for (int t = 0; t < nq; t++)
+            simd_weighted_sum(out_t + (long)t * out_stride + i_end, w_t[t], 1.0f, v + i_end,
+                              stride, NULL, shared + t, n - i_end);
+}
+
 void simd_weighted_sums_causal(float *out, int out_stride, float *weights, int ld,
                                const float *scales, int n_q, const float *v, int stride,
                                int n_first, int n, const float *ahead) {
-    enum { Q = SUMS_QUERIES, SV = SUMS_VECTORS };
-    int t0 = 0, left = n % (SV * VLANES) / VLANES, i_end = n / VLANES * VLANES;
-    for (; t0 + Q <= n_q; t0 += Q) {
-        float *w_t[Q];   /* each query's weights, scaled in place: w_t[t][r] * scale */
-        for (int t = 0; t < Q; t++) {
-            w_t[t] = weights + (long)(t0 + t) * ld;
-            int rows_t = n_first + t0 + t, r = 0;
-            Vec scale = vec_set1(scales[t0 + t]);
-            for (; r + VLANES <= rows_t; r += VLANES)
-                vec_store(w_t[t] + r, vec_mul(vec_load(w_t[t] + r), scale));
-            for (; r < rows_t; r++) w_t[t][r] *= scales[t0 + t];
-        }
-        float *out_t = out + (long)t0 * out_stride;
-        int i0 = 0, shared = n_first + t0;
-        for (; i0 + SV * VLANES <= n; i0 += SV * VLANES)
-            weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, SV);
-        /* the whole vectors short of a block, in one (a head of 48: 3 of 16) */
-#if SUMS_VECTORS == 4
-        if (left == 3) weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, 3);
-        if (left == 2) weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, 2);
+    int t0 = 0;
+    for (; t0 + SUMS_QUERIES <= n_q; t0 += SUMS_QUERIES)
+        weighted_sums_queries(out, out_stride, weights, ld, scales, t0, SUMS_QUERIES, v,
+                              stride, n_first, n);
+#if SUMS_QUERIES == 8
+    for (; t0 + 4 <= n_q; t0 += 4)
+        weighted_sums_queries(out, out_stride, weights, ld, scales, t0, 4, v, stride, n_first,
+                              n);
 #endif
-        if (left == 1) weighted_sums_block(out_t + i0, out_stride, w_t, v + i0, stride, shared, 1);
-        if (i_end < n)
-            for (int t = 0; t < Q; t++)
-                simd_weighted_sum(out_t + (long)t * out_stride + i_end, w_t[t], 1.0f,
-                                  v + i_end, stride, NULL, shared + t, n - i_end);
-    }
     for (; t0 < n_q; t0++)   /* one query (decode): ahead's rows asked for as v's are read */
         weighted_sum(out + (long)t0 * out_stride, weights + (long)t0 * ld, scales[t0], v,
                      stride, NULL, n_first + t0, n, 0, n_q == 1 ? ahead : NULL);

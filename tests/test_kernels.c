@@ -1271,12 +1271,15 @@ int main(void) {
         test_vector_helpers(helpers[i][0], helpers[i][1]);
         test_half_helpers(helpers[i][0], helpers[i][1]);
     }
-    /* queries, first keys, n: one query, a pair and its odd one, blocks of four and eight,
-     * shared rows short of, at and past a group of eight, heads of 3 to 88 (48: a block of
-     * three AVX-512 vectors; 88: a block of four, one vector and a masked rest) */
+    /* queries, first keys, n: one query, a pair and its odd one, blocks of four and eight
+     * and what they leave (two blocks of eight: the second's shared rows start later), shared rows short of, at and past a group of eight, heads of 3
+     * to 128 (AVX-512's blocks of columns: 48 three vectors, 64 two and two, 80 three and
+     * two, 88 three, two and a masked rest, 112 three, two and two, 128 three, three and
+     * two) */
     const int causal[][3] = {{1, 1, 64}, {1, 9, 8}, {2, 8, 64}, {3, 7, 16}, {5, 9, 3},
                              {8, 1, 64}, {8, 16, 67}, {8, 40, 64}, {7, 33, 32}, {4, 17, 128},
-                             {8, 9, 48}, {5, 3, 88}};
+                             {8, 9, 48}, {5, 3, 88}, {6, 5, 112}, {8, 3, 80}, {8, 12, 128},
+                             {16, 6, 48}, {11, 13, 20}};
     for (size_t i = 0; i < sizeof causal / sizeof causal[0]; i++)
         test_causal_helpers(causal[i][0], causal[i][1], causal[i][2]);
     test_norms(3, 1);

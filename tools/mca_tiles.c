@@ -46,6 +46,6 @@ void mca_attn_dots(float *out, const float *q, const void *const k_r[8]) {
 }
 
 void mca_attn_sums(float *out, float *const *w_t, const float *v) {
-    weighted_sums_block(out, 768, w_t, v, 64, 256, SUMS_VECTORS);
+    weighted_sums_block(out, 768, w_t, v, 64, 256, SUMS_QUERIES, SUMS_VECTORS);
 }
 #endif
