@@ -922,7 +922,6 @@ static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int 
     TILE_UNROLL for (int p = 0; p < P; p++)
         v8_pair_sum_rows(out + (long)(2 * p) * ld, out + (long)(2 * p + 1) * ld, acc[p]);
 }
-
 #else
 #define DOTS_QUERIES (VLANES >= 8 ? 2 : 1)   /* NEON's 32 registers of 4 hold one's 8 V8 */
 static ALWAYS_INLINE void dots8_queries(float *out, int ld, const float *q, int q_stride,

@@ -1272,10 +1272,10 @@ int main(void) {
         test_half_helpers(helpers[i][0], helpers[i][1]);
     }
     /* queries, first keys, n: one query, a pair and its odd one, blocks of four and eight
-     * and what they leave (two blocks of eight: the second's shared rows start later), shared rows short of, at and past a group of eight, heads of 3
-     * to 128 (AVX-512's blocks of columns: 48 three vectors, 64 two and two, 80 three and
-     * two, 88 three, two and a masked rest, 112 three, two and two, 128 three, three and
-     * two) */
+     * and what they leave (four at a time with AVX-512, then one by one), two blocks of
+     * eight, shared rows short of, at and past a group of eight, heads of 3 to 128
+     * (AVX-512's blocks of columns: 48 three vectors, 64 two and two, 80 three and two, 88
+     * three, two and a masked rest, 112 three, two and two, 128 three, three and two) */
     const int causal[][3] = {{1, 1, 64}, {1, 9, 8}, {2, 8, 64}, {3, 7, 16}, {5, 9, 3},
                              {8, 1, 64}, {8, 16, 67}, {8, 40, 64}, {7, 33, 32}, {4, 17, 128},
                              {8, 9, 48}, {5, 3, 88}, {6, 5, 112}, {8, 3, 80}, {8, 12, 128},
