@@ -27,9 +27,9 @@ typedef struct {
     int rows, cols, group;
     int cold;             /* 1: read from memory at each use (its model outgrows the caches):
                            * the x86 row kernel's four runs (simd/quant_x86.c: w of
-                           * QUANT_STREAM_BYTES or more, groups a multiple of 32) ask for
-                           * its lines ahead for the first row of x; other kernels (the
-                           * packed rows' too) ignore it. Never changes a result. */
+                           * QUANT_STREAM_BYTES or more, groups a multiple of 32) and the
+                           * packed rows' four runs for one row of x ask for its lines
+                           * ahead; other kernels ignore it. Never changes a result. */
     int packed;           /* rows 0 .. packed-1 are in the packed layout (quant_pack, below);
                            * 0: all in rows */
 } QuantMatrix;

@@ -33,7 +33,8 @@
 #define QUANT_STREAM_BYTES (72 << 10)
 /* Bytes ahead of its reads at which the row path asks for each row of a cold w's next line
  * (QuantMatrix.cold), and for its scales' line an eighth of that ahead (a scale serves 32
- * int8s), on the cores simd_prefetch_rows names. There the hardware's prefetcher alone
+ * int8s), on the cores simd_prefetch_rows names; the packed rows' decode likewise for each
+ * of its four runs. There the hardware's prefetcher alone
  * leaves a w read from memory short of the bandwidth; on a w in the caches the prefetches
  * only cost, hence cold matrices only (docs/performance.md, Where the speed comes from). */
 #define QUANT_PREFETCH_BYTES 2048
@@ -1081,13 +1082,17 @@ static void pack_x(uint8_t *xp, const int8_t *xq, const float *xs, int R, int co
 }
 
 /* dot[r][b][c] += the products of quad k of R rows of x (x: a group's quads in xp) and of
- * NB blocks of w (w, w_step bytes apart). */
+ * NB blocks of w (w, w_step bytes apart); prefetch 1: each block's line QUANT_PREFETCH_BYTES
+ * ahead asked for (a quad of a block is a line). */
 static inline __attribute__((always_inline)) void
 packed_quad(__m512i dot[PACKED_ROWS][PACKED_RUNS][2], const uint8_t *w, size_t w_step,
-            const uint8_t *x, int k, int c, int R, int NB) {
+            const uint8_t *x, int k, int c, int R, int NB, int prefetch) {
     __m512i w_k[PACKED_RUNS];
-    for (int b = 0; b < NB; b++)
-        w_k[b] = _mm512_loadu_si512(w + (size_t)b * w_step + (size_t)k * 64);
+    for (int b = 0; b < NB; b++) {
+        const uint8_t *w_bk = w + (size_t)b * w_step + (size_t)k * 64;
+        if (prefetch) _mm_prefetch((const char *)w_bk + QUANT_PREFETCH_BYTES, _MM_HINT_T0);
+        w_k[b] = _mm512_loadu_si512(w_bk);
+    }
     for (int r = 0; r < R; r++) {
         int32_t quad;
         memcpy(&quad, x + 4 * ((size_t)k * (size_t)R + (size_t)r), 4);
@@ -1101,11 +1106,12 @@ packed_quad(__m512i dot[PACKED_ROWS][PACKED_RUNS][2], const uint8_t *w, size_t w
  * blocks; o_step: in outputs), where mask[b] has lane i: the rows packed in xp; + bias
  * (the first block's 16 values, o_step apart), or + 0 as the reference adds. One chain of
  * sums per (row, block), two when R is 1 (a decode's eight multiples of a group would
- * wait on each other). */
+ * wait on each other). prefetch 1 (a cold w, as the row path's): each block's lines and
+ * its scales' line asked for ahead as the tile reads them. */
 static inline __attribute__((always_inline)) void
 packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t step,
             size_t o_step, int cols, int group, const uint8_t *xp, const float *bias,
-            const __mmask16 *mask, int R, int NB) {
+            const __mmask16 *mask, int R, int NB, int prefetch) {
     enum { CH = 2 };   /* chains when R == 1 */
     int groups = cols / group, quads = group / 4, chains = R == 1 ? CH : 1;
     _Static_assert(CH == 2, "packed_quad's sums");
@@ -1135,10 +1141,13 @@ packed_tile(float *out, size_t ldo, const uint8_t *w, const float *ws, size_t st
 #pragma GCC unroll 8
 #endif
             for (int j = 0; j < 8; j++)
-                packed_quad(dot, w_g, w_step, x_g, k + j, j % chains, R, NB);
-        for (; k < quads; k++) packed_quad(dot, w_g, w_step, x_g, k, 0, R, NB);
+                packed_quad(dot, w_g, w_step, x_g, k + j, j % chains, R, NB, prefetch);
+        for (; k < quads; k++) packed_quad(dot, w_g, w_step, x_g, k, 0, R, NB, prefetch);
         for (int b = 0; b < NB; b++) {
-            __m512 ws_g = _mm512_loadu_ps(ws + (size_t)b * s_step + (size_t)g * QUANT_PACK_ROWS);
+            const float *ws_b = ws + (size_t)b * s_step + (size_t)g * QUANT_PACK_ROWS;
+            if (prefetch)   /* a group's 16 scales: a line */
+                _mm_prefetch((const char *)ws_b + QUANT_PREFETCH_BYTES / 8, _MM_HINT_T0);
+            __m512 ws_g = _mm512_loadu_ps(ws_b);
             for (int r = 0; r < R; r++) {
                 __m512i d = dot[r][b][0];   /* + the other chain's: exact */
                 for (int c = 1; c < chains; c++) d = _mm512_add_epi32(d, dot[r][b][c]);
@@ -1168,7 +1177,7 @@ static __mmask16 packed_mask(int block, int o0, int o1) {
 /* Decode: columns o0 .. o1-1 for one row of x (packed in xp): the whole blocks in
  * PACKED_RUNS runs a quarter of their range apart, the rest a block at a time. */
 static void packed_row(float *out, const uint8_t *xp, const QuantMatrix *w, const float *bias,
-                       int o0, int o1) {
+                       int o0, int o1, int prefetch) {
     int cols = w->cols, group = w->group, groups = cols / group, b0 = o0 / QUANT_PACK_ROWS;
     int b1 = (o1 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS;   /* blocks b0 .. b1-1 */
     int whole0 = (o0 + QUANT_PACK_ROWS - 1) / QUANT_PACK_ROWS, whole1 = o1 / QUANT_PACK_ROWS;
@@ -1180,12 +1189,15 @@ static void packed_row(float *out, const uint8_t *xp, const QuantMatrix *w, cons
         const uint8_t *q_o = q + (size_t)o * (size_t)cols;
         const float *ws = w->scale + (size_t)o * (size_t)groups, *bias_o = bias ? bias + o : NULL;
         size_t o_step = (size_t)quarter * QUANT_PACK_ROWS;
-        if (group == 32)
+        if (group == 32 && prefetch)
             packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, 32, xp, bias_o,
-                        all, 1, PACKED_RUNS);
+                        all, 1, PACKED_RUNS, 1);
+        else if (group == 32)
+            packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, 32, xp, bias_o,
+                        all, 1, PACKED_RUNS, 0);
         else
             packed_tile(out + o, 0, q_o, ws, (size_t)quarter, o_step, cols, group, xp, bias_o,
-                        all, 1, PACKED_RUNS);
+                        all, 1, PACKED_RUNS, prefetch);
     }
     for (int b = b0; b < b1; b++) {
         if (b >= whole0 && b < whole0 + PACKED_RUNS * quarter) continue;   /* done above */
@@ -1193,7 +1205,7 @@ static void packed_row(float *out, const uint8_t *xp, const QuantMatrix *w, cons
         __mmask16 mask = packed_mask(b, o0, o1);
         packed_tile(out + o, 0, q + (size_t)o * (size_t)cols,
                     w->scale + (size_t)o * (size_t)groups, 1, QUANT_PACK_ROWS, cols, group, xp,
-                    bias ? bias + o : NULL, &mask, 1, 1);
+                    bias ? bias + o : NULL, &mask, 1, 1, 0);
     }
 }
 
@@ -1208,10 +1220,10 @@ packed_rows_tile(float *out, size_t ldo, const uint8_t *xp, const QuantMatrix *w
     const float *ws = w->scale + (size_t)o * (size_t)groups;
     if (R == PACKED_ROWS && NB == PACKED_BLOCKS && w->group == 32)
         packed_tile(out + o, ldo, q, ws, 1, QUANT_PACK_ROWS, cols, 32, xp,
-                    bias ? bias + o : NULL, mask, R, NB);
+                    bias ? bias + o : NULL, mask, R, NB, 0);
     else
         packed_tile(out + o, ldo, q, ws, 1, QUANT_PACK_ROWS, cols, w->group, xp,
-                    bias ? bias + o : NULL, mask, R, NB);
+                    bias ? bias + o : NULL, mask, R, NB, 0);
 }
 
 /* Several rows of x (N, packed a tile of PACKED_ROWS rows after another in xp, rows
@@ -1272,7 +1284,7 @@ void simd_q8_matmul_packed(float *out, const int8_t *xq, const float *xs, const 
                    rows - t < PACKED_ROWS ? rows - t : PACKED_ROWS, cols, group);
         float *out_n = out + (size_t)n * (size_t)OC;
         if (rows == 1)
-            packed_row(out_n, xp, w, bias, o0, o1);
+            packed_row(out_n, xp, w, bias, o0, o1, w->cold && simd_prefetch_rows());
         else
             packed_rows(out_n, xp, row_bytes, w, bias, rows, o0, o1);
     }

@@ -780,7 +780,8 @@ static void test_packed_extremes(void) {
  * runs, and blocks cut by o0 and o1), 2 .. 13 rows (the tile of 6 rows by 2 blocks and
  * every smaller one), rows past the last whole block (in rows), ranges that start and end
  * inside a block, rows in several spans of groups, groups of 4 to 1,024 values, rows of x
- * in several chunks of packed rows. */
+ * in several chunks of packed rows. Each also with w marked cold, whose single rows ask
+ * for w's lines ahead (simd_set_prefetch_rows(1)): the same bits. */
 static void test_packed(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},     {1, 768, 200, 32, 5, 197},  {1, 64, 147, 32, 0, 147},
@@ -829,8 +830,10 @@ static void test_packed(void) {
         QuantMatrix w = {pq, ps, c.OC, c.cols, c.group, 0, 0};
         int packed_ok = quant_pack(&w) == 0 && w.packed == c.OC / 16 * 16;
         int same_ref = 1, outside_ok = 1, threads_ok = 1;
-        for (int with_bias = 0; with_bias < 2; with_bias++) {
-            const float *b = with_bias ? c.bias : NULL;
+        for (int pass = 0; pass < 4; pass++) {   /* +-bias, w cold (its lines asked ahead) or not */
+            const float *b = pass % 2 ? c.bias : NULL;
+            w.cold = pass / 2;
+            simd_set_prefetch_rows(w.cold ? 1 : -1);
             for (size_t i = 0; i < n_out; i++) all[i] = rows[i] = two[i] = NAN;
             quant_matmul_block(all, c.xq, c.xs, &w, b, c.N, c.o0, c.o1);
             for (int n = 0; n < c.N; n++)
@@ -851,11 +854,12 @@ static void test_packed(void) {
                                 memcmp(&two[i], &ref, sizeof ref) == 0;
                 }
         }
+        simd_set_prefetch_rows(-1);
         check_true(packed_ok && threads_ok && same_ref && outside_ok,
                    "packed (%s) N %d, cols %d, OC %d (%d rows packed), columns %d..%d: the "
                    "reference's float steps bit for bit, all rows at once, each alone and "
-                   "cut between 2 threads, +-bias", quant_kernel_name(), c.N, c.cols, c.OC,
-                   w.packed, c.o0, c.o1 - 1);
+                   "cut between 2 threads, +-bias, w cold or not", quant_kernel_name(), c.N,
+                   c.cols, c.OC, w.packed, c.o0, c.o1 - 1);
         free(all); free(rows); free(two); free(pq); free(ps);
         gemm_case_free(&c);
     }
