@@ -201,6 +201,11 @@ void kernels_weighted_sums_causal(float *out, int out_stride, float *weights, in
  * returned. */
 float kernels_max(const float *x, int n, float init);
 
+/* The index of the largest value of x (n,), the first on ties: what the scan best = 0,
+ * then best = i wherever x[i] > x[best], in order, ends at; so a NaN never wins, and with
+ * x[0] NaN (or n < 2) the index is 0. */
+int kernels_argmax(const float *x, int n);
+
 /* x (n,) = exp(x - shift) (kernels_expf), in place; returns the sum of the new x. */
 float kernels_exp_sum(float *x, int n, float shift);
 

@@ -11,6 +11,8 @@
 #include <stdlib.h>   /* malloc, free, qsort */
 #include <string.h>   /* memset */
 
+#include "kernels.h"  /* kernels_argmax */
+
 #define XORSHIFT_MULTIPLIER 0x2545F4914F6CDD1DULL  /* xorshift64* output multiplier */
 #define FLOAT_MANTISSA_SCALE 16777216.0f           /* 2^24: 24 random bits -> [0, 1) */
 
@@ -54,17 +56,9 @@ void sampler_free(Sampler *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* Index of the largest value; the first one on ties. */
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 /* x (n,) = softmax(x), max-subtracted. */
 static void softmax(float *x, int n) {
-    float max = x[argmax(x, n)], sum = 0.0f;
+    float max = x[kernels_argmax(x, n)], sum = 0.0f;
     for (int i = 0; i < n; i++) {
         x[i] = expf(x[i] - max);
         sum += x[i];
@@ -106,7 +100,7 @@ static int sample_truncated(Sampler *s, const float *probs, float coin) {
         }
     }
     if (n == 0) {   /* nothing reached the cut-off (p below 1/V on a flat row): keep the best */
-        int best = argmax(probs, V);
+        int best = kernels_argmax(probs, V);
         s->candidates[0].index = best;
         s->candidates[0].prob = probs[best];
         n = 1;
@@ -137,8 +131,8 @@ static int sample_truncated(Sampler *s, const float *probs, float coin) {
 
 int sampler_sample(Sampler *s, float *logits) {
     int V = s->vocab_size;
-    if (s->temperature == 0.0f) return argmax(logits, V);
-    float max = logits[argmax(logits, V)];
+    if (s->temperature == 0.0f) return kernels_argmax(logits, V);
+    float max = logits[kernels_argmax(logits, V)];
     if (isfinite(max / s->temperature)) {   /* llama2.c's arithmetic: scale, then softmax */
         for (int i = 0; i < V; i++) logits[i] /= s->temperature;
     } else {   /* a tiny temperature overflows logit / T: scale the differences instead */

@@ -23,7 +23,7 @@ $(B)/model.o: model.c model.h block.h checkpoint.h kernels.h quant.h attention.h
 $(B)/unicode/unicode.o: unicode/unicode.c unicode/unicode.h
 $(B)/hash.o: hash.c hash.h
 $(B)/tokenizer.o: tokenizer.c tokenizer.h hash.h platform/os.h unicode/unicode.h
-$(B)/sampler.o: sampler.c sampler.h
+$(B)/sampler.o: sampler.c sampler.h kernels.h quant.h
 $(B)/platform/cli.o: platform/cli.c platform/cli.h
 $(B)/generate.o: generate.c generate.h model.h checkpoint.h kernels.h quant.h attention.h platform/os.h \
                  tokenizer.h sampler.h unicode/unicode.h

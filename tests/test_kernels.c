@@ -1034,6 +1034,71 @@ static void test_max(void) {
     free(x);
 }
 
+/* kernels_argmax against the scan written here (best = 0, then best = i wherever x[i] >
+ * x[best]), at lengths around its blocks of 64 and a vocabulary's 32,000: the largest
+ * value once (first, last, between), tied at two places and everywhere, NaN values among
+ * the others and at 0 (then 0), zeros of both signs, infinities. */
+static void test_argmax(void) {
+    static const int sizes[] = {0, 1, 2, 15, 16, 17, 63, 64, 65, 129, 1000, 32000};
+    enum { CASES = 9 };
+    int bad = 0, cases = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        int n = sizes[s];
+        for (int c = 0; c < CASES; c++) {
+            float *y = random_floats((size_t)n + 1, 3.0f);
+            if (n > 0) {
+                int a = (c * 7919) % n, b = (c * 104729 + n / 2) % n;   /* two places */
+                switch (c) {
+                case 0: y[0] = 9.0f; break;                   /* the largest first */
+                case 1: y[n - 1] = 9.0f; break;               /* last */
+                case 2: y[a] = 9.0f; y[b] = 9.0f; break;      /* tied at two places */
+                case 3: for (int i = 0; i < n; i++) y[i] = 2.5f; break;   /* tied everywhere */
+                case 4: for (int i = 0; i < n; i += 3) y[i] = NAN; break; /* NaN at 0 too */
+                case 5: for (int i = 1; i < n; i += 5) y[i] = NAN; y[a] = 9.0f; break;
+                case 6:                                       /* zeros of both signs */
+                    for (int i = 0; i < n; i++) y[i] = i % 2 ? 0.0f : -0.0f;
+                    y[0] = -1.0f;
+                    break;
+                case 7: y[a] = INFINITY; y[b] = INFINITY; break;
+                case 8: for (int i = 0; i < n; i++) y[i] = -INFINITY; break;
+                }
+            }
+            int want = 0;
+            for (int i = 1; i < n; i++)
+                if (y[i] > y[want]) want = i;
+            bad += kernels_argmax(y, n) != want;
+            cases++;
+            free(y);
+        }
+    }
+    check_true(bad == 0, "kernels_argmax: the scan's index at 12 lengths (0 .. 32,000), the "
+               "largest first, last, tied, NaN among the others and at 0, signed zeros, "
+               "infinities (%d of %d differ)", bad, cases);
+}
+
+/* kernels_all_finite: 1 for finite values (the largest float among them), 0 for one NaN or
+ * infinity anywhere (first, last, between), 1 for no values. */
+static void test_all_finite(void) {
+    enum { N = 1001 };
+    float *x = random_floats(N, 3.0f);
+    x[17] = FLT_MAX;
+    x[18] = -FLT_MAX;
+    int ok = kernels_all_finite(x, N) == 1 && kernels_all_finite(x, 0) == 1;
+    const float bad_values[] = {NAN, INFINITY, -INFINITY};
+    const int places[] = {0, 500, N - 1};
+    for (int v = 0; v < 3; v++)
+        for (int p = 0; p < 3; p++) {
+            float keep = x[places[p]];
+            x[places[p]] = bad_values[v];
+            ok &= kernels_all_finite(x, N) == 0;
+            ok &= kernels_all_finite(x, (size_t)places[p]) == 1;   /* the values before it */
+            x[places[p]] = keep;
+        }
+    check_true(ok, "kernels_all_finite: 1 for finite values (with +-FLT_MAX) and none, 0 for a "
+               "NaN or an infinity first, last or between");
+    free(x);
+}
+
 /* AdamW: every path gives the scalar formula's bits (no fused operations; vector division
  * and square root are IEEE like the scalar ones). */
 static void test_adamw(int n) {
@@ -1294,6 +1359,8 @@ int main(void) {
     test_half();
     test_dropout();
     test_max();
+    test_argmax();
+    test_all_finite();
     test_adamw(1);
     test_adamw(37);
     test_adamw(1000);
