@@ -10,6 +10,7 @@
  */
 #include "model.h"
 
+#include <errno.h>     /* errno, EIO */
 #include <float.h>     /* FLT_EVAL_METHOD */
 #include <math.h>      /* fabsf */
 #include <stdint.h>    /* uint64_t */
@@ -728,10 +729,11 @@ static void test_commit_keep(void) {
 
 /* os_map_file gives a file's bytes as they are: a file of 5 MiB and a few bytes (read onto
  * huge pages where the system has them, its last page partly past the file; and mapped,
- * whole 0) and one of a few KiB (mapped), each compared byte for byte with what was
- * written. */
+ * whole 0), one of 70 MiB and a few (read in two parts side by side where this process
+ * may use two CPUs) and one of a few KiB (mapped), each compared byte for byte with what
+ * was written; asked for more bytes than the file holds, the read fails (NULL, EIO). */
 static void test_map_file(void) {
-    static const size_t sizes[] = {((size_t)5 << 20) + 77, 3000};
+    static const size_t sizes[] = {((size_t)5 << 20) + 77, ((size_t)70 << 20) + 5, 3000};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         size_t n = sizes[k];
         unsigned char *want = malloc(n);
@@ -753,6 +755,15 @@ static void test_map_file(void) {
             check_true(got && memcmp(got, want, n) == 0,
                        "map file: %zu bytes read back as written (whole %d)", n, whole);
             os_unmap_file(got, n);
+        }
+        if (n > ((size_t)4 << 20)) {   /* read whole: a file that ends before its size */
+            errno = 0;
+            void *got = written ? os_map_file(fileno(file), n + 4096, 1, NULL) : NULL;
+            int err = errno;
+            check_true(written && !got && err == EIO, "map file: %zu bytes asked of a file of "
+                       "%zu: NULL, EIO (got %s, errno %d)", n + 4096, n, got ? "a copy" : "NULL",
+                       err);
+            os_unmap_file(got, n + 4096);
         }
         fclose(file);
         free(want);
