@@ -731,7 +731,8 @@ static void test_commit_keep(void) {
  * huge pages where the system has them, its last page partly past the file; and mapped,
  * whole 0), one of 70 MiB and a few (read in two parts side by side where this process
  * may use two CPUs) and one of a few KiB (mapped), each compared byte for byte with what
- * was written; asked for more bytes than the file holds, the read fails (NULL, EIO). */
+ * was written; where a large file is read whole (the copy is os_map_file's own), asked
+ * for more bytes than the file holds, the read fails (NULL, EIO). */
 static void test_map_file(void) {
     static const size_t sizes[] = {((size_t)5 << 20) + 77, ((size_t)70 << 20) + 5, 3000};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -749,20 +750,24 @@ static void test_map_file(void) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             want[i] = (unsigned char)(x >> 56);
         }
-        int written = fwrite(want, 1, n, file) == n && fflush(file) == 0;
+        int written = fwrite(want, 1, n, file) == n && fflush(file) == 0, copied = 0;
         for (int whole = 1; whole >= 0; whole--) {
-            void *got = written ? os_map_file(fileno(file), n, whole, NULL) : NULL;
+            int own = 0;
+            void *got = written ? os_map_file(fileno(file), n, whole, &own) : NULL;
             check_true(got && memcmp(got, want, n) == 0,
                        "map file: %zu bytes read back as written (whole %d)", n, whole);
+            if (whole) copied = own;
             os_unmap_file(got, n);
         }
-        if (n > ((size_t)4 << 20)) {   /* read whole: a file that ends before its size */
+        if (n > ((size_t)4 << 20) && !copied)   /* a map may reach past the file's end */
+            check_skip("map file: this system mapped the large file, not read it whole "
+                       "(os_map_file's copy refused here): no read to fail");
+        else if (n > ((size_t)4 << 20)) {   /* the read of a file that ends before its size */
             errno = 0;
-            void *got = written ? os_map_file(fileno(file), n + 4096, 1, NULL) : NULL;
+            void *got = os_map_file(fileno(file), n + 4096, 1, NULL);
             int err = errno;
-            check_true(written && !got && err == EIO, "map file: %zu bytes asked of a file of "
-                       "%zu: NULL, EIO (got %s, errno %d)", n + 4096, n, got ? "a copy" : "NULL",
-                       err);
+            check_true(!got && err == EIO, "map file: %zu bytes asked of a file of %zu: NULL, "
+                       "EIO (got %s, errno %d)", n + 4096, n, got ? "memory" : "NULL", err);
             os_unmap_file(got, n + 4096);
         }
         fclose(file);
