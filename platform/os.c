@@ -346,10 +346,10 @@ static int usable_cpus(void) {
  * file shorter than n). A large file goes in parts of whole 2 MiB pages side by side, one
  * thread each, on as many of the CPUs this process may use as there are OS_READ_PART_MIN
  * bytes (at most OS_READ_PARTS), the caller's thread reading the first: a fresh page's
- * first write waits for the system to clear it, and on a VM whose host takes back the
- * guest's free memory for the host to back it again, and those waits overlap (s110m's
- * 438 MB on a Xeon VM: 3.5-4.6 s on one thread, 1.3-1.7 s on two). A thread that cannot
- * start leaves its part to the caller. */
+ * first write waits for the system to clear it (on a VM whose host takes back the
+ * guest's free memory, for the host to back it again too), and the parts' waits overlap
+ * (s110m's 438 MB on a Xeon VM: 3.5-4.6 s on one thread, 1.3-1.7 s on two). A thread
+ * that cannot start leaves its part to the caller. */
 static int read_whole(int fd, unsigned char *buf, size_t n) {
     const size_t huge = (size_t)2 << 20;
     int parts = usable_cpus();
