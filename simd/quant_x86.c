@@ -34,9 +34,9 @@
 /* Bytes ahead of its reads at which the row path asks for each row of a cold w's next line
  * (QuantMatrix.cold), and for its scales' line an eighth of that ahead (a scale serves 32
  * int8s), on the cores simd_prefetch_rows names; the packed rows' decode likewise for each
- * of its four runs. There the hardware's prefetcher alone leaves a w read from memory
- * short of the bandwidth; on a w in the caches the prefetches only cost, hence cold
- * matrices only (docs/performance.md, Where the speed comes from). */
+ * of its four runs, on those simd_prefetch_packed names. There the hardware's prefetcher
+ * alone leaves a w read from memory short of the bandwidth; on a w in the caches the
+ * prefetches only cost, hence cold matrices only (docs/performance.md, Where the speed comes from). */
 #define QUANT_PREFETCH_BYTES 2048
 
 /* The exact dot product of a (n,) and b (n,), int8 values (quant.c's dot_i8): the values of
@@ -1284,7 +1284,7 @@ void simd_q8_matmul_packed(float *out, const int8_t *xq, const float *xs, const 
                    rows - t < PACKED_ROWS ? rows - t : PACKED_ROWS, cols, group);
         float *out_n = out + (size_t)n * (size_t)OC;
         if (rows == 1)
-            packed_row(out_n, xp, w, bias, o0, o1, w->cold && simd_prefetch_rows());
+            packed_row(out_n, xp, w, bias, o0, o1, w->cold && simd_prefetch_packed());
         else
             packed_rows(out_n, xp, row_bytes, w, bias, rows, o0, o1);
     }

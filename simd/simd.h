@@ -15,7 +15,7 @@
  *   vec_kernels.c   the float kernels (engine's and trainer's), written once in vec.h
  *   quant_x86.c     the int8 kernels for AVX2 (with AVX-512 VNNI or AVX-VNNI where built)
  *   quant_neon.c    the int8 kernels for NEON (AArch64): the row path and the prefill tile
- *   cpu.c           what is read from the core at run time (simd_prefetch_rows)
+ *   cpu.c           what is read from the core at run time (simd_prefetch_rows, _packed)
  *   wasm_kernels.c  WebAssembly SIMD128 (the page, web/): the reference's matrix-vector
  *                   and attention dot products in 4-lane vectors, with the reference's bits
  *
@@ -103,13 +103,16 @@
 
 /* 1 where decode asks for the lines of a matrix read from memory ahead of its reads
  * (software prefetch: simd_matmul_block's and simd_matmul_row_half's rows, and an int8 w
- * marked cold), 0 where it leaves them to the hardware's prefetchers: the hints pay on AMD
- * family 26 (Zen 5) and on an Intel Xeon, and cost decode a fifth of its speed on family 25
- * (Zen 4) (docs/performance.md, Where the speed comes from). Read from CPUID at
- * the first call. simd_set_prefetch_rows(1 or 0) overrides the core's choice (the tests
- * run both paths); -1 goes back to it. */
+ * marked cold, in rows), 0 where it leaves them to the hardware's prefetchers: the hints pay
+ * on AMD family 26 (Zen 5) and on an Intel Xeon, and cost decode a fifth of its speed on
+ * family 25 (Zen 4) (docs/performance.md, Where the speed comes from).
+ * simd_prefetch_packed: the same for an int8 w packed by sixteen (quant_x86.c's four
+ * runs): 1 on Intel only, where they pay; on Zen 5 they cost a thread 6-15 %. Both read
+ * from CPUID at the first call. simd_set_prefetch(1 or 0) overrides the core's choice for
+ * both (the tests run every path); -1 goes back to it. */
 int simd_prefetch_rows(void);
-void simd_set_prefetch_rows(int on);
+int simd_prefetch_packed(void);
+void simd_set_prefetch(int on);
 
 #if SIMD_VECTOR
 /* kernels.c's matmul_block_reference: out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b,

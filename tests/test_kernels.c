@@ -30,7 +30,7 @@
 
 #include "hash.h"          /* hash_mix64 and the dropout rule: kernels_dropout's reference */
 #include "quant.h"         /* quant_groups, quant_quantize, quant_dequantize */
-#include "simd/simd.h"     /* simd_set_prefetch_rows: both ways of decode's rows */
+#include "simd/simd.h"     /* simd_set_prefetch: both ways of decode's rows */
 #include "tests/check.h"   /* check_* */
 
 /* fp32 matmul vs float64: each output is a sum of IC products of values in [-1, 1); FMA
@@ -1263,14 +1263,14 @@ static void test_decode_paths(int IC, int OC, int slice) {
         kernels_matmul(sliced + o, x, w + (size_t)o * IC, NULL, 1, IC, rows);
     }
     for (int prefetch = 0; prefetch < 2; prefetch++) {
-        simd_set_prefetch_rows(prefetch);
+        simd_set_prefetch(prefetch);
         kernels_matmul(whole, x, w, NULL, 1, IC, OC);
         check_true(memcmp(whole, sliced, sizeof(float) * OC) == 0, "decode: a %.0f KB matrix "
                    "(IC %d, OC %d) read as four runs of rows (lines asked for ahead: %d) "
                    "gives the bits of its %d-row slices read by the small tiles",
                    (double)IC * OC * 4 / 1000, IC, OC, prefetch, slice);
     }
-    simd_set_prefetch_rows(-1);
+    simd_set_prefetch(-1);
     free(x);
     free(w);
     free(whole);

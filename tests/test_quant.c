@@ -10,7 +10,7 @@
  * columns cut between two threads. Data are fixed-seed random.
  */
 #include "quant.h"
-#include "simd/simd.h"   /* simd_set_prefetch_rows */
+#include "simd/simd.h"   /* simd_set_prefetch */
 
 #include <float.h>     /* FLT_EPSILON, FLT_MAX */
 #include <math.h>      /* fabs, isnan, roundf, NAN, INFINITY */
@@ -560,7 +560,7 @@ static int two_threads(float *out, const GemmCase *c, const QuantMatrix *w, cons
  * rows and its widest x (4,096 values; 4,100 goes one row at a time); and outputs whose
  * rows alias in L1 (OC a multiple of 1,024), which the x86 tile writes through a stage.
  * Each also with w marked cold (QuantMatrix.cold), whose single rows ask for w's lines
- * ahead (on every core: simd_set_prefetch_rows(1)): the same bits. */
+ * ahead (on every core: simd_set_prefetch(1)): the same bits. */
 static void test_gemm(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},   {2, 288, 16, 32, 0, 16},   {3, 96, 9, 32, 0, 9},
@@ -620,7 +620,7 @@ static void test_gemm(void) {
             for (size_t i = 0; i < n_out; i++) whole[i] = rows[i] = two[i] = NAN;
             for (size_t i = 0; i < 2 * n_out; i++) cold[i] = NAN;
             quant_matmul_block(whole, c.xq, c.xs, &w, b, c.N, c.o0, c.o1);
-            simd_set_prefetch_rows(1);   /* the hints, whatever this core would choose */
+            simd_set_prefetch(1);   /* the hints, whatever this core would choose */
             quant_matmul_block(cold, c.xq, c.xs, &w_cold, b, c.N, c.o0, c.o1);
             for (int n = 0; n < c.N; n++) {
                 size_t at = (size_t)n * (size_t)c.OC;
@@ -629,7 +629,7 @@ static void test_gemm(void) {
                 quant_matmul_block(rows + at, xq_n, xs_n, &w, b, 1, c.o0, c.o1);
                 quant_matmul_block(cold + n_out + at, xq_n, xs_n, &w_cold, b, 1, c.o0, c.o1);
             }
-            simd_set_prefetch_rows(-1);
+            simd_set_prefetch(-1);
             threads_ok &= two_threads(two, &c, &w, b);
             for (int n = 0; n < c.N; n++)
                 for (int o = 0; o < c.OC; o++) {
@@ -781,7 +781,7 @@ static void test_packed_extremes(void) {
  * every smaller one), rows past the last whole block (in rows), ranges that start and end
  * inside a block, rows in several spans of groups, groups of 4 to 1,024 values, rows of x
  * in several chunks of packed rows. Each also with w marked cold, whose single rows ask
- * for w's lines ahead (simd_set_prefetch_rows(1)): the same bits. */
+ * for w's lines ahead (simd_set_prefetch(1)): the same bits. */
 static void test_packed(void) {
     const int shapes[][6] = {   /* N, cols, OC, group, o0, o1 */
         {1, 288, 16, 32, 0, 16},     {1, 768, 200, 32, 5, 197},  {1, 64, 147, 32, 0, 147},
@@ -833,7 +833,7 @@ static void test_packed(void) {
         for (int pass = 0; pass < 4; pass++) {   /* +-bias, w cold (its lines asked ahead) or not */
             const float *b = pass % 2 ? c.bias : NULL;
             w.cold = pass / 2;
-            simd_set_prefetch_rows(w.cold ? 1 : -1);
+            simd_set_prefetch(w.cold ? 1 : -1);
             for (size_t i = 0; i < n_out; i++) all[i] = rows[i] = two[i] = NAN;
             quant_matmul_block(all, c.xq, c.xs, &w, b, c.N, c.o0, c.o1);
             for (int n = 0; n < c.N; n++)
@@ -854,7 +854,7 @@ static void test_packed(void) {
                                 memcmp(&two[i], &ref, sizeof ref) == 0;
                 }
         }
-        simd_set_prefetch_rows(-1);
+        simd_set_prefetch(-1);
         check_true(packed_ok && threads_ok && same_ref && outside_ok,
                    "packed (%s) N %d, cols %d, OC %d (%d rows packed), columns %d..%d: the "
                    "reference's float steps bit for bit, all rows at once, each alone and "
