@@ -36,7 +36,8 @@
  * int8s), on the cores simd_prefetch_rows names; the packed rows' decode likewise for each
  * of its four runs, on those simd_prefetch_packed names. There the hardware's prefetcher
  * alone leaves a w read from memory short of the bandwidth; on a w in the caches the
- * prefetches only cost, hence cold matrices only (docs/performance.md, Where the speed comes from). */
+ * prefetches only cost, hence cold matrices only (docs/performance.md, Where the speed
+ * comes from). */
 #define QUANT_PREFETCH_BYTES 2048
 
 /* The exact dot product of a (n,) and b (n,), int8 values (quant.c's dot_i8): the values of
