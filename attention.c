@@ -11,8 +11,8 @@
  * weights a variant gives each key. Last, the backward of exact attention for the trainer,
  * and every variant's forward and backward over one training sequence (§14). Nothing here
  * knows about layers or weights: callers pass plain arrays and own every state and scratch
- * block. No malloc, no stdio. The kernels no program runs (additive scoring, pooling,
- * Nystrom) are in tests/attention_kernels.c.
+ * block. No malloc, no I/O (snprintf only words a bad config's problem). The kernels no
+ * program runs (additive scoring, pooling, Nystrom) are in tests/attention_kernels.c.
  *
  * Contents, in reading order (each a section below under the same title):
  *   Exact attention                          attention_forward, attention_forward_cache

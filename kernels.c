@@ -194,7 +194,10 @@ static float from_half_reference(uint16_t h) {
 
 /* ---- attention's loops ---- */
 
-/* The sum of eight partial sums: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). */
+/* The sum of eight partial sums: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the
+ * order in which a vector's lanes sum by halves. The products' sums take another order
+ * (matmul_block_reference), that of their kernels' sums across registers; each reference
+ * has its kernel's bits. */
 static MAYBE_UNUSED float lanes_sum(const float acc[LANES]) {
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
@@ -324,8 +327,7 @@ static int block_cols(int OC, int blocks) {
 
 /* Column blocks per block of rows of an fp32 GEMM product of N rows: one with one thread,
  * else as few as give each thread GEMM_JOBS_PER_THREAD jobs. Each job transposes its rows
- * of x for the tile (simd/vec_kernels.c), so each block more transposes them again (at
- * four blocks, 14 % of a 256-token s15m prompt's products' time). */
+ * of x for the tile (simd/vec_kernels.c), so each block more transposes them again. */
 static int gemm_col_blocks(int N) {
     int threads = kernels_threads(), row_blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS;
     if (threads == 1) return 1;
@@ -631,8 +633,7 @@ float kernels_max(const float *x, int n, float init) { return simd_max(x, n, ini
 
 /* The scan's last x[best] is the largest value (kernels_max, which compares as it does),
  * and best its first place: blocks of 64 values compared whole (no exit inside a block,
- * so the compiler's vectors take it), then the block that holds it value by value. A
- * vocabulary of 32,000 logits: 32 us a token as the scan, 5 here (a Xeon, 2026-12-04). */
+ * so the compiler's vectors take it), then the block that holds it value by value. */
 int kernels_argmax(const float *x, int n) {
     if (n < 2) return 0;
     float max = kernels_max(x + 1, n - 1, x[0]);

@@ -158,8 +158,8 @@ void kernels_from_half(float *out, const uint16_t *h, size_t n);
 
 /* ---- vector helpers (attention) ---- */
 
-/* a (n,) . b (n,): eight partial sums (as kernels_matmul's few rows), summed in a fixed
- * order. */
+/* a (n,) . b (n,): eight partial sums (lane i % 8), summed in a fixed order: the
+ * halving order of a vector's lanes, not the products' (kernels.c: lanes_sum). */
 float kernels_dot(const float *a, const float *b, int n);
 
 /* out (n_rows,) = q (n,) . row r of k, for the rows listed in rows (NULL: 0 .. n_rows-1),

@@ -13,8 +13,8 @@
  * and v are rounded as llama.cpp's F16 cache rounds them. Loading is in checkpoint.c, the
  * arithmetic in kernels.c, attention in attention.c.
  *
- * Legend: N tokens in the chunk, C width, Hd MLP width, KVD kv width, V vocab,
- * S context, n token index within the chunk, l layer.
+ * Legend: n tokens in the chunk, t a token's index in it, C width, Hd MLP width, KVD kv
+ * width, V vocab, S context, l layer.
  */
 #include "model.h"
 
@@ -438,11 +438,11 @@ void model_free(Model *m) {
 /* ------------------------------------------------------------------------- */
 /* Layer pieces                                                                */
 
-/* x (N, C) = token embedding rows (+ position rows for learned positions). */
-static void embed(const Model *m, float *x, const int *tokens, int N, int pos) {
+/* x (n, C) = token embedding rows (+ position rows for learned positions). */
+static void embed(const Model *m, float *x, const int *tokens, int n, int pos) {
     const Weights *w = &m->checkpoint.weights;
     int C = m->config.dim;
-    for (int t = 0; t < N; t++) {
+    for (int t = 0; t < n; t++) {
         float *x_t = x + (size_t)t * C;
         if (w->token_embedding.f32)
             memcpy(x_t, w->token_embedding.f32 + (size_t)tokens[t] * C, (size_t)C * sizeof(float));
@@ -543,7 +543,7 @@ static int first_row(const Config *c, int l, int first) {
 }
 
 /* b's rows from row r on, in the buffers that carry a row from attention to the block's
- * output (q, att, x and out, each (N, C)); the others are scratch used from their start. */
+ * output (q, att, x and out, each (n, C)); the others are scratch used from their start. */
 static BlockBuffers rows_from(BlockBuffers b, int r, int C) {
     size_t at = (size_t)r * (size_t)C;
     b.q += at;
@@ -573,14 +573,14 @@ static void plain_layers(Model *m, int n, int pos, int first) {
     }
 }
 
-/* While tracing, copies layer l's queries q (N, C) and keys k (N, KVD) of positions
- * pos .. pos+N-1 into the trace. */
-static void trace(Model *m, int l, int pos, int N, const float *q, const float *k) {
+/* While tracing, copies layer l's queries q (n, C) and keys k (n, KVD) of positions
+ * pos .. pos+n-1 into the trace. */
+static void trace(Model *m, int l, int pos, int n, const float *q, const float *k) {
     if (!m->tracing) return;
     size_t C = (size_t)m->config.dim, KVD = (size_t)m->config.kv_dim;
     size_t row = (size_t)l * m->n_ctx + (size_t)pos;
-    memcpy(m->trace.q + row * C, q, (size_t)N * C * sizeof(float));
-    memcpy(m->trace.k + row * KVD, k, (size_t)N * KVD * sizeof(float));
+    memcpy(m->trace.q + row * C, q, (size_t)n * C * sizeof(float));
+    memcpy(m->trace.k + row * KVD, k, (size_t)n * KVD * sizeof(float));
 }
 
 /* x (n,) rounded to the nearest IEEE half-precision values (ties to even), in place. */

@@ -4,7 +4,7 @@
  * matrix as int8 with one fp32 scale per group of GS values along each row: GPT-2 models
  * as llm.c's header with version 80, Llama models as llama2.c's version 2 (which
  * llama2.c's runq also reads when GS divides the model's widths). Norms, biases and
- * position embeddings stay fp32. run then multiplies in int8 (kernels_matmul_q8).
+ * position embeddings stay fp32. run then multiplies in int8 (kernels_matmuls).
  */
 #include <stdio.h>        /* fprintf, printf */
 #include <stdlib.h>       /* EXIT_SUCCESS */

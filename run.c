@@ -455,8 +455,10 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
     /* without -I a run never holds more than the prompt and -n tokens */
     long reach = (long)plan->n_prompt + o->steps;
     if (!o->interactive && reach < n_ctx) n_ctx = (int)reach;
-    /* keep Llama's BOS by default: the model has only ever seen text start with it */
-    int keep = o->keep >= 0 ? o->keep : plan->prompt[0] == tok->bos_id ? 1 : 0;
+    /* keep the BOS a tokenizer adds (Llama's) by default, as llama.cpp does: the model has
+     * only ever seen text start with it (a GPT-2 GGUF file names one, adds none: 0 kept) */
+    int added_bos = tok->add_bos && plan->prompt[0] == tok->bos_id;
+    int keep = o->keep >= 0 ? o->keep : added_bos ? 1 : 0;
     if (keep > n_ctx - 1) keep = n_ctx - 1;   /* a run that never shifts */
     if (o->attn_map_path) {
         if ((status = run_lab_check_map_size(o->attn_map_path, o->layer, o->head, c, n_ctx,
@@ -525,7 +527,8 @@ static void default_tokenizer_path(const char *model_path, char *out, size_t cap
 }
 
 /* Loads the tokenizer at path (-z's, or without -z the default beside the model) and
- * checks it belongs to the model. Returns 0, or -1 after a message. */
+ * checks it belongs to the model. Returns 0, or after a message EXIT_USAGE (-z with a GGUF
+ * model) or -1. */
 static int load_tokenizer(Tokenizer *tok, const char *path, const RunOptions *o, const Model *m) {
     const Config *c = &m->config;
     if (m->checkpoint.gguf) {   /* the file's own vocabulary, which its embedding rows match */

@@ -41,7 +41,8 @@ typedef struct {
     TokenizerKind kind;      /* which file format, hence which encoding rules */
     int vocab_size;          /* number of tokens */
     int eot_id;              /* end-of-text token id (Llama: EOS) */
-    int bos_id;              /* beginning-of-sequence id (Llama: BOS), or -1 (GPT-2) */
+    int bos_id;              /* beginning-of-sequence id (Llama: BOS), or -1 (GPT-2; a
+                                GPT-2 GGUF file's own id where it names one) */
     int32_t *rank;           /* (vocab_size,) merge priority, lowest first: the id itself for
                                 GPT-2, the rank of the score (descending) for Llama; owned */
     unsigned char byte_values[256];  /* byte_values[b] == b: what <0xHH> decodes to */

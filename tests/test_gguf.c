@@ -805,6 +805,27 @@ static void test_gpt2_tiny(void) {
     check_gpt2_refused(&o, "gpt2: a merge with no space", "merge 0 is not two tokens");
 }
 
+/* --keep's default with a GPT-2 GGUF file, which names a BOS id (its end-of-text token) but
+ * adds none: 0, as --help says, where a Llama tokenizer keeps its BOS. 31 tokens (the
+ * start token and 30 generated, 29 run) in 8 positions: keeping 0, each shift keeps the
+ * latest 4 and runs them again, at the 9th, 13th, ..., 29th token: 6 shifts; keeping 1,
+ * 1 + 4 stay, at the 9th, 12th, ..., 30th: 8. */
+static void test_gpt2_keep(void) {
+    const char *model = "tests/data/gguf_gpt2/tiny-gpt2-f16.gguf";
+    char command[512], *err = NULL;
+    snprintf(command, sizeof command, "%s %s -n 30 -t 0 -c 8", run_bin, model);
+    int code = check_run(command, NULL, &err);
+    check_true(code == 0 && err && strstr(err, "context shifts: 6 ("),
+               "GPT-2 GGUF: --keep 0 by default, its BOS id notwithstanding (exit %d)", code);
+    free(err);
+    err = NULL;
+    snprintf(command, sizeof command, "%s %s -n 30 -t 0 -c 8 --keep 1", run_bin, model);
+    code = check_run(command, NULL, &err);
+    check_true(code == 0 && err && strstr(err, "context shifts: 8 ("),
+               "GPT-2 GGUF: --keep 1 keeps the first token (exit %d)", code);
+    free(err);
+}
+
 int main(void) {
     run_bin = getenv("RUN");
     if (!run_bin || !*run_bin) run_bin = "./run";
@@ -817,6 +838,7 @@ int main(void) {
     test_tiny();
     test_gpt2_tokenizer();
     test_gpt2_tiny();
+    test_gpt2_keep();
     test_tiny_half();
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
