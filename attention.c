@@ -222,54 +222,68 @@ static void pack_keys(float *k_p, float *v_p, const float *k, const float *v, in
         }
 }
 
-/* Head h of attention_forward: its HS columns of out, its own scratch rows. */
-static void forward_head(void *ctx, int h) {
-    const ForwardJob *f = ctx;
+/* Where one head reads its keys and values: n_keys rows of each, stride floats apart. */
+typedef struct {
+    const float *k, *v;
+    int stride;
+    const float *next_k;   /* NULL, or the next head's keys (decode, where they are not these):
+                            * asked for from memory while this head's values are summed,
+                            * so that they come from the caches */
+} HeadRows;
+
+/* Head h's rows, its kv head's at kv_offset in f's arrays. A half cache's (a prompt: a
+ * half cache's single query reads the halves in place) as floats, in k_p and v_p where
+ * they fit, else in the head's part of f->kv_floats; rows that lie far apart (pack_keys)
+ * copied together into k_p and v_p. k_p, v_p: PACK_FLOATS floats each. */
+static HeadRows head_rows(const ForwardJob *f, int h, long kv_offset, float *k_p, float *v_p) {
     int NH = f->shape->n_heads, HS = f->shape->head_dim, n_keys = f->pos + f->T;
-    int group = NH / f->shape->n_kv_heads;        /* query heads per kv head */
-    int kv_stride = f->kv_stride;
-    long kv_offset = (h / group) * f->kv_head;    /* seek to this head's keys and values */
-    int block = f->T < QUERY_BLOCK ? f->T : QUERY_BLOCK;   /* queries at once */
-    float *scores = f->scratch + (long)h * block * n_keys;
-    float k_p[PACK_FLOATS], v_p[PACK_FLOATS];
-    Scoring exact = {f->shape->scale, 0, 0, 0.0f};
-    const float *k, *v, *next_k = NULL;
-    if (f->k_half && f->T == 1) {   /* a half cache, one query: the halves read in place */
-        attend_half_rows(f->out + (long)h * HS, f->q + (long)h * HS, f->k_half + kv_offset,
-                         f->v_half + kv_offset, n_keys, HS, exact, scores);
-        return;
-    }
-    if (f->k_half) {   /* a half cache, a prompt: this head's rows as floats, on the stack
-                        * where they fit, else in its part of the scratch */
+    int group = NH / f->shape->n_kv_heads;
+    HeadRows r = {f->k + kv_offset, f->v + kv_offset, f->kv_stride, NULL};
+    if (f->k_half) {
         int fit = (long)n_keys * HS <= PACK_FLOATS;
         float *k_f = fit ? k_p : f->kv_floats + 2 * h * f->kv_head;
         float *v_f = fit ? v_p : k_f + f->kv_head;
         kernels_from_half(k_f, f->k_half + kv_offset, (size_t)n_keys * HS);
         kernels_from_half(v_f, f->v_half + kv_offset, (size_t)n_keys * HS);
-        k = k_f;
-        v = v_f;
-    } else {
-        k = f->k + kv_offset;
-        v = f->v + kv_offset;
-        /* one query (decode): the next head's keys, where not these, are asked for while
-         * this head's values are summed, so that they come from the caches */
-        if (f->T == 1 && (h + 1) % group == 0 && h + 1 < NH) next_k = k + f->kv_head;
+        r.k = k_f;
+        r.v = v_f;
+    } else if (f->T == 1 && (h + 1) % group == 0 && h + 1 < NH) {
+        r.next_k = r.k + f->kv_head;
     }
-    if (f->T >= PACK_MIN_QUERIES && kv_stride > HS && (long)n_keys * HS <= PACK_FLOATS) {
-        pack_keys(k_p, v_p, k, v, kv_stride, n_keys, HS);
-        k = k_p;
-        v = v_p;
-        kv_stride = HS;
+    if (f->T >= PACK_MIN_QUERIES && r.stride > HS && (long)n_keys * HS <= PACK_FLOATS) {
+        pack_keys(k_p, v_p, r.k, r.v, r.stride, n_keys, HS);
+        r.k = k_p;
+        r.v = v_p;
+        r.stride = HS;
     }
+    return r;
+}
+
+/* Head h of attention_forward: its HS columns of out, its own scratch rows. */
+static void forward_head(void *ctx, int h) {
+    const ForwardJob *f = ctx;
+    int NH = f->shape->n_heads, HS = f->shape->head_dim, n_keys = f->pos + f->T;
+    int group = NH / f->shape->n_kv_heads;        /* query heads per kv head */
+    long kv_offset = (h / group) * f->kv_head;    /* seek to this head's keys and values */
+    int block = f->T < QUERY_BLOCK ? f->T : QUERY_BLOCK;   /* queries at once */
+    float *scores = f->scratch + (long)h * block * n_keys;
+    Scoring exact = {f->shape->scale, 0, 0, 0.0f};
+    if (f->k_half && f->T == 1) {   /* a half cache, one query: the halves read in place */
+        attend_half_rows(f->out + (long)h * HS, f->q + (long)h * HS, f->k_half + kv_offset,
+                         f->v_half + kv_offset, n_keys, HS, exact, scores);
+        return;
+    }
+    float k_p[PACK_FLOATS], v_p[PACK_FLOATS];   /* the head's rows, where copied */
+    HeadRows r = head_rows(f, h, kv_offset, k_p, v_p);
     for (int t = 0; t < f->T; t += block) {   /* queries t .. t + n_q - 1 */
         int n_q = f->T - t < block ? f->T - t : block;
         /* the mask: query t sees keys 0 .. pos + t, each later query of the block one more */
         int n_first = f->pos + t + 1;
         const float *q_t = f->q + ((long)t * NH + h) * HS;
         float *out_t = f->out + ((long)t * NH + h) * HS;
-        attend_causal(out_t, NH * HS, q_t, NH * HS, n_q, k, v, kv_stride, n_first, HS, exact,
+        attend_causal(out_t, NH * HS, q_t, NH * HS, n_q, r.k, r.v, r.stride, n_first, HS, exact,
                       scores, f->drop, ((uint64_t)h * f->T + (uint64_t)t) * f->T,
-                      (uint64_t)f->T, next_k);
+                      (uint64_t)f->T, r.next_k);
     }
 }
 
