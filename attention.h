@@ -91,7 +91,7 @@ void attention_forward_dropout(const AttentionShape *shape, const AttentionDropo
  * fills; attention_step() appends new keys/values to it and attends. The state is
  * one of the four kinds of docs/attention.md §10:
  *   (A) full KV cache: exact, gauss, strided, fixed (synth-*: values only)  O(n_ctx)
- *   (B) sink slots + ring buffer: window, dilated             O(S + W)
+ *   (B) sink slots + ring buffer: window, dilated         O(sinks + W)
  *   (C) fixed-size recurrent state: linear, efficient, performer   O(1) in n_ctx
  *   (D) KV cache + per-round LSH bucket lists: lsh
  * Randomness (Performer features, LSH rotations) is drawn at init from the
@@ -129,7 +129,7 @@ typedef enum {
 #define ATTENTION_DEFAULT_BUCKETS 16      /* LSH nb = 1024 / 64 */
 #define ATTENTION_DEFAULT_ROUNDS 4        /* LSH n_r: "4 is permissible" */
 #define ATTENTION_DEFAULT_LSH_LOCAL 64    /* LSH always-kept local window L */
-#define ATTENTION_DEFAULT_LSH_SINKS 4     /* LSH always-kept first positions S */
+#define ATTENTION_DEFAULT_LSH_SINKS 4     /* LSH always-kept first positions */
 #define ATTENTION_DEFAULT_FEATURES 256    /* Performer m (JAX reference nb_features) */
 #define ATTENTION_DEFAULT_FACTOR 16       /* factorized Synthesizers: k = a = sqrt(256) */
 #define ATTENTION_LINEAR_EPS 1e-6f        /* linear attention denominator eps (fast-transformers) */
@@ -156,7 +156,7 @@ typedef struct {
     float tau;         /* temperature: scale = 1 / (tau sqrt(HS)); 1 by default; in
                         * [ATTENTION_MIN_TAU, ATTENTION_MAX_TAU] */
     int window;        /* W (window), w (dilated): keys in the window, self included */
-    int sinks;         /* S: positions 0 .. S-1 always visible (window, dilated, lsh) */
+    int sinks;         /* positions 0 .. sinks-1 always visible (window, dilated, lsh) */
     int dilation;      /* k (dilated): spacing of the window's keys */
     int stride;        /* l (strided); block length l (fixed) */
     int summary;       /* c (fixed): last c positions of each block are summaries */

@@ -9,8 +9,8 @@
  * tokens through the network and returns their next-token logits.
  *
  * Legend: V vocab, C model width, L layers, NH heads, NKV key/value heads, HS = C / NH,
- * KVD = NKV * HS, Hd MLP hidden width, n_ctx the positions the context holds, N tokens
- * in a chunk.
+ * KVD = NKV * HS, Hd MLP hidden width, S the model's context (positions), n_ctx the
+ * positions a run's context holds, N tokens in a chunk.
  */
 #ifndef MODEL_H
 #define MODEL_H
