@@ -855,6 +855,10 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
                 "weight files are little-endian and are mapped as they are)\n", path);
         return -1;
     }
+    if (!*path) {
+        fprintf(stderr, "model: empty path (got \"\", expected a model file)\n");
+        return -1;
+    }
     /* O_NONBLOCK: a FIFO given as the model must not block the open; the regular-file
      * check below then refuses it */
     int fd = open(path, O_RDONLY | O_NONBLOCK);
@@ -868,8 +872,15 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
     Config *c = &ck->config;
     size_t expected, owned_floats;
     long header_bytes;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "model: %s: not a regular file\n", path);
+    if (fstat(fd, &st) != 0) {
+        fprintf(stderr, "model: %s: cannot read its size (%s)\n", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        const char *kind = S_ISDIR(st.st_mode) ? "folder" : S_ISFIFO(st.st_mode) ? "FIFO"
+                                                                                 : "special file";
+        fprintf(stderr, "model: %s: not a regular file (got a %s, expected a model file)\n",
+                path, kind);
         goto fail;
     }
     size_t file_size = (size_t)st.st_size;

@@ -39,6 +39,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    os_program_start();   /* a closed pipe is a write error, reported like a full disk */
     const char *paths[2] = {NULL, NULL};
     int n_paths = 0, group = CHECKPOINT_Q8_GROUP;
     for (int i = 1; i < argc; i++) {

@@ -11,7 +11,6 @@
 #include <errno.h>      /* errno, ENOENT */
 #include <float.h>      /* FLT_MAX: is -p's value a number at all? */
 #include <limits.h>     /* INT_MAX */
-#include <signal.h>     /* signal, SIGPIPE (POSIX): a closed pipe is a write error */
 #include <stdint.h>     /* uint64_t */
 #include <stdio.h>      /* fprintf, fputs, snprintf */
 #include <stdlib.h>     /* malloc, free */
@@ -578,7 +577,7 @@ static int load_tokenizer(Tokenizer *tok, const char *path, const RunOptions *o,
 }
 
 int main(int argc, char **argv) {
-    signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error, reported like a full disk */
+    os_program_start();   /* a closed pipe is a write error, reported like a full disk */
     RunOptions o = {0};
     int parsed = parse_args(argc, argv, &o);
     if (parsed < 0) return cli_stdout_ok("run") == 0 ? 0 : EXIT_BAD_DATA;   /* --help */
@@ -602,9 +601,7 @@ int main(int argc, char **argv) {
     memset(&plan, 0, sizeof plan);
     int status = EXIT_BAD_DATA;
     int asked = kernels_cap_threads();
-    if (asked && !o.threads)
-        fprintf(stderr, "run: OMP_NUM_THREADS asks for %d threads; using the %d cores\n",
-                asked, kernels_threads());
+    if (asked && !o.threads) cli_note_threads("run", asked, kernels_threads());
     if (o.threads) kernels_set_threads(o.threads);
     if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
     const Config *c = &model.config;

@@ -131,8 +131,9 @@ static int parse_pair(const Name *name, const char *pair, const char *end, Atten
     char value[64];
     int value_len = (int)(end - eq - 1);
     if (value_len < 1 || value_len >= (int)sizeof value) {
-        snprintf(err, cap, "%s: parameter %.*s has no or too long a value", name->name,
-                 key_len, pair);
+        snprintf(err, cap, "%s: parameter %.*s has no value, or one too long (expected "
+                 "%.*s=VALUE of 1..%d characters)", name->name, key_len, pair, key_len, pair,
+                 (int)sizeof value - 1);
         return -1;
     }
     memcpy(value, eq + 1, (size_t)value_len);

@@ -15,7 +15,6 @@
 #include "tutorial.h"
 
 #include <math.h>         /* sqrtf, logf, expf, fabsf, cosf, sinf, powf, NAN */
-#include <signal.h>       /* signal, SIGPIPE (POSIX): a closed pipe is a write error */
 #include <stdio.h>        /* printf, fprintf */
 #include <stdlib.h>       /* calloc, malloc, free */
 #include <string.h>       /* strcmp, strlen, memcpy, memset */
@@ -25,6 +24,7 @@
 #include "cli.h"          /* cli_parse_float, cli_parse_int, cli_stdout_ok */
 #include "kernels.h"      /* kernels_layernorm, kernels_rmsnorm, kernels_gelu, ... */
 #include "model.h"        /* model_load, model_forward, MODEL_ROPE_BASE */
+#include "os.h"           /* os_program_start */
 #include "sampler.h"      /* sampler_init, sampler_sample */
 #include "tokenizer.h"    /* tokenizer_load, tokenizer_encode, tokenizer_merge, ... */
 #include "train_backward.h"  /* train_crossentropy_backward */
@@ -1079,7 +1079,7 @@ static int run_step(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error, reported like a full disk */
+    os_program_start();   /* a closed pipe is a write error, reported like a full disk */
     if (argc < 2) {
         fprintf(stderr, "tutorial: no step given (expected tutorial STEP [ARGS]; tutorial "
                 "--help lists the steps)\n");

@@ -5,7 +5,7 @@
 #include <errno.h>    /* errno, ERANGE, EIO */
 #include <math.h>     /* isfinite */
 #include <stdio.h>    /* snprintf, fflush, ferror, fprintf */
-#include <stdlib.h>   /* strtol, strtof, strtoull */
+#include <stdlib.h>   /* strtol, strtof, strtoull, getenv */
 #include <string.h>   /* strlen, strncmp, strchr, strerror */
 
 /* The one rule for every number on a command line: an optional '-' (where negative values
@@ -165,6 +165,14 @@ int cli_next(const char *program, const CliOption *options, int n_options, int a
     if (parse_value(o, arg->value, arg) != 0)
         return cli_usage_error(program, flag, "invalid value", got, expected);
     return 0;
+}
+
+void cli_note_threads(const char *program, int asked, int cores) {
+    const char *env = getenv("OMP_NUM_THREADS");
+    char shown[64], number[16];
+    snprintf(number, sizeof number, "%d", asked);
+    fprintf(stderr, "%s: OMP_NUM_THREADS asks for %s threads; using the %d cores\n", program,
+            env ? cli_printable(env, shown, sizeof shown) : number, cores);
 }
 
 int cli_stdout_ok(const char *program) {

@@ -83,6 +83,11 @@ const char *cli_expected(const CliOption *o, char *buf, size_t cap);
 int cli_usage_error(const char *program, const char *subject, const char *problem,
                     const char *got, const char *expected);
 
+/* Prints "PROGRAM: OMP_NUM_THREADS asks for N threads; using the CORES cores" to stderr, N
+ * as the variable's text (OpenMP's runtime wraps a number too large for an int), or asked
+ * where the variable is unset. */
+void cli_note_threads(const char *program, int asked, int cores);
+
 /* Flushes standard output; if anything written to it failed (a full disk, a closed pipe:
  * programs ignore SIGPIPE so that this is reported rather than fatal), prints
  * "PROGRAM: standard output: write error (REASON)" and returns -1; else 0. */

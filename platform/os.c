@@ -17,7 +17,7 @@
 #ifndef __wasi__
 #include <pthread.h>     /* pthread_sigmask, pthread_create, pthread_join */
 #include <sched.h>       /* sched_getaffinity, CPU_COUNT (Linux) */
-#include <signal.h>      /* sigaction, sigset_t, raise, SIGINT, SIGTERM, SIGHUP */
+#include <signal.h>      /* sigaction, signal, sigset_t, raise, SIG* */
 #include <sys/resource.h>   /* getrlimit, RLIMIT_AS */
 #endif
 #include <stdio.h>       /* FILE, fdopen, fflush, fclose, fprintf, snprintf, rename, remove */
@@ -447,15 +447,27 @@ int os_map_writable(void *p, size_t size, int writable) {
 /* ---- writing ---- */
 #ifndef __wasi__
 
+void os_program_start(void) {
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+            int held = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+            if (held != fd && held >= 0) close(held);   /* a lower one was closed too: taken */
+        }
+}
+
 /* ---- what a signal must not leave behind ----
  * The files this process created and has not yet renamed or removed (os_save_open's
- * temporaries, os_lock's locks) are listed here; SIGINT, SIGTERM or SIGHUP removes them,
- * then ends the process as the signal would have. The list changes only with those
- * signals blocked, so the handler never sees half a path. */
+ * temporaries, os_lock's locks) are listed here; a signal whose default ends the process
+ * (SIGKILL and SIGSTOP aside, which no handler sees, and those the process ignores)
+ * removes them, then ends the process as the signal would have. The list changes only
+ * with those signals blocked, so the handler never sees half a path. */
 #define CLEANUP_SLOTS 8
 static char cleanup_paths[CLEANUP_SLOTS][OS_PATH_CAP];
 static volatile sig_atomic_t cleanup_used[CLEANUP_SLOTS];
-static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP};
+static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM,
+                                      SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ};
 #define N_CLEANUP_SIGNALS ((int)(sizeof CLEANUP_SIGNALS / sizeof CLEANUP_SIGNALS[0]))
 
 static void on_cleanup_signal(int sig) {
@@ -888,4 +900,6 @@ void os_unlock(SaveLock *l) {
     close(l->fd);
     l->fd = -1;
 }
+#else
+void os_program_start(void) {}   /* WASI: no signals; the host holds the descriptors */
 #endif /* __wasi__ */

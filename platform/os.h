@@ -14,8 +14,8 @@
  * whole run (os_lock), so a second program aimed at the same file is refused instead of
  * mixing its bytes in. A program removes only files it created: a lock's path holding anything
  * but a lock of ours (an input, a user's file, a link) is refused, never removed; and
- * SIGINT, SIGTERM or SIGHUP remove the temporaries and locks of os_save_open and os_lock
- * before the process ends (the trainer's fixed-name temporaries stay: its next run
+ * a signal that ends the process (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1 ...;
+ * not SIGKILL) removes the temporaries and locks of os_save_open and os_lock before it ends (the trainer's fixed-name temporaries stay: its next run
  * finishes or replaces them).
  */
 #ifndef OS_H
@@ -29,6 +29,14 @@
 #define OS_LOCK_SUFFIX ".lock"   /* os_lock: PATH.lock */
 
 /* ---- the clock and the machine ---- */
+
+/* What every program does first: SIGPIPE and SIGXFSZ ignored (a closed pipe, a file past
+ * ulimit -f: write errors the program reports, not deaths), and descriptors 0, 1 and 2
+ * held: one that is closed gets /dev/null opened the other way round (standard input for
+ * writing, the outputs for reading), so that its reads or writes still fail (EBADF) as on
+ * a closed one, and no file the program opens takes its number (a map opened as fd 1
+ * would get the text too). */
+void os_program_start(void);
 
 /* Seconds on a monotonic clock (for speeds and durations: differences only). */
 double os_seconds(void);

@@ -160,6 +160,9 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "window: unknown or malformed parameter 'q=3' (expected key=value with key one "
                  "of: w sinks tau softmax1 sinklogit)");
     EXPECT_USAGE("attention: out of range", "--attn=window:w=0", "invalid value '0' for w");
+    EXPECT_USAGE("attention: a key with no value", "--attn exact:tau=",
+                 "exact: parameter tau has no value, or one too long (expected tau=VALUE of "
+                 "1..63 characters)");
     /* the test model has one layer */
     EXPECT_USAGE("attention: more layer specs than layers", "--attn 'window:w=8;exact'",
                  "more layer specs than layers (expected 1 in all");
@@ -398,6 +401,11 @@ static void test_special_files(const char *model, const char *tok) {
     expect("a FIFO as the tokenizer", args, 1, "not a regular file");
     snprintf(args, sizeof args, "%s -z %s -n 1", model, dir);
     expect("a directory as the tokenizer", args, 1, "got a folder");
+    snprintf(args, sizeof args, "%s -z %s -n 1", dir, tok);
+    expect("a directory as the model", args, 1,
+           "not a regular file (got a folder, expected a model file)");
+    snprintf(args, sizeof args, "'' -z %s -n 1", tok);
+    expect("an empty model path", args, 1, "model: empty path (got \"\", expected a model file)");
     snprintf(args, sizeof args, "%s -z %s -f %s -n 1", model, tok, fifo);
     expect("a FIFO as the prompt file", args, 1, "not a regular file");
     snprintf(args, sizeof args, "%s -z %s -f - -n 1 < %s", model, tok, dir);
@@ -441,6 +449,10 @@ static void test_output_and_threads(const char *model, const char *tok) {
     snprintf(command, sizeof command, "env OMP_NUM_THREADS=100000 %s", run_bin);
     expect_program(command, "OMP_NUM_THREADS=100000", args, 0,
                    "OMP_NUM_THREADS asks for 100000 threads; using the");
+    /* a number past int: named as given, not as OpenMP's runtime wraps it */
+    snprintf(command, sizeof command, "env OMP_NUM_THREADS=99999999999 %s", run_bin);
+    expect_program(command, "OMP_NUM_THREADS=99999999999", args, 0,
+                   "OMP_NUM_THREADS asks for 99999999999 threads; using the");
 }
 
 static void test_resource_limits(const char *model, const char *tok) {
@@ -1245,6 +1257,15 @@ static void test_files_not_ours(const char *model, const char *tok) {
         check_true(access(lock, F_OK) != 0 && access(out, F_OK) == 0,
                    "quantize over a stale lock: written, the lock removed");
     }
+    /* quantize's report into a pipe already closed: a write error, not SIGPIPE's death
+     * with the lock left behind */
+    snprintf(command, sizeof command, "%s %s %s/pipe.bin 2>&1 | true; "
+             "ls %s | grep -c '^pipe.bin.lock' || true", quantize, model, dir, dir);
+    char *printed = NULL;
+    check_run(command, &printed, NULL);
+    check_true(printed && strcmp(printed, "0\n") == 0, "quantize into a closed pipe: no "
+               "pipe.bin.lock left (got \"%s\")", printed);
+    free(printed);
     /* SIGTERM while run writes its attention map, and while train holds its locks */
     /* run -I waits for its first line (from a FIFO) with the map's temporary open */
     snprintf(command, sizeof command, "mkfifo %s/lines && { %s %s -z %s -I --attn-map "
@@ -1253,11 +1274,37 @@ static void test_files_not_ours(const char *model, const char *tok) {
              "i=$((i+1)); done; kill -TERM $p; wait $p; echo $?; exec 3>&-; }; "
              "ls %s | grep -c '^sig.html' || true", dir, run_bin, model, tok, dir, dir, dir,
              dir, dir);
-    char *printed = NULL;
+    printed = NULL;
     check_run(command, &printed, NULL);
     check_true(printed && strcmp(printed, "143\n0\n") == 0, "SIGTERM during run --attn-map: "
                "ended by the signal (143), no sig.html* left (got \"%s\")", printed);
     free(printed);
+    /* the same with SIGUSR1, whose default also ends the process (138 = 128 + 10) */
+    snprintf(command, sizeof command, "mkfifo %s/lines1 && { %s %s -z %s -I --attn-map "
+             "%s/sig1.html < %s/lines1 >/dev/null 2>&1 & p=$!; exec 3>%s/lines1; i=0; "
+             "while [ $i -lt 1000 ] && ! ls %s | grep -q '^sig1.html.tmp-'; do sleep 0.01; "
+             "i=$((i+1)); done; kill -USR1 $p; wait $p; echo $?; exec 3>&-; }; "
+             "ls %s | grep -c '^sig1.html' || true", dir, run_bin, model, tok, dir, dir, dir,
+             dir, dir);
+    printed = NULL;
+    check_run(command, &printed, NULL);
+    check_true(printed && strcmp(printed, "138\n0\n") == 0, "SIGUSR1 during run --attn-map: "
+               "ended by the signal (138), no sig1.html* left (got \"%s\")", printed);
+    free(printed);
+    /* standard output or error closed: the map's file never takes descriptor 1 or 2, so
+     * it holds the map alone; a closed standard output is a write error (exit 1) */
+    for (int fd = 1; fd <= 2; fd++) {
+        snprintf(command, sizeof command, "%s %s -z %s -n 5 -s 1 --attn-map %s/closed%d.svg "
+                 "%s; echo $?; head -c 6 %s/closed%d.svg", run_bin, model, tok, dir, fd,
+                 fd == 1 ? ">&-" : "2>&- >/dev/null", dir, fd);
+        printed = NULL;
+        check_run(command, &printed, NULL);
+        const char *want = fd == 1 ? "1\n<?xml " : "0\n<?xml ";
+        check_true(printed && strcmp(printed, want) == 0, "run --attn-map with %s closed: the "
+                   "map alone in its file, exit %c (got \"%s\")",
+                   fd == 1 ? "standard output" : "standard error", want[0], printed);
+        free(printed);
+    }
     snprintf(command, sizeof command, "{ %s -d %s -o %s/sig.bin -z %s/sig_tok.bin "
              "-v 300 -L 1 -C 16 -H 2 -T 8 -B 4 -n 100000 -e 100000 >/dev/null 2>&1 & p=$!; "
              "i=0; while [ $i -lt 1000 ] && ! ls %s | grep -q '^sig.bin.lock$'; do sleep 0.01; "

@@ -10,7 +10,6 @@
 #include "train.h"
 
 #include <errno.h>        /* errno */
-#include <signal.h>       /* signal, SIGPIPE (POSIX): a closed pipe is a write error */
 #include <limits.h>       /* INT_MAX (flag parsing) */
 #include <stdint.h>       /* uint64_t */
 #include <stdio.h>        /* FILE, fopen, printf, fprintf, snprintf, remove */
@@ -972,15 +971,13 @@ static void print_final(Trainer *tr, const Options *o, const RunData *d, int *in
 }
 
 int main(int argc, char **argv) {
-    signal(SIGPIPE, SIG_IGN);   /* a closed pipe is a write error, reported like a full disk */
+    os_program_start();   /* a closed pipe is a write error, reported like a full disk */
     Options o;
     int rc = parse_options(&o, argc, argv);
     if (rc < 0) return cli_stdout_ok("train") == 0 ? 0 : EXIT_BAD_DATA;   /* --help */
     if (rc != 0) return rc;
     int asked = kernels_cap_threads();
-    if (asked && !o.threads)
-        fprintf(stderr, "train: OMP_NUM_THREADS asks for %d threads; using the %d cores\n",
-                asked, kernels_threads());
+    if (asked && !o.threads) cli_note_threads("train", asked, kernels_threads());
     if (o.threads) kernels_set_threads(o.threads);
     if (check_outputs(&o) != 0) return EXIT_BAD_DATA;
     /* one trainer per checkpoint and per tokenizer, held until exit */
