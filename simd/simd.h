@@ -189,8 +189,8 @@ void simd_wasm_dots(float *out, const float *q, const float *k, int stride,
 #endif
 #define simd_gemm_block matmul_block_reference   /* never chosen: simd_gemm_cols is 0 */
 #define simd_gemm_block_half(...) ((void)0)       /* likewise */
-#define simd_matmul_row_half(...) ((void)0)       /* never chosen: SIMD_VECTOR is 0 */
-#define simd_gemm_cols(N, OC, blocks) 0
+#define simd_matmul_row_half(out, ...) ((void)(out))   /* never chosen: SIMD_VECTOR is 0 */
+#define simd_gemm_cols(N, OC, blocks) ((void)(N), (void)(OC), (void)(blocks), 0)
 #define simd_gemm_min_rows() 0
 #define simd_norm_stats norm_stats_reference
 #define simd_sum_squares(ss, x, C) sum_squares_reference(ss, x, SIMD_SUM_SQUARES_ROWS, C)
