@@ -688,6 +688,32 @@ int os_same_file(const char *a, const char *b) {
            sa.st_ino == sb.st_ino;
 }
 
+/* path's folder (".": none named) into dir, its last name at *name. 0, or -1 if too long. */
+static int split_path(const char *path, char *dir, size_t cap, const char **name) {
+    const char *slash = strrchr(path, '/');
+    *name = slash ? slash + 1 : path;
+    int n = slash ? snprintf(dir, cap, "%.*s", (int)(slash - path) + 1, path)
+                  : snprintf(dir, cap, ".");
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int os_same_path(const char *a, const char *b) {
+    if (os_same_file(a, b)) return 1;
+    char dir_a[OS_PATH_CAP], dir_b[OS_PATH_CAP];
+    const char *name_a, *name_b;
+    return split_path(a, dir_a, sizeof dir_a, &name_a) == 0 &&
+           split_path(b, dir_b, sizeof dir_b, &name_b) == 0 && *name_a &&
+           strcmp(name_a, name_b) == 0 && os_same_file(dir_a, dir_b);
+}
+
+void os_remove_on_signal(const char *path, int on) {
+    sigset_t blocked;
+    block_signals(&blocked);
+    if (on) cleanup_add(path);
+    else cleanup_remove(path);
+    unblock_signals(&blocked);
+}
+
 int os_check_output(const char *program, const char *path, const char *what,
                           const char *const inputs[], int n_inputs) {
     struct stat st;

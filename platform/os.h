@@ -171,6 +171,14 @@ int os_check_output(const char *program, const char *path, const char *what,
 /* 1 if a and b name the same existing file (through links or other spellings). */
 int os_same_file(const char *a, const char *b);
 
+/* 1 if a and b name the same file, existing or not: os_same_file, or the same last name in
+ * the same existing folder (m.bin and ./m.bin before either exists). */
+int os_same_path(const char *a, const char *b);
+
+/* path (a fixed-name temporary the caller created) removed, as os_save_open's temporaries
+ * are, if a signal ends the process while it is listed (on 1), or no longer (on 0). */
+void os_remove_on_signal(const char *path, int on);
+
 /* A lock that says "this process writes PATH": PATH.lock, a small file of a fixed text,
  * locked with fcntl. */
 typedef struct {

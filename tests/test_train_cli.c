@@ -383,6 +383,37 @@ static void test_no_overwrite(void) {
         free(kept);
         free(err);
     }
+    /* a new run's files go first to PATH.tmp: a file of another kind already there (a
+     * user's, not a save a crash interrupted) is refused without --force, never removed */
+    char fresh[CAP], fresh_tmp[CAP], fresh_lock[CAP];
+    join(fresh, dir, "fresh.bin");
+    if (check_true(write_bytes(join(fresh_tmp, dir, "fresh.bin.tmp"), "notes", 5) == 0,
+                   "overwrite: a user's fresh.bin.tmp made")) {
+        format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2", text, fresh);
+        expect_train("a file at the checkpoint's PATH.tmp", args, 1, "fresh.bin.tmp: not a "
+                     "save of this trainer's (got a file that does not start as a checkpoint");
+        size_t n = 0;
+        char *notes = check_read_file(fresh_tmp, &n);
+        check_true(notes && n == 5 && !memcmp(notes, "notes", 5) && !exists(fresh),
+                   "overwrite: the user's fresh.bin.tmp kept, nothing trained");
+        free(notes);
+        remove(fresh_tmp);
+    }
+    /* the run's own names, however spelled, are no other file's: -z and -d refused before
+     * anything is written */
+    format_into(args, sizeof args, "-d %s -o %s -z %s/./fresh.bin " TINY " -n 2", text, fresh,
+                dir);
+    expect_train("-z the checkpoint by another spelling", args, 1, "the checkpoint and the "
+                 "tokenizer would share a file");
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 2", text, fresh, fresh_tmp);
+    expect_train("-z the checkpoint's PATH.tmp", args, 1, "the checkpoint and the tokenizer "
+                 "would share a file");
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2", join(fresh_lock, dir,
+                "fresh.bin.lock"), fresh);
+    expect_train("-d the checkpoint's lock", args, 1, "fresh.bin.lock: the text is a file of "
+                 "this run's");
+    check_true(!exists(fresh) && !exists(fresh_tmp) && !exists(fresh_lock),
+               "overwrite: the refused runs wrote nothing");
     free(before);
 done:
     remove_dir(dir);

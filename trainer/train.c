@@ -446,24 +446,40 @@ static int check_new_file(const char *path, const char *what, const char *altern
 
 /* 0 if the run may write its files: each output and its PATH.tmp a regular file or a new
  * path in a writable folder, and none of them the text (--force must never remove a
- * folder or the data, and a FIFO would block the write); else -1 after a stderr line. */
+ * folder or the data, and a FIFO would block the write); no two outputs, their PATH.tmp or
+ * their PATH.lock the same file, however spelled (-z ./m.bin, -z m.bin.tmp); and the text
+ * none of those either (-d m.bin.lock would read the lock this run writes); else -1 after
+ * a stderr line. */
 static int check_outputs(const Options *o) {
     const char *paths[] = {o->out_path, o->state_path, o->tokenizer_path};
     const char *what[] = {"the checkpoint", "the optimizer state", "the tokenizer"};
     const char *inputs[] = {o->data_path};
+    char names[3][3][TRAIN_PATH_CAP];   /* each output's path, PATH.tmp and PATH.lock */
     for (int i = 0; i < 3; i++) {
-        char temp[TRAIN_PATH_CAP];
+        snprintf(names[i][0], TRAIN_PATH_CAP, "%s", paths[i]);
         if (os_check_output("train", paths[i], what[i], inputs, 1) != 0 ||
-            train_temp_path(temp, paths[i]) != 0 ||
-            os_check_output("train", temp, what[i], inputs, 1) != 0)
+            train_temp_path(names[i][1], paths[i]) != 0 ||
+            os_check_output("train", names[i][1], what[i], inputs, 1) != 0)
             return -1;
+        snprintf(names[i][2], TRAIN_PATH_CAP, "%s%s", paths[i], OS_LOCK_SUFFIX);
     }
-    if (os_same_file(o->tokenizer_path, o->out_path) ||
-        os_same_file(o->tokenizer_path, o->state_path)) {
-        fprintf(stderr, "train: %s: the tokenizer is the checkpoint or its state (got the same "
-                "file, expected a path of its own)\n", o->tokenizer_path);
-        return -1;
-    }
+    for (int i = 0; i < 3; i++)
+        for (int a = 0; a < 3; a++) {
+            if (os_same_path(o->data_path, names[i][a])) {
+                fprintf(stderr, "train: %s: the text is a file of this run's (got %s, expected "
+                        "a text that is not %s's file, temporary or lock)\n", o->data_path,
+                        names[i][a], what[i]);
+                return -1;
+            }
+            for (int j = i + 1; j < 3; j++)
+                for (int b = 0; b < 3; b++)
+                    if (os_same_path(names[i][a], names[j][b])) {
+                        fprintf(stderr, "train: %s: %s and %s would share a file (got %s for "
+                                "both, expected a path of its own for each)\n", paths[j],
+                                what[i], what[j], names[i][a]);
+                        return -1;
+                    }
+        }
     return 0;
 }
 
@@ -602,8 +618,15 @@ typedef struct {
     uint64_t tokenizer_sum;       /* FNV-1a 64 of the tokenizer file (train_file_sum) */
 } RunData;
 
+/* The new tokenizer's temporary is no longer pending: committed or removed. */
+static void tokenizer_settled(RunData *d) {
+    if (d->tokenizer_pending) os_remove_on_signal(d->tokenizer_temp, 0);
+    d->tokenizer_pending = 0;
+}
+
 static void run_data_free(RunData *d) {
     if (d->tokenizer_pending) remove(d->tokenizer_temp);
+    tokenizer_settled(d);
     free(d->text);
     free(d->train_tokens);
     free(d->val_tokens);
@@ -629,7 +652,7 @@ static int keep_tokenizer(RunData *d, const Options *o) {
     free(old);
     free(new);
     remove(d->tokenizer_temp);
-    d->tokenizer_pending = 0;
+    tokenizer_settled(d);
     d->tokenizer_kept = same;
     return same ? 0 : -1;
 }
@@ -715,7 +738,8 @@ static int run_data_load(RunData *d, const Options *o) {
         d->bpe_seconds = os_seconds() - start;
         bpe_free(&bpe);
         if (saved != 0) return -1;
-        d->tokenizer_pending = 1;
+        d->tokenizer_pending = 1;   /* a signal before the first checkpoint removes it */
+        os_remove_on_signal(d->tokenizer_temp, 1);
         if (o->init_path && check_init_tokenizer(d, o, init_sum, init_where) != 0) return -1;
         if (!o->force && access(o->tokenizer_path, F_OK) == 0 && keep_tokenizer(d, o) != 0)
             return -1;
@@ -803,7 +827,7 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
  * (trainer_save removes or commits the temporary either way). Returns 0 or -1. */
 static int save(const Trainer *tr, const Options *o, RunData *d) {
     const char *tokenizer = d->tokenizer_pending ? o->tokenizer_path : NULL;
-    d->tokenizer_pending = 0;
+    tokenizer_settled(d);
     return trainer_save(tr, o->out_path, o->state_path, tokenizer);
 }
 
@@ -895,6 +919,19 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
     return 0;
 }
 
+/* 1 if path is empty or starts with magic (a little-endian uint32): what this trainer
+ * writes there, cut short or whole, not a file of the user's. */
+static int own_temporary(const char *path, uint32_t magic) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char b[4];
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    uint32_t got = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                   (uint32_t)b[3] << 24;
+    return n == 0 || (n == sizeof b && got == magic);
+}
+
 /* Before a run reads anything: a resumed run first finishes a save a crash interrupted
  * (the first one included) and needs its checkpoint; a new run never replaces a trained
  * model or its state unless --force asks it to (nor a tokenizer: keep_tokenizer). Returns
@@ -902,6 +939,22 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
 static int prepare_outputs(const Options *o) {
     if (!o->resume) {
         if (o->force) return 0;
+        /* a new run writes each file first at its PATH.tmp and replaces a save a crash
+         * interrupted there (the same command again recovers), never a file of another
+         * kind (a user's) */
+        const char *paths[] = {o->out_path, o->state_path, o->tokenizer_path};
+        const uint32_t magics[] = {CHECKPOINT_GPT2_MAGIC, TRAIN_STATE_MAGIC, TOKENIZER_MAGIC};
+        for (int i = 0; i < 3; i++) {
+            char temp[TRAIN_PATH_CAP];
+            if (train_temp_path(temp, paths[i]) != 0) return -1;
+            if (access(temp, F_OK) == 0 && !own_temporary(temp, magics[i])) {
+                fprintf(stderr, "train: %s: not a save of this trainer's (got a file that does "
+                        "not start as %s does, expected a new path or this trainer's "
+                        "temporary; pass --force to overwrite it, or remove it)\n", temp,
+                        i == 0 ? "a checkpoint" : i == 1 ? "an optimizer state" : "a tokenizer");
+                return -1;
+            }
+        }
         if (check_new_file(o->out_path, "the checkpoint", "-r to resume its run") != 0) return -1;
         /* an existing tokenizer waits for the one this text trains (keep_tokenizer) */
         return check_new_file(o->state_path, "the optimizer state", "-o for another checkpoint");
