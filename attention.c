@@ -1160,8 +1160,8 @@ static size_t synth_head_floats(const AttentionConfig *cfg, int HS) {
     switch (cfg->kind) {
     case ATTENTION_SYNTH_RANDOM: n = L * L; break;                  /* R (L, L) */
     case ATTENTION_SYNTH_DENSE: n = L * ((uint64_t)HS + 1); break;  /* W (L, HS), b (L,) */
-    case ATTENTION_SYNTH_FRANDOM:                                   /* R1, R2 (L, k) */
-        if (cfg->factor >= 1 && cfg->factor <= ATTENTION_MAX_INT) n = 2 * L * F;
+    case ATTENTION_SYNTH_FRANDOM:                      /* R1, R2 (L, k), k <= L: rank <= L */
+        if (cfg->factor >= 1 && cfg->factor <= cfg->synth_len) n = 2 * L * F;
         break;
     case ATTENTION_SYNTH_FDENSE:          /* WA (a, HS), bA (a,), WB (L/a, HS), bB (L/a,) */
         if (cfg->factor >= 1 && cfg->synth_len % cfg->factor == 0)

@@ -705,7 +705,8 @@ static int step_sample(int argc, char **argv) {
     enum { V = 5, DRAWS = 10000 };
     float temperature = 1.0f, top_p = 1.0f;
     int top_k = 0;
-    if (float_arg(argc, argv, 0, 0.0f, 100.0f, &temperature) ||
+    /* from 0.001 up: logits / T stay finite and fit the table's columns */
+    if (float_arg(argc, argv, 0, 0.001f, 100.0f, &temperature) ||
         float_arg(argc, argv, 2, 0.0f, 1.0f, &top_p))
         return 2;
     if (argc > 1 && cli_parse_int(argv[1], 0, V, &top_k) != 0) {

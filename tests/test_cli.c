@@ -1475,6 +1475,9 @@ static void test_tutorial_program(void) {
     expect_program(tutorial, "tutorial sample with 4 arguments", "sample 1 2 3 4", 2,
                    "expected at most 3: [T] [TOP_K] [TOP_P]");
     expect_program(tutorial, "tutorial kernel 1 2", "kernel 1 2", 0, "");
+    /* a temperature whose logits / T overflow (2 / 1e-39): refused, not inf and NaN */
+    expect_program(tutorial, "tutorial sample 1e-39", "sample 1e-39", 2,
+                   "tutorial: 1e-39: expected a number in (0.001, 100]");
     /* no step, and a text longer than the context: one line each (the whole usage, and
      * the tokenizer's line beside the tutorial's, were printed), nothing on stdout */
     const struct { const char *what, *args, *message; int code; } bad[] = {

@@ -414,6 +414,21 @@ static void test_no_overwrite(void) {
                  "this run's");
     check_true(!exists(fresh) && !exists(fresh_tmp) && !exists(fresh_lock),
                "overwrite: the refused runs wrote nothing");
+    /* a checkpoint name that leaves no room for the run's suffixes (PATH.lock-XXXXXX):
+     * refused at the start, not after training at the first save */
+    char longname[CAP];
+    int at = snprintf(longname, sizeof longname, "%s/", dir);
+    for (int i = 0; i < 246 && at < CAP - 1; i++) longname[at++] = 'a';
+    longname[at] = '\0';
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2", text, longname);
+    expect_train("a 246-byte checkpoint name", args, 1, "file name too long for the checkpoint "
+                 "(got 258 bytes with the run's suffixes, expected at most 255)");
+    /* synth-frandom's rank beyond the context: refused, not a (context, rank) table of any
+     * size (rank=1048576 at -T 8 grew 67 M parameters) */
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2 --attn synth-frandom:rank=9999",
+                text, fresh);
+    expect_train("synth-frandom of a rank above the context", args, 1, "rank above the context "
+                 "(got rank 9999");
     free(before);
 done:
     remove_dir(dir);

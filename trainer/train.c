@@ -462,6 +462,15 @@ static int check_outputs(const Options *o) {
             os_check_output("train", names[i][1], what[i], inputs, 1) != 0)
             return -1;
         snprintf(names[i][2], TRAIN_PATH_CAP, "%s%s", paths[i], OS_LOCK_SUFFIX);
+        /* the longest name the run writes for it: the lock's own temporary, PATH.lock-XXXXXX
+         * (a file name past the folder's limit would fail only at the first save) */
+        const char *slash = strrchr(names[i][2], '/');
+        size_t longest = strlen(slash ? slash + 1 : names[i][2]) + 7;
+        if (longest > NAME_MAX) {
+            fprintf(stderr, "train: %s: file name too long for %s (got %zu bytes with the run's "
+                    "suffixes, expected at most %d)\n", paths[i], what[i], longest, NAME_MAX);
+            return -1;
+        }
     }
     for (int i = 0; i < 3; i++)
         for (int a = 0; a < 3; a++) {
@@ -906,7 +915,9 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
                                    wall / steps_done * (double)(s->steps - tr->step)));
             if (fflush(stdout) != 0 || ferror(stdout)) {   /* nobody reads on: stop */
                 fprintf(stderr, "train: standard output: write error (%s); stopped at step %d "
-                        "(-r resumes from the last checkpoint)\n", strerror(errno), tr->step);
+                        "(%s)\n", strerror(errno), tr->step, access(o->out_path, F_OK) == 0
+                        ? "-r resumes from the last checkpoint"
+                        : "no checkpoint yet: the same command starts it again");
                 return -1;
             }
             loss_sum = 0.0;

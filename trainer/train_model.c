@@ -234,6 +234,12 @@ static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *sett
                         "context (got a %d, context %d)\n", l, cfg->factor, tr->T);
                 return -1;
             }
+            if (cfg->kind == ATTENTION_SYNTH_FRANDOM && cfg->factor > tr->T) {
+                fprintf(stderr, "train: attention synth-frandom of layer %d: rank above the "
+                        "context (got rank %d, expected 1..%d: R1 R2^T is a (context, context) "
+                        "table)\n", l, cfg->factor, tr->T);
+                return -1;
+            }
             if (layer == 0) {
                 fprintf(stderr, "train: attention %s of layer %d: invalid for this model (%d "
                         "heads of %d, context %d)\n", spec_kind, l, c->n_heads,
