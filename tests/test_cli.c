@@ -449,10 +449,10 @@ static void test_output_and_threads(const char *model, const char *tok) {
     snprintf(command, sizeof command, "env OMP_NUM_THREADS=100000 %s", run_bin);
     expect_program(command, "OMP_NUM_THREADS=100000", args, 0,
                    "OMP_NUM_THREADS asks for 100000 threads; using the");
-    /* a number past int: named as given, not as OpenMP's runtime wraps it */
+    /* a number past int: named as given, not as OpenMP's runtime wraps it (an OpenMP
+     * build caps it; the pool of a build without OpenMP refuses it as invalid) */
     snprintf(command, sizeof command, "env OMP_NUM_THREADS=99999999999 %s", run_bin);
-    expect_program(command, "OMP_NUM_THREADS=99999999999", args, 0,
-                   "OMP_NUM_THREADS asks for 99999999999 threads; using the");
+    expect_program(command, "OMP_NUM_THREADS=99999999999", args, 0, "99999999999");
 }
 
 static void test_resource_limits(const char *model, const char *tok) {
