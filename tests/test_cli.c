@@ -1294,6 +1294,10 @@ static void test_files_not_ours(const char *model, const char *tok) {
     /* standard output or error closed: the map's file never takes descriptor 1 or 2, so
      * it holds the map alone; a closed standard output is a write error (exit 1) */
     for (int fd = 1; fd <= 2; fd++) {
+        if (fd == 2 && strchr(run_bin, ' ')) {   /* a wrapper (valgrind) needs its stderr */
+            check_skip("run --attn-map with standard error closed: RUN is a wrapper");
+            continue;
+        }
         snprintf(command, sizeof command, "%s %s -z %s -n 5 -s 1 --attn-map %s/closed%d.svg "
                  "%s; echo $?; head -c 6 %s/closed%d.svg", run_bin, model, tok, dir, fd,
                  fd == 1 ? ">&-" : "2>&- >/dev/null", dir, fd);
