@@ -460,8 +460,8 @@ void os_program_start(void) {
 /* ---- what a signal must not leave behind ----
  * The files this process created and has not yet renamed or removed (os_save_open's
  * temporaries, os_lock's locks) are listed here; a signal whose default ends the process
- * (SIGKILL and SIGSTOP aside, which no handler sees, and those the process ignores)
- * removes them, then ends the process as the signal would have. The list changes only
+ * (SIGKILL and SIGSTOP aside, which no handler sees, and those the process ignores or
+ * handles itself) removes them, then ends the process as the signal would have. The list changes only
  * with those signals blocked, so the handler never sees half a path. */
 #define CLEANUP_SLOTS 8
 static char cleanup_paths[CLEANUP_SLOTS][OS_PATH_CAP];
@@ -487,7 +487,8 @@ static void block_signals(sigset_t *old) {
 static void unblock_signals(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
 
 /* Add path to the list (signals blocked by the caller); the handlers are installed with
- * the first entry, except for a signal the process ignores (nohup). A full list leaves
+ * the first entry, for the signals left at their default only: not one the process
+ * ignores (nohup) or handles itself (libFuzzer's timer on SIGALRM). A full list leaves
  * path out: it is then removed by the program's own exit paths only. */
 static void cleanup_add(const char *path) {
     static int installed;
@@ -496,7 +497,7 @@ static void cleanup_add(const char *path) {
         for (int i = 0; i < N_CLEANUP_SIGNALS; i++) {
             struct sigaction old, action = {.sa_handler = on_cleanup_signal};
             sigemptyset(&action.sa_mask);
-            if (sigaction(CLEANUP_SIGNALS[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            if (sigaction(CLEANUP_SIGNALS[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
                 sigaction(CLEANUP_SIGNALS[i], &action, NULL);
         }
     }
