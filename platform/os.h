@@ -14,8 +14,8 @@
  * whole run (os_lock), so a second program aimed at the same file is refused instead of
  * mixing its bytes in. A program removes only files it created: a lock's path holding anything
  * but a lock of ours (an input, a user's file, a link) is refused, never removed; and
- * a signal that ends the process (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1 ...;
- * not SIGKILL) removes the temporaries and locks of os_save_open and os_lock before it ends (the trainer's fixed-name temporaries stay: its next run
+ * a signal that ends the process (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 ...; not
+ * SIGKILL) removes the temporaries and locks of os_save_open and os_lock before it ends (the trainer's fixed-name temporaries stay: its next run
  * finishes or replaces them).
  */
 #ifndef OS_H
