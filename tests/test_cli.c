@@ -1266,31 +1266,25 @@ static void test_files_not_ours(const char *model, const char *tok) {
     check_true(printed && strcmp(printed, "0\n") == 0, "quantize into a closed pipe: no "
                "pipe.bin.lock left (got \"%s\")", printed);
     free(printed);
-    /* SIGTERM while run writes its attention map, and while train holds its locks */
+    /* SIGTERM while run writes its attention map, and while train holds its locks; and
+     * SIGUSR1, whose default also ends the process: 128 + the signal's number */
     /* run -I waits for its first line (from a FIFO) with the map's temporary open */
-    snprintf(command, sizeof command, "mkfifo %s/lines && { %s %s -z %s -I --attn-map "
-             "%s/sig.html < %s/lines >/dev/null 2>&1 & p=$!; exec 3>%s/lines; i=0; "
-             "while [ $i -lt 1000 ] && ! ls %s | grep -q '^sig.html.tmp-'; do sleep 0.01; "
-             "i=$((i+1)); done; kill -TERM $p; wait $p; echo $?; exec 3>&-; }; "
-             "ls %s | grep -c '^sig.html' || true", dir, run_bin, model, tok, dir, dir, dir,
-             dir, dir);
-    printed = NULL;
-    check_run(command, &printed, NULL);
-    check_true(printed && strcmp(printed, "143\n0\n") == 0, "SIGTERM during run --attn-map: "
-               "ended by the signal (143), no sig.html* left (got \"%s\")", printed);
-    free(printed);
-    /* the same with SIGUSR1, whose default also ends the process (138 = 128 + 10) */
-    snprintf(command, sizeof command, "mkfifo %s/lines1 && { %s %s -z %s -I --attn-map "
-             "%s/sig1.html < %s/lines1 >/dev/null 2>&1 & p=$!; exec 3>%s/lines1; i=0; "
-             "while [ $i -lt 1000 ] && ! ls %s | grep -q '^sig1.html.tmp-'; do sleep 0.01; "
-             "i=$((i+1)); done; kill -USR1 $p; wait $p; echo $?; exec 3>&-; }; "
-             "ls %s | grep -c '^sig1.html' || true", dir, run_bin, model, tok, dir, dir, dir,
-             dir, dir);
-    printed = NULL;
-    check_run(command, &printed, NULL);
-    check_true(printed && strcmp(printed, "138\n0\n") == 0, "SIGUSR1 during run --attn-map: "
-               "ended by the signal (138), no sig1.html* left (got \"%s\")", printed);
-    free(printed);
+    const struct { const char *name, *want; } sigs[] = {{"TERM", "143\n0\n"},
+                                                         {"USR1", "138\n0\n"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(command, sizeof command, "mkfifo %s/lines%d && { %s %s -z %s -I --attn-map "
+                 "%s/sig%d.html < %s/lines%d >/dev/null 2>&1 & p=$!; exec 3>%s/lines%d; j=0; "
+                 "while [ $j -lt 1000 ] && ! ls %s | grep -q '^sig%d.html.tmp-'; do sleep "
+                 "0.01; j=$((j+1)); done; kill -%s $p; wait $p; echo $?; exec 3>&-; }; "
+                 "ls %s | grep -c '^sig%d.html' || true", dir, i, run_bin, model, tok, dir, i,
+                 dir, i, dir, i, dir, i, sigs[i].name, dir, i);
+        printed = NULL;
+        check_run(command, &printed, NULL);
+        check_true(printed && strcmp(printed, sigs[i].want) == 0, "SIG%s during run "
+                   "--attn-map: ended by the signal (%.3s), no sig%d.html* left (got \"%s\")",
+                   sigs[i].name, sigs[i].want, i, printed);
+        free(printed);
+    }
     /* standard output or error closed: the map's file never takes descriptor 1 or 2, so
      * it holds the map alone; a closed standard output is a write error (exit 1) */
     for (int fd = 1; fd <= 2; fd++) {
