@@ -461,8 +461,9 @@ void os_program_start(void) {
  * The files this process created and has not yet renamed or removed (os_save_open's
  * temporaries, os_lock's locks) are listed here; a signal whose default ends the process
  * (SIGKILL and SIGSTOP aside, which no handler sees, the timers' signals, and those the
- * process ignores or handles itself) removes them, then ends the process as the signal would have. The list changes only
- * with those signals blocked, so the handler never sees half a path. */
+ * process ignores or handles itself) removes them, then ends the process as the signal
+ * would have. The list changes only with those signals blocked, so the handler never sees
+ * half a path. */
 #define CLEANUP_SLOTS 8
 static char cleanup_paths[CLEANUP_SLOTS][OS_PATH_CAP];
 static volatile sig_atomic_t cleanup_used[CLEANUP_SLOTS];
