@@ -129,6 +129,26 @@ static int load_model(Model *m, Tokenizer *t, int max_chunk, const char *text, i
     return -1;
 }
 
+/* 1 if m is of the shipped model's kind, which embed and tutorial_lens write out by hand:
+ * GPT-2's block, learned positions, no int8 matrix (whose products want scratch the lens
+ * does not keep); else 0 after a stderr line. */
+static int shipped_kind(const Model *m) {
+    const Weights *w = &m->checkpoint.weights;
+    int int8 = w->token_embedding.q8.q || w->classifier.q8.q;
+    for (int l = 0; l < m->config.n_layers; l++) {
+        const LayerWeights *lw = &w->layers[l];
+        int8 |= lw->wq.q8.q || lw->wk.q8.q || lw->wv.q8.q || lw->wo.q8.q || lw->w_up.q8.q ||
+                lw->w_down.q8.q;
+    }
+    if (m->config.family == MODEL_GPT2 && w->pos_embedding && w->token_embedding.f32 && !int8)
+        return 1;
+    fprintf(stderr, "tutorial: %s: this step writes out the shipped kind of model (got %s, "
+            "expected GPT-2's block with learned positions in fp32, as ./train writes)\n",
+            TUTORIAL_MODEL, m->config.family != MODEL_GPT2 ? "a Llama-family model"
+                            : !w->pos_embedding ? "rotary positions" : "int8 matrices");
+    return 0;
+}
+
 /* ------------------------------------------------------------------------- */
 /* 1. Tokens                                                                   */
 
@@ -237,6 +257,11 @@ static int step_embed(int argc, char **argv) {
     Model m;
     int ids[TUTORIAL_MAX_TOKENS], n = load_model(&m, &t, 1, text, ids);
     if (n < 0) return 1;
+    if (!shipped_kind(&m)) {
+        model_free(&m);
+        tokenizer_free(&t);
+        return 1;
+    }
     int C = m.config.dim;
     const Weights *w = &m.checkpoint.weights;
     printf("C = %d; the first 4 numbers of each row\n", C);
@@ -623,6 +648,11 @@ int tutorial_lens(TutorialLens *lens, const char *text) {
     int ids[TUTORIAL_MAX_TOKENS];
     int N = load_model(&m, &lens->tokenizer, TUTORIAL_MAX_TOKENS, text, ids);
     if (N < 0) return -1;
+    if (!shipped_kind(&m)) {
+        model_free(&m);
+        tutorial_lens_free(lens);
+        return -1;
+    }
     const Config *c = &m.config;
     const Weights *w = &m.checkpoint.weights;
     size_t C = (size_t)c->dim, V = (size_t)c->vocab_size, Hd = (size_t)c->hidden_dim;

@@ -583,7 +583,9 @@ static int figure_tokenloss(void) {
     static TutorialLosses l;
     if (tutorial_losses(&l, TUTORIAL_LOSS_TEXT) != 0) return 1;
     int n = l.n_tokens - 1, V = l.tokenizer.vocab_size;
-    if (n < 1 || n > 12) {
+    if (n < 1 || n > 12) {   /* one bar per predicted token: 12 fit the picture */
+        fprintf(stderr, "tutorial: svg tokenloss: the model's tokenizer makes %d tokens of "
+                "its text, expected 2 to 13 (the shipped model's)\n", l.n_tokens);
         tutorial_losses_free(&l);
         return 1;
     }
@@ -779,22 +781,32 @@ static int figure_nucleus(void) {
     static const char *colour[2] = {"#e6550d", "#3182bd"};
     const float top_p = 0.9f, left = 90, right = 740, top = 110, bottom = 380;
     const int top_k = 40;
+    /* Both distributions before the first line of the picture, so that a failure prints
+     * no half a picture. */
+    TutorialLens lens[2];
+    if (tutorial_lens(&lens[0], texts[0]) != 0) return 1;
+    if (tutorial_lens(&lens[1], texts[1]) != 0) {
+        tutorial_lens_free(&lens[0]);
+        return 1;
+    }
+    int V = lens[0].vocab_size;
+    float *sorted_both = malloc(2 * (size_t)V * sizeof(float));
+    if (!sorted_both) fprintf(stderr, "tutorial: out of memory\n");
+    for (int t = 0; t < 2 && sorted_both; t++) {
+        float *sorted = sorted_both + (size_t)t * V;
+        memcpy(sorted, lens[t].probs + (size_t)(lens[t].n_stages - 1) * V,
+               (size_t)V * sizeof(float));
+        qsort(sorted, (size_t)V, sizeof(float), by_value_desc);
+    }
+    tutorial_lens_free(&lens[0]);
+    tutorial_lens_free(&lens[1]);
+    if (!sorted_both) return 1;
     figure_svg_begin(800, 475, "top-p and top-k on the shipped model's real distributions");
     svg_text(30, 30, 16, "start", "the share of the probability the likeliest r tokens hold, "
              "by the shipped model");
-    float bits = 0;
+    const float bits = log2f((float)V);
     for (int t = 0; t < 2; t++) {
-        TutorialLens lens;
-        if (tutorial_lens(&lens, texts[t]) != 0) return 1;
-        int V = lens.vocab_size;
-        float *sorted = malloc((size_t)V * sizeof(float));
-        if (!sorted) {
-            tutorial_lens_free(&lens);
-            return 1;
-        }
-        memcpy(sorted, lens.probs + (size_t)(lens.n_stages - 1) * V, (size_t)V * sizeof(float));
-        qsort(sorted, (size_t)V, sizeof(float), by_value_desc);
-        bits = log2f((float)V);
+        const float *sorted = sorted_both + (size_t)t * V;
 #define NX(r) (left + log2f((float)(r)) / bits * (right - left))
 #define NY(p) (bottom - (p) * (bottom - top))
         if (t == 0) {   /* axes, once V is known */
@@ -840,9 +852,8 @@ static int figure_nucleus(void) {
                56 + t * 24, 56 + t * 24, colour[t]);
         svg_text(68, (float)(61 + t * 24), 15, "start", "%s: the likeliest token %.3f", names[t],
                  (double)sorted[0]);
-        free(sorted);
-        tutorial_lens_free(&lens);
     }
+    free(sorted_both);
 #undef NX
 #undef NY
     svg_text(30, 458, 15, "start", "top-p keeps as many tokens as the model's doubt needs; "

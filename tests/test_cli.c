@@ -1435,6 +1435,16 @@ static void test_train_flags(void) {
     snprintf(args, sizeof args, "%s/a.tok", dir);
     snprintf(want, sizeof want, "%s/y.bin", dir);
     check_true(access(want, F_OK) == 0, "train --init a.bin -z a's tokenizer: trained");
+    {   /* a -v that differs from that tokenizer's vocab learns nothing, and says so */
+        char *printed = NULL;
+        snprintf(args, sizeof args, "%s -d %s -o %s/w.bin -z %s/a.tok " TINY_RUN " -v 290 "
+                 "--init %s", train, other, dir, dir, a);
+        int code = check_run(args, &printed, NULL);
+        check_true(code == 0 && printed && strstr(printed, "used as it is (-v does not apply)"),
+                   "train --init a.bin -z a's tokenizer -v 290: exit %d (want 0), the line "
+                   "says -v does not apply", code);
+        free(printed);
+    }
     snprintf(args, sizeof args, "-d %s -o %s/z.bin -z %s/z.tok " TINY_RUN " --init %s", text,
              dir, dir, a);
     expect_program(train, "train --init a.bin on its own text", args, 0, "");
@@ -1495,6 +1505,30 @@ static void test_tutorial_program(void) {
         check_true(ok, "%s: exit %d (want %d), one stderr line with \"%s\", no output",
                    bad[i].what, code, bad[i].code, bad[i].message);
         if (!ok) fprintf(stderr, "  stderr (%d lines): %s", lines, err ? err : "(none)\n");
+        free(out);
+        free(err);
+    }
+    /* the steps that write the shipped model's block out by hand, with another kind of
+     * model in weights/ (the shipped one in int8): one line, no half a picture (they read
+     * its tensors as fp32 and crashed) */
+    const char *quantize = getenv("QUANTIZE");
+    char setup[1024];
+    snprintf(setup, sizeof setup, "mkdir -p %s/tut/weights && cp weights/tokenizer.bin "
+             "%s/tut/weights/ && %s weights/model.bin %s/tut/weights/model.bin > /dev/null",
+             dir, dir, quantize ? quantize : "./quantize", dir);
+    if (!check_true(check_run(setup, NULL, NULL) == 0, "tutorial: an int8 model in a "
+                    "weights/ folder of its own"))
+        return;
+    static const char *const by_hand[] = {"embed", "block", "svg lens", "svg nucleus"};
+    for (int i = 0; i < 4; i++) {
+        char command[1024], *out = NULL, *err = NULL;
+        snprintf(command, sizeof command, "t=$(realpath %s) && cd %s/tut && timeout 120 $t %s",
+                 tutorial, dir, by_hand[i]);
+        int code = check_run(command, &out, &err);
+        check_true(code == 1 && out && !*out && err && strstr(err, "tutorial: weights/model.bin: "
+                   "this step writes out the shipped kind of model (got int8 matrices"),
+                   "tutorial %s with an int8 model: exit %d (want 1), the line naming the "
+                   "kind, no output", by_hand[i], code);
         free(out);
         free(err);
     }

@@ -190,6 +190,7 @@ typedef struct {
     const char *data_path, *out_path, *tokenizer_path;
     int resume, force, vocab, layers, dim, heads, context, eval_every;
     int steps_given;              /* -n was given (with -r: a new total) */
+    int vocab_given;              /* -v was given */
     int attn_dropout_given;       /* --attn-dropout was given */
     int redraw_given;             /* --redraw was given */
     int sample;                   /* --sample: tokens printed after each checkpoint */
@@ -276,7 +277,7 @@ static int apply_option(Options *o, const CliArg *arg, int *seed, int *warmup_gi
     case OPT_TOKENIZER: o->tokenizer_path = value; break;
     case OPT_EVAL_EVERY: o->eval_every = number; break;
     case OPT_STEPS: s->steps = number; o->steps_given = 1; break;
-    case OPT_VOCAB: o->vocab = number; break;
+    case OPT_VOCAB: o->vocab = number; o->vocab_given = 1; break;
     case OPT_LAYERS: o->layers = number; break;
     case OPT_DIM: o->dim = number; break;
     case OPT_HEADS: o->heads = number; break;
@@ -811,9 +812,10 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
         printf("resuming at step %d of %d\n", tr->step, tr->settings.steps);
         return 0;
     }
-    if (d->tokenizer_of_init)
-        printf("tokenizer: %s, vocab %d: the one %s was trained with, used as it is\n",
-               o->tokenizer_path, d->tok.vocab_size, o->init_path);
+    if (d->tokenizer_of_init)   /* a -v that differs learns nothing: said, not refused */
+        printf("tokenizer: %s, vocab %d: the one %s was trained with, used as it is%s\n",
+               o->tokenizer_path, d->tok.vocab_size, o->init_path,
+               o->vocab_given && o->vocab != d->tok.vocab_size ? " (-v does not apply)" : "");
     else
         printf("tokenizer: %d merges learned in %.1f s, vocab %d, %s %s%s\n", d->n_merges,
                d->bpe_seconds, d->tok.vocab_size, d->tokenizer_kept ? "the very file at" :
