@@ -3,9 +3,11 @@
 
 $(B)/attention.o: attention.c attention.h hash.h kernels.h quant.h
 $(B)/quant.o: quant.c quant.h simd/simd.h kernels.h
-$(B)/kernels.o: kernels.c kernels.h quant.h parallel/pool.h simd/simd.h
+$(B)/kernels.o: kernels.c kernels.h quant.h parallel/pool.h parallel/products.h simd/simd.h
 # the thread pool, the instruction sets' kernels (simd/) and the trainer's kernels
 $(B)/parallel/pool.o: parallel/pool.c parallel/pool.h simd/simd.h kernels.h quant.h
+$(B)/parallel/products.o: parallel/products.c parallel/products.h parallel/pool.h simd/simd.h \
+                          kernels.h quant.h
 $(B)/simd/vec_kernels.o: simd/vec_kernels.c simd/vec.h simd/simd.h kernels.h quant.h hash.h
 $(B)/simd/quant_x86.o: simd/quant_x86.c simd/simd.h kernels.h quant.h
 $(B)/simd/quant_neon.o: simd/quant_neon.c simd/simd.h kernels.h quant.h

@@ -22,7 +22,7 @@ WEB_LDFLAGS = --target=wasm32-wasi -mexec-model=reactor -lwasi-emulated-mman \
 # attention specs and --eval, and the page's own: web.c and the one-thread pool
 WEB_SRC = web/web.c web/pool_single.c generate.c sampler.c model.c block.c attention.c \
           checkpoint.c formats/gguf.c tokenizer.c unicode/unicode.c hash.c kernels.c quant.c \
-          simd/vec_kernels.c simd/quant_x86.c simd/quant_neon.c simd/cpu.c trainer/train_kernels.c \
+          parallel/products.c simd/vec_kernels.c simd/quant_x86.c simd/quant_neon.c simd/cpu.c trainer/train_kernels.c \
           simd/wasm_kernels.c lab/attention_spec.c lab/eval.c platform/os.c platform/cli.c
 WEB_OBJS = $(WEB_SRC:%.c=$(WEB_OBJ)/%.o)
 WEB_PAGE = $(WEB_OUT)/index.html $(WEB_OUT)/page.js $(WEB_OUT)/worker.js $(WEB_OUT)/steps.js \
@@ -41,8 +41,8 @@ $(WEB_OUT)/attn.wasm: $(WEB_OBJS)
 TUTORIAL_WEB_SRC = lab/tutorial.c lab/tutorial_figures.c trainer/train_model.c \
           trainer/train_backward.c trainer/train_optim.c sampler.c model.c block.c \
           attention.c checkpoint.c formats/gguf.c tokenizer.c unicode/unicode.c hash.c \
-          kernels.c quant.c simd/vec_kernels.c simd/quant_x86.c simd/quant_neon.c simd/cpu.c \
-          trainer/train_kernels.c simd/wasm_kernels.c lab/attention_spec.c platform/os.c \
+          kernels.c quant.c parallel/products.c simd/vec_kernels.c simd/quant_x86.c \
+          simd/quant_neon.c simd/cpu.c trainer/train_kernels.c simd/wasm_kernels.c lab/attention_spec.c platform/os.c \
           platform/cli.c web/pool_single.c
 $(WEB_OUT)/tutorial.wasm: $(TUTORIAL_WEB_SRC:%.c=$(WEB_OBJ)/%.o)
 	@mkdir -p $(dir $@)

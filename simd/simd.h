@@ -95,8 +95,8 @@
 /* rows whose sums of squares simd_sum_squares forms at once (side by side in eight lanes) */
 #define SIMD_SUM_SQUARES_ROWS 8
 
-/* Rows of x per job of kernels.c's products of many rows: 64 x IC floats stay in L2; the
- * GEMM over halves packs them all at once. */
+/* Rows of x per job of parallel/products.c's products of many rows: 64 x IC floats stay
+ * in L2; the GEMM over halves packs them all at once. */
 #define SIMD_JOB_ROWS 64
 
 /* ---- the core the build runs on (cpu.c, in every build) ---- */
@@ -113,6 +113,10 @@
 int simd_prefetch_rows(void);
 int simd_prefetch_packed(void);
 void simd_set_prefetch(int on);
+
+/* The product's reference (kernels.c), what a build without vector kernels calls. */
+void matmul_block_reference(float *out, const float *x, const float *w, const float *b,
+                            int n0, int n1, int o0, int o1, int IC, int OC);
 
 #if SIMD_VECTOR
 /* kernels.c's matmul_block_reference: out[n0 .. n1, o0 .. o1) of out (N, OC) = x . w^T + b,

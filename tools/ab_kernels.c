@@ -28,8 +28,8 @@
 
 #define ROWS 256       /* rows of x: a prompt's */
 #define GROUP 32       /* int8 group size, as quantize writes */
-#define JOB_ROWS 64    /* kernels.c's BLOCK_ROWS */
-#define JOB_COLS 1     /* column blocks, as kernels.c's gemm_col_blocks at one thread */
+#define JOB_ROWS 64    /* parallel/products.c's BLOCK_ROWS */
+#define JOB_COLS 1     /* column blocks, as products.c's gemm_col_blocks at one thread */
 #define TILE_MR 6      /* the fp32 tile's rows of w: column blocks are multiples of it */
 
 /* the two builds' kernels, renamed by tools/ab_kernels.sh */
