@@ -102,17 +102,25 @@ int checkpoint_check_config(Config *c, const char *path, const char *prefix) {
         check_range(path, prefix, "hidden_dim", c->hidden_dim, MODEL_MAX_DIM) ||
         check_range(path, prefix, "n_heads", c->n_heads, c->dim) ||
         check_range(path, prefix, "n_kv_heads", c->n_kv_heads, c->n_heads)) return -1;
-    const char *problem = NULL;
-    if (c->dim % c->n_heads != 0) problem = "width dim not divisible by n_heads";
-    else if (c->n_heads % c->n_kv_heads != 0) problem = "n_heads not divisible by n_kv_heads";
-    else if (c->vocab_size > c->padded_vocab_size)
-        problem = "vocab V larger than padded vocab Vp";
-    else if (c->positions == MODEL_POSITIONS_ROTARY && (c->dim / c->n_heads) % 2 != 0)
-        problem = "rotary embedding needs an even head size";
+    const char *problem = NULL, *expected = NULL;
+    char got[96];
+    if (c->dim % c->n_heads != 0) {
+        problem = "width dim not divisible by n_heads", expected = "n_heads to divide dim";
+        snprintf(got, sizeof got, "dim %d, n_heads %d", c->dim, c->n_heads);
+    } else if (c->n_heads % c->n_kv_heads != 0) {
+        problem = "n_heads not divisible by n_kv_heads", expected = "n_kv_heads to divide n_heads";
+        snprintf(got, sizeof got, "n_heads %d, n_kv_heads %d", c->n_heads, c->n_kv_heads);
+    } else if (c->vocab_size > c->padded_vocab_size) {
+        problem = "vocab V larger than padded vocab Vp", expected = "V <= Vp";
+        snprintf(got, sizeof got, "V %d, Vp %d", c->vocab_size, c->padded_vocab_size);
+    } else if (c->positions == MODEL_POSITIONS_ROTARY && (c->dim / c->n_heads) % 2 != 0) {
+        problem = "rotary embedding needs an even head size", expected = "an even dim / n_heads";
+        snprintf(got, sizeof got, "dim %d, n_heads %d: head size %d", c->dim, c->n_heads,
+                 c->dim / c->n_heads);
+    }
     if (problem) {
-        fprintf(stderr, "model: %s: %s%s (got dim %d, n_heads %d, n_kv_heads %d, V %d, Vp %d)\n",
-                path, prefix, problem, c->dim, c->n_heads, c->n_kv_heads, c->vocab_size,
-                c->padded_vocab_size);
+        fprintf(stderr, "model: %s: %s%s (got %s, expected %s)\n", path, prefix, problem, got,
+                expected);
         return -1;
     }
     c->head_dim = c->dim / c->n_heads;

@@ -251,9 +251,10 @@ static void test_bad_files(const char *tok) {
                "trailing bytes");
     EXPECT_BAD("heads do not divide width",
                write_model("nh.bin", 20240326, 3, MAX_T, V, L, 3, C, VP, 0),
-               "width dim not divisible by n_heads (got dim 8, n_heads 3");
+               "width dim not divisible by n_heads (got dim 8, n_heads 3, expected n_heads to "
+               "divide dim)");
     EXPECT_BAD("V > Vp", write_model("vp.bin", 20240326, 3, MAX_T, VP + 1, L, NH, C, VP, 0),
-               "vocab V larger than padded vocab Vp (got");
+               "vocab V larger than padded vocab Vp (got V 265, Vp 264, expected V <= Vp)");
     /* a reserved header int (here [200]) that is not 0 */
     const char *reserved = write_model("reserved.bin", 20240326, 3, MAX_T, V, L, NH, C, VP, 0);
     FILE *patch = fopen(reserved, "r+b");
@@ -1583,7 +1584,7 @@ static void test_rotary(const char *tok) {
     expect("rotary positions with a wpe table after all", args, 1, "trailing bytes");
     snprintf(args, sizeof args, "%s -z %s -n 1", write_rotary("rot_odd.bin", 1, C, 0), tok);
     expect("rotary positions with a head size of 1", args, 1, "rotary embedding needs an even "
-           "head size (got dim 8, n_heads 8");
+           "head size (got dim 8, n_heads 8: head size 1, expected an even dim / n_heads)");
 }
 
 /* Writes an executable shell script at dir/name that prints a check line, a line on stderr
