@@ -21,7 +21,7 @@
 
 #include "attention.h"    /* attention_forward, attention_weights, attention_step */
 #include "block.h"        /* block_qkv, block_finish, block_norm, block_matmul, backward */
-#include "cli.h"          /* cli_parse_float, cli_parse_int, cli_stdout_ok */
+#include "cli.h"          /* cli_parse_float, cli_parse_int, cli_printable, cli_stdout_ok */
 #include "kernels.h"      /* kernels_layernorm, kernels_rmsnorm, kernels_gelu, ... */
 #include "model.h"        /* model_load, model_forward, MODEL_ROPE_BASE */
 #include "os.h"           /* os_program_start */
@@ -87,7 +87,13 @@ static void print_text(const char *text, int n_tokens) {
 /* The shipped model and tokenizer                                             */
 
 int tutorial_load_tokenizer(Tokenizer *t) {
-    return tokenizer_load(t, TUTORIAL_TOKENIZER);
+    if (tokenizer_load(t, TUTORIAL_TOKENIZER) != 0) return -1;
+    if (t->kind == TOKENIZER_GPT2) return 0;
+    fprintf(stderr, "tutorial: %s: the steps read the shipped kind of tokenizer (got llama2.c's "
+            "tokenizer file, expected llm.c's GPT-2 tokenizer file, as ./train writes)\n",
+            TUTORIAL_TOKENIZER);
+    tokenizer_free(t);
+    return -1;
 }
 
 /* Encodes text (len bytes) into ids (TUTORIAL_MAX_TOKENS,); returns the count, or -1
@@ -117,6 +123,16 @@ static int encode(const Tokenizer *t, const char *text, size_t len, int *ids) {
 static int load_model(Model *m, Tokenizer *t, int max_chunk, const char *text, int *ids) {
     if (tutorial_load_tokenizer(t) != 0) return -1;
     if (model_load(m, TUTORIAL_MODEL, max_chunk) != 0) {
+        tokenizer_free(t);
+        return -1;
+    }
+    if (m->config.family != MODEL_GPT2 || t->vocab_size != m->config.vocab_size) {
+        /* the same ids would mean other text, or rows the model does not have */
+        fprintf(stderr, "tutorial: %s: tokenizer does not belong to %s (got a GPT-2 tokenizer "
+                "of %d tokens, expected the model's: %s of %d)\n", TUTORIAL_TOKENIZER,
+                TUTORIAL_MODEL, t->vocab_size, m->config.family == MODEL_GPT2 ? "a GPT-2 model"
+                : "a Llama-family model", m->config.vocab_size);
+        model_free(m);
         tokenizer_free(t);
         return -1;
     }
@@ -158,6 +174,11 @@ static int step_tokens(int argc, char **argv) {
     Tokenizer t;
     if (tutorial_load_tokenizer(&t) != 0) return 1;
     size_t len = strlen(text), total = 0;
+    int all[TUTORIAL_MAX_TOKENS];
+    if (encode(&t, text, len, all) < 0) {   /* the whole text within the limit, first */
+        tokenizer_free(&t);
+        return 1;
+    }
     printf("text: \"%s\" (%zu bytes)\n", text, len);
     for (size_t start = 0; start < len;) {
         size_t end = tokenizer_next_piece(text, len, start);
@@ -217,6 +238,7 @@ int tutorial_merges(const Tokenizer *t, const char *word, TutorialMergeRow *rows
         row->id = rows_done > 0 ? cv.limit : -1;
         row->count = (int)count;
         rows_done++;
+        if (count == 1) break;   /* one token: no merge changes it */
     }
     return rows_done;
 }
@@ -342,12 +364,15 @@ static int step_rope(int argc, char **argv) {
 /* ------------------------------------------------------------------------- */
 /* 3. Attention                                                                */
 
-/* Parses argv[i] as a float in [min, max] into *out if present; returns 0, or 2. */
-static int float_arg(int argc, char **argv, int i, float min, float max, float *out) {
+/* Parses argv[i], the step's argument `what` (its usage's name, such as "kernel SIGMA"),
+ * as a float in (min, max] into *out if present; returns 0, or 2 after a stderr line. */
+static int float_arg(int argc, char **argv, int i, const char *what, float min, float max,
+                     float *out) {
     if (i >= argc) return 0;
     if (cli_parse_float(argv[i], min, max, 1, out) == 0) return 0;
-    fprintf(stderr, "tutorial: %s: expected a number in (%g, %g]\n", argv[i], (double)min,
-            (double)max);
+    char shown[64];
+    fprintf(stderr, "tutorial: %s: out of range (got '%s', expected a number in (%g, %g])\n",
+            what, cli_printable(argv[i], shown, sizeof shown), (double)min, (double)max);
     return 2;
 }
 
@@ -386,8 +411,9 @@ int tutorial_kernel(float sigma, float query, float *w, float *out) {
 /* kernel [SIGMA] [QUERY]: the waist table's weights and the guess (tutorial_kernel). */
 static int step_kernel(int argc, char **argv) {
     float sigma = 4.0f, query = 82.0f, w[TUTORIAL_PEOPLE], out;
-    if (float_arg(argc, argv, 0, 0.0f, 1000.0f, &sigma) ||
-        float_arg(argc, argv, 1, 0.0f, 1000.0f, &query))
+    /* from 0.01 up: 1/sigma^2 times a squared distance stays finite */
+    if (float_arg(argc, argv, 0, "kernel SIGMA", 0.01f, 1000.0f, &sigma) ||
+        float_arg(argc, argv, 1, "kernel QUERY", 0.0f, 1000.0f, &query))
         return 2;
     if (tutorial_kernel(sigma, query, w, &out) != 0) return 1;
     printf("sigma %g, query %g\n", (double)sigma, (double)query);
@@ -736,11 +762,13 @@ static int step_sample(int argc, char **argv) {
     float temperature = 1.0f, top_p = 1.0f;
     int top_k = 0;
     /* from 0.001 up: logits / T stay finite and fit the table's columns */
-    if (float_arg(argc, argv, 0, 0.001f, 100.0f, &temperature) ||
-        float_arg(argc, argv, 2, 0.0f, 1.0f, &top_p))
+    if (float_arg(argc, argv, 0, "sample T", 0.001f, 100.0f, &temperature) ||
+        float_arg(argc, argv, 2, "sample TOP_P", 0.0f, 1.0f, &top_p))
         return 2;
     if (argc > 1 && cli_parse_int(argv[1], 0, V, &top_k) != 0) {
-        fprintf(stderr, "tutorial: %s: expected a top-k of 0 (none) to %d\n", argv[1], V);
+        char shown[64];
+        fprintf(stderr, "tutorial: sample TOP_K: out of range (got '%s', expected 0 (none) to "
+                "%d)\n", cli_printable(argv[1], shown, sizeof shown), V);
         return 2;
     }
     float scaled[V], probs[V];
@@ -776,6 +804,7 @@ static int step_next(int argc, char **argv) {
     int ids[TUTORIAL_MAX_TOKENS], n = load_model(&m, &t, TUTORIAL_MAX_TOKENS, text, ids);
     if (n < 0) return 1;
     int V = m.config.vocab_size, rc = 1;
+    int steps = m.n_ctx - n < STEPS ? m.n_ctx - n : STEPS;   /* as many as fit the context */
     float *probs = malloc((size_t)V * sizeof(float));
     float *logits = probs ? model_forward(&m, ids, n, 0, 0) : NULL;
     if (logits) {
@@ -791,8 +820,9 @@ static int step_next(int argc, char **argv) {
             printf("\n");
             probs[best] = -1.0f;
         }
-        printf("greedy, %d steps:\n", STEPS);
-        for (int i = 0; i < STEPS && logits && n + i < m.n_ctx; i++) {
+        if (steps > 0) printf("greedy, %d steps:\n", steps);
+        else printf("greedy: no step, the text fills the context of %d tokens\n", m.n_ctx);
+        for (int i = 0; i < steps && logits; i++) {
             int next = largest(logits, V);
             printf("  position %d: %4d ", n + i, next);
             print_piece(&t, next);
@@ -850,6 +880,12 @@ static int step_loss(int argc, char **argv) {
     const char *text = argc > 0 ? argv[0] : TUTORIAL_LOSS_TEXT;
     static TutorialLosses l;
     if (tutorial_losses(&l, text) != 0) return 1;   /* before printing anything */
+    if (l.n_tokens < 2) {
+        fprintf(stderr, "tutorial: loss: the text must be at least 2 tokens: a token to predict "
+                "after the first (got 1)\n");
+        tutorial_losses_free(&l);
+        return 1;
+    }
     train_crossentropy_forward(probs, &loss, TUTORIAL_LOGITS, &target, 1, V);
     print_vector("toy logits        ", TUTORIAL_LOGITS, V, 1);
     print_vector("softmax           ", probs, V, 4);
@@ -876,7 +912,7 @@ static int step_loss(int argc, char **argv) {
     }
     int MV = l.tokenizer.vocab_size;
     printf("mean loss %.3f nats per token; a uniform guess: ln %d = %.3f\n",
-           total / (l.n_tokens > 1 ? l.n_tokens - 1 : 1), MV, log((double)MV));
+           total / (l.n_tokens - 1), MV, log((double)MV));
     tutorial_losses_free(&l);
     return 0;
 }
@@ -1105,7 +1141,9 @@ static int run_step(int argc, char **argv) {
         }
         return STEPS[i].run(argc - 2, argv + 2);
     }
-    fprintf(stderr, "tutorial: %s: no such step (tutorial --help lists them)\n", argv[1]);
+    char shown[64];
+    fprintf(stderr, "tutorial: %s: no such step (tutorial --help lists them)\n",
+            cli_printable(argv[1], shown, sizeof shown));
     return 2;
 }
 

@@ -16,6 +16,7 @@
 
 #include "attention.h" /* attention_weights */
 #include "block.h"     /* block_matmul */
+#include "cli.h"       /* cli_printable */
 #include "kernels.h"   /* Matrix, kernels_gelu, kernels_swiglu, kernels_dot */
 #include "tokenizer.h" /* tokenizer_decode, tokenizer_free */
 
@@ -415,7 +416,7 @@ static int figure_merges(void) {
         }
     }
     svg_text(30, top + n * row_h + 24, 15, "start", "coloured: the token the row's merge made; "
-             "5 bytes end as 1 token");
+             "5 bytes end as %d token%s", rows[n - 1].count, rows[n - 1].count == 1 ? "" : "s");
     svg_end();
     tokenizer_free(&t);
     return 0;
@@ -879,7 +880,9 @@ static const struct {
 int tutorial_figure(const char *name) {
     for (size_t i = 0; i < sizeof FIGURES / sizeof FIGURES[0]; i++)
         if (strcmp(name, FIGURES[i].name) == 0) return FIGURES[i].draw();
-    fprintf(stderr, "tutorial: svg %s: no such picture (%s)\n", name, tutorial_figure_names());
+    char shown[64];
+    fprintf(stderr, "tutorial: svg %s: no such picture (%s)\n",
+            cli_printable(name, shown, sizeof shown), tutorial_figure_names());
     return 2;
 }
 

@@ -1486,7 +1486,8 @@ static void test_tutorial_program(void) {
     expect_program(tutorial, "tutorial kernel 1 2", "kernel 1 2", 0, "");
     /* a temperature whose logits / T overflow (2 / 1e-39): refused, not inf and NaN */
     expect_program(tutorial, "tutorial sample 1e-39", "sample 1e-39", 2,
-                   "tutorial: 1e-39: expected a number in (0.001, 100]");
+                   "tutorial: sample T: out of range (got '1e-39', expected a number in (0.001, "
+                   "100])");
     /* no step, and a text longer than the context: one line each (the whole usage, and
      * the tokenizer's line beside the tutorial's, were printed), nothing on stdout */
     const struct { const char *what, *args, *message; int code; } bad[] = {
@@ -1495,6 +1496,15 @@ static void test_tutorial_program(void) {
          "tutorial: the text must be at most 256 tokens (got ", 1},
         {"tutorial loss, 400 words", "loss \"$(yes ab | head -n 400 | tr '\\n' ' ')\"",
          "tutorial: the text must be at most 256 tokens (got ", 1},
+        /* the whole text is checked before its first piece is printed */
+        {"tutorial tokens, 300 bytes", "tokens \"$(yes x | head -n 300 | tr -d '\\n')\"",
+         "tutorial: the text must be at most 256 tokens (got ", 1},
+        {"tutorial loss of one token", "loss a", "tutorial: loss: the text must be at least 2 "
+         "tokens", 1},
+        {"tutorial kernel 1e-18 (NaN weights)", "kernel 1e-18", "tutorial: kernel SIGMA: out "
+         "of range (got '1e-18', expected a number in (0.01, 1000])", 2},
+        {"tutorial with a newline in the step", "\"$(printf 'x\\ny')\"",
+         "tutorial: x\\x0ay: no such step", 2},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char command[512], *out = NULL, *err = NULL;
@@ -1520,6 +1530,29 @@ static void test_tutorial_program(void) {
     if (!check_true(check_run(setup, NULL, NULL) == 0, "tutorial: an int8 model in a "
                     "weights/ folder of its own"))
         return;
+    /* a tokenizer not the model's (260 tokens, the model 1024): embed read rows past the
+     * embedding table (SIGSEGV), loss printed two lines */
+    snprintf(setup, sizeof setup, "mkdir -p %s/tut_tok/weights && cp weights/model.bin "
+             "%s/tut_tok/weights/ && cp %s %s/tut_tok/weights/tokenizer.bin", dir, dir,
+             write_tokenizer(), dir);
+    if (check_true(check_run(setup, NULL, NULL) == 0, "tutorial: another tokenizer beside "
+                   "the shipped model")) {
+        static const char *const steps[] = {"embed", "loss", "next", "block", "svg lens"};
+        for (int i = 0; i < 5; i++) {
+            char command[1024], *out = NULL, *err = NULL;
+            snprintf(command, sizeof command, "t=$(realpath %s) && cd %s/tut_tok && timeout "
+                     "120 $t %s", tutorial, dir, steps[i]);
+            int code = check_run(command, &out, &err), lines = 0;
+            for (const char *p = err; p && *p; p++) lines += *p == '\n';
+            check_true(code == 1 && out && !*out && lines == 1 && strstr(err, "tutorial: "
+                       "weights/tokenizer.bin: tokenizer does not belong to weights/model.bin "
+                       "(got a GPT-2 tokenizer of 260 tokens, expected the model's: a GPT-2 "
+                       "model of 1024)"), "tutorial %s with a tokenizer not the model's: exit "
+                       "%d (want 1), one line, no output", steps[i], code);
+            free(out);
+            free(err);
+        }
+    }
     static const char *const by_hand[] = {"embed", "block", "svg lens", "svg nucleus"};
     for (int i = 0; i < 4; i++) {
         char command[1024], *out = NULL, *err = NULL;
