@@ -6,8 +6,10 @@
  * llama2.c's runq also reads when GS divides the model's widths). Norms, biases and
  * position embeddings stay fp32. run then multiplies in int8 (kernels_matmuls).
  */
-#include <stdio.h>        /* fprintf, printf */
+#include <stdint.h>       /* uint32_t */
+#include <stdio.h>        /* fprintf, printf, fopen, fread */
 #include <stdlib.h>       /* EXIT_SUCCESS */
+#include <string.h>       /* memcpy */
 
 #include "checkpoint.h"   /* checkpoint_load, checkpoint_save_q8 */
 #include "cli.h"          /* cli_next, cli_usage_error */
@@ -15,33 +17,56 @@
 #include "os.h"           /* os_check_output, os_lock: one writer, never IN */
 
 enum { EXIT_BAD_DATA = 1 };
-enum { OPT_GROUP, OPT_HELP };
+enum { OPT_GROUP, OPT_FORCE, OPT_HELP };
 
 static const CliOption OPTIONS[] = {
     {OPT_GROUP, "-g", "--group", CLI_INT, 1, QUANT_GROUP_MAX, 0, NULL},
+    {OPT_FORCE, NULL, "--force", CLI_NONE, 0, 0, 0, NULL},
     {OPT_HELP, "-h", "--help", CLI_NONE, 0, 0, 0, NULL},
 };
 enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };
 
 static void usage(FILE *f) {
-    fprintf(f, "Usage: quantize IN.bin OUT.bin [-g GS]\n"
+    fprintf(f, "Usage: quantize IN.bin OUT.bin [-g GS] [--force]\n"
                "Write the int8 form of the checkpoint IN.bin (any format run loads) to OUT.bin:\n"
                "every matrix as int8 values with one fp32 scale per GS values along each row\n"
                "(default %d; the last group of a row may be shorter), norms and biases fp32.\n"
                "OUT.bin is written to a new file beside it (OUT.bin.tmp-XXXXXX), renamed over\n"
                "it when complete (an existing OUT.bin keeps its mode); it must be a new path\n"
                "or a regular file you may write, not IN.bin, and no other process may be\n"
-               "writing it (OUT.bin.lock is held meanwhile).\n"
+               "writing it (OUT.bin.lock is held meanwhile). An existing OUT.bin is replaced\n"
+               "only if it is empty or a checkpoint of the formats quantize writes (llm.c's,\n"
+               "llama2.c's version 2), so that a mistyped path loses no other file.\n"
                "  -g, --group GS   values per scale, 1..%d\n"
+               "      --force      replace OUT.bin whatever it holds\n"
                "  -h, --help       print this help and exit\n"
                "Exit status: 0 ok, 1 bad data or runtime failure, 2 usage error.\n",
             CHECKPOINT_Q8_GROUP, QUANT_GROUP_MAX);
 }
 
+/* 1 if replacing path loses nothing quantize could not write again: no file there, an
+ * empty one, or one that starts as the checkpoints it writes do (llm.c's magic, llama2.c's
+ * "ak42"); else 0 after a stderr line. */
+static int replaceable(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 1;   /* nothing there (os_check_output has said if it cannot be written) */
+    unsigned char bytes[4];
+    size_t n = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    uint32_t magic = 0;
+    memcpy(&magic, bytes, sizeof magic);
+    if (n == 0 || (n == 4 && (magic == CHECKPOINT_GPT2_MAGIC || magic == CHECKPOINT_LLAMA_MAGIC)))
+        return 1;
+    fprintf(stderr, "quantize: %s: exists and is not a checkpoint (got a file that starts as "
+            "neither llm.c's nor llama2.c's version 2, expected a new path or a checkpoint to "
+            "replace; --force replaces it)\n", path);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     os_program_start();   /* a closed pipe is a write error, reported like a full disk */
     const char *paths[2] = {NULL, NULL};
-    int n_paths = 0, group = CHECKPOINT_Q8_GROUP;
+    int n_paths = 0, group = CHECKPOINT_Q8_GROUP, force = 0;
     for (int i = 1; i < argc; i++) {
         CliArg arg;
         int rc = cli_next("quantize", OPTIONS, N_OPTIONS, argc, argv, &i, &arg);
@@ -53,6 +78,8 @@ int main(int argc, char **argv) {
             paths[n_paths++] = arg.value;
         } else if (arg.option->id == OPT_GROUP) {
             group = arg.number;
+        } else if (arg.option->id == OPT_FORCE) {
+            force = 1;
         } else {
             usage(stdout);
             return cli_stdout_ok("quantize") == 0 ? EXIT_SUCCESS : EXIT_BAD_DATA;
@@ -69,7 +96,7 @@ int main(int argc, char **argv) {
     const char *inputs[] = {paths[0]};
     SaveLock lock;
     if (os_check_output("quantize", paths[1], "the int8 model", inputs, 1) != 0 ||
-        os_lock(&lock, "quantize", paths[1]) != 0)
+        (!force && !replaceable(paths[1])) || os_lock(&lock, "quantize", paths[1]) != 0)
         return EXIT_BAD_DATA;
     Checkpoint ck;
     int status = checkpoint_load(&ck, paths[0]);

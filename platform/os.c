@@ -14,6 +14,7 @@
 
 #include <errno.h>       /* errno, EINVAL, ENOENT, ENOTDIR, EACCES, EAGAIN, EEXIST, ELOOP, EISDIR */
 #include <fcntl.h>       /* open, fcntl, linkat, struct flock, O_*, AT_* */
+#include <limits.h>      /* NAME_MAX */
 #ifndef __wasi__
 #include <pthread.h>     /* pthread_sigmask, pthread_create, pthread_join */
 #include <sched.h>       /* sched_getaffinity, CPU_COUNT (Linux) */
@@ -900,6 +901,16 @@ int os_lock(SaveLock *l, const char *program, const char *path) {
     l->fd = -1;
     if (with_suffix(l->path, sizeof l->path, program, path, OS_LOCK_SUFFIX) != 0)
         return -1;
+    /* the longest name written beside path is the lock's temporary, NAME.lock-XXXXXX (a
+     * save's NAME.tmp-XXXXXX is shorter): a name past the folder's limit would fail mid-way */
+    const char *slash = strrchr(path, '/');
+    size_t name = strlen(slash ? slash + 1 : path), added = strlen(OS_LOCK_SUFFIX "-XXXXXX");
+    if (name + added > NAME_MAX) {
+        fprintf(stderr, "%s: %s: file name too long (got %zu bytes, expected at most %zu: its "
+                "lock's temporary adds %zu to a folder's limit of %d)\n", program, path, name,
+                NAME_MAX - added, added, NAME_MAX);
+        return -1;
+    }
     for (int attempt = 0; attempt < LOCK_TRIES; attempt++) {
         int fd = create_lock(program, path, l);
         if (fd == -2) fd = take_over_lock(program, path, l);

@@ -1090,6 +1090,34 @@ static void test_quantize_program(const char *model, const char *tok) {
     expect("the int8 file loads and runs", args, 0, "checkpoint, int8 (llm.c header, version 80)");
     snprintf(command, sizeof command, "test ! -e %s.tmp", out);
     check_true(check_run(command, NULL, NULL) == 0, "quantize: no %s.tmp left behind", out);
+    /* OUT an existing file that is no checkpoint (a mistyped path: the tokenizer) is kept
+     * without --force (it was replaced by the int8 model, exit 0); --force replaces it */
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s/tok_copy.bin", dir);
+    snprintf(command, sizeof command, "cp %s %s", tok, copy);
+    if (check_true(check_run(command, NULL, NULL) == 0, "quantize: a copy of the tokenizer")) {
+        snprintf(args, sizeof args, "%s %s", model, copy);
+        expect_program(quantize, "quantize over a file that is no checkpoint", args, 1,
+                       "tok_copy.bin: exists and is not a checkpoint (got a file that starts as "
+                       "neither llm.c's nor llama2.c's version 2, expected a new path or a "
+                       "checkpoint to replace; --force replaces it)");
+        check_true(check_same_bytes(copy, tok), "quantize: the file that is no checkpoint is "
+                   "kept");
+        snprintf(args, sizeof args, "%s %s --force", model, copy);
+        expect_program(quantize, "quantize --force over a file that is no checkpoint", args, 0,
+                       "int8, groups of 32");
+    }
+    /* a name whose lock's temporary passes the folder's limit: refused at the start (a save
+     * of 245 to 250 bytes failed at its temporary, 251 and more at its lock) */
+    char longest[512];
+    int n = snprintf(longest, sizeof longest, "%s/", dir);
+    memset(longest + n, 'q', 244);
+    longest[n + 244] = '\0';
+    snprintf(args, sizeof args, "%s %s", model, longest);
+    expect_program(quantize, "quantize to a name of 244 bytes", args, 1, "file name too long "
+                   "(got 244 bytes, expected at most 243: its lock's temporary adds 12 to a "
+                   "folder's limit of 255)");
+    check_true(access(longest, F_OK) != 0, "quantize to a name of 244 bytes: nothing written");
     /* OUT replaced keeps its mode (a private file stays private), as writing over it
      * would; one its user may not write is refused (running as root, access(2) lets
      * root write it: the check is then skipped) */
