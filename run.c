@@ -392,8 +392,8 @@ typedef struct {
     GenerateOptions options;
     int *prompt;                  /* (n_prompt,) prompt token ids; owned */
     int n_prompt;
-    SaveFile map;                 /* --attn-map's file (map.file NULL without one), opened
-                                   * before generating, renamed into place when whole */
+    SaveFile map;                 /* --attn-map's file (map.file NULL until it is written
+                                   * after the generation), renamed into place when whole */
     RunLabTop top;                /* --attn-top's view (its buffers NULL without it) */
 } GenerationPlan;
 
@@ -418,9 +418,14 @@ static int run_generation(const RunOptions *o, Model *m, const Tokenizer *tok, S
             st->generated, st->generate_seconds > 0 ? st->generated / st->generate_seconds : 0.0,
             st->shifts, st->shifts ? 1e3 * st->shift_seconds / (double)st->shifts : 0.0,
             st->rerun_tokens, (unsigned long long)o->seed);
-    if (plan->map.file) {
+    if (o->attn_map_path) {
+        /* text that did not reach standard output (a full disk, a closed pipe) fails the
+         * run: an existing map is then left as it was */
+        if (fflush(stdout) != 0 || ferror(stdout)) return EXIT_BAD_DATA;
         RunLabMap map = {o->attn_map_path, o->model_path, o->layer, o->head};
-        if (run_lab_write_map(&map, m, tok, g, &plan->map) != 0) return EXIT_BAD_DATA;
+        if (os_save_open(&plan->map, "run", o->attn_map_path) != 0 ||
+            run_lab_write_map(&map, m, tok, g, &plan->map) != 0)
+            return EXIT_BAD_DATA;
     }
     return 0;
 }
@@ -462,7 +467,6 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
     if (o->attn_map_path) {
         if ((status = run_lab_check_map_size(o->attn_map_path, o->layer, o->head, c, n_ctx,
                                              usage_error)) != 0) return status;
-        if (os_save_open(&plan->map, "run", o->attn_map_path) != 0) return EXIT_BAD_DATA;
     }
     if ((o->attn_map_path || o->attn_top) && model_trace(m, 1) != 0) return EXIT_BAD_DATA;
     if (generation_init(&plan->generation, m, n_ctx, keep, !o->no_shift) != 0)
@@ -588,8 +592,9 @@ int main(int argc, char **argv) {
     if (o.tokenizer_path) snprintf(tokenizer_path, sizeof tokenizer_path, "%s", o.tokenizer_path);
     else default_tokenizer_path(o.model_path, tokenizer_path, sizeof tokenizer_path);
     const char *inputs[] = {o.model_path, tokenizer_path, o.prompt_file};
-    if (o.attn_map_path && os_check_output("run", o.attn_map_path, "the attention map",
-                                                 inputs, 3) != 0)
+    if (o.attn_map_path && (os_check_output("run", o.attn_map_path, "the attention map",
+                                            inputs, 3) != 0 ||
+                            os_check_name("run", o.attn_map_path, OS_TEMP_SUFFIX "-XXXXXX") != 0))
         return EXIT_BAD_DATA;
 
     Model model;

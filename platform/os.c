@@ -579,6 +579,16 @@ static void forget_temp(SaveFile *s) {
     s->temp[0] = '\0';
 }
 
+int os_check_name(const char *program, const char *path, const char *suffix) {
+    const char *slash = strrchr(path, '/');
+    size_t name = strlen(slash ? slash + 1 : path), added = strlen(suffix);
+    if (name + added <= NAME_MAX) return 0;
+    fprintf(stderr, "%s: %s: file name too long (got %zu bytes, expected at most %zu: NAME%s, "
+            "written beside it, must fit a folder's limit of %d)\n", program, path, name,
+            NAME_MAX - added, suffix, NAME_MAX);
+    return -1;
+}
+
 int os_save_open(SaveFile *s, const char *program, const char *path) {
     s->file = NULL;
     s->temp[0] = '\0';
@@ -732,6 +742,18 @@ int os_check_output(const char *program, const char *path, const char *what,
                     "for %s)\n", program, path, inputs[i], what);
             return -1;
         }
+    }
+    /* where standard output or error goes: the finished file renamed over it would replace
+     * the text written there */
+    for (int fd = STDOUT_FILENO; fd <= STDERR_FILENO; fd++) {
+        struct stat out;
+        if (stat(path, &st) != 0 || fstat(fd, &out) != 0 || !S_ISREG(out.st_mode) ||
+            out.st_dev != st.st_dev || out.st_ino != st.st_ino)
+            continue;
+        fprintf(stderr, "%s: %s: is the file standard %s goes to (got the same file, expected "
+                "another path for %s)\n", program, path, fd == STDOUT_FILENO ? "output"
+                : "error", what);
+        return -1;
     }
     /* a link: renaming the finished file over path would replace the link, not its target */
     if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
@@ -901,16 +923,8 @@ int os_lock(SaveLock *l, const char *program, const char *path) {
     l->fd = -1;
     if (with_suffix(l->path, sizeof l->path, program, path, OS_LOCK_SUFFIX) != 0)
         return -1;
-    /* the longest name written beside path is the lock's temporary, NAME.lock-XXXXXX (a
-     * save's NAME.tmp-XXXXXX is shorter): a name past the folder's limit would fail mid-way */
-    const char *slash = strrchr(path, '/');
-    size_t name = strlen(slash ? slash + 1 : path), added = strlen(OS_LOCK_SUFFIX "-XXXXXX");
-    if (name + added > NAME_MAX) {
-        fprintf(stderr, "%s: %s: file name too long (got %zu bytes, expected at most %zu: its "
-                "lock's temporary adds %zu to a folder's limit of %d)\n", program, path, name,
-                NAME_MAX - added, added, NAME_MAX);
-        return -1;
-    }
+    /* the longest name written beside path is the lock's temporary (a save's is shorter) */
+    if (os_check_name(program, path, OS_LOCK_SUFFIX "-XXXXXX") != 0) return -1;
     for (int attempt = 0; attempt < LOCK_TRIES; attempt++) {
         int fd = create_lock(program, path, l);
         if (fd == -2) fd = take_over_lock(program, path, l);

@@ -164,7 +164,8 @@ int os_rename_synced(const char *program, const char *from, const char *to);
  * new path in an existing, writable folder, or a regular file this user may write (not a
  * symbolic link: the rename of the finished file would replace the link itself), and no
  * file of inputs (n_inputs paths, NULL entries skipped; compared by device and inode, so
- * links and other spellings count). Returns 0, or -1 after one stderr line. */
+ * links and other spellings count), nor the file standard output or error goes to.
+ * Returns 0, or -1 after one stderr line. */
 int os_check_output(const char *program, const char *path, const char *what,
                           const char *const inputs[], int n_inputs);
 
@@ -185,6 +186,12 @@ typedef struct {
     int fd;                      /* the lock file, or -1 */
     char path[OS_PATH_CAP];      /* PATH.lock */
 } SaveLock;
+
+/* Whether the name of path (its last component) leaves room for suffix, which the program
+ * writes as NAME + suffix beside it (".tmp-XXXXXX"), within a folder's limit of NAME_MAX
+ * bytes a name: so that too long a name is refused before any work, not at the first
+ * write. Returns 0, or -1 after one stderr line. */
+int os_check_name(const char *program, const char *path, const char *suffix);
 
 /* Take the lock of path for the rest of the run, never waiting. PATH.lock is created
  * atomically with its text and its lock (never through a link), or taken over when it is

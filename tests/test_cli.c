@@ -1115,8 +1115,8 @@ static void test_quantize_program(const char *model, const char *tok) {
     longest[n + 244] = '\0';
     snprintf(args, sizeof args, "%s %s", model, longest);
     expect_program(quantize, "quantize to a name of 244 bytes", args, 1, "file name too long "
-                   "(got 244 bytes, expected at most 243: its lock's temporary adds 12 to a "
-                   "folder's limit of 255)");
+                   "(got 244 bytes, expected at most 243: NAME.lock-XXXXXX, written beside it, "
+                   "must fit a folder's limit of 255)");
     check_true(access(longest, F_OK) != 0, "quantize to a name of 244 bytes: nothing written");
     /* OUT replaced keeps its mode (a private file stays private), as writing over it
      * would; one its user may not write is refused (running as root, access(2) lets
@@ -1315,23 +1315,44 @@ static void test_files_not_ours(const char *model, const char *tok) {
         free(printed);
     }
     /* standard output or error closed: the map's file never takes descriptor 1 or 2, so
-     * it holds the map alone; a closed standard output is a write error (exit 1) */
+     * it holds the map alone; a closed standard output is a write error (exit 1), and a
+     * failed run writes no map */
     for (int fd = 1; fd <= 2; fd++) {
         if (fd == 2 && strchr(run_bin, ' ')) {   /* a wrapper (valgrind) needs its stderr */
             check_skip("run --attn-map with standard error closed: RUN is a wrapper");
             continue;
         }
         snprintf(command, sizeof command, "%s %s -z %s -n 5 -s 1 --attn-map %s/closed%d.svg "
-                 "%s; echo $?; head -c 6 %s/closed%d.svg", run_bin, model, tok, dir, fd,
-                 fd == 1 ? ">&-" : "2>&- >/dev/null", dir, fd);
+                 "%s; echo $?; head -c 6 %s/closed%d.svg 2>/dev/null", run_bin, model, tok, dir,
+                 fd, fd == 1 ? ">&-" : "2>&- >/dev/null", dir, fd);
         printed = NULL;
         check_run(command, &printed, NULL);
-        const char *want = fd == 1 ? "1\n<?xml " : "0\n<?xml ";
-        check_true(printed && strcmp(printed, want) == 0, "run --attn-map with %s closed: the "
-                   "map alone in its file, exit %c (got \"%s\")",
-                   fd == 1 ? "standard output" : "standard error", want[0], printed);
+        const char *want = fd == 1 ? "1\n" : "0\n<?xml ";
+        check_true(printed && strcmp(printed, want) == 0, "run --attn-map with %s closed: %s, "
+                   "exit %c (got \"%s\")", fd == 1 ? "standard output" : "standard error",
+                   fd == 1 ? "no map" : "the map alone in its file", want[0], printed);
         free(printed);
     }
+    /* the map at the file standard output goes to: refused (the map was renamed over the
+     * text, exit 0); a run whose text failed (a full disk) leaves an existing map as it was
+     * (it was replaced, exit 1) */
+    snprintf(command, sizeof command, "%s %s -z %s -n 5 -s 1 --attn-map %s/same.html > "
+             "%s/same.html 2>%s/same.err; echo $?; head -c 4 %s/same.html; grep -c 'is the "
+             "file standard output goes to' %s/same.err", run_bin, model, tok, dir, dir, dir, dir,
+             dir);
+    printed = NULL;
+    check_run(command, &printed, NULL);
+    check_true(printed && strcmp(printed, "1\n1\n") == 0, "run --attn-map at the file of "
+               "standard output: refused, the file empty (got \"%s\")", printed);
+    free(printed);
+    snprintf(command, sizeof command, "printf keep > %s/kept.svg && %s %s -z %s -n 5 -s 1 "
+             "--attn-map %s/kept.svg > /dev/full 2>/dev/null; echo $?; cat %s/kept.svg", dir,
+             run_bin, model, tok, dir, dir);
+    printed = NULL;
+    check_run(command, &printed, NULL);
+    check_true(printed && strcmp(printed, "1\nkeep") == 0, "run --attn-map > /dev/full: exit 1, "
+               "the existing map kept (got \"%s\")", printed);
+    free(printed);
     snprintf(command, sizeof command, "{ %s -d %s -o %s/sig.bin -z %s/sig_tok.bin "
              "-v 300 -L 1 -C 16 -H 2 -T 8 -B 4 -n 100000 -e 100000 >/dev/null 2>&1 & p=$!; "
              "i=0; while [ $i -lt 1000 ] && ! ls %s | grep -q '^sig.bin.lock$'; do sleep 0.01; "
