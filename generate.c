@@ -379,6 +379,8 @@ static GenerateStep continue_with_input(GenerateLoop *loop) {
     }
     if (appended < 0) return STEP_ERROR;
     if (appended == GENERATE_FULL) return STEP_FULL;   /* the line was not read: not shown */
+    /* the text now ends with the line, not with the reverse prompt that ended the turn */
+    reverse_feed(&loop->reverse, (const unsigned char *)loop->text, (size_t)len);
     if (!loop->o->prompt_user && !loop->o->quiet)
         utf8_write(&loop->out, (const unsigned char *)loop->text, (size_t)len);
     return STEP_CONTINUE;

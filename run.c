@@ -299,6 +299,9 @@ static int check_combinations(const RunOptions *o) {
     if (o->interactive && o->prompt_file && strcmp(o->prompt_file, "-") == 0)
         return usage_error("-f -", NULL, "cannot be combined with --interactive (standard "
                            "input gives the lines)", NULL);
+    if (o->keep >= 0 && o->no_shift)
+        return usage_error("--keep", NULL, "cannot be combined with --no-context-shift (it "
+                           "applies to the shifts)", NULL);
     if (o->head >= 0 && !o->attn_map_path)
         return usage_error("--head", NULL, "only applies with --attn-map", NULL);
     if (o->layer >= 0 && !o->attn_map_path && !o->attn_top)

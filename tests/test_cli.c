@@ -225,6 +225,8 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "--head: invalid value (got '2', expected an integer in 0..1, this model's "
                  "heads)");
     EXPECT_USAGE("--head without --attn-map", "--head 0", "--head: only applies with --attn-map");
+    EXPECT_USAGE("--keep with --no-context-shift", "--keep 1 --no-context-shift",
+                 "--keep: cannot be combined with --no-context-shift (it applies to the shifts)");
     EXPECT_USAGE("--layer alone", "--layer 0", "--layer: only applies with --attn-map or "
                  "--attn-top");
     EXPECT_USAGE("--attn-top zero", "--attn-top 0", "--attn-top: invalid value (got '0'");

@@ -826,6 +826,29 @@ static void test_gpt2_keep(void) {
     free(err);
 }
 
+/* -I with -r: each turn runs until its own text ends with the reverse prompt. The bytes
+ * that ended a turn were still in the window -r compares after the user's line, so a
+ * turn after the first stopped at its first "ay" (s260k's greedy text is "ay" tokens). */
+static void test_reverse_turns(void) {
+    const char *file = check_data_file("gguf/s260k.gguf");
+    if (!file) {
+        check_skip("gguf/s260k.gguf: not in tests/data and no ../shared: -r across turns not "
+                   "checked");
+        return;
+    }
+    char command[1024], *out = NULL;
+    snprintf(command, sizeof command, "printf 'Once upon a time\\n' > %s/turns.txt && printf "
+             "'The cat\\nThe dog\\n' | %s '%s' -I -t 0 -n 20 -r ayay -f %s/turns.txt", dir,
+             run_bin, file, dir);
+    int code = check_run(command, &out, NULL);
+    const char *want = "Once upon a time\nayay\nThe cat\nayay\nThe dog\nayay\n";
+    check_true(code == 0 && out && strcmp(out, want) == 0, "-I -r ayay: every turn ends with "
+               "ayay of its own (got \"%s\")", out ? out : "");
+    free(out);
+    snprintf(command, sizeof command, "%s/turns.txt", dir);
+    unlink(command);
+}
+
 int main(void) {
     run_bin = getenv("RUN");
     if (!run_bin || !*run_bin) run_bin = "./run";
@@ -842,6 +865,7 @@ int main(void) {
     test_tiny_half();
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
+    test_reverse_turns();
     unlink(path);
     rmdir(dir);
     return check_summary("test_gguf");
