@@ -15,6 +15,7 @@
 
 #include <errno.h>      /* errno */
 #include <fcntl.h>      /* open, O_NONBLOCK */
+#include <limits.h>     /* INT_MAX */
 #include <math.h>       /* isfinite */
 #include <stdio.h>      /* fprintf(stderr), snprintf */
 #include <stdlib.h>     /* malloc, calloc, free, qsort */
@@ -891,6 +892,23 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 bf16 |= found[r][l]->type == GGUF_BF16;
                 q8 |= found[r][l]->type == GGUF_Q8_0;
             }
+        }
+    }
+    /* a tensor of a block past the header's count: the header does not count the file's
+     * blocks (llama.cpp refuses such a file: a wrong number of tensors) */
+    for (size_t i = 0; i < g.n_tensors; i++) {
+        const GgufTensor *t = &g.tensors[i];
+        size_t at = 4;
+        long block = 0;
+        if (t->name_len <= at || memcmp(t->name, "blk.", at) != 0) continue;
+        for (; at < t->name_len && t->name[at] >= '0' && t->name[at] <= '9' && block <= INT_MAX;
+             at++)
+            block = block * 10 + (t->name[at] - '0');
+        if (at > 4 && block >= c->n_layers) {
+            fprintf(stderr, "model: %s: tensor %.*s of a block the header does not count (got "
+                    "block %ld, expected below %s.block_count, %d)\n", path, (int)t->name_len,
+                    t->name, block, a->name, c->n_layers);
+            goto fail;
         }
     }
     /* one block: the per-layer views, then the floats, then the int8 values */

@@ -849,6 +849,42 @@ static void test_reverse_turns(void) {
     unlink(command);
 }
 
+/* llama.block_count lowered to 1 in s260k.gguf (5 blocks): the tensors of blocks 1..4
+ * were ignored and the file ran as a one-block model, exit 0 */
+static void test_block_count_short(void) {
+    const char *file = check_data_file("gguf/s260k.gguf");
+    size_t size;
+    char *bytes = file ? check_read_file(file, &size) : NULL;
+    if (!bytes) {
+        check_skip("gguf/s260k.gguf: not in tests/data and no ../shared: a short block_count "
+                   "not checked");
+        return;
+    }
+    static const char key[] = "llama.block_count";
+    char *at = NULL;
+    for (size_t i = 0; i + sizeof key + 8 <= size && !at; i++)
+        if (memcmp(bytes + i, key, sizeof key - 1) == 0) at = bytes + i + sizeof key - 1 + 4;
+    char bad[300], command[1024], *err = NULL;
+    snprintf(bad, sizeof bad, "%s/short_blocks.gguf", dir);
+    FILE *f = at ? fopen(bad, "wb") : NULL;
+    if (!check_true(f != NULL, "s260k.gguf: llama.block_count found and a copy written")) {
+        free(bytes);
+        return;
+    }
+    uint32_t one = 1;
+    memcpy(at, &one, sizeof one);   /* the value after the key and its u32 type */
+    fwrite(bytes, 1, size, f);
+    fclose(f);
+    free(bytes);
+    snprintf(command, sizeof command, "%s %s -t 0 -n 3 -i Once", run_bin, bad);
+    int code = check_run(command, NULL, &err);
+    check_true(code == 1 && err && strstr(err, "tensor blk.1.attn_q.weight of a block the "
+               "header does not count (got block 1, expected below llama.block_count, 1)"),
+               "s260k.gguf with block_count 1: refused, exit %d (want 1)", code);
+    free(err);
+    unlink(bad);
+}
+
 int main(void) {
     run_bin = getenv("RUN");
     if (!run_bin || !*run_bin) run_bin = "./run";
@@ -866,6 +902,7 @@ int main(void) {
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
     test_reverse_turns();
+    test_block_count_short();
     unlink(path);
     rmdir(dir);
     return check_summary("test_gguf");
