@@ -6,10 +6,11 @@
  * llama2.c's runq also reads when GS divides the model's widths). Norms, biases and
  * position embeddings stay fp32. run then multiplies in int8 (kernels_matmuls).
  */
+#include <errno.h>        /* errno, ENOENT */
 #include <stdint.h>       /* uint32_t */
 #include <stdio.h>        /* fprintf, printf, fopen, fread */
 #include <stdlib.h>       /* EXIT_SUCCESS */
-#include <string.h>       /* memcpy */
+#include <string.h>       /* memcpy, strerror */
 
 #include "checkpoint.h"   /* checkpoint_load, checkpoint_save_q8 */
 #include "cli.h"          /* cli_next, cli_usage_error */
@@ -49,7 +50,13 @@ static void usage(FILE *f) {
  * "ak42"); else 0 after a stderr line. */
 static int replaceable(const char *path) {
     FILE *f = fopen(path, "rb");
-    if (!f) return 1;   /* nothing there (os_check_output has said if it cannot be written) */
+    if (!f && errno == ENOENT) return 1;   /* nothing there */
+    if (!f) {
+        fprintf(stderr, "quantize: %s: exists and cannot be read to tell what it holds (got "
+                "\"%s\", expected a new path or a checkpoint to replace; --force replaces it)\n",
+                path, strerror(errno));
+        return 0;
+    }
     unsigned char bytes[4];
     size_t n = fread(bytes, 1, sizeof bytes, f);
     fclose(f);
