@@ -33,13 +33,13 @@
 /* ------------------------------------------------------------------------- */
 /* Load and free                                                               */
 
-/* The activations for chunks of m->max_chunk tokens, as parts of one allocation
- * (os_alloc_parts: their pages come 2 MiB at a time where the system can, rather than a
- * page fault per 4 KiB). */
+/* The activations for chunks of `rows` tokens, as parts of one allocation (os_alloc_parts:
+ * their pages come 2 MiB at a time where the system can, rather than a page fault per
+ * 4 KiB): m->chunk_rows of them are allocated. */
 #define STATE_PARTS 18
-static void state_parts(Model *m, OsPart part[STATE_PARTS]) {
+static void state_parts(Model *m, int rows, OsPart part[STATE_PARTS]) {
     const Config *c = &m->config;
-    size_t N = (size_t)m->max_chunk, widest = (size_t)(c->dim > c->hidden_dim ? c->dim
+    size_t N = (size_t)rows, widest = (size_t)(c->dim > c->hidden_dim ? c->dim
                                                                               : c->hidden_dim);
     RunState *s = &m->state;
     size_t NC = N * (size_t)c->dim * sizeof(float), NKVD = N * (size_t)c->kv_dim * sizeof(float);
@@ -60,7 +60,7 @@ static void state_parts(Model *m, OsPart part[STATE_PARTS]) {
 
 static int alloc_state(Model *m) {
     OsPart part[STATE_PARTS];
-    state_parts(m, part);
+    state_parts(m, m->chunk_rows, part);
     return os_alloc_parts(part, STATE_PARTS);
 }
 
@@ -317,7 +317,7 @@ static int reset_attention(Model *m) {
  * row, the one every forward pass writes (--eval's others as it writes them). */
 static void commit_memory(Model *m) {
     OsPart part[STATE_PARTS];
-    state_parts(m, part);   /* the first m->max_chunk rows of each */
+    state_parts(m, m->max_chunk, part);   /* the first m->max_chunk rows of each */
     for (int i = 0; i < STATE_PARTS; i++)
         if (part[i].at != (void **)&m->state.logits) os_commit(*part[i].at, part[i].bytes);
     os_commit_keep(m->state.logits, (size_t)m->config.vocab_size * sizeof(float));
@@ -339,13 +339,13 @@ int model_set_context(Model *m, int n_ctx) {
         return -1;
     }
     m->n_ctx = n_ctx;
-    if (m->max_chunk > n_ctx) m->max_chunk = n_ctx;
+    m->max_chunk = m->chunk_rows < n_ctx ? m->chunk_rows : n_ctx;
     if (reset_attention(m) != 0) return -1;
     commit_memory(m);
     return 0;
 }
 
-int model_load(Model *m, const char *path, int max_chunk) {
+int model_load(Model *m, const char *path, int max_chunk, int n_ctx) {
     memset(m, 0, sizeof *m);
     if (max_chunk < 1) {
         fprintf(stderr, "model: %s: chunk size out of range (got %d, expected >= 1)\n",
@@ -357,7 +357,7 @@ int model_load(Model *m, const char *path, int max_chunk) {
     const Config *c = &m->checkpoint.config;
     m->config = *c;
     m->format = m->checkpoint.format;
-    m->n_ctx = c->seq_len;
+    m->max_ctx = c->seq_len;
     m->attention.n_heads = c->n_heads;
     m->attention.n_kv_heads = c->n_kv_heads;
     m->attention.head_dim = c->head_dim;
@@ -368,13 +368,20 @@ int model_load(Model *m, const char *path, int max_chunk) {
     size_t per_position = state_plus_scratch(kv_cache_bytes(c, 1, m->half_cache),
                                              kv_scratch_floats(m, 1));
     if ((size_t)c->seq_len > MODEL_MAX_STATE_BYTES / per_position)
-        m->n_ctx = (int)(MODEL_MAX_STATE_BYTES / per_position);
-    if (m->n_ctx < 1) {
+        m->max_ctx = (int)(MODEL_MAX_STATE_BYTES / per_position);
+    if (m->max_ctx < 1) {
         fprintf(stderr, "model: %s: one position of KV cache needs %zu bytes (expected at most "
                 "%zu)\n", path, per_position, MODEL_MAX_STATE_BYTES);
         goto fail;
     }
-    m->max_chunk = max_chunk < m->n_ctx ? max_chunk : m->n_ctx;
+    if (n_ctx < 0 || n_ctx > m->max_ctx) {
+        fprintf(stderr, "model: %s: context out of range (got %d, expected 0 for the model's "
+                "or 1..%d)\n", path, n_ctx, m->max_ctx);
+        goto fail;
+    }
+    m->n_ctx = n_ctx ? n_ctx : m->max_ctx;
+    m->chunk_rows = max_chunk < m->max_ctx ? max_chunk : m->max_ctx;
+    m->max_chunk = m->chunk_rows < m->n_ctx ? m->chunk_rows : m->n_ctx;
     if (alloc_state(m) != 0) {
         fprintf(stderr, "model: %s: out of memory for activations\n", path);
         goto fail;
@@ -430,7 +437,7 @@ void model_free(Model *m) {
     checkpoint_free(&m->checkpoint);
     free_attention(m);
     OsPart part[STATE_PARTS];
-    state_parts(m, part);
+    state_parts(m, m->chunk_rows, part);
     os_free_parts(part, STATE_PARTS);
     memset(m, 0, sizeof *m);
 }

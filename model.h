@@ -92,22 +92,27 @@ typedef struct {
                                 * attention_state (lab == 1); [L] = attention_bytes */
     size_t attention_bytes;    /* bytes of every layer's attention state, or of the KV
                                 * cache's keys and values */
-    int n_ctx;                 /* positions the attention state holds (<= S) */
+    int n_ctx;                 /* positions the attention state holds (<= max_ctx) */
+    int max_ctx;               /* the model's context S, or as many positions as
+                                * MODEL_MAX_STATE_BYTES holds of its KV cache if S needs more */
     int tracing;               /* 1: model_forward fills trace */
     AttentionTrace trace;      /* queries and keys by position (tracing == 1) */
     const char *format;        /* what the file was read as, and what was assumed */
-    int max_chunk;             /* most tokens one model_forward call may take */
+    int max_chunk;             /* most tokens one model_forward call may take (<= n_ctx) */
+    int chunk_rows;            /* tokens the activations hold (max_chunk <= chunk_rows) */
 } Model;
 
 /* Load and validate a checkpoint (checkpoint_load), then allocate the attention it records
- * (exact attention's KV cache unless it names a trained variant) for the whole context S,
- * or for as many positions as MODEL_MAX_STATE_BYTES holds if S needs more (n_ctx; memory
- * is committed as it is first written; model_set_context sizes it and commits it), and
- * activations for chunks of up to min(max_chunk, n_ctx) tokens (max_chunk >= 1; the
- * result is in m->max_chunk). Returns 0, or -1 after one stderr line ("model: PATH:
- * problem (got X, expected Y)", or "model: attention ..." from the attention's setup).
- * *m is zeroed first and model_free is safe after either outcome. */
-int model_load(Model *m, const char *path, int max_chunk);
+ * (exact attention's KV cache unless it names a trained variant) for n_ctx positions (0:
+ * m->max_ctx, the whole context S or as many positions as MODEL_MAX_STATE_BYTES holds if S
+ * needs more; a caller that will set the context later asks for 1, and no memory is
+ * taken for positions it will not run; memory is committed as it is first written, and
+ * model_set_context sizes it and commits it), and activations for chunks of up to
+ * min(max_chunk, max_ctx) tokens (max_chunk >= 1; m->max_chunk: at most n_ctx of them).
+ * Returns 0, or -1 after one stderr line ("model: PATH: problem (got X, expected Y)", or
+ * "model: attention ..." from the attention's setup). *m is zeroed first and model_free is
+ * safe after either outcome. */
+int model_load(Model *m, const char *path, int max_chunk, int n_ctx);
 
 /* 1 if cfg computes exactly what the plain model computes (exact attention, scaled, no
  * softmax1 or sink logit, temperature 1): the model then keeps a KV cache and runs
@@ -128,9 +133,9 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs);
 /* model_set_attention_layers with cfg for every layer. */
 int model_set_attention(Model *m, const AttentionConfig *cfg);
 
-/* Keep only n_ctx positions (1 .. S) of attention state, reallocated for the current
- * variant: a run that will never reach position S needs less memory. Also lowers
- * m->max_chunk to n_ctx if it is larger (a later, larger context does not raise it), then
+/* Keep n_ctx positions (1 .. S) of attention state, reallocated for the current variant:
+ * a run that will never reach position S needs less memory. Also sets m->max_chunk to
+ * the smaller of n_ctx and the rows model_load allocated activations for, then
  * commits the memory a run writes (the attention state, the activations but the logits,
  * which keep their values): its pages are taken now, not in the first prompt. The next
  * model_forward must start at position 0. Returns 0, or -1 after a stderr line. */

@@ -369,7 +369,8 @@ static int *prompt_tokens(const RunOptions *o, const Tokenizer *tok, const Confi
     for (size_t t = 0; t < n_ids; t++) {
         if (ids[t] >= c->vocab_size) {
             fprintf(stderr, "run: prompt token id out of range for the model (got %d at "
-                    "position %zu, expected 0..%d)\n", ids[t], t, c->vocab_size - 1);
+                    "position %zu, expected 0..%d: the tokenizer has %d tokens, the model "
+                    "%d)\n", ids[t], t, c->vocab_size - 1, tok->vocab_size, c->vocab_size);
             goto fail;
         }
     }
@@ -448,7 +449,7 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
                            GenerationPlan *plan) {
     const Config *c = &m->config;
     int status;
-    int n_ctx = m->n_ctx;   /* the model's context (capped at load if its header is huge) */
+    int n_ctx = m->max_ctx;   /* the model's context (capped if its header is huge) */
     if (o->ctx_size && (status = check_model_range(o->ctx_flag, o->ctx_size, 2, n_ctx,
                                                    "this model's context")) != 0) return status;
     if (o->ctx_size) n_ctx = o->ctx_size;
@@ -506,7 +507,7 @@ static void run_job(void *ctx) {
     const RunOptions *o = job->options;
     if (o->eval_path) {
         RunLabEval e = {o->eval_path, o->ref_path, o->model_path,
-                        o->ctx_size ? o->ctx_size : job->model->n_ctx,   /* main set n_ctx to -c */
+                        job->model->n_ctx,   /* main set it to -c or the model's */
                         RUN_MAX_TEXT_BYTES};
         job->status = run_lab_evaluate(&e, job->model, job->tokenizer) == 0 ? 0 : EXIT_BAD_DATA;
     } else {
@@ -576,11 +577,7 @@ static int load_tokenizer(Tokenizer *tok, const char *path, const RunOptions *o,
                 "at least %d)\n", path, tok->vocab_size, c->vocab_size);
         return -1;
     }
-    if (tok->vocab_size > c->vocab_size)   /* llama2.c reads only the model's first V */
-        fprintf(stderr, "run: %s: tokenizer has %d tokens, the model %d: as llama2.c does, only "
-                "the first %d are used (prompt ids beyond are refused)\n", path,
-                tok->vocab_size, c->vocab_size, c->vocab_size);
-    return 0;
+    return 0;   /* a larger one: main says so (llama2.c reads only the model's first V) */
 }
 
 int main(int argc, char **argv) {
@@ -611,7 +608,8 @@ int main(int argc, char **argv) {
     int asked = kernels_cap_threads();
     if (asked && !o.threads) cli_note_threads("run", asked, kernels_threads());
     if (o.threads) kernels_set_threads(o.threads);
-    if (model_load(&model, o.model_path, PREFILL_CHUNK) != 0) return EXIT_BAD_DATA;
+    /* attention memory for one position: the context is sized once the run knows it */
+    if (model_load(&model, o.model_path, PREFILL_CHUNK, 1) != 0) return EXIT_BAD_DATA;
     const Config *c = &model.config;
     if (o.cache_half >= 0 && o.cache_half != model.half_cache &&
         model_set_half_cache(&model, o.cache_half) != 0)
@@ -635,13 +633,13 @@ int main(int argc, char **argv) {
         goto done;
     }
     status = EXIT_BAD_DATA;
-    if (o.eval_path && o.ctx_size) {   /* attention memory for the windows' -c positions */
-        if (o.ctx_size > model.n_ctx) {
-            status = check_model_range(o.ctx_flag, o.ctx_size, 2, model.n_ctx,
+    if (o.eval_path) {   /* attention memory for the windows' -c positions */
+        if (o.ctx_size > model.max_ctx) {
+            status = check_model_range(o.ctx_flag, o.ctx_size, 2, model.max_ctx,
                                        "this model's context");
             goto done;
         }
-        if (model_set_context(&model, o.ctx_size) != 0) goto done;
+        if (model_set_context(&model, o.ctx_size ? o.ctx_size : model.max_ctx) != 0) goto done;
     }
     if (!o.eval_path) {
         if ((status = plan_generation(&o, &model, &tok, &plan)) != 0) goto done;
@@ -649,6 +647,10 @@ int main(int argc, char **argv) {
         if (sampler_init(&sampler, c->vocab_size, o.temperature, o.top_p, o.top_k,
                          o.seed) != 0) goto done;
     }
+    if (tok.vocab_size > c->vocab_size)   /* llama2.c reads only the model's first V */
+        fprintf(stderr, "run: %s: tokenizer has %d tokens, the model %d: as llama2.c does, only "
+                "the first %d are used (ids beyond are refused)\n", tokenizer_path,
+                tok.vocab_size, c->vocab_size, c->vocab_size);
     double state_mb = (double)model.attention_bytes / 1048576.0;
     fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d; "
             "%s %.1f MB for %d positions\n", o.model_path, model.format, c->n_layers, c->dim,

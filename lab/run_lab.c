@@ -168,7 +168,7 @@ static int encode_eval_text(const RunLabEval *o, const Tokenizer *tok, const Con
  * releases *exact either way). */
 static int load_reference(const RunLabEval *o, const Model *m, int ctx, Model *exact) {
     const Config *c = &m->config;
-    if (model_load(exact, o->ref_path ? o->ref_path : o->model_path, m->max_chunk) != 0)
+    if (model_load(exact, o->ref_path ? o->ref_path : o->model_path, m->max_chunk, 1) != 0)
         return -1;
     if (exact->lab) {   /* a trained variant's file: the reference is exact attention */
         AttentionConfig plain;
@@ -187,12 +187,12 @@ static int load_reference(const RunLabEval *o, const Model *m, int ctx, Model *e
                 "%d)\n", o->ref_path, exact->config.vocab_size, c->vocab_size);
         return -1;
     }
-    if (exact->n_ctx < ctx) {
+    if (exact->max_ctx < ctx) {
         fprintf(stderr, "run: --ref %s: context shorter than the windows (got %d, expected at "
-                "least %d; -c sets the window)\n", o->ref_path, exact->n_ctx, ctx);
+                "least %d; -c sets the window)\n", o->ref_path, exact->max_ctx, ctx);
         return -1;
     }
-    if (exact->n_ctx > ctx && model_set_context(exact, ctx) != 0) return -1;
+    if (model_set_context(exact, ctx) != 0) return -1;
     return 0;
 }
 

@@ -122,7 +122,7 @@ static int encode(const Tokenizer *t, const char *text, size_t len, int *ids) {
  * text into ids; returns the token count, or -1 with both freed. */
 static int load_model(Model *m, Tokenizer *t, int max_chunk, const char *text, int *ids) {
     if (tutorial_load_tokenizer(t) != 0) return -1;
-    if (model_load(m, TUTORIAL_MODEL, max_chunk) != 0) {
+    if (model_load(m, TUTORIAL_MODEL, max_chunk, 0) != 0) {
         tokenizer_free(t);
         return -1;
     }

@@ -473,6 +473,26 @@ static void test_resource_limits(const char *model, const char *tok) {
      * tokens; 1024 layers x 2 x 4 floats each: 0.1 MB), not the header's 2^20 (32 GB) */
     expect("context field 2^20 x 1024 layers: the KV cache is sized for the run", args, 0,
            "KV cache 0.1 MB for 4 positions");
+    /* under ulimit -v 1 GB, with -c and without: the load takes no attention memory before
+     * the run knows its context (it took the 4 GB the limit holds of the header's 2^20
+     * positions, and failed; a sanitizer build may not start under it) */
+    char command[1536], *err = NULL;
+    snprintf(command, sizeof command, "ulimit -v 1000000 && %s --help", run_bin);
+    if (check_run(command, NULL, NULL) != 0) {
+        check_skip("run under ulimit -v does not start (a sanitizer build, or an emulator): "
+                   "not checked");
+    } else {
+        for (int with_c = 0; with_c < 2; with_c++) {
+            snprintf(command, sizeof command, "ulimit -v 1000000 && %s %s%s", run_bin, args,
+                     with_c ? " -c 64" : "");
+            int code = check_run(command, NULL, &err);
+            check_true(code == 0 && err && strstr(err, "generation: 3 tokens"), "context field "
+                       "2^20 x 1024 layers under ulimit -v 1000000%s: exit %d (want 0), %s",
+                       with_c ? " with -c 64" : "", code, err ? err : "");
+            free(err);
+            err = NULL;
+        }
+    }
     /* 1024 heads of 2 (dim 2048) and one kv head: a position's key and value are 16 bytes,
      * its score rows 32768 (a block of 8 queries' rows, a float each, in each of 1024
      * heads); the context is cut to what the limit holds of both together
@@ -1019,6 +1039,25 @@ static void test_llama2c_generation(void) {
         free(want);
         free(out);
     }
+    /* llama2.c's 32000-token tokenizer with s260k (vocab 512), whose encoding of the prompt
+     * has ids past 511: one line, naming both sizes (the note that only 512 are used came
+     * first, a second line) */
+    const char *model = check_data_file("llama2c/s260k.bin");
+    const char *big_tok = check_data_file("llama2c/tokenizer.bin");
+    if (!model || !big_tok) {
+        check_skip("llama2c/s260k.bin or tokenizer.bin not found: a larger tokenizer's "
+                   "prompt not checked");
+        return;
+    }
+    char command[1024], *err = NULL;
+    snprintf(command, sizeof command, "%s %s -z %s -n 4 -i 'Once upon'", run_bin, model, big_tok);
+    int code = check_run(command, NULL, &err);
+    check_true(code == 1 && err && strchr(err, '\n') == err + strlen(err) - 1 &&
+               strstr(err, "prompt token id out of range for the model (got 9038 at position 1, "
+                      "expected 0..511: the tokenizer has 32000 tokens, the model 512)"),
+               "a prompt past a smaller model's vocabulary: exit %d (want 1), one line naming "
+               "both sizes: %s", code, err ? err : "");
+    free(err);
 }
 
 /* -I with a Llama model: a line continues the text without BOS or the dummy-prefix space,

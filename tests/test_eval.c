@@ -167,7 +167,7 @@ int main(void) {
     if (!check_true(data && size > 10 * TEXT_BYTES, "read %s", data_path)) goto done;
     size_t split = size / 10 * 9 + size % 10 * 9 / 10;   /* floor(0.9 size), as train.c */
     const char *text = data + split;
-    if (!check_true(model_load(&m, model_path, CTX) == 0 && model_load(&exact, model_path, CTX) == 0
+    if (!check_true(model_load(&m, model_path, CTX, 0) == 0 && model_load(&exact, model_path, CTX, 0) == 0
                     && tokenizer_load(&tok, tok_path) == 0, "load model and tokenizer")) goto done;
     ids = malloc((TEXT_BYTES + 2) * sizeof(int));
     size_t n_ids = 0;

@@ -123,7 +123,7 @@ int main(void) {
     Model m;
     /* arbitrary ids of the shipped vocabulary */
     static const int prompt[] = {50, 100, 200, 300, 400, 500, 10};
-    if (model_load(&m, SHIPPED_MODEL, 64) != 0) {
+    if (model_load(&m, SHIPPED_MODEL, 64, 0) != 0) {
         check_true(0, "load %s", SHIPPED_MODEL);
         return check_summary("test_generate");
     }
@@ -145,7 +145,7 @@ int main(void) {
     const char *llama = check_data_file("llama2c/s260k.bin");
     if (!llama) {
         check_skip("llama2c/s260k.bin not found: the Llama shift (BOS kept) not checked");
-    } else if (model_load(&m, llama, 64) == 0) {
+    } else if (model_load(&m, llama, 64, 0) == 0) {
         static const int bos_prompt[] = {1, 403, 407, 261, 378};   /* BOS, then story ids */
         check_shift_exact("s260k, 24 positions, BOS kept", &m, 24, 1, bos_prompt, 5);
         model_free(&m);

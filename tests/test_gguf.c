@@ -346,7 +346,7 @@ static int tiny_logits(const char *p, float *out, int *halves) {
     Model m;
     int tokens[16];
     for (int t = 0; t < 16; t++) tokens[t] = 3 + (t * 37) % (V - 3);
-    if (model_load(&m, p, 16) != 0) return -1;
+    if (model_load(&m, p, 16, 0) != 0) return -1;
     const Weights *w = &m.checkpoint.weights;
     *halves = w->token_embedding.f16 && w->layers[0].wq.f16 && w->classifier.f16;
     const float *logits = model_forward(&m, tokens, 12, 0, 1);

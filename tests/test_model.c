@@ -58,7 +58,7 @@ static void check_logits(const char *name, const char *model_path, const char *l
                          const int *ids, int T) {
     char what[128];
     Model m;
-    if (!check_true(model_load(&m, model_path, T) == 0, "%s: load", name)) return;
+    if (!check_true(model_load(&m, model_path, T, 0) == 0, "%s: load", name)) return;
     int V = m.config.vocab_size;
     size_t ref_bytes;
     float *ref = check_read_file(logits_path, &ref_bytes);
@@ -151,7 +151,7 @@ static void test_q80(void) {
     int T = 16, ids[16];
     lcg42_tokens(ids, T, 32000);
     ids[0] = 1;   /* BOS */
-    int loaded = model_load(&a, f32_path, T) == 0 && model_load(&b, q8_path, T) == 0;
+    int loaded = model_load(&a, f32_path, T, 0) == 0 && model_load(&b, q8_path, T, 0) == 0;
     if (check_true(loaded, "q80: s15m.bin and s15m_q80.bin load")) {
         size_t n = (size_t)T * a.config.vocab_size;
         float *fp32 = malloc(n * sizeof(float));
@@ -268,7 +268,7 @@ static void test_quantize(const char *rel, int T, int bos) {
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     int ids[64];
-    int loaded = saved && model_load(&a, f32_path, T) == 0 && model_load(&b, q8_path, T) == 0;
+    int loaded = saved && model_load(&a, f32_path, T, 0) == 0 && model_load(&b, q8_path, T, 0) == 0;
     if (check_true(loaded, "quantize: %s written as int8 and loaded", rel)) {
         lcg42_tokens(ids, T, a.config.vocab_size);
         if (bos) ids[0] = 1;
@@ -344,7 +344,7 @@ static void test_bf16(void) {
     memset(&b, 0, sizeof b);
     int T = 16, ids[16];
     lcg42_tokens(ids, T, 512);
-    int loaded = model_load(&a, bf16_path, T) == 0 && model_load(&b, f32_path, T) == 0;
+    int loaded = model_load(&a, bf16_path, T, 0) == 0 && model_load(&b, f32_path, T, 0) == 0;
     if (check_true(loaded, "bf16: both files load")) {
         const float *la = model_forward(&a, ids, T, 0, 1);
         const float *lb = model_forward(&b, ids, T, 0, 1);
@@ -363,7 +363,7 @@ static void test_threads(void) {
     char path[512];
     if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", path, path) != 0) return;
     Model m;
-    if (!check_true(model_load(&m, path, 64) == 0, "threads: load tiny")) return;
+    if (!check_true(model_load(&m, path, 64, 0) == 0, "threads: load tiny")) return;
     int ids[64];
     lcg42_tokens(ids, 64, m.config.vocab_size);
     threads_agree(&m, ids, 64, "tiny (fp32)");
@@ -415,7 +415,7 @@ static void test_half_cache(const char *rel_model, const char *rel_logits,
         lcg42_tokens(ids, T, 512);
     }
     Model m;
-    if (!check_true(model_load(&m, path, T) == 0, "half cache: load %s", rel_model)) return;
+    if (!check_true(model_load(&m, path, T, 0) == 0, "half cache: load %s", rel_model)) return;
     size_t V = (size_t)m.config.vocab_size, n_out = (2 * (size_t)T + 1) * V;
     float *f32 = malloc(n_out * sizeof(float)), *f16 = malloc(n_out * sizeof(float));
     size_t ref_bytes = 0;
@@ -494,7 +494,7 @@ static void test_rotary_gpt2(void) {
     const char *rotary = "/tmp/test_model_rotary.bin";
     if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", path, path) != 0) return;
     Model m;
-    if (!check_true(write_rotary_copy(path, rotary) == 0 && model_load(&m, rotary, 64) == 0,
+    if (!check_true(write_rotary_copy(path, rotary) == 0 && model_load(&m, rotary, 64, 0) == 0,
                     "rotary GPT-2: the tiny model without wpe, header [10] = 1, loads")) {
         remove(rotary);
         return;
@@ -528,7 +528,7 @@ static void test_rotary_gpt2(void) {
     for (int t = PERIOD; t < T; t++) ids[t] = ids[t % PERIOD];
     for (int learned = 0; learned <= 1 && block; learned++) {
         Model *model = &m, other;
-        if (learned && model_load(&other, path, 64) != 0) break;
+        if (learned && model_load(&other, path, 64, 0) != 0) break;
         if (learned) model = &other;
         l = window_logits(model, ids, T, 1);
         float max_diff = 0.0f;
@@ -558,7 +558,7 @@ static void test_forward_bounds(void) {
     char path[512];
     if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", path, path) != 0) return;
     Model m;
-    if (!check_true(model_load(&m, path, 8) == 0, "bounds: load tiny")) return;
+    if (!check_true(model_load(&m, path, 8, 0) == 0, "bounds: load tiny")) return;
     int good[1] = {3}, bad_id[1] = {512}, negative[1] = {-1};
     check_true(model_forward(&m, bad_id, 1, 0, 0) == NULL, "bounds: token id V rejected");
     check_true(model_forward(&m, negative, 1, 0, 0) == NULL, "bounds: token id -1 rejected");
@@ -566,8 +566,21 @@ static void test_forward_bounds(void) {
     check_true(model_forward(&m, good, 9, 0, 0) == NULL, "bounds: chunk over max rejected");
     check_true(model_forward(&m, good, 1, 63, 0) != NULL, "bounds: position S-1 accepted");
     model_free(&m);
-    check_true(model_load(&m, path, 1000) == 0 && m.max_chunk == 64,
+    check_true(model_load(&m, path, 1000, 0) == 0 && m.max_chunk == 64,
                "bounds: chunk capacity limited to the context length");
+    model_free(&m);
+    /* loaded for one position (a run that sizes its context later): a chunk of one, and
+     * the chunk of 8 back when the context grows */
+    int eight[8] = {3, 1, 4, 1, 5, 9, 2, 6};
+    check_true(model_load(&m, path, 8, 1) == 0 && m.n_ctx == 1 && m.max_ctx == 64 &&
+               m.max_chunk == 1, "bounds: load for one position");
+    check_true(model_forward(&m, good, 1, 1, 0) == NULL, "bounds: position 1 of 1 rejected");
+    check_true(model_set_context(&m, 64) == 0 && m.max_chunk == 8 &&
+               model_forward(&m, eight, 8, 0, 0) != NULL, "bounds: context 64 takes chunks "
+               "of 8 again");
+    model_free(&m);
+    check_true(model_load(&m, path, 8, 65) != 0 && model_load(&m, path, 8, -1) != 0,
+               "bounds: load for 65 or -1 positions refused");
     model_free(&m);
     model_free(&m);   /* double free must be harmless */
 }
@@ -669,7 +682,7 @@ static void test_context_commit(void) {
     char path[512];
     if (data_pair("llama2c/s260k.bin", "llama2c/s260k.bin", path, path) != 0) return;
     Model m;
-    if (!check_true(model_load(&m, path, 16) == 0, "commit: load s260k")) return;
+    if (!check_true(model_load(&m, path, 16, 0) == 0, "commit: load s260k")) return;
     long page = sysconf(_SC_PAGESIZE), before = resident_pages();
     if (before < 0 || page <= 0) {
         check_skip("commit: no /proc/self/statm to read resident memory from");

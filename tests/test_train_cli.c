@@ -817,7 +817,7 @@ static void test_kill_during_save(void) {
         kills++;
         in_save += exists(model_temp) || exists(state_temp);
         Model m;
-        if (model_load(&m, model, KILL_STEPS) == 0) loaded++;
+        if (model_load(&m, model, KILL_STEPS, 0) == 0) loaded++;
         model_free(&m);
         char *out = NULL;
         int code = train(resume, &out, NULL);

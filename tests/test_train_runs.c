@@ -80,7 +80,7 @@ static void test_training_run(void) {
     if (!check_true(trainer_save(&a, path, NULL, NULL) == 0, "short run: checkpoint saved"))
         goto done;
     Model m;
-    if (check_true(model_load(&m, path, a.T) == 0, "checkpoint loads with model_load")) {
+    if (check_true(model_load(&m, path, a.T, 0) == 0, "checkpoint loads with model_load")) {
         int inputs[8 * 16], targets[8 * 16];
         stream_batch(tokens, 0, a.B, a.T, inputs, targets);
         a.dropout_on = 0;
@@ -181,7 +181,7 @@ static void variant_run(const char *spec, int full, ModelPositions positions) {
                     label))
         goto done;
     Model m;
-    if (check_true(model_load(&m, path, a.T) == 0, "variant run %s: checkpoint loads", label)) {
+    if (check_true(model_load(&m, path, a.T, 0) == 0, "variant run %s: checkpoint loads", label)) {
         int inputs[8 * 16], targets[8 * 16];
         stream_batch(tokens, 0, a.B, a.T, inputs, targets);
         a.dropout_on = 0;
@@ -256,7 +256,7 @@ static void test_rotary_files(void) {
                "%ld bytes, the learned file's %ld less T x C floats", CHECKPOINT_GPT2_POS_SLOT,
                rotary_bytes, learned_bytes);
     Model m;
-    if (check_true(model_load(&m, rotary, 16) == 0, "rotary checkpoint: model_load")) {
+    if (check_true(model_load(&m, rotary, 16, 0) == 0, "rotary checkpoint: model_load")) {
         int tokens[17] = {0};
         const float *logits = model_forward(&m, tokens, 16, 0, 0);
         check_true(m.config.positions == MODEL_POSITIONS_ROTARY &&
@@ -268,7 +268,7 @@ static void test_rotary_files(void) {
                    "rotary checkpoint: position 16 refused (the context is still 16)");
         int saved = checkpoint_save_q8(&m.checkpoint, q8, CHECKPOINT_Q8_GROUP);
         model_free(&m);
-        if (check_true(saved == 0 && model_load(&m, q8, 16) == 0,
+        if (check_true(saved == 0 && model_load(&m, q8, 16, 0) == 0,
                        "rotary checkpoint: its int8 form (checkpoint_save_q8) loads")) {
             check_true(m.config.positions == MODEL_POSITIONS_ROTARY &&
                        model_forward(&m, tokens, 16, 0, 0) != NULL,
@@ -495,7 +495,7 @@ static void test_ema_run(void) {
     run_steps(&b, tokens, RUN_STEPS / 2, losses[1]);
     int saved = trainer_save(&b, path, state, NULL);
     Model m;
-    if (check_true(saved == 0 && model_load(&m, path, b.T) == 0, "ema: checkpoint loads")) {
+    if (check_true(saved == 0 && model_load(&m, path, b.T, 0) == 0, "ema: checkpoint loads")) {
         const float *wte = m.checkpoint.tensors[TENSOR_WTE].f32;
         size_t bytes = b.tensor_size[0] * sizeof(float);
         check_true(memcmp(wte, b.ema, bytes) == 0 && memcmp(wte, b.params, bytes) != 0,
@@ -558,7 +558,7 @@ static const int PIN_IDS[PIN_STEPS] = {10, 73, 457, 731, 418, 44, 291, 457, 321,
 static void test_shipped_model(void) {
     Model m;
     Tokenizer t;
-    if (!check_true(model_load(&m, "weights/model.bin", 64) == 0, "shipped model loads")) return;
+    if (!check_true(model_load(&m, "weights/model.bin", 64, 0) == 0, "shipped model loads")) return;
     if (!check_true(tokenizer_load(&t, "weights/tokenizer.bin") == 0 &&
                     t.vocab_size == m.config.vocab_size,
                     "shipped tokenizer loads, with the model's vocab size")) {

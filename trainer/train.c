@@ -847,7 +847,7 @@ static int save(const Trainer *tr, const Options *o, RunData *d) {
  * Returns 0, or -1 after a stderr line (the file did not load). */
 static int print_sample(const char *path, const Tokenizer *tok, int n) {
     Model m;
-    if (model_load(&m, path, 1) != 0) return -1;
+    if (model_load(&m, path, 1, 0) != 0) return -1;
     size_t n_ids = 0;
     int token = 0;
     if (tokenizer_encode(tok, "\n", 1, &token, 1, &n_ids) != 0 || n_ids != 1) token = '\n';

@@ -73,7 +73,7 @@ WEB_EXPORT(web_config) int web_config(int what) {
  * the page's attention spec. Returns 0, or WEB_BAD_DATA/WEB_USAGE after a message. */
 static int fresh_model(void) {
     model_free(&model);
-    if (model_load(&model, WEB_MODEL, WEB_PREFILL_CHUNK) != 0) return WEB_BAD_DATA;
+    if (model_load(&model, WEB_MODEL, WEB_PREFILL_CHUNK, 0) != 0) return WEB_BAD_DATA;
     context = model.n_ctx;
     if (!attention[0]) return 0;
     int L = model.config.n_layers;

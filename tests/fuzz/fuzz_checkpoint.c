@@ -109,7 +109,7 @@ static int logits_agree(const float *a, const float *b, int n) {
  * (the libFuzzer build lowers it: tests/fuzz/fuzz.mk). */
 static void run_forward(const char *path, const Config *c, int chunk, int compare) {
     Model m;
-    if (model_load(&m, path, chunk) != 0) {   /* one position too big, or no memory */
+    if (model_load(&m, path, chunk, 0) != 0) {   /* one position too big, or no memory */
         model_free(&m);
         return;
     }

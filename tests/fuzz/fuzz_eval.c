@@ -36,7 +36,7 @@ static Tokenizer tokenizer;
 
 /* Loads path's model for windows of up to CTX_MAX tokens; failures are fatal (setup). */
 static void load_model(Model *m, const char *path) {
-    if (model_load(m, path, CTX_MAX) != 0) fuzz_fail("%s: cannot load the model", path);
+    if (model_load(m, path, CTX_MAX, 0) != 0) fuzz_fail("%s: cannot load the model", path);
     int ctx = m->config.seq_len < CTX_MAX ? m->config.seq_len : CTX_MAX;
     if (ctx < 2 || model_set_context(m, ctx) != 0) fuzz_fail("%s: context too short", path);
 }

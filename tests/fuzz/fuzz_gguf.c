@@ -38,7 +38,7 @@ static const char *const TEXTS[] = {"", "a", "Once upon a time", " \xe2\x96\x81 
 /* A few tokens of the model at input_path, prefilled, then one more. */
 static void run_forward(const Config *c) {
     Model m;
-    if (model_load(&m, input_path, FORWARD_CTX) != 0) {
+    if (model_load(&m, input_path, FORWARD_CTX, 0) != 0) {
         model_free(&m);
         return;
     }
