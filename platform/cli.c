@@ -3,9 +3,9 @@
 #include "cli.h"
 
 #include <errno.h>    /* errno, ERANGE, EIO */
-#include <math.h>     /* isfinite */
+#include <math.h>     /* isfinite, nextafterf */
 #include <stdio.h>    /* snprintf, fflush, ferror, fprintf */
-#include <stdlib.h>   /* strtol, strtof, strtoull, getenv */
+#include <stdlib.h>   /* strtol, strtof, strtod, strtoull, getenv */
 #include <string.h>   /* strlen, strncmp, strchr, strerror */
 
 /* The one rule for every number on a command line: an optional '-' (where negative values
@@ -49,8 +49,11 @@ int cli_parse_float(const char *text, float min, float max, int open_min, float 
     char *end;
     errno = 0;
     float v = strtof(text, &end);   /* an underflow (ERANGE) gives the nearest float: kept */
-    if (end == text || *end != '\0' || !isfinite(v) || v < min ||
-        v > max || (open_min && v == min)) return -1;
+    if (end == text || *end != '\0' || !isfinite(v) || v < min || v > max) return -1;
+    if (open_min && v == min) {   /* 1e-47 for (0, 1] is above 0, its float is not */
+        if (strtod(text, NULL) <= (double)min) return -1;
+        v = nextafterf(min, max);
+    }
     *out = v;
     return 0;
 }
