@@ -282,7 +282,7 @@ void attention_spec_format(const AttentionConfig *cfg, char *out, size_t cap) {
 
 int attention_spec_parse_layers(const char *spec, int n_layers, AttentionConfig *cfgs,
                                 char *err, size_t cap) {
-    int filled = 0, items = 0;
+    int filled = 0, items = 0, counted = 0;
     const char *p = spec;
     for (;;) {
         const char *end = strchr(p, ';');
@@ -308,6 +308,7 @@ int attention_spec_parse_layers(const char *spec, int n_layers, AttentionConfig 
                 return -1;
             }
             body = star + 1;
+            counted = 1;
         }
         AttentionConfig cfg;
         if (attention_spec_parse(body, &cfg, err, cap) != 0) return -1;
@@ -321,7 +322,7 @@ int attention_spec_parse_layers(const char *spec, int n_layers, AttentionConfig 
         if (!end) break;
         p = end + 1;
     }
-    if (items == 1 && filled == 1) {   /* one spec without a count: every layer */
+    if (items == 1 && filled == 1 && !counted) {   /* one spec without a count: every layer */
         for (int l = 1; l < n_layers; l++) cfgs[l] = cfgs[0];
         return 0;
     }

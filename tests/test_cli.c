@@ -170,6 +170,12 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "invalid repeat count '2' (expected N*SPEC with N in 1..1");
     EXPECT_USAGE("attention: a layer's spec bad", "--attn '1*exakt'",
                  "unknown attention 'exakt'");
+    /* a count of 1 is one layer, not every layer (the shipped model has 10: '1*window' ran
+     * window in all ten) */
+    snprintf(args, sizeof args, "weights/model.bin -z weights/tokenizer.bin -n 1 --attn "
+             "'1*window:w=4'");
+    expect("attention: 1*SPEC for a 10-layer model", args, 2,
+           "layer specs cover 1 layers (expected 10");
     EXPECT_USAGE("attention: sink logit and softmax1", "--attn window:softmax1=1,sinklogit=1",
                  "softmax1 and sinklogit exclude each other");
     EXPECT_USAGE("attention: junk value", "--attn performer:m=12x", "invalid value '12x' for m");
@@ -1546,6 +1552,24 @@ static void test_train_flags(void) {
     snprintf(args, sizeof args, "-d %s -o %s/z.bin -z %s/z.tok " TINY_RUN " --init %s", text,
              dir, dir, a);
     expect_program(train, "train --init a.bin on its own text", args, 0, "");
+    /* --init's checkpoint and state are inputs: no output may be either, even with --force
+     * (-z a.bin replaced the model it started from by a tokenizer, exit 0) */
+    size_t a_size = 0;
+    char *a_before = check_read_file(a, &a_size);
+    snprintf(args, sizeof args, "-d %s -o %s/v.bin -z %s " TINY_RUN " --init %s --force", text,
+             dir, a, a);
+    expect_program(train, "train -z naming --init's checkpoint", args, 1, "is the input");
+    snprintf(args, sizeof args, "-d %s -o %s/v.bin -z %s.state " TINY_RUN " --init %s --force",
+             text, dir, a, a);
+    expect_program(train, "train -z naming --init's state", args, 1, "is the input");
+    snprintf(args, sizeof args, "-d %s -o %s " TINY_RUN " --init %s --force", text, a, a);
+    expect_program(train, "train -o naming --init's checkpoint", args, 1, "is the input");
+    size_t a_after_size = 0;
+    char *a_after = check_read_file(a, &a_after_size);
+    check_true(a_before && a_after && a_size == a_after_size &&
+               memcmp(a_before, a_after, a_size) == 0, "train: --init's checkpoint unchanged");
+    free(a_before);
+    free(a_after);
     /* ulimit -v: refused with the computed need (a sanitizer build may not start under it) */
     char command[2048], *err = NULL;
     snprintf(command, sizeof command, "ulimit -v 400000 && %s --help", train);

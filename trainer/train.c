@@ -454,13 +454,19 @@ static int check_new_file(const char *path, const char *what, const char *altern
 static int check_outputs(const Options *o) {
     const char *paths[] = {o->out_path, o->state_path, o->tokenizer_path};
     const char *what[] = {"the checkpoint", "the optimizer state", "the tokenizer"};
-    const char *inputs[] = {o->data_path};
+    /* the files read: the text, and --init's checkpoint and state (a -z naming --init's
+     * tokenizer uses it as it is: that output is its input, unchanged) */
+    char init_state[TRAIN_PATH_CAP];
+    snprintf(init_state, sizeof init_state, "%s%s", o->init_path ? o->init_path : "",
+             STATE_SUFFIX);
+    const char *inputs[] = {o->data_path, o->init_path, init_state};
+    int n_inputs = o->init_path ? 3 : 1;
     char names[3][3][TRAIN_PATH_CAP];   /* each output's path, PATH.tmp and PATH.lock */
     for (int i = 0; i < 3; i++) {
         snprintf(names[i][0], TRAIN_PATH_CAP, "%s", paths[i]);
-        if (os_check_output("train", paths[i], what[i], inputs, 1) != 0 ||
+        if (os_check_output("train", paths[i], what[i], inputs, n_inputs) != 0 ||
             train_temp_path(names[i][1], paths[i]) != 0 ||
-            os_check_output("train", names[i][1], what[i], inputs, 1) != 0)
+            os_check_output("train", names[i][1], what[i], inputs, n_inputs) != 0)
             return -1;
         snprintf(names[i][2], TRAIN_PATH_CAP, "%s%s", paths[i], OS_LOCK_SUFFIX);
         /* the longest name the run writes for it: the lock's own temporary, PATH.lock-XXXXXX
