@@ -948,11 +948,10 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
                                                                             c->n_heads))) != 0)
             goto fail;
         for (int l = 0; l < c->n_layers; l++) {
-            const AttentionConfig *a = &ck->attention[l];
-            if (a->kind == ATTENTION_SYNTH_FDENSE && c->seq_len % a->factor != 0) {
-                fprintf(stderr, "model: %s: attention of layer %d: synth-fdense: a must divide "
-                        "the context (got a %d, context %d)\n", path, l, a->factor,
-                        c->seq_len);
+            char problem[256];
+            if (attention_context_check(&ck->attention[l], c->seq_len, problem,
+                                        sizeof problem) != 0) {
+                fprintf(stderr, "model: %s: attention of layer %d: %s\n", path, l, problem);
                 goto fail;
             }
         }

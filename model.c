@@ -184,9 +184,9 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     }
     for (int l = 0; l < L; l++) {
         kept[l] = layer_config(m, &cfgs[l], l);
-        if (kept[l].kind == ATTENTION_SYNTH_FDENSE && c->seq_len % kept[l].factor != 0) {
-            fprintf(stderr, "model: attention synth-fdense (layer %d): a must divide the "
-                    "model's context (got a %d, context %d)\n", l, kept[l].factor, c->seq_len);
+        char problem[256];
+        if (attention_context_check(&kept[l], c->seq_len, problem, sizeof problem) != 0) {
+            fprintf(stderr, "model: attention of layer %d: %s\n", l, problem);
             free(kept);
             free(offset);
             return -1;
@@ -251,13 +251,6 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
             fprintf(stderr, "model: attention %s (layer %d): invalid parameters for this model "
                     "(%d heads of %d, context %d)\n", attention_kind_name(cfg->kind), l,
                     c->n_heads, c->head_dim, n_ctx);
-            free_attention(m);
-            return -1;
-        }
-        if (cfg->kind == ATTENTION_LSH && cfg->buckets > c->seq_len) {
-            fprintf(stderr, "model: attention lsh: %d buckets for %d positions (expected at "
-                    "most %d, the model's context: more buckets than positions leave them "
-                    "empty)\n", cfg->buckets, c->seq_len, c->seq_len);
             free_attention(m);
             return -1;
         }

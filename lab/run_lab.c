@@ -33,13 +33,11 @@ int run_lab_set_attention(Model *m, const char *spec, const char *model_path,
     if (attention_spec_parse_layers(spec, c->n_layers, cfgs, problem, sizeof problem))
         status = usage("--attn", NULL, problem, NULL);
     for (int l = 0; l < c->n_layers && status == 0; l++) {
-        if (cfgs[l].kind == ATTENTION_LSH && cfgs[l].buckets > c->seq_len) {
-            /* a flag's value out of this model's range: a usage error, as --layer's */
-            char got[32], expected[96];
-            snprintf(got, sizeof got, "buckets=%d", cfgs[l].buckets);
-            snprintf(expected, sizeof expected, "at most %d buckets, this model's context "
-                     "(more would stay empty)", c->seq_len);
-            status = usage("--attn lsh", got, "invalid value", expected);
+        /* a flag's value out of this model's range: a usage error, as --layer's */
+        char why[256];
+        if (attention_context_check(&cfgs[l], c->seq_len, why, sizeof why) != 0) {
+            snprintf(problem, sizeof problem, "layer %d: %s", l, why);
+            status = usage("--attn", NULL, problem, NULL);
         }
     }
     if (status == 0 && m->checkpoint.attention) {

@@ -518,8 +518,8 @@ static void test_resource_limits(const char *model, const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -n 1 --attn performer:m=65536", model, tok);
     expect("performer m beyond 8192", args, 2, "expected an integer in 1..8192");
     snprintf(args, sizeof args, "%s -z %s -n 1 --attn lsh:buckets=64", model, tok);
-    expect("more lsh buckets than positions", args, 2, "--attn lsh: invalid value (got "
-           "'buckets=64', expected at most 16 buckets, this model's context");
+    expect("more lsh buckets than positions", args, 2, "--attn: layer 0: lsh: buckets above "
+           "the context (got 64 buckets, context 16; expected at most 16");
 }
 
 /* Usage errors are one line and a hint, never the whole help; every number follows one
@@ -1477,6 +1477,13 @@ static void test_attention_records(const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_fd3.bin", 13, fd3), tok);
     expect("a record of synth-fdense with a = 3 over 16 positions", args, 1,
            "attention of layer 0: synth-fdense: a must divide the context (got a 3, context 16)");
+    /* LSH with more buckets than the context's 16 positions: refused at load (it loaded,
+     * then model.c refused to set it up) */
+    int32_t lsh32[16] = {128, 4, 2, 32, 32, 32, 4, 64, 256, 1, 0, 0, 0, 1, 0, 0};
+    snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_lsh32.bin", 6, lsh32),
+             tok);
+    expect("a record of LSH with 32 buckets over 16 positions", args, 1, "attention of layer "
+           "0: lsh: buckets above the context (got 32 buckets, context 16");
 }
 
 /* train's defaults and its flags that would do nothing: the attention dropout follows the

@@ -427,8 +427,12 @@ static void test_no_overwrite(void) {
      * size (rank=1048576 at -T 8 grew 67 M parameters) */
     format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2 --attn synth-frandom:rank=9999",
                 text, fresh);
-    expect_train("synth-frandom of a rank above the context", args, 1, "rank above the context "
+    expect_train("synth-frandom of a rank above the context", args, 2, "rank above the context "
                  "(got rank 9999");
+    /* LSH's 16 buckets over -T 8: a usage error (it trained a checkpoint run refused) */
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2 --attn lsh", text, fresh);
+    expect_train("lsh's 16 buckets over 8 positions", args, 2, "--attn: layer 0: lsh: buckets "
+                 "above the context (got 16 buckets, context 8");
     free(before);
 done:
     remove_dir(dir);

@@ -344,6 +344,13 @@ static int check_combinations(Options *o, const CliOption *first_shape, int warm
         if (attention_spec_parse_layers(o->attn_spec, o->layers, o->attention, problem,
                                         sizeof problem) != 0)
             return cli_usage_error("train", "--attn", problem, NULL, NULL);
+        for (int l = 0; l < o->layers; l++) {   /* what depends on -T */
+            char why[256];
+            if (attention_context_check(&o->attention[l], o->context, why, sizeof why) != 0) {
+                snprintf(problem, sizeof problem, "layer %d: %s", l, why);
+                return cli_usage_error("train", "--attn", problem, NULL, NULL);
+            }
+        }
         /* the dropout applies to the layers with softmax weights: with none, the default
          * is 0 and a rate given is a usage error */
         int weighted = 0;

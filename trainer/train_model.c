@@ -229,15 +229,9 @@ static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *sett
             size_t layer = attention_train_scratch_floats(cfg, &tr->attention, tr->T);
             char spec_kind[32];
             snprintf(spec_kind, sizeof spec_kind, "%s", attention_kind_name(cfg->kind));
-            if (cfg->kind == ATTENTION_SYNTH_FDENSE && tr->T % cfg->factor != 0) {
-                fprintf(stderr, "train: attention synth-fdense of layer %d: a must divide the "
-                        "context (got a %d, context %d)\n", l, cfg->factor, tr->T);
-                return -1;
-            }
-            if (cfg->kind == ATTENTION_SYNTH_FRANDOM && cfg->factor > tr->T) {
-                fprintf(stderr, "train: attention synth-frandom of layer %d: rank above the "
-                        "context (got rank %d, expected 1..%d: R1 R2^T is a (context, context) "
-                        "table)\n", l, cfg->factor, tr->T);
+            char problem[256];
+            if (attention_context_check(cfg, tr->T, problem, sizeof problem) != 0) {
+                fprintf(stderr, "train: attention of layer %d: %s\n", l, problem);
                 return -1;
             }
             if (layer == 0) {
