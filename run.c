@@ -469,7 +469,10 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
     int keep = o->keep >= 0 ? o->keep : added_bos ? 1 : 0;
     if (keep > n_ctx - 1) keep = n_ctx - 1;   /* a run that never shifts */
     if (o->attn_map_path) {
-        if ((status = run_lab_check_map_size(o->attn_map_path, o->layer, o->head, c, n_ctx,
+        /* the tokens the map can hold: a run that ends before the context fills never runs
+         * its last token, which has no row */
+        int drawn = !o->interactive && o->steps > 0 && reach <= n_ctx ? n_ctx - 1 : n_ctx;
+        if ((status = run_lab_check_map_size(o->attn_map_path, o->layer, o->head, c, drawn,
                                              usage_error)) != 0) return status;
     }
     if ((o->attn_map_path || o->attn_top) && model_trace(m, 1) != 0) return EXIT_BAD_DATA;
@@ -507,6 +510,7 @@ static void run_job(void *ctx) {
     const RunOptions *o = job->options;
     if (o->eval_path) {
         RunLabEval e = {o->eval_path, o->ref_path, o->model_path,
+                        !o->tokenizer_path && !job->model->checkpoint.gguf,
                         job->model->n_ctx,   /* main set it to -c or the model's */
                         RUN_MAX_TEXT_BYTES};
         job->status = run_lab_evaluate(&e, job->model, job->tokenizer) == 0 ? 0 : EXIT_BAD_DATA;
@@ -629,7 +633,8 @@ int main(int argc, char **argv) {
     }
     if (o.cache_half == 1 && model.lab) {   /* a variant keeps a state of its own */
         status = usage_error("--cache-type f16", NULL, "only applies to exact attention's KV "
-                             "cache", "no --attn, or --attn exact");
+                             "cache", o.attn_spec ? "no --attn, or --attn exact"
+                             : "--attn exact: this model was trained with another attention");
         goto done;
     }
     status = EXIT_BAD_DATA;

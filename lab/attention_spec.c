@@ -79,7 +79,7 @@ enum { N_NAMES = sizeof NAMES / sizeof NAMES[0] };
 const char *attention_spec_help(void) {
     return
     "  exact[:tau=,softmax1=]      softmax(q.k/sqrt(HS)), the default\n"
-    "  unscaled[:softmax1=]        softmax(q.k), no 1/sqrt(HS)\n"
+    "  unscaled[:softmax1=,sinklogit=]  softmax(q.k), no 1/sqrt(HS)\n"
     "  softmax1[:tau=]             exact with softmax plus one (a virtual zero key)\n"
     "  gauss[:tau=,softmax1=]      Gaussian kernel: q.k/sqrt(HS) - |k|^2/(2 sqrt(HS))\n"
     "  window[:w=,sinks=]          last w keys (128) plus the first `sinks` (0)\n"
@@ -90,7 +90,7 @@ const char *attention_spec_help(void) {
     "  linear[:prescale=,norm=]    linear attention, elu+1 features; norm=1: no\n"
     "                              denominator, each head's output RMS-normalised\n"
     "  efficient                   Efficient Attention (Shen et al.), causal\n"
-    "  performer[:m=,orf=,seed=]   FAVOR+, m positive random features (256, 1, 1)\n"
+    "  performer[:m=,orf=,seed=,tau=]  FAVOR+, m positive random features (256, 1, 1)\n"
     "  synth-random, synth-dense   Synthesizer: weights from trained parameters, not q.k\n"
     "  synth-frandom[:rank=]       (a learned (context, context) logit table; logits from\n"
     "  synth-fdense[:a=]           the token alone; their factorized forms, rank 16, a 16);\n"
@@ -349,8 +349,12 @@ void attention_spec_format_layers(const AttentionConfig *cfgs, int n_layers, cha
         /* one spec for every layer, or a single layer: no count */
         int w = run == 1 || run == n_layers ? snprintf(out + n, cap - n, "%s%s", n ? ";" : "", one)
                 : snprintf(out + n, cap - n, "%s%d*%s", n ? ";" : "", run, one);
-        if (w < 0 || (size_t)w >= cap - n) {   /* truncated: out ends at the last whole item */
-            out[n] = '\0';
+        /* an item fits if it leaves room for the mark of the rest, unless it is the last */
+        size_t room = cap - n, mark = 32;   /* ";... (1024 more layers)" and more */
+        if (w < 0 || (size_t)w >= room || (l + run < n_layers && (size_t)w + mark >= room)) {
+            out[n] = '\0';   /* truncated: out ends at the last whole item, then the mark */
+            if (room > mark)
+                snprintf(out + n, room, "%s... (%d more layers)", n ? ";" : "", n_layers - l);
             return;
         }
         n += (size_t)w;

@@ -33,7 +33,7 @@ int attention_spec_parse_layers(const char *spec, int n_layers, AttentionConfig 
 /* The canonical text of cfgs (n_layers,) that attention_spec_parse_layers reads back: one
  * spec if every layer has it, else runs of equal layers as "N*SPEC;...". At most cap bytes
  * (ATTENTION_SPEC_MAX * n_layers always holds it); a longer text ends at its last whole
- * item. */
+ * item and ";... (N more layers)" (where cap holds 33 bytes). */
 void attention_spec_format_layers(const AttentionConfig *cfgs, int n_layers, char *out,
                                   size_t cap);
 

@@ -10,12 +10,13 @@
 #include <math.h>            /* sqrt; log, exp (the eval report) */
 #include <stdio.h>           /* printf, fprintf, snprintf */
 #include <stdlib.h>          /* malloc, free */
-#include <string.h>          /* memset, strcmp, strerror */
-#include <unistd.h>          /* isatty: --eval's progress only to a terminal */
+#include <string.h>          /* memset, memcmp, strcmp, strrchr, strerror */
+#include <unistd.h>          /* isatty: --eval's progress only to a terminal; access */
 
 #include "attention_spec.h"  /* attention_spec_parse_layers, attention_spec_format_layers */
 #include "attnmap.h"         /* AttnMap, AttnTop, attnmap_write_svg, attnmap_print_top */
 #include "eval.h"            /* EvalResult, eval_windows */
+#include "gguf.h"            /* gguf_load_tokenizer: a GGUF --ref's own tokenizer */
 
 /* ------------------------------------------------------------------------- */
 /* --attn                                                                      */
@@ -160,15 +161,15 @@ static int encode_eval_text(const RunLabEval *o, const Tokenizer *tok, const Con
     return 0;
 }
 
-/* The model eval compares m against, into *exact: --ref's file, or m's own file again
- * (with exact attention), checked to be of m's family and vocabulary with a context of
- * at least ctx, and sized to ctx. Returns 0, or -1 after a stderr line (model_free
- * releases *exact either way). */
+/* The model eval compares m against, into *exact: --ref's file, with the attention it
+ * records (a trained variant's own), or m's own file again with exact attention; checked
+ * to be of m's family and vocabulary with a context of at least ctx, and sized to ctx.
+ * Returns 0, or -1 after a stderr line (model_free releases *exact either way). */
 static int load_reference(const RunLabEval *o, const Model *m, int ctx, Model *exact) {
     const Config *c = &m->config;
     if (model_load(exact, o->ref_path ? o->ref_path : o->model_path, m->max_chunk, 1) != 0)
         return -1;
-    if (exact->lab) {   /* a trained variant's file: the reference is exact attention */
+    if (exact->lab && !o->ref_path) {   /* m's own weights: the reference is exact attention */
         AttentionConfig plain;
         attention_config_default(&plain);
         if (model_set_attention(exact, &plain) != 0) return -1;
@@ -192,6 +193,38 @@ static int load_reference(const RunLabEval *o, const Model *m, int ctx, Model *e
     }
     if (model_set_context(exact, ctx) != 0) return -1;
     return 0;
+}
+
+/* Whether --ref's tokenizer (a GGUF file's own, or, when the model's own is beside it,
+ * tokenizer.bin beside --ref; none there: nothing to compare) spells each of the model's V
+ * ids as tok does: a model of the same family and vocabulary size may have learned other
+ * tokens, whose ids would not mean the same text. Returns 0, or -1 after a stderr line. */
+static int check_ref_tokenizer(const RunLabEval *o, const Model *exact, const Tokenizer *tok,
+                               int V) {
+    const char *ref_path = o->ref_path;
+    char path[4096];
+    const char *slash = strrchr(ref_path, '/');
+    snprintf(path, sizeof path, "%.*stokenizer.bin", slash ? (int)(slash - ref_path + 1) : 0,
+             ref_path);
+    if (!exact->checkpoint.gguf && (!o->tokenizer_beside || access(path, F_OK) != 0)) return 0;
+    Tokenizer ref;
+    if ((exact->checkpoint.gguf ? gguf_load_tokenizer(&ref, ref_path)
+                                : tokenizer_load(&ref, path)) != 0) return -1;
+    int status = 0;
+    for (int id = 0; id < V && status == 0; id++) {
+        size_t a_len = 0, b_len = 0;
+        const unsigned char *a = id < tok->vocab_size ? tokenizer_decode(tok, -1, id, &a_len) : NULL;
+        const unsigned char *b = id < ref.vocab_size ? tokenizer_decode(&ref, -1, id, &b_len) : NULL;
+        if (!a || !b || a_len != b_len || memcmp(a, b, a_len) != 0) {
+            fprintf(stderr, "run: --ref %s: its tokenizer (%s) spells token %d otherwise than "
+                    "the model's (expected the model's tokenizer: their token ids would not "
+                    "mean the same text)\n", ref_path, exact->checkpoint.gguf ? "the file's "
+                    "own" : path, id);
+            status = -1;
+        }
+    }
+    tokenizer_free(&ref);
+    return status;
 }
 
 /* Prints eval's result block on stdout: what was scored (len bytes, n_ids tokens, in
@@ -239,6 +272,8 @@ int run_lab_evaluate(const RunLabEval *o, Model *m, const Tokenizer *tok) {
     if (encode_eval_text(o, tok, &m->config, text, len, &ids, &n_ids) != 0) goto done;
     int compare = o->ref_path || m->lab;
     if (compare && load_reference(o, m, ctx, &exact) != 0) goto done;
+    if (o->ref_path && check_ref_tokenizer(o, &exact, tok, m->config.vocab_size) != 0)
+        goto done;
     EvalResult r;
     /* the progress line rewrites itself with \r: only for a terminal, not a log file */
     if (eval_windows(m, compare ? &exact : NULL, tok, ids, (long)n_ids, ctx,

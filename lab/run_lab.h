@@ -18,7 +18,8 @@
 #include "tokenizer.h"     /* Tokenizer */
 
 #define RUN_LAB_SPEC_TEXT 2048   /* bytes of the attention text a map or --eval prints
-                                  * (a longer per-layer list ends at its last whole item) */
+                                  * (a longer per-layer list ends at its last whole item
+                                  * and says how many layers it leaves out) */
 #define RUN_LAB_MAP_MAX_WEIGHTS (1L << 26) /* --attn-map: weights drawn (about 1 byte each in
                                     * the file), and floats of one layer's (NH, T, T) (256 MB) */
 
@@ -39,6 +40,8 @@ typedef struct {
     const char *eval_path;    /* the text to score */
     const char *ref_path;     /* --ref MODEL, or NULL: exact attention on model_path */
     const char *model_path;   /* the model's file */
+    int tokenizer_beside;     /* 1: the model's tokenizer is tokenizer.bin beside it (no -z),
+                               * and --ref's beside it, if there is one, must be the same */
     int ctx;                  /* tokens per window (-c, or the model's context) */
     size_t max_bytes;         /* the largest eval file read */
 } RunLabEval;

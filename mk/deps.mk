@@ -44,7 +44,7 @@ $(B)/lab/attnmap.o: lab/attnmap.c lab/attnmap.h unicode/unicode.h $(B)/attnmap_p
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -I$(B) -c $< -o $@
 $(B)/lab/attention_spec.o: lab/attention_spec.c lab/attention_spec.h attention.h platform/cli.h
-$(B)/lab/run_lab.o: lab/run_lab.c lab/run_lab.h lab/attention_spec.h lab/attnmap.h lab/eval.h \
+$(B)/lab/run_lab.o: lab/run_lab.c lab/run_lab.h lab/attention_spec.h lab/attnmap.h lab/eval.h formats/gguf.h \
                     generate.h model.h checkpoint.h kernels.h quant.h attention.h platform/os.h \
                     tokenizer.h sampler.h
 $(B)/lab/eval.o: lab/eval.c lab/eval.h model.h checkpoint.h kernels.h quant.h attention.h \

@@ -874,11 +874,17 @@ static void test_attention_views(const char *model, const char *tok) {
     const char *long_model = write_model("long.bin", 20240326, 3, 8192, V, L, NH, C, VP, 0);
     snprintf(args, sizeof args, "%s -z %s -i hi -n 6000 --attn-map %s/none.svg", long_model,
              tok, dir);
-    expect("--attn-map over 6,002 tokens", args, 2, "--attn-map: too large for up to 6002 "
+    expect("--attn-map over 6,001 tokens", args, 2, "--attn-map: too large for up to 6001 "
            "tokens (got '");
+    /* the last of 2 + 5,792 tokens is never run: 5,793 rows, one too many (it counted the
+     * last, and refused 2 + 5,791 tokens, whose 5,792 rows fit) */
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 5792 --attn-map %s/none.svg", long_model,
+             tok, dir);
+    expect("--attn-map over 2 + 5,792 tokens: 5,793 rows", args, 2, "--attn-map: too large "
+           "for up to 5793 tokens (got '");
     snprintf(args, sizeof args, "%s -z %s -i hi -n 6000 --attn-map %s/none.svg --head 1",
              long_model, tok, dir);
-    expect("--attn-map --head 1 over 6,002 tokens (both heads are held)", args, 2,
+    expect("--attn-map --head 1 over 6,001 tokens (both heads are held)", args, 2,
            "expected at most 5792 tokens with this model (a map holds at most 67108864 "
            "weights)");
     snprintf(command, sizeof command, "ls -a %s | grep -q -e none.svg -e '\\.tmp-'", dir);
@@ -995,6 +1001,31 @@ static void eval_failures(const char *model, const char *tok, const char *text) 
 }
 
 /* --eval: loss on a text file, against exact attention. */
+/* --ref with a tokenizer beside it that spells an id otherwise than the model's (beside
+ * it too): refused (a model of the same shape and vocabulary size, whose ids mean other
+ * text, was compared, exit 0); with -z, which says nothing of --ref's, it runs. */
+static void eval_ref_tokenizer(const char *model, const char *tok, const char *text) {
+    char command[2048], args[1024];
+    snprintf(command, sizeof command, "mkdir -p %s/ra %s/rb && cp %s %s/ra/m.bin && cp %s "
+             "%s/rb/m.bin && cp %s %s/ra/tokenizer.bin && cp %s %s/rb/tokenizer.bin", dir, dir,
+             model, dir, model, dir, tok, dir, tok, dir);
+    if (!check_true(check_run(command, NULL, NULL) == 0, "--ref tokenizer: copies")) return;
+    char path[256];
+    snprintf(path, sizeof path, "%s/rb/tokenizer.bin", dir);
+    FILE *f = fopen(path, "r+b");   /* token 256 "ab" becomes "ba" (after its length byte) */
+    int ok = f && fseek(f, 1024 + 2 * 256 + 1, SEEK_SET) == 0 && fputs("ba", f) >= 0;
+    if (f) fclose(f);
+    if (!check_true(ok, "--ref tokenizer: rb's tokenizer changed")) return;
+    snprintf(args, sizeof args, "%s/ra/m.bin --eval %s --ref %s/rb/m.bin", dir, text, dir);
+    expect("--eval --ref of a model whose tokenizer spells 256 otherwise", args, 1,
+           "rb/tokenizer.bin) spells token 256 otherwise than the model's");
+    snprintf(args, sizeof args, "%s/ra/m.bin --eval %s --ref %s/ra/m.bin", dir, text, dir);
+    expect("--eval --ref of a model with the same tokenizer", args, 0, "");
+    snprintf(args, sizeof args, "%s/ra/m.bin -z %s --eval %s --ref %s/rb/m.bin", dir, tok, text,
+             dir);
+    expect("--eval -z --ref: --ref's tokenizer not compared", args, 0, "");
+}
+
 static void test_eval(const char *model, const char *tok) {
     char text[128];
     snprintf(text, sizeof text, "%s/eval.txt", dir);
@@ -1006,6 +1037,7 @@ static void test_eval(const char *model, const char *tok) {
     eval_variants(model, tok, text);
     eval_window_counts(model, tok, text);
     eval_failures(model, tok, text);
+    eval_ref_tokenizer(model, tok, text);
 }
 
 /* llama2.c's generations (../shared/testdata/llama2c/generation.json: stdout of its run
@@ -1452,8 +1484,27 @@ static void test_attention_records(const char *tok) {
     int32_t fix[16] = {128, 0,    2, 4,  5,  16,     4,       64,  256, 1, 0, 0,  0,   1, 0, 0};
     int32_t ok[16] =  {8,   2,    2, 32, 32, 16,     4,       64,  256, 1, 0, 0,  0,   1, 0, 0};
     char args[1024], out[256];
-    snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_ok.bin", 2, ok), tok);
+    const char *window = write_with_record("rec_ok.bin", 2, ok);
+    snprintf(args, sizeof args, "%s -z %s -n 8", window, tok);
     expect("a record of window w=8, sinks=2 runs", args, 0, "attention state");
+    snprintf(args, sizeof args, "%s -z %s -n 2 --cache-type f16", window, tok);
+    expect("--cache-type f16 on a model trained with a window, no --attn", args, 2,
+           "expected --attn exact: this model was trained with another attention");
+    {   /* --ref runs the attention its file records: the model against itself is KL 0 (the
+         * reference ran exact attention, KL 0.4 here) */
+        char text_path[256], command[1536], *out = NULL;
+        snprintf(text_path, sizeof text_path, "%s/rec_eval.txt", dir);
+        FILE *f = fopen(text_path, "w");
+        for (int i = 0; f && i < 8; i++) fprintf(f, "abcdef %d ab cd ef\n", i);
+        if (f) fclose(f);
+        snprintf(command, sizeof command, "%s %s -z %s --eval %s --ref %s", run_bin, window,
+                 tok, text_path, window);
+        int code = check_run(command, &out, NULL);
+        check_true(code == 0 && out && strstr(out, "KL 0.000000 nats/token, top-1 agreement "
+                   "100.0000%"), "--eval of a window model against itself by --ref: KL 0 "
+                   "(exit %d): %s", code, out ? out : "");
+        free(out);
+    }
     snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_lsh.bin", 6, lsh), tok);
     expect("a record of LSH with 2^20 rounds", args, 1,
            "attention of layer 0: lsh: rounds out of range (got 1048576, expected 1..64)");

@@ -15,8 +15,8 @@
 #include <stdarg.h>    /* va_list (format_into) */
 #include <stdint.h>    /* uint64_t */
 #include <stdio.h>     /* printf, snprintf, remove */
-#include <stdlib.h>    /* malloc, calloc, free, mkdtemp, setenv */
-#include <string.h>    /* memcpy, memcmp, strstr */
+#include <stdlib.h>    /* malloc, calloc, free, mkdtemp, setenv, atoi */
+#include <string.h>    /* memcpy, memcmp, strstr, strncmp, strcspn */
 #include <signal.h>    /* kill, SIGKILL (POSIX: the kill -9 test) */
 #include <sys/stat.h>  /* mkdir, mkfifo */
 #include <sys/wait.h>  /* waitpid */
@@ -588,7 +588,31 @@ static void test_shipped_model(void) {
     model_free(&m);
 }
 
+/* A per-layer attention text too long for its buffer ends at a whole item and says how
+ * many layers it leaves out (an --eval report of 64 layers listed 28, with no sign). */
+static void test_spec_text(void) {
+    enum { L = 64 };
+    AttentionConfig cfgs[L];
+    char err[256], text[256], whole[L * ATTENTION_SPEC_MAX];
+    if (!check_true(attention_spec_parse_layers("63*window:w=4;exact", L, cfgs, err,
+                                                sizeof err) == 0, "spec text: parses")) return;
+    for (int l = 1; l < L; l += 2) cfgs[l] = cfgs[L - 1];   /* window, exact, window, ... */
+    attention_spec_format_layers(cfgs, L, whole, sizeof whole);
+    AttentionConfig back[L];
+    check_true(attention_spec_parse_layers(whole, L, back, err, sizeof err) == 0 &&
+               strstr(whole, "...") == NULL, "spec text: the whole text parses back");
+    attention_spec_format_layers(cfgs, L, text, sizeof text);
+    const char *mark = strstr(text, ";... (");
+    int more = mark ? atoi(mark + 6) : 0, items = 1;
+    for (const char *p = text; mark && p < mark; p++) items += *p == ';';
+    check_true(mark && strlen(text) < sizeof text && items + more == L &&
+               strcmp(mark + 6 + strcspn(mark + 6, " "), " more layers)") == 0 &&
+               strncmp(text, whole, (size_t)(mark - text)) == 0, "spec text: %d items shown "
+               "and the %d more layers counted: %s", items, more, text);
+}
+
 int main(void) {
+    test_spec_text();
     test_schedule();
     test_training_run();
     test_variant_runs();
