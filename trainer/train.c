@@ -851,8 +851,10 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
  * (trainer_save removes or commits the temporary either way). Returns 0 or -1. */
 static int save(const Trainer *tr, const Options *o, RunData *d) {
     const char *tokenizer = d->tokenizer_pending ? o->tokenizer_path : NULL;
+    /* a signal removes the tokenizer's temporary until trainer_save commits */
+    int status = trainer_save(tr, o->out_path, o->state_path, tokenizer);
     tokenizer_settled(d);
-    return trainer_save(tr, o->out_path, o->state_path, tokenizer);
+    return status;
 }
 
 /* After a checkpoint: the n tokens its weights continue greedily from a newline, loaded

@@ -18,7 +18,8 @@
 #include "checkpoint.h"   /* checkpoint_gpt2_header, CHECKPOINT_GPT2_* */
 #include "hash.h"         /* hash_fnv1a64: the checksums of the files */
 #include "kernels.h"      /* kernels_parallel_for */
-#include "os.h"           /* os_create_new, os_close_synced, os_rename_synced, os_open_read */
+#include "os.h"           /* os_create_new, os_close_synced, os_rename_synced, os_open_read,
+                            * os_remove_on_signal */
 #include "train_model.h"  /* Trainer, trainer_init, trainer_check_config, ... */
 
 #define PI_F 3.14159265358979f
@@ -189,6 +190,13 @@ int train_temp_path(char temp[TRAIN_PATH_CAP], const char *path) {
     return 0;
 }
 
+/* Removes a temporary of a save that did not commit, and its listing for removal on a
+ * signal. */
+static void drop_temp(const char *path) {
+    remove(path);
+    os_remove_on_signal(path, 0);
+}
+
 /* Write the n_parts buffers, in order, to a new file at path (os_create_new: never into
  * another file's bytes); flush them to the disk (fsync); close. Returns 0, or -1 after a
  * stderr line, with path removed. */
@@ -196,16 +204,19 @@ static int write_synced(const char *path, const void *const parts[], const size_
                         int n_parts) {
     FILE *file = os_create_new("train", path);
     if (!file) return -1;
+    os_remove_on_signal(path, 1);   /* until the save commits (trainer_save) */
     int ok = 1;
     for (int i = 0; ok && i < n_parts; i++) ok = fwrite(parts[i], 1, sizes[i], file) == sizes[i];
     if (!ok) {
         fprintf(stderr, "train: %s: write failed (got \"%s\", expected the whole file on the "
                 "disk)\n", path, strerror(errno));
         fclose(file);
-        remove(path);
+        drop_temp(path);
         return -1;
     }
-    return os_close_synced(file, "train", path);
+    if (os_close_synced(file, "train", path) == 0) return 0;
+    os_remove_on_signal(path, 0);   /* removed by os_close_synced */
+    return -1;
 }
 
 int train_file_sum(const char *path, uint64_t *sum) {
@@ -349,7 +360,7 @@ int trainer_save(const Trainer *tr, const char *path, const char *state_path,
         const void *parts[] = {state, tr->adam_m, tr->adam_v, state_weights(tr)};
         const size_t sizes[] = {sizeof state, param_bytes, param_bytes, param_bytes};
         if (write_synced(state_temp, parts, sizes, tr->ema ? 4 : 3) != 0) {
-            if (tokenizer_path) remove(tokenizer_temp);
+            if (tokenizer_path) drop_temp(tokenizer_temp);
             free(ext);
             return -1;
         }
@@ -359,23 +370,31 @@ int trainer_save(const Trainer *tr, const char *path, const char *state_path,
     int written = write_synced(path_temp, parts, sizes, ext ? 3 : 2);
     free(ext);
     if (written != 0) {
-        if (state_path) remove(state_temp);
-        if (tokenizer_path) remove(tokenizer_temp);
+        if (state_path) drop_temp(state_temp);
+        if (tokenizer_path) drop_temp(tokenizer_temp);
         return -1;
     }
     /* then the state is renamed into place: the commit. From here on a crash leaves a
      * state whose checkpoint (and tokenizer) wait in their PATH.tmp, which
-     * trainer_finish_save renames; so those are kept if a later step fails */
-    if (state_path && os_rename_synced("train", state_temp, state_path) != 0) {
-        remove(state_temp);
-        remove(path_temp);
-        if (tokenizer_path) remove(tokenizer_temp);
-        return -1;
+     * trainer_finish_save renames; so those are kept if a later step fails, and a signal
+     * no longer removes them (until here it removes every temporary: a run stopped before
+     * its commit leaves nothing) */
+    if (state_path) {
+        os_remove_on_signal(path_temp, 0);
+        if (tokenizer_path) os_remove_on_signal(tokenizer_temp, 0);
+        if (os_rename_synced("train", state_temp, state_path) != 0) {
+            drop_temp(state_temp);
+            drop_temp(path_temp);
+            if (tokenizer_path) drop_temp(tokenizer_temp);
+            return -1;
+        }
+        os_remove_on_signal(state_temp, 0);   /* renamed: the name is free again */
     }
     if (os_rename_synced("train", path_temp, path) != 0) {
-        if (!state_path) remove(path_temp);
+        if (!state_path) drop_temp(path_temp);
         return -1;
     }
+    os_remove_on_signal(path_temp, 0);
     return tokenizer_path ? os_rename_synced("train", tokenizer_temp, tokenizer_path) : 0;
 }
 
