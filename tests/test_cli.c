@@ -1588,7 +1588,8 @@ static void test_train_flags(void) {
     snprintf(args, sizeof args, "-d %s -o %s/x.bin -z %s/x.tok " TINY_RUN " --init %s", other,
              dir, dir, a);
     expect_program(train, "train --init a.bin on a text that trains another tokenizer", args,
-                   1, "this text trains another tokenizer than the one it was trained with");
+                   1, "this text with -v 300 trains another tokenizer than the one it was "
+                   "trained with");
     snprintf(want, sizeof want, "%s/x.bin", dir);
     check_true(access(want, F_OK) != 0, "train --init with another tokenizer: nothing written");
     snprintf(args, sizeof args, "-d %s -o %s/y.bin -z %s/a.tok " TINY_RUN " --init %s", other,
@@ -1610,6 +1611,10 @@ static void test_train_flags(void) {
     snprintf(args, sizeof args, "-d %s -o %s/z.bin -z %s/z.tok " TINY_RUN " --init %s", text,
              dir, dir, a);
     expect_program(train, "train --init a.bin on its own text", args, 0, "");
+    snprintf(args, sizeof args, "-d %s -o %s/v.bin " TINY_RUN " --init %s/none.bin", text, dir,
+             dir);
+    expect_program(train, "train --init of a missing file", args, 1, "none.bin: cannot open "
+                   "(got \"No such file or directory\", expected --init's checkpoint, a file)");
     /* --init's checkpoint and state are inputs: no output may be either, even with --force
      * (-z a.bin replaced the model it started from by a tokenizer, exit 0) */
     size_t a_size = 0;

@@ -423,6 +423,14 @@ static void test_no_overwrite(void) {
     format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2", text, longname);
     expect_train("a 246-byte checkpoint name", args, 1, "file name too long for the checkpoint "
                  "(got 258 bytes with the run's suffixes, expected at most 255)");
+    /* 240 bytes: its state, NAME.state (246), has no lock, only NAME.state.tmp (250): it
+     * trains (the state was held to the lock's suffixes, 258, and refused) */
+    longname[at - 6] = '\0';
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2 --force", text, longname);
+    expect_train("a 240-byte checkpoint name", args, 0, "");
+    remove(longname);
+    format_into(fresh_tmp, sizeof fresh_tmp, "%s.state", longname);
+    remove(fresh_tmp);
     /* synth-frandom's rank beyond the context: refused, not a (context, rank) table of any
      * size (rank=1048576 at -T 8 grew 67 M parameters) */
     format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2 --attn synth-frandom:rank=9999",

@@ -477,9 +477,10 @@ static int check_outputs(const Options *o) {
             return -1;
         snprintf(names[i][2], TRAIN_PATH_CAP, "%s%s", paths[i], OS_LOCK_SUFFIX);
         /* the longest name the run writes for it: the lock's own temporary, PATH.lock-XXXXXX
-         * (a file name past the folder's limit would fail only at the first save) */
-        const char *slash = strrchr(names[i][2], '/');
-        size_t longest = strlen(slash ? slash + 1 : names[i][2]) + 7;
+         * (the state, which has no lock: PATH.tmp; a file name past the folder's limit would
+         * fail only at the first save) */
+        const char *last = names[i][i == 1 ? 1 : 2], *slash = strrchr(last, '/');
+        size_t longest = strlen(slash ? slash + 1 : last) + (i == 1 ? 0 : 7);
         if (longest > NAME_MAX) {
             fprintf(stderr, "train: %s: file name too long for %s (got %zu bytes with the run's "
                     "suffixes, expected at most %d)\n", paths[i], what[i], longest, NAME_MAX);
@@ -685,6 +686,9 @@ static int keep_tokenizer(RunData *d, const Options *o) {
  * tokenizer.bin beside PATH. Returns 0, or -1 after a stderr line if neither says. */
 static int init_tokenizer_sum(const char *init_path, uint64_t *sum,
                               char where[TRAIN_PATH_CAP]) {
+    FILE *init = os_open_read("train", init_path, "--init's checkpoint, a file");
+    if (!init) return -1;   /* a missing file is named as such, not as one without a tokenizer */
+    fclose(init);
     snprintf(where, TRAIN_PATH_CAP, "%s%s", init_path, STATE_SUFFIX);
     if (trainer_state_tokenizer_sum(where, sum)) return 0;
     const char *slash = strrchr(init_path, '/');
@@ -714,10 +718,11 @@ static int check_init_tokenizer(const RunData *d, const Options *o, uint64_t wan
                                 const char *where) {
     uint64_t have;
     if (train_file_sum(d->tokenizer_temp, &have) == 0 && have == want) return 0;
-    fprintf(stderr, "train: --init %s: this text trains another tokenizer than the one it was "
-            "trained with (got checksum %016llx, expected %016llx from %s: its embeddings "
-            "belong to those token ids; to train it on this text, give that tokenizer as -z)\n",
-            o->init_path, (unsigned long long)have, (unsigned long long)want, where);
+    fprintf(stderr, "train: --init %s: this text with -v %d trains another tokenizer than the "
+            "one it was trained with (got checksum %016llx, expected %016llx from %s: its "
+            "embeddings belong to those token ids; to train it on this text, give that "
+            "tokenizer as -z)\n", o->init_path, o->vocab, (unsigned long long)have,
+            (unsigned long long)want, where);
     return -1;
 }
 
