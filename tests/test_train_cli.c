@@ -140,6 +140,10 @@ static void test_cli(void) {
                  "expected only -d, -o, -z, -e, -n, --sample, --threads, --max-memory and --force");
     expect_usage("warmup beyond the steps", "-n 10 -w 20", "-w: warmup exceeds the steps (got "
                  "-w 20 with -n 10");
+    /* -n 0 (a checkpoint of the initial weights) takes no -w: its state kept -w 7, and no
+     * resume could then ask for fewer than 7 steps */
+    expect_usage("warmup with no steps", "-n 0 -w 7", "-w: warmup exceeds the steps (got "
+                 "-w 7 with -n 0");
     expect_usage("tokenizer onto the checkpoint", "-o a.bin -z a.bin", "-z: same file as the "
                  "checkpoint");
     expect_usage("an unknown position scheme", "--pos alibi", "--pos: unknown position scheme "

@@ -377,7 +377,7 @@ static int check_combinations(Options *o, const CliOption *first_shape, int warm
     }
     if (!warmup_given) {
         s->warmup = default_warmup(s->steps);
-    } else if (s->steps > 0 && s->warmup > s->steps) {
+    } else if (s->warmup > s->steps) {   /* -n 0 takes no -w: its resume would keep it */
         snprintf(got, sizeof got, "-w %d with -n %d", s->warmup, s->steps);
         snprintf(expected, sizeof expected, "at most the %d steps", s->steps);
         return usage_error("-w", "warmup exceeds the steps", got, expected);
