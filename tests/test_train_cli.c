@@ -165,6 +165,10 @@ static void test_cli(void) {
                 text, model, tok);
     expect_train("--sample 7: a greedy sample of 7 tokens after each checkpoint", args, 0,
                  "sample (7 tokens from a newline, greedy):");
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 0 --sample 3 --force",
+                text, model, tok);
+    expect_train("--sample 3 with -n 0: the one checkpoint's sample too", args, 0,
+                 "sample (3 tokens from a newline, greedy):");
     /* a run, then run generates from it, and -r with a new total */
     format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 20 -w 2 -e 10 --force", text,
              model, tok);

@@ -948,7 +948,10 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
         if (evaluate_now && o->sample > 0 && print_sample(o->out_path, &d->tok, o->sample) != 0)
             return -1;
     }
-    if (tr->step == first_step && save(tr, o, d) != 0) return -1;
+    if (tr->step == first_step) {   /* no step ran (-n 0, or -r at the last step) */
+        if (save(tr, o, d) != 0) return -1;
+        if (o->sample > 0 && print_sample(o->out_path, &d->tok, o->sample) != 0) return -1;
+    }
     return 0;
 }
 
