@@ -912,6 +912,17 @@ static void test_first_save_kills(void) {
                     kills[i].call, kills[i].call, kills[i].when, train_bin, args);
         int killed = check_run(command, NULL, NULL) != 0;
         char *out = NULL, *err = NULL;
+        if (!strcmp(kills[i].call, RENAMES) && kills[i].when == 2) {
+            /* the state committed, the checkpoint at m.bin.tmp: the same command again is
+             * refused naming -r, not only --force (which would throw the save away) */
+            int again = train(args, NULL, &err);
+            check_true(again == 1 && err && strstr(err, "m.bin.state: the optimizer state "
+                       "exists already") && strstr(err, "or -r to finish its interrupted save"),
+                       "kill %s: the same command again names -r (exit %d): %s",
+                       kills[i].point, again, err ? err : "");
+            free(err);
+            err = NULL;
+        }
         int code = train(resume, &out, &err);
         const char *how = "-r";
         if (code != 0 && err && strstr(err, "nothing to resume")) {

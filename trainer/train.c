@@ -992,8 +992,14 @@ static int prepare_outputs(const Options *o) {
             }
         }
         if (check_new_file(o->out_path, "the checkpoint", "-r to resume its run") != 0) return -1;
-        /* an existing tokenizer waits for the one this text trains (keep_tokenizer) */
-        return check_new_file(o->state_path, "the optimizer state", "-o for another checkpoint");
+        /* an existing tokenizer waits for the one this text trains (keep_tokenizer); a
+         * state with its checkpoint still at PATH.tmp is a first save a crash interrupted
+         * after its commit, which -r finishes */
+        char temp[TRAIN_PATH_CAP];
+        int interrupted = train_temp_path(temp, o->out_path) == 0 && access(temp, F_OK) == 0;
+        return check_new_file(o->state_path, "the optimizer state", interrupted
+                              ? "-r to finish its interrupted save and resume its run"
+                              : "-o for another checkpoint");
     }
     int finished = trainer_finish_save(o->out_path, o->state_path, o->tokenizer_path);
     if (finished < 0) return -1;
