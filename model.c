@@ -39,8 +39,8 @@
 #define STATE_PARTS 18
 static void state_parts(Model *m, int rows, OsPart part[STATE_PARTS]) {
     const Config *c = &m->config;
-    size_t N = (size_t)rows, widest = (size_t)(c->dim > c->hidden_dim ? c->dim
-                                                                              : c->hidden_dim);
+    size_t N = (size_t)rows;
+    size_t widest = (size_t)(c->dim > c->hidden_dim ? c->dim : c->hidden_dim);
     RunState *s = &m->state;
     size_t NC = N * (size_t)c->dim * sizeof(float), NKVD = N * (size_t)c->kv_dim * sizeof(float);
     size_t NH = N * (size_t)c->hidden_dim * sizeof(float);

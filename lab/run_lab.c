@@ -213,8 +213,10 @@ static int check_ref_tokenizer(const RunLabEval *o, const Model *exact, const To
     int status = 0;
     for (int id = 0; id < V && status == 0; id++) {
         size_t a_len = 0, b_len = 0;
-        const unsigned char *a = id < tok->vocab_size ? tokenizer_decode(tok, -1, id, &a_len) : NULL;
-        const unsigned char *b = id < ref.vocab_size ? tokenizer_decode(&ref, -1, id, &b_len) : NULL;
+        const unsigned char *a = id < tok->vocab_size ? tokenizer_decode(tok, -1, id, &a_len)
+                                                      : NULL;
+        const unsigned char *b = id < ref.vocab_size ? tokenizer_decode(&ref, -1, id, &b_len)
+                                                     : NULL;
         if (!a || !b || a_len != b_len || memcmp(a, b, a_len) != 0) {
             fprintf(stderr, "run: --ref %s: its tokenizer (%s) spells token %d otherwise than "
                     "the model's (expected the model's tokenizer: their token ids would not "
