@@ -867,6 +867,20 @@ static int strace_works(void) {
     return check_run("strace -qq -o /dev/null true 2>/dev/null", NULL, NULL) == 0;
 }
 
+/* In dir, with m.bin* and tok.bin* removed first: train with args under strace, which
+ * sends the signal sig (KILL, TERM) at the when-th call of call. 1 if the run did not
+ * succeed (the signal ended it). */
+static int train_signalled(const char *dir, const char *args, const char *call,
+                           const char *sig, int when) {
+    char command[4 * CAP];
+    format_into(command, sizeof command, "cd %s && rm -f m.bin* tok.bin*", dir);
+    check_run(command, NULL, NULL);
+    format_into(command, sizeof command, "%s strace -f -qq -o /dev/null -e trace=%s -e "
+                "inject=%s:signal=%s:when=%d %s %s >/dev/null 2>&1", TRAIN_ENV, call, call,
+                sig, when, train_bin, args);
+    return check_run(command, NULL, NULL) != 0;
+}
+
 /* Task: a run killed at any moment of its first save, or just before or after it,
  * recovers: -r finishes the save (or, killed before any checkpoint, the same command
  * starts the run again: nothing of it is in place), and the run ends bit-identical to
@@ -905,12 +919,7 @@ static void test_first_save_kills(void) {
         {RENAMES, 4, "after the first save, at the second's"},
     };
     for (size_t i = 0; i < sizeof kills / sizeof kills[0]; i++) {
-        format_into(command, sizeof command, "cd %s && rm -f m.bin* tok.bin*", dir);
-        check_run(command, NULL, NULL);
-        format_into(command, sizeof command, "%s strace -f -qq -o /dev/null -e trace=%s -e "
-                    "inject=%s:signal=KILL:when=%d %s %s >/dev/null 2>&1", TRAIN_ENV,
-                    kills[i].call, kills[i].call, kills[i].when, train_bin, args);
-        int killed = check_run(command, NULL, NULL) != 0;
+        int killed = train_signalled(dir, args, kills[i].call, "KILL", kills[i].when);
         char *out = NULL, *err = NULL;
         if (!strcmp(kills[i].call, RENAMES) && kills[i].when == 2) {
             /* the state committed, the checkpoint at m.bin.tmp: the same command again is
@@ -975,12 +984,7 @@ static void test_term_during_save(void) {
         {"fsync", 8, 1, "the second save's checkpoint written"},
     };
     for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) {
-        format_into(command, sizeof command, "cd %s && rm -f m.bin* tok.bin*", dir);
-        check_run(command, NULL, NULL);
-        format_into(command, sizeof command, "%s strace -f -qq -o /dev/null -e trace=%s -e "
-                    "inject=%s:signal=TERM:when=%d %s %s >/dev/null 2>&1", TRAIN_ENV,
-                    terms[i].call, terms[i].call, terms[i].when, train_bin, args);
-        int stopped = check_run(command, NULL, NULL) != 0;
+        int stopped = train_signalled(dir, args, terms[i].call, "TERM", terms[i].when);
         format_into(command, sizeof command, "ls -a %s | grep -q -e '\\.tmp' -e '\\.lock'",
                     dir);
         int clean = check_run(command, NULL, NULL) != 0;
