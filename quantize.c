@@ -74,14 +74,17 @@ int main(int argc, char **argv) {
     os_program_start();   /* a closed pipe is a write error, reported like a full disk */
     const char *paths[2] = {NULL, NULL};
     int n_paths = 0, group = CHECKPOINT_Q8_GROUP, force = 0;
+    CliArg arg = {0};   /* carries a "--" from one argument to the next */
     for (int i = 1; i < argc; i++) {
-        CliArg arg;
         int rc = cli_next("quantize", OPTIONS, N_OPTIONS, argc, argv, &i, &arg);
         if (rc != 0) return rc;
+        if (!arg.option && !arg.value) continue;   /* "--" */
         if (!arg.option) {
             if (n_paths == 2)
                 return cli_usage_error("quantize", arg.value, "too many arguments", NULL,
                                        "IN.bin and OUT.bin only");
+            rc = cli_check_path("quantize", n_paths == 0 ? "IN.bin" : "OUT.bin", arg.value);
+            if (rc != 0) return rc;
             paths[n_paths++] = arg.value;
         } else if (arg.option->id == OPT_GROUP) {
             group = arg.number;

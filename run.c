@@ -174,9 +174,9 @@ typedef enum {
 /* The flags, as --help lists them (cli.h: names, value kind, range). */
 static const CliOption OPTIONS[] = {
     {OPT_HELP, "-h", "--help", CLI_NONE, 0, 0, 0, NULL},
-    {OPT_TOKENIZER, "-z", "--tokenizer", CLI_TEXT, 0, 0, 0, "a path"},
+    {OPT_TOKENIZER, "-z", "--tokenizer", CLI_PATH, 0, 0, 0, "a path"},
     {OPT_PROMPT, "-i", "--prompt", CLI_TEXT, 0, 0, 0, "a text"},
-    {OPT_PROMPT_FILE, "-f", "--prompt-file", CLI_TEXT, 0, 0, 0, "a path, or - for stdin"},
+    {OPT_PROMPT_FILE, "-f", "--prompt-file", CLI_PATH, 0, 0, 0, "a path, or - for stdin"},
     {OPT_STEPS, "-n", "--n-predict", CLI_INT, 0, RUN_MAX_STEPS, 0, NULL},
     {OPT_TEMPERATURE, "-t", "--temperature", CLI_FLOAT, 0, 100, 0, NULL},
     {OPT_TOP_P, "-p", "--top-p", CLI_TEXT, 0, 0, 0, TOP_P_EXPECTED},   /* apply_option */
@@ -192,13 +192,13 @@ static const CliOption OPTIONS[] = {
     {OPT_REVERSE, "-r", "--reverse-prompt", CLI_TEXT, 0, 0, 0, "a non-empty text"},
     {OPT_THREADS, "-T", "--threads", CLI_INT, 1, MAX_THREADS, 0, NULL},
     {OPT_ATTN, NULL, "--attn", CLI_TEXT, 0, 0, 0, "an attention spec"},
-    {OPT_ATTN_MAP, NULL, "--attn-map", CLI_TEXT, 0, 0, 0,
+    {OPT_ATTN_MAP, NULL, "--attn-map", CLI_PATH, 0, 0, 0,
      "a file name ending in .svg or .html"},
     {OPT_LAYER, NULL, "--layer", CLI_INT, 0, INT_MAX, 0, "an integer in 0..layers-1"},
     {OPT_HEAD, NULL, "--head", CLI_INT, 0, INT_MAX, 0, "an integer in 0..heads-1"},
     {OPT_ATTN_TOP, NULL, "--attn-top", CLI_INT, 1, INT_MAX, 0, NULL},
-    {OPT_EVAL, NULL, "--eval", CLI_TEXT, 0, 0, 0, "a path"},
-    {OPT_REF, NULL, "--ref", CLI_TEXT, 0, 0, 0, "a path"},
+    {OPT_EVAL, NULL, "--eval", CLI_PATH, 0, 0, 0, "a path"},
+    {OPT_REF, NULL, "--ref", CLI_PATH, 0, 0, 0, "a path"},
 };
 #define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
@@ -316,12 +316,14 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     o->temperature = DEFAULT_TEMPERATURE;
     o->top_p = DEFAULT_TOP_P;
     o->keep = o->layer = o->head = o->cache_half = -1;
+    CliArg arg = {0};   /* carries a "--" from one argument to the next */
     for (int i = 1; i < argc; i++) {
-        CliArg arg;
         if (cli_next("run", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
+        if (!arg.option && !arg.value) continue;   /* "--" */
         if (!arg.option) {   /* the model path, once */
             if (o->model_path)
                 return usage_error(arg.value, NULL, "unexpected extra argument", NULL);
+            if (cli_check_path("run", "MODEL", arg.value) != 0) return EXIT_USAGE;
             o->model_path = arg.value;
             continue;
         }

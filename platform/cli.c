@@ -6,7 +6,7 @@
 #include <math.h>     /* isfinite, nextafterf */
 #include <stdio.h>    /* snprintf, fflush, ferror, fprintf */
 #include <stdlib.h>   /* strtol, strtof, strtod, strtoull, getenv */
-#include <string.h>   /* strlen, strncmp, strchr, strerror */
+#include <string.h>   /* strlen, strcmp, strncmp, strchr, strerror */
 
 /* The one rule for every number on a command line: an optional '-' (where negative values
  * make sense), decimal digits, and for real numbers an optional fraction and exponent.
@@ -49,11 +49,12 @@ int cli_parse_float(const char *text, float min, float max, int open_min, float 
     char *end;
     errno = 0;
     float v = strtof(text, &end);   /* an underflow (ERANGE) gives the nearest float: kept */
-    if (end == text || *end != '\0' || !isfinite(v) || v < min || v > max) return -1;
-    if (open_min && v == min) {   /* 1e-47 for (0, 1] is above 0, its float is not */
-        if (strtod(text, NULL) <= (double)min) return -1;
-        v = nextafterf(min, max);
-    }
+    if (end == text || *end != '\0' || !isfinite(v)) return -1;
+    /* the range on the number as written: 100.0000001 rounds to the float 100 */
+    double exact = strtod(text, NULL);
+    if (exact < (double)min || exact > (double)max || (open_min && exact == (double)min))
+        return -1;
+    if (open_min && v == min) v = nextafterf(min, max);   /* 1e-47 for (0, 1]: above 0 */
     *out = v;
     return 0;
 }
@@ -106,6 +107,17 @@ const char *cli_expected(const CliOption *o, char *buf, size_t cap) {
     return buf;
 }
 
+int cli_check_path(const char *program, const char *subject, const char *path) {
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if (*p >= 0x20 && *p != 0x7f) continue;
+        char shown[CLI_SHOWN_CAP], got[CLI_SHOWN_CAP + 2];
+        snprintf(got, sizeof got, "'%s'", cli_printable(path, shown, sizeof shown));
+        return cli_usage_error(program, subject, "control character in a path", got,
+                               "a path without control characters");
+    }
+    return 0;
+}
+
 /* The option spelled name[0 .. len) (short or long), or NULL. */
 static const CliOption *find_option(const CliOption *options, int n, const char *name,
                                     size_t len) {
@@ -134,9 +146,15 @@ int cli_next(const char *program, const CliOption *options, int n_options, int a
     const char *text = argv[*i];
     char flag[CLI_SHOWN_CAP], got[CLI_SHOWN_CAP + 2], shown[CLI_SHOWN_CAP];
     char expected[CLI_SHOWN_CAP + 16];
+    int ended = arg->options_ended;
     memset(arg, 0, sizeof *arg);
+    arg->options_ended = ended;
     arg->flag = text;
-    if (text[0] != '-' || text[1] == '\0') {   /* a positional argument, or "-" */
+    if (!ended && strcmp(text, "--") == 0) {   /* the end of the options */
+        arg->options_ended = 1;
+        return 0;
+    }
+    if (ended || text[0] != '-' || text[1] == '\0') {   /* positional, or "-" */
         arg->value = text;
         return 0;
     }
@@ -165,6 +183,7 @@ int cli_next(const char *program, const CliOption *options, int n_options, int a
         arg->value = argv[++*i];
     }
     snprintf(got, sizeof got, "'%s'", cli_printable(arg->value, shown, sizeof shown));
+    if (o->kind == CLI_PATH) return cli_check_path(program, flag, arg->value);
     if (parse_value(o, arg->value, arg) != 0)
         return cli_usage_error(program, flag, "invalid value", got, expected);
     return 0;

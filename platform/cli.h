@@ -40,7 +40,9 @@ const char *cli_printable(const char *text, char *out, size_t cap);
 
 typedef enum {
     CLI_NONE,    /* takes no value */
-    CLI_TEXT,    /* any text (a path, a spec): the program checks it */
+    CLI_TEXT,    /* any text (a prompt, a spec): the program checks it */
+    CLI_PATH,    /* a file's path, without control characters (messages quote paths
+                    as given, and a newline or an escape must not reach a terminal) */
     CLI_INT,     /* a decimal integer in [min, max] */
     CLI_FLOAT,   /* a finite decimal number in [min, max] ((min, max] with open_min) */
     CLI_U64      /* an unsigned 64-bit integer >= min */
@@ -65,15 +67,22 @@ typedef struct {
     int number;              /* CLI_INT: the value */
     float real;              /* CLI_FLOAT: the value */
     uint64_t u64;            /* CLI_U64: the value */
+    int options_ended;       /* "--" was read: every later argument is positional */
 } CliArg;
 
 /* Reads argv[*i] and, for a flag with a value, "--long=VALUE" or the next argument
  * (*i then moves onto it). An argument not starting with '-', or "-" alone, is
- * positional. Returns 0 with *arg filled, or CLI_EXIT_USAGE after printing the problem
- * (unknown option, missing value, invalid value, a value given to a flag that takes
- * none) with cli_usage_error. */
+ * positional, and so is every argument after "--" (a file named "-x.bin"). *arg carries that "--" was seen from one
+ * call to the next: declare it once, zeroed, before the loop; for the "--" itself
+ * cli_next returns 0 with option and value NULL. Returns 0 with *arg filled, or
+ * CLI_EXIT_USAGE after printing the problem (unknown option, missing value, invalid
+ * value, a value given to a flag that takes none) with cli_usage_error. */
 int cli_next(const char *program, const CliOption *options, int n_options, int argc,
              char **argv, int *i, CliArg *arg);
+
+/* 0 if path has no control character (CLI_PATH's rule, for a positional path too);
+ * else CLI_EXIT_USAGE after "PROGRAM: SUBJECT: control character in a path (...)". */
+int cli_check_path(const char *program, const char *subject, const char *path);
 
 /* What a valid value of o is, e.g. "an integer in 1..64", into buf; returns buf. */
 const char *cli_expected(const CliOption *o, char *buf, size_t cap);

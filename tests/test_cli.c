@@ -541,6 +541,17 @@ static void test_strict_parsing(const char *model, const char *tok) {
         {"--attn exact:tau=100.5", "expected a number in [0.01, 100]", "tau above 100"},
         {"--attn exact:softmax1=+1", "invalid value '+1' for softmax1", "+1 for a flag"},
         {"-n \"$(printf 'a\\033b')\"", "invalid value (got 'a\\x1bb'", "a control byte, escaped"},
+        /* the range holds for the number as written, not for the float it rounds to */
+        {"-t 100.0000001", "-t: invalid value (got '100.0000001'", "-t just above 100"},
+        {"-p 1.00000001", "-p: invalid value (got '1.00000001'", "-p just above 1"},
+        /* paths are quoted as given in every message: no control byte may reach one */
+        {"-f \"$(printf 'p\\033[2J')\"", "-f: control character in a path (got 'p\\x1b[2J'",
+         "an escape sequence in a prompt file's path"},
+        {"--eval \"$(printf 'a\\nb')\"", "--eval: control character in a path (got 'a\\x0ab'",
+         "a newline in --eval's path"},
+        {"\"$(printf 'm\\tb')\"", "run: m\\x09b: unexpected extra argument",
+         "a tab in a second model path, escaped"},
+        {"-- -n", "-n: unexpected extra argument", "a flag after -- is an argument"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(args, sizeof args, "%s -z %s %s", model, tok, bad[i][0]);
@@ -566,6 +577,19 @@ static void test_strict_parsing(const char *model, const char *tok) {
     }
     snprintf(args, sizeof args, "%s -z %s -n 3 -t 0.5 -s 3 -T 1", model, tok);
     expect("valid numbers still parse (-t 0.5, -T 1)", args, 0, "generation: 3 tokens");
+    expect("an escape sequence in the model's path", "\"$(printf 'm\\033[2J')\"", 2,
+           "run: MODEL: control character in a path (got 'm\\x1b[2J'");
+    snprintf(args, sizeof args, "-z %s -n 3 -t 100 -p 1 -- %s", tok, model);
+    expect("-t 100 and -p 1, the ranges' ends; the model after --", args, 0,
+           "generation: 3 tokens");
+    /* "--" ends the options (getopt's rule): a model whose name starts with '-' */
+    snprintf(command, sizeof command, "r=$(realpath %s) && ln -sf %s %s/-m.bin && cd %s && "
+             "$r -n 2 -z %s -- -m.bin", run_bin, model, dir, dir, tok);
+    err = NULL;
+    int code = check_run(command, NULL, &err);
+    check_true(code == 0 && err && strstr(err, "run: -m.bin: llm.c GPT-2"),
+               "run -- -m.bin loads the file -m.bin (exit %d): %s", code, err ? err : "");
+    free(err);
 }
 
 /* The model is broken (a NaN weight), or sampling is pushed to its limits: a clear
@@ -1145,6 +1169,9 @@ static void test_quantize_program(const char *model, const char *tok) {
     long size_before = file_size(model);
     snprintf(args, sizeof args, "%s %s", model, model);
     expect_program(quantize, "quantize: OUT is IN", args, 2, "is the same file as the input");
+    snprintf(args, sizeof args, "%s \"$(printf '%s/q\\033[2J.bin')\"", model, dir);
+    expect_program(quantize, "quantize: an escape sequence in OUT", args, 2,
+                   "OUT.bin: control character in a path (got '");
     snprintf(link, sizeof link, "%s/link.bin", dir);
     snprintf(command, sizeof command, "ln -s %s %s", model, link);
     if (check_run(command, NULL, NULL) == 0) {
@@ -1492,18 +1519,18 @@ static void test_attention_records(const char *tok) {
            "expected --attn exact: this model was trained with another attention");
     {   /* --ref runs the attention its file records: the model against itself is KL 0 (the
          * reference ran exact attention, KL 0.4 here) */
-        char text_path[256], command[1536], *out = NULL;
+        char text_path[256], command[1536], *report = NULL;
         snprintf(text_path, sizeof text_path, "%s/rec_eval.txt", dir);
         FILE *f = fopen(text_path, "w");
         for (int i = 0; f && i < 8; i++) fprintf(f, "abcdef %d ab cd ef\n", i);
         if (f) fclose(f);
         snprintf(command, sizeof command, "%s %s -z %s --eval %s --ref %s", run_bin, window,
                  tok, text_path, window);
-        int code = check_run(command, &out, NULL);
-        check_true(code == 0 && out && strstr(out, "KL 0.000000 nats/token, top-1 agreement "
-                   "100.0000%"), "--eval of a window model against itself by --ref: KL 0 "
-                   "(exit %d): %s", code, out ? out : "");
-        free(out);
+        int code = check_run(command, &report, NULL);
+        check_true(code == 0 && report && strstr(report, "KL 0.000000 nats/token, top-1 "
+                   "agreement 100.0000%"), "--eval of a window model against itself by --ref: "
+                   "KL 0 (exit %d): %s", code, report ? report : "");
+        free(report);
     }
     snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_lsh.bin", 6, lsh), tok);
     expect("a record of LSH with 2^20 rounds", args, 1,
@@ -1558,6 +1585,11 @@ static void test_train_flags(void) {
     if (f) fclose(f);
     if (g) fclose(g);
     if (!check_true(f && g, "train flags: write two texts")) return;
+    snprintf(args, sizeof args, "-d %s -o \"$(printf '%s/m\\rx.bin')\"", text, dir);
+    expect_program(train, "train: a carriage return in -o's path", args, 2,
+                   "-o: control character in a path (got '");
+    expect_program(train, "train: -- then an argument", "-- -d", 2,
+                   "train: -d: unexpected argument");
 #define TINY_RUN "-v 300 -L 2 -C 16 -H 2 -T 8 -B 4 -n 2"
     static const char *const kinds[] = {"performer", "linear", "efficient", "2*performer:m=8",
                                         "window:w=4;performer:m=8"};

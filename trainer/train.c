@@ -153,9 +153,9 @@ static const CliOption OPTIONS[] = {
     {OPT_HELP, "-h", "--help", CLI_NONE, 0, 0, 0, NULL},
     {OPT_RESUME, "-r", "--resume", CLI_NONE, 0, 0, 0, NULL},
     {OPT_FORCE, NULL, "--force", CLI_NONE, 0, 0, 0, NULL},
-    {OPT_DATA, "-d", "--data", CLI_TEXT, 0, 0, 0, "a path"},
-    {OPT_OUT, "-o", "--out", CLI_TEXT, 0, 0, 0, "a path"},
-    {OPT_TOKENIZER, "-z", "--tokenizer", CLI_TEXT, 0, 0, 0, "a path"},
+    {OPT_DATA, "-d", "--data", CLI_PATH, 0, 0, 0, "a path"},
+    {OPT_OUT, "-o", "--out", CLI_PATH, 0, 0, 0, "a path"},
+    {OPT_TOKENIZER, "-z", "--tokenizer", CLI_PATH, 0, 0, 0, "a path"},
     {OPT_EVAL_EVERY, "-e", "--eval-every", CLI_INT, 1, INT_MAX, 0, NULL},
     {OPT_STEPS, "-n", "--steps", CLI_INT, 0, TRAIN_MAX_STEPS, 0, NULL},
     {OPT_VOCAB, "-v", "--vocab", CLI_INT, BPE_BYTE_TOKENS + 1, FLAG_MAX_VOCAB, 0, NULL},
@@ -180,7 +180,7 @@ static const CliOption OPTIONS[] = {
     {OPT_MAX_MEMORY, NULL, "--max-memory", CLI_FLOAT, 0, MAX_MEMORY_GB, 1, NULL},
     {OPT_ATTN, NULL, "--attn", CLI_TEXT, 0, 0, 0, "an attention spec"},
     {OPT_REDRAW, NULL, "--redraw", CLI_INT, 1, TRAIN_MAX_STEPS, 0, NULL},
-    {OPT_INIT, NULL, "--init", CLI_TEXT, 0, 0, 0, "a path"},
+    {OPT_INIT, NULL, "--init", CLI_PATH, 0, 0, 0, "a path"},
     {OPT_SAMPLE, NULL, "--sample", CLI_INT, 0, MAX_SAMPLE, 0, NULL},
     {OPT_POS, NULL, "--pos", CLI_TEXT, 0, 0, 0, "learned or rope"},
 };
@@ -425,9 +425,10 @@ static int parse_options(Options *o, int argc, char **argv) {
     const CliOption *first_shape = NULL;   /* the first flag -r does not allow */
     char shown[TRAIN_PATH_CAP], got[TRAIN_PATH_CAP + 2];
     set_defaults(o);
+    CliArg arg = {0};   /* carries a "--" from one argument to the next */
     for (int i = 1; i < argc; i++) {
-        CliArg arg;
         if (cli_next("train", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
+        if (!arg.option && !arg.value) continue;   /* "--" */
         if (!arg.option) {
             snprintf(got, sizeof got, "'%s'", cli_printable(arg.value, shown, sizeof shown));
             return usage_error(arg.value, "unexpected argument", got, "options only, each "
