@@ -21,14 +21,19 @@
 /* ------------------------------------------------------------------------- */
 /* The sequence in the context                                                 */
 
-int generation_init(Generation *g, Model *m, int n_ctx, int keep, int shift) {
+int generation_init(Generation *g, Model *m, int n_ctx, int first, int keep, int shift) {
     memset(g, 0, sizeof *g);
     if (keep < 0 || keep >= n_ctx) {
         fprintf(stderr, "generate: tokens to keep out of range (got %d, expected 0..%d, less "
                 "than the context)\n", keep, n_ctx - 1);
         return -1;
     }
-    if (model_set_context(m, n_ctx) != 0) return -1;
+    if (first < 1 || first > n_ctx) {
+        fprintf(stderr, "generate: first positions out of range (got %d, expected 1..%d)\n",
+                first, n_ctx);
+        return -1;
+    }
+    if (model_set_context(m, first) != 0) return -1;
     g->tokens = malloc((size_t)n_ctx * sizeof(int));
     if (!g->tokens) {
         fprintf(stderr, "generate: out of memory for a context of %d tokens\n", n_ctx);
@@ -36,6 +41,7 @@ int generation_init(Generation *g, Model *m, int n_ctx, int keep, int shift) {
     }
     g->model = m;
     g->n_ctx = n_ctx;
+    g->n_alloc = first;
     g->keep = keep;
     g->shift = shift;
     return 0;
@@ -61,6 +67,24 @@ static void shift_context(Generation *g) {
     g->stats.shifts++;
 }
 
+static int run_pending(Generation *g);
+
+/* Doubles the attention state (up to n_ctx) until it holds `need` positions, and runs the
+ * tokens again from position 0. Returns 0, or -1 after a stderr line. */
+static int grow_state(Generation *g, int need) {
+    int n = g->n_alloc;
+    while (n < need && n < g->n_ctx) n = n > g->n_ctx / 2 ? g->n_ctx : 2 * n;
+    if (model_set_context(g->model, n) != 0) return -1;
+    g->n_alloc = n;
+    g->n_run = 0;
+    g->stats.grows++;
+    double start = os_seconds();
+    if (g->n_tokens > 0 && run_pending(g) != 0) return -1;
+    g->stats.grow_seconds += os_seconds() - start;
+    g->stats.grow_tokens += g->n_tokens;
+    return 0;
+}
+
 /* Runs tokens n_run .. n_tokens-1 in chunks; g->logits gets the last one's logits. */
 static int run_pending(Generation *g) {
     Model *m = g->model;
@@ -80,6 +104,8 @@ static int run_pending(Generation *g) {
 
 int generation_append(Generation *g, const int *ids, int n, int input) {
     if (!g->shift && g->n_tokens + n > g->n_ctx) return GENERATE_FULL;
+    if (g->n_tokens + n > g->n_alloc && g->n_alloc < g->n_ctx &&
+        grow_state(g, g->n_tokens + n) != 0) return -1;
     for (int i = 0; i < n; i++) {
         if (g->n_tokens == g->n_ctx) shift_context(g);
         if (input && g->n_prompt == g->n_tokens) g->n_prompt++;   /* no generated token yet */
@@ -292,14 +318,14 @@ static void echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
 /* One turn: sample, print and run tokens until -n tokens, end-of-text (Llama: BOS or
  * EOS), the reverse prompt, or a closed stdout. The token that ends a turn by -n or the
  * reverse prompt is not run (nobody may read on): in interactive mode it becomes
- * loop->unrun, run before the next input. The turn's time, less its context shifts', adds
- * to generate_seconds. Returns STEP_CONTINUE, STEP_FULL, or STEP_ERROR after a stderr
- * line (a token the tokenizer lacks, a model failure). */
+ * loop->unrun, run before the next input. The turn's time, less its context shifts' and
+ * growths', adds to generate_seconds. Returns STEP_CONTINUE, STEP_FULL, or STEP_ERROR
+ * after a stderr line (a token the tokenizer lacks, a model failure). */
 static GenerateStep sample_turn(GenerateLoop *loop) {
     Generation *g = loop->g;
     const Tokenizer *tok = loop->tok;
     const GenerateOptions *o = loop->o;
-    double start = os_seconds(), shift_seconds = g->stats.shift_seconds;
+    double start = os_seconds(), rerun_seconds = g->stats.shift_seconds + g->stats.grow_seconds;
     int appended = 0;   /* generation_append's last result */
     loop->unrun = -1;
     for (int step = 0; step < o->steps; step++) {
@@ -328,8 +354,9 @@ static GenerateStep sample_turn(GenerateLoop *loop) {
         appended = generation_append(g, &next, 1, 0);
         if (appended != 0) break;
     }
-    /* the turn's time, less the shifts it made */
-    g->stats.generate_seconds += os_seconds() - start - (g->stats.shift_seconds - shift_seconds);
+    /* the turn's time, less its shifts' and growths' */
+    g->stats.generate_seconds += os_seconds() - start - (g->stats.shift_seconds +
+                                                         g->stats.grow_seconds - rerun_seconds);
     if (appended < 0) return STEP_ERROR;
     return appended == GENERATE_FULL ? STEP_FULL : STEP_CONTINUE;
 }

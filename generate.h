@@ -26,9 +26,12 @@ typedef struct {
     long generated;          /* tokens sampled and printed */
     long shifts;             /* context shifts */
     long rerun_tokens;       /* tokens run again after shifts */
+    long grows;              /* times the attention state grew (generation_init's first) */
+    long grow_tokens;        /* tokens run again at growths */
     double input_seconds;    /* time running input tokens */
     double generate_seconds; /* time sampling and running generated tokens (not shifts) */
     double shift_seconds;    /* time re-running the kept tokens after shifts */
+    double grow_seconds;     /* time re-running the tokens at growths */
 } GenerationStats;
 
 /* The tokens in the context, and how many of them the model has run. */
@@ -39,19 +42,24 @@ typedef struct {
     int n_prompt;            /* tokens 0 .. n_prompt-1 are input no generated token precedes
                                 (the prompt; with -n 0, lines typed too): those a shift kept */
     int n_run;               /* tokens 0 .. n_run-1 are in the model's attention state */
-    int n_ctx;               /* context size: positions the model holds */
+    int n_ctx;               /* context size: positions the sequence may hold */
+    int n_alloc;             /* positions the model's attention state has now (<= n_ctx) */
     int keep;                /* tokens kept at the front on a shift (< n_ctx) */
     int shift;               /* 1: shift when full; 0: generation_append reports GENERATE_FULL */
     float *logits;           /* (V,) next-token logits after token n_run-1; owned by the model */
     GenerationStats stats;
 } Generation;
 
-/* Sizes the model's attention state for n_ctx positions (model_set_context) and makes an
- * empty sequence. 0 <= keep < n_ctx. Returns 0, or -1 after a stderr line. */
-int generation_init(Generation *g, Model *m, int n_ctx, int keep, int shift);
+/* Makes an empty sequence of context n_ctx, and sizes the model's attention state
+ * (model_set_context) for `first` positions, 1..n_ctx: n_ctx when the run's length is
+ * known; fewer for an interactive run, whose state then doubles, up to n_ctx, when the
+ * sequence outgrows it, its tokens run again from position 0 (as after a shift).
+ * 0 <= keep < n_ctx. Returns 0, or -1 after a stderr line. */
+int generation_init(Generation *g, Model *m, int n_ctx, int first, int keep, int shift);
 
 /* Appends n tokens (input: 1 counts them as input, 0 as generated; input that follows only
- * input extends n_prompt), shifting the context whenever it is full (n_prompt then counts
+ * input extends n_prompt), first growing the attention state if they outgrow it (-1 if
+ * that memory cannot be had), shifting the context whenever it is full (n_prompt then counts
  * the prompt's tokens that stayed), then runs every token the model has not run, in
  * chunks, leaving the next-token logits in g->logits. Returns 0; GENERATE_FULL (nothing
  * appended) if the tokens do not fit and shifting is off; -1 after a stderr line (a model

@@ -47,6 +47,8 @@
 #define RUN_MAX_STEPS 1000000    /* -n upper bound (the fuzzer lowers it) */
 #endif
 #define RUN_MIN_MACS_FOR_THREADS 4000000L  /* per token; smaller models run on 1 thread */
+#define RUN_FIRST_CONTEXT 4096   /* -I without -c: positions allocated at first (llama.cpp's
+                                    long-time default context), doubled as turns need */
 
 static const char USAGE[] =
 "Usage: run MODEL [options]\n"
@@ -70,8 +72,9 @@ static const char USAGE[] =
 "  -s, --seed S           random seed, 1..18446744073709551615 (default: from the clock\n"
 "                         and the process id; the speed line prints it)\n"
 "  -c, --ctx-size N       context size, 2..the model's context (default: the model's);\n"
-"                         attention memory is allocated for N positions; with --eval,\n"
-"                         the length of the windows scored\n"
+"                         attention memory is allocated for N positions (-I without -c:\n"
+"                         for 4096, doubled as turns need); with --eval, the length of\n"
+"                         the windows scored\n"
 "      --keep N           tokens kept at the start when the context shifts, 0..N-1 of\n"
 "                         the context (default: 0 for GPT-2, the BOS token for Llama)\n"
 "      --no-context-shift stop with a message when the context is full, instead of\n"
@@ -424,6 +427,9 @@ static int run_generation(const RunOptions *o, Model *m, const Tokenizer *tok, S
             st->generated, st->generate_seconds > 0 ? st->generated / st->generate_seconds : 0.0,
             st->shifts, st->shifts ? 1e3 * st->shift_seconds / (double)st->shifts : 0.0,
             st->rerun_tokens, (unsigned long long)o->seed);
+    if (st->grows)   /* -I's attention memory, taken as the turns reached it */
+        fprintf(stderr, "context grown %ld times, to %d positions (%.1f ms, %ld tokens run "
+                "again)\n", st->grows, g->n_alloc, 1e3 * st->grow_seconds, st->grow_tokens);
     if (o->attn_map_path) {
         /* text that did not reach standard output (a full disk, a closed pipe) fails the
          * run: an existing map is then left as it was */
@@ -478,7 +484,12 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
                                              usage_error)) != 0) return status;
     }
     if ((o->attn_map_path || o->attn_top) && model_trace(m, 1) != 0) return EXIT_BAD_DATA;
-    if (generation_init(&plan->generation, m, n_ctx, keep, !o->no_shift) != 0)
+    /* -I's length is unknown: a huge context's memory is taken only as turns reach it */
+    int first = n_ctx;
+    if (o->interactive && !o->ctx_size && n_ctx > RUN_FIRST_CONTEXT)
+        first = reach > RUN_FIRST_CONTEXT ? (int)(reach < n_ctx ? reach : n_ctx)
+                                          : RUN_FIRST_CONTEXT;
+    if (generation_init(&plan->generation, m, n_ctx, first, keep, !o->no_shift) != 0)
         return EXIT_BAD_DATA;
     GenerateOptions *go = &plan->options;
     go->steps = o->steps;

@@ -498,7 +498,33 @@ static void test_resource_limits(const char *model, const char *tok) {
             free(err);
             err = NULL;
         }
+        /* -I without -c: its length is unknown; 4096 positions at first (128 MB here), not
+         * the 4 GB the limit holds */
+        snprintf(command, sizeof command, "printf 'hi\\n' | (ulimit -v 1000000 && %s %s -I)",
+                 run_bin, args);
+        int code = check_run(command, NULL, &err);
+        check_true(code == 0 && err && strstr(err, "KV cache 128.0 MB for 4096 positions") &&
+                   !strstr(err, "context grown"), "context field 2^20 x 1024 layers, -I under "
+                   "ulimit -v 1000000: 4096 positions (exit %d): %s", code, err ? err : "");
+        free(err);
+        err = NULL;
     }
+    /* -I past its first 4096 positions (a typed line of 5000 bytes): the state doubles to
+     * the model's 8192, the 2 tokens before the line (BOS, the
+     * turn's token) run again; no shift */
+    const int32_t long_ctx[7] = {8, 16, 1, 2, 1, 260, 8192};
+    snprintf(command, sizeof command, "(head -c 5000 /dev/zero | tr '\\0' x; echo) | %s %s -z %s "
+             "-n 1 -s 1 -I", run_bin,
+             write_llama("long_ctx.bin", 1, long_ctx, 2L * 8 + 8 + 260 * 8 + 64 + 32 + 32 + 64 +
+                         3 * 128), llama_tok);
+    int grew = check_run(command, NULL, &err);
+    check_true(grew == 0 && err && strstr(err, "for 4096 positions") && strstr(err,
+               "context shifts: 0 ") && strstr(err, "context grown 1 times, to 8192 positions") &&
+               strstr(err, "ms, 2 tokens run again"),
+               "-I on a context of 8192: 4096 positions, grown once to 8192 (exit %d): %s", grew,
+               err ? err : "");
+    free(err);
+    err = NULL;
     /* 1024 heads of 2 (dim 2048) and one kv head: a position's key and value are 16 bytes,
      * its score rows 32768 (a block of 8 queries' rows, a float each, in each of 1024
      * heads); the context is cut to what the limit holds of both together

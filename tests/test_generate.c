@@ -1,9 +1,10 @@
-/* test_generate.c: the context shift is exact. After a shift, the sequence holds the kept
+/* test_generate.c: the context shift and growth are exact. After a shift, the sequence holds the kept
  * tokens, run again from position 0; the logits and every greedy token after it must be
  * the bits a fresh run of just those tokens gives. Checked on the shipped GPT-2 model
  * (exact attention and a window variant) and on llama2.c's s260k (BOS kept). Greedy
  * tokens are chosen by this test's own argmax, not the sampler. The count of prompt
- * tokens a shift leaves (what --attn-map marks as prompt) is checked too.
+ * tokens a shift leaves (what --attn-map marks as prompt) is checked too. A state that
+ * grows (run -I on a long context) gives a fresh run's bits likewise.
  */
 #include <stdio.h>     /* snprintf */
 #include <stdlib.h>    /* malloc, free */
@@ -33,7 +34,7 @@ static void check_shift_exact(const char *what, Model *m, int n_ctx, int keep,
     int *kept = malloc((size_t)n_ctx * sizeof(int));
     float *logits = malloc((size_t)V * sizeof(float));
     int shifted[AFTER_SHIFT], again[AFTER_SHIFT], n_kept = 0, ok = 1;
-    if (!kept || !logits || generation_init(&g, m, n_ctx, keep, 1) != 0 ||
+    if (!kept || !logits || generation_init(&g, m, n_ctx, n_ctx, keep, 1) != 0 ||
         generation_append(&g, prompt, n_prompt, 1) != 0) {
         check_true(0, "%s: set up", what);
         goto done;
@@ -56,7 +57,7 @@ static void check_shift_exact(const char *what, Model *m, int n_ctx, int keep,
     long shifts = g.stats.shifts;
     generation_free(&g);
     /* fresh: the kept tokens as a prompt */
-    if (!ok || generation_init(&fresh, m, n_ctx, keep, 1) != 0 ||
+    if (!ok || generation_init(&fresh, m, n_ctx, n_ctx, keep, 1) != 0 ||
         generation_append(&fresh, kept, n_kept, 1) != 0) {
         check_true(0, "%s: the fresh run", what);
         goto done;
@@ -77,16 +78,70 @@ done:
     free(logits);
 }
 
+/* A state that starts at `first` positions and doubles (run -I): after its first growth
+ * the logits are the bits a fresh run of the same tokens in a whole context gives, the
+ * greedy tokens go on as that run's, and it reaches n_ctx in log2(n_ctx / first) growths,
+ * then shifts as before. */
+static void check_grow_exact(Model *m, int n_ctx, int first, const int *prompt,
+                             int n_prompt) {
+    int V = m->config.vocab_size, n_after = n_ctx + 8;   /* past every growth and a shift */
+    Generation g, fresh;
+    memset(&fresh, 0, sizeof fresh);
+    int *grown = malloc((size_t)n_ctx * sizeof(int)), *ours = malloc(n_after * sizeof(int));
+    int *theirs = malloc(n_after * sizeof(int)), n_grown = 0, ok = 1;
+    if (!grown || !ours || !theirs || generation_init(&g, m, n_ctx, first, 0, 1) != 0 ||
+        generation_append(&g, prompt, n_prompt, 1) != 0) {
+        check_true(0, "growth: set up");
+        goto done;
+    }
+    for (int i = 0; i <= first && g.stats.grows == 0 && ok; i++) {
+        int next = argmax(g.logits, V);
+        ok = generation_append(&g, &next, 1, 0) == 0;
+    }
+    n_grown = g.n_tokens;
+    memcpy(grown, g.tokens, (size_t)n_grown * sizeof(int));
+    check_true(ok && g.stats.grows == 1 && g.n_alloc == 2 * first && n_grown == first + 1 &&
+               g.stats.grow_tokens == first && g.stats.shifts == 0, "growth: the %dth token "
+               "doubles %d positions, the %d before it run again (got %d positions, %ld tokens)",
+               first + 1, first, first, g.n_alloc, g.stats.grow_tokens);
+    ok = ok && generation_init(&fresh, m, n_ctx, n_ctx, 0, 1) == 0 &&
+         generation_append(&fresh, grown, n_grown, 1) == 0;
+    check_true(ok && memcmp(fresh.logits, g.logits, (size_t)V * sizeof(float)) == 0,
+               "growth: logits after it == a fresh run of its %d tokens in %d positions, "
+               "bitwise", n_grown, n_ctx);
+    for (int i = 0; i < n_after && ok; i++) {
+        ours[i] = argmax(g.logits, V);
+        theirs[i] = argmax(fresh.logits, V);
+        ok = generation_append(&g, &ours[i], 1, 0) == 0 &&
+             generation_append(&fresh, &theirs[i], 1, 0) == 0;
+    }
+    int growths = 0;
+    for (int n = first; n < n_ctx; n *= 2) growths++;
+    check_true(ok && memcmp(ours, theirs, n_after * sizeof(int)) == 0 && g.n_alloc == n_ctx &&
+               g.stats.grows == growths && g.stats.shifts == 1 && fresh.stats.shifts == 1,
+               "growth: %d greedy tokens after it == the fresh run's; %ld growths (want %d) "
+               "to %d positions, then one shift", n_after, g.stats.grows, growths, g.n_alloc);
+    generation_free(&g);
+done:
+    generation_free(&fresh);
+    free(grown);
+    free(ours);
+    free(theirs);
+    Generation bad;
+    check_true(generation_init(&bad, m, 8, 9, 0, 1) == -1 && generation_init(&bad, m, 8, 0, 0,
+               1) == -1, "growth: a first size of 0 or above the context is refused");
+}
+
 /* Shifting off: a token that does not fit is refused and nothing changes. */
 static void check_full(Model *m) {
     Generation g;
     int ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    int ok = generation_init(&g, m, 8, 0, 0) == 0 && generation_append(&g, ids, 8, 1) == 0;
+    int ok = generation_init(&g, m, 8, 8, 0, 0) == 0 && generation_append(&g, ids, 8, 1) == 0;
     int full = ok ? generation_append(&g, ids, 1, 0) : -1;
     check_true(full == GENERATE_FULL && g.n_tokens == 8 && g.stats.shifts == 0,
                "no shift: the 9th token of 8 positions is refused (GENERATE_FULL)");
     generation_free(&g);
-    check_true(generation_init(&g, m, 8, 8, 1) == -1, "keep == the context is refused");
+    check_true(generation_init(&g, m, 8, 8, 8, 1) == -1, "keep == the context is refused");
     generation_free(&g);
 }
 
@@ -101,7 +156,7 @@ static void check_prompt_count(Model *m) {
     int ids[8] = {50, 100, 200, 300, 400, 500, 10, 20};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         Generation g;
-        int ok = generation_init(&g, m, 8, cases[c].keep, 1) == 0 &&
+        int ok = generation_init(&g, m, 8, 8, cases[c].keep, 1) == 0 &&
                  generation_append(&g, ids, cases[c].n_prompt, 1) == 0;
         int before = g.n_prompt;
         while (ok && g.stats.shifts == 0) ok = generation_append(&g, ids, 1, 0) == 0;
@@ -111,7 +166,7 @@ static void check_prompt_count(Model *m) {
         generation_free(&g);
     }
     Generation g;
-    int ok = generation_init(&g, m, 8, 0, 1) == 0 && generation_append(&g, ids, 2, 1) == 0 &&
+    int ok = generation_init(&g, m, 8, 8, 0, 1) == 0 && generation_append(&g, ids, 2, 1) == 0 &&
              generation_append(&g, ids, 1, 0) == 0 && generation_append(&g, ids, 2, 1) == 0;
     check_true(ok && g.n_prompt == 2 && g.stats.input_tokens == 4, "input after a generated "
                "token (-I's lines) is not the prompt (n_prompt %d of 4 input tokens)",
@@ -140,6 +195,10 @@ int main(void) {
         check_true(0, "window attention on the shipped model");
     check_full(&m);
     check_prompt_count(&m);
+    AttentionConfig exact;
+    attention_config_default(&exact);
+    if (model_set_attention(&m, &exact) == 0) check_grow_exact(&m, 64, 4, prompt, 3);
+    else check_true(0, "exact attention on the shipped model");
     model_free(&m);
 
     const char *llama = check_data_file("llama2c/s260k.bin");

@@ -214,7 +214,7 @@ WEB_EXPORT(web_generate) int web_generate(const char *prompt, int len, const cha
     int keep = ids[0] == tokenizer.bos_id ? 1 : 0;
     if (keep > n_ctx - 1) keep = n_ctx - 1;
     Sampler sampler;
-    if (generation_init(&generation, &model, n_ctx, keep, 1) != 0 || model_trace(&model, 1) != 0 ||
+    if (generation_init(&generation, &model, n_ctx, n_ctx, keep, 1) != 0 || model_trace(&model, 1) != 0 ||
         sampler_init(&sampler, model.config.vocab_size, temperature, top_p, top_k, seed) != 0)
         return WEB_BAD_DATA;
     GenerateOptions o;
