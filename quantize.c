@@ -36,8 +36,9 @@ static void usage(FILE *f) {
                "it when complete (an existing OUT.bin keeps its mode); it must be a new path\n"
                "or a regular file you may write, not IN.bin, and no other process may be\n"
                "writing it (OUT.bin.lock is held meanwhile). An existing OUT.bin is replaced\n"
-               "only if it is empty or a checkpoint of the formats quantize writes (llm.c's,\n"
-               "llama2.c's version 2), so that a mistyped path loses no other file.\n"
+               "only if it is empty or an int8 checkpoint as quantize writes them (llm.c's\n"
+               "header with version 80, llama2.c's version 2), so that a mistyped path or\n"
+               "swapped paths lose no other file, fp32 or bf16 checkpoints included.\n"
                "  -g, --group GS   values per scale, 1..%d\n"
                "      --force      replace OUT.bin whatever it holds\n"
                "  -h, --help       print this help and exit\n"
@@ -46,8 +47,9 @@ static void usage(FILE *f) {
 }
 
 /* 1 if replacing path loses nothing quantize could not write again: no file there, an
- * empty one, or one that starts as the checkpoints it writes do (llm.c's magic, llama2.c's
- * "ak42"); else 0 after a stderr line. */
+ * empty one, or one that starts as the int8 checkpoints it writes do (llm.c's magic and
+ * version 80, llama2.c's "ak42" and version 2), never an fp32 or bf16 one (its source, with
+ * the paths swapped); else 0 after a stderr line. */
 static int replaceable(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f && errno == ENOENT) return 1;   /* nothing there */
@@ -57,16 +59,20 @@ static int replaceable(const char *path) {
                 path, strerror(errno));
         return 0;
     }
-    unsigned char bytes[4];
+    unsigned char bytes[8];
     size_t n = fread(bytes, 1, sizeof bytes, f);
     fclose(f);
-    uint32_t magic = 0;
+    uint32_t magic = 0, version = 0;
     memcpy(&magic, bytes, sizeof magic);
-    if (n == 0 || (n == 4 && (magic == CHECKPOINT_GPT2_MAGIC || magic == CHECKPOINT_LLAMA_MAGIC)))
+    memcpy(&version, bytes + 4, sizeof version);
+    if (n == 0 || (n == 8 && ((magic == CHECKPOINT_GPT2_MAGIC && version == CHECKPOINT_GPT2_Q8) ||
+                              (magic == CHECKPOINT_LLAMA_MAGIC && version == CHECKPOINT_LLAMA_Q8))))
         return 1;
-    fprintf(stderr, "quantize: %s: exists and is not a checkpoint (got a file that starts as "
-            "neither llm.c's nor llama2.c's version 2, expected a new path or a checkpoint to "
-            "replace; --force replaces it)\n", path);
+    int fp = n == 8 && (magic == CHECKPOINT_GPT2_MAGIC || magic == CHECKPOINT_LLAMA_MAGIC);
+    fprintf(stderr, "quantize: %s: exists and is not an int8 checkpoint (got %s, expected a new "
+            "path or a file quantize wrote; --force replaces it)\n", path, fp ? "a checkpoint "
+            "of another version, fp32 or bf16: an input, perhaps, with the paths swapped"
+            : "a file that starts as neither llm.c's version 80 nor llama2.c's version 2");
     return 0;
 }
 

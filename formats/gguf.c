@@ -308,11 +308,15 @@ static int read_alignment(GgufFile *g, const char *prefix) {
     const GgufValue *v = gguf_find(g, "general.alignment");
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
     if (!v) return 0;
-    uint32_t a = v->type == GGUF_UINT32 ? get_u32(v->value) : 0;
-    if (v->type != GGUF_UINT32 || a < 1 || a > GGUF_MAX_ALIGNMENT || (a & (a - 1)) != 0) {
-        fprintf(stderr, "%s: %s: general.alignment out of range (got %s %u, expected a uint32 "
-                "power of two 1..%d)\n", prefix, g->path, value_type_name(v->type), a,
-                GGUF_MAX_ALIGNMENT);
+    if (v->type != GGUF_UINT32) {
+        fprintf(stderr, "%s: %s: metadata general.alignment has the wrong type (got %s, "
+                "expected uint32)\n", prefix, g->path, value_type_name(v->type));
+        return -1;
+    }
+    uint32_t a = get_u32(v->value);
+    if (a < 1 || a > GGUF_MAX_ALIGNMENT || (a & (a - 1)) != 0) {
+        fprintf(stderr, "%s: %s: general.alignment out of range (got %u, expected a power of "
+                "two 1..%d)\n", prefix, g->path, a, GGUF_MAX_ALIGNMENT);
         return -1;
     }
     g->alignment = a;
@@ -466,7 +470,6 @@ static int get_int(const GgufFile *g, const char *key, long long lo, long long h
     }
     const unsigned char *p = v->value;
     long long x = 0;
-    int ok = 1;
     switch (v->type) {
     case GGUF_UINT8: x = p[0]; break;
     case GGUF_INT8: x = (int8_t)p[0]; break;
@@ -474,17 +477,24 @@ static int get_int(const GgufFile *g, const char *key, long long lo, long long h
     case GGUF_INT16: { int16_t u; memcpy(&u, p, 2); x = u; } break;
     case GGUF_UINT32: x = get_u32(p); break;
     case GGUF_INT32: x = (int32_t)get_u32(p); break;
-    case GGUF_UINT64: { uint64_t u = get_u64(p); ok = u <= (uint64_t)hi; x = ok ? (long long)u : 0; }
-        break;
+    case GGUF_UINT64: {
+        uint64_t u = get_u64(p);
+        if (u > (uint64_t)hi) {   /* past long long's range too, perhaps: printed unsigned */
+            fprintf(stderr, "model: %s: metadata %s out of range (got %llu, expected "
+                    "%lld..%lld)\n", g->path, key, (unsigned long long)u, lo, hi);
+            return -1;
+        }
+        x = (long long)u;
+    } break;
     case GGUF_INT64: { int64_t u; memcpy(&u, p, 8); x = u; } break;
     default:
         fprintf(stderr, "model: %s: metadata %s has the wrong type (got %s, expected an "
                 "integer)\n", g->path, key, value_type_name(v->type));
         return -1;
     }
-    if (!ok || x < lo || x > hi) {
+    if (x < lo || x > hi) {
         fprintf(stderr, "model: %s: metadata %s out of range (got %lld, expected %lld..%lld)\n",
-                g->path, key, ok ? x : -1, lo, hi);
+                g->path, key, x, lo, hi);
         return -1;
     }
     *out = x;
@@ -965,9 +975,11 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
         for (int l = 1; l < layers; l++) {
             if ((parts[l].f32 != NULL) != (parts[0].f32 != NULL) ||
                 (parts[l].f16 != NULL) != (parts[0].f16 != NULL)) {
-                fprintf(stderr, "model: %s: layers of %s have different types (got %s in layer "
-                        "0 and %s in layer %d, expected one type)\n", path, role->name,
-                        TYPES[found[r][0]->type].name, TYPES[found[r][l]->type].name, l);
+                char name[64];
+                snprintf(name, sizeof name, role->name, l);   /* blk.%d...: a found name */
+                fprintf(stderr, "model: %s: tensor %s is %s where layer 0's is %s (expected "
+                        "one type in every layer)\n", path, name, TYPES[found[r][l]->type].name,
+                        TYPES[found[r][0]->type].name);
                 goto fail;
             }
         }

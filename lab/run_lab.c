@@ -198,7 +198,9 @@ static int load_reference(const RunLabEval *o, const Model *m, int ctx, Model *e
 /* Whether --ref's tokenizer (a GGUF file's own, or, when the model's own is beside it,
  * tokenizer.bin beside --ref; none there: nothing to compare) spells each of the model's V
  * ids as tok does: a model of the same family and vocabulary size may have learned other
- * tokens, whose ids would not mean the same text. Returns 0, or -1 after a stderr line. */
+ * tokens, whose ids would not mean the same text. BOS and EOS, the same ids in both, may
+ * be spelled otherwise (llama2.c's tokenizer.bin "\n<s>\n", a GGUF file's "<s>"): no text
+ * encodes to them. Returns 0, or -1 after a stderr line. */
 static int check_ref_tokenizer(const RunLabEval *o, const Model *exact, const Tokenizer *tok,
                                int V) {
     const char *ref_path = o->ref_path;
@@ -212,6 +214,8 @@ static int check_ref_tokenizer(const RunLabEval *o, const Model *exact, const To
                                 : tokenizer_load(&ref, path)) != 0) return -1;
     int status = 0;
     for (int id = 0; id < V && status == 0; id++) {
+        if ((id == tok->bos_id && id == ref.bos_id) || (id == tok->eot_id && id == ref.eot_id))
+            continue;
         size_t a_len = 0, b_len = 0;
         const unsigned char *a = id < tok->vocab_size ? tokenizer_decode(tok, -1, id, &a_len)
                                                       : NULL;

@@ -72,14 +72,22 @@ static void print_piece(const Tokenizer *t, int id) {
     putchar('"');
 }
 
-/* Prints "text: "TEXT" (N tokens)" and a newline, a newline in TEXT as \n: the input of
- * a step that runs the shipped model, so the reader sees what the numbers are about. */
+/* Prints n bytes of the user's text: a newline as \n, other control bytes as \xHH (no
+ * terminal escape reaches the screen), the rest (UTF-8 included) as they are. */
+static void print_user_bytes(const char *text, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\n') printf("\\n");
+        else if (c < 32 || c == 127) printf("\\x%02x", c);
+        else putchar(c);
+    }
+}
+
+/* Prints "text: "TEXT" (N tokens)" and a newline (print_user_bytes): the input of a step
+ * that runs the shipped model, so the reader sees what the numbers are about. */
 static void print_text(const char *text, int n_tokens) {
     printf("text: \"");
-    for (const char *c = text; *c; c++) {
-        if (*c == '\n') printf("\\n");
-        else putchar(*c);
-    }
+    print_user_bytes(text, strlen(text));
     printf("\" (%d tokens)\n", n_tokens);
 }
 
@@ -179,7 +187,9 @@ static int step_tokens(int argc, char **argv) {
         tokenizer_free(&t);
         return 1;
     }
-    printf("text: \"%s\" (%zu bytes)\n", text, len);
+    printf("text: \"");
+    print_user_bytes(text, len);
+    printf("\" (%zu bytes)\n", len);
     for (size_t start = 0; start < len;) {
         size_t end = tokenizer_next_piece(text, len, start);
         int ids[TUTORIAL_MAX_TOKENS], n = encode(&t, text + start, end - start, ids);
@@ -187,7 +197,9 @@ static int step_tokens(int argc, char **argv) {
             tokenizer_free(&t);
             return 1;
         }
-        printf("piece \"%.*s\" ->", (int)(end - start), text + start);
+        printf("piece \"");
+        print_user_bytes(text + start, end - start);
+        printf("\" ->");
         for (int i = 0; i < n; i++) {
             printf(" %d ", ids[i]);
             print_piece(&t, ids[i]);
@@ -366,13 +378,13 @@ static int step_rope(int argc, char **argv) {
 
 /* Parses argv[i], the step's argument `what` (its usage's name, such as "kernel SIGMA"),
  * as a float in (min, max] into *out if present; returns 0, or 2 after a stderr line. */
-static int float_arg(int argc, char **argv, int i, const char *what, float min, float max,
+static int float_arg(int argc, char **argv, int i, const char *what, double min, double max,
                      float *out) {
     if (i >= argc) return 0;
     if (cli_parse_float(argv[i], min, max, 1, out) == 0) return 0;
     char shown[64];
     fprintf(stderr, "tutorial: %s: out of range (got '%s', expected a number in (%g, %g])\n",
-            what, cli_printable(argv[i], shown, sizeof shown), (double)min, (double)max);
+            what, cli_printable(argv[i], shown, sizeof shown), min, max);
     return 2;
 }
 
@@ -412,8 +424,8 @@ int tutorial_kernel(float sigma, float query, float *w, float *out) {
 static int step_kernel(int argc, char **argv) {
     float sigma = 4.0f, query = 82.0f, w[TUTORIAL_PEOPLE], out;
     /* from 0.01 up: 1/sigma^2 times a squared distance stays finite */
-    if (float_arg(argc, argv, 0, "kernel SIGMA", 0.01f, 1000.0f, &sigma) ||
-        float_arg(argc, argv, 1, "kernel QUERY", 0.0f, 1000.0f, &query))
+    if (float_arg(argc, argv, 0, "kernel SIGMA", 0.01, 1000.0, &sigma) ||
+        float_arg(argc, argv, 1, "kernel QUERY", 0.0, 1000.0, &query))
         return 2;
     if (tutorial_kernel(sigma, query, w, &out) != 0) return 1;
     printf("sigma %g, query %g\n", (double)sigma, (double)query);
@@ -762,8 +774,8 @@ static int step_sample(int argc, char **argv) {
     float temperature = 1.0f, top_p = 1.0f;
     int top_k = 0;
     /* from 0.001 up: logits / T stay finite and fit the table's columns */
-    if (float_arg(argc, argv, 0, "sample T", 0.001f, 100.0f, &temperature) ||
-        float_arg(argc, argv, 2, "sample TOP_P", 0.0f, 1.0f, &top_p))
+    if (float_arg(argc, argv, 0, "sample T", 0.001, 100.0, &temperature) ||
+        float_arg(argc, argv, 2, "sample TOP_P", 0.0, 1.0, &top_p))
         return 2;
     if (argc > 1 && cli_parse_int(argv[1], 0, V, &top_k) != 0) {
         char shown[64];

@@ -44,17 +44,17 @@ int cli_parse_int(const char *text, long min, long max, int *out) {
     return 0;
 }
 
-int cli_parse_float(const char *text, float min, float max, int open_min, float *out) {
-    if (!is_decimal(text, min < 0.0f, 1)) return -1;
+int cli_parse_float(const char *text, double min, double max, int open_min, float *out) {
+    if (!is_decimal(text, min < 0.0, 1)) return -1;
     char *end;
     errno = 0;
     float v = strtof(text, &end);   /* an underflow (ERANGE) gives the nearest float: kept */
     if (end == text || *end != '\0' || !isfinite(v)) return -1;
     /* the range on the number as written: 100.0000001 rounds to the float 100 */
     double exact = strtod(text, NULL);
-    if (exact < (double)min || exact > (double)max || (open_min && exact == (double)min))
-        return -1;
-    if (open_min && v == min) v = nextafterf(min, max);   /* 1e-47 for (0, 1]: above 0 */
+    if (exact < min || exact > max || (open_min && exact == min)) return -1;
+    /* above min as written, not as a float: 1e-47 for (0, 1] rounds to 0 */
+    if (open_min && v <= (float)min) v = nextafterf((float)min, (float)max);
     *out = v;
     return 0;
 }
@@ -134,8 +134,7 @@ static const CliOption *find_option(const CliOption *options, int n, const char 
 static int parse_value(const CliOption *o, const char *text, CliArg *arg) {
     switch (o->kind) {
     case CLI_INT: return cli_parse_int(text, (long)o->min, (long)o->max, &arg->number);
-    case CLI_FLOAT: return cli_parse_float(text, (float)o->min, (float)o->max, o->open_min,
-                                           &arg->real);
+    case CLI_FLOAT: return cli_parse_float(text, o->min, o->max, o->open_min, &arg->real);
     case CLI_U64: return cli_parse_u64(text, (uint64_t)o->min, &arg->u64);
     default: return 0;
     }

@@ -22,8 +22,9 @@ int cli_parse_int(const char *text, long min, long max, int *out);
 
 /* A finite decimal number in [min, max], min itself excluded when open_min, into *out: the
  * nearest float (below FLT_MIN a denormal, or 0; with open_min, a number above min that
- * rounds to it gives the float just above min). Returns 0, or -1. */
-int cli_parse_float(const char *text, float min, float max, int open_min, float *out);
+ * rounds to min's float or below gives the float just above it). The range holds for the
+ * number as written (0.0099999999 is below 0.01, whose float is not). Returns 0, or -1. */
+int cli_parse_float(const char *text, double min, double max, int open_min, float *out);
 
 /* An unsigned decimal integer of up to 64 bits, at least min, into *out (a leading '-',
  * which strtoull would wrap around, is refused). Returns 0, or -1. */

@@ -82,17 +82,15 @@ static const char *write_tokenizer(void) {
 /* A llama2.c tokenizer of 260 tokens for the Llama fixtures: <unk>, BOS, EOS, the 256
  * byte tokens <0x00>..<0xFF>, and " " (its format: an int32 max_token_length, then per
  * token a float32 score, an int32 length and the bytes). */
-static const char *write_llama_tokenizer(void) {
-    static char path[128];
-    snprintf(path, sizeof path, "%s/llama_tok.bin", dir);
+/* A llama2.c tokenizer of 260 tokens at path, BOS and EOS spelled bos and eos. */
+static void write_llama_tokenizer_at(const char *path, const char *bos, const char *eos) {
     FILE *f = fopen(path, "wb");
-    if (!f) return path;
+    if (!f) return;
     int32_t max_len = 7;
     fwrite(&max_len, sizeof max_len, 1, f);
     for (int id = 0; id < 260; id++) {
         char name[16];
-        if (id < 3) snprintf(name, sizeof name, "%s", id == 0 ? "<unk>" : id == 1 ? "\n<s>\n"
-                                                                                   : "\n</s>\n");
+        if (id < 3) snprintf(name, sizeof name, "%s", id == 0 ? "<unk>" : id == 1 ? bos : eos);
         else if (id < 259) snprintf(name, sizeof name, "<0x%02X>", id - 3);
         else snprintf(name, sizeof name, " ");   /* encode's dummy prefix */
         float score = -(float)id;
@@ -102,6 +100,13 @@ static const char *write_llama_tokenizer(void) {
         fwrite(name, 1, (size_t)len, f);
     }
     fclose(f);
+}
+
+/* llama2.c's own spelling of BOS and EOS, in dir/llama_tok.bin. */
+static const char *write_llama_tokenizer(void) {
+    static char path[128];
+    snprintf(path, sizeof path, "%s/llama_tok.bin", dir);
+    write_llama_tokenizer_at(path, "\n<s>\n", "\n</s>\n");
     return path;
 }
 
@@ -1074,6 +1079,31 @@ static void eval_ref_tokenizer(const char *model, const char *tok, const char *t
     snprintf(args, sizeof args, "%s/ra/m.bin -z %s --eval %s --ref %s/rb/m.bin", dir, tok, text,
              dir);
     expect("--eval -z --ref: --ref's tokenizer not compared", args, 0, "");
+    /* BOS and EOS spelled as a GGUF file spells them ("<s>", llama2.c "\n<s>\n"): no text
+     * encodes to them, so the two tokenizers agree (an int8 file quantized from a GGUF,
+     * run with llama2.c's tokenizer.bin, against that GGUF was refused) */
+    static const int32_t tiny[7] = {8, 16, 1, 2, 1, 260, 16};
+    const char *llama = write_llama("ref_llama.bin", 1, tiny, 2L * 8 + 8 + 260 * 8 + 64 + 32 +
+                                    32 + 64 + 3 * 128);
+    snprintf(command, sizeof command, "mkdir -p %s/la %s/lb && cp %s %s/la/m.bin && cp %s "
+             "%s/lb/m.bin", dir, dir, llama, dir, llama, dir);
+    if (!check_true(check_run(command, NULL, NULL) == 0, "--ref Llama tokenizer: copies")) return;
+    snprintf(path, sizeof path, "%s/la/tokenizer.bin", dir);
+    write_llama_tokenizer_at(path, "\n<s>\n", "\n</s>\n");
+    snprintf(path, sizeof path, "%s/lb/tokenizer.bin", dir);
+    write_llama_tokenizer_at(path, "<s>", "</s>");
+    snprintf(args, sizeof args, "%s/la/m.bin --eval %s --ref %s/lb/m.bin", dir, text, dir);
+    expect("--eval --ref whose tokenizer spells only BOS and EOS otherwise", args, 0,
+           "la/m.bin: llama2.c checkpoint version 1");
+    write_llama_tokenizer_at(path, "<s>", "\n</s>\n");
+    f = fopen(path, "r+b");   /* and then token 3, "<0x00>", as "<0x01>": after max_len, */
+    /* "<unk>", "<s>", "\n</s>\n" (a score, a length, the bytes each), 3's score, length, "<0x0" */
+    ok = f && fseek(f, 4 + (8 + 5) + (8 + 3) + (8 + 6) + 8 + 4, SEEK_SET) == 0 &&
+         fputs("1", f) >= 0;
+    if (f) fclose(f);
+    if (!check_true(ok, "--ref Llama tokenizer: lb's token 3 changed")) return;
+    expect("--eval --ref whose Llama tokenizer spells a byte token otherwise", args, 1,
+           "spells token 3 otherwise");
 }
 
 static void test_eval(const char *model, const char *tok) {
@@ -1237,14 +1267,27 @@ static void test_quantize_program(const char *model, const char *tok) {
     if (check_true(check_run(command, NULL, NULL) == 0, "quantize: a copy of the tokenizer")) {
         snprintf(args, sizeof args, "%s %s", model, copy);
         expect_program(quantize, "quantize over a file that is no checkpoint", args, 1,
-                       "tok_copy.bin: exists and is not a checkpoint (got a file that starts as "
-                       "neither llm.c's nor llama2.c's version 2, expected a new path or a "
-                       "checkpoint to replace; --force replaces it)");
+                       "tok_copy.bin: exists and is not an int8 checkpoint (got a file that "
+                       "starts as neither llm.c's version 80 nor llama2.c's version 2, expected "
+                       "a new path or a file quantize wrote; --force replaces it)");
         check_true(check_same_bytes(copy, tok), "quantize: the file that is no checkpoint is "
                    "kept");
         snprintf(args, sizeof args, "%s %s --force", model, copy);
         expect_program(quantize, "quantize --force over a file that is no checkpoint", args, 0,
                        "int8, groups of 32");
+    }
+    /* the paths swapped: OUT the fp32 model (an int8 file as IN) is kept without --force
+     * (it was replaced by the int8 model, exit 0, the fp32 weights lost) */
+    snprintf(copy, sizeof copy, "%s/fp32_copy.bin", dir);
+    snprintf(command, sizeof command, "cp %s %s", model, copy);
+    if (check_true(check_run(command, NULL, NULL) == 0, "quantize: a copy of the model")) {
+        snprintf(args, sizeof args, "%s %s", out, copy);
+        expect_program(quantize, "quantize INT8 FP32 (the paths swapped)", args, 1,
+                       "fp32_copy.bin: exists and is not an int8 checkpoint (got a checkpoint "
+                       "of another version, fp32 or bf16: an input, perhaps, with the paths "
+                       "swapped");
+        check_true(check_same_bytes(copy, model), "quantize: the fp32 model named as OUT is "
+                   "kept");
     }
     /* a name whose lock's temporary passes the folder's limit: refused at the start (a save
      * of 245 to 250 bytes failed at its temporary, 251 and more at its lock) */
@@ -1726,6 +1769,18 @@ static void test_tutorial_program(void) {
     expect_program(tutorial, "tutorial sample with 4 arguments", "sample 1 2 3 4", 2,
                    "expected at most 3: [T] [TOP_K] [TOP_P]");
     expect_program(tutorial, "tutorial kernel 1 2", "kernel 1 2", 0, "");
+    /* the user's text is echoed with its control bytes escaped: no terminal escape */
+    static const char *const echoing[] = {"tokens", "next", "cache"};
+    for (int i = 0; i < 3; i++) {
+        char command[256], *out = NULL;
+        snprintf(command, sizeof command, "%s %s \"$(printf 'a\\033[2Jb\\001')\"", tutorial,
+                 echoing[i]);
+        int code = check_run(command, &out, NULL);
+        check_true(code == 0 && out && strstr(out, "text: \"a\\x1b[2Jb\\x01\"") &&
+                   !strchr(out, '\033') && !strchr(out, '\001'), "tutorial %s: the text's "
+                   "control bytes escaped (exit %d)", echoing[i], code);
+        free(out);
+    }
     /* a temperature whose logits / T overflow (2 / 1e-39): refused, not inf and NaN */
     expect_program(tutorial, "tutorial sample 1e-39", "sample 1e-39", 2,
                    "tutorial: sample T: out of range (got '1e-39', expected a number in (0.001, "
@@ -1745,6 +1800,9 @@ static void test_tutorial_program(void) {
          "tokens", 1},
         {"tutorial kernel 1e-18 (NaN weights)", "kernel 1e-18", "tutorial: kernel SIGMA: out "
          "of range (got '1e-18', expected a number in (0.01, 1000])", 2},
+        /* below 0.01 as written, though not below its float */
+        {"tutorial kernel 0.0099999999", "kernel 0.0099999999", "tutorial: kernel SIGMA: out "
+         "of range (got '0.0099999999', expected a number in (0.01, 1000])", 2},
         {"tutorial with a newline in the step", "\"$(printf 'x\\ny')\"",
          "tutorial: x\\x0ay: no such step", 2},
     };

@@ -416,6 +416,18 @@ static void test_tiny_half(void) {
     free(q8);
 }
 
+/* base with its header bytes [at, at + cut) replaced by the n bytes of `with`, the tensor
+ * data moved to the next ALIGN boundary after the header, as a writer would place it. */
+static void splice_header(Buf *g, const Buf *base, const Marks *m, size_t at, size_t cut,
+                          const void *with, size_t n) {
+    g->n = 0;
+    put(g, base->b, at);
+    put(g, with, n);
+    put(g, base->b + at + cut, m->table_end - at - cut);
+    while (g->n % ALIGN) put(g, "", 1);
+    put(g, base->b + m->data_start, base->n - m->data_start);
+}
+
 static void test_tiny(void) {
     Buf base = {0};
     Marks m;
@@ -497,6 +509,26 @@ static void test_tiny(void) {
     check_refused(&f, "a tensor name given twice", "duplicate tensor name");
     FRESH(); put_at_u64(&f, m.tensor_dim1[4], C - 1);   /* attn_q (C - 1, C) */
     check_refused(&f, "a tensor of the wrong shape", "wrong shape");
+    /* llama.block_count as a uint64 of 5000: the value named (it said "got -1") */
+    {
+        Buf g = {0}, kv = {0};
+        put_u32(&kv, 10);   /* uint64 */
+        put_u64(&kv, 5000);
+        splice_header(&g, &base, &m, m.block_count_type, 8, kv.b, kv.n);
+        check_refused(&g, "a uint64 block count of 5000", "llama.block_count out of range "
+                      "(got 5000, expected 1..1024)");
+        /* general.alignment as a string: the wrong type named (it said "got string 0") */
+        kv.n = 0;
+        put_str(&kv, "general.alignment");
+        put_u32(&kv, 8);   /* string */
+        put_str(&kv, "32");
+        splice_header(&g, &base, &m, m.tensor_name[0], 0, kv.b, kv.n);
+        put_at_u64(&g, m.count_values, 14);
+        check_refused(&g, "general.alignment as a string", "general.alignment has the wrong "
+                      "type (got string, expected uint32)");
+        free(g.b);
+        free(kv.b);
+    }
     /* a vocabulary of V - 1 tokens: the last string and score dropped from the arrays */
     {
         Buf g = {0};
