@@ -305,6 +305,13 @@ static int parse_header(Config *c, Layout *layout, const char *path,
 
 enum { MAX_TENSORS = 16 };   /* the most tensors any format lists */
 
+/* Each tensor's name in llm.c's and llama2.c's code, for messages. */
+static const char *const TENSOR_TEXT[TENSOR_COUNT] = {
+    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb", "ln2w", "ln2b",
+    "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb", "rms_att_weight", "rms_ffn_weight",
+    "rms_final_weight", "token_embedding_table", "wq", "wk", "wv", "wo", "w1", "w2", "w3",
+    "wcls", "freq_cis"};
+
 /* One entry of a format's tensor list: which tensor, whether it is a matrix, its shape. */
 typedef struct {
     TensorName name;
@@ -1106,10 +1113,16 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
         status = 0;
         for (int t = 0, layer = 0; t < count && status == 0; t++) {
             int rc = write_tensor(out.file, &ck->tensors[list[t].name], group, row, q, s, &layer);
+            TensorName n = list[t].name;
+            int global = n == TENSOR_WTE || n == TENSOR_WPE || n == TENSOR_LNFW ||
+                         n == TENSOR_LNFB || n == TENSOR_TOK || n == TENSOR_RMS_FINAL ||
+                         n == TENSOR_CLS;
+            char where[32] = "";
+            if (!global) snprintf(where, sizeof where, " of layer %d", layer);
             if (rc == -2)
-                fprintf(stderr, "quantize: the model's tensor %d of %d (in the file's order), "
-                        "layer %d, holds a value that is not finite (got NaN or infinity, "
-                        "expected finite weights)\n", t + 1, count, layer);
+                fprintf(stderr, "quantize: the model's %s%s (llm.c's or llama2.c's name) holds a "
+                        "value that is not finite (got NaN or infinity, expected finite "
+                        "weights)\n", TENSOR_TEXT[n], where);
             else if (rc != 0)
                 fprintf(stderr, "quantize: %s: write error (%s)\n", out.temp, strerror(errno));
             status = rc == 0 ? 0 : -1;

@@ -382,8 +382,13 @@ int tokenizer_load(Tokenizer *t, const char *path) {
     if (!file) goto fail;
     if (os_file_size(file, "tokenizer", path, &size) != 0) goto fail;
     // llm.c's files start with their magic; llama2.c's with a small max_token_length
-    int is_gpt2 = size >= 4 && fread(first, 1, 4, file) == 4 &&
-                  read_u32_le(first) == TOKENIZER_MAGIC;
+    int has_first = size >= 4 && fread(first, 1, 4, file) == 4;
+    int is_gpt2 = has_first && read_u32_le(first) == TOKENIZER_MAGIC;
+    if (has_first && memcmp(first, "GGUF", 4) == 0) {   /* a model, holding its own */
+        fprintf(stderr, "tokenizer: %s: is a GGUF file (expected a tokenizer file: a GGUF "
+                "model carries its own, read without -z)\n", path);
+        goto fail;
+    }
     if (fseek(file, 0, SEEK_SET) != 0) goto fail;
     if ((is_gpt2 ? load_gpt2 : load_llama)(t, file, size, path) != 0) goto fail;
     fclose(file);

@@ -63,7 +63,7 @@ $(WEB_OUT)/weights/%: weights/%
 
 # web: build the page into build/web/ (the wasm, the page, the shipped model): open it
 # with `cd build/web && python3 -m http.server`, then http://localhost:8000/; or open
-# build/web/attn.html, the same page in one file (12 MB), from disk. Example: make web
+# build/web/attn.html, the same page in one file (13 MB), from disk. Example: make web
 web: $(WEB_OUT)/attn.wasm $(WEB_OUT)/tutorial.wasm $(WEB_PAGE) $(WEB_OUT)/attn.html
 
 .PHONY: web

@@ -1335,8 +1335,9 @@ static void test_quantize_program(const char *model, const char *tok) {
                    fwrite(&nan_value, sizeof nan_value, 1, f) == 1 && fclose(f) == 0,
                    "quantize: a model with a NaN made")) {
         snprintf(args, sizeof args, "%s %s", nan_model, nan_out);
-        expect_program(quantize, "quantize a model holding a NaN", args, 1,
-                       "holds a value that is not finite (got NaN or infinity, expected finite "
+        expect_program(quantize, "quantize a model holding a NaN (its last value, lnfb's)",
+                       args, 1, "quantize: the model's lnfb (llm.c's or llama2.c's name) holds "
+                       "a value that is not finite (got NaN or infinity, expected finite "
                        "weights)");
         check_true(file_size(nan_out) < 0, "quantize: nothing written for a NaN model");
     }

@@ -452,6 +452,15 @@ static void test_tiny(void) {
              path);
     code = check_run(command, NULL, NULL);
     check_true(code == 2, "tiny GGUF with -z: a usage error (exit 2, got %d)", code);
+    /* a GGUF file given as the tokenizer: named as such (it read as a llama2.c tokenizer
+     * of max_token_length 1179993927) */
+    snprintf(command, sizeof command, "%s weights/model.bin -z %s -n 1", run_bin, path);
+    code = check_run(command, NULL, &err);
+    check_true(code == 1 && err && strstr(err, "is a GGUF file (expected a tokenizer file: a "
+               "GGUF model carries its own, read without -z)"), "a GGUF file as -z: named "
+               "(exit %d): %s", code, err ? err : "");
+    free(err);
+    err = NULL;
 
     Buf f = {0};
 #define FRESH() (f.n = 0, put(&f, base.b, base.n))

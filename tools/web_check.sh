@@ -237,6 +237,30 @@ if python3 "$here/tools/cdp_page.py" "$browser" "$base#prompt=ROMEO%3A&n=1&t=0" 
 else
     fail "merges on demand: the click on ROMEO did not show ./tutorial merges ROMEO's output"
 fi
+# a token that is one byte of a character (日, three byte tokens): its chip shows \xHH, as
+# ./tutorial tokens does (the chips showed three identical U+FFFD), and a click says why
+# merges cannot take it (it ran merges on U+FFFD's bytes)
+if python3 "$here/tools/cdp_page.py" "$browser" "$base#prompt=%E6%97%A5&n=1&t=0" --width 1000 \
+       --timeout "$LOAD_TIMEOUT" \
+       --wait "(document.querySelectorAll('.tok').length > 1 && !window.clicked &&
+               (window.clicked = 1, document.querySelectorAll('.tok')[1].click()),
+               document.getElementById('message').textContent.includes('part of a character'))" \
+       --eval "[...document.querySelectorAll('.tok')].slice(0, 3).map((c) => c.textContent).join(' ')" \
+       --eval "document.getElementById('message').textContent" >"$work/bytes.out" 2>&1 &&
+   field bytes 1 | grep -q 'xe6.* .*x97.* .*xa5' &&
+   field bytes 2 | grep -q 'x97 is part of a character'; then
+    ok "byte tokens: chips show \\xe6 \\x97 \\xa5; a click says merges takes whole characters"
+else
+    fail "byte tokens of 日: chips '$(field bytes 1 2>/dev/null)', message '$(field bytes 2 2>/dev/null)'"
+fi
+# a bad deep link ends the link's work: data-state "error" and the message (it stayed unset)
+for bad in "step=nosuch:is not a tutorial step" "prompt=%ZZ:is not valid percent-encoding"; do
+    if load "${bad%%:*}" 1000 badlink && field badlink 2 | grep -q "${bad#*:}"; then
+        ok "deep link #${bad%%:*}: data-state error, message '${bad#*:}'"
+    else
+        fail "deep link #${bad%%:*}: never finished, or no message: $(field badlink 2 2>/dev/null)"
+    fi
+done
 # the C shown for attend: each function's text as web/steps.sh cut it, against the source
 # cut here by a different tool (python: from the definition's line to the first "}")
 field step-attend 4 >"$work/shown.txt"

@@ -83,9 +83,18 @@ let promptIds = [];
 let heat = null;                // {layer, T, heads, weights}
 let deepLink = null;
 
-// Shows bytes with visible whitespace and \xHH for other control bytes.
+// The bytes as text, or null if they are not whole UTF-8 characters (a token that is
+// a piece of one, as GPT-2's byte tokens can be).
+function utf8Text(bytes) {
+    try { return new TextDecoder('utf-8', {fatal: true}).decode(bytes); } catch (e) { return null; }
+}
+
+// Shows bytes with visible whitespace and \xHH for other control bytes, and for every
+// byte of a token that is not whole characters (as ./tutorial tokens shows them).
 function showPiece(bytes) {
-    const text = new TextDecoder('utf-8').decode(bytes);
+    const whole = utf8Text(bytes);
+    const text = whole !== null ? whole : Array.from(bytes, (b) => b < 0x80 ?
+        String.fromCharCode(b) : '\\x' + b.toString(16).padStart(2, '0')).join('');
     return text.replace(/ /g, '\u2423').replace(/\n/g, '\u21b5').replace(/\t/g, '\u21e5')
         .replace(/[\x00-\x08\x0b-\x1f\x7f]/g,
                  (c) => '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0'));
@@ -201,7 +210,12 @@ function showTokens(ids) {
 
 // The merges that built a token: ./tutorial merges PIECE in the Tutorial panel.
 function showMerges(bytes) {
-    const text = new TextDecoder('utf-8').decode(bytes);
+    const text = utf8Text(bytes);
+    if (text === null) {   // the panel's arguments are text
+        setMessage(`merges: the token ${showPiece(bytes)} is part of a character, which ` +
+                   'cannot be passed as an argument (expected whole UTF-8 characters)');
+        return;
+    }
     if (text.includes('\n')) {   // the panel takes its arguments a line each
         setMessage('merges: a token with a newline cannot be passed as one argument');
         return;
@@ -352,6 +366,7 @@ function parseHash() {
         } catch (e) {
             setMessage(`The link's ${part.slice(0, eq)} is not valid percent-encoding ` +
                        '(expected %XX escapes of UTF-8 bytes).');
+            document.body.dataset.state = 'error';   // the link's work is over
             return null;
         }
     }
@@ -364,6 +379,7 @@ function followLink(link) {
         if (!TUTORIAL_STEPS.some((s) => s.name === link.step)) {
             setMessage(`The link's step "${link.step}" is not a tutorial step (expected one ` +
                        `of: ${TUTORIAL_STEPS.map((s) => s.name).join(', ')}).`);
+            document.body.dataset.state = 'error';
         } else {
             $('tutorial-step').value = link.step;
             $('tutorial-args').value = link.args || '';
