@@ -627,11 +627,13 @@ static MergeCandidate heap_pop(MergeCandidate *heap, size_t *count) {
     return top;
 }
 
-/* Push the pair covering piece[start .. end) if its bytes form a token. */
+/* Push the pair covering piece[start .. end) if its bytes form a token that a merge makes
+ * (a rank of INT32_MAX: no merge of a GGUF file's list makes it, as for its special
+ * tokens, and llama.cpp never forms it). */
 static void push_pair(const TokenizerMergeRules *rules, const unsigned char *piece,
                       int32_t start, int32_t end, MergeScratch *scratch, size_t *heap_count) {
     int id = rules->find(rules->vocab, piece + start, (size_t)(end - start));
-    if (id >= 0) {
+    if (id >= 0 && !(rules->rank && rules->rank[id] == INT32_MAX)) {
         MergeCandidate candidate = {rules->rank ? rules->rank[id] : id, id, start, end};
         heap_push(scratch->heap, heap_count, candidate);
     }
@@ -729,9 +731,10 @@ static int tokenizer_find(const void *vocab, const unsigned char *bytes, size_t 
 static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n,
                         MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
     TokenizerMergeRules rules = {tokenizer_find, t, t->rank, t->kind == TOKENIZER_LLAMA, 0};
-    // a piece that is itself a token is taken whole, as tiktoken does before merging
+    // a piece that is itself a token is taken whole, as tiktoken does before merging (if
+    // a merge makes that token: push_pair)
     int whole = rules.by_character ? -1 : table_find(t, piece, n);
-    if (whole >= 0) {
+    if (whole >= 0 && !(t->rank && t->rank[whole] == INT32_MAX)) {
         emit(whole, ids, cap, count);
         return 0;
     }

@@ -588,7 +588,13 @@ static void put_gpt2_char(Buf *f, unsigned char b) {
 
 /* A GGUF of no tensors holding t's vocabulary as a gpt2 tokenizer: tokens in GPT-2's
  * spelling, and for each token a merge "A B" of two earlier tokens that spell it. */
+static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_merges);
 static void write_gpt2_tokenizer(Buf *f, const Tokenizer *t) {
+    write_gpt2_tokenizer_merges(f, t, 1);
+}
+
+/* with_merges 0: the merges key with an empty list (no token but the bytes is made). */
+static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_merges) {
     put(f, "GGUF", 4);
     put_u32(f, 3);
     put_u64(f, 0);
@@ -617,7 +623,7 @@ static void write_gpt2_tokenizer(Buf *f, const Tokenizer *t) {
     size_t count_at = f->n;
     put_u64(f, 0);
     uint64_t merges = 0;
-    for (int id = 0; id < t->vocab_size; id++) {
+    for (int id = 0; with_merges && id < t->vocab_size; id++) {
         const unsigned char *bytes = t->bytes + t->offset[id];
         size_t len = t->offset[id + 1] - t->offset[id];
         for (size_t k = 1; k < len; k++) {
@@ -662,8 +668,24 @@ static void test_gpt2_tokenizer(void) {
         check_true(ok, "gpt2 GGUF tokenizer: text %zu encodes as llm.c's file does (%zu ids)",
                    i, na);
     }
-    tokenizer_free(&ref);
     tokenizer_free(&got);
+    /* no merges: every byte its own token, as llama.cpp's BPE gives (a piece that is a
+     * token was taken whole, and pairs that are tokens merged, whatever the merges said) */
+    Buf none = {0};
+    write_gpt2_tokenizer_merges(&none, &ref, 0);
+    save(&none);
+    free(none.b);
+    int ids[64];
+    size_t n_ids = 0;
+    loaded = gguf_load_tokenizer(&got, path) == 0;
+    int ok = loaded && tokenizer_encode(&got, "ROMEO: the king", 15, ids, 64, &n_ids) == 0 &&
+             n_ids == 15;
+    for (size_t i = 0; ok && i < n_ids; i++)
+        ok = ids[i] == got.byte_token[(unsigned char)"ROMEO: the king"[i]];
+    check_true(ok, "gpt2 GGUF tokenizer without merges: 15 bytes, 15 byte tokens (got %zu)",
+               n_ids);
+    if (loaded) tokenizer_free(&got);
+    tokenizer_free(&ref);
 }
 
 /* ------------------------------------------------------------------------- */
