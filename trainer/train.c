@@ -868,11 +868,15 @@ static int save(const Trainer *tr, const Options *o, RunData *d) {
  * Returns 0, or -1 after a stderr line (the file did not load). */
 static int print_sample(const char *path, const Tokenizer *tok, int n) {
     Model m;
-    if (model_load(&m, path, 1, 0) != 0) return -1;
+    if (model_load(&m, path, 1, 1) != 0) return -1;   /* attention for n + 1, below */
     size_t n_ids = 0;
     int token = 0;
     if (tokenizer_encode(tok, "\n", 1, &token, 1, &n_ids) != 0 || n_ids != 1) token = '\n';
-    if (n > m.n_ctx - 1) n = m.n_ctx - 1;
+    if (n > m.max_ctx - 1) n = m.max_ctx - 1;
+    if (model_set_context(&m, n + 1) != 0) {
+        model_free(&m);
+        return -1;
+    }
     printf("sample (%d tokens from a newline, greedy):\n", n);
     for (int pos = 0; pos < n; pos++) {
         const float *logits = model_forward(&m, &token, 1, pos, 0);
