@@ -70,18 +70,26 @@ static void shift_context(Generation *g) {
 static int run_pending(Generation *g);
 
 /* Doubles the attention state (up to n_ctx) until it holds `need` positions, and runs the
- * tokens again from position 0. Returns 0, or -1 after a stderr line. */
+ * tokens again from position 0, unless a shift will (need > n_ctx). Returns 0, or -1 after
+ * a stderr line. */
 static int grow_state(Generation *g, int need) {
     int n = g->n_alloc;
     while (n < need && n < g->n_ctx) n = n > g->n_ctx / 2 ? g->n_ctx : 2 * n;
-    if (model_set_context(g->model, n) != 0) return -1;
+    double start = os_seconds();
+    if (model_set_context(g->model, n) != 0) {
+        fprintf(stderr, "\ngenerate: out of memory growing the context to %d positions "
+                "(expected room for them; -c %d caps the context, which then shifts)\n", n,
+                g->n_alloc);
+        return -1;
+    }
     g->n_alloc = n;
     g->n_run = 0;
     g->stats.grows++;
-    double start = os_seconds();
-    if (g->n_tokens > 0 && run_pending(g) != 0) return -1;
+    if (g->n_tokens > 0 && need <= g->n_ctx) {
+        if (run_pending(g) != 0) return -1;
+        g->stats.grow_tokens += g->n_tokens;
+    }
     g->stats.grow_seconds += os_seconds() - start;
-    g->stats.grow_tokens += g->n_tokens;
     return 0;
 }
 

@@ -36,9 +36,9 @@ static void usage(FILE *f) {
                "it when complete (an existing OUT.bin keeps its mode); it must be a new path\n"
                "or a regular file you may write, not IN.bin, and no other process may be\n"
                "writing it (OUT.bin.lock is held meanwhile). An existing OUT.bin is replaced\n"
-               "only if it is empty or an int8 checkpoint as quantize writes them (llm.c's\n"
+               "only if it is empty or the int8 file of a model of IN's shape (llm.c's\n"
                "header with version 80, llama2.c's version 2), so that a mistyped path or\n"
-               "swapped paths lose no other file, fp32 or bf16 checkpoints included.\n"
+               "swapped paths lose no other file, fp32, bf16 or other models' included.\n"
                "  -g, --group GS   values per scale, 1..%d\n"
                "      --force      replace OUT.bin whatever it holds\n"
                "  -h, --help       print this help and exit\n"
@@ -47,10 +47,11 @@ static void usage(FILE *f) {
 }
 
 /* 1 if replacing path loses nothing quantize could not write again: no file there, an
- * empty one, or one that starts as the int8 checkpoints it writes do (llm.c's magic and
- * version 80, llama2.c's "ak42" and version 2), never an fp32 or bf16 one (its source, with
- * the paths swapped); else 0 after a stderr line. */
-static int replaceable(const char *path) {
+ * empty one, or an int8 checkpoint as quantize writes them (llm.c's magic and version 80,
+ * llama2.c's "ak42" and version 2) of c's shape, the model being quantized again (another
+ * group size, say); never an fp32 or bf16 checkpoint (the source, with the paths swapped)
+ * nor another model's int8 file (a mistyped path); else 0 after a stderr line. */
+static int replaceable(const char *path, const Config *c) {
     FILE *f = fopen(path, "rb");
     if (!f && errno == ENOENT) return 1;   /* nothing there */
     if (!f) {
@@ -59,20 +60,30 @@ static int replaceable(const char *path) {
                 path, strerror(errno));
         return 0;
     }
-    unsigned char bytes[8];
-    size_t n = fread(bytes, 1, sizeof bytes, f);
+    int32_t h[9] = {0};   /* magic, version, and the shape's first 7 fields */
+    size_t n = fread(h, 1, sizeof h, f);
     fclose(f);
-    uint32_t magic = 0, version = 0;
-    memcpy(&magic, bytes, sizeof magic);
-    memcpy(&version, bytes + 4, sizeof version);
-    if (n == 0 || (n == 8 && ((magic == CHECKPOINT_GPT2_MAGIC && version == CHECKPOINT_GPT2_Q8) ||
-                              (magic == CHECKPOINT_LLAMA_MAGIC && version == CHECKPOINT_LLAMA_Q8))))
-        return 1;
-    int fp = n == 8 && (magic == CHECKPOINT_GPT2_MAGIC || magic == CHECKPOINT_LLAMA_MAGIC);
-    fprintf(stderr, "quantize: %s: exists and is not an int8 checkpoint (got %s, expected a new "
-            "path or a file quantize wrote; --force replaces it)\n", path, fp ? "a checkpoint "
-            "of another version, fp32 or bf16: an input, perhaps, with the paths swapped"
-            : "a file that starts as neither llm.c's version 80 nor llama2.c's version 2");
+    if (n == 0) return 1;
+    int gpt2 = n == sizeof h && (uint32_t)h[0] == CHECKPOINT_GPT2_MAGIC;
+    int llama = n == sizeof h && (uint32_t)h[0] == CHECKPOINT_LLAMA_MAGIC;
+    const char *what = "a file that starts as neither llm.c's version 80 nor llama2.c's "
+                       "version 2";
+    if ((gpt2 && h[1] != CHECKPOINT_GPT2_Q8) || (llama && h[1] != CHECKPOINT_LLAMA_Q8)) {
+        what = "a checkpoint of another version, fp32 or bf16: an input, perhaps, with the "
+               "paths swapped";
+    } else if (gpt2 || llama) {   /* llm.c: maxT V L NH C; llama2.c: C Hd L NH NKV V S */
+        int same = gpt2 ? c->family == MODEL_GPT2 && h[2] == c->seq_len &&
+                          h[3] == c->vocab_size && h[4] == c->n_layers &&
+                          h[5] == c->n_heads && h[6] == c->dim
+                        : c->family == MODEL_LLAMA && h[2] == c->dim &&
+                          h[3] == c->hidden_dim && h[4] == c->n_layers &&
+                          h[5] == c->n_heads && h[6] == c->n_kv_heads &&
+                          h[7] == c->vocab_size && h[8] == c->seq_len;
+        if (same) return 1;
+        what = "the int8 file of a model of another shape";
+    }
+    fprintf(stderr, "quantize: %s: exists and is not this model's int8 file (got %s, expected "
+            "a new path or the int8 file of IN's shape; --force replaces it)\n", path, what);
     return 0;
 }
 
@@ -112,11 +123,14 @@ int main(int argc, char **argv) {
     const char *inputs[] = {paths[0]};
     SaveLock lock;
     if (os_check_output("quantize", paths[1], "the int8 model", inputs, 1) != 0 ||
-        (!force && !replaceable(paths[1])) || os_lock(&lock, "quantize", paths[1]) != 0)
+        os_lock(&lock, "quantize", paths[1]) != 0)
         return EXIT_BAD_DATA;
     Checkpoint ck;
     int status = checkpoint_load(&ck, paths[0]);
-    if (status == 0) {
+    if (status == 0 && !force && !replaceable(paths[1], &ck.config)) {
+        checkpoint_free(&ck);
+        status = -1;
+    } else if (status == 0) {
         status = checkpoint_save_q8(&ck, paths[1], group);
         if (status == 0)
             fprintf(stderr, "quantize: %s (%s) -> %s: int8, groups of %d%s\n", paths[0],

@@ -428,8 +428,8 @@ static int run_generation(const RunOptions *o, Model *m, const Tokenizer *tok, S
             st->shifts, st->shifts ? 1e3 * st->shift_seconds / (double)st->shifts : 0.0,
             st->rerun_tokens, (unsigned long long)o->seed);
     if (st->grows)   /* -I's attention memory, taken as the turns reached it */
-        fprintf(stderr, "context grown %ld times, to %d positions (%.1f ms, %ld tokens run "
-                "again)\n", st->grows, g->n_alloc, 1e3 * st->grow_seconds, st->grow_tokens);
+        fprintf(stderr, "context grown to %d positions in %ld doublings (%.1f ms, %ld tokens "
+                "run again)\n", g->n_alloc, st->grows, 1e3 * st->grow_seconds, st->grow_tokens);
     if (o->attn_map_path) {
         /* text that did not reach standard output (a full disk, a closed pipe) fails the
          * run: an existing map is then left as it was */

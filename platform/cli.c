@@ -69,11 +69,23 @@ int cli_parse_u64(const char *text, uint64_t min, uint64_t *out) {
     return 0;
 }
 
+/* 1 if p starts a control character: a byte below 0x20, 0x7f, or one of UTF-8's C1
+ * controls U+0080..U+009F (0xc2 0x80..0x9f; U+009B starts an escape on some terminals). */
+static int control_at(const unsigned char *p) {
+    return *p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f);
+}
+
 const char *cli_printable(const char *text, char *out, size_t cap) {
     size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)text; *p && n + 5 < cap; p++) {
-        if (*p < 0x20 || *p == 0x7f) n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
-        else out[n++] = (char)*p;
+    for (const unsigned char *p = (const unsigned char *)text; *p && n + 9 < cap; p++) {
+        if (control_at(p) && *p == 0xc2) {
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x\\x%02x", p[0], p[1]);
+            p++;
+        } else if (control_at(p)) {
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
+        } else {
+            out[n++] = (char)*p;
+        }
     }
     if (cap > 0) out[n < cap ? n : cap - 1] = '\0';
     return out;
@@ -109,7 +121,7 @@ const char *cli_expected(const CliOption *o, char *buf, size_t cap) {
 
 int cli_check_path(const char *program, const char *subject, const char *path) {
     for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-        if (*p >= 0x20 && *p != 0x7f) continue;
+        if (!control_at(p)) continue;
         char shown[CLI_SHOWN_CAP], got[CLI_SHOWN_CAP + 2];
         snprintf(got, sizeof got, "'%s'", cli_printable(path, shown, sizeof shown));
         return cli_usage_error(program, subject, "control character in a path", got,

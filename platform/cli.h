@@ -30,7 +30,8 @@ int cli_parse_float(const char *text, double min, double max, int open_min, floa
  * which strtoull would wrap around, is refused). Returns 0, or -1. */
 int cli_parse_u64(const char *text, uint64_t min, uint64_t *out);
 
-/* text with control bytes written as \xHH, into out (cap bytes, truncated if longer),
+/* text with control characters (bytes below 0x20, 0x7f, UTF-8's C1 controls U+0080..U+009F)
+ * written as \xHH, into out (cap bytes, truncated if longer),
  * for quoting a bad value in a message without sending raw control bytes to a terminal.
  * Returns out. */
 const char *cli_printable(const char *text, char *out, size_t cap);

@@ -513,6 +513,17 @@ static void test_resource_limits(const char *model, const char *tok) {
                    "ulimit -v 1000000: 4096 positions (exit %d): %s", code, err ? err : "");
         free(err);
         err = NULL;
+        /* a line of 10,000 bytes asks for 16,384 positions (512 MB) under 400 MB: one line
+         * on its own, naming -c */
+        snprintf(command, sizeof command, "(head -c 10000 /dev/zero | tr '\\0' x; echo) | "
+                 "(ulimit -v 400000 && %s %s -I)", run_bin, args);
+        code = check_run(command, NULL, &err);
+        check_true(code == 1 && err && strstr(err, "\ngenerate: out of memory growing the "
+                   "context to 16384 positions (expected room for them; -c 4096 caps the "
+                   "context, which then shifts)"), "-I growing past ulimit -v 400000: one "
+                   "line naming -c (exit %d): %s", code, err ? err : "");
+        free(err);
+        err = NULL;
     }
     /* -I past its first 4096 positions (a typed line of 5000 bytes): the state doubles to
      * the model's 8192, the 2 tokens before the line (BOS, the
@@ -524,8 +535,8 @@ static void test_resource_limits(const char *model, const char *tok) {
                          3 * 128), llama_tok);
     int grew = check_run(command, NULL, &err);
     check_true(grew == 0 && err && strstr(err, "for 4096 positions") && strstr(err,
-               "context shifts: 0 ") && strstr(err, "context grown 1 times, to 8192 positions") &&
-               strstr(err, "ms, 2 tokens run again"),
+               "context shifts: 0 ") && strstr(err, "context grown to 8192 positions in 1 "
+               "doublings") && strstr(err, "ms, 2 tokens run again"),
                "-I on a context of 8192: 4096 positions, grown once to 8192 (exit %d): %s", grew,
                err ? err : "");
     free(err);
@@ -583,6 +594,8 @@ static void test_strict_parsing(const char *model, const char *tok) {
         {"\"$(printf 'm\\tb')\"", "run: m\\x09b: unexpected extra argument",
          "a tab in a second model path, escaped"},
         {"-- -n", "-n: unexpected extra argument", "a flag after -- is an argument"},
+        {"-f \"$(printf 'p\\302\\233x')\"", "-f: control character in a path (got "
+         "'p\\xc2\\x9bx'", "a C1 control (U+009B, an escape on some terminals) in a path"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(args, sizeof args, "%s -z %s %s", model, tok, bad[i][0]);
@@ -1267,9 +1280,10 @@ static void test_quantize_program(const char *model, const char *tok) {
     if (check_true(check_run(command, NULL, NULL) == 0, "quantize: a copy of the tokenizer")) {
         snprintf(args, sizeof args, "%s %s", model, copy);
         expect_program(quantize, "quantize over a file that is no checkpoint", args, 1,
-                       "tok_copy.bin: exists and is not an int8 checkpoint (got a file that "
-                       "starts as neither llm.c's version 80 nor llama2.c's version 2, expected "
-                       "a new path or a file quantize wrote; --force replaces it)");
+                       "tok_copy.bin: exists and is not this model's int8 file (got a file "
+                       "that starts as neither llm.c's version 80 nor llama2.c's version 2, "
+                       "expected a new path or the int8 file of IN's shape; --force replaces "
+                       "it)");
         check_true(check_same_bytes(copy, tok), "quantize: the file that is no checkpoint is "
                    "kept");
         snprintf(args, sizeof args, "%s %s --force", model, copy);
@@ -1283,11 +1297,28 @@ static void test_quantize_program(const char *model, const char *tok) {
     if (check_true(check_run(command, NULL, NULL) == 0, "quantize: a copy of the model")) {
         snprintf(args, sizeof args, "%s %s", out, copy);
         expect_program(quantize, "quantize INT8 FP32 (the paths swapped)", args, 1,
-                       "fp32_copy.bin: exists and is not an int8 checkpoint (got a checkpoint "
-                       "of another version, fp32 or bf16: an input, perhaps, with the paths "
-                       "swapped");
+                       "fp32_copy.bin: exists and is not this model's int8 file (got a "
+                       "checkpoint of another version, fp32 or bf16: an input, perhaps, with "
+                       "the paths swapped");
         check_true(check_same_bytes(copy, model), "quantize: the fp32 model named as OUT is "
                    "kept");
+        /* OUT another model's int8 file (a mistyped path): kept; this model's is replaced */
+        const int32_t tiny[7] = {8, 16, 1, 2, 1, 260, 16};
+        const char *llama = write_llama("other_shape.bin", 1, tiny, 2L * 8 + 8 + 260 * 8 + 64 +
+                                        32 + 32 + 64 + 3 * 128);
+        char other_q8[256];
+        snprintf(other_q8, sizeof other_q8, "%s/other_q8.bin", dir);
+        snprintf(args, sizeof args, "%s %s", llama, other_q8);
+        expect_program(quantize, "quantize the other model", args, 0, "int8, groups of 32");
+        snprintf(command, sizeof command, "cp %s %s/other_q8_copy.bin", other_q8, dir);
+        check_run(command, NULL, NULL);
+        snprintf(args, sizeof args, "%s %s", model, other_q8);
+        expect_program(quantize, "quantize over another model's int8 file", args, 1,
+                       "other_q8.bin: exists and is not this model's int8 file (got the int8 "
+                       "file of a model of another shape");
+        snprintf(copy, sizeof copy, "%s/other_q8_copy.bin", dir);
+        check_true(check_same_bytes(other_q8, copy), "quantize: another model's int8 file "
+                   "named as OUT is kept");
     }
     /* a name whose lock's temporary passes the folder's limit: refused at the start (a save
      * of 245 to 250 bytes failed at its temporary, 251 and more at its lock) */
@@ -1659,7 +1690,8 @@ static void test_train_flags(void) {
     expect_program(train, "train: a carriage return in -o's path", args, 2,
                    "-o: control character in a path (got '");
     expect_program(train, "train: -- then an argument", "-- -d", 2,
-                   "train: -d: unexpected argument");
+                   "train: -d: unexpected argument (got '-d', expected nothing after --: "
+                   "train takes no arguments, only options)");
 #define TINY_RUN "-v 300 -L 2 -C 16 -H 2 -T 8 -B 4 -n 2"
     static const char *const kinds[] = {"performer", "linear", "efficient", "2*performer:m=8",
                                         "window:w=4;performer:m=8"};

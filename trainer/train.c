@@ -431,8 +431,9 @@ static int parse_options(Options *o, int argc, char **argv) {
         if (!arg.option && !arg.value) continue;   /* "--" */
         if (!arg.option) {
             snprintf(got, sizeof got, "'%s'", cli_printable(arg.value, shown, sizeof shown));
-            return usage_error(arg.value, "unexpected argument", got, "options only, each "
-                               "starting with '-'");
+            return usage_error(arg.value, "unexpected argument", got, arg.options_ended ?
+                               "nothing after --: train takes no arguments, only options" :
+                               "options only, each starting with '-'");
         }
         if (!allowed_with_resume((OptionId)arg.option->id) && !first_shape)
             first_shape = arg.option;
