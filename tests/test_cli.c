@@ -626,7 +626,13 @@ static void test_strict_parsing(const char *model, const char *tok) {
     snprintf(args, sizeof args, "-z %s -n 3 -t 100 -p 1 -- %s", tok, model);
     expect("-t 100 and -p 1, the ranges' ends; the model after --", args, 0,
            "generation: 3 tokens");
-    /* "--" ends the options (getopt's rule): a model whose name starts with '-' */
+    /* "--" ends the options (getopt's rule): a model whose name starts with '-', run from
+     * its folder (RUN a command, as make valgrind's, cannot move there: not checked) */
+    if (strchr(run_bin, ' ')) {
+        check_skip("RUN is a command, not a program: run -- -m.bin from another folder not "
+                   "checked");
+        return;
+    }
     snprintf(command, sizeof command, "r=$(realpath %s) && ln -sf %s %s/-m.bin && cd %s && "
              "$r -n 2 -z %s -- -m.bin", run_bin, model, dir, dir, tok);
     err = NULL;
