@@ -1108,7 +1108,7 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
     if (!row || !s || !q) fprintf(stderr, "quantize: out of memory\n");
     else if (os_save_open(&out, "quantize", path) != 0) { /* it said why */ }
     else if (write_all(out.file, header, 1, header_bytes))
-        fprintf(stderr, "quantize: %s: write error (%s)\n", out.temp, strerror(errno));
+        fprintf(stderr, "quantize: %s: write error (%s)\n", out.path, strerror(errno));
     else {
         status = 0;
         for (int t = 0, layer = 0; t < count && status == 0; t++) {
@@ -1124,7 +1124,7 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
                         "value that is not finite (got NaN or infinity, expected finite "
                         "weights)\n", TENSOR_TEXT[n], where);
             else if (rc != 0)
-                fprintf(stderr, "quantize: %s: write error (%s)\n", out.temp, strerror(errno));
+                fprintf(stderr, "quantize: %s: write error (%s)\n", out.path, strerror(errno));
             status = rc == 0 ? 0 : -1;
         }
         if (status == 0 && ck->attention) {
@@ -1137,7 +1137,7 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
                 checkpoint_encode_synth((char *)ext + fixed, ck->attention, c);
             }
             if (!ext || write_all(out.file, ext, 1, bytes)) {
-                fprintf(stderr, "quantize: %s: %s\n", out.temp,
+                fprintf(stderr, "quantize: %s: %s\n", out.path,
                         ext ? strerror(errno) : "out of memory");
                 status = -1;
             }

@@ -28,7 +28,7 @@
 #include <sys/mman.h>    /* mmap, madvise, mprotect, munmap (WASI: emulated) */
 #include <sys/stat.h>    /* stat, fstat, fchmod, umask, S_IS* */
 #include <time.h>        /* clock_gettime, CLOCK_MONOTONIC */
-#include <unistd.h>      /* fsync, close, unlink, link, pread, write, access, sysconf */
+#include <unistd.h>      /* fsync, close, unlink, link, pread, write, access, sysconf, getpid */
 
 #define LOCK_TRIES 8     /* os_lock: attempts while another process removes the file */
 #define OS_PAGE_MIN 4096 /* os_commit: a write this far apart reaches every page (the
@@ -597,11 +597,24 @@ int os_save_open(SaveFile *s, const char *program, const char *path) {
         s->temp[0] = '\0';
         return -1;
     }
-    sigset_t held;
-    block_signals(&held);
-    int fd = mkstemp(s->temp);
-    if (fd >= 0) cleanup_add(s->temp);
-    unblock_signals(&held);
+    int fd = -1;
+    s->unnamed = 0;
+#ifdef O_TMPFILE
+    char folder[OS_PATH_CAP];
+    if (folder_of(folder, path) == 0 && access("/proc/self/fd", X_OK) == 0)
+        fd = open(folder, O_TMPFILE | O_WRONLY, 0600);   /* named by link_temp */
+    if (fd >= 0) {
+        s->unnamed = 1;
+        s->temp[0] = '\0';
+    }
+#endif
+    if (fd < 0) {
+        sigset_t held;
+        block_signals(&held);
+        fd = mkstemp(s->temp);
+        if (fd >= 0) cleanup_add(s->temp);
+        unblock_signals(&held);
+    }
     if (fd < 0) {
         fprintf(stderr, "%s: %s: cannot create a file beside it (got \"%s\", expected a "
                 "writable folder)\n", program, path, strerror(errno));
@@ -622,9 +635,9 @@ int os_save_open(SaveFile *s, const char *program, const char *path) {
     mode_t mode = replacing ? old.st_mode & 07777 : 0666 & ~mask;
     if (fchmod(fd, mode) != 0 || !(s->file = fdopen(fd, "wb"))) {
         fprintf(stderr, "%s: %s: cannot open (got \"%s\", expected a writable file)\n",
-                program, s->temp, strerror(errno));
+                program, s->unnamed ? path : s->temp, strerror(errno));
         close(fd);
-        remove(s->temp);
+        if (s->temp[0]) remove(s->temp);
         forget_temp(s);
         return -1;
     }
@@ -656,10 +669,56 @@ int os_rename_synced(const char *program, const char *from, const char *to) {
     return sync_folder(program, to);
 }
 
+#ifdef O_TMPFILE
+/* Flush and fsync s's temporary of no name, give it a name no file had (PATH.tmp- and six
+ * hexadecimal digits: linkat through /proc, which fails on any file already there) and
+ * close it. Returns 0, or -1 after one stderr line with nothing left (s->temp ""). */
+static int link_temp(FILE *file, const char *program, SaveFile *s) {
+    static unsigned counter;
+    int ok = fflush(file) == 0 && fsync(fileno(file)) == 0, error = errno, linked = 0;
+    char from[64];
+    snprintf(from, sizeof from, "/proc/self/fd/%d", fileno(file));
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)now.tv_nsec;
+    for (int tries = 0; ok && !linked && tries < 100; tries++) {
+        unsigned tag = (seed + ++counter * 40503u) & 0xffffffu;
+        if (snprintf(s->temp, sizeof s->temp, "%s%s-%06x", s->path, OS_TEMP_SUFFIX, tag) >=
+            (int)sizeof s->temp)
+            break;   /* os_save_open checked this length: not reached */
+        sigset_t held;
+        block_signals(&held);
+        linked = linkat(AT_FDCWD, from, AT_FDCWD, s->temp, AT_SYMLINK_FOLLOW) == 0;
+        if (linked) cleanup_add(s->temp);
+        else error = errno;
+        unblock_signals(&held);
+        if (!linked && error != EEXIST) break;
+    }
+    if (!linked) s->temp[0] = '\0';
+    ok = ok && linked;
+    if (fclose(file) != 0 && ok) {
+        ok = 0;
+        error = errno;
+    }
+    if (!ok) {
+        fprintf(stderr, "%s: %s: write failed (got \"%s\", expected the whole file on the "
+                "disk)\n", program, s->path, strerror(error));
+        if (s->temp[0]) remove(s->temp);
+        return -1;
+    }
+    return 0;
+}
+#endif
+
 int os_save_commit(SaveFile *s, const char *program) {
     FILE *file = s->file;
     s->file = NULL;
-    int rc = os_close_synced(file, program, s->temp);   /* removes the temporary on failure */
+    int rc;
+#ifdef O_TMPFILE
+    if (s->unnamed) rc = link_temp(file, program, s);
+    else
+#endif
+    rc = os_close_synced(file, program, s->temp);   /* removes the temporary on failure */
     if (rc == 0 && rename(s->temp, s->path) != 0) {
         fprintf(stderr, "%s: %s: cannot rename %s over it (got \"%s\", expected a writable "
                 "path)\n", program, s->path, s->temp, strerror(errno));

@@ -5,8 +5,9 @@
  * Writing: a file is written whole to a temporary beside its destination, flushed to the
  * disk (fsync), and renamed over the destination, then the folder is synced: a reader
  * sees the old file or the new one, never a part, and a failure removes the temporary
- * and leaves every existing file as it was. The temporary of os_save_open has a name no
- * file had (mkstemp: PATH.tmp-XXXXXX), so it is never an input of the same command. A
+ * and leaves every existing file as it was. The temporary of os_save_open has no name
+ * until it is whole (Linux's O_TMPFILE), or a name no file had (mkstemp: PATH.tmp-XXXXXX),
+ * so it is never an input of the same command. A
  * writer that must find its temporary again after a crash (the trainer) uses a fixed
  * name instead (os_create_new), under a lock, after checking that name against its
  * inputs. Before writing, a program checks each destination (os_check_output: a regular
@@ -127,13 +128,17 @@ int os_map_writable(void *p, size_t size, int writable);
 typedef struct {
     FILE *file;                  /* open for writing; NULL once closed */
     char path[OS_PATH_CAP];      /* the destination */
-    char temp[OS_PATH_CAP];      /* the temporary beside it; "" when there is none */
+    char temp[OS_PATH_CAP];      /* the temporary's name; "" while it has none */
+    int unnamed;                 /* 1: the temporary is a file of no name (O_TMPFILE) */
 } SaveFile;
 
-/* Create a temporary of a name no file had, PATH.tmp-XXXXXX in path's folder (the mode of
- * the file at path, and its owner and group where this process may set them; for a new
- * path, 0666 less the umask), and open it for writing into s->file. Returns 0, or -1
- * after one stderr line "PROGRAM: PATH: ..." (then s holds nothing to discard). */
+/* Create a temporary in path's folder (the mode of the file at path, and its owner and
+ * group where this process may set them; for a new path, 0666 less the umask), and open it
+ * for writing into s->file. Where the system makes files of no name (Linux's O_TMPFILE)
+ * it has none until os_save_commit names it PATH.tmp-XXXXXX, just before the rename, so
+ * a process killed while writing (even by SIGKILL) leaves nothing; else it is created as
+ * PATH.tmp-XXXXXX, a name no file had. Returns 0, or -1 after one stderr line
+ * "PROGRAM: PATH: ..." (then s holds nothing to discard). */
 int os_save_open(SaveFile *s, const char *program, const char *path);
 
 /* Flush and fsync the temporary, close it, rename it over s->path and sync the folder.

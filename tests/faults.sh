@@ -96,6 +96,20 @@ else
     "$RUN" "$MODEL" -z "$TOKENIZER" -i "ROMEO:" -n 8 -s 1 --attn-map "$work/q/ref.html" \
         > /dev/null 2>&1
     echo old > "$work/q/old"
+    # where the file system makes files of no name (O_TMPFILE), a temporary has a name only
+    # between its link and its rename: a kill at any other call leaves no PATH.tmp-XXXXXX
+    # (asked of the file system by python3 where there is one, not of the programs)
+    unnamed=no
+    if command -v python3 > /dev/null; then
+        python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_TMPFILE | os.O_WRONLY))' \
+            "$work/q" 2> /dev/null && unnamed=yes
+    else
+        strace -f -qq -o "$work/trace" -e trace=open,openat "$QUANTIZE" "$MODEL" \
+            "$work/q/probe.bin" > /dev/null 2>&1 &&
+            grep -q 'O_WRONLY|O_TMPFILE, 0600) = [0-9]' "$work/trace" && unnamed=yes
+        rm -f "$work/q/probe.bin"
+    fi
+    echo "faults: temporaries of no name (O_TMPFILE) here: $unnamed"
     for prog in quantize map; do
         for call in write rename fsync; do
             if [ $prog = quantize ]; then
@@ -119,6 +133,8 @@ else
                 temps=$(cd "$work/q" && ls -A | grep -e '\.tmp-' -e '\.lock' | tr '\n' ' ')
                 result=ok
                 [ $state = part ] && result=FAILED
+                [ $unnamed = yes ] && [ $call != rename ] && case "$temps" in
+                    *.tmp-*) result=FAILED ;; esac
                 row "$prog, kill at $call $k of $n" "$(basename "$out") $state${temps:+; $temps}" \
                     "-" "-" "$result"
             done
