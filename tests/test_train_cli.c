@@ -431,11 +431,15 @@ static void test_no_overwrite(void) {
     format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2", text, longname);
     expect_train("a 246-byte checkpoint name", args, 1, "file name too long for the checkpoint "
                  "(got 258 bytes with the run's suffixes, expected at most 255)");
-    /* 240 bytes: its state, NAME.state (246), has no lock, only NAME.state.tmp (250): it
-     * trains (the state was held to the lock's suffixes, 258, and refused) */
-    longname[at - 6] = '\0';
+    /* 238 bytes: its state, NAME.state (244), has a lock too, NAME.state.lock-XXXXXX
+     * (256): refused naming the state; 237 bytes trains */
+    longname[at - 8] = '\0';
+    format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2", text, longname);
+    expect_train("a 238-byte checkpoint name", args, 1, "file name too long for the optimizer "
+                 "state (got 256 bytes with the run's suffixes, expected at most 255)");
+    longname[at - 9] = '\0';
     format_into(args, sizeof args, "-d %s -o %s " TINY " -n 2 --force", text, longname);
-    expect_train("a 240-byte checkpoint name", args, 0, "");
+    expect_train("a 237-byte checkpoint name", args, 0, "");
     remove(longname);
     format_into(fresh_tmp, sizeof fresh_tmp, "%s.state", longname);
     remove(fresh_tmp);
@@ -1024,6 +1028,21 @@ static void test_one_writer(void) {
     }
     if (fd >= 0) close(fd);
     remove(lock_path);
+    /* m.bin.state's lock held, as a trainer whose -o is m.bin.state holds it: refused (the
+     * state of this run would have been the other's checkpoint) */
+    format_into(lock_path, sizeof lock_path, "%s.state.lock", model);
+    fd = open(lock_path, O_RDWR | O_CREAT, 0666);
+    if (check_true(fd >= 0 && fcntl(fd, F_SETLK, &lock) == 0, "one writer: hold "
+                   "m.bin.state.lock")) {
+        format_into(want, sizeof want, "m.bin.state: another process (pid %ld) is writing it",
+                    (long)getpid());
+        expect_train("while another process writes its optimizer state", args, 1, want);
+        check_true(!exists(model) && !exists(tok), "one writer: the trainer refused by its "
+                   "state's lock wrote nothing");
+    }
+    if (fd >= 0) close(fd);
+    remove(lock_path);
+    format_into(lock_path, sizeof lock_path, "%s.lock", model);
     /* two at once: exactly one trains; the other is refused, by the lock or, if it came
      * late, by the first one's files */
     pid_t a = spawn_train(args), b = spawn_train(args);
@@ -1117,6 +1136,19 @@ static void contracts_memory(const char *dir, const char *text, const char *mode
     format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --max-memory %.9f",
                 text, model, tok, (double)need * 1.01e-9);
     expect_train("--max-memory just above the need", args, 0, "final: train");
+    /* --sample 8 loads the checkpoint beside the trainer: its P weights and a KV cache of 8
+     * positions (7 tokens after the newline, the most a context of 8 holds: 2 x 1 layer x
+     * 8 x 16 floats), counted here from the shapes; refused (before training) at 1.01 x the
+     * trainer's need, run just above the sum */
+    size_t sample = (P + 2 * 1 * 8 * 16) * sizeof(float);
+    format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --sample 8 "
+                "--max-memory %.9f", text, model, tok, (double)need * 1.01e-9);
+    expect_train("--max-memory below the need with --sample's model", args, 1,
+                 "--sample 8's model");
+    format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --sample 8 "
+                "--max-memory %.9f", text, model, tok, (double)(need + sample) * 1.001e-9);
+    expect_train("--max-memory just above the need with --sample's model", args, 0,
+                 "sample (7 tokens");
     /* the hostile round's shape (-B 64 -T 4096 -C 512 -L 8: about 80 GB), on a text long
      * enough for its context, against a limit of 64 GB */
     char long_text[CAP], want[128];

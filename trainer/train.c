@@ -116,8 +116,8 @@ static const char USAGE_TRAINING[] =
 "                         or OMP_NUM_THREADS); any number gives the same bits\n"
 "      --max-memory GB    refuse a run that needs more memory, (0, 1e6] (default: what\n"
 "                         this process may use: the machine's memory, or less under a\n"
-"                         cgroup limit or ulimit -v; the run's need is computed before\n"
-"                         anything is allocated)\n"
+"                         cgroup limit or ulimit -v; the run's need, --sample's model\n"
+"                         included, is computed before any step)\n"
 "  -h, --help             print this help and exit\n";
 
 /* The flags -r takes (the rest comes from the state file): allowed_with_resume's list,
@@ -134,7 +134,7 @@ static const char USAGE_NOTES[] =
 "files and renamed into place, so a run stopped at any moment (even by a crash) resumes\n"
 "with -r from its last checkpoint, or, stopped before its first, left nothing: run the\n"
 "same command again. PATH.lock is held while a run writes PATH: a second trainer aimed\n"
-"at the same checkpoint or tokenizer is refused.\n"
+"at the same checkpoint, state or tokenizer is refused.\n"
 "Exit status: 0 ok, 1 bad data or runtime failure (or an output file exists without\n"
 "--force), 2 usage error.\n";
 
@@ -479,10 +479,9 @@ static int check_outputs(const Options *o) {
             return -1;
         snprintf(names[i][2], TRAIN_PATH_CAP, "%s%s", paths[i], OS_LOCK_SUFFIX);
         /* the longest name the run writes for it: the lock's own temporary, PATH.lock-XXXXXX
-         * (the state, which has no lock: PATH.tmp; a file name past the folder's limit would
-         * fail only at the first save) */
-        const char *last = names[i][i == 1 ? 1 : 2], *slash = strrchr(last, '/');
-        size_t longest = strlen(slash ? slash + 1 : last) + (i == 1 ? 0 : 7);
+         * (a file name past the folder's limit would fail only at the first save) */
+        const char *last = names[i][2], *slash = strrchr(last, '/');
+        size_t longest = strlen(slash ? slash + 1 : last) + 7;
         if (longest > NAME_MAX) {
             fprintf(stderr, "train: %s: file name too long for %s (got %zu bytes with the run's "
                     "suffixes, expected at most %d)\n", paths[i], what[i], longest, NAME_MAX);
@@ -792,6 +791,25 @@ static int run_data_load(RunData *d, const Options *o) {
     return d->train_tokens && d->val_tokens ? 0 : -1;
 }
 
+/* 0 if the trainer and --sample's model (its checkpoint's weights read as ./run reads
+ * them, and a KV cache of n + 1 positions, n at most the context less one) fit
+ * --max-memory; else -1 after a stderr line. */
+static int check_sample_memory(const Trainer *tr, const Options *o) {
+    if (o->sample <= 0 || !o->settings.max_memory) return 0;
+    const Config *c = &tr->config;
+    size_t trainer = trainer_memory_bytes(c, &tr->settings, tr->B);
+    int n = o->sample < c->seq_len - 1 ? o->sample : c->seq_len - 1;   /* print_sample's */
+    size_t sample = tr->n_params * sizeof(float) + 2 * (size_t)c->n_layers *
+                    (size_t)(n + 1) * (size_t)c->dim * sizeof(float);
+    if (trainer + sample <= o->settings.max_memory) return 0;
+    fprintf(stderr, "train: the run needs %.3f GB of memory (the trainer %.3f GB, --sample "
+            "%d's model %.3f GB), more than the limit of %.3f GB (expected less: lower "
+            "--sample, or raise --max-memory)\n", (double)(trainer + sample) * 1e-9,
+            (double)trainer * 1e-9, o->sample, (double)sample * 1e-9,
+            (double)o->settings.max_memory * 1e-9);
+    return -1;
+}
+
 /* The trainer of the run: resumed from the checkpoint and its state (with -n a new
  * total; the tokenizer must be the run's), or new, once the data is known to suffice.
  * Returns 0 or an exit code, after a stderr line. */
@@ -829,6 +847,7 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
            (double)(d->size - d->split) / (double)d->n_val);
     if (o->resume) {
         tr->tokenizer_sum = d->tokenizer_sum;   /* recorded from now on (states before 4) */
+        if (check_sample_memory(tr, o) != 0) return EXIT_BAD_DATA;
         printf("resuming at step %d of %d\n", tr->step, tr->settings.steps);
         return 0;
     }
@@ -848,7 +867,9 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
     c.n_heads = o->heads;
     c.dim = o->dim;
     c.positions = o->positions;
-    if (trainer_init(tr, &c, &o->settings, o->settings.batch) != 0) return EXIT_BAD_DATA;
+    if (trainer_init(tr, &c, &o->settings, o->settings.batch) != 0 ||
+        check_sample_memory(tr, o) != 0)
+        return EXIT_BAD_DATA;
     if (o->init_path && trainer_start_from(tr, o->init_path) != 0) return EXIT_BAD_DATA;
     tr->tokenizer_sum = d->tokenizer_sum;
     return 0;
@@ -1081,10 +1102,13 @@ int main(int argc, char **argv) {
     if (asked && !o.threads) cli_note_threads("train", asked, kernels_threads());
     if (o.threads) kernels_set_threads(o.threads);
     if (check_outputs(&o) != 0) return EXIT_BAD_DATA;
-    /* one trainer per checkpoint and per tokenizer, held until exit */
-    SaveLock model_lock, tokenizer_lock = {.fd = -1};
+    /* one trainer per checkpoint, per state (another's -o may name this run's PATH.state)
+     * and per tokenizer, held until exit */
+    SaveLock model_lock, state_lock = {.fd = -1}, tokenizer_lock = {.fd = -1};
     if (os_lock(&model_lock, "train", o.out_path) != 0) return EXIT_BAD_DATA;
-    if (os_lock(&tokenizer_lock, "train", o.tokenizer_path) != 0) {
+    if (os_lock(&state_lock, "train", o.state_path) != 0 ||
+        os_lock(&tokenizer_lock, "train", o.tokenizer_path) != 0) {
+        os_unlock(&state_lock);
         os_unlock(&model_lock);
         return EXIT_BAD_DATA;
     }
@@ -1111,6 +1135,7 @@ done:
     free(targets);
     trainer_free(&tr);
     os_unlock(&tokenizer_lock);
+    os_unlock(&state_lock);
     os_unlock(&model_lock);
     return status;
 }
