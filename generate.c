@@ -213,7 +213,7 @@ static long read_line(FILE *f, char **line) {
     if (!buffer) goto out_of_memory;
     int c;
     while ((c = fgetc(f)) != EOF) {
-        if (n == GENERATE_MAX_LINE) {
+        if (n == GENERATE_MAX_LINE && c != '\n') {   /* the newline is not the line's */
             fprintf(stderr, "generate: input line too long (expected at most %d bytes)\n",
                     GENERATE_MAX_LINE);
             free(buffer);

@@ -90,7 +90,7 @@ static int replaceable(const char *path, const Config *c) {
 }
 
 int main(int argc, char **argv) {
-    os_program_start();   /* a closed pipe is a write error, reported like a full disk */
+    os_program_start("quantize");   /* a closed pipe: a write error, as a full disk */
     const char *paths[2] = {NULL, NULL};
     int n_paths = 0, group = CHECKPOINT_Q8_GROUP, force = 0;
     CliArg arg = {0};   /* carries a "--" from one argument to the next */

@@ -598,7 +598,7 @@ static int load_tokenizer(Tokenizer *tok, const char *path, const RunOptions *o,
 }
 
 int main(int argc, char **argv) {
-    os_program_start();   /* a closed pipe is a write error, reported like a full disk */
+    os_program_start("run");   /* a closed pipe: a write error, as a full disk */
     RunOptions o = {0};
     int parsed = parse_args(argc, argv, &o);
     if (parsed < 0) return cli_stdout_ok("run") == 0 ? 0 : EXIT_BAD_DATA;   /* --help */
@@ -608,9 +608,15 @@ int main(int argc, char **argv) {
     char tokenizer_path[4096];
     if (o.tokenizer_path) snprintf(tokenizer_path, sizeof tokenizer_path, "%s", o.tokenizer_path);
     else default_tokenizer_path(o.model_path, tokenizer_path, sizeof tokenizer_path);
-    const char *inputs[] = {o.model_path, tokenizer_path, o.prompt_file};
+    const char *inputs[] = {o.model_path, tokenizer_path, o.prompt_file,
+                            o.interactive ? "-" : NULL};   /* "-": standard input's file */
+    if (o.interactive && os_stdin_is_stdout()) {   /* it would read its own text back */
+        fprintf(stderr, "run: --interactive: standard input is the file standard output goes "
+                "to (got the same file, expected another for the text)\n");
+        return EXIT_BAD_DATA;
+    }
     if (o.attn_map_path && (os_check_output("run", o.attn_map_path, "the attention map",
-                                            inputs, 3) != 0 ||
+                                            inputs, 4) != 0 ||
                             os_check_name("run", o.attn_map_path, OS_TEMP_SUFFIX "-XXXXXX") != 0))
         return EXIT_BAD_DATA;
 

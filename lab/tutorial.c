@@ -1160,7 +1160,7 @@ static int run_step(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    os_program_start();   /* a closed pipe is a write error, reported like a full disk */
+    os_program_start("tutorial");   /* a closed pipe: a write error, as a full disk */
     if (argc < 2) {
         fprintf(stderr, "tutorial: no step given (expected tutorial STEP [ARGS]; tutorial "
                 "--help lists the steps)\n");

@@ -233,18 +233,18 @@ int os_file_size(FILE *file, const char *program, const char *path, size_t *size
     return 0;
 }
 
-/* All of standard input, at most max_bytes, into a malloc'd buffer (one spare byte);
- * NULL after a stderr line. It has no size to ask for, so the buffer grows. */
-static char *read_stdin(const char *program, const char *expected, size_t max_bytes,
-                        size_t *size) {
+/* All of file (named name in messages), at most max_bytes, into a malloc'd buffer (one
+ * spare byte); NULL after a stderr line. For standard input and files that tell no size
+ * (/proc's: 0 bytes), so the buffer grows. */
+static char *read_stream(FILE *file, const char *name, const char *program,
+                         const char *expected, size_t max_bytes, size_t *size) {
     size_t cap = 0, got = 0;
     char *text = NULL;
     for (;;) {
         if (got == cap) {
             if (cap > max_bytes) {
-                fprintf(stderr, "%s: standard input: too large (got more than %zu bytes, "
-                        "expected %s of at most %zu)\n", program, max_bytes, expected,
-                        max_bytes);
+                fprintf(stderr, "%s: %s: too large (got more than %zu bytes, expected %s of "
+                        "at most %zu)\n", program, name, max_bytes, expected, max_bytes);
                 free(text);
                 return NULL;
             }
@@ -252,7 +252,7 @@ static char *read_stdin(const char *program, const char *expected, size_t max_by
             if (next > max_bytes + 1) next = max_bytes + 1;
             char *grown = realloc(text, next + 1);
             if (!grown) {
-                fprintf(stderr, "%s: standard input: out of memory (%zu bytes)\n", program,
+                fprintf(stderr, "%s: %s: out of memory (%zu bytes)\n", program, name,
                         next + 1);
                 free(text);
                 return NULL;
@@ -260,12 +260,12 @@ static char *read_stdin(const char *program, const char *expected, size_t max_by
             text = grown;
             cap = next;
         }
-        size_t n = fread(text + got, 1, cap - got, stdin);
+        size_t n = fread(text + got, 1, cap - got, file);
         got += n;
         if (n > 0) continue;
-        if (ferror(stdin)) {
-            fprintf(stderr, "%s: standard input: read error (got \"%s\", expected %s)\n",
-                    program, strerror(errno), expected);
+        if (ferror(file)) {
+            fprintf(stderr, "%s: %s: read error (got \"%s\", expected %s)\n", program, name,
+                    strerror(errno), expected);
             free(text);
             return NULL;
         }
@@ -282,7 +282,7 @@ char *os_read_file(const char *program, const char *path, const char *expected,
             fprintf(stderr, "%s: standard input: a folder (expected %s)\n", program, expected);
             return NULL;
         }
-        return read_stdin(program, expected, max_bytes, size);
+        return read_stream(stdin, "standard input", program, expected, max_bytes, size);
     }
     FILE *file = os_open_read(program, path, expected);
     if (!file) return NULL;
@@ -290,6 +290,8 @@ char *os_read_file(const char *program, const char *path, const char *expected,
     size_t length = 0;
     if (os_file_size(file, program, path, &length) != 0) {
         /* it said why */
+    } else if (length == 0) {   /* empty, or a size not told (/proc): read to its end */
+        text = read_stream(file, path, program, expected, max_bytes, size);
     } else if (length > max_bytes) {
         fprintf(stderr, "%s: %s: file too large (got %zu bytes, expected %s of at most %zu)\n",
                 program, path, length, expected, max_bytes);
@@ -448,9 +450,20 @@ int os_map_writable(void *p, size_t size, int writable) {
 /* ---- writing ---- */
 #ifndef __wasi__
 
-void os_program_start(void) {
+static void on_cleanup_signal(int sig);
+static char bus_message[256];
+static size_t bus_length;
+
+void os_program_start(const char *program) {
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
+    int n = snprintf(bus_message, sizeof bus_message, "%s: a file in use was cut short (got "
+                     "SIGBUS reading a mapped model, expected its file unchanged until the "
+                     "program ends)\n", program);
+    bus_length = n > 0 && (size_t)n < sizeof bus_message ? (size_t)n : 0;
+    struct sigaction bus = {.sa_handler = on_cleanup_signal};
+    sigemptyset(&bus.sa_mask);
+    sigaction(SIGBUS, &bus, NULL);
     for (int fd = 0; fd <= 2; fd++)
         if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
             int held = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
@@ -476,6 +489,10 @@ static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE,
 static void on_cleanup_signal(int sig) {
     for (int i = 0; i < CLEANUP_SLOTS; i++)
         if (cleanup_used[i]) unlink(cleanup_paths[i]);   /* async-signal-safe */
+    if (sig == SIGBUS) {   /* os_program_start's: one line, exit 1 */
+        if (write(STDERR_FILENO, bus_message, bus_length) < 0) { /* nothing more to say */ }
+        _exit(1);
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -755,6 +772,12 @@ FILE *os_create_new(const char *program, const char *path) {
     return file;
 }
 
+int os_stdin_is_stdout(void) {
+    struct stat in, out;
+    return fstat(STDIN_FILENO, &in) == 0 && fstat(STDOUT_FILENO, &out) == 0 &&
+           S_ISREG(in.st_mode) && in.st_dev == out.st_dev && in.st_ino == out.st_ino;
+}
+
 int os_same_file(const char *a, const char *b) {
     struct stat sa, sb;
     return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
@@ -796,9 +819,14 @@ int os_check_output(const char *program, const char *path, const char *what,
         return -1;
     }
     for (int i = 0; i < n_inputs; i++) {
-        if (os_same_file(path, inputs[i])) {
-            fprintf(stderr, "%s: %s: is the input %s (got the same file, expected another path "
-                    "for %s)\n", program, path, inputs[i], what);
+        struct stat in;
+        if (inputs[i] && strcmp(inputs[i], "-") == 0 ? stat(path, &st) == 0 &&
+            fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode) && in.st_dev == st.st_dev &&
+            in.st_ino == st.st_ino : os_same_file(path, inputs[i])) {
+            int in_stdin = strcmp(inputs[i], "-") == 0;
+            fprintf(stderr, "%s: %s: is %s%s (got the same file, expected another path for "
+                    "%s)\n", program, path, in_stdin ? "the file standard input reads" :
+                    "the input ", in_stdin ? "" : inputs[i], what);
             return -1;
         }
     }
@@ -1014,5 +1042,5 @@ void os_unlock(SaveLock *l) {
     l->fd = -1;
 }
 #else
-void os_program_start(void) {}   /* WASI: no signals; the host holds the descriptors */
+void os_program_start(const char *program) { (void)program; }   /* WASI: no signals */
 #endif /* __wasi__ */

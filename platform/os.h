@@ -32,12 +32,18 @@
 /* ---- the clock and the machine ---- */
 
 /* What every program does first: SIGPIPE and SIGXFSZ ignored (a closed pipe, a file past
- * ulimit -f: write errors the program reports, not deaths), and descriptors 0, 1 and 2
- * held: one that is closed gets /dev/null opened the other way round (standard input for
- * writing, the outputs for reading), so that its reads or writes still fail (EBADF) as on
- * a closed one, and no file the program opens takes its number (a map opened as fd 1
- * would get the text too). */
-void os_program_start(void);
+ * ulimit -f: write errors the program reports, not deaths); SIGBUS (a mapped file
+ * truncated while in use: a model copied over in place) reported in one stderr line
+ * "PROGRAM: ..." and exit 1, after the removals a signal makes (os_save_open, os_lock);
+ * and descriptors 0, 1 and 2 held: one that is closed gets /dev/null opened the other way
+ * round (standard input for writing, the outputs for reading), so that its reads or
+ * writes still fail (EBADF) as on a closed one, and no file the program opens takes its
+ * number (a map opened as fd 1 would get the text too). */
+void os_program_start(const char *program);
+
+/* 1 if standard input and standard output are one regular file (run -I < f >> f would
+ * read its own text back, without end). */
+int os_stdin_is_stdout(void);
 
 /* Seconds on a monotonic clock (for speeds and durations: differences only). */
 double os_seconds(void);
@@ -168,8 +174,9 @@ int os_rename_synced(const char *program, const char *from, const char *to);
 /* Whether path may be written as `what` (for messages: "the checkpoint"): it must be a
  * new path in an existing, writable folder, or a regular file this user may write (not a
  * symbolic link: the rename of the finished file would replace the link itself), and no
- * file of inputs (n_inputs paths, NULL entries skipped; compared by device and inode, so
- * links and other spellings count), nor the file standard output or error goes to.
+ * file of inputs (n_inputs paths, NULL entries skipped, "-" the file standard input
+ * reads; compared by device and inode, so links and other spellings count), nor the file
+ * standard output or error goes to.
  * Returns 0, or -1 after one stderr line. */
 int os_check_output(const char *program, const char *path, const char *what,
                           const char *const inputs[], int n_inputs);

@@ -428,6 +428,80 @@ static void test_special_files(const char *model, const char *tok) {
            "standard input: a folder (expected a prompt file)");
 }
 
+/* Standard input as a file, and a model file that changes under a run: the map written
+ * over the file standard input reads (-f -, -I) replaced it (exit 0); `run -I < f >> f`
+ * read its own text back without end; a /proc file (size 0, text to read) was an empty
+ * prompt; a line of exactly the limit's bytes and its newline was refused; a mapped
+ * model cut short while in use killed the run by SIGBUS (exit 135, no line). */
+static void test_standard_input(const char *model, const char *tok) {
+    char command[2048], *out = NULL, *err = NULL;
+    int code;
+    const char *modes[2][2] = {{"-f -", "pr.svg"}, {"-I", "lines.svg"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(command, sizeof command, "printf 'hi\\n' > %s/%s && %s %s -z %s -n 2 %s "
+                 "--attn-map %s/%s < %s/%s; echo \"exit $?\"; cat %s/%s", dir, modes[i][1],
+                 run_bin, model, tok, modes[i][0], dir, modes[i][1], dir, modes[i][1], dir,
+                 modes[i][1]);
+        out = err = NULL;
+        check_run(command, &out, &err);
+        check_true(out && strstr(out, "exit 1\nhi\n") && err && strstr(err, "is the file "
+                   "standard input reads (got the same file, expected another path for the "
+                   "attention map)"), "run %s --attn-map naming standard input's file: refused, "
+                   "the file kept (got \"%s\")", modes[i][0], out ? out : "");
+        free(out); free(err);
+    }
+    snprintf(command, sizeof command, "printf 'ab\\n' > %s/same.txt && timeout 20 %s %s -z %s "
+             "-n 2 -I < %s/same.txt >> %s/same.txt; echo \"exit $?\"", dir, run_bin, model, tok,
+             dir, dir);
+    out = err = NULL;
+    check_run(command, &out, &err);
+    check_true(out && strcmp(out, "exit 1\n") == 0 && err && strstr(err, "run: --interactive: "
+               "standard input is the file standard output goes to"), "run -I < f >> f: "
+               "refused at once (got \"%s\")", out ? out : "");
+    free(out); free(err);
+    FILE *proc = fopen("/proc/sys/kernel/ostype", "r");   /* "Linux" */
+    char first[16] = "";
+    if (!proc || !fgets(first, sizeof first, proc)) {
+        check_skip("/proc/sys/kernel/ostype unreadable: a file of size 0 with text not read");
+    } else {
+        snprintf(command, sizeof command, "%s %s -z %s -f /proc/sys/kernel/ostype -n 1",
+                 run_bin, model, tok);
+        out = NULL;
+        code = check_run(command, &out, NULL);
+        check_true(code == 0 && out && strncmp(out, first, strlen(first)) == 0, "run -f "
+                   "/proc/sys/kernel/ostype (size 0): its text is the prompt (\"%s\")", first);
+        free(out);
+    }
+    if (proc) fclose(proc);
+    /* 1,048,576 bytes and a newline: read (then too long for the context, which may not
+     * shift: the run ends there, exit 0); one byte more is refused */
+    for (int extra = 0; extra <= 1; extra++) {
+        snprintf(command, sizeof command, "{ head -c %d /dev/zero | tr '\\0' a; echo; } | %s "
+                 "%s -z %s -n 1 -I --no-context-shift > /dev/null", (1 << 20) + extra, run_bin,
+                 model, tok);
+        err = NULL;
+        code = check_run(command, NULL, &err);
+        check_true(extra ? code == 1 && err && strstr(err, "input line too long (expected at "
+                   "most 1048576 bytes)") : code == 0 && err && strstr(err, "context full"),
+                   "-I: a line of %d bytes and its newline %s (exit %d)", (1 << 20) + extra,
+                   extra ? "refused" : "read", code);
+        free(err);
+    }
+    if (strchr(run_bin, ' ')) {   /* a wrapper (valgrind) has signal handlers of its own */
+        check_skip("a model cut short while run reads it: RUN is a wrapper");
+        return;
+    }
+    snprintf(command, sizeof command, "cp %s %s/bus.bin && { echo ab; sleep 0.3; truncate -s "
+             "1024 %s/bus.bin; echo cd; sleep 0.3; } | %s %s/bus.bin -z %s -n 3 -t 0 -I > "
+             "/dev/null; echo \"exit $?\"", model, dir, dir, run_bin, dir, tok);
+    out = err = NULL;
+    check_run(command, &out, &err);
+    check_true(out && strcmp(out, "exit 1\n") == 0 && err && strstr(err, "run: a file in use "
+               "was cut short (got SIGBUS reading a mapped model"), "a model cut short "
+               "while run -I reads it: one line, exit 1 (got \"%s\")", out ? out : "");
+    free(out); free(err);
+}
+
 /* Standard output that fails (a full disk, a closed pipe) is an error with one line, and
  * thread counts beyond the cores are capped: --help on /dev/full exited 0; generation into
  * `head -c 1` died by SIGPIPE (exit 141) with no message; OMP_NUM_THREADS=100000
@@ -2067,6 +2141,7 @@ int main(void) {
     test_strict_parsing(model, tok);
     test_resource_limits(model, tok);
     test_special_files(model, tok);
+    test_standard_input(model, tok);
     test_output_and_threads(model, tok);
     test_numerical_edges(model, tok);
     test_generation(model, tok);

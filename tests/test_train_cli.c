@@ -1071,6 +1071,11 @@ static void contracts_text_as_output(const char *text, const char *model) {
     expect_train("--force -z naming the training text", args, 1, "text.txt: is the input");
     format_into(args, sizeof args, "--force -d %s -o %s " TINY " -n 2", text, text);
     expect_train("--force -o naming the training text", args, 1, "text.txt: is the input");
+    /* the text read from standard input (-d -), -o the same file */
+    format_into(args, sizeof args, "--force -d - -o %s -z %s.tok " TINY " -n 2 < %s", text,
+                model, text);
+    expect_train("--force -d - with -o naming the file standard input reads", args, 1,
+                 "text.txt: is the file standard input reads");
     size_t n_after = 0;
     char *text_after = check_read_file(text, &n_after);
     check_true(text_before && text_after && n_text == n_after &&
@@ -1264,6 +1269,13 @@ static void contracts_stdout(const char *dir, const char *text, const char *mode
                 model, tok);
     expect_train("a run into a full disk", args, 1,
                  "standard output: write error (No space left on device)");
+    /* before the first checkpoint (the progress line at step 10, a checkpoint at 50): the
+     * error named was access()'s, made while choosing the hint */
+    format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 100 -e 50 "
+                ">/dev/full", text, model, tok);
+    remove(model);
+    expect_train("a run into a full disk before its first checkpoint", args, 1,
+                 "standard output: write error (No space left on device); stopped at step");
 }
 
 /* Task: the hostile round's contract breaks, each refused with one line before any work

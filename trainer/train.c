@@ -963,8 +963,9 @@ static int run_loop(Trainer *tr, const Options *o, RunData *d, int *inputs,
                    format_duration(left, sizeof left,
                                    wall / steps_done * (double)(s->steps - tr->step)));
             if (fflush(stdout) != 0 || ferror(stdout)) {   /* nobody reads on: stop */
+                int error = errno;   /* before access(), which sets it too */
                 fprintf(stderr, "train: standard output: write error (%s); stopped at step %d "
-                        "(%s)\n", strerror(errno), tr->step, access(o->out_path, F_OK) == 0
+                        "(%s)\n", strerror(error), tr->step, access(o->out_path, F_OK) == 0
                         ? "-r resumes from the last checkpoint"
                         : "no checkpoint yet: the same command starts it again");
                 return -1;
@@ -1093,7 +1094,7 @@ static void print_final(Trainer *tr, const Options *o, const RunData *d, int *in
 }
 
 int main(int argc, char **argv) {
-    os_program_start();   /* a closed pipe is a write error, reported like a full disk */
+    os_program_start("train");   /* a closed pipe: a write error, as a full disk */
     Options o;
     int rc = parse_options(&o, argc, argv);
     if (rc < 0) return cli_stdout_ok("train") == 0 ? 0 : EXIT_BAD_DATA;   /* --help */
