@@ -385,14 +385,14 @@ static long input_text(GenerateLoop *loop, const char *line, long len) {
 
 /* Interactive mode, between turns: reads the next line of input and appends it, after a
  * newline (input_text), to the sequence, after the token that ended the turn
- * (loop->unrun). Once appended, the text goes to stdout unless the line came from a
- * terminal (which showed "\n> " and echoed it), so that the screen shows what the model
- * read, and only that. Returns STEP_CONTINUE, STEP_END at the end of input, STEP_FULL, or
+ * (loop->unrun). Once appended, the text goes to stdout unless the terminal that typed it
+ * is stdout too (which showed "\n> " and echoed it), so that the screen, or the file,
+ * shows what the model read, and only that. Returns STEP_CONTINUE, STEP_END at the end of input, STEP_FULL, or
  * STEP_ERROR after a stderr line. */
 static GenerateStep continue_with_input(GenerateLoop *loop) {
     Generation *g = loop->g;
     utf8_flush(&loop->out);
-    if (loop->o->prompt_user) fputs("\n> ", stdout);
+    if (loop->o->prompt_to) fputs("\n> ", loop->o->prompt_to);
     fflush(stdout);
     free(loop->line);
     loop->line = NULL;
@@ -416,7 +416,7 @@ static GenerateStep continue_with_input(GenerateLoop *loop) {
     if (appended == GENERATE_FULL) return STEP_FULL;   /* the line was not read: not shown */
     /* the text now ends with the line, not with the reverse prompt that ended the turn */
     reverse_feed(&loop->reverse, (const unsigned char *)loop->text, (size_t)len);
-    if (!loop->o->prompt_user && !loop->o->quiet)
+    if (!loop->o->line_shown && !loop->o->quiet)
         utf8_write(&loop->out, (const unsigned char *)loop->text, (size_t)len);
     return STEP_CONTINUE;
 }

@@ -82,8 +82,12 @@ typedef struct {
     int quiet;                   /* 1: print none of the text: neither prompt, tokens, input
                                     lines nor the final newline (the watcher prints its own) */
     FILE *input;                 /* where interactive lines come from (stdin) */
-    int prompt_user;             /* 1: input is a terminal: show "> " when a line is awaited
-                                    (the terminal echoes it); 0: echo each line to stdout */
+    FILE *prompt_to;             /* input is a terminal: "> " goes here when a line is
+                                    awaited (stdout, or stderr when stdout is a file); NULL:
+                                    none (a pipe) */
+    int line_shown;              /* 1: the terminal echoes a typed line where the text goes
+                                    (stdin and stdout both terminals); 0: each line is
+                                    written to stdout, so the text holds what the model read */
 } GenerateOptions;
 
 /* Runs the prompt ids (n_prompt >= 1, fits the context), echoing it, then turns of

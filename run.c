@@ -410,7 +410,7 @@ typedef struct {
 static int run_generation(const RunOptions *o, Model *m, const Tokenizer *tok, Sampler *sampler,
                           GenerationPlan *plan) {
     Generation *g = &plan->generation;
-    if (plan->options.interactive && plan->options.prompt_user)   /* a person at a terminal */
+    if (plan->options.interactive && plan->options.prompt_to)   /* a person at a terminal */
         fprintf(stderr, "run: -I: after each turn, type a line and Enter to continue the text; "
                 "end of input (Ctrl-D) to stop\n");
     if (o->attn_top && run_lab_top_init(&plan->top, m, tok, g->n_ctx, o->layer >= 0 ? o->layer
@@ -501,7 +501,9 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
         go->quiet = 1;
     }
     go->input = stdin;
-    go->prompt_user = isatty(STDIN_FILENO);
+    int typed = isatty(STDIN_FILENO);   /* a person types the lines: show "> " */
+    go->line_shown = typed && isatty(STDOUT_FILENO);
+    go->prompt_to = !typed ? NULL : go->line_shown ? stdout : stderr;
     return 0;
 }
 

@@ -861,6 +861,21 @@ static void test_interactive(const char *model, const char *tok) {
                "to continue the text; end of input (Ctrl-D) to stop") && strstr(out, "\n> "),
                "-I on a terminal: the hint, and \"> \" when a line is awaited (exit %d)", code);
     free(out);
+    /* typed at a terminal, the text into a file: the file holds the lines the model read
+     * (the terminal's echo never reached it), the "> " marks go to the terminal (stderr) */
+    char text[128];
+    snprintf(text, sizeof text, "%s/typed.txt", dir);
+    out = NULL;
+    snprintf(command, sizeof command, "printf 'abcd\\n' | timeout 60 script -qec '%s %s -z %s "
+             "-i hi -n 2 -t 0 -I > %s' /dev/null", run_bin, model, tok, text);
+    code = check_run(command, &out, NULL);
+    size_t n_text = 0;
+    char *written = check_read_file(text, &n_text);
+    check_true(code == 0 && written && strstr(written, "\nabcd\n") && !strstr(written, "> ") &&
+               out && strstr(out, "\n> "), "-I typed at a terminal with the text into a file: "
+               "the file holds the line, \"> \" on the terminal only (exit %d)", code);
+    free(written);
+    free(out);
 }
 
 static void test_long_generation(const char *model, const char *tok) {
