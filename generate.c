@@ -126,8 +126,12 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
     if (run_pending(g) != 0) return -1;
     double seconds = os_seconds() - start;
     g->stats.rerun_tokens += rerun;
-    if (rerun > 0) g->stats.shift_seconds += seconds;   /* the kept tokens dominate */
-    else if (input) g->stats.input_seconds += seconds;
+    /* after a shift the kept tokens run again too: an input's own share of the time is its
+     * tokens' share of those run (a generated token's goes to the shift: one in many) */
+    double own = rerun == 0 ? seconds
+               : input ? seconds * (double)new_tokens / (double)(new_tokens + rerun) : 0.0;
+    g->stats.shift_seconds += seconds - own;
+    if (input) g->stats.input_seconds += own;
     if (input) g->stats.input_tokens += n;
     return 0;
 }

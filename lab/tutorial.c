@@ -14,10 +14,12 @@
  */
 #include "tutorial.h"
 
+#include <errno.h>        /* errno, ENOENT */
 #include <math.h>         /* sqrtf, logf, expf, fabsf, cosf, sinf, powf, NAN */
 #include <stdio.h>        /* printf, fprintf */
 #include <stdlib.h>       /* calloc, malloc, free */
 #include <string.h>       /* strcmp, strlen, memcpy, memset */
+#include <unistd.h>       /* access (POSIX) */
 
 #include "attention.h"    /* attention_forward, attention_weights, attention_step */
 #include "block.h"        /* block_qkv, block_finish, block_norm, block_matmul, backward */
@@ -95,6 +97,11 @@ static void print_text(const char *text, int n_tokens) {
 /* The shipped model and tokenizer                                             */
 
 int tutorial_load_tokenizer(Tokenizer *t) {
+    if (access(TUTORIAL_TOKENIZER, F_OK) != 0 && errno == ENOENT) {   /* another folder */
+        fprintf(stderr, "tutorial: %s: not found (expected ./tutorial run in the repository's "
+                "top folder, which holds weights/)\n", TUTORIAL_TOKENIZER);
+        return -1;
+    }
     if (tokenizer_load(t, TUTORIAL_TOKENIZER) != 0) return -1;
     if (t->kind == TOKENIZER_GPT2) return 0;
     fprintf(stderr, "tutorial: %s: the steps read the shipped kind of tokenizer (got llama2.c's "

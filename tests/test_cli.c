@@ -1912,6 +1912,19 @@ static void test_tutorial_program(void) {
     expect_program(tutorial, "tutorial sample with 4 arguments", "sample 1 2 3 4", 2,
                    "expected at most 3: [T] [TOP_K] [TOP_P]");
     expect_program(tutorial, "tutorial kernel 1 2", "kernel 1 2", 0, "");
+    /* run from another folder: weights/ not found, said so (it named the file only) */
+    if (strchr(tutorial, ' ')) {
+        check_skip("tutorial from another folder: TUTORIAL is a command");
+    } else {
+        char command[512], *err = NULL;
+        snprintf(command, sizeof command, "t=%s; case $t in /*) ;; *) t=$(pwd)/$t;; esac; "
+                 "cd %s && \"$t\" tokens", tutorial, dir);
+        int code = check_run(command, NULL, &err);
+        check_true(code == 1 && err && strstr(err, "tutorial: weights/tokenizer.bin: not found "
+                   "(expected ./tutorial run in the repository's top folder"), "tutorial tokens "
+                   "from another folder: one line naming the top folder (exit %d)", code);
+        free(err);
+    }
     /* the user's text is echoed with its control bytes escaped: no terminal escape */
     static const char *const echoing[] = {"tokens", "next", "cache"};
     for (int i = 0; i < 3; i++) {
