@@ -208,7 +208,7 @@ static const CliOption OPTIONS[] = {
 /* 1 if text is a number by cli.h's rule, in any range. */
 static int is_number(const char *text) {
     float x;
-    return cli_parse_float(text, -FLT_MAX, FLT_MAX, 0, &x) == 0;
+    return cli_parse_float(text, -(double)FLT_MAX, (double)FLT_MAX, 0, &x) == 0;
 }
 
 /* Records one flag (arg, its value checked by cli_next for kind and range) in o; a
@@ -233,7 +233,7 @@ static int apply_option(RunOptions *o, const CliArg *arg) {
     case OPT_STEPS: o->steps = arg->number; break;
     case OPT_TEMPERATURE: o->temperature = arg->real; break;
     case OPT_TOP_P:   /* -p is top-p as in llama2.c, but llama.cpp's prompt: say so */
-        if (cli_parse_float(arg->value, 0.0f, 1.0f, 1, &o->top_p) != 0)
+        if (cli_parse_float(arg->value, 0.0, 1.0, 1, &o->top_p) != 0)
             return usage_error(flag, arg->value, "invalid value", is_number(arg->value)
                                ? TOP_P_EXPECTED : TOP_P_EXPECTED "; the prompt is -i TEXT, "
                                "-p is top-p");

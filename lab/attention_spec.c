@@ -161,7 +161,8 @@ static int parse_pair(const Name *name, const char *pair, const char *end, Atten
             *(int *)((char *)cfg + key->offset) = v;
         } else if (key->type == KEY_TAU) {
             float v;
-            if (cli_parse_float(value, ATTENTION_MIN_TAU, ATTENTION_MAX_TAU, 0, &v) != 0) {
+            if (cli_parse_float(value, (double)ATTENTION_MIN_TAU, (double)ATTENTION_MAX_TAU, 0,
+                                &v) != 0) {
                 snprintf(err, cap, "%s: invalid value '%s' for tau (expected a number in "
                          "[%g, %g])", name->name, shown, (double)ATTENTION_MIN_TAU,
                          (double)ATTENTION_MAX_TAU);

@@ -47,7 +47,9 @@ ifeq ($(OMP),1)
 else
   BASE += -Wno-unknown-pragmas
 endif
-# the build folder: make B=build/noomp OMP=0 keeps a second build beside the first
+# the build folder: make B=build/noomp OMP=0 keeps a second build's objects beside the
+# first's (switching back rebuilds nothing); ./run, ./train, ./quantize and ./tutorial are
+# the last build's, which the checks of the docs' commands run
 B = build
 
 # Every object also depends on $(B)/flags, a file holding the compiler and flags it was

@@ -2,11 +2,8 @@
 # N failed"), how each is linked, and the suite under the sanitizers and under valgrind.
 # Included by the Makefile, whose `make test` runs $(TESTS) with tests/run_all.sh.
 
-$(B)/tests/check.o: tests/check.c tests/check.h
-$(B)/tests/attention_kernels.o: tests/attention_kernels.c tests/attention_kernels.h
-$(B)/tests/test_attention_variants.o: tests/attention_kernels.h
 # a test may include any header, so every test object depends on all of them
-$(B)/tests/%.o: tests/%.c tests/check.h $(HEADERS) $(FLAGS_STAMP)
+$(B)/tests/%.o: tests/%.c $(wildcard tests/*.h) $(HEADERS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
@@ -38,7 +35,6 @@ $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampl
 $(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/lab/attnmap.o \
                         $(B)/unicode/unicode.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
-$(B)/tests/train_fixtures.o: tests/train_fixtures.c tests/train_fixtures.h
 $(TRAIN_TESTS): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/check.o $(B)/tests/train_fixtures.o \
                 $(TRAIN_LIB) $(B)/platform/cli.o $(B)/trainer/bpe.o $(B)/lab/attention_spec.o $(CORE) $(TOK)
 $(TESTS):

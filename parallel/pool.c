@@ -15,8 +15,9 @@
 #include <stddef.h>       /* size_t */
 #include <stdint.h>       /* uint64_t */
 #include <stdio.h>        /* fprintf: an invalid OMP_NUM_THREADS */
-#include <stdlib.h>       /* getenv, strtol */
-#include <unistd.h>       /* sysconf: the cores, without OpenMP */
+#include <stdlib.h>       /* getenv, setenv, strtol, strtoull */
+#include <string.h>       /* strdup */
+#include <unistd.h>       /* sysconf: the cores */
 #ifdef _OPENMP
 #include <omp.h>          /* omp_set_num_threads, omp_get_max_threads */
 #endif
@@ -191,18 +192,18 @@ static void pool_main(void (*body)(void *ctx), void *ctx) {
     pthread_mutex_unlock(&pool.lock);
 }
 
+/* The cores the system has online. */
+static int pool_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
+}
+
 #ifndef _OPENMP
 /* A worker thread of kernels_run (without OpenMP). */
 static void *pool_thread(void *unused) {
     (void)unused;
     pool_worker();
     return NULL;
-}
-
-/* The cores the system has online. */
-static int pool_cores(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
 }
 
 /* OMP_NUM_THREADS as OpenMP reads it: a positive integer, or a comma-separated list of
@@ -303,10 +304,35 @@ int pool_set_threads(int n) {
     return n;
 }
 
+#ifdef _OPENMP
+/* The first count of OMP_NUM_THREADS (env) if it is a number above limit (one past INT_MAX
+ * as INT_MAX), else 0. */
+static int count_above(const char *env, int limit) {
+    while (isspace((unsigned char)*env)) env++;
+    if (!isdigit((unsigned char)*env)) return 0;
+    errno = 0;
+    unsigned long long n = strtoull(env, NULL, 10);
+    if (errno == ERANGE || n > INT_MAX) return INT_MAX;
+    return n > (unsigned long long)limit ? (int)n : 0;
+}
+#endif
+
 int pool_cap_threads(void) {
 #ifdef _OPENMP
+    /* clang's OpenMP runtime (libomp) reads OMP_NUM_THREADS at its first call and aborts on
+     * a count it cannot start (99999999999); gcc's read it at load. A count above the cores
+     * is lowered to them for that first call, then put back as given (the note names it) */
+    const char *env = getenv("OMP_NUM_THREADS");
+    int online = pool_cores(), above = env ? count_above(env, online) : 0;
+    char *given = above ? strdup(env) : NULL, count[16];
+    if (given) {
+        snprintf(count, sizeof count, "%d", online);
+        setenv("OMP_NUM_THREADS", count, 1);
+    }
     int asked = omp_get_max_threads(), cores = omp_get_num_procs();
-    if (asked <= cores) return 0;
+    if (given) setenv("OMP_NUM_THREADS", given, 1);
+    free(given);
+    if (asked <= cores) return above;
     omp_set_num_threads(cores);
 #else
     int asked = env_threads(), cores = pool_cores();

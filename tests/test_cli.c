@@ -447,7 +447,7 @@ static void test_standard_input(const char *model, const char *tok) {
         check_true(out && strstr(out, "exit 1\nhi\n") && err && strstr(err, "is the file "
                    "standard input reads (got the same file, expected another path for the "
                    "attention map)"), "run %s --attn-map naming standard input's file: refused, "
-                   "the file kept (got \"%s\")", modes[i][0], out ? out : "");
+                   "the file kept", modes[i][0]);
         free(out); free(err);
     }
     snprintf(command, sizeof command, "printf 'ab\\n' > %s/same.txt && timeout 20 %s %s -z %s "
@@ -457,7 +457,7 @@ static void test_standard_input(const char *model, const char *tok) {
     check_run(command, &out, &err);
     check_true(out && strcmp(out, "exit 1\n") == 0 && err && strstr(err, "run: --interactive: "
                "standard input is the file standard output goes to"), "run -I < f >> f: "
-               "refused at once (got \"%s\")", out ? out : "");
+               "refused at once");
     free(out); free(err);
     FILE *proc = fopen("/proc/sys/kernel/ostype", "r");   /* "Linux" */
     char first[16] = "";
@@ -498,7 +498,7 @@ static void test_standard_input(const char *model, const char *tok) {
     check_run(command, &out, &err);
     check_true(out && strcmp(out, "exit 1\n") == 0 && err && strstr(err, "run: a file in use "
                "was cut short (got SIGBUS reading a mapped model"), "a model cut short "
-               "while run -I reads it: one line, exit 1 (got \"%s\")", out ? out : "");
+               "while run -I reads it: one line, exit 1");
     free(out); free(err);
 }
 
@@ -708,8 +708,8 @@ static void test_strict_parsing(const char *model, const char *tok) {
                    "checked");
         return;
     }
-    snprintf(command, sizeof command, "r=$(realpath %s) && ln -sf %s %s/-m.bin && cd %s && "
-             "$r -n 2 -z %s -- -m.bin", run_bin, model, dir, dir, tok);
+    snprintf(command, sizeof command, "r=$(realpath '%s') && ln -sf %s %s/-m.bin && cd %s && "
+             "\"$r\" -n 2 -z %s -- -m.bin", run_bin, model, dir, dir, tok);
     err = NULL;
     int code = check_run(command, NULL, &err);
     check_true(code == 0 && err && strstr(err, "run: -m.bin: llm.c GPT-2"),
@@ -1996,8 +1996,8 @@ static void test_tutorial_program(void) {
         static const char *const steps[] = {"embed", "loss", "next", "block", "svg lens"};
         for (int i = 0; i < 5; i++) {
             char command[1024], *out = NULL, *err = NULL;
-            snprintf(command, sizeof command, "t=$(realpath %s) && cd %s/tut_tok && timeout "
-                     "120 $t %s", tutorial, dir, steps[i]);
+            snprintf(command, sizeof command, "t=$(realpath '%s') && cd %s/tut_tok && "
+                     "timeout 120 \"$t\" %s", tutorial, dir, steps[i]);
             int code = check_run(command, &out, &err), lines = 0;
             for (const char *p = err; p && *p; p++) lines += *p == '\n';
             check_true(code == 1 && out && !*out && lines == 1 && strstr(err, "tutorial: "
@@ -2012,8 +2012,8 @@ static void test_tutorial_program(void) {
     static const char *const by_hand[] = {"embed", "block", "svg lens", "svg nucleus"};
     for (int i = 0; i < 4; i++) {
         char command[1024], *out = NULL, *err = NULL;
-        snprintf(command, sizeof command, "t=$(realpath %s) && cd %s/tut && timeout 120 $t %s",
-                 tutorial, dir, by_hand[i]);
+        snprintf(command, sizeof command, "t=$(realpath '%s') && cd %s/tut && timeout 120 "
+                 "\"$t\" %s", tutorial, dir, by_hand[i]);
         int code = check_run(command, &out, &err);
         check_true(code == 1 && out && !*out && err && strstr(err, "tutorial: weights/model.bin: "
                    "this step writes out the shipped kind of model (got int8 matrices"),

@@ -605,7 +605,7 @@ static void test_qkv_int8_groups(void) {
         Matrix mat[3];
         for (int m = 0; m < 3; m++) {
             quant_quantize(w_q[m], scale[m], w_f[m], C, C, groups[t][m]);
-            mat[m] = (Matrix){.q8 = {w_q[m], scale[m], C, C, groups[t][m], 0}};
+            mat[m] = (Matrix){.q8 = {w_q[m], scale[m], C, C, groups[t][m], 0, 0}};
         }
         LayerWeights w = {.norm1_w = norm_w, .wq = mat[0], .wk = mat[1], .wv = mat[2]};
         BlockBuffers b = {.x = x, .xn1 = xn1, .q = q, .k = k, .v = v, .xq = xq, .xs = xs};

@@ -36,7 +36,7 @@
 #define TINY "-v 300 -L 1 -C 16 -H 2 -T 8 -B 4"   /* a model that trains in milliseconds */
 #define CAP 4096                        /* paths and commands built here */
 
-static char train_bin[CAP] = "./train";   /* absolute once main has run */
+static char train_bin[CAP] = "./train";   /* absolute and quoted for sh once main has run */
 static const char *run_bin = "./run";
 
 /* A new empty folder under /tmp, its path in dir (CAP bytes). Returns 0 or -1. */
@@ -1304,8 +1304,8 @@ static void test_contracts(void) {
 int main(void) {
     const char *env = getenv("TRAIN"), *bin = env ? env : "./train";
     char cwd[CAP / 2];
-    if (bin[0] != '/' && getcwd(cwd, sizeof cwd)) format_into(train_bin, CAP, "%s/%s", cwd, bin);
-    else format_into(train_bin, CAP, "%s", bin);
+    if (bin[0] != '/' && getcwd(cwd, sizeof cwd)) format_into(train_bin, CAP, "'%s/%s'", cwd, bin);
+    else format_into(train_bin, CAP, "'%s'", bin);
     env = getenv("RUN");
     if (env) run_bin = env;
     test_cli();

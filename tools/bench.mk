@@ -8,11 +8,9 @@
 # BENCH_ENV passes the paths to tools/bench.sh. int8 files are made by bench.sh itself
 # (with ./quantize, when it exists).
 
-$(B)/tools/gen_model.o: tools/gen_model.c platform/cli.h
 $(B)/tools/gen_model: $(B)/tools/gen_model.o $(B)/platform/cli.o
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(B)/tools/probe.o: tools/probe.c
 $(B)/tools/probe: $(B)/tools/probe.o
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -71,8 +69,6 @@ ab-check: $(B)/run
 $(B)/tools/bench_attention: $(B)/tools/bench_attention.o $(B)/attention.o $(B)/lab/attention_spec.o \
                             $(B)/platform/cli.o $(B)/platform/os.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(B)/tools/bench_attention.o: tools/bench_attention.c attention.h kernels.h lab/attention_spec.h \
-                              platform/os.h
 bench-attention: $(B)/tools/bench_attention
 	@echo "machine: $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), \
 	$$(nproc --all) cores, OMP_NUM_THREADS=$${OMP_NUM_THREADS:-all}"
@@ -83,7 +79,6 @@ bench-attention: $(B)/tools/bench_attention
 # Example: make bench-kernels
 $(B)/tools/bench_kernels: $(B)/tools/bench_kernels.o $(KERNELS)
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(B)/tools/bench_kernels.o: tools/bench_kernels.c checkpoint.h kernels.h quant.h
 bench-kernels: $(B)/tools/bench_kernels
 	@if [ -n "$(ONE_CPU)" ] && [ -z "$(ONE_CPU_PIN)" ] && command -v taskset >/dev/null; then \
 	  echo "bench-kernels: ONE_CPU: cannot hold a process to CPU '$(ONE_CPU)' (expected one" \
