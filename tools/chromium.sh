@@ -16,3 +16,11 @@ if [ -z "$browser" ]; then
         exit 0
     fi
 fi
+
+# chromium_home DIR: Chromium writes its crash reports' settings and dconf's cache under
+# $HOME whatever its --user-data-dir; a home of its own inside DIR (the caller's work
+# folder, removed on exit) leaves the user's untouched.
+chromium_home() {
+    export HOME="$1/home" XDG_CONFIG_HOME="$1/home/.config" XDG_CACHE_HOME="$1/home/.cache"
+    mkdir -p "$HOME"
+}

@@ -26,6 +26,7 @@ WHAT="page check"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/page_check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+chromium_home "$work"
 passed=0
 failed=0
 

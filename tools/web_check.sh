@@ -36,6 +36,7 @@ WHAT="web check"
 work=$(mktemp -d "${TMPDIR:-/tmp}/web_check.XXXXXX")
 server=
 trap '[ -z "$server" ] || kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+chromium_home "$work"
 mkdir -p "$SHOTS"
 passed=0
 failed=0
