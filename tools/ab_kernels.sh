@@ -26,6 +26,7 @@ shift 2
 shapes=${*:-q8:288:288 q8:288:768 q8:768:288 q8:768:768 q8:768:2048 q8:2048:768
 fp32:288:288 fp32:288:768 fp32:768:288 fp32:768:768 fp32:768:2048 fp32:2048:768}
 cc=${CC:-cc}
+[ -f tools/one_cpu.sh ] || { echo "ab_kernels.sh: run it from the repository's top folder (got $(pwd))" >&2; exit 2; }
 . tools/one_cpu.sh   # one_cpu
 one_cpu ab_kernels
 pin=${ONE_CPU:+taskset -c $ONE_CPU}

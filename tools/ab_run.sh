@@ -15,14 +15,17 @@
 # Prints the median B/A ratio with its quartiles and each build's mean tokens/s; above 1:
 # B faster. Asserts nothing.
 set -eu
+[ -f tools/one_cpu.sh ] || { echo "ab_run.sh: run it from the repository's top folder (got $(pwd))" >&2; exit 2; }
 usage="usage: sh tools/ab_run.sh A_RUN B_RUN MODEL TOKENIZER PROMPT_FILE"
 [ $# -eq 5 ] || { echo "ab_run: expected 5 arguments, got $#; $usage" >&2; exit 2; }
 a_run=$1 b_run=$2 model=$3 tok=$4 prompt_file=$5
 for f in "$a_run" "$b_run"; do
-    [ -x "$f" ] || { echo "ab_run: $f: not an executable run program" >&2; exit 2; }
+    [ -f "$f" ] && [ -x "$f" ] || { echo "ab_run: $f: not an executable run program" >&2; exit 2; }
 done
+case $a_run in */*) ;; *) a_run=./$a_run;; esac   # a bare name would be looked up in PATH
+case $b_run in */*) ;; *) b_run=./$b_run;; esac
 for f in "$model" "$tok" "$prompt_file"; do
-    [ -r "$f" ] || { echo "ab_run: $f: cannot read it" >&2; exit 2; }
+    [ -f "$f" ] && [ -r "$f" ] || { echo "ab_run: $f: cannot read it (expected a file)" >&2; exit 2; }
 done
 pairs=${PAIRS:-40} threads=${THREADS:-1} what=${WHAT:-prompt} n=${N:-128}
 case $pairs in ''|*[!0-9]*|0) echo "ab_run: PAIRS must be a positive integer (got '$pairs')" >&2; exit 2;; esac
@@ -48,9 +51,12 @@ for f in "$a_run" "$b_run"; do   # each once first: a run that fails says why, h
     err=$(run_once "$f") ||
         { echo "ab_run: $f failed: $(printf '%s\n' "$err" | tail -n 1)" >&2; exit 1; }
 done
-echo "ab_run: $what tokens/s, $pairs ABBA pairs at $threads thread(s): A $a_run, B $b_run"
+echo "ab_run: $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null |
+      sed 's/.*: //'), $what tokens/s, $pairs ABBA pairs at $threads thread(s)${pin:+ ($pin)}:" \
+     "A $a_run, B $b_run"
 i=0
 while [ $i -lt "$pairs" ]; do
+    kill -0 $$ 2>/dev/null || break   # the script was ended (SIGTERM): its loop ends too
     i=$((i + 1))
     if [ $((i % 2)) = 1 ]; then a=$(speed "$a_run"); b=$(speed "$b_run")
     else b=$(speed "$b_run"); a=$(speed "$a_run"); fi
@@ -58,7 +64,7 @@ while [ $i -lt "$pairs" ]; do
 done | awk '{ print $2 / $1, $1, $2 }' | sort -n | awk -v what="$what" '
     { r[NR] = $1; sa += $2; sb += $3 }
     END {
-        if (NR == 0) { print "ab_run: no pair ran (see either run alone)"; exit 1 }
+        if (NR == 0) { print "ab_run: no pair ran (see either run alone)" > "/dev/stderr"; exit 1 }
         printf "median B/A %.3f (quartiles %.3f-%.3f) of %d pairs; mean %s tokens/s A %.1f, B %.1f\n",
                r[int((NR + 1) / 2)], r[int((NR + 3) / 4)], r[int((3 * NR + 3) / 4)], NR,
                what, sa / NR, sb / NR

@@ -16,10 +16,15 @@ set -eu
 RUN=${RUN:-./run}
 MODEL=${MODEL:-weights/model.bin}
 TOK=${TOK:-weights/tokenizer.bin}
-DATA=${DATA:-data/tinyshakespeare.txt}
-[ -f "$DATA" ] || DATA=../shared/data/tinyshakespeare.txt   # where the test machines keep it
+if [ -n "${DATA:-}" ]; then   # the user's: used as given, or refused
+    [ -f "$DATA" ] || { echo "attn_table.sh: DATA: $DATA: no such file" >&2; exit 2; }
+else
+    DATA=data/tinyshakespeare.txt
+    [ -f "$DATA" ] || DATA=../shared/data/tinyshakespeare.txt   # where the test machines keep it
+fi
 BENCH=${BENCH:-build/tools/bench_attention}
 DOC=${DOC:-docs/lab.md}
+[ $# -le 1 ] || { echo "usage: sh tools/attn_table.sh [bench] (got $# arguments)" >&2; exit 2; }
 WHAT=${1:-all}
 case $WHAT in
     all|bench) ;;
@@ -29,6 +34,7 @@ OUT=build/attn_table.md
 BENCH_OUT=build/attn_bench.md
 mkdir -p build
 
+[ -f tools/one_cpu.sh ] || { echo "attn_table.sh: run it from the repository's top folder (got $(pwd))" >&2; exit 2; }
 . tools/doc_table.sh   # label, replace_between
 
 # ---- the quality table ----

@@ -62,6 +62,7 @@ case $WHAT in
     all|train|speed|equal|table|picture) ;;
     *) echo "usage: sh tools/attn_train_table.sh [all|train|speed|equal|table|picture]" >&2; exit 2 ;;
 esac
+[ -f tools/one_cpu.sh ] || { echo "attn_train_table.sh: run it from the repository's top folder (got $(pwd))" >&2; exit 2; }
 . tools/doc_table.sh   # label, replace_between
 mkdir -p "$WORK"
 for f in "$RUN" "$TRAIN" "$DATA"; do

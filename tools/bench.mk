@@ -31,8 +31,9 @@ bench-tools: $(B)/tools/gen_model $(B)/tools/probe $(B)/tools/bench_kernels $(B)
 # machine's CPUs need not be alike: docs/performance.md, How to measure): by default the
 # first CPU make may run on; empty for none.
 ONE_CPU ?= $(shell taskset -pc $$$$ 2>/dev/null | sed -n 's/.*: *\([0-9]*\).*/\1/p')
-ONE_CPU_PIN = $(if $(ONE_CPU),$(shell command -v taskset >/dev/null 2>&1 && \
-                taskset -c $(ONE_CPU) true 2>/dev/null && echo taskset -c $(ONE_CPU)))
+ONE_CPU_PIN = $(if $(ONE_CPU),$(shell echo '$(ONE_CPU)' | grep -qx '[0-9][0-9]*' && \
+                command -v taskset >/dev/null 2>&1 && taskset -c $(ONE_CPU) true 2>/dev/null && \
+                echo taskset -c $(ONE_CPU)))
 BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench \
             ONE_CPU=$(ONE_CPU)
 
@@ -83,6 +84,8 @@ bench-kernels: $(B)/tools/bench_kernels
 	@if [ -n "$(ONE_CPU)" ] && [ -z "$(ONE_CPU_PIN)" ] && command -v taskset >/dev/null; then \
 	  echo "bench-kernels: ONE_CPU: cannot hold a process to CPU '$(ONE_CPU)' (expected one" \
 	       "of this machine's CPUs, e.g. 0, or empty for none)" >&2; exit 2; fi
+	@echo "bench-kernels: $$(date -u '+%Y-%m-%d %H:%M UTC'), $$(grep -m1 'model name' /proc/cpuinfo \
+	  | cut -d: -f2 | sed 's/^ //'), $(if $(ONE_CPU_PIN),held to CPU $(ONE_CPU),not held to a CPU)"
 	@$(ONE_CPU_PIN) $(B)/tools/bench_kernels
 
 # attn-table: every attention variant and its sweep on the shipped model over the

@@ -23,6 +23,7 @@ PROMPT_TOKENS=${PROMPT_TOKENS:-256}    # prefill prompt length, at most (and the
 PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
 # ONE_CPU: the CPU one-thread runs and peaks are held to (taskset), by default the first
 # this may run on; empty: none. A machine's CPUs need not be alike (docs/performance.md).
+[ -f tools/one_cpu.sh ] || { echo "bench.sh: run it from the repository's top folder (got $(pwd))" >&2; exit 2; }
 . tools/fit_prompt.sh   # fit_prompt
 . tools/one_cpu.sh      # one_cpu
 MODELS=${MODELS:-"shipped s260k s15m s15m-rand s110m-rand gpt2-124m-rand"}
@@ -34,20 +35,35 @@ FP32_BYTES=4                 # bytes per parameter streamed, fp32
 INT8_BYTES=1.125             # int8 Q8_0: 32 int8 values + one fp32 scale per 32 = 36/32
 LL=$SHARED/testdata/llama2c
 
-[ -x "$RUN" ] || { echo "bench: $RUN: not built (make)" >&2; exit 1; }
+[ -f "$RUN" ] && [ -x "$RUN" ] || { echo "bench: $RUN: not built (make)" >&2; exit 1; }
+case $RUN in */*) ;; *) RUN=./$RUN;; esac   # a bare name would be looked up in PATH
+# a setting that is not a positive integer printed rows of "-" cells with exit 0
+for setting in "REPEAT=$REPEAT" "REPEAT_LARGE=$REPEAT_LARGE" "N_SHORT=$N_SHORT" \
+               "N_LONG=$N_LONG" "PROMPT_TOKENS=$PROMPT_TOKENS"; do
+    case ${setting#*=} in ''|*[!0-9]*|0*)
+        echo "bench: ${setting%%=*} must be a positive integer (got '${setting#*=}')" >&2
+        exit 2;; esac
+done
+for name in $MODELS; do
+    case $name in shipped|s260k|s15m|s15m-rand|s110m-rand|gpt2-124m-rand) ;;
+        *) echo "bench: MODELS: unknown model '$name' (expected shipped, s260k, s15m," \
+               "s15m-rand, s110m-rand or gpt2-124m-rand)" >&2; exit 2;; esac
+done
 one_cpu bench
 [ -f "$PROMPT_TEXT" ] || { echo "bench: $PROMPT_TEXT: missing" >&2; exit 1; }
 mkdir -p "$OUT" || exit 1
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP PIPE
 : >"$tmp/notes"
 note() { echo "$*" >>"$tmp/notes"; }
 start_seconds=$(date +%s)
 row() { printf '%-15s %-5s %2s %9s %9s %9s %4s %8s %7s %5s %5s %7s  %s\n' "$@"; }   # a line
 
 # Threads: ./run's -T flag; before it existed, OMP_NUM_THREADS (then the commands say so).
-if "$RUN" --help 2>&1 | grep -q -e '^ *-T'; then HAS_T=1; else HAS_T=0; fi
+"$RUN" --help >"$tmp/help" 2>&1 || { echo "bench: $RUN --help failed: $(tail -n 1 "$tmp/help")" >&2
+                                      exit 1; }
+if grep -q -e '^ *-T' "$tmp/help"; then HAS_T=1; else HAS_T=0; fi
 [ -x "$TIMER" ] || { TIMER=; note "peak MB: '-' because $TIMER (GNU time) is missing"; }
 
 # ---- header: machine and its measured peaks ----

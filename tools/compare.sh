@@ -71,13 +71,34 @@ STAT=${STAT:-median}
 case $STAT in median | best) ;; *) echo "compare.sh: STAT must be median or best (got '$STAT')" >&2; exit 2 ;; esac
 STEPS=${STEPS:-256}
 THREADS=${THREADS:-"1 2"}
+# a setting that is not a positive integer (or a thread count above the CPUs) is refused:
+# it printed tables of "-" cells, or llama2.c really ran 99 threads on 2 CPUs
+posint() {   # NAME VALUE
+    case $2 in ''|*[!0-9]*|0*) echo "compare.sh: $1 must be a positive integer (got '$2')" >&2
+                               exit 2;; esac
+}
+posint ROUNDS "$ROUNDS"
+posint STEPS "$STEPS"
+[ -n "$(echo $THREADS)" ] || { echo "compare.sh: THREADS is empty (expected counts, e.g. \"1 2\")" >&2; exit 2; }
+for t in $THREADS; do
+    posint THREADS "$t"
+    [ "$t" -le "$(nproc)" ] || { echo "compare.sh: THREADS: $t is more than this machine's" \
+        "$(nproc) CPUs (expected 1..$(nproc))" >&2; exit 2; }
+done
 SHARED=${SHARED_DIR:-../shared}
 LL=$SHARED/testdata/llama2c
 MODELS=${MODELS:-"s260k s15m s15m_q80"}   # also: s110m s110m_q80 (made in MODELS_DIR)
 MODELS_DIR=${MODELS_DIR:-build/compare}
 PROMPT="Once upon a time"
 PROMPT_TOKENS=${PROMPT_TOKENS:-256}
+posint PROMPT_TOKENS "$PROMPT_TOKENS"
+for m in $MODELS; do
+    case $m in s260k|s15m|s15m_q80|s110m|s110m_q80) ;;
+        *) echo "compare.sh: MODELS: unknown model '$m' (expected s260k, s15m, s15m_q80," \
+               "s110m or s110m_q80)" >&2; exit 2;; esac
+done
 PROMPT_TEXT=${PROMPT_TEXT:-tools/bench_prompt.txt}
+[ -f tools/one_cpu.sh ] || { echo "compare.sh: run it from the repository's top folder (got $(pwd))" >&2; exit 2; }
 . tools/fit_prompt.sh   # fit_prompt
 . tools/one_cpu.sh      # one_cpu
 GEN=${GEN:-build/tools/gen_model}
@@ -93,6 +114,8 @@ for o in $OTHERS; do
     esac
 done
 [ -x "$L2C/run" ] || { echo "compare: $L2C/run: not built (make runomp in $L2C)" >&2; exit 1; }
+case " $MODELS " in *_q80*) [ -x "$L2C/runq" ] || { echo "compare: $L2C/runq: not built (its" \
+    "int8 models need it: make runq in $L2C)" >&2; exit 1; };; esac
 # llama.cpp's programs: in the folder given, or in its bin/
 LCPP=
 if [ -n "$LCPP_ARG" ]; then
@@ -104,7 +127,7 @@ if [ -n "$LCPP_ARG" ]; then
 fi
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP PIPE
 say() { echo "compare: $*" >&2; }   # progress, on stderr
 
 # STAT of the numbers on standard input: their median, or the largest (best: another
@@ -152,16 +175,20 @@ part() { tail -c +$((256 + 4 * $1 + 1)) "$lg_in" | head -c $((4 * $2)); }   # OF
 # with the tokenizer TOK (and quantized from its fp32 GGUF with Q8_0), unless already there
 gguf() {
     gg_f32=$MODELS_DIR/${1%-q8_0}.gguf
+    # each written under a temporary name in the folder and renamed when whole: an
+    # interrupted conversion left a broken file that later runs took as made
     if [ ! -f "$gg_f32" ]; then
         say "converting $2 to $gg_f32"
         "$LCPP/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$3" \
-            --llama2c-model "$2" --llama2c-output-model "$gg_f32" >"$tmp/conv" 2>&1 ||
-            { tail -n 3 "$tmp/conv" >&2; rm -f "$gg_f32"; return 1; }
+            --llama2c-model "$2" --llama2c-output-model "$gg_f32.tmp.gguf" >"$tmp/conv" 2>&1 &&
+            mv "$gg_f32.tmp.gguf" "$gg_f32" ||
+            { tail -n 3 "$tmp/conv" >&2; rm -f "$gg_f32.tmp.gguf"; return 1; }
     fi
     if [ -n "${4:-}" ] && [ ! -f "$MODELS_DIR/$1.gguf" ]; then
         say "quantizing $gg_f32 to $MODELS_DIR/$1.gguf"
-        "$LCPP/llama-quantize" "$gg_f32" "$MODELS_DIR/$1.gguf" Q8_0 >"$tmp/quant" 2>&1 ||
-            { tail -n 3 "$tmp/quant" >&2; rm -f "$MODELS_DIR/$1.gguf"; return 1; }
+        "$LCPP/llama-quantize" "$gg_f32" "$MODELS_DIR/$1.gguf.tmp.gguf" Q8_0 >"$tmp/quant" 2>&1 &&
+            mv "$MODELS_DIR/$1.gguf.tmp.gguf" "$MODELS_DIR/$1.gguf" ||
+            { tail -n 3 "$tmp/quant" >&2; rm -f "$MODELS_DIR/$1.gguf.tmp.gguf"; return 1; }
     fi
 }
 
@@ -254,6 +281,8 @@ for m in $MODELS; do
     if model "$m"; then ready="$ready $m"
     else echo "| $m | - | skipped: a file it needs is missing or could not be made |" >>"$tmp/skipped"; fi
 done
+[ -n "$ready" ] || { echo "compare: none of MODELS ($MODELS) could be had (expected their files" \
+    "in $LL or $MODELS_DIR: SHARED_DIR names ../shared)" >&2; exit 1; }
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
 isa=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512_vnni|avx_vnni)$' | tr '\n' ' ')
@@ -327,6 +356,7 @@ for m in $ready; do
         done
         if [ -n "$LCPP" ]; then
             c=$(stat <"$tmp/lcpp")
+            [ "$c" != - ] || say "llama-bench gave no figure for $m at $t thread(s): its cells are -"
             echo "| $m | $t | $n | $a | $b | $c | $(ratio "$a" "$b") | $(ratio "$a" "$c") |$more" >>"$tmp/decode"
             pc=$(stat <"$tmp/lcpp_pre")
             echo "| $m | $t | ${n_pre:--} | $pa | $pc | $(ratio "$pa" "$pc") |$more_pre" >>"$tmp/prefill"

@@ -13,6 +13,12 @@
 # Usage: sh tools/doc_names.sh FILE.md...   Exit 0 if every name exists, else 1 after one
 # line per missing name: "doc_names: FILE:LINE: NAME: not defined in the code".
 set -u
+# each document must exist; it is read from where the user is (the check runs from the
+# repository's top)
+for d in "$@"; do
+    [ -f "$d" ] || { echo "doc_names: $d: no such file (expected a Markdown file)" >&2; exit 1; }
+done
+here=$(pwd)
 cd "$(dirname "$0")/.." || exit 1
 MODULES='attention|attnmap|block|bpe|checkpoint|cli|eval|generate|kernels|model|os|quant|sampler|tokenizer|train|trainer|unicode|hash|generation'
 TYPES='Attention|Block|Train|Trainer|Model|Kernels|Quant|Checkpoint|Tokenizer|Sampler|Generation|Generate|AttnMap|Eval|Save|Bpe|Cli|Run|KVCache|LayerWeights|Weights|Config|Matrix'
@@ -58,6 +64,7 @@ for f in $sources; do
 done > "$tmp.comments"
 # Names in the docs' code spans.
 for f in "$@"; do
+    case $f in /*) path=$f;; *) path=$here/$f;; esac
     awk -v file="$f" '
         /^```/ { fence = !fence; next }
         !fence {
@@ -66,7 +73,7 @@ for f in "$@"; do
                 print file ":" FNR "\t" substr(line, RSTART + 1, RLENGTH - 2)
                 line = substr(line, RSTART + RLENGTH)
             }
-        }' "$f"
+        }' "$path"
 done > "$tmp.docs"
 
 # The names of the repository's files without their endings (train_model, ...).

@@ -8,12 +8,17 @@
 # docs/img/loss.svg from docs/img/loss.log, the run of the tutorial's step 6.4)
 set -eu
 [ $# -eq 2 ] || { echo "usage: loss_curve.sh LOG TITLE" >&2; exit 2; }
-[ -r "$1" ] || { echo "loss_curve.sh: $1: cannot read it" >&2; exit 1; }
-awk -F' *[|] *' -v title="$2" '
+[ -f "$1" ] && [ -r "$1" ] || { echo "loss_curve.sh: $1: cannot read it (expected a log file)" >&2
+                             exit 1; }
+# the title as XML text (& < > escaped)
+title=$(printf '%s' "$2" | sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g')
+awk -F' *[|] *' -v title="$title" '
     /^step +[0-9]+\/[0-9]+ / {
         split($1, s, /[ \/]+/)
+        sub(/^loss /, "", $2)
+        if ($2 !~ /^[0-9.]+$/) next   # nan or inf: a diverged step, not drawn
         n++; step[n] = s[2] + 0; last = s[3] + 0
-        sub(/^loss /, "", $2); loss[n] = $2 + 0
+        loss[n] = $2 + 0
         if ($3 ~ /^val [0-9]/ && !(step[n] in seen_val)) {
             v = $3; sub(/^val /, "", v); sub(/ .*/, "", v)
             b = $3; sub(/.*\(/, "", b); sub(/ bpc.*/, "", b)
@@ -23,6 +28,10 @@ awk -F' *[|] *' -v title="$2" '
     }
     END {
         if (n == 0) { print "loss_curve.sh: no step lines in the log" > "/dev/stderr"; exit 1 }
+        if (last < 4) {   # the ticks are quarters of the run
+            printf "loss_curve.sh: a run of %d steps (expected at least 4 to draw)\n", last > "/dev/stderr"
+            exit 1
+        }
         W = 760; H = 440; left = 70; right = 730; top = 60; bottom = 370
         ymin = 3; ymax = 7   # nats per token: ln 1024 = 6.93 at the start
         printf "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -34,7 +43,8 @@ awk -F' *[|] *' -v title="$2" '
             printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n", left, py, right, py
             printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%d</text>\n", left - 8, py + 5, y
         }
-        for (x = 0; x <= last; x += (last >= 1000 ? 250 : last / 4)) {
+        tick = last >= 1000 ? 250 : int(last / 4)
+        for (x = 0; x <= last; x += tick) {
             px = left + x / last * (right - left)
             printf "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#222222\"/>\n", px, bottom, px, bottom + 6
             printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", px, bottom + 24, x
