@@ -390,9 +390,9 @@ static long input_text(GenerateLoop *loop, const char *line, long len) {
 /* Interactive mode, between turns: reads the next line of input and appends it, after a
  * newline (input_text), to the sequence, after the token that ended the turn
  * (loop->unrun). Once appended, the text goes to stdout unless the terminal that typed it
- * is stdout too (which showed "\n> " and echoed it), so that the screen, or the file,
- * shows what the model read, and only that. Returns STEP_CONTINUE, STEP_END at the end of input, STEP_FULL, or
- * STEP_ERROR after a stderr line. */
+ * is stdout too (which showed "\n> " and echoed it), so that the screen, or the file, shows
+ * what the model read, and only that. Returns STEP_CONTINUE, STEP_END at the end of input,
+ * STEP_FULL, or STEP_ERROR after a stderr line. */
 static GenerateStep continue_with_input(GenerateLoop *loop) {
     Generation *g = loop->g;
     utf8_flush(&loop->out);
