@@ -54,10 +54,13 @@ B = build
 
 # Every object also depends on $(B)/flags, a file holding the compiler and flags it was
 # built with, rewritten only when they change: `make test OMP=0` after a default build
-# rebuilds everything instead of testing the OpenMP objects again.
+# rebuilds everything instead of testing the OpenMP objects again, and `make -n` lists
+# only what would be built.
 FLAGS_STAMP = $(B)/flags
-$(FLAGS_STAMP): FORCE
+FLAGS_LINE = $(CC) $(BASE) $(CFLAGS)
+FLAGS_CHANGED := $(shell echo '$(FLAGS_LINE)' | cmp -s - $(FLAGS_STAMP) || echo yes)
+$(FLAGS_STAMP): $(if $(FLAGS_CHANGED),FORCE)
 	@mkdir -p $(B)
-	@echo '$(CC) $(BASE) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(BASE) $(CFLAGS)' > $@
+	@echo '$(FLAGS_LINE)' > $@
 FORCE:
 .PHONY: FORCE

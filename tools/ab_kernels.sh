@@ -26,6 +26,26 @@ shift 2
 shapes=${*:-q8:288:288 q8:288:768 q8:768:288 q8:768:768 q8:768:2048 q8:2048:768
 fp32:288:288 fp32:288:768 fp32:768:288 fp32:768:768 fp32:768:2048 fp32:2048:768}
 cc=${CC:-cc}
+# every shape checked before anything is compiled: a kind the program knows, and two
+# sizes of digits only ("64x" is not 64)
+for shape in $shapes; do
+    case $shape in
+        q8:*:*|q8p:*:*|fp32:*:*) ;;
+        *) echo "ab_kernels: shape $shape: expected KIND:IC:OC with KIND q8, q8p or fp32" >&2
+           exit 2 ;;
+    esac
+    sizes=${shape#*:}
+    case $sizes in
+        *[!0-9:]*|:*|*:|*:*:*|*::*) echo "ab_kernels: shape $shape: IC and OC must be" \
+                                      "positive whole numbers (KIND:IC:OC)" >&2
+                                 exit 2 ;;
+    esac
+    case ${sizes%:*}:${sizes#*:} in
+        0*|*:0*) echo "ab_kernels: shape $shape: IC and OC must be positive, without" \
+                      "leading zeros" >&2
+                 exit 2 ;;
+    esac
+done
 [ -f tools/one_cpu.sh ] || { echo "ab_kernels.sh: run it from the repository's top folder (got $(pwd))" >&2; exit 2; }
 . tools/one_cpu.sh   # one_cpu
 one_cpu ab_kernels

@@ -287,7 +287,8 @@ done
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
 isa=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512_vnni|avx_vnni)$' | tr '\n' ' ')
 echo "compare: $(date -u +%Y-%m-%d), $cpu, $(nproc 2>/dev/null || echo '?') cores, ISA: $isa"
-echo "this engine: $RUN, checkout at $(git describe --always --dirty 2>/dev/null || echo "?")" \
+echo "this engine: $RUN, from the checkout at" \
+     "$(git -C "$(dirname "$RUN")" describe --always --dirty 2>/dev/null || echo "?")" \
      "($(flags_of "$RUN"))"
 if [ -f "$L2C/BUILD" ]; then l2c_build=$(head -c 400 "$L2C/BUILD")
 else l2c_build=$(cd "$L2C" && git log --oneline -1 2>/dev/null); fi

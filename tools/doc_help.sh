@@ -32,6 +32,13 @@ trap 'rm -rf "$tmpdir"' EXIT
 trap 'exit 1' HUP INT TERM
 mkdir "$tmpdir" || exit 1
 
+[ -d "$bindir" ] || { echo "doc_help: BINDIR $bindir: no such folder" >&2; exit 2; }
+for prog in run train quantize; do
+    [ -x "$bindir/$prog" ] ||
+        { echo "doc_help: $bindir/$prog: no such program (BINDIR holds run, train and" \
+               "quantize: make all)" >&2; exit 2; }
+done
+
 status=0
 copies=0
 for doc in "$@"; do
