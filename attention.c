@@ -526,7 +526,8 @@ static Scoring config_scoring(const AttentionConfig *cfg, const AttentionShape *
 static size_t synth_work_floats(const AttentionConfig *cfg, int HS);   /* the Synthesizer's */
 
 /* Fills p; returns -1 if a parameter is out of range (see lab/attention_spec.c for the
- * ranges users are told). Sizes stay far below SIZE_MAX for n_ctx <= 2^20. */
+ * ranges users are told) or the state's bytes would pass SIZE_MAX / 2 (a 32-bit size_t:
+ * LSH's lists at 2^20 positions). */
 static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx) {
     memset(p, 0, sizeof *p);
     int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
@@ -598,6 +599,12 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
         p->score_cap = cfg->features;
     if (p->score_cap < 2 * HS) p->score_cap = 2 * HS;
     if (synth_work) p->score_cap = (int)rows + (int)synth_work;   /* the logits, then work */
+    /* every part's bytes in double first: none of the size_t products below wraps */
+    double bytes = 4.0 * ((double)p->kv_rows * NKV * HS * 2 + (double)NH * p->list_cap +
+                          (double)NH * p->rec_floats + (double)NH * p->rounds * p->rand_rows * HS);
+    if (cfg->kind == ATTENTION_LSH)
+        bytes += 4.0 * NH * ((double)p->rounds * cfg->buckets + (double)p->rounds * n_ctx + n_ctx);
+    if (bytes > (double)(SIZE_MAX / 2)) return -1;
     size_t kv = (size_t)p->kv_rows * NKV * HS * sizeof(float);
     p->key = align_up(sizeof(StateHeader));
     /* a Synthesizer never reads a key: it keeps the values alone, half exact's cache */

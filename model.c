@@ -294,12 +294,20 @@ int model_set_attention(Model *m, const AttentionConfig *cfg) {
     return status;
 }
 
-/* Sets the attention again (after a change of context or tracing), as it was. */
+/* Sets the attention again (after a change of context or tracing), as it was; if that
+ * fails, its layers' configs stay for another try. Returns 0, or -1 after a stderr line
+ * (also when a failed model_set_attention_layers left none). */
 static int reset_attention(Model *m) {
     AttentionConfig *cfgs = m->attention_configs;
+    if (!cfgs) {
+        fprintf(stderr, "model: no attention to set up again (the last model_set_attention "
+                "failed; expected one that succeeded)\n");
+        return -1;
+    }
     m->attention_configs = NULL;   /* free_attention must not free what it reads */
     int status = model_set_attention_layers(m, cfgs);
-    free(cfgs);
+    if (status != 0 && !m->attention_configs) m->attention_configs = cfgs;
+    else free(cfgs);
     return status;
 }
 
@@ -404,7 +412,7 @@ int model_trace(Model *m, int on) {
 
 int model_attention_weights(Model *m, int layer, int q0, int T, float *w) {
     const Config *c = &m->config;
-    if (!m->tracing || layer < 0 || layer >= c->n_layers || q0 < 0 || q0 >= T ||
+    if (!m->tracing || !m->trace.q || layer < 0 || layer >= c->n_layers || q0 < 0 || q0 >= T ||
         T > m->n_ctx) {
         fprintf(stderr, "model: attention weights of layer %d, queries %d..%d out of range "
                 "(expected tracing on, layer 0..%d, 0 <= q0 < T <= %d)\n", layer, q0, T - 1,
@@ -466,12 +474,12 @@ static BlockBuffers block_buffers(RunState *s) {
     return b;
 }
 
-/* After a block: its output s->out is the next block's input s->x (the two buffers
- * swap names; no copy). */
-static void next_block(RunState *s) {
-    float *x = s->x;
-    s->x = s->out;
-    s->out = x;
+/* After a block: its output b->out is the next block's input b->x (the two buffers
+ * swap names in b; no copy, and the state's own names stay as allocated). */
+static void next_block(BlockBuffers *b) {
+    float *x = b->x;
+    b->x = b->out;
+    b->out = x;
 }
 
 /* Where layer l's part of the KV cache starts: its keys (NKV, n_ctx, HS) at cache.k (or
@@ -555,21 +563,19 @@ static BlockBuffers rows_from(BlockBuffers b, int r, int C) {
 
 /* The plain path, what the tutorial shows: every layer's q, k, v, the keys and values
  * appended to the KV cache at positions pos .. pos+n-1, exact attention of the chunk's
- * queries over the cache's positions 0 .. pos+n-1, the rest of the block; s->x (n, C) in
- * and out (in its rows first .. n-1: first_row). */
-static void plain_layers(Model *m, int n, int pos, int first) {
+ * queries over the cache's positions 0 .. pos+n-1, the rest of the block; b->x (n, C) in
+ * and out (in its rows first .. n-1: first_row; b->x names the last block's output). */
+static void plain_layers(Model *m, BlockBuffers *b, int n, int pos, int first) {
     const Config *c = &m->config;
-    RunState *s = &m->state;
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = &m->checkpoint.weights.layers[l];
-        BlockBuffers b = block_buffers(s);
-        block_qkv(c, w, n, &b);
-        cache_append(m, l, pos, n, b.k, b.v);
+        block_qkv(c, w, n, b);
+        cache_append(m, l, pos, n, b->k, b->v);
         int r = first_row(c, l, first);
-        BlockBuffers o = rows_from(b, r, c->dim);   /* rows r .. n-1 from here on */
+        BlockBuffers o = rows_from(*b, r, c->dim);   /* rows r .. n-1 from here on */
         attend_cache(m, l, pos + r, n - r, &o);
         block_finish(c, w, l, n - r, &o, NULL);
-        next_block(s);
+        next_block(b);
     }
 }
 
@@ -605,14 +611,15 @@ static void round_half_kv(const Config *c, float *q, float *k, float *v, int n) 
 /* The lab's path: plain_layers with a variant's attention (attention_step over its own
  * state, which takes the chunk's keys and values in, all n rows in every layer) where the
  * model has one, each layer's queries and keys kept for the heatmaps while tracing, and a
- * GGUF model's q, k and v rounded as llama.cpp's F16 cache rounds them (Config.half_kv).
- * Returns 0, or -1 after a stderr line (a variant that cannot continue at pos). */
-static int lab_layers(Model *m, int n, int pos, int first) {
+ * GGUF model's q, k and v rounded as llama.cpp's F16 cache rounds them (Config.half_kv);
+ * buffers as plain_layers takes them. Returns 0, or -1 after a stderr line (a variant that
+ * cannot continue at pos). */
+static int lab_layers(Model *m, BlockBuffers *buffers, int n, int pos, int first) {
     const Config *c = &m->config;
     RunState *s = &m->state;
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = &m->checkpoint.weights.layers[l];
-        BlockBuffers b = block_buffers(s);
+        BlockBuffers b = *buffers;   /* this layer's (a Synthesizer's without rope) */
         if (m->lab && attention_is_synth(m->attention_configs[l].kind))
             b.rope = NULL;   /* a Synthesizer reads q as the token's, unrotated */
         block_qkv(c, w, n, &b);
@@ -634,7 +641,7 @@ static int lab_layers(Model *m, int n, int pos, int first) {
             }
         }
         block_finish(c, w, l, n - r, &o, NULL);
-        next_block(s);
+        next_block(buffers);
     }
     return 0;
 }
@@ -664,17 +671,18 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
         return NULL;
     }
     int C = c->dim;
-    embed(m, s->x, tokens, n, pos);
+    BlockBuffers b = block_buffers(s);
+    embed(m, b.x, tokens, n, pos);
     if (block_rotary(c)) block_rope_angles(c, s->rope, n, pos);   /* once for every layer */
 
-    /* the L blocks, s->x updated in the rows the logits read (first .. n-1): the plain
+    /* the L blocks, b.x updated in the rows the logits read (first .. n-1): the plain
      * path, or the lab's (a variant, tracing, or a GGUF model's roundings) */
     int first = all_logits ? 0 : n - 1, rows = n - first;
-    if (!m->lab && !m->tracing && !c->half_kv) plain_layers(m, n, pos, first);
-    else if (lab_layers(m, n, pos, first) != 0) return NULL;
+    if (!m->lab && !m->tracing && !c->half_kv) plain_layers(m, &b, n, pos, first);
+    else if (lab_layers(m, &b, n, pos, first) != 0) return NULL;
 
     /* final norm, then logits (rows, V) = xn_final (rows, C) . classifier (V, C)^T */
-    block_norm(c, s->xn_final, s->x + (size_t)first * C, w->norm_final_w, w->norm_final_b,
+    block_norm(c, s->xn_final, b.x + (size_t)first * C, w->norm_final_w, w->norm_final_b,
                rows);
     block_matmul(s->logits, s->xn_final, &w->classifier, NULL, rows, C, c->vocab_size, s->xq,
                  s->xs);

@@ -51,7 +51,7 @@ typedef struct {
 /* Activations for a chunk of up to max_chunk tokens, one buffer per name of block.h's
  * BlockBuffers (no buffer stands for two), reused by every layer. All owned. */
 typedef struct {
-    float *x;        /* (N, C) the residual stream entering a block */
+    float *x;        /* (N, C) the residual stream: the embeddings, a block's input */
     float *xn1;      /* (N, C) norm1(x), the attention sublayer's input */
     float *q;        /* (N, C) queries */
     float *k;        /* (N, KVD) keys of the chunk (then copied into the KV cache) */
@@ -63,8 +63,9 @@ typedef struct {
     float *pre;      /* (N, Hd) the MLP's pre-activation */
     float *act;      /* (N, Hd) its activation */
     float *gate;     /* (N, Hd) xn2 W_gate^T, SwiGLU's factor (Llama) */
-    float *out;      /* (N, C) the stream after a block; then swapped with x, the next
-                      * block's input */
+    float *out;      /* (N, C) the stream after a block, the next block's input: the
+                      * forward pass swaps the names x and out in its BlockBuffers after
+                      * each block (here they stay as allocated) */
     float *xn_final; /* (N, C) the final norm of the stream, the classifier's input */
     float *logits;   /* (N, V) */
     int8_t *xq;      /* (N, max(C, Hd)) int8 activations (int8 models) */
@@ -127,7 +128,8 @@ int model_attention_is_plain(const AttentionConfig *cfg);
  * (zeros if it has none). If every layer is plain the model keeps a KV cache, else every
  * layer runs attention_step. The next model_forward must start at position 0. Returns 0,
  * or -1 after a stderr line if a cfg is invalid or memory runs out (the model then has no
- * attention state and model_forward refuses to run). */
+ * attention state: model_forward, model_set_context, model_set_half_cache and model_trace
+ * refuse to run until a model_set_attention succeeds). */
 int model_set_attention_layers(Model *m, const AttentionConfig *cfgs);
 
 /* model_set_attention_layers with cfg for every layer. */
@@ -138,7 +140,9 @@ int model_set_attention(Model *m, const AttentionConfig *cfg);
  * the smaller of n_ctx and the rows model_load allocated activations for, then
  * commits the memory a run writes (the attention state, the activations but the logits,
  * which keep their values): its pages are taken now, not in the first prompt. The next
- * model_forward must start at position 0. Returns 0, or -1 after a stderr line. */
+ * model_forward must start at position 0. Returns 0, or -1 after a stderr line (the
+ * model then has no attention state, but keeps its variant: another model_set_context may
+ * succeed). */
 int model_set_context(Model *m, int n_ctx);
 
 /* Keep exact attention's KV cache in half precision (half = 1: kernels_to_half, half the

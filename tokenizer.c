@@ -402,11 +402,16 @@ fail:
 int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
     memset(t, 0, sizeof *t);
     for (int b = 0; b < 256; b++) t->byte_values[b] = (unsigned char)b;
-    size_t n = (size_t)v->vocab_size, total = v->offset[n];
     ScoredId *order = NULL;
-    if (v->vocab_size < 1 || v->vocab_size > TOKENIZER_MAX_VOCAB || total > UINT32_MAX) {
+    if (v->vocab_size < 1 || v->vocab_size > TOKENIZER_MAX_VOCAB) {
+        fprintf(stderr, "tokenizer: %s: vocabulary out of range (got %d tokens, expected "
+                "1..%d)\n", path, v->vocab_size, TOKENIZER_MAX_VOCAB);
+        return -1;
+    }
+    size_t n = (size_t)v->vocab_size, total = v->offset[n];
+    if (total > UINT32_MAX) {
         fprintf(stderr, "tokenizer: %s: vocabulary out of range (got %d tokens of %zu bytes, "
-                "expected 1..%d tokens)\n", path, v->vocab_size, total, TOKENIZER_MAX_VOCAB);
+                "expected at most %u bytes)\n", path, v->vocab_size, total, UINT32_MAX);
         return -1;
     }
     t->kind = v->kind;

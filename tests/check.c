@@ -14,13 +14,28 @@
 
 static int passed, failed, skipped;
 
+/* One line a check: a label that quotes a program's output keeps its newlines and other
+ * control bytes as escapes (\n, \xNN), so that no stray line follows it. */
 int check_true(int ok, const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    printf("%s - ", ok ? "ok" : "FAIL");
-    vprintf(fmt, args);
-    printf("\n");
+    char small[512], *label = small;
+    int len = vsnprintf(small, sizeof small, fmt, args);
     va_end(args);
+    if (len >= (int)sizeof small && (label = malloc((size_t)len + 1)) != NULL) {
+        va_start(args, fmt);
+        vsnprintf(label, (size_t)len + 1, fmt, args);
+        va_end(args);
+    }
+    if (!label) label = small;   /* out of memory: the label cut short */
+    printf("%s - ", ok ? "ok" : "FAIL");
+    for (const unsigned char *c = (const unsigned char *)label; *c; c++) {
+        if (*c == '\n') printf("\\n");
+        else if (*c < 0x20 || *c == 0x7f) printf("\\x%02x", *c);
+        else putchar(*c);
+    }
+    printf("\n");
+    if (label != small) free(label);
     if (ok) passed++; else failed++;
     fflush(stdout);
     return ok;

@@ -80,8 +80,8 @@ I686_CC = i686-linux-gnu-gcc
 I686_LIB = /usr/i686-linux-gnu/lib
 I686_LDLIBS = -lm -Wl,-rpath,$(I686_LIB) -Wl,--dynamic-linker=$(I686_LIB)/ld-linux.so.2
 I686_B = build/i686
-I686_EMULATED = test_kernels test_quant test_attention test_tokenizer test_tokenizer_llama \
-                test_sampler
+I686_EMULATED = test_kernels test_quant test_attention test_attention_variants test_tokenizer \
+                test_tokenizer_llama test_sampler
 
 # test-i686: the whole suite on the i686 build, and the greedy text. About 2 minutes (CI
 # runs it; longer under qemu-i386). Example: make test-i686

@@ -1312,6 +1312,23 @@ static void test_weights_invalid(void) {
     }
 }
 
+/* The state's size never wraps around size_t: LSH with 16 heads of 64, 64 rounds of 64
+ * buckets at 2^20 positions needs (by hand, in double) 4 bytes for each of 16 x 2^20 keys
+ * and values of 64 floats, 16 x 2^20 list entries, 16 x 64 x 32 x 64 random rows, 16 x 64
+ * x 64 bucket heads, 16 x 64 x 2^20 next links and 16 x 2^20 stamps: over 4 GiB, so
+ * attention_state_bytes gives at least that, or 0 (refused) where size_t has 32 bits. */
+static void test_state_size_wrap(void) {
+    AttentionShape shape = {16, 16, 64, 0.125f};
+    AttentionConfig lsh = config(ATTENTION_LSH);
+    lsh.buckets = 64;
+    lsh.rounds = 64;
+    double n = 1048576.0, want = 4.0 * (16 * n * 64 * 2 + 16 * n + 16.0 * 64 * 32 * 64 +
+                                       16.0 * 64 * 64 + 16 * 64 * n + 16 * n);
+    size_t got = attention_state_bytes(&lsh, &shape, 1 << 20);
+    check_true(got == 0 || (double)got >= want, "state size: LSH at 2^20 positions, 64 "
+               "rounds: %zu bytes (want 0, refused, or at least %.0f)", got, want);
+}
+
 int main(void) {
     test_vectors();
     test_kernels();
@@ -1321,6 +1338,7 @@ int main(void) {
     test_limits();
     test_lsh();
     test_lsh_nested();
+    test_state_size_wrap();
     test_seeds_and_threads();
     test_performer();
     test_identities();

@@ -17,6 +17,7 @@
 #include <stdio.h>     /* printf, snprintf */
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* memcmp, memcpy, memset */
+#include <sys/resource.h>   /* setrlimit, RLIMIT_AS */
 #include <unistd.h>    /* sysconf */
 
 #include "block.h"        /* block_qkv, block_matmul */
@@ -708,6 +709,106 @@ static void test_context_commit(void) {
     model_free(&m);
 }
 
+/* Size of this process's address space in pages (/proc/self/statm, first field), or -1. */
+static long address_pages(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = -1;
+    if (f && fscanf(f, "%ld", &size) != 1) size = -1;
+    if (f) fclose(f);
+    return size;
+}
+
+/* model_free releases the run state whichever buffer the last layer left as the input:
+ * s260k has 5 layers, so a forward pass ends with the names x and out swapped an odd
+ * number of times. 24 loads, each with one forward pass and a model_free: the address
+ * space grows by less than 4 MiB after the first (a leaked state is about 0.5 MiB a load). */
+static void test_free_odd_layers(void) {
+    char path[512];
+    if (data_pair("llama2c/s260k.bin", "llama2c/s260k.bin", path, path) != 0) return;
+    long page = sysconf(_SC_PAGESIZE), first = -1;
+    int token = 1, loads = 0;
+    for (int i = 0; i < 25; i++, loads++) {
+        Model m;
+        if (model_load(&m, path, 64, 0) != 0 || model_set_context(&m, 16) != 0) break;
+        int ok = model_forward(&m, &token, 1, 0, 0) != NULL && m.config.n_layers % 2 == 1;
+        model_free(&m);
+        if (!ok) break;
+        if (i == 0) first = address_pages();
+    }
+    long last = address_pages();
+    if (!check_true(loads == 25, "free: 25 loads of s260k (5 layers), each with a forward pass"))
+        return;
+    if (first < 0 || last < 0 || page <= 0) {
+        check_skip("free: no /proc/self/statm to read the address space from");
+        return;
+    }
+    check_true((last - first) * page < (4L << 20), "free: the address space grows by less than "
+               "4 MiB over 24 loads and frees (got %ld bytes)", (last - first) * page);
+}
+
+/* After a failed set-up of the attention the model refuses to run, never reads through
+ * what it freed: a Synthesizer s260k has no weights for is refused, then
+ * model_set_context refuses too (one line) and model_forward returns NULL; exact
+ * attention set again gives the logits of before. Where an address-space limit can make
+ * the KV cache's allocation fail (not under a sanitizer or valgrind), a model_set_context
+ * that runs out of memory keeps the variant, and the next one, with room, succeeds with
+ * the same logits. */
+static void test_attention_setup_failure(void) {
+    char path[512];
+    if (data_pair("llama2c/s260k.bin", "llama2c/s260k.bin", path, path) != 0) return;
+    Model m;
+    if (!check_true(model_load(&m, path, 16, 0) == 0 && model_set_context(&m, 16) == 0,
+                    "set-up failure: load s260k")) return;
+    int ids[3] = {1, 300, 42};
+    size_t V = (size_t)m.config.vocab_size;
+    float *want = malloc(V * sizeof(float));
+    const float *got = model_forward(&m, ids, 3, 0, 0);
+    if (!check_true(want && got, "set-up failure: logits before")) {
+        free(want);
+        model_free(&m);
+        return;
+    }
+    memcpy(want, got, V * sizeof(float));
+    AttentionConfig synth, exact;
+    attention_config_default(&synth);
+    attention_config_default(&exact);
+    synth.kind = ATTENTION_SYNTH_RANDOM;
+    check_true(model_set_attention(&m, &synth) != 0, "set-up failure: a Synthesizer without "
+               "weights refused");
+    check_true(model_set_context(&m, 16) != 0 && model_set_half_cache(&m, 0) != 0 &&
+               model_trace(&m, 0) != 0 && model_forward(&m, ids, 3, 0, 0) == NULL,
+               "set-up failure: then set_context, set_half_cache, trace and forward refuse");
+    got = model_set_attention(&m, &exact) == 0 ? model_forward(&m, ids, 3, 0, 0) : NULL;
+    check_true(got && memcmp(got, want, V * sizeof(float)) == 0,
+               "set-up failure: exact attention set again gives the same logits");
+#if defined(__SANITIZE_ADDRESS__) || defined(OS_PLAIN_ALLOC)
+    check_skip("set-up failure: out of memory (an address-space limit under a sanitizer or "
+               "the plain allocator)");
+#else
+    struct rlimit old;
+    long pages = address_pages(), page = sysconf(_SC_PAGESIZE);
+    if (getrlimit(RLIMIT_AS, &old) != 0 || pages < 0 || page <= 0) {
+        check_skip("set-up failure: out of memory (no address-space limit to set)");
+    } else {
+        /* room for 64 KiB more; a context of 512 needs 640 KiB of KV cache */
+        struct rlimit low = old;
+        low.rlim_cur = (rlim_t)(pages * page + (64L << 10));
+        int failed = setrlimit(RLIMIT_AS, &low) == 0 && model_set_context(&m, 512) != 0;
+        setrlimit(RLIMIT_AS, &old);
+        if (!failed) {
+            check_skip("set-up failure: out of memory (the limit did not make it fail)");
+        } else {
+            got = model_set_context(&m, 16) == 0 ? model_forward(&m, ids, 3, 0, 0) : NULL;
+            check_true(got && memcmp(got, want, V * sizeof(float)) == 0,
+                       "set-up failure: after running out of memory, a context with room "
+                       "gives the same logits");
+        }
+    }
+#endif
+    free(want);
+    model_free(&m);
+}
+
 /* os_commit_keep brings a block's pages in and keeps their values: a block of 64 pages
  * (under os_alloc_zeroed's huge-page size, so 4 KiB pages), a value written into the first
  * byte of every eighth page first (where os_commit writes its zeros); resident memory grows by the 56 pages not yet written (skipped where
@@ -827,6 +928,8 @@ int main(void) {
     test_qkv_int8_groups();
     test_rope_bits();
     test_context_commit();
+    test_free_odd_layers();
+    test_attention_setup_failure();
     test_commit_keep();
     /* tiny, s260k and their logits are in tests/data; small.bin and s15m only in ../shared */
     test_gpt2_logits("tiny", 64);
