@@ -472,7 +472,8 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
     long reach = (long)plan->n_prompt + o->steps;
     if (!o->interactive && reach < n_ctx) n_ctx = (int)reach;
     /* keep the BOS a tokenizer adds (Llama's) by default, as llama.cpp does: the model has
-     * only ever seen text start with it (a GPT-2 GGUF file names one, adds none: 0 kept) */
+     * only ever seen text start with it (a GPT-2 GGUF file adds one only where
+     * add_bos_token says so) */
     int added_bos = tok->add_bos && plan->prompt[0] == tok->bos_id;
     int keep = o->keep >= 0 ? o->keep : added_bos ? 1 : 0;
     if (keep > n_ctx - 1) keep = n_ctx - 1;   /* a run that never shifts */

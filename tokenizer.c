@@ -652,6 +652,21 @@ static size_t llama_char_length(const unsigned char *s, size_t n, size_t i) {
     return j - i;
 }
 
+/* The length of the character at s[i] (i < n) as llama.cpp's SentencePiece splits text:
+ * what its first byte announces (1 for ASCII and for a stray continuation byte, 2, 3 or 4
+ * for a lead byte), whatever follows, cut at n. */
+static size_t lead_char_length(const unsigned char *s, size_t n, size_t i) {
+    static const unsigned char length[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    size_t len = length[s[i] >> 4];
+    return len < n - i ? len : n - i;
+}
+
+/* The length of the merge's starting unit at s[i] under rules' by_character. */
+static size_t unit_length(int by_character, const unsigned char *s, size_t n, size_t i) {
+    return by_character == 2 ? lead_char_length(s, n, i)
+         : by_character == 1 ? llama_char_length(s, n, i) : 1;
+}
+
 /* Append id to ids if it fits; *count counts every id, so it ends as the size needed. */
 static void emit(int id, int *ids, size_t cap, size_t *count) {
     if (*count < cap) ids[*count] = id;
@@ -672,8 +687,7 @@ static int merge_piece(const TokenizerMergeRules *rules, const unsigned char *pi
 
     // the starting tokens, linked, and a candidate for every adjacent pair
     for (int32_t i = 0, last = -1; i < length; last = i, i = next[i]) {
-        int32_t width = rules->by_character ? (int32_t)llama_char_length(piece, n, (size_t)i)
-                                            : 1;
+        int32_t width = (int32_t)unit_length(rules->by_character, piece, n, (size_t)i);
         prev[i] = last;
         next[i] = i + width;
         token[i] = rules->find(rules->vocab, piece + i, (size_t)width);
@@ -751,9 +765,11 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
 
 /* ---------------------------------------------------------------- encode and decode */
 
-/* GPT-2: pre-tokenize, then merge each piece. */
+/* GPT-2: the BOS where the vocabulary asks for one (a GGUF file's add_bos_token) and this
+ * is not a continuation, then pre-tokenize and merge each piece. */
 static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t len,
-                       MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+                       int continuation, MergeScratch *scratch, int *ids, size_t cap,
+                       size_t *count) {
     for (size_t i = 0; i < len; i++) {
         if (t->byte_token[bytes[i]] < 0) {
             fprintf(stderr, "tokenizer: encode: byte 0x%02X at offset %zu has no token (got no "
@@ -762,6 +778,7 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
             return -1;
         }
     }
+    if (t->add_bos && !continuation) emit(t->bos_id, ids, cap, count);   /* a GGUF file's */
     for (size_t start = 0; start < len;) {
         size_t end = tokenizer_next_piece((const char *)bytes, len, start);
         if (encode_piece(t, bytes + start, end - start, scratch, ids, cap, count) != 0)
@@ -777,7 +794,7 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
  * tokens. */
 static int encode_text_merged(const Tokenizer *t, const unsigned char *text, size_t n,
                               MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
-    TokenizerMergeRules rules = {tokenizer_find, t, t->rank, 1, 1};
+    TokenizerMergeRules rules = {tokenizer_find, t, t->rank, 2, 1};
     if (merge_piece(&rules, text, n, scratch) != 0) return -1;
     for (int32_t i = 0; i < (int32_t)n; i = scratch->next[i]) {
         if (scratch->token[i] >= 0) {
@@ -813,9 +830,16 @@ static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t le
             fprintf(stderr, "tokenizer: encode: out of memory for %zu bytes\n", len + 1);
             return -1;
         }
+        /* llama.cpp writes every space as U+2581, so a U+2581 in the text reads as one */
+        size_t n = prefix;
         spaced[0] = ' ';
-        memcpy(spaced + prefix, text, len);
-        int status = encode_text_merged(t, spaced, len + prefix, scratch, ids, cap, count);
+        for (size_t i = 0; i < len; i++) {
+            int is_u2581 = i + 2 < len && text[i] == 0xE2 && text[i + 1] == 0x96 &&
+                              text[i + 2] == 0x81;
+            spaced[n++] = is_u2581 ? ' ' : text[i];
+            if (is_u2581) i += 2;
+        }
+        int status = encode_text_merged(t, spaced, n, scratch, ids, cap, count);
         free(spaced);
         return status;
     }
@@ -835,7 +859,9 @@ static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t le
     size_t n = len + prefix, run_start = 0, i = 0;
     int status = 0;
     while (i < n && status == 0) {
-        size_t width = llama_char_length(buffer, n, i);
+        /* the dummy prefix is a character of its own (llama2.c emits it as a token before
+         * the text's first character, even a stray continuation byte) */
+        size_t width = i < prefix ? 1 : llama_char_length(buffer, n, i);
         if (table_find(t, buffer + i, width) < 0) {
             // merge the run of known characters so far, then fall back to bytes
             if (i > run_start)
@@ -870,7 +896,7 @@ static int encode(const Tokenizer *t, const char *text, size_t len, int continua
     scratch_init(&scratch);
     *n_ids = 0;
     int status = t->kind == TOKENIZER_GPT2
-                 ? encode_gpt2(t, bytes, len, &scratch, ids, cap, &count)
+                 ? encode_gpt2(t, bytes, len, continuation, &scratch, ids, cap, &count)
                  : encode_llama(t, bytes, len, continuation, &scratch, ids, cap, &count);
     scratch_free(&scratch);
     if (status != 0) return -1;

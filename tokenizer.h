@@ -56,7 +56,8 @@ typedef struct {
     TokenizerEntry *table;   /* open-addressing hash: byte string -> id; owned */
     size_t table_size;       /* slots in table (a power of two) */
     size_t max_token_len;    /* length in bytes of the longest token */
-    int add_bos;             /* Llama: 1 if encoding starts with BOS (llama2.c: always) */
+    int add_bos;             /* 1 if encoding starts with BOS (llama2.c: always; GPT-2: a
+                              * GGUF file's add_bos_token, llm.c's files never) */
     int add_space;           /* Llama: 1 if a space goes before the text (the dummy prefix) */
     int merge_unknown;       /* Llama: 1 to merge as llama.cpp does (a GGUF file's vocabulary:
                               * characters with no token merge too, then fall back to bytes),
@@ -92,7 +93,8 @@ int tokenizer_find_id(const Tokenizer *t, const unsigned char *bytes, size_t len
 void tokenizer_free(Tokenizer *t);
 
 /* Encode len bytes of text (any bytes, invalid UTF-8 included) into token ids. GPT-2:
- * pre-tokenization, then lowest-id merging; end-of-text is not added. Llama: BOS, then
+ * BOS only where add_bos asks, pre-tokenization, then lowest-id merging; end-of-text is
+ * not added. Llama: BOS, then
  * (for non-empty text) a space and the text, merged by highest score as llama2.c's
  * encode(text, bos=1, eos=0) does, with byte fallback for unknown characters. Writes at
  * most cap ids to ids and the count to *n_ids. Returns 0, or -1 (with a stderr line) if
@@ -104,9 +106,9 @@ void tokenizer_free(Tokenizer *t);
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
                      int *ids, size_t cap, size_t *n_ids);
 
-/* tokenizer_encode for text that continues a sequence (a line of interactive input): Llama
- * without the BOS and without the dummy-prefix space, so that the ids spell exactly the
- * text's bytes; GPT-2 as tokenizer_encode. */
+/* tokenizer_encode for text that continues a sequence (a line of interactive input):
+ * without the BOS and (Llama) without the dummy-prefix space, so that the ids spell
+ * exactly the text's bytes. */
 int tokenizer_encode_continuation(const Tokenizer *t, const char *text, size_t len,
                                   int *ids, size_t cap, size_t *n_ids);
 
@@ -135,7 +137,10 @@ typedef struct {
     TokenizerFind find;      /* looks up a byte string */
     const void *vocab;       /* passed to find; a view, not owned */
     const int32_t *rank;     /* (vocab size,) merge priority by id, lowest first; NULL: the id */
-    int by_character;        /* 1: start from UTF-8 characters (llama2.c's grouping); 0: bytes */
+    int by_character;        /* 0: start from bytes; 1: from UTF-8 characters as llama2.c
+                              * groups them (a byte and up to 3 continuation bytes after
+                              * it); 2: as llama.cpp does (the length a first byte announces,
+                              * its unicode_len_utf8, cut at the piece's end) */
     int allow_unknown;       /* 1: a starting character with no token may still merge, and
                               * stays id -2 if it does not (tokenizer.c's GGUF path); else 0 */
 } TokenizerMergeRules;

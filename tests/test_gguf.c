@@ -912,6 +912,59 @@ static void test_reverse_turns(void) {
     unlink(command);
 }
 
+/* A GGUF Llama vocabulary splits text into characters as llama.cpp's SentencePiece does:
+ * each the length its first byte announces (unicode_len_utf8), whatever follows, and a
+ * U+2581 in the text reads as a space (llama.cpp writes spaces as U+2581). In s260k's
+ * vocabulary (512 tokens, <0xHH> = HH + 3): " \xe2A" is " " and the unknown "\xe2A",
+ * whose bytes fall back to 229 and 68 (not to 229 and the token "A"); " \x80abc" starts
+ * with the space's token, not with <0x20>; "a\xe2\x96\x81b" encodes as "a b". */
+static void test_gguf_llama_characters(void) {
+    const char *file = check_data_file("gguf/s260k.gguf");
+    if (!file) {
+        check_skip("gguf/s260k.gguf: not in tests/data and no ../shared: llama.cpp's "
+                   "characters not checked");
+        return;
+    }
+    Tokenizer t;
+    if (!check_true(gguf_load_tokenizer(&t, file) == 0, "s260k.gguf: tokenizer loads")) return;
+    int space = tokenizer_find_id(&t, (const unsigned char *)" ", 1), ids[16], again[16];
+    size_t n = 0, n_again = 0;
+    int ok = tokenizer_encode(&t, "\xe2" "A", 2, ids, 16, &n) == 0 && n == 4 && ids[0] == 1 &&
+             ids[1] == space && ids[2] == 0xe2 + 3 && ids[3] == 'A' + 3;
+    check_true(ok, "s260k.gguf: \"\\xe2A\" -> BOS, \" \", 229, 68 as llama.cpp (got %zu ids, "
+               "the last %d)", n, n ? ids[n - 1] : -1);
+    ok = tokenizer_encode(&t, "\x80" "abc", 4, ids, 16, &n) == 0 && n >= 3 && ids[1] == space &&
+         ids[2] == 0x80 + 3;
+    check_true(ok, "s260k.gguf: \"\\x80abc\" -> BOS, \" \" (%d), 131, ... (got %d, %d)", space,
+               n > 1 ? ids[1] : -1, n > 2 ? ids[2] : -1);
+    ok = tokenizer_encode(&t, "a\xe2\x96\x81" "b", 5, ids, 16, &n) == 0 &&
+         tokenizer_encode(&t, "a b", 3, again, 16, &n_again) == 0 && n == n_again &&
+         memcmp(ids, again, n * sizeof ids[0]) == 0;
+    check_true(ok, "s260k.gguf: \"a\\xe2\\x96\\x81b\" encodes as \"a b\" (%zu ids)", n);
+    tokenizer_free(&t);
+}
+
+/* A GGUF Llama vocabulary prints its byte-fallback tokens' bytes, as llama.cpp's
+ * token_to_piece gives them (llama2.c's files drop lone bytes, as its safe_printf does):
+ * s260k's 512 tokens spell none of "é", "😀" or "ï", so the echoed prompt holds them only
+ * through <0xHH> tokens. */
+static void test_byte_tokens_printed(void) {
+    const char *file = check_data_file("gguf/s260k.gguf");
+    if (!file) {
+        check_skip("gguf/s260k.gguf: not in tests/data and no ../shared: byte tokens' "
+                   "printing not checked");
+        return;
+    }
+    char command[1024], *out = NULL;
+    snprintf(command, sizeof command, "%s '%s' -i 'caf\303\251 \360\237\230\200 "
+             "na\303\257ve' -n 0", run_bin, file);
+    int code = check_run(command, &out, NULL);
+    check_true(code == 0 && out && strstr(out, "caf\303\251 \360\237\230\200 na\303\257ve"),
+               "GGUF Llama: byte-fallback tokens printed as their bytes (got \"%s\")",
+               out ? out : "");
+    free(out);
+}
+
 /* llama.block_count lowered to 1 in s260k.gguf (5 blocks): the tensors of blocks 1..4
  * were ignored and the file ran as a one-block model, exit 0 */
 static void test_block_count_short(void) {
@@ -965,6 +1018,8 @@ int main(void) {
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
     test_reverse_turns();
+    test_byte_tokens_printed();
+    test_gguf_llama_characters();
     test_block_count_short();
     unlink(path);
     rmdir(dir);

@@ -601,6 +601,40 @@ static void test_shakespeare(const Tokenizer *t) {
     free(text);
 }
 
+/* A GPT-2 vocabulary held in memory (as a GGUF file gives it) whose add_bos is set
+ * (tokenizer.ggml.add_bos_token) starts an encoding with its BOS, as llama.cpp does; a
+ * continuation and one without add_bos do not. 258 tokens: every byte alone (id = the
+ * byte), BOS "<b>" 256 and EOS "<e>" 257, so "ab" is the ids 97 98 after the BOS. */
+static void test_gpt2_vocab_bos(void) {
+    unsigned char bytes[256 + 6];
+    size_t offset[259];
+    for (int b = 0; b < 256; b++) {
+        bytes[b] = (unsigned char)b;
+        offset[b] = (size_t)b;
+    }
+    memcpy(bytes + 256, "<b><e>", 6);
+    offset[256] = 256;
+    offset[257] = 259;
+    offset[258] = 262;
+    for (int add_bos = 0; add_bos <= 1; add_bos++) {
+        TokenizerVocab v = {TOKENIZER_GPT2, 258, bytes, offset, NULL, NULL, 256, 257, add_bos, 0};
+        Tokenizer t;
+        int ids[8];
+        size_t n = 0, n_more = 0;
+        if (!check_true(tokenizer_init(&t, &v, "in memory") == 0, "GPT-2 vocabulary in memory, "
+                        "add_bos %d: built", add_bos)) continue;
+        int ok = tokenizer_encode(&t, "ab", 2, ids, 8, &n) == 0 && n == 2u + (size_t)add_bos &&
+                 (!add_bos || ids[0] == 256) && ids[add_bos] == 'a' && ids[add_bos + 1] == 'b';
+        check_true(ok, "GPT-2 vocabulary, add_bos %d: \"ab\" encodes as %s97 98 (got %zu ids, "
+                   "the first %d)", add_bos, add_bos ? "256 " : "", n, n ? ids[0] : -1);
+        ok = tokenizer_encode_continuation(&t, "ab", 2, ids, 8, &n_more) == 0 && n_more == 2 &&
+             ids[0] == 'a';
+        check_true(ok, "GPT-2 vocabulary, add_bos %d: a continuation has no BOS (got %zu ids)",
+                   add_bos, n_more);
+        tokenizer_free(&t);
+    }
+}
+
 int main(void) {
     char dir[] = "/tmp/test_tokenizer_XXXXXX";
     int have_dir = mkdtemp(dir) != NULL;
@@ -608,6 +642,7 @@ int main(void) {
     test_unicode();
     test_utf8();
     test_next_piece();
+    test_gpt2_vocab_bos();
     if (check_true(have_dir, "create a temporary directory")) {
         test_synthetic(dir);
         test_load_failures(dir);
