@@ -139,8 +139,8 @@ typedef struct {
     const int32_t *rank;     /* (vocab size,) merge priority by id, lowest first; NULL: the id */
     int by_character;        /* 0: start from bytes; 1: from UTF-8 characters as llama2.c
                               * groups them (a byte and up to 3 continuation bytes after
-                              * it); 2: as llama.cpp does (the length a first byte announces,
-                              * its unicode_len_utf8, cut at the piece's end) */
+                              * it); 2: as llama.cpp does (the length a first byte announces
+                              * in its table of UTF-8 lengths, cut at the piece's end) */
     int allow_unknown;       /* 1: a starting character with no token may still merge, and
                               * stays id -2 if it does not (tokenizer.c's GGUF path); else 0 */
 } TokenizerMergeRules;
