@@ -913,7 +913,7 @@ static void test_reverse_turns(void) {
 }
 
 /* A GGUF Llama vocabulary splits text into characters as llama.cpp's SentencePiece does:
- * each the length its first byte announces (unicode_len_utf8), whatever follows, and a
+ * each the length its first byte announces, whatever follows, and a
  * U+2581 in the text reads as a space (llama.cpp writes spaces as U+2581). In s260k's
  * vocabulary (512 tokens, <0xHH> = HH + 3): " \xe2A" is " " and the unknown "\xe2A",
  * whose bytes fall back to 229 and 68 (not to 229 and the token "A"); " \x80abc" starts
