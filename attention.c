@@ -431,11 +431,6 @@ static float config_scale(const AttentionConfig *cfg, const AttentionShape *shap
     return cfg->unscaled ? 1.0f : shape->scale / cfg->tau;
 }
 
-static int is_softmax_family(AttentionKind kind) {
-    return kind != ATTENTION_LINEAR && kind != ATTENTION_EFFICIENT &&
-           kind != ATTENTION_PERFORMER;
-}
-
 /* 0 if lo <= value <= hi, else -1 with the problem of field (of kind) in problem. */
 static int check_range(const char *kind, const char *field, int value, int lo, int hi,
                        char *problem, size_t cap) {
@@ -458,7 +453,7 @@ int attention_config_check(const AttentionConfig *cfg, char *problem, size_t cap
                  (double)cfg->tau);
         return -1;
     }
-    int compared = is_softmax_family(cfg->kind) && !attention_is_synth(cfg->kind);
+    int compared = attention_has_weights(cfg->kind) && !attention_is_synth(cfg->kind);
     const char *alone = cfg->softmax1 && !compared ? "softmax1"
                       : cfg->sink_logit && !compared ? "sinklogit"
                       : cfg->norm && cfg->kind != ATTENTION_LINEAR ? "norm" : NULL;
@@ -533,7 +528,7 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
     if (n_ctx < 1 || NH < 1 || NKV < 1 || NH % NKV != 0 || HS < 1) return -1;
     if (!(cfg->tau >= ATTENTION_MIN_TAU && cfg->tau <= ATTENTION_MAX_TAU)) return -1;
-    int compared = is_softmax_family(cfg->kind) && !attention_is_synth(cfg->kind);
+    int compared = attention_has_weights(cfg->kind) && !attention_is_synth(cfg->kind);
     if (cfg->softmax1 && !compared) return -1;
     /* a sink logit is a softmax's extra key, and softmax1 is its fixed b = 0 form */
     if (cfg->sink_logit && (!compared || cfg->softmax1)) return -1;
@@ -2270,7 +2265,7 @@ static int train_check(Plan *p, const AttentionConfig *cfg, const AttentionShape
     if (train_plan(p, cfg, shape, T) != 0 || (p->rand_rows > 0 && !random) ||
         (attention_is_synth(cfg->kind) && !cfg->synth)) return -1;
     if (drop && drop->p != 0.0f &&
-        (!(drop->p > 0.0f && drop->p < 1.0f) || !is_softmax_family(cfg->kind))) return -1;
+        (!(drop->p > 0.0f && drop->p < 1.0f) || !attention_has_weights(cfg->kind))) return -1;
     return 0;
 }
 

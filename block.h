@@ -10,8 +10,8 @@
  *
  * GPT-2: LayerNorm, biases, GELU. Llama: RMSNorm, no biases, rotary q and k, SwiGLU. A
  * GPT-2 with rotary positions (train --pos rope) rotates q and k as Llama does.
- * Attention sits between the two halves, called by each caller directly: run's exact
- * attention over the KV cache, a lab variant's step, or the trainer's per-sequence
+ * Attention sits between the two halves, called by each caller directly: model.c's exact
+ * attention over the KV cache (attend_cache), a lab variant's step, or the trainer's per-sequence
  * attention with its dropout. The caller decides where every intermediate goes
  * (BlockBuffers: inference reuses one set for every layer; the trainer keeps each
  * layer's for the backward pass) and how a sublayer's output joins the stream

@@ -2,8 +2,9 @@
  * reference the tests hold it to.
  *
  * Matrix products (fp32, IEEE halves, and int8 through quant.h), LayerNorm, RMSNorm, GELU and SwiGLU,
- * attention's loops, and the one place that decides how work is split across threads
- * (kernels.c; the thread pool behind it is parallel/pool.c); then what the trainer adds
+ * attention's loops, and the calls that split work across threads (kernels.c hands a
+ * product to parallel/products.c, which cuts it into jobs, and a loop to the thread pool
+ * of parallel/pool.c); then what the trainer adds
  * (its forward and backward products on one register tile, the LayerNorm and GELU
  * backward, AdamW, dropout: trainer/train_kernels.c). Every kernel is written in plain C;
  * fast paths use AVX-512, AVX2 + FMA or NEON (AArch64) intrinsics when the build targets

@@ -42,14 +42,16 @@ static void state_parts(Model *m, int rows, OsPart part[STATE_PARTS]) {
     size_t N = (size_t)rows;
     size_t widest = (size_t)(c->dim > c->hidden_dim ? c->dim : c->hidden_dim);
     RunState *s = &m->state;
-    size_t NC = N * (size_t)c->dim * sizeof(float), NKVD = N * (size_t)c->kv_dim * sizeof(float);
-    size_t NH = N * (size_t)c->hidden_dim * sizeof(float);
+    /* the bytes of an (N, C), (N, KVD) and (N, Hd) buffer of floats */
+    size_t c_bytes = N * (size_t)c->dim * sizeof(float);
+    size_t kvd_bytes = N * (size_t)c->kv_dim * sizeof(float);
+    size_t hd_bytes = N * (size_t)c->hidden_dim * sizeof(float);
     OsPart parts[STATE_PARTS] = {
-        {(void **)&s->x, NC}, {(void **)&s->xn1, NC}, {(void **)&s->q, NC},
-        {(void **)&s->k, NKVD}, {(void **)&s->v, NKVD}, {(void **)&s->att, NC},
-        {(void **)&s->proj, NC}, {(void **)&s->x_mid, NC}, {(void **)&s->xn2, NC},
-        {(void **)&s->pre, NH}, {(void **)&s->act, NH}, {(void **)&s->gate, NH},
-        {(void **)&s->out, NC}, {(void **)&s->xn_final, NC},
+        {(void **)&s->x, c_bytes}, {(void **)&s->xn1, c_bytes}, {(void **)&s->q, c_bytes},
+        {(void **)&s->k, kvd_bytes}, {(void **)&s->v, kvd_bytes}, {(void **)&s->att, c_bytes},
+        {(void **)&s->proj, c_bytes}, {(void **)&s->x_mid, c_bytes}, {(void **)&s->xn2, c_bytes},
+        {(void **)&s->pre, hd_bytes}, {(void **)&s->act, hd_bytes}, {(void **)&s->gate, hd_bytes},
+        {(void **)&s->out, c_bytes}, {(void **)&s->xn_final, c_bytes},
         {(void **)&s->logits, N * (size_t)c->vocab_size * sizeof(float)},
         {(void **)&s->xq, N * widest},
         {(void **)&s->xs, N * widest * sizeof(float)},   /* at most one scale per value */
@@ -334,9 +336,9 @@ static void commit_memory(Model *m) {
 }
 
 int model_set_context(Model *m, int n_ctx) {
-    if (n_ctx < 1 || n_ctx > m->config.seq_len) {
+    if (n_ctx < 1 || n_ctx > m->max_ctx) {
         fprintf(stderr, "model: context out of range (got %d, expected 1..%d)\n", n_ctx,
-                m->config.seq_len);
+                m->max_ctx);
         return -1;
     }
     m->n_ctx = n_ctx;

@@ -135,7 +135,7 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs);
 /* model_set_attention_layers with cfg for every layer. */
 int model_set_attention(Model *m, const AttentionConfig *cfg);
 
-/* Keep n_ctx positions (1 .. S) of attention state, reallocated for the current variant:
+/* Keep n_ctx positions (1 .. max_ctx) of attention state, reallocated for the current variant:
  * a run that will never reach position S needs less memory. Also sets m->max_chunk to
  * the smaller of n_ctx and the rows model_load allocated activations for, then
  * commits the memory a run writes (the attention state, the activations but the logits,
