@@ -175,16 +175,14 @@ static void utf8_write(Utf8Writer *w, const unsigned char *bytes, size_t n) {
     }
 }
 
-/* The bytes token id prints as after token prev. A llama2.c tokenizer's output follows
- * llama2.c's safe_printf, so that it matches llama2.c byte for byte: a piece of one byte
- * that is neither printable ASCII nor whitespace (a control character, or a lone byte of
- * a byte-fallback character) is not printed (*len = 0). A GGUF vocabulary's
- * (merge_unknown) prints every byte, as llama.cpp does. */
+/* The bytes token id prints as after token prev. A tokenizer file's output follows the
+ * safe_printf of llama2.c and llm.c, so that it matches theirs byte for byte: a piece of
+ * one byte that is neither printable ASCII nor whitespace (a control character, or a lone
+ * byte of a character the vocabulary spells in pieces) is not printed (*len = 0). A GGUF
+ * file's vocabulary (raw_bytes) prints every byte, as llama.cpp does. */
 static const unsigned char *token_text(const Tokenizer *tok, int prev, int id, size_t *len) {
     const unsigned char *bytes = tokenizer_decode(tok, prev, id, len);
-    if (tok->kind == TOKENIZER_LLAMA && !tok->merge_unknown && *len == 1 &&
-        !isprint(bytes[0]) && !isspace(bytes[0]))
-        *len = 0;
+    if (!tok->raw_bytes && *len == 1 && !isprint(bytes[0]) && !isspace(bytes[0])) *len = 0;
     return bytes;
 }
 

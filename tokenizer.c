@@ -421,6 +421,7 @@ int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
     t->add_bos = v->add_bos;
     t->add_space = v->add_space;
     t->merge_unknown = v->kind == TOKENIZER_LLAMA;
+    t->raw_bytes = 1;
     t->bytes = malloc(total ? total : 1);
     t->offset = malloc((n + 1) * sizeof *t->offset);
     t->rank = malloc(n * sizeof *t->rank);

@@ -59,6 +59,9 @@ typedef struct {
     int add_bos;             /* 1 if encoding starts with BOS (llama2.c: always; GPT-2: a
                               * GGUF file's add_bos_token, llm.c's files never) */
     int add_space;           /* Llama: 1 if a space goes before the text (the dummy prefix) */
+    int raw_bytes;           /* 1: a token of one unprintable byte prints as that byte (a
+                              * GGUF file's vocabulary, as llama.cpp prints it); 0: it
+                              * prints nothing, as llama2.c's and llm.c's safe_printf */
     int merge_unknown;       /* Llama: 1 to merge as llama.cpp does (a GGUF file's vocabulary:
                               * characters with no token merge too, then fall back to bytes),
                               * 0 as llama2.c does (they fall back first) */
