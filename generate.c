@@ -70,21 +70,30 @@ static void shift_context(Generation *g) {
 static int run_pending(Generation *g);
 
 /* Doubles the attention state (up to n_ctx) until it holds `need` positions, and runs the
- * tokens again from position 0, unless a shift will (need > n_ctx). Returns 0, or -1 after
- * a stderr line. */
+ * tokens again from position 0, unless a shift will (need > n_ctx). Where memory for the
+ * larger state cannot be had, the context stays at its size from then on (n_ctx lowered
+ * to it, after a stderr line), and shifts or fills as a context of that size would.
+ * Returns 0, or -1 after a stderr line (not even the old size could be had again). */
 static int grow_state(Generation *g, int need) {
     int n = g->n_alloc;
     while (n < need && n < g->n_ctx) n = n > g->n_ctx / 2 ? g->n_ctx : 2 * n;
     double start = os_seconds();
-    if (model_set_context(g->model, n) != 0) {
-        fprintf(stderr, "\ngenerate: out of memory growing the context to %d positions "
-                "(expected room for them; -c %d caps the context, which then shifts)\n", n,
+    int grown = model_set_context(g->model, n) == 0;
+    if (!grown) {
+        if (model_set_context(g->model, g->n_alloc) != 0) {
+            fprintf(stderr, "\ngenerate: out of memory for the context's %d positions\n",
+                    g->n_alloc);
+            return -1;
+        }
+        fprintf(stderr, "\ngenerate: no memory to grow the context to %d positions: it stays "
+                "at %d from here (-c %d sets that from the start)\n", n, g->n_alloc,
                 g->n_alloc);
-        return -1;
+        n = g->n_ctx = g->n_alloc;
+        if (g->keep > g->n_ctx - 1) g->keep = g->n_ctx - 1;
     }
     g->n_alloc = n;
     g->n_run = 0;
-    g->stats.grows++;
+    g->stats.grows += grown;
     if (g->n_tokens > 0 && need <= g->n_ctx) {
         if (run_pending(g) != 0) return -1;
         g->stats.grow_tokens += g->n_tokens;
@@ -114,6 +123,10 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
     if (!g->shift && g->n_tokens + n > g->n_ctx) return GENERATE_FULL;
     if (g->n_tokens + n > g->n_alloc && g->n_alloc < g->n_ctx &&
         grow_state(g, g->n_tokens + n) != 0) return -1;
+    if (!g->shift && g->n_tokens + n > g->n_ctx) {   /* it could not grow: run what it holds */
+        if (run_pending(g) != 0) return -1;
+        return GENERATE_FULL;
+    }
     for (int i = 0; i < n; i++) {
         if (g->n_tokens == g->n_ctx) shift_context(g);
         if (input && g->n_prompt == g->n_tokens) g->n_prompt++;   /* no generated token yet */

@@ -58,8 +58,9 @@ typedef struct {
 int generation_init(Generation *g, Model *m, int n_ctx, int first, int keep, int shift);
 
 /* Appends n tokens (input: 1 counts them as input, 0 as generated; input that follows only
- * input extends n_prompt), first growing the attention state if they outgrow it (-1 if
- * that memory cannot be had), shifting the context whenever it is full (n_prompt then counts
+ * input extends n_prompt), first growing the attention state if they outgrow it (where
+ * that memory cannot be had, after a stderr line, n_ctx is lowered to the size it has),
+ * shifting the context whenever it is full (n_prompt then counts
  * the prompt's tokens that stayed), then runs every token the model has not run, in
  * chunks, leaving the next-token logits in g->logits. Returns 0; GENERATE_FULL (nothing
  * appended) if the tokens do not fit and shifting is off; -1 after a stderr line (a model

@@ -9,6 +9,8 @@
 #include <stdio.h>     /* snprintf */
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* memcmp, memcpy */
+#include <sys/resource.h>   /* setrlimit, RLIMIT_AS */
+#include <unistd.h>    /* sysconf */
 
 #include "attention.h"     /* AttentionConfig */
 #include "generate.h"      /* Generation, generation_init, generation_append */
@@ -133,6 +135,84 @@ done:
 }
 
 /* Shifting off: a token that does not fit is refused and nothing changes. */
+/* Size of this process's address space in bytes (/proc/self/statm), or -1. */
+static long address_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = -1, page = sysconf(_SC_PAGESIZE);
+    if (f && fscanf(f, "%ld", &pages) != 1) pages = -1;
+    if (f) fclose(f);
+    return pages < 0 || page <= 0 ? -1 : pages * page;
+}
+
+/* A state of 64 positions (of a context of 256) that cannot grow, its memory held to
+ * 64 KiB more than the process has (the shipped model's 128 positions need 0.6 MiB more):
+ * the 65th token keeps the context at 64 and shifts it, and from there the logits and 40
+ * greedy tokens are a run's with a context of 64 from the start, bitwise. Not where an
+ * address-space limit cannot make the allocation fail (a sanitizer, the plain allocator,
+ * valgrind: then skipped). */
+static void check_grow_no_memory(Model *m, const int *prompt, int n_prompt) {
+#if defined(__SANITIZE_ADDRESS__) || defined(OS_PLAIN_ALLOC)
+    (void)m;
+    (void)prompt;
+    (void)n_prompt;
+    check_skip("growth without memory: an address-space limit under a sanitizer or the plain "
+               "allocator");
+#else
+    enum { FIRST = 64, CTX = 256, AFTER = 40 };
+    int V = m->config.vocab_size, seq[FIRST + 1 + AFTER], n_seq = 0, ok = 1;
+    Generation g, capped;
+    memset(&capped, 0, sizeof capped);
+    if (generation_init(&g, m, CTX, FIRST, 0, 1) != 0 ||
+        generation_append(&g, prompt, n_prompt, 1) != 0) {
+        check_true(0, "growth without memory: set up");
+        generation_free(&g);
+        return;
+    }
+    memcpy(seq, prompt, (size_t)n_prompt * sizeof(int));
+    n_seq = n_prompt;
+    while (ok && n_seq < FIRST) {
+        seq[n_seq] = argmax(g.logits, V);
+        ok = generation_append(&g, &seq[n_seq++], 1, 0) == 0;
+    }
+    struct rlimit old, low;
+    long have = address_bytes();
+    if (!ok || have < 0 || getrlimit(RLIMIT_AS, &old) != 0) {
+        check_skip("growth without memory: no address-space limit to set");
+        generation_free(&g);
+        return;
+    }
+    low = old;
+    low.rlim_cur = (rlim_t)(have + (64L << 10));
+    seq[n_seq] = argmax(g.logits, V);
+    int limited = setrlimit(RLIMIT_AS, &low) == 0;
+    int appended = generation_append(&g, &seq[n_seq++], 1, 0);
+    setrlimit(RLIMIT_AS, &old);
+    if (!limited || g.stats.grows > 0) {
+        check_skip("growth without memory: the limit did not make the growth fail");
+        generation_free(&g);
+        return;
+    }
+    check_true(appended == 0 && g.n_ctx == FIRST && g.n_alloc == FIRST && g.stats.shifts == 1,
+               "growth without memory: the context stays at %d and shifts (got %d, %d "
+               "positions, %ld shifts)", FIRST, g.n_ctx, g.n_alloc, g.stats.shifts);
+    for (int i = 0; i < AFTER && appended == 0; i++) {
+        seq[n_seq] = argmax(g.logits, V);
+        appended = generation_append(&g, &seq[n_seq++], 1, 0);
+    }
+    /* the same tokens, appended the same way, in a context of FIRST from the start */
+    ok = appended == 0 && generation_init(&capped, m, FIRST, FIRST, 0, 1) == 0 &&
+         generation_append(&capped, seq, n_prompt, 1) == 0;
+    for (int i = n_prompt; ok && i < n_seq; i++)
+        ok = generation_append(&capped, &seq[i], 1, 0) == 0;
+    check_true(ok && memcmp(capped.logits, g.logits, (size_t)V * sizeof(float)) == 0 &&
+               capped.stats.shifts == g.stats.shifts, "growth without memory: after %d more "
+               "greedy tokens, the logits of a context of %d from the start, bitwise (%ld "
+               "shifts)", AFTER, FIRST, g.stats.shifts);
+    generation_free(&g);
+    generation_free(&capped);
+#endif
+}
+
 static void check_full(Model *m) {
     Generation g;
     int ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -197,8 +277,12 @@ int main(void) {
     check_prompt_count(&m);
     AttentionConfig exact;
     attention_config_default(&exact);
-    if (model_set_attention(&m, &exact) == 0) check_grow_exact(&m, 64, 4, prompt, 3);
-    else check_true(0, "exact attention on the shipped model");
+    if (model_set_attention(&m, &exact) == 0) {
+        check_grow_exact(&m, 64, 4, prompt, 3);
+        check_grow_no_memory(&m, prompt, 7);
+    } else {
+        check_true(0, "exact attention on the shipped model");
+    }
     model_free(&m);
 
     const char *llama = check_data_file("llama2c/s260k.bin");
