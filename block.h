@@ -47,7 +47,7 @@ typedef struct {
                         * (block_rope_angles; rotary models only); NULL: q and k are not
                         * rotated (a Synthesizer's layer, whose q is no position's query) */
     int8_t *xq;        /* (N, max(C, Hd)) int8 activations (int8 weights only) */
-    float *xs;         /* their group scales (int8 weights only) */
+    float *xs;         /* (N, groups of max(C, Hd)) their scales (int8 weights only) */
 } BlockBuffers;
 
 /* How a sublayer's output joins the stream; NULL where a plain sum will do. ctx is passed

@@ -28,7 +28,8 @@
 
 #include "parallel/pool.h"  /* pool_*: the threads behind kernels_run and the parallel loops */
 #include "parallel/products.h"  /* products_run: the products' jobs behind kernels_matmuls */
-#include "simd/simd.h"    /* simd_*: this build's vector kernels, or the references below */
+#include "simd/simd.h"    /* simd_*: this build's vector kernels, or the references below;
+                           * the constants both share (EXP_*, GELU_*, LANES) */
 
 /* A reference kernel that a vector build replaces entirely is still compiled (so it never
  * rots), but not called there. */

@@ -71,7 +71,9 @@ typedef struct {
     int8_t *xq;      /* (N, max(C, Hd)) int8 activations (int8 models) */
     float *xs;       /* (N, groups of max(C, Hd)) their scales (int8 models) */
     float *rope;     /* (N, HS) cos and sin of each rotary angle (rotary positions) */
-    float *scratch;  /* attention scratch */
+    float *scratch;  /* attention's scratch: the score rows of a block of queries for
+                      * n_ctx positions, per head, and more for a half cache or a lab
+                      * variant (model.c's kv_scratch_floats and attention_step's needs) */
 } RunState;
 
 typedef struct {
