@@ -21,8 +21,9 @@ $(B)/%.o: %.c $(FLAGS_STAMP)
 
 # quant_x86.o asks simd/cpu.o whether the core wants decode's lines asked for ahead
 QUANT = $(B)/quant.o $(B)/simd/quant_x86.o $(B)/simd/quant_neon.o $(B)/simd/cpu.o
+# the pool asks platform/os.o for the cores this process may use
 KERNELS = $(B)/kernels.o $(B)/parallel/pool.o $(B)/parallel/products.o \
-          $(B)/simd/vec_kernels.o $(B)/trainer/train_kernels.o $(QUANT)
+          $(B)/simd/vec_kernels.o $(B)/trainer/train_kernels.o $(QUANT) $(B)/platform/os.o
 TOK = $(B)/tokenizer.o $(B)/unicode/unicode.o $(B)/hash.o $(B)/platform/os.o
 # checkpoint.c reads GGUF files through formats/gguf.c, which builds their tokenizers (tokenizer.c)
 CKPT = $(B)/checkpoint.o $(B)/formats/gguf.o $(TOK)

@@ -47,7 +47,9 @@ int kernels_set_threads(int n);
 
 /* Caps the threads the environment asks for (OMP_NUM_THREADS) at the cores available:
  * more only wait for each other, and tens of thousands cannot even be started. Returns
- * the number asked for when it capped it (for the program to say so), else 0. */
+ * the number asked for when it capped it (for the program to say so), -1 where a build
+ * without OpenMP found OMP_NUM_THREADS no count and ignored it (OpenMP's runtime says so
+ * itself), else 0. */
 int kernels_cap_threads(void);
 
 /* The number of threads kernels_run will use. */

@@ -631,8 +631,7 @@ int main(int argc, char **argv) {
     memset(&sampler, 0, sizeof sampler);
     memset(&plan, 0, sizeof plan);
     int status = EXIT_BAD_DATA;
-    int asked = kernels_cap_threads();
-    if (asked && !o.threads) cli_note_threads("run", asked, kernels_threads());
+    int asked = kernels_cap_threads();   /* said once the model decides if threads pay */
     if (o.threads) kernels_set_threads(o.threads);
     /* attention memory for one position: the context is sized once the run knows it */
     if (model_load(&model, o.model_path, PREFILL_CHUNK, 1) != 0) return EXIT_BAD_DATA;
@@ -642,7 +641,10 @@ int main(int argc, char **argv) {
         goto done;
     /* a second thread pays only when a token brings enough work to share (below that, the
      * hand-over costs more than it saves) */
-    if (model_macs_per_token(&model) < RUN_MIN_MACS_FOR_THREADS) kernels_set_threads(1);
+    int shares = model_macs_per_token(&model) >= RUN_MIN_MACS_FOR_THREADS;
+    if (!shares) kernels_set_threads(1);
+    if (asked && !o.threads && (asked < 0 || shares))
+        cli_note_threads("run", asked, kernels_threads());
     int loaded = load_tokenizer(&tok, tokenizer_path, &o, &model);
     if (loaded != 0) {
         if (loaded > 0) status = loaded;

@@ -6,7 +6,7 @@
  */
 #include "pool.h"
 
-#include <ctype.h>        /* isdigit, isspace, isprint: reading OMP_NUM_THREADS */
+#include <ctype.h>        /* isdigit, isspace: reading OMP_NUM_THREADS */
 #include <errno.h>        /* errno, ERANGE */
 #include <limits.h>       /* INT_MAX */
 #include <pthread.h>      /* the pool's workers without OpenMP; its lock and condition */
@@ -14,14 +14,14 @@
 #include <stdatomic.h>    /* the pool's ticket and counters */
 #include <stddef.h>       /* size_t */
 #include <stdint.h>       /* uint64_t */
-#include <stdio.h>        /* fprintf: an invalid OMP_NUM_THREADS */
+#include <stdio.h>        /* snprintf: a count put back into OMP_NUM_THREADS */
 #include <stdlib.h>       /* getenv, setenv, strtol, strtoull */
 #include <string.h>       /* strdup */
-#include <unistd.h>       /* sysconf: the cores */
 #ifdef _OPENMP
 #include <omp.h>          /* omp_set_num_threads, omp_get_max_threads */
 #endif
 
+#include "os.h"           /* os_usable_cpus: the cores */
 #include "simd/simd.h"    /* simd_pause: the spin-wait hint of this build's instruction set */
 
 /*
@@ -192,10 +192,11 @@ static void pool_main(void (*body)(void *ctx), void *ctx) {
     pthread_mutex_unlock(&pool.lock);
 }
 
-/* The cores the system has online. */
+/* The cores this process may use (os_usable_cpus: taskset and cpusets count, as for
+ * OpenMP's omp_get_num_procs), at most POOL_MAX_THREADS. */
 static int pool_cores(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
+    int n = os_usable_cpus();
+    return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : n;
 }
 
 #ifndef _OPENMP
@@ -218,7 +219,8 @@ static int parse_num_threads(const char *text) {
         char *end;
         errno = 0;
         long n = strtol(s, &end, 10);
-        if (errno == ERANGE || n < 1 || n > INT_MAX) return -1;
+        if (errno == ERANGE || n > INT_MAX) n = INT_MAX;   /* as many as can be: capped */
+        if (n < 1) return -1;
         if (!first) first = (int)n;
         for (s = end; isspace((unsigned char)*s); s++) {}
         if (*s == '\0') return first;
@@ -228,21 +230,12 @@ static int parse_num_threads(const char *text) {
 
 /* The threads kernels_run uses without OpenMP: kernels_set_threads's number, else, as
  * OpenMP would start, OMP_NUM_THREADS's (read once), else every core. An invalid
- * OMP_NUM_THREADS is reported and ignored, as OpenMP's runtime does. */
+ * OMP_NUM_THREADS is ignored, as OpenMP's runtime does (pool_cap_threads tells the
+ * program, which says so). */
 static int env_threads(void) {
     if (pool.threads > 0) return pool.threads;
     const char *env = getenv("OMP_NUM_THREADS");
     int asked = env ? parse_num_threads(env) : 0;
-    if (asked < 0) {
-        char shown[33];   /* the value, at most 32 bytes, control bytes as '?' */
-        size_t n = 0;
-        for (; n < sizeof shown - 1 && env[n]; n++)
-            shown[n] = isprint((unsigned char)env[n]) ? env[n] : '?';
-        shown[n] = '\0';
-        fprintf(stderr, "OMP_NUM_THREADS: invalid value (got '%s', expected a positive "
-                "integer or a list of them); using the %d cores\n", shown, pool_cores());
-        asked = 0;
-    }
     pool.threads = asked > 0 ? asked : pool_cores();
     return pool.threads;
 }
@@ -335,7 +328,9 @@ int pool_cap_threads(void) {
     if (asked <= cores) return above;
     omp_set_num_threads(cores);
 #else
+    const char *env = getenv("OMP_NUM_THREADS");
     int asked = env_threads(), cores = pool_cores();
+    if (env && parse_num_threads(env) < 0) return POOL_THREADS_INVALID;
     if (asked <= cores) return 0;
     pool.threads = cores;
 #endif

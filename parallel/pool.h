@@ -25,6 +25,7 @@
  * kernels_parallel_for (kernels.h), whose contracts these are. */
 int pool_set_threads(int n);
 int pool_cap_threads(void);
+#define POOL_THREADS_INVALID (-1)   /* pool_cap_threads: OMP_NUM_THREADS is no count */
 int pool_threads(void);
 void pool_run(void (*body)(void *ctx), void *ctx);
 void pool_parallel_for(void (*job)(void *ctx, int j), void *ctx, int n_jobs, double work);

@@ -204,8 +204,14 @@ void cli_note_threads(const char *program, int asked, int cores) {
     const char *env = getenv("OMP_NUM_THREADS");
     char shown[64], number[16];
     snprintf(number, sizeof number, "%d", asked);
-    fprintf(stderr, "%s: OMP_NUM_THREADS asks for %s threads; using the %d cores\n", program,
-            env ? cli_printable(env, shown, sizeof shown) : number, cores);
+    if (asked < 0)
+        fprintf(stderr, "%s: OMP_NUM_THREADS: invalid value (got '%s', expected a positive "
+                "integer or a list of them); ignored\n", program,
+                env ? cli_printable(env, shown, sizeof shown) : "");
+    else
+        fprintf(stderr, "%s: OMP_NUM_THREADS asks for %s threads; using the %d core%s\n",
+                program, env ? cli_printable(env, shown, sizeof shown) : number, cores,
+                cores == 1 ? "" : "s");
 }
 
 int cli_stdout_ok(const char *program) {

@@ -97,7 +97,8 @@ int cli_usage_error(const char *program, const char *subject, const char *proble
 
 /* Prints "PROGRAM: OMP_NUM_THREADS asks for N threads; using the CORES cores" to stderr, N
  * as the variable's text (OpenMP's runtime wraps a number too large for an int), or asked
- * where the variable is unset. */
+ * where the variable is unset; for asked < 0 (kernels_cap_threads: no count), that the
+ * variable's value is invalid and ignored. */
 void cli_note_threads(const char *program, int asked, int cores);
 
 /* Flushes standard output; if anything written to it failed (a full disk, a closed pipe:

@@ -335,12 +335,15 @@ static void *read_part(void *arg) {
     return NULL;
 }
 
-/* The CPUs this process may run on (taskset), 1 if the system does not say. */
-static int usable_cpus(void) {
+int os_usable_cpus(void) {
 #if defined(__linux__) && !defined(__wasi__)
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
         return CPU_COUNT(&set);
+#endif
+#ifdef _SC_NPROCESSORS_ONLN
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online > 0) return online > INT_MAX ? INT_MAX : (int)online;
 #endif
     return 1;
 }
@@ -355,7 +358,7 @@ static int usable_cpus(void) {
  * that cannot start leaves its part to the caller. */
 static int read_whole(int fd, unsigned char *buf, size_t n) {
     const size_t huge = (size_t)2 << 20;
-    int parts = usable_cpus();
+    int parts = os_usable_cpus();
     if ((size_t)parts > n / OS_READ_PART_MIN) parts = (int)(n / OS_READ_PART_MIN);
     if (parts > OS_READ_PARTS) parts = OS_READ_PARTS;
     if (parts < 1) parts = 1;

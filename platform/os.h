@@ -41,6 +41,10 @@
  * number (a map opened as fd 1 would get the text too). */
 void os_program_start(const char *program);
 
+/* The CPUs this process may run on: its affinity mask (taskset, a container's cpuset)
+ * where the system says, else the CPUs online, else 1. */
+int os_usable_cpus(void);
+
 /* 1 if standard input and standard output are one regular file (run -I < f >> f would
  * read its own text back, without end). */
 int os_stdin_is_stdout(void);

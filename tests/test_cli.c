@@ -539,10 +539,28 @@ static void test_output_and_threads(const char *model, const char *tok) {
     snprintf(command, sizeof command, "env OMP_NUM_THREADS=100000 %s", run_bin);
     expect_program(command, "OMP_NUM_THREADS=100000", args, 0,
                    "OMP_NUM_THREADS asks for 100000 threads; using the");
-    /* a number past int: named as given, not as OpenMP's runtime wraps it (an OpenMP
-     * build caps it; the pool of a build without OpenMP refuses it as invalid) */
+    /* a number past int: named as given, not as OpenMP's runtime wraps it, and capped in
+     * both builds (the pool without OpenMP took it for invalid) */
     snprintf(command, sizeof command, "env OMP_NUM_THREADS=99999999999 %s", run_bin);
-    expect_program(command, "OMP_NUM_THREADS=99999999999", args, 0, "99999999999");
+    expect_program(command, "OMP_NUM_THREADS=99999999999", args, 0,
+                   "OMP_NUM_THREADS asks for 99999999999 threads; using the");
+    /* the cores are those the process may use: one under taskset -c 0 (the pool without
+     * OpenMP counted the machine's), said in the singular */
+    if (check_run("taskset -c 0 true", NULL, NULL) != 0) {
+        check_skip("no taskset: the affinity mask's cores not checked");
+    } else {
+        snprintf(command, sizeof command, "env OMP_NUM_THREADS=4 taskset -c 0 %s", run_bin);
+        expect_program(command, "OMP_NUM_THREADS=4 under taskset -c 0", args, 0,
+                       "run: OMP_NUM_THREADS asks for 4 threads; using the 1 core\n");
+    }
+#ifndef _OPENMP
+    /* without OpenMP, an invalid value is the program's to say (OpenMP's runtime says so
+     * itself), with its name */
+    snprintf(command, sizeof command, "env OMP_NUM_THREADS=abc %s", run_bin);
+    expect_program(command, "OMP_NUM_THREADS=abc without OpenMP", args, 0,
+                   "run: OMP_NUM_THREADS: invalid value (got 'abc', expected a positive integer "
+                   "or a list of them); ignored");
+#endif
 }
 
 static void test_resource_limits(const char *model, const char *tok) {
