@@ -74,14 +74,19 @@ static int by_prob_desc(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
-/* Inverse-CDF draw over all n probabilities: the first i whose cumulative sum exceeds coin. */
+/* Inverse-CDF draw over all n probabilities: the first i whose cumulative sum exceeds
+ * coin. Where rounding left the float total just under coin, the last token of a
+ * probability above 0 (llama2.c takes n - 1, which may have none: the same token
+ * wherever that one has some). */
 static int sample_all(const float *probs, int n, float coin) {
     float cdf = 0.0f;
+    int last = 0;
     for (int i = 0; i < n; i++) {
         cdf += probs[i];
         if (coin < cdf) return i;
+        if (probs[i] > 0.0f) last = i;
     }
-    return n - 1;  /* rounding left the total just under coin */
+    return last;
 }
 
 /* Draw from the most likely candidates: keep the top k (if k > 0), then the shortest

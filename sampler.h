@@ -3,7 +3,9 @@
  * Greedy at temperature 0; otherwise softmax(logits / temperature), optionally cut
  * to the top_k most likely tokens and then to the smallest set whose probability
  * exceeds top_p (nucleus), and sampled with the sampler's own xorshift generator,
- * so that a seed gives the same tokens on every machine. With top_k = 0 the
+ * so that a seed gives the same draws from the same logits on every machine (the logits
+ * of two builds may differ in their last bits, kernels.h, and a nearly flat distribution
+ * then draws other tokens). A token of probability 0 is never drawn. With top_k = 0 the
  * arithmetic is llama2.c's (same generator, same coin, same nucleus cut). The most
  * likely token always survives the cuts, and a temperature so small that logit / T
  * overflows scales the differences from the largest logit instead.
