@@ -307,6 +307,19 @@ char *os_read_file(const char *program, const char *path, const char *expected,
     return text;
 }
 
+int os_usable_cpus(void) {
+#if defined(__linux__) && !defined(__wasi__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+#endif
+#ifdef _SC_NPROCESSORS_ONLN
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online > 0) return online > INT_MAX ? INT_MAX : (int)online;
+#endif
+    return 1;
+}
+
 #ifdef OS_HUGE_FILES
 #define OS_READ_PARTS 4              /* read_whole's threads at most */
 #define OS_READ_PART_MIN (32u << 20) /* and bytes each at least */
@@ -333,19 +346,6 @@ static void *read_part(void *arg) {
         done += (size_t)got;
     }
     return NULL;
-}
-
-int os_usable_cpus(void) {
-#if defined(__linux__) && !defined(__wasi__)
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-#endif
-#ifdef _SC_NPROCESSORS_ONLN
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    if (online > 0) return online > INT_MAX ? INT_MAX : (int)online;
-#endif
-    return 1;
 }
 
 /* pread until n bytes of fd from offset 0 are in buf; 0, or -1 with errno set (EIO for a
