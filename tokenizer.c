@@ -860,9 +860,7 @@ static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t le
     size_t n = len + prefix, run_start = 0, i = 0;
     int status = 0;
     while (i < n && status == 0) {
-        /* the dummy prefix is a character of its own (llama2.c emits it as a token before
-         * the text's first character, even a stray continuation byte) */
-        size_t width = i < prefix ? 1 : llama_char_length(buffer, n, i);
+        size_t width = llama_char_length(buffer, n, i);
         if (table_find(t, buffer + i, width) < 0) {
             // merge the run of known characters so far, then fall back to bytes
             if (i > run_start)
