@@ -192,10 +192,12 @@ static void utf8_write(Utf8Writer *w, const unsigned char *bytes, size_t n) {
  * safe_printf of llama2.c and llm.c, so that it matches theirs byte for byte: a piece of
  * one byte that is neither printable ASCII nor whitespace (a control character, or a lone
  * byte of a character the vocabulary spells in pieces) is not printed (*len = 0). A GGUF
- * file's vocabulary (raw_bytes) prints every byte, as llama.cpp does. */
+ * file's vocabulary (raw_bytes) prints every byte, as llama.cpp does, and nothing for
+ * its silent tokens (<unk>, <s>). */
 static const unsigned char *token_text(const Tokenizer *tok, int prev, int id, size_t *len) {
     const unsigned char *bytes = tokenizer_decode(tok, prev, id, len);
     if (!tok->raw_bytes && *len == 1 && !isprint(bytes[0]) && !isspace(bytes[0])) *len = 0;
+    if (tok->silent && tok->silent[id]) *len = 0;
     return bytes;
 }
 

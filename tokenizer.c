@@ -431,6 +431,14 @@ int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
         goto fail;
     }
     memcpy(t->bytes, v->bytes, total);
+    if (v->silent) {
+        t->silent = malloc(n);
+        if (!t->silent) {
+            fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, n);
+            goto fail;
+        }
+        memcpy(t->silent, v->silent, n);
+    }
     for (size_t i = 0; i <= n; i++) t->offset[i] = (uint32_t)v->offset[i];
     for (size_t i = 0; i < n; i++) {
         size_t len = v->offset[i + 1] - v->offset[i];
@@ -466,6 +474,7 @@ void tokenizer_free(Tokenizer *t) {
     free(t->bytes);
     free(t->offset);
     free(t->table);
+    free(t->silent);
     memset(t, 0, sizeof *t);
 }
 
@@ -678,9 +687,11 @@ static void emit(int id, int *ids, size_t cap, size_t *count) {
  * tokens are token[i] for i = 0, next[0], next[next[0]], ... while i < n. Instead of
  * rescanning every pair after each merge (quadratic in n), a heap keeps the candidate
  * pairs ordered; entries made stale by an earlier merge are skipped when popped.
- * Returns 0, or -1 after a stderr line. */
+ * first_alone 1: piece[0] is a starting unit of its own whatever follows it (llama2.c's
+ * dummy prefix, a token before the text's first character even if that is a stray
+ * continuation byte). Returns 0, or -1 after a stderr line. */
 static int merge_piece(const TokenizerMergeRules *rules, const unsigned char *piece, size_t n,
-                       MergeScratch *scratch) {
+                       int first_alone, MergeScratch *scratch) {
     if (scratch_reserve(scratch, n) != 0) return -1;
     int32_t *prev = scratch->prev, *next = scratch->next, *token = scratch->token;
     int32_t length = (int32_t)n;
@@ -688,7 +699,8 @@ static int merge_piece(const TokenizerMergeRules *rules, const unsigned char *pi
 
     // the starting tokens, linked, and a candidate for every adjacent pair
     for (int32_t i = 0, last = -1; i < length; last = i, i = next[i]) {
-        int32_t width = (int32_t)unit_length(rules->by_character, piece, n, (size_t)i);
+        int32_t width = i == 0 && first_alone
+                        ? 1 : (int32_t)unit_length(rules->by_character, piece, n, (size_t)i);
         prev[i] = last;
         next[i] = i + width;
         token[i] = rules->find(rules->vocab, piece + i, (size_t)width);
@@ -725,7 +737,7 @@ long tokenizer_merge(const TokenizerMergeRules *rules, const unsigned char *piec
     MergeScratch scratch;
     long count = 0;
     scratch_init(&scratch);
-    if (n == 0 || merge_piece(rules, piece, n, &scratch) != 0) {
+    if (n == 0 || merge_piece(rules, piece, n, 0, &scratch) != 0) {
         if (n == 0)
             fprintf(stderr, "tokenizer: merge: empty piece (got 0 bytes, expected at least 1)\n");
         scratch_free(&scratch);
@@ -747,9 +759,10 @@ static int tokenizer_find(const void *vocab, const unsigned char *bytes, size_t 
 
 /* Encode one piece of n >= 1 bytes. GPT-2 starts from one token per byte (all bytes
  * have single-byte tokens); Llama from one token per character (all of which are in
- * the vocabulary). */
+ * the vocabulary), piece[0] alone if first_alone (merge_piece). */
 static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n,
-                        MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+                        int first_alone, MergeScratch *scratch, int *ids, size_t cap,
+                        size_t *count) {
     TokenizerMergeRules rules = {tokenizer_find, t, t->rank, t->kind == TOKENIZER_LLAMA, 0};
     // a piece that is itself a token is taken whole, as tiktoken does before merging (if
     // a merge makes that token: push_pair)
@@ -758,7 +771,7 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
         emit(whole, ids, cap, count);
         return 0;
     }
-    if (merge_piece(&rules, piece, n, scratch) != 0) return -1;
+    if (merge_piece(&rules, piece, n, first_alone, scratch) != 0) return -1;
     for (int32_t i = 0; i < (int32_t)n; i = scratch->next[i])
         emit(scratch->token[i], ids, cap, count);
     return 0;
@@ -782,7 +795,7 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
     if (t->add_bos && !continuation) emit(t->bos_id, ids, cap, count);   /* a GGUF file's */
     for (size_t start = 0; start < len;) {
         size_t end = tokenizer_next_piece((const char *)bytes, len, start);
-        if (encode_piece(t, bytes + start, end - start, scratch, ids, cap, count) != 0)
+        if (encode_piece(t, bytes + start, end - start, 0, scratch, ids, cap, count) != 0)
             return -1;
         start = end;
     }
@@ -796,7 +809,7 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
 static int encode_text_merged(const Tokenizer *t, const unsigned char *text, size_t n,
                               MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
     TokenizerMergeRules rules = {tokenizer_find, t, t->rank, 2, 1};
-    if (merge_piece(&rules, text, n, scratch) != 0) return -1;
+    if (merge_piece(&rules, text, n, 0, scratch) != 0) return -1;
     for (int32_t i = 0; i < (int32_t)n; i = scratch->next[i]) {
         if (scratch->token[i] >= 0) {
             emit(scratch->token[i], ids, cap, count);
@@ -860,12 +873,14 @@ static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t le
     size_t n = len + prefix, run_start = 0, i = 0;
     int status = 0;
     while (i < n && status == 0) {
-        size_t width = llama_char_length(buffer, n, i);
+        /* the dummy prefix is a character of its own (llama2.c emits it as a token before
+         * the text's first character, even a stray continuation byte) */
+        size_t width = i < prefix ? 1 : llama_char_length(buffer, n, i);
         if (table_find(t, buffer + i, width) < 0) {
             // merge the run of known characters so far, then fall back to bytes
             if (i > run_start)
-                status = encode_piece(t, buffer + run_start, i - run_start, scratch, ids, cap,
-                                      count);
+                status = encode_piece(t, buffer + run_start, i - run_start, run_start < prefix,
+                                      scratch, ids, cap, count);
             for (size_t k = i; k < i + width && status == 0; k++) {
                 int id = TOKENIZER_LLAMA_BYTE0 + buffer[k];
                 if (id >= t->vocab_size) {
@@ -881,7 +896,8 @@ static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t le
         i += width;
     }
     if (status == 0 && n > run_start)
-        status = encode_piece(t, buffer + run_start, n - run_start, scratch, ids, cap, count);
+        status = encode_piece(t, buffer + run_start, n - run_start, run_start < prefix,
+                              scratch, ids, cap, count);
     free(buffer);
     return status;
 }

@@ -65,6 +65,9 @@ typedef struct {
     int merge_unknown;       /* Llama: 1 to merge as llama.cpp does (a GGUF file's vocabulary:
                               * characters with no token merge too, then fall back to bytes),
                               * 0 as llama2.c does (they fall back first) */
+    unsigned char *silent;   /* (vocab_size,) 1 where a generated token prints nothing (a
+                              * GGUF file's control, unknown and unused tokens, as llama.cpp
+                              * prints them: <unk>, <s>); NULL: every token prints; owned */
 } Tokenizer;
 
 /* A vocabulary held in memory (a GGUF file's), for tokenizer_init. */
@@ -77,6 +80,7 @@ typedef struct {
     const int32_t *rank;         /* GPT-2: (V,) merge rank per id, lowest first; NULL: the id */
     int bos_id, eos_id;          /* beginning and end of sequence (GPT-2: end of text) */
     int add_bos, add_space;      /* Llama: as the Tokenizer fields */
+    const unsigned char *silent; /* (V,) as the Tokenizer field, or NULL */
 } TokenizerVocab;
 
 /* Load a tokenizer file. Returns 0, or -1 after printing one line to stderr naming

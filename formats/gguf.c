@@ -1086,6 +1086,7 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     size_t *offset = NULL;
     float *scores = NULL;
     int32_t *rank = NULL;
+    unsigned char *silent = NULL;   /* (V,) from tokenizer.ggml.token_type, if there */
     int status = -1;
     size_t len, pre_len = 0;
     const char *model = get_string(&g, "tokenizer.ggml.model", &len, 1, "tokenizer");
@@ -1107,6 +1108,7 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     const GgufValue *tokens = gguf_find(&g, "tokenizer.ggml.tokens");
     const GgufValue *sc = gguf_find(&g, "tokenizer.ggml.scores");
     const GgufValue *merges = gguf_find(&g, "tokenizer.ggml.merges");
+    const GgufValue *types = gguf_find(&g, "tokenizer.ggml.token_type");
     if (!tokens || tokens->type != GGUF_ARRAY || tokens->item_type != GGUF_STRING ||
         tokens->count < 1 || tokens->count > TOKENIZER_MAX_VOCAB) {
         fprintf(stderr, "tokenizer: %s: tokenizer.ggml.tokens %s (expected an array of 1..%d "
@@ -1119,6 +1121,12 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
                   sc->count != V)) {
         fprintf(stderr, "tokenizer: %s: tokenizer.ggml.scores %s (expected %zu float32, one "
                 "per token)\n", path, sc ? "has the wrong type or length" : "missing", V);
+        goto done;
+    }
+    if (types && (types->type != GGUF_ARRAY || types->item_type != GGUF_INT32 ||
+                  types->count != V)) {
+        fprintf(stderr, "tokenizer: %s: tokenizer.ggml.token_type has the wrong type or length "
+                "(expected %zu int32, one per token)\n", path, V);
         goto done;
     }
     if (gpt2 && (!merges || merges->type != GGUF_ARRAY || merges->item_type != GGUF_STRING)) {
@@ -1141,7 +1149,8 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     offset = malloc((V + 1) * sizeof *offset);
     scores = gpt2 ? NULL : malloc(V * sizeof *scores);
     rank = gpt2 ? malloc(V * sizeof *rank) : NULL;
-    if (!bytes || !offset || (!gpt2 && !scores) || (gpt2 && !rank)) {
+    silent = types ? malloc(V) : NULL;
+    if (!bytes || !offset || (!gpt2 && !scores) || (gpt2 && !rank) || (types && !silent)) {
         fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, V);
         goto done;
     }
@@ -1157,6 +1166,11 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
         offset[i] = at;
         at += (size_t)got;
         p += 8 + n;
+        if (types) {   /* llama.cpp prints only normal (1), user-defined (4) and byte (6) ones */
+            int32_t type;
+            memcpy(&type, types->value + 4 * i, sizeof type);
+            silent[i] = type != 1 && type != 4 && type != 6;
+        }
         if (!gpt2) {
             memcpy(&scores[i], sc->value + 4 * i, sizeof(float));
             if (!isfinite(scores[i])) {
@@ -1178,7 +1192,7 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
         goto done;
     }
     TokenizerVocab v = {gpt2 ? TOKENIZER_GPT2 : TOKENIZER_LLAMA, (int)V, bytes, offset, scores,
-                        NULL, bos, eos, add_bos, add_space};
+                        NULL, bos, eos, add_bos, add_space, silent};
     if (gpt2) {   /* a token's rank: the index of the merge that makes it */
         Tokenizer plain;
         v.rank = NULL;
@@ -1222,6 +1236,7 @@ done:
     free(offset);
     free(scores);
     free(rank);
+    free(silent);
     gguf_close(&g);
     if (status != 0) tokenizer_free(t);
     return status;

@@ -944,6 +944,27 @@ static void test_gguf_llama_characters(void) {
     tokenizer_free(&t);
 }
 
+/* s260k.gguf's tokenizer.ggml.token_type, as llama.cpp's converter wrote it: <unk> 2
+ * (unknown), <s> and </s> 3 (control), <0x00>..<0xFF> 6 (byte), the rest 1 (normal).
+ * llama.cpp's token_to_piece prints nothing for unknown and control tokens when not asked
+ * for special ones (llama-cli's default), so those are silent and no other is. */
+static void test_silent_tokens(void) {
+    const char *file = check_data_file("gguf/s260k.gguf");
+    if (!file) {
+        check_skip("gguf/s260k.gguf: not in tests/data and no ../shared: silent tokens not "
+                   "checked");
+        return;
+    }
+    Tokenizer t;
+    if (!check_true(gguf_load_tokenizer(&t, file) == 0, "s260k.gguf: tokenizer loads")) return;
+    int n_silent = 0;
+    for (int i = 0; t.silent && i < t.vocab_size; i++) n_silent += t.silent[i];
+    check_true(t.silent && t.vocab_size == 512 && t.silent[0] && t.silent[1] && t.silent[2] &&
+               n_silent == 3, "s260k.gguf: <unk>, <s> and </s> print nothing, the other 509 "
+               "tokens print (got %d silent)", n_silent);
+    tokenizer_free(&t);
+}
+
 /* A GGUF Llama vocabulary prints its byte-fallback tokens' bytes, as llama.cpp's
  * token_to_piece gives them (llama2.c's files drop lone bytes, as its safe_printf does):
  * s260k's 512 tokens spell none of "é", "😀" or "ï", so the echoed prompt holds them only
@@ -1019,6 +1040,7 @@ int main(void) {
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
     test_reverse_turns();
     test_byte_tokens_printed();
+    test_silent_tokens();
     test_gguf_llama_characters();
     test_block_count_short();
     unlink(path);

@@ -617,7 +617,8 @@ static void test_gpt2_vocab_bos(void) {
     offset[257] = 259;
     offset[258] = 262;
     for (int add_bos = 0; add_bos <= 1; add_bos++) {
-        TokenizerVocab v = {TOKENIZER_GPT2, 258, bytes, offset, NULL, NULL, 256, 257, add_bos, 0};
+        TokenizerVocab v = {TOKENIZER_GPT2, 258, bytes, offset, NULL, NULL, 256, 257, add_bos, 0,
+                            NULL};
         Tokenizer t;
         int ids[8];
         size_t n = 0, n_more = 0;

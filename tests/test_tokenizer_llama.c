@@ -10,9 +10,10 @@
 #include "tokenizer.h"
 
 #include <ctype.h>     /* isprint, isspace */
-#include <stdio.h>     /* printf, snprintf */
-#include <stdlib.h>    /* malloc, free */
+#include <stdio.h>     /* printf, snprintf, fdopen, fwrite, remove */
+#include <stdlib.h>    /* malloc, free, mkstemp */
 #include <string.h>    /* memcmp, memchr, strlen */
+#include <unistd.h>    /* close */
 
 #include "tests/check.h"   /* check_*, check_json_* */
 
@@ -102,10 +103,58 @@ static void test_tok512(void) {
     check_true(ok, "tok512: a prompt and its continuation encode as the text at once");
     ok = tokenizer_encode_continuation(&t, "", 0, got, 64, &n) == 0 && n == 0;
     check_true(ok, "tok512: an empty continuation -> no ids (no BOS)");
+    /* a text that starts with a continuation byte: llama2.c's encode emits the dummy
+     * prefix " " (259) as a token of its own, then the byte 0x80 alone, which no token
+     * spells: its fallback 0x80 + 3 = 131; then "abc" as 100 101 102 (no merge of tok512
+     * spells " <0x80>" or "<0x80>a") */
+    const int want_stray[6] = {1, 259, 131, 100, 101, 102};
+    ok = tokenizer_encode(&t, "\x80" "abc", 4, got, 64, &n) == 0 && n == 6 &&
+         memcmp(got, want_stray, sizeof want_stray) == 0;
+    check_true(ok, "tok512: \"\\x80abc\" -> 1 259 131 100 101 102, the dummy prefix a token "
+               "of its own (got %zu ids, the second %d)", n, n > 1 ? got[1] : -1);
     tokenizer_free(&t);
 }
 
+/* A llama2.c file of seven tokens in which the stray continuation byte 0x80 is a token:
+ * <unk> <s> </s> " " "\x80" "a" "\x80a" (scores 0 but "\x80a" 1). llama2.c encodes
+ * "\x80a" as BOS, the prefix " " (3), then "\x80" (4) and "a" (5), which merge into
+ * "\x80a" (6): 1 3 6. No token spells " \x80" (that glued pair has no fallback in a
+ * vocabulary of 7). */
+static void test_prefix_before_continuation(void) {
+    static const char *tokens[7] = {"<unk>", "<s>", "</s>", " ", "\x80", "a", "\x80" "a"};
+    char path[] = "/tmp/test_tokenizer_llama_XXXXXX";
+    int fd = mkstemp(path);
+    FILE *file = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!check_true(file != NULL, "create a temporary tokenizer file")) {
+        if (fd >= 0) { close(fd); remove(path); }
+        return;
+    }
+    int32_t max_len = 5;
+    int wrote = fwrite(&max_len, sizeof max_len, 1, file) == 1;
+    for (int i = 0; i < 7; i++) {
+        float score = i == 6 ? 1.0f : 0.0f;
+        int32_t len = (int32_t)strlen(tokens[i]);
+        wrote = wrote && fwrite(&score, sizeof score, 1, file) == 1 &&
+                fwrite(&len, sizeof len, 1, file) == 1 &&
+                fwrite(tokens[i], 1, (size_t)len, file) == (size_t)len;
+    }
+    wrote = fclose(file) == 0 && wrote;
+    Tokenizer t;
+    if (check_true(wrote && tokenizer_load(&t, path) == 0, "load a 7-token llama2.c file")) {
+        int got[8];
+        size_t n = 0;
+        int ok = tokenizer_encode(&t, "\x80" "a", 2, got, 8, &n) == 0 && n == 3 &&
+                 got[0] == 1 && got[1] == 3 && got[2] == 6;
+        check_true(ok, "\"\\x80a\" -> 1 3 6 as llama2.c: the dummy prefix a unit of its own "
+                   "before a continuation byte that is a token (got %zu ids, the second %d)", n,
+                   n > 1 ? got[1] : -1);
+    }
+    tokenizer_free(&t);
+    remove(path);
+}
+
 int main(void) {
+    test_prefix_before_continuation();
     const char *path = check_data_file("llama2c/tokenizer.bin");
     if (!path) {
         check_skip("llama2c/tokenizer.bin not found: llama2.c tokenizer cases not checked");

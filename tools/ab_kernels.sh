@@ -64,9 +64,14 @@ base="-std=c11 -D_POSIX_C_SOURCE=200809L -ffp-contract=off -pthread"
 mkdir -p "$out"
 # each build's two kernel files, their entry points renamed and every other symbol made
 # local, so that A's and B's helpers never meet
+# (the packed kernel only where the flags build it: simd.h defines it as a macro elsewhere)
+macros=$($cc $base $cflags -dM -E -x c /dev/null)
+packed=
+case $macros in *__AVX512VNNI__*) case $macros in *__AVX512BW__*) case $macros in
+    *__AVX512VL__*) packed=1 ;; esac ;; esac ;; esac   # simd.h's SIMD_Q8_PACKED
 build() {   # build LABEL DIR
-    $cc $base $cflags -I"$2" -Dsimd_q8_gemm_tiles=ab_$1_q8 -Dsimd_q8_matmul_packed=ab_$1_q8p \
-        -c "$2/simd/quant_x86.c" -o "$out/$1_q8.o"
+    $cc $base $cflags -I"$2" -Dsimd_q8_gemm_tiles=ab_$1_q8 \
+        ${packed:+-Dsimd_q8_matmul_packed=ab_$1_q8p} -c "$2/simd/quant_x86.c" -o "$out/$1_q8.o"
     objcopy --keep-global-symbol=ab_$1_q8 --keep-global-symbol=ab_$1_q8p "$out/$1_q8.o"
     $cc $base $cflags -I"$2" -Dsimd_gemm_block=ab_$1_fp32 -c "$2/simd/vec_kernels.c" \
         -o "$out/$1_fp32.o"
