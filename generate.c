@@ -342,10 +342,10 @@ static void echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
     fflush(stdout);
 }
 
-/* One turn: sample, print and run tokens until -n tokens, end-of-text (Llama: BOS or
- * EOS), the reverse prompt, or a closed stdout. The token that ends a turn by -n or the
- * reverse prompt is not run (nobody may read on): in interactive mode it becomes
- * loop->unrun, run before the next input. The turn's time, less its context shifts' and
+/* One turn: sample, print and run tokens until -n tokens, end-of-text (Llama: EOS, and
+ * BOS where tok->stop_at_bos), the reverse prompt, or a closed stdout. The token that
+ * ends a turn by -n or the reverse prompt is not run (nobody may read on): in interactive
+ * mode it becomes loop->unrun, run before the next input. The turn's time, less its context shifts' and
  * growths', adds to generate_seconds. Returns STEP_CONTINUE, STEP_FULL, or STEP_ERROR
  * after a stderr line (a token the tokenizer lacks, a model failure). */
 static GenerateStep sample_turn(GenerateLoop *loop) {
@@ -357,7 +357,7 @@ static GenerateStep sample_turn(GenerateLoop *loop) {
     loop->unrun = -1;
     for (int step = 0; step < o->steps; step++) {
         int next = sampler_sample(loop->sampler, g->logits);
-        if (next == tok->eot_id || next == tok->bos_id) break;   /* llama2.c stops at BOS */
+        if (next == tok->eot_id || (tok->stop_at_bos && next == tok->bos_id)) break;
         if (next >= tok->vocab_size) {
             utf8_flush(&loop->out);
             fprintf(stderr, "\ngenerate: model produced token %d, which the tokenizer "

@@ -115,7 +115,8 @@ static const char USAGE_TAIL[] =
 "\n"
 "The prompt and the generated text stream to stdout; what was loaded and the speed go\n"
 "to stderr. A turn of generation stops after -n tokens, at end-of-text (GPT-2), or at\n"
-"BOS or EOS (Llama). The attention variants and the heatmaps are explained in\n"
+"EOS (Llama; at BOS too with a llama2.c tokenizer, as llama2.c). The attention\n"
+"variants and the heatmaps are explained in\n"
 "docs/attention.md and docs/tutorial.md.\n"
 "Exit status: 0 ok, 1 bad data or runtime failure, 2 usage error.\n";
 

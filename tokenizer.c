@@ -341,6 +341,7 @@ static int load_llama(Tokenizer *t, FILE *file, size_t size, const char *path) {
     t->eot_id = TOKENIZER_LLAMA_EOS;
     t->add_bos = 1;
     t->add_space = 1;
+    t->stop_at_bos = 1;
     uint32_t max_len;
     if (llama_read_header(file, size, path, &max_len) != 0) return -1;
     unsigned char *data = malloc(size);

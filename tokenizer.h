@@ -65,6 +65,10 @@ typedef struct {
     int merge_unknown;       /* Llama: 1 to merge as llama.cpp does (a GGUF file's vocabulary:
                               * characters with no token merge too, then fall back to bytes),
                               * 0 as llama2.c does (they fall back first) */
+    int stop_at_bos;         /* 1: a generated BOS ends the text as end-of-text does
+                              * (llama2.c's files, whose stories each start with BOS, as
+                              * llama2.c's run); 0: it is a token like any other (a GGUF
+                              * file's vocabulary, as llama.cpp: BOS ends no generation) */
     unsigned char *silent;   /* (vocab_size,) 1 where a generated token prints nothing (a
                               * GGUF file's control, unknown and unused tokens, as llama.cpp
                               * prints them: <unk>, <s>); NULL: every token prints; owned */

@@ -944,6 +944,43 @@ static void test_gguf_llama_characters(void) {
     tokenizer_free(&t);
 }
 
+/* llama.cpp ends a generation at its end-of-generation tokens (EOS and the like), not at
+ * BOS (llama_vocab's is_eog): the tiny model with its blocks' outputs zeroed, every
+ * embedding row all ones (so the classifier reads the same normalised ones at every
+ * position) and a classifier whose one nonzero row is BOS's (id 1) predicts BOS at every
+ * step, and `-t 0 -n 5` runs all five. llama2.c's files stop at the first (test_cli). */
+static void test_bos_runs_on(void) {
+    Buf f = {0};
+    Marks m;
+    write_tiny(&f, &m);
+    for (int t = 0; t < N_TENSORS; t++) {
+        uint64_t offset;
+        memcpy(&offset, f.b + m.tensor_offset[t], sizeof offset);
+        float *x = (float *)(void *)(f.b + m.data_start + offset);   /* F32, aligned */
+        size_t n = (size_t)TENSORS[t].rows * (size_t)TENSORS[t].cols;
+        const char *name = TENSORS[t].name;
+        int ones = !strcmp(name, "token_embd.weight"), zeros = !strcmp(name, "output.weight") ||
+                   !strcmp(name, "blk.0.attn_output.weight") || !strcmp(name, "blk.0.ffn_down.weight");
+        for (size_t i = 0; (ones || zeros) && i < n; i++) {
+            float value = ones ? 1.0f : 0.0f;
+            memcpy(&x[i], &value, sizeof value);
+        }
+        for (int c = 0; !strcmp(name, "output.weight") && c < C; c++) {
+            float one = 1.0f;
+            memcpy(&x[1 * C + c], &one, sizeof one);   /* row 1: BOS */
+        }
+    }
+    save(&f);
+    free(f.b);
+    char command[512], *err = NULL;
+    snprintf(command, sizeof command, "%s %s -t 0 -n 5 -i ab", run_bin, path);
+    int code = check_run(command, NULL, &err);
+    check_true(code == 0 && err && strstr(err, "generation: 5 tokens"), "GGUF Llama: a "
+               "generated BOS ends nothing, as in llama.cpp (5 of -n 5 generated; got exit %d, "
+               "%s)", code, err && strstr(err, "generation:") ? strstr(err, "generation:") : "");
+    free(err);
+}
+
 /* s260k.gguf's tokenizer.ggml.token_type, as llama.cpp's converter wrote it: <unk> 2
  * (unknown), <s> and </s> 3 (control), <0x00>..<0xFF> 6 (byte), the rest 1 (normal).
  * llama.cpp's token_to_piece prints nothing for unknown and control tokens when not asked
@@ -1041,6 +1078,7 @@ int main(void) {
     test_reverse_turns();
     test_byte_tokens_printed();
     test_silent_tokens();
+    test_bos_runs_on();
     test_gguf_llama_characters();
     test_block_count_short();
     unlink(path);
