@@ -89,6 +89,18 @@ static int replaceable(const char *path, const Config *c) {
     return 0;
 }
 
+/* A Llama model's int8 file is llama2.c's version 2, which llama2.c's runq reads only when
+ * GS divides dim and hidden_dim (its groups run on across rows, where this file's rows end
+ * in a shorter group): says so on stderr, with the largest group size below GS that does. */
+static void runq_note(const Config *c, int group) {
+    if (c->family != MODEL_LLAMA || (c->dim % group == 0 && c->hidden_dim % group == 0)) return;
+    int fits = group;
+    while (c->dim % fits != 0 || c->hidden_dim % fits != 0) fits--;
+    fprintf(stderr, "quantize: note: groups of %d do not divide the widths %d and %d, so "
+            "llama2.c's runq cannot read this file (run can); -g %d writes one both read\n",
+            group, c->dim, c->hidden_dim, fits);
+}
+
 int main(int argc, char **argv) {
     os_program_start("quantize");   /* a closed pipe: a write error, as a full disk */
     const char *paths[2] = {NULL, NULL};
@@ -134,6 +146,8 @@ int main(int argc, char **argv) {
         status = -1;
     } else if (status == 0) {
         status = checkpoint_save_q8(&ck, paths[1], group);
+        if (status == 0)
+            runq_note(&ck.config, group);
         if (status == 0)
             fprintf(stderr, "quantize: %s (%s) -> %s: int8, groups of %d%s\n", paths[0],
                     ck.format, paths[1], group, !ck.config.half_kv ? ""

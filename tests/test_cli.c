@@ -336,6 +336,23 @@ static void test_bad_llama_files(const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -n 2 -t 0", write_llama("legacy.bin", 0, good, n + rope),
              tok);
     expect("a valid legacy llama2.c file runs", args, 0, "llama2.c legacy checkpoint");
+    /* quantize's version 2 of it: llama2.c's runq reads groups that divide dim (8) and
+     * hidden_dim (16) only; 8 is the largest of those up to 16 */
+    const char *quantize = getenv("QUANTIZE");
+    if (!quantize || !*quantize) quantize = "./quantize";
+    char q8[160], *err = NULL;
+    snprintf(q8, sizeof q8, "%s/legacy_q8.bin", dir);
+    snprintf(args, sizeof args, "-g 16 --force %s/legacy.bin %s", dir, q8);
+    expect_program(quantize, "quantize -g 16 of a Llama model of widths 8 and 16", args, 0,
+                   "groups of 16 do not divide the widths 8 and 16, so llama2.c's runq cannot "
+                   "read this file (run can); -g 8 writes one both read");
+    snprintf(args, sizeof args, "timeout 120 %s -g 8 --force %s/legacy.bin %s", quantize, dir,
+             q8);
+    int code = check_run(args, NULL, &err);
+    check_true(code == 0 && err && !strstr(err, "runq"), "quantize -g 8 of that model: no note "
+               "about runq (exit %d)", code);
+    free(err);
+    unlink(q8);
     EXPECT_BAD("legacy llama2.c file truncated", write_llama("l_trunc.bin", 0, good, n),
                "truncated");
     EXPECT_BAD("llama2.c heads not divisible by kv heads",
