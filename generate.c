@@ -127,11 +127,23 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
         if (run_pending(g) != 0) return -1;
         return GENERATE_FULL;
     }
+    int first = g->n_tokens, lost = 0;   /* where ids[0] is, and how many of ids shifted out */
     for (int i = 0; i < n; i++) {
-        if (g->n_tokens == g->n_ctx) shift_context(g);
+        if (g->n_tokens == g->n_ctx) {   /* positions keep .. keep+drop-1 go */
+            int before = g->n_tokens;
+            shift_context(g);
+            int drop = before - g->n_tokens, end = g->keep + drop;
+            int from = first > g->keep ? first : g->keep;
+            lost += end > from ? end - from : 0;
+            first = first >= end ? first - drop : first < g->keep ? first : g->keep;
+        }
         if (input && g->n_prompt == g->n_tokens) g->n_prompt++;   /* no generated token yet */
         g->tokens[g->n_tokens++] = ids[i];
     }
+    if (input && lost > 0)   /* the context shifted the input's own start away */
+        fprintf(stderr, "\ngenerate: the context of %d positions (%d kept at its start) "
+                "shifted out the input's first %d of %d tokens: the model holds the rest (-c "
+                "sets a larger context)\n", g->n_ctx, g->keep, lost, n);
     /* tokens run now: n new ones, and the kept ones again if a shift reset n_run */
     int new_tokens = g->n_tokens - g->n_run < n ? g->n_tokens - g->n_run : n;
     int rerun = g->n_tokens - g->n_run - new_tokens;
@@ -329,17 +341,21 @@ static void loop_free(GenerateLoop *loop) {
     memset(loop, 0, sizeof *loop);
 }
 
-/* Echoes the prompt as its tokens decode, but not a BOS or end-of-text start token.
- * Nothing when quiet (a watcher that names the tokens itself). */
-static void echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
-    if (loop->o->quiet) return;
+/* Echoes the prompt as its tokens decode, but not a BOS or end-of-text start token
+ * (nothing when quiet: a watcher that names the tokens itself), and feeds it to the
+ * reverse prompt's match. Returns 1 if the prompt ends with the reverse prompt: as in
+ * llama.cpp, whose match reads the prompt too, the first turn then ends at once. */
+static int echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
     int first = (prompt[0] == loop->tok->bos_id || prompt[0] == loop->tok->eot_id) ? 1 : 0;
+    int matched = 0;
     for (int t = first; t < n_prompt; t++) {
         size_t len;
         const unsigned char *bytes = token_text(loop->tok, t ? prompt[t - 1] : -1, prompt[t], &len);
-        utf8_write(&loop->out, bytes, len);
+        if (!loop->o->quiet) utf8_write(&loop->out, bytes, len);
+        matched = reverse_feed(&loop->reverse, bytes, len) || (matched && len == 0);
     }
     fflush(stdout);
+    return matched;
 }
 
 /* One turn: sample, print and run tokens until -n tokens, end-of-text (Llama: EOS, and
@@ -448,12 +464,13 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
         fprintf(stderr, "generate: out of memory\n");
         goto done;
     }
-    echo_prompt(&loop, prompt, n_prompt);
+    int prompt_ends_turn = echo_prompt(&loop, prompt, n_prompt);
     if (generation_append(g, prompt, n_prompt, 1) != 0) goto done;
     loop.prev = prompt[n_prompt - 1];
     /* turns, each followed in interactive mode by a line of input */
     do {
-        step = sample_turn(&loop);
+        step = prompt_ends_turn ? STEP_CONTINUE : sample_turn(&loop);
+        prompt_ends_turn = 0;
         if (step == STEP_CONTINUE)
             step = o->interactive && !ferror(stdout) ? continue_with_input(&loop) : STEP_END;
     } while (step == STEP_CONTINUE);

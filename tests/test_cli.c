@@ -885,6 +885,31 @@ static void test_interactive(const char *model, const char *tok) {
                strstr(err, "context full (16 tokens)"), "-I --no-context-shift: a line that "
                "does not fit ends the run unprinted (exit %d)", code);
     free(out); free(err);
+    /* a prompt that ends with the reverse prompt ends the first turn at once, as llama.cpp's
+     * match reads the prompt too (llama.cpp's chat recipe: a prompt ending "User:"): the
+     * line is read before any token is generated, then one turn of 3 */
+    err = out = NULL;
+    snprintf(command, sizeof command, "printf 'abcd\\n' | %s %s -z %s -i hi -r hi -n 3 -t 0 -I",
+             run_bin, model, tok);
+    code = check_run(command, &out, &err);
+    check_true(code == 0 && out && strncmp(out, "hi\nabcd\n", 8) == 0 && err &&
+               strstr(err, "generation: 3 tokens"), "-I -r hi after the prompt hi: the line "
+               "read first, then 3 tokens (exit %d)", code);
+    free(out); free(err);
+    /* the same line where the context may shift: the model keeps its last tokens, and one
+     * line says how many went. Worked by hand: the input is "\n" + the line's 35 bytes +
+     * "\n", 37 tokens of one byte (the fixture's tokenizer has no merge for them), after
+     * 4 tokens ("hi" and 2 generated); each shift of the full 16 positions drops the older 8
+     * (--keep 0): 4 of the input at the first, 8 at each of the next three, 28 in all */
+    err = out = NULL;
+    snprintf(command, sizeof command, "printf 'a line much longer than the context\n' | %s %s "
+             "-z %s -i hi -n 2 -t 0 -I", run_bin, model, tok);
+    code = check_run(command, &out, &err);
+    check_true(code == 0 && err && strstr(err, "generate: the context of 16 positions (0 kept "
+               "at its start) shifted out the input's first 28 of 37 tokens: the model holds "
+               "the rest (-c sets a larger context)"), "-I: a line longer than the context "
+               "shifts its own start out, and says so (exit %d)", code);
+    free(out); free(err);
     /* on a terminal (script(1) makes one), a line on stderr says how a turn works */
     if (check_run("script -qec true /dev/null", NULL, NULL) != 0) {
         check_skip("script(1) from util-linux not found: the -I hint on a terminal not checked");
