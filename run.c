@@ -615,6 +615,12 @@ int main(int argc, char **argv) {
     else default_tokenizer_path(o.model_path, tokenizer_path, sizeof tokenizer_path);
     const char *inputs[] = {o.model_path, tokenizer_path, o.prompt_file,
                             o.interactive ? "-" : NULL};   /* "-": standard input's file */
+    const char *stdin_problem = o.interactive ? os_stdin_problem() : NULL;
+    if (stdin_problem) {   /* found now, not after the first turn */
+        fprintf(stderr, "run: --interactive: standard input: %s (expected lines of text to "
+                "read)\n", stdin_problem);
+        return EXIT_BAD_DATA;
+    }
     if (o.interactive && os_stdin_is_stdout()) {   /* it would read its own text back */
         fprintf(stderr, "run: --interactive: standard input is the file standard output goes "
                 "to (got the same file, expected another for the text)\n");

@@ -781,6 +781,14 @@ int os_stdin_is_stdout(void) {
            S_ISREG(in.st_mode) && in.st_dev == out.st_dev && in.st_ino == out.st_ino;
 }
 
+const char *os_stdin_problem(void) {
+    struct stat st;
+    int flags = fcntl(STDIN_FILENO, F_GETFL);   /* closed: os_program_start's write-only one */
+    if (fstat(STDIN_FILENO, &st) != 0 || flags == -1 || (flags & O_ACCMODE) == O_WRONLY)
+        return "closed, or not open for reading";
+    return S_ISDIR(st.st_mode) ? "a folder" : NULL;
+}
+
 int os_same_file(const char *a, const char *b) {
     struct stat sa, sb;
     return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&

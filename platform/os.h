@@ -49,6 +49,10 @@ int os_usable_cpus(void);
  * read its own text back, without end). */
 int os_stdin_is_stdout(void);
 
+/* Why standard input cannot give lines of text (closed, a folder), or NULL if it may
+ * (a terminal, a pipe, a file: what it holds shows when it is read). */
+const char *os_stdin_problem(void);
+
 /* Seconds on a monotonic clock (for speeds and durations: differences only). */
 double os_seconds(void);
 

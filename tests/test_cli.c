@@ -885,6 +885,21 @@ static void test_interactive(const char *model, const char *tok) {
                strstr(err, "context full (16 tokens)"), "-I --no-context-shift: a line that "
                "does not fit ends the run unprinted (exit %d)", code);
     free(out); free(err);
+    /* standard input that cannot give lines (a folder, closed): refused before the first
+     * turn, which it generated before the read failed */
+    const char *stdins[2][2] = {{"< /", "a folder"}, {"<&-", "closed, or not open for reading"}};
+    for (int i = 0; i < 2; i++) {
+        err = out = NULL;
+        snprintf(command, sizeof command, "%s %s -z %s -i hi -n 3 -t 0 -I %s", run_bin, model,
+                 tok, stdins[i][0]);
+        code = check_run(command, &out, &err);
+        char want_err[128];
+        snprintf(want_err, sizeof want_err, "run: --interactive: standard input: %s (expected "
+                 "lines of text to read)\n", stdins[i][1]);
+        check_true(code == 1 && out && !*out && err && !strcmp(err, want_err), "-I %s: one "
+                   "line, exit 1 (got %d), nothing generated", stdins[i][0], code);
+        free(out); free(err);
+    }
     /* a prompt that ends with the reverse prompt ends the first turn at once, as llama.cpp's
      * match reads the prompt too (llama.cpp's chat recipe: a prompt ending "User:"): the
      * line is read before any token is generated, then one turn of 3 */
