@@ -433,6 +433,8 @@ static GenerateStep continue_with_input(GenerateLoop *loop) {
     loop->line = NULL;
     long got = read_line(loop->o->input, &loop->line);
     if (got < 0) return STEP_ERROR;
+    if (got == 0 && loop->o->prompt_to && loop->o->prompt_to != stdout)
+        fputc('\n', loop->o->prompt_to);   /* "> " ends its line before the speed line */
     if (got == 0) return STEP_END;
     long len = input_text(loop, loop->line, got);
     if (len < 0) return STEP_ERROR;

@@ -949,8 +949,10 @@ static void test_interactive(const char *model, const char *tok) {
     size_t n_text = 0;
     char *written = check_read_file(text, &n_text);
     check_true(code == 0 && written && strstr(written, "\nabcd\n") && !strstr(written, "> ") &&
-               out && strstr(out, "\n> "), "-I typed at a terminal with the text into a file: "
-               "the file holds the line, \"> \" on the terminal only (exit %d)", code);
+               out && strstr(out, "\n> ") && strstr(out, "prompt: ") &&
+               !strstr(out, "> prompt: "), "-I typed at a terminal with the text into a file: "
+               "the file holds the line, \"> \" on the terminal only, and the speed line on a "
+               "line of its own after end of input (exit %d)", code);
     free(written);
     free(out);
 }
