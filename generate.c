@@ -142,8 +142,8 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
     }
     if (input && lost > 0)   /* the context shifted the input's own start away */
         fprintf(stderr, "\ngenerate: the context of %d positions (%d kept at its start) "
-                "shifted out the input's first %d of %d tokens: the model holds the rest (-c "
-                "sets a larger context)\n", g->n_ctx, g->keep, lost, n);
+                "shifted out %d of the input's %d tokens: the model holds the rest (-c sets a "
+                "larger context)\n", g->n_ctx, g->keep, lost, n);
     /* tokens run now: n new ones, and the kept ones again if a shift reset n_run */
     int new_tokens = g->n_tokens - g->n_run < n ? g->n_tokens - g->n_run : n;
     int rerun = g->n_tokens - g->n_run - new_tokens;
@@ -386,7 +386,10 @@ static GenerateStep sample_turn(GenerateLoop *loop) {
         if (!o->quiet) utf8_write(&loop->out, bytes, len);
         fflush(stdout);
         if (ferror(stdout)) break;   /* nobody reads on (a closed pipe): run reports it */
-        loop->prev = next;
+        /* a BOS the model writes (a GGUF vocabulary runs it on: stop_at_bos 0) takes no
+         * space from the next token, which llama.cpp prints whole; only the text's first
+         * token after its BOS loses its space (llama2.c's decode) */
+        loop->prev = next == tok->bos_id ? -1 : next;
         g->stats.generated++;
         int stop = reverse_feed(&loop->reverse, bytes, len) || step + 1 == o->steps;
         if (stop && !o->interactive) break;   /* no need to run a token nobody reads */

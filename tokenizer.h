@@ -70,8 +70,9 @@ typedef struct {
                               * llama2.c's run); 0: it is a token like any other (a GGUF
                               * file's vocabulary, as llama.cpp: BOS ends no generation) */
     unsigned char *silent;   /* (vocab_size,) 1 where a generated token prints nothing (a
-                              * GGUF file's control, unknown and unused tokens, as llama.cpp
-                              * prints them: <unk>, <s>); NULL: every token prints; owned */
+                              * GGUF file's tokens of every type but normal, user-defined and
+                              * byte, as llama.cpp prints them: <unk>, <s>); NULL: every
+                              * token prints; owned */
 } Tokenizer;
 
 /* A vocabulary held in memory (a GGUF file's), for tokenizer_init. */

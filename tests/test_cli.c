@@ -921,7 +921,7 @@ static void test_interactive(const char *model, const char *tok) {
              "-z %s -i hi -n 2 -t 0 -I", run_bin, model, tok);
     code = check_run(command, &out, &err);
     check_true(code == 0 && err && strstr(err, "generate: the context of 16 positions (0 kept "
-               "at its start) shifted out the input's first 28 of 37 tokens: the model holds "
+               "at its start) shifted out 28 of the input's 37 tokens: the model holds "
                "the rest (-c sets a larger context)"), "-I: a line longer than the context "
                "shifts its own start out, and says so (exit %d)", code);
     free(out); free(err);

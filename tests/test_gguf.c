@@ -212,8 +212,10 @@ static void put_kv_u32(Buf *f, const char *key, uint32_t v, size_t *type_at) {
 
 /* The tiny model as a GGUF version 3 file into f; the marks into m. half: its matrices
  * as F16 (the same values: multiples of 1/32 up to 1/4, which halves hold exactly);
- * packed: general.alignment 1 and every tensor at an odd place in the file. */
-static void write_tiny_as(Buf *f, Marks *m, int half, int packed) {
+ * packed: general.alignment 1 and every tensor at an odd place in the file; types: with
+ * tokenizer.ggml.token_type as llama.cpp's converter writes it (<unk> 2, <s> and </s> 3,
+ * the byte tokens 6, U+2581 1), or types - 1 of them (a wrong length) when above 1. */
+static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types) {
     static const char *const spm_space = "\xe2\x96\x81";
     memset(m, 0, sizeof *m);
     put(f, "GGUF", 4);
@@ -221,7 +223,7 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed) {
     m->count_tensors = f->n;
     put_u64(f, N_TENSORS);
     m->count_values = f->n;
-    put_u64(f, 13 + (packed != 0));
+    put_u64(f, 13 + (packed != 0) + (types != 0));
     m->first_key_len = f->n;
     put_str(f, "general.architecture");
     put_u32(f, 8);   /* string */
@@ -260,6 +262,17 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed) {
     for (int i = 0; i < V; i++) {
         float score = i == V - 1 ? -1.0f : 0.0f;
         put(f, &score, 4);
+    }
+    if (types) {
+        put_str(f, "tokenizer.ggml.token_type");
+        put_u32(f, 9);   /* array */
+        put_u32(f, 5);   /* of int32 */
+        int n = types > 1 ? types - 1 : V;
+        put_u64(f, (uint64_t)n);
+        for (int i = 0; i < n; i++) {
+            int32_t type = i == 0 ? 2 : i < 3 ? 3 : i < V - 1 ? 6 : 1;
+            put(f, &type, 4);
+        }
     }
     put_kv_u32(f, "tokenizer.ggml.bos_token_id", 1, NULL);
     m->eos_key = f->n;
@@ -311,7 +324,7 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed) {
     }
 }
 
-static void write_tiny(Buf *f, Marks *m) { write_tiny_as(f, m, 0, 0); }
+static void write_tiny(Buf *f, Marks *m) { write_tiny_as(f, m, 0, 0, 0); }
 
 static char dir[64], path[128];
 
@@ -381,7 +394,7 @@ static void test_tiny_half(void) {
     int halves = 0;
     Buf f = {0};
     Marks m;
-    write_tiny_as(&f, &m, 0, 0);
+    write_tiny_as(&f, &m, 0, 0, 0);
     save(&f);
     int ok = tiny_logits(path, want, &halves) == 0;
     check_true(ok && !halves, "tiny GGUF, F32: runs with float matrices");
@@ -389,7 +402,7 @@ static void test_tiny_half(void) {
     void *q8 = tiny_q8(path, &q8_bytes);
     for (int packed = 0; packed < 2; packed++) {
         f.n = 0;
-        write_tiny_as(&f, &m, 1, packed);
+        write_tiny_as(&f, &m, 1, packed, 0);
         save(&f);
         if (packed) {   /* the first matrix's data starts at an odd byte of the file */
             uint64_t offset;
@@ -944,41 +957,69 @@ static void test_gguf_llama_characters(void) {
     tokenizer_free(&t);
 }
 
-/* llama.cpp ends a generation at its end-of-generation tokens (EOS and the like), not at
- * BOS (llama_vocab's is_eog): the tiny model with its blocks' outputs zeroed, every
- * embedding row all ones (so the classifier reads the same normalised ones at every
- * position) and a classifier whose one nonzero row is BOS's (id 1) predicts BOS at every
- * step, and `-t 0 -n 5` runs all five. llama2.c's files stop at the first (test_cli). */
-static void test_bos_runs_on(void) {
+/* The tiny model (types as write_tiny_as takes it) with its blocks' outputs zeroed and
+ * every embedding row all ones, so that the classifier reads the same normalised ones at
+ * every position, and a classifier whose nonzero rows are BOS's (id 1) and, where space
+ * is 1, U+2581's (id V - 1: " "), each all 4s: a logit of 32 for each, 0 for the rest. */
+static void write_bos_model(int types, int space) {
     Buf f = {0};
     Marks m;
-    write_tiny(&f, &m);
+    write_tiny_as(&f, &m, 0, 0, types);
     for (int t = 0; t < N_TENSORS; t++) {
         uint64_t offset;
         memcpy(&offset, f.b + m.tensor_offset[t], sizeof offset);
-        float *x = (float *)(void *)(f.b + m.data_start + offset);   /* F32, aligned */
-        size_t n = (size_t)TENSORS[t].rows * (size_t)TENSORS[t].cols;
+        unsigned char *x = f.b + m.data_start + offset;   /* F32 */
+        int n = TENSORS[t].rows * TENSORS[t].cols;
         const char *name = TENSORS[t].name;
         int ones = !strcmp(name, "token_embd.weight"), zeros = !strcmp(name, "output.weight") ||
                    !strcmp(name, "blk.0.attn_output.weight") || !strcmp(name, "blk.0.ffn_down.weight");
-        for (size_t i = 0; (ones || zeros) && i < n; i++) {
-            float value = ones ? 1.0f : 0.0f;
-            memcpy(&x[i], &value, sizeof value);
-        }
-        for (int c = 0; !strcmp(name, "output.weight") && c < C; c++) {
-            float one = 1.0f;
-            memcpy(&x[1 * C + c], &one, sizeof one);   /* row 1: BOS */
+        for (int i = 0; (ones || zeros) && i < n; i++) {
+            int row = i / C;
+            float value = ones ? 1.0f : (row == 1 || (space && row == V - 1)) ? 4.0f : 0.0f;
+            memcpy(x + 4 * (size_t)i, &value, sizeof value);
         }
     }
     save(&f);
     free(f.b);
-    char command[512], *err = NULL;
+}
+
+/* llama.cpp ends a generation at its end-of-generation tokens (EOS and the like), not at
+ * BOS (llama_vocab's is_eog), and prints no control or unknown token (token_to_piece
+ * without special tokens, llama-cli's default); the token after a BOS it prints whole
+ * (lstrip 0). llama2.c's files stop at BOS (test_cli's sampled case). */
+static void test_bos_runs_on(void) {
+    /* BOS at every step, typed control: all 5 run, none printed */
+    write_bos_model(1, 0);
+    char command[512], *out = NULL, *err = NULL;
     snprintf(command, sizeof command, "%s %s -t 0 -n 5 -i ab", run_bin, path);
-    int code = check_run(command, NULL, &err);
-    check_true(code == 0 && err && strstr(err, "generation: 5 tokens"), "GGUF Llama: a "
-               "generated BOS ends nothing, as in llama.cpp (5 of -n 5 generated; got exit %d, "
-               "%s)", code, err && strstr(err, "generation:") ? strstr(err, "generation:") : "");
+    int code = check_run(command, &out, &err);
+    check_true(code == 0 && out && !strcmp(out, "ab\n") && err &&
+               strstr(err, "generation: 5 tokens"), "GGUF Llama: a generated BOS ends nothing "
+               "and prints nothing, as in llama.cpp (5 of -n 5 generated, \"ab\" printed; got "
+               "exit %d, \"%s\")", code, out ? out : "");
+    free(out);
     free(err);
+    /* BOS or " " at each step (no token types: "<s>" prints as its text): each of the 20
+     * tokens prints 3 bytes or 1, so 20 + 2 per "<s>" in all, a space after a "<s>" too */
+    write_bos_model(0, 1);
+    out = err = NULL;
+    snprintf(command, sizeof command, "%s %s -t 1 -p 1 -s 7 -n 20 -i ab", run_bin, path);
+    code = check_run(command, &out, &err);
+    size_t bos = 0, len = out && strlen(out) > 3 ? strlen(out) - 3 : 0;   /* less "ab", "\n" */
+    for (const char *p = out ? strstr(out, "<s>") : NULL; p; p = strstr(p + 3, "<s>")) bos++;
+    check_true(code == 0 && err && strstr(err, "generation: 20 tokens") && bos > 0 &&
+               len == 20 + 2 * bos && strstr(out, "<s> "), "GGUF Llama: the token after a "
+               "generated BOS keeps its leading space, as llama.cpp prints it (%zu bytes for "
+               "%zu BOS; got \"%s\")", len, bos, out ? out : "");
+    free(out);
+    free(err);
+    /* a token_type array one short of the vocabulary: refused, as its scores would be */
+    Buf f = {0};
+    Marks m;
+    write_tiny_as(&f, &m, 0, 0, V);
+    check_refused(&f, "token_type one short", "tokenizer.ggml.token_type has the wrong type or "
+                  "length (expected 260 int32, one per token)");
+    free(f.b);
 }
 
 /* s260k.gguf's tokenizer.ggml.token_type, as llama.cpp's converter wrote it: <unk> 2
