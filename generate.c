@@ -157,7 +157,7 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
                : input ? seconds * (double)new_tokens / (double)(new_tokens + rerun) : 0.0;
     g->stats.shift_seconds += seconds - own;
     if (input) g->stats.input_seconds += own;
-    if (input) g->stats.input_tokens += n;
+    if (input) g->stats.input_tokens += n - lost;   /* those shifted out never ran */
     return 0;
 }
 

@@ -922,8 +922,9 @@ static void test_interactive(const char *model, const char *tok) {
     code = check_run(command, &out, &err);
     check_true(code == 0 && err && strstr(err, "generate: the context of 16 positions (0 kept "
                "at its start) shifted out 28 of the input's 37 tokens: the model holds "
-               "the rest (-c sets a larger context)"), "-I: a line longer than the context "
-               "shifts its own start out, and says so (exit %d)", code);
+               "the rest (-c sets a larger context)") && strstr(err, "prompt: 11 tokens"),
+               "-I: a line longer than the context shifts its own start out, says so, and "
+               "counts the 2 + 9 tokens run on the speed line (exit %d)", code);
     free(out); free(err);
     /* on a terminal (script(1) makes one), a line on stderr says how a turn works */
     if (check_run("script -qec true /dev/null", NULL, NULL) != 0) {
