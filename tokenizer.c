@@ -281,9 +281,15 @@ static int llama_count_tokens(const unsigned char *data, size_t size, uint32_t m
         uint32_t bits = read_u32_le(data + pos), len = read_u32_le(data + pos + 4);
         memcpy(&score, &bits, sizeof score);
         if (!isfinite(score) || len > max_len || len > size - pos - 8) {
+            /* the first record bad: likely no llama2.c file at all (a GPT-2 one whose
+             * magic was lost), so say what else the first bytes could have been */
+            char other[96] = "";
+            if (*n_tokens == 0)
+                snprintf(other, sizeof other, "; or a GPT-2 file, which starts with magic %d",
+                         TOKENIZER_MAGIC);
             fprintf(stderr, "tokenizer: %s: bad token %zu (got score %g, length %d with %zu bytes "
-                    "left, expected a finite score and a length 0..%u)\n", path, *n_tokens,
-                    (double)score, (int32_t)len, size - pos - 8, (unsigned)max_len);
+                    "left, expected a finite score and a length 0..%u%s)\n", path, *n_tokens,
+                    (double)score, (int32_t)len, size - pos - 8, (unsigned)max_len, other);
             return -1;
         }
         pos += 8 + len;

@@ -380,6 +380,26 @@ static void test_bad_inputs(const char *model, const char *tok) {
     check_true(ok, "no tokenizer beside the model and no -z: exit 1, one line saying to pass "
                "-z (exit %d)%s%s", code, ok || !err ? "" : "; stderr was: ", ok || !err ? "" : err);
     free(err);
+    /* the GPT-2 tokenizer with its magic lost (1): read as llama2.c's format (max length 1),
+     * its first record is bad (score: the version 2's bits, length: the vocabulary's 260,
+     * 1,559 - 12 bytes left of the 1,024-byte header, 256 x 2 and 3 + 3 + 3 + 14), and the
+     * line names what the file could have been */
+    size_t tok_size = 0;
+    char *tok_bytes = check_read_file(tok, &tok_size);
+    char no_magic[160];
+    snprintf(no_magic, sizeof no_magic, "%s/no_magic_tok.bin", dir);
+    FILE *f = tok_bytes && tok_size > 4 ? fopen(no_magic, "wb") : NULL;
+    if (f) {
+        uint32_t one = 1;
+        memcpy(tok_bytes, &one, sizeof one);
+        fwrite(tok_bytes, 1, tok_size, f);
+        fclose(f);
+    }
+    free(tok_bytes);
+    snprintf(args, sizeof args, "%s -z %s -n 1", model, no_magic);
+    expect("GPT-2 tokenizer without its magic", args, 1, "bad token 0 (got score 2.8026e-45, "
+           "length 260 with 1547 bytes left, expected a finite score and a length 0..1; or a "
+           "GPT-2 file, which starts with magic 20240328)");
     const char *small_vocab = write_model("small_vocab.bin", 20240326, 3, MAX_T, 200, L, NH, C,
                                           VP, 0);
     snprintf(args, sizeof args, "%s -z %s -i ef -n 1", small_vocab, tok);
