@@ -129,18 +129,21 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
     }
     int first = g->n_tokens, lost = 0;   /* where ids[0] is, and how many of ids shifted out */
     for (int i = 0; i < n; i++) {
-        if (g->n_tokens == g->n_ctx) {   /* positions keep .. keep+drop-1 go */
+        if (g->n_tokens == g->n_ctx) {
+            /* the shift drops positions keep .. end-1: those of ids among them are lost,
+             * and ids[0] moves down by drop (to keep if it went; not at all if kept) */
             int before = g->n_tokens;
             shift_context(g);
             int drop = before - g->n_tokens, end = g->keep + drop;
-            int from = first > g->keep ? first : g->keep;
-            lost += end > from ? end - from : 0;
-            first = first >= end ? first - drop : first < g->keep ? first : g->keep;
+            int from = first > g->keep ? first : g->keep;   /* ids' first dropped position */
+            if (end > from) lost += end - from;
+            if (first >= end) first -= drop;
+            else if (first > g->keep) first = g->keep;
         }
         if (input && g->n_prompt == g->n_tokens) g->n_prompt++;   /* no generated token yet */
         g->tokens[g->n_tokens++] = ids[i];
     }
-    if (input && lost > 0)   /* the context shifted the input's own start away */
+    if (input && lost > 0)   /* the context shifted part of the input itself away */
         fprintf(stderr, "\ngenerate: the context of %d positions (%d kept at its start) "
                 "shifted out %d of the input's %d tokens: the model holds the rest (-c sets a "
                 "larger context)\n", g->n_ctx, g->keep, lost, n);
@@ -352,7 +355,7 @@ static int echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
         size_t len;
         const unsigned char *bytes = token_text(loop->tok, t ? prompt[t - 1] : -1, prompt[t], &len);
         if (!loop->o->quiet) utf8_write(&loop->out, bytes, len);
-        matched = reverse_feed(&loop->reverse, bytes, len) || (matched && len == 0);
+        matched = reverse_feed(&loop->reverse, bytes, len);   /* the text so far ends with it */
     }
     fflush(stdout);
     return matched;
@@ -361,9 +364,10 @@ static int echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
 /* One turn: sample, print and run tokens until -n tokens, end-of-text (Llama: EOS, and
  * BOS where tok->stop_at_bos), the reverse prompt, or a closed stdout. The token that
  * ends a turn by -n or the reverse prompt is not run (nobody may read on): in interactive
- * mode it becomes loop->unrun, run before the next input. The turn's time, less its context shifts' and
- * growths', adds to generate_seconds. Returns STEP_CONTINUE, STEP_FULL, or STEP_ERROR
- * after a stderr line (a token the tokenizer lacks, a model failure). */
+ * mode it becomes loop->unrun, run before the next input. The turn's time, less its
+ * context shifts' and growths', adds to generate_seconds. Returns STEP_CONTINUE,
+ * STEP_FULL, or STEP_ERROR after a stderr line (a token the tokenizer lacks, a model
+ * failure). */
 static GenerateStep sample_turn(GenerateLoop *loop) {
     Generation *g = loop->g;
     const Tokenizer *tok = loop->tok;
