@@ -41,8 +41,10 @@ BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench
 # checkout against itself (two pairs, two small shapes): the copies must give the same bits,
 # so that the tool's build and renaming cannot go stale unnoticed (skipped, and said, off
 # x86-64 or without objcopy); tools/ab_run.sh, two pairs of ./run against itself on the
-# shipped model, must print its ratio; and tools/mca_tiles.sh must model the AVX2 build's
-# six loops (skipped, and said, off x86-64 or without llvm-mca). check-build runs it.
+# shipped model, must print its ratio; and tools/mca_tiles.sh must model the six loops of
+# the AVX2 build and of an AVX-512 VNNI one (Sapphire Rapids: the packed int8 tiles), so
+# that neither goes stale (skipped, and said, off x86-64 or without llvm-mca). check-build
+# runs it.
 # Example: make ab-check
 ab-check: $(B)/run
 	@out=$$(PAIRS=2 sh tools/ab_run.sh $(B)/run $(B)/run weights/model.bin \
@@ -51,10 +53,10 @@ ab-check: $(B)/run
 	  echo "$$out"; echo "ab-check: tools/ab_run.sh printed no ratio of 2 pairs"; exit 1; fi; \
 	echo "ab-check: tools/ab_run.sh, 2 pairs of ./run against itself, its ratio printed"
 	@if [ "$$(uname -m)" = x86_64 ] && { command -v llvm-mca-14 || command -v llvm-mca; } >/dev/null; then \
-	  out=$$(sh tools/mca_tiles.sh x86-64-v3:haswell) || exit 1; \
-	  if [ "$$(echo "$$out" | grep -c '^| x86-64-v3 / haswell | [a-z0-9]* [a-z]* (`[a-z0-9_]*`) | [0-9][0-9]* | [0-9.]* | [0-9.]* |$$')" != 6 ]; then \
-	    echo "$$out"; echo "ab-check: tools/mca_tiles.sh modelled fewer than the 6 loops"; exit 1; fi; \
-	  echo "ab-check: tools/mca_tiles.sh, the AVX2 build's 6 loops modelled"; \
+	  out=$$(sh tools/mca_tiles.sh x86-64-v3:haswell sapphirerapids:sapphirerapids) || exit 1; \
+	  if [ "$$(echo "$$out" | grep -c '^| [a-z0-9-]* / [a-z]* | [a-z0-9]* [a-z]* (`[a-z0-9_]*`) | [0-9][0-9]* | [0-9.]* | [0-9.]* |$$')" != 12 ]; then \
+	    echo "$$out"; echo "ab-check: tools/mca_tiles.sh modelled fewer than 2 x 6 loops"; exit 1; fi; \
+	  echo "ab-check: tools/mca_tiles.sh, the 6 loops of the AVX2 and AVX-512 VNNI builds modelled"; \
 	else echo "skipped: tools/mca_tiles.sh in ab-check (needs x86-64 and llvm-mca)"; fi
 	@if [ "$$(uname -m)" = x86_64 ] && command -v objcopy >/dev/null; then \
 	  out=$$(CC="$(CC)" CFLAGS="$(CFLAGS)" ROUNDS=2 B=$(B)/ab \

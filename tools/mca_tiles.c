@@ -10,19 +10,19 @@
 #if defined(SIMD_Q8_PACKED)
 /* A prompt's int8 tile (AVX-512 VNNI): 6 rows of x (packed: pack_x) by 2 blocks of 16
  * rows of w, a row of 768 values in groups of 32; its loop is one group (96 vpdpbusd,
- * then the float steps). */
+ * then the float steps). No prefetches (a prompt's w is in the caches). */
 void mca_q8_prompt(float *out, const uint8_t *w, const float *ws, const uint8_t *xp,
                    const __mmask16 *mask) {
     packed_tile(out, 768, w, ws, 1, QUANT_PACK_ROWS, 768, 32, xp, NULL, mask, PACKED_ROWS,
-                PACKED_BLOCKS);
+                PACKED_BLOCKS, 0);
 }
 
 /* Decode's int8 tile: one row of x (packed) against four runs of w (blocks 12 apart), one
- * group a loop (32 vpdpbusd). */
+ * group a loop (32 vpdpbusd); without the prefetches a cold w takes on Intel's cores. */
 void mca_q8_decode(float *out, const uint8_t *w, const float *ws, const uint8_t *xp,
                    const __mmask16 *mask) {
     packed_tile(out, 0, w, ws, 12, 12 * QUANT_PACK_ROWS, 768, 32, xp, NULL, mask, 1,
-                PACKED_RUNS);
+                PACKED_RUNS, 0);
 }
 #endif
 
