@@ -346,14 +346,17 @@ static void loop_free(GenerateLoop *loop) {
 
 /* Echoes the prompt as its tokens decode, but not a BOS or end-of-text start token
  * (nothing when quiet: a watcher that names the tokens itself), and feeds it to the
- * reverse prompt's match. Returns 1 if the prompt ends with the reverse prompt: as in
- * llama.cpp, whose match reads the prompt too, the first turn then ends at once. */
+ * reverse prompt's match. A BOS later in the prompt (a GGUF prompt's "<s>") is followed as
+ * a generated one is (sample_turn): the next token keeps its space. Returns 1 if the
+ * prompt ends with the reverse prompt: as in llama.cpp, whose match reads the prompt too,
+ * the first turn then ends at once. */
 static int echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
     int first = (prompt[0] == loop->tok->bos_id || prompt[0] == loop->tok->eot_id) ? 1 : 0;
     int matched = 0;
     for (int t = first; t < n_prompt; t++) {
         size_t len;
-        const unsigned char *bytes = token_text(loop->tok, t ? prompt[t - 1] : -1, prompt[t], &len);
+        int prev = t == 0 || (t > first && prompt[t - 1] == loop->tok->bos_id) ? -1 : prompt[t - 1];
+        const unsigned char *bytes = token_text(loop->tok, prev, prompt[t], &len);
         if (!loop->o->quiet) utf8_write(&loop->out, bytes, len);
         matched = reverse_feed(&loop->reverse, bytes, len);   /* the text so far ends with it */
     }

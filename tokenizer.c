@@ -406,6 +406,44 @@ fail:
     return -1;
 }
 
+/* A special token as llama-cli orders them: longest first, then by id. */
+typedef struct {
+    uint32_t len;
+    int32_t id;
+} SpecialToken;
+
+static int special_longer_first(const void *a, const void *b) {
+    const SpecialToken *x = a, *y = b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* t->silent and t->special from a GGUF vocabulary's token types (t's offsets set):
+ * llama-cli prints only normal (1), user-defined (4) and byte (6) tokens, and reads
+ * unknown (2), control (3) and user-defined ones written in a prompt as themselves (but
+ * an empty one). Returns 0, or -1 when out of memory. */
+static int token_types(Tokenizer *t, const unsigned char *types) {
+    size_t n = (size_t)t->vocab_size, n_special = 0;
+    t->silent = malloc(n);
+    SpecialToken *found = malloc(n * sizeof *found);
+    if (!t->silent || !found) {
+        free(found);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t len = t->offset[i + 1] - t->offset[i];
+        t->silent[i] = types[i] != 1 && types[i] != 4 && types[i] != 6;
+        if (types[i] >= 2 && types[i] <= 4 && len > 0)
+            found[n_special++] = (SpecialToken){len, (int32_t)i};
+    }
+    qsort(found, n_special, sizeof *found, special_longer_first);
+    t->special = n_special ? malloc(n_special * sizeof *t->special) : NULL;
+    for (size_t i = 0; t->special && i < n_special; i++) t->special[i] = found[i].id;
+    t->n_special = t->special ? (int)n_special : 0;
+    free(found);
+    return n_special && !t->special ? -1 : 0;
+}
+
 int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
     memset(t, 0, sizeof *t);
     for (int b = 0; b < 256; b++) t->byte_values[b] = (unsigned char)b;
@@ -438,15 +476,11 @@ int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
         goto fail;
     }
     memcpy(t->bytes, v->bytes, total);
-    if (v->silent) {
-        t->silent = malloc(n);
-        if (!t->silent) {
-            fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, n);
-            goto fail;
-        }
-        memcpy(t->silent, v->silent, n);
-    }
     for (size_t i = 0; i <= n; i++) t->offset[i] = (uint32_t)v->offset[i];
+    if (v->types && token_types(t, v->types) != 0) {
+        fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, n);
+        goto fail;
+    }
     for (size_t i = 0; i < n; i++) {
         size_t len = v->offset[i + 1] - v->offset[i];
         if (len > t->max_token_len) t->max_token_len = len;
@@ -482,6 +516,7 @@ void tokenizer_free(Tokenizer *t) {
     free(t->offset);
     free(t->table);
     free(t->silent);
+    free(t->special);
     memset(t, 0, sizeof *t);
 }
 
@@ -786,11 +821,10 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
 
 /* ---------------------------------------------------------------- encode and decode */
 
-/* GPT-2: the BOS where the vocabulary asks for one (a GGUF file's add_bos_token) and this
- * is not a continuation, then pre-tokenize and merge each piece. */
-static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t len,
-                       int continuation, MergeScratch *scratch, int *ids, size_t cap,
-                       size_t *count) {
+/* GPT-2: the BOS where the vocabulary asks for one (a GGUF file's add_bos_token) and bos
+ * is 1, then pre-tokenize and merge each piece. */
+static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t len, int bos,
+                       MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
     for (size_t i = 0; i < len; i++) {
         if (t->byte_token[bytes[i]] < 0) {
             fprintf(stderr, "tokenizer: encode: byte 0x%02X at offset %zu has no token (got no "
@@ -799,7 +833,7 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
             return -1;
         }
     }
-    if (t->add_bos && !continuation) emit(t->bos_id, ids, cap, count);   /* a GGUF file's */
+    if (t->add_bos && bos) emit(t->bos_id, ids, cap, count);   /* a GGUF file's */
     for (size_t start = 0; start < len;) {
         size_t end = tokenizer_next_piece((const char *)bytes, len, start);
         if (encode_piece(t, bytes + start, end - start, 0, scratch, ids, cap, count) != 0)
@@ -835,17 +869,18 @@ static int encode_text_merged(const Tokenizer *t, const unsigned char *text, siz
     return 0;
 }
 
-/* Llama: BOS, then " " + text as runs of known characters, merged, separated by the
- * byte-fallback tokens of unknown characters (which never merge: llama2.c looks up
- * "<0xE2><0x80>" and finds nothing); or, for a vocabulary from a GGUF file, as llama.cpp
- * does (encode_text_merged). A continuation has neither the BOS nor the space. */
-static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t len,
-                        int continuation, MergeScratch *scratch, int *ids, size_t cap,
+/* Llama: BOS (bos 1), then " " (space 1) + text as runs of known characters, merged,
+ * separated by the byte-fallback tokens of unknown characters (which never merge:
+ * llama2.c looks up "<0xE2><0x80>" and finds nothing); or, for a vocabulary from a GGUF
+ * file, as llama.cpp does (encode_text_merged; the space where add_space asks). A
+ * continuation has neither the BOS nor the space. */
+static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t len, int bos,
+                        int space, MergeScratch *scratch, int *ids, size_t cap,
                         size_t *count) {
-    if (t->add_bos && !continuation) emit(t->bos_id, ids, cap, count);
+    if (t->add_bos && bos) emit(t->bos_id, ids, cap, count);
     if (len == 0) return 0;
     if (t->merge_unknown) {
-        size_t prefix = t->add_space && !continuation ? 1 : 0;
+        size_t prefix = t->add_space && space ? 1 : 0;
         unsigned char *spaced = malloc(len + 1);   /* [" "] + text */
         if (!spaced) {
             fprintf(stderr, "tokenizer: encode: out of memory for %zu bytes\n", len + 1);
@@ -864,7 +899,7 @@ static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t le
         free(spaced);
         return status;
     }
-    size_t prefix = continuation ? 0 : 1;
+    size_t prefix = space ? 1 : 0;
     if (prefix && table_find(t, (const unsigned char *)" ", 1) < 0) {
         fprintf(stderr, "tokenizer: encode: the vocabulary has no \" \" token for the dummy "
                 "prefix (expected one, as llama2.c's encode needs)\n");
@@ -909,6 +944,69 @@ static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t le
     return status;
 }
 
+/* One run of text: its BOS (bos 1) and, for Llama, its space (space 1). */
+static int encode_run(const Tokenizer *t, const unsigned char *text, size_t len, int bos,
+                      int space, MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+    return t->kind == TOKENIZER_GPT2 ? encode_gpt2(t, text, len, bos, scratch, ids, cap, count)
+                                     : encode_llama(t, text, len, bos, space, scratch, ids,
+                                                    cap, count);
+}
+
+/* The special tokens that text (len,) spells, as llama.cpp's parse_special finds them: each
+ * special token in turn (t->special's order) takes its leftmost occurrences that lie
+ * wholly in text no token before it took. at (len,) gets the token's id at its first
+ * byte, -2 at its others, and -1 on the text left. */
+static void find_specials(const Tokenizer *t, const unsigned char *text, size_t len,
+                          int32_t *at) {
+    for (size_t i = 0; i < len; i++) at[i] = -1;
+    for (int s = 0; s < t->n_special; s++) {
+        int32_t id = t->special[s];
+        const unsigned char *word = t->bytes + t->offset[id];
+        size_t n = t->offset[id + 1] - t->offset[id], i = 0;
+        while (n <= len && i <= len - n) {
+            const unsigned char *hit = memchr(text + i, word[0], len - n + 1 - i);
+            if (!hit) break;
+            i = (size_t)(hit - text);
+            size_t k = 0;
+            while (k < n && at[i + k] == -1 && text[i + k] == word[k]) k++;
+            if (k < n) {   /* no match, or one over text a token took */
+                i++;
+                continue;
+            }
+            at[i] = id;
+            for (k = 1; k < n; k++) at[i + k] = -2;
+            i += n;
+        }
+    }
+}
+
+/* tokenizer_encode with special tokens: BOS, then the special tokens the text spells, and
+ * the runs of text between them, each encoded alone (Llama: after its own space), as
+ * llama.cpp tokenizes a prompt's fragments. */
+static int encode_specials(const Tokenizer *t, const unsigned char *text, size_t len,
+                           MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+    int32_t *at = malloc((len ? len : 1) * sizeof *at);
+    if (!at) {
+        fprintf(stderr, "tokenizer: encode: out of memory for %zu bytes\n", len);
+        return -1;
+    }
+    find_specials(t, text, len, at);
+    int status = encode_run(t, text, 0, 1, 0, scratch, ids, cap, count);   /* the BOS */
+    for (size_t i = 0; i < len && status == 0;) {
+        if (at[i] >= 0) {
+            emit(at[i], ids, cap, count);
+            i += t->offset[at[i] + 1] - t->offset[at[i]];
+            continue;
+        }
+        size_t end = i;
+        while (end < len && at[end] == -1) end++;
+        status = encode_run(t, text + i, end - i, 0, 1, scratch, ids, cap, count);
+        i = end;
+    }
+    free(at);
+    return status;
+}
+
 /* tokenizer_encode and tokenizer_encode_continuation */
 static int encode(const Tokenizer *t, const char *text, size_t len, int continuation,
                   int *ids, size_t cap, size_t *n_ids) {
@@ -917,9 +1015,10 @@ static int encode(const Tokenizer *t, const char *text, size_t len, int continua
     size_t count = 0;
     scratch_init(&scratch);
     *n_ids = 0;
-    int status = t->kind == TOKENIZER_GPT2
-                 ? encode_gpt2(t, bytes, len, continuation, &scratch, ids, cap, &count)
-                 : encode_llama(t, bytes, len, continuation, &scratch, ids, cap, &count);
+    int status = t->n_special && !continuation
+                 ? encode_specials(t, bytes, len, &scratch, ids, cap, &count)
+                 : encode_run(t, bytes, len, !continuation, !continuation, &scratch, ids, cap,
+                              &count);
     scratch_free(&scratch);
     if (status != 0) return -1;
     if (count > cap) {

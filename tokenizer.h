@@ -73,6 +73,11 @@ typedef struct {
                               * GGUF file's tokens of every type but normal, user-defined and
                               * byte, as llama.cpp prints them: <unk>, <s>); NULL: every
                               * token prints; owned */
+    int32_t *special;        /* (n_special,) the tokens whose text, written in a prompt, reads
+                              * as the token itself (a GGUF file's unknown, control and
+                              * user-defined tokens, as llama-cli parses its prompt: "<s>" is
+                              * BOS), longest first, ties by id; NULL: none; owned */
+    int n_special;
 } Tokenizer;
 
 /* A vocabulary held in memory (a GGUF file's), for tokenizer_init. */
@@ -85,7 +90,11 @@ typedef struct {
     const int32_t *rank;         /* GPT-2: (V,) merge rank per id, lowest first; NULL: the id */
     int bos_id, eos_id;          /* beginning and end of sequence (GPT-2: end of text) */
     int add_bos, add_space;      /* Llama: as the Tokenizer fields */
-    const unsigned char *silent; /* (V,) as the Tokenizer field, or NULL */
+    const unsigned char *types;  /* (V,) each token's type as a GGUF file's
+                                  * tokenizer.ggml.token_type gives it (1 normal, 2 unknown,
+                                  * 3 control, 4 user-defined, 6 byte; any other 0), from
+                                  * which silent and special follow; NULL: every token
+                                  * normal */
 } TokenizerVocab;
 
 /* Load a tokenizer file. Returns 0, or -1 after printing one line to stderr naming
@@ -108,19 +117,26 @@ void tokenizer_free(Tokenizer *t);
  * BOS only where add_bos asks, pre-tokenization, then lowest-id merging; end-of-text is
  * not added. Llama: BOS, then
  * (for non-empty text) a space and the text, merged by highest score as llama2.c's
- * encode(text, bos=1, eos=0) does, with byte fallback for unknown characters. Writes at
- * most cap ids to ids and the count to *n_ids. Returns 0, or -1 (with a stderr line) if
+ * encode(text, bos=1, eos=0) does, with byte fallback for unknown characters. With
+ * special tokens (a GGUF vocabulary's), the spans of text that spell one become it first,
+ * as llama.cpp's parse_special splits a prompt, and each run of text between them is
+ * encoded on its own (Llama: each after its own space). Writes at
+ * most cap ids to ids and the count to *n_ids (never more than TOKENIZER_MAX_IDS(len)).
+ * Returns 0, or -1 (with a stderr line) if
  * cap is too small, some byte has no token, (Llama) the vocabulary has no " " token, or
  * memory runs out. When cap is too small *n_ids receives the count needed; on other
  * failures it is 0. Allocates for pieces longer than TOKENIZER_SMALL_PIECE bytes and, for
- * Llama, a copy of the text with its leading space (all freed before returning); the eot
- * token is never produced, so "<|endoftext|>" in text is encoded as plain text. */
+ * Llama, a copy of the text with its leading space (all freed before returning); outside
+ * special tokens the eot token is never produced, so "<|endoftext|>" in text read with
+ * llm.c's tokenizer file is encoded as plain text. */
+#define TOKENIZER_MAX_IDS(len) (2 * (size_t)(len) + 2)   /* BOS; an id a byte at most, and
+                                                        * a space a run of text */
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
                      int *ids, size_t cap, size_t *n_ids);
 
 /* tokenizer_encode for text that continues a sequence (a line of interactive input):
- * without the BOS and (Llama) without the dummy-prefix space, so that the ids spell
- * exactly the text's bytes. */
+ * without the BOS, (Llama) without the dummy-prefix space and with no special tokens, so
+ * that the ids spell exactly the text's bytes. */
 int tokenizer_encode_continuation(const Tokenizer *t, const char *text, size_t len,
                                   int *ids, size_t cap, size_t *n_ids);
 

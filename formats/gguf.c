@@ -1086,7 +1086,7 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     size_t *offset = NULL;
     float *scores = NULL;
     int32_t *rank = NULL;
-    unsigned char *silent = NULL;   /* (V,) from tokenizer.ggml.token_type, if there */
+    unsigned char *type = NULL;     /* (V,) from tokenizer.ggml.token_type, if there */
     int status = -1;
     size_t len, pre_len = 0;
     const char *model = get_string(&g, "tokenizer.ggml.model", &len, 1, "tokenizer");
@@ -1149,8 +1149,8 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     offset = malloc((V + 1) * sizeof *offset);
     scores = gpt2 ? NULL : malloc(V * sizeof *scores);
     rank = gpt2 ? malloc(V * sizeof *rank) : NULL;
-    silent = types ? malloc(V) : NULL;
-    if (!bytes || !offset || (!gpt2 && !scores) || (gpt2 && !rank) || (types && !silent)) {
+    type = types ? malloc(V) : NULL;
+    if (!bytes || !offset || (!gpt2 && !scores) || (gpt2 && !rank) || (types && !type)) {
         fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, V);
         goto done;
     }
@@ -1166,10 +1166,10 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
         offset[i] = at;
         at += (size_t)got;
         p += 8 + n;
-        if (types) {   /* llama.cpp prints only normal (1), user-defined (4) and byte (6) ones */
-            int32_t type;
-            memcpy(&type, types->value + 4 * i, sizeof type);
-            silent[i] = type != 1 && type != 4 && type != 6;
+        if (types) {   /* as TokenizerVocab takes them: 1 .. 6, any other 0 (undefined) */
+            int32_t value;
+            memcpy(&value, types->value + 4 * i, sizeof value);
+            type[i] = value >= 1 && value <= 6 ? (unsigned char)value : 0;
         }
         if (!gpt2) {
             memcpy(&scores[i], sc->value + 4 * i, sizeof(float));
@@ -1192,7 +1192,7 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
         goto done;
     }
     TokenizerVocab v = {gpt2 ? TOKENIZER_GPT2 : TOKENIZER_LLAMA, (int)V, bytes, offset, scores,
-                        NULL, bos, eos, add_bos, add_space, silent};
+                        NULL, bos, eos, add_bos, add_space, type};
     if (gpt2) {   /* a token's rank: the index of the merge that makes it */
         Tokenizer plain;
         v.rank = NULL;
@@ -1236,7 +1236,7 @@ done:
     free(offset);
     free(scores);
     free(rank);
-    free(silent);
+    free(type);
     gguf_close(&g);
     if (status != 0) tokenizer_free(t);
     return status;

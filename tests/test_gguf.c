@@ -1043,6 +1043,70 @@ static void test_silent_tokens(void) {
     tokenizer_free(&t);
 }
 
+/* A prompt's text that spells a special token (control, unknown or user-defined) reads as
+ * that token, each run of text around them encoded alone (a Llama run after its own
+ * space), as llama-cli parses its prompt. The ids are llama.cpp's (c392e5094, 2026-12-05):
+ * `llama-tokenize -m FILE -p TEXT --ids`, which parses special tokens and adds BOS as
+ * llama-cli does with a prompt. */
+static void test_special_prompt(void) {
+    static const struct {
+        const char *file, *text;
+        int n, ids[16];
+    } cases[] = {
+        {"gguf/s260k.gguf", "<s>Once upon</s>a time<unk>", 14,
+         {1, 1, 438, 113, 346, 318, 115, 265, 2, 263, 260, 326, 104, 0}},
+        {"gguf/s260k.gguf", "Hello<s>", 5, {1, 379, 295, 417, 1}},
+        {"gguf/s260k.gguf", "</s><s>", 3, {1, 2, 1}},
+        {"gguf/s260k.gguf", "x </s> y", 7, {1, 259, 123, 259, 2, 259, 343}},
+        {"gguf/s260k.gguf", "<<s>>", 6, {1, 259, 63, 1, 259, 65}},
+        {"gguf/s260k.gguf", "<s</s>", 5, {1, 259, 63, 118, 2}},
+        {"gguf_gpt2/tiny-gpt2-f16.gguf", "ROMEO:<|endoftext|>the king", 5,
+         {813, 58, 1023, 909, 504}},
+        {"gguf_gpt2/tiny-gpt2-f16.gguf", "a<|endoftext|><|endoftext|> b", 4,
+         {97, 1023, 1023, 268}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *file = check_data_file(cases[c].file);
+        if (!file) {
+            char reason[256];
+            snprintf(reason, sizeof reason, "%s: not in tests/data and no ../shared: special "
+                     "tokens in \"%s\" not checked", cases[c].file, cases[c].text);
+            check_skip(reason);
+            continue;
+        }
+        Tokenizer t;
+        if (!check_true(gguf_load_tokenizer(&t, file) == 0, "%s: tokenizer loads",
+                        cases[c].file)) continue;
+        int ids[64];
+        size_t n = 0;
+        int ok = tokenizer_encode(&t, cases[c].text, strlen(cases[c].text), ids, 64, &n) == 0;
+        size_t first_diff = 0;
+        while (ok && first_diff < n && first_diff < (size_t)cases[c].n &&
+               ids[first_diff] == cases[c].ids[first_diff])
+            first_diff++;
+        check_true(ok && n == (size_t)cases[c].n && first_diff == n, "%s: \"%s\" encodes as llama-tokenize's %d ids (got "
+                   "%zu, the first differing at %zu)", cases[c].file, cases[c].text,
+                   cases[c].n, n, first_diff);
+        tokenizer_free(&t);
+    }
+    /* echoed, "<s>" prints nothing and the run after it keeps its space: llama-cli printed
+     * " The little  dog" (s15m-q8_0.gguf, -p "The little<s> dog" -n 24 --temp 0 -no-cnv);
+     * the first token without its space, as this engine echoes every Llama prompt */
+    const char *file = check_data_file("gguf/s260k.gguf");
+    if (!file) {
+        check_skip("gguf/s260k.gguf: not in tests/data and no ../shared: a prompt's \"<s>\" "
+                   "echoed not checked");
+        return;
+    }
+    char command[1024], *out = NULL;
+    snprintf(command, sizeof command, "%s '%s' -i 'The little<s> dog' -n 0", run_bin, file);
+    int code = check_run(command, &out, NULL);
+    check_true(code == 0 && out && !strcmp(out, "The little  dog\n"), "GGUF Llama: the prompt "
+               "\"The little<s> dog\" echoes as \"The little  dog\", as llama-cli prints it "
+               "(got \"%s\")", out ? out : "");
+    free(out);
+}
+
 /* A GGUF Llama vocabulary prints its byte-fallback tokens' bytes, as llama.cpp's
  * token_to_piece gives them (llama2.c's files drop lone bytes, as its safe_printf does):
  * s260k's 512 tokens spell none of "é", "😀" or "ï", so the echoed prompt holds them only
@@ -1119,6 +1183,7 @@ int main(void) {
     test_reverse_turns();
     test_byte_tokens_printed();
     test_silent_tokens();
+    test_special_prompt();
     test_bos_runs_on();
     test_gguf_llama_characters();
     test_block_count_short();

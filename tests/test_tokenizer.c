@@ -636,6 +636,61 @@ static void test_gpt2_vocab_bos(void) {
     }
 }
 
+/* Special tokens (a GGUF vocabulary's unknown, control and user-defined ones), worked by
+ * hand. Every byte alone (id = the byte), then 256 "<b>" (control, BOS), 257 "<e>"
+ * (control, EOS), 258 "ab" (control), 259 "bc" (user-defined), 260 "abcd" (unknown), 261
+ * "<u>" (unused: not special). The longest special token takes its spans first, ties by
+ * id, each of the text left: "abcd" is 260, "abc" 258 99 ("ab" before "bc"), "xbcab" 120
+ * 259 258, "<b>a<e>" 256 97 257, "<u>" and a continuation's "<b>" their bytes. */
+static void test_special_tokens(void) {
+    static const char *const extra[] = {"<b>", "<e>", "ab", "bc", "abcd", "<u>"};
+    unsigned char bytes[256 + 32], types[262];
+    size_t offset[263], at = 256;
+    for (int b = 0; b < 256; b++) {
+        bytes[b] = (unsigned char)b;
+        offset[b] = (size_t)b;
+        types[b] = 6;
+    }
+    for (int i = 0; i < 6; i++) {
+        offset[256 + i] = at;
+        memcpy(bytes + at, extra[i], strlen(extra[i]));
+        at += strlen(extra[i]);
+    }
+    offset[262] = at;
+    memcpy(types + 256, (const unsigned char[]){3, 3, 3, 4, 2, 5}, 6);
+    TokenizerVocab v = {TOKENIZER_GPT2, 262, bytes, offset, NULL, NULL, 256, 257, 0, 0, types};
+    Tokenizer t;
+    if (!check_true(tokenizer_init(&t, &v, "in memory") == 0, "special tokens: vocabulary "
+                    "built")) return;
+    static const struct {
+        const char *text;
+        int continuation, n, ids[4];
+    } cases[] = {
+        {"abcd", 0, 1, {260}},
+        {"abc", 0, 2, {258, 'c'}},
+        {"xbcab", 0, 3, {'x', 259, 258}},
+        {"<b>a<e>", 0, 3, {256, 'a', 257}},
+        {"<u>", 0, 3, {'<', 'u', '>'}},
+        {"<b>", 1, 3, {'<', 'b', '>'}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int ids[16];
+        size_t n = 0, len = strlen(cases[c].text);
+        int rc = cases[c].continuation ? tokenizer_encode_continuation(&t, cases[c].text, len,
+                                                                       ids, 16, &n)
+                                       : tokenizer_encode(&t, cases[c].text, len, ids, 16, &n);
+        int ok = rc == 0 && n == (size_t)cases[c].n;
+        for (size_t i = 0; ok && i < n; i++) ok = ids[i] == cases[c].ids[i];
+        check_true(ok, "special tokens: %s\"%s\" encodes as %d ids, the first %d (got %zu, "
+                   "the first %d)", cases[c].continuation ? "a continuation's " : "",
+                   cases[c].text, cases[c].n, cases[c].ids[0], n, n ? ids[0] : -1);
+    }
+    check_true(t.silent && t.silent[256] && t.silent[258] && t.silent[260] && t.silent[261] &&
+               !t.silent[259] && !t.silent['a'], "special tokens: control, unknown and unused "
+               "ones print nothing, user-defined and byte ones print");
+    tokenizer_free(&t);
+}
+
 int main(void) {
     char dir[] = "/tmp/test_tokenizer_XXXXXX";
     int have_dir = mkdtemp(dir) != NULL;
@@ -644,6 +699,7 @@ int main(void) {
     test_utf8();
     test_next_piece();
     test_gpt2_vocab_bos();
+    test_special_tokens();
     if (check_true(have_dir, "create a temporary directory")) {
         test_synthetic(dir);
         test_load_failures(dir);
