@@ -33,7 +33,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
-static const char *const TEXTS[] = {"", "a", "Once upon a time", " \xe2\x96\x81 x\xff\xc3\xa9"};
+static const char *const TEXTS[] = {"", "a", "Once upon a time", " \xe2\x96\x81 x\xff\xc3\xa9",
+                                    "<s>a</s><unk><|endoftext|>b"};
 
 /* A few tokens of the model at input_path, prefilled, then one more. */
 static void run_forward(const Config *c) {

@@ -181,7 +181,7 @@ static void check_roundtrip(const Tokenizer *t, const int *ids, size_t n, size_t
 
 void fuzz_check_encode(const Tokenizer *t, const unsigned char *text, size_t len, int flags) {
     int gpt2 = t->kind == TOKENIZER_GPT2;
-    size_t cap = len + 2, n = 0, needed = 0;   /* run.c's bound: len, plus BOS and a space */
+    size_t cap = TOKENIZER_MAX_IDS(len), n = 0, needed = 0;   /* run.c's bound */
     if (gpt2) {
         check_pieces(text, len);
         int every_byte = 1;
@@ -197,11 +197,13 @@ void fuzz_check_encode(const Tokenizer *t, const unsigned char *text, size_t len
         free(ids);
         return;
     }
-    FUZZ_CHECK(n <= (gpt2 ? len : len + 2));
-    FUZZ_CHECK(gpt2 || !t->add_bos || (n >= 1 && ids[0] == t->bos_id));
+    /* without special tokens: an id a byte at most, plus BOS and (Llama) a space; with them
+     * (a GGUF vocabulary's), a space a run of text more, and the eot token may be spelled */
+    FUZZ_CHECK(n <= (t->n_special ? cap : gpt2 ? len + (size_t)(t->add_bos != 0) : len + 2));
+    FUZZ_CHECK(!t->add_bos || (n >= 1 && ids[0] == t->bos_id));
     for (size_t i = 0; i < n; i++) {
         FUZZ_CHECK(ids[i] >= 0 && ids[i] < t->vocab_size);
-        FUZZ_CHECK(!gpt2 || ids[i] != t->eot_id);
+        FUZZ_CHECK(!gpt2 || t->n_special || ids[i] != t->eot_id);
     }
     if (n > 0) {   /* one id too few: -1, and the count needed */
         FUZZ_CHECK(tokenizer_encode(t, (const char *)text, len, ids, n - 1, &needed) == -1);

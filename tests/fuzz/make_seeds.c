@@ -564,7 +564,7 @@ static unsigned char *tiny_gguf(int c, int n_bytes, uint32_t matrix_type, int ti
     add(&f, "GGUF", 4);
     add_u32(&f, 3);
     add_u64(&f, (uint64_t)(n_tensors - (tied ? 1 : 0)));
-    add_u64(&f, 14);
+    add_u64(&f, 15);
     add_str(&f, "general.architecture");
     add_u32(&f, 8);
     add_str(&f, "llama");
@@ -605,6 +605,16 @@ static unsigned char *tiny_gguf(int c, int n_bytes, uint32_t matrix_type, int ti
     for (int i = 0; i < V; i++) {
         float score = -(float)i;
         add(&f, &score, 4);
+    }
+    /* types: <unk> unknown, <s> </s> control, bytes byte, "a" user-defined (a special
+     * token of one letter), the rest normal */
+    add_str(&f, "tokenizer.ggml.token_type");
+    add_u32(&f, 9);
+    add_u32(&f, 5);   /* int32 */
+    add_u64(&f, (uint64_t)V);
+    for (int i = 0; i < V; i++) {
+        int32_t type = i == 0 ? 2 : i < 3 ? 3 : i < 3 + n_bytes ? 6 : i == 4 + n_bytes ? 4 : 1;
+        add(&f, &type, 4);
     }
     add_kv_u32(&f, "tokenizer.ggml.bos_token_id", 1);
     add_kv_u32(&f, "tokenizer.ggml.eos_token_id", 2);
