@@ -467,6 +467,7 @@ int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
     t->add_space = v->add_space;
     t->merge_unknown = v->kind == TOKENIZER_LLAMA;
     t->raw_bytes = 1;
+    t->split_digits = v->split_digits;
     t->bytes = malloc(total ? total : 1);
     t->offset = malloc((n + 1) * sizeof *t->offset);
     t->rank = malloc(n * sizeof *t->rank);
@@ -835,10 +836,22 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
     }
     if (t->add_bos && bos) emit(t->bos_id, ids, cap, count);   /* a GGUF file's */
     for (size_t start = 0; start < len;) {
-        size_t end = tokenizer_next_piece((const char *)bytes, len, start);
-        if (encode_piece(t, bytes + start, end - start, 0, scratch, ids, cap, count) != 0)
-            return -1;
-        start = end;
+        /* the text up to the next number character (split_digits: which is a piece alone),
+         * pre-tokenized as if it ended there */
+        size_t span = len, width;
+        for (size_t i = start; t->split_digits && i < len; i += width) {
+            uint32_t cp;
+            width = unicode_utf8_next(bytes + i, len - i, &cp);
+            if (cp != UNICODE_INVALID && unicode_is_number(cp)) {
+                span = i > start ? i : i + width;
+                break;
+            }
+        }
+        for (size_t end; start < span; start = end) {
+            end = start + tokenizer_next_piece((const char *)bytes + start, span - start, 0);
+            if (encode_piece(t, bytes + start, end - start, 0, scratch, ids, cap, count) != 0)
+                return -1;
+        }
     }
     return 0;
 }

@@ -78,6 +78,9 @@ typedef struct {
                               * user-defined tokens, as llama-cli parses its prompt: "<s>" is
                               * BOS), longest first, ties by id; NULL: none; owned */
     int n_special;
+    int split_digits;        /* GPT-2: 1 to make every number character a piece of its own
+                              * and pre-tokenize the text between them (a GGUF file's
+                              * smollm pre-tokenizer); 0: GPT-2's regex alone */
 } Tokenizer;
 
 /* A vocabulary held in memory (a GGUF file's), for tokenizer_init. */
@@ -95,6 +98,7 @@ typedef struct {
                                   * 3 control, 4 user-defined, 6 byte; any other 0), from
                                   * which silent and special follow; NULL: every token
                                   * normal */
+    int split_digits;            /* GPT-2: as the Tokenizer field */
 } TokenizerVocab;
 
 /* Load a tokenizer file. Returns 0, or -1 after printing one line to stderr naming

@@ -1099,10 +1099,13 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
                 "llama or gpt2)\n", path, shown(text, model, len, 40));
         goto done;
     }
-    if (pre && !(gpt2 ? string_is(pre, pre_len, "gpt-2") : string_is(pre, pre_len, "default"))) {
+    /* gpt2: GPT-2's regex, or smollm's (every number character alone first) */
+    int split_digits = gpt2 && pre && string_is(pre, pre_len, "smollm");
+    if (pre && !split_digits &&
+        !(gpt2 ? string_is(pre, pre_len, "gpt-2") : string_is(pre, pre_len, "default"))) {
         char text[SHOWN_CAP];
         fprintf(stderr, "tokenizer: %s: pre-tokenizer %s is not supported (expected %s)\n",
-                path, shown(text, pre, pre_len, 40), gpt2 ? "gpt-2" : "default");
+                path, shown(text, pre, pre_len, 40), gpt2 ? "gpt-2 or smollm" : "default");
         goto done;
     }
     const GgufValue *tokens = gguf_find(&g, "tokenizer.ggml.tokens");
@@ -1192,7 +1195,7 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
         goto done;
     }
     TokenizerVocab v = {gpt2 ? TOKENIZER_GPT2 : TOKENIZER_LLAMA, (int)V, bytes, offset, scores,
-                        NULL, bos, eos, add_bos, add_space, type};
+                        NULL, bos, eos, add_bos, add_space, type, split_digits};
     if (gpt2) {   /* a token's rank: the index of the merge that makes it */
         Tokenizer plain;
         v.rank = NULL;

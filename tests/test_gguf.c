@@ -210,34 +210,12 @@ static void put_kv_u32(Buf *f, const char *key, uint32_t v, size_t *type_at) {
     put_u32(f, v);
 }
 
-/* The tiny model as a GGUF version 3 file into f; the marks into m. half: its matrices
- * as F16 (the same values: multiples of 1/32 up to 1/4, which halves hold exactly);
- * packed: general.alignment 1 and every tensor at an odd place in the file; types: with
- * tokenizer.ggml.token_type as llama.cpp's converter writes it (<unk> 2, <s> and </s> 3,
- * the byte tokens 6, U+2581 1), or types - 1 of them (a wrong length) when above 1. */
-static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types) {
+/* The tiny model's SentencePiece vocabulary (5 metadata entries, 6 with types): <unk> <s>
+ * </s> <0x00>..<0xFF> U+2581; types: with tokenizer.ggml.token_type as llama.cpp's
+ * converter writes it (<unk> 2, <s> and </s> 3, the byte tokens 6, U+2581 1), or types - 1
+ * of them (a wrong length) when above 1. */
+static void put_tiny_spm_vocab(Buf *f, Marks *m, int types) {
     static const char *const spm_space = "\xe2\x96\x81";
-    memset(m, 0, sizeof *m);
-    put(f, "GGUF", 4);
-    put_u32(f, 3);
-    m->count_tensors = f->n;
-    put_u64(f, N_TENSORS);
-    m->count_values = f->n;
-    put_u64(f, 13 + (packed != 0) + (types != 0));
-    m->first_key_len = f->n;
-    put_str(f, "general.architecture");
-    put_u32(f, 8);   /* string */
-    put_str(f, "llama");
-    put_kv_u32(f, "llama.block_count", L, &m->block_count_type);
-    put_kv_u32(f, "llama.embedding_length", C, NULL);
-    put_kv_u32(f, "llama.feed_forward_length", HD, NULL);
-    put_kv_u32(f, "llama.attention.head_count", NH, NULL);
-    put_kv_u32(f, "llama.attention.head_count_kv", NKV, NULL);
-    put_kv_u32(f, "llama.context_length", S, NULL);
-    put_str(f, "llama.attention.layer_norm_rms_epsilon");
-    put_u32(f, 6);   /* float32 */
-    float eps = 1e-5f;
-    put(f, &eps, 4);
     put_str(f, "tokenizer.ggml.model");
     put_u32(f, 8);
     put_str(f, "llama");
@@ -277,6 +255,99 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types) {
     put_kv_u32(f, "tokenizer.ggml.bos_token_id", 1, NULL);
     m->eos_key = f->n;
     put_kv_u32(f, "tokenizer.ggml.eos_token_id", 2, NULL);
+}
+
+static void put_gpt2_char(Buf *f, unsigned char b);
+
+/* The tiny model's vocabulary as a byte-level BPE one with the smollm pre-tokenizer (8
+ * metadata entries), as SmolLM's files pair it with the llama architecture: the 256 bytes
+ * in GPT-2's spelling, then " t", "he", "12" (merges "\xc4\xa0 t", "h e", "1 2"), and
+ * <|endoftext|> (control, BOS and EOS; no BOS added). */
+static void put_tiny_bpe_vocab(Buf *f, Marks *m) {
+    static const char *const merged[3][2] = {{" ", "t"}, {"h", "e"}, {"1", "2"}};
+    put_str(f, "tokenizer.ggml.model");
+    put_u32(f, 8);
+    put_str(f, "gpt2");
+    put_str(f, "tokenizer.ggml.pre");
+    put_u32(f, 8);
+    put_str(f, "smollm");
+    put_str(f, "tokenizer.ggml.tokens");
+    put_u32(f, 9);
+    put_u32(f, 8);
+    m->tokens_count = f->n;
+    put_u64(f, V);
+    for (int id = 0; id < V - 1; id++) {
+        size_t at = f->n;
+        put_u64(f, 0);
+        if (id < 256) {
+            put_gpt2_char(f, (unsigned char)id);
+        } else {
+            put_gpt2_char(f, (unsigned char)merged[id - 256][0][0]);
+            put_gpt2_char(f, (unsigned char)merged[id - 256][1][0]);
+        }
+        uint64_t n = f->n - at - 8;
+        memcpy(f->b + at, &n, 8);
+    }
+    put_str(f, "<|endoftext|>");
+    put_str(f, "tokenizer.ggml.token_type");
+    put_u32(f, 9);
+    put_u32(f, 5);
+    put_u64(f, V);
+    for (int i = 0; i < V; i++) {
+        int32_t type = i == V - 1 ? 3 : 1;
+        put(f, &type, 4);
+    }
+    put_str(f, "tokenizer.ggml.merges");
+    put_u32(f, 9);
+    put_u32(f, 8);
+    put_u64(f, 3);
+    for (int k = 0; k < 3; k++) {
+        size_t at = f->n;
+        put_u64(f, 0);
+        put_gpt2_char(f, (unsigned char)merged[k][0][0]);
+        put(f, " ", 1);
+        put_gpt2_char(f, (unsigned char)merged[k][1][0]);
+        uint64_t n = f->n - at - 8;
+        memcpy(f->b + at, &n, 8);
+    }
+    put_kv_u32(f, "tokenizer.ggml.bos_token_id", V - 1, NULL);
+    m->eos_key = f->n;
+    put_kv_u32(f, "tokenizer.ggml.eos_token_id", V - 1, NULL);
+    put_str(f, "tokenizer.ggml.add_bos_token");
+    put_u32(f, 7);   /* bool */
+    put(f, "", 1);
+}
+
+/* The tiny model as a GGUF version 3 file into f; the marks into m. half: its matrices
+ * as F16 (the same values: multiples of 1/32 up to 1/4, which halves hold exactly);
+ * packed: general.alignment 1 and every tensor at an odd place in the file; types: as
+ * put_tiny_spm_vocab takes it; bpe: put_tiny_bpe_vocab's vocabulary instead. */
+static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int bpe) {
+    memset(m, 0, sizeof *m);
+    put(f, "GGUF", 4);
+    put_u32(f, 3);
+    m->count_tensors = f->n;
+    put_u64(f, N_TENSORS);
+    m->count_values = f->n;
+    put_u64(f, 8 + (bpe ? 8 : 5 + (types != 0)) + (packed != 0));
+    m->first_key_len = f->n;
+    put_str(f, "general.architecture");
+    put_u32(f, 8);   /* string */
+    put_str(f, "llama");
+    put_kv_u32(f, "llama.block_count", L, &m->block_count_type);
+    put_kv_u32(f, "llama.embedding_length", C, NULL);
+    put_kv_u32(f, "llama.feed_forward_length", HD, NULL);
+    put_kv_u32(f, "llama.attention.head_count", NH, NULL);
+    put_kv_u32(f, "llama.attention.head_count_kv", NKV, NULL);
+    put_kv_u32(f, "llama.context_length", S, NULL);
+    put_str(f, "llama.attention.layer_norm_rms_epsilon");
+    put_u32(f, 6);   /* float32 */
+    float eps = 1e-5f;
+    put(f, &eps, 4);
+    if (bpe)
+        put_tiny_bpe_vocab(f, m);
+    else
+        put_tiny_spm_vocab(f, m, types);
     if (packed) put_kv_u32(f, "general.alignment", 1, NULL);
     /* the tensor table: offsets in order, each padded to ALIGN (packed: none, after one
      * byte, or two where the data starts at an odd place) */
@@ -324,7 +395,7 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types) {
     }
 }
 
-static void write_tiny(Buf *f, Marks *m) { write_tiny_as(f, m, 0, 0, 0); }
+static void write_tiny(Buf *f, Marks *m) { write_tiny_as(f, m, 0, 0, 0, 0); }
 
 static char dir[64], path[128];
 
@@ -394,7 +465,7 @@ static void test_tiny_half(void) {
     int halves = 0;
     Buf f = {0};
     Marks m;
-    write_tiny_as(&f, &m, 0, 0, 0);
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
     save(&f);
     int ok = tiny_logits(path, want, &halves) == 0;
     check_true(ok && !halves, "tiny GGUF, F32: runs with float matrices");
@@ -402,7 +473,7 @@ static void test_tiny_half(void) {
     void *q8 = tiny_q8(path, &q8_bytes);
     for (int packed = 0; packed < 2; packed++) {
         f.n = 0;
-        write_tiny_as(&f, &m, 1, packed, 0);
+        write_tiny_as(&f, &m, 1, packed, 0, 0);
         save(&f);
         if (packed) {   /* the first matrix's data starts at an odd byte of the file */
             uint64_t offset;
@@ -601,23 +672,29 @@ static void put_gpt2_char(Buf *f, unsigned char b) {
 
 /* A GGUF of no tensors holding t's vocabulary as a gpt2 tokenizer: tokens in GPT-2's
  * spelling, and for each token a merge "A B" of two earlier tokens that spell it. */
-static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_merges);
+static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_merges,
+                                        const char *pre);
 static void write_gpt2_tokenizer(Buf *f, const Tokenizer *t) {
-    write_gpt2_tokenizer_merges(f, t, 1);
+    write_gpt2_tokenizer_merges(f, t, 1, "gpt-2");
 }
 
-/* with_merges 0: the merges key with an empty list (no token but the bytes is made). */
-static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_merges) {
+/* with_merges 0: the merges key with an empty list (no token but the bytes is made); pre:
+ * the pre-tokenizer's name. */
+static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_merges,
+                                        const char *pre) {
     put(f, "GGUF", 4);
     put_u32(f, 3);
     put_u64(f, 0);
-    put_u64(f, 5);
+    put_u64(f, 6);
+    put_str(f, "general.architecture");   /* (llama.cpp reads no vocabulary without it) */
+    put_u32(f, 8);
+    put_str(f, "gpt2");
     put_str(f, "tokenizer.ggml.model");
     put_u32(f, 8);
     put_str(f, "gpt2");
     put_str(f, "tokenizer.ggml.pre");
     put_u32(f, 8);
-    put_str(f, "gpt-2");
+    put_str(f, pre);
     put_kv_u32(f, "tokenizer.ggml.eos_token_id", (uint32_t)t->eot_id, NULL);
     put_str(f, "tokenizer.ggml.tokens");
     put_u32(f, 9);
@@ -685,7 +762,7 @@ static void test_gpt2_tokenizer(void) {
     /* no merges: every byte its own token, as llama.cpp's BPE gives (a piece that is a
      * token was taken whole, and pairs that are tokens merged, whatever the merges said) */
     Buf none = {0};
-    write_gpt2_tokenizer_merges(&none, &ref, 0);
+    write_gpt2_tokenizer_merges(&none, &ref, 0, "gpt-2");
     save(&none);
     free(none.b);
     int ids[64];
@@ -699,6 +776,89 @@ static void test_gpt2_tokenizer(void) {
                n_ids);
     if (loaded) tokenizer_free(&got);
     tokenizer_free(&ref);
+}
+
+/* The smollm pre-tokenizer (SmolLM's files): every number character a piece of its own,
+ * then GPT-2's regex on the text between them. GPT-2's 50,257 tokens in a GGUF file of no
+ * tensors (write_gpt2_tokenizer_merges); the ids are llama.cpp's for that file
+ * (c392e5094, 2026-12-05: `llama-tokenize -m FILE -p TEXT --ids`). The same file with the
+ * gpt-2 pre-tokenizer makes " 2024" one token (48609), "\xc2\xbd 12" two. */
+static void test_smollm_pre(void) {
+    static const struct {
+        const char *text;
+        int n, ids[16];
+    } cases[] = {
+        {"in 2024, 12345", 13, {259, 220, 17, 15, 17, 19, 11, 220, 16, 17, 18, 19, 20}},
+        {"x\xc2\xb2y \xc2\xbd 12", 8, {87, 31185, 88, 220, 23141, 220, 16, 17}},
+    };
+    const char *file = check_data_file("gpt2/gpt2_tokenizer.bin");
+    Tokenizer ref, got;
+    if (!file || tokenizer_load(&ref, file) != 0) {
+        check_true(0, "gpt2/gpt2_tokenizer.bin loads (in tests/data)");
+        return;
+    }
+    for (int smollm = 1; smollm >= 0; smollm--) {
+        Buf f = {0};
+        write_gpt2_tokenizer_merges(&f, &ref, 1, smollm ? "smollm" : "gpt-2");
+        save(&f);
+        free(f.b);
+        if (!check_true(gguf_load_tokenizer(&got, path) == 0, "GPT-2's vocabulary, pre-tokenizer "
+                        "%s: loads", smollm ? "smollm" : "gpt-2")) continue;
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            int ids[64];
+            size_t n = 0;
+            int ok = tokenizer_encode(&got, cases[c].text, strlen(cases[c].text), ids, 64, &n) == 0;
+            int same = ok && n == (size_t)cases[c].n;
+            for (size_t i = 0; same && i < n; i++) same = ids[i] == cases[c].ids[i];
+            check_true(ok && same == smollm, "pre-tokenizer %s: \"%s\" %s llama-tokenize's %d "
+                       "smollm ids (got %zu, the second %d)", smollm ? "smollm" : "gpt-2",
+                       cases[c].text, smollm ? "encodes as" : "does not encode as", cases[c].n,
+                       n, n > 1 ? ids[1] : -1);
+        }
+        tokenizer_free(&got);
+    }
+    tokenizer_free(&ref);
+}
+
+/* The llama architecture with a byte-level BPE vocabulary and the smollm pre-tokenizer
+ * (SmolLM's pairing): put_tiny_bpe_vocab's tiny model loads, encodes as llama.cpp does
+ * (llama-tokenize's ids, c392e5094: "12" is two tokens though "1 2" is a merge, digits
+ * going alone; <|endoftext|> read as itself) and runs, echoing its prompt. (Its greedy
+ * continuation is not compared: its logits tie exactly, and ties go by summation order.) */
+static void test_llama_bpe(void) {
+    static const struct {
+        const char *text;
+        int n, ids[8];
+    } cases[] = {
+        {"the 12 he", 7, {116, 257, 32, 49, 50, 32, 257}},
+        {"x 123, the", 8, {120, 32, 49, 50, 51, 44, 256, 257}},
+        {"<|endoftext|>he12", 4, {259, 257, 49, 50}},
+    };
+    Buf f = {0};
+    Marks m;
+    write_tiny_as(&f, &m, 0, 0, 0, 1);
+    save(&f);
+    free(f.b);
+    Tokenizer t;
+    if (!check_true(gguf_load_tokenizer(&t, path) == 0, "llama with a BPE vocabulary: its "
+                    "tokenizer loads")) return;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int ids[64];
+        size_t n = 0;
+        int ok = tokenizer_encode(&t, cases[c].text, strlen(cases[c].text), ids, 64, &n) == 0 &&
+                 n == (size_t)cases[c].n;
+        for (size_t i = 0; ok && i < n; i++) ok = ids[i] == cases[c].ids[i];
+        check_true(ok, "llama with a BPE vocabulary: \"%s\" encodes as llama-tokenize's %d ids "
+                   "(got %zu)", cases[c].text, cases[c].n, n);
+    }
+    tokenizer_free(&t);
+    char command[512], *out = NULL;
+    snprintf(command, sizeof command, "%s %s -t 0 -n 4 -i 'the 12 he'", run_bin, path);
+    int code = check_run(command, &out, NULL);
+    check_true(code == 0 && out && !strncmp(out, "the 12 he", 9), "llama with a BPE "
+               "vocabulary: runs, echoing its prompt (got exit %d, \"%.20s\")", code,
+               out ? out : "");
+    free(out);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -964,7 +1124,7 @@ static void test_gguf_llama_characters(void) {
 static void write_bos_model(int types, int space) {
     Buf f = {0};
     Marks m;
-    write_tiny_as(&f, &m, 0, 0, types);
+    write_tiny_as(&f, &m, 0, 0, types, 0);
     for (int t = 0; t < N_TENSORS; t++) {
         uint64_t offset;
         memcpy(&offset, f.b + m.tensor_offset[t], sizeof offset);
@@ -1016,7 +1176,7 @@ static void test_bos_runs_on(void) {
     /* a token_type array one short of the vocabulary: refused, as its scores would be */
     Buf f = {0};
     Marks m;
-    write_tiny_as(&f, &m, 0, 0, V);
+    write_tiny_as(&f, &m, 0, 0, V, 0);
     check_refused(&f, "token_type one short", "tokenizer.ggml.token_type has the wrong type or "
                   "length (expected 260 int32, one per token)");
     free(f.b);
@@ -1184,6 +1344,8 @@ int main(void) {
     test_byte_tokens_printed();
     test_silent_tokens();
     test_special_prompt();
+    test_smollm_pre();
+    test_llama_bpe();
     test_bos_runs_on();
     test_gguf_llama_characters();
     test_block_count_short();
