@@ -77,9 +77,10 @@ int block_rotary(const Config *c) {
 
 void block_rope_angles(const Config *c, float *cs, int N, int pos) {
     int HS = c->head_dim;
+    float base = c->rope_base > 0.0f ? c->rope_base : MODEL_ROPE_BASE;
     for (int n = 0; n < N; n++) {
         for (int i = 0; i < HS; i += 2) {
-            float freq = 1.0f / powf(MODEL_ROPE_BASE, (float)i / (float)HS);
+            float freq = 1.0f / powf(base, (float)i / (float)HS);
             float angle = (float)(pos + n) * freq;
             cs[(size_t)n * HS + i] = cosf(angle);
             cs[(size_t)n * HS + i + 1] = sinf(angle);

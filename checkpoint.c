@@ -1073,6 +1073,12 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
                      .shared_classifier = ck->weights.shared_classifier};
     unsigned char header[CHECKPOINT_GPT2_HEADER_INTS * sizeof(int32_t)] = {0};
     size_t header_bytes;
+    if (c->rope_base != 0.0f && c->rope_base != (float)MODEL_ROPE_BASE) {
+        fprintf(stderr, "quantize: the model's RoPE base is %g (a GGUF file's), which "
+                "llama2.c's format cannot hold (expected %g)\n", (double)c->rope_base,
+                (double)MODEL_ROPE_BASE);
+        return -1;
+    }
     if (c->family == MODEL_GPT2 && ck->tensors[TENSOR_CLS].present) {
         fprintf(stderr, "quantize: the model has an output matrix of its own (a GGUF gpt2 "
                 "file's output.weight, not the embedding's copy), which llm.c's format cannot "

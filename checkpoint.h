@@ -90,6 +90,8 @@ typedef struct {
     int kv_dim;             /* KVD = NKV * HS */
     int half_kv;            /* 1: q, k and v rounded to fp16 after RoPE, as llama.cpp's
                             * default F16 KV cache does (GGUF files); 0 otherwise */
+    float rope_base;        /* RoPE's base (a GGUF file's llama.rope.freq_base: SmolLM2's
+                            * 100000); 0: MODEL_ROPE_BASE, as every other file */
 } Config;
 
 /* Views of one layer's parameters. Biases are NULL for Llama. */

@@ -820,8 +820,8 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
     if (checkpoint_check_config(c, g->path, "") != 0) return -1;
     c->half_kv = 1;   /* computed as llama.cpp computes a GGUF file (docs/formats.md) */
     /* what this engine computes: LayerNorm (gpt2) or RMSNorm (llama) with KERNELS_NORM_EPS;
-     * llama: RoPE over whole heads with base MODEL_ROPE_BASE, unscaled; a file that asks
-     * for other numbers is refused */
+     * llama: RoPE over whole heads, unscaled, with the file's base; a file that asks for
+     * other numbers is refused */
     float eps, base = MODEL_ROPE_BASE;
     if (get_float(g, arch_key(k, a, gpt2 ? "attention.layer_norm_epsilon"
                                          : "attention.layer_norm_rms_epsilon"), 0.0f, &eps))
@@ -839,12 +839,18 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
                   get_int(g, "llama.rope.dimension_count", c->head_dim, c->head_dim,
                           c->head_dim, &rot)))
         return -1;
-    if (eps != (float)KERNELS_NORM_EPS || base != (float)MODEL_ROPE_BASE) {
-        fprintf(stderr, "model: %s: RMS epsilon %g and RoPE base %g are not supported yet "
-                "(expected %g and %g, the numbers this engine computes with)\n", g->path,
-                (double)eps, (double)base, (double)KERNELS_NORM_EPS, (double)MODEL_ROPE_BASE);
+    if (eps != (float)KERNELS_NORM_EPS) {
+        fprintf(stderr, "model: %s: RMS epsilon %g is not supported yet (expected %g, the "
+                "number this engine computes with)\n", g->path, (double)eps,
+                (double)KERNELS_NORM_EPS);
         return -1;
     }
+    if (!gpt2 && !(base >= 1.0f && base <= 1e9f)) {   /* NaN too */
+        fprintf(stderr, "model: %s: llama.rope.freq_base out of range (got %g, expected 1 "
+                "to 1e9)\n", g->path, (double)base);
+        return -1;
+    }
+    c->rope_base = gpt2 ? 0.0f : base;
     const char *scaling = gpt2 ? NULL : get_string(g, "llama.rope.scaling.type", &len, 0, "model");
     if (scaling && !string_is(scaling, len, "none")) {
         char text[SHOWN_CAP];

@@ -24,11 +24,12 @@
  *    as halves and gives the F32 file's logits bit for bit, its tensors in place and at
  *    odd offsets (general.alignment 1: copied).
  */
+#include <math.h>     /* NAN */
 #include <stdint.h>   /* uint32_t, uint64_t */
 #include <stdio.h>    /* snprintf, FILE */
 #include <stdlib.h>   /* malloc, free, getenv */
 #include <string.h>   /* memcpy, strlen, strstr */
-#include <unistd.h>   /* unlink */
+#include <unistd.h>   /* unlink, access */
 
 #include "tests/check.h"   /* check_true, check_run, check_data_file, check_read_file */
 #include "checkpoint.h"    /* checkpoint_load, Config */
@@ -318,6 +319,9 @@ static void put_tiny_bpe_vocab(Buf *f, Marks *m) {
     put(f, "", 1);
 }
 
+/* llama.rope.freq_base for write_tiny_as to write (0: none, the default 10000). */
+static float tiny_rope_base;
+
 /* The tiny model as a GGUF version 3 file into f; the marks into m. half: its matrices
  * as F16 (the same values: multiples of 1/32 up to 1/4, which halves hold exactly);
  * packed: general.alignment 1 and every tensor at an odd place in the file; types: as
@@ -329,7 +333,7 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
     m->count_tensors = f->n;
     put_u64(f, N_TENSORS);
     m->count_values = f->n;
-    put_u64(f, 8 + (bpe ? 8 : 5 + (types != 0)) + (packed != 0));
+    put_u64(f, 8 + (bpe ? 8 : 5 + (types != 0)) + (packed != 0) + (tiny_rope_base != 0.0f));
     m->first_key_len = f->n;
     put_str(f, "general.architecture");
     put_u32(f, 8);   /* string */
@@ -344,6 +348,11 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
     put_u32(f, 6);   /* float32 */
     float eps = 1e-5f;
     put(f, &eps, 4);
+    if (tiny_rope_base != 0.0f) {
+        put_str(f, "llama.rope.freq_base");
+        put_u32(f, 6);   /* float32 */
+        put(f, &tiny_rope_base, 4);
+    }
     if (bpe)
         put_tiny_bpe_vocab(f, m);
     else
@@ -861,6 +870,40 @@ static void test_llama_bpe(void) {
     free(out);
 }
 
+/* llama.rope.freq_base: SmolLM2's 100000 is the model's RoPE base (block_rope_angles'
+ * use of it: test_model), which quantize refuses to write into llama2.c's format (it has no
+ * field for it); 0.5, -10000, NaN and 1e10 are refused. llama-cli's greedy text of s15m-q8_0.gguf
+ * given 100000 was this engine's over 100 tokens of four prompts (by hand, 2026-12-05). */
+static void test_rope_base(void) {
+    Buf f = {0};
+    Marks m;
+    tiny_rope_base = 100000.0f;
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    save(&f);
+    Checkpoint ck;
+    int loaded = checkpoint_load(&ck, path) == 0;
+    check_true(loaded && ck.config.rope_base == 100000.0f, "llama.rope.freq_base 100000: the "
+               "model's RoPE base (got %g)", loaded ? (double)ck.config.rope_base : -1.0);
+    char out[160];
+    snprintf(out, sizeof out, "%s/rb-q8.bin", dir);
+    fprintf(stderr, "(a line on the RoPE base expected:)\n");
+    check_true(loaded && checkpoint_save_q8(&ck, out, 8) == -1 && access(out, F_OK) != 0,
+               "quantize refuses a RoPE base llama2.c's format cannot hold, writing nothing");
+    if (loaded) checkpoint_free(&ck);
+    free(f.b);
+    static const float bad[] = {0.5f, -10000.0f, NAN, 1e10f};
+    for (int i = 0; i < 4; i++) {
+        Buf g = {0};
+        tiny_rope_base = bad[i];
+        write_tiny_as(&g, &m, 0, 0, 0, 0);
+        char what[64];
+        snprintf(what, sizeof what, "llama.rope.freq_base %g", (double)bad[i]);
+        check_refused(&g, what, "llama.rope.freq_base out of range");
+        free(g.b);
+    }
+    tiny_rope_base = 0.0f;
+}
+
 /* ------------------------------------------------------------------------- */
 /* 4. A tiny gpt2 GGUF written from the format's description, and its hostile versions */
 
@@ -1346,6 +1389,7 @@ int main(void) {
     test_special_prompt();
     test_smollm_pre();
     test_llama_bpe();
+    test_rope_base();
     test_bos_runs_on();
     test_gguf_llama_characters();
     test_block_count_short();

@@ -12,7 +12,7 @@
 
 #include <errno.h>     /* errno, EIO */
 #include <float.h>     /* FLT_EVAL_METHOD */
-#include <math.h>      /* fabsf */
+#include <math.h>      /* fabsf; pow, cos, sin, fmax, fabs (float64 references) */
 #include <stdint.h>    /* uint64_t */
 #include <stdio.h>     /* printf, snprintf */
 #include <stdlib.h>    /* malloc, free */
@@ -667,6 +667,33 @@ static void test_rope_bits(void) {
                "(%d of %d values differ)", wrong, N * (C + KVD));
 }
 
+/* block_rope_angles against float64: cos and sin of (pos + n) / base^(i / HS) for each row
+ * n and pair i, with the default base (rope_base 0: MODEL_ROPE_BASE, 10000) and a file's
+ * (SmolLM2's 100000), each within 2e-5 (a float angle of up to 40 rad is off by at most
+ * 2 ulp, 8e-6); the other base's angles miss by far more. */
+static void test_rope_base(void) {
+    enum { N = 3, HS = 8, POS = 37 };
+    static const float bases[] = {0.0f, 100000.0f};
+    for (int b = 0; b < 2; b++) {
+        Config c = {.family = MODEL_LLAMA, .positions = MODEL_POSITIONS_ROTARY, .head_dim = HS,
+                    .rope_base = bases[b]};
+        float cs[N * HS];
+        block_rope_angles(&c, cs, N, POS);
+        double worst = 0.0, other = 0.0, base = b ? 100000.0 : 10000.0;
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < HS; i += 2) {
+                double angle = (POS + n) / pow(base, (double)i / HS);
+                double wrong = (POS + n) / pow(b ? 10000.0 : 100000.0, (double)i / HS);
+                double got_cos = cs[n * HS + i], got_sin = cs[n * HS + i + 1];
+                worst = fmax(worst, fmax(fabs(got_cos - cos(angle)), fabs(got_sin - sin(angle))));
+                other = fmax(other, fmax(fabs(got_cos - cos(wrong)), fabs(got_sin - sin(wrong))));
+            }
+        check_true(worst <= 2e-5 && other > 1e-2, "rope angles, base %g: cos and sin within "
+                   "2e-5 of float64 (worst %.2g; the other base's off by %.2g)", base, worst,
+                   other);
+    }
+}
+
 /* Pages of this process in memory (Linux's /proc/self/statm, second field), or -1. */
 static long resident_pages(void) {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -932,6 +959,7 @@ int main(void) {
     test_map_file();
     test_qkv_int8_groups();
     test_rope_bits();
+    test_rope_base();
     test_context_commit();
     test_free_odd_layers();
     test_attention_setup_failure();
