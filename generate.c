@@ -364,8 +364,9 @@ static int echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
     return matched;
 }
 
-/* One turn: sample, print and run tokens until -n tokens, end-of-text (Llama: EOS, and
- * BOS where tok->stop_at_bos), the reverse prompt, or a closed stdout. The token that
+/* One turn: sample, print and run tokens until -n tokens, an end token (tokenizer_ends:
+ * end-of-text, Llama's BOS where tok->stop_at_bos, a GGUF file's <|im_end|> and the like),
+ * the reverse prompt, or a closed stdout. The token that
  * ends a turn by -n or the reverse prompt is not run (nobody may read on): in interactive
  * mode it becomes loop->unrun, run before the next input. The turn's time, less its
  * context shifts' and growths', adds to generate_seconds. Returns STEP_CONTINUE,
@@ -380,7 +381,7 @@ static GenerateStep sample_turn(GenerateLoop *loop) {
     loop->unrun = -1;
     for (int step = 0; step < o->steps; step++) {
         int next = sampler_sample(loop->sampler, g->logits);
-        if (next == tok->eot_id || (tok->stop_at_bos && next == tok->bos_id)) break;
+        if (tokenizer_ends(tok, next)) break;
         if (next >= tok->vocab_size) {
             utf8_flush(&loop->out);
             fprintf(stderr, "\ngenerate: model produced token %d, which the tokenizer "
@@ -477,6 +478,9 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
         goto done;
     }
     int prompt_ends_turn = echo_prompt(&loop, prompt, n_prompt);
+    /* a prompt that ends with an end token (a GGUF prompt's "</s>"; not a lone start
+     * token) has ended its turn, as llama-cli's does */
+    if (n_prompt > 1 && tokenizer_ends(tok, prompt[n_prompt - 1])) prompt_ends_turn = 1;
     if (generation_append(g, prompt, n_prompt, 1) != 0) goto done;
     loop.prev = prompt[n_prompt - 1];
     /* turns, each followed in interactive mode by a line of input */

@@ -92,8 +92,8 @@ typedef struct {
 } GenerateOptions;
 
 /* Runs the prompt ids (n_prompt >= 1, fits the context), echoing it, then turns of
- * sampling until -n tokens, end-of-text (GPT-2) or BOS/EOS (Llama), or the reverse
- * prompt; in interactive mode each turn is followed by a newline and a line of input,
+ * sampling until -n tokens, an end token (tokenizer_ends), or the reverse prompt (a
+ * prompt that ends with either has ended the first turn); in interactive mode each turn is followed by a newline and a line of input,
  * both appended to the sequence (no earlier token is run again), until end of input.
  * Streams the text to stdout, a line of input included when it does not come from a
  * terminal (which echoes it), so that stdout shows what the model reads. Returns 0, 1

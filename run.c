@@ -356,12 +356,12 @@ static int *prompt_tokens(const RunOptions *o, const Tokenizer *tok, const Confi
     } else {
         len = strlen(text);
     }
-    int *ids = malloc(TOKENIZER_MAX_IDS(len) * sizeof(int));
+    int *ids = malloc(tokenizer_max_ids(tok, len) * sizeof(int));
     if (!ids) {
         fprintf(stderr, "run: out of memory for a %zu-byte prompt\n", len);
         goto fail;
     }
-    if (tokenizer_encode(tok, text, len, ids, TOKENIZER_MAX_IDS(len), &n_ids) != 0) goto fail;
+    if (tokenizer_encode(tok, text, len, ids, tokenizer_max_ids(tok, len), &n_ids) != 0) goto fail;
     /* GPT-2 with no prompt starts from end-of-text (Llama's encode already gave BOS) */
     if (n_ids == 0) {
         if (tok->eot_id >= c->vocab_size) {

@@ -418,22 +418,42 @@ static int special_longer_first(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* t->silent and t->special from a GGUF vocabulary's token types (t's offsets set):
- * llama-cli prints only normal (1), user-defined (4) and byte (6) tokens, and reads
- * unknown (2), control (3) and user-defined ones written in a prompt as themselves (but
- * an empty one). Returns 0, or -1 when out of memory. */
-static int token_types(Tokenizer *t, const unsigned char *types) {
+/* The texts of the tokens llama.cpp ends a generation at whatever their type (which it
+ * then takes as control): its list of end-of-turn tokens. */
+static const char *const END_TEXTS[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+                                        "<|endoftext|>", "<|eom_id|>", "<EOT>"};
+
+/* 1 if token id is spelled as one of END_TEXTS. */
+static int is_end_text(const Tokenizer *t, size_t id) {
+    size_t len = t->offset[id + 1] - t->offset[id];
+    for (size_t k = 0; k < sizeof END_TEXTS / sizeof END_TEXTS[0]; k++)
+        if (len == strlen(END_TEXTS[k]) && memcmp(t->bytes + t->offset[id], END_TEXTS[k], len) == 0)
+            return 1;
+    return 0;
+}
+
+/* t->silent, t->special and t->ends from a GGUF vocabulary's token types (none: all
+ * normal) and end tokens (t's offsets set): llama-cli prints only normal (1), user-defined (4) and byte (6)
+ * tokens, reads unknown (2), control (3) and user-defined ones written in a prompt as
+ * themselves (but an empty one), and ends a generation at the end tokens it knows by
+ * their text (END_TEXTS: control, whatever their type) or by v's end_ids. Returns 0, or
+ * -1 when out of memory. */
+static int token_types(Tokenizer *t, const TokenizerVocab *v) {
     size_t n = (size_t)t->vocab_size, n_special = 0;
     t->silent = malloc(n);
+    t->ends = calloc(n, 1);
     SpecialToken *found = malloc(n * sizeof *found);
-    if (!t->silent || !found) {
+    if (!t->silent || !t->ends || !found) {
         free(found);
         return -1;
     }
+    for (int k = 0; k < v->n_end_ids; k++) t->ends[v->end_ids[k]] = 1;
     for (size_t i = 0; i < n; i++) {
         uint32_t len = t->offset[i + 1] - t->offset[i];
-        t->silent[i] = types[i] != 1 && types[i] != 4 && types[i] != 6;
-        if (types[i] >= 2 && types[i] <= 4 && len > 0)
+        int end = is_end_text(t, i), type = end ? 3 : v->types ? v->types[i] : 1;
+        t->ends[i] |= (unsigned char)end;
+        t->silent[i] = type != 1 && type != 4 && type != 6;
+        if (type >= 2 && type <= 4 && len > 0)
             found[n_special++] = (SpecialToken){len, (int32_t)i};
     }
     qsort(found, n_special, sizeof *found, special_longer_first);
@@ -478,7 +498,7 @@ int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
     }
     memcpy(t->bytes, v->bytes, total);
     for (size_t i = 0; i <= n; i++) t->offset[i] = (uint32_t)v->offset[i];
-    if (v->types && token_types(t, v->types) != 0) {
+    if (token_types(t, v) != 0) {
         fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, n);
         goto fail;
     }
@@ -518,6 +538,7 @@ void tokenizer_free(Tokenizer *t) {
     free(t->table);
     free(t->silent);
     free(t->special);
+    free(t->ends);
     memset(t, 0, sizeof *t);
 }
 
@@ -823,14 +844,15 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
 /* ---------------------------------------------------------------- encode and decode */
 
 /* GPT-2: the BOS where the vocabulary asks for one (a GGUF file's add_bos_token) and bos
- * is 1, then pre-tokenize and merge each piece. */
-static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t len, int bos,
-                       MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
+ * is 1, then pre-tokenize and merge each piece. at: where bytes lie in the text (for the
+ * message on a byte with no token). */
+static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t len, size_t at,
+                       int bos, MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
     for (size_t i = 0; i < len; i++) {
         if (t->byte_token[bytes[i]] < 0) {
             fprintf(stderr, "tokenizer: encode: byte 0x%02X at offset %zu has no token (got no "
                     "single-byte token, expected one for every byte of the text)\n",
-                    bytes[i], i);
+                    bytes[i], at + i);
             return -1;
         }
     }
@@ -840,9 +862,7 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
          * pre-tokenized as if it ended there */
         size_t span = len, width;
         for (size_t i = start; t->split_digits && i < len; i += width) {
-            uint32_t cp;
-            width = unicode_utf8_next(bytes + i, len - i, &cp);
-            if (cp != UNICODE_INVALID && unicode_is_number(cp)) {
+            if (char_class_at(bytes, len, i, &width) == CHAR_NUMBER) {
                 span = i > start ? i : i + width;
                 break;
             }
@@ -957,12 +977,14 @@ static int encode_llama(const Tokenizer *t, const unsigned char *text, size_t le
     return status;
 }
 
-/* One run of text: its BOS (bos 1) and, for Llama, its space (space 1). */
-static int encode_run(const Tokenizer *t, const unsigned char *text, size_t len, int bos,
-                      int space, MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
-    return t->kind == TOKENIZER_GPT2 ? encode_gpt2(t, text, len, bos, scratch, ids, cap, count)
-                                     : encode_llama(t, text, len, bos, space, scratch, ids,
-                                                    cap, count);
+/* One run of text, at offset at of the whole: its BOS (bos 1) and, for Llama, its space
+ * (space 1). */
+static int encode_run(const Tokenizer *t, const unsigned char *text, size_t len, size_t at,
+                      int bos, int space, MergeScratch *scratch, int *ids, size_t cap,
+                      size_t *count) {
+    if (t->kind == TOKENIZER_GPT2)
+        return encode_gpt2(t, text, len, at, bos, scratch, ids, cap, count);
+    return encode_llama(t, text, len, bos, space, scratch, ids, cap, count);
 }
 
 /* The special tokens that text (len,) spells, as llama.cpp's parse_special finds them: each
@@ -1004,7 +1026,8 @@ static int encode_specials(const Tokenizer *t, const unsigned char *text, size_t
         return -1;
     }
     find_specials(t, text, len, at);
-    int status = encode_run(t, text, 0, 1, 0, scratch, ids, cap, count);   /* the BOS */
+    if (t->add_bos) emit(t->bos_id, ids, cap, count);
+    int status = 0;
     for (size_t i = 0; i < len && status == 0;) {
         if (at[i] >= 0) {
             emit(at[i], ids, cap, count);
@@ -1013,7 +1036,7 @@ static int encode_specials(const Tokenizer *t, const unsigned char *text, size_t
         }
         size_t end = i;
         while (end < len && at[end] == -1) end++;
-        status = encode_run(t, text + i, end - i, 0, 1, scratch, ids, cap, count);
+        status = encode_run(t, text + i, end - i, i, 0, 1, scratch, ids, cap, count);
         i = end;
     }
     free(at);
@@ -1030,8 +1053,8 @@ static int encode(const Tokenizer *t, const char *text, size_t len, int continua
     *n_ids = 0;
     int status = t->n_special && !continuation
                  ? encode_specials(t, bytes, len, &scratch, ids, cap, &count)
-                 : encode_run(t, bytes, len, !continuation, !continuation, &scratch, ids, cap,
-                              &count);
+                 : encode_run(t, bytes, len, 0, !continuation, !continuation, &scratch, ids,
+                              cap, &count);
     scratch_free(&scratch);
     if (status != 0) return -1;
     if (count > cap) {
@@ -1052,6 +1075,14 @@ int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
 int tokenizer_encode_continuation(const Tokenizer *t, const char *text, size_t len,
                                   int *ids, size_t cap, size_t *n_ids) {
     return encode(t, text, len, 1, ids, cap, n_ids);
+}
+
+size_t tokenizer_max_ids(const Tokenizer *t, size_t len) {
+    return (t->n_special ? 2 * len : len) + 2;
+}
+
+int tokenizer_ends(const Tokenizer *t, int id) {
+    return id == t->eot_id || (t->stop_at_bos && id == t->bos_id) || (t->ends && t->ends[id]);
 }
 
 /* The byte b if token id is spelled "<0xHH>" (a Llama byte-fallback token), else -1. */

@@ -78,6 +78,11 @@ typedef struct {
                               * user-defined tokens, as llama-cli parses its prompt: "<s>" is
                               * BOS), longest first, ties by id; NULL: none; owned */
     int n_special;
+    unsigned char *ends;     /* (vocab_size,) 1 for a token that ends a generation besides
+                              * eot_id: a GGUF vocabulary's tokens llama.cpp ends at by their
+                              * text (<|im_end|>, <|eot_id|>, <|endoftext|>, ...; read as
+                              * control tokens whatever their type) or by its eot_token_id
+                              * and eom_token_id keys; NULL: none; owned */
     int split_digits;        /* GPT-2: 1 to make every number character a piece of its own
                               * and pre-tokenize the text between them (a GGUF file's
                               * smollm pre-tokenizer); 0: GPT-2's regex alone */
@@ -95,9 +100,12 @@ typedef struct {
     int add_bos, add_space;      /* Llama: as the Tokenizer fields */
     const unsigned char *types;  /* (V,) each token's type as a GGUF file's
                                   * tokenizer.ggml.token_type gives it (1 normal, 2 unknown,
-                                  * 3 control, 4 user-defined, 6 byte; any other 0), from
-                                  * which silent and special follow; NULL: every token
-                                  * normal */
+                                  * 3 control, 4 user-defined, 5 unused, 6 byte; any other
+                                  * 0), from which silent, special and ends follow; NULL:
+                                  * every token normal, and none ends but eos_id */
+    const int *end_ids;          /* (n_end_ids,) more tokens that end a generation (a GGUF
+                                  * file's eot_token_id and eom_token_id), or NULL */
+    int n_end_ids;
     int split_digits;            /* GPT-2: as the Tokenizer field */
 } TokenizerVocab;
 
@@ -125,7 +133,7 @@ void tokenizer_free(Tokenizer *t);
  * special tokens (a GGUF vocabulary's), the spans of text that spell one become it first,
  * as llama.cpp's parse_special splits a prompt, and each run of text between them is
  * encoded on its own (Llama: each after its own space). Writes at
- * most cap ids to ids and the count to *n_ids (never more than TOKENIZER_MAX_IDS(len)).
+ * most cap ids to ids and the count to *n_ids (at most tokenizer_max_ids).
  * Returns 0, or -1 (with a stderr line) if
  * cap is too small, some byte has no token, (Llama) the vocabulary has no " " token, or
  * memory runs out. When cap is too small *n_ids receives the count needed; on other
@@ -133,10 +141,16 @@ void tokenizer_free(Tokenizer *t);
  * Llama, a copy of the text with its leading space (all freed before returning); outside
  * special tokens the eot token is never produced, so "<|endoftext|>" in text read with
  * llm.c's tokenizer file is encoded as plain text. */
-#define TOKENIZER_MAX_IDS(len) (2 * (size_t)(len) + 2)   /* BOS; an id a byte at most, and
-                                                        * a space a run of text */
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len,
                      int *ids, size_t cap, size_t *n_ids);
+
+/* The most ids tokenizer_encode makes of len bytes: len + 2 (BOS, a space), 2 len + 2 with
+ * special tokens (each run of text between them a space more). */
+size_t tokenizer_max_ids(const Tokenizer *t, size_t len);
+
+/* 1 if generating token id ends the text: the end-of-text token, BOS where stop_at_bos,
+ * or one of t->ends. */
+int tokenizer_ends(const Tokenizer *t, int id);
 
 /* tokenizer_encode for text that continues a sequence (a line of interactive input):
  * without the BOS, (Llama) without the dummy-prefix space and with no special tokens, so

@@ -1194,14 +1194,22 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     int eos = token_id(&g, "tokenizer.ggml.eos_token_id", (int)V, gpt2 ? -1 : TOKENIZER_LLAMA_EOS);
     int add_bos = get_bool(&g, "tokenizer.ggml.add_bos_token", !gpt2);
     int add_space = get_bool(&g, "tokenizer.ggml.add_space_prefix", !gpt2);
-    if (bos == -2 || eos == -2 || add_bos < 0 || add_space < 0) goto done;
+    /* end-of-turn and end-of-message tokens: llama.cpp ends a generation at them too */
+    int end_ids[2] = {token_id(&g, "tokenizer.ggml.eot_token_id", (int)V, -1),
+                      token_id(&g, "tokenizer.ggml.eom_token_id", (int)V, -1)};
+    if (bos == -2 || eos == -2 || end_ids[0] == -2 || end_ids[1] == -2 || add_bos < 0 ||
+        add_space < 0)
+        goto done;
+    int n_end = 0;
+    for (int k = 0; k < 2; k++)
+        if (end_ids[k] >= 0) end_ids[n_end++] = end_ids[k];
     if (eos < 0 || (add_bos && bos < 0)) {
         fprintf(stderr, "tokenizer: %s: no %s token id (expected tokenizer.ggml.%s_token_id)\n",
                 path, eos < 0 ? "end" : "beginning", eos < 0 ? "eos" : "bos");
         goto done;
     }
     TokenizerVocab v = {gpt2 ? TOKENIZER_GPT2 : TOKENIZER_LLAMA, (int)V, bytes, offset, scores,
-                        NULL, bos, eos, add_bos, add_space, type, split_digits};
+                        NULL, bos, eos, add_bos, add_space, type, end_ids, n_end, split_digits};
     if (gpt2) {   /* a token's rank: the index of the merge that makes it */
         Tokenizer plain;
         v.rank = NULL;

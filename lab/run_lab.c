@@ -145,12 +145,12 @@ done:
 static int encode_eval_text(const RunLabEval *o, const Tokenizer *tok, const Config *c,
                             const char *text, size_t len, int **ids, size_t *n_ids) {
     *n_ids = 0;
-    *ids = malloc(TOKENIZER_MAX_IDS(len) * sizeof(int));
+    *ids = malloc(tokenizer_max_ids(tok, len) * sizeof(int));
     if (!*ids) {
         fprintf(stderr, "run: out of memory for a %zu-byte eval file\n", len);
         return -1;
     }
-    if (tokenizer_encode(tok, text, len, *ids, TOKENIZER_MAX_IDS(len), n_ids) != 0) return -1;
+    if (tokenizer_encode(tok, text, len, *ids, tokenizer_max_ids(tok, len), n_ids) != 0) return -1;
     for (size_t t = 0; t < *n_ids; t++) {
         if ((*ids)[t] >= c->vocab_size) {
             fprintf(stderr, "run: %s: token id out of range for the model (got %d at position "

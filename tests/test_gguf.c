@@ -764,8 +764,16 @@ static void test_gpt2_tokenizer(void) {
         int ok = tokenizer_encode(&ref, texts[i], len, a, 256, &na) == 0 &&
                  tokenizer_encode(&got, texts[i], len, b, 256, &nb) == 0 && na == nb &&
                  memcmp(a, b, na * sizeof a[0]) == 0;
-        check_true(ok, "gpt2 GGUF tokenizer: text %zu encodes as llm.c's file does (%zu ids)",
-                   i, na);
+        if (i == 3) {   /* the GGUF reads "<|endoftext|>" as its token (llama.cpp takes it as
+                         * control by its text, though the file gives no types): the file's
+                         * ids of the rest after it */
+            const char *rest = texts[i] + strlen("<|endoftext|>");
+            ok = tokenizer_encode(&ref, rest, strlen(rest), a + 1, 255, &na) == 0 &&
+                 tokenizer_encode(&got, texts[i], len, b, 256, &nb) == 0 && nb == na + 1 &&
+                 b[0] == got.eot_id && memcmp(a + 1, b + 1, na * sizeof a[0]) == 0;
+        }
+        check_true(ok, "gpt2 GGUF tokenizer: text %zu encodes as llm.c's file does (%zu ids%s)",
+                   i, na, i == 3 ? ", after the end-of-text token" : "");
     }
     tokenizer_free(&got);
     /* no merges: every byte its own token, as llama.cpp's BPE gives (a piece that is a
@@ -1292,6 +1300,18 @@ static void test_special_prompt(void) {
                    cases[c].n, n, first_diff);
         tokenizer_free(&t);
     }
+    /* a prompt that ends with the end-of-text token has ended its turn: llama-cli prints
+     * "KING" and stops (" [end of text]") */
+    char end_command[512], *end_out = NULL, *end_err = NULL;
+    snprintf(end_command, sizeof end_command, "%s tests/data/gguf_gpt2/tiny-gpt2-f16.gguf -t 0 "
+             "-n 10 -i 'KING<|endoftext|>'", run_bin);
+    int end_code = check_run(end_command, &end_out, &end_err);
+    check_true(end_code == 0 && end_out && !strcmp(end_out, "KING\n") && end_err &&
+               strstr(end_err, "generation: 0 tokens"), "GGUF: a prompt that ends with "
+               "<|endoftext|> generates nothing, as llama-cli (got exit %d, \"%s\")", end_code,
+               end_out ? end_out : "");
+    free(end_out);
+    free(end_err);
     /* echoed, "<s>" prints nothing and the run after it keeps its space: llama-cli printed
      * " The little  dog" (s15m-q8_0.gguf, -p "The little<s> dog" -n 24 --temp 0 -no-cnv);
      * the first token without its space, as this engine echoes every Llama prompt */

@@ -181,7 +181,7 @@ static void check_roundtrip(const Tokenizer *t, const int *ids, size_t n, size_t
 
 void fuzz_check_encode(const Tokenizer *t, const unsigned char *text, size_t len, int flags) {
     int gpt2 = t->kind == TOKENIZER_GPT2;
-    size_t cap = TOKENIZER_MAX_IDS(len), n = 0, needed = 0;   /* run.c's bound */
+    size_t cap = tokenizer_max_ids(t, len), n = 0, needed = 0;   /* run.c's bound */
     if (gpt2) {
         check_pieces(text, len);
         int every_byte = 1;
