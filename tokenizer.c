@@ -427,17 +427,18 @@ static const char *const END_TEXTS[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "
 static int is_end_text(const Tokenizer *t, size_t id) {
     size_t len = t->offset[id + 1] - t->offset[id];
     for (size_t k = 0; k < sizeof END_TEXTS / sizeof END_TEXTS[0]; k++)
-        if (len == strlen(END_TEXTS[k]) && memcmp(t->bytes + t->offset[id], END_TEXTS[k], len) == 0)
+        if (len == strlen(END_TEXTS[k]) &&
+            memcmp(t->bytes + t->offset[id], END_TEXTS[k], len) == 0)
             return 1;
     return 0;
 }
 
 /* t->silent, t->special and t->ends from a GGUF vocabulary's token types (none: all
- * normal) and end tokens (t's offsets set): llama-cli prints only normal (1), user-defined (4) and byte (6)
- * tokens, reads unknown (2), control (3) and user-defined ones written in a prompt as
- * themselves (but an empty one), and ends a generation at the end tokens it knows by
- * their text (END_TEXTS: control, whatever their type) or by v's end_ids. Returns 0, or
- * -1 when out of memory. */
+ * normal) and end tokens (t's offsets set): llama-cli prints only normal (1), user-defined
+ * (4) and byte (6) tokens, reads unknown (2), control (3) and user-defined ones written in
+ * a prompt as themselves (but an empty one), and ends a generation at the end tokens it
+ * knows by their text (END_TEXTS: control, whatever their type) or by v's end_ids.
+ * Returns 0, or -1 when out of memory. */
 static int token_types(Tokenizer *t, const TokenizerVocab *v) {
     size_t n = (size_t)t->vocab_size, n_special = 0;
     t->silent = malloc(n);

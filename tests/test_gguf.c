@@ -1295,8 +1295,8 @@ static void test_special_prompt(void) {
         while (ok && first_diff < n && first_diff < (size_t)cases[c].n &&
                ids[first_diff] == cases[c].ids[first_diff])
             first_diff++;
-        check_true(ok && n == (size_t)cases[c].n && first_diff == n, "%s: \"%s\" encodes as llama-tokenize's %d ids (got "
-                   "%zu, the first differing at %zu)", cases[c].file, cases[c].text,
+        check_true(ok && n == (size_t)cases[c].n && first_diff == n, "%s: \"%s\" encodes "
+                   "as llama-tokenize's %d ids (got %zu, the first differing at %zu)", cases[c].file, cases[c].text,
                    cases[c].n, n, first_diff);
         tokenizer_free(&t);
     }
