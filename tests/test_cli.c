@@ -755,7 +755,7 @@ static void test_strict_parsing(const char *model, const char *tok) {
     expect("valid numbers still parse (-t 0.5, -T 1)", args, 0, "generation: 3 tokens");
     expect("an escape sequence in the model's path", "\"$(printf 'm\\033[2J')\"", 2,
            "run: MODEL: control character in a path (got 'm\\x1b[2J'");
-    snprintf(args, sizeof args, "-z %s -n 3 -t 100 -p 1 -- %s", tok, model);
+    snprintf(args, sizeof args, "-z %s -n 3 -t 100 -p 1 -s 3 -- %s", tok, model);
     expect("-t 100 and -p 1, the ranges' ends; the model after --", args, 0,
            "generation: 3 tokens");
     /* "--" ends the options (getopt's rule): a model whose name starts with '-', run from
