@@ -418,44 +418,22 @@ static int special_longer_first(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* The texts of the tokens llama.cpp ends a generation at whatever their type (which it
- * then takes as control): its list of end-of-turn tokens. */
-static const char *const END_TEXTS[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                        "<|endoftext|>", "<|eom_id|>", "<EOT>"};
-
-/* 1 if token id is spelled as one of END_TEXTS. */
-static int is_end_text(const Tokenizer *t, size_t id) {
-    size_t len = t->offset[id + 1] - t->offset[id];
-    for (size_t k = 0; k < sizeof END_TEXTS / sizeof END_TEXTS[0]; k++)
-        if (len == strlen(END_TEXTS[k]) &&
-            memcmp(t->bytes + t->offset[id], END_TEXTS[k], len) == 0)
-            return 1;
-    return 0;
-}
-
-/* t->silent, t->special and t->ends from a GGUF vocabulary's token types (none: all
- * normal) and end tokens (t's offsets set): llama-cli prints only normal (1), user-defined
- * (4) and byte (6) tokens, reads unknown (2), control (3) and user-defined ones written in
- * a prompt as themselves (but an empty one), and ends a generation at the end tokens it
- * knows by their text (END_TEXTS: control, whatever their type) or by v's end_ids.
- * Returns 0, or -1 when out of memory. */
-static int token_types(Tokenizer *t, const TokenizerVocab *v) {
+/* t->silent, t->ends and t->special from v's (t's offsets set): copies, the special tokens
+ * sorted longest first, ties by id, and those of no bytes or out of range dropped (a span of
+ * no text is never one). Returns 0, or -1 when out of memory. */
+static int token_roles(Tokenizer *t, const TokenizerVocab *v) {
     size_t n = (size_t)t->vocab_size, n_special = 0;
-    t->silent = malloc(n);
-    t->ends = calloc(n, 1);
-    SpecialToken *found = malloc(n * sizeof *found);
-    if (!t->silent || !t->ends || !found) {
-        free(found);
-        return -1;
-    }
-    for (int k = 0; k < v->n_end_ids; k++) t->ends[v->end_ids[k]] = 1;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t len = t->offset[i + 1] - t->offset[i];
-        int end = is_end_text(t, i), type = end ? 3 : v->types ? v->types[i] : 1;
-        t->ends[i] |= (unsigned char)end;
-        t->silent[i] = type != 1 && type != 4 && type != 6;
-        if (type >= 2 && type <= 4 && len > 0)
-            found[n_special++] = (SpecialToken){len, (int32_t)i};
+    if (v->silent && !(t->silent = malloc(n))) return -1;
+    if (v->ends && !(t->ends = malloc(n))) return -1;
+    if (v->silent) memcpy(t->silent, v->silent, n);
+    if (v->ends) memcpy(t->ends, v->ends, n);
+    if (!v->special || v->n_special < 1) return 0;
+    SpecialToken *found = malloc((size_t)v->n_special * sizeof *found);
+    if (!found) return -1;
+    for (int k = 0; k < v->n_special; k++) {
+        int32_t id = v->special[k];
+        uint32_t len = id >= 0 && id < t->vocab_size ? t->offset[id + 1] - t->offset[id] : 0;
+        if (len > 0) found[n_special++] = (SpecialToken){len, id};
     }
     qsort(found, n_special, sizeof *found, special_longer_first);
     t->special = n_special ? malloc(n_special * sizeof *t->special) : NULL;
@@ -499,7 +477,7 @@ int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
     }
     memcpy(t->bytes, v->bytes, total);
     for (size_t i = 0; i <= n; i++) t->offset[i] = (uint32_t)v->offset[i];
-    if (token_types(t, v) != 0) {
+    if (token_roles(t, v) != 0) {
         fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, n);
         goto fail;
     }

@@ -98,14 +98,11 @@ typedef struct {
     const int32_t *rank;         /* GPT-2: (V,) merge rank per id, lowest first; NULL: the id */
     int bos_id, eos_id;          /* beginning and end of sequence (GPT-2: end of text) */
     int add_bos, add_space;      /* Llama: as the Tokenizer fields */
-    const unsigned char *types;  /* (V,) each token's type as a GGUF file's
-                                  * tokenizer.ggml.token_type gives it (1 normal, 2 unknown,
-                                  * 3 control, 4 user-defined, 5 unused, 6 byte; any other
-                                  * 0), from which silent, special and ends follow; NULL:
-                                  * every token normal, and none ends but eos_id */
-    const int *end_ids;          /* (n_end_ids,) more tokens that end a generation (a GGUF
-                                  * file's eot_token_id and eom_token_id), or NULL */
-    int n_end_ids;
+    const unsigned char *silent; /* (V,) as the Tokenizer field, or NULL: every token prints */
+    const unsigned char *ends;   /* (V,) as the Tokenizer field, or NULL: none but eos_id */
+    const int32_t *special;      /* (n_special,) as the Tokenizer field but in any order (ids
+                                  * of empty tokens ignored), or NULL: none */
+    int n_special;
     int split_digits;            /* GPT-2: as the Tokenizer field */
 } TokenizerVocab;
 

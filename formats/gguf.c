@@ -1084,6 +1084,29 @@ static long token_bytes(unsigned char *out, const unsigned char *s, size_t len, 
     return (long)n;
 }
 
+/* The texts of the tokens llama.cpp ends a generation at whatever their type (which it
+ * then takes as control): its list of end-of-turn tokens. */
+static const char *const END_TEXTS[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+                                        "<|endoftext|>", "<|eom_id|>", "<EOT>"};
+
+/* Token id's part, as llama.cpp reads a vocabulary: its text (len bytes at text), its type
+ * in the file (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; no types:
+ * 1) into silent[id], ends[id] (set, never cleared) and, when special, special[(*n)++].
+ * llama-cli prints only normal, user-defined and byte tokens; reads unknown, control and
+ * user-defined ones written in a prompt as themselves; and ends a generation at the
+ * end-of-turn tokens it knows by their text (END_TEXTS), taken as control whatever their
+ * type. */
+static void token_role(const unsigned char *text, size_t len, int32_t type, int32_t id,
+                       unsigned char *silent, unsigned char *ends, int32_t *special, int *n) {
+    for (size_t k = 0; k < sizeof END_TEXTS / sizeof END_TEXTS[0]; k++)
+        if (len == strlen(END_TEXTS[k]) && memcmp(text, END_TEXTS[k], len) == 0) {
+            type = 3;
+            ends[id] = 1;
+        }
+    silent[id] = type != 1 && type != 4 && type != 6;
+    if (type >= 2 && type <= 4) special[(*n)++] = id;
+}
+
 int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     memset(t, 0, sizeof *t);
     GgufFile g;
@@ -1092,7 +1115,9 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     size_t *offset = NULL;
     float *scores = NULL;
     int32_t *rank = NULL;
-    unsigned char *type = NULL;     /* (V,) from tokenizer.ggml.token_type, if there */
+    unsigned char *silent = NULL, *ends = NULL;   /* (V,) each token's part: token_role */
+    int32_t *special = NULL;
+    int n_special = 0;
     int status = -1;
     size_t len, pre_len = 0;
     const char *model = get_string(&g, "tokenizer.ggml.model", &len, 1, "tokenizer");
@@ -1158,8 +1183,11 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     offset = malloc((V + 1) * sizeof *offset);
     scores = gpt2 ? NULL : malloc(V * sizeof *scores);
     rank = gpt2 ? malloc(V * sizeof *rank) : NULL;
-    type = types ? malloc(V) : NULL;
-    if (!bytes || !offset || (!gpt2 && !scores) || (gpt2 && !rank) || (types && !type)) {
+    silent = malloc(V);
+    ends = calloc(V, 1);
+    special = malloc(V * sizeof *special);
+    if (!bytes || !offset || (!gpt2 && !scores) || (gpt2 && !rank) || !silent || !ends ||
+        !special) {
         fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, V);
         goto done;
     }
@@ -1172,14 +1200,12 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
             fprintf(stderr, "tokenizer: %s: token %zu is not in GPT-2's byte encoding\n", path, i);
             goto done;
         }
+        int32_t type = 1;
+        if (types) memcpy(&type, types->value + 4 * i, sizeof type);
+        token_role(bytes + at, (size_t)got, type, (int32_t)i, silent, ends, special, &n_special);
         offset[i] = at;
         at += (size_t)got;
         p += 8 + n;
-        if (types) {   /* as TokenizerVocab takes them: 1 .. 6, any other 0 (undefined) */
-            int32_t value;
-            memcpy(&value, types->value + 4 * i, sizeof value);
-            type[i] = value >= 1 && value <= 6 ? (unsigned char)value : 0;
-        }
         if (!gpt2) {
             memcpy(&scores[i], sc->value + 4 * i, sizeof(float));
             if (!isfinite(scores[i])) {
@@ -1200,16 +1226,16 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     if (bos == -2 || eos == -2 || end_ids[0] == -2 || end_ids[1] == -2 || add_bos < 0 ||
         add_space < 0)
         goto done;
-    int n_end = 0;
     for (int k = 0; k < 2; k++)
-        if (end_ids[k] >= 0) end_ids[n_end++] = end_ids[k];
+        if (end_ids[k] >= 0) ends[end_ids[k]] = 1;
     if (eos < 0 || (add_bos && bos < 0)) {
         fprintf(stderr, "tokenizer: %s: no %s token id (expected tokenizer.ggml.%s_token_id)\n",
                 path, eos < 0 ? "end" : "beginning", eos < 0 ? "eos" : "bos");
         goto done;
     }
     TokenizerVocab v = {gpt2 ? TOKENIZER_GPT2 : TOKENIZER_LLAMA, (int)V, bytes, offset, scores,
-                        NULL, bos, eos, add_bos, add_space, type, end_ids, n_end, split_digits};
+                        NULL, bos, eos, add_bos, add_space, silent, ends, special, n_special,
+                        split_digits};
     if (gpt2) {   /* a token's rank: the index of the merge that makes it */
         Tokenizer plain;
         v.rank = NULL;
@@ -1253,7 +1279,9 @@ done:
     free(offset);
     free(scores);
     free(rank);
-    free(type);
+    free(silent);
+    free(ends);
+    free(special);
     gguf_close(&g);
     if (status != 0) tokenizer_free(t);
     return status;

@@ -259,6 +259,7 @@ static void put_tiny_spm_vocab(Buf *f, Marks *m, int types) {
 }
 
 static void put_gpt2_char(Buf *f, unsigned char b);
+static void put_gpt2_str(Buf *f, const unsigned char *bytes, size_t n);
 
 /* The tiny model's vocabulary as a byte-level BPE one with the smollm pre-tokenizer (8
  * metadata entries), as SmolLM's files pair it with the llama architecture: the 256 bytes
@@ -278,16 +279,12 @@ static void put_tiny_bpe_vocab(Buf *f, Marks *m) {
     m->tokens_count = f->n;
     put_u64(f, V);
     for (int id = 0; id < V - 1; id++) {
-        size_t at = f->n;
-        put_u64(f, 0);
-        if (id < 256) {
-            put_gpt2_char(f, (unsigned char)id);
-        } else {
-            put_gpt2_char(f, (unsigned char)merged[id - 256][0][0]);
-            put_gpt2_char(f, (unsigned char)merged[id - 256][1][0]);
+        unsigned char text[2] = {(unsigned char)id, 0};
+        if (id >= 256) {   /* a merged pair */
+            text[0] = (unsigned char)merged[id - 256][0][0];
+            text[1] = (unsigned char)merged[id - 256][1][0];
         }
-        uint64_t n = f->n - at - 8;
-        memcpy(f->b + at, &n, 8);
+        put_gpt2_str(f, text, id < 256 ? 1 : 2);
     }
     put_str(f, "<|endoftext|>");
     put_str(f, "tokenizer.ggml.token_type");
@@ -679,6 +676,15 @@ static void put_gpt2_char(Buf *f, unsigned char b) {
     else put(f, utf8, 2);
 }
 
+/* The string of bytes (n,) in GPT-2's spelling: its u64 length, then its characters. */
+static void put_gpt2_str(Buf *f, const unsigned char *bytes, size_t n) {
+    size_t at = f->n;
+    put_u64(f, 0);
+    for (size_t i = 0; i < n; i++) put_gpt2_char(f, bytes[i]);
+    uint64_t len = f->n - at - 8;
+    memcpy(f->b + at, &len, 8);
+}
+
 /* A GGUF of no tensors holding t's vocabulary as a gpt2 tokenizer: tokens in GPT-2's
  * spelling, and for each token a merge "A B" of two earlier tokens that spell it. */
 static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_merges,
@@ -709,13 +715,8 @@ static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_mer
     put_u32(f, 9);
     put_u32(f, 8);
     put_u64(f, (uint64_t)t->vocab_size);
-    for (int id = 0; id < t->vocab_size; id++) {
-        size_t len = t->offset[id + 1] - t->offset[id], at = f->n;
-        put_u64(f, 0);
-        for (size_t i = 0; i < len; i++) put_gpt2_char(f, t->bytes[t->offset[id] + i]);
-        uint64_t n = f->n - at - 8;
-        memcpy(f->b + at, &n, 8);
-    }
+    for (int id = 0; id < t->vocab_size; id++)
+        put_gpt2_str(f, t->bytes + t->offset[id], t->offset[id + 1] - t->offset[id]);
     put_str(f, "tokenizer.ggml.merges");
     put_u32(f, 9);
     put_u32(f, 8);
@@ -975,13 +976,7 @@ static void write_gpt2_tiny(Buf *f, const Gpt2Tiny *o) {
     put_u32(f, 9);
     put_u32(f, 8);
     put_u64(f, G_V), n_kv++;
-    for (int b = 0; b < 256; b++) {
-        size_t at = f->n;
-        put_u64(f, 0);
-        put_gpt2_char(f, (unsigned char)b);
-        uint64_t n = f->n - at - 8;
-        memcpy(f->b + at, &n, 8);
-    }
+    for (int b = 0; b < 256; b++) put_gpt2_str(f, &(unsigned char){(unsigned char)b}, 1);
     put_str(f, "ab");
     put_str(f, "<|endoftext|>");
     if (o->merges != 1) {
@@ -1254,6 +1249,98 @@ static void test_silent_tokens(void) {
     tokenizer_free(&t);
 }
 
+/* A GGUF gpt2 vocabulary of no merges for test_token_roles: every byte alone (id = the
+ * byte), then 256 "<b>" (control, BOS), 257 "<e>" (control, EOS), 258 "<|im_end|>" (normal),
+ * 259 "<x>" (control, the file's eot_token_id), 260 "<y>" (control), 261 "uu" (unused), 262
+ * "<k>" (unknown), 263 "ud" (user-defined); typed 0: no tokenizer.ggml.token_type. */
+static void write_roles_vocab(Buf *f, int typed) {
+    static const char *const extra[] = {"<b>", "<e>", "<|im_end|>", "<x>", "<y>", "uu", "<k>",
+                                        "ud"};
+    static const int32_t extra_type[] = {3, 3, 1, 3, 3, 5, 2, 4};
+    enum { N = 256 + 8 };
+    put(f, "GGUF", 4);
+    put_u32(f, 3);
+    put_u64(f, 0);
+    put_u64(f, typed ? 8 : 7);
+    put_str(f, "general.architecture");
+    put_u32(f, 8);
+    put_str(f, "gpt2");
+    put_str(f, "tokenizer.ggml.model");
+    put_u32(f, 8);
+    put_str(f, "gpt2");
+    put_str(f, "tokenizer.ggml.tokens");
+    put_u32(f, 9);
+    put_u32(f, 8);
+    put_u64(f, N);
+    for (int b = 0; b < 256; b++) put_gpt2_str(f, &(unsigned char){(unsigned char)b}, 1);
+    for (int i = 0; i < 8; i++) put_str(f, extra[i]);
+    if (typed) {
+        put_str(f, "tokenizer.ggml.token_type");
+        put_u32(f, 9);
+        put_u32(f, 5);
+        put_u64(f, N);
+        for (int id = 0; id < N; id++) {
+            int32_t type = id < 256 ? 1 : extra_type[id - 256];
+            put(f, &type, 4);
+        }
+    }
+    put_str(f, "tokenizer.ggml.merges");
+    put_u32(f, 9);
+    put_u32(f, 8);
+    put_u64(f, 0);
+    put_kv_u32(f, "tokenizer.ggml.bos_token_id", 256, NULL);
+    put_kv_u32(f, "tokenizer.ggml.eos_token_id", 257, NULL);
+    put_kv_u32(f, "tokenizer.ggml.eot_token_id", 259, NULL);
+}
+
+/* What each token of a GGUF vocabulary does, as llama.cpp's vocabulary loader (c392e5094)
+ * reads it: generations end at EOS, at a token spelled as one of its end-of-turn texts
+ * (<|im_end|>, ...; taken as control whatever its type: silent, and read as itself in a
+ * prompt) and at the eot_token_id key's token; llama-cli prints only normal, user-defined
+ * and byte tokens; a prompt reads unknown, control and user-defined tokens as themselves,
+ * not unused ones. The same file with no types at all: every token normal but <|im_end|>. */
+static void test_token_roles(void) {
+    static const struct {
+        const char *text;
+        int n, ids[4];   /* typed, then untyped */
+        int n_untyped, untyped[4];
+    } cases[] = {
+        {"a<|im_end|>", 2, {'a', 258}, 2, {'a', 258}},
+        {"uu<k>ud", 4, {'u', 'u', 262, 263}, 4, {'u', 'u', '<', 'k'}},
+    };
+    for (int typed = 1; typed >= 0; typed--) {
+        const char *what = typed ? "GGUF vocabulary" : "GGUF vocabulary without types";
+        Buf f = {0};
+        write_roles_vocab(&f, typed);
+        save(&f);
+        free(f.b);
+        Tokenizer t;
+        if (!check_true(gguf_load_tokenizer(&t, path) == 0, "%s: loads", what)) continue;
+        int ok = tokenizer_ends(&t, 257) && tokenizer_ends(&t, 258) && tokenizer_ends(&t, 259) &&
+                 !tokenizer_ends(&t, 260) && !tokenizer_ends(&t, 256) && !tokenizer_ends(&t, 'a');
+        check_true(ok, "%s: EOS, <|im_end|> (by its text) and the eot_token_id end a "
+                   "generation; BOS, another control token and a byte do not", what);
+        int n_silent = 0;
+        for (int i = 0; t.silent && i < t.vocab_size; i++) n_silent += t.silent[i];
+        ok = t.silent && t.silent[258] && (typed ? n_silent == 7 && !t.silent[263]
+                                                 : n_silent == 1);
+        check_true(ok, "%s: %s nothing (got %d silent)", what, typed ? "control, unknown "
+                   "and unused tokens and <|im_end|> print" : "<|im_end|> alone prints",
+                   n_silent);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            int ids[16], n_want = typed ? cases[c].n : cases[c].n_untyped;
+            const int *want = typed ? cases[c].ids : cases[c].untyped;
+            size_t n = 0;
+            ok = tokenizer_encode(&t, cases[c].text, strlen(cases[c].text), ids, 16, &n) == 0 &&
+                 n >= (size_t)n_want;
+            for (int i = 0; ok && i < n_want; i++) ok = ids[i] == want[i];
+            check_true(ok, "%s: \"%s\" starts with the ids %d %d %d ... (got %zu ids)", what,
+                       cases[c].text, want[0], want[1], n_want > 2 ? want[2] : -1, n);
+        }
+        tokenizer_free(&t);
+    }
+}
+
 /* A prompt's text that spells a special token (control, unknown or user-defined) reads as
  * that token, each run of text around them encoded alone (a Llama run after its own
  * space), as llama-cli parses its prompt. The ids are llama.cpp's (c392e5094, 2026-12-05):
@@ -1406,6 +1493,7 @@ int main(void) {
     test_reverse_turns();
     test_byte_tokens_printed();
     test_silent_tokens();
+    test_token_roles();
     test_special_prompt();
     test_smollm_pre();
     test_llama_bpe();

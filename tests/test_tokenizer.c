@@ -617,8 +617,8 @@ static void test_gpt2_vocab_bos(void) {
     offset[257] = 259;
     offset[258] = 262;
     for (int add_bos = 0; add_bos <= 1; add_bos++) {
-        TokenizerVocab v = {TOKENIZER_GPT2, 258, bytes, offset, NULL, NULL, 256, 257, add_bos, 0,
-                            NULL, NULL, 0, 0};
+        TokenizerVocab v = {.kind = TOKENIZER_GPT2, .vocab_size = 258, .bytes = bytes,
+                            .offset = offset, .bos_id = 256, .eos_id = 257, .add_bos = add_bos};
         Tokenizer t;
         int ids[8];
         size_t n = 0, n_more = 0;
@@ -636,30 +636,29 @@ static void test_gpt2_vocab_bos(void) {
     }
 }
 
-/* Special tokens (a GGUF vocabulary's unknown, control and user-defined ones), worked by
- * hand. Every byte alone (id = the byte), then 256 "<b>" (control, BOS), 257 "<e>"
- * (control, EOS), 258 "ab" (control), 259 "bc" (user-defined), 260 "abcd" (unknown), 261
- * "<u>" (unused: not special). The longest special token takes its spans first, ties by
+/* Special tokens, worked by hand: every byte alone (id = the byte), then 256 "<b>" (BOS),
+ * 257 "<e>" (EOS), 258 "ab", 259 "bc", 260 "abcd", 261 "<u>", 262 "" (empty); all but 261
+ * given as special, in no order. The longest special token takes its spans first, ties by
  * id, each of the text left: "abcd" is 260, "abc" 258 99 ("ab" before "bc"), "xbcab" 120
  * 259 258, "<b>a<e>" 256 97 257, "<u>" and a continuation's "<b>" their bytes. */
 static void test_special_tokens(void) {
-    static const char *const extra[] = {"<b>", "<e>", "ab", "bc", "abcd", "<u>"};
-    unsigned char bytes[256 + 32], types[262];
-    size_t offset[263], at = 256;
+    static const char *const extra[] = {"<b>", "<e>", "ab", "bc", "abcd", "<u>", ""};
+    static const int32_t special[] = {262, 259, 256, 258, 257, 260};
+    unsigned char bytes[256 + 32];
+    size_t offset[264], at = 256;
     for (int b = 0; b < 256; b++) {
         bytes[b] = (unsigned char)b;
         offset[b] = (size_t)b;
-        types[b] = 6;
     }
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         offset[256 + i] = at;
         memcpy(bytes + at, extra[i], strlen(extra[i]));
         at += strlen(extra[i]);
     }
-    offset[262] = at;
-    memcpy(types + 256, (const unsigned char[]){3, 3, 3, 4, 2, 5}, 6);
-    TokenizerVocab v = {TOKENIZER_GPT2, 262, bytes, offset, NULL, NULL, 256, 257, 0, 0, types,
-                        NULL, 0, 0};
+    offset[263] = at;
+    TokenizerVocab v = {.kind = TOKENIZER_GPT2, .vocab_size = 263, .bytes = bytes,
+                        .offset = offset, .bos_id = 256, .eos_id = 257, .special = special,
+                        .n_special = 6};
     Tokenizer t;
     if (!check_true(tokenizer_init(&t, &v, "in memory") == 0, "special tokens: vocabulary "
                     "built")) return;
@@ -686,55 +685,10 @@ static void test_special_tokens(void) {
                    "the first %d)", cases[c].continuation ? "a continuation's " : "",
                    cases[c].text, cases[c].n, cases[c].ids[0], n, n ? ids[0] : -1);
     }
-    check_true(t.silent && t.silent[256] && t.silent[258] && t.silent[260] && t.silent[261] &&
-               !t.silent[259] && !t.silent['a'], "special tokens: control, unknown and unused "
-               "ones print nothing, user-defined and byte ones print");
+    check_true(t.n_special == 5 && t.special[0] == 260 && t.special[1] == 256 &&
+               t.special[4] == 259, "special tokens: longest first, ties by id, the empty one "
+               "dropped (got %d)", t.n_special);
     tokenizer_free(&t);
-}
-
-/* The tokens that end a generation, as llama.cpp's vocabulary loader finds them: the
- * end-of-text id, any token spelled as one of its end-of-turn texts (<|im_end|>, ...),
- * which it then takes as control whatever its type (silent, special), and the ids of the
- * eot_token_id and eom_token_id keys. Every byte alone, then 256 "<b>" (BOS), 257 "<e>"
- * (EOS), 258 "<|im_end|>" typed normal, 259 "<x>" (control, the file's eot_token_id), 260
- * "<y>" (control, nothing more); and the same with no types at all. */
-static void test_end_tokens(void) {
-    static const char *const extra[] = {"<b>", "<e>", "<|im_end|>", "<x>", "<y>"};
-    unsigned char bytes[256 + 32], types[261];
-    size_t offset[262], at = 256;
-    for (int b = 0; b < 256; b++) {
-        bytes[b] = (unsigned char)b;
-        offset[b] = (size_t)b;
-        types[b] = 6;
-    }
-    for (int i = 0; i < 5; i++) {
-        offset[256 + i] = at;
-        memcpy(bytes + at, extra[i], strlen(extra[i]));
-        at += strlen(extra[i]);
-    }
-    offset[261] = at;
-    memcpy(types + 256, (const unsigned char[]){3, 3, 1, 3, 3}, 5);
-    const int eot_key[] = {259};
-    for (int typed = 1; typed >= 0; typed--) {
-        TokenizerVocab v = {TOKENIZER_GPT2, 261, bytes, offset, NULL, NULL, 256, 257, 0, 0,
-                            typed ? types : NULL, eot_key, 1, 0};
-        Tokenizer t;
-        if (!check_true(tokenizer_init(&t, &v, "in memory") == 0, "end tokens: vocabulary "
-                        "built")) return;
-        int ids[8];
-        size_t n = 0;
-        int ok = tokenizer_ends(&t, 257) && tokenizer_ends(&t, 258) && tokenizer_ends(&t, 259) &&
-                 !tokenizer_ends(&t, 260) && !tokenizer_ends(&t, 256) && !tokenizer_ends(&t, 'a');
-        check_true(ok, "end tokens%s: EOS, <|im_end|> (by its text) and the eot_token_id end a "
-                   "generation; BOS, another control token and a byte do not",
-                   typed ? "" : " (no types)");
-        ok = t.silent && t.silent[258] &&
-             tokenizer_encode(&t, "a<|im_end|>", 11, ids, 8, &n) == 0 && n == 2 && ids[1] == 258;
-        check_true(ok, "end tokens%s: <|im_end|> typed %s is read as control: silent, and "
-                   "spelled in a prompt it is the token (got %zu ids)", typed ? "" : " (no types)",
-                   typed ? "normal" : "nothing", n);
-        tokenizer_free(&t);
-    }
 }
 
 int main(void) {
@@ -746,7 +700,6 @@ int main(void) {
     test_next_piece();
     test_gpt2_vocab_bos();
     test_special_tokens();
-    test_end_tokens();
     if (check_true(have_dir, "create a temporary directory")) {
         test_synthetic(dir);
         test_load_failures(dir);
