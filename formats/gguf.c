@@ -885,7 +885,13 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     int missing_cls = 0;
     size_t floats = 0, bytes = 0;
     int f16 = 0, bf16 = 0, q8 = 0;
+    unsigned char *read = NULL;   /* (n_tensors,) 1 for each tensor a role takes */
     if (read_config(&g, c, &a) != 0) goto fail;
+    read = calloc(g.n_tensors, 1);   /* read_config found token_embd: n_tensors >= 1 */
+    if (!read) {
+        fprintf(stderr, "model: %s: out of memory for %zu tensors\n", path, g.n_tensors);
+        goto fail;
+    }
     /* every tensor found and checked, and the memory its conversion needs counted */
     for (int r = 0; r < a->n_roles; r++) {
         const Role *role = &a->roles[r];
@@ -894,6 +900,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
             size_t was_floats = floats, was_bytes = bytes;
             found[r][l] = role_tensor(&g, c, a, role, l, &floats, &bytes, &missing);
             if (!found[r][l] && !missing) goto fail;
+            if (found[r][l]) read[found[r][l] - g.tensors] = 1;
             if (found[r][l] && role->role == TENSOR_CLS && same_tensor(found[r][l], found[0][0])) {
                 /* llama.cpp's gpt2 wants output.weight, so its converter writes a copy of
                  * the embedding: the tie is kept, and the copy neither converted nor used */
@@ -910,23 +917,31 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
             }
         }
     }
-    /* a tensor of a block past the header's count: the header does not count the file's
-     * blocks (llama.cpp refuses such a file: a wrong number of tensors) */
+    /* a tensor no role takes would change what llama.cpp computes (a bias, RoPE's frequency
+     * factors, a block past the header's count: llama.cpp refuses the last as a wrong
+     * number of tensors): refused, not ignored */
     for (size_t i = 0; i < g.n_tensors; i++) {
         const GgufTensor *t = &g.tensors[i];
         size_t at = 4;
         long block = 0;
-        if (t->name_len <= at || memcmp(t->name, "blk.", at) != 0) continue;
-        for (; at < t->name_len && t->name[at] >= '0' && t->name[at] <= '9' && block <= INT_MAX;
-             at++)
-            block = block * 10 + (t->name[at] - '0');
-        if (at > 4 && block >= c->n_layers) {
-            fprintf(stderr, "model: %s: tensor %.*s of a block the header does not count (got "
-                    "block %ld, expected below %s.block_count, %d)\n", path, (int)t->name_len,
-                    t->name, block, a->name, c->n_layers);
-            goto fail;
-        }
+        if (read[i]) continue;
+        char name[SHOWN_CAP];
+        shown(name, t->name, t->name_len, 60);
+        if (t->name_len > at && memcmp(t->name, "blk.", at) == 0)
+            for (; at < t->name_len && t->name[at] >= '0' && t->name[at] <= '9' &&
+                   block <= INT_MAX; at++)
+                block = block * 10 + (t->name[at] - '0');
+        if (at > 4 && block >= c->n_layers)
+            fprintf(stderr, "model: %s: tensor %s of a block the header does not count (got "
+                    "block %ld, expected below %s.block_count, %d)\n", path, name, block,
+                    a->name, c->n_layers);
+        else
+            fprintf(stderr, "model: %s: tensor %s is not supported (expected only the %s "
+                    "architecture's tensors this engine computes with)\n", path, name, a->name);
+        goto fail;
     }
+    free(read);
+    read = NULL;
     /* one block: the per-layer views, then the floats, then the int8 values */
     size_t n_parts = (size_t)a->n_roles * (size_t)c->n_layers;
     size_t parts_bytes = n_parts * sizeof(CheckpointPart);
@@ -1013,6 +1028,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     gguf_close(&g);
     return 0;
 fail:
+    free(read);
     gguf_close(&g);
     checkpoint_free(ck);
     return -1;

@@ -318,6 +318,9 @@ static void put_tiny_bpe_vocab(Buf *f, Marks *m) {
 
 /* llama.rope.freq_base for write_tiny_as to write (0: none, the default 10000). */
 static float tiny_rope_base;
+/* One more tensor for write_tiny_as to write after the model's, a vector of C floats (NULL:
+ * none). */
+static const char *tiny_extra;
 
 /* The tiny model as a GGUF version 3 file into f; the marks into m. half: its matrices
  * as F16 (the same values: multiples of 1/32 up to 1/4, which halves hold exactly);
@@ -328,7 +331,7 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
     put(f, "GGUF", 4);
     put_u32(f, 3);
     m->count_tensors = f->n;
-    put_u64(f, N_TENSORS);
+    put_u64(f, N_TENSORS + (tiny_extra != NULL));
     m->count_values = f->n;
     put_u64(f, 8 + (bpe ? 8 : 5 + (types != 0)) + (packed != 0) + (tiny_rope_base != 0.0f));
     m->first_key_len = f->n;
@@ -381,6 +384,13 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
         offset += ((uint64_t)TENSORS[t].rows * TENSORS[t].cols * (f16 ? 2 : 4) + align - 1) /
                   align * align;
     }
+    if (tiny_extra) {   /* (not with packed: its table's size leaves it out) */
+        put_str(f, tiny_extra);
+        put_u32(f, 1);
+        put_u64(f, C);
+        put_u32(f, 0);
+        put_u64(f, offset);
+    }
     m->table_end = f->n;
     while (f->n % align) put(f, "", 1);
     m->data_start = f->n;
@@ -399,6 +409,7 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
         }
         while (f->n % align) put(f, "", 1);
     }
+    for (int i = 0; tiny_extra && i < C; i++) put(f, &(float){0.5f}, 4);
 }
 
 static void write_tiny(Buf *f, Marks *m) { write_tiny_as(f, m, 0, 0, 0, 0); }
@@ -1228,6 +1239,25 @@ static void test_bos_runs_on(void) {
     free(f.b);
 }
 
+/* A tensor that no role takes changes what llama.cpp computes (a bias, Llama 3.1's RoPE
+ * frequency factors): refused by name, not ignored. */
+static void test_unread_tensor(void) {
+    static const char *const names[] = {"blk.0.attn_q.bias", "rope_freqs.weight"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        Buf f = {0};
+        Marks m;
+        char want[160], what[80];
+        tiny_extra = names[i];
+        write_tiny_as(&f, &m, 0, 0, 0, 0);
+        tiny_extra = NULL;
+        snprintf(want, sizeof want, "tensor %s is not supported (expected only the llama "
+                 "architecture's tensors", names[i]);
+        snprintf(what, sizeof what, "an extra tensor %s", names[i]);
+        check_refused(&f, what, want);
+        free(f.b);
+    }
+}
+
 /* s260k.gguf's tokenizer.ggml.token_type, as llama.cpp's converter wrote it: <unk> 2
  * (unknown), <s> and </s> 3 (control), <0x00>..<0xFF> 6 (byte), the rest 1 (normal).
  * llama.cpp's token_to_piece prints nothing for unknown and control tokens when not asked
@@ -1501,6 +1531,7 @@ int main(void) {
     test_bos_runs_on();
     test_gguf_llama_characters();
     test_block_count_short();
+    test_unread_tensor();
     unlink(path);
     rmdir(dir);
     return check_summary("test_gguf");
