@@ -1211,13 +1211,17 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     size_t at = 0;
     for (size_t i = 0; i < V; i++) {
         size_t n = (size_t)get_u64(p);
-        long got = token_bytes(bytes + at, p + 8, n, gpt2, byte_of);
+        int32_t type = 1;
+        if (types) memcpy(&type, types->value + 4 * i, sizeof type);
+        /* gpt2: an unknown, control or user-defined token is its text itself, not in GPT-2's
+         * byte spelling (llama.cpp matches and prints those as they are) */
+        int literal = gpt2 && type >= 2 && type <= 4;
+        long got = literal ? (long)n : token_bytes(bytes + at, p + 8, n, gpt2, byte_of);
+        if (literal) memcpy(bytes + at, p + 8, n);
         if (got < 0) {
             fprintf(stderr, "tokenizer: %s: token %zu is not in GPT-2's byte encoding\n", path, i);
             goto done;
         }
-        int32_t type = 1;
-        if (types) memcpy(&type, types->value + 4 * i, sizeof type);
         token_role(bytes + at, (size_t)got, type, (int32_t)i, silent, ends, special, &n_special);
         offset[i] = at;
         at += (size_t)got;
