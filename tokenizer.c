@@ -466,7 +466,7 @@ int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
     t->add_space = v->add_space;
     t->merge_unknown = v->kind == TOKENIZER_LLAMA;
     t->raw_bytes = 1;
-    t->split_digits = v->split_digits;
+    t->pre = v->pre;
     t->bytes = malloc(total ? total : 1);
     t->offset = malloc((n + 1) * sizeof *t->offset);
     t->rank = malloc(n * sizeof *t->rank);
@@ -537,13 +537,17 @@ static CharClass char_class_at(const unsigned char *s, size_t len, size_t i, siz
     return CHAR_OTHER;
 }
 
-/* Length of the contraction 's 't 're 've 'm 'll 'd at s[i], or 0. Case-sensitive. */
-static size_t contraction_length(const unsigned char *s, size_t len, size_t i) {
+/* Length of the contraction 's 't 're 've 'm 'll 'd at s[i], or 0; any_case 1: its
+ * letters in either case ('S, 'Ll). */
+static size_t contraction_length(const unsigned char *s, size_t len, size_t i, int any_case) {
     static const char *const suffixes[] = {"s", "t", "re", "ve", "m", "ll", "d"};
     if (s[i] != '\'') return 0;
     for (size_t k = 0; k < sizeof suffixes / sizeof suffixes[0]; k++) {
-        size_t n = strlen(suffixes[k]);
-        if (n <= len - i - 1 && memcmp(s + i + 1, suffixes[k], n) == 0) return 1 + n;
+        size_t n = strlen(suffixes[k]), j = 0;
+        while (j < n && i + 1 + j < len &&
+               (s[i + 1 + j] == suffixes[k][j] || (any_case && s[i + 1 + j] + 32 == suffixes[k][j])))
+            j++;
+        if (j == n) return 1 + n;
     }
     return 0;
 }
@@ -554,7 +558,7 @@ size_t tokenizer_next_piece(const char *text, size_t len, size_t start) {
     if (start >= len) return len;
 
     // 's|'t|'re|'ve|'m|'ll|'d
-    size_t contraction = contraction_length(s, len, start);
+    size_t contraction = contraction_length(s, len, start, 0);
     if (contraction > 0) return start + contraction;
 
     // ` ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+`: an optional space, then a run of one class
@@ -575,6 +579,57 @@ size_t tokenizer_next_piece(const char *text, size_t len, size_t start) {
     }
     if (end == len || last == start) return end;
     return last;
+}
+
+static int is_newline(unsigned char b) { return b == '\r' || b == '\n'; }
+
+size_t tokenizer_next_piece_llama3(const char *text, size_t len, size_t start) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t width, end;
+    if (start >= len) return len;
+
+    // (?i:'s|'t|'re|'ve|'m|'ll|'d)
+    size_t contraction = contraction_length(s, len, start, 1);
+    if (contraction > 0) return start + contraction;
+
+    // [^\r\n\p{L}\p{N}]?\p{L}+: a run of letters, after at most one character that is
+    // neither a letter, a number nor a newline (" hello", "(hello")
+    CharClass first = char_class_at(s, len, start, &width);
+    size_t after = start + width;
+    if (!is_newline(s[start]) && first != CHAR_NUMBER &&
+        (first == CHAR_LETTER || (after < len && char_class_at(s, len, after, &width) == CHAR_LETTER))) {
+        for (end = after; end < len && char_class_at(s, len, end, &width) == CHAR_LETTER;)
+            end += width;
+        return end;
+    }
+
+    // \p{N}{1,3}: at most three number characters
+    if (first == CHAR_NUMBER) {
+        end = start;
+        for (int n = 0; n < 3 && end < len && char_class_at(s, len, end, &width) == CHAR_NUMBER; n++)
+            end += width;
+        return end;
+    }
+
+    // ` ?[^\s\p{L}\p{N}]+[\r\n]*`: an optional space, a run of other characters, newlines
+    end = s[start] == ' ' && start + 1 < len ? start + 1 : start;
+    if (char_class_at(s, len, end, &width) == CHAR_OTHER) {
+        while (end < len && char_class_at(s, len, end, &width) == CHAR_OTHER) end += width;
+        while (end < len && is_newline(s[end])) end++;
+        return end;
+    }
+
+    // `\s*[\r\n]+`: a whitespace run up to its last newline; else `\s+(?!\S)|\s+` as
+    // in GPT-2's regex (a run of two or more before a non-space gives up its last)
+    size_t last = start, newline_end = 0;
+    for (end = start; end < len && char_class_at(s, len, end, &width) == CHAR_SPACE;) {
+        if (is_newline(s[end])) newline_end = end + 1;
+        last = end;
+        end += width;
+    }
+    if (newline_end > 0) return newline_end;
+    if (end == start) return after;   /* no alternative matches: the character alone */
+    return end < len && last > start ? last : end;
 }
 
 /* ---------------------------------------------------------------- merging one piece */
@@ -837,18 +892,24 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
     }
     if (t->add_bos && bos) emit(t->bos_id, ids, cap, count);   /* a GGUF file's */
     for (size_t start = 0; start < len;) {
-        /* the text up to the next number character (split_digits: which is a piece alone),
+        /* the text up to the next number character (smollm: which is a piece alone),
          * pre-tokenized as if it ended there */
         size_t span = len, width;
-        for (size_t i = start; t->split_digits && i < len; i += width) {
+        for (size_t i = start; t->pre == TOKENIZER_PRE_SMOLLM && i < len; i += width) {
             if (char_class_at(bytes, len, i, &width) == CHAR_NUMBER) {
                 span = i > start ? i : i + width;
                 break;
             }
         }
         for (size_t end; start < span; start = end) {
-            end = start + tokenizer_next_piece((const char *)bytes + start, span - start, 0);
-            if (encode_piece(t, bytes + start, end - start, 0, scratch, ids, cap, count) != 0)
+            const char *text = (const char *)bytes + start;
+            end = start + (t->pre == TOKENIZER_PRE_LLAMA3
+                           ? tokenizer_next_piece_llama3(text, span - start, 0)
+                           : tokenizer_next_piece(text, span - start, 0));
+            int whole = t->pre == TOKENIZER_PRE_LLAMA3 ? table_find(t, bytes + start, end - start)
+                                                       : -1;
+            if (whole >= 0) emit(whole, ids, cap, count);   /* a token already: not merged */
+            else if (encode_piece(t, bytes + start, end - start, 0, scratch, ids, cap, count) != 0)
                 return -1;
         }
     }

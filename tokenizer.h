@@ -37,6 +37,16 @@ typedef struct TokenizerEntry TokenizerEntry;
 
 typedef enum { TOKENIZER_GPT2, TOKENIZER_LLAMA } TokenizerKind;
 
+/* How a GPT-2-kind vocabulary splits text into pieces before merging each (a GGUF file's
+ * tokenizer.ggml.pre; every other file: GPT-2's). */
+typedef enum {
+    TOKENIZER_PRE_GPT2,     /* GPT-2's regex (tokenizer_next_piece) */
+    TOKENIZER_PRE_SMOLLM,   /* SmolLM's: every number character a piece of its own, then
+                             * GPT-2's regex on the text between them */
+    TOKENIZER_PRE_LLAMA3    /* Llama 3's regex (tokenizer_next_piece_llama3), and a piece
+                             * that is a token whole is that token, unmerged */
+} TokenizerPre;
+
 typedef struct {
     TokenizerKind kind;      /* which file format, hence which encoding rules */
     int vocab_size;          /* number of tokens */
@@ -83,9 +93,7 @@ typedef struct {
                               * text (<|im_end|>, <|eot_id|>, <|endoftext|>, ...; read as
                               * control tokens whatever their type) or by its eot_token_id
                               * and eom_token_id keys; NULL: none; owned */
-    int split_digits;        /* GPT-2: 1 to make every number character a piece of its own
-                              * and pre-tokenize the text between them (a GGUF file's
-                              * smollm pre-tokenizer); 0: GPT-2's regex alone */
+    TokenizerPre pre;        /* GPT-2: how text splits into pieces before merging */
 } Tokenizer;
 
 /* A vocabulary held in memory (a GGUF file's), for tokenizer_init. */
@@ -103,7 +111,7 @@ typedef struct {
     const int32_t *special;      /* (n_special,) as the Tokenizer field but in any order (ids
                                   * of empty tokens ignored), or NULL: none */
     int n_special;
-    int split_digits;            /* GPT-2: as the Tokenizer field */
+    TokenizerPre pre;            /* GPT-2: as the Tokenizer field */
 } TokenizerVocab;
 
 /* Load a tokenizer file. Returns 0, or -1 after printing one line to stderr naming
@@ -169,6 +177,12 @@ const unsigned char *tokenizer_decode(const Tokenizer *t, int prev_id, int id, s
  * UTF-8 counts as one character that is neither letter, number nor space. Uses only
  * the text, so a BPE trainer can split its corpus the same way. */
 size_t tokenizer_next_piece(const char *text, size_t len, size_t start);
+
+/* Llama 3's pre-tokenization (llama.cpp's llama-bpe), as tokenizer_next_piece: the regex
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+ *   ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * (the space before the fourth alternative is part of it). */
+size_t tokenizer_next_piece_llama3(const char *text, size_t len, size_t start);
 
 /* ---- The merge loop of one piece, shared with the BPE trainer (bpe.c) ---- */
 

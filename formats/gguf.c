@@ -1146,13 +1146,19 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
                 "llama or gpt2)\n", path, shown(text, model, len, 40));
         goto done;
     }
-    /* gpt2: GPT-2's regex, or smollm's (every number character alone first) */
-    int split_digits = gpt2 && pre && string_is(pre, pre_len, "smollm");
-    if (pre && !split_digits &&
+    /* gpt2: GPT-2's regex, smollm's (every number character alone first) or Llama 3's
+     * (under the four names llama.cpp gives it) */
+    TokenizerPre pre_kind = TOKENIZER_PRE_GPT2;
+    if (gpt2 && pre && string_is(pre, pre_len, "smollm")) pre_kind = TOKENIZER_PRE_SMOLLM;
+    if (gpt2 && pre && (string_is(pre, pre_len, "llama-bpe") || string_is(pre, pre_len, "llama3") ||
+                        string_is(pre, pre_len, "llama-v3") || string_is(pre, pre_len, "falcon3")))
+        pre_kind = TOKENIZER_PRE_LLAMA3;
+    if (pre && pre_kind == TOKENIZER_PRE_GPT2 &&
         !(gpt2 ? string_is(pre, pre_len, "gpt-2") : string_is(pre, pre_len, "default"))) {
         char text[SHOWN_CAP];
         fprintf(stderr, "tokenizer: %s: pre-tokenizer %s is not supported (expected %s)\n",
-                path, shown(text, pre, pre_len, 40), gpt2 ? "gpt-2 or smollm" : "default");
+                path, shown(text, pre, pre_len, 40),
+                gpt2 ? "gpt-2, smollm or llama-bpe" : "default");
         goto done;
     }
     const GgufValue *tokens = gguf_find(&g, "tokenizer.ggml.tokens");
@@ -1238,7 +1244,9 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     offset[V] = at;
     int bos = token_id(&g, "tokenizer.ggml.bos_token_id", (int)V, gpt2 ? -1 : TOKENIZER_LLAMA_BOS);
     int eos = token_id(&g, "tokenizer.ggml.eos_token_id", (int)V, gpt2 ? -1 : TOKENIZER_LLAMA_EOS);
-    int add_bos = get_bool(&g, "tokenizer.ggml.add_bos_token", !gpt2);
+    /* llama.cpp's defaults: a BOS for SentencePiece and Llama 3's vocabularies */
+    int add_bos = get_bool(&g, "tokenizer.ggml.add_bos_token",
+                           !gpt2 || pre_kind == TOKENIZER_PRE_LLAMA3);
     int add_space = get_bool(&g, "tokenizer.ggml.add_space_prefix", !gpt2);
     /* end-of-turn and end-of-message tokens: llama.cpp ends a generation at them too */
     int end_ids[2] = {token_id(&g, "tokenizer.ggml.eot_token_id", (int)V, -1),
@@ -1255,7 +1263,7 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     }
     TokenizerVocab v = {gpt2 ? TOKENIZER_GPT2 : TOKENIZER_LLAMA, (int)V, bytes, offset, scores,
                         NULL, bos, eos, add_bos, add_space, silent, ends, special, n_special,
-                        split_digits};
+                        pre_kind};
     if (gpt2) {   /* a token's rank: the index of the merge that makes it */
         Tokenizer plain;
         v.rank = NULL;

@@ -705,13 +705,15 @@ static void write_gpt2_tokenizer(Buf *f, const Tokenizer *t) {
 }
 
 /* with_merges 0: the merges key with an empty list (no token but the bytes is made); pre:
- * the pre-tokenizer's name. */
+ * the pre-tokenizer's name (llama-bpe: with a BOS id, the eot token's). */
 static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_merges,
                                         const char *pre) {
+    int llama3 = strcmp(pre, "llama-bpe") == 0;   /* which adds a BOS: the eot token */
     put(f, "GGUF", 4);
     put_u32(f, 3);
     put_u64(f, 0);
-    put_u64(f, 6);
+    put_u64(f, 6 + llama3);
+    if (llama3) put_kv_u32(f, "tokenizer.ggml.bos_token_id", (uint32_t)t->eot_id, NULL);
     put_str(f, "general.architecture");   /* (llama.cpp reads no vocabulary without it) */
     put_u32(f, 8);
     put_str(f, "gpt2");
@@ -843,6 +845,54 @@ static void test_smollm_pre(void) {
                        "smollm ids (got %zu, the second %d)", smollm ? "smollm" : "gpt-2",
                        cases[c].text, smollm ? "encodes as" : "does not encode as", cases[c].n,
                        n, n > 1 ? ids[1] : -1);
+        }
+        tokenizer_free(&got);
+    }
+    tokenizer_free(&ref);
+}
+
+/* Llama 3's pre-tokenizer (llama-bpe) on GPT-2's 50,257 tokens in a GGUF: the ids of
+ * llama-tokenize (c392e5094) for the same file, BOS (here the eot token) first as
+ * llama.cpp adds it by default for this pre-tokenizer: contractions in any case, a letter
+ * run after one other character ("(hello"), numbers in threes, newlines ending a
+ * whitespace run. Under gpt-2 the same texts give other ids. */
+static void test_llama3_pre(void) {
+    static const struct {
+        const char *text;
+        int n, ids[16];
+        int gpt2_differs;   /* 1: gpt-2's pieces give other ids */
+    } cases[] = {
+        {"It's 12345 DON'T  stop", 11, {50256, 1026, 338, 220, 10163, 2231, 23917, 6, 51, 220,
+                                        2245}, 1},
+        {"x\n\n  (hello)!?\n y", 10, {50256, 87, 628, 220, 357, 31373, 8, 22857, 198, 331}, 0},
+        {"'LL  go\t\tnow 2024", 11, {50256, 6, 3069, 220, 467, 197, 197, 2197, 220, 19004, 19},
+         1},
+    };
+    const char *file = check_data_file("gpt2/gpt2_tokenizer.bin");
+    Tokenizer ref, got;
+    if (!file || tokenizer_load(&ref, file) != 0) {
+        check_true(0, "gpt2/gpt2_tokenizer.bin loads (in tests/data)");
+        return;
+    }
+    for (int llama3 = 1; llama3 >= 0; llama3--) {
+        const char *pre = llama3 ? "llama-bpe" : "gpt-2";
+        Buf f = {0};
+        write_gpt2_tokenizer_merges(&f, &ref, 1, pre);
+        save(&f);
+        free(f.b);
+        if (!check_true(gguf_load_tokenizer(&got, path) == 0, "GPT-2's vocabulary, pre-tokenizer "
+                        "%s: loads", pre)) continue;
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            int ids[64];
+            size_t n = 0, skip = llama3 ? 0 : 1;   /* gpt-2 adds no BOS */
+            int ok = tokenizer_encode(&got, cases[c].text, strlen(cases[c].text), ids, 64, &n) == 0;
+            int same = ok && n + skip == (size_t)cases[c].n;
+            for (size_t i = 0; same && i < n; i++) same = ids[i] == cases[c].ids[i + skip];
+            int want = llama3 || !cases[c].gpt2_differs;
+            check_true(ok && same == want, "pre-tokenizer %s: \"%s\" %s llama-tokenize's %d "
+                       "llama-bpe ids (got %zu, the third %d)", pre, cases[c].text,
+                       want ? "encodes as" : "does not encode as", cases[c].n - (int)skip, n,
+                       n > 2 ? ids[2] : -1);
         }
         tokenizer_free(&got);
     }
@@ -1532,6 +1582,7 @@ int main(void) {
     test_token_roles();
     test_special_prompt();
     test_smollm_pre();
+    test_llama3_pre();
     test_llama_bpe();
     test_rope_base();
     test_bos_runs_on();

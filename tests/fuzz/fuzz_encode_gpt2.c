@@ -1,7 +1,8 @@
 /* fuzz_encode_gpt2.c: fuzz target for tokenizer_encode with GPT-2 (llm.c format)
  * tokenizers on arbitrary bytes: pre-tokenization, lowest-id merging, and the exact round
  * trip decode(encode(x)) == x, plus fuzz_check_encode's other checks (ids in range, never
- * end-of-text, at most one id per byte, the too-small-cap contract).
+ * end-of-text, at most one id per byte, the too-small-cap contract), under each of the
+ * pre-tokenizers a GGUF file may name (GPT-2's, SmolLM's, Llama 3's).
  *
  * Tokenizers, loaded once: weights/tokenizer.bin (the shipped 1024-token one; env
  * FUZZ_GPT2_TOKENIZER names another instead), and GPT-2's own 50257-token file
@@ -43,7 +44,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const unsigned char empty[1];
+    static const TokenizerPre pres[] = {TOKENIZER_PRE_GPT2, TOKENIZER_PRE_SMOLLM,
+                                        TOKENIZER_PRE_LLAMA3};
     for (int i = 0; i < n_tokenizers; i++)
-        fuzz_check_encode(&tokenizers[i], size ? data : empty, size, FUZZ_ENCODE_ROUNDTRIP);
+        for (size_t p = 0; p < sizeof pres / sizeof pres[0]; p++) {   /* each splitter */
+            tokenizers[i].pre = pres[p];
+            fuzz_check_encode(&tokenizers[i], size ? data : empty, size, FUZZ_ENCODE_ROUNDTRIP);
+        }
     return 0;
 }
