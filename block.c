@@ -75,13 +75,14 @@ int block_rotary(const Config *c) {
     return c->family == MODEL_LLAMA || c->positions == MODEL_POSITIONS_ROTARY;
 }
 
-void block_rope_angles(const Config *c, float *cs, int N, int pos) {
+void block_rope_angles(const Config *c, const float *rope_freqs, float *cs, int N, int pos) {
     int HS = c->head_dim;
     float base = c->rope_base > 0.0f ? c->rope_base : MODEL_ROPE_BASE;
     for (int n = 0; n < N; n++) {
         for (int i = 0; i < HS; i += 2) {
             float freq = 1.0f / powf(base, (float)i / (float)HS);
             float angle = (float)(pos + n) * freq;
+            if (rope_freqs) angle /= rope_freqs[i / 2];   /* Llama 3.1's long-context factors */
             cs[(size_t)n * HS + i] = cosf(angle);
             cs[(size_t)n * HS + i + 1] = sinf(angle);
         }

@@ -67,10 +67,11 @@ typedef struct {
 int block_rotary(const Config *c);
 
 /* The cosines and sines of the rotary angles (pos + n) * base^(-i / HS) (base
- * MODEL_ROPE_BASE) for rows n = 0 .. N-1 and each even i < HS, into cs (N, HS) as (cos,
- * sin) pairs: they depend only on the position and i, so model.c computes them once per
- * forward call and the trainer once per run, and every layer's rotation reads them. */
-void block_rope_angles(const Config *c, float *cs, int N, int pos);
+ * c->rope_base, or MODEL_ROPE_BASE), each divided by rope_freqs[i / 2] where rope_freqs
+ * (HS/2,) is not NULL, for rows n = 0 .. N-1 and each even i < HS, into cs (N, HS) as
+ * (cos, sin) pairs: they depend only on the position and i, so model.c computes them once
+ * per forward call and the trainer once per run, and every layer's rotation reads them. */
+void block_rope_angles(const Config *c, const float *rope_freqs, float *cs, int N, int pos);
 
 /* The attention sublayer's inputs: b->xn1 = norm1(b->x); b->q, b->k, b->v from it; a
  * rotary model (block_rotary) rotates q and k by b->rope. */

@@ -310,7 +310,7 @@ static const char *const TENSOR_TEXT[TENSOR_COUNT] = {
     "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb", "ln2w", "ln2b",
     "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb", "rms_att_weight", "rms_ffn_weight",
     "rms_final_weight", "token_embedding_table", "wq", "wk", "wv", "wo", "w1", "w2", "w3",
-    "wcls", "freq_cis"};
+    "wcls", "freq_cis", "rope_freqs"};
 
 /* One entry of a format's tensor list: which tensor, whether it is a matrix, its shape. */
 typedef struct {
@@ -601,6 +601,7 @@ static void point_weights(Checkpoint *ck) {
     w->pos_embedding = gpt2 ? vector_view(&T[TENSOR_WPE], 0) : NULL;   /* NULL: rotary */
     w->norm_final_w = gpt2 ? T[TENSOR_LNFW].f32 : T[TENSOR_RMS_FINAL].f32;
     w->norm_final_b = gpt2 ? T[TENSOR_LNFB].f32 : NULL;
+    w->rope_freqs = T[TENSOR_ROPE_FREQS].present ? T[TENSOR_ROPE_FREQS].f32 : NULL;
     for (int l = 0; l < c->n_layers; l++) {
         LayerWeights *lw = &w->layers[l];
         if (gpt2) {
@@ -1077,6 +1078,11 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
         fprintf(stderr, "quantize: the model's RoPE base is %g (a GGUF file's), which "
                 "llama2.c's format cannot hold (expected %g)\n", (double)c->rope_base,
                 (double)MODEL_ROPE_BASE);
+        return -1;
+    }
+    if (ck->weights.rope_freqs) {
+        fprintf(stderr, "quantize: the model has RoPE frequency factors (a GGUF file's "
+                "rope_freqs.weight), which llama2.c's format cannot hold (expected none)\n");
         return -1;
     }
     if (c->family == MODEL_GPT2 && ck->tensors[TENSOR_CLS].present) {

@@ -121,6 +121,9 @@ typedef struct {
     const float *norm_final_b;        /* (C,); NULL for Llama */
     Matrix classifier;                /* (V, C): token_embedding's first V rows when tied */
     int shared_classifier;            /* 1 if classifier is the token embedding */
+    const float *rope_freqs;          /* (HS/2,) RoPE's pair i turns at its frequency divided
+                                       * by rope_freqs[i] (Llama 3.1's long-context factors, a
+                                       * GGUF file's rope_freqs.weight); NULL: by 1 */
     int int8;                         /* 1 if the embedding is int8 (QuantMatrix): a file
                                        * written in int8 */
 } Weights;
@@ -133,6 +136,7 @@ typedef enum {
     TENSOR_RMS_ATT, TENSOR_RMS_FFN, TENSOR_RMS_FINAL, TENSOR_TOK, TENSOR_WQ, TENSOR_WK,
     TENSOR_WV, TENSOR_WO, TENSOR_W1, TENSOR_W2, TENSOR_W3, TENSOR_CLS,  /* Llama */
     TENSOR_ROPE,                                                        /* legacy, unused */
+    TENSOR_ROPE_FREQS,                      /* Llama 3.1's frequency divisors (GGUF only) */
     TENSOR_COUNT
 } TensorName;
 

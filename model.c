@@ -675,7 +675,8 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
     int C = c->dim;
     BlockBuffers b = block_buffers(s);
     embed(m, b.x, tokens, n, pos);
-    if (block_rotary(c)) block_rope_angles(c, s->rope, n, pos);   /* once for every layer */
+    if (block_rotary(c))   /* once for every layer */
+        block_rope_angles(c, w->rope_freqs, s->rope, n, pos);
 
     /* the L blocks, b.x updated in the rows the logits read (first .. n-1): the plain
      * path, or the lab's (a variant, tracing, or a GGUF model's roundings) */

@@ -567,6 +567,7 @@ static const Role LLAMA_ROLES[] = {
     {"token_embd.weight", TENSOR_TOK, 1, 0, 0},
     {"output_norm.weight", TENSOR_RMS_FINAL, 0, 0, 0},
     {"output.weight", TENSOR_CLS, 1, 0, 1},        /* absent: tied to token_embd */
+    {"rope_freqs.weight", TENSOR_ROPE_FREQS, 0, 0, 1},  /* Llama 3.1's; absent: all 1 */
     {"blk.%d.attn_norm.weight", TENSOR_RMS_ATT, 0, 1, 0},
     {"blk.%d.attn_q.weight", TENSOR_WQ, 1, 1, 0},
     {"blk.%d.attn_k.weight", TENSOR_WK, 1, 1, 0},
@@ -632,6 +633,7 @@ static void role_shape(const Role *r, const Config *c, int *rows, int *cols) {
     case TENSOR_WK: case TENSOR_WV: *rows = KVD; break;
     case TENSOR_W1: case TENSOR_W3: *rows = Hd; break;
     case TENSOR_W2: *rows = C; *cols = Hd; break;
+    case TENSOR_ROPE_FREQS: *cols = c->head_dim / 2; break;
     default: break;
     }
 }
@@ -882,7 +884,6 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     Config *c = &ck->config;
     const GgufTensor *found[MAX_ROLES][MODEL_MAX_LAYERS];
     const Arch *a = NULL;
-    int missing_cls = 0;
     size_t floats = 0, bytes = 0;
     int f16 = 0, bf16 = 0, q8 = 0;
     unsigned char *read = NULL;   /* (n_tensors,) 1 for each tensor a role takes */
@@ -905,11 +906,9 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 /* llama.cpp's gpt2 wants output.weight, so its converter writes a copy of
                  * the embedding: the tie is kept, and the copy neither converted nor used */
                 found[r][l] = NULL;
-                missing = 1;
                 floats = was_floats;
                 bytes = was_bytes;
             }
-            if (missing) missing_cls = 1;
             if (found[r][l]) {
                 f16 |= found[r][l]->type == GGUF_F16;
                 bf16 |= found[r][l]->type == GGUF_BF16;
@@ -957,7 +956,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     int8_t *q = (int8_t *)(f + floats);
     for (int r = 0; r < a->n_roles; r++) {
         const Role *role = &a->roles[r];
-        if (role->role == TENSOR_CLS && missing_cls) continue;
+        if (!found[r][0]) continue;   /* optional and absent (output.weight: tied) */
         int layers = role->layered ? c->n_layers : 1, rows, cols;
         role_shape(role, c, &rows, &cols);
         CheckpointTensor *ten = &ck->tensors[role->role];

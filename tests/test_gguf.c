@@ -318,9 +318,11 @@ static void put_tiny_bpe_vocab(Buf *f, Marks *m) {
 
 /* llama.rope.freq_base for write_tiny_as to write (0: none, the default 10000). */
 static float tiny_rope_base;
-/* One more tensor for write_tiny_as to write after the model's, a vector of C floats (NULL:
- * none). */
+/* One more tensor for write_tiny_as to write after the model's (NULL: none): a vector of
+ * tiny_extra_n floats (0: C), each tiny_extra_value. */
 static const char *tiny_extra;
+static int tiny_extra_n;
+static float tiny_extra_value = 0.5f;
 
 /* The tiny model as a GGUF version 3 file into f; the marks into m. half: its matrices
  * as F16 (the same values: multiples of 1/32 up to 1/4, which halves hold exactly);
@@ -387,7 +389,7 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
     if (tiny_extra) {   /* (not with packed: its table's size leaves it out) */
         put_str(f, tiny_extra);
         put_u32(f, 1);
-        put_u64(f, C);
+        put_u64(f, (uint64_t)(tiny_extra_n ? tiny_extra_n : C));
         put_u32(f, 0);
         put_u64(f, offset);
     }
@@ -409,7 +411,8 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
         }
         while (f->n % align) put(f, "", 1);
     }
-    for (int i = 0; tiny_extra && i < C; i++) put(f, &(float){0.5f}, 4);
+    for (int i = 0; tiny_extra && i < (tiny_extra_n ? tiny_extra_n : C); i++)
+        put(f, &tiny_extra_value, 4);
 }
 
 static void write_tiny(Buf *f, Marks *m) { write_tiny_as(f, m, 0, 0, 0, 0); }
@@ -1289,23 +1292,55 @@ static void test_bos_runs_on(void) {
     free(f.b);
 }
 
-/* A tensor that no role takes changes what llama.cpp computes (a bias, Llama 3.1's RoPE
- * frequency factors): refused by name, not ignored. */
-static void test_unread_tensor(void) {
-    static const char *const names[] = {"blk.0.attn_q.bias", "rope_freqs.weight"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        Buf f = {0};
-        Marks m;
-        char want[160], what[80];
-        tiny_extra = names[i];
+/* A tensor that no role takes changes what llama.cpp computes (a bias): refused by name,
+ * not ignored. Llama 3.1's RoPE frequency factors (rope_freqs.weight, one per pair of a
+ * head's dimensions) are read: factors of 1 give the logits of the file without them, bit
+ * for bit; factors of 2 other logits; the wrong length is refused. */
+static void test_extra_tensors(void) {
+    Buf f = {0};
+    Marks m;
+    tiny_extra = "blk.0.attn_q.bias";
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    check_refused(&f, "an extra tensor blk.0.attn_q.bias", "tensor blk.0.attn_q.bias is not "
+                  "supported (expected only the llama architecture's tensors");
+    f.n = 0;
+    tiny_extra = "rope_freqs.weight";
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    check_refused(&f, "rope_freqs.weight of C values", "tensor rope_freqs.weight has the wrong "
+                  "shape");
+    static float plain[16 * V], ones[16 * V], other[16 * V];
+    int halves, loaded = 1;
+    f.n = 0;
+    tiny_extra = NULL;
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    save(&f);
+    loaded &= tiny_logits(path, plain, &halves) == 0;
+    tiny_extra = "rope_freqs.weight";
+    tiny_extra_n = C / NH / 2;
+    for (int k = 0; k < 2; k++) {   /* factors of 1, then of 2 */
+        tiny_extra_value = k ? 2.0f : 1.0f;
+        f.n = 0;
         write_tiny_as(&f, &m, 0, 0, 0, 0);
-        tiny_extra = NULL;
-        snprintf(want, sizeof want, "tensor %s is not supported (expected only the llama "
-                 "architecture's tensors", names[i]);
-        snprintf(what, sizeof what, "an extra tensor %s", names[i]);
-        check_refused(&f, what, want);
-        free(f.b);
+        save(&f);
+        loaded &= tiny_logits(path, k ? other : ones, &halves) == 0;
     }
+    Checkpoint ck;   /* the last file, factors of 2 */
+    char out[160];
+    snprintf(out, sizeof out, "%s/rf-q8.bin", dir);
+    int ck_loaded = checkpoint_load(&ck, path) == 0;
+    fprintf(stderr, "(a line on the RoPE frequency factors expected:)\n");
+    check_true(ck_loaded && checkpoint_save_q8(&ck, out, 8) == -1 && access(out, F_OK) != 0,
+               "quantize refuses RoPE frequency factors llama2.c's format cannot hold, writing "
+               "nothing");
+    if (ck_loaded) checkpoint_free(&ck);
+    tiny_extra = NULL;
+    tiny_extra_n = 0;
+    tiny_extra_value = 0.5f;
+    free(f.b);
+    check_true(loaded && memcmp(plain, ones, sizeof plain) == 0, "rope_freqs.weight of ones: "
+               "the logits of the file without it, bit for bit");
+    check_true(loaded && memcmp(plain, other, sizeof plain) != 0, "rope_freqs.weight of twos: "
+               "other logits");
 }
 
 /* s260k.gguf's tokenizer.ggml.token_type, as llama.cpp's converter wrote it: <unk> 2
@@ -1588,7 +1623,7 @@ int main(void) {
     test_bos_runs_on();
     test_gguf_llama_characters();
     test_block_count_short();
-    test_unread_tensor();
+    test_extra_tensors();
     unlink(path);
     rmdir(dir);
     return check_summary("test_gguf");

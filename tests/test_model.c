@@ -643,7 +643,7 @@ static void test_rope_bits(void) {
     for (int i = 0; i < C; i++) norm_w[i] = 0.75f + (float)i * 0.03f;
     for (int o = 0; o < C; o++) eye_q[o * C + o] = 1.0f;
     for (int o = 0; o < KVD; o++) eye_k[o * C + o] = 1.0f;
-    block_rope_angles(&c, cs, N, POS);
+    block_rope_angles(&c, NULL, cs, N, POS);
     LayerWeights w = {.norm1_w = norm_w, .wq = {.f32 = eye_q}, .wk = {.f32 = eye_k},
                       .wv = {.f32 = eye_k}};
     BlockBuffers b = {.x = x, .xn1 = xn1, .q = q, .k = k, .v = v, .xq = xq, .xs = xs,
@@ -668,29 +668,41 @@ static void test_rope_bits(void) {
 }
 
 /* block_rope_angles against float64: cos and sin of (pos + n) / base^(i / HS) for each row
- * n and pair i, with the default base (rope_base 0: MODEL_ROPE_BASE, 10000) and a file's
- * (SmolLM2's 100000), each within 2e-5 (a float angle of up to 40 rad is off by at most
- * 2 ulp, 8e-6); the other base's angles miss by far more. */
+ * n and pair i, with the default base (rope_base 0: MODEL_ROPE_BASE, 10000), a file's
+ * (SmolLM2's 100000), and Llama 3.2's 500000 with frequency factors (each angle divided by
+ * its pair's: 1, 1.5, 4, 8), each within 2e-5 (a float angle of up to 40 rad is off by at
+ * most 2 ulp, 8e-6); the angles without the case's base or factors miss by far more. */
 static void test_rope_base(void) {
     enum { N = 3, HS = 8, POS = 37 };
-    static const float bases[] = {0.0f, 100000.0f};
-    for (int b = 0; b < 2; b++) {
+    static const float llama32[HS / 2] = {1.0f, 1.5f, 4.0f, 8.0f};
+    static const struct {
+        float base;             /* Config.rope_base */
+        double used, other;     /* the base it means, and another */
+        const float *factors;   /* NULL: none */
+    } cases[] = {
+        {0.0f, 10000.0, 100000.0, NULL},
+        {100000.0f, 100000.0, 10000.0, NULL},
+        {500000.0f, 500000.0, 500000.0, llama32},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         Config c = {.family = MODEL_LLAMA, .positions = MODEL_POSITIONS_ROTARY, .head_dim = HS,
-                    .rope_base = bases[b]};
+                    .rope_base = cases[k].base};
+        const float *f = cases[k].factors;
         float cs[N * HS];
-        block_rope_angles(&c, cs, N, POS);
-        double worst = 0.0, other = 0.0, base = b ? 100000.0 : 10000.0;
+        block_rope_angles(&c, f, cs, N, POS);
+        double worst = 0.0, other = 0.0;
         for (int n = 0; n < N; n++)
             for (int i = 0; i < HS; i += 2) {
-                double angle = (POS + n) / pow(base, (double)i / HS);
-                double wrong = (POS + n) / pow(b ? 10000.0 : 100000.0, (double)i / HS);
+                double angle = (POS + n) / pow(cases[k].used, (double)i / HS) /
+                               (f ? (double)f[i / 2] : 1.0);
+                double wrong = (POS + n) / pow(cases[k].other, (double)i / HS);   /* no factors */
                 double got_cos = cs[n * HS + i], got_sin = cs[n * HS + i + 1];
                 worst = fmax(worst, fmax(fabs(got_cos - cos(angle)), fabs(got_sin - sin(angle))));
                 other = fmax(other, fmax(fabs(got_cos - cos(wrong)), fabs(got_sin - sin(wrong))));
             }
-        check_true(worst <= 2e-5 && other > 1e-2, "rope angles, base %g: cos and sin within "
-                   "2e-5 of float64 (worst %.2g; the other base's off by %.2g)", base, worst,
-                   other);
+        check_true(worst <= 2e-5 && other > 1e-2, "rope angles, base %g%s: cos and sin within "
+                   "2e-5 of float64 (worst %.2g; without the %s off by %.2g)", cases[k].used,
+                   f ? " with frequency factors" : "", worst, f ? "factors" : "base", other);
     }
 }
 

@@ -369,8 +369,8 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     params_init(tr);
     if (tr->a.rope)   /* every sequence's positions 0 .. T-1: the angles model.c computes */
         for (int b = 0; b < B; b++)
-            block_rope_angles(&tr->config, tr->a.rope + (size_t)b * tr->T * tr->config.head_dim,
-                              tr->T, 0);
+            block_rope_angles(&tr->config, NULL,
+                              tr->a.rope + (size_t)b * tr->T * tr->config.head_dim, tr->T, 0);
     for (int l = 0; l < c->n_layers; l++) {
         if (settings->attention) tr->attn[l] = settings->attention[l];
         else attention_config_default(&tr->attn[l]);
