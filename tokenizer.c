@@ -20,7 +20,7 @@
 #include <stdlib.h>   /* malloc, realloc, free */
 #include <string.h>   /* memcmp, memmove, memset */
 
-#include "hash.h"     /* hash_fnv1a32: the table of tokens */
+#include "hash.h"     /* hash_fnv1a32, hash_mix64: the tables of tokens and of pairs */
 #include "os.h"       /* os_open_read, os_file_size, os_read_exact: the file read whole */
 #include "unicode.h"  /* unicode_utf8_next; unicode_is_letter, _is_number, _is_space */
 
@@ -50,6 +50,50 @@ static int table_find(const Tokenizer *t, const unsigned char *bytes, size_t len
             return entry->id;
         }
     }
+}
+
+/* One slot of the open-addressing table of merges (a GGUF file's): the pair (left, right)
+ * merges into id, at this rank. */
+struct TokenizerPair {
+    int32_t left, right;   /* the pair's ids; left -1 for an empty slot */
+    int32_t rank;          /* the merge's index in the file: the lowest merges first */
+    int32_t id;            /* the token it makes */
+};
+
+static size_t pair_slot(const Tokenizer *t, int32_t left, int32_t right) {
+    return (size_t)hash_mix64((uint64_t)(uint32_t)left << 32 | (uint32_t)right) &
+           (t->pairs_size - 1);
+}
+
+/* The merge of the pair (left, right), or NULL if the file lists none. */
+static const TokenizerPair *pair_find(const Tokenizer *t, int32_t left, int32_t right) {
+    for (size_t slot = pair_slot(t, left, right);; slot = (slot + 1) & (t->pairs_size - 1)) {
+        const TokenizerPair *p = &t->pairs[slot];
+        if (p->left < 0) return NULL;
+        if (p->left == left && p->right == right) return p;
+    }
+}
+
+/* t->pairs from v's merges, the first of a pair listed twice kept (llama.cpp's). */
+static int pairs_build(Tokenizer *t, const TokenizerVocab *v, const char *path) {
+    size_t size = 2;
+    while (size < 2 * (size_t)v->n_merges) size *= 2;   /* keep the load at most 1/2 */
+    t->pairs = malloc(size * sizeof *t->pairs);
+    if (!t->pairs) {
+        fprintf(stderr, "tokenizer: %s: out of memory for %d merges\n", path, v->n_merges);
+        return -1;
+    }
+    t->pairs_size = size;
+    for (size_t slot = 0; slot < size; slot++) t->pairs[slot].left = -1;
+    for (int k = 0; k < v->n_merges; k++) {
+        const int32_t *m = v->merges + 3 * (size_t)k;
+        size_t slot = pair_slot(t, m[0], m[1]);
+        while (t->pairs[slot].left >= 0 &&
+               !(t->pairs[slot].left == m[0] && t->pairs[slot].right == m[1]))
+            slot = (slot + 1) & (size - 1);
+        if (t->pairs[slot].left < 0) t->pairs[slot] = (TokenizerPair){m[0], m[1], k, m[2]};
+    }
+    return 0;
 }
 
 /* Fill the table with every token, in id order, so a byte string that occurs twice keeps
@@ -492,6 +536,7 @@ int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
     free(order);
     order = NULL;
     if (table_build(t, path) != 0) goto fail;
+    if (v->merges && pairs_build(t, v, path) != 0) goto fail;
     for (int b = 0; b < 256; b++) {   /* Llama: <0xHH>; GPT-2: the single byte */
         char hex[7];
         snprintf(hex, sizeof hex, "<0x%02X>", b);
@@ -515,6 +560,7 @@ void tokenizer_free(Tokenizer *t) {
     free(t->bytes);
     free(t->offset);
     free(t->table);
+    free(t->pairs);
     free(t->silent);
     free(t->special);
     free(t->ends);
@@ -745,6 +791,13 @@ static MergeCandidate heap_pop(MergeCandidate *heap, size_t *count) {
  * tokens, and llama.cpp never forms it). */
 static void push_pair(const TokenizerMergeRules *rules, const unsigned char *piece,
                       int32_t start, int32_t end, MergeScratch *scratch, size_t *heap_count) {
+    if (rules->pairs) {   /* the file's merges: the pair of tokens itself is ranked */
+        int32_t left = scratch->token[start], right = scratch->token[scratch->next[start]];
+        const TokenizerPair *p = left >= 0 && right >= 0 ? pair_find(rules->pairs, left, right)
+                                                         : NULL;
+        if (p) heap_push(scratch->heap, heap_count, (MergeCandidate){p->rank, p->id, start, end});
+        return;
+    }
     int id = rules->find(rules->vocab, piece + start, (size_t)(end - start));
     if (id >= 0 && !(rules->rank && rules->rank[id] == INT32_MAX)) {
         MergeCandidate candidate = {rules->rank ? rules->rank[id] : id, id, start, end};
@@ -861,10 +914,11 @@ static int tokenizer_find(const void *vocab, const unsigned char *bytes, size_t 
 static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n,
                         int first_alone, MergeScratch *scratch, int *ids, size_t cap,
                         size_t *count) {
-    TokenizerMergeRules rules = {tokenizer_find, t, t->rank, t->kind == TOKENIZER_LLAMA, 0};
+    TokenizerMergeRules rules = {tokenizer_find, t, t->rank, t->kind == TOKENIZER_LLAMA, 0,
+                                 t->pairs ? t : NULL};
     // a piece that is itself a token is taken whole, as tiktoken does before merging (if
-    // a merge makes that token: push_pair)
-    int whole = rules.by_character ? -1 : table_find(t, piece, n);
+    // a merge makes that token: push_pair); not with a file's merges (llama.cpp merges)
+    int whole = rules.by_character || t->pairs ? -1 : table_find(t, piece, n);
     if (whole >= 0 && !(t->rank && t->rank[whole] == INT32_MAX)) {
         emit(whole, ids, cap, count);
         return 0;
@@ -922,7 +976,7 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
  * tokens. */
 static int encode_text_merged(const Tokenizer *t, const unsigned char *text, size_t n,
                               MergeScratch *scratch, int *ids, size_t cap, size_t *count) {
-    TokenizerMergeRules rules = {tokenizer_find, t, t->rank, 2, 1};
+    TokenizerMergeRules rules = {tokenizer_find, t, t->rank, 2, 1, NULL};
     if (merge_piece(&rules, text, n, 0, scratch) != 0) return -1;
     for (int32_t i = 0; i < (int32_t)n; i = scratch->next[i]) {
         if (scratch->token[i] >= 0) {

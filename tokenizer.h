@@ -34,6 +34,7 @@
 #endif
 
 typedef struct TokenizerEntry TokenizerEntry;
+typedef struct TokenizerPair TokenizerPair;
 
 typedef enum { TOKENIZER_GPT2, TOKENIZER_LLAMA } TokenizerKind;
 
@@ -64,6 +65,11 @@ typedef struct {
                               * (Llama); llama2.c files, -1 (their encode takes
                               * TOKENIZER_LLAMA_BYTE0 + the byte) */
     TokenizerEntry *table;   /* open-addressing hash: byte string -> id; owned */
+    TokenizerPair *pairs;    /* open-addressing hash: (left id, right id) -> the merge of
+                              * that pair (a GGUF file's merges, which BPE ranks by pair, as
+                              * llama.cpp does); NULL: a pair ranks as the token it makes
+                              * (rank[]), as tiktoken does; owned */
+    size_t pairs_size;       /* slots in pairs (a power of two) */
     size_t table_size;       /* slots in table (a power of two) */
     size_t max_token_len;    /* length in bytes of the longest token */
     int add_bos;             /* 1 if encoding starts with BOS (llama2.c: always; GPT-2: a
@@ -112,6 +118,9 @@ typedef struct {
                                   * of empty tokens ignored), or NULL: none */
     int n_special;
     TokenizerPre pre;            /* GPT-2: as the Tokenizer field */
+    const int32_t *merges;       /* GPT-2: (n_merges, 3) each merge's left id, right id and
+                                  * the id it makes, lowest rank first, or NULL (rank) */
+    int n_merges;
 } TokenizerVocab;
 
 /* Load a tokenizer file. Returns 0, or -1 after printing one line to stderr naming
@@ -200,6 +209,8 @@ typedef struct {
                               * in its table of UTF-8 lengths, cut at the piece's end) */
     int allow_unknown;       /* 1: a starting character with no token may still merge, and
                               * stays id -2 if it does not (tokenizer.c's GGUF path); else 0 */
+    const Tokenizer *pairs;  /* a tokenizer whose pairs rank the merges instead (a pair
+                              * merges only as listed), or NULL */
 } TokenizerMergeRules;
 
 /* Merge one piece of n >= 1 bytes as tokenizer_encode does inside a piece: it starts as

@@ -1133,6 +1133,7 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     unsigned char *silent = NULL, *ends = NULL;   /* (V,) each token's part: token_role */
     int32_t *special = NULL;
     int n_special = 0;
+    int32_t *triples = NULL;   /* (merges, 3): gpt2's merges as left, right and made ids */
     int status = -1;
     size_t len, pre_len = 0;
     const char *model = get_string(&g, "tokenizer.ggml.model", &len, 1, "tokenizer");
@@ -1262,15 +1263,17 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     }
     TokenizerVocab v = {gpt2 ? TOKENIZER_GPT2 : TOKENIZER_LLAMA, (int)V, bytes, offset, scores,
                         NULL, bos, eos, add_bos, add_space, silent, ends, special, n_special,
-                        pre_kind};
-    if (gpt2) {   /* a token's rank: the index of the merge that makes it */
+                        pre_kind, NULL, 0};
+    if (gpt2) {   /* the merges as id triples; a token's rank: the first merge that makes it */
         Tokenizer plain;
         v.rank = NULL;
         if (tokenizer_init(&plain, &v, path) != 0) goto done;
         for (size_t i = 0; i < V; i++) rank[i] = INT32_MAX;
         const unsigned char *m = merges->value;
         unsigned char *merged = malloc(total ? total : 1);   /* a merge spells one token */
-        if (!merged) {
+        size_t n_triples = merges->count < INT32_MAX ? (size_t)merges->count : INT32_MAX;
+        triples = malloc((n_triples ? n_triples : 1) * 3 * sizeof *triples);
+        if (!merged || !triples) {
             fprintf(stderr, "tokenizer: %s: out of memory for the merges\n", path);
             tokenizer_free(&plain);
             goto done;
@@ -1294,11 +1297,19 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
             long b = a < 0 ? -1 : token_bytes(merged + a, s + space + 1, n - space - 1, 1, byte_of);
             if (b < 0) continue;
             int id = tokenizer_find_id(&plain, merged, (size_t)(a + b));
-            if (id >= 0 && rank[id] == INT32_MAX) rank[id] = (int32_t)k;
+            int left = tokenizer_find_id(&plain, merged, (size_t)a);
+            int right = tokenizer_find_id(&plain, merged + a, (size_t)b);
+            if (id < 0 || left < 0 || right < 0) continue;   /* (llama.cpp's would make no token) */
+            if (rank[id] == INT32_MAX) rank[id] = (int32_t)k;
+            int32_t *triple = triples + 3 * (size_t)v.n_merges++;
+            triple[0] = left;
+            triple[1] = right;
+            triple[2] = id;
         }
         free(merged);
         tokenizer_free(&plain);
         v.rank = rank;
+        v.merges = triples;
     }
     status = tokenizer_init(t, &v, path);
 done:
@@ -1306,6 +1317,7 @@ done:
     free(offset);
     free(scores);
     free(rank);
+    free(triples);
     free(silent);
     free(ends);
     free(special);

@@ -246,7 +246,7 @@ int tutorial_merges(const Tokenizer *t, const char *word, TutorialMergeRow *rows
         return -1;
     }
     CutVocab cv = {t, 255};
-    TokenizerMergeRules rules = {find_cut, &cv, NULL, 0, 0};
+    TokenizerMergeRules rules = {find_cut, &cv, NULL, 0, 0, NULL};
     int32_t starts[TUTORIAL_MAX_WORD];
     int rows_done = 0;
     for (; cv.limit < t->vocab_size && rows_done < max_rows; cv.limit++) {

@@ -328,7 +328,7 @@ static int ref_train(const char *text, size_t len, int vocab_size, int (*merges)
     int32_t *starts = malloc((len + 1) * sizeof *starts);
     int n_merges = -1;
     if (!v || !pair || !ids || !starts || vocab_size > REF_MAX_VOCAB) goto done;
-    TokenizerMergeRules rules = {ref_find, v, NULL, 0, 0};
+    TokenizerMergeRules rules = {ref_find, v, NULL, 0, 0, NULL};
     for (v->n = 0; v->n < BPE_BYTE_TOKENS; v->n++) {
         v->len[v->n] = 1;
         v->bytes[v->n][0] = (unsigned char)v->n;

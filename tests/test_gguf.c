@@ -700,11 +700,23 @@ static void put_gpt2_str(Buf *f, const unsigned char *bytes, size_t n) {
 }
 
 /* A GGUF of no tensors holding t's vocabulary as a gpt2 tokenizer: tokens in GPT-2's
- * spelling, and for each token a merge "A B" of two earlier tokens that spell it. */
+ * spelling, and for each token a merge "A B" of two earlier tokens that spell it (those
+ * its own merging ends with, else the first such split). */
 static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_merges,
                                         const char *pre);
 static void write_gpt2_tokenizer(Buf *f, const Tokenizer *t) {
     write_gpt2_tokenizer_merges(f, t, 1, "gpt-2");
+}
+
+/* tokenizer_merge's lookup restricted to the tokens below an id. */
+typedef struct {
+    const Tokenizer *t;
+    int below;
+} Below;
+static int find_below(const void *vocab, const unsigned char *bytes, size_t len) {
+    const Below *b = vocab;
+    int id = tokenizer_find_id(b->t, bytes, len);
+    return id < b->below ? id : -1;
 }
 
 /* with_merges 0: the merges key with an empty list (no token but the bytes is made); pre:
@@ -742,9 +754,19 @@ static void write_gpt2_tokenizer_merges(Buf *f, const Tokenizer *t, int with_mer
     for (int id = 0; with_merges && id < t->vocab_size; id++) {
         const unsigned char *bytes = t->bytes + t->offset[id];
         size_t len = t->offset[id + 1] - t->offset[id];
+        if (id == t->eot_id || len < 2) continue;
+        /* its merge: the last step of merging its bytes with the tokens before it (as BPE
+         * training made it, and as llama.cpp's converters list tiktoken's vocabularies) */
+        Below below = {t, id};
+        TokenizerMergeRules rules = {find_below, &below, t->rank, 0, 0, NULL};
+        int ids[TOKENIZER_SMALL_PIECE];
+        int32_t starts[TOKENIZER_SMALL_PIECE];
+        long parts = len <= TOKENIZER_SMALL_PIECE ? tokenizer_merge(&rules, bytes, len, ids, starts)
+                                                  : -1;
         for (size_t k = 1; k < len; k++) {
             int a = tokenizer_find_id(t, bytes, k), b = tokenizer_find_id(t, bytes + k, len - k);
-            if (a < 0 || b < 0 || a >= id || b >= id) continue;
+            if (parts == 2 ? k != (size_t)starts[1] : (a < 0 || b < 0 || a >= id || b >= id))
+                continue;
             size_t at = f->n;
             put_u64(f, 0);
             for (size_t i = 0; i < k; i++) put_gpt2_char(f, bytes[i]);
@@ -1462,6 +1484,57 @@ static void test_token_roles(void) {
     }
 }
 
+/* BPE ranks the pairs a gpt2 GGUF file lists, as llama.cpp does, not the tokens they make:
+ * every byte alone, then 256 "..", 257 "...", 258 ".'" and 259 "<e>" (EOS), merges ". ."
+ * (the first), ". .." (the second: "..." from "." and "..") and ". '". In "...'" the first
+ * merge leaves ".." "." "'": the pair ".." "." is listed nowhere (ranking "..." by its
+ * merge would take it, 257 39), so ". '" merges: 256 258. llama-tokenize (c392e5094) gave
+ * 256 258, 256 256 for "....", and 256 39 256 46 for "..'...". */
+static void test_pair_ranks(void) {
+    static const char *const extra[] = {"..", "...", ".'", "<e>"};
+    static const char *const merges[] = {". .", ". ..", ". '"};
+    static const struct {
+        const char *text;
+        int n, ids[4];
+    } cases[] = {
+        {"...'", 2, {256, 258}}, {"....", 2, {256, 256}}, {"..'...", 4, {256, 39, 256, 46}},
+    };
+    Buf f = {0};
+    put(&f, "GGUF", 4);
+    put_u32(&f, 3);
+    put_u64(&f, 0);
+    put_u64(&f, 4);
+    put_kv_str(&f, "tokenizer.ggml.model", "gpt2");
+    put_str(&f, "tokenizer.ggml.tokens");
+    put_u32(&f, 9);
+    put_u32(&f, 8);
+    put_u64(&f, 260);
+    for (int b = 0; b < 256; b++) put_gpt2_str(&f, &(unsigned char){(unsigned char)b}, 1);
+    for (int i = 0; i < 4; i++) put_str(&f, extra[i]);   /* ASCII: spelled as themselves */
+    put_str(&f, "tokenizer.ggml.merges");
+    put_u32(&f, 9);
+    put_u32(&f, 8);
+    put_u64(&f, 3);
+    for (int k = 0; k < 3; k++) put_str(&f, merges[k]);
+    put_kv_u32(&f, "tokenizer.ggml.eos_token_id", 259, NULL);
+    save(&f);
+    free(f.b);
+    Tokenizer t;
+    if (!check_true(gguf_load_tokenizer(&t, path) == 0, "merges ranked by pair: vocabulary "
+                    "loads")) return;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int ids[16];
+        size_t n = 0;
+        int ok = tokenizer_encode(&t, cases[c].text, strlen(cases[c].text), ids, 16, &n) == 0 &&
+                 n == (size_t)cases[c].n;
+        for (size_t i = 0; ok && i < n; i++) ok = ids[i] == cases[c].ids[i];
+        check_true(ok, "merges ranked by pair: \"%s\" encodes as llama-tokenize's %d ids, the "
+                   "second %d (got %zu, the second %d)", cases[c].text, cases[c].n,
+                   cases[c].ids[1], n, n > 1 ? ids[1] : -1);
+    }
+    tokenizer_free(&t);
+}
+
 /* A prompt's text that spells a special token (control, unknown or user-defined) reads as
  * that token, each run of text around them encoded alone (a Llama run after its own
  * space), as llama-cli parses its prompt. The ids are llama.cpp's (c392e5094, 2026-12-05):
@@ -1615,6 +1688,7 @@ int main(void) {
     test_byte_tokens_printed();
     test_silent_tokens();
     test_token_roles();
+    test_pair_ranks();
     test_special_prompt();
     test_smollm_pre();
     test_llama3_pre();
