@@ -931,6 +931,25 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
 
 /* ---------------------------------------------------------------- encode and decode */
 
+/* 1 if id is one of t's special tokens. */
+static int is_special(const Tokenizer *t, int id) {
+    for (int k = 0; k < t->n_special; k++)
+        if (t->special[k] == id) return 1;
+    return 0;
+}
+
+/* The token a whole piece of n bytes is, or -1, as llama.cpp looks a Llama 3 piece up
+ * (ignore_merges): by its GPT-2 spelling among the tokens' texts as the file writes them.
+ * A special token's text is written as it is, which is its own GPT-2 spelling only in
+ * printable ASCII (" xq" is not: its spelling is "\xc4\xa0xq"). */
+static int whole_piece(const Tokenizer *t, const unsigned char *piece, size_t n) {
+    int id = table_find(t, piece, n);
+    if (id >= 0 && is_special(t, id))
+        for (size_t i = 0; i < n; i++)
+            if (piece[i] < '!' || piece[i] > '~') return -1;
+    return id;
+}
+
 /* GPT-2: the BOS where the vocabulary asks for one (a GGUF file's add_bos_token) and bos
  * is 1, then pre-tokenize and merge each piece. at: where bytes lie in the text (for the
  * message on a byte with no token). */
@@ -960,7 +979,7 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
             end = start + (t->pre == TOKENIZER_PRE_LLAMA3
                            ? tokenizer_next_piece_llama3(text, span - start, 0)
                            : tokenizer_next_piece(text, span - start, 0));
-            int whole = t->pre == TOKENIZER_PRE_LLAMA3 ? table_find(t, bytes + start, end - start)
+            int whole = t->pre == TOKENIZER_PRE_LLAMA3 ? whole_piece(t, bytes + start, end - start)
                                                        : -1;
             if (whole >= 0) emit(whole, ids, cap, count);   /* a token already: not merged */
             else if (encode_piece(t, bytes + start, end - start, 0, scratch, ids, cap, count) != 0)

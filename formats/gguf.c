@@ -656,9 +656,9 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
     }
     int rows, cols;
     role_shape(r, c, &rows, &cols);
-    int dims = r->is_matrix || rows > 1 ? 2 : 1;
-    if (t->n_dims > dims || t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows ||
-        t->ne[2] != 1 || t->ne[3] != 1) {
+    /* (dimensions of 1 past the shape's change nothing: llama.cpp takes them too) */
+    if (t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows || t->ne[2] != 1 ||
+        t->ne[3] != 1) {
         fprintf(stderr, "model: %s: tensor %s has the wrong shape (got (%llu, %llu, %llu, %llu) "
                 "(ggml order), expected (%d, %d) from the metadata)\n", g->path, name,
                 (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
@@ -666,6 +666,23 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
         return NULL;
     }
     size_t numel = (size_t)rows * (size_t)cols;   /* rows <= 2^21, cols <= 2^16 */
+    if (r->role == TENSOR_ROPE_FREQS && t->type != GGUF_F32) {
+        fprintf(stderr, "model: %s: tensor %s has type %s (expected F32, as llama.cpp's RoPE "
+                "requires)\n", g->path, name, TYPES[t->type].name);
+        return NULL;
+    }
+    if (r->role == TENSOR_ROPE_FREQS) {   /* an angle divided by it must stay finite */
+        for (size_t i = 0; i < numel; i++) {
+            float x;
+            memcpy(&x, t->data + 4 * i, sizeof x);
+            if (!(fabsf(x) >= 1e-20f)) {   /* NaN too */
+                fprintf(stderr, "model: %s: tensor %s: factor %zu is %g (expected a number of "
+                        "magnitude at least 1e-20: positions are divided by it)\n", g->path,
+                        name, i, (double)x);
+                return NULL;
+            }
+        }
+    }
     switch (t->type) {
     case GGUF_F32:
         if ((g->data_offset + t->offset) % sizeof(float) != 0) *floats += numel;   /* copied */
@@ -1102,24 +1119,39 @@ static long token_bytes(unsigned char *out, const unsigned char *s, size_t len, 
 /* The texts of the tokens llama.cpp ends a generation at whatever their type (which it
  * then takes as control): its list of end-of-turn tokens. */
 static const char *const END_TEXTS[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                        "<|endoftext|>", "<|eom_id|>", "<EOT>"};
+                                        "<|endoftext|>", "<|eom_id|>", "<EOT>", NULL};
 
-/* Token id's part, as llama.cpp reads a vocabulary: its text (len bytes at text), its type
- * in the file (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; no types:
- * 1) into silent[id], ends[id] (set, never cleared) and, when special, special[(*n)++].
- * llama-cli prints only normal, user-defined and byte tokens; reads unknown, control and
- * user-defined ones written in a prompt as themselves; and ends a generation at the
- * end-of-turn tokens it knows by their text (END_TEXTS), taken as control whatever their
- * type. */
-static void token_role(const unsigned char *text, size_t len, int32_t type, int32_t id,
-                       unsigned char *silent, unsigned char *ends, int32_t *special, int *n) {
-    for (size_t k = 0; k < sizeof END_TEXTS / sizeof END_TEXTS[0]; k++)
-        if (len == strlen(END_TEXTS[k]) && memcmp(text, END_TEXTS[k], len) == 0) {
-            type = 3;
-            ends[id] = 1;
-        }
-    silent[id] = type != 1 && type != 4 && type != 6;
-    if (type >= 2 && type <= 4) special[(*n)++] = id;
+/* The tokens llama.cpp finds by their text where the file's key names none (its
+ * vocabulary loader's workaround for files converted without them), the lowest id where
+ * several match: each one found so is taken as control; those that end a generation do
+ * (found so or named by the key). */
+#define FULL_BAR "\xef\xbd\x9c"   /* U+FF5C, the bar of DeepSeek's special tokens */
+static const struct {
+    const char *key, *old_key;   /* tokenizer.ggml.KEY_token_id, and a former name or NULL */
+    const char *texts[8];        /* NULL-terminated */
+    int ends;
+} FOUND_BY_TEXT[] = {
+    {"eot", NULL, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+                   "<EOT>", "<" FULL_BAR "end" SPM_SPACE "of" SPM_SPACE "sentence" FULL_BAR ">",
+                   NULL}, 1},
+    {"eom", NULL, {"<|eom_id|>", NULL}, 1},
+    {"fim_pre", "prefix", {"<|fim_prefix|>", "<fim-prefix>",
+                           "<" FULL_BAR "fim" SPM_SPACE "begin" FULL_BAR ">", "<PRE>", NULL}, 0},
+    {"fim_suf", "suffix", {"<|fim_suffix|>", "<fim-suffix>",
+                           "<" FULL_BAR "fim" SPM_SPACE "hole" FULL_BAR ">", "<SUF>", NULL}, 0},
+    {"fim_mid", "middle", {"<|fim_middle|>", "<fim-middle>",
+                           "<" FULL_BAR "fim" SPM_SPACE "end" FULL_BAR ">", "<MID>", NULL}, 0},
+    {"fim_pad", NULL, {"<|fim_pad|>", "<fim-pad>", "<PAD>", NULL}, 1},
+    {"fim_rep", NULL, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", NULL}, 1},
+    {"fim_sep", NULL, {"<|file_sep|>", NULL}, 1},
+};
+enum { N_FOUND_BY_TEXT = sizeof FOUND_BY_TEXT / sizeof FOUND_BY_TEXT[0] };
+
+/* 1 if the text s (n bytes, as the file writes it) is one of texts (NULL-terminated). */
+static int text_in(const unsigned char *s, size_t n, const char *const *texts) {
+    for (; *texts; texts++)
+        if (strlen(*texts) == n && memcmp(s, *texts, n) == 0) return 1;
+    return 0;
 }
 
 int gguf_load_tokenizer(Tokenizer *t, const char *path) {
@@ -1130,7 +1162,8 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     size_t *offset = NULL;
     float *scores = NULL;
     int32_t *rank = NULL;
-    unsigned char *silent = NULL, *ends = NULL;   /* (V,) each token's part: token_role */
+    unsigned char *type = NULL;   /* (V,) each token's type as llama.cpp takes it (0: other) */
+    unsigned char *silent = NULL, *ends = NULL;   /* (V,) and special: from type */
     int32_t *special = NULL;
     int n_special = 0;
     int32_t *triples = NULL;   /* (merges, 3): gpt2's merges as left, right and made ids */
@@ -1205,30 +1238,54 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     offset = malloc((V + 1) * sizeof *offset);
     scores = gpt2 ? NULL : malloc(V * sizeof *scores);
     rank = gpt2 ? malloc(V * sizeof *rank) : NULL;
+    type = malloc(V);
     silent = malloc(V);
     ends = calloc(V, 1);
     special = malloc(V * sizeof *special);
-    if (!bytes || !offset || (!gpt2 && !scores) || (gpt2 && !rank) || !silent || !ends ||
-        !special) {
+    if (!bytes || !offset || (!gpt2 && !scores) || (gpt2 && !rank) || !type || !silent ||
+        !ends || !special) {
         fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, V);
         goto done;
+    }
+    /* the tokens the keys name, or -1 (found by their text below) */
+    int found[N_FOUND_BY_TEXT];
+    for (int r = 0; r < N_FOUND_BY_TEXT; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", FOUND_BY_TEXT[r].key);
+        found[r] = token_id(&g, key, (int)V, -1);
+        if (found[r] == -1 && FOUND_BY_TEXT[r].old_key) {
+            snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", FOUND_BY_TEXT[r].old_key);
+            found[r] = token_id(&g, key, (int)V, -1);
+        }
+        if (found[r] == -2) goto done;
     }
     p = tokens->value;
     size_t at = 0;
     for (size_t i = 0; i < V; i++) {
         size_t n = (size_t)get_u64(p);
-        int32_t type = 1;
-        if (types) memcpy(&type, types->value + 4 * i, sizeof type);
+        int32_t value = 1;   /* normal, where the file gives no types */
+        if (types) memcpy(&value, types->value + 4 * i, sizeof value);
+        type[i] = value >= 1 && value <= 6 ? (unsigned char)value : 0;
         /* gpt2: an unknown, control or user-defined token is its text itself, not in GPT-2's
          * byte spelling (llama.cpp matches and prints those as they are) */
-        int literal = gpt2 && type >= 2 && type <= 4;
+        int literal = gpt2 && type[i] >= 2 && type[i] <= 4;
         long got = literal ? (long)n : token_bytes(bytes + at, p + 8, n, gpt2, byte_of);
         if (literal) memcpy(bytes + at, p + 8, n);
         if (got < 0) {
-            fprintf(stderr, "tokenizer: %s: token %zu is not in GPT-2's byte encoding\n", path, i);
+            fprintf(stderr, "tokenizer: %s: token %zu (type %d) is not in GPT-2's byte encoding "
+                    "(expected unknown, control and user-defined tokens only as text)\n", path,
+                    i, (int)value);
             goto done;
         }
-        token_role(bytes + at, (size_t)got, type, (int32_t)i, silent, ends, special, &n_special);
+        if (text_in(p + 8, n, END_TEXTS)) {   /* control and an end, whatever its type */
+            type[i] = 3;
+            ends[i] = 1;
+        }
+        for (int r = 0; r < N_FOUND_BY_TEXT; r++)
+            if (found[r] < 0 && text_in(p + 8, n, FOUND_BY_TEXT[r].texts)) {
+                found[r] = (int)i;
+                type[i] = 3;
+            }
         offset[i] = at;
         at += (size_t)got;
         p += 8 + n;
@@ -1248,14 +1305,16 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     int add_bos = get_bool(&g, "tokenizer.ggml.add_bos_token",
                            !gpt2 || pre_kind == TOKENIZER_PRE_LLAMA3);
     int add_space = get_bool(&g, "tokenizer.ggml.add_space_prefix", !gpt2);
-    /* end-of-turn and end-of-message tokens: llama.cpp ends a generation at them too */
-    int end_ids[2] = {token_id(&g, "tokenizer.ggml.eot_token_id", (int)V, -1),
-                      token_id(&g, "tokenizer.ggml.eom_token_id", (int)V, -1)};
-    if (bos == -2 || eos == -2 || end_ids[0] == -2 || end_ids[1] == -2 || add_bos < 0 ||
-        add_space < 0)
-        goto done;
-    for (int k = 0; k < 2; k++)
-        if (end_ids[k] >= 0) ends[end_ids[k]] = 1;
+    if (bos == -2 || eos == -2 || add_bos < 0 || add_space < 0) goto done;
+    for (int r = 0; r < N_FOUND_BY_TEXT; r++)
+        if (found[r] >= 0 && FOUND_BY_TEXT[r].ends) ends[found[r]] = 1;
+    /* llama-cli prints only normal and user-defined tokens (and a SentencePiece vocabulary's
+     * byte tokens), and reads unknown, control and user-defined ones written in a prompt as
+     * themselves */
+    for (size_t i = 0; i < V; i++) {
+        silent[i] = type[i] != 1 && type[i] != 4 && (gpt2 || type[i] != 6);
+        if (type[i] >= 2 && type[i] <= 4) special[n_special++] = (int32_t)i;
+    }
     if (eos < 0 || (add_bos && bos < 0)) {
         fprintf(stderr, "tokenizer: %s: no %s token id (expected tokenizer.ggml.%s_token_id)\n",
                 path, eos < 0 ? "end" : "beginning", eos < 0 ? "eos" : "bos");
@@ -1318,6 +1377,7 @@ done:
     free(scores);
     free(rank);
     free(triples);
+    free(type);
     free(silent);
     free(ends);
     free(special);

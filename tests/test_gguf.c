@@ -1317,7 +1317,7 @@ static void test_bos_runs_on(void) {
 /* A tensor that no role takes changes what llama.cpp computes (a bias): refused by name,
  * not ignored. Llama 3.1's RoPE frequency factors (rope_freqs.weight, one per pair of a
  * head's dimensions) are read: factors of 1 give the logits of the file without them, bit
- * for bit; factors of 2 other logits; the wrong length is refused. */
+ * for bit; factors of 2 other logits; the wrong length and factors of 0 are refused. */
 static void test_extra_tensors(void) {
     Buf f = {0};
     Marks m;
@@ -1346,7 +1346,16 @@ static void test_extra_tensors(void) {
         save(&f);
         loaded &= tiny_logits(path, k ? other : ones, &halves) == 0;
     }
-    Checkpoint ck;   /* the last file, factors of 2 */
+    f.n = 0;
+    tiny_extra_value = 0.0f;   /* a position divided by 0 */
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    check_refused(&f, "rope_freqs.weight of zeros", "tensor rope_freqs.weight: factor 0 is 0 "
+                  "(expected a number of magnitude at least 1e-20");
+    f.n = 0;
+    tiny_extra_value = 2.0f;
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    save(&f);
+    Checkpoint ck;   /* factors of 2 */
     char out[160];
     snprintf(out, sizeof out, "%s/rf-q8.bin", dir);
     int ck_loaded = checkpoint_load(&ck, path) == 0;
@@ -1391,12 +1400,15 @@ static void test_silent_tokens(void) {
  * 259 "<x>" (control, the file's eot_token_id), 260 "<y>" (control), 261 "uu" (unused), 262
  * "<k>" (unknown), 263 "ud" (user-defined), and where typed, 264 "<|a b|>" (control) and
  * 265 "é!" (user-defined), both written as text, not in GPT-2's byte spelling (as
- * llama.cpp's converter writes added tokens); typed 0: no tokenizer.ggml.token_type. */
+ * llama.cpp's converter writes added tokens), 266 "<PAD>" and 267 "<|fim_prefix|>" (normal:
+ * fill-in-the-middle tokens llama.cpp finds by their text) and 268 "byte" (byte); typed 0:
+ * no tokenizer.ggml.token_type. */
 static void write_roles_vocab(Buf *f, int typed) {
     static const char *const extra[] = {"<b>", "<e>", "<|im_end|>", "<x>", "<y>", "uu", "<k>",
-                                        "ud", "<|a b|>", "\xc3\xa9!"};
-    static const int32_t extra_type[] = {3, 3, 1, 3, 3, 5, 2, 4, 3, 4};
-    const int N = 256 + (typed ? 10 : 8);
+                                        "ud", "<|a b|>", "\xc3\xa9!", "<PAD>", "<|fim_prefix|>",
+                                        "byte"};
+    static const int32_t extra_type[] = {3, 3, 1, 3, 3, 5, 2, 4, 3, 4, 1, 1, 6};
+    const int N = 256 + (typed ? 13 : 8);
     put(f, "GGUF", 4);
     put_u32(f, 3);
     put_u64(f, 0);
@@ -1439,7 +1451,9 @@ static void write_roles_vocab(Buf *f, int typed) {
  * and byte tokens; a prompt reads unknown, control and user-defined tokens as themselves,
  * not unused ones, and their text as written (not GPT-2's byte spelling). The same file
  * with no types at all: every token normal but <|im_end|>. llama-tokenize gave the typed
- * file's "x<|a b|>é!uu<k>ud a<|im_end|>" as 120 264 265 117 117 262 263 32 97 258. */
+ * file's "x<|a b|>é!uu<k>ud a<|im_end|>" as 120 264 265 117 117 262 263 32 97 258, and
+ * "x<PAD><|fim_prefix|>" as 120 266 267; llama-cli prints no byte token of a gpt2
+ * vocabulary. */
 static void test_token_roles(void) {
     static const struct {
         const char *text;
@@ -1449,6 +1463,7 @@ static void test_token_roles(void) {
         {"a<|im_end|>", 2, {'a', 258}, 2, {'a', 258}},
         {"uu<k>ud", 4, {'u', 'u', 262, 263}, 4, {'u', 'u', '<', 'k'}},
         {"x<|a b|>\xc3\xa9!", 3, {'x', 264, 265}, 0, {0}},
+        {"x<PAD><|fim_prefix|>", 3, {'x', 266, 267}, 0, {0}},
     };
     for (int typed = 1; typed >= 0; typed--) {
         const char *what = typed ? "GGUF vocabulary" : "GGUF vocabulary without types";
@@ -1465,10 +1480,15 @@ static void test_token_roles(void) {
         int n_silent = 0;
         for (int i = 0; t.silent && i < t.vocab_size; i++) n_silent += t.silent[i];
         ok = t.silent && t.silent[258] &&
-             (typed ? n_silent == 8 && !t.silent[263] && !t.silent[265] : n_silent == 1);
-        check_true(ok, "%s: %s nothing (got %d silent)", what, typed ? "control, unknown "
-                   "and unused tokens and <|im_end|> print" : "<|im_end|> alone prints",
-                   n_silent);
+             (typed ? n_silent == 11 && !t.silent[263] && !t.silent[265] && t.silent[268]
+                    : n_silent == 1);
+        check_true(ok, "%s: %s nothing (got %d silent)", what, typed ? "control, unknown, "
+                   "unused and byte tokens, <|im_end|>, <PAD> and <|fim_prefix|> print"
+                   : "<|im_end|> alone prints", n_silent);
+        if (typed)
+            check_true(tokenizer_ends(&t, 266) && !tokenizer_ends(&t, 267), "%s: <PAD> (the "
+                       "fill-in-the-middle pad) ends a generation, <|fim_prefix|> does not",
+                       what);
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             if (!typed && !cases[c].n_untyped) continue;
             int ids[16], n_want = typed ? cases[c].n : cases[c].n_untyped;
