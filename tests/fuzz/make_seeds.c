@@ -661,8 +661,9 @@ static void add_gpt2_char(Bytes *f, unsigned char b) {
 
 /* A tiny gpt2 GGUF: width c, one layer, 2 heads, MLP width 4c, context 8; the 256 byte
  * tokens, "ab" (the merge "a b"), end-of-text; matrices of type matrix_type (position
- * table and vectors F32); output.weight unless tied. */
-static unsigned char *tiny_gguf_gpt2(int c, uint32_t matrix_type, int tied, size_t *size) {
+ * table and vectors F32); output.weight unless tied; pre-tokenizer pre. */
+static unsigned char *tiny_gguf_gpt2(int c, uint32_t matrix_type, int tied, const char *pre,
+                                     size_t *size) {
     Bytes f = {0};
     int V = 258, hd = 4 * c;
     const struct { const char *name; int rows, cols, matrix; } T[] = {
@@ -697,7 +698,7 @@ static unsigned char *tiny_gguf_gpt2(int c, uint32_t matrix_type, int tied, size
     add_str(&f, "gpt2");
     add_str(&f, "tokenizer.ggml.pre");
     add_u32(&f, 8);
-    add_str(&f, "gpt-2");
+    add_str(&f, pre);
     add_str(&f, "tokenizer.ggml.tokens");
     add_u32(&f, 9);
     add_u32(&f, 8);
@@ -750,11 +751,13 @@ static void seed_gguf(void) {
         {"f32_tied", 8, 16, 0, 1, 0}, {"f32", 8, 16, 0, 0, 0}, {"f16", 16, 32, 1, 0, 0},
         {"bf16_tied", 16, 32, 30, 1, 0}, {"q8_0", 32, 256, 8, 0, 0},
         {"q8_0_tied", 32, 64, 8, 1, 0}, {"gpt2_f32_tied", 8, 0, 0, 1, 1},
-        {"gpt2_f16", 8, 0, 1, 0, 1}, {"gpt2_q8_0_tied", 32, 0, 8, 1, 1}};
+        {"gpt2_f16", 8, 0, 1, 0, 1}, {"gpt2_q8_0_tied", 32, 0, 8, 1, 1},
+        {"gpt2_f32_llama3", 8, 0, 0, 1, 2}};   /* gpt2 2: Llama 3's pre-tokenizer */
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         size_t size;
         unsigned char *file = files[i].gpt2
-            ? tiny_gguf_gpt2(files[i].c, files[i].type, files[i].tied, &size)
+            ? tiny_gguf_gpt2(files[i].c, files[i].type, files[i].tied,
+                             files[i].gpt2 == 2 ? "llama-bpe" : "gpt-2", &size)
             : tiny_gguf(files[i].c, files[i].n_bytes, files[i].type, files[i].tied, &size);
         put_truncations("fuzz_gguf", files[i].name, file, size, 24);
         char label[FUZZ_PATH_MAX];
