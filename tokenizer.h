@@ -65,12 +65,12 @@ typedef struct {
                               * (Llama); llama2.c files, -1 (their encode takes
                               * TOKENIZER_LLAMA_BYTE0 + the byte) */
     TokenizerEntry *table;   /* open-addressing hash: byte string -> id; owned */
+    size_t table_size;       /* slots in table (a power of two) */
     TokenizerPair *pairs;    /* open-addressing hash: (left id, right id) -> the merge of
                               * that pair (a GGUF file's merges, which BPE ranks by pair, as
                               * llama.cpp does); NULL: a pair ranks as the token it makes
                               * (rank[]), as tiktoken does; owned */
     size_t pairs_size;       /* slots in pairs (a power of two) */
-    size_t table_size;       /* slots in table (a power of two) */
     size_t max_token_len;    /* length in bytes of the longest token */
     int add_bos;             /* 1 if encoding starts with BOS (llama2.c: always; GPT-2: a
                               * GGUF file's add_bos_token, llm.c's files never) */
@@ -86,9 +86,8 @@ typedef struct {
                               * llama2.c's run); 0: it is a token like any other (a GGUF
                               * file's vocabulary, as llama.cpp: BOS ends no generation) */
     unsigned char *silent;   /* (vocab_size,) 1 where a generated token prints nothing (a
-                              * GGUF file's tokens of every type but normal, user-defined and
-                              * byte, as llama.cpp prints them: <unk>, <s>); NULL: every
-                              * token prints; owned */
+                              * GGUF file's tokens that llama.cpp prints as nothing: <unk>,
+                              * <s>, formats/gguf.c's rules); NULL: every token prints; owned */
     int32_t *special;        /* (n_special,) the tokens whose text, written in a prompt, reads
                               * as the token itself (a GGUF file's unknown, control and
                               * user-defined tokens, as llama-cli parses its prompt: "<s>" is
@@ -96,9 +95,9 @@ typedef struct {
     int n_special;
     unsigned char *ends;     /* (vocab_size,) 1 for a token that ends a generation besides
                               * eot_id: a GGUF vocabulary's tokens llama.cpp ends at by their
-                              * text (<|im_end|>, <|eot_id|>, <|endoftext|>, ...; read as
-                              * control tokens whatever their type) or by its eot_token_id
-                              * and eom_token_id keys; NULL: none; owned */
+                              * text (<|im_end|>, <|eot_id|>, <|endoftext|>, <|fim_pad|>,
+                              * ...; read as control tokens whatever their type) or by its
+                              * keys (eot_token_id, ...: formats/gguf.c); NULL: none; owned */
     TokenizerPre pre;        /* GPT-2: how text splits into pieces before merging */
 } Tokenizer;
 
@@ -215,8 +214,9 @@ typedef struct {
 
 /* Merge one piece of n >= 1 bytes as tokenizer_encode does inside a piece: it starts as
  * one token per byte (or character), each of which must be a token, and the adjacent pair
- * whose bytes spell the token of lowest rank (leftmost on ties) merges, again and again,
- * until no pair spells a token; O(n log n) with a heap. It does not first look the whole
+ * whose bytes spell the token of lowest rank (with rules->pairs: the listed pair of lowest
+ * rank; leftmost on ties) merges, again and again, until no pair spells a token (is
+ * listed); O(n log n) with a heap. It does not first look the whole
  * piece up (GPT-2 encoding does; callers do that themselves). Writes the tokens' ids to
  * ids (n,) and their byte offsets in piece to starts (n,), and returns their count; or
  * -1 after a stderr line (a starting byte or character is no token, piece too long, out
