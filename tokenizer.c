@@ -590,8 +590,9 @@ static size_t contraction_length(const unsigned char *s, size_t len, size_t i, i
     if (s[i] != '\'') return 0;
     for (size_t k = 0; k < sizeof suffixes / sizeof suffixes[0]; k++) {
         size_t n = strlen(suffixes[k]), j = 0;
+        const unsigned char *after = s + i + 1;
         while (j < n && i + 1 + j < len &&
-               (s[i + 1 + j] == suffixes[k][j] || (any_case && s[i + 1 + j] + 32 == suffixes[k][j])))
+               (after[j] == suffixes[k][j] || (any_case && after[j] + 32 == suffixes[k][j])))
             j++;
         if (j == n) return 1 + n;
     }
@@ -642,8 +643,8 @@ size_t tokenizer_next_piece_llama3(const char *text, size_t len, size_t start) {
     // neither a letter, a number nor a newline (" hello", "(hello")
     CharClass first = char_class_at(s, len, start, &width);
     size_t after = start + width;
-    if (!is_newline(s[start]) && first != CHAR_NUMBER &&
-        (first == CHAR_LETTER || (after < len && char_class_at(s, len, after, &width) == CHAR_LETTER))) {
+    int letter_next = after < len && char_class_at(s, len, after, &width) == CHAR_LETTER;
+    if (!is_newline(s[start]) && first != CHAR_NUMBER && (first == CHAR_LETTER || letter_next)) {
         for (end = after; end < len && char_class_at(s, len, end, &width) == CHAR_LETTER;)
             end += width;
         return end;
@@ -652,8 +653,8 @@ size_t tokenizer_next_piece_llama3(const char *text, size_t len, size_t start) {
     // \p{N}{1,3}: at most three number characters
     if (first == CHAR_NUMBER) {
         end = start;
-        for (int n = 0; n < 3 && end < len && char_class_at(s, len, end, &width) == CHAR_NUMBER; n++)
-            end += width;
+        for (int n = 0; n < 3 && end < len; n++, end += width)
+            if (char_class_at(s, len, end, &width) != CHAR_NUMBER) break;
         return end;
     }
 
