@@ -516,8 +516,11 @@ static void append_job(void *ctx, int j) {
                 kernels_to_half(m->cache.k_half + row, k_t, (size_t)HS);
                 kernels_to_half(m->cache.v_half + row, v_t, (size_t)HS);
             } else {
-                memcpy(m->cache.k + row, k_t, HS * sizeof(float));
-                memcpy(m->cache.v + row, v_t, HS * sizeof(float));
+                float *k_c = m->cache.k + row, *v_c = m->cache.v + row;
+                for (int i = 0; i < HS; i++) {   /* a few dozen floats: no memcpy calls */
+                    k_c[i] = k_t[i];
+                    v_c[i] = v_t[i];
+                }
             }
         }
 }

@@ -53,8 +53,11 @@ static int32_t dot_i8(const int8_t *a, const int8_t *b, int n) {
  * quant.c's quant_quantize for a row's groups whose length is a whole number of float
  * registers (QUANT_LANES floats), a group in registers at a time: its largest |x| (exact:
  * a max is the same in any order; NaN if a value is NaN), quant.c's scale_for (the same
- * division), then round_reference lane by lane: the same IEEE division, round half away
- * from zero built from truncation (v - trunc(v) is exact), the clamp. */
+ * division), then round_reference lane by lane: the same IEEE division, then round half
+ * away from zero as a truncation, trunc(v + (the largest float below 0.5, with v's sign)):
+ * the same integer as roundf(v) for every float |v| < 2^22 (all of them checked), and here
+ * |v| <= 127 x (x / scale, scale = max|x| / 127; up to 2x that where the scale is
+ * subnormal), then the clamp to +-127. */
 #if defined(__AVX512F__)
 #define QUANT_LANES 16
 /* |x| of x's whole registers (n a multiple of 16): their largest, or NaN if one is NaN */
@@ -70,19 +73,15 @@ static inline float group_absmax(const float *x, int n) {
 }
 /* q (n,) = round_reference of x (n,), n a multiple of 16 */
 static inline void group_round(int8_t *q, const float *x, int n, float scale) {
-    const __m512 vscale = _mm512_set1_ps(scale), half = _mm512_set1_ps(0.5f);
-    const __m512 qmax = _mm512_set1_ps((float)QUANT_Q_MAX);
-    const __m512 qmin = _mm512_set1_ps((float)-QUANT_Q_MAX);
+    const __m512 vscale = _mm512_set1_ps(scale), sign = _mm512_set1_ps(-0.0f);
+    const __m512 below_half = _mm512_set1_ps(0x1.fffffep-2f);
+    const __m512i qmin = _mm512_set1_epi32(-QUANT_Q_MAX);
     for (int i = 0; i < n; i += QUANT_LANES) {
         __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), vscale);
-        __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-        __mmask16 away = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
-        __m512 step = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),
-                                           _mm512_set1_ps(1.0f), _mm512_set1_ps(-1.0f));
-        __m512 r = _mm512_mask_add_ps(t, away, t, step);
-        r = _mm512_min_ps(_mm512_max_ps(r, qmin), qmax);
-        /* exact: r is an integer in [-127, 127]; the narrowing saturates nothing */
-        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(r)));
+        __m512 nudge = _mm512_or_ps(_mm512_and_ps(v, sign), below_half);   /* +-(0.5 - ulp) */
+        __m512i r = _mm512_cvttps_epi32(_mm512_add_ps(v, nudge));
+        /* the clamp: -127 here, +127 by the saturating narrowing */
+        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtsepi32_epi8(_mm512_max_epi32(r, qmin)));
     }
 }
 #else
@@ -103,17 +102,13 @@ static inline float group_absmax(const float *x, int n) {
 }
 static inline void group_round(int8_t *q, const float *x, int n, float scale) {
     const __m256 vscale = _mm256_set1_ps(scale), sign = _mm256_set1_ps(-0.0f);
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
-    const __m256 qmax = _mm256_set1_ps((float)QUANT_Q_MAX);
-    const __m256 qmin = _mm256_set1_ps((float)-QUANT_Q_MAX);
+    const __m256 below_half = _mm256_set1_ps(0x1.fffffep-2f);
+    const __m256i qmin = _mm256_set1_epi32(-QUANT_Q_MAX);
     for (int i = 0; i < n; i += QUANT_LANES) {
         __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vscale);
-        __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-        __m256 away = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), half, _CMP_GE_OQ);
-        __m256 step = _mm256_and_ps(away, _mm256_or_ps(_mm256_and_ps(sign, v), one));  /* +-1 */
-        __m256 r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(t, step), qmin), qmax);
-        __m256i r32 = _mm256_cvttps_epi32(r);      /* exact: r is an integer in [-127, 127] */
-        __m128i r16 = _mm_packs_epi32(_mm256_castsi256_si128(r32),
+        __m256 nudge = _mm256_or_ps(_mm256_and_ps(v, sign), below_half);   /* +-(0.5 - ulp) */
+        __m256i r32 = _mm256_max_epi32(_mm256_cvttps_epi32(_mm256_add_ps(v, nudge)), qmin);
+        __m128i r16 = _mm_packs_epi32(_mm256_castsi256_si128(r32),   /* +127: saturating */
                                       _mm256_extracti128_si256(r32, 1));
         _mm_storel_epi64((__m128i *)(q + i), _mm_packs_epi16(r16, r16));
     }

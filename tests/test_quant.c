@@ -202,6 +202,27 @@ static void test_quantize_special(void) {
                "subnormal groups (scale 0 -> q 0; subnormal scale -> q in range) and FLT_MAX");
 }
 
+/* Every half k + 0.5 (k = 0 .. 126) and the floats on either side of it, both signs, in
+ * groups of 32 whose first value 127 makes the scale exactly 1, so that x / scale is x: the
+ * rounding at each of its boundaries against the definition's roundf. */
+static void test_quantize_halves(void) {
+    enum { G = 32, PER = G - 1, N = 127 * 6, NG = (N + PER - 1) / PER };
+    float x[NG * G], s[NG], s_ref[NG];
+    int8_t q[NG * G], q_ref[NG * G];
+    for (int i = 0, g = 0; g < NG; g++) {
+        x[g * G] = 127.0f;
+        for (int j = 1; j < G; j++, i++) {
+            float half = (float)(i / 6 % 127) + 0.5f, sign = i % 2 ? -1.0f : 1.0f;
+            float v = i % 6 < 2 ? half : nextafterf(half, i % 6 < 4 ? 0.0f : 200.0f);
+            x[g * G + j] = i < N ? sign * v : 0.0f;
+        }
+    }
+    quant_quantize(q, s, x, 1, NG * G, G);
+    reference_quantize(q_ref, s_ref, x, 1, NG * G, G);
+    int ok = s[0] == 1.0f && memcmp(s, s_ref, sizeof s) == 0 && memcmp(q, q_ref, sizeof q) == 0;
+    check_true(ok, "every k + 0.5 and its neighbours (k = 0..126, both signs) round as roundf");
+}
+
 static void test_dequantize(void) {
     enum { R = 3, C = 45, G = 20, NG = 3 };
     float x[R * C], s[R * NG], out[R * C], row[C];
@@ -869,6 +890,7 @@ int main(void) {
     test_groups();
     test_quantize_properties();
     test_quantize_special();
+    test_quantize_halves();
     test_dequantize();
     test_matmul_sizes();
     test_matmul_cuts();
