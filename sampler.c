@@ -8,8 +8,8 @@
 
 #include <math.h>     /* expf, isfinite */
 #include <stdio.h>    /* fprintf(stderr) */
-#include <stdlib.h>   /* malloc, free, qsort */
-#include <string.h>   /* memset */
+#include <stdlib.h>   /* malloc, free */
+#include <string.h>   /* memcpy, memset */
 
 #include "kernels.h"  /* kernels_argmax */
 
@@ -38,7 +38,7 @@ int sampler_init(Sampler *s, int vocab_size, float temperature, float top_p, int
                 top_k, (unsigned long long)seed);
         return -1;
     }
-    s->candidates = malloc((size_t)vocab_size * sizeof *s->candidates);
+    s->candidates = malloc(2 * (size_t)vocab_size * sizeof *s->candidates);
     if (!s->candidates) {
         fprintf(stderr, "sampler: out of memory for %d candidates\n", vocab_size);
         return -1;
@@ -66,12 +66,30 @@ static void softmax(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
-/* Orders candidates by probability, largest first; equal ones by token id, so the
- * order never depends on the sort algorithm. */
-static int by_prob_desc(const void *a, const void *b) {
-    const SamplerCandidate *x = a, *y = b;
-    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
+/* A probability's sort key: the larger the probability, the smaller the key (a float
+ * >= 0 orders as its bits; -0 is taken as +0, as a comparison takes it). */
+static uint32_t prob_key(float prob) {
+    uint32_t bits;
+    prob += 0.0f;   /* -0 + 0 = +0 */
+    memcpy(&bits, &prob, sizeof bits);
+    return ~bits;
+}
+
+/* c (n,) sorted by probability, largest first, equal ones by token id (so the order never
+ * depends on the sort algorithm); tmp (n,) scratch. A stable radix sort, one byte of the
+ * key a pass from the lowest, keeps equal keys in id order, as the candidates are built.
+ * Linear in n: a flat distribution keeps most of the vocabulary, and a comparison sort of
+ * it took longer than a small model's forward pass. */
+static void sort_by_prob(SamplerCandidate *c, SamplerCandidate *tmp, int n) {
+    for (int shift = 0; shift < 32; shift += 8) {   /* four passes: the result back in c */
+        int start[257] = {0};   /* then start[d]: where the next of byte value d goes */
+        for (int i = 0; i < n; i++) start[((prob_key(c[i].prob) >> shift) & 0xFF) + 1]++;
+        for (int d = 0; d < 256; d++) start[d + 1] += start[d];
+        for (int i = 0; i < n; i++) tmp[start[(prob_key(c[i].prob) >> shift) & 0xFF]++] = c[i];
+        SamplerCandidate *sorted = tmp;
+        tmp = c;
+        c = sorted;
+    }
 }
 
 /* Inverse-CDF draw over all n probabilities: the first i whose cumulative sum exceeds
@@ -110,7 +128,7 @@ static int sample_truncated(Sampler *s, const float *probs, float coin) {
         s->candidates[0].prob = probs[best];
         n = 1;
     }
-    qsort(s->candidates, (size_t)n, sizeof *s->candidates, by_prob_desc);
+    sort_by_prob(s->candidates, s->candidates + V, n);
     if (k > 0 && k < n) n = k;
     /* With top-k the nucleus is taken of the renormalised top k (as llama.cpp does);
      * without it, of the whole distribution (as llama2.c does). */

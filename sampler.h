@@ -26,7 +26,7 @@ typedef struct {
     float top_p;                   /* nucleus mass in (0, 1]; 1 disables the cut */
     int top_k;                     /* keep the k most likely; 0 disables */
     uint64_t rng_state;            /* xorshift state, never 0 */
-    SamplerCandidate *candidates;  /* (V,) owned scratch */
+    SamplerCandidate *candidates;  /* (2V,) owned scratch: the candidates, then the sort's */
 } Sampler;
 
 /* Prepare a sampler for rows of vocab_size logits. seed must be nonzero. Returns 0,

@@ -10,6 +10,7 @@
 
 #include <math.h>      /* expf, fabs, sqrt, NAN */
 #include <stdio.h>     /* printf */
+#include <stdlib.h>    /* qsort */
 #include <string.h>    /* memcpy */
 
 #include "tests/check.h"   /* check_* */
@@ -176,10 +177,50 @@ static void test_zero_probability(void) {
     sampler_free(&s);
 }
 
+/* The order sampler.h promises, for qsort: probability, largest first; equal ones by id. */
+static int by_prob_then_id(const void *a, const void *b) {
+    const SamplerCandidate *x = a, *y = b;
+    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* With top-k every token is a candidate and the sampler sorts them all in its scratch:
+ * after a draw, its candidates must be qsort's order of (id, probability) over the
+ * probabilities it leaves in the row, on rows with many equal values (ties in id order),
+ * a flat one (every token above a top-p cut) and a peaked one. */
+static void test_candidate_order(void) {
+    enum { V = 32000 };
+    static float row[V];
+    static SamplerCandidate want[V];
+    uint64_t seed = 5;
+    const char *what[3] = {"three values, many ties", "flat", "peaked"};
+    for (int kind = 0; kind < 3; kind++) {
+        for (int i = 0; i < V; i++) {
+            float u = sampler_random_f32(&seed);
+            row[i] = kind == 0 ? (float)(int)(3.0f * u) : kind == 1 ? 0.01f * u : 8.0f * u * u;
+        }
+        Sampler s;
+        if (sampler_init(&s, V, 1.0f, 0.9f, 40, 11) != 0) {
+            check_true(0, "a sampler of %d tokens", V);
+            return;
+        }
+        int id = sampler_sample(&s, row);   /* row now holds the probabilities */
+        for (int i = 0; i < V; i++) want[i] = (SamplerCandidate){i, row[i]};
+        qsort(want, V, sizeof *want, by_prob_then_id);
+        int same = 1;
+        for (int i = 0; i < V; i++)
+            same &= s.candidates[i].index == want[i].index && s.candidates[i].prob == want[i].prob;
+        check_true(same && id >= 0 && id < V, "top-k's candidates over %d tokens (%s) in the "
+                   "order of qsort by probability, then id", V, what[kind]);
+        sampler_free(&s);
+    }
+}
+
 int main(void) {
     test_generator();
     test_zero_probability();
     test_distributions();
     test_edges();
+    test_candidate_order();
     return check_summary("test_sampler");
 }
