@@ -128,6 +128,9 @@ static void test_cli(void) {
     expect_usage("malformed number after =", "--steps=12x", "--steps: invalid value (got '12x'");
     expect_usage("out of range", "-p 0.95", "-p: invalid value (got '0.95', expected a number "
                  "in 0..0.9)");
+    expect_usage("the top of each float range as written, then a stray word",
+                 "-p 0.9 --attn-dropout 0.9 --token-noise 0.9 --ema 0.99999 stray",
+                 "stray: unexpected argument");
     expect_usage("missing value", "-L", "-L: missing value (got nothing after it, expected an "
                  "integer in 1..64)");
     expect_usage("value given to a switch", "--resume=1", "--resume: takes no value");

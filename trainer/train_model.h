@@ -32,9 +32,10 @@
 #define TRAIN_MAX_STEPS 10000000
 #define TRAIN_MAX_LR 1.0f                    /* lr in (0, TRAIN_MAX_LR] */
 #define TRAIN_MAX_WEIGHT_DECAY 10.0f
-#define TRAIN_MAX_DROPOUT 0.9f
 #define TRAIN_MAX_CLIP 1000.0f
-#define TRAIN_MAX_EMA 0.99999f               /* weight-average decay in [0, TRAIN_MAX_EMA] */
+/* doubles as written: a flag's range holds for the number typed, and 0.9f < 0.9 */
+#define TRAIN_MAX_DROPOUT 0.9
+#define TRAIN_MAX_EMA 0.99999                /* weight-average decay in [0, TRAIN_MAX_EMA] */
 
 /* Seek to layer l's slice of a per-layer activation (L, N, width). */
 #define TRAIN_LAYER(buffer, l, N, width) ((buffer) + (size_t)(l) * (N) * (width))
