@@ -1,7 +1,7 @@
 /* generate.c: generation. A Generation is the sequence in the model's context: tokens
  * are appended, the context shifts when it is full, and the model runs whatever it has
  * not run yet. generate() is the loop on top: echo the prompt, sample and stream tokens,
- * stop at -n, end-of-text or the reverse prompt, and in interactive mode read a line and
+ * stop at -n, end-of-text or a reverse prompt, and in interactive mode read a line and
  * go on. It prints the text (stdout); run.c prints what was loaded and the speed.
  *
  * Legend: n_ctx the context size (positions).
@@ -217,23 +217,29 @@ static const unsigned char *token_text(const Tokenizer *tok, int prev, int id, s
 }
 
 /* ------------------------------------------------------------------------- */
-/* The reverse prompt: does the output end with it?                            */
+/* The reverse prompts: does the output end with one of them?                 */
 
 typedef struct {
-    const char *text;        /* the reverse prompt, or NULL */
-    size_t len;
-    unsigned char *tail;     /* (len,) the last len bytes printed; owned */
+    const char *const *texts;   /* (n,) the reverse prompts */
+    int n;
+    size_t len;                 /* the longest one's length (0: none) */
+    unsigned char *tail;        /* (len,) the last len bytes printed; owned */
     size_t n_tail;
 } ReverseMatch;
 
-/* Feeds printed bytes; returns 1 if the output now ends with the reverse prompt. */
+/* Feeds printed bytes; returns 1 if the output now ends with a reverse prompt. */
 static int reverse_feed(ReverseMatch *r, const unsigned char *bytes, size_t n) {
-    if (!r->text || r->len == 0) return 0;
+    if (r->len == 0) return 0;
     for (size_t i = 0; i < n; i++) {
         if (r->n_tail == r->len) memmove(r->tail, r->tail + 1, --r->n_tail);
         r->tail[r->n_tail++] = bytes[i];
     }
-    return r->n_tail == r->len && memcmp(r->tail, r->text, r->len) == 0;
+    for (int k = 0; k < r->n; k++) {
+        size_t len = strlen(r->texts[k]);
+        if (r->n_tail >= len && memcmp(r->tail + r->n_tail - len, r->texts[k], len) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -320,7 +326,7 @@ typedef enum {
     STEP_END,          /* stop: -n reached (not interactive), the end of input, stdout closed */
 } GenerateStep;
 
-/* An empty loop for options o, with its buffer allocated (the reverse prompt's tail).
+/* An empty loop for options o, with its buffer allocated (the reverse prompts' tail).
  * Returns 0, or -1 when out of memory (loop_free releases what was allocated). */
 static int loop_init(GenerateLoop *loop, Generation *g, const Tokenizer *tok, Sampler *sampler,
                      const GenerateOptions *o) {
@@ -329,8 +335,11 @@ static int loop_init(GenerateLoop *loop, Generation *g, const Tokenizer *tok, Sa
     loop->tok = tok;
     loop->sampler = sampler;
     loop->o = o;
-    loop->reverse.text = o->reverse_prompt;
-    loop->reverse.len = o->reverse_prompt ? strlen(o->reverse_prompt) : 0;
+    loop->reverse.texts = o->reverse_prompts;
+    loop->reverse.n = o->n_reverse;
+    for (int k = 0; k < o->n_reverse; k++)
+        if (strlen(o->reverse_prompts[k]) > loop->reverse.len)
+            loop->reverse.len = strlen(o->reverse_prompts[k]);
     loop->unrun = -1;
     if (loop->reverse.len && !(loop->reverse.tail = malloc(loop->reverse.len))) return -1;
     return 0;
@@ -346,9 +355,9 @@ static void loop_free(GenerateLoop *loop) {
 
 /* Echoes the prompt as its tokens decode, but not a BOS or end-of-text start token
  * (nothing when quiet: a watcher that names the tokens itself), and feeds it to the
- * reverse prompt's match. A BOS later in the prompt (a GGUF prompt's "<s>") is followed as
+ * reverse prompts' match. A BOS later in the prompt (a GGUF prompt's "<s>") is followed as
  * a generated one is (sample_turn): the next token keeps its space. Returns 1 if the
- * prompt ends with the reverse prompt: as in llama.cpp, whose match reads the prompt too,
+ * prompt ends with a reverse prompt: as in llama.cpp, whose match reads the prompt too,
  * the first turn then ends at once. */
 static int echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
     int first = (prompt[0] == loop->tok->bos_id || prompt[0] == loop->tok->eot_id) ? 1 : 0;
@@ -366,8 +375,8 @@ static int echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
 
 /* One turn: sample, print and run tokens until -n tokens, an end token (tokenizer_ends:
  * end-of-text, Llama's BOS where tok->stop_at_bos, a GGUF file's <|im_end|> and the like),
- * the reverse prompt, or a closed stdout. The token that
- * ends a turn by -n or the reverse prompt is not run (nobody may read on): in interactive
+ * a reverse prompt, or a closed stdout. The token that
+ * ends a turn by -n or a reverse prompt is not run (nobody may read on): in interactive
  * mode it becomes loop->unrun, run before the next input. The turn's time, less its
  * context shifts' and growths', adds to generate_seconds. Returns STEP_CONTINUE,
  * STEP_FULL, or STEP_ERROR after a stderr line (a token the tokenizer lacks, a model

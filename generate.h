@@ -74,7 +74,8 @@ void generation_free(Generation *g);
 typedef struct {
     int steps;                   /* tokens to generate per turn (-n) */
     int interactive;             /* 1: after each turn, read a line from `input`, continue */
-    const char *reverse_prompt;  /* end a turn when the output ends with it (-r), or NULL */
+    const char *const *reverse_prompts;  /* (n_reverse,) non-empty: end a turn when the */
+    int n_reverse;                       /* output ends with any of them (-r); 0: none */
     /* a watcher of the generated tokens, or NULL: called with each sampled token `next`
      * before it is printed, once the model has read position g->n_tokens - 1 (the lab's
      * --attn-top); returns 0, or -1 after a stderr line (generation stops, failed) */
@@ -92,8 +93,8 @@ typedef struct {
 } GenerateOptions;
 
 /* Runs the prompt ids (n_prompt >= 1, fits the context), echoing it, then turns of
- * sampling until -n tokens, an end token (tokenizer_ends), or the reverse prompt (a
- * prompt that ends with either has ended the first turn); in interactive mode each turn is followed by a newline and a line of input,
+ * sampling until -n tokens, an end token (tokenizer_ends), or a reverse prompt (a
+ * prompt that ends with an end token or a reverse prompt has ended the first turn); in interactive mode each turn is followed by a newline and a line of input,
  * both appended to the sequence (no earlier token is run again), until end of input.
  * Streams the text to stdout, a line of input included when it does not come from a
  * terminal (which echoes it), so that stdout shows what the model reads. Returns 0, 1

@@ -46,6 +46,7 @@
 #ifndef RUN_MAX_STEPS
 #define RUN_MAX_STEPS 1000000    /* -n upper bound (the fuzzer lowers it) */
 #endif
+#define RUN_MAX_REVERSE 16       /* -r texts at most */
 #define RUN_MIN_MACS_FOR_THREADS 4000000L  /* per token; smaller models run on 1 thread */
 #define RUN_FIRST_CONTEXT 4096   /* -I without -c: positions allocated at first (llama.cpp's
                                     long-time default context), doubled as turns need */
@@ -84,7 +85,8 @@ static const char USAGE[] =
 "                         from standard input, append it after a newline and go on;\n"
 "                         end of input (Ctrl-D) ends\n"
 "  -r, --reverse-prompt TEXT  end the turn when the text ends with TEXT (a prompt that\n"
-"                         ends with it: at once, as llama.cpp)\n"
+"                         ends with it: at once, as llama.cpp); -r again adds another,\n"
+"                         up to 16\n"
 "      --cache-type TYPE  exact attention's KV cache in f32 or f16 (IEEE half precision:\n"
 "                         half the memory, half the bytes read a token) (default: f16\n"
 "                         for a GGUF model, whose keys and values are halves anyway; f32)\n"
@@ -138,7 +140,8 @@ typedef struct {
     int no_shift;                 /* --no-context-shift */
     int cache_half;               /* --cache-type: 1 f16, 0 f32, -1 the model's default */
     int interactive;              /* -I */
-    const char *reverse_prompt;   /* -r TEXT, or NULL */
+    const char *reverse_prompts[RUN_MAX_REVERSE];   /* each -r TEXT, in order */
+    int n_reverse;
     int threads;                  /* -T; 0 = OpenMP's default */
     const char *ref_path;         /* --ref MODEL: the reference for --eval, or NULL */
     const char *attn_map_path;    /* --attn-map FILE (.svg or .html), or NULL */
@@ -257,7 +260,12 @@ static int apply_option(RunOptions *o, const CliArg *arg) {
     case OPT_REVERSE:
         if (arg->value[0] == '\0')
             return usage_error(flag, arg->value, "invalid value", "a non-empty text");
-        o->reverse_prompt = arg->value;
+        if (o->n_reverse == RUN_MAX_REVERSE) {
+            char most[64];
+            snprintf(most, sizeof most, "at most %d reverse prompts", RUN_MAX_REVERSE);
+            return usage_error(flag, arg->value, "too many", most);
+        }
+        o->reverse_prompts[o->n_reverse++] = arg->value;
         break;
     case OPT_THREADS: o->threads = arg->number; break;
     case OPT_ATTN: {
@@ -295,7 +303,7 @@ static int check_combinations(const RunOptions *o) {
     if (o->ref_path && !o->eval_path)
         return usage_error("--ref", NULL, "only applies with --eval", NULL);
     const char *generation_only = o->attn_map_path ? "--attn-map" : o->attn_top ? "--attn-top"
-                                : o->interactive ? "--interactive" : o->reverse_prompt ? "-r"
+                                : o->interactive ? "--interactive" : o->n_reverse ? "-r"
                                 : o->keep >= 0 ? "--keep" : o->no_shift ? "--no-context-shift"
                                 : o->sampling_flag[0] ? o->sampling_flag : NULL;
     if (o->eval_path && generation_only)
@@ -496,7 +504,8 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
     GenerateOptions *go = &plan->options;
     go->steps = o->steps;
     go->interactive = o->interactive;
-    go->reverse_prompt = o->reverse_prompt;
+    go->reverse_prompts = o->reverse_prompts;
+    go->n_reverse = o->n_reverse;
     if (o->attn_top) {   /* the lab's view replaces the text (its buffers: run_generation) */
         go->watch = run_lab_top_print;
         go->watch_ctx = &plan->top;

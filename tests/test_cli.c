@@ -226,6 +226,9 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "--temperature: cannot be combined with --eval");
     EXPECT_USAGE("-n with --eval", "--eval x -n 5", "-n: cannot be combined with --eval");
     EXPECT_USAGE("empty reverse prompt", "-r ''", "-r: invalid value (got ''");
+    EXPECT_USAGE("a 17th reverse prompt", "-r 1 -r 2 -r 3 -r 4 -r 5 -r 6 -r 7 -r 8 -r 9 -r 10 "
+                 "-r 11 -r 12 -r 13 -r 14 -r 15 -r 16 -r 17", "-r: too many (got '17', "
+                 "expected at most 16 reverse prompts)");
     EXPECT_USAGE("--attn-map with --eval", "--eval x --attn-map m.svg",
                  "--attn-map: cannot be combined with --eval");
     EXPECT_USAGE("--attn-map without .svg or .html", "--attn-map m.png",
@@ -930,6 +933,15 @@ static void test_interactive(const char *model, const char *tok) {
     check_true(code == 0 && out && strncmp(out, "hi\nabcd\n", 8) == 0 && err &&
                strstr(err, "generation: 3 tokens"), "-I -r hi after the prompt hi: the line "
                "read first, then 3 tokens (exit %d)", code);
+    free(out); free(err);
+    /* -r again adds another (as llama.cpp's): the first of two matches the prompt */
+    err = out = NULL;
+    snprintf(command, sizeof command, "printf 'abcd\\n' | %s %s -z %s -i hi -r hi -r zz -n 3 "
+             "-t 0 -I", run_bin, model, tok);
+    code = check_run(command, &out, &err);
+    check_true(code == 0 && out && strncmp(out, "hi\nabcd\n", 8) == 0 && err &&
+               strstr(err, "generation: 3 tokens"), "-I -r hi -r zz after the prompt hi: "
+               "either reverse prompt ends a turn (exit %d)", code);
     free(out); free(err);
     /* the same line where the context may shift: the model keeps its last tokens, and one
      * line says how many went. Worked by hand: the input is "\n" + the line's 35 bytes +
