@@ -673,7 +673,7 @@ int main(int argc, char **argv) {
     }
     if (o.cache_half == 1 && model.lab) {   /* a variant keeps a state of its own */
         status = usage_error("--cache-type f16", NULL, "only applies to exact attention's KV "
-                             "cache", o.attn_spec ? "no --attn, or --attn exact"
+                             "cache", o.attn_spec ? "no --attn, or --attn exact without parameters"
                              : "--attn exact: this model was trained with another attention");
         goto done;
     }

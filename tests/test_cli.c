@@ -206,7 +206,7 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "--cache-type: invalid value (got 'f8', expected f32 or f16)");
     EXPECT_USAGE("--cache-type f16 with a variant", "--cache-type f16 --attn window:w=4",
                  "--cache-type f16: only applies to exact attention's KV cache (expected no "
-                 "--attn, or --attn exact)");
+                 "--attn, or --attn exact without parameters)");
     EXPECT_USAGE("--ctx-size zero", "-c 0", "-c: invalid value (got '0'");
     EXPECT_USAGE("--ctx-size below 2", "--eval x --ctx-size 1",
                  "--ctx-size: invalid value (got '1'");
