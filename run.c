@@ -47,6 +47,7 @@
 #define RUN_MAX_STEPS 1000000    /* -n upper bound (the fuzzer lowers it) */
 #endif
 #define RUN_MAX_REVERSE 16       /* -r texts at most */
+#define KEEP_UNSET (-2)          /* RunOptions.keep without --keep */
 #define RUN_MIN_MACS_FOR_THREADS 4000000L  /* per token; smaller models run on 1 thread */
 #define RUN_FIRST_CONTEXT 4096   /* -I without -c: positions allocated at first (llama.cpp's
                                     long-time default context), doubled as turns need */
@@ -76,8 +77,10 @@ static const char USAGE[] =
 "                         attention memory is allocated for N positions, or the fewer\n"
 "                         the prompt and -n reach (-I without -c: for 4096, doubled as\n"
 "                         turns need); with --eval, the length of the windows scored\n"
-"      --keep N           tokens kept at the start when the context shifts, 0..N-1 of\n"
-"                         the context (default: 0 for GPT-2, the BOS token for Llama)\n"
+"      --keep N           prompt tokens kept at the start when the context shifts,\n"
+"                         0..N-1 of the context, besides the BOS a Llama prompt starts\n"
+"                         with (kept always), as llama.cpp; -1: the whole prompt\n"
+"                         (default 0)\n"
 "      --no-context-shift stop with a message when the context is full, instead of\n"
 "                         keeping --keep tokens and the latest half of the rest and\n"
 "                         going on (they are run again from position 0)\n"
@@ -136,7 +139,8 @@ typedef struct {
     const char *attn_spec;        /* --attn, or NULL: the model's own attention */
     const char *eval_path;        /* --eval FILE, or NULL to generate */
     int ctx_size;                 /* -c; 0 = the model's context */
-    int keep;                     /* --keep; -1 = the family's default */
+    int keep;                     /* --keep; -1 = the whole prompt, KEEP_UNSET = the family's
+                                     default */
     int no_shift;                 /* --no-context-shift */
     int cache_half;               /* --cache-type: 1 f16, 0 f32, -1 the model's default */
     int interactive;              /* -I */
@@ -192,8 +196,8 @@ static const CliOption OPTIONS[] = {
     {OPT_SEED, "-s", "--seed", CLI_U64, 1, 0, 0, NULL},
     {OPT_CTX_SIZE, "-c", "--ctx-size", CLI_INT, 2, MODEL_MAX_SEQ_LEN, 0,
      "an integer in 2..the model's context"},
-    {OPT_KEEP, NULL, "--keep", CLI_INT, 0, MODEL_MAX_SEQ_LEN, 0,
-     "an integer in 0..the context - 1"},
+    {OPT_KEEP, NULL, "--keep", CLI_INT, -1, MODEL_MAX_SEQ_LEN, 0,
+     "an integer in -1..the context - 1"},
     {OPT_NO_SHIFT, NULL, "--no-context-shift", CLI_NONE, 0, 0, 0, NULL},
     {OPT_CACHE_TYPE, NULL, "--cache-type", CLI_TEXT, 0, 0, 0, "f32 or f16"},
     {OPT_INTERACTIVE, "-I", "--interactive", CLI_NONE, 0, 0, 0, NULL},
@@ -304,7 +308,7 @@ static int check_combinations(const RunOptions *o) {
         return usage_error("--ref", NULL, "only applies with --eval", NULL);
     const char *generation_only = o->attn_map_path ? "--attn-map" : o->attn_top ? "--attn-top"
                                 : o->interactive ? "--interactive" : o->n_reverse ? "-r"
-                                : o->keep >= 0 ? "--keep" : o->no_shift ? "--no-context-shift"
+                                : o->keep != KEEP_UNSET ? "--keep" : o->no_shift ? "--no-context-shift"
                                 : o->sampling_flag[0] ? o->sampling_flag : NULL;
     if (o->eval_path && generation_only)
         return usage_error(generation_only, NULL, "cannot be combined with --eval (it applies "
@@ -312,7 +316,7 @@ static int check_combinations(const RunOptions *o) {
     if (o->interactive && o->prompt_file && strcmp(o->prompt_file, "-") == 0)
         return usage_error("-f -", NULL, "cannot be combined with --interactive (standard "
                            "input gives the lines)", NULL);
-    if (o->keep >= 0 && o->no_shift)
+    if (o->keep != KEEP_UNSET && o->no_shift)
         return usage_error("--keep", NULL, "cannot be combined with --no-context-shift (it "
                            "applies to the shifts)", NULL);
     if (o->head >= 0 && !o->attn_map_path)
@@ -328,7 +332,8 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     o->steps = DEFAULT_STEPS;
     o->temperature = DEFAULT_TEMPERATURE;
     o->top_p = DEFAULT_TOP_P;
-    o->keep = o->layer = o->head = o->cache_half = -1;
+    o->keep = KEEP_UNSET;
+    o->layer = o->head = o->cache_half = -1;
     CliArg arg = {0};   /* carries a "--" from one argument to the next */
     for (int i = 1; i < argc; i++) {
         if (cli_next("run", OPTIONS, N_OPTIONS, argc, argv, &i, &arg) != 0) return EXIT_USAGE;
@@ -470,8 +475,9 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
     if (o->ctx_size && (status = check_model_range(o->ctx_flag, o->ctx_size, 2, n_ctx,
                                                    "this model's context")) != 0) return status;
     if (o->ctx_size) n_ctx = o->ctx_size;
-    if (o->keep >= 0 && (status = check_model_range("--keep", o->keep, 0, n_ctx - 1,
-                                                    "less than the context")) != 0) return status;
+    if (o->keep != KEEP_UNSET && (status = check_model_range("--keep", o->keep, -1, n_ctx - 1,
+                                                             "less than the context")) != 0)
+        return status;
     if (o->layer >= 0 && (status = check_model_range("--layer", o->layer, 0, c->n_layers - 1,
                                                      "this model's layers")) != 0) return status;
     if (o->head >= 0 && (status = check_model_range("--head", o->head, 0, c->n_heads - 1,
@@ -480,11 +486,12 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
     /* without -I a run never holds more than the prompt and -n tokens */
     long reach = (long)plan->n_prompt + o->steps;
     if (!o->interactive && reach < n_ctx) n_ctx = (int)reach;
-    /* keep the BOS a tokenizer adds (Llama's) by default, as llama.cpp does: the model has
-     * only ever seen text start with it (a GPT-2 GGUF file adds one only where
-     * add_bos_token says so) */
+    /* --keep's prompt tokens and the BOS a tokenizer adds (Llama's), which llama.cpp always
+     * keeps: the model has only ever seen text start with it (a GPT-2 GGUF file adds one
+     * only where add_bos_token says so); never more than the prompt, as llama.cpp */
     int added_bos = tok->add_bos && plan->prompt[0] == tok->bos_id;
-    int keep = o->keep >= 0 ? o->keep : added_bos ? 1 : 0;
+    int keep = (o->keep == KEEP_UNSET ? 0 : o->keep) + added_bos;
+    if (o->keep == -1 || keep > plan->n_prompt) keep = plan->n_prompt;
     if (keep > n_ctx - 1) keep = n_ctx - 1;   /* a run that never shifts */
     if (o->attn_map_path) {
         /* the tokens the map can hold: a run that ends before the context fills never runs

@@ -214,9 +214,9 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "-c: invalid value (got '17', expected an integer in 2..16, this model's "
                  "context)");
     EXPECT_USAGE("--keep as large as the context", "-c 8 --keep 8",
-                 "--keep: invalid value (got '8', expected an integer in 0..7, less than the "
+                 "--keep: invalid value (got '8', expected an integer in -1..7, less than the "
                  "context)");
-    EXPECT_USAGE("--keep negative", "--keep -1", "--keep: invalid value (got '-1'");
+    EXPECT_USAGE("--keep below -1", "--keep -2", "--keep: invalid value (got '-2'");
     EXPECT_USAGE("--interactive with -f -", "-I -f -", "-f -: cannot be combined with "
                  "--interactive");
     EXPECT_USAGE("--keep with --eval", "--eval x --keep 1", "--keep: cannot be combined with "
@@ -990,6 +990,38 @@ static void test_interactive(const char *model, const char *tok) {
     free(out);
 }
 
+/* --keep counts prompt tokens besides the BOS a Llama prompt starts with, as llama.cpp's:
+ * on a 16-position Llama fixture with the 4-token prompt BOS " " a b, no --keep and
+ * --keep 0 keep the BOS alone, and --keep 3, 9 and -1 the whole prompt: equal speed lines
+ * (shifts, tokens run again) in each group, and the groups unequal. */
+static void test_keep_llama(const char *tok) {
+    const int32_t fields[7] = {8, 16, 1, 2, 1, 260, 16};   /* as test_bad_llama_files' */
+    const char *model = write_llama("keep_llama.bin", 1, fields, 24 + 260 * 8 + 64 + 32 + 32 +
+                                    64 + 3 * 128);
+    const char *keeps[5] = {"", "--keep 0", "--keep 3", "--keep 9", "--keep -1"};
+    char lines[5][96] = {{0}};
+    for (int i = 0; i < 5; i++) {
+        char command[1024], *out = NULL, *err = NULL;
+        snprintf(command, sizeof command, "%s %s -z %s -i ab -n 40 -t 0 %s", run_bin, model,
+                 tok, keeps[i]);
+        int code = check_run(command, &out, &err);
+        const char *shifts = err ? strstr(err, "context shifts: ") : NULL;
+        const char *end = shifts ? strstr(shifts, " ms each, ") : NULL;
+        if (code == 0 && end) {   /* "context shifts: N (", then "T tokens run again" */
+            snprintf(lines[i], sizeof lines[i], "%.*s%s", (int)(strchr(shifts, '(') - shifts),
+                     shifts, end + 10);
+            lines[i][strcspn(lines[i], ")")] = '\0';
+        }
+        free(out);
+        free(err);
+    }
+    int ok = lines[0][0] && lines[2][0] && !strcmp(lines[0], lines[1]) &&
+             !strcmp(lines[2], lines[3]) && !strcmp(lines[2], lines[4]) &&
+             strcmp(lines[0], lines[2]) != 0;
+    check_true(ok, "Llama --keep: none = 0 (the BOS: \"%s\" / \"%s\"), 3 = 9 = -1 (the prompt: "
+               "\"%s\" / \"%s\" / \"%s\")", lines[0], lines[1], lines[2], lines[3], lines[4]);
+}
+
 static void test_long_generation(const char *model, const char *tok) {
     char args[1024];
     /* 16 positions: 100 tokens need shifts; each keeps the latest half of the rest */
@@ -998,6 +1030,14 @@ static void test_long_generation(const char *model, const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0 --keep 2 -c 8", model, tok);
     expect("-c 8 --keep 2: 5 stay after each shift, 31 shifts", args, 0,
            "context shifts: 31 (");
+    /* --keep past the prompt's 2 tokens keeps the prompt, as llama.cpp's; -1 likewise */
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0 --keep %s -c 8", model, tok,
+                 i ? "-1" : "5");
+        expect(i ? "-c 8 --keep -1: the prompt's 2 tokens kept, 31 shifts"
+                 : "-c 8 --keep 5: the prompt's 2 tokens kept, 31 shifts", args, 0,
+               "context shifts: 31 (");
+    }
     for (int i = 0; i < 3; i++) {
         static const char *specs[] = {"window:w=4,sinks=1", "linear", "lsh:buckets=2,local=2"};
         snprintf(args, sizeof args, "%s -z %s -i hi -n 40 -t 0 --attn %s", model, tok, specs[i]);
@@ -2297,6 +2337,7 @@ int main(void) {
     test_usage_errors(model, tok);
     test_bad_files(tok);
     test_bad_llama_files(write_llama_tokenizer());
+    test_keep_llama(write_llama_tokenizer());
     test_bad_inputs(model, tok);
     test_strict_parsing(model, tok);
     test_resource_limits(model, tok);
