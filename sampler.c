@@ -77,19 +77,28 @@ static uint32_t prob_key(float prob) {
 
 /* c (n,) sorted by probability, largest first, equal ones by token id (so the order never
  * depends on the sort algorithm); tmp (n,) scratch. A stable radix sort, one byte of the
- * key a pass from the lowest, keeps equal keys in id order, as the candidates are built.
- * Linear in n: a flat distribution keeps most of the vocabulary, and a comparison sort of
- * it took longer than a small model's forward pass. */
+ * key a pass from the lowest, keeps equal keys in id order, as the candidates are built; a
+ * byte that all the keys share leaves the order as it is, and its pass is skipped (a flat
+ * distribution's probabilities share their top bytes). Linear in n: a flat distribution
+ * keeps most of the vocabulary, and a comparison sort of it took longer than a small
+ * model's forward pass. */
 static void sort_by_prob(SamplerCandidate *c, SamplerCandidate *tmp, int n) {
-    for (int shift = 0; shift < 32; shift += 8) {   /* four passes: the result back in c */
-        int start[257] = {0};   /* then start[d]: where the next of byte value d goes */
-        for (int i = 0; i < n; i++) start[((prob_key(c[i].prob) >> shift) & 0xFF) + 1]++;
-        for (int d = 0; d < 256; d++) start[d + 1] += start[d];
-        for (int i = 0; i < n; i++) tmp[start[(prob_key(c[i].prob) >> shift) & 0xFF]++] = c[i];
+    SamplerCandidate *out = c;
+    int count[4][256] = {{0}};   /* count[b][d]: the keys whose byte b is d */
+    for (int i = 0; i < n; i++) {
+        uint32_t key = prob_key(c[i].prob);
+        for (int b = 0; b < 4; b++) count[b][(key >> 8 * b) & 0xFF]++;
+    }
+    for (int b = 0; b < 4; b++) {
+        if (count[b][(prob_key(c[0].prob) >> 8 * b) & 0xFF] == n) continue;   /* one value */
+        int next[256];   /* where the next key of byte value d goes */
+        for (int d = 0, at = 0; d < 256; at += count[b][d], d++) next[d] = at;
+        for (int i = 0; i < n; i++) tmp[next[(prob_key(c[i].prob) >> 8 * b) & 0xFF]++] = c[i];
         SamplerCandidate *sorted = tmp;
         tmp = c;
         c = sorted;
     }
+    if (c != out) memcpy(out, c, (size_t)n * sizeof *c);
 }
 
 /* Inverse-CDF draw over all n probabilities: the first i whose cumulative sum exceeds
