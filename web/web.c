@@ -211,7 +211,7 @@ WEB_EXPORT(web_generate) int web_generate(const char *prompt, int len, const cha
     if (status != 0) return status;
     int n_ctx = context;
     if ((long)n_prompt + steps < n_ctx) n_ctx = n_prompt + steps;
-    int keep = ids[0] == tokenizer.bos_id ? 1 : 0;
+    int keep = tokenizer.add_bos && ids[0] == tokenizer.bos_id;   /* run's default */
     if (keep > n_ctx - 1) keep = n_ctx - 1;
     Sampler sampler;
     if (generation_init(&generation, &model, n_ctx, n_ctx, keep, 1) != 0 || model_trace(&model, 1) != 0 ||
