@@ -94,8 +94,9 @@ typedef struct {
 
 /* Runs the prompt ids (n_prompt >= 1, fits the context), echoing it, then turns of
  * sampling until -n tokens, an end token (tokenizer_ends), or a reverse prompt (a
- * prompt that ends with an end token or a reverse prompt has ended the first turn); in interactive mode each turn is followed by a newline and a line of input,
- * both appended to the sequence (no earlier token is run again), until end of input.
+ * prompt that ends with an end token or a reverse prompt has ended the first turn); in
+ * interactive mode each turn is followed by a newline and a line of input, both appended
+ * to the sequence (no earlier token is run again), until end of input.
  * Streams the text to stdout, a line of input included when it does not come from a
  * terminal (which echoes it), so that stdout shows what the model reads. Returns 0, 1
  * after a stderr line (a model or data failure). */

@@ -308,7 +308,8 @@ static int check_combinations(const RunOptions *o) {
         return usage_error("--ref", NULL, "only applies with --eval", NULL);
     const char *generation_only = o->attn_map_path ? "--attn-map" : o->attn_top ? "--attn-top"
                                 : o->interactive ? "--interactive" : o->n_reverse ? "-r"
-                                : o->keep != KEEP_UNSET ? "--keep" : o->no_shift ? "--no-context-shift"
+                                : o->keep != KEEP_UNSET ? "--keep"
+                                : o->no_shift ? "--no-context-shift"
                                 : o->sampling_flag[0] ? o->sampling_flag : NULL;
     if (o->eval_path && generation_only)
         return usage_error(generation_only, NULL, "cannot be combined with --eval (it applies "
