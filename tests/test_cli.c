@@ -925,24 +925,19 @@ static void test_interactive(const char *model, const char *tok) {
     }
     /* a prompt that ends with the reverse prompt ends the first turn at once, as llama.cpp's
      * match reads the prompt too (llama.cpp's chat recipe: a prompt ending "User:"): the
-     * line is read before any token is generated, then one turn of 3 */
-    err = out = NULL;
-    snprintf(command, sizeof command, "printf 'abcd\\n' | %s %s -z %s -i hi -r hi -n 3 -t 0 -I",
-             run_bin, model, tok);
-    code = check_run(command, &out, &err);
-    check_true(code == 0 && out && strncmp(out, "hi\nabcd\n", 8) == 0 && err &&
-               strstr(err, "generation: 3 tokens"), "-I -r hi after the prompt hi: the line "
-               "read first, then 3 tokens (exit %d)", code);
-    free(out); free(err);
-    /* -r again adds another (as llama.cpp's): the first of two matches the prompt */
-    err = out = NULL;
-    snprintf(command, sizeof command, "printf 'abcd\\n' | %s %s -z %s -i hi -r hi -r zz -n 3 "
-             "-t 0 -I", run_bin, model, tok);
-    code = check_run(command, &out, &err);
-    check_true(code == 0 && out && strncmp(out, "hi\nabcd\n", 8) == 0 && err &&
-               strstr(err, "generation: 3 tokens"), "-I -r hi -r zz after the prompt hi: "
-               "either reverse prompt ends a turn (exit %d)", code);
-    free(out); free(err);
+     * line is read before any token is generated, then one turn of 3; -r again adds another
+     * (as llama.cpp's), and either ends a turn */
+    const char *reverses[2] = {"-r hi", "-r hi -r zz"};
+    for (int i = 0; i < 2; i++) {
+        err = out = NULL;
+        snprintf(command, sizeof command, "printf 'abcd\\n' | %s %s -z %s -i hi %s -n 3 -t 0 "
+                 "-I", run_bin, model, tok, reverses[i]);
+        code = check_run(command, &out, &err);
+        check_true(code == 0 && out && strncmp(out, "hi\nabcd\n", 8) == 0 && err &&
+                   strstr(err, "generation: 3 tokens"), "-I %s after the prompt hi: the line "
+                   "read first, then 3 tokens (exit %d)", reverses[i], code);
+        free(out); free(err);
+    }
     /* the same line where the context may shift: the model keeps its last tokens, and one
      * line says how many went. Worked by hand: the input is "\n" + the line's 35 bytes +
      * "\n", 37 tokens of one byte (the fixture's tokenizer has no merge for them), after
