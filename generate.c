@@ -219,15 +219,19 @@ static const unsigned char *token_text(const Tokenizer *tok, int prev, int id, s
 /* ------------------------------------------------------------------------- */
 /* The reverse prompts: does the output end with one of them?                 */
 
+#define REVERSE_SLACK 2   /* bytes a match may end before the output, without -I */
+
 typedef struct {
     const char *const *texts;   /* (n,) the reverse prompts */
     int n;
-    size_t len;                 /* the longest one's length (0: none) */
+    size_t slack;               /* a match may end this many bytes before the output does */
+    size_t len;                 /* the longest one's length, plus the slack (0: none) */
     unsigned char *tail;        /* (len,) the last len bytes printed; owned */
     size_t n_tail;
 } ReverseMatch;
 
-/* Feeds printed bytes; returns 1 if the output now ends with a reverse prompt. */
+/* Feeds printed bytes; returns 1 if the output now ends with a reverse prompt, or with
+ * one and at most r->slack bytes after it. */
 static int reverse_feed(ReverseMatch *r, const unsigned char *bytes, size_t n) {
     if (r->len == 0) return 0;
     for (size_t i = 0; i < n; i++) {
@@ -236,8 +240,8 @@ static int reverse_feed(ReverseMatch *r, const unsigned char *bytes, size_t n) {
     }
     for (int k = 0; k < r->n; k++) {
         size_t len = strlen(r->texts[k]);
-        if (r->n_tail >= len && memcmp(r->tail + r->n_tail - len, r->texts[k], len) == 0)
-            return 1;
+        for (size_t after = 0; after <= r->slack && after + len <= r->n_tail; after++)
+            if (memcmp(r->tail + r->n_tail - after - len, r->texts[k], len) == 0) return 1;
     }
     return 0;
 }
@@ -337,9 +341,11 @@ static int loop_init(GenerateLoop *loop, Generation *g, const Tokenizer *tok, Sa
     loop->o = o;
     loop->reverse.texts = o->reverse_prompts;
     loop->reverse.n = o->n_reverse;
+    /* without -I, llama.cpp's slack: a token may print a few bytes past the prompt */
+    loop->reverse.slack = o->interactive ? 0 : REVERSE_SLACK;
     for (int k = 0; k < o->n_reverse; k++)
-        if (strlen(o->reverse_prompts[k]) > loop->reverse.len)
-            loop->reverse.len = strlen(o->reverse_prompts[k]);
+        if (strlen(o->reverse_prompts[k]) + loop->reverse.slack > loop->reverse.len)
+            loop->reverse.len = strlen(o->reverse_prompts[k]) + loop->reverse.slack;
     loop->unrun = -1;
     if (loop->reverse.len && !(loop->reverse.tail = malloc(loop->reverse.len))) return -1;
     return 0;

@@ -75,7 +75,8 @@ typedef struct {
     int steps;                   /* tokens to generate per turn (-n) */
     int interactive;             /* 1: after each turn, read a line from `input`, continue */
     const char *const *reverse_prompts;  /* (n_reverse,) non-empty: end a turn when the */
-    int n_reverse;                       /* output ends with any of them (-r); 0: none */
+    int n_reverse;                       /* output ends with any of them (-r; without -I: or
+                                          * with one and 2 bytes more); 0: none */
     /* a watcher of the generated tokens, or NULL: called with each sampled token `next`
      * before it is printed, once the model has read position g->n_tokens - 1 (the lab's
      * --attn-top); returns 0, or -1 after a stderr line (generation stops, failed) */

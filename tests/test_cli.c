@@ -938,6 +938,20 @@ static void test_interactive(const char *model, const char *tok) {
                    "read first, then 3 tokens (exit %d)", reverses[i], code);
         free(out); free(err);
     }
+    /* without -I, a match may end up to 2 bytes before the text, as llama.cpp's (a token may
+     * print a few bytes past the reverse prompt): the prompt "hi " ends the run at once,
+     * while with -I the turn goes on to its 3 tokens */
+    for (int i = 0; i < 2; i++) {
+        err = out = NULL;
+        snprintf(command, sizeof command, "printf 'abcd\\n' | %s %s -z %s -i 'hi ' -r hi -n 3 "
+                 "-t 0%s", run_bin, model, tok, i ? " -I" : "");
+        code = check_run(command, &out, &err);
+        check_true(code == 0 && err && strstr(err, i ? "generation: 6 tokens" : "generation: 0 "
+                   "tokens"), "-r hi after the prompt 'hi '%s (exit %d)", i ? " with -I: no "
+                   "match, two turns of 3 tokens" : ": a match 1 byte before the end, no token",
+                   code);
+        free(out); free(err);
+    }
     /* the same line where the context may shift: the model keeps its last tokens, and one
      * line says how many went. Worked by hand: the input is "\n" + the line's 35 bytes +
      * "\n", 37 tokens of one byte (the fixture's tokenizer has no merge for them), after
