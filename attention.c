@@ -193,12 +193,12 @@ typedef struct {
     float *out;
     const float *q, *k, *v;
     const uint16_t *k_half, *v_half;   /* a cache in half precision (k, v NULL), or NULL */
-    long kv_head;      /* values from one kv head's key of a position to the next head's */
+    long kv_head_stride;  /* values from one kv head's key of a position to the next head's */
     int kv_stride;     /* values from a kv head's key of a position to the next position's */
     int pos, T;
     float *scratch;
     float *kv_floats;  /* a half cache: each head's keys, then values, as floats, in
-                        * blocks of kv_head floats each */
+                        * blocks of kv_head_stride floats each */
 } ForwardJob;
 
 /* A call with at least PACK_MIN_QUERIES queries whose heads lie side by side in each row
@@ -241,14 +241,14 @@ static HeadRows head_rows(const ForwardJob *f, int h, long kv_offset, float *k_p
     HeadRows r = {f->k + kv_offset, f->v + kv_offset, f->kv_stride, NULL};
     if (f->k_half) {
         int fit = (long)n_keys * HS <= PACK_FLOATS;
-        float *k_f = fit ? k_p : f->kv_floats + 2 * h * f->kv_head;
-        float *v_f = fit ? v_p : k_f + f->kv_head;
+        float *k_f = fit ? k_p : f->kv_floats + 2 * h * f->kv_head_stride;
+        float *v_f = fit ? v_p : k_f + f->kv_head_stride;
         kernels_from_half(k_f, f->k_half + kv_offset, (size_t)n_keys * HS);
         kernels_from_half(v_f, f->v_half + kv_offset, (size_t)n_keys * HS);
         r.k = k_f;
         r.v = v_f;
     } else if (f->T == 1 && (h + 1) % group == 0 && h + 1 < NH) {
-        r.next_k = r.k + f->kv_head;
+        r.next_k = r.k + f->kv_head_stride;
     }
     if (f->T >= PACK_MIN_QUERIES && r.stride > HS && (long)n_keys * HS <= PACK_FLOATS) {
         pack_keys(k_p, v_p, r.k, r.v, r.stride, n_keys, HS);
@@ -264,7 +264,7 @@ static void forward_head(void *ctx, int h) {
     const ForwardJob *f = ctx;
     int NH = f->shape->n_heads, HS = f->shape->head_dim, n_keys = f->pos + f->T;
     int group = NH / f->shape->n_kv_heads;        /* query heads per kv head */
-    long kv_offset = (h / group) * f->kv_head;    /* seek to this head's keys and values */
+    long kv_offset = (h / group) * f->kv_head_stride;    /* seek to this head's keys and values */
     int block = f->T < QUERY_BLOCK ? f->T : QUERY_BLOCK;   /* queries at once */
     float *scores = f->scratch + (long)h * block * n_keys;
     Scoring exact = {f->shape->scale, 0, 0, 0.0f};
@@ -300,7 +300,7 @@ static void forward_heads(const ForwardJob *f) {
 void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch) {
     int HS = shape->head_dim;   /* rows of (pos + T, NKV HS): the heads side by side */
-    ForwardJob f = {.shape = shape, .out = out, .q = q, .k = k, .v = v, .kv_head = HS,
+    ForwardJob f = {.shape = shape, .out = out, .q = q, .k = k, .v = v, .kv_head_stride = HS,
                     .kv_stride = shape->n_kv_heads * HS, .pos = pos, .T = T, .scratch = scratch};
     forward_heads(&f);
 }
@@ -310,7 +310,7 @@ void attention_forward_cache(const AttentionShape *shape, float *out, const floa
                              float *scratch) {
     int HS = shape->head_dim;   /* (NKV, n_ctx, HS): a head's positions in a row */
     ForwardJob f = {.shape = shape, .out = out, .q = q, .k = k, .v = v,
-                    .kv_head = (long)n_ctx * HS, .kv_stride = HS, .pos = pos, .T = T,
+                    .kv_head_stride = (long)n_ctx * HS, .kv_stride = HS, .pos = pos, .T = T,
                     .scratch = scratch};
     forward_heads(&f);
 }
@@ -325,7 +325,7 @@ void attention_forward_cache_half(const AttentionShape *shape, float *out, const
                                   int T, float *scratch) {
     int HS = shape->head_dim;   /* as attention_forward_cache's, in halves */
     ForwardJob f = {.shape = shape, .out = out, .q = q, .k_half = k, .v_half = v,
-                    .kv_head = (long)n_ctx * HS, .kv_stride = HS, .pos = pos, .T = T,
+                    .kv_head_stride = (long)n_ctx * HS, .kv_stride = HS, .pos = pos, .T = T,
                     .scratch = scratch,
                     .kv_floats = scratch + attention_scratch_floats(shape, n_ctx)};
     forward_heads(&f);
@@ -336,8 +336,8 @@ void attention_forward_dropout(const AttentionShape *shape, const AttentionDropo
                                int T, float *scratch) {
     int HS = shape->head_dim;
     ForwardJob f = {.shape = shape, .drop = drop && drop->p > 0.0f ? drop : NULL, .out = out,
-                    .q = q, .k = k, .v = v, .kv_head = HS, .kv_stride = shape->n_kv_heads * HS,
-                    .pos = 0, .T = T, .scratch = scratch};
+                    .q = q, .k = k, .v = v, .kv_head_stride = HS,
+                    .kv_stride = shape->n_kv_heads * HS, .pos = 0, .T = T, .scratch = scratch};
     forward_heads(&f);
 }
 

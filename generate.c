@@ -102,7 +102,9 @@ static int grow_state(Generation *g, int need) {
     return 0;
 }
 
-/* Runs tokens n_run .. n_tokens-1 in chunks; g->logits gets the last one's logits. */
+/* Runs tokens n_run .. n_tokens-1 in chunks of at most m->max_chunk (run.c's PREFILL_CHUNK,
+ * 256, or fewer where the attention state holds fewer positions); g->logits gets the last
+ * one's logits. */
 static int run_pending(Generation *g) {
     Model *m = g->model;
     while (g->n_run < g->n_tokens) {
@@ -147,8 +149,9 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
         fprintf(stderr, "\ngenerate: the context of %d positions (%d kept at its start) "
                 "shifted out %d of the input's %d tokens: the model holds the rest (-c sets a "
                 "larger context)\n", g->n_ctx, g->keep, lost, n);
-    /* tokens run now: n new ones, and the kept ones again if a shift reset n_run */
-    int new_tokens = g->n_tokens - g->n_run < n ? g->n_tokens - g->n_run : n;
+    /* tokens run now: the n - lost new ones, and the kept ones again if a shift reset
+     * n_run */
+    int new_tokens = g->n_tokens - g->n_run < n - lost ? g->n_tokens - g->n_run : n - lost;
     int rerun = g->n_tokens - g->n_run - new_tokens;
     double start = os_seconds();
     if (run_pending(g) != 0) return -1;

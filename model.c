@@ -118,8 +118,8 @@ static size_t state_plus_scratch(size_t state_bytes, size_t scratch_floats) {
 /* Refuses (with a message) an attention state larger than MODEL_MAX_STATE_BYTES. */
 static int check_state_size(const char *what, size_t bytes, int n_ctx) {
     if (bytes <= MODEL_MAX_STATE_BYTES) return 0;
-    fprintf(stderr, "model: attention %s for %d positions needs %zu MB (expected at most "
-            "%zu MB, MODEL_MAX_STATE_BYTES: use a shorter context or a smaller variant)\n",
+    fprintf(stderr, "model: attention %s for %d positions needs %zu MiB (expected at most "
+            "%zu MiB, MODEL_MAX_STATE_BYTES: use a shorter context or a smaller variant)\n",
             what, n_ctx, bytes >> 20, MODEL_MAX_STATE_BYTES >> 20);
     return -1;
 }
@@ -660,7 +660,7 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
     RunState *s = &m->state;
     if (n < 1 || n > m->max_chunk || pos < 0 || pos > m->n_ctx - n) {
         fprintf(stderr, "model: forward of %d tokens at position %d out of range (expected "
-                "1..%d tokens ending at or before the context length %d)\n",
+                "1..%d tokens ending within the attention state's %d positions)\n",
                 n, pos, m->max_chunk, m->n_ctx);
         return NULL;
     }

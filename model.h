@@ -95,7 +95,9 @@ typedef struct {
                                 * attention_state (lab == 1); [L] = attention_bytes */
     size_t attention_bytes;    /* bytes of every layer's attention state, or of the KV
                                 * cache's keys and values */
-    int n_ctx;                 /* positions the attention state holds (<= max_ctx) */
+    int n_ctx;                 /* positions the attention state holds now (<= max_ctx):
+                                * generate.h's n_alloc, which may be fewer than the run's
+                                * context (its n_ctx) while the state grows */
     int max_ctx;               /* the model's context S, or as many positions as
                                 * MODEL_MAX_STATE_BYTES holds of its KV cache if S needs more */
     int tracing;               /* 1: model_forward fills trace */

@@ -139,8 +139,8 @@ typedef struct {
     const char *attn_spec;        /* --attn, or NULL: the model's own attention */
     const char *eval_path;        /* --eval FILE, or NULL to generate */
     int ctx_size;                 /* -c; 0 = the model's context */
-    int keep;                     /* --keep; -1 = the whole prompt, KEEP_UNSET = the family's
-                                     default */
+    int keep;                     /* --keep; -1 = the whole prompt, KEEP_UNSET = 0 (the
+                                     BOS a tokenizer adds is kept besides, either way) */
     int no_shift;                 /* --no-context-shift */
     int cache_half;               /* --cache-type: 1 f16, 0 f32, -1 the model's default */
     int interactive;              /* -I */
@@ -704,12 +704,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "run: %s: tokenizer has %d tokens, the model %d: as llama2.c does, only "
                 "the first %d are used (ids beyond are refused)\n", tokenizer_path,
                 tok.vocab_size, c->vocab_size, c->vocab_size);
-    double state_mb = (double)model.attention_bytes / 1048576.0;
+    double state_mib = (double)model.attention_bytes / 1048576.0;
     fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d; "
-            "%s %.1f MB for %d positions\n", o.model_path, model.format, c->n_layers, c->dim,
+            "%s %.1f MiB for %d positions\n", o.model_path, model.format, c->n_layers, c->dim,
             c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,
             model.lab ? "attention state" : model.half_cache ? "KV cache (f16)" : "KV cache",
-            state_mb, model.n_ctx);
+            state_mib, model.n_ctx);
     Job job = {&o, &model, &tok, &sampler, &plan, EXIT_BAD_DATA};
     kernels_run(run_job, &job);
     status = job.status;

@@ -4,8 +4,9 @@
  * GPT-2 encoding has two stages. Pre-tokenization splits the text into pieces with GPT-2's
  * regex, written out by hand (no regex library). Then each piece starts as one token per
  * byte, and the adjacent pair whose bytes form the vocabulary token with the lowest id is
- * merged, again and again, as tiktoken does. There are no merge lists: the id is the rank.
- * It does not handle special tokens in text and never emits end-of-text.
+ * merged, again and again, as tiktoken does for llm.c's files: the id is the rank (a GGUF
+ * file's merge list ranks the pairs instead). Only a GGUF vocabulary's special tokens,
+ * end-of-text among them, are matched in text (encode_specials); llm.c's file has none.
  * Llama encoding has no pre-tokenization: the text (after a dummy-prefix space) starts as
  * one token per UTF-8 character, unknown characters fall back to byte tokens, and the
  * pair with the highest score merges first, as llama2.c does. Both use the same merge loop

@@ -617,7 +617,7 @@ static void test_resource_limits(const char *model, const char *tok) {
     /* in little memory: the cache holds the 4 positions the run reaches (BOS and 3 new
      * tokens; 1024 layers x 2 x 4 floats each: 0.1 MB), not the header's 2^20 (32 GB) */
     expect("context field 2^20 x 1024 layers: the KV cache is sized for the run", args, 0,
-           "KV cache 0.1 MB for 4 positions");
+           "KV cache 0.1 MiB for 4 positions");
     /* under ulimit -v 1 GB, with -c and without: the load takes no attention memory before
      * the run knows its context (it took the 4 GB the limit holds of the header's 2^20
      * positions, and failed; a sanitizer build may not start under it) */
@@ -642,7 +642,7 @@ static void test_resource_limits(const char *model, const char *tok) {
         snprintf(command, sizeof command, "printf 'hi\\n' | (ulimit -v 1000000 && %s %s -I)",
                  run_bin, args);
         int code = check_run(command, NULL, &err);
-        check_true(code == 0 && err && strstr(err, "KV cache 128.0 MB for 4096 positions") &&
+        check_true(code == 0 && err && strstr(err, "KV cache 128.0 MiB for 4096 positions") &&
                    !strstr(err, "context grown"), "context field 2^20 x 1024 layers, -I under "
                    "ulimit -v 1000000: 4096 positions (exit %d): %s", code, err ? err : "");
         free(err);
@@ -1068,13 +1068,13 @@ static void test_long_generation(const char *model, const char *tok) {
     expect("the load line reports the attention memory", args, 0,
            "attention state");
     snprintf(args, sizeof args, "%s -z %s -i hi -n 3 -c 8", model, tok);
-    expect("the load line reports the KV cache", args, 0, "KV cache 0.0 MB for 5 positions");
+    expect("the load line reports the KV cache", args, 0, "KV cache 0.0 MiB for 5 positions");
     snprintf(args, sizeof args, "%s -z %s -i hi -n 3 -c 8 --cache-type f16", model, tok);
     expect("--cache-type f16: the load line says so", args, 0,
-           "KV cache (f16) 0.0 MB for 5 positions");
+           "KV cache (f16) 0.0 MiB for 5 positions");
     snprintf(args, sizeof args, "%s -z %s -i hi -n 3 -c 8 --cache-type f32 --attn exact", model,
              tok);
-    expect("--cache-type f32 --attn exact", args, 0, "KV cache 0.0 MB for 5 positions");
+    expect("--cache-type f32 --attn exact", args, 0, "KV cache 0.0 MiB for 5 positions");
 
     /* sampled text prints no control byte but whitespace (llm.c's safe_printf): the
      * shipped model at temperature 100 draws nearly any of its 1,024 tokens, among them
@@ -1342,7 +1342,7 @@ static void eval_failures(const char *model, const char *tok, const char *text) 
            "expected at least 16; -c sets the window)");
     snprintf(args, sizeof args, "%s -z %s --eval %s --ref %s -c 8", model, tok, text, short_ref);
     expect("--ref with a shorter context, -c 8 (memory for 8 positions)", args, 0,
-           "KV cache 0.0 MB for 8 positions");
+           "KV cache 0.0 MiB for 8 positions");
 }
 
 /* --eval: loss on a text file, against exact attention. */

@@ -245,8 +245,19 @@ static void check_prompt_count(Model *m) {
                    before);
         generation_free(&g);
     }
+    /* keep 2 after a 2-token prompt, then 12 input tokens at once: a shift at the 7th and
+     * at the 10th each drops 3 of them (6 lost), and the 8 positions hold the prompt, run
+     * again, and the input's last 6 */
     Generation g;
-    int ok = generation_init(&g, m, 8, 8, 0, 1) == 0 && generation_append(&g, ids, 2, 1) == 0 &&
+    int line[12] = {50, 100, 200, 300, 400, 500, 10, 20, 30, 40, 60, 70};
+    int ok = generation_init(&g, m, 8, 8, 2, 1) == 0 && generation_append(&g, ids, 2, 1) == 0 &&
+             generation_append(&g, line, 12, 1) == 0;
+    check_true(ok && g.stats.shifts == 2 && g.stats.rerun_tokens == 2 &&
+               g.stats.input_tokens == 8, "input shifting part of itself out: the 2 kept "
+               "tokens run again, 2 + 6 input tokens run (got %ld shifts, %ld run again, %ld "
+               "input)", g.stats.shifts, g.stats.rerun_tokens, g.stats.input_tokens);
+    generation_free(&g);
+    ok = generation_init(&g, m, 8, 8, 0, 1) == 0 && generation_append(&g, ids, 2, 1) == 0 &&
              generation_append(&g, ids, 1, 0) == 0 && generation_append(&g, ids, 2, 1) == 0;
     check_true(ok && g.n_prompt == 2 && g.stats.input_tokens == 4, "input after a generated "
                "token (-I's lines) is not the prompt (n_prompt %d of 4 input tokens)",
