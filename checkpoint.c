@@ -879,7 +879,8 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
      * check below then refuses it */
     int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
-        fprintf(stderr, "model: %s: cannot open (%s)\n", path, strerror(errno));
+        fprintf(stderr, "model: %s: cannot open (got \"%s\", expected a model file)\n", path,
+                strerror(errno));
         return -1;
     }
     struct stat st;

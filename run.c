@@ -587,7 +587,7 @@ static int load_tokenizer(Tokenizer *tok, const char *path, const RunOptions *o,
     if (!o->tokenizer_path && access(path, F_OK) != 0 && errno == ENOENT) {
         /* a model quantize wrote, or moved, has no tokenizer beside it */
         fprintf(stderr, "run: %s: no tokenizer beside the model %s, and no -z (expected -z PATH: "
-                "its tokenizer, e.g. that of the model it was quantized from)\n", path,
+                "the tokenizer file it was trained with, or a quantized model's source's)\n", path,
                 o->model_path);
         return -1;
     }
@@ -642,9 +642,11 @@ int main(int argc, char **argv) {
                 "to (got the same file, expected another for the text)\n");
         return EXIT_BAD_DATA;
     }
+    SaveLock map_lock = {.fd = -1};   /* --attn-map's PATH.lock: one writer of the map */
     if (o.attn_map_path && (os_check_output("run", o.attn_map_path, "the attention map",
                                             inputs, 4) != 0 ||
-                            os_check_name("run", o.attn_map_path, OS_TEMP_SUFFIX "-XXXXXX") != 0))
+                            os_check_name("run", o.attn_map_path, OS_TEMP_SUFFIX "-XXXXXX") != 0 ||
+                            os_lock(&map_lock, "run", o.attn_map_path) != 0))
         return EXIT_BAD_DATA;
 
     Model model;
@@ -658,7 +660,10 @@ int main(int argc, char **argv) {
     int asked = kernels_cap_threads();   /* said once the model decides if threads pay */
     if (o.threads) kernels_set_threads(o.threads);
     /* attention memory for one position: the context is sized once the run knows it */
-    if (model_load(&model, o.model_path, PREFILL_CHUNK, 1) != 0) return EXIT_BAD_DATA;
+    if (model_load(&model, o.model_path, PREFILL_CHUNK, 1) != 0) {
+        os_unlock(&map_lock);
+        return EXIT_BAD_DATA;
+    }
     const Config *c = &model.config;
     if (o.cache_half >= 0 && o.cache_half != model.half_cache &&
         model_set_half_cache(&model, o.cache_half) != 0)
@@ -723,5 +728,6 @@ done:
     sampler_free(&sampler);
     tokenizer_free(&tok);
     model_free(&model);
+    os_unlock(&map_lock);
     return status;
 }

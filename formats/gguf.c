@@ -376,7 +376,8 @@ int gguf_open(GgufFile *g, const char *path, const char *prefix, int whole) {
     g->path = path;
     int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
-        fprintf(stderr, "%s: %s: cannot open (%s)\n", prefix, path, strerror(errno));
+        fprintf(stderr, "%s: %s: cannot open (got \"%s\", expected a GGUF file)\n", prefix,
+                path, strerror(errno));
         return -1;
     }
     struct stat st;

@@ -258,7 +258,8 @@ static void test_bad_files(const char *tok) {
     char args[1024];
 #define EXPECT_BAD(what, path, message) \
     (snprintf(args, sizeof args, "%s -z %s -n 1", path, tok), expect(what, args, 1, message))
-    EXPECT_BAD("missing model", "/nonexistent/model.bin", "cannot open");
+    EXPECT_BAD("missing model", "/nonexistent/model.bin",
+               "cannot open (got \"No such file or directory\", expected a model file)");
     EXPECT_BAD("wrong magic", write_model("magic.bin", 1234, 3, MAX_T, V, L, NH, C, VP, 0),
                "bad magic number (got 1234, expected 20240326");
     EXPECT_BAD("unknown version", write_model("v4.bin", 20240326, 4, MAX_T, V, L, NH, C, VP, 0),
@@ -376,8 +377,8 @@ static void test_bad_inputs(const char *model, const char *tok) {
     char command[1024], *err = NULL, want[256];
     snprintf(command, sizeof command, "%s %s -n 1", run_bin, model);
     snprintf(want, sizeof want, "run: %s/tokenizer.bin: no tokenizer beside the model %s, and "
-             "no -z (expected -z PATH: its tokenizer, e.g. that of the model it was quantized "
-             "from)\n", dir, model);
+             "no -z (expected -z PATH: the tokenizer file it was trained with, or a quantized "
+             "model's source's)\n", dir, model);
     int code = check_run(command, NULL, &err);
     int ok = code == 1 && err && strstr(err, want) && !strstr(err, "tokenizer: ");
     check_true(ok, "no tokenizer beside the model and no -z: exit 1, one line saying to pass "
@@ -1707,7 +1708,7 @@ static void test_files_not_ours(const char *model, const char *tok) {
     const char *quantize = getenv("QUANTIZE"), *train = getenv("TRAIN");
     if (!quantize || !*quantize) quantize = "./quantize";
     if (!train || !*train) train = "./train";
-    char in[256], out[256], lock[300], args[1024], command[1024], text[256], notes[256];
+    char in[256], out[256], lock[300], args[1024], command[1024], text[256];
     /* IN is OUT.lock */
     snprintf(in, sizeof in, "%s/in.bin.lock", dir);
     snprintf(out, sizeof out, "%s/in.bin", dir);
@@ -1740,18 +1741,27 @@ static void test_files_not_ours(const char *model, const char *tok) {
         check_true(kept && access(out, F_OK) != 0, "train -d text.bin.lock -o text.bin: the text is "
                    "kept (%s), nothing written", kept ? "yes" : "no");
     }
-    /* a user's own OUT.lock */
-    snprintf(notes, sizeof notes, "%s/q.bin.lock", dir);
-    snprintf(out, sizeof out, "%s/q.bin", dir);
-    f = fopen(notes, "w");
-    if (check_true(f != NULL, "lock: write the user's q.bin.lock")) {
+    /* a user's own OUT.lock, beside quantize's output and run's --attn-map (which wrote the
+     * map beside it) */
+    static const char *const owned[] = {"q.bin", "locked.svg"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(out, sizeof out, "%s/%s", dir, owned[i]);
+        snprintf(lock, sizeof lock, "%s.lock", out);
+        f = fopen(lock, "w");
+        if (!check_true(f != NULL, "lock: write the user's %s.lock", owned[i])) continue;
         fputs("notes\n", f);
         fclose(f);
-        snprintf(args, sizeof args, "%s %s", model, out);
-        expect_program(quantize, "quantize with a user's q.bin.lock", args, 1,
-                       "q.bin.lock is in the way (got a file of 6 bytes that is not a lock");
-        snprintf(command, sizeof command, "grep -qx notes %s", notes);
-        check_true(check_run(command, NULL, NULL) == 0, "quantize: the user's q.bin.lock kept");
+        if (i == 0) snprintf(args, sizeof args, "%s %s", model, out);
+        else snprintf(args, sizeof args, "%s -z %s -n 2 --attn-map %s", model, tok, out);
+        char want[128];
+        snprintf(want, sizeof want, "%s.lock is in the way (got a file of 6 bytes that is not "
+                 "a lock", owned[i]);
+        expect_program(i == 0 ? quantize : run_bin, i == 0 ? "quantize with a user's OUT.lock"
+                       : "run --attn-map with a user's MAP.lock", args, 1, want);
+        snprintf(command, sizeof command, "grep -qx notes %s", lock);
+        check_true(check_run(command, NULL, NULL) == 0 && access(out, F_OK) != 0,
+                   "%s: the user's %s.lock kept, nothing written", i == 0 ? "quantize" : "run",
+                   owned[i]);
     }
     /* OUT.lock a dangling link: refused; its target is not created */
     snprintf(out, sizeof out, "%s/d.bin", dir);
