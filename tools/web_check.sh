@@ -4,8 +4,9 @@
 # port (and its one-file form, attn.html, from file://) and opens deep links with
 # tools/cdp_page.py, which waits for the page's
 # <body data-state> to say the run is over (--dump-dom cannot wait for a Worker). Checks:
-#  - greedy (-t 0), seeded sampling (-t 0.8 -s 7) and greedy with another attention
-#    (--attn window:w=16,sinks=2): #output is ./run's stdout for the same flags, byte for
+#  - greedy (-t 0), seeded sampling (-t 0.8 -s 7), greedy with another attention
+#    (--attn window:w=16,sinks=2) and after a prompt of more bytes than the context has
+#    positions: #output is ./run's stdout for the same flags, byte for
 #    byte; one heatmap cell (#probe) is the weight ./run --attn-map writes for it in its
 #    SVG (to its 4 decimals); the page's bits/char on its validation text is ./run
 #    --eval's on the same text (to 4 decimals);
@@ -172,6 +173,10 @@ compare seeded "JULIET:" 200 0.8 7 3 1 120 112 600 "$SHOTS/page-600.png" ""
 LOAD_BASE="file://$PAGE/attn.html" \
     compare file "ROMEO:" 40 0.5 3 0 3 20 17 1400 "" ""
 compare window "KING RICHARD III:" 60 0 1 5 0 40 31 1400 "" "window:w=16,sinks=2"
+# more bytes than the context has positions, fewer tokens (279 bytes, 89 tokens): the page
+# ran the ids of an earlier prompt
+compare bytes "ROMEO:
+$(for i in $(seq 17); do printf 'O, speak again! '; done)" 40 0 3 9 2 100 90 1400 "" ""
 refuse empty "prompt=&n=10&t=0&s=1" "the prompt is empty"
 refuse long "prompt=$(printf 'a%%20%.0s' $(seq 300))&n=10&t=0&s=1" "prompt too long for the context"
 refuse steps "prompt=ROMEO%3A&n=99999999&t=0&s=1" "n: invalid value"

@@ -18,7 +18,7 @@
 #include <stdint.h>     /* uint64_t */
 #include <stdio.h>      /* fprintf */
 #include <stdlib.h>     /* malloc, free */
-#include <string.h>     /* memset */
+#include <string.h>     /* memset, memcpy */
 
 #include "attention_spec.h"  /* attention_spec_parse_layers */
 #include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
@@ -115,26 +115,24 @@ WEB_EXPORT(web_encode) int web_encode(const char *text, int len) {
         fprintf(stderr, "page: the prompt is empty (expected some text to continue)\n");
         return -1;
     }
-    /* BPE never makes more ids than bytes: a prompt of more bytes than the context is
-     * encoded into a scratch array, to say how many tokens it has */
+    /* a prompt that may make more ids than ids holds is encoded into a scratch array, to
+     * say how many tokens it has, and copied into ids when they fit the context */
     int *out = ids;
-    size_t cap = (size_t)ids_cap;
-    if ((size_t)len + 2 > cap) {
-        cap = (size_t)len + 2;
-        if (!(out = malloc(cap * sizeof *out))) {
-            fprintf(stderr, "page: out of memory for a %d-byte prompt\n", len);
-            return -1;
-        }
-    }
-    int status = tokenizer_encode(&tokenizer, text, (size_t)len, out, cap, &n);
-    if (out != ids) free(out);
-    if (status != 0) return -1;
-    if (n > (size_t)context) {
-        fprintf(stderr, "page: prompt too long for the context (got %zu tokens, expected at "
-                "most %d)\n", n, context);
+    size_t cap = tokenizer_max_ids(&tokenizer, (size_t)len);
+    if (cap > (size_t)ids_cap && !(out = malloc(cap * sizeof *out))) {
+        fprintf(stderr, "page: out of memory for a %d-byte prompt\n", len);
         return -1;
     }
-    return (int)n;
+    if (out == ids) cap = (size_t)ids_cap;
+    int status = tokenizer_encode(&tokenizer, text, (size_t)len, out, cap, &n);
+    if (status == 0 && n > (size_t)context) {
+        fprintf(stderr, "page: prompt too long for the context (got %zu tokens, expected at "
+                "most %d)\n", n, context);
+        status = -1;
+    }
+    if (status == 0 && out != ids) memcpy(ids, out, n * sizeof *ids);
+    if (out != ids) free(out);
+    return status == 0 ? (int)n : -1;
 }
 
 /* The bytes of token id after token prev (-1: none), their count in *len. */
