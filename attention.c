@@ -462,6 +462,18 @@ int attention_config_check(const AttentionConfig *cfg, char *problem, size_t cap
                  kind, alone, alone);
         return -1;
     }
+    /* tau and unscaled where the spec takes them (lab/attention_spec.c): a checkpoint's
+     * attention is checked here alone */
+    if (cfg->unscaled && cfg->kind != ATTENTION_EXACT) {
+        snprintf(problem, cap, "%s: unscaled does not apply (got unscaled=1, expected it with "
+                 "exact attention only)", kind);
+        return -1;
+    }
+    if (cfg->tau != 1.0f && (cfg->unscaled || !(compared || cfg->kind == ATTENTION_PERFORMER))) {
+        snprintf(problem, cap, "%s: tau does not apply (got tau=%g, expected 1 on this kind)",
+                 kind, (double)cfg->tau);
+        return -1;
+    }
     if (cfg->softmax1 && cfg->sink_logit) {
         snprintf(problem, cap, "%s: softmax1 and sinklogit exclude each other (softmax1 is a "
                  "sink logit fixed at 0)", kind);

@@ -804,6 +804,24 @@ static void test_invalid(void) {
                "refused: synth-dense steps without its parameters (%d), over more positions "
                "than they cover (%d), with softmax1 (%d: '%s')", step_refused, longer_refused,
                checked, problem);
+    /* tau and unscaled only where lab/attention_spec.c's names take them: a checkpoint's
+     * attention meets attention_config_check alone (linear took tau=2 into its prescale) */
+    static const struct { AttentionKind kind; int unscaled; float tau; int ok; } rules[] = {
+        {ATTENTION_EXACT, 0, 2.0f, 1}, {ATTENTION_WINDOW, 0, 2.0f, 1},
+        {ATTENTION_PERFORMER, 0, 2.0f, 1}, {ATTENTION_EXACT, 1, 1.0f, 1},
+        {ATTENTION_LINEAR, 0, 2.0f, 0}, {ATTENTION_EFFICIENT, 0, 2.0f, 0},
+        {ATTENTION_SYNTH_RANDOM, 0, 2.0f, 0}, {ATTENTION_EXACT, 1, 2.0f, 0},
+        {ATTENTION_LINEAR, 1, 1.0f, 0}, {ATTENTION_GAUSS, 1, 1.0f, 0}};
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        cfg = config(rules[i].kind);
+        cfg.unscaled = rules[i].unscaled;
+        cfg.tau = rules[i].tau;
+        problem[0] = '\0';
+        int status = attention_config_check(&cfg, problem, sizeof problem);
+        check_true(status == (rules[i].ok ? 0 : -1), "%s with unscaled=%d tau=%g: %s (got "
+                   "'%s')", attention_kind_name(rules[i].kind), rules[i].unscaled,
+                   (double)rules[i].tau, rules[i].ok ? "accepted" : "refused", problem);
+    }
 }
 
 /* ---- attention_draw_random ---- */
