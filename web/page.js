@@ -164,7 +164,15 @@ function onMessage(event) {
         showStep(steps.length - 1);
         break;
     case 'done': done(m); break;
-    case 'attention': heat = m; drawHeat(); probe(); break;
+    case 'attention':
+        heat = m;
+        $('cell').textContent = '';
+        if (m.T === 0)   // web_bits_per_char's evaluation ran in the run's place
+            setMessage('No attention to show: Measure ran the validation text since; ' +
+                       'generate again to see it.');
+        drawHeat();
+        probe();
+        break;
     case 'eval':
         $('bits').textContent = m.status === 0
             ? `${m.bits.toFixed(4)} bits/char with ${m.attn || 'exact'} attention`
@@ -285,9 +293,12 @@ function drawHeat() {
     ctx.putImageData(image, 0, 0);
 }
 
+// Row pos of the heatmap: the state holds the run's first heat.keep tokens, then its
+// latest (after a context shift, not the run's first).
 function tokenAt(pos) {
     const all = promptIds.concat(steps.map((s) => s.id));
-    return pos < all.length ? showPiece(pieces[all[pos]]) : '?';
+    const at = pos < heat.keep ? pos : pos + Math.max(0, all.length - heat.T);
+    return at < all.length ? showPiece(pieces[all[at]]) : '?';
 }
 
 function pointAt(event) {
@@ -299,7 +310,8 @@ function pointAt(event) {
     const x = heat.weights[(Number($('head').value) * T + q) * T + k];
     $('cell').textContent = `layer ${heat.layer}, head ${$('head').value}: query ${q} ` +
         `(${tokenAt(q)}) → key ${k} (${tokenAt(k)}): ` +
-        (Number.isNaN(x) ? 'not visible (a later token)' : 'weight ' + x.toFixed(6));
+        (!Number.isNaN(x) ? 'weight ' + x.toFixed(6) : k > q ? 'not visible (a later token)'
+         : 'not visible (outside this attention\'s pattern)');
 }
 
 // After a heatmap arrives: the deep link's probe=LAYER,HEAD,QUERY,KEY (that cell's weight
@@ -342,6 +354,7 @@ function run() {
     $('speed').textContent = '';
     $('tokens').textContent = '';
     $('probe').textContent = '';
+    $('cell').textContent = '';
     steps = [];
     showStep(-1);
     heat = null;
@@ -412,12 +425,14 @@ function runTutorial() {
     const args = text === '' ? [] : text.split('\n');
     $('tutorial-run').disabled = true;
     $('tutorial-out').textContent = '';
+    setMessage('');
     delete document.body.dataset.tutorial;
     worker.postMessage({type: 'tutorial', args: [$('tutorial-step').value, ...args]});
 }
 
 function showTutorial(m) {
-    $('tutorial-out').textContent = m.out;
+    // a failed step's message also where its output would be, beside the arguments
+    $('tutorial-out').textContent = m.out + (m.status !== 0 && m.err ? m.err : '');
     if (m.err) setMessage(m.err.replace(/\n$/, ''));
     $('tutorial-run').disabled = false;
     document.body.dataset.tutorial = m.status === 0 ? 'done' : 'error';

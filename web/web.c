@@ -227,12 +227,13 @@ WEB_EXPORT(web_generate) int web_generate(const char *prompt, int len, const cha
 }
 
 /* The last run's numbers: 0 input tokens, 1 their seconds, 2 generated tokens, 3 their
- * seconds, 4 tokens in the attention state (T of web_attention). */
+ * seconds, 4 tokens in the attention state (T of web_attention), 5 the first tokens a
+ * context shift keeps (the state's rows: those, then the run's latest T - keep). */
 WEB_EXPORT(web_stats) double web_stats(int what) {
     const GenerationStats *st = &generation.stats;
     double values[] = {(double)st->input_tokens, st->input_seconds, (double)st->generated,
-                       st->generate_seconds, (double)generation.n_run};
-    return what >= 0 && what < 5 ? values[what] : -1.0;
+                       st->generate_seconds, (double)generation.n_run, (double)generation.keep};
+    return what >= 0 && what < 6 ? values[what] : -1.0;
 }
 
 /* The attention weights of layer `layer` over the last run's context (T = web_stats(4)
@@ -273,13 +274,14 @@ WEB_EXPORT(web_set_attention) int web_set_attention(const char *spec) {
 /* Bits per character of text (len bytes) under the current attention, in windows of the
  * model's context (lab/eval.c, as ./run --eval); negative after a message. */
 WEB_EXPORT(web_bits_per_char) double web_bits_per_char(const char *text, int len) {
-    size_t n = 0;
-    int *all = malloc(((size_t)len + 2) * sizeof *all);
+    size_t n = 0, cap = tokenizer_max_ids(&tokenizer, (size_t)len);
+    int *all = malloc(cap * sizeof *all);
     EvalResult r;
     double bits = -1.0;
     generation_free(&generation);   /* the evaluation resets the attention state */
     memset(&generation, 0, sizeof generation);
-    if (all && model_set_context(&model, context) == 0 && tokenizer_encode(&tokenizer, text, (size_t)len, all, (size_t)len + 2, &n) == 0 &&
+    if (all && model_set_context(&model, context) == 0 &&
+        tokenizer_encode(&tokenizer, text, (size_t)len, all, cap, &n) == 0 &&
         eval_windows(&model, NULL, &tokenizer, all, (long)n, context, 0, &r) == 0 &&
         r.bytes > 0)
         bits = r.nll / 0.6931471805599453 / (double)r.bytes;

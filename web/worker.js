@@ -9,7 +9,7 @@
  * {type: 'attention', layer}, {type: 'eval', attn, text}.
  * Messages out: {type: 'ready', config, pieces} | {type: 'tokens', ids} |
  * {type: 'out', bytes} | {type: 'err', text} | {type: 'steps', steps: [{id, top, probs}]} |
- * {type: 'done', status, stats} | {type: 'attention', layer, T, heads, weights} |
+ * {type: 'done', status, stats} | {type: 'attention', layer, T, heads, weights, keep} |
  * {type: 'eval', status, bits} | {type: 'tutorial', step, status, out, err} |
  * {type: 'fatal', text}.
  */
@@ -288,7 +288,7 @@ function attention(m) {
     const T = wasm.web_stats(4), heads = wasm.web_config(1);
     const ptr = T > 0 ? wasm.web_attention(m.layer) : 0;
     const weights = ptr ? new Float32Array(memory.buffer, ptr, heads * T * T).slice() : null;
-    postMessage({type: 'attention', layer: m.layer, T, heads, weights});
+    postMessage({type: 'attention', layer: m.layer, T, heads, weights, keep: wasm.web_stats(5)});
 }
 
 function evaluate(m) {
