@@ -356,6 +356,7 @@ function run() {
     $('probe').textContent = '';
     $('cell').textContent = '';
     steps = [];
+    $('step').max = $('step').value = 0;
     showStep(-1);
     heat = null;
     drawHeat();
@@ -450,13 +451,18 @@ function applySettings(link) {
 }
 
 $('form').addEventListener('submit', (e) => { e.preventDefault(); deepLink = null; run(); });
-$('stop').addEventListener('click', () => {
+// Ends the run under way: the engine restarts (a second), then follows deepLink if set.
+function stopRun(message) {
     worker.terminate();
     if (decoder) $('output').append(decoder.decode());
-    setMessage('Stopped; the engine restarts (a second).');
-    deepLink = null;
+    setMessage(message);
     finish('stopped');
     startWorker();
+}
+
+$('stop').addEventListener('click', () => {
+    deepLink = null;
+    stopRun('Stopped; the engine restarts (a second).');
 });
 $('step').addEventListener('input', () => showStep(Number($('step').value)));
 $('layer').addEventListener('change', () => { if (heat && !running) requestHeat(); });
@@ -467,7 +473,8 @@ $('eval').addEventListener('click', () => {
 });
 window.addEventListener('hashchange', () => {
     deepLink = parseHash();
-    if (deepLink && ready) followLink(deepLink);
+    if (deepLink && running) stopRun('A new link: the run stops and the link\'s starts.');
+    else if (deepLink && ready) followLink(deepLink);
 });
 $('tutorial-form').addEventListener('submit', (e) => { e.preventDefault(); runTutorial(); });
 $('tutorial-step').addEventListener('change', showCode);
