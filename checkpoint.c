@@ -291,10 +291,10 @@ static int parse_header(Config *c, Layout *layout, const char *path,
         layout->data_offset = sizeof fields;
         layout->name = "llama2.c legacy checkpoint, fp32 (no magic number: recognised by "
                        "its 7-int header and exact file size)";
-        char prefix[160];
-        snprintf(prefix, sizeof prefix, "bad magic number (got %d, expected %d for llm.c GPT-2 "
-                 "or \"ak42\" for llama2.c), and as a headerless llama2.c file: ", magic,
-                 CHECKPOINT_GPT2_MAGIC);
+        char prefix[192];
+        snprintf(prefix, sizeof prefix, "bad magic number (got %d, expected %d for llm.c GPT-2, "
+                 "\"ak42\" for llama2.c or \"GGUF\"), and as a headerless llama2.c file: ",
+                 magic, CHECKPOINT_GPT2_MAGIC);
         return checkpoint_check_config(c, path, prefix);
     }
     return checkpoint_check_config(c, path, "");

@@ -850,7 +850,7 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
      * keeps long double precision inside an expression (C11 5.2.4.2.2), a value no float
      * read from a file has; the cast rounds it to float */
     if (gpt2 && eps != (float)KERNELS_NORM_EPS) {
-        fprintf(stderr, "model: %s: LayerNorm epsilon %g is not supported yet (expected %g, "
+        fprintf(stderr, "model: %s: LayerNorm epsilon %.9g is not supported yet (expected %g, "
                 "the number this engine computes with)\n", g->path, (double)eps,
                 (double)KERNELS_NORM_EPS);
         return -1;
@@ -860,7 +860,7 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
                           c->head_dim, &rot)))
         return -1;
     if (eps != (float)KERNELS_NORM_EPS) {
-        fprintf(stderr, "model: %s: RMS epsilon %g is not supported yet (expected %g, the "
+        fprintf(stderr, "model: %s: RMS epsilon %.9g is not supported yet (expected %g, the "
                 "number this engine computes with)\n", g->path, (double)eps,
                 (double)KERNELS_NORM_EPS);
         return -1;
