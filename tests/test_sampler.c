@@ -100,6 +100,25 @@ static void test_distributions(void) {
     check_true(matches(freq, pp, V), "top-p 0.8 samples the nucleus {0, 1, 2}, renormalised");
     sampler_free(&s);
 
+    /* top-k 3 then top-p 0.8 of the top 3's mass (.896): renormalised .628 .231 .141, whose
+     * shortest prefix above 0.8 is {0, 1} (.859); 0.8 of the whole mass would keep {0, 1, 2} */
+    double pkp[V] = {p[0] / (p[0] + p[1]), p[1] / (p[0] + p[1]), 0, 0, 0};
+    sampler_init(&s, V, 1.0f, 0.8f, 3, 31);
+    frequencies(&s, logits, V, freq);
+    check_true(matches(freq, pkp, V), "top-k 3 with top-p 0.8 samples {0, 1}: the nucleus of "
+               "the renormalised top 3 (freq %.3f %.3f %.3f)", freq[0], freq[1], freq[2]);
+    sampler_free(&s);
+
+    /* logits far from 0 (the ones above plus 1000; exp(1000) overflows a float): the same
+     * probabilities, as softmax subtracts the maximum first */
+    float shifted[V];
+    for (int i = 0; i < V; i++) shifted[i] = logits[i] + 1000.0f;
+    sampler_init(&s, V, 1.0f, 1.0f, 0, 4242);
+    frequencies(&s, shifted, V, freq);
+    check_true(matches(freq, p, V), "logits near 1000 sample softmax(logits) (freq %.3f %.3f "
+               "%.3f %.3f %.3f)", freq[0], freq[1], freq[2], freq[3], freq[4]);
+    sampler_free(&s);
+
     /* the same seed gives the same sequence */
     Sampler a, b;
     sampler_init(&a, V, 1.0f, 0.9f, 0, 77);
@@ -118,6 +137,7 @@ static void test_distributions(void) {
     check_true(sampler_init(&s, V, 1.0f, 0.0f, 0, 1) == -1, "top-p 0 rejected");
     check_true(sampler_init(&s, V, -1.0f, 0.5f, 0, 1) == -1, "negative temperature rejected");
     check_true(sampler_init(&s, V, 1.0f, 0.5f, 0, 0) == -1, "seed 0 rejected");
+    check_true(sampler_init(&s, V, 1.0f, 0.5f, -1, 1) == -1, "top-k -1 rejected");
     sampler_free(&s);
 }
 
@@ -177,6 +197,23 @@ static void test_zero_probability(void) {
     sampler_free(&s);
 }
 
+/* A coin of exactly 0 draws the first token whose cumulative probability exceeds it, not
+ * a first token of probability 0 (exp(-200) underflows): the seed 41130263, found by
+ * search, gives the coin 0 first (xorshift64*'s output 168, below 2^8; the Python
+ * transcription above, s = 41130263, prints 168). */
+static void test_zero_coin(void) {
+    uint64_t state = 41130263;
+    float coin = sampler_random_f32(&state);
+    Sampler s;
+    if (!check_true(coin == 0.0f && sampler_init(&s, 3, 1.0f, 1.0f, 0, 41130263) == 0,
+                    "zero coin: seed 41130263 gives the coin 0 (got %g)", (double)coin)) return;
+    float logits[3] = {-200.0f, 0.0f, 0.0f};
+    int id = sampler_sample(&s, logits);
+    check_true(logits[0] == 0.0f && id == 1, "a coin of 0 draws id 1 (got %d), not id 0 of "
+               "probability 0", id);
+    sampler_free(&s);
+}
+
 /* The order sampler.h promises, for qsort: probability, largest first; equal ones by id. */
 static int by_prob_then_id(const void *a, const void *b) {
     const SamplerCandidate *x = a, *y = b;
@@ -219,6 +256,7 @@ static void test_candidate_order(void) {
 int main(void) {
     test_generator();
     test_zero_probability();
+    test_zero_coin();
     test_distributions();
     test_edges();
     test_candidate_order();
