@@ -315,6 +315,41 @@ static void test_next_piece(void) {
                sizeof cases / sizeof cases[0]);
 }
 
+/* Llama 3's pieces (tokenizer_next_piece_llama3): each text split as Python's regex module
+ * splits it with the pattern tokenizer.h gives (llama.cpp's Llama 3 pattern):
+ * python3 -c 'import regex; print(regex.findall(PATTERN, TEXT))'. */
+static void test_next_piece_llama3(void) {
+    static const char *const cases[][MAX_PIECES] = {
+        {"'Sure", "'S", "ure", NULL},                  /* contractions in any case */
+        {"x'VE'd", "x", "'VE", "'d", NULL},
+        {"!\n\nA", "!\n\n", "A", NULL},                /* punctuation takes its newlines */
+        {"a?!\r\n\nb", "a", "?!\r\n\n", "b", NULL},
+        {" \n  b", " \n", " ", " b", NULL},            /* spaces up to the last newline */
+        {"  \n\n x", "  \n\n", " x", NULL},
+        {"9876543 z", "987", "654", "3", " z", NULL},  /* numbers in threes */
+        {"\t\n", "\t\n", NULL},
+    };
+    int bad = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *text = cases[c][0];
+        size_t len = strlen(text), start = 0;
+        for (int p = 1; cases[c][p]; p++) {
+            size_t want = strlen(cases[c][p]);
+            size_t end = tokenizer_next_piece_llama3(text, len, start);
+            if (end != start + want) {
+                char show[64];
+                printf("  \"%s\": piece %d at %zu: got end %zu, want %zu\n",
+                       escaped(text, len, show, sizeof show), p, start, end, start + want);
+                bad++;
+                break;
+            }
+            start = end;
+        }
+    }
+    check_true(bad == 0, "tokenizer_next_piece_llama3 splits %zu strings as Python's regex "
+               "module splits them with Llama 3's pattern", sizeof cases / sizeof cases[0]);
+}
+
 /* ---------------------------------------------------------------- merging */
 
 static void test_synthetic(const char *dir) {
@@ -636,6 +671,37 @@ static void test_gpt2_vocab_bos(void) {
     }
 }
 
+/* A merge listed twice keeps its first rank, as llama.cpp's table of ranks keeps the first
+ * (std::map::emplace): every byte alone (id = the byte), 256 "ab", 257 "bc", 258 "<e>";
+ * merges (a, b), (b, c), (a, b) again: "abc" is 256 99 ("ab" first), not 97 257. */
+static void test_repeated_merge(void) {
+    unsigned char bytes[256 + 7];
+    size_t offset[260];
+    for (int b = 0; b < 256; b++) {
+        bytes[b] = (unsigned char)b;
+        offset[b] = (size_t)b;
+    }
+    memcpy(bytes + 256, "abbc<e>", 7);
+    offset[256] = 256;
+    offset[257] = 258;
+    offset[258] = 260;
+    offset[259] = 263;
+    static const int32_t merges[3 * 3] = {'a', 'b', 256, 'b', 'c', 257, 'a', 'b', 256};
+    TokenizerVocab v = {.kind = TOKENIZER_GPT2, .vocab_size = 259, .bytes = bytes,
+                        .offset = offset, .bos_id = 258, .eos_id = 258, .merges = merges,
+                        .n_merges = 3};
+    Tokenizer t;
+    if (!check_true(tokenizer_init(&t, &v, "in memory") == 0, "repeated merge: vocabulary "
+                    "built")) return;
+    int ids[8];
+    size_t n = 0;
+    int ok = tokenizer_encode(&t, "abc", 3, ids, 8, &n) == 0 && n == 2 && ids[0] == 256 &&
+             ids[1] == 'c';
+    check_true(ok, "a merge listed twice keeps its first rank: \"abc\" -> 256 99 (got %zu "
+               "ids, the first %d)", n, n ? ids[0] : -1);
+    tokenizer_free(&t);
+}
+
 /* Special tokens, worked by hand: every byte alone (id = the byte), then 256 "<b>" (BOS),
  * 257 "<e>" (EOS), 258 "ab", 259 "bc", 260 "abcd", 261 "<u>", 262 "" (empty); all but 261
  * given as special, in no order. The longest special token takes its spans first, ties by
@@ -698,8 +764,10 @@ int main(void) {
     test_unicode();
     test_utf8();
     test_next_piece();
+    test_next_piece_llama3();
     test_gpt2_vocab_bos();
     test_special_tokens();
+    test_repeated_merge();
     if (check_true(have_dir, "create a temporary directory")) {
         test_synthetic(dir);
         test_load_failures(dir);

@@ -115,32 +115,42 @@ static void test_tok512(void) {
     tokenizer_free(&t);
 }
 
-/* A llama2.c file of seven tokens in which the stray continuation byte 0x80 is a token:
- * <unk> <s> </s> " " "\x80" "a" "\x80a" (scores 0 but "\x80a" 1). llama2.c encodes
- * "\x80a" as BOS, the prefix " " (3), then "\x80" (4) and "a" (5), which merge into
- * "\x80a" (6): 1 3 6. No token spells " \x80" (that glued pair has no fallback in a
- * vocabulary of 7). */
-static void test_prefix_before_continuation(void) {
-    static const char *tokens[7] = {"<unk>", "<s>", "</s>", " ", "\x80", "a", "\x80" "a"};
-    char path[] = "/tmp/test_tokenizer_llama_XXXXXX";
+/* Writes a llama2.c tokenizer file of n tokens (its max_token_length, then each score,
+ * length and bytes) to a new temporary file whose name goes to path (of "XXXXXX" form).
+ * Returns 1, or 0 after a failed check (no file left). */
+static int write_llama_file(char *path, int32_t max_len, const char *const *tokens,
+                            const float *scores, int n) {
     int fd = mkstemp(path);
     FILE *file = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!check_true(file != NULL, "create a temporary tokenizer file")) {
         if (fd >= 0) { close(fd); remove(path); }
-        return;
+        return 0;
     }
-    int32_t max_len = 5;
     int wrote = fwrite(&max_len, sizeof max_len, 1, file) == 1;
-    for (int i = 0; i < 7; i++) {
-        float score = i == 6 ? 1.0f : 0.0f;
+    for (int i = 0; i < n; i++) {
         int32_t len = (int32_t)strlen(tokens[i]);
-        wrote = wrote && fwrite(&score, sizeof score, 1, file) == 1 &&
+        wrote = wrote && fwrite(&scores[i], sizeof scores[i], 1, file) == 1 &&
                 fwrite(&len, sizeof len, 1, file) == 1 &&
                 fwrite(tokens[i], 1, (size_t)len, file) == (size_t)len;
     }
-    wrote = fclose(file) == 0 && wrote;
+    if (!check_true(fclose(file) == 0 && wrote, "write a %d-token llama2.c file", n)) {
+        remove(path);
+        return 0;
+    }
+    return 1;
+}
+
+/* A continuation byte right after the dummy prefix: llama2.c encodes "\x80a" as BOS, the
+ * prefix " " (3), then "\x80" (4) and "a" (5), which merge into "\x80a" (6): 1 3 6. No
+ * token spells " \x80" (that glued pair has no fallback in a vocabulary of 7). */
+static void test_prefix_before_continuation(void) {
+    static const char *const tokens[7] = {"<unk>", "<s>", "</s>", " ", "\x80", "a",
+                                          "\x80" "a"};
+    static const float scores[7] = {0, 0, 0, 0, 0, 0, 1.0f};
+    char path[] = "/tmp/test_tokenizer_llama_XXXXXX";
+    if (!write_llama_file(path, 5, tokens, scores, 7)) return;
     Tokenizer t;
-    if (check_true(wrote && tokenizer_load(&t, path) == 0, "load a 7-token llama2.c file")) {
+    if (check_true(tokenizer_load(&t, path) == 0, "load a 7-token llama2.c file")) {
         int got[8];
         size_t n = 0;
         int ok = tokenizer_encode(&t, "\x80" "a", 2, got, 8, &n) == 0 && n == 3 &&
@@ -153,8 +163,50 @@ static void test_prefix_before_continuation(void) {
     remove(path);
 }
 
+/* Merges of equal score: llama2.c's encode scans the pairs left to right and takes a
+ * later one only if its score is strictly higher, so of "ab" (8) and "bc" (7), both -1,
+ * the leftmost merges: "abc" -> BOS, " " (3), "ab" (8), "c" (6), whatever their ids. */
+static void test_equal_scores(void) {
+    static const char *const tokens[9] = {"<unk>", "<s>", "</s>", " ", "a", "b", "c", "bc",
+                                          "ab"};
+    static const float scores[9] = {0, 0, 0, 0, 0, 0, 0, -1.0f, -1.0f};
+    char path[] = "/tmp/test_tokenizer_llama_XXXXXX";
+    if (!write_llama_file(path, 5, tokens, scores, 9)) return;
+    Tokenizer t;
+    if (check_true(tokenizer_load(&t, path) == 0, "load a 9-token llama2.c file")) {
+        int got[8];
+        size_t n = 0;
+        int ok = tokenizer_encode(&t, "abc", 3, got, 8, &n) == 0 && n == 4 && got[0] == 1 &&
+                 got[1] == 3 && got[2] == 8 && got[3] == 6;
+        check_true(ok, "equal scores: \"abc\" -> 1 3 8 6, the leftmost pair merged as in "
+                   "llama2.c (got %zu ids, the third %d)", n, n > 2 ? got[2] : -1);
+    }
+    tokenizer_free(&t);
+    remove(path);
+}
+
+/* A token longer than the file's max_token_length (1, where "cd" has 2 bytes) is refused
+ * at load, as llama2.c reads each token into a buffer of max_token_length + 1 bytes; the
+ * same tokens load with a max_token_length of 2. */
+static void test_token_longer_than_max(void) {
+    static const char *const tokens[6] = {"u", "s", "e", "a", "b", "cd"};
+    static const float scores[6] = {0};
+    for (int32_t max_len = 1; max_len <= 2; max_len++) {
+        char path[] = "/tmp/test_tokenizer_llama_XXXXXX";
+        if (!write_llama_file(path, max_len, tokens, scores, 6)) return;
+        Tokenizer t;
+        int loaded = tokenizer_load(&t, path) == 0;
+        check_true(loaded == (max_len == 2), "a token of 2 bytes in a file whose "
+                   "max_token_length is %d: %s", max_len, max_len == 2 ? "loads" : "refused");
+        tokenizer_free(&t);
+        remove(path);
+    }
+}
+
 int main(void) {
     test_prefix_before_continuation();
+    test_equal_scores();
+    test_token_longer_than_max();
     const char *path = check_data_file("llama2c/tokenizer.bin");
     if (!path) {
         check_skip("llama2c/tokenizer.bin not found: llama2.c tokenizer cases not checked");
