@@ -12,10 +12,10 @@
 #include "eval.h"
 
 #include <math.h>      /* log, fabs */
-#include <stdio.h>     /* snprintf, fopen */
-#include <stdlib.h>    /* malloc, free, getenv */
+#include <stdio.h>     /* snprintf, fdopen */
+#include <stdlib.h>    /* malloc, free, getenv, mkstemp */
 #include <string.h>    /* strstr */
-#include <unistd.h>    /* access */
+#include <unistd.h>    /* access, close */
 
 #include "attention.h"    /* AttentionConfig */
 #include "model.h"        /* model_load, model_forward, model_set_attention */
@@ -79,10 +79,16 @@ static int choose_files(char model_path[512], char tok_path[512], char data_path
  * written (TEXT_BYTES) to a temporary file for it. */
 static void check_run_eval(const char *model_path, const char *tok_path, const char *text,
                            double plain_per_token) {
-    char text_path[64];
-    snprintf(text_path, sizeof text_path, "/tmp/test_eval_%d.txt", (int)getpid());
-    FILE *f = fopen(text_path, "wb");
-    if (f) { fwrite(text, 1, TEXT_BYTES, f); fclose(f); }
+    char text_path[] = "/tmp/test_eval_XXXXXX";
+    int fd = mkstemp(text_path);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    int written = f && fwrite(text, 1, TEXT_BYTES, f) == TEXT_BYTES;
+    if (f) written = fclose(f) == 0 && written;
+    else if (fd >= 0) close(fd);
+    if (!check_true(written, "the text for ./run --eval written to %s", text_path)) {
+        if (fd >= 0) remove(text_path);
+        return;
+    }
     const char *run_bin = getenv("RUN") && *getenv("RUN") ? getenv("RUN") : "./run";
     char command[2048], *out = NULL;
     snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d", run_bin, model_path,

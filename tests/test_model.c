@@ -18,7 +18,7 @@
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* memcmp, memcpy, memset */
 #include <sys/resource.h>   /* setrlimit, RLIMIT_AS */
-#include <unistd.h>    /* sysconf */
+#include <unistd.h>    /* sysconf, rmdir */
 
 #include "block.h"        /* block_qkv, block_matmul */
 #include "checkpoint.h"   /* checkpoint_mark_cold, Weights */
@@ -26,6 +26,16 @@
 #include "os.h"           /* os_map_file, os_unmap_file, os_alloc_zeroed, os_commit_keep */
 #include "quant.h"        /* quant_quantize */
 #include "tests/check.h"  /* check_* */
+
+/* The files the tests write go in a folder of their own, made by main (mkdtemp) and
+ * removed at the end. */
+static char tmp_dir[] = "/tmp/test_model_XXXXXX";
+
+/* out (cap) = tmp_dir/name; returns out. */
+static const char *tmp_path(char *out, size_t cap, const char *name) {
+    snprintf(out, cap, "%s/%s", tmp_dir, name);
+    return out;
+}
 
 /* llm.c's logits agree with an independent PyTorch forward to 1e-6; ours must be within 1e-5. */
 #define LOGIT_ATOL 1e-5
@@ -183,7 +193,8 @@ static int q8_loads_with(const char *path, long at, unsigned char v) {
     }
     checkpoint_free(&ck);
     unsigned char *data = check_read_file(path, &size);
-    const char *copy = "/tmp/test_model_q8_poisoned.bin";
+    char copy_path[64];
+    const char *copy = tmp_path(copy_path, sizeof copy_path, "q8_poisoned.bin");
     FILE *f = NULL;
     if (data && numel) {
         data[offset + (at < 0 ? numel - 1 : (size_t)at)] = v;
@@ -260,7 +271,7 @@ static void threads_agree(Model *m, const int *ids, int T, const char *what) {
 static void test_quantize(const char *rel, int T, int bos) {
     char f32_path[512], q8_path[512];
     if (data_pair(rel, rel, f32_path, q8_path) != 0) return;
-    snprintf(q8_path, sizeof q8_path, "/tmp/test_model_q8_%d.bin", T);
+    snprintf(q8_path, sizeof q8_path, "%s/q8_%d.bin", tmp_dir, T);
     Checkpoint ck;
     int saved = checkpoint_load(&ck, f32_path) == 0 &&
                 checkpoint_save_q8(&ck, q8_path, CHECKPOINT_Q8_GROUP) == 0;
@@ -337,7 +348,9 @@ static int write_bf16_pair(const char *src, const char *bf16_path, const char *f
 static void test_bf16(void) {
     char src[512];
     if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", src, src) != 0) return;
-    const char *bf16_path = "/tmp/test_model_bf16.bin", *f32_path = "/tmp/test_model_f32.bin";
+    char bf16_buf[64], f32_buf[64];
+    const char *bf16_path = tmp_path(bf16_buf, sizeof bf16_buf, "bf16.bin");
+    const char *f32_path = tmp_path(f32_buf, sizeof f32_buf, "f32.bin");
     if (!check_true(write_bf16_pair(src, bf16_path, f32_path) == 0, "bf16: fixtures written"))
         return;
     Model a, b;   /* zeroed: when a load fails, the other is never loaded but still freed */
@@ -492,7 +505,8 @@ static const float *window_logits(Model *m, const int *ids, int T, int all) {
  * t + 16 (to float rounding: the angles differ), which learned positions do not. */
 static void test_rotary_gpt2(void) {
     char path[512];
-    const char *rotary = "/tmp/test_model_rotary.bin";
+    char rotary_buf[64];
+    const char *rotary = tmp_path(rotary_buf, sizeof rotary_buf, "rotary.bin");
     if (data_pair("gpt2/tiny.bin", "gpt2/tiny.bin", path, path) != 0) return;
     Model m;
     if (!check_true(write_rotary_copy(path, rotary) == 0 && model_load(&m, rotary, 64, 0) == 0,
@@ -967,6 +981,8 @@ static void test_mark_cold(void) {
 }
 
 int main(void) {
+    if (!check_true(mkdtemp(tmp_dir) != NULL, "a temporary folder for the test files"))
+        return check_summary("test_model");
     test_mark_cold();
     test_map_file();
     test_qkv_int8_groups();
@@ -990,5 +1006,6 @@ int main(void) {
     test_half_cache("llama2c/s260k.bin", "llama2c/s260k_logits.f32", "llama2c/s260k_logits.json");
     test_rotary_gpt2();
     test_forward_bounds();
+    check_true(rmdir(tmp_dir) == 0, "every test file removed (the folder %s empty)", tmp_dir);
     return check_summary("test_model");
 }
