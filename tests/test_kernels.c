@@ -984,6 +984,16 @@ static void test_dropout(void) {
     check_true(failed == 0, "kernels_dropout: hash.h's rule bit for bit, in place too, nothing "
                "past n (%d of %d cases differ)", failed, cases);
     check_true(dropped > 0, "kernels_dropout: the cases drop elements (%d)", dropped);
+    /* a hash at the threshold itself is kept ("below it are dropped"): p = t / 2^24 exactly,
+     * t element i's top 24 bits, for an element in a whole vector (3) and in a tail (16) */
+    int ties_kept = 1;
+    for (int i = 3; i <= 16; i += 13) {
+        uint64_t t = hash_mix64(12345u + (uint64_t)i) >> HASH_TOP_SHIFT;
+        float p = (float)t / HASH_ONE;
+        kernels_dropout(out, x, 17, p, 12345u);
+        ties_kept &= hash_threshold(p) == t && out[i] == x[i] * (1.0f / (1.0f - p));
+    }
+    check_true(ties_kept, "kernels_dropout: an element whose hash equals the threshold is kept");
     free(x); free(out); free(want);
     /* the share dropped is p: counted in the kernel's own output over 2^17 elements,
      * within 5 standard errors (binomial), so a wrong threshold in hash.h fails too */
@@ -1163,6 +1173,25 @@ static void test_activations(void) {
         want[i] = (double)x[i] / (1.0 + exp(-(double)x[i])) * (double)gate[i];
     check_close_f64("kernels_swiglu on [-20, 20] vs float64", out, want, N, ELEMENT_ATOL,
                     ELEMENT_RTOL);
+    /* every length 1-33 from x = -1 (x[1900]): the whole vectors, then the tail in the
+     * reference's loop, where the grid above ends at 20 (GELU(20) = 20 in any form) */
+    int tails_bad = 0;
+    for (int n = 1; n <= 33; n++) {
+        const float *x0 = x + 1900, *g0 = gate + 1900;
+        kernels_gelu(out, x0, (size_t)n);
+        for (int i = 0; i < n; i++) {
+            double v = (double)x0[i];
+            double w = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+            tails_bad += fabs((double)out[i] - w) > ELEMENT_ATOL + ELEMENT_RTOL * fabs(w);
+        }
+        kernels_swiglu(out, x0, g0, (size_t)n);
+        for (int i = 0; i < n; i++) {
+            double w = (double)x0[i] / (1.0 + exp(-(double)x0[i])) * (double)g0[i];
+            tails_bad += fabs((double)out[i] - w) > ELEMENT_ATOL + ELEMENT_RTOL * fabs(w);
+        }
+    }
+    check_true(tails_bad == 0, "kernels_gelu and kernels_swiglu of 1-33 values from x = -1 vs "
+               "float64 (%d values off)", tails_bad);
     /* exp over float's whole useful range, relative error in ulps */
     double worst = 0.0;
     for (int i = 0; i < 200001; i++) {

@@ -200,6 +200,21 @@ static void test_quantize_special(void) {
     check_true(st[0] == 0.0f && zero_q && st[1] > 0.0f && qt[2 * G - 1] == 127 && in_range &&
                isfinite(st[2]) && qt[2 * G] == 127 && qt[2 * G + 3] == -32,
                "subnormal groups (scale 0 -> q 0; subnormal scale -> q in range) and FLT_MAX");
+
+    /* a scale that rounds far down: max|x| = 190 * 2^-149 over 127 is 1.496 * 2^-149,
+     * which rounds to 2^-149, so x / scale reaches +-190 and must be clamped to +-127: a
+     * whole group (the vector quantizer's) and a last group of 2 (the reference's) */
+    float c[G + 2], sc[2];
+    int8_t qc[G + 2];
+    memset(c, 0, sizeof c);
+    c[0] = -190.0f * 0x1p-149f;
+    c[1] = 100.0f * 0x1p-149f;
+    c[G] = 190.0f * 0x1p-149f;
+    c[G + 1] = -3.0f * 0x1p-149f;
+    quant_quantize(qc, sc, c, 1, G + 2, G);
+    check_true(sc[0] == 0x1p-149f && sc[1] == 0x1p-149f && qc[0] == -127 && qc[1] == 100 &&
+               qc[G] == 127 && qc[G + 1] == -3, "a scale rounded down to 2^-149: q clamped to "
+               "+-127 (got %d %d, %d %d)", qc[0], qc[1], qc[G], qc[G + 1]);
 }
 
 /* Every half k + 0.5 (k = 0 .. 126) and the floats on either side of it, both signs, in
