@@ -899,6 +899,15 @@ static void test_interactive(const char *model, const char *tok) {
                "-I from a pipe: no \"> \" prompt and no hint; each line printed after a "
                "newline, as the model reads it");
     free(out); free(err);
+    /* a line with a broken UTF-8 sequence (0xC3, then 'A', not a continuation byte): the
+     * held byte comes out before the 'A', the line byte for byte */
+    err = out = NULL;
+    snprintf(command, sizeof command, "printf 'x\\303A\\n' | %s %s -z %s -i hi -n 1 -t 0 -I",
+             run_bin, model, tok);
+    code = check_run(command, &out, &err);
+    check_true(code == 0 && out && strstr(out, "\nx\303A\n"), "-I: a line with a broken UTF-8 "
+               "sequence printed byte for byte, in order");
+    free(out); free(err);
     /* a line that does not fit the context, which may not shift: the run ends, and the
      * line, which the model never read, is not printed */
     err = out = NULL;

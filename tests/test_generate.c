@@ -265,6 +265,23 @@ static void check_prompt_count(Model *m) {
     generation_free(&g);
 }
 
+/* A growth to exactly the whole context (4 positions, then 4 tokens more of 8) runs the 4
+ * held tokens again as a growth's, not a shift's: 1 growth of 4 tokens, none run again
+ * after a shift, 8 input tokens. */
+static void check_grow_to_full(Model *m) {
+    static const int ids[4] = {50, 100, 200, 300};
+    Generation g;
+    int ok = generation_init(&g, m, 8, 4, 0, 1) == 0 && generation_append(&g, ids, 4, 1) == 0 &&
+             generation_append(&g, ids, 4, 1) == 0;
+    check_true(ok && g.n_alloc == 8 && g.stats.grows == 1 && g.stats.grow_tokens == 4 &&
+               g.stats.shifts == 0 && g.stats.rerun_tokens == 0 && g.stats.input_tokens == 8,
+               "growth to the whole context (4 -> 8 positions): its 4 tokens run again as the "
+               "growth's (got %d positions, %ld growths of %ld tokens, %ld run again after "
+               "shifts, %ld input)", g.n_alloc, g.stats.grows, g.stats.grow_tokens,
+               g.stats.rerun_tokens, g.stats.input_tokens);
+    generation_free(&g);
+}
+
 int main(void) {
     Model m;
     /* arbitrary ids of the shipped vocabulary */
@@ -290,6 +307,7 @@ int main(void) {
     attention_config_default(&exact);
     if (model_set_attention(&m, &exact) == 0) {
         check_grow_exact(&m, 64, 4, prompt, 3);
+        check_grow_to_full(&m);
         check_grow_no_memory(&m, prompt, 7);
     } else {
         check_true(0, "exact attention on the shipped model");
