@@ -331,7 +331,8 @@ static const char *write_llama(const char *name, int version, const int32_t fiel
 
 static void test_bad_llama_files(const char *tok) {
     /* dim 8, hidden 16, 1 layer, 2 heads, 1 kv head, vocab 260 (shared), context 16 */
-    const int32_t good[7] = {8, 16, 1, 2, 1, 260, 16}, bad_kv[7] = {8, 16, 1, 2, 3, 260, 16};
+    const int32_t good[7] = {8, 16, 1, 2, 1, 260, 16}, bad_kv[7] = {8, 16, 1, 2, 3, 260, 16},
+                  kv_3of4[7] = {8, 16, 1, 4, 3, 260, 16};
     /* floats: norms 2*8+8, embedding 260*8, wq 64, wk 32, wv 32, wo 64, w1 w2 w3 3*128 */
     long n = 24 + 260 * 8 + 64 + 32 + 32 + 64 + 3 * 128, rope = 16 * 4;
     char args[1024];
@@ -361,6 +362,9 @@ static void test_bad_llama_files(const char *tok) {
                "truncated");
     EXPECT_BAD("llama2.c heads not divisible by kv heads",
                write_llama("l_kv.bin", 0, bad_kv, n + rope), "n_kv_heads out of range (got 3");
+    EXPECT_BAD("llama2.c kv heads that do not divide the heads",
+               write_llama("l_kv3.bin", 0, kv_3of4, n + rope), "n_heads not divisible by "
+               "n_kv_heads (got n_heads 4, n_kv_heads 3, expected n_kv_heads to divide n_heads)");
     EXPECT_BAD("llama2.c unknown version", write_llama("l_v3.bin", 3, good, n),
                "unknown llama2.c version (got 3");
     EXPECT_BAD("llama2.c version 1 with trailing bytes", write_llama("l_v1.bin", 1, good, n + 1),
