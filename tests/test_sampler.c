@@ -109,6 +109,16 @@ static void test_distributions(void) {
                "the renormalised top 3 (freq %.3f %.3f %.3f)", freq[0], freq[1], freq[2]);
     sampler_free(&s);
 
+    /* top-p 0.5 over two equal tokens: the nucleus is the shortest prefix whose mass
+     * exceeds 0.5 (llama2.c: cumulative_prob > topp), so both tokens, not the first alone */
+    const float two[2] = {0.0f, 0.0f};
+    double half[2] = {0.5, 0.5};
+    sampler_init(&s, 2, 1.0f, 0.5f, 0, 55);
+    frequencies(&s, two, 2, freq);
+    check_true(matches(freq, half, 2), "top-p 0.5 over two equal tokens samples both (freq "
+               "%.3f %.3f)", freq[0], freq[1]);
+    sampler_free(&s);
+
     /* logits far from 0 (the ones above plus 1000; exp(1000) overflows a float): the same
      * probabilities, as softmax subtracts the maximum first */
     float shifted[V];
