@@ -1329,6 +1329,113 @@ static void test_state_size_wrap(void) {
                "rounds: %zu bytes (want 0, refused, or at least %.0f)", got, want);
 }
 
+/* ---- a state used again, a rewind, and edge values (cases a mutation of attention.c
+ * showed untested) ---- */
+
+/* A second sequence from pos 0 on a used state gives the bits of a fresh state: nothing
+ * of the first (the recurrent sums and maxima, LSH's bucket lists) survives the reset.
+ * The first's queries and keys are all one vector (LSH lists every key in one bucket),
+ * the second's random. */
+static void test_state_reused(void) {
+    enum { NH = 2, NKV = 1, HS = 4, T = 12 };
+    AttentionConfig list[16];
+    int n = all_variants(list), bad = 0;
+    float qa[T * NH * HS], ka[T * NKV * HS], va[T * NKV * HS];
+    float qb[T * NH * HS], kb[T * NKV * HS], vb[T * NKV * HS];
+    float used[T * NH * HS], fresh[T * NH * HS];
+    for (int i = 0; i < T * NH * HS; i++) qa[i] = 1.0f;
+    for (int i = 0; i < T * NKV * HS; i++) ka[i] = 1.0f;
+    fill_random(va, T * NKV * HS, 1.0f); fill_random(qb, T * NH * HS, 2.0f);
+    fill_random(kb, T * NKV * HS, 2.0f); fill_random(vb, T * NKV * HS, 1.0f);
+    for (int c = 0; c < n; c++) {
+        Lab lab;
+        int ok = lab_init(&lab, &list[c], NH, NKV, HS, 0.5f, T) == 0 &&
+                 lab_run(&lab, used, qa, ka, va, T, 5) == 0 &&
+                 lab_run(&lab, used, qb, kb, vb, T, 5) == 0;
+        lab_free(&lab);
+        ok = ok && run_once(&list[c], NH, NKV, HS, 0.5f, fresh, qb, kb, vb, T, 5) == 0;
+        if (!ok || memcmp(used, fresh, sizeof used) != 0) {
+            char name[64];
+            describe(&list[c], name, sizeof name);
+            printf("  %s: a used state differs from a fresh one\n", name);
+            bad++;
+        }
+    }
+    check_true(bad == 0, "a second sequence on a used state: the bits of a fresh state, "
+               "%d variants (%d differ)", n, bad);
+}
+
+/* The kinds that keep every key may rewind as a KV cache does (attention.h): three
+ * positions of §12's vectors, then position 1 again with row 2's q, k and v; its output
+ * is softmax over keys 0 and the new 1 (float64, by hand), for exact and strided (l = 2:
+ * both keys in its window). */
+static void test_rewind(void) {
+    AttentionKind kinds[2] = {ATTENTION_EXACT, ATTENTION_STRIDED};
+    const float *q = EX_Q + 6, *k1 = EX_K + 6, *v1 = EX_V + 6;
+    double s0 = 0, s1 = 0;
+    for (int e = 0; e < 3; e++) {
+        s0 += (double)q[e] * (double)EX_K[e] * (double)EX_SCALE;
+        s1 += (double)q[e] * (double)k1[e] * (double)EX_SCALE;
+    }
+    double w0 = 1.0 / (1.0 + exp(s1 - s0)), w1 = 1.0 - w0;
+    for (int c = 0; c < 2; c++) {
+        AttentionConfig cfg = config(kinds[c]);
+        cfg.stride = 2;
+        Lab lab;
+        float out[9], again[3];
+        int ok = lab_init(&lab, &cfg, 1, 1, 3, EX_SCALE, 3) == 0 &&
+                 lab_run(&lab, out, EX_Q, EX_K, EX_V, 3, 3) == 0 &&
+                 attention_step(&lab.cfg, &lab.shape, lab.state, 3, again, q, k1, v1, 1, 1,
+                                lab.scratch) == 0;
+        double worst = 0;
+        for (int e = 0; ok && e < 3; e++)
+            worst = max_of(worst, fabs((double)again[e] - (w0 * (double)EX_V[e] + w1 * (double)v1[e])));
+        check_true(ok && worst < 1e-6, "%s: a step back to position 1 attends over key 0 and "
+                   "the new key 1 (max |diff| %.2g)", attention_kind_name(kinds[c]), worst);
+        lab_free(&lab);
+    }
+}
+
+/* Values where the guards of the recurrent forms decide (float64 by hand, HS = 4, one
+ * position): linear's eps, 1e-6, beside phi(q).z = 4 e^-20 (q = -20, k = 0, v = 1) gives
+ * 4e^-20 / (4e^-20 + 1e-6); linear:norm=1 over v = 0 gives 0, not 0/0; efficient with one
+ * key of -110 (exp underflows without its running maximum) gives v itself. */
+static void test_recurrent_guards(void) {
+    const float q20[4] = {-20, -20, -20, -20}, zero[4] = {0}, one[4] = {1, 1, 1, 1};
+    const float k110[4] = {-110, -110, -110, -110}, v4[4] = {1, 2, 3, 4};
+    float out[4];
+    AttentionConfig lin = config(ATTENTION_LINEAR);
+    double e = 4.0 * exp(-20.0), want = e / (e + 1e-6), worst = 0;
+    int ok = run_once(&lin, 1, 1, 4, 0.5f, out, q20, zero, one, 1, 1) == 0;
+    for (int i = 0; ok && i < 4; i++) worst = max_of(worst, fabs((double)out[i] - want) / want);
+    check_true(ok && worst < 1e-5, "linear: phi(q).z = 4e^-20 beside eps 1e-6 gives %.7f "
+               "(relative diff %.2g)", want, worst);
+    lin.norm = 1;
+    ok = run_once(&lin, 1, 1, 4, 0.5f, out, one, one, zero, 1, 1) == 0;
+    check_true(ok && out[0] == 0.0f && out[3] == 0.0f, "linear:norm=1 over v = 0 gives 0 "
+               "(got %g)", (double)out[0]);
+    AttentionConfig eff = config(ATTENTION_EFFICIENT);
+    ok = run_once(&eff, 1, 1, 4, 0.5f, out, zero, k110, v4, 1, 1) == 0;
+    check_true(ok && out[0] == 1.0f && out[1] == 2.0f && out[2] == 3.0f && out[3] == 4.0f,
+               "efficient: one key of -110 gives its value (got %g %g %g %g)", (double)out[0],
+               (double)out[1], (double)out[2], (double)out[3]);
+}
+
+/* The largest values a parameter's documented range allows are taken: fixed's c = l,
+ * synth-frandom's rank = the context. */
+static void test_range_edges(void) {
+    char problem[160];
+    AttentionConfig fixed = config(ATTENTION_FIXED);
+    fixed.stride = 4;
+    fixed.summary = 4;
+    int ok = attention_config_check(&fixed, problem, sizeof problem) == 0;
+    check_true(ok, "fixed with c = l = 4 accepted (%s)", ok ? "" : problem);
+    AttentionConfig fr = config(ATTENTION_SYNTH_FRANDOM);
+    fr.factor = 8;
+    ok = attention_context_check(&fr, 8, problem, sizeof problem) == 0;
+    check_true(ok, "synth-frandom of rank 8 in a context of 8 accepted (%s)", ok ? "" : problem);
+}
+
 int main(void) {
     test_vectors();
     test_kernels();
@@ -1345,5 +1452,9 @@ int main(void) {
     test_invalid();
     test_weights();
     test_weights_invalid();
+    test_state_reused();
+    test_rewind();
+    test_recurrent_guards();
+    test_range_edges();
     return check_summary("test_attention_variants");
 }
