@@ -1388,8 +1388,10 @@ static void test_rewind(void) {
                  attention_step(&lab.cfg, &lab.shape, lab.state, 3, again, q, k1, v1, 1, 1,
                                 lab.scratch) == 0;
         double worst = 0;
-        for (int e = 0; ok && e < 3; e++)
-            worst = max_of(worst, fabs((double)again[e] - (w0 * (double)EX_V[e] + w1 * (double)v1[e])));
+        for (int e = 0; ok && e < 3; e++) {
+            double want = w0 * (double)EX_V[e] + w1 * (double)v1[e];
+            worst = max_of(worst, fabs((double)again[e] - want));
+        }
         check_true(ok && worst < 1e-6, "%s: a step back to position 1 attends over key 0 and "
                    "the new key 1 (max |diff| %.2g)", attention_kind_name(kinds[c]), worst);
         lab_free(&lab);
