@@ -766,6 +766,17 @@ static void test_invalid(void) {
                    "train refuses %s: -1 from the forward and the backward, nothing written",
                    bad[i].what);
     }
+    /* a Synthesizer's backward without dparam, where its gradient goes: refused */
+    AttentionConfig synth = config(ATTENTION_SYNTH_RANDOM);
+    synth.synth_len = T;
+    synth.synth = random;
+    for (int j = 0; j < T * NH * HS; j++) dq[j] = NAN;
+    int refused = attention_train_backward(&synth, &shape, NULL, NULL, dq, dk, dv, NULL, out, q,
+                                           k, v, T, scratch) == -1;
+    int dq_untouched = 1;
+    for (int j = 0; j < T * NH * HS; j++) dq_untouched &= isnan(dq[j]) != 0;
+    check_true(refused && dq_untouched, "train refuses synth-random's backward without dparam: "
+               "-1, nothing written");
     /* options the decode path refuses too, and the sizes of what has no size */
     AttentionConfig cfg = config(ATTENTION_EXACT);
     cfg.norm = 1;
