@@ -1438,6 +1438,40 @@ static void test_range_edges(void) {
     check_true(ok, "synth-frandom of rank 8 in a context of 8 accepted (%s)", ok ? "" : problem);
 }
 
+/* LSH's rotations pinned to the draws of tests/rng_reference.py, a transcription of
+ * splitmix64 seeding xoshiro256** and Box-Muller: buckets 4 and head size 4 (2 rows of 4),
+ * seed 1; the state's (layer 0, head 0, round 0), `python3 tests/rng_reference.py 1 0 0 0
+ * 0 8`, and attention_draw_random's draw 3 of layer 2, `... 1 3 2 0 0 8`. A checkpoint that
+ * records a seed gets these matrices back on every machine. */
+static void test_random_pinned(void) {
+    static const float want_state[8] = {0.418437064f, 0.552308798f, -0.755960703f,
+                                        -0.0363874435f, 0.883054495f, -0.34724015f,
+                                        -0.204466268f, 0.73505801f};
+    static const float want_draw[8] = {-1.07401943f, -0.215352505f, 1.48861182f,
+                                       -0.132661194f, 0.906618655f, 1.21118665f, 1.58708477f,
+                                       0.231445074f};
+    AttentionConfig cfg = config(ATTENTION_LSH);
+    cfg.buckets = 4;
+    cfg.rounds = 1;
+    cfg.seed = 1;
+    Lab lab;
+    int rows = 0, ok = lab_init(&lab, &cfg, 1, 1, 4, 0.5f, 8) == 0;
+    const float *R = ok ? attention_state_random(&cfg, &lab.shape, 8, lab.state, 0, 0, &rows)
+                        : NULL;
+    float drawn[8];
+    int drew = ok && attention_draw_random(&cfg, &lab.shape, 2, 3, drawn) == 0;
+    double worst = 0, worst_draw = 0;
+    for (int i = 0; R && rows == 2 && i < 8; i++)
+        worst = max_of(worst, fabs((double)R[i] - (double)want_state[i]));
+    for (int i = 0; drew && i < 8; i++)
+        worst_draw = max_of(worst_draw, fabs((double)drawn[i] - (double)want_draw[i]));
+    check_true(R && rows == 2 && worst < 1e-6, "LSH's rotation of seed 1 (layer 0, head 0) is "
+               "tests/rng_reference.py's (max |diff| %.2g)", worst);
+    check_true(drew && worst_draw < 1e-6, "attention_draw_random's draw 3 of layer 2 is "
+               "tests/rng_reference.py's (max |diff| %.2g)", worst_draw);
+    lab_free(&lab);
+}
+
 int main(void) {
     test_vectors();
     test_kernels();
@@ -1458,5 +1492,6 @@ int main(void) {
     test_rewind();
     test_recurrent_guards();
     test_range_edges();
+    test_random_pinned();
     return check_summary("test_attention_variants");
 }
