@@ -1416,6 +1416,19 @@ static void test_recurrent_guards(void) {
     ok = run_once(&lin, 1, 1, 4, 0.5f, out, one, one, zero, 1, 1) == 0;
     check_true(ok && out[0] == 0.0f && out[3] == 0.0f, "linear:norm=1 over v = 0 gives 0 "
                "(got %g)", (double)out[0]);
+    /* its weights (attention_weights): phi.z / (phi.z + eps) = the value above, with norm 1
+     * (no eps) exactly 1 */
+    AttentionShape one_head = {1, 1, 4, 0.5f};
+    for (int norm = 0; norm <= 1; norm++) {
+        lin.norm = norm;
+        float w[1], scratch[64];
+        size_t need = attention_weights_scratch_floats(&lin, &one_head, 1);
+        ok = need <= 64 && attention_weights(&lin, &one_head, NULL, 1, w, q20, zero, 0, 1,
+                                             scratch) == 0;
+        double w_want = norm ? 1.0 : want;
+        check_true(ok && fabs((double)w[0] - w_want) <= 1e-5 * w_want, "linear%s: one key's "
+                   "weight %.7f (got %.7f)", norm ? ":norm=1" : "", w_want, (double)w[0]);
+    }
     AttentionConfig eff = config(ATTENTION_EFFICIENT);
     ok = run_once(&eff, 1, 1, 4, 0.5f, out, zero, k110, v4, 1, 1) == 0;
     check_true(ok && out[0] == 1.0f && out[1] == 2.0f && out[2] == 3.0f && out[3] == 4.0f,
