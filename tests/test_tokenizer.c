@@ -636,6 +636,14 @@ static void test_shakespeare(const Tokenizer *t) {
     free(text);
 }
 
+/* The first 256 tokens of an in-memory vocabulary: every byte alone, id = the byte. */
+static void single_bytes(unsigned char *bytes, size_t *offset) {
+    for (int b = 0; b < 256; b++) {
+        bytes[b] = (unsigned char)b;
+        offset[b] = (size_t)b;
+    }
+}
+
 /* A GPT-2 vocabulary held in memory (as a GGUF file gives it) whose add_bos is set
  * (tokenizer.ggml.add_bos_token) starts an encoding with its BOS, as llama.cpp does; a
  * continuation and one without add_bos do not. 258 tokens: every byte alone (id = the
@@ -643,10 +651,7 @@ static void test_shakespeare(const Tokenizer *t) {
 static void test_gpt2_vocab_bos(void) {
     unsigned char bytes[256 + 6];
     size_t offset[259];
-    for (int b = 0; b < 256; b++) {
-        bytes[b] = (unsigned char)b;
-        offset[b] = (size_t)b;
-    }
+    single_bytes(bytes, offset);
     memcpy(bytes + 256, "<b><e>", 6);
     offset[256] = 256;
     offset[257] = 259;
@@ -677,10 +682,7 @@ static void test_gpt2_vocab_bos(void) {
 static void test_repeated_merge(void) {
     unsigned char bytes[256 + 7];
     size_t offset[260];
-    for (int b = 0; b < 256; b++) {
-        bytes[b] = (unsigned char)b;
-        offset[b] = (size_t)b;
-    }
+    single_bytes(bytes, offset);
     memcpy(bytes + 256, "abbc<e>", 7);
     offset[256] = 256;
     offset[257] = 258;
@@ -712,10 +714,7 @@ static void test_special_tokens(void) {
     static const int32_t special[] = {262, 259, 256, 258, 257, 260};
     unsigned char bytes[256 + 32];
     size_t offset[264], at = 256;
-    for (int b = 0; b < 256; b++) {
-        bytes[b] = (unsigned char)b;
-        offset[b] = (size_t)b;
-    }
+    single_bytes(bytes, offset);
     for (int i = 0; i < 7; i++) {
         offset[256 + i] = at;
         memcpy(bytes + at, extra[i], strlen(extra[i]));
