@@ -1429,6 +1429,14 @@ static void test_recurrent_guards(void) {
         check_true(ok && fabs((double)w[0] - w_want) <= 1e-5 * w_want, "linear%s: one key's "
                    "weight %.7f (got %.7f)", norm ? ":norm=1" : "", w_want, (double)w[0]);
     }
+    /* Performer with a query of 1e20: |q|^2 overflows, every feature's logit is -inf and
+     * the denominator not a number: the output is 0 by the rule of read_out, not NaN */
+    AttentionConfig perf = config(ATTENTION_PERFORMER);
+    perf.features = 8;
+    const float huge[4] = {1e20f, 0, 0, 0};
+    ok = run_once(&perf, 1, 1, 4, 0.5f, out, huge, one, v4, 1, 1) == 0;
+    check_true(ok && out[0] == 0.0f && out[3] == 0.0f, "performer: a query of 1e20 gives 0, "
+               "not NaN (got %g)", (double)out[0]);
     AttentionConfig eff = config(ATTENTION_EFFICIENT);
     ok = run_once(&eff, 1, 1, 4, 0.5f, out, zero, k110, v4, 1, 1) == 0;
     check_true(ok && out[0] == 1.0f && out[1] == 2.0f && out[2] == 3.0f && out[3] == 4.0f,
