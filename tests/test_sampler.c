@@ -231,6 +231,90 @@ static int by_prob_then_id(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
+/* The oracle: sampler.h's top-k and top-p draw written plainly, every candidate sorted by
+ * qsort, over probs (V,); c (V,) scratch. */
+static int reference_truncated(const float *probs, int V, float top_p, int top_k, float coin,
+                               SamplerCandidate *c) {
+    float cutoff = top_k == 0 && V > 1 ? (1.0f - top_p) / (float)(V - 1) : 0.0f;
+    int n = 0, best = 0;
+    for (int i = 0; i < V; i++) {
+        if (probs[i] > probs[best]) best = i;
+        if (probs[i] >= cutoff) c[n++] = (SamplerCandidate){i, probs[i]};
+    }
+    if (n == 0) c[n++] = (SamplerCandidate){best, probs[best]};
+    qsort(c, (size_t)n, sizeof *c, by_prob_then_id);
+    if (top_k > 0 && top_k < n) n = top_k;
+    float target = top_p;
+    if (top_k > 0) {
+        float kept = 0.0f;
+        for (int i = 0; i < n; i++) kept += c[i].prob;
+        target *= kept;
+    }
+    float cumulative = 0.0f;
+    int last = n - 1;
+    for (int i = 0; i < n; i++) {
+        cumulative += c[i].prob;
+        if (cumulative > target) { last = i; break; }
+    }
+    float r = coin * cumulative, cdf = 0.0f;
+    for (int i = 0; i <= last; i++) {
+        cdf += c[i].prob;
+        if (r < cdf) return c[i].index;
+    }
+    return c[last].index;
+}
+
+/* draws draws from logits (V,) with the sampler's settings, each against the oracle on
+ * the probabilities the sampler leaves in the row; row, c (V,) scratch. Returns how many
+ * drew the oracle's token. */
+static int draws_as_reference(const float *logits, int V, float top_p, int top_k,
+                              uint64_t seed, int draws, float *row, SamplerCandidate *c) {
+    Sampler s;
+    if (sampler_init(&s, V, 1.0f, top_p, top_k, seed) != 0) return 0;
+    int same = 0;
+    for (int d = 0; d < draws; d++) {
+        memcpy(row, logits, (size_t)V * sizeof *row);
+        uint64_t state = s.rng_state;
+        int id = sampler_sample(&s, row);   /* row now holds the probabilities */
+        float coin = sampler_random_f32(&state);
+        same += id == reference_truncated(row, V, top_p, top_k, coin, c);
+    }
+    sampler_free(&s);
+    return same;
+}
+
+/* The sampler's draws must be the oracle's, on rows with many equal values (ties in id
+ * order), flat ones (most tokens in the nucleus), peaked ones (a few in it) and one
+ * dominant token, at settings from a small nucleus to top-k alone. */
+static void test_against_reference(void) {
+    enum { V = 4096, DRAWS_EACH = 24 };
+    static float logits[V], row[V];
+    static SamplerCandidate c[V];
+    const char *what[5] = {"three values, many ties", "flat", "peaked", "steep", "dominant"};
+    const float top_p[6] = {0.5f, 0.9f, 0.95f, 0.99f, 0.999f, 1.0f};
+    const int top_k[4] = {0, 1, 3, 40};
+    uint64_t seed = 5;
+    for (int kind = 0; kind < 5; kind++) {
+        for (int i = 0; i < V; i++) {
+            float u = sampler_random_f32(&seed);
+            logits[i] = kind == 0 ? (float)(int)(3.0f * u) : kind == 1 ? 0.01f * u
+                      : kind == 2 ? 8.0f * u * u : kind == 3 ? 24.0f * u * u * u * u
+                      : i == 77 ? 6.0f : u;
+        }
+        int bad = 0;
+        for (int p = 0; p < 6; p++)
+            for (int k = 0; k < 4; k++) {
+                if (top_p[p] == 1.0f && top_k[k] == 0) continue;   /* no cut: sample_all */
+                bad += DRAWS_EACH - draws_as_reference(logits, V, top_p[p], top_k[k],
+                                                       (uint64_t)(100 * p + k + 1), DRAWS_EACH,
+                                                       row, c);
+            }
+        check_true(bad == 0, "top-k and top-p draws over %d tokens (%s) are the oracle's "
+                   "(a plain qsort of every candidate): %d of %d differ", V, what[kind], bad,
+                   23 * DRAWS_EACH);
+    }
+}
+
 /* With top-k every token is a candidate and the sampler sorts them all in its scratch:
  * after a draw, its candidates must be qsort's order of (id, probability) over the
  * probabilities it leaves in the row, on rows with many equal values (ties in id order),
@@ -269,6 +353,7 @@ int main(void) {
     test_zero_coin();
     test_distributions();
     test_edges();
+    test_against_reference();
     test_candidate_order();
     return check_summary("test_sampler");
 }
