@@ -370,6 +370,48 @@ static void test_forward_cache(void) {
                POS, prompt ? "equal" : "DIFFER", one ? "equal" : "DIFFERS");
 }
 
+/* attention_forward_cache_half has the bits of attention_forward_cache over a float cache
+ * holding the halves' values, on 1 and 2 threads: for 20 queries (each head's keys and
+ * values as floats on its stack) and for 300 queries of 64-float heads (19,200 floats a
+ * head, past the stack's 16,384: each head's own part of scratch, which two threads fill
+ * at once), with 4 heads over 2 kv heads. */
+static void test_forward_cache_half(void) {
+    enum { NH = 4, NKV = 2, HS = 64, N_CTX = 320, T_MAX = 300, CACHE = NKV * N_CTX * HS };
+    AttentionShape shape = {NH, NKV, HS, 0.125f};
+    float *q = malloc(sizeof(float) * T_MAX * NH * HS), *k = malloc(sizeof(float) * CACHE);
+    float *v = malloc(sizeof(float) * CACHE), *want = malloc(sizeof(float) * T_MAX * NH * HS);
+    float *got = malloc(sizeof(float) * T_MAX * NH * HS);
+    float *work = malloc(sizeof(float) * attention_half_scratch_floats(&shape, N_CTX));
+    uint16_t *k_half = malloc(sizeof(uint16_t) * CACHE), *v_half = malloc(sizeof(uint16_t) * CACHE);
+    if (!check_true(q && k && v && want && got && work && k_half && v_half, "half cache: memory"))
+        goto done;
+    fill_random(q, (long)T_MAX * NH * HS, 2.0f);
+    fill_random(k, CACHE, 2.0f);
+    fill_random(v, CACHE, 1.0f);
+    kernels_to_half(k_half, k, CACHE);
+    kernels_to_half(v_half, v, CACHE);
+    kernels_from_half(k, k_half, CACHE);   /* the float cache holds the halves' values */
+    kernels_from_half(v, v_half, CACHE);
+    const int Ts[2] = {20, T_MAX};
+    for (int c = 0; c < 2; c++) {
+        int T = Ts[c], same = 1;
+        size_t n = (size_t)T * NH * HS;
+        attention_forward_cache(&shape, want, q, k, v, N_CTX, 0, T, work);
+        for (int threads = 1; threads <= 2; threads++)
+            for (int again = 0; again < 3; again++) {
+                kernels_set_threads(threads);
+                memset(got, 0, n * sizeof(float));
+                attention_forward_cache_half(&shape, got, q, k_half, v_half, N_CTX, 0, T, work);
+                same &= memcmp(want, got, n * sizeof(float)) == 0;
+            }
+        kernels_set_threads(1);
+        check_true(same, "attention_forward_cache_half, %d queries (%d floats a head's keys): "
+                   "the float cache's bits, 1 and 2 threads, three runs each", T, T * HS);
+    }
+done:
+    free(q), free(k), free(v), free(want), free(got), free(work), free(k_half), free(v_half);
+}
+
 /* Scratch sizes are size_t products: 4097 heads x 2^20 positions is past INT_MAX, where
  * an int product wrapped to 2^20 floats and attention_forward wrote past them. */
 static void test_scratch_sizes(void) {
@@ -388,6 +430,7 @@ static void test_scratch_sizes(void) {
 int main(void) {
     test_scratch_sizes();
     test_forward_cache();
+    test_forward_cache_half();
     test_nadaraya_watson();
     test_worked_example_b();
     test_large_scores();

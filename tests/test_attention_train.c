@@ -875,6 +875,49 @@ static void test_draws(void) {
     }
 }
 
+/* Performer's backward where a query has no output: a query of 1e20 overflows |q s|^2, its
+ * features' logits are -inf and its denominator not a number, so its output is 0
+ * (read_out's rule); it gets no gradient and gives the keys none. dq, dk and dv are finite
+ * and equal to those of the same sequence with an ordinary query there and a dout of 0 at
+ * its position (whose terms in the sums are then zeros). */
+static void test_performer_no_output(void) {
+    enum { T = 3, HS = 4, AT = 1 };
+    AttentionShape shape = {1, 1, HS, 0.5f};
+    AttentionConfig cfg = config(ATTENTION_PERFORMER);
+    cfg.features = 8;
+    size_t n_random = attention_random_floats(&cfg, &shape);
+    size_t n_scratch = attention_train_scratch_floats(&cfg, &shape, T);
+    float *random = alloc_floats(n_random), *scratch = alloc_floats(n_scratch);
+    float q[T * HS], k[T * HS], v[T * HS], dout[T * HS], g[2][3][T * HS];
+    check_fill_random(&seed_state, q, T * HS, 1.0f);
+    check_fill_random(&seed_state, k, T * HS, 1.0f);
+    check_fill_random(&seed_state, v, T * HS, 1.0f);
+    check_fill_random(&seed_state, dout, T * HS, 1.0f);
+    int ok = attention_draw_random(&cfg, &shape, 0, 0, random) == 0;
+    for (int run = 0; run < 2; run++) {
+        if (run == 0) {   /* the query of 1e20 */
+            for (int i = 0; i < HS; i++) q[AT * HS + i] = i == 0 ? 1e20f : 0.0f;
+        } else {          /* an ordinary query there, its dout 0 */
+            for (int i = 0; i < HS; i++) q[AT * HS + i] = 0.25f;
+            for (int i = 0; i < HS; i++) dout[AT * HS + i] = 0.0f;
+        }
+        memset(g[run], 0, sizeof g[run]);
+        ok &= attention_train_backward(&cfg, &shape, random, NULL, g[run][0], g[run][1],
+                                       g[run][2], NULL, dout, q, k, v, T, scratch) == 0;
+    }
+    int finite = 1, same = 1;
+    for (int w = 0; w < 3; w++)
+        for (int i = 0; i < T * HS; i++) {
+            finite &= isfinite(g[0][w][i]) != 0;
+            same &= g[0][w][i] == g[1][w][i];
+        }
+    check_true(ok && finite && same && g[0][0][AT * HS] == 0.0f, "performer backward: a query "
+               "of 1e20 (no output) gets no gradient and gives none: dq, dk, dv finite (%d) and "
+               "those of a dout of 0 there (%d)", finite, same);
+    free(random);
+    free(scratch);
+}
+
 /* ---- the decode path's new options ---- */
 
 /* softmax weights of the reference for head h, query i: w (T,) (0 where hidden) and the
@@ -1011,6 +1054,7 @@ int main(void) {
     for (int i = 0; i < n_variants; i++) test_threads(&variants[i]);
     test_invalid();
     test_draws();
+    test_performer_no_output();
     test_decode_options();
     free(g_scratch);
     return check_summary("test_attention_train");

@@ -1493,6 +1493,46 @@ static void test_random_pinned(void) {
     lab_free(&lab);
 }
 
+/* Performer's query side (performer_query) with one key k = -q: for feature c, with a_c =
+ * w_c . q s, the query's logit is a_c - |q s|^2 / 2 and the key's -a_c - |q s|^2 / 2, so a
+ * query's strongest feature is the key's weakest, and every log phi_c z_c is the same.
+ * With max_c a_c - min_c a_c at 150 (q along (1, -2, 0.5, 3), scaled for it), the key sums
+ * z_c of the query's strongest features underflow below FLT_MIN and those features are
+ * left out (kept, phi_c = 1 / z_c would reach e^150: infinite, and the output NaN); the
+ * others each give phi_c z_c = 1, and the output is the one key's value. */
+static void test_performer_shift(void) {
+    enum { HS = 4, M = 8 };
+    AttentionConfig perf = config(ATTENTION_PERFORMER);
+    perf.features = M;
+    const float dir[HS] = {1.0f, -2.0f, 0.5f, 3.0f}, v4[HS] = {1, 2, 3, 4};
+    float q[HS], k[HS], out[HS];
+    Lab lab;
+    int rows = 0, ok = lab_init(&lab, &perf, 1, 1, HS, 0.5f, 1) == 0;
+    const float *W = ok ? attention_state_random(&perf, &lab.shape, 1, lab.state, 0, 0, &rows)
+                        : NULL;
+    double hi = -INFINITY, lo = INFINITY;
+    for (int f = 0; W && f < rows; f++) {
+        double a = 0;
+        for (int i = 0; i < HS; i++) a += (double)W[f * HS + i] * (double)dir[i];
+        hi = a > hi ? a : hi;
+        lo = a < lo ? a : lo;
+    }
+    double lambda = 150.0 / (sqrt(0.5) * (hi - lo));   /* s = sqrt(scale) */
+    for (int i = 0; i < HS; i++) {
+        q[i] = (float)(lambda * (double)dir[i]);
+        k[i] = -q[i];
+    }
+    if (ok) lab_free(&lab);
+    ok = W && rows == M && run_once(&perf, 1, 1, HS, 0.5f, out, q, k, v4, 1, 1) == 0;
+    double worst = 0;
+    for (int i = 0; ok && i < HS; i++)
+        worst = max_of(worst, fabs((double)out[i] - (double)v4[i]) / (double)v4[i]);
+    check_true(ok && worst < 1e-5, "performer: a query whose strongest features are the one "
+               "key's weakest (a spread of 150, key sums below FLT_MIN) gives its value (got %g "
+               "%g %g %g, relative diff %.2g)", (double)out[0], (double)out[1], (double)out[2],
+               (double)out[3], worst);
+}
+
 int main(void) {
     test_vectors();
     test_kernels();
@@ -1512,6 +1552,7 @@ int main(void) {
     test_state_reused();
     test_rewind();
     test_recurrent_guards();
+    test_performer_shift();
     test_range_edges();
     test_random_pinned();
     return check_summary("test_attention_variants");

@@ -231,6 +231,35 @@ static int by_prob_then_id(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
+/* llama2.c's arithmetic, transcribed from its run.c (sample(): logits[q] /= temperature,
+ * then softmax(): the largest subtracted, expf, a float sum in order, each divided by it):
+ * at temperature 0.7 over 32,000 logits the probabilities the sampler leaves in the row
+ * must be these bits (a multiply by 1 / 0.7 in place of the divide changes some). */
+static void test_llama2c_probabilities(void) {
+    enum { V = 32000 };
+    static float logits[V], want[V];
+    uint64_t seed = 9;
+    for (int i = 0; i < V; i++) logits[i] = 16.0f * sampler_random_f32(&seed) - 8.0f;
+    float temperature = 0.7f, max = -INFINITY, sum = 0.0f;
+    for (int i = 0; i < V; i++) {
+        want[i] = logits[i] / temperature;
+        if (want[i] > max) max = want[i];
+    }
+    for (int i = 0; i < V; i++) {
+        want[i] = expf(want[i] - max);
+        sum += want[i];
+    }
+    for (int i = 0; i < V; i++) want[i] /= sum;
+    Sampler s;
+    if (!check_true(sampler_init(&s, V, temperature, 0.9f, 0, 3) == 0, "a sampler at 0.7"))
+        return;
+    int id = sampler_sample(&s, logits), differ = 0;
+    for (int i = 0; i < V; i++) differ += memcmp(&logits[i], &want[i], sizeof want[i]) != 0;
+    check_true(differ == 0 && id >= 0 && id < V, "temperature 0.7: the probabilities are "
+               "llama2.c's bits (%d of %d differ)", differ, V);
+    sampler_free(&s);
+}
+
 /* The oracle: sampler.h's top-k and top-p draw written plainly, every candidate sorted by
  * qsort, over probs (V,); c (V,) scratch. */
 static int reference_truncated(const float *probs, int V, float top_p, int top_k, float coin,
@@ -353,6 +382,7 @@ int main(void) {
     test_zero_coin();
     test_distributions();
     test_edges();
+    test_llama2c_probabilities();
     test_against_reference();
     test_candidate_order();
     return check_summary("test_sampler");
