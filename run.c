@@ -642,6 +642,17 @@ int main(int argc, char **argv) {
                 "to (got the same file, expected another for the text)\n");
         return EXIT_BAD_DATA;
     }
+    /* the files read after the model, opened now: a missing one is said before a large
+     * model's seconds of loading (llama.cpp opens them as it parses its arguments) */
+    const char *later[4][2] = {{o.tokenizer_path, "a tokenizer file"},
+                               {o.prompt_file, "a prompt file"}, {o.eval_path, "an eval file"},
+                               {o.ref_path, "a model file"}};
+    for (int i = 0; i < 4; i++) {
+        if (!later[i][0] || strcmp(later[i][0], "-") == 0) continue;   /* "-": standard input */
+        FILE *file = os_open_read("run", later[i][0], later[i][1]);
+        if (!file) return EXIT_BAD_DATA;
+        fclose(file);
+    }
     SaveLock map_lock = {.fd = -1};   /* --attn-map's PATH.lock: one writer of the map */
     if (o.attn_map_path && (os_check_output("run", o.attn_map_path, "the attention map",
                                             inputs, 4) != 0 ||

@@ -1324,6 +1324,40 @@ static void eval_window_counts(const char *model, const char *tok, const char *t
     }
 }
 
+/* The files run reads after the model (-z, -f, --eval, --ref) are opened before it loads,
+ * as llama.cpp opens them while it parses its arguments: a missing one is said at once, the
+ * only line on standard error (a missing --eval or --ref file was said after the model's
+ * line, seconds later for a large model). */
+static void missing_before_load(const char *model, const char *tok, const char *text) {
+    char args[4][1024];
+    snprintf(args[0], sizeof args[0], "%s -z %s/none.bin -n 1", model, dir);
+    snprintf(args[1], sizeof args[1], "%s -z %s -f %s/none.txt -n 1", model, tok, dir);
+    snprintf(args[2], sizeof args[2], "%s -z %s --eval %s/none.txt", model, tok, dir);
+    snprintf(args[3], sizeof args[3], "%s -z %s --eval %s --ref %s/none.bin", model, tok, text,
+             dir);
+    const char *want[4] = {"none.bin: cannot open (got \"No such file or directory\", "
+                           "expected a tokenizer file)\n",
+                           "none.txt: cannot open (got \"No such file or directory\", "
+                           "expected a prompt file)\n",
+                           "none.txt: cannot open (got \"No such file or directory\", "
+                           "expected an eval file)\n",
+                           "none.bin: cannot open (got \"No such file or directory\", "
+                           "expected a model file)\n"};
+    for (int i = 0; i < 4; i++) {
+        char command[4096 + 1100];
+        snprintf(command, sizeof command, "timeout 120 %s %s", run_bin, args[i]);
+        char *out = NULL, *err = NULL;
+        int code = check_run(command, &out, &err);
+        const char *at = err ? strstr(err, want[i]) : NULL;
+        int one_line = at && strchr(err, '\n') == at + strlen(want[i]) - 1;
+        check_true(code == 1 && one_line, "a missing %s file: exit %d (want 1), said before "
+                   "the model loads, the only line: %s", i == 0 ? "-z" : i == 1 ? "-f"
+                   : i == 2 ? "--eval" : "--ref", code, err ? err : "(none)");
+        free(out);
+        free(err);
+    }
+}
+
 /* --eval's failures, each one line: a window beyond the model's context, a missing file,
  * a full disk (and generation's), a --ref of the other family or of a shorter context
  * (which -c then fits). */
@@ -1421,6 +1455,7 @@ static void test_eval(const char *model, const char *tok) {
     eval_variants(model, tok, text);
     eval_window_counts(model, tok, text);
     eval_failures(model, tok, text);
+    missing_before_load(model, tok, text);
     eval_ref_tokenizer(model, tok, text);
 }
 
