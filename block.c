@@ -168,7 +168,7 @@ void block_qkv(const Config *c, const LayerWeights *w, int N, const BlockBuffers
 void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
                   const BlockBuffers *b, const BlockResidual *r) {
     int C = c->dim, Hd = c->hidden_dim;
-    size_t NC = (size_t)N * C, NH = (size_t)N * Hd;
+    size_t NC = (size_t)N * C, NHd = (size_t)N * Hd;
 
     /* the attention sublayer's output: x_mid = x + att W_O^T + bo */
     block_matmul(b->proj, b->att, &w->wo, w->bo, N, C, C, b->xq, b->xs);
@@ -179,8 +179,8 @@ void block_finish(const Config *c, const LayerWeights *w, int layer, int N,
     block_norm(c, b->xn2, b->x_mid, w->norm2_w, w->norm2_b, N);
     KernelsProduct up[2] = {{b->pre, &w->w_up, w->b_up, Hd}, {b->gate, &w->w_gate, NULL, Hd}};
     matmuls(up, c->family == MODEL_LLAMA ? 2 : 1, b->xn2, N, C, b->xq, b->xs);   /* + gate */
-    BlockJob act = {.c = c, .out = b->act, .x = b->pre, .y = b->gate, .n = NH};
-    kernels_parallel_for(activation_job, &act, kernels_jobs(NH, ELEMENTS_PER_JOB), (double)NH);
+    BlockJob act = {.c = c, .out = b->act, .x = b->pre, .y = b->gate, .n = NHd};
+    kernels_parallel_for(activation_job, &act, kernels_jobs(NHd, ELEMENTS_PER_JOB), (double)NHd);
     block_matmul(b->proj, b->act, &w->w_down, w->b_down, N, Hd, C, b->xq, b->xs);
     residual(r, layer, 1, b->out, b->x_mid, b->proj, NC);
 }
@@ -208,14 +208,15 @@ void block_finish_backward(const Config *c, const LayerWeights *w, const BlockTe
                            int layer, int N, const BlockBuffers *b, const BlockGradBuffers *d,
                            const BlockResidual *r) {
     int C = c->dim, Hd = c->hidden_dim;
-    size_t NC = (size_t)N * C, NH = (size_t)N * Hd;
+    size_t NC = (size_t)N * C, NHd = (size_t)N * Hd;
 
     /* MLP sublayer: dx is d loss / d out; the MLP's output gets its share */
     residual_grad(r, layer, 1, d->dproj, d->dx, NC);
     kernels_matmul_backward(d->dact, g->w_down, g->b_down, d->dproj, b->act, w->w_down.f32,
                             N, Hd, C, KERNELS_OVERWRITE);
-    BlockJob gelu = {.out = d->dact, .x = b->pre, .n = NH};   /* d act -> d pre, in place */
-    kernels_parallel_for(gelu_backward_job, &gelu, kernels_jobs(NH, ELEMENTS_PER_JOB), (double)NH);
+    BlockJob gelu = {.out = d->dact, .x = b->pre, .n = NHd};   /* d act -> d pre, in place */
+    kernels_parallel_for(gelu_backward_job, &gelu, kernels_jobs(NHd, ELEMENTS_PER_JOB),
+                         (double)NHd);
     kernels_matmul_backward(d->dxn, g->w_up, g->b_up, d->dact, b->xn2, w->w_up.f32, N, C, Hd,
                             KERNELS_OVERWRITE);
     kernels_layernorm_backward(d->dx, g->norm2_w, g->norm2_b, d->dxn, b->x_mid, w->norm2_w,

@@ -539,15 +539,23 @@ static size_t q8_mark(QuantMatrix *q, int mark) {
     return (size_t)q->rows * ((size_t)q->cols + (size_t)quant_groups(q->cols, q->group) * 4);
 }
 
+#define LAYER_MATRICES 7   /* a layer's matrices: W_Q, W_K, W_V, W_O and the MLP's three */
+
+/* Matrix i of the products: 0 the classifier, then each layer's LAYER_MATRICES. */
+static Matrix *product_matrix(Weights *w, int i) {
+    if (i == 0) return &w->classifier;
+    LayerWeights *lw = &w->layers[(i - 1) / LAYER_MATRICES];
+    Matrix *layer[LAYER_MATRICES] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_up,
+                                     &lw->w_gate, &lw->w_down};
+    return layer[(i - 1) % LAYER_MATRICES];
+}
+
 /* The bytes of the int8 matrices a token reads (the layers' and the classifier), each
  * marked as q8_mark does. */
 static size_t q8_token_bytes(Weights *w, int n_layers, int mark) {
-    size_t bytes = q8_mark(&w->classifier.q8, mark);
-    for (int l = 0; l < n_layers; l++) {
-        LayerWeights *lw = &w->layers[l];
-        Matrix *m[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_up, &lw->w_gate, &lw->w_down};
-        for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) bytes += q8_mark(&m[i]->q8, mark);
-    }
+    size_t bytes = 0;
+    for (int i = 0; i < 1 + LAYER_MATRICES * n_layers; i++)
+        bytes += q8_mark(&product_matrix(w, i)->q8, mark);
     return bytes;
 }
 
@@ -555,17 +563,9 @@ void checkpoint_mark_cold(Weights *w, int n_layers) {
     if (q8_token_bytes(w, n_layers, 0) > CHECKPOINT_CACHED_BYTES) q8_token_bytes(w, n_layers, 1);
 }
 
-/* Matrix i of the products: 0 the classifier, then each layer's seven. */
-static Matrix *product_matrix(Weights *w, int i) {
-    if (i == 0) return &w->classifier;
-    LayerWeights *lw = &w->layers[(i - 1) / 7];
-    Matrix *layer[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_up, &lw->w_gate, &lw->w_down};
-    return layer[(i - 1) % 7];
-}
-
 void checkpoint_pack(Checkpoint *ck) {
     Weights *w = &ck->weights;
-    int n = 1 + 7 * ck->config.n_layers, any = 0;
+    int n = 1 + LAYER_MATRICES * ck->config.n_layers, any = 0;
     for (int i = 0; i < n; i++) {
         const QuantMatrix *q8 = &product_matrix(w, i)->q8;
         any |= q8->q && quant_pack_rows(q8) > 0;
@@ -973,8 +973,14 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
                     ? "truncated" : "trailing bytes");
             goto fail;
         }
-        checkpoint_point_synth(ck->attention, c,
-                               (const float *)(const void *)((const char *)ck->map + expected));
+        /* copied: after int8 or bf16 tensors they need not lie 4-byte aligned in the file */
+        if (synth > 0 && !(ck->synth = malloc(synth))) {
+            fprintf(stderr, "model: %s: out of memory for %zu bytes of Synthesizer "
+                    "parameters\n", path, synth);
+            goto fail;
+        }
+        if (synth > 0) memcpy(ck->synth, (const char *)ck->map + expected, synth);
+        checkpoint_point_synth(ck->attention, c, ck->synth);
         AttentionShape shape = synth_shape(c);
         for (int l = 0; l < c->n_layers; l++) {   /* finite, as the sink logits must be */
             size_t n = attention_synth_floats(&ck->attention[l], &shape);
@@ -1000,6 +1006,7 @@ void checkpoint_free(Checkpoint *ck) {
     free(ck->owned);
     free(ck->attention);
     free(ck->sink_logits);
+    free(ck->synth);
     free(ck->weights.layers);
     memset(ck, 0, sizeof *ck);
 }

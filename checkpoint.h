@@ -182,8 +182,11 @@ typedef struct {
                             * odd places, int8 scales), or NULL */
     AttentionConfig *attention;   /* (L,) owned: the attention each layer was trained with
                            * (the extension above), or NULL for a file without it; a
-                           * layer's sink_logits points into sink_logits when it has them */
+                           * layer's sink_logits points into sink_logits when it has them,
+                           * a Synthesizer layer's synth into synth */
     float *sink_logits;    /* (L, NH) owned learned sink logits, or NULL */
+    float *synth;          /* owned copy of the Synthesizer layers' parameters
+                            * (checkpoint_synth_bytes), or NULL */
 } Checkpoint;
 
 /* Reads and validates the checkpoint at path into ck (zeroed first). Returns 0, or -1

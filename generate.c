@@ -399,13 +399,13 @@ static GenerateStep sample_turn(GenerateLoop *loop) {
     loop->unrun = -1;
     for (int step = 0; step < o->steps; step++) {
         int next = sampler_sample(loop->sampler, g->logits);
-        if (tokenizer_ends(tok, next)) break;
         if (next >= tok->vocab_size) {
             utf8_flush(&loop->out);
             fprintf(stderr, "\ngenerate: model produced token %d, which the tokenizer "
                     "does not have (expected 0..%d)\n", next, tok->vocab_size - 1);
             return STEP_ERROR;
         }
+        if (tokenizer_ends(tok, next)) break;
         if (o->watch && o->watch(o->watch_ctx, g, next) != 0) return STEP_ERROR;
         size_t len;
         const unsigned char *bytes = token_text(tok, loop->prev, next, &len);

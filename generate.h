@@ -29,7 +29,8 @@ typedef struct {
     long grows;              /* times the attention state grew (generation_init's first) */
     long grow_tokens;        /* tokens run again at growths */
     double input_seconds;    /* time running input tokens */
-    double generate_seconds; /* time sampling and running generated tokens (not shifts) */
+    double generate_seconds; /* time sampling and running generated tokens (not shifts
+                              * or growths) */
     double shift_seconds;    /* time re-running the kept tokens after shifts */
     double grow_seconds;     /* time re-running the tokens at growths */
 } GenerationStats;

@@ -176,11 +176,11 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     const Config *c = &m->config;
     int n_ctx = m->n_ctx, L = c->n_layers;
     free_attention(m);
-    AttentionConfig *kept = malloc((size_t)L * sizeof *kept);
-    size_t *offset = malloc((size_t)(L + 1) * sizeof *offset);
+    /* the model's from here: free_attention frees them with the rest on any failure */
+    AttentionConfig *kept = m->attention_configs = malloc((size_t)L * sizeof *kept);
+    size_t *offset = m->attention_offset = malloc((size_t)(L + 1) * sizeof *offset);
     if (!kept || !offset) {
-        free(kept);
-        free(offset);
+        free_attention(m);
         fprintf(stderr, "model: out of memory for %d layers' attention\n", L);
         return -1;
     }
@@ -189,8 +189,7 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
         char problem[256];
         if (attention_context_check(&kept[l], c->seq_len, problem, sizeof problem) != 0) {
             fprintf(stderr, "model: attention of layer %d: %s\n", l, problem);
-            free(kept);
-            free(offset);
+            free_attention(m);
             return -1;
         }
         if (attention_is_synth(kept[l].kind) && !kept[l].synth) {
@@ -203,13 +202,10 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
             fprintf(stderr, "model: attention %s (layer %d): a Synthesizer's weights are "
                     "trained parameters, and this model has none for it (expected a model "
                     "trained with ./train --attn %s)\n", spec, l, spec);
-            free(kept);
-            free(offset);
+            free_attention(m);
             return -1;
         }
     }
-    m->attention_configs = kept;
-    m->attention_offset = offset;
     if (all_plain(kept, L)) {
         /* the KV cache and the score rows (a block of queries' rows of n_ctx floats per
          * head) count toward the limit together */
@@ -270,7 +266,7 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     m->attention_state = calloc(total, 1);
     m->state.scratch = calloc(scratch, sizeof(float));
     if (!m->attention_state || !m->state.scratch) goto out_of_memory;
-    for (int l = 0; l < L; l++)
+    for (int l = 0; l < L; l++)   /* cannot fail: attention_state_bytes took each cfg */
         attention_state_init(&kept[l], &m->attention, n_ctx, l,
                              (char *)m->attention_state + offset[l]);
     m->attention_bytes = total;

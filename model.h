@@ -151,8 +151,9 @@ int model_set_context(Model *m, int n_ctx);
 
 /* Keep exact attention's KV cache in half precision (half = 1: kernels_to_half, half the
  * memory and half the bytes attention reads at each token; what llama.cpp does by default)
- * or in floats (0). The attention state is reallocated as model_set_context does; the next
- * model_forward must start at position 0. A lab variant's own state is not affected.
+ * or in floats (0). The attention state is reallocated (committed only by the next
+ * model_set_context); the next model_forward must start at position 0. A lab variant's
+ * own state is not affected.
  * Returns 0, or -1 after a stderr line. */
 int model_set_half_cache(Model *m, int half);
 

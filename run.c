@@ -443,7 +443,7 @@ static int run_generation(const RunOptions *o, Model *m, const Tokenizer *tok, S
             st->shifts, st->shifts ? 1e3 * st->shift_seconds / (double)st->shifts : 0.0,
             st->rerun_tokens, (unsigned long long)o->seed);
     if (st->grows)   /* -I's attention memory, taken as the turns reached it */
-        fprintf(stderr, "context grown to %d positions in %ld doublings (%.1f ms, %ld tokens "
+        fprintf(stderr, "context grown to %d positions in %ld growths (%.1f ms, %ld tokens "
                 "run again)\n", g->n_alloc, st->grows, 1e3 * st->grow_seconds, st->grow_tokens);
     if (o->attn_map_path) {
         /* text that did not reach standard output (a full disk, a closed pipe) fails the
@@ -527,7 +527,7 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
 }
 
 /* ------------------------------------------------------------------------- */
-/* Evaluation (--eval)                                                         */
+/* Running: the job (generation or --eval), the seed, the tokenizer          */
 
 /* What kernels_run runs: the generation or the evaluation, with the threads as a pool. */
 typedef struct {
@@ -564,11 +564,13 @@ static uint64_t default_seed(void) {
     return seed ? seed : 1;
 }
 
-/* The default tokenizer path: tokenizer.bin in the model's folder. */
-static void default_tokenizer_path(const char *model_path, char *out, size_t cap) {
+/* The default tokenizer path: tokenizer.bin in the model's folder, in out (cap bytes).
+ * Returns 0, or -1 (nothing printed) if it does not fit. */
+static int default_tokenizer_path(const char *model_path, char *out, size_t cap) {
     const char *slash = strrchr(model_path, '/');
     int dir_len = slash ? (int)(slash - model_path + 1) : 0;
-    snprintf(out, cap, "%.*stokenizer.bin", dir_len, model_path);
+    int n = snprintf(out, cap, "%.*stokenizer.bin", dir_len, model_path);
+    return n >= 0 && (size_t)n < cap ? 0 : -1;
 }
 
 /* Loads the tokenizer at path (-z's, or without -z the default beside the model) and
@@ -626,9 +628,13 @@ int main(int argc, char **argv) {
     if (parsed > 0) return parsed;
     if (o.seed == 0) o.seed = default_seed();
 
-    char tokenizer_path[4096];
-    if (o.tokenizer_path) snprintf(tokenizer_path, sizeof tokenizer_path, "%s", o.tokenizer_path);
-    else default_tokenizer_path(o.model_path, tokenizer_path, sizeof tokenizer_path);
+    char beside[4096];   /* PATH_MAX on Linux: no longer path opens */
+    const char *tokenizer_path = o.tokenizer_path ? o.tokenizer_path : beside;
+    if (!o.tokenizer_path && default_tokenizer_path(o.model_path, beside, sizeof beside) != 0) {
+        fprintf(stderr, "run: %s: folder path too long for tokenizer.bin beside it (expected "
+                "at most %zu bytes in all, or -z PATH)\n", o.model_path, sizeof beside - 1);
+        return EXIT_USAGE;
+    }
     const char *inputs[] = {o.model_path, tokenizer_path, o.prompt_file,
                             o.interactive ? "-" : NULL};   /* "-": standard input's file */
     const char *stdin_problem = o.interactive ? os_stdin_problem() : NULL;

@@ -13,7 +13,7 @@
 #include <fcntl.h>     /* open, fcntl, struct flock (POSIX: holding a lock) */
 #include <math.h>      /* fabs, sqrt, exp, log, tanh, NAN */
 #include <stdarg.h>    /* va_list (format_into) */
-#include <stdint.h>    /* uint64_t */
+#include <stdint.h>    /* uint64_t, uintptr_t */
 #include <stdio.h>     /* printf, snprintf, remove */
 #include <stdlib.h>    /* malloc, calloc, free, mkdtemp, setenv, atoi */
 #include <string.h>    /* memcpy, memcmp, strstr, strncmp, strcspn */
@@ -318,6 +318,43 @@ static void test_rotary_files(void) {
     remove(q8);
 }
 
+/* A Synthesizer's parameters in an int8 file: they follow the int8 tensors, whose bytes
+ * (V = 17 rows of C = 10 int8 values first) leave them at no multiple of 4 in the file.
+ * The int8 model's are the fp32 model's, 4-byte aligned in memory (a float read at an odd
+ * address is undefined: the sanitizer build stops on it), and it runs a token. */
+static void test_synth_q8_file(void) {
+    const char *path = "build/test_train_synth.bin", *q8 = "build/test_train_synth_q8.bin";
+    Config c;
+    tiny_config(&c, 17, 1, 10, 2, 8);
+    TrainSettings s = tiny_settings(0.0f, 1e-2f);
+    AttentionConfig cfg;
+    char err[256] = "";
+    attention_spec_parse_layers("synth-random", 1, &cfg, err, sizeof err);
+    s.attention = &cfg;
+    Trainer tr;
+    Model fp, q;
+    if (!check_true(trainer_init(&tr, &c, &s, 2) == 0, "synth int8 file: init")) return;
+    int saved = trainer_save(&tr, path, NULL, NULL);
+    trainer_free(&tr);
+    if (!check_true(saved == 0 && model_load(&fp, path, 8, 0) == 0,
+                    "synth int8 file: the fp32 checkpoint loads")) return;
+    saved = checkpoint_save_q8(&fp.checkpoint, q8, CHECKPOINT_Q8_GROUP);
+    if (check_true(saved == 0 && model_load(&q, q8, 8, 0) == 0,
+                   "synth int8 file: its int8 form loads")) {
+        size_t bytes = checkpoint_synth_bytes(q.checkpoint.attention, &q.config);
+        const float *a = fp.checkpoint.attention[0].synth, *b = q.checkpoint.attention[0].synth;
+        int token = 3;
+        check_true(bytes > 0 && a && b && (uintptr_t)b % _Alignof(float) == 0 &&
+                   memcmp(a, b, bytes) == 0 && model_forward(&q, &token, 1, 0, 0) != NULL,
+                   "synth int8 file: the %zu bytes of parameters are the fp32 file's, "
+                   "4-byte aligned, and a token runs", bytes);
+        model_free(&q);
+    }
+    model_free(&fp);
+    remove(path);
+    remove(q8);
+}
+
 static void test_variant_runs(void) {
     static const struct { const char *spec; int full; } RUNS[] = {
         {"window:w=4,sinklogit=1;exact", 1},   /* a hybrid with a learned sink */
@@ -616,6 +653,7 @@ int main(void) {
     test_schedule();
     test_training_run();
     test_variant_runs();
+    test_synth_q8_file();
     test_ema_run();
     test_batch();
     test_shipped_model();
