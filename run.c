@@ -19,7 +19,7 @@
 #include <unistd.h>     /* isatty: "> " only to a terminal; getpid; access: is the
                          * default tokenizer there? */
 
-#include "attention_spec.h"  /* attention_spec_parse, attention_spec_help */
+#include "attention_spec.h"  /* attention_spec_parse, _help, _format_layers */
 #include "cli.h"        /* cli_parse_int, cli_parse_float, cli_parse_u64, cli_printable */
 #include "generate.h"   /* Generation, generate */
 #include "hash.h"       /* hash_mix64: the default seed */
@@ -727,11 +727,17 @@ int main(int argc, char **argv) {
                 "the first %d are used (ids beyond are refused)\n", tokenizer_path,
                 tok.vocab_size, c->vocab_size, c->vocab_size);
     double state_mib = (double)model.attention_bytes / 1048576.0;
+    char variant[RUN_LAB_SPEC_TEXT + 3] = "";   /* " (SPEC)": the layers' attention */
+    if (model.lab) {
+        char spec[RUN_LAB_SPEC_TEXT];
+        attention_spec_format_layers(model.attention_configs, c->n_layers, spec, sizeof spec);
+        snprintf(variant, sizeof variant, " (%s)", spec);
+    }
     fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d; "
-            "%s %.1f MiB for %d positions\n", o.model_path, model.format, c->n_layers, c->dim,
-            c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,
+            "%s %.1f MiB for %d positions%s\n", o.model_path, model.format, c->n_layers,
+            c->dim, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,
             model.lab ? "attention state" : model.half_cache ? "KV cache (f16)" : "KV cache",
-            state_mib, model.n_ctx);
+            state_mib, model.n_ctx, variant);
     Job job = {&o, &model, &tok, &sampler, &plan, EXIT_BAD_DATA};
     kernels_run(run_job, &job);
     status = job.status;

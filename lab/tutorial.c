@@ -620,11 +620,16 @@ static int step_cache(int argc, char **argv) {
                c->n_layers, c->kv_dim, per_token);
         printf("       %zu bytes for the whole context of %d\n", per_token * (size_t)c->seq_len,
                c->seq_len);
-        double macs = model_macs_per_token(&m), att = 2.0 * 100 * c->dim * c->n_layers;
+        /* token 100 reads keys 0 .. 100: a score and a weighted value each, every layer */
+        double macs = model_macs_per_token(&m), classifier = (double)c->vocab_size * c->dim;
+        double att = 2.0 * 101 * c->dim * c->n_layers;
         printf("token 100 with the cache: %.0f multiply-adds in the weights + %.0f in "
                "attention\n", macs, att);
-        printf("          without it, positions 0 .. 99 again: %.0f\n", 100.0 * macs + 50.0 *
-               101 * 2.0 * c->dim * c->n_layers);
+        /* without: positions 0 .. 100 all run, logits for the last only; position p
+         * reads p + 1 keys, 1 + 2 + ... + 101 = 101 x 102 / 2 in all */
+        double keys = 101.0 * 102 / 2;
+        printf("          without it, positions 0 .. 100 all run: %.0f\n",
+               101.0 * (macs - classifier) + classifier + keys * 2.0 * c->dim * c->n_layers);
     }
     free(prefill);
     model_free(&m);

@@ -1963,7 +1963,8 @@ static void test_attention_records(const char *tok) {
     char args[1024], out[256];
     const char *window = write_with_record("rec_ok.bin", 2, ok);
     snprintf(args, sizeof args, "%s -z %s -n 8", window, tok);
-    expect("a record of window w=8, sinks=2 runs", args, 0, "attention state");
+    expect("a record of window w=8, sinks=2 runs, named on the load line", args, 0,
+           "attention state 0.0 MiB for 9 positions (window:w=8,sinks=2)");
     snprintf(args, sizeof args, "%s -z %s -n 2 --cache-type f16", window, tok);
     expect("--cache-type f16 on a model trained with a window, no --attn", args, 2,
            "expected --attn exact: this model was trained with another attention");
