@@ -1133,7 +1133,7 @@ static float favor_logits(float *l, const float *W, int m, int HS, const float *
  * where the query's strongest features are the keys' weakest, every phi_c z_c would
  * underflow to 0, and the output with it.) A feature whose key sum z_c is below FLT_MIN
  * (less than 1e-38 of the strongest key's weight) is left out, so that phi_c <= 1 / z_c
- * stays finite; the current key's strongest feature always has z_c >= 1. */
+ * stays finite; the feature that holds the running maximum always has z_c >= 1. */
 static float performer_query(float *phi, const float *W, int m, int HS, float s, const float *q,
                              const float *z) {
     float shift = -INFINITY, den = 0.0f;
