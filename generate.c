@@ -11,6 +11,7 @@
 #include <ctype.h>      /* isprint, isspace */
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* memcpy, memmove, memcmp */
+#include <unistd.h>     /* isatty (POSIX): a message after text on the same terminal */
 
 #include "kernels.h"    /* kernels_all_finite */
 #include "os.h"         /* os_seconds: the speed line */
@@ -52,6 +53,12 @@ void generation_free(Generation *g) {
     g->tokens = NULL;
 }
 
+/* Starts a message on stderr where the text on stdout may have stopped mid-line on the same
+ * terminal: a line break first, so the message is a line of its own (elsewhere, none). */
+static void message_start(void) {
+    if (isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) fputc('\n', stderr);
+}
+
 /* Drops the older half of the tokens after the first `keep` (at least one token), so
  * that the rest must be run again from position 0. */
 static void shift_context(Generation *g) {
@@ -81,11 +88,13 @@ static int grow_state(Generation *g, int need) {
     int grown = model_set_context(g->model, n) == 0;
     if (!grown) {
         if (model_set_context(g->model, g->n_alloc) != 0) {
-            fprintf(stderr, "\ngenerate: out of memory for the context's %d positions\n",
+            message_start();
+            fprintf(stderr, "generate: out of memory for the context's %d positions\n",
                     g->n_alloc);
             return -1;
         }
-        fprintf(stderr, "\ngenerate: no memory to grow the context to %d positions: it stays "
+        message_start();
+        fprintf(stderr, "generate: no memory to grow the context to %d positions: it stays "
                 "at %d from here (-c %d sets that from the start)\n", n, g->n_alloc,
                 g->n_alloc);
         n = g->n_ctx = g->n_alloc;
@@ -145,10 +154,12 @@ int generation_append(Generation *g, const int *ids, int n, int input) {
         if (input && g->n_prompt == g->n_tokens) g->n_prompt++;   /* no generated token yet */
         g->tokens[g->n_tokens++] = ids[i];
     }
-    if (input && lost > 0)   /* the context shifted part of the input itself away */
-        fprintf(stderr, "\ngenerate: the context of %d positions (%d kept at its start) "
+    if (input && lost > 0) {   /* the context shifted part of the input itself away */
+        message_start();
+        fprintf(stderr, "generate: the context of %d positions (%d kept at its start) "
                 "shifted out %d of the input's %d tokens: the model holds the rest (-c sets a "
                 "larger context)\n", g->n_ctx, g->keep, lost, n);
+    }
     /* tokens run now: the n - lost new ones, and the kept ones again if a shift reset
      * n_run */
     int new_tokens = g->n_tokens - g->n_run < n - lost ? g->n_tokens - g->n_run : n - lost;
@@ -401,7 +412,8 @@ static GenerateStep sample_turn(GenerateLoop *loop) {
         int next = sampler_sample(loop->sampler, g->logits);
         if (next >= tok->vocab_size) {
             utf8_flush(&loop->out);
-            fprintf(stderr, "\ngenerate: model produced token %d, which the tokenizer "
+            message_start();
+            fprintf(stderr, "generate: model produced token %d, which the tokenizer "
                     "does not have (expected 0..%d)\n", next, tok->vocab_size - 1);
             return STEP_ERROR;
         }
@@ -510,7 +522,8 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
     } while (step == STEP_CONTINUE);
     if (step == STEP_FULL) {
         utf8_flush(&loop.out);
-        fprintf(stderr, "\ngenerate: context full (%d tokens); stopping\n", g->n_ctx);
+        message_start();
+        fprintf(stderr, "generate: context full (%d tokens); stopping\n", g->n_ctx);
     }
 done:
     utf8_flush(&loop.out);

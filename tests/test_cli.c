@@ -857,8 +857,9 @@ static void test_generation(const char *model, const char *tok) {
     free(out1); free(out2); free(err);
     test_default_seed(model, tok);
     snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0 --no-context-shift", model, tok);
+    /* its one line, right after the load line: no empty line before it off a terminal */
     expect("--no-context-shift stops at the context length", args, 0,
-           "context full (16 tokens)");
+           "positions\ngenerate: context full (16 tokens); stopping\n");
     snprintf(args, sizeof args, "%s -z %s -n 3 -t 0", model, tok);
     expect("no prompt starts from end-of-text", args, 0, "prompt: 1 tokens");
     snprintf(args, sizeof args, "%s -z %s -i hi -n 100 -t 0 --attn window:w=4,sinks=1 "
@@ -2076,6 +2077,14 @@ static void test_train_flags(void) {
                    "trained with");
     snprintf(want, sizeof want, "%s/x.bin", dir);
     check_true(access(want, F_OK) != 0, "train --init with another tokenizer: nothing written");
+    snprintf(args, sizeof args, "-d %s -o %s/x.bin -z weights/tokenizer.bin " TINY_RUN
+             " --init %s", other, dir, a);
+    expect_program(train, "train --init a.bin -z another existing tokenizer: -z's file named",
+                   args, 1, "the tokenizer weights/tokenizer.bin is not the one it was trained "
+                   "with (got checksum ");
+    snprintf(args, sizeof args, "-d %s -o %s/x.bin " TINY_RUN " --init %s", other, dir, text);
+    expect_program(train, "train --init a text file: its kind said before any tokenizer", args,
+                   1, "not an llm.c GPT-2 checkpoint (got magic ");
     snprintf(args, sizeof args, "-d %s -o %s/y.bin -z %s/a.tok " TINY_RUN " --init %s", other,
              dir, dir, a);
     expect_program(train, "train --init a.bin -z a's tokenizer, on another text", args, 0, "");
@@ -2098,7 +2107,7 @@ static void test_train_flags(void) {
     snprintf(args, sizeof args, "-d %s -o %s/v.bin " TINY_RUN " --init %s/none.bin", text, dir,
              dir);
     expect_program(train, "train --init of a missing file", args, 1, "none.bin: cannot open "
-                   "(got \"No such file or directory\", expected --init's checkpoint, a file)");
+                   "(got \"No such file or directory\", expected a checkpoint to start from)");
     /* --init's checkpoint and state are inputs: no output may be either, even with --force
      * (-z a.bin replaced the model it started from by a tokenizer, exit 0) */
     size_t a_size = 0;

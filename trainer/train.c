@@ -687,9 +687,8 @@ static int keep_tokenizer(RunData *d, const Options *o) {
  * tokenizer.bin beside PATH. Returns 0, or -1 after a stderr line if neither says. */
 static int init_tokenizer_sum(const char *init_path, uint64_t *sum,
                               char where[TRAIN_PATH_CAP]) {
-    FILE *init = os_open_read("train", init_path, "--init's checkpoint, a file");
-    if (!init) return -1;   /* a missing file is named as such, not as one without a tokenizer */
-    fclose(init);
+    /* a missing or foreign file is named as such, not as one without a tokenizer */
+    if (trainer_check_start(init_path) != 0) return -1;
     snprintf(where, TRAIN_PATH_CAP, "%s%s", init_path, STATE_SUFFIX);
     if (trainer_state_tokenizer_sum(where, sum)) return 0;
     const char *slash = strrchr(init_path, '/');
@@ -717,8 +716,15 @@ static int use_init_tokenizer(RunData *d, const Options *o, uint64_t want) {
  * mean the same tokens; else -1 after a stderr line. */
 static int check_init_tokenizer(const RunData *d, const Options *o, uint64_t want,
                                 const char *where) {
-    uint64_t have;
+    uint64_t have, named;
     if (train_file_sum(d->tokenizer_temp, &have) == 0 && have == want) return 0;
+    if (train_file_sum(o->tokenizer_path, &named) == 0) {   /* a file there, not --init's */
+        fprintf(stderr, "train: --init %s: the tokenizer %s is not the one it was trained with "
+                "(got checksum %016llx, expected %016llx from %s; nor does this text with "
+                "-v %d train that one)\n", o->init_path, o->tokenizer_path,
+                (unsigned long long)named, (unsigned long long)want, where, o->vocab);
+        return -1;
+    }
     fprintf(stderr, "train: --init %s: this text with -v %d trains another tokenizer than the "
             "one it was trained with (got checksum %016llx, expected %016llx from %s: its "
             "embeddings belong to those token ids; to train it on this text, give that "

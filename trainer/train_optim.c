@@ -793,6 +793,19 @@ fail:
     return -1;
 }
 
+int trainer_check_start(const char *path) {
+    int32_t header[CHECKPOINT_GPT2_HEADER_INTS];
+    FileAttention fa = {0};
+    Config c;
+    size_t n_params;
+    FILE *model_file = os_open_read("train", path, "a checkpoint to start from");
+    if (!model_file) return -1;
+    int status = read_checkpoint_header(model_file, path, header, &c, &n_params, &fa);
+    fclose(model_file);
+    file_attention_free(&fa);
+    return status;
+}
+
 int trainer_start_from(Trainer *tr, const char *path) {
     int32_t header[CHECKPOINT_GPT2_HEADER_INTS];
     FileAttention fa = {0};

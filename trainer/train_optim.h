@@ -81,6 +81,11 @@ int trainer_load(Trainer *tr, const char *path, const char *state_path, size_t m
  * state of a known version there or it records none (versions before 4). */
 int trainer_state_tokenizer_sum(const char *state_path, uint64_t *sum);
 
+/* 0 if path is a checkpoint trainer_start_from reads (an fp32 llm.c file this trainer
+ * wrote: its header, size and attention extension), else -1 after one stderr line; a
+ * check before a run's slow steps, which the shape check of trainer_start_from follows. */
+int trainer_check_start(const char *path);
+
 /* A new run's weights from the checkpoint at path (--init: fine-tuning, or swapping in
  * another attention and training on): its 16 tensors into tr (made by trainer_init, of
  * the same T, V, L, NH, C and positions), and its learned sink logits where both its
