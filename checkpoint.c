@@ -1099,6 +1099,12 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
                 "hold (expected a classifier tied to the embedding)\n");
         return -1;
     }
+    if (c->family == MODEL_GPT2 && c->hidden_dim != 4 * c->dim) {
+        fprintf(stderr, "quantize: the model's MLP is %d wide (a GGUF gpt2 file's "
+                "feed_forward_length), which llm.c's format cannot hold (expected 4 x %d = "
+                "%d)\n", c->hidden_dim, c->dim, 4 * c->dim);
+        return -1;
+    }
     if (c->family == MODEL_GPT2) {
         int32_t h[CHECKPOINT_GPT2_HEADER_INTS];
         checkpoint_gpt2_header(h, c, CHECKPOINT_GPT2_Q8, group);

@@ -1056,10 +1056,11 @@ fail:
 
 #define SPM_SPACE "\xe2\x96\x81"   /* U+2581, SentencePiece's visible space */
 
-/* The id at key (a token id below V), -1 if absent (or fallback), or -2 on an error. */
+/* The id at key (a token id below V), -1 if absent (or fallback, where it is below V), or
+ * -2 on an error. */
 static int token_id(const GgufFile *g, const char *key, int vocab, int fallback) {
     const GgufValue *v = gguf_find(g, key);
-    if (!v) return fallback;
+    if (!v) return fallback < vocab ? fallback : -1;
     long long id;
     if (v->type == GGUF_UINT32 && get_u32(v->value) == UINT32_MAX) return -1;   /* "none" */
     if (get_int(g, key, 0, vocab - 1, 0, &id) != 0) return -2;

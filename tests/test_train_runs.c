@@ -321,7 +321,8 @@ static void test_rotary_files(void) {
 /* A Synthesizer's parameters in an int8 file: they follow the int8 tensors, whose bytes
  * (V = 17 rows of C = 10 int8 values first) leave them at no multiple of 4 in the file.
  * The int8 model's are the fp32 model's, 4-byte aligned in memory (a float read at an odd
- * address is undefined: the sanitizer build stops on it), and it runs a token. */
+ * address is undefined: the sanitizer build stops on it), and it runs a token. With a NaN
+ * among them, --init (trainer_start_from) refuses the fp32 file. */
 static void test_synth_q8_file(void) {
     const char *path = "build/test_train_synth.bin", *q8 = "build/test_train_synth_q8.bin";
     Config c;
@@ -351,6 +352,17 @@ static void test_synth_q8_file(void) {
         model_free(&q);
     }
     model_free(&fp);
+    /* a NaN among them: --init refuses the file, as run does */
+    FILE *f = fopen(path, "r+b");
+    float nan_value = NAN;
+    int written = f && fseek(f, -(long)sizeof nan_value, SEEK_END) == 0 &&
+                  fwrite(&nan_value, sizeof nan_value, 1, f) == 1;
+    if (f) fclose(f);
+    if (check_true(written && trainer_init(&tr, &c, &s, 2) == 0, "synth --init: set-up")) {
+        check_true(trainer_start_from(&tr, path) != 0, "synth --init: a file whose last "
+                   "Synthesizer parameter is NaN is refused");
+        trainer_free(&tr);
+    }
     remove(path);
     remove(q8);
 }

@@ -574,7 +574,14 @@ static int read_extension(FILE *model_file, const char *path, const Config *c, s
             fprintf(stderr, "train: %s: cannot seek (%s)\n", path, strerror(errno));
         return -1;
     }
-    checkpoint_point_synth(fa->cfgs, c, (const float *)(const void *)((char *)fa->ext + fixed));
+    const float *synth_f = (const float *)(const void *)((char *)fa->ext + fixed);
+    size_t bad = first_non_finite(synth_f, synth / sizeof(float));   /* as run refuses them */
+    if (bad < synth / sizeof(float)) {
+        fprintf(stderr, "train: %s: Synthesizer parameter %zu is not finite (got %g, expected "
+                "a finite number)\n", path, bad, (double)synth_f[bad]);
+        return -1;
+    }
+    checkpoint_point_synth(fa->cfgs, c, synth_f);
     return 0;
 }
 
