@@ -79,7 +79,7 @@ debug-native-tests: $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/tes
 # trainer's, test_eval and test_gguf (their training runs and full evaluation take 5+ minutes each
 # under valgrind; the sanitizer build covers them), with test_model on the repository's own
 # reference files only, and test_cli running ./run itself under valgrind, so every error
-# path of the program is checked. About 3 minutes. Example: make valgrind
+# path of the program is checked. About 10 minutes. Example: make valgrind
 VALGRIND = valgrind -q --error-exitcode=9 --leak-check=full \
            --errors-for-leak-kinds=definite,indirect
 VG_TESTS = test_kernels test_quant test_attention test_attention_variants \
