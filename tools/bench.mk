@@ -40,26 +40,14 @@ BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench
 # ab-check: tools/ab_kernels.sh built with this build's compiler and flags and run on this
 # checkout against itself (two pairs, two small shapes): the copies must give the same bits,
 # so that the tool's build and renaming cannot go stale unnoticed (skipped, and said, off
-# x86-64 or without objcopy); tools/ab_run.sh, two pairs of ./run against itself on the
-# shipped model, must print its ratio; and tools/mca_tiles.sh must model the six loops of
-# the AVX2 build and of an AVX-512 VNNI one (Sapphire Rapids: the packed int8 tiles), so
-# that neither goes stale, with gcc whatever CC is (the code docs/performance.md's table
-# models; clang unrolls the AVX-512 attention loop away) (skipped, and said, off x86-64 or
-# without llvm-mca or gcc). check-build runs it.
-# Example: make ab-check
+# x86-64 or without objcopy); and tools/ab_run.sh, two pairs of ./run against itself on the
+# shipped model, must print its ratio. check-build runs it. Example: make ab-check
 ab-check: $(B)/run
 	@out=$$(PAIRS=2 sh tools/ab_run.sh $(B)/run $(B)/run weights/model.bin \
 	  weights/tokenizer.bin tests/data/llama2c/greedy_s260k_noprompt.txt) || exit 1; \
 	if ! echo "$$out" | grep -q '^median B/A [0-9.]* (quartiles [0-9.]*-[0-9.]*) of 2 pairs'; then \
 	  echo "$$out"; echo "ab-check: tools/ab_run.sh printed no ratio of 2 pairs"; exit 1; fi; \
 	echo "ab-check: tools/ab_run.sh, 2 pairs of ./run against itself, its ratio printed"
-	@if [ "$$(uname -m)" = x86_64 ] && command -v gcc >/dev/null && \
-	    { command -v llvm-mca-14 || command -v llvm-mca; } >/dev/null; then \
-	  out=$$(CC=gcc sh tools/mca_tiles.sh x86-64-v3:haswell sapphirerapids:sapphirerapids) || exit 1; \
-	  if [ "$$(echo "$$out" | grep -c '^| [a-z0-9-]* / [a-z]* | [a-z0-9]* [a-z]* (`[a-z0-9_]*`) | [0-9][0-9]* | [0-9.]* | [0-9.]* |$$')" != 12 ]; then \
-	    echo "$$out"; echo "ab-check: tools/mca_tiles.sh modelled fewer than 2 x 6 loops"; exit 1; fi; \
-	  echo "ab-check: tools/mca_tiles.sh, the 6 loops of the AVX2 and AVX-512 VNNI builds modelled"; \
-	else echo "skipped: tools/mca_tiles.sh in ab-check (needs x86-64, gcc and llvm-mca)"; fi
 	@if [ "$$(uname -m)" = x86_64 ] && command -v objcopy >/dev/null; then \
 	  out=$$(CC="$(CC)" CFLAGS="$(CFLAGS)" ROUNDS=2 B=$(B)/ab \
 	    sh tools/ab_kernels.sh . . q8:64:128 fp32:64:128) || exit 1; \
@@ -67,6 +55,21 @@ ab-check: $(B)/run
 	    echo "$$out"; echo "ab-check: the two copies of one kernel gave different bits"; exit 1; fi; \
 	  echo "ab-check: tools/ab_kernels.sh, 2 shapes, the same bits from both copies"; \
 	else echo "skipped: ab-check (needs x86-64 and objcopy)"; fi
+
+# mca-check: tools/mca_tiles.sh must model the six loops of the AVX2 build and of an
+# AVX-512 VNNI one (Sapphire Rapids: the packed int8 tiles), so that neither goes stale,
+# with gcc whatever CC is (the code docs/performance.md's table models; clang unrolls the
+# AVX-512 attention loop away); its build is its own, the same for every B, so make check
+# runs it once (skipped, and said, off x86-64 or without llvm-mca or gcc).
+# Example: make mca-check
+mca-check:
+	@if [ "$$(uname -m)" = x86_64 ] && command -v gcc >/dev/null && \
+	    { command -v llvm-mca-14 || command -v llvm-mca; } >/dev/null; then \
+	  out=$$(CC=gcc sh tools/mca_tiles.sh x86-64-v3:haswell sapphirerapids:sapphirerapids) || exit 1; \
+	  if [ "$$(echo "$$out" | grep -c '^| [a-z0-9-]* / [a-z]* | [a-z0-9]* [a-z]* (`[a-z0-9_]*`) | [0-9][0-9]* | [0-9.]* | [0-9.]* |$$')" != 12 ]; then \
+	    echo "$$out"; echo "mca-check: tools/mca_tiles.sh modelled fewer than 2 x 6 loops"; exit 1; fi; \
+	  echo "mca-check: tools/mca_tiles.sh, the 6 loops of the AVX2 and AVX-512 VNNI builds modelled"; \
+	else echo "skipped: mca-check (needs x86-64, gcc and llvm-mca)"; fi
 
 # bench-attention: attention-only time per generated token at T = 128 .. 16384 on
 # synthetic q/k/v, every variant (tools/bench_attention.c); prints a table, asserts
@@ -112,4 +115,4 @@ attn-train-table: all $(B)/tools/gen_model
 bench: all bench-attention bench-kernels $(BENCH_DEPS)
 	@$(BENCH_ENV) sh tools/bench.sh
 
-.PHONY: bench bench-attention bench-kernels bench-tools ab-check attn-table attn-train-table
+.PHONY: bench bench-attention bench-kernels bench-tools ab-check mca-check attn-table attn-train-table

@@ -97,12 +97,10 @@ cat "$tmp.comments" "$tmp.docs" | awk -F '\t' -v modules="$MODULES" -v types="$T
     }' | sort -u > "$tmp.named"
 
 status=0
-while IFS="$(printf '\t')" read -r where name; do
-    if ! grep -qx "$name" "$tmp.defined"; then
-        echo "doc_names: $where: $name: not defined in the code"
-        status=1
-    fi
-done < "$tmp.named"
+awk -F '\t' -v defined="$tmp.defined" '
+    BEGIN { while ((getline d < defined) > 0) known[d] = 1 }
+    !($2 in known) { print "doc_names: " $1 ": " $2 ": not defined in the code"; bad = 1 }
+    END { exit bad }' "$tmp.named" || status=1
 total=$(cut -f 2 "$tmp.named" | sort -u | wc -l | tr -d ' ')
 [ $status -eq 0 ] && echo "doc_names: $total names in comments and docs, all defined"
 exit $status
