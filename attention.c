@@ -127,7 +127,9 @@ static void attend_scored(float *out_t, const float *v, int kv_stride, const int
                           int n_keys, int HS, Scoring sc, float *scores,
                           const AttentionDropout *drop, uint64_t first);
 
-/* One head, one query: out_t (HS,) = softmax(scores) . v over n_keys keys, stored at
+/* One head, one query (the lab's variants and training; exact attention's forward takes
+ * eight queries at a time, attend_causal, with the same steps): out_t (HS,) =
+ * softmax(scores) . v over n_keys keys, stored at
  * the rows listed in rows (NULL: rows 0 .. n_keys-1, in order), which are also the keys'
  * positions for the dropout mask (drop NULL: none; first as dropout_weights takes it).
  *   q_t (HS,); k, v (rows, kv_stride) read at this kv head's column offset;

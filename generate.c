@@ -511,6 +511,7 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
     /* a prompt that ends with an end token (a GGUF prompt's "</s>"; not a lone start
      * token) has ended its turn, as llama-cli's does */
     if (n_prompt > 1 && tokenizer_ends(tok, prompt[n_prompt - 1])) prompt_ends_turn = 1;
+    /* the prompt's forward pass (model_forward, in chunks): its last logits come back */
     if (generation_append(g, prompt, n_prompt, 1) != 0) goto done;
     loop.prev = prompt[n_prompt - 1];
     /* turns, each followed in interactive mode by a line of input */

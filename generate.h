@@ -47,7 +47,8 @@ typedef struct {
     int n_alloc;             /* positions the model's attention state has now (<= n_ctx) */
     int keep;                /* tokens kept at the front on a shift (< n_ctx) */
     int shift;               /* 1: shift when full; 0: generation_append reports GENERATE_FULL */
-    float *logits;           /* (V,) next-token logits after token n_run-1; owned by the model */
+    float *logits;           /* (V,) next-token logits after token n_run-1 (sampler_sample
+                              * turns them into probabilities in place); owned by the model */
     GenerationStats stats;
 } Generation;
 

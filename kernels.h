@@ -26,8 +26,8 @@
 #define KERNELS_NORM_EPS 1e-5f   /* LayerNorm (GPT-2) and RMSNorm (Llama) epsilon */
 
 /* A weight matrix W (OC, IC) as the forward pass uses it: fp32, IEEE halves, or int8 with
- * group scales. Exactly one of f32, f16 and q8.q is non-NULL. Views: the model owns the
- * memory. */
+ * group scales. At most one of f32, f16 and q8.q is non-NULL (none: a matrix the model
+ * has not, such as GPT-2's w_gate). Views: the model owns the memory. */
 typedef struct {
     const float *f32;     /* (OC, IC) fp32 weights, or NULL */
     const float *f32_t;   /* (IC, OC) the same weights transposed, or NULL: the trainer

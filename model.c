@@ -120,8 +120,22 @@ static int check_state_size(const char *what, size_t bytes, int n_ctx) {
     if (bytes <= MODEL_MAX_STATE_BYTES) return 0;
     fprintf(stderr, "model: attention %s for %d positions needs %zu MiB (expected at most "
             "%zu MiB, MODEL_MAX_STATE_BYTES: use a shorter context or a smaller variant)\n",
-            what, n_ctx, bytes >> 20, MODEL_MAX_STATE_BYTES >> 20);
+            what, n_ctx, bytes >> 20, (size_t)MODEL_MAX_STATE_BYTES >> 20);
     return -1;
+}
+
+/* The most positions of exact attention's KV cache, in m->half_cache's precision, and its
+ * score rows (as model_set_attention counts them) that MODEL_MAX_STATE_BYTES holds, at
+ * most the model's context S: a header's huge context is cut to that. 0 after a stderr
+ * line naming what if not even one position fits. */
+static int max_positions(const Model *m, const char *what) {
+    size_t per_position = state_plus_scratch(kv_cache_bytes(&m->config, 1, m->half_cache),
+                                             kv_scratch_floats(m, 1));
+    size_t fit = MODEL_MAX_STATE_BYTES / per_position;
+    if (fit < 1)
+        fprintf(stderr, "model: %s: one position of KV cache needs %zu bytes (expected at most "
+                "%zu)\n", what, per_position, (size_t)MODEL_MAX_STATE_BYTES);
+    return fit < (size_t)m->config.seq_len ? (int)fit : m->config.seq_len;
 }
 
 /* While tracing, allocates the trace for m->n_ctx positions (after the attention state:
@@ -129,9 +143,13 @@ static int check_state_size(const char *what, size_t bytes, int n_ctx) {
 static int alloc_trace(Model *m) {
     if (!m->tracing) return 0;
     const Config *c = &m->config;
-    size_t rows = (size_t)c->n_layers * (size_t)m->n_ctx;
-    m->trace.q = calloc(rows * (size_t)c->dim, sizeof(float));
-    m->trace.k = calloc(rows * (size_t)c->kv_dim, sizeof(float));
+    size_t rows = (size_t)c->n_layers * (size_t)m->n_ctx, q_floats, k_floats;
+    /* a product that wraps (32-bit size_t) allocates nothing: refused below */
+    if (checkpoint_size_mul(rows, (size_t)c->dim, &q_floats) == 0 &&
+        checkpoint_size_mul(rows, (size_t)c->kv_dim, &k_floats) == 0) {
+        m->trace.q = calloc(q_floats, sizeof(float));
+        m->trace.k = calloc(k_floats, sizeof(float));
+    }
     size_t scratch = 0;
     for (int l = 0; l < c->n_layers; l++) {
         size_t layer = attention_weights_scratch_floats(&m->attention_configs[l],
@@ -356,23 +374,12 @@ int model_load(Model *m, const char *path, int max_chunk, int n_ctx) {
     const Config *c = &m->checkpoint.config;
     m->config = *c;
     m->format = m->checkpoint.format;
-    m->max_ctx = c->seq_len;
     m->attention.n_heads = c->n_heads;
     m->attention.n_kv_heads = c->n_kv_heads;
     m->attention.head_dim = c->head_dim;
     m->attention.scale = 1.0f / sqrtf((float)c->head_dim);
-    /* a position's key, value and score rows, as model_set_attention counts them; a
-     * header's huge context is cut to what the limit holds */
     m->half_cache = c->half_kv;   /* a GGUF model's keys and values are halves already */
-    size_t per_position = state_plus_scratch(kv_cache_bytes(c, 1, m->half_cache),
-                                             kv_scratch_floats(m, 1));
-    if ((size_t)c->seq_len > MODEL_MAX_STATE_BYTES / per_position)
-        m->max_ctx = (int)(MODEL_MAX_STATE_BYTES / per_position);
-    if (m->max_ctx < 1) {
-        fprintf(stderr, "model: %s: one position of KV cache needs %zu bytes (expected at most "
-                "%zu)\n", path, per_position, MODEL_MAX_STATE_BYTES);
-        goto fail;
-    }
+    if ((m->max_ctx = max_positions(m, path)) < 1) goto fail;
     if (n_ctx < 0 || n_ctx > m->max_ctx) {
         fprintf(stderr, "model: %s: context out of range (got %d, expected 0 for the model's "
                 "or 1..%d)\n", path, n_ctx, m->max_ctx);
@@ -399,7 +406,15 @@ fail:
 }
 
 int model_set_half_cache(Model *m, int half) {
+    int was = m->half_cache, max_ctx;
     m->half_cache = half != 0;
+    if ((max_ctx = max_positions(m, half ? "f16 KV cache" : "f32 KV cache")) < 1) {
+        m->half_cache = was;
+        return -1;
+    }
+    m->max_ctx = max_ctx;   /* halves hold more positions of a deep model, fewer of a shallow */
+    if (m->n_ctx > max_ctx) m->n_ctx = max_ctx;
+    m->max_chunk = m->chunk_rows < m->n_ctx ? m->chunk_rows : m->n_ctx;
     return reset_attention(m);
 }
 

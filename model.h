@@ -1,9 +1,10 @@
 /* model.h: a decoder-only transformer: activations, attention state, forward pass.
  *
  * Two families share one forward pass: GPT-2 (LayerNorm, learned or rotary positions,
- * GELU MLP, biases, tied classifier) and Llama (RMSNorm, rotary positions, SwiGLU MLP, no biases,
- * grouped-query attention, tied or separate classifier). model_load reads a checkpoint
- * (checkpoint.h: the formats, the weights table) and allocates the activations and the
+ * GELU MLP, biases, a classifier tied to the embedding but in some GGUF files) and Llama
+ * (RMSNorm, rotary positions, SwiGLU MLP, no biases, grouped-query attention, tied or
+ * separate classifier). model_load reads a checkpoint (checkpoint.h: the formats, the
+ * weights table) and allocates the activations and the
  * attention state: exact attention's KV cache, or another variant's (model_set_attention),
  * for as many positions as model_set_context asks. model_forward runs a block of new
  * tokens through the network and returns their next-token logits.
@@ -48,7 +49,7 @@ typedef struct {
     float *scratch;  /* attention_weights scratch for n_ctx positions */
 } AttentionTrace;
 
-/* Activations for a chunk of up to max_chunk tokens, one buffer per name of block.h's
+/* Activations for a chunk of up to chunk_rows tokens, one buffer per name of block.h's
  * BlockBuffers (no buffer stands for two), reused by every layer. All owned. */
 typedef struct {
     float *x;        /* (N, C) the residual stream: the embeddings, a block's input */
@@ -99,7 +100,8 @@ typedef struct {
                                 * generate.h's n_alloc, which may be fewer than the run's
                                 * context (its n_ctx) while the state grows */
     int max_ctx;               /* the model's context S, or as many positions as
-                                * MODEL_MAX_STATE_BYTES holds of its KV cache if S needs more */
+                                * MODEL_MAX_STATE_BYTES holds of its KV cache (in half_cache's
+                                * precision) if S needs more */
     int tracing;               /* 1: model_forward fills trace */
     AttentionTrace trace;      /* queries and keys by position (tracing == 1) */
     const char *format;        /* what the file was read as, and what was assumed */
@@ -152,8 +154,8 @@ int model_set_context(Model *m, int n_ctx);
 /* Keep exact attention's KV cache in half precision (half = 1: kernels_to_half, half the
  * memory and half the bytes attention reads at each token; what llama.cpp does by default)
  * or in floats (0). The attention state is reallocated (committed only by the next
- * model_set_context); the next model_forward must start at position 0. A lab variant's
- * own state is not affected.
+ * model_set_context); the next model_forward must start at position 0. max_ctx follows
+ * the precision (n_ctx is cut to it). A lab variant's own state is not affected.
  * Returns 0, or -1 after a stderr line. */
 int model_set_half_cache(Model *m, int half);
 

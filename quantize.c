@@ -96,9 +96,14 @@ static void runq_note(const Config *c, int group) {
     if (c->family != MODEL_LLAMA || (c->dim % group == 0 && c->hidden_dim % group == 0)) return;
     int fits = group;
     while (c->dim % fits != 0 || c->hidden_dim % fits != 0) fits--;
-    fprintf(stderr, "quantize: note: groups of %d do not divide the widths %d and %d, so "
-            "llama2.c's runq cannot read this file (run can); -g %d writes one both read\n",
-            group, c->dim, c->hidden_dim, fits);
+    char widths[64];   /* the widths the groups do not divide */
+    if (c->dim % group != 0 && c->hidden_dim % group != 0)
+        snprintf(widths, sizeof widths, "widths %d and %d", c->dim, c->hidden_dim);
+    else
+        snprintf(widths, sizeof widths, "width %d", c->dim % group ? c->dim : c->hidden_dim);
+    fprintf(stderr, "quantize: note: groups of %d do not divide the %s, so llama2.c's runq "
+            "cannot read this file (run can); -g %d writes one both read\n", group, widths,
+            fits);
 }
 
 int main(int argc, char **argv) {

@@ -376,7 +376,8 @@ static int *prompt_tokens(const RunOptions *o, const Tokenizer *tok, const Confi
         goto fail;
     }
     if (tokenizer_encode(tok, text, len, ids, tokenizer_max_ids(tok, len), &n_ids) != 0) goto fail;
-    /* GPT-2 with no prompt starts from end-of-text (Llama's encode already gave BOS) */
+    /* no prompt and no BOS added (GPT-2; a GGUF file whose add_bos_token is false): the
+     * text starts from end-of-text, as GPT-2's own samples do */
     if (n_ids == 0) {
         if (tok->eot_id >= c->vocab_size) {
             fprintf(stderr, "run: no prompt, and the tokenizer's end-of-text id is outside the "
@@ -676,7 +677,8 @@ int main(int argc, char **argv) {
     int status = EXIT_BAD_DATA;
     int asked = kernels_cap_threads();   /* said once the model decides if threads pay */
     if (o.threads) kernels_set_threads(o.threads);
-    /* attention memory for one position: the context is sized once the run knows it */
+    /* attention memory for one position: the context is sized once the run knows it
+     * (generation_init calls model_set_context, which allocates the KV cache) */
     if (model_load(&model, o.model_path, PREFILL_CHUNK, 1) != 0) {
         os_unlock(&map_lock);
         return EXIT_BAD_DATA;
@@ -738,6 +740,8 @@ int main(int argc, char **argv) {
             c->dim, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,
             model.lab ? "attention state" : model.half_cache ? "KV cache (f16)" : "KV cache",
             state_mib, model.n_ctx, variant);
+    /* the generation: run_job(&job) on this thread, the other threads waiting as a pool
+     * for the products' and attention's jobs */
     Job job = {&o, &model, &tok, &sampler, &plan, EXIT_BAD_DATA};
     kernels_run(run_job, &job);
     status = job.status;

@@ -349,7 +349,11 @@ static void test_bad_llama_files(const char *tok) {
     snprintf(q8, sizeof q8, "%s/legacy_q8.bin", dir);
     snprintf(args, sizeof args, "-g 16 --force %s/legacy.bin %s", dir, q8);
     expect_program(quantize, "quantize -g 16 of a Llama model of widths 8 and 16", args, 0,
-                   "groups of 16 do not divide the widths 8 and 16, so llama2.c's runq cannot "
+                   "groups of 16 do not divide the width 8, so llama2.c's runq cannot read "
+                   "this file (run can); -g 8 writes one both read");
+    snprintf(args, sizeof args, "-g 32 --force %s/legacy.bin %s", dir, q8);
+    expect_program(quantize, "quantize -g 32 of that model: both widths named", args, 0,
+                   "groups of 32 do not divide the widths 8 and 16, so llama2.c's runq cannot "
                    "read this file (run can); -g 8 writes one both read");
     snprintf(args, sizeof args, "timeout 120 %s -g 8 --force %s/legacy.bin %s", quantize, dir,
              q8);
@@ -695,6 +699,26 @@ static void test_resource_limits(const char *model, const char *tok) {
              write_llama("many_heads.bin", 1, many_heads, n_heads_floats), llama_tok);
     expect("1024 heads x 2^20 positions: the context limit counts the score rows", args, 2,
            expected);
+    /* 64 layers of dim 128 (4 heads of 32) and 2^20 positions: a position's keys and values
+     * are 64 x 2 x 128 values, its score rows 4 x 8 floats; in halves the values take half
+     * the bytes and attention's scratch adds each head's keys and values as floats (4 x 2 x
+     * 32), so the limit holds about twice the positions: --cache-type sets the range
+     * (floats: embedding 260*128, norms 2*64*128+128, wq wk wv wo 4*64*128^2, w1 w2 w3
+     * 3*64*2*128) */
+    const int32_t deep[7] = {128, 2, 64, 4, 4, 260, 1 << 20};
+    long deep_floats = 260L * 128 + 2L * 64 * 128 + 128 + 4L * 64 * 128 * 128 + 3L * 64 * 2 * 128;
+    const char *deep_model = write_llama("deep.bin", 1, deep, deep_floats);
+    for (int half = 0; half < 2; half++) {
+        size_t position = half ? 64 * 2 * 128 * 2 + 4 * 8 * 4 + 4 * 2 * 32 * 4
+                               : 64 * 2 * 128 * 4 + 4 * 8 * 4;
+        snprintf(expected, sizeof expected, "expected an integer in 2..%zu, this model's "
+                 "context", (size_t)MODEL_MAX_STATE_BYTES / position);
+        snprintf(args, sizeof args, "%s -z %s -n 1 -c 1048576 --cache-type %s", deep_model,
+                 llama_tok, half ? "f16" : "f32");
+        expect(half ? "64 layers x 2^20 positions, f16 cache: the context limit in halves"
+                    : "64 layers x 2^20 positions, f32 cache: the context limit in floats",
+               args, 2, expected);
+    }
     snprintf(args, sizeof args, "%s -z %s -n 1 --attn lsh:buckets=65536", model, tok);
     expect("lsh buckets beyond 4096", args, 2, "expected an integer in 1..4096");
     snprintf(args, sizeof args, "%s -z %s -n 1 --attn performer:m=65536", model, tok);
