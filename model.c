@@ -102,8 +102,8 @@ static size_t kv_cache_bytes(const Config *c, int n_ctx, int half) {
 
 /* Floats of scratch exact attention needs over that cache. */
 static size_t kv_scratch_floats(const Model *m, int n_ctx) {
-    return m->half_cache ? attention_half_scratch_floats(&m->attention, n_ctx)
-                         : attention_scratch_floats(&m->attention, n_ctx);
+    return m->half_cache ? attention_half_scratch_floats(&m->heads, n_ctx)
+                         : attention_scratch_floats(&m->heads, n_ctx);
 }
 
 /* state_bytes plus scratch_floats floats, or SIZE_MAX if that overflows (so that the
@@ -153,7 +153,7 @@ static int alloc_trace(Model *m) {
     size_t scratch = 0;
     for (int l = 0; l < c->n_layers; l++) {
         size_t layer = attention_weights_scratch_floats(&m->attention_configs[l],
-                                                        &m->attention, m->n_ctx);
+                                                        &m->heads, m->n_ctx);
         if (layer > scratch) scratch = layer;
     }
     m->trace.scratch = calloc(scratch + 1, sizeof(float));
@@ -261,8 +261,8 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     const char *kinds = attention_kind_name(kept[0].kind);
     for (int l = 0; l < L; l++) {
         const AttentionConfig *cfg = &kept[l];
-        size_t layer_bytes = attention_state_bytes(cfg, &m->attention, n_ctx);
-        size_t layer_scratch = attention_step_scratch_floats(cfg, &m->attention, n_ctx);
+        size_t layer_bytes = attention_state_bytes(cfg, &m->heads, n_ctx);
+        size_t layer_scratch = attention_step_scratch_floats(cfg, &m->heads, n_ctx);
         if (layer_bytes == 0 || layer_scratch == 0) {
             fprintf(stderr, "model: attention %s (layer %d): invalid parameters for this model "
                     "(%d heads of %d, context %d)\n", attention_kind_name(cfg->kind), l,
@@ -285,7 +285,7 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     m->state.scratch = calloc(scratch, sizeof(float));
     if (!m->attention_state || !m->state.scratch) goto out_of_memory;
     for (int l = 0; l < L; l++)   /* cannot fail: attention_state_bytes took each cfg */
-        attention_state_init(&kept[l], &m->attention, n_ctx, l,
+        attention_state_init(&kept[l], &m->heads, n_ctx, l,
                              (char *)m->attention_state + offset[l]);
     m->attention_bytes = total;
     m->lab = 1;
@@ -374,10 +374,10 @@ int model_load(Model *m, const char *path, int max_chunk, int n_ctx) {
     const Config *c = &m->checkpoint.config;
     m->config = *c;
     m->format = m->checkpoint.format;
-    m->attention.n_heads = c->n_heads;
-    m->attention.n_kv_heads = c->n_kv_heads;
-    m->attention.head_dim = c->head_dim;
-    m->attention.scale = 1.0f / sqrtf((float)c->head_dim);
+    m->heads.n_heads = c->n_heads;
+    m->heads.n_kv_heads = c->n_kv_heads;
+    m->heads.head_dim = c->head_dim;
+    m->heads.scale = 1.0f / sqrtf((float)c->head_dim);
     m->half_cache = c->half_kv;   /* a GGUF model's keys and values are halves already */
     if ((m->max_ctx = max_positions(m, path)) < 1) goto fail;
     if (n_ctx < 0 || n_ctx > m->max_ctx) {
@@ -436,7 +436,7 @@ int model_attention_weights(Model *m, int layer, int q0, int T, float *w) {
     const float *k_l = m->trace.k + (size_t)layer * m->n_ctx * c->kv_dim;   /* (n_ctx, KVD) */
     const void *state_l = m->lab ? (char *)m->attention_state + m->attention_offset[layer]
                                  : NULL;
-    return attention_weights(&m->attention_configs[layer], &m->attention, state_l, m->n_ctx, w, q_l,
+    return attention_weights(&m->attention_configs[layer], &m->heads, state_l, m->n_ctx, w, q_l,
                              k_l, q0, T, m->trace.scratch);
 }
 
@@ -551,10 +551,10 @@ static void cache_append(Model *m, int l, int pos, int n, const float *k, const 
 static void attend_cache(Model *m, int l, int pos, int n, const BlockBuffers *b) {
     size_t at = cache_layer(m, l);
     if (m->half_cache)
-        attention_forward_cache_half(&m->attention, b->att, b->q, m->cache.k_half + at,
+        attention_forward_cache_half(&m->heads, b->att, b->q, m->cache.k_half + at,
                                      m->cache.v_half + at, m->n_ctx, pos, n, m->state.scratch);
     else
-        attention_forward_cache(&m->attention, b->att, b->q, m->cache.k + at,
+        attention_forward_cache(&m->heads, b->att, b->q, m->cache.k + at,
                                 m->cache.v + at, m->n_ctx, pos, n, m->state.scratch);
 }
 
@@ -648,7 +648,7 @@ static int lab_layers(Model *m, BlockBuffers *buffers, int n, int pos, int first
             attend_cache(m, l, pos + r, n - r, &o);
         } else {         /* a variant its own state */
             void *state_l = (char *)m->attention_state + m->attention_offset[l];
-            if (attention_step(&m->attention_configs[l], &m->attention, state_l, m->n_ctx,
+            if (attention_step(&m->attention_configs[l], &m->heads, state_l, m->n_ctx,
                                b.att, b.q, b.k, b.v, pos, n, s->scratch) != 0) {
                 fprintf(stderr, "model: attention %s cannot continue at position %d (the "
                         "sequence so far ends at another position; start again at 0)\n",

@@ -81,7 +81,7 @@ typedef struct {
     Config config;             /* copy of checkpoint.config */
     Checkpoint checkpoint;     /* the weights (mapped or owned) */
     RunState state;
-    AttentionShape attention;  /* head layout and 1/sqrt(HS) scale */
+    AttentionShape heads;      /* head layout and 1/sqrt(HS) scale */
     AttentionConfig *attention_configs;  /* (L,) owned: each layer's variant (at load: exact,
                                * or what a trained variant's checkpoint records) */
     int lab;                   /* 0: exact attention over the cache; 1: some layer runs a

@@ -707,7 +707,7 @@ int tutorial_lens(TutorialLens *lens, const char *text) {
     const Weights *w = &m.checkpoint.weights;
     size_t C = (size_t)c->dim, V = (size_t)c->vocab_size, Hd = (size_t)c->hidden_dim;
     int S = c->n_layers + 1;
-    size_t scratch_floats = attention_scratch_floats(&m.attention, N);
+    size_t scratch_floats = attention_scratch_floats(&m.heads, N);
     float *mem = calloc((size_t)N * (7 * C + Hd) + V + scratch_floats, sizeof(float));
     lens->probs = malloc((size_t)S * V * sizeof(float));
     if (!mem || !lens->probs) {
@@ -730,7 +730,7 @@ int tutorial_lens(TutorialLens *lens, const char *text) {
                           .proj = proj, .x_mid = x, .xn2 = xn, .pre = hidden,
                           .act = hidden, .out = x};
         block_qkv(c, &w->layers[l], N, &b);
-        attention_forward(&m.attention, att, q, k, v, 0, N, scratch);
+        attention_forward(&m.heads, att, q, k, v, 0, N, scratch);
         block_finish(c, &w->layers[l], l, N, &b, NULL);
         lens_stage(&m, x + (N - 1) * C, xn, logits, lens->probs + (size_t)(l + 1) * V);
     }

@@ -119,7 +119,7 @@ static void attention_backward_job(void *ctx, int b) {
     float *scratch = a->scratch + (size_t)b * tr->attention_scratch;
     const AttentionConfig *cfg = &tr->attn[f->layer];
     if (model_attention_is_plain(cfg)) {
-        attention_backward(&tr->attention, a->dq + seq, a->dk + seq, a->dv + seq,
+        attention_backward(&tr->heads, a->dq + seq, a->dk + seq, a->dv + seq,
                            a->datty + seq, f->q + seq, f->k + seq, f->v + seq, tr->T, &drop,
                            scratch);
         return;
@@ -128,7 +128,7 @@ static void attention_backward_job(void *ctx, int b) {
      * sequence's own row of dparam, summed over the sequences in order afterwards */
     float *dparam = a->dparam + (size_t)b * tr->dparam_floats;
     memset(dparam, 0, tr->dparam_floats * sizeof(float));
-    attention_train_backward(cfg, &tr->attention, train_layer_random(tr, f->layer), &drop,
+    attention_train_backward(cfg, &tr->heads, train_layer_random(tr, f->layer), &drop,
                              a->dq + seq, a->dk + seq, a->dv + seq, dparam, a->datty + seq,
                              f->q + seq, f->k + seq, f->v + seq, tr->T, scratch);
 }

@@ -210,13 +210,13 @@ static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *sett
     tr->settings.batch = B;
     tr->B = B;
     tr->T = c->seq_len;
-    tr->attention.n_heads = c->n_heads;
-    tr->attention.n_kv_heads = c->n_heads;
-    tr->attention.head_dim = tr->config.head_dim;
-    tr->attention.scale = 1.0f / sqrtf((float)tr->config.head_dim);
+    tr->heads.n_heads = c->n_heads;
+    tr->heads.n_kv_heads = c->n_heads;
+    tr->heads.head_dim = tr->config.head_dim;
+    tr->heads.scale = 1.0f / sqrtf((float)tr->config.head_dim);
     /* in range (trainer_check_config), so no size below overflows a 64-bit size_t */
-    size_t scratch = attention_scratch_floats(&tr->attention, tr->T);
-    size_t scratch_back = attention_backward_scratch_floats(&tr->attention, tr->T);
+    size_t scratch = attention_scratch_floats(&tr->heads, tr->T);
+    size_t scratch_back = attention_backward_scratch_floats(&tr->heads, tr->T);
     tr->attention_scratch = scratch > scratch_back ? scratch : scratch_back;
     int sinks = 0;
     tr->dparam_floats = (size_t)c->n_heads;
@@ -226,7 +226,7 @@ static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *sett
             AttentionConfig layer_cfg = settings->attention[l];
             const AttentionConfig *cfg = &layer_cfg;
             layer_cfg.synth_len = tr->T;   /* a Synthesizer's parameters cover the context */
-            size_t layer = attention_train_scratch_floats(cfg, &tr->attention, tr->T);
+            size_t layer = attention_train_scratch_floats(cfg, &tr->heads, tr->T);
             char spec_kind[32];
             snprintf(spec_kind, sizeof spec_kind, "%s", attention_kind_name(cfg->kind));
             char problem[256];
@@ -242,9 +242,9 @@ static int trainer_shape(Trainer *tr, const Config *c, const TrainSettings *sett
             }
             if (layer > tr->attention_scratch) tr->attention_scratch = layer;
             tr->random_offset[l] = random;
-            random += attention_random_floats(cfg, &tr->attention);
+            random += attention_random_floats(cfg, &tr->heads);
             tr->synth_offset[l] = synth;
-            size_t params = attention_synth_floats(cfg, &tr->attention);
+            size_t params = attention_synth_floats(cfg, &tr->heads);
             synth += params;
             if (params > tr->dparam_floats) tr->dparam_floats = params;
             sinks |= cfg->sink_logit;
@@ -598,10 +598,10 @@ static void attention_job(void *ctx, int b) {
     float *scratch = tr->a.scratch + (size_t)b * tr->attention_scratch;
     const AttentionConfig *cfg = &tr->attn[f->layer];
     if (model_attention_is_plain(cfg))
-        attention_forward_dropout(&tr->attention, &drop, f->out + seq, f->q + seq, f->k + seq,
+        attention_forward_dropout(&tr->heads, &drop, f->out + seq, f->q + seq, f->k + seq,
                                   f->v + seq, tr->T, scratch);
     else   /* valid: trainer_init checked it, so it returns 0 */
-        attention_train_forward(cfg, &tr->attention, train_layer_random(tr, f->layer), &drop,
+        attention_train_forward(cfg, &tr->heads, train_layer_random(tr, f->layer), &drop,
                                 f->out + seq, f->q + seq, f->k + seq, f->v + seq, tr->T,
                                 scratch);
 }
@@ -622,7 +622,7 @@ static void draw_step_random(Trainer *tr) {
         long long draw = !tr->dropout_on ? 0
                        : cfg->kind == ATTENTION_LSH ? tr->step : tr->step / redraw;
         if (draw == tr->random_draw[l]) continue;
-        attention_draw_random(cfg, &tr->attention, l, (unsigned long long)draw,
+        attention_draw_random(cfg, &tr->heads, l, (unsigned long long)draw,
                               tr->random + tr->random_offset[l]);
         tr->random_draw[l] = draw;
     }

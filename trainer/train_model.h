@@ -122,7 +122,7 @@ typedef struct {
 
 typedef struct {
     Config config;                 /* model shape (S = T, Vp = V) */
-    AttentionShape attention;
+    AttentionShape heads;          /* head layout and 1/sqrt(HS) scale */
     TrainSettings settings;
     int B, T;                      /* batch shape the activations hold */
     size_t tensor_size[TRAIN_N_TENSORS];  /* floats of each tensor, in file order */
