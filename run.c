@@ -663,6 +663,7 @@ int main(int argc, char **argv) {
     SaveLock map_lock = {.fd = -1};   /* --attn-map's PATH.lock: one writer of the map */
     if (o.attn_map_path && (os_check_output("run", o.attn_map_path, "the attention map",
                                             inputs, 4) != 0 ||
+                            run_lab_check_map_path(o.attn_map_path) != 0 ||
                             os_check_name("run", o.attn_map_path, OS_TEMP_SUFFIX "-XXXXXX") != 0 ||
                             os_lock(&map_lock, "run", o.attn_map_path) != 0))
         return EXIT_BAD_DATA;

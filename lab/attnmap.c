@@ -454,7 +454,7 @@ static void svg_legend(int y, FILE *f) {
 
 /* Everything before the panels: the root element, patterns, title and legend. */
 static void svg_begin(const AttnMap *map, const SvgLayout *lay, FILE *f) {
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" ATTNMAP_SIGNATURE "\n"
             "<svg xmlns=\"http://www.w3.org/2000/svg\" "
             "xmlns:xlink=\"http://www.w3.org/1999/xlink\" version=\"1.1\" width=\"%d\" "
             "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n",
@@ -904,12 +904,13 @@ static void html_shift_note(const AttnMap *map, FILE *f) {
     if (note[0]) fprintf(f, " %c%s.", toupper((unsigned char)note[0]), note + 1);
 }
 
-/* What the page's marker @@name@@ (name: n bytes) stands for: title, n_tokens,
+/* What the page's marker @@name@@ (name: n bytes) stands for: signature, title, n_tokens,
  * shift_note, space_mark, hatch_back, hatch_line, scale_stops, layer_options,
  * head_options, token_chips or data. Returns 0, or -1 after a stderr line when the
  * callback fails or the marker is none of these. */
 static int html_part(const AttnMap *map, const char *name, size_t n, FILE *f) {
-    if (is_marker(name, n, "title")) write_title(f, map, ATTNMAP_ESCAPE_XML);
+    if (is_marker(name, n, "signature")) fputs(ATTNMAP_SIGNATURE, f);
+    else if (is_marker(name, n, "title")) write_title(f, map, ATTNMAP_ESCAPE_XML);
     else if (is_marker(name, n, "n_tokens")) fprintf(f, "%d", map->n_tokens);
     else if (is_marker(name, n, "shift_note")) html_shift_note(map, f);
     else if (is_marker(name, n, "space_mark")) fputs(SPACE_MARK, f);

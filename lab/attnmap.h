@@ -26,6 +26,10 @@
 #include <stddef.h>   /* size_t */
 #include <stdio.h>    /* FILE */
 
+/* The line after the first of every SVG and HTML map: it tells a map these writers made
+ * from a user's file, which run refuses to replace (run_lab_check_map_path). */
+#define ATTNMAP_SIGNATURE "<!-- an attention map that run wrote: run may write over it -->"
+
 /* Limits, at the top so that a test or a user can change them when compiling. */
 #ifndef ATTNMAP_MAX_TOKENS
 #define ATTNMAP_MAX_TOKENS 16384          /* T at most: the pictures grow as T squared */

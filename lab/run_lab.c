@@ -10,7 +10,7 @@
 #include <math.h>            /* sqrt; log, exp (the eval report) */
 #include <stdio.h>           /* printf, fprintf, snprintf */
 #include <stdlib.h>          /* malloc, free */
-#include <string.h>          /* memset, memcmp, strcmp, strrchr, strerror */
+#include <string.h>          /* memset, memchr, memcmp, strcmp, strrchr, strstr, strerror */
 #include <unistd.h>          /* isatty: --eval's progress only to a terminal; access */
 
 #include "attention_spec.h"  /* attention_spec_parse_layers, attention_spec_format_layers */
@@ -62,6 +62,20 @@ const char *run_lab_map_format(const char *path) {
     if (strcmp(dot, ".svg") == 0) return "svg";
     if (strcmp(dot, ".html") == 0) return "html";
     return NULL;
+}
+
+int run_lab_check_map_path(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;   /* a new path (os_check_output has said what else may be wrong) */
+    char head[512];     /* the signature is the second line: within the first bytes */
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    if (memchr(head, '\0', n) == NULL && strstr(head, ATTNMAP_SIGNATURE)) return 0;
+    fprintf(stderr, "run: %s: exists and is not an attention map run wrote (got a file without "
+            "its signature line, expected a new path or such a map; remove or rename the file "
+            "to replace it)\n", path);
+    return -1;
 }
 
 int run_lab_check_map_size(const char *path, int layer, int head, const Config *c, int T,

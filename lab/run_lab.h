@@ -54,6 +54,11 @@ int run_lab_evaluate(const RunLabEval *e, Model *m, const Tokenizer *tok);
 /* The --attn-map format a path's extension asks for: "svg", "html", or NULL. */
 const char *run_lab_map_format(const char *path);
 
+/* Whether --attn-map may write path: a new path, or a file whose first lines hold
+ * ATTNMAP_SIGNATURE (a map run wrote before), never a user's file. Returns 0, or -1
+ * after one stderr line. */
+int run_lab_check_map_path(const char *path);
+
 /* usage's status after its message if a map at path of up to T tokens of c (layer and
  * head -1: every one) would exceed RUN_LAB_MAP_MAX_WEIGHTS, drawn (layers x heads x T x T)
  * or held (NH x T x T); else 0. */

@@ -622,9 +622,13 @@ static void test_svg(void) {
                            strstr(svg, "x\\xe2\\x82<") && strstr(svg, "\\xc0\\x80") &&
                            strstr(svg, "\xe2\x90\xa3the") && strstr(svg, "\\\\x41"),
                            "%s: hostile labels shown by their escapes", what);
-                check_true(!strstr(svg, "</script") && !strstr(svg, "<!--") &&
-                           strstr(svg, "]]&gt;") && strstr(svg, "&lt;!--"),
-                           "%s: no raw markup from the labels", what);
+                /* the one comment: the signature, the second line */
+                const char *second = strchr(svg, '\n');
+                check_true(!strstr(svg, "</script") && second && strstr(svg, "<!--") ==
+                           second + 1 && strstr(svg, "<!--") == strstr(svg, ATTNMAP_SIGNATURE) &&
+                           !strstr(second + 2, "<!--") && strstr(svg, "]]&gt;") &&
+                           strstr(svg, "&lt;!--"), "%s: no raw markup from the labels (the "
+                           "one comment the signature line)", what);
                 check_true(strstr(svg, "masked (not visible") && strstr(svg, "url(#scale)") &&
                            strstr(svg, "attention window:w=3 &lt;test&gt; &amp; &quot;quotes"
                                   "&quot;"), "%s: a legend with the masked hatch and colour bar, "
@@ -938,9 +942,10 @@ static void test_html(void) {
     check_true(select_end && options == (size_t)L, "html: a layer selector with %zu options "
                "(want %d)", options, L);
     check_true(count(html, "<script") == 1 && count(html, "</script") == 1 &&
-               count(html, "]]>") == 2 && count(html, "<!--") == 0,
+               count(html, "]]>") == 2 && count(html, "<!--") == 1 &&
+               strstr(html, "<!DOCTYPE html>\n" ATTNMAP_SIGNATURE "\n") == html,
                "html: the labels add no \"</script\", \"]]>\" or \"<!--\" (one script, two CDATA "
-               "ends)");
+               "ends, one comment: the signature, the second line)");
     check_true(strstr(html, "\"\\u003c/script\\u003e\"") && strstr(html, "\"a\\\\x00b\"") &&
                strstr(html, "\"\\\\u2028\"") && strstr(html, "\">\xe2\x90\xa3the</span>") &&
                strstr(html, "\"\\u003c\\u0026\\u003e'\\\"\""),

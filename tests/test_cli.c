@@ -1227,6 +1227,30 @@ static void test_attention_views(const char *model, const char *tok) {
              tok, dir);
     expect("--attn-map into a missing folder", args, 1,
            "cannot write the attention map there");
+    /* a user's file at the map's path is kept (it was replaced without a word); a map run
+     * wrote is written over, as the SVG and the page alike */
+    for (int html = 0; html < 2; html++) {
+        const char *ext = html ? "html" : "svg";
+        char command[600];
+        snprintf(command, sizeof command, "printf '<p>notes</p>' > %s/user.%s", dir, ext);
+        if (check_run(command, NULL, NULL) != 0) continue;
+        snprintf(args, sizeof args, "%s -z %s -i hi -n 2 --attn-map %s/user.%s", model, tok,
+                 dir, ext);
+        expect(html ? "--attn-map naming a user's .html file" : "--attn-map naming a user's "
+               ".svg file", args, 1, "exists and is not an attention map run wrote (got a file "
+               "without its signature line, expected a new path or such a map; remove or "
+               "rename the file to replace it)");
+        snprintf(command, sizeof command, "test \"$(cat %s/user.%s)\" = '<p>notes</p>'", dir,
+                 ext);
+        check_true(check_run(command, NULL, NULL) == 0, "--attn-map naming a user's .%s file: "
+                   "the file is as it was", ext);
+        snprintf(args, sizeof args, "%s -z %s -i hi -n 2 --attn-map %s/own.%s", model, tok, dir,
+                 ext);
+        expect(html ? "--attn-map: a new .html map" : "--attn-map: a new .svg map", args, 0,
+               "attention of 3 tokens");
+        expect(html ? "--attn-map: a .html map written over" : "--attn-map: a .svg map "
+               "written over", args, 0, "attention of 3 tokens");
+    }
     /* a map named for an input (a link to the model) crashed with SIGBUS and left the model
      * empty; now refused before the model is read */
     char link[256], command[600];
