@@ -494,7 +494,12 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
     int added_bos = tok->add_bos && plan->prompt[0] == tok->bos_id;
     int keep = (o->keep == KEEP_UNSET ? 0 : o->keep) + added_bos;
     if (o->keep == -1 || keep > plan->n_prompt) keep = plan->n_prompt;
-    if (keep > n_ctx - 1) keep = n_ctx - 1;   /* a run that never shifts */
+    if (keep > n_ctx - 1) {   /* the prompt fills the context: a shift keeps all but one */
+        if (o->keep != KEEP_UNSET && (o->interactive || reach > n_ctx))
+            fprintf(stderr, "run: note: --keep: the prompt's %d tokens fill the context of %d, "
+                    "so a shift keeps %d of them\n", plan->n_prompt, n_ctx, n_ctx - 1);
+        keep = n_ctx - 1;
+    }
     if (o->attn_map_path) {
         /* the tokens the map can hold: a run that ends before the context fills never runs
          * its last token, which has no row */

@@ -1086,6 +1086,22 @@ static void test_long_generation(const char *model, const char *tok) {
                  : "-c 8 --keep 5: the prompt's 2 tokens kept, 31 shifts", args, 0,
                "context shifts: 31 (");
     }
+    /* a prompt that fills the context: a shift cannot keep all of it, and says so (it was
+     * cut back without a word); a run that never shifts says nothing */
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 5 -t 0 --keep -1 -c 2", model, tok);
+    expect("-c 2 --keep -1 with a 2-token prompt: one note", args, 0, "run: note: --keep: the "
+           "prompt's 2 tokens fill the context of 2, so a shift keeps 1 of them\n");
+    expect("-c 2 --keep -1 with a 2-token prompt: every token written", args, 0,
+           "generation: 5 tokens");
+    snprintf(args, sizeof args, "%s -z %s -i hi -n 5 -t 0 --keep -1 -c 8", model, tok);
+    {
+        char *quiet = NULL, line[1536];
+        snprintf(line, sizeof line, "%s %s", run_bin, args);
+        int code = check_run(line, NULL, &quiet);
+        check_true(code == 0 && quiet && !strstr(quiet, "note"), "-c 8 --keep -1, never "
+                   "shifted: no note (exit %d)", code);
+        free(quiet);
+    }
     for (int i = 0; i < 3; i++) {
         static const char *specs[] = {"window:w=4,sinks=1", "linear", "lsh:buckets=2,local=2"};
         snprintf(args, sizeof args, "%s -z %s -i hi -n 40 -t 0 --attn %s", model, tok, specs[i]);
