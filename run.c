@@ -321,9 +321,10 @@ static int check_combinations(const RunOptions *o) {
         return usage_error("--keep", NULL, "cannot be combined with --no-context-shift (it "
                            "applies to the shifts)", NULL);
     if (o->head >= 0 && !o->attn_map_path)
-        return usage_error("--head", NULL, "only applies with --attn-map", NULL);
+        return usage_error("--head", NULL, "only applies with --attn-map", "--attn-map FILE too");
     if (o->layer >= 0 && !o->attn_map_path && !o->attn_top)
-        return usage_error("--layer", NULL, "only applies with --attn-map or --attn-top", NULL);
+        return usage_error("--layer", NULL, "only applies with --attn-map or --attn-top",
+                           "--attn-map FILE or --attn-top K too");
     return 0;
 }
 

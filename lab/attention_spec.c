@@ -213,7 +213,8 @@ int attention_spec_parse(const char *spec, AttentionConfig *cfg, char *err, size
     if (colon) {
         const char *p = colon + 1;
         if (*p == '\0') {
-            snprintf(err, cap, "%s: empty parameter list after ':'", name->name);
+            snprintf(err, cap, "%s: empty parameter list after ':' (expected KEY=VALUE,... "
+                     "or no ':')", name->name);
             return -1;
         }
         unsigned seen = 0;
