@@ -539,8 +539,9 @@ static void append_job(void *ctx, int j) {
 /* The chunk's keys k and values v (n, KVD) into layer l's KV cache at positions pos ..
  * pos+n-1: each kv head's HS values of a position into that head's row (as halves in a
  * half cache), that is cache.k[l, g, pos + t, :] = k[t, g HS .. (g + 1) HS - 1] for each kv
- * head g and row t, and the same for v. A prompt's rows go in jobs on every thread: a serial copy here would leave
- * the other threads waiting (and, waiting long, asleep when attention needs them). */
+ * head g and row t, and the same for v. A prompt's rows go in jobs on every thread: a
+ * serial copy here would leave the other threads waiting (and, waiting long, asleep when
+ * attention needs them). */
 static void cache_append(Model *m, int l, int pos, int n, const float *k, const float *v) {
     AppendJob a = {m, l, pos, n, k, v};
     kernels_parallel_for(append_job, &a, kernels_jobs((size_t)n, APPEND_ROWS_PER_JOB),
