@@ -1135,12 +1135,15 @@ static void contracts_memory(const char *dir, const char *text, const char *mode
                need, floor_bytes);
     format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --max-memory %.9f",
                 text, model, tok, (double)need * 0.99e-9);
-    expect_train("--max-memory just below the need", args, 1, "more than the limit of");
+    /* below 0.01 GB in bytes (two decimals of GB read 0.00) */
+    char needs[96];
+    format_into(needs, sizeof needs, "train: the run needs %zu bytes of memory (", need);
+    expect_train("--max-memory just below the need: the need in bytes", args, 1, needs);
     check_true(!exists(model) && !exists(tok), "--max-memory: the refused run wrote nothing");
     /* a limit under a byte is a limit, not none (it was cut to 0, which meant no limit) */
     format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --max-memory 1e-10",
                 text, model, tok);
-    expect_train("--max-memory 1e-10", args, 1, "more than the limit of");
+    expect_train("--max-memory 1e-10", args, 1, "more than the limit of 1 byte (expected less");
     format_into(args, sizeof args, "--force -d %s -o %s -z %s " TINY " -n 2 --max-memory %.9f",
                 text, model, tok, (double)need * 1.01e-9);
     expect_train("--max-memory just above the need", args, 0, "final: train");

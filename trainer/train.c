@@ -808,11 +808,13 @@ static int check_sample_memory(const Trainer *tr, const Options *o) {
     size_t sample = tr->n_params * sizeof(float) + 2 * (size_t)c->n_layers *
                     (size_t)(n + 1) * (size_t)c->dim * sizeof(float);
     if (trainer + sample <= o->settings.max_memory) return 0;
-    fprintf(stderr, "train: the run needs %.3f GB of memory (the trainer %.3f GB, --sample "
-            "%d's model %.3f GB), more than the limit of %.3f GB (expected less: lower "
-            "--sample, or raise --max-memory)\n", (double)(trainer + sample) * 1e-9,
-            (double)trainer * 1e-9, o->sample, (double)sample * 1e-9,
-            (double)o->settings.max_memory * 1e-9);
+    char all[32], trained[32], sampled[32], limit[32];
+    fprintf(stderr, "train: the run needs %s of memory (the trainer %s, --sample %d's model "
+            "%s), more than the limit of %s (expected less: lower --sample, or raise "
+            "--max-memory)\n", trainer_format_bytes(all, sizeof all, trainer + sample),
+            trainer_format_bytes(trained, sizeof trained, trainer), o->sample,
+            trainer_format_bytes(sampled, sizeof sampled, sample),
+            trainer_format_bytes(limit, sizeof limit, o->settings.max_memory));
     return -1;
 }
 

@@ -330,6 +330,12 @@ static size_t trainer_bytes(Trainer *tr, size_t *parameter_bytes) {
            (size_t)tr->config.n_layers * (sizeof(LayerWeights) + sizeof(AttentionConfig));
 }
 
+const char *trainer_format_bytes(char *out, size_t cap, size_t bytes) {
+    if (bytes < (size_t)10000000) snprintf(out, cap, "%zu byte%s", bytes, bytes == 1 ? "" : "s");
+    else snprintf(out, cap, "%.2f GB", (double)bytes * 1e-9);
+    return out;
+}
+
 size_t trainer_memory_bytes(const Config *c, const TrainSettings *settings, int B) {
     Trainer tr;
     size_t parameter_bytes;
@@ -340,12 +346,14 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
     if (trainer_shape(tr, c, settings, B) != 0) return -1;
     size_t parameter_bytes, bytes = trainer_bytes(tr, &parameter_bytes);
     if (settings->max_memory && bytes > settings->max_memory) {
-        fprintf(stderr, "train: the run needs %.2f GB of memory (parameters and optimizer "
-                "%.2f GB, activations of a batch of %d x %d tokens %.2f GB), more than the "
-                "limit of %.2f GB (expected less: lower -B, -T, -L or -C, or raise "
-                "--max-memory)\n", (double)bytes * 1e-9, (double)parameter_bytes * 1e-9, B,
-                tr->T, (double)(bytes - parameter_bytes) * 1e-9,
-                (double)settings->max_memory * 1e-9);
+        char all[32], parameters[32], activations[32], limit[32];
+        fprintf(stderr, "train: the run needs %s of memory (parameters and optimizer %s, "
+                "activations of a batch of %d x %d tokens %s), more than the limit of %s "
+                "(expected less: lower -B, -T, -L or -C, or raise --max-memory)\n",
+                trainer_format_bytes(all, sizeof all, bytes),
+                trainer_format_bytes(parameters, sizeof parameters, parameter_bytes), B, tr->T,
+                trainer_format_bytes(activations, sizeof activations, bytes - parameter_bytes),
+                trainer_format_bytes(limit, sizeof limit, settings->max_memory));
         memset(tr, 0, sizeof *tr);
         return -1;
     }

@@ -203,6 +203,10 @@ int trainer_init(Trainer *tr, const Config *c, const TrainSettings *settings, in
  * for the backward of B x T tokens and the attention scratch; 0 if c is out of range. */
 size_t trainer_memory_bytes(const Config *c, const TrainSettings *settings, int B);
 
+/* bytes for the memory messages into out (cap bytes): "N bytes" below 0.01 GB, where
+ * two decimals of GB would read 0.00, else "X.XX GB". Returns out. */
+const char *trainer_format_bytes(char *out, size_t cap, size_t bytes);
+
 /* Release everything trainer_init made. Safe on a zeroed or freed Trainer. */
 void trainer_free(Trainer *tr);
 
