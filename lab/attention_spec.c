@@ -9,6 +9,7 @@
 #include <stddef.h>   /* offsetof */
 #include <stdint.h>   /* uint64_t */
 #include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* strtof */
 #include <string.h>   /* strcmp, strchr, strlen */
 
 #include "attention.h"   /* AttentionConfig, attention_config_default */
@@ -269,9 +270,16 @@ void attention_spec_format(const AttentionConfig *cfg, char *out, size_t cap) {
         break;
     }
     size_t n = strlen(extra);
-    if (cfg->tau != 1.0f)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, "%stau=%g", n ? "," : "",
-                              (double)cfg->tau);
+    if (cfg->tau != 1.0f) {
+        /* the fewest digits (from %g's six) that read back as the same float, so that the
+         * text parses to this cfg again (1.00000667 is not "1") */
+        char tau[24];
+        for (int digits = 6; digits <= 9; digits++) {
+            snprintf(tau, sizeof tau, "%.*g", digits, (double)cfg->tau);
+            if (strtof(tau, NULL) == cfg->tau) break;
+        }
+        n += (size_t)snprintf(extra + n, sizeof extra - n, "%stau=%s", n ? "," : "", tau);
+    }
     if (cfg->softmax1 && n < sizeof extra)
         n += (size_t)snprintf(extra + n, sizeof extra - n, "%ssoftmax1=1", n ? "," : "");
     if (cfg->sink_logit && n < sizeof extra)
