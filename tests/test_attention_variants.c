@@ -1510,7 +1510,7 @@ static void test_performer_shift(void) {
     int rows = 0, ok = lab_init(&lab, &perf, 1, 1, HS, 0.5f, 1) == 0;
     const float *W = ok ? attention_state_random(&perf, &lab.shape, 1, lab.state, 0, 0, &rows)
                         : NULL;
-    double hi = -INFINITY, lo = INFINITY;
+    double hi = -HUGE_VAL, lo = HUGE_VAL;
     for (int f = 0; W && f < rows; f++) {
         double a = 0;
         for (int i = 0; i < HS; i++) a += (double)W[f * HS + i] * (double)dir[i];

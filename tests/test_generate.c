@@ -134,7 +134,7 @@ done:
                1) == -1, "growth: a first size of 0 or above the context is refused");
 }
 
-/* Shifting off: a token that does not fit is refused and nothing changes. */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(OS_PLAIN_ALLOC)
 /* Size of this process's address space in bytes (/proc/self/statm), or -1. */
 static long address_bytes(void) {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -143,6 +143,7 @@ static long address_bytes(void) {
     if (f) fclose(f);
     return pages < 0 || page <= 0 ? -1 : pages * page;
 }
+#endif
 
 /* A state of 64 positions (of a context of 256) that cannot grow, its memory held to
  * 64 KiB more than the process has (the shipped model's 128 positions need 0.6 MiB more):
@@ -213,6 +214,7 @@ static void check_grow_no_memory(Model *m, const int *prompt, int n_prompt) {
 #endif
 }
 
+/* Shifting off: a token that does not fit is refused and nothing changes. */
 static void check_full(Model *m) {
     Generation g;
     int ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};

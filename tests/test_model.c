@@ -710,7 +710,7 @@ static void test_rope_base(void) {
                 double angle = (POS + n) / pow(cases[k].used, (double)i / HS) /
                                (f ? (double)f[i / 2] : 1.0);
                 double wrong = (POS + n) / pow(cases[k].other, (double)i / HS);   /* no factors */
-                double got_cos = cs[n * HS + i], got_sin = cs[n * HS + i + 1];
+                double got_cos = (double)cs[n * HS + i], got_sin = (double)cs[n * HS + i + 1];
                 worst = fmax(worst, fmax(fabs(got_cos - cos(angle)), fabs(got_sin - sin(angle))));
                 other = fmax(other, fmax(fabs(got_cos - cos(wrong)), fabs(got_sin - sin(wrong))));
             }

@@ -145,7 +145,7 @@ static int write_llama_file(char *path, int32_t max_len, const char *const *toke
  * token spells " \x80" (that glued pair has no fallback in a vocabulary of 7). */
 static void test_prefix_before_continuation(void) {
     static const char *const tokens[7] = {"<unk>", "<s>", "</s>", " ", "\x80", "a",
-                                          "\x80" "a"};
+                                          "\x80\x61"};
     static const float scores[7] = {0, 0, 0, 0, 0, 0, 1.0f};
     char path[] = "/tmp/test_tokenizer_llama_XXXXXX";
     if (!write_llama_file(path, 5, tokens, scores, 7)) return;
