@@ -41,7 +41,7 @@ BENCH_ENV = GEN=$(B)/tools/gen_model PROBE=$(B)/tools/probe BENCH_DIR=$(B)/bench
 # checkout against itself (two pairs, two small shapes): the copies must give the same bits,
 # so that the tool's build and renaming cannot go stale unnoticed (skipped, and said, off
 # x86-64 or without objcopy); and tools/ab_run.sh, two pairs of ./run against itself on the
-# shipped model, must print its ratio. check-build runs it. Example: make ab-check
+# shipped model, must print its ratio. make check runs it. Example: make ab-check
 ab-check: $(B)/run
 	@out=$$(PAIRS=2 sh tools/ab_run.sh $(B)/run $(B)/run weights/model.bin \
 	  weights/tokenizer.bin tests/data/llama2c/greedy_s260k_noprompt.txt) || exit 1; \
