@@ -112,7 +112,6 @@ static const char *write_llama_tokenizer(void) {
     return path;
 }
 
-/* Runs "$RUN ARGS", checks the exit code and that stderr contains `message`. */
 /* Runs program (a command) with args; checks its exit status and a substring of stderr. */
 static void expect_program(const char *program, const char *what, const char *args,
                            int want_code, const char *message) {
@@ -890,10 +889,10 @@ static void test_generation(const char *model, const char *tok) {
              "--no-context-shift", model, tok);
     expect("a window variant generates to the context length", args, 0,
            "context full (16 tokens)");
+    /* -n's default, 256 tokens as llama2.c's (-t's and -p's: test_llama2c_generation) */
+    expect("without -n, 256 tokens", "weights/model.bin -t 0", 0, "generation: 256 tokens");
 }
 
-/* Context shift, --ctx-size, prompts from standard input, interactive mode. The token
- * counts come from the speed line on stderr. */
 /* -I driven through a pipe and, with script(1), through a terminal. */
 static void test_interactive(const char *model, const char *tok) {
     char command[1024], *out = NULL, *err = NULL;
@@ -1070,6 +1069,8 @@ static void test_keep_llama(const char *tok) {
                "\"%s\" / \"%s\" / \"%s\")", lines[0], lines[1], lines[2], lines[3], lines[4]);
 }
 
+/* Context shift, --ctx-size, prompts from standard input, interactive mode. The token
+ * counts come from the speed line on stderr. */
 static void test_long_generation(const char *model, const char *tok) {
     char args[1024];
     /* 16 positions: 100 tokens need shifts; each keeps the latest half of the rest */
@@ -1533,15 +1534,18 @@ static void test_eval(const char *model, const char *tok) {
  * 5-token prompt generates 60 tokens: -n here is 64 - prompt tokens + 1. */
 static void test_llama2c_generation(void) {
     static const struct {
-        const char *file, *args;
+        const char *file, *args, *note;
     } cases[] = {
-        {"greedy_s15m.txt", "s15m.bin -z $D/tokenizer.bin -t 0 -n 60 -i 'Once upon a time'"},
-        {"greedy_s260k_tok512.txt", "s260k.bin -z $D/tok512.bin -t 0 -n 47 -i 'Once upon a time'"},
-        {"greedy_s260k_noprompt.txt", "s260k.bin -z $D/tokenizer.bin -t 0 -n 64"},
+        {"greedy_s15m.txt", "s15m.bin -z $D/tokenizer.bin -t 0 -n 60 -i 'Once upon a time'", ""},
+        {"greedy_s260k_tok512.txt",
+         "s260k.bin -z $D/tok512.bin -t 0 -n 47 -i 'Once upon a time'", ""},
+        {"greedy_s260k_noprompt.txt", "s260k.bin -z $D/tokenizer.bin -t 0 -n 64", ""},
         {"sample_s260k_tok512_t1_p0.9.txt",
-         "s260k.bin -z $D/tok512.bin -t 1 -p 0.9 -s 42 -n 47 -i 'Once upon a time'"},
+         "s260k.bin -z $D/tok512.bin -t 1 -p 0.9 -s 42 -n 47 -i 'Once upon a time'", ""},
         {"sample_s260k_tok512_t1_p1.txt",
-         "s260k.bin -z $D/tok512.bin -t 1 -p 1 -s 42 -n 47 -i 'Once upon a time'"},
+         "s260k.bin -z $D/tok512.bin -t 1 -p 1 -s 42 -n 47 -i 'Once upon a time'", ""},
+        {"sample_s260k_tok512_t1_p0.9.txt", "s260k.bin -z $D/tok512.bin -s 42 -n 47 -i "
+         "'Once upon a time'", " without -t and -p: their defaults are llama2.c's, 1 and 0.9"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char command[1024], path[512], model[64], *out = NULL;
@@ -1567,7 +1571,7 @@ static void test_llama2c_generation(void) {
         int code = check_run(command, &out, NULL);
         check_true(code == 0 && want && out && strlen(out) == want_len &&
                    memcmp(out, want, want_len) == 0, "llama2.c output %s reproduced byte for "
-                   "byte", cases[i].file);
+                   "byte%s", cases[i].file, cases[i].note);
         free(want);
         free(out);
     }

@@ -869,8 +869,9 @@ static void test_attention_setup_failure(void) {
 
 /* os_commit_keep brings a block's pages in and keeps their values: a block of 64 pages
  * (under os_alloc_zeroed's huge-page size, so 4 KiB pages), a value written into the first
- * byte of every eighth page first (where os_commit writes its zeros); resident memory grows by the 56 pages not yet written (skipped where
- * it cannot be read, or where the allocator wrote the whole block already). */
+ * byte of every eighth page first (where os_commit writes its zeros); resident memory
+ * grows by the 56 pages not yet written (skipped where it cannot be read, or where the
+ * allocator wrote the whole block already). */
 static void test_commit_keep(void) {
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0) page = 4096;
@@ -980,6 +981,84 @@ static void test_mark_cold(void) {
                "fp32 one not");
 }
 
+/* The traced attention weights (what --attn-map and --attn-top draw) of the shipped GPT-2's
+ * first layer against a float64 reference this test works from its weights: each token's
+ * row of the token table plus its position's, LayerNorm (eps 1e-5), q and k = W x + b, each
+ * head's scores q.k / sqrt(HS) over keys 0..t, softmax; NaN past t. Three tokens go in one
+ * call, three one at a time (the trace's rows by position). A trace that kept nothing gave
+ * uniform rows, which the drawings' own checks (rows sum to 1) pass. */
+static void test_trace_weights(void) {
+    enum { T = 6 };
+    static const int ids[T] = {50, 300, 7, 1000, 42, 513};   /* arbitrary ids of its 1024 */
+    Model m;
+    if (model_load(&m, "weights/model.bin", T, 0) != 0) {
+        check_true(0, "trace: load weights/model.bin");
+        return;
+    }
+    const Config *c = &m.config;
+    const Weights *W = &m.checkpoint.weights;
+    const LayerWeights *l0 = &W->layers[0];
+    int C = c->dim, NH = c->n_heads, HS = c->head_dim;
+    float *w = malloc((size_t)NH * T * T * sizeof(float));
+    double *q = malloc((size_t)T * C * sizeof(double));   /* (T, C) */
+    double *k = malloc((size_t)T * C * sizeof(double));   /* (T, C) */
+    double *xn = malloc((size_t)C * sizeof(double));
+    int ok = w && q && k && xn && W->pos_embedding && W->token_embedding.f32 && l0->wq.f32 &&
+             l0->wk.f32 && model_trace(&m, 1) == 0 && model_forward(&m, ids, 3, 0, 0);
+    for (int t = 3; ok && t < T; t++) ok = model_forward(&m, &ids[t], 1, t, 0) != NULL;
+    ok = ok && model_attention_weights(&m, 0, 0, T, w) == 0;
+    double worst = ok ? 0.0 : HUGE_VAL;
+    for (int t = 0; ok && t < T; t++) {
+        const float *e = W->token_embedding.f32 + (size_t)ids[t] * C;
+        const float *p = W->pos_embedding + (size_t)t * C;
+        double mean = 0.0, var = 0.0;
+        for (int i = 0; i < C; i++) mean += ((double)e[i] + (double)p[i]) / C;
+        for (int i = 0; i < C; i++) {
+            xn[i] = (double)e[i] + (double)p[i] - mean;
+            var += xn[i] * xn[i] / C;
+        }
+        for (int i = 0; i < C; i++)
+            xn[i] = xn[i] / sqrt(var + 1e-5) * (double)l0->norm1_w[i] + (double)l0->norm1_b[i];
+        for (int o = 0; o < C; o++) {
+            double sq = (double)l0->bq[o], sk = (double)l0->bk[o];
+            for (int i = 0; i < C; i++) {
+                sq += (double)l0->wq.f32[(size_t)o * C + i] * xn[i];
+                sk += (double)l0->wk.f32[(size_t)o * C + i] * xn[i];
+            }
+            q[(size_t)t * C + o] = sq;
+            k[(size_t)t * C + o] = sk;
+        }
+    }
+    for (int h = 0; ok && h < NH; h++)
+        for (int t = 0; t < T; t++) {
+            double s[T], max = -HUGE_VAL, sum = 0.0;
+            for (int j = 0; j <= t; j++) {
+                s[j] = 0.0;
+                for (int i = h * HS; i < (h + 1) * HS; i++)
+                    s[j] += q[(size_t)t * C + i] * k[(size_t)j * C + i];
+                s[j] /= sqrt((double)HS);
+                max = fmax(max, s[j]);
+            }
+            for (int j = 0; j <= t; j++) sum += exp(s[j] - max);
+            for (int j = 0; j < T; j++) {
+                float got = w[((size_t)h * T + t) * T + j];
+                if (j > t) {
+                    if (!isnan(got)) worst = HUGE_VAL;
+                } else {
+                    worst = fmax(worst, fabs((double)got - exp(s[j] - max) / sum));
+                }
+            }
+        }
+    check_true(worst < 1e-5, "trace: the shipped model's layer-0 attention weights of %d tokens "
+               "(3 in one call, then 1 by 1) == a float64 reference from its weights (max |diff| "
+               "%.2g, NaN past each query)", T, worst);
+    free(w);
+    free(q);
+    free(k);
+    free(xn);
+    model_free(&m);
+}
+
 int main(void) {
     if (!check_true(mkdtemp(tmp_dir) != NULL, "a temporary folder for the test files"))
         return check_summary("test_model");
@@ -1006,6 +1085,7 @@ int main(void) {
     test_half_cache("llama2c/s260k.bin", "llama2c/s260k_logits.f32", "llama2c/s260k_logits.json");
     test_rotary_gpt2();
     test_forward_bounds();
+    test_trace_weights();
     check_true(rmdir(tmp_dir) == 0, "every test file removed (the folder %s empty)", tmp_dir);
     return check_summary("test_model");
 }
