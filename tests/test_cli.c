@@ -37,7 +37,8 @@ static size_t param_count(int maxT, int vp, int layers, int c) {
 }
 
 /* Writes a checkpoint with the given header fields and `extra` bytes more (negative
- * truncates) than the header implies. Returns the path (static buffer per call site). */
+ * truncates) than the header implies. Returns the path, in one of 16 buffers used in
+ * turn: a caller that keeps it past 15 more calls copies it (as main does). */
 static const char *write_model(const char *name, int32_t magic, int32_t version, int maxT,
                                int v, int layers, int nh, int c, int vp, long extra) {
     static char paths[16][128];
@@ -381,7 +382,7 @@ static void test_bad_inputs(const char *model, const char *tok) {
     expect("missing tokenizer", args, 1, "none.bin");
     /* no -z, and no tokenizer.bin beside the model (a file quantize wrote): the message
      * said only "tokenizer: DIR/tokenizer.bin: cannot open" */
-    char command[1024], *err = NULL, want[256];
+    char command[1024], *err = NULL, want[512];
     snprintf(command, sizeof command, "%s %s -n 1", run_bin, model);
     snprintf(want, sizeof want, "run: %s/tokenizer.bin: no tokenizer beside the model %s, and "
              "no -z (expected -z PATH: the tokenizer file it was trained with, or a quantized "
@@ -1212,6 +1213,24 @@ static void map_after_shifts(const char *model, const char *tok) {
     }
 }
 
+/* Each --attn parameter at the top of the range the help gives (1..1048576, LSH's buckets
+ * 1..4096 and rounds 1..64, Performer's m 1..8192) runs: the parser and the attention's
+ * own check agree on where the ranges end. A model of 4,096 positions, for LSH's buckets
+ * (at most the context). */
+static void test_attention_limits(const char *tok) {
+    const char *model = write_model("wide_ctx.bin", 20240326, 3, 4096, V, L, NH, C, VP, 0);
+    static const char *const specs[] = {
+        "lsh:buckets=4096,rounds=64,local=1048576,sinks=1048576", "performer:m=8192",
+        "window:w=1048576,sinks=1048576", "dilated:w=1048576,k=1048576,sinks=1048576",
+        "fixed:l=1048576,c=1048576", "strided:l=1048576"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        char args[512], what[160];
+        snprintf(args, sizeof args, "%s -z %s -n 1 -t 0 --attn %s", model, tok, specs[i]);
+        snprintf(what, sizeof what, "--attn %s (each at its range's end)", specs[i]);
+        expect(what, args, 0, "generation: 1 tokens");
+    }
+}
+
 /* --attn-map and --attn-top through ./run: the cells of the picture, what masked means,
  * where the file goes. The fixture has 1 layer of 2 heads; prompt "hi" (2 tokens) and
  * -n 5 run 6 tokens (the last generated one is printed, never run). */
@@ -1273,7 +1292,7 @@ static void test_attention_views(const char *model, const char *tok) {
     }
     /* a map named for an input (a link to the model) crashed with SIGBUS and left the model
      * empty; now refused before the model is read */
-    char link[256], command[600];
+    char link[256], command[1024];
     snprintf(link, sizeof link, "%s/model_link.svg", dir);
     snprintf(command, sizeof command, "ln -sf %s %s && cp %s %s/model_copy.bin", model, link,
              model, dir);
@@ -2480,7 +2499,9 @@ int main(void) {
         check_true(0, "could not make a temporary folder");
         return check_summary("test_cli");
     }
-    const char *model = write_model("model.bin", 20240326, 3, MAX_T, V, L, NH, C, VP, 0);
+    static char model[128];   /* the tests' model, kept past write_model's later calls */
+    snprintf(model, sizeof model, "%s",
+             write_model("model.bin", 20240326, 3, MAX_T, V, L, NH, C, VP, 0));
     const char *tok = write_tokenizer();
     test_usage_errors(model, tok);
     test_bad_files(tok);
@@ -2496,6 +2517,7 @@ int main(void) {
     test_generation(model, tok);
     test_long_generation(model, tok);
     test_attention_views(model, tok);
+    test_attention_limits(tok);
     test_eval(model, tok);
     test_llama2c_generation();
     test_llama_interactive();
