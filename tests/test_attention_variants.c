@@ -432,6 +432,19 @@ static void test_properties(void) {
         check_true(appended && memcmp(changed + 9 * NH * HS, block + 9 * NH * HS,
                                       (size_t)(T - 9) * NH * HS * sizeof(float)) == 0,
                    "%s: 9 append-only steps, then attention, == prefill, bitwise", name);
+        /* a step that would end past the state's T positions is refused (where it was let
+         * through, a full cache's K/V store took a row past its end) */
+        Lab past;
+        int refused = lab_init(&past, &list[c], NH, NKV, HS, scale, T) == 0 &&
+            attention_step(&list[c], &past.shape, past.state, T, NULL, NULL, k, v, 0, T - 1,
+                           past.scratch) == 0 &&
+            attention_step(&list[c], &past.shape, past.state, T, single, q, k, v, T - 1, 2,
+                           past.scratch) == -1 &&
+            attention_step(&list[c], &past.shape, past.state, T, single, q, k, v, T, 1,
+                           past.scratch) == -1;
+        lab_free(&past);
+        check_true(refused, "%s: a step of 2 at position %d, or of 1 at %d, is refused (a "
+                   "state of %d positions)", name, T - 1, T, T);
         int i = 10;   /* change every input after position i */
         memcpy(q2, q, sizeof q); memcpy(k2, k, sizeof k); memcpy(v2, v, sizeof v);
         for (int t = i + 1; t < T; t++) {

@@ -2097,6 +2097,23 @@ static void test_attention_records(const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_fd3.bin", 13, fd3), tok);
     expect("a record of synth-fdense with a = 3 over 16 positions", args, 1,
            "attention of layer 0: synth-fdense: a must divide the context (got a 3, context 16)");
+    /* a flag of 2 (sinklogit: 0 or 1), and a sink logit that is not finite (it loaded, and
+     * generation failed on non-finite logits) */
+    int32_t flag2[16] = {8, 2, 2, 32, 32, 16, 4, 64, 256, 1, 0, 0, 2, 1, 0, 0};
+    snprintf(args, sizeof args, "%s -z %s -n 8", write_with_record("rec_flag.bin", 2, flag2),
+             tok);
+    expect("a record with sinklogit 2", args, 1, "attention of layer 0: field sink_logit out "
+           "of range (got 2, expected 0 or 1)");
+    int32_t sink[16] = {8, 2, 2, 32, 32, 16, 4, 64, 256, 1, 0, 0, 1, 1, 0, 0};
+    const char *nan_sink = write_with_record("rec_nan.bin", 2, sink);
+    FILE *f = fopen(nan_sink, "r+b");
+    float nan = NAN;
+    int patched = f && fseek(f, -4, SEEK_END) == 0 && fwrite(&nan, 4, 1, f) == 1;
+    if (f) fclose(f);
+    snprintf(args, sizeof args, "%s -z %s -n 8", nan_sink, tok);
+    if (check_true(patched, "a record's last sink logit made NaN"))
+        expect("a record with a NaN sink logit", args, 1, "sink logit of layer 0, head 1 is not "
+               "finite (got nan, expected a finite number)");
     /* LSH with more buckets than the context's 16 positions: refused at load (it loaded,
      * then model.c refused to set it up) */
     int32_t lsh32[16] = {128, 4, 2, 32, 32, 32, 4, 64, 256, 1, 0, 0, 0, 1, 0, 0};
