@@ -148,10 +148,11 @@ static long address_bytes(void) {
 /* A state of 64 positions (of a context of 256) that cannot grow, its memory held to
  * 64 KiB more than the process has (the shipped model's 128 positions need 0.6 MiB more):
  * the 65th token keeps the context at 64 and shifts it, and from there the logits and 40
- * greedy tokens are a run's with a context of 64 from the start, bitwise. Not where an
- * address-space limit cannot make the allocation fail (a sanitizer, the plain allocator,
- * valgrind: then skipped). */
-static void check_grow_no_memory(Model *m, const int *prompt, int n_prompt) {
+ * greedy tokens are a run's with a context of 64 from the start, bitwise. A keep of 64 or
+ * more (fine for 256) becomes 63, the most a context of 64 keeps (left at 100, the shift
+ * moved a negative count). Not where an address-space limit cannot make the allocation
+ * fail (a sanitizer, the plain allocator, valgrind: then skipped). */
+static void check_grow_no_memory(Model *m, const int *prompt, int n_prompt, int keep) {
 #if defined(__SANITIZE_ADDRESS__) || defined(OS_PLAIN_ALLOC)
     (void)m;
     (void)prompt;
@@ -161,9 +162,10 @@ static void check_grow_no_memory(Model *m, const int *prompt, int n_prompt) {
 #else
     enum { FIRST = 64, CTX = 256, AFTER = 40 };
     int V = m->config.vocab_size, seq[FIRST + 1 + AFTER], n_seq = 0, ok = 1;
+    int kept = keep < FIRST ? keep : FIRST - 1;   /* what a context of 64 keeps */
     Generation g, capped;
     memset(&capped, 0, sizeof capped);
-    if (generation_init(&g, m, CTX, FIRST, 0, 1) != 0 ||
+    if (generation_init(&g, m, CTX, FIRST, keep, 1) != 0 ||
         generation_append(&g, prompt, n_prompt, 1) != 0) {
         check_true(0, "growth without memory: set up");
         generation_free(&g);
@@ -193,22 +195,23 @@ static void check_grow_no_memory(Model *m, const int *prompt, int n_prompt) {
         generation_free(&g);
         return;
     }
-    check_true(appended == 0 && g.n_ctx == FIRST && g.n_alloc == FIRST && g.stats.shifts == 1,
-               "growth without memory: the context stays at %d and shifts (got %d, %d "
-               "positions, %ld shifts)", FIRST, g.n_ctx, g.n_alloc, g.stats.shifts);
+    check_true(appended == 0 && g.n_ctx == FIRST && g.n_alloc == FIRST && g.stats.shifts == 1 &&
+               g.keep == kept, "growth without memory, keep %d: the context stays at %d and "
+               "shifts, keeping %d (got %d, %d positions, %ld shifts, keep %d)", keep, FIRST,
+               kept, g.n_ctx, g.n_alloc, g.stats.shifts, g.keep);
     for (int i = 0; i < AFTER && appended == 0; i++) {
         seq[n_seq] = argmax(g.logits, V);
         appended = generation_append(&g, &seq[n_seq++], 1, 0);
     }
     /* the same tokens, appended the same way, in a context of FIRST from the start */
-    ok = appended == 0 && generation_init(&capped, m, FIRST, FIRST, 0, 1) == 0 &&
+    ok = appended == 0 && generation_init(&capped, m, FIRST, FIRST, kept, 1) == 0 &&
          generation_append(&capped, seq, n_prompt, 1) == 0;
     for (int i = n_prompt; ok && i < n_seq; i++)
         ok = generation_append(&capped, &seq[i], 1, 0) == 0;
     check_true(ok && memcmp(capped.logits, g.logits, (size_t)V * sizeof(float)) == 0 &&
-               capped.stats.shifts == g.stats.shifts, "growth without memory: after %d more "
-               "greedy tokens, the logits of a context of %d from the start, bitwise (%ld "
-               "shifts)", AFTER, FIRST, g.stats.shifts);
+               capped.stats.shifts == g.stats.shifts, "growth without memory, keep %d: after "
+               "%d more greedy tokens, the logits of a context of %d from the start, bitwise "
+               "(%ld shifts)", keep, AFTER, FIRST, g.stats.shifts);
     generation_free(&g);
     generation_free(&capped);
 #endif
@@ -310,7 +313,8 @@ int main(void) {
     if (model_set_attention(&m, &exact) == 0) {
         check_grow_exact(&m, 64, 4, prompt, 3);
         check_grow_to_full(&m);
-        check_grow_no_memory(&m, prompt, 7);
+        check_grow_no_memory(&m, prompt, 7, 0);
+        check_grow_no_memory(&m, prompt, 7, 100);
     } else {
         check_true(0, "exact attention on the shipped model");
     }
