@@ -1238,7 +1238,8 @@ static void test_reverse_turns(void) {
  * U+2581 in the text reads as a space (llama.cpp writes spaces as U+2581). In s260k's
  * vocabulary (512 tokens, <0xHH> = HH + 3): " \xe2A" is " " and the unknown "\xe2A",
  * whose bytes fall back to 229 and 68 (not to 229 and the token "A"); " \x80abc" starts
- * with the space's token, not with <0x20>; "a\xe2\x96\x81b" encodes as "a b". */
+ * with the space's token, not with <0x20>; "a\xe2\x96\x81b" encodes as "a b", and
+ * "a\xe2\x96\x81" (U+2581 the text's last character) as "a ". */
 static void test_gguf_llama_characters(void) {
     const char *file = check_data_file("gguf/s260k.gguf");
     if (!file) {
@@ -1262,6 +1263,11 @@ static void test_gguf_llama_characters(void) {
          tokenizer_encode(&t, "a b", 3, again, 16, &n_again) == 0 && n == n_again &&
          memcmp(ids, again, n * sizeof ids[0]) == 0;
     check_true(ok, "s260k.gguf: \"a\\xe2\\x96\\x81b\" encodes as \"a b\" (%zu ids)", n);
+    ok = tokenizer_encode(&t, "a\xe2\x96\x81", 4, ids, 16, &n) == 0 &&
+         tokenizer_encode(&t, "a ", 2, again, 16, &n_again) == 0 && n == n_again &&
+         memcmp(ids, again, n * sizeof ids[0]) == 0;
+    check_true(ok, "s260k.gguf: \"a\\xe2\\x96\\x81\" (U+2581 last) encodes as \"a \" (%zu "
+               "ids)", n);
     tokenizer_free(&t);
 }
 
