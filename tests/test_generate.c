@@ -157,6 +157,7 @@ static void check_grow_no_memory(Model *m, const int *prompt, int n_prompt, int 
     (void)m;
     (void)prompt;
     (void)n_prompt;
+    (void)keep;
     check_skip("growth without memory: an address-space limit under a sanitizer or the plain "
                "allocator");
 #else

@@ -104,9 +104,9 @@ fuzz: $(FUZZ_CLANG_BINS) $(FUZZ_SEEDS)/.stamp
 	  FUZZ_CORPUS=build/fuzz-corpus FUZZ_ARTIFACTS=build/fuzz-artifacts \
 	  sh tests/fuzz/fuzz.sh fuzz $(FUZZ_TARGETS)
 
-# fuzz-smoke: `make fuzz` for 30 seconds per target (CI), from a fixed random seed so that
+# fuzz-smoke: `make fuzz` for 20 seconds per target (CI), from a fixed random seed so that
 # CI explores the same inputs each time. Example: make fuzz-smoke
 fuzz-smoke:
-	$(MAKE) fuzz FUZZ_SECONDS=30 FUZZ_FLAGS=-seed=1
+	$(MAKE) fuzz FUZZ_SECONDS=20 FUZZ_FLAGS=-seed=1
 
 .PHONY: fuzz fuzz-smoke fuzz-replay fuzz-build FUZZ_FORCE
