@@ -23,6 +23,7 @@
 #include <sys/stat.h>   /* fstat */
 #include <unistd.h>     /* close */
 
+#include "kernels.h"    /* kernels_from_half */
 #include "os.h"         /* os_map_file, os_unmap_file */
 #include "quant.h"      /* QUANT_Q_MAX: the int8 range the kernels take */
 
@@ -711,27 +712,11 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
     return t;
 }
 
-/* fp32 from IEEE half precision (exact: every half is a float). */
+/* fp32 from IEEE half precision (exact: every half is a float), as the KV cache's halves. */
 static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | man << 13;               /* inf, NaN */
-    } else if (exp != 0) {
-        bits = sign | (exp + 112) << 23 | man << 13;         /* normal: rebias 15 -> 127 */
-    } else if (man == 0) {
-        bits = sign;                                         /* +-0 */
-    } else {                                                 /* subnormal: normalise */
-        int shift = 0;
-        while (!(man & 0x400u)) {
-            man <<= 1;
-            shift++;
-        }
-        bits = sign | (uint32_t)(113 - shift) << 23 | (man & 0x3ffu) << 13;
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+    float x;
+    kernels_from_half(&x, &h, 1);
+    return x;
 }
 
 /* Widens n values of t (F16 or BF16) into out. */
