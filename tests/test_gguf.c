@@ -622,6 +622,42 @@ static void test_tiny(void) {
     check_refused(&f, "a tensor name given twice", "duplicate tensor name");
     FRESH(); put_at_u64(&f, m.tensor_dim1[4], C - 1);   /* attn_q (C - 1, C) */
     check_refused(&f, "a tensor of the wrong shape", "wrong shape");
+    /* each rule of the header by its own message (without its check, each ran on into
+     * another one, or loaded) */
+    FRESH(); put_at_u64(&f, m.tensor_name[2], 0);
+    check_refused(&f, "a tensor name of 0 bytes", "name length out of range (got 0, expected "
+                  "1..");
+    FRESH(); put_at_u32(&f, m.tensor_name[2] + 8 + strlen(TENSORS[2].name), 5);
+    check_refused(&f, "a tensor of 5 dimensions", "dimension count out of range (got 5, "
+                  "expected 1..4)");
+    FRESH(); put_at_u64(&f, m.tensor_dim1[0], 0);
+    check_refused(&f, "a tensor dimension of 0", "dimension 1 out of range (got 0, expected 1..");
+    FRESH(); put_at_u32(&f, m.tokens_count - 4, 9);   /* the tokens' element type: array */
+    check_refused(&f, "an array of arrays", "bad array element type (got 9, expected a scalar "
+                  "or string type 0..12 but 9)");
+    {   /* an epsilon of 0 (a float key must be positive) */
+        static const char key[] = "llama.attention.layer_norm_rms_epsilon";
+        size_t at = 0;
+        while (at + sizeof key - 1 <= base.n && memcmp(base.b + at, key, sizeof key - 1) != 0)
+            at++;
+        FRESH();
+        float zero = 0.0f;
+        if (check_true(at + sizeof key - 1 + 8 <= f.n, "tiny GGUF: its epsilon key found")) {
+            memcpy(f.b + at + sizeof key - 1 + 4, &zero, 4);
+            check_refused(&f, "an RMSNorm epsilon of 0", "metadata "
+                          "llama.attention.layer_norm_rms_epsilon out of range (got 0, "
+                          "expected a positive number)");
+        }
+    }
+    /* a token id of V (ids go to V - 1); UINT32_MAX is llama.cpp's "none", and a Llama
+     * vocabulary without an end token is refused as one */
+    size_t eos_value = m.eos_key + 8 + strlen("tokenizer.ggml.eos_token_id") + 4;
+    FRESH(); put_at_u32(&f, eos_value, V);
+    check_refused(&f, "an end-of-sequence id of V", "tokenizer.ggml.eos_token_id out of range "
+                  "(got 260, expected 0..259)");
+    FRESH(); put_at_u32(&f, eos_value, UINT32_MAX);
+    check_refused(&f, "an end-of-sequence id of UINT32_MAX (none)", "no end token id "
+                  "(expected tokenizer.ggml.eos_token_id)");
     /* llama.block_count as a uint64 of 5000: the value named (it said "got -1") */
     {
         Buf g = {0}, kv = {0};
@@ -639,6 +675,29 @@ static void test_tiny(void) {
         put_at_u64(&g, m.count_values, 14);
         check_refused(&g, "general.alignment as a string", "general.alignment has the wrong "
                       "type (got string, expected uint32)");
+        /* an alignment that is not a power of two, a bool of 2, RoPE scaling (each one
+         * more key at the end of the metadata) */
+        kv.n = 0;
+        put_kv_u32(&kv, "general.alignment", 48, NULL);
+        splice_header(&g, &base, &m, m.tensor_name[0], 0, kv.b, kv.n);
+        put_at_u64(&g, m.count_values, 14);
+        check_refused(&g, "general.alignment 48", "general.alignment out of range (got 48, "
+                      "expected a power of two 1..");
+        kv.n = 0;
+        put_str(&kv, "general.flag");
+        put_u32(&kv, 7);   /* bool */
+        put(&kv, "\x02", 1);
+        splice_header(&g, &base, &m, m.tensor_name[0], 0, kv.b, kv.n);
+        put_at_u64(&g, m.count_values, 14);
+        check_refused(&g, "a bool of 2", "bool out of range (got 2, expected 0 or 1)");
+        kv.n = 0;
+        put_str(&kv, "llama.rope.scaling.type");
+        put_u32(&kv, 8);   /* string */
+        put_str(&kv, "linear");
+        splice_header(&g, &base, &m, m.tensor_name[0], 0, kv.b, kv.n);
+        put_at_u64(&g, m.count_values, 14);
+        check_refused(&g, "RoPE scaling linear", "RoPE scaling linear is not supported "
+                      "(expected none)");
         free(g.b);
         free(kv.b);
     }
