@@ -50,6 +50,45 @@ static double plain_loss(Model *m, const int *ids, long n, long *tokens) {
     return nll;
 }
 
+/* log Z of a row (V,) in double, and its first largest index in *best. */
+static double row_log_z(const float *row, int V, int *best) {
+    int arg = 0;
+    for (int i = 1; i < V; i++) if (row[i] > row[arg]) arg = i;
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += exp((double)row[i] - (double)row[arg]);
+    *best = arg;
+    return (double)row[arg] + log(sum);
+}
+
+/* What eval_windows reports for m against exact, worked here from one all-logits
+ * model_forward of each per window: the loss, KL(p_exact || p_m) summed (in float64:
+ * sum p (ln p - ln q)) and the positions whose first most likely token agrees. */
+static int reference_eval(Model *m, Model *exact, const int *ids, long n, double *nll,
+                          double *kl, long *agree) {
+    int V = m->config.vocab_size;
+    *nll = *kl = 0;
+    *agree = 0;
+    for (long w = 0; w * CTX < n; w++) {
+        int len = n - w * CTX < CTX ? (int)(n - w * CTX) : CTX;
+        if (len < 2) break;
+        const float *q = model_forward(m, ids + w * CTX, len - 1, 0, 1);
+        const float *p = model_forward(exact, ids + w * CTX, len - 1, 0, 1);
+        if (!q || !p) return -1;
+        for (int t = 0; t < len - 1; t++) {
+            const float *q_t = q + (size_t)t * V, *p_t = p + (size_t)t * V;
+            int q_best, p_best;
+            double log_zq = row_log_z(q_t, V, &q_best), log_zp = row_log_z(p_t, V, &p_best);
+            *nll += log_zq - (double)q_t[ids[w * CTX + t + 1]];
+            for (int i = 0; i < V; i++) {
+                double log_p = (double)p_t[i] - log_zp, log_q = (double)q_t[i] - log_zq;
+                *kl += exp(log_p) * (log_p - log_q);
+            }
+            *agree += q_best == p_best;
+        }
+    }
+    return 0;
+}
+
 /* The model, tokenizer and text files: the shipped weights/ when present, else ../shared's
  * random GPT-2 small.bin; the training text's held-out part from ../shared, else this
  * repository's README. Returns 0, or -1 (after check_skip) when there is no model. */
@@ -137,6 +176,13 @@ static void check_windows(Model *m, Model *exact, const Tokenizer *tok, const in
                "window(8): KL %.3g > 0, state %zu < %zu <= exact %zu bytes per layer",
                w.kl / (double)w.tokens, m->attention_bytes, ring_bytes,
                exact->attention_bytes);
+    double nll = 0, kl = 0;
+    long agree = 0;
+    ok = ok && reference_eval(m, exact, ids, (long)n_ids, &nll, &kl, &agree) == 0;
+    check_true(ok && fabs(w.nll - nll) <= 1e-9 * nll && fabs(w.kl - kl) <= 1e-9 * kl &&
+               w.agree == agree && agree < w.tokens, "window(8): loss, KL(exact || window) and "
+               "top-1 agreement == this test's float64 sums (%.9g, %.9g, %ld of %ld; eval "
+               "%.9g, %.9g, %ld)", nll, kl, agree, w.tokens, w.nll, w.kl, w.agree);
 }
 
 /* 5. Every kind runs on the model (m's attention is changed) and gives finite losses. */
@@ -186,9 +232,10 @@ int main(void) {
     double plain = plain_loss(&m, ids, (long)n_ids, &plain_tokens);
     EvalResult r;
     int ok = eval_windows(&m, NULL, &tok, ids, (long)n_ids, CTX, 0, &r) == 0;
-    check_true(ok && r.tokens == plain_tokens && r.nll == plain,
-               "exact eval == plain forward loss, bitwise (%.9f vs %.9f nats/token, %ld tokens)",
-               r.nll / (double)r.tokens, plain / (double)plain_tokens, r.tokens);
+    check_true(ok && r.tokens == plain_tokens && r.nll == plain && r.agree == r.tokens,
+               "exact eval == plain forward loss, bitwise (%.9f vs %.9f nats/token, %ld "
+               "tokens), and with no reference every token agrees (%ld)",
+               r.nll / (double)r.tokens, plain / (double)plain_tokens, r.tokens, r.agree);
     check_run_eval(model_path, tok_path, text, plain / (double)plain_tokens);
     check_windows(&m, &exact, &tok, ids, n_ids, plain);
     check_every_kind(&m, &tok, ids, n_ids);
