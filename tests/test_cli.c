@@ -760,6 +760,18 @@ static void test_strict_parsing(const char *model, const char *tok) {
         {"-- -n", "-n: unexpected extra argument", "a flag after -- is an argument"},
         {"-f \"$(printf 'p\\302\\233x')\"", "-f: control character in a path (got "
          "'p\\xc2\\x9bx'", "a C1 control (U+009B, an escape on some terminals) in a path"},
+        {"-f \"$(printf 'p\\302\\237x')\"", "-f: control character in a path (got "
+         "'p\\xc2\\x9fx'", "U+009F, the last C1 control, in a path"},
+        /* a spec's value of 64 characters (63 at most), and counts one past their ranges */
+        {"--attn exact:tau=1.00000000000000000000000000000000000000000000000000000000000000",
+         "exact: parameter tau has no value, or one too long (expected tau=VALUE of 1..63",
+         "--attn: a value of 64 characters"},
+        {"--attn lsh:rounds=65", "lsh: invalid value '65' for rounds (expected an integer in "
+         "1..64", "--attn lsh:rounds=65"},
+        {"--attn '0*exact;exact'", "invalid repeat count '0' (expected N*SPEC with N in 1..1,",
+         "--attn with a repeat count of 0"},
+        {"--attn-map /tmp/.svg", "--attn-map: invalid value (got '/tmp/.svg', expected a file "
+         "name ending in .svg or .html)", "--attn-map naming only an extension"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(args, sizeof args, "%s -z %s %s", model, tok, bad[i][0]);
@@ -785,6 +797,10 @@ static void test_strict_parsing(const char *model, const char *tok) {
     }
     snprintf(args, sizeof args, "%s -z %s -n 3 -t 0.5 -s 3 -T 1", model, tok);
     expect("valid numbers still parse (-t 0.5, -T 1)", args, 0, "generation: 3 tokens");
+    /* an exponent's sign (1e+0), a spec's value of 63 characters */
+    snprintf(args, sizeof args, "%s -z %s -n 3 -t 1e+0 -s 3 --attn exact:tau=%s", model, tok,
+             "1.0000000000000000000000000000000000000000000000000000000000000");
+    expect("-t 1e+0 and a tau of 63 characters parse", args, 0, "generation: 3 tokens");
     expect("an escape sequence in the model's path", "\"$(printf 'm\\033[2J')\"", 2,
            "run: MODEL: control character in a path (got 'm\\x1b[2J'");
     snprintf(args, sizeof args, "-z %s -n 3 -t 100 -p 1 -s 3 -- %s", tok, model);
