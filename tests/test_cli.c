@@ -797,6 +797,21 @@ static void test_strict_parsing(const char *model, const char *tok) {
     }
     snprintf(args, sizeof args, "%s -z %s -n 3 -t 0.5 -s 3 -T 1", model, tok);
     expect("valid numbers still parse (-t 0.5, -T 1)", args, 0, "generation: 3 tokens");
+    /* the load line names the attention as its canonical spec: sinklogit kept, tau in the
+     * fewest digits that read back as its float (1.000000667 is the float 1.0000007, which
+     * 7 digits, 1.000001, are not), one spec for every layer without a count */
+    static const char *const formats[][2] = {
+        {"window:w=4,sinklogit=1", "(window:w=4,sinks=0,sinklogit=1)\n"},
+        {"gauss:tau=1.000000667", "(gauss:tau=1.0000007)\n"},
+        {"'10*window:w=4'", "(window:w=4,sinks=0)\n"},
+        {"'9*window:w=4;exact'", "(9*window:w=4,sinks=0;exact)\n"}};
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        char what[96];
+        snprintf(args, sizeof args, "weights/model.bin -n 1 -t 0 --attn %s", formats[i][0]);
+        snprintf(what, sizeof what, "--attn %s: its canonical spec on the load line",
+                 formats[i][0]);
+        expect(what, args, 0, formats[i][1]);
+    }
     /* an exponent's sign (1e+0), a spec's value of 63 characters */
     snprintf(args, sizeof args, "%s -z %s -n 3 -t 1e+0 -s 3 --attn exact:tau=%s", model, tok,
              "1.0000000000000000000000000000000000000000000000000000000000000");
