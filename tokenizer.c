@@ -531,7 +531,7 @@ int tokenizer_init(Tokenizer *t, const TokenizerVocab *v, const char *path) {
         if (len > t->max_token_len) t->max_token_len = len;
         order[i].score = v->scores ? v->scores[i] : 0.0f;
         order[i].id = (int32_t)i;
-        if (v->kind == TOKENIZER_GPT2) t->rank[i] = v->rank ? v->rank[i] : (int32_t)i;
+        if (v->kind == TOKENIZER_GPT2) t->rank[i] = (int32_t)i;
     }
     if (v->kind == TOKENIZER_LLAMA) llama_rank_scores(t, order);
     free(order);
@@ -788,9 +788,8 @@ static MergeCandidate heap_pop(MergeCandidate *heap, size_t *count) {
     return top;
 }
 
-/* Push the pair covering piece[start .. end) if its bytes form a token that a merge makes
- * (a rank of INT32_MAX: no merge of a GGUF file's list makes it, as for its special
- * tokens, and llama.cpp never forms it). */
+/* Push the pair covering piece[start .. end) if its bytes form a token (with rules->pairs:
+ * if the pair is listed). */
 static void push_pair(const TokenizerMergeRules *rules, const unsigned char *piece,
                       int32_t start, int32_t end, MergeScratch *scratch, size_t *heap_count) {
     if (rules->pairs) {   /* the file's merges: the pair of tokens itself is ranked */
@@ -801,7 +800,7 @@ static void push_pair(const TokenizerMergeRules *rules, const unsigned char *pie
         return;
     }
     int id = rules->find(rules->vocab, piece + start, (size_t)(end - start));
-    if (id >= 0 && !(rules->rank && rules->rank[id] == INT32_MAX)) {
+    if (id >= 0) {
         MergeCandidate candidate = {rules->rank ? rules->rank[id] : id, id, start, end};
         heap_push(scratch->heap, heap_count, candidate);
     }
@@ -918,10 +917,10 @@ static int encode_piece(const Tokenizer *t, const unsigned char *piece, size_t n
                         size_t *count) {
     TokenizerMergeRules rules = {tokenizer_find, t, t->rank, t->kind == TOKENIZER_LLAMA, 0,
                                  t->pairs ? t : NULL};
-    // a piece that is itself a token is taken whole, as tiktoken does before merging (if
-    // a merge makes that token: push_pair); not with a file's merges (llama.cpp merges)
+    // a piece that is itself a token is taken whole, as tiktoken does before merging; not
+    // with a file's merges (llama.cpp merges)
     int whole = rules.by_character || t->pairs ? -1 : table_find(t, piece, n);
-    if (whole >= 0 && !(t->rank && t->rank[whole] == INT32_MAX)) {
+    if (whole >= 0) {
         emit(whole, ids, cap, count);
         return 0;
     }

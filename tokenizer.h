@@ -108,7 +108,6 @@ typedef struct {
     const unsigned char *bytes;  /* every token's bytes, concatenated (spaces as spaces) */
     const size_t *offset;        /* (V + 1,) token i is bytes[offset[i] .. offset[i+1]) */
     const float *scores;         /* Llama: (V,) merge scores, highest first; else NULL */
-    const int32_t *rank;         /* GPT-2: (V,) merge rank per id, lowest first; NULL: the id */
     int bos_id, eos_id;          /* beginning and end of sequence (GPT-2: end of text) */
     int add_bos, add_space;      /* Llama: as the Tokenizer fields */
     const unsigned char *silent; /* (V,) as the Tokenizer field, or NULL: every token prints */
@@ -118,7 +117,8 @@ typedef struct {
     int n_special;
     TokenizerPre pre;            /* GPT-2: as the Tokenizer field */
     const int32_t *merges;       /* GPT-2: (n_merges, 3) each merge's left id, right id and
-                                  * the id it makes, lowest rank first, or NULL (rank) */
+                                  * the id it makes, lowest rank first, or NULL (a pair
+                                  * ranks as the id it makes) */
     int n_merges;
 } TokenizerVocab;
 

@@ -1148,7 +1148,6 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     unsigned char *bytes = NULL;
     size_t *offset = NULL;
     float *scores = NULL;
-    int32_t *rank = NULL;
     unsigned char *type = NULL;   /* (V,) each token's type as llama.cpp takes it (0: other) */
     unsigned char *silent = NULL, *ends = NULL;   /* (V,) and special: from type */
     int32_t *special = NULL;
@@ -1224,12 +1223,11 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     bytes = malloc(total ? total : 1);
     offset = malloc((V + 1) * sizeof *offset);
     scores = gpt2 ? NULL : malloc(V * sizeof *scores);
-    rank = gpt2 ? malloc(V * sizeof *rank) : NULL;
     type = malloc(V);
     silent = malloc(V);
     ends = calloc(V, 1);
     special = malloc(V * sizeof *special);
-    if (!bytes || !offset || (!gpt2 && !scores) || (gpt2 && !rank) || !type || !silent ||
+    if (!bytes || !offset || (!gpt2 && !scores) || !type || !silent ||
         !ends || !special) {
         fprintf(stderr, "tokenizer: %s: out of memory for %zu tokens\n", path, V);
         goto done;
@@ -1308,13 +1306,11 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
         goto done;
     }
     TokenizerVocab v = {gpt2 ? TOKENIZER_GPT2 : TOKENIZER_LLAMA, (int)V, bytes, offset, scores,
-                        NULL, bos, eos, add_bos, add_space, silent, ends, special, n_special,
+                        bos, eos, add_bos, add_space, silent, ends, special, n_special,
                         pre_kind, NULL, 0};
-    if (gpt2) {   /* the merges as id triples; a token's rank: the first merge that makes it */
+    if (gpt2) {   /* the merges as id triples (the tokenizer ranks the pairs by them) */
         Tokenizer plain;
-        v.rank = NULL;
         if (tokenizer_init(&plain, &v, path) != 0) goto done;
-        for (size_t i = 0; i < V; i++) rank[i] = INT32_MAX;
         const unsigned char *m = merges->value;
         unsigned char *merged = malloc(total ? total : 1);   /* a merge spells one token */
         size_t n_triples = merges->count < INT32_MAX ? (size_t)merges->count : INT32_MAX;
@@ -1346,7 +1342,6 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
             int left = tokenizer_find_id(&plain, merged, (size_t)a);
             int right = tokenizer_find_id(&plain, merged + a, (size_t)b);
             if (id < 0 || left < 0 || right < 0) continue;   /* (llama.cpp's would make no token) */
-            if (rank[id] == INT32_MAX) rank[id] = (int32_t)k;
             int32_t *triple = triples + 3 * (size_t)v.n_merges++;
             triple[0] = left;
             triple[1] = right;
@@ -1354,7 +1349,6 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
         }
         free(merged);
         tokenizer_free(&plain);
-        v.rank = rank;
         v.merges = triples;
     }
     status = tokenizer_init(t, &v, path);
@@ -1362,7 +1356,6 @@ done:
     free(bytes);
     free(offset);
     free(scores);
-    free(rank);
     free(triples);
     free(type);
     free(silent);

@@ -532,6 +532,17 @@ static void splice_header(Buf *g, const Buf *base, const Marks *m, size_t at, si
     put(g, base->b + m->data_start, base->n - m->data_start);
 }
 
+/* base with one more metadata key (the n bytes of kv) at the end of its metadata: refused
+ * as want says. */
+static void check_key_refused(const Buf *base, const Marks *m, const Buf *kv, const char *what,
+                              const char *want) {
+    Buf g = {0};
+    splice_header(&g, base, m, m->tensor_name[0], 0, kv->b, kv->n);
+    put_at_u64(&g, m->count_values, 14);
+    check_refused(&g, what, want);
+    free(g.b);
+}
+
 static void test_tiny(void) {
     Buf base = {0};
     Marks m;
@@ -671,33 +682,39 @@ static void test_tiny(void) {
         put_str(&kv, "general.alignment");
         put_u32(&kv, 8);   /* string */
         put_str(&kv, "32");
-        splice_header(&g, &base, &m, m.tensor_name[0], 0, kv.b, kv.n);
-        put_at_u64(&g, m.count_values, 14);
-        check_refused(&g, "general.alignment as a string", "general.alignment has the wrong "
-                      "type (got string, expected uint32)");
+        check_key_refused(&base, &m, &kv, "general.alignment as a string", "general.alignment "
+                          "has the wrong type (got string, expected uint32)");
         /* an alignment that is not a power of two, a bool of 2, RoPE scaling (each one
          * more key at the end of the metadata) */
         kv.n = 0;
         put_kv_u32(&kv, "general.alignment", 48, NULL);
-        splice_header(&g, &base, &m, m.tensor_name[0], 0, kv.b, kv.n);
-        put_at_u64(&g, m.count_values, 14);
-        check_refused(&g, "general.alignment 48", "general.alignment out of range (got 48, "
-                      "expected a power of two 1..");
+        check_key_refused(&base, &m, &kv, "general.alignment 48", "general.alignment out of "
+                          "range (got 48, expected a power of two 1..");
         kv.n = 0;
         put_str(&kv, "general.flag");
         put_u32(&kv, 7);   /* bool */
         put(&kv, "\x02", 1);
-        splice_header(&g, &base, &m, m.tensor_name[0], 0, kv.b, kv.n);
-        put_at_u64(&g, m.count_values, 14);
-        check_refused(&g, "a bool of 2", "bool out of range (got 2, expected 0 or 1)");
+        check_key_refused(&base, &m, &kv, "a bool of 2", "bool out of range (got 2, expected 0 "
+                          "or 1)");
         kv.n = 0;
         put_str(&kv, "llama.rope.scaling.type");
         put_u32(&kv, 8);   /* string */
         put_str(&kv, "linear");
-        splice_header(&g, &base, &m, m.tensor_name[0], 0, kv.b, kv.n);
-        put_at_u64(&g, m.count_values, 14);
-        check_refused(&g, "RoPE scaling linear", "RoPE scaling linear is not supported "
-                      "(expected none)");
+        check_key_refused(&base, &m, &kv, "RoPE scaling linear", "RoPE scaling linear is not "
+                          "supported (expected none)");
+        /* the last tensor (ffn_up, ggml (C, HD)) with a third dimension of 2, its data
+         * there (refused by its shape, not by its size) */
+        kv.n = 0;
+        put_u32(&kv, 3);
+        put_u64(&kv, C);
+        put_u64(&kv, HD);
+        put_u64(&kv, 2);
+        size_t dims_at = m.tensor_name[N_TENSORS - 1] + 8 + strlen(TENSORS[N_TENSORS - 1].name);
+        splice_header(&g, &base, &m, dims_at, 4 + 8 + 8, kv.b, kv.n);
+        put(&g, base.b + base.n - (size_t)HD * C * 4, (size_t)HD * C * 4);
+        check_refused(&g, "a tensor of a third dimension 2", "tensor blk.0.ffn_up.weight has "
+                      "the wrong shape (got (8, 16, 2, 1) (ggml order), expected (8, 16) from "
+                      "the metadata)");
         free(g.b);
         free(kv.b);
     }
@@ -1269,6 +1286,64 @@ static void test_gpt2_keep(void) {
     free(err);
 }
 
+/* In a GGUF file's bytes (size), the tensor info of name: where its u32 type is
+ * (*type_at) and its data offset; returns where the info ends, or 0 if it is not there. */
+static size_t tensor_info(const unsigned char *bytes, size_t size, const char *name,
+                          size_t *type_at, uint64_t *offset) {
+    uint64_t len = strlen(name);
+    for (size_t i = 0; i + 8 + len + 4 <= size; i++) {
+        if (memcmp(bytes + i, &len, 8) != 0 || memcmp(bytes + i + 8, name, len) != 0) continue;
+        uint32_t dims;
+        memcpy(&dims, bytes + i + 8 + len, 4);
+        *type_at = i + 8 + len + 4 + 8 * (size_t)dims;
+        if (dims > 4 || *type_at + 12 > size) return 0;
+        memcpy(offset, bytes + *type_at + 4, 8);
+        return *type_at + 12;
+    }
+    return 0;
+}
+
+/* Q8_0 in tiny-gpt2-f16.gguf (2 layers, its matrices F16): ffn_up (ggml (32, 128), 128
+ * blocks of 34 bytes) made Q8_0 in layer 1 alone is refused as a mix of types; in both
+ * layers it runs with a value of -127, and -128 (which the int8 kernels do not take, nor
+ * llama.cpp write) is refused naming its block. */
+static void test_q8_0_layers(void) {
+    const char *model = "tests/data/gguf_gpt2/tiny-gpt2-f16.gguf";
+    size_t size, type_at[2], end;
+    uint64_t offset[2], last_offset;
+    Buf f = {0};
+    f.b = check_read_file(model, &size);
+    f.n = f.cap = size;
+    end = f.b ? tensor_info(f.b, size, "blk.1.ffn_down.bias", &type_at[0], &last_offset) : 0;
+    size_t data = (end + 31) / 32 * 32;   /* general.alignment: the default 32 */
+    int found = end != 0;
+    for (int l = 0; l < 2 && found; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "blk.%d.ffn_up.weight", l);
+        found = tensor_info(f.b, size, name, &type_at[l], &offset[l]) != 0 &&
+                data + offset[l] + 128 * 34 <= size;
+    }
+    if (!check_true(found, "tiny-gpt2-f16.gguf: its tensor table read")) {
+        free(f.b);
+        return;
+    }
+    for (int l = 0; l < 2; l++) memset(f.b + data + offset[l], 0, 128 * 34);   /* scale 0 */
+    put_at_u32(&f, type_at[1], 8);   /* Q8_0 */
+    check_refused(&f, "Q8_0 in layer 1 alone", "tensor blk.1.ffn_up.weight is Q8_0 where layer "
+                  "0's is F16 (expected one type in every layer)");
+    put_at_u32(&f, type_at[0], 8);
+    f.b[data + offset[1] + 3 * 34 + 2 + 5] = 0x81;   /* -127 in block 3 */
+    save(&f);
+    char command[512];
+    snprintf(command, sizeof command, "%s %s -t 0 -n 2 -i ab", run_bin, path);
+    int code = check_run(command, NULL, NULL);
+    check_true(code == 0, "Q8_0 in both layers, a value of -127: runs (exit %d)", code);
+    f.b[data + offset[1] + 3 * 34 + 2 + 5] = 0x80;   /* -128 */
+    check_refused(&f, "a Q8_0 value of -128", "tensor blk.1.ffn_up.weight: Q8_0 value out of "
+                  "range (got -128 in block 3, expected -127..127");
+    free(f.b);
+}
+
 /* -I with -r: each turn runs until its own text ends with the reverse prompt. The bytes
  * that ended a turn were still in the window -r compares after the user's line, so a
  * turn after the first stopped at its first "ay" (s260k's greedy text is "ay" tokens). */
@@ -1782,6 +1857,7 @@ int main(void) {
     test_gpt2_tokenizer();
     test_gpt2_tiny();
     test_gpt2_keep();
+    test_q8_0_layers();
     test_tiny_half();
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
