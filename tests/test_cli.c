@@ -1563,6 +1563,58 @@ static void eval_ref_tokenizer(const char *model, const char *tok, const char *t
            "spells token 3 otherwise");
 }
 
+/* --eval with a Llama vocabulary (s260k and tok512 of llama2.c), on a text that fits one
+ * window: the bytes predicted are the text's own 42 (a token after BOS drops its dummy
+ * space, as decoding with the previous token does), and bits/char is the loss in bits
+ * over them: loss x tokens / (42 ln 2), perplexity exp(loss). With llama2.c's 32000-token tokenizer, "In"
+ * encodes as BOS and " In", id 512: one past s260k's vocabulary, refused. */
+static void eval_llama(void) {
+    const char *model = check_data_file("llama2c/s260k.bin");
+    const char *tok = check_data_file("llama2c/tok512.bin");
+    const char *big_tok = check_data_file("llama2c/tokenizer.bin");
+    if (!model || !tok || !big_tok) {
+        check_skip("llama2c/s260k.bin, tok512.bin or tokenizer.bin not found: --eval with a "
+                   "Llama vocabulary not checked");
+        return;
+    }
+    static const char text[] = "Once upon a time, there was a little girl.";
+    char text_path[160], args[1024], *out = NULL;
+    snprintf(text_path, sizeof text_path, "%s/eval_llama.txt", dir);
+    FILE *f = fopen(text_path, "wb");
+    int written = f && fputs(text, f) >= 0;
+    if (f) written = fclose(f) == 0 && written;
+    if (!check_true(written, "--eval Llama: text written")) return;
+    snprintf(args, sizeof args, "%s %s -z %s --eval %s", run_bin, model, tok, text_path);
+    int code = check_run(args, &out, NULL);
+    long tokens = 0, bytes = 0;
+    double nats = NAN, bits = NAN;
+    const char *at = out ? strstr(out, " tokens predicted (") : NULL;
+    while (at && at > out && at[-1] >= '0' && at[-1] <= '9') at--;
+    if (at && sscanf(at, "%ld tokens predicted (%ld bytes)", &tokens, &bytes) != 2) tokens = 0;
+    at = out ? strstr(out, "loss: ") : NULL;
+    double perplexity = NAN;
+    if (at && sscanf(at, "loss: %lf nats/token, %lf bits/char, perplexity %lf", &nats, &bits,
+                     &perplexity) != 3)
+        bits = NAN;
+    double want_bits = nats * (double)tokens / (log(2.0) * (double)(sizeof text - 1));
+    check_true(code == 0 && tokens > 1 && bytes == (long)sizeof text - 1,
+               "--eval with a Llama vocabulary: the text's %zu bytes predicted (exit %d, got "
+               "%ld bytes over %ld tokens)", sizeof text - 1, code, bytes, tokens);
+    check_true(fabs(bits - want_bits) <= 1e-5 * want_bits, "--eval: bits/char is the loss "
+               "in bits per byte (got %.6f, want %.6f)", bits, want_bits);
+    check_true(fabs(perplexity - exp(nats)) <= 1e-5 * exp(nats), "--eval: perplexity is "
+               "exp(loss) (got %.4f, want %.4f)", perplexity, exp(nats));
+    free(out);
+    f = fopen(text_path, "wb");
+    written = f && fputs("In", f) >= 0;
+    if (f) written = fclose(f) == 0 && written;
+    snprintf(args, sizeof args, "%s -z %s --eval %s", model, big_tok, text_path);
+    if (written)
+        expect("--eval: a text with an id past the model's vocabulary", args, 1, "eval_llama.txt: "
+               "token id out of range for the model (got 512 at position 1, expected 0..511)");
+    remove(text_path);
+}
+
 static void test_eval(const char *model, const char *tok) {
     char text[128];
     snprintf(text, sizeof text, "%s/eval.txt", dir);
@@ -1576,6 +1628,7 @@ static void test_eval(const char *model, const char *tok) {
     eval_failures(model, tok, text);
     missing_before_load(model, tok, text);
     eval_ref_tokenizer(model, tok, text);
+    eval_llama();
 }
 
 /* llama2.c's generations (../shared/testdata/llama2c/generation.json: stdout of its run
@@ -1596,6 +1649,8 @@ static void test_llama2c_generation(void) {
          "s260k.bin -z $D/tok512.bin -t 1 -p 1 -s 42 -n 47 -i 'Once upon a time'", ""},
         {"sample_s260k_tok512_t1_p0.9.txt", "s260k.bin -z $D/tok512.bin -s 42 -n 47 -i "
          "'Once upon a time'", " without -t and -p: their defaults are llama2.c's, 1 and 0.9"},
+        {"greedy_s260k_tok512.txt", "s260k.bin -z $D/tok512.bin -k 1 -s 42 -n 47 -i "
+         "'Once upon a time'", " with -k 1 at -t 1 (top-k 1 keeps the greedy token alone)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char command[1024], path[512], model[64], *out = NULL;
