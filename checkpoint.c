@@ -25,7 +25,7 @@
 #include <sys/stat.h>   /* fstat */
 #include <unistd.h>     /* read, close */
 
-#include "quant.h"      /* quant_groups, quant_quantize, quant_dequantize_row */
+#include "quant.h"      /* quant_groups, quant_quantize_weights, quant_dequantize_row */
 #include "os.h"         /* os_map_file; SaveFile: the int8 file written crash-safe */
 #include "gguf.h"       /* gguf_is_gguf, gguf_load_checkpoint: llama.cpp's GGUF files */
 
@@ -1057,7 +1057,7 @@ static int write_tensor(FILE *f, const CheckpointTensor *t, int group, float *ro
                 else if (m.f16) kernels_from_half(row, m.f16, cols);
                 else quant_dequantize_row(row, &m.q8, 0);
                 if (!kernels_all_finite(row, cols)) return -2;
-                quant_quantize(q, s, row, 1, t->cols, group);
+                quant_quantize_weights(q, s, row, t->cols, group);
                 if (pass == 0 ? write_all(f, q, 1, cols) : write_all(f, s, sizeof(float), groups))
                     return -1;
             }

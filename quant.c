@@ -12,7 +12,7 @@
  */
 #include "quant.h"
 
-#include <math.h>     /* fabsf, roundf, isfinite, isnan, NAN */
+#include <math.h>     /* fabsf, roundf, rintf, isfinite, isnan, NAN */
 #include <stddef.h>   /* size_t */
 #include <stdint.h>   /* int8_t, int32_t, uint8_t */
 #include <stdlib.h>   /* malloc, free */
@@ -63,10 +63,11 @@ static float absmax_reference(const float *x, int n) {
 
 /* q (n,) = round(x / scale) clamped to [-127, 127], with x (n,) finite and scale > 0, so
  * |x / scale| is at most about 127 (more only if scale is subnormal) and the conversion
- * to int8 is always defined. roundf rounds halves away from zero, as llama2.c's round(). */
-static void round_reference(int8_t *q, const float *x, int n, float scale) {
+ * to int8 is always defined. Halves round away from zero (roundf, as llama2.c's round()),
+ * or to even if even (rintf in the default rounding mode, as torch.round). */
+static void round_reference(int8_t *q, const float *x, int n, float scale, int even) {
     for (int i = 0; i < n; i++) {
-        float v = roundf(x[i] / scale);
+        float v = even ? rintf(x[i] / scale) : roundf(x[i] / scale);
         if (v > (float)QUANT_Q_MAX) v = (float)QUANT_Q_MAX;
         if (v < (float)-QUANT_Q_MAX) v = (float)-QUANT_Q_MAX;
         q[i] = (int8_t)v;
@@ -96,23 +97,36 @@ static float dot_row_reference(const int8_t *xq, const float *xs, const int8_t *
 /* ------------------------------------------------------------------------- */
 /* Quantization                                                                */
 
+/* Groups first .. of a row x (cols,) into q (cols,) and scale (groups,), halves rounded
+ * as round_reference's even says. */
+static void quantize_groups(int8_t *q, float *scale, const float *x, int first, int cols,
+                            int group, int even) {
+    for (int g = first; g < quant_groups(cols, group); g++) {
+        int at = g * group, n = group_length(g, cols, group);
+        float s = scale_for(absmax_reference(x + at, n));
+        scale[g] = s;
+        if (s > 0.0f)
+            round_reference(q + at, x + at, n, s, even);
+        else   /* zero (all-zero group, or underflow) or NaN */
+            memset(q + at, 0, (size_t)n);
+    }
+}
+
 void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols, int group) {
     int groups = quant_groups(cols, group);
     for (int r = 0; r < rows; r++) {
         int8_t *q_r = q + (size_t)r * (size_t)cols;
         float *scale_r = scale + (size_t)r * (size_t)groups;
         const float *x_r = x + (size_t)r * (size_t)cols;
-        /* this build's vector quantizer takes the groups it can from the first ... */
-        for (int g = simd_q8_quantize(q_r, scale_r, x_r, cols, group); g < groups; g++) {
-            int at = g * group, n = group_length(g, cols, group);   /* ... the rest here */
-            float s = scale_for(absmax_reference(x_r + at, n));
-            scale_r[g] = s;
-            if (s > 0.0f)
-                round_reference(q_r + at, x_r + at, n, s);
-            else   /* zero (all-zero group, or underflow) or NaN */
-                memset(q_r + at, 0, (size_t)n);
-        }
+        /* this build's vector quantizer takes the groups it can from the first, the
+         * reference the rest */
+        quantize_groups(q_r, scale_r, x_r, simd_q8_quantize(q_r, scale_r, x_r, cols, group), cols,
+                        group, 0);
     }
+}
+
+void quant_quantize_weights(int8_t *q, float *scale, const float *x, int cols, int group) {
+    quantize_groups(q, scale, x, 0, cols, group, 1);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -54,6 +54,11 @@ int quant_groups(int cols, int group);
  * scale 0 and q 0; a group holding NaN or +-inf gets scale NaN and q 0. */
 void quant_quantize(int8_t *q, float *scale, const float *x, int rows, int cols, int group);
 
+/* One row x (cols,) quantized as llama2.c's export.py writes a weight file: quant_quantize's
+ * scales and values, except that a value halfway between two integers rounds to the even
+ * one (torch.round), where activations round halves away (llama2.c's runq: round()). */
+void quant_quantize_weights(int8_t *q, float *scale, const float *x, int cols, int group);
+
 /* The rows of m that this build packs: its whole blocks of QUANT_PACK_ROWS where its vector
  * kernels read the packed layout, m's groups are whole quads (a multiple of 4 values: 32
  * in Q8_0 and quantize's files, 64 in llama2.c's) that fill its rows exactly, and its rows

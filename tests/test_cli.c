@@ -1731,6 +1731,27 @@ static long file_size(const char *path) {
     return size;
 }
 
+/* quantize of llama2.c's s15m.bin with its defaults (groups of 32): the int8
+ * file llama2.c's export (version 2, torch.round: halves to even) wrote, byte for byte. */
+static void test_quantize_llama2c(void) {
+    const char *quantize = getenv("QUANTIZE");
+    if (!quantize || !*quantize) quantize = "./quantize";
+    const char *model = check_data_file("llama2c/s15m.bin");
+    const char *want = check_data_file("llama2c/s15m_q80.bin");
+    if (!model || !want) {
+        check_skip("llama2c/s15m.bin or s15m_q80.bin not found: quantize against llama2.c's "
+                   "export not checked");
+        return;
+    }
+    char out[256], command[1024];
+    snprintf(out, sizeof out, "%s/s15m_q80.bin", dir);
+    snprintf(command, sizeof command, "%s %s %s", quantize, model, out);
+    int code = check_run(command, NULL, NULL);
+    check_true(code == 0 && check_same_bytes(out, want), "quantize s15m.bin: llama2.c's "
+               "s15m_q80.bin byte for byte (exit %d)", code);
+    remove(out);
+}
+
 /* quantize: the shared flag parser, and an output that is the input (directly or through
  * a link) refused before anything is written: writing it truncated the mapped input
  * (SIGBUS, and an empty model). The int8 file is written under OUT.tmp and renamed. */
@@ -2625,6 +2646,7 @@ int main(void) {
     test_llama2c_generation();
     test_llama_interactive();
     test_quantize_program(model, tok);
+    test_quantize_llama2c();
     test_files_not_ours(model, tok);
     test_attention_records(tok);
     test_train_flags();

@@ -145,6 +145,16 @@ static void test_quantize_special(void) {
     int ok = s[0] == 1.0f && s[1] == 1.0f && memcmp(q, want, G) == 0 && memcmp(q + G, want, G) == 0;
     for (int i = 2 * G; i < COLS_TIES; i++) ok &= q[i] == 127;
     check_true(ok, "halves round away from zero (0.5 -> 1, 2.5 -> 3, -2.5 -> -3, 126.5 -> 127)");
+    /* the weight file's quantizer: halves to even (torch.round), the rest as above */
+    const int8_t want_even[G] = {127, 0, 2, 2, 0, -2, -2, 126, -126, 0, 0, 3, 3, 0, 0, 64,
+                                 -64, 100, -99, 1, -1, 8, 8, -8, -8, 0, 1, -1, 10, 12, -10,
+                                 -12};
+    quant_quantize_weights(q, s, x, COLS_TIES, G);
+    ok = s[0] == 1.0f && s[1] == 1.0f && memcmp(q, want_even, G) == 0 &&
+         memcmp(q + G, want_even, G) == 0;
+    for (int i = 2 * G; i < COLS_TIES; i++) ok &= q[i] == 127;
+    check_true(ok, "a weight file's halves round to even (0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> "
+               "-2, 126.5 -> 126)");
 
     /* one row of five 37-wide groups (32 through the AVX2 loop, 5 in the scalar tail):
      * zeros; a NaN in the SIMD part; a NaN in the tail; +inf; -inf among finite values */
