@@ -588,6 +588,72 @@ static void test_schedule(void) {
                (double)w0, (double)w9, (double)mid, (double)end);
 }
 
+/* Three updates against AdamW in float64 from its definition (Loshchilov & Hutter,
+ * Algorithm 2): the global gradient norm, clipped to `clip`, bias corrections at t = 1, 2,
+ * 3, the scheduled rate (warmup, then the cosine), and decoupled weight decay on the
+ * matrices and embeddings alone (wte, wpe, qkvw, attprojw, fcw, fcprojw: the 2-D tensors,
+ * not biases or norms). Made-up parameters (none 0) and gradients of norm ~8: a clip of
+ * 0.5 acts, and a clip of 0 (off) leaves them whole. Parameters (|p| <= 0.2) and moments
+ * agree within float rounding (a few ulps). */
+static void test_update_reference(void) {
+    static const int DECAYED[] = {0, 1, 4, 6, 10, 12};
+    Config c;
+    tiny_config(&c, 16, 2, 8, 2, 4);
+    for (int clip_on = 1; clip_on >= 0; clip_on--) {
+        TrainSettings s = tiny_settings(0.0f, 1e-2f);
+        s.steps = 4; s.warmup = 2; s.beta2 = 0.95f; s.weight_decay = 0.3f;
+        s.clip = clip_on ? 0.5f : 0.0f;
+        Trainer tr;
+        if (!check_true(trainer_init(&tr, &c, &s, 1) == 0, "AdamW reference: trainer built")) {
+            trainer_free(&tr);
+            return;
+        }
+        size_t n = tr.n_params;
+        for (size_t i = 0; i < n; i++) tr.params[i] = 0.2f * cosf(0.11f * (float)i);   /* biases too */
+        double *p = to_f64(tr.params, n), *m = calloc(n, sizeof *m), *v = calloc(n, sizeof *v);
+        double *decay = calloc(n, sizeof *decay);
+        double lr0 = s.lr, lr_min = (double)s.lr * (double)s.lr_min_ratio, b1 = s.beta1;
+        double b2 = s.beta2, eps = s.eps, clip = s.clip, pi = acos(-1.0);
+        for (size_t t = 0, at = 0; p && m && v && decay && t < TRAIN_N_TENSORS; t++) {
+            for (size_t k = 0; k < sizeof DECAYED / sizeof DECAYED[0]; k++)
+                if ((int)t == DECAYED[k])
+                    for (size_t i = 0; i < tr.tensor_size[t]; i++) decay[at + i] = (double)s.weight_decay;
+            at += tr.tensor_size[t];
+        }
+        double worst_p = 0.0, worst_mv = 0.0, worst_norm = 0.0;
+        for (int step = 0; p && m && v && decay && step < 3; step++) {
+            double sum_sq = 0.0;
+            for (size_t i = 0; i < n; i++) {
+                tr.grads[i] = 0.5f * sinf(0.37f * (float)i + (float)step);
+                sum_sq += (double)tr.grads[i] * (double)tr.grads[i];
+            }
+            double norm = sqrt(sum_sq), scale = clip_on && norm > clip ? clip / norm : 1.0;
+            double lr = step < s.warmup ? lr0 * (step + 1.0) / s.warmup
+                      : lr_min + 0.5 * (lr0 - lr_min) *
+                        (1.0 + cos(pi * (step - s.warmup) / (s.steps - s.warmup)));
+            double c1 = 1.0 - pow(b1, step + 1), c2 = 1.0 - pow(b2, step + 1);
+            for (size_t i = 0; i < n; i++) {
+                double g = (double)tr.grads[i] * scale;
+                m[i] = b1 * m[i] + (1.0 - b1) * g;
+                v[i] = b2 * v[i] + (1.0 - b2) * g * g;
+                p[i] -= lr * (m[i] / c1 / (sqrt(v[i] / c2) + eps) + decay[i] * p[i]);
+            }
+            double got_norm = trainer_update(&tr);
+            worst_norm = fmax(worst_norm, fabs(got_norm - norm) / norm);
+            for (size_t i = 0; i < n; i++) {
+                worst_p = fmax(worst_p, fabs((double)tr.params[i] - p[i]));
+                worst_mv = fmax(worst_mv, fmax(fabs((double)tr.adam_m[i] - m[i]),
+                                               fabs((double)tr.adam_v[i] - v[i])));
+            }
+        }
+        check_true(p && m && v && decay && worst_norm < 1e-6 && worst_p < 1e-7 && worst_mv < 1e-7,
+                   "AdamW, clip %s: 3 updates as float64 AdamW (max |diff| params %.2g, "
+                   "moments %.2g; norm relative %.2g)", clip_on ? "0.5" : "off", worst_p,
+                   worst_mv, worst_norm);
+        free(p); free(m); free(v); free(decay);
+        trainer_free(&tr);
+    }
+}
 
 /* ------------------------------------------------------------------------- */
 /* 5. The shipped model (a regression pin)                                      */
@@ -663,6 +729,7 @@ static void test_spec_text(void) {
 int main(void) {
     test_spec_text();
     test_schedule();
+    test_update_reference();
     test_training_run();
     test_variant_runs();
     test_synth_q8_file();
