@@ -119,14 +119,15 @@ fused-check: all
 	@sh tools/fused_check.sh $(B)
 
 # check: everything beyond the unit tests (CI runs it after make test): check-build, the
-# docs against the code (docs-check), the A/B tools run (ab-check), the
+# docs against the code (docs-check), README.md's commands as written (readme-check), the
+# A/B tools run (ab-check), the
 # hot loops modelled by llvm-mca (mca-check), the explorer page (page-check), the
 # WebAssembly page (web-check), fault injection (faults), and the aarch64 and i686 builds
 # (tests/cross.mk), each cross leg skipped with a message when its compiler or qemu is
 # missing, and on x86-64 the AVX2 build's greedy texts against this one's (test-x86-widths)
 # and, on a CPU with AVX-VNNI, that build's int8 tests and text (test-x86-vnni). Stops at the
 # first failure. Minutes. Example: make check
-check: check-build docs-check ab-check mca-check page-check web-check faults
+check: check-build docs-check readme-check ab-check mca-check page-check web-check faults
 	@if command -v $(AARCH64_CC) >/dev/null && command -v qemu-aarch64 >/dev/null; then \
 	  $(MAKE) test-aarch64; else \
 	  echo "skipped: make test-aarch64 (needs $(AARCH64_CC) and qemu-aarch64)"; fi

@@ -26,6 +26,13 @@ docs-refs: $(B)/run $(B)/train $(B)/quantize
 tutorial-check: all tutorial
 	@sh tests/tutorial_check.sh
 
+# readme-check: runs every command README.md shows, exactly as written, in a copy of the
+# repository's files as a fresh clone has them (tests/readme_check.sh): `make run`'s text
+# against README.md's, the downloads copied from ../shared (or the commands that need them
+# skipped, saying so). About 3 minutes. make check runs it. Example: make readme-check
+readme-check:
+	@sh tests/readme_check.sh
+
 # docs-figures: the tutorial's pictures (docs/img/*.svg): its diagrams and worked examples
 # (./tutorial svg NAME), and heatmaps of the shipped model's last layer, head 2, on one
 # text (-n 0: the prompt alone, so every variant draws the same tokens): exact attention,
@@ -53,4 +60,4 @@ docs-figures: all tutorial
 page-check: all
 	@bash tools/page_check.sh $(B)
 
-.PHONY: docs-check docs-refs tutorial-check docs-figures page-check
+.PHONY: docs-check docs-refs tutorial-check readme-check docs-figures page-check
