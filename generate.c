@@ -8,7 +8,6 @@
  */
 #include "generate.h"
 
-#include <ctype.h>      /* isprint, isspace */
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* memcpy, memmove, memcmp */
 #include <unistd.h>     /* isatty (POSIX): a message after text on the same terminal */
@@ -217,19 +216,6 @@ static void utf8_write(Utf8Writer *w, const unsigned char *bytes, size_t n) {
     }
 }
 
-/* The bytes token id prints as after token prev. A tokenizer file's output follows the
- * safe_printf of llama2.c and llm.c, so that it matches theirs byte for byte: a piece of
- * one byte that is neither printable ASCII nor whitespace (a control character, or a lone
- * byte of a character the vocabulary spells in pieces) is not printed (*len = 0). A GGUF
- * file's vocabulary (raw_bytes) prints every byte, as llama.cpp does, and nothing for
- * its silent tokens (<unk>, <s>). */
-static const unsigned char *token_text(const Tokenizer *tok, int prev, int id, size_t *len) {
-    const unsigned char *bytes = tokenizer_decode(tok, prev, id, len);
-    if (!tok->raw_bytes && *len == 1 && !isprint(bytes[0]) && !isspace(bytes[0])) *len = 0;
-    if (tok->silent && tok->silent[id]) *len = 0;
-    return bytes;
-}
-
 /* ------------------------------------------------------------------------- */
 /* The reverse prompts: does the output end with one of them?                 */
 
@@ -385,7 +371,7 @@ static int echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
     for (int t = first; t < n_prompt; t++) {
         size_t len;
         int prev = t == 0 || (t > first && prompt[t - 1] == loop->tok->bos_id) ? -1 : prompt[t - 1];
-        const unsigned char *bytes = token_text(loop->tok, prev, prompt[t], &len);
+        const unsigned char *bytes = tokenizer_printed(loop->tok, prev, prompt[t], &len);
         if (!loop->o->quiet) utf8_write(&loop->out, bytes, len);
         matched = reverse_feed(&loop->reverse, bytes, len);   /* the text so far ends with it */
     }
@@ -420,7 +406,7 @@ static GenerateStep sample_turn(GenerateLoop *loop) {
         if (tokenizer_ends(tok, next)) break;
         if (o->watch && o->watch(o->watch_ctx, g, next) != 0) return STEP_ERROR;
         size_t len;
-        const unsigned char *bytes = token_text(tok, loop->prev, next, &len);
+        const unsigned char *bytes = tokenizer_printed(tok, loop->prev, next, &len);
         if (!o->quiet) utf8_write(&loop->out, bytes, len);
         fflush(stdout);
         if (ferror(stdout)) break;   /* nobody reads on (a closed pipe): run reports it */

@@ -15,6 +15,7 @@
  */
 #include "tokenizer.h"
 
+#include <ctype.h>    /* isprint, isspace: what a token prints */
 #include <math.h>     /* isfinite */
 #include <stdint.h>   /* uint32_t, int32_t, INT32_MAX, SIZE_MAX */
 #include <stdio.h>    /* FILE, fread, fseek, fclose, fprintf */
@@ -1228,5 +1229,12 @@ const unsigned char *tokenizer_decode(const Tokenizer *t, int prev_id, int id, s
             (*len)--;
         }
     }
+    return bytes;
+}
+
+const unsigned char *tokenizer_printed(const Tokenizer *t, int prev_id, int id, size_t *len) {
+    const unsigned char *bytes = tokenizer_decode(t, prev_id, id, len);
+    if (!t->raw_bytes && *len == 1 && !isprint(bytes[0]) && !isspace(bytes[0])) *len = 0;
+    if (t->silent && *len > 0 && t->silent[id]) *len = 0;
     return bytes;
 }

@@ -178,6 +178,14 @@ int tokenizer_encode_continuation(const Tokenizer *t, const char *text, size_t l
  * [0, vocab_size): callers validate ids first (outside it: NULL and *len 0). */
 const unsigned char *tokenizer_decode(const Tokenizer *t, int prev_id, int id, size_t *len);
 
+/* The bytes token id prints as after token prev_id, as run prints text: tokenizer_decode's,
+ * but a tokenizer file's piece of one byte that is neither printable ASCII nor whitespace
+ * (a control character, or a lone byte of a character the vocabulary spells in pieces)
+ * prints nothing (*len 0), as the safe_printf of llama2.c and llm.c, whose output run's
+ * matches byte for byte; a GGUF file's vocabulary (raw_bytes) prints every byte, as
+ * llama.cpp does, and nothing for its silent tokens (<unk>, <s>). */
+const unsigned char *tokenizer_printed(const Tokenizer *t, int prev_id, int id, size_t *len);
+
 /* GPT-2 pre-tokenization: the end offset (exclusive) of the piece of text[0 .. len)
  * that starts at byte start (start < len, else returns len), exactly as the regex
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+

@@ -172,6 +172,25 @@ static void test_cli(void) {
                 text, model, tok);
     expect_train("--sample 3 with -n 0: the one checkpoint's sample too", args, 0,
                  "sample (3 tokens from a newline, greedy):");
+    {   /* the last sample is what ./run -t 0 writes after a newline, from that checkpoint */
+        static const char header[] = "sample (7 tokens from a newline, greedy):\n";
+        format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 4 -e 2 --sample 7 --force",
+                    text, model, tok);
+        char *sampled = NULL, *ran = NULL, *last = NULL;
+        int code = train(args, &sampled, NULL);
+        for (char *at = sampled; at && (at = strstr(at, header)) != NULL; at++) last = at;
+        format_into(args, sizeof args, "printf '\\n' > %s/newline.txt && %s %s -z %s -t 0 -n 7 "
+                    "-f %s/newline.txt", dir, run_bin, model, tok, dir);
+        int run_code = check_run(args, &ran, NULL);
+        /* run echoes the newline it starts from; the sample does not */
+        check_true(code == 0 && run_code == 0 && last && ran && ran[0] == '\n' &&
+                   strlen(ran) > 1 &&
+                   strncmp(last + strlen(header), ran + 1, strlen(ran + 1)) == 0,
+                   "--sample 7 (T - 1): the last sample is ./run -t 0 -n 7's text from a "
+                   "newline, byte for byte (exit %d, %d)", code, run_code);
+        free(sampled);
+        free(ran);
+    }
     /* a run, then run generates from it, and -r with a new total */
     format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 20 -w 2 -e 10 --force", text,
              model, tok);

@@ -893,8 +893,9 @@ static int save(const Trainer *tr, const Options *o, RunData *d) {
     return status;
 }
 
-/* After a checkpoint: the n tokens its weights continue greedily from a newline, loaded
- * from the file by model.c as ./run loads it, printed as ./run -t 0 would print them.
+/* After a checkpoint: the n tokens its weights continue greedily from a newline (fewer if
+ * one ends the text), loaded from the file by model.c as ./run loads it, printed as
+ * ./run -t 0 would print them.
  * Returns 0, or -1 after a stderr line (the file did not load). */
 static int print_sample(const char *path, const Tokenizer *tok, int n) {
     Model m;
@@ -913,8 +914,9 @@ static int print_sample(const char *path, const Tokenizer *tok, int n) {
         if (!logits) break;
         int best = 0;
         for (int v = 1; v < m.config.vocab_size; v++) if (logits[v] > logits[best]) best = v;
+        if (tokenizer_ends(tok, best)) break;   /* where run stops */
         size_t len;
-        const unsigned char *bytes = tokenizer_decode(tok, token, best, &len);
+        const unsigned char *bytes = tokenizer_printed(tok, token, best, &len);
         fwrite(bytes, 1, len, stdout);
         token = best;
     }
