@@ -26,6 +26,7 @@
 #include "os.h"           /* os_map_file, os_unmap_file, os_alloc_zeroed, os_commit_keep */
 #include "quant.h"        /* quant_quantize */
 #include "tests/check.h"  /* check_* */
+#include "tokenizer.h"    /* tokenizer_load, tokenizer_encode: --attn-top's prompt */
 
 /* The files the tests write go in a folder of their own, made by main (mkdtemp) and
  * removed at the end. */
@@ -981,33 +982,22 @@ static void test_mark_cold(void) {
                "fp32 one not");
 }
 
-/* The traced attention weights (what --attn-map and --attn-top draw) of the shipped GPT-2's
- * first layer against a float64 reference this test works from its weights: each token's
- * row of the token table plus its position's, LayerNorm (eps 1e-5), q and k = W x + b, each
- * head's scores q.k / sqrt(HS) over keys 0..t, softmax; NaN past t. Three tokens go in one
- * call, three one at a time (the trace's rows by position). A trace that kept nothing gave
- * uniform rows, which the drawings' own checks (rows sum to 1) pass. */
-static void test_trace_weights(void) {
-    enum { T = 6 };
-    static const int ids[T] = {50, 300, 7, 1000, 42, 513};   /* arbitrary ids of its 1024 */
-    Model m;
-    if (model_load(&m, "weights/model.bin", T, 0) != 0) {
-        check_true(0, "trace: load weights/model.bin");
-        return;
-    }
-    const Config *c = &m.config;
-    const Weights *W = &m.checkpoint.weights;
+/* The layer-0 attention weights of the model m (the shipped GPT-2's layout: learned
+ * positions, LayerNorm, fp32 matrices) for the T tokens ids, worked in float64 from its
+ * weights into ref (NH, T, T): each token's row of the token table plus its position's,
+ * LayerNorm (eps 1e-5), q and k = W x + b, each head's scores q.k / sqrt(HS) over keys
+ * 0..t, softmax; NaN past t. Returns 0, or -1 without the weights it reads or memory. */
+static int layer0_weights_f64(const Model *m, const int *ids, int T, double *ref) {
+    const Config *c = &m->config;
+    const Weights *W = &m->checkpoint.weights;
     const LayerWeights *l0 = &W->layers[0];
     int C = c->dim, NH = c->n_heads, HS = c->head_dim;
-    float *w = malloc((size_t)NH * T * T * sizeof(float));
     double *q = malloc((size_t)T * C * sizeof(double));   /* (T, C) */
     double *k = malloc((size_t)T * C * sizeof(double));   /* (T, C) */
     double *xn = malloc((size_t)C * sizeof(double));
-    int ok = w && q && k && xn && W->pos_embedding && W->token_embedding.f32 && l0->wq.f32 &&
-             l0->wk.f32 && model_trace(&m, 1) == 0 && model_forward(&m, ids, 3, 0, 0);
-    for (int t = 3; ok && t < T; t++) ok = model_forward(&m, &ids[t], 1, t, 0) != NULL;
-    ok = ok && model_attention_weights(&m, 0, 0, T, w) == 0;
-    double worst = ok ? 0.0 : HUGE_VAL;
+    double *s = malloc((size_t)T * sizeof(double));
+    int ok = q && k && xn && s && W->pos_embedding && W->token_embedding.f32 && l0->wq.f32 &&
+             l0->wk.f32;
     for (int t = 0; ok && t < T; t++) {
         const float *e = W->token_embedding.f32 + (size_t)ids[t] * C;
         const float *p = W->pos_embedding + (size_t)t * C;
@@ -1031,7 +1021,7 @@ static void test_trace_weights(void) {
     }
     for (int h = 0; ok && h < NH; h++)
         for (int t = 0; t < T; t++) {
-            double s[T], max = -HUGE_VAL, sum = 0.0;
+            double max = -HUGE_VAL, sum = 0.0, *row = ref + ((size_t)h * T + t) * T;
             for (int j = 0; j <= t; j++) {
                 s[j] = 0.0;
                 for (int i = h * HS; i < (h + 1) * HS; i++)
@@ -1040,23 +1030,100 @@ static void test_trace_weights(void) {
                 max = fmax(max, s[j]);
             }
             for (int j = 0; j <= t; j++) sum += exp(s[j] - max);
-            for (int j = 0; j < T; j++) {
-                float got = w[((size_t)h * T + t) * T + j];
-                if (j > t) {
-                    if (!isnan(got)) worst = HUGE_VAL;
-                } else {
-                    worst = fmax(worst, fabs((double)got - exp(s[j] - max) / sum));
-                }
-            }
+            for (int j = 0; j < T; j++) row[j] = j <= t ? exp(s[j] - max) / sum : (double)NAN;
         }
+    free(q);
+    free(k);
+    free(xn);
+    free(s);
+    return ok ? 0 : -1;
+}
+
+/* The traced attention weights (what --attn-map and --attn-top draw) of the shipped model's
+ * first layer against layer0_weights_f64. Three tokens go in one call, three one at a
+ * time (the trace's rows by position). A trace that kept nothing gave uniform rows, which
+ * the drawings' own checks (rows sum to 1) pass. */
+static void test_trace_weights(void) {
+    enum { T = 6 };
+    static const int ids[T] = {50, 300, 7, 1000, 42, 513};   /* arbitrary ids of its 1024 */
+    Model m;
+    if (model_load(&m, "weights/model.bin", T, 0) != 0) {
+        check_true(0, "trace: load weights/model.bin");
+        return;
+    }
+    int NH = m.config.n_heads;
+    float *w = malloc((size_t)NH * T * T * sizeof(float));
+    double *ref = malloc((size_t)NH * T * T * sizeof(double));
+    int ok = w && ref && layer0_weights_f64(&m, ids, T, ref) == 0 && model_trace(&m, 1) == 0 &&
+             model_forward(&m, ids, 3, 0, 0);
+    for (int t = 3; ok && t < T; t++) ok = model_forward(&m, &ids[t], 1, t, 0) != NULL;
+    ok = ok && model_attention_weights(&m, 0, 0, T, w) == 0;
+    double worst = ok ? 0.0 : HUGE_VAL;
+    for (size_t i = 0; ok && i < (size_t)NH * T * T; i++) {
+        if (isnan(ref[i])) {
+            if (!isnan(w[i])) worst = HUGE_VAL;
+        } else {
+            worst = fmax(worst, fabs((double)w[i] - ref[i]));
+        }
+    }
     check_true(worst < 1e-5, "trace: the shipped model's layer-0 attention weights of %d tokens "
                "(3 in one call, then 1 by 1) == a float64 reference from its weights (max |diff| "
                "%.2g, NaN past each query)", T, worst);
     free(w);
-    free(q);
-    free(k);
-    free(xn);
+    free(ref);
     model_free(&m);
+}
+
+/* ./run --attn-top 2 --layer 0 -n 1 (the token after a prompt read whole): for each head,
+ * the two keys of largest weight in the prompt's last row, largest first, with their
+ * weights to the 3 decimals printed, as layer0_weights_f64 works them out for the prompt's
+ * ids (the default layer is the last: a --layer ignored draws another layer's weights). */
+static void test_attn_top_cli(void) {
+    static const char prompt[] = "ROMEO: I will not tell thee";
+    const char *run_bin = getenv("RUN") && *getenv("RUN") ? getenv("RUN") : "./run";
+    Tokenizer tok;
+    Model m;
+    int ids[64];
+    size_t T = 0;
+    if (!check_true(tokenizer_load(&tok, "weights/tokenizer.bin") == 0,
+                    "--attn-top: the tokenizer"))
+        return;
+    int ok = tokenizer_encode(&tok, prompt, strlen(prompt), ids, 64, &T) == 0 && T > 3;
+    tokenizer_free(&tok);
+    if (!check_true(ok && model_load(&m, "weights/model.bin", 1, 0) == 0, "--attn-top: the "
+                    "prompt's %zu ids and the model", T))
+        return;
+    int NH = m.config.n_heads;
+    double *ref = malloc((size_t)NH * T * T * sizeof(double));
+    ok = ref && layer0_weights_f64(&m, ids, (int)T, ref) == 0;
+    model_free(&m);
+    char command[512], *out = NULL;
+    snprintf(command, sizeof command, "%s weights/model.bin -t 0 -n 1 -i '%s' --attn-top 2 "
+             "--layer 0", run_bin, prompt);
+    ok = ok && check_run(command, &out, NULL) == 0 && out;
+    int heads_ok = 0;
+    for (int h = 0; ok && h < NH; h++) {
+        const double *row = ref + ((size_t)h * T + T - 1) * T;
+        int first = 0, second = -1;
+        for (int j = 1; j < (int)T; j++) if (row[j] > row[first]) first = j;
+        for (int j = 0; j < (int)T; j++)
+            if (j != first && (second < 0 || row[j] > row[second])) second = j;
+        char head[24];
+        snprintf(head, sizeof head, "L0 H%d: ", h);
+        const char *line = strstr(out, head);
+        const char *a = line ? strchr(line, '@') : NULL;
+        const char *b = a ? strchr(a + 1, '@') : NULL;
+        int ja = -1, jb = -1;
+        double wa = NAN, wb = NAN;
+        if (a && b && sscanf(a, "@%d %lf", &ja, &wa) == 2 && sscanf(b, "@%d %lf", &jb, &wb) == 2)
+            heads_ok += ja == first && jb == second && fabs(wa - row[first]) <= 6e-4 &&
+                        fabs(wb - row[second]) <= 6e-4;
+    }
+    check_true(ok && heads_ok == NH, "--attn-top 2 --layer 0: each head's two strongest keys "
+               "of the prompt's last token, strongest first, with their weights, as a float64 "
+               "reference works them out (%d of %d heads)", heads_ok, NH);
+    free(out);
+    free(ref);
 }
 
 int main(void) {
@@ -1086,6 +1153,7 @@ int main(void) {
     test_rotary_gpt2();
     test_forward_bounds();
     test_trace_weights();
+    test_attn_top_cli();
     check_true(rmdir(tmp_dir) == 0, "every test file removed (the folder %s empty)", tmp_dir);
     return check_summary("test_model");
 }
