@@ -982,65 +982,113 @@ static void test_mark_cold(void) {
                "fp32 one not");
 }
 
-/* The layer-0 attention weights of the model m (the shipped GPT-2's layout: learned
- * positions, LayerNorm, fp32 matrices) for the T tokens ids, worked in float64 from its
- * weights into ref (NH, T, T): each token's row of the token table plus its position's,
- * LayerNorm (eps 1e-5), q and k = W x + b, each head's scores q.k / sqrt(HS) over keys
- * 0..t, softmax; NaN past t. Returns 0, or -1 without the weights it reads or memory. */
-static int layer0_weights_f64(const Model *m, const int *ids, int T, double *ref) {
+/* LayerNorm of x (C,) into out (C,), eps 1e-5, in float64. */
+static void layernorm_f64(double *out, const double *x, const float *w, const float *b, int C) {
+    double mean = 0.0, var = 0.0;
+    for (int i = 0; i < C; i++) mean += x[i] / C;
+    for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean) / C;
+    for (int i = 0; i < C; i++)
+        out[i] = (x[i] - mean) / sqrt(var + 1e-5) * (double)w[i] + (double)b[i];
+}
+
+/* out (rows,) = W x + b, W (rows, cols) fp32 (b may be NULL), in float64. */
+static void matvec_f64(double *out, const float *W, const float *b, const double *x, int rows,
+                       int cols) {
+    for (int o = 0; o < rows; o++) {
+        double sum = b ? (double)b[o] : 0.0;
+        for (int i = 0; i < cols; i++) sum += (double)W[(size_t)o * cols + i] * x[i];
+        out[o] = sum;
+    }
+}
+
+/* The forward of a GPT-2 model m (llm.c's: learned positions, LayerNorm eps 1e-5, GELU's
+ * tanh form, fp32 matrices, the classifier tied to the token table) over the T tokens ids,
+ * in float64 from its weights: logits (T, V) if not NULL, and layer `layer`'s attention
+ * weights into weights (NH, T, T) if not NULL: row t of head h over keys 0..t, NaN past t.
+ * Returns 0, or -1 without fp32 weights or memory. */
+static int gpt2_f64(const Model *m, const int *ids, int T, double *logits, int layer,
+                    double *weights) {
     const Config *c = &m->config;
     const Weights *W = &m->checkpoint.weights;
-    const LayerWeights *l0 = &W->layers[0];
-    int C = c->dim, NH = c->n_heads, HS = c->head_dim;
-    double *q = malloc((size_t)T * C * sizeof(double));   /* (T, C) */
-    double *k = malloc((size_t)T * C * sizeof(double));   /* (T, C) */
-    double *xn = malloc((size_t)C * sizeof(double));
+    int C = c->dim, NH = c->n_heads, HS = c->head_dim, Hd = c->hidden_dim, V = c->vocab_size;
+    double *x = malloc((size_t)T * C * sizeof(double));        /* (T, C) the residual */
+    double *xn = malloc((size_t)T * C * sizeof(double));       /* (T, C) */
+    double *q = malloc((size_t)T * C * sizeof(double));        /* (T, C) */
+    double *k = malloc((size_t)T * C * sizeof(double));        /* (T, C) */
+    double *v = malloc((size_t)T * C * sizeof(double));        /* (T, C) */
+    double *h = malloc((size_t)(Hd > C ? Hd : C) * sizeof(double));
+    double *o = malloc((size_t)C * sizeof(double));
     double *s = malloc((size_t)T * sizeof(double));
-    int ok = q && k && xn && s && W->pos_embedding && W->token_embedding.f32 && l0->wq.f32 &&
-             l0->wk.f32;
-    for (int t = 0; ok && t < T; t++) {
-        const float *e = W->token_embedding.f32 + (size_t)ids[t] * C;
-        const float *p = W->pos_embedding + (size_t)t * C;
-        double mean = 0.0, var = 0.0;
-        for (int i = 0; i < C; i++) mean += ((double)e[i] + (double)p[i]) / C;
-        for (int i = 0; i < C; i++) {
-            xn[i] = (double)e[i] + (double)p[i] - mean;
-            var += xn[i] * xn[i] / C;
-        }
+    int ok = x && xn && q && k && v && h && o && s && W->pos_embedding &&
+             W->token_embedding.f32 && W->classifier.f32 && c->n_kv_heads == NH;
+    for (int l = 0; ok && l < c->n_layers; l++) {
+        const LayerWeights *lw = &W->layers[l];
+        ok = lw->wq.f32 && lw->wk.f32 && lw->wv.f32 && lw->wo.f32 && lw->w_up.f32 &&
+             lw->w_down.f32;
+    }
+    for (int t = 0; ok && t < T; t++)
         for (int i = 0; i < C; i++)
-            xn[i] = xn[i] / sqrt(var + 1e-5) * (double)l0->norm1_w[i] + (double)l0->norm1_b[i];
-        for (int o = 0; o < C; o++) {
-            double sq = (double)l0->bq[o], sk = (double)l0->bk[o];
-            for (int i = 0; i < C; i++) {
-                sq += (double)l0->wq.f32[(size_t)o * C + i] * xn[i];
-                sk += (double)l0->wk.f32[(size_t)o * C + i] * xn[i];
+            x[(size_t)t * C + i] = (double)W->token_embedding.f32[(size_t)ids[t] * C + i] +
+                                   (double)W->pos_embedding[(size_t)t * C + i];
+    for (int l = 0; ok && l < c->n_layers; l++) {
+        const LayerWeights *lw = &W->layers[l];
+        for (int t = 0; t < T; t++) {
+            layernorm_f64(xn + (size_t)t * C, x + (size_t)t * C, lw->norm1_w, lw->norm1_b, C);
+            matvec_f64(q + (size_t)t * C, lw->wq.f32, lw->bq, xn + (size_t)t * C, C, C);
+            matvec_f64(k + (size_t)t * C, lw->wk.f32, lw->bk, xn + (size_t)t * C, C, C);
+            matvec_f64(v + (size_t)t * C, lw->wv.f32, lw->bv, xn + (size_t)t * C, C, C);
+        }
+        for (int t = 0; t < T; t++) {   /* attention, then the projection into x */
+            for (int hd = 0; hd < NH; hd++) {
+                double max = -HUGE_VAL, sum = 0.0;
+                for (int j = 0; j <= t; j++) {
+                    s[j] = 0.0;
+                    for (int i = hd * HS; i < (hd + 1) * HS; i++)
+                        s[j] += q[(size_t)t * C + i] * k[(size_t)j * C + i];
+                    s[j] /= sqrt((double)HS);
+                    max = fmax(max, s[j]);
+                }
+                for (int j = 0; j <= t; j++) sum += exp(s[j] - max);
+                for (int i = hd * HS; i < (hd + 1) * HS; i++) {
+                    h[i] = 0.0;
+                    for (int j = 0; j <= t; j++)
+                        h[i] += exp(s[j] - max) / sum * v[(size_t)j * C + i];
+                }
+                double *row = weights && l == layer ? weights + ((size_t)hd * T + t) * T : NULL;
+                for (int j = 0; row && j < T; j++)
+                    row[j] = j <= t ? exp(s[j] - max) / sum : (double)NAN;
             }
-            q[(size_t)t * C + o] = sq;
-            k[(size_t)t * C + o] = sk;
+            matvec_f64(o, lw->wo.f32, lw->bo, h, C, C);
+            for (int i = 0; i < C; i++) xn[(size_t)t * C + i] = o[i];   /* x is read above */
+        }
+        for (int t = 0; t < T; t++) {   /* the MLP */
+            double *xt = x + (size_t)t * C;
+            for (int i = 0; i < C; i++) xt[i] += xn[(size_t)t * C + i];
+            layernorm_f64(o, xt, lw->norm2_w, lw->norm2_b, C);
+            double *hidden = malloc((size_t)Hd * sizeof(double));
+            ok = hidden != NULL;
+            for (int i = 0; ok && i < Hd; i++) {
+                double z = 0.0;
+                matvec_f64(&z, lw->w_up.f32 + (size_t)i * C, lw->b_up ? lw->b_up + i : NULL, o,
+                           1, C);
+                hidden[i] = 0.5 * z * (1.0 + tanh(sqrt(2.0 / acos(-1.0)) *
+                                                  (z + 0.044715 * z * z * z)));
+            }
+            if (ok) matvec_f64(h, lw->w_down.f32, lw->b_down, hidden, C, Hd);
+            for (int i = 0; ok && i < C; i++) xt[i] += h[i];
+            free(hidden);
         }
     }
-    for (int h = 0; ok && h < NH; h++)
-        for (int t = 0; t < T; t++) {
-            double max = -HUGE_VAL, sum = 0.0, *row = ref + ((size_t)h * T + t) * T;
-            for (int j = 0; j <= t; j++) {
-                s[j] = 0.0;
-                for (int i = h * HS; i < (h + 1) * HS; i++)
-                    s[j] += q[(size_t)t * C + i] * k[(size_t)j * C + i];
-                s[j] /= sqrt((double)HS);
-                max = fmax(max, s[j]);
-            }
-            for (int j = 0; j <= t; j++) sum += exp(s[j] - max);
-            for (int j = 0; j < T; j++) row[j] = j <= t ? exp(s[j] - max) / sum : (double)NAN;
-        }
-    free(q);
-    free(k);
-    free(xn);
-    free(s);
+    for (int t = 0; ok && logits && t < T; t++) {
+        layernorm_f64(o, x + (size_t)t * C, W->norm_final_w, W->norm_final_b, C);
+        matvec_f64(logits + (size_t)t * V, W->classifier.f32, NULL, o, V, C);
+    }
+    free(x); free(xn); free(q); free(k); free(v); free(h); free(o); free(s);
     return ok ? 0 : -1;
 }
 
 /* The traced attention weights (what --attn-map and --attn-top draw) of the shipped model's
- * first layer against layer0_weights_f64. Three tokens go in one call, three one at a
+ * first layer against gpt2_f64's. Three tokens go in one call, three one at a
  * time (the trace's rows by position). A trace that kept nothing gave uniform rows, which
  * the drawings' own checks (rows sum to 1) pass. */
 static void test_trace_weights(void) {
@@ -1054,7 +1102,7 @@ static void test_trace_weights(void) {
     int NH = m.config.n_heads;
     float *w = malloc((size_t)NH * T * T * sizeof(float));
     double *ref = malloc((size_t)NH * T * T * sizeof(double));
-    int ok = w && ref && layer0_weights_f64(&m, ids, T, ref) == 0 && model_trace(&m, 1) == 0 &&
+    int ok = w && ref && gpt2_f64(&m, ids, T, NULL, 0, ref) == 0 && model_trace(&m, 1) == 0 &&
              model_forward(&m, ids, 3, 0, 0);
     for (int t = 3; ok && t < T; t++) ok = model_forward(&m, &ids[t], 1, t, 0) != NULL;
     ok = ok && model_attention_weights(&m, 0, 0, T, w) == 0;
@@ -1074,11 +1122,65 @@ static void test_trace_weights(void) {
     model_free(&m);
 }
 
-/* ./run --attn-top 2 --layer 0 -n 1 (the token after a prompt read whole): for each head,
+/* The shipped model's greedy continuation of "ROMEO:" (24 tokens, the prompt in one call,
+ * then one token at a time) against gpt2_f64 over the whole sequence: every logit within
+ * 1e-4 of float64's (they reach ~20; measured 4.2e-6), and each token float64's argmax, or
+ * its second where the two are within 1e-4. */
+static void test_shipped_greedy(void) {
+    enum { STEPS = 24, CAP = 64 };
+    Tokenizer tok;
+    Model m;
+    int ids[CAP];
+    size_t n = 0;
+    if (!check_true(tokenizer_load(&tok, "weights/tokenizer.bin") == 0, "shipped model: its "
+                    "tokenizer"))
+        return;
+    int ok = tokenizer_encode(&tok, "ROMEO:", 6, ids, CAP, &n) == 0 && n + STEPS <= CAP;
+    tokenizer_free(&tok);
+    if (!check_true(ok && model_load(&m, "weights/model.bin", CAP, CAP) == 0, "shipped model "
+                    "loads"))
+        return;
+    int V = m.config.vocab_size, T = (int)n + STEPS;
+    float *got = malloc((size_t)T * V * sizeof(float));   /* (T, V) the engine's logits */
+    double *want = malloc((size_t)T * V * sizeof(double));
+    const float *logits = got ? model_forward(&m, ids, (int)n, 0, 1) : NULL;
+    if (logits) memcpy(got, logits, n * V * sizeof(float));
+    for (int t = (int)n; logits && t < T; t++) {
+        const float *row = got + (size_t)(t - 1) * V;
+        int best = 0;
+        for (int v = 1; v < V; v++) if (row[v] > row[best]) best = v;
+        ids[t] = best;
+        logits = model_forward(&m, &ids[t], 1, t, 0);
+        if (logits) memcpy(got + (size_t)t * V, logits, (size_t)V * sizeof(float));
+    }
+    ok = logits && want && gpt2_f64(&m, ids, T, want, -1, NULL) == 0;
+    double worst = ok ? 0.0 : HUGE_VAL;
+    int argmax_ok = 0;
+    for (size_t i = 0; ok && i < (size_t)T * V; i++)
+        worst = fmax(worst, fabs((double)got[i] - want[i]));
+    for (int t = (int)n - 1; ok && t < T - 1; t++) {
+        const double *row = want + (size_t)t * V;
+        int first = 0, second = -1;
+        for (int v = 1; v < V; v++) if (row[v] > row[first]) first = v;
+        for (int v = 0; v < V; v++)
+            if (v != first && (second < 0 || row[v] > row[second])) second = v;
+        argmax_ok += ids[t + 1] == first ||
+                     (ids[t + 1] == second && row[first] - row[second] < 1e-4);
+    }
+    check_true(worst < 1e-4 && argmax_ok == STEPS, "shipped model: the greedy continuation of "
+               "\"ROMEO:\" (%d tokens) is a float64 forward's, token by token (%d of %d), its "
+               "logits within 1e-4 (max |diff| %.2g)", STEPS, argmax_ok, STEPS, worst);
+    free(got);
+    free(want);
+    model_free(&m);
+}
+
+/* ./run --attn-top 2 --layer 5 -n 1 (the token after a prompt read whole): for each head,
  * the two keys of largest weight in the prompt's last row, largest first, with their
- * weights to the 3 decimals printed, as layer0_weights_f64 works them out for the prompt's
- * ids (the default layer is the last: a --layer ignored draws another layer's weights). */
+ * weights to the 3 decimals printed, as gpt2_f64 works them out for the prompt's ids (the
+ * default layer is the last: a --layer ignored draws another layer's weights). */
 static void test_attn_top_cli(void) {
+    enum { LAYER = 5 };   /* of the shipped model's 10 */
     static const char prompt[] = "ROMEO: I will not tell thee";
     const char *run_bin = getenv("RUN") && *getenv("RUN") ? getenv("RUN") : "./run";
     Tokenizer tok;
@@ -1095,11 +1197,11 @@ static void test_attn_top_cli(void) {
         return;
     int NH = m.config.n_heads;
     double *ref = malloc((size_t)NH * T * T * sizeof(double));
-    ok = ref && layer0_weights_f64(&m, ids, (int)T, ref) == 0;
+    ok = ref && gpt2_f64(&m, ids, (int)T, NULL, LAYER, ref) == 0;
     model_free(&m);
     char command[512], *out = NULL;
     snprintf(command, sizeof command, "%s weights/model.bin -t 0 -n 1 -i '%s' --attn-top 2 "
-             "--layer 0", run_bin, prompt);
+             "--layer %d", run_bin, prompt, LAYER);
     ok = ok && check_run(command, &out, NULL) == 0 && out;
     int heads_ok = 0;
     for (int h = 0; ok && h < NH; h++) {
@@ -1109,7 +1211,7 @@ static void test_attn_top_cli(void) {
         for (int j = 0; j < (int)T; j++)
             if (j != first && (second < 0 || row[j] > row[second])) second = j;
         char head[24];
-        snprintf(head, sizeof head, "L0 H%d: ", h);
+        snprintf(head, sizeof head, "L%d H%d: ", LAYER, h);
         const char *line = strstr(out, head);
         const char *a = line ? strchr(line, '@') : NULL;
         const char *b = a ? strchr(a + 1, '@') : NULL;
@@ -1119,9 +1221,9 @@ static void test_attn_top_cli(void) {
             heads_ok += ja == first && jb == second && fabs(wa - row[first]) <= 6e-4 &&
                         fabs(wb - row[second]) <= 6e-4;
     }
-    check_true(ok && heads_ok == NH, "--attn-top 2 --layer 0: each head's two strongest keys "
+    check_true(ok && heads_ok == NH, "--attn-top 2 --layer %d: each head's two strongest keys "
                "of the prompt's last token, strongest first, with their weights, as a float64 "
-               "reference works them out (%d of %d heads)", heads_ok, NH);
+               "forward works them out (%d of %d heads)", LAYER, heads_ok, NH);
     free(out);
     free(ref);
 }
@@ -1154,6 +1256,7 @@ int main(void) {
     test_forward_bounds();
     test_trace_weights();
     test_attn_top_cli();
+    test_shipped_greedy();
     check_true(rmdir(tmp_dir) == 0, "every test file removed (the folder %s empty)", tmp_dir);
     return check_summary("test_model");
 }

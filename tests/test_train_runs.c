@@ -1,12 +1,12 @@
-/* test_train_runs.c: short training runs, the checkpoints they write, and the shipped
- * model.
+/* test_train_runs.c: short training runs and the checkpoints they write.
  *
  * A short training run: the loss falls, a seed reproduces it bit for bit, 1 and 2
  * threads agree bit for bit, and resuming from a checkpoint continues identically; save
  * -> model_load -> model_forward gives the trainer's own logits. The same for every
  * attention variant and for rotary positions (their files, --init across them), the
- * training batch with token noise, the weights' moving average and the schedule. Last,
- * the shipped weights/ model's greedy continuation (a regression pin).
+ * training batch with token noise, the weights' moving average, the schedule and AdamW's
+ * update against float64. (The shipped model's greedy text is test_model's, against a
+ * float64 forward.)
  */
 #include "train.h"
 
@@ -655,54 +655,6 @@ static void test_update_reference(void) {
     }
 }
 
-/* ------------------------------------------------------------------------- */
-/* 5. The shipped model (a regression pin)                                      */
-
-/* Greedy continuation of PIN_PROMPT by weights/model.bin with weights/tokenizer.bin.
- * This is a regression pin, recorded once from the trained model (the ids this test
- * printed on its first run; the same text as
- *   ./run weights/model.bin -z weights/tokenizer.bin -i "ROMEO:" -n 24 -t 0
- * which prints "\nI'll tell thee, I'll not.\n\nROMEO:\nI'll tell thee, I'll not.").
- * Any change to the forward pass that alters the shipped model's output fails it;
- * if such a change is intended, re-record the ids. */
-#define PIN_PROMPT "ROMEO:"
-#define PIN_STEPS 24
-static const int PIN_IDS[PIN_STEPS] = {10, 73, 457, 731, 418, 44, 291, 457, 321, 46, 10, 10,
-                                         813, 58, 10, 73, 457, 731, 418, 44, 291, 457, 321, 46};
-
-static void test_shipped_model(void) {
-    Model m;
-    Tokenizer t;
-    if (!check_true(model_load(&m, "weights/model.bin", 64, 0) == 0, "shipped model loads")) return;
-    if (!check_true(tokenizer_load(&t, "weights/tokenizer.bin") == 0 &&
-                    t.vocab_size == m.config.vocab_size,
-                    "shipped tokenizer loads, with the model's vocab size")) {
-        model_free(&m);
-        return;
-    }
-    int ids[64 + PIN_STEPS];
-    size_t n = 0;
-    tokenizer_encode(&t, PIN_PROMPT, strlen(PIN_PROMPT), ids, 64, &n);
-    const float *logits = model_forward(&m, ids, (int)n, 0, 0);
-    int got[PIN_STEPS], pos = (int)n;
-    for (int i = 0; i < PIN_STEPS && logits; i++) {
-        int best = 0;
-        for (int v = 1; v < m.config.vocab_size; v++) if (logits[v] > logits[best]) best = v;
-        got[i] = best;
-        logits = model_forward(&m, &got[i], 1, pos++, 0);
-    }
-    int same = logits != NULL && memcmp(got, PIN_IDS, sizeof got) == 0;
-    check_true(same, "shipped model: greedy continuation of \"%s\" matches the pinned ids",
-               PIN_PROMPT);
-    if (!same) {
-        printf("  got:");
-        for (int i = 0; i < PIN_STEPS; i++) printf(" %d,", got[i]);
-        printf("\n");
-    }
-    tokenizer_free(&t);
-    model_free(&m);
-}
-
 /* A per-layer attention text too long for its buffer ends at a whole item and says how
  * many layers it leaves out (an --eval report of 64 layers listed 28, with no sign). */
 static void test_spec_text(void) {
@@ -735,6 +687,5 @@ int main(void) {
     test_synth_q8_file();
     test_ema_run();
     test_batch();
-    test_shipped_model();
     return check_summary("test_train_runs");
 }
