@@ -1216,7 +1216,7 @@ static void test_attn_top_cli(void) {
         const char *a = line ? strchr(line, '@') : NULL;
         const char *b = a ? strchr(a + 1, '@') : NULL;
         int ja = -1, jb = -1;
-        double wa = NAN, wb = NAN;
+        double wa = (double)NAN, wb = (double)NAN;
         if (a && b && sscanf(a, "@%d %lf", &ja, &wa) == 2 && sscanf(b, "@%d %lf", &jb, &wb) == 2)
             heads_ok += ja == first && jb == second && fabs(wa - row[first]) <= 6e-4 &&
                         fabs(wb - row[second]) <= 6e-4;

@@ -612,8 +612,9 @@ static void test_update_reference(void) {
         for (size_t i = 0; i < n; i++) tr.params[i] = 0.2f * cosf(0.11f * (float)i);   /* biases too */
         double *p = to_f64(tr.params, n), *m = calloc(n, sizeof *m), *v = calloc(n, sizeof *v);
         double *decay = calloc(n, sizeof *decay);
-        double lr0 = s.lr, lr_min = (double)s.lr * (double)s.lr_min_ratio, b1 = s.beta1;
-        double b2 = s.beta2, eps = s.eps, clip = s.clip, pi = acos(-1.0);
+        double lr0 = (double)s.lr, lr_min = (double)s.lr * (double)s.lr_min_ratio;
+        double b1 = (double)s.beta1, b2 = (double)s.beta2, eps = (double)s.eps;
+        double clip = (double)s.clip, pi = acos(-1.0);
         for (size_t t = 0, at = 0; p && m && v && decay && t < TRAIN_N_TENSORS; t++) {
             for (size_t k = 0; k < sizeof DECAYED / sizeof DECAYED[0]; k++)
                 if ((int)t == DECAYED[k])
@@ -638,7 +639,7 @@ static void test_update_reference(void) {
                 v[i] = b2 * v[i] + (1.0 - b2) * g * g;
                 p[i] -= lr * (m[i] / c1 / (sqrt(v[i] / c2) + eps) + decay[i] * p[i]);
             }
-            double got_norm = trainer_update(&tr);
+            double got_norm = (double)trainer_update(&tr);
             worst_norm = fmax(worst_norm, fabs(got_norm - norm) / norm);
             for (size_t i = 0; i < n; i++) {
                 worst_p = fmax(worst_p, fabs((double)tr.params[i] - p[i]));
