@@ -539,8 +539,9 @@ done:
 }
 
 /* Slots of the optimizer state header (weights/README.md), and where the moments start. */
-enum { SLOT_VERSION = 1, SLOT_STEP = 2, SLOT_N_PARAMS_LO = 3, SLOT_BETA2 = 12, SLOT_EMA = 27,
-       SLOT_ATTN_DROPOUT = 28, SLOT_TOKEN_NOISE = 29, SLOT_UNUSED = 40 };
+enum { SLOT_VERSION = 1, SLOT_STEP = 2, SLOT_N_PARAMS_LO = 3, SLOT_BETA1 = 11, SLOT_BETA2 = 12,
+       SLOT_EPS = 13, SLOT_EMA = 27, SLOT_ATTN_DROPOUT = 28, SLOT_TOKEN_NOISE = 29,
+       SLOT_FIRST_UNUSED = 33, SLOT_UNUSED = 40 };
 #define STATE_HEADER_BYTES (64 * 4)
 
 /* Write state (n bytes) to path after fix(state) changed it; then expect -r to fail. */
@@ -599,7 +600,13 @@ static void token_noise_high(unsigned char *s, size_t n) {
     (void)n;
     put_float_slot(s, SLOT_TOKEN_NOISE, 0.95f);
 }
+static void beta2_one(unsigned char *s, size_t n) { (void)n; put_float_slot(s, SLOT_BETA2, 1.0f); }
 static void unused_slot(unsigned char *s, size_t n) { (void)n; put_slot(s, SLOT_UNUSED, 7); }
+static void first_unused_slot(unsigned char *s, size_t n) {
+    (void)n;
+    put_slot(s, SLOT_FIRST_UNUSED, 5);
+}
+static void last_slot(unsigned char *s, size_t n) { (void)n; put_slot(s, 63, 9); }
 static void huge_n_params(unsigned char *s, size_t n) {   /* 2^64 - 1: a size that would wrap */
     (void)n;
     put_slot(s, SLOT_N_PARAMS_LO, 0xFFFFFFFFu);
@@ -664,11 +671,40 @@ static void state_corruptions(const char *resume, const char *state,
                      "expected a number in [0, 0.99999])");
     expect_bad_state("-r, state of format version 1", resume, state, pristine, n, n,
                      version_one, "not an optimizer state of this trainer (got magic");
+    expect_bad_state("-r, state with beta2 1 (the range is open at 1)", resume, state,
+                     pristine, n, n, beta2_one, "bad beta2 in the optimizer state (got 1, "
+                     "expected a number in [0, 1))");
     expect_bad_state("-r, state with an unused slot set", resume, state, pristine, n, n,
                      unused_slot, "bad optimizer state header (got 7 in unused slot 40");
+    expect_bad_state("-r, state with the first unused slot set", resume, state, pristine, n, n,
+                     first_unused_slot, "bad optimizer state header (got 5 in unused slot 33");
+    expect_bad_state("-r, state with the last slot set", resume, state, pristine, n, n,
+                     last_slot, "bad optimizer state header (got 9 in unused slot 63");
     expect_bad_state("-r, state with 2^64 - 1 parameters", resume, state, pristine, n, n,
                      huge_n_params, "state of another model shape (got T 8, V 300, L 1, NH 2, "
                      "C 16, 18446744073709551615 parameters");
+}
+
+/* State: A's state beside a checkpoint it does not hash (run B's) and a PATH.tmp it does
+ * not hash either (run C's), as a crash and another run might leave them: -r refuses, and
+ * neither file moves (renaming PATH.tmp over PATH finishes only a save of this state). */
+static void state_leftover_temp(const char *dir, const char *resume, const char *model,
+                                const char *state, const unsigned char *pristine, size_t n) {
+    char b[CAP], c[CAP], temp[CAP], command[4 * CAP];
+    join(b, dir, "b.bin");
+    join(c, dir, "c.bin");
+    format_into(temp, sizeof temp, "%s.tmp", model);
+    format_into(command, sizeof command, "cp %s %s.keep && cp %s %s && cp %s %s", model, model,
+                b, model, c, temp);
+    if (!check_true(write_bytes(state, pristine, n) == 0 && system(command) == 0,
+                    "state: A's state, B's checkpoint and C's at PATH.tmp in place"))
+        return;
+    expect_train("-r with a checkpoint and a PATH.tmp neither of which the state hashes",
+                 resume, 1, "state of another checkpoint (got ");
+    check_true(check_same_bytes(model, b) && check_same_bytes(temp, c), "state: the checkpoint "
+               "and PATH.tmp left as they were");
+    format_into(command, sizeof command, "mv %s.keep %s && rm -f %s", model, model, temp);
+    check_true(system(command) == 0, "state: A's checkpoint back in place");
 }
 
 /* State: the whole state of run B (same shape) or C (another shape) in place of A's. */
@@ -752,7 +788,19 @@ static void test_state_file(void) {
     unsigned char *pristine = check_read_file(state, &n);
     if (!check_true(pristine && n > STATE_HEADER_BYTES, "state: read A's state")) goto done;
     format_into(resume, sizeof resume, "-r -d %s -o %s -n 8", text, model);
+    /* run A took train's defaults for AdamW: weights/README.md's beta1 0.9, beta2 0.99,
+     * eps 1e-8 */
+    float beta1, beta2, eps;
+    uint32_t bits[3] = {get_slot(pristine, SLOT_BETA1), get_slot(pristine, SLOT_BETA2),
+                        get_slot(pristine, SLOT_EPS)};
+    memcpy(&beta1, &bits[0], 4);
+    memcpy(&beta2, &bits[1], 4);
+    memcpy(&eps, &bits[2], 4);
+    check_true(beta1 == 0.9f && beta2 == 0.99f && eps == 1e-8f, "state: train's AdamW defaults "
+               "(beta1 %g, beta2 %g, eps %g; weights/README.md: 0.9, 0.99, 1e-8)", (double)beta1,
+               (double)beta2, (double)eps);
     state_corruptions(resume, state, pristine, n);
+    state_leftover_temp(dir, resume, model, state, pristine, n);
     state_of_other_runs(dir, resume, state);
     state_of_earlier_step(dir, text);
     state_checkpoint_truncated(resume, model, state, pristine, n);
