@@ -409,6 +409,24 @@ static void test_bpe_reference(void) {
                    "agree)", texts[k].name, n, b.n_merges, first);
         bpe_free(&b);
     }
+    /* pieces of 255 'x' (between newlines): the merges build the whole piece, its last
+     * merge a token of exactly BPE_MAX_TOKEN_BYTES (254 + 1), as the brute-force trainer */
+    size_t len = 0;
+    for (int k = 0; k < 5; k++, len += 256) {
+        memset(text + len, 'x', 255);
+        text[len + 255] = '\n';
+    }
+    int n = ref_train(text, len, REF_VOCAB, merges, counts);
+    Bpe b;
+    int trained = bpe_train(&b, text, len, REF_VOCAB) == 0, same = trained && b.n_merges == n;
+    for (int i = 0; same && i < n; i++)
+        same = b.merges[i][0] == merges[i][0] && b.merges[i][1] == merges[i][1];
+    size_t last = trained && b.n_merges > 0 ? b.offset[255 + b.n_merges + 1] -
+                                               b.offset[255 + b.n_merges] : 0;
+    check_true(n > 0 && same && last == BPE_MAX_TOKEN_BYTES, "bpe: runs of 255 'x': the "
+               "brute-force trainer's %d merges, the last a token of %d bytes (got %d merges, "
+               "the last %zu bytes)", n, BPE_MAX_TOKEN_BYTES, trained ? b.n_merges : -1, last);
+    if (trained) bpe_free(&b);
 done:
     free(text);
     free(merges);
