@@ -640,6 +640,42 @@ static void test_svg(void) {
     }
 }
 
+/* The left axis's labels of a small SVG (6 tokens, the first 2 the prompt): prompt tokens
+ * in #1a1a1a, the rest in #c2410c (the legend's colours); a label of 12 characters (the
+ * SVG's most) shown whole, one of 13 cut to 11 and an ellipsis. */
+static void test_svg_labels(void) {
+    static const char *const text[6] = {"abcdefghijkl", "abcdefghijklm", "p", "q", "r", "s"};
+    static const char *const want[6] = {"abcdefghijkl", "abcdefghijk\xE2\x80\xA6", "p", "q",
+                                        "r", "s"};
+    static Labels labels;
+    Fixture fx;
+    if (fixture_init(&fx, 1, 1, 6, FIX_UNIFORM) != 0) {
+        check_true(0, "svg labels: fixture memory");
+        return;
+    }
+    for (int i = 0; i < 6; i++) {
+        labels.labels[i] = (const unsigned char *)text[i];
+        labels.lens[i] = strlen(text[i]);
+    }
+    AttnMap map = map_make(&fx, &labels, 0, 0);
+    map.n_prompt = 2;
+    int rc, ok = 1;
+    size_t len;
+    char *svg = write_to_string(attnmap_write_svg, &map, &rc, &len);
+    const char *at = svg ? strstr(svg, "text-anchor=\"end\" fill=\"") : NULL;
+    for (int i = 0; i < 6 && ok; i++, at = strstr(at + 1, "text-anchor=\"end\" fill=\"")) {
+        char line[160];
+        snprintf(line, sizeof line, "text-anchor=\"end\" fill=\"%s\">%s</text>",
+                 i < 2 ? "#1a1a1a" : "#c2410c", want[i]);
+        ok = at && strncmp(at, line, strlen(line)) == 0;
+        if (!ok) printf("  label %d: want %s, got %.60s\n", i, line, at ? at : "(none)");
+    }
+    check_true(rc == 0 && ok, "svg labels: the prompt's 2 in the prompt's colour, the rest in "
+               "the generated one; 12 characters whole, 13 cut to 11 and an ellipsis");
+    free(svg);
+    free(fx.w);
+}
+
 /* ---- a big map: PNG panels ---- */
 
 static uint32_t read_u32(const unsigned char *p) {
@@ -1166,6 +1202,7 @@ int main(void) {
     test_checker();
     test_escape();
     test_svg();
+    test_svg_labels();
     test_svg_raster();
     test_html();
     test_shift_note();
