@@ -1344,6 +1344,56 @@ static void test_q8_0_layers(void) {
     free(f.b);
 }
 
+/* A Llama 3 (llama-bpe) vocabulary's pieces are looked up whole, as llama.cpp's
+ * ignore_merges does, by their GPT-2 spelling among the tokens' texts: special tokens
+ * "xq" and " zw" (control; "<e>" the end token), no merges. Text that continues a sequence (no special tokens
+ * parsed): "xq" is its special token, whose text is its own GPT-2 spelling; " zw" is not
+ * (its spelling is "\xc4\xa0zw"), so it falls to its three bytes. */
+static void test_llama3_whole_pieces(void) {
+    static const char *const extra[] = {"xq", " zw", "<e>"};
+    Buf f = {0};
+    put(&f, "GGUF", 4);
+    put_u32(&f, 3);
+    put_u64(&f, 0);
+    put_u64(&f, 7);
+    put_kv_str(&f, "tokenizer.ggml.model", "gpt2");
+    put_kv_str(&f, "tokenizer.ggml.pre", "llama-bpe");
+    put_str(&f, "tokenizer.ggml.tokens");
+    put_u32(&f, 9);
+    put_u32(&f, 8);
+    put_u64(&f, 259);
+    for (int b = 0; b < 256; b++) put_gpt2_str(&f, &(unsigned char){(unsigned char)b}, 1);
+    for (int i = 0; i < 3; i++) put_str(&f, extra[i]);
+    put_str(&f, "tokenizer.ggml.token_type");
+    put_u32(&f, 9);
+    put_u32(&f, 5);
+    put_u64(&f, 259);
+    for (int id = 0; id < 259; id++) put(&f, &(int32_t){id < 256 ? 1 : 3}, 4);
+    put_str(&f, "tokenizer.ggml.merges");
+    put_u32(&f, 9);
+    put_u32(&f, 8);
+    put_u64(&f, 0);
+    put_kv_u32(&f, "tokenizer.ggml.bos_token_id", 258, NULL);
+    put_kv_u32(&f, "tokenizer.ggml.eos_token_id", 258, NULL);
+    save(&f);
+    free(f.b);
+    Tokenizer t;
+    if (!check_true(gguf_load_tokenizer(&t, path) == 0, "Llama 3 whole pieces: the vocabulary "
+                    "loads"))
+        return;
+    int ids[8];
+    size_t n = 0;
+    int ok = tokenizer_encode_continuation(&t, "xq", 2, ids, 8, &n) == 0 && n == 1 &&
+             ids[0] == 256;
+    check_true(ok, "Llama 3: a piece spelled as a special token's printable text is that token "
+               "(got %zu ids, the first %d)", n, n ? ids[0] : -1);
+    ok = tokenizer_encode_continuation(&t, " zw", 3, ids, 8, &n) == 0 && n == 3 &&
+         ids[0] == ' ' && ids[1] == 'z' && ids[2] == 'w';
+    check_true(ok, "Llama 3: a piece spelled as the special \" zw\" is its bytes (its GPT-2 "
+               "spelling is another; got %zu ids, the first %d)", n, n ? ids[0] : -1);
+    tokenizer_free(&t);
+}
+
 /* -I with -r: each turn runs until its own text ends with the reverse prompt. The bytes
  * that ended a turn were still in the window -r compares after the user's line, so a
  * turn after the first stopped at its first "ay" (s260k's greedy text is "ay" tokens). */
@@ -1869,6 +1919,7 @@ int main(void) {
     test_special_prompt();
     test_smollm_pre();
     test_llama3_pre();
+    test_llama3_whole_pieces();
     test_llama_bpe();
     test_rope_base();
     test_bos_runs_on();
