@@ -1346,9 +1346,10 @@ static void test_q8_0_layers(void) {
 
 /* A Llama 3 (llama-bpe) vocabulary's pieces are looked up whole, as llama.cpp's
  * ignore_merges does, by their GPT-2 spelling among the tokens' texts: special tokens
- * "xq" and " zw" (control; "<e>" the end token), no merges. Text that continues a sequence (no special tokens
- * parsed): "xq" is its special token, whose text is its own GPT-2 spelling; " zw" is not
- * (its spelling is "\xc4\xa0zw"), so it falls to its three bytes. */
+ * "xq" and " zw" (control; "<e>" the end token), no merges. Text that continues a
+ * sequence (no special tokens parsed): "xq" is its special token, whose text is its own
+ * GPT-2 spelling; " zw" is not (its spelling is "\xc4\xa0zw"), so it falls to its three
+ * bytes. */
 static void test_llama3_whole_pieces(void) {
     static const char *const extra[] = {"xq", " zw", "<e>"};
     Buf f = {0};
