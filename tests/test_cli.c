@@ -1566,8 +1566,8 @@ static void eval_ref_tokenizer(const char *model, const char *tok, const char *t
 /* --eval with a Llama vocabulary (s260k and tok512 of llama2.c), on a text that fits one
  * window: the bytes predicted are the text's own 42 (a token after BOS drops its dummy
  * space, as decoding with the previous token does), and bits/char is the loss in bits
- * over them: loss x tokens / (42 ln 2), perplexity exp(loss). With llama2.c's 32000-token tokenizer, "In"
- * encodes as BOS and " In", id 512: one past s260k's vocabulary, refused. */
+ * over them: loss x tokens / (42 ln 2), perplexity exp(loss). With llama2.c's 32000-token
+ * tokenizer, "In" encodes as BOS and " In", id 512: one past s260k's vocabulary, refused. */
 static void eval_llama(void) {
     const char *model = check_data_file("llama2c/s260k.bin");
     const char *tok = check_data_file("llama2c/tok512.bin");

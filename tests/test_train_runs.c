@@ -609,7 +609,8 @@ static void test_update_reference(void) {
             return;
         }
         size_t n = tr.n_params;
-        for (size_t i = 0; i < n; i++) tr.params[i] = 0.2f * cosf(0.11f * (float)i);   /* biases too */
+        for (size_t i = 0; i < n; i++)   /* biases too, so that decay on one shows */
+            tr.params[i] = 0.2f * cosf(0.11f * (float)i);
         double *p = to_f64(tr.params, n), *m = calloc(n, sizeof *m), *v = calloc(n, sizeof *v);
         double *decay = calloc(n, sizeof *decay);
         double lr0 = (double)s.lr, lr_min = (double)s.lr * (double)s.lr_min_ratio;
@@ -618,7 +619,8 @@ static void test_update_reference(void) {
         for (size_t t = 0, at = 0; p && m && v && decay && t < TRAIN_N_TENSORS; t++) {
             for (size_t k = 0; k < sizeof DECAYED / sizeof DECAYED[0]; k++)
                 if ((int)t == DECAYED[k])
-                    for (size_t i = 0; i < tr.tensor_size[t]; i++) decay[at + i] = (double)s.weight_decay;
+                    for (size_t i = 0; i < tr.tensor_size[t]; i++)
+                        decay[at + i] = (double)s.weight_decay;
             at += tr.tensor_size[t];
         }
         double worst_p = 0.0, worst_mv = 0.0, worst_norm = 0.0;
