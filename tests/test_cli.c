@@ -1866,6 +1866,16 @@ static void test_quantize_program(const char *model, const char *tok) {
         unsigned mode = stat(out, &st) == 0 ? (unsigned)(st.st_mode & 07777) : 0u;
         check_true(mode == 0600, "quantize: the replaced OUT keeps mode 600 (got %o)", mode);
     }
+    {   /* a new OUT gets what open(2) would give it under the umask (mkstemp's is 0600) */
+        char fresh[256];
+        snprintf(fresh, sizeof fresh, "%s/umask.bin", dir);
+        snprintf(command, sizeof command, "umask 027 && %s %s %s", quantize, model, fresh);
+        int code = check_run(command, NULL, NULL);
+        unsigned mode = code == 0 && stat(fresh, &st) == 0 ? (unsigned)(st.st_mode & 07777) : 0u;
+        check_true(mode == 0640, "quantize under umask 027: a new OUT of mode 640 (got %o, exit "
+                   "%d)", mode, code);
+        remove(fresh);
+    }
     if (chmod(out, 0444) == 0 && access(out, W_OK) != 0) {
         snprintf(args, sizeof args, "%s %s", model, out);
         expect_program(quantize, "quantize over a read-only OUT", args, 1,
