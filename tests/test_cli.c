@@ -821,6 +821,8 @@ static void test_strict_parsing(const char *model, const char *tok) {
     snprintf(args, sizeof args, "-z %s -n 3 -t 100 -p 1 -s 3 -- %s", tok, model);
     expect("-t 100 and -p 1, the ranges' ends; the model after --", args, 0,
            "generation: 3 tokens");
+    expect("a second -- after the first is an argument: the model's path", "-- --", 1,
+           "model: --: cannot open (got \"No such file or directory\", expected a model file)");
     /* "--" ends the options (getopt's rule): a model whose name starts with '-', run from
      * its folder (RUN a command, as make valgrind's, cannot move there: not checked) */
     if (strchr(run_bin, ' ')) {
