@@ -11,7 +11,8 @@
 # blank line) and is EXPR, an awk expression, rounded to VALUE's decimals (commas in VALUE
 # ignored). `NAME := EXPR` in such a comment names a value for the checks after it; pi
 # is defined. So a slipped digit in the text fails like a changed output.
-# Then a short training run with the tutorial's settings (10 steps and a checkpoint after
+# Then the exercise of 3.7: its commands run as written, their counts against the answer's
+# table. Then a short training run with the tutorial's settings (10 steps and a checkpoint after
 # the 10th instead of its 1000 and 250, every other flag as written, the rest defaults) on
 # Tiny Shakespeare, if data/tinyshakespeare.txt or ../shared/data/tinyshakespeare.txt is
 # there (else it says skipped): it must train, and the tutorial's ./run command must
@@ -116,6 +117,25 @@ while [ "$i" -le "$checks" ]; do
 done
 if [ "$checks" -lt 30 ]; then
     echo "FAIL - tutorial: only $checks numbers of the prose checked in $doc"
+    fail=$((fail + 1))
+fi
+
+# the exercise of 3.7: its sh block (the one writing top.txt) run as written in a folder
+# of its own, its "head H: N of 40" lines against the answer's table rows "| H | N |"
+awk '/^```sh/ { block = ""; inblock = 1; next }
+     /^```/ && inblock { inblock = 0; if (block ~ /top\.txt/) { printf "%s", block; exit } }
+     inblock { block = block $0 "\n" }' "$doc" > "$tmp/exercise.sh"
+awk '/top\.txt/ { seen = 1 } seen && /^<\/details>/ { exit }
+     seen && /^\| [0-9]+ \| [0-9]+ \|$/ { print "head " $2 ": " $4 " of 40" }' "$doc" \
+    > "$tmp/exercise.want"
+mkdir "$tmp/exercise" && ln -s "$(pwd)/weights" "$(pwd)/run" "$tmp/exercise/" &&
+    (cd "$tmp/exercise" && sh "$tmp/exercise.sh") > "$tmp/exercise.got" 2>/dev/null
+if [ -s "$tmp/exercise.want" ] && cmp -s "$tmp/exercise.got" "$tmp/exercise.want"; then
+    echo "ok - tutorial: the exercise of 3.7 run as written gives its answer's table"
+    pass=$((pass + 1))
+else
+    echo "FAIL - tutorial: the exercise of 3.7 ($doc): the answer (-), the code (+)"
+    diff "$tmp/exercise.want" "$tmp/exercise.got" | sed -n 's/^</-/p; s/^>/+/p'
     fail=$((fail + 1))
 fi
 
