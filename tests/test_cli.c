@@ -177,6 +177,12 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "invalid repeat count '2' (expected N*SPEC with N in 1..1");
     EXPECT_USAGE("attention: a layer's spec bad", "--attn '1*exakt'",
                  "unknown attention 'exakt'");
+    /* names and keys are matched whole, not as prefixes (exa ran as exact) */
+    EXPECT_USAGE("attention: a prefix of a name", "--attn exa", "unknown attention 'exa'");
+    EXPECT_USAGE("attention: a prefix of a key", "--attn exact:s=1",
+                 "exact: unknown or malformed parameter 's=1'");
+    EXPECT_USAGE("attention: a prefix of lsh's local", "--attn lsh:l=5",
+                 "lsh: unknown or malformed parameter 'l=5'");
     /* a count of 1 is one layer, not every layer (the shipped model has 10: '1*window' ran
      * window in all ten) */
     snprintf(args, sizeof args, "weights/model.bin -z weights/tokenizer.bin -n 1 --attn "
@@ -256,6 +262,16 @@ static void test_usage_errors(const char *model, const char *tok) {
 
 static void test_bad_files(const char *tok) {
     char args[1024];
+    {   /* the shipped tokenizer one byte short: its last token named */
+        char cut[256], command[600];
+        snprintf(cut, sizeof cut, "%s/tok_cut.bin", dir);
+        snprintf(command, sizeof command, "head -c $(( $(wc -c < weights/tokenizer.bin) - 1 )) "
+                 "weights/tokenizer.bin > %s", cut);
+        snprintf(args, sizeof args, "weights/model.bin -z %s -n 1", cut);
+        if (check_true(check_run(command, NULL, NULL) == 0, "the shipped tokenizer cut by a byte"))
+            expect("a tokenizer one byte short", args, 1, "tok_cut.bin: truncated in token 1023 "
+                   "(got 12 bytes, expected 13)");
+    }
 #define EXPECT_BAD(what, path, message) \
     (snprintf(args, sizeof args, "%s -z %s -n 1", path, tok), expect(what, args, 1, message))
     EXPECT_BAD("missing model", "/nonexistent/model.bin",
@@ -486,6 +502,43 @@ static void test_special_files(const char *model, const char *tok) {
 static void test_standard_input(const char *model, const char *tok) {
     char command[2048], *out = NULL, *err = NULL;
     int code;
+    /* a prompt of 240,001 bytes read whole from a pipe (read in pieces of 64 KiB) and from
+     * its file: the same token count in the same refusal */
+    char *via[2] = {NULL, NULL};
+    snprintf(command, sizeof command, "awk 'BEGIN { for (i = 0; i < 60000; i++) printf "
+             "\"a b \"; print \"\" }' > %s/big.txt", dir);
+    check_run(command, NULL, NULL);
+    for (int piped = 0; piped < 2; piped++) {
+        if (piped)
+            snprintf(command, sizeof command, "cat %s/big.txt | %s %s -z %s -n 1 -f -", dir,
+                     run_bin, model, tok);
+        else
+            snprintf(command, sizeof command, "%s %s -z %s -n 1 -f %s/big.txt", run_bin, model,
+                     tok, dir);
+        check_run(command, NULL, &via[piped]);
+    }
+    const char *at = via[0] ? strstr(via[0], "prompt too long for the context (got ") : NULL;
+    check_true(at && via[1] && strstr(via[1], at), "a prompt of 240,001 bytes: through -f - "
+               "the token count of -f FILE: %s", at ? at : "(no refusal)");
+    free(via[0]);
+    free(via[1]);
+    /* standard input of 16 MiB (RUN_MAX_TEXT_BYTES) read whole, one byte more refused (not
+     * cut); natively only: 16 MiB through valgrind take minutes */
+    if (!strchr(run_bin, ' ')) {
+        for (int more = 0; more < 2; more++) {
+            snprintf(command, sizeof command, "head -c %d /dev/zero | tr '\\0' a | %s %s -z %s "
+                     "-n 1 -f -", (1 << 24) + more, run_bin, model, tok);
+            err = NULL;
+            code = check_run(command, NULL, &err);
+            check_true(code == 1 && err && strstr(err, more ? "standard input: too large (got "
+                       "more than 16777216 bytes" : "prompt too long for the context (got "
+                       "16777216 tokens"), "standard input of 16 MiB%s: %s", more ? " + 1 byte"
+                       : "", err ? err : "");
+            free(err);
+        }
+    } else {
+        check_skip("RUN is a command (valgrind): 16 MiB of standard input not read");
+    }
     const char *modes[2][2] = {{"-f -", "pr.svg"}, {"-I", "lines.svg"}};
     for (int i = 0; i < 2; i++) {
         snprintf(command, sizeof command, "printf 'hi\\n' > %s/%s && %s %s -z %s -n 2 %s "
@@ -1845,6 +1898,22 @@ static void test_quantize_program(const char *model, const char *tok) {
         snprintf(copy, sizeof copy, "%s/other_q8_copy.bin", dir);
         check_true(check_same_bytes(other_q8, copy), "quantize: another model's int8 file "
                    "named as OUT is kept");
+        /* one that differs in its context alone (8 positions, the model 16) is another's too */
+        const char *short_ctx = write_model("ctx8.bin", 20240326, 3, 8, V, L, NH, C, VP, 0);
+        snprintf(args, sizeof args, "%s %s/ctx8_q8.bin", short_ctx, dir);
+        expect_program(quantize, "quantize a model of context 8", args, 0, "int8, groups of 32");
+        snprintf(args, sizeof args, "%s %s/ctx8_q8.bin", model, dir);
+        expect_program(quantize, "quantize over the int8 file of a model of another context",
+                       args, 1, "ctx8_q8.bin: exists and is not this model's int8 file (got the "
+                       "int8 file of a model of another shape");
+        /* an empty OUT is replaced (the help's rule), and a third path is refused */
+        snprintf(command, sizeof command, ": > %s/empty_q8.bin", dir);
+        check_run(command, NULL, NULL);
+        snprintf(args, sizeof args, "%s %s/empty_q8.bin", model, dir);
+        expect_program(quantize, "quantize over an empty OUT", args, 0, "int8, groups of 32");
+        snprintf(args, sizeof args, "%s %s/a_q8.bin %s/b_q8.bin", model, dir, dir);
+        expect_program(quantize, "quantize with three paths", args, 2, "b_q8.bin: too many "
+                       "arguments (expected IN.bin and OUT.bin only)");
     }
     /* a name whose lock's temporary passes the folder's limit: refused at the start (a save
      * of 245 to 250 bytes failed at its temporary, 251 and more at its lock) */
@@ -2497,6 +2566,17 @@ static void test_tutorial_program(void) {
         free(out);
         free(err);
     }
+    /* a text of TUTORIAL_MAX_TOKENS (256) tokens: 256 x's, one token each; one more is
+     * refused (ids[] holds 256); a SIGMA alone (the QUERY defaulted) */
+    char x256[300], args[400];
+    memset(x256, 'x', 256);
+    x256[256] = '\0';
+    snprintf(args, sizeof args, "tokens %s", x256);
+    expect_program(tutorial, "tutorial tokens of 256 tokens", args, 0, "");
+    snprintf(args, sizeof args, "tokens %sx", x256);
+    expect_program(tutorial, "tutorial tokens of 257 tokens", args, 1, "tutorial: the text must "
+                   "be at most 256 tokens (got 257)");
+    expect_program(tutorial, "tutorial kernel 5 (a sigma alone)", "kernel 5", 0, "");
 }
 
 /* A GPT-2 fixture with rotary positions (train --pos rope), written as the format
