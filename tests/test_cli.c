@@ -857,7 +857,10 @@ static void test_strict_parsing(const char *model, const char *tok) {
         {"window:w=4,sinklogit=1", "(window:w=4,sinks=0,sinklogit=1)\n"},
         {"gauss:tau=1.000000667", "(gauss:tau=1.0000007)\n"},
         {"'10*window:w=4'", "(window:w=4,sinks=0)\n"},
-        {"'9*window:w=4;exact'", "(9*window:w=4,sinks=0;exact)\n"}};
+        {"'9*window:w=4;exact'", "(9*window:w=4,sinks=0;exact)\n"},
+        {"unscaled", "(unscaled)\n"}, {"exact:tau=0.5", "(exact:tau=0.5)\n"},
+        {"softmax1", "(exact:softmax1=1)\n"},
+        {"window:w=8,softmax1=1", "(window:w=8,sinks=0,softmax1=1)\n"}};
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
         char what[96];
         snprintf(args, sizeof args, "weights/model.bin -n 1 -t 0 --attn %s", formats[i][0]);

@@ -176,6 +176,10 @@ static void test_unicode(void) {
         {0xFEFF, 0, 0, 1, "U+FEFF BOM"},        {'!', 0, 0, 0, "'!'"},
         {0x1F600, 0, 0, 0, "U+1F600 emoji"},    {0x110000, 0, 0, 0, "above U+10FFFF"},
         {0xFFFFFFFFu, 0, 0, 0, "0xFFFFFFFF"},
+        /* the last letter range, CJK extension G (Lo in Python 3.11's unicodedata, Unicode
+         * 14.0.0), and the unassigned code point after it (Cn) */
+        {0x30000, 1, 0, 0, "U+30000 CJK ext. G"}, {0x3134A, 1, 0, 0, "U+3134A its last"},
+        {0x3134B, 0, 0, 0, "U+3134B unassigned"},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
