@@ -13,7 +13,7 @@
 #include <errno.h>     /* errno, EIO */
 #include <float.h>     /* FLT_EVAL_METHOD */
 #include <math.h>      /* fabsf; pow, cos, sin, fmax, fabs (float64 references) */
-#include <stdint.h>    /* uint64_t */
+#include <stdint.h>    /* uint64_t, uintptr_t, SIZE_MAX */
 #include <stdio.h>     /* printf, snprintf */
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* memcmp, memcpy, memset */
@@ -907,6 +907,36 @@ static void test_commit_keep(void) {
  * may use two CPUs) and one of a few KiB (mapped), each compared byte for byte with what
  * was written; where a large file is read whole (the copy is os_map_file's own), asked
  * for more bytes than the file holds, the read fails (NULL, EIO). */
+/* os_alloc_parts: parts of 1, 1, 65 and 0 bytes, zeros, and apart (each filled with its
+ * own byte, every part then still holds its own); where they are carved from one block
+ * (not OS_PLAIN_ALLOC's callocs), each on cache lines of its own: 64-byte aligned, 64, 64
+ * and 128 bytes apart. And os_alloc_zeroed refusing a size whose bytes overflow size_t. */
+static void test_alloc_parts(void) {
+    static const size_t sizes[4] = {1, 1, 65, 0};
+    unsigned char *p[4] = {NULL, NULL, NULL, NULL};
+    OsPart parts[4];
+    for (int i = 0; i < 4; i++) parts[i] = (OsPart){(void **)&p[i], sizes[i]};
+    int ok = os_alloc_parts(parts, 4) == 0;
+    for (int i = 0; ok && i < 4; i++) {
+        ok = p[i] != NULL;
+        for (size_t j = 0; ok && j < sizes[i]; j++) ok = p[i][j] == 0;
+    }
+    for (int i = 0; ok && i < 4; i++) memset(p[i], i + 1, sizes[i]);
+    for (int i = 0; ok && i < 4; i++)
+        for (size_t j = 0; ok && j < sizes[i]; j++) ok = p[i][j] == i + 1;
+#ifndef OS_PLAIN_ALLOC
+    static const size_t apart[3] = {64, 64, 128};
+    for (int i = 0; ok && i < 3; i++)
+        ok = (uintptr_t)p[i] % 64 == 0 && (size_t)(p[i + 1] - p[i]) == apart[i];
+#endif
+    check_true(ok, "os_alloc_parts: parts of 1, 1, 65 and 0 bytes, zeros, each its own "
+               "(64-byte aligned, on lines of their own)");
+    if (p[0]) os_free_parts(parts, 4);
+    void *huge = os_alloc_zeroed(SIZE_MAX / 8, 16);
+    check_true(huge == NULL, "os_alloc_zeroed: SIZE_MAX / 8 blocks of 16 bytes refused");
+    if (huge) os_free_zeroed(huge);
+}
+
 static void test_map_file(void) {
     static const size_t sizes[] = {((size_t)5 << 20) + 77, ((size_t)70 << 20) + 5, 3000};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -1235,6 +1265,7 @@ int main(void) {
         return check_summary("test_model");
     test_mark_cold();
     test_map_file();
+    test_alloc_parts();
     test_qkv_int8_groups();
     test_rope_bits();
     test_rope_base();
