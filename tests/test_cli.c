@@ -1909,6 +1909,22 @@ static void test_quantize_program(const char *model, const char *tok) {
         expect_program(quantize, "quantize over the int8 file of a model of another context",
                        args, 1, "ctx8_q8.bin: exists and is not this model's int8 file (got the "
                        "int8 file of a model of another shape");
+        /* standard error closed: the int8 file is the same (a descriptor 2 left free would
+         * be OUT's, and the messages would land in it); standard error into OUT: refused */
+        snprintf(command, sizeof command, "%s %s %s/q8_open.bin 2>/dev/null && %s %s "
+                 "%s/q8_closed.bin 2>&- && cmp %s/q8_closed.bin %s/q8_open.bin", quantize, model,
+                 dir, quantize, model, dir, dir, dir);
+        check_true(check_run(command, NULL, NULL) == 0, "quantize with standard error closed: "
+                   "the same int8 file");
+        snprintf(command, sizeof command, "%s %s %s/q8_err.bin 2> %s/q8_err.bin; echo \"exit "
+                 "$?\"; cat %s/q8_err.bin", quantize, model, dir, dir, dir);
+        char *said = NULL;
+        check_run(command, &said, NULL);
+        check_true(said && strstr(said, "exit 1\nquantize: ") && strstr(said, "q8_err.bin: is "
+                   "the file standard error goes to (got the same file, expected another path "
+                   "for the int8 model)"), "quantize 2> OUT: refused, the message its only "
+                   "content");
+        free(said);
         /* an empty OUT is replaced (the help's rule), and a third path is refused */
         snprintf(command, sizeof command, ": > %s/empty_q8.bin", dir);
         check_run(command, NULL, NULL);
