@@ -67,13 +67,6 @@ static void lower_to_cgroup(const char *root, const char *group, const char *nam
     }
 }
 
-#if defined(__SANITIZE_ADDRESS__)   /* gcc's AddressSanitizer */
-#define OS_PLAIN_ALLOC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)   /* clang's */
-#define OS_PLAIN_ALLOC 1
-#endif
-#endif
 #if defined(MAP_ANONYMOUS) && !defined(__wasi__) && !defined(OS_PLAIN_ALLOC)
 #define OS_HEADER 64   /* the mapping's length, kept in front of the block (one cache line) */
 #define OS_HUGE_MIN (4u << 20)   /* blocks marked for huge pages: at least two of them */

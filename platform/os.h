@@ -66,8 +66,16 @@ size_t os_memory_limit(size_t fallback);
  * bytes each, 64-byte aligned, or NULL if out of memory. Where the system can (Linux), the
  * block is mapped on its own and, from 4 MiB on, marked for huge pages: its pages come as
  * they are first written, 2 MiB at a time rather than 4 KiB (a page fault costs
- * microseconds, and thousands on a VM). Under AddressSanitizer, or built with -DOS_PLAIN_ALLOC (the valgrind
- * build), it is calloc itself, so that those tools see each block's edges. */
+ * microseconds, and thousands on a VM). With OS_PLAIN_ALLOC (defined here under
+ * AddressSanitizer, or given, as the valgrind build does) it is calloc itself, so that
+ * those tools see each block's edges. */
+#if defined(__SANITIZE_ADDRESS__)   /* gcc's AddressSanitizer */
+#define OS_PLAIN_ALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)   /* clang's */
+#define OS_PLAIN_ALLOC 1
+#endif
+#endif
 void *os_alloc_zeroed(size_t n, size_t size);
 void os_free_zeroed(void *p);
 

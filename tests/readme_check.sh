@@ -17,6 +17,8 @@
 # Usage: sh tests/readme_check.sh  (make readme-check)
 set -u
 cd "$(dirname "$0")/.." || exit 1
+# a user's shell, not make's: a make run under make check would say which folder it left
+unset MAKEFLAGS MAKELEVEL MFLAGS MAKEOVERRIDES
 here=$(pwd)
 shared=${SHARED_DIR:-$here/../shared}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/readme_check.XXXXXX") || exit 1
