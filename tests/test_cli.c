@@ -1914,8 +1914,11 @@ static void test_quantize_program(const char *model, const char *tok) {
         snprintf(command, sizeof command, "%s %s %s/q8_open.bin 2>/dev/null && %s %s "
                  "%s/q8_closed.bin 2>&- && cmp %s/q8_closed.bin %s/q8_open.bin", quantize, model,
                  dir, quantize, model, dir, dir, dir);
-        check_true(check_run(command, NULL, NULL) == 0, "quantize with standard error closed: "
-                   "the same int8 file");
+        if (strchr(quantize, ' '))   /* valgrind writes to standard error itself */
+            check_skip("QUANTIZE is a command (valgrind): standard error closed not checked");
+        else
+            check_true(check_run(command, NULL, NULL) == 0, "quantize with standard error "
+                       "closed: the same int8 file");
         snprintf(command, sizeof command, "%s %s %s/q8_err.bin 2> %s/q8_err.bin; echo \"exit "
                  "$?\"; cat %s/q8_err.bin", quantize, model, dir, dir, dir);
         char *said = NULL;
