@@ -1645,15 +1645,15 @@ static void eval_llama(void) {
     snprintf(args, sizeof args, "%s %s -z %s --eval %s", run_bin, model, tok, text_path);
     int code = check_run(args, &out, NULL);
     long tokens = 0, bytes = 0;
-    double nats = NAN, bits = NAN;
+    double nats = (double)NAN, bits = (double)NAN;
     const char *at = out ? strstr(out, " tokens predicted (") : NULL;
     while (at && at > out && at[-1] >= '0' && at[-1] <= '9') at--;
     if (at && sscanf(at, "%ld tokens predicted (%ld bytes)", &tokens, &bytes) != 2) tokens = 0;
     at = out ? strstr(out, "loss: ") : NULL;
-    double perplexity = NAN;
+    double perplexity = (double)NAN;
     if (at && sscanf(at, "loss: %lf nats/token, %lf bits/char, perplexity %lf", &nats, &bits,
                      &perplexity) != 3)
-        bits = NAN;
+        bits = (double)NAN;
     double want_bits = nats * (double)tokens / (log(2.0) * (double)(sizeof text - 1));
     check_true(code == 0 && tokens > 1 && bytes == (long)sizeof text - 1,
                "--eval with a Llama vocabulary: the text's %zu bytes predicted (exit %d, got "

@@ -121,7 +121,7 @@ static void check_final_against_run(const char *text, const char *model, const c
     enum { T = 8 };
     char *out = NULL;
     unsigned long from = 0, to = 0, bytes = 0;
-    double nats = NAN, bits = NAN, sum = 0.0;
+    double nats = (double)NAN, bits = (double)NAN, sum = 0.0;
     long count = 0;
     int code = train(args, &out, NULL);
     const char *at = out ? strstr(out, "validation bytes [") : NULL;
@@ -148,8 +148,8 @@ static void check_final_against_run(const char *text, const char *model, const c
             ok = logits != NULL;
             for (int i = 0; ok && i < len; i++, count++) {
                 const float *row = logits + (size_t)i * (size_t)m.config.vocab_size;
-                double max = row[0], z = 0.0;
-                for (int v = 1; v < m.config.vocab_size; v++) max = fmax(max, row[v]);
+                double max = (double)row[0], z = 0.0;
+                for (int v = 1; v < m.config.vocab_size; v++) max = fmax(max, (double)row[v]);
                 for (int v = 0; v < m.config.vocab_size; v++) z += exp((double)row[v] - max);
                 sum += max + log(z) - (double)row[ids[w + (size_t)i + 1]];
             }
