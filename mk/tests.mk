@@ -23,7 +23,7 @@ $(B)/tests/test_attention_variants: $(B)/tests/test_attention_variants.o $(B)/te
                                     $(B)/tests/attention_kernels.o $(B)/attention.o $(KERNELS)
 $(B)/tests/test_attention_train: $(B)/tests/test_attention_train.o $(B)/tests/check.o \
                                  $(B)/attention.o $(KERNELS)
-$(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(CORE)
+$(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(B)/tests/gpt2_f64.o $(CORE)
 $(B)/tests/test_gguf: $(B)/tests/test_gguf.o $(B)/tests/check.o $(CORE)
 $(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/lab/eval.o $(CORE) $(TOK)
 $(B)/tests/test_generate: $(B)/tests/test_generate.o $(B)/tests/check.o $(B)/generate.o \
@@ -37,6 +37,7 @@ $(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/lab/a
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
 $(TRAIN_TESTS): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/check.o $(B)/tests/train_fixtures.o \
                 $(TRAIN_LIB) $(B)/platform/cli.o $(B)/trainer/bpe.o $(B)/lab/attention_spec.o $(CORE) $(TOK)
+$(B)/tests/test_train_grad: $(B)/tests/gpt2_f64.o   # the float64 reference forward
 $(TESTS):
 	$(CC) $(BASE) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

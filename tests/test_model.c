@@ -26,6 +26,7 @@
 #include "os.h"           /* os_map_file, os_unmap_file, os_alloc_zeroed, os_commit_keep */
 #include "quant.h"        /* quant_quantize */
 #include "tests/check.h"  /* check_* */
+#include "tests/gpt2_f64.h"   /* gpt2_f64_forward: the float64 reference */
 #include "tokenizer.h"    /* tokenizer_load, tokenizer_encode: --attn-top's prompt */
 
 /* The files the tests write go in a folder of their own, made by main (mkdtemp) and
@@ -1014,108 +1015,58 @@ static void test_mark_cold(void) {
                "fp32 one not");
 }
 
-/* LayerNorm of x (C,) into out (C,), eps 1e-5, in float64. */
-static void layernorm_f64(double *out, const double *x, const float *w, const float *b, int C) {
-    double mean = 0.0, var = 0.0;
-    for (int i = 0; i < C; i++) mean += x[i] / C;
-    for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean) / C;
-    for (int i = 0; i < C; i++)
-        out[i] = (x[i] - mean) / sqrt(var + 1e-5) * (double)w[i] + (double)b[i];
+/* n floats of x as doubles into out (n,), or zeros where x is NULL (a missing bias). */
+static void widen(double *out, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = x ? (double)x[i] : 0.0;
 }
 
-/* out (rows,) = W x + b, W (rows, cols) fp32 (b may be NULL), in float64. */
-static void matvec_f64(double *out, const float *W, const float *b, const double *x, int rows,
-                       int cols) {
-    for (int o = 0; o < rows; o++) {
-        double sum = b ? (double)b[o] : 0.0;
-        for (int i = 0; i < cols; i++) sum += (double)W[(size_t)o * cols + i] * x[i];
-        out[o] = sum;
-    }
-}
-
-/* The forward of a GPT-2 model m (llm.c's: learned positions, LayerNorm eps 1e-5, GELU's
- * tanh form, fp32 matrices, the classifier tied to the token table) over the T tokens ids,
- * in float64 from its weights: logits (T, V) if not NULL, and layer `layer`'s attention
- * weights into weights (NH, T, T) if not NULL: row t of head h over keys 0..t, NaN past t.
- * Returns 0, or -1 without fp32 weights or memory. */
+/* The forward of a GPT-2 model m (fp32 matrices, its classifier the token table) over the
+ * T tokens ids, in float64 from its weights (gpt2_f64.h): logits (T, V) if not NULL, and
+ * layer `layer`'s attention weights into weights (NH, T, T) if not NULL: row t of head h
+ * over keys 0..t, NaN past t. Returns 0, or -1 without fp32 weights or memory. */
 static int gpt2_f64(const Model *m, const int *ids, int T, double *logits, int layer,
                     double *weights) {
     const Config *c = &m->config;
     const Weights *W = &m->checkpoint.weights;
-    int C = c->dim, NH = c->n_heads, HS = c->head_dim, Hd = c->hidden_dim, V = c->vocab_size;
-    double *x = malloc((size_t)T * C * sizeof(double));        /* (T, C) the residual */
-    double *xn = malloc((size_t)T * C * sizeof(double));       /* (T, C) */
-    double *q = malloc((size_t)T * C * sizeof(double));        /* (T, C) */
-    double *k = malloc((size_t)T * C * sizeof(double));        /* (T, C) */
-    double *v = malloc((size_t)T * C * sizeof(double));        /* (T, C) */
-    double *h = malloc((size_t)(Hd > C ? Hd : C) * sizeof(double));
-    double *o = malloc((size_t)C * sizeof(double));
-    double *s = malloc((size_t)T * sizeof(double));
-    int ok = x && xn && q && k && v && h && o && s && W->pos_embedding &&
-             W->token_embedding.f32 && W->classifier.f32 && c->n_kv_heads == NH;
+    size_t C = (size_t)c->dim, Hd = (size_t)c->hidden_dim;
+    Gpt2F64 g = {.L = c->n_layers, .C = c->dim, .NH = c->n_heads, .Hd = c->hidden_dim,
+                 .V = c->vocab_size};
+    double *block = malloc(gpt2_f64_views(&g, NULL, T) * sizeof(double));
+    int ok = block && W->pos_embedding && W->token_embedding.f32 &&
+             W->classifier.f32 == W->token_embedding.f32 && c->n_kv_heads == c->n_heads;
     for (int l = 0; ok && l < c->n_layers; l++) {
         const LayerWeights *lw = &W->layers[l];
         ok = lw->wq.f32 && lw->wk.f32 && lw->wv.f32 && lw->wo.f32 && lw->w_up.f32 &&
              lw->w_down.f32;
     }
-    for (int t = 0; ok && t < T; t++)
-        for (int i = 0; i < C; i++)
-            x[(size_t)t * C + i] = (double)W->token_embedding.f32[(size_t)ids[t] * C + i] +
-                                   (double)W->pos_embedding[(size_t)t * C + i];
-    for (int l = 0; ok && l < c->n_layers; l++) {
-        const LayerWeights *lw = &W->layers[l];
-        for (int t = 0; t < T; t++) {
-            layernorm_f64(xn + (size_t)t * C, x + (size_t)t * C, lw->norm1_w, lw->norm1_b, C);
-            matvec_f64(q + (size_t)t * C, lw->wq.f32, lw->bq, xn + (size_t)t * C, C, C);
-            matvec_f64(k + (size_t)t * C, lw->wk.f32, lw->bk, xn + (size_t)t * C, C, C);
-            matvec_f64(v + (size_t)t * C, lw->wv.f32, lw->bv, xn + (size_t)t * C, C, C);
+    if (ok) {
+        gpt2_f64_views(&g, block, T);
+        widen(g.wte, W->token_embedding.f32, (size_t)g.V * C);
+        widen(g.wpe, W->pos_embedding, (size_t)T * C);
+        for (size_t l = 0; l < (size_t)g.L; l++) {
+            const LayerWeights *lw = &W->layers[l];
+            widen(g.ln1w + l * C, lw->norm1_w, C);
+            widen(g.ln1b + l * C, lw->norm1_b, C);
+            widen(g.qkvw + l * 3 * C * C, lw->wq.f32, C * C);
+            widen(g.qkvw + (l * 3 + 1) * C * C, lw->wk.f32, C * C);
+            widen(g.qkvw + (l * 3 + 2) * C * C, lw->wv.f32, C * C);
+            widen(g.qkvb + l * 3 * C, lw->bq, C);
+            widen(g.qkvb + (l * 3 + 1) * C, lw->bk, C);
+            widen(g.qkvb + (l * 3 + 2) * C, lw->bv, C);
+            widen(g.attprojw + l * C * C, lw->wo.f32, C * C);
+            widen(g.attprojb + l * C, lw->bo, C);
+            widen(g.ln2w + l * C, lw->norm2_w, C);
+            widen(g.ln2b + l * C, lw->norm2_b, C);
+            widen(g.fcw + l * Hd * C, lw->w_up.f32, Hd * C);
+            widen(g.fcb + l * Hd, lw->b_up, Hd);
+            widen(g.fcprojw + l * C * Hd, lw->w_down.f32, C * Hd);
+            widen(g.fcprojb + l * C, lw->b_down, C);
         }
-        for (int t = 0; t < T; t++) {   /* attention, then the projection into x */
-            for (int hd = 0; hd < NH; hd++) {
-                double max = -HUGE_VAL, sum = 0.0;
-                for (int j = 0; j <= t; j++) {
-                    s[j] = 0.0;
-                    for (int i = hd * HS; i < (hd + 1) * HS; i++)
-                        s[j] += q[(size_t)t * C + i] * k[(size_t)j * C + i];
-                    s[j] /= sqrt((double)HS);
-                    max = fmax(max, s[j]);
-                }
-                for (int j = 0; j <= t; j++) sum += exp(s[j] - max);
-                for (int i = hd * HS; i < (hd + 1) * HS; i++) {
-                    h[i] = 0.0;
-                    for (int j = 0; j <= t; j++)
-                        h[i] += exp(s[j] - max) / sum * v[(size_t)j * C + i];
-                }
-                double *row = weights && l == layer ? weights + ((size_t)hd * T + t) * T : NULL;
-                for (int j = 0; row && j < T; j++)
-                    row[j] = j <= t ? exp(s[j] - max) / sum : (double)NAN;
-            }
-            matvec_f64(o, lw->wo.f32, lw->bo, h, C, C);
-            for (int i = 0; i < C; i++) xn[(size_t)t * C + i] = o[i];   /* x is read above */
-        }
-        for (int t = 0; t < T; t++) {   /* the MLP */
-            double *xt = x + (size_t)t * C;
-            for (int i = 0; i < C; i++) xt[i] += xn[(size_t)t * C + i];
-            layernorm_f64(o, xt, lw->norm2_w, lw->norm2_b, C);
-            double *hidden = malloc((size_t)Hd * sizeof(double));
-            ok = hidden != NULL;
-            for (int i = 0; ok && i < Hd; i++) {
-                double z = 0.0;
-                matvec_f64(&z, lw->w_up.f32 + (size_t)i * C, lw->b_up ? lw->b_up + i : NULL, o,
-                           1, C);
-                hidden[i] = 0.5 * z * (1.0 + tanh(sqrt(2.0 / acos(-1.0)) *
-                                                  (z + 0.044715 * z * z * z)));
-            }
-            if (ok) matvec_f64(h, lw->w_down.f32, lw->b_down, hidden, C, Hd);
-            for (int i = 0; ok && i < C; i++) xt[i] += h[i];
-            free(hidden);
-        }
+        widen(g.lnfw, W->norm_final_w, C);
+        widen(g.lnfb, W->norm_final_b, C);
+        ok = gpt2_f64_forward(&g, ids, T, logits, layer, weights) == 0;
     }
-    for (int t = 0; ok && logits && t < T; t++) {
-        layernorm_f64(o, x + (size_t)t * C, W->norm_final_w, W->norm_final_b, C);
-        matvec_f64(logits + (size_t)t * V, W->classifier.f32, NULL, o, V, C);
-    }
-    free(x); free(xn); free(q); free(k); free(v); free(h); free(o); free(s);
+    free(block);
     return ok ? 0 : -1;
 }
 

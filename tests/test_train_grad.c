@@ -2,9 +2,10 @@
  *
  * Every layer's backward (matmul, LayerNorm, GELU, attention with and without its
  * dropout, softmax + cross-entropy, embedding) against central finite differences of a
- * float64 reference forward written here; the whole model's (the residual sums, the tied
- * embedding, dropout, attention variants, rotary positions) against central differences
- * of the trainer's own float forward, whose logits test_train_runs.c checks against run's.
+ * float64 reference forward written here; the whole model's against central differences
+ * of a float64 GPT-2 (tests/gpt2_f64.c: learned and rotary positions, exact attention), and,
+ * with dropout and the attention variants, of the trainer's own float forward, whose logits
+ * test_train_runs.c checks against run's.
  * (The fast matmul kernels are tested in test_kernels.c.)
  */
 #include "train.h"
@@ -29,6 +30,7 @@
 #include "model.h"        /* model_load, model_forward */
 #include "tokenizer.h"    /* tokenizer_load, _encode, _decode, _next_piece, _merge */
 #include "tests/check.h"  /* check_* */
+#include "tests/gpt2_f64.h"   /* gpt2_f64_forward: the whole model in float64 */
 #include "tests/train_fixtures.h"   /* tiny_config, run_init, run_steps, format_into, ... */
 
 /* Gradient checks: the float backward against float64 central differences (step
@@ -70,13 +72,24 @@ static void numeric_grad(double *numeric, double *x, size_t n, LossFn loss, void
     }
 }
 
-/* Check a float gradient against the numeric one of input x (n,). */
+/* Check a float gradient against the numeric one of input x (n,), each element within
+ * atol + rtol * |numeric|. */
+static void check_grad_tol(const char *what, const float *analytic, double *x, size_t n,
+                           LossFn loss, void *ctx, double atol, double rtol) {
+    double *numeric = malloc(n * sizeof(double));
+    if (!numeric) {
+        check_true(0, "%s: memory for the differences", what);
+        return;
+    }
+    numeric_grad(numeric, x, n, loss, ctx);
+    check_close_f64(what, analytic, numeric, n, atol, rtol);
+    free(numeric);
+}
+
+/* check_grad_tol within GRAD_ATOL + GRAD_RTOL * |numeric|. */
 static void check_grad(const char *what, const float *analytic, double *x, size_t n,
                        LossFn loss, void *ctx) {
-    double *numeric = malloc(n * sizeof(double));
-    numeric_grad(numeric, x, n, loss, ctx);
-    check_close_f64(what, analytic, numeric, n, GRAD_ATOL, GRAD_RTOL);
-    free(numeric);
+    check_grad_tol(what, analytic, x, n, loss, ctx, GRAD_ATOL, GRAD_RTOL);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -371,8 +384,9 @@ static void test_embedding_grad(void) {
 }
 
 /* Whole model: every parameter's gradient against central differences of the float
- * loss (no float64 forward of the whole model exists). This checks how the layers are
- * chained: the residual sums, the shared embedding/classifier, dropout masks. Float
+ * loss, for what the float64 forward below does not do (dropout masks, the attention
+ * variants): the backward's chaining of the layers (the residual sums, the shared
+ * embedding/classifier) against the forward it differentiates. Float
  * losses carry ~3e-7 rounding, so with a step of 1e-3 the numeric gradient is good to
  * ~1.5e-4; the h^2 term of the Taylor series adds ~5e-6 (measured: 5e-4 at h = 3e-3,
  * 5e-3 at 1e-2): tolerance 5e-4 + 2e-2 relative. */
@@ -437,6 +451,66 @@ static void test_model_grad(float dropout, const char *spec, ModelPositions posi
     trainer_free(&tr);
 }
 
+/* Whole model in float64: the same parameters' gradients (exact attention, no dropout)
+ * against central differences of gpt2_f64.h's forward, a GPT-2 written from its
+ * definition, so that a slip both the trainer's forward and its backward make (a residual
+ * left out, a norm's eps, the wrong rows of qkvw) shows too. Float64 losses leave the
+ * step's h^2 term (~1e-10 at h 1e-5) and the float backward's own rounding (its sums of
+ * a few dozen terms: ~1e-6; measured 1.0e-7 and 3.1e-7 at worst): tolerance
+ * 1e-5 + 1e-4 relative, 50 times tighter than the float loss allows. */
+#define MODEL_F64_ATOL 1e-5
+#define MODEL_F64_RTOL 1e-4
+
+typedef struct { Gpt2F64 g; const int *inputs, *targets; int B, T; } ModelCase;
+
+/* The mean over the batch's targets of -log softmax(logits)[target], in float64. */
+static double model_loss(void *ctx) {
+    ModelCase *c = ctx;
+    double *logits = malloc((size_t)c->T * c->g.V * sizeof(double)), sum = 0.0;
+    int count = 0;
+    for (int b = 0; logits && b < c->B; b++) {
+        if (gpt2_f64_forward(&c->g, c->inputs + b * c->T, c->T, logits, -1, NULL) != 0) break;
+        XentCase x = {logits, c->targets + b * c->T, c->T, c->g.V};
+        int row = 0;   /* the sequence's targets: xent_loss is their mean */
+        for (int t = 0; t < c->T; t++) row += x.targets[t] >= 0;
+        sum += xent_loss(&x) * row;
+        count += row;
+    }
+    free(logits);
+    return count == c->B * c->T - 1 ? sum / count : (double)NAN;   /* NaN: out of memory */
+}
+
+static void test_model_grad_f64(ModelPositions positions) {
+    Config c;
+    tiny_config(&c, 11, 2, 8, 2, 4);
+    c.positions = positions;
+    TrainSettings s = tiny_settings(0.0f, 1e-3f);
+    Trainer tr;
+    if (!check_true(trainer_init(&tr, &c, &s, 2) == 0, "float64 whole-model trainer init"))
+        return;
+    for (size_t j = 0; j < tr.n_params; j++) tr.params[j] += 0.3f * rand_sym();
+    const int inputs[8] = {1, 5, 9, 2, 10, 0, 3, 3}, targets[8] = {5, 9, -1, 7, 0, 3, 3, 4};
+    trainer_forward(&tr, inputs, targets);
+    trainer_backward(&tr);
+    ModelCase mc = {{.L = 2, .C = 8, .NH = 2, .Hd = 32, .V = 11}, inputs, targets, 2, 4};
+    int S = positions == MODEL_POSITIONS_ROTARY ? 0 : 4;
+    size_t n = gpt2_f64_views(&mc.g, NULL, S), file = 0;
+    for (int i = 0; i < TRAIN_N_FILE_TENSORS; i++) file += tr.tensor_size[i];
+    double *params = n == file ? to_f64(tr.params, n) : NULL;
+    char what[200];
+    snprintf(what, sizeof what, "whole model gradient, all %zu parameters, against a float64 "
+             "GPT-2 forward (L 2, C 8, %s, a position without a target)", n,
+             S ? "learned positions" : "rotary positions");
+    if (check_true(params != NULL, "%s: the trainer's %zu floats are llm.c's %zu", what, file,
+                   n)) {
+        gpt2_f64_views(&mc.g, params, S);
+        check_grad_tol(what, tr.grads, params, n, model_loss, &mc, MODEL_F64_ATOL,
+                       MODEL_F64_RTOL);
+    }
+    free(params);
+    trainer_free(&tr);
+}
+
 int main(void) {
     test_matmul_grad(5, 21, 6);     /* 4 + 1 rows, a 16-wide strip + 5, 4 + 2 outputs */
     test_matmul_grad(1, 3, 1);
@@ -456,5 +530,7 @@ int main(void) {
     test_model_grad(0.3f, "window:w=2,sinklogit=1;exact", MODEL_POSITIONS_ROTARY);
     test_model_grad(0.0f, "linear:norm=1;performer:m=8", MODEL_POSITIONS_ROTARY);
     test_model_grad(0.0f, "efficient;strided:l=2", MODEL_POSITIONS_ROTARY);
+    test_model_grad_f64(MODEL_POSITIONS_LEARNED);
+    test_model_grad_f64(MODEL_POSITIONS_ROTARY);
     return check_summary("test_train_grad");
 }
