@@ -925,7 +925,7 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
                 file_size < expected ? "truncated" : "trailing bytes");
         goto fail;
     }
-    ck->format = layout.name;
+    snprintf(ck->format, sizeof ck->format, "%s", layout.name);
     ck->map = os_map_file(fd, file_size, 1, &ck->map_own);
     if (!ck->map) {
         fprintf(stderr, "model: %s: cannot read (%s)\n", path, strerror(errno));

@@ -5,9 +5,9 @@
  * table are walked with a cursor that never reads past the file (gguf_open); the model's
  * hyperparameters and tensors are looked up by name and checked against each other
  * (gguf_load_checkpoint); only then is memory taken for what must be converted (BF16 and
- * F16 vectors widened, Q8_0 repacked; F16 matrices stay halves). The tokenizer is built
- * from the metadata's arrays by tokenizer.c (gguf_load_tokenizer). Nothing here computes:
- * read model.c for the network.
+ * F16 vectors widened, Q8_0, Q5_0 and Q4_0 repacked as int8 groups; F16 matrices stay
+ * halves). The tokenizer is built from the metadata's arrays by tokenizer.c
+ * (gguf_load_tokenizer). Nothing here computes: read model.c for the network.
  *
  * Legend: V vocab, C width, L layers, Hd MLP width, KVD kv width, S context.
  */
@@ -694,18 +694,20 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
         else if ((g->data_offset + t->offset) % sizeof(uint16_t) != 0) *floats += (numel + 1) / 2;
         break;
     case GGUF_BF16: *floats += numel; break;
-    case GGUF_Q8_0:
+    case GGUF_Q4_0:
+    case GGUF_Q5_0:
+    case GGUF_Q8_0:   /* matrices repacked as int8 groups, vectors widened */
         if (r->is_matrix) {
             *bytes += numel;
-            *floats += numel / GGUF_Q8_0_BLOCK;
+            *floats += numel / GGUF_BLOCK;
         } else {
             *floats += numel;
         }
         break;
     default:
         fprintf(stderr, "model: %s: tensor %s has type %s, which this engine does not compute "
-                "(expected F32, F16, BF16 or Q8_0: convert the file with llama-quantize "
-                "--allow-requantize IN OUT Q8_0, or F16)\n", g->path, name,
+                "(expected F32, F16, BF16, Q8_0, Q5_0 or Q4_0: convert the file with "
+                "llama-quantize --allow-requantize IN OUT Q8_0, or F16)\n", g->path, name,
                 TYPES[t->type].name);
         return NULL;
     }
@@ -733,20 +735,51 @@ static void widen(float *out, const GgufTensor *t, size_t n) {
     }
 }
 
-/* Q8_0 blocks (f16 scale, 32 int8) of a (rows, cols) tensor into q (rows, cols) and
- * scale (rows, cols / 32): the same values in quant.h's layout, one group per block.
- * Returns -1 (with a message) on an int8 -128, which the int8 kernels do not accept. */
-static int repack_q8_0(int8_t *q, float *scale, const GgufTensor *t, size_t numel,
-                       const char *path) {
-    size_t blocks = numel / GGUF_Q8_0_BLOCK;
-    for (size_t b = 0; b < blocks; b++) {
-        const unsigned char *block = t->data + b * 34;
-        uint16_t h;
-        memcpy(&h, block, sizeof h);
-        scale[b] = half_to_float(h);
-        memcpy(q + b * GGUF_Q8_0_BLOCK, block + 2, GGUF_Q8_0_BLOCK);
-        for (int i = 0; i < GGUF_Q8_0_BLOCK; i++) {
-            if (q[b * GGUF_Q8_0_BLOCK + (size_t)i] < -QUANT_Q_MAX) {
+/* 1 for the types of 32 integers and a scale a block (Q4_0, Q5_0, Q8_0). */
+static int is_blocks(uint32_t type) {
+    return type == GGUF_Q4_0 || type == GGUF_Q5_0 || type == GGUF_Q8_0;
+}
+
+/* Block b of t (Q4_0, Q5_0 or Q8_0: an f16 scale d, then 32 integers' bits, each value d
+ * times its integer, as ggml lays its blocks out in ggml-common.h): the integers
+ * into q (32,), and d returned.
+ *   Q4_0: 16 bytes; value j (j < 16) is byte j's low 4 bits, value j + 16 its high 4, less 8
+ *   Q5_0: a 32-bit word (little-endian) whose bit j is value j's fifth bit, then the 4 bits
+ *         of each value as Q4_0 has them; the 5-bit number less 16
+ *   Q8_0: 32 int8 */
+static float block_values(int8_t q[GGUF_BLOCK], const GgufTensor *t, size_t b) {
+    const unsigned char *block = t->data + b * (size_t)TYPES[t->type].bytes;
+    uint16_t h;
+    memcpy(&h, block, sizeof h);
+    if (t->type == GGUF_Q8_0) {
+        memcpy(q, block + 2, GGUF_BLOCK);
+    } else if (t->type == GGUF_Q4_0) {
+        for (int j = 0; j < GGUF_BLOCK / 2; j++) {
+            q[j] = (int8_t)((block[2 + j] & 0x0F) - 8);
+            q[j + GGUF_BLOCK / 2] = (int8_t)((block[2 + j] >> 4) - 8);
+        }
+    } else {   /* Q5_0 */
+        uint32_t fifth = (uint32_t)block[2] | (uint32_t)block[3] << 8 |
+                         (uint32_t)block[4] << 16 | (uint32_t)block[5] << 24;
+        for (int j = 0; j < GGUF_BLOCK / 2; j++) {
+            q[j] = (int8_t)(((block[6 + j] & 0x0F) | (fifth >> j & 1) << 4) - 16);
+            q[j + GGUF_BLOCK / 2] =
+                (int8_t)(((block[6 + j] >> 4) | (fifth >> (j + GGUF_BLOCK / 2) & 1) << 4) - 16);
+        }
+    }
+    return half_to_float(h);
+}
+
+/* The blocks (Q4_0, Q5_0 or Q8_0) of a (rows, cols) tensor into q (rows, cols) and scale
+ * (rows, cols / 32): the same values in quant.h's layout, one group per block, computed
+ * in int8 as llama.cpp computes these types (against activations in Q8_0 blocks). Returns
+ * -1 (with a message) on a Q8_0 -128, which the int8 kernels do not accept. */
+static int repack_blocks(int8_t *q, float *scale, const GgufTensor *t, size_t numel,
+                         const char *path) {
+    for (size_t b = 0; b < numel / GGUF_BLOCK; b++) {
+        scale[b] = block_values(q + b * GGUF_BLOCK, t, b);
+        for (int i = 0; i < GGUF_BLOCK; i++) {
+            if (q[b * GGUF_BLOCK + (size_t)i] < -QUANT_Q_MAX) {
                 char name[SHOWN_CAP];
                 fprintf(stderr, "model: %s: tensor %s: Q8_0 value out of range (got -128 in "
                         "block %zu, expected -127..127 as llama.cpp writes)\n", path,
@@ -758,13 +791,13 @@ static int repack_q8_0(int8_t *q, float *scale, const GgufTensor *t, size_t nume
     return 0;
 }
 
-/* Q8_0 blocks of a vector of n values into fp32 out. */
-static void dequantize_q8_0(float *out, const GgufTensor *t, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        const unsigned char *block = t->data + i / GGUF_Q8_0_BLOCK * 34;
-        uint16_t h;
-        memcpy(&h, block, sizeof h);
-        out[i] = half_to_float(h) * (float)(int8_t)block[2 + i % GGUF_Q8_0_BLOCK];
+/* The blocks (Q4_0, Q5_0 or Q8_0) of a vector of n values into fp32 out: d times each
+ * integer, as ggml's dequantize_row_* gives them. */
+static void dequantize_blocks(float *out, const GgufTensor *t, size_t n) {
+    for (size_t b = 0; b < n / GGUF_BLOCK; b++) {
+        int8_t q[GGUF_BLOCK];
+        float d = block_values(q, t, b);
+        for (int i = 0; i < GGUF_BLOCK; i++) out[b * GGUF_BLOCK + (size_t)i] = d * (float)q[i];
     }
 }
 
@@ -888,7 +921,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     const GgufTensor *found[MAX_ROLES][MODEL_MAX_LAYERS];
     const Arch *a = NULL;
     size_t floats = 0, bytes = 0;
-    int f16 = 0, bf16 = 0, q8 = 0;
+    int f16 = 0, bf16 = 0, q4 = 0, q5 = 0, q8 = 0;   /* the types found */
     unsigned char *read = NULL;   /* (n_tensors,) 1 for each tensor a role takes */
     if (read_config(&g, c, &a) != 0) goto fail;
     read = calloc(g.n_tensors, 1);   /* read_config found token_embd: n_tensors >= 1 */
@@ -915,6 +948,8 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
             if (found[r][l]) {
                 f16 |= found[r][l]->type == GGUF_F16;
                 bf16 |= found[r][l]->type == GGUF_BF16;
+                q4 |= found[r][l]->type == GGUF_Q4_0;
+                q5 |= found[r][l]->type == GGUF_Q5_0;
                 q8 |= found[r][l]->type == GGUF_Q8_0;
             }
         }
@@ -978,17 +1013,17 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                     p->f16 = (const uint16_t *)(void *)f;
                     f += (numel + 1) / 2;
                 }
-            } else if (t->type == GGUF_Q8_0 && role->is_matrix) {
+            } else if (is_blocks(t->type) && role->is_matrix) {
                 p->q = q;
                 p->scale = f;
-                if (repack_q8_0(q, f, t, numel, path) != 0) goto fail;
+                if (repack_blocks(q, f, t, numel, path) != 0) goto fail;
                 q += numel;
-                f += numel / GGUF_Q8_0_BLOCK;
+                f += numel / GGUF_BLOCK;
             } else if (t->type == GGUF_F32 && (g.data_offset + t->offset) % sizeof(float) == 0) {
                 p->f32 = (const float *)(const void *)t->data;   /* mapped, in place */
             } else {
                 if (t->type == GGUF_F32) memcpy(f, t->data, numel * sizeof(float));
-                else if (t->type == GGUF_Q8_0) dequantize_q8_0(f, t, numel);
+                else if (is_blocks(t->type)) dequantize_blocks(f, t, numel);
                 else widen(f, t, numel);
                 p->f32 = f;
                 f += numel;
@@ -1010,7 +1045,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
         ten->f16 = parts[0].f16;
         ten->q = parts[0].q;
         ten->scale = parts[0].scale;
-        ten->group = GGUF_Q8_0_BLOCK;
+        ten->group = GGUF_BLOCK;
         parts += layers;
     }
     /* the map stays: fp32 tensors are used from it (gguf_close must not unmap it) */
@@ -1018,15 +1053,17 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     ck->map_size = g.size;
     ck->gguf = 1;
     g.map = NULL;
-    /* what the load line says: by architecture (ARCHS' order), then by the types found */
-    static const char *const FORMATS[][5] = {
-        {"GGUF llama, F32", "GGUF llama, F16 (matrices kept as halves)",
-         "GGUF llama, BF16 (widened to fp32 at load)", "GGUF llama, Q8_0 (computed in int8)",
-         "GGUF llama, Q8_0 (int8) with F16 or BF16"},
-        {"GGUF gpt2, F32", "GGUF gpt2, F16 (matrices kept as halves)",
-         "GGUF gpt2, BF16 (widened to fp32 at load)", "GGUF gpt2, Q8_0 (computed in int8)",
-         "GGUF gpt2, Q8_0 (int8) with F16 or BF16"}};
-    ck->format = FORMATS[a - ARCHS][q8 ? (f16 || bf16 ? 4 : 3) : f16 ? 1 : bf16 ? 2 : 0];
+    /* what the load line says: the architecture, then the types found */
+    if (q4 || q5 || q8) {
+        snprintf(ck->format, sizeof ck->format, "GGUF %s, %s%s%s%s%s %s", a->name,
+                 q4 ? "Q4_0" : "", q4 && (q5 || q8) ? " and " : "", q5 ? "Q5_0" : "",
+                 q5 && q8 ? " and " : "", q8 ? "Q8_0" : "",
+                 f16 || bf16 ? "(int8) with F16 or BF16" : "(computed in int8)");
+    } else {
+        snprintf(ck->format, sizeof ck->format, "GGUF %s, %s", a->name,
+                 f16 ? "F16 (matrices kept as halves)" : bf16 ? "BF16 (widened to fp32 at load)"
+                                                        : "F32");
+    }
     gguf_close(&g);
     return 0;
 fail:

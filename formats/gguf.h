@@ -40,8 +40,8 @@ typedef enum {
 
 /* The tensor types this engine computes with (ggml_type numbers). Every other known
  * ggml type is recognised by name and refused. */
-enum { GGUF_F32 = 0, GGUF_F16 = 1, GGUF_Q8_0 = 8, GGUF_BF16 = 30 };
-#define GGUF_Q8_0_BLOCK 32         /* Q8_0: 32 int8 values share one f16 scale */
+enum { GGUF_F32 = 0, GGUF_F16 = 1, GGUF_Q4_0 = 2, GGUF_Q5_0 = 6, GGUF_Q8_0 = 8, GGUF_BF16 = 30 };
+#define GGUF_BLOCK 32              /* Q4_0, Q5_0, Q8_0: 32 integers share one f16 scale */
 
 /* One metadata entry; every pointer is a view into the mapped file. */
 typedef struct {

@@ -80,7 +80,7 @@ static void check_loaded(const Checkpoint *ck) {
     FUZZ_CHECK(c->head_dim * c->n_heads == c->dim);
     FUZZ_CHECK(c->kv_dim == c->n_kv_heads * c->head_dim);
     FUZZ_CHECK(c->hidden_dim >= 1 && c->hidden_dim <= MODEL_MAX_DIM);
-    FUZZ_CHECK(ck->format != NULL);
+    FUZZ_CHECK(ck->format[0] != '\0');
     const Weights *w = &ck->weights;
     FUZZ_CHECK(w->layers != NULL && w->norm_final_w != NULL);
     FUZZ_CHECK(fuzz_one_form(&w->token_embedding) && fuzz_one_form(&w->classifier));
