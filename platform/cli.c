@@ -76,18 +76,25 @@ static int control_at(const unsigned char *p) {
 }
 
 const char *cli_printable(const char *text, char *out, size_t cap) {
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)text; *p && n + 9 < cap; p++) {
-        if (control_at(p) && *p == 0xc2) {
-            n += (size_t)snprintf(out + n, cap - n, "\\x%02x\\x%02x", p[0], p[1]);
-            p++;
-        } else if (control_at(p)) {
-            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
-        } else {
-            out[n++] = (char)*p;
-        }
+    if (cap < 4) {   /* no room for "..." and the NUL: nothing shown */
+        if (cap > 0) out[0] = '\0';
+        return out;
     }
-    if (cap > 0) out[n < cap ? n : cap - 1] = '\0';
+    size_t n = 0, marked = 0;   /* marked: the longest length "..." still fits after */
+    const unsigned char *p = (const unsigned char *)text;
+    for (; *p; p++) {
+        char one[9] = {(char)*p};   /* the character as shown: itself, \xHH or \xc2\xHH */
+        int c1 = control_at(p) && *p == 0xc2;
+        size_t k = c1 ? (size_t)snprintf(one, sizeof one, "\\x%02x\\x%02x", p[0], p[1])
+                 : control_at(p) ? (size_t)snprintf(one, sizeof one, "\\x%02x", *p) : 1;
+        if (n + k >= cap) break;   /* it and the NUL do not fit: cut before it */
+        memcpy(out + n, one, k);
+        n += k;
+        if (n + 4 <= cap) marked = n;
+        p += c1;
+    }
+    if (*p) n = marked + (size_t)snprintf(out + marked, 4, "...");   /* cut, and marked so */
+    out[n] = '\0';
     return out;
 }
 

@@ -31,9 +31,10 @@ int cli_parse_float(const char *text, double min, double max, int open_min, floa
 int cli_parse_u64(const char *text, uint64_t min, uint64_t *out);
 
 /* text with control characters (bytes below 0x20, 0x7f, UTF-8's C1 controls U+0080..U+009F)
- * written as \xHH, into out (cap bytes, truncated if longer),
- * for quoting a bad value in a message without sending raw control bytes to a terminal.
- * Returns out. */
+ * written as \xHH, into out (cap bytes with the NUL), for quoting a bad value in a message
+ * without sending raw control bytes to a terminal. Text too long for cap is cut before a
+ * character (never inside a \xHH) so that "..." and the NUL fit after it, and ends in
+ * "...": 300 plain bytes in 256 show as their first 252 and "...". Returns out. */
 const char *cli_printable(const char *text, char *out, size_t cap);
 
 /* ---- One flag parser for every program ---- */

@@ -253,6 +253,30 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "--attn-top");
     EXPECT_USAGE("--attn-top zero", "--attn-top 0", "--attn-top: invalid value (got '0'");
 #undef EXPECT_USAGE
+    /* a value quoted in 256 bytes with the NUL (cli.h): whole up to 255 bytes, else cut
+     * before a character (never inside a \xHH) where "..." and the NUL still fit, marked
+     * "..." (it was cut silently after 247 bytes, even one of 250 that fits) */
+    static const struct { int ones; const char *tail; int shown_ones; const char *shown; }
+    quoted[] = {
+        {250, "", 250, ""},               /* fits: whole */
+        {300, "", 252, "..."},            /* 252 + "..." + NUL = 256 */
+        {251, "\001", 251, "\\x01"},      /* 251 + 4 = 255: fits whole */
+        {252, "\001", 252, "..."},        /* 252 + 4 + NUL = 257: the \x01 cut */
+        {250, "\001\001", 250, "..."},    /* 254 + 4 too many; 254 + "..." too: after 250 */
+    };
+    for (size_t i = 0; i < sizeof quoted / sizeof quoted[0]; i++) {
+        char ones[320], want[400];
+        memset(ones, '1', (size_t)quoted[i].ones);
+        ones[quoted[i].ones] = '\0';
+        snprintf(args, sizeof args, "%s -n '%s%s'", base, ones, quoted[i].tail);
+        snprintf(want, sizeof want, "-n: invalid value (got '%.*s%s', expected an integer in "
+                 "0..1000000)", quoted[i].shown_ones, ones, quoted[i].shown);
+        char what[96];
+        snprintf(what, sizeof what, "-n of %d digits%s: quoted as %d%s%s", quoted[i].ones,
+                 *quoted[i].tail ? " and \\x01s" : "", quoted[i].shown_ones,
+                 *quoted[i].shown ? " and " : "", quoted[i].shown);
+        expect(what, args, 2, want);
+    }
     char *out = NULL;
     snprintf(args, sizeof args, "%s --help", run_bin);
     int code = check_run(args, &out, NULL);
