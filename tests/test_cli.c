@@ -161,6 +161,12 @@ static void test_usage_errors(const char *model, const char *tok) {
     EXPECT_USAGE("-s overflow", "-s 18446744073709551616", "invalid value");
     EXPECT_USAGE("two prompts", "-i a -f b", "cannot be combined with -i");
     EXPECT_USAGE("extra argument", "other.bin", "unexpected extra argument");
+    /* a lone "-" is an argument, not an option (cli.h; getopt's rule), so the model's path,
+     * as llama2.c's run takes its first argument: no file of that name here */
+    EXPECT_USAGE("a lone - after the model: an extra argument", "-",
+                 "run: -: unexpected extra argument");
+    expect("a lone - as the model: a path, not an unknown option", "-", 1,
+           "model: -: cannot open (got \"No such file or directory\", expected a model file)");
     EXPECT_USAGE("unknown attention", "--attn bogus",
                  "unknown attention 'bogus' (expected one of: exact, unscaled");
     EXPECT_USAGE("attention: unknown key", "--attn window:q=3",
@@ -401,6 +407,17 @@ static void test_bad_llama_files(const char *tok) {
     check_true(code == 0 && err && !strstr(err, "runq"), "quantize -g 8 of that model: no note "
                "about runq (exit %d)", code);
     free(err);
+    /* widths 12 and 16: the largest group size up to 32 dividing both is their gcd, 4 (12
+     * divides the dim alone, 16 the hidden width alone) */
+    const int32_t wide[7] = {12, 16, 1, 2, 1, 260, 16};
+    /* norms 3*12, embedding 260*12, wq 144, wk wv 72 each, wo 144, w1 w2 w3 3*192; rope:
+     * 16 positions x 6 (head size 6: 3 cos and 3 sin) */
+    long n_wide = 36 + 260 * 12 + 144 + 72 + 72 + 144 + 3 * 192, rope_wide = 16 * 6;
+    snprintf(args, sizeof args, "-g 32 --force %s %s",
+             write_llama("wide.bin", 0, wide, n_wide + rope_wide), q8);
+    expect_program(quantize, "quantize -g 32 of a Llama model of widths 12 and 16: -g 4, "
+                   "their gcd", args, 0, "groups of 32 do not divide the widths 12 and 16, so "
+                   "llama2.c's runq cannot read this file (run can); -g 4 writes one both read");
     unlink(q8);
     EXPECT_BAD("legacy llama2.c file truncated", write_llama("l_trunc.bin", 0, good, n),
                "truncated");
