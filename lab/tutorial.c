@@ -74,14 +74,20 @@ static void print_piece(const Tokenizer *t, int id) {
     putchar('"');
 }
 
-/* Prints n bytes of the user's text: a newline as \n, other control bytes as \xHH (no
- * terminal escape reaches the screen), the rest (UTF-8 included) as they are. */
+/* Prints n bytes of the user's text: a newline as \n, other control bytes and UTF-8's C1
+ * controls U+0080..U+009F (0xc2 0x80..0x9f, as cli_printable) as \xHH (no terminal escape
+ * reaches the screen), the rest (UTF-8 included) as they are. */
 static void print_user_bytes(const char *text, size_t n) {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)text[i];
+        unsigned char next = i + 1 < n ? (unsigned char)text[i + 1] : 0;
         if (c == '\n') printf("\\n");
         else if (c < 32 || c == 127) printf("\\x%02x", c);
-        else putchar(c);
+        else if (c != 0xc2 || next < 0x80 || next > 0x9f) putchar(c);
+        else {   /* a C1 control: both its bytes shown */
+            printf("\\xc2\\x%02x", next);
+            i++;
+        }
     }
 }
 

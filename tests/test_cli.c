@@ -2532,16 +2532,20 @@ static void test_tutorial_program(void) {
                    "from another folder: one line naming the top folder (exit %d)", code);
         free(err);
     }
-    /* the user's text is echoed with its control bytes escaped: no terminal escape */
+    /* the user's text is echoed with its control bytes escaped, DEL (0x7f) and the C1
+     * control U+009B (CSI on some terminals) too, as cli_printable does; other UTF-8 (a
+     * no-break space U+00A0, an e acute) as it is */
     static const char *const echoing[] = {"tokens", "next", "cache"};
     for (int i = 0; i < 3; i++) {
         char command[256], *out = NULL;
-        snprintf(command, sizeof command, "%s %s \"$(printf 'a\\033[2Jb\\001')\"", tutorial,
-                 echoing[i]);
+        snprintf(command, sizeof command, "%s %s \"$(printf 'a\\033[2Jb\\001\\177\\302\\233"
+                 "\\302\\240\\303\\251')\"", tutorial, echoing[i]);
         int code = check_run(command, &out, NULL);
-        check_true(code == 0 && out && strstr(out, "text: \"a\\x1b[2Jb\\x01\"") &&
-                   !strchr(out, '\033') && !strchr(out, '\001'), "tutorial %s: the text's "
-                   "control bytes escaped (exit %d)", echoing[i], code);
+        check_true(code == 0 && out && strstr(out, "text: \"a\\x1b[2Jb\\x01\\x7f\\xc2\\x9b"
+                                              "\xc2\xa0\xc3\xa9\"") &&
+                   !strchr(out, '\033') && !strchr(out, '\001') && !strchr(out, '\177') &&
+                   !strstr(out, "\xc2\x9b"), "tutorial %s: the text's control bytes, DEL and "
+                   "U+009B escaped, other UTF-8 kept (exit %d)", echoing[i], code);
         free(out);
     }
     /* a temperature whose logits / T overflow (2 / 1e-39): refused, not inf and NaN */
@@ -2640,6 +2644,56 @@ static void test_tutorial_program(void) {
     expect_program(tutorial, "tutorial tokens of 257 tokens", args, 1, "tutorial: the text must "
                    "be at most 256 tokens (got 257)");
     expect_program(tutorial, "tutorial kernel 5 (a sigma alone)", "kernel 5", 0, "");
+    /* the shipped model's context is 256 (docs/tutorial.md): a text of 250 tokens leaves
+     * room for 6 greedy steps (positions 250 .. 255) of next's 8; one of 256 fills it:
+     * next takes no step, and loss and cache run on all of it */
+    static const struct { const char *step; int n_x; const char *want, *not; } near[] = {
+        {"next", 250, "greedy, 6 steps:\n", "position 256"},
+        {"next", 250, "\n  position 255: ", "position 256"},
+        {"next", 256, "greedy: no step, the text fills the context of 256 tokens\n",
+         "position"},
+        {"loss", 256, "mean loss ", "nan"},
+        {"cache", 256, "\" (256 tokens)\nnext token, prefill: ", "within 1e-4: no"},
+    };
+    for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
+        char command[512], *out = NULL;
+        snprintf(command, sizeof command, "timeout 120 %s %s %.*s", tutorial, near[i].step,
+                 near[i].n_x, x256);
+        int code = check_run(command, &out, NULL);
+        check_true(code == 0 && out && strstr(out, near[i].want) && !strstr(out, near[i].not),
+                   "tutorial %s of %d tokens (the context 256): exit %d (want 0), prints \"%s\", "
+                   "not \"%s\"", near[i].step, near[i].n_x, code, near[i].want, near[i].not);
+        free(out);
+    }
+    /* the arguments' edges, as the usage and the messages give them: SIGMA in (0.01, 1000]
+     * and QUERY in (0, 1000]; TOP_K 0 (none) to 5, the toy words: top-k 5 keeps all five,
+     * so its draws are those of no cut (seed 1), fool's too */
+    expect_program(tutorial, "tutorial kernel 0.01 (SIGMA's open end)", "kernel 0.01", 2,
+                   "tutorial: kernel SIGMA: out of range (got '0.01', expected a number in "
+                   "(0.01, 1000])");
+    expect_program(tutorial, "tutorial kernel 4 0 (QUERY's open end)", "kernel 4 0", 2,
+                   "tutorial: kernel QUERY: out of range (got '0', expected a number in "
+                   "(0, 1000])");
+    expect_program(tutorial, "tutorial kernel 1000 1000 (both closed ends)", "kernel 1000 1000",
+                   0, "");
+    expect_program(tutorial, "tutorial sample 1 6 (one past the toy words)", "sample 1 6", 2,
+                   "tutorial: sample TOP_K: out of range (got '6', expected 0 (none) to 5)");
+    {
+        char command[512], *all5 = NULL, *none = NULL;
+        snprintf(command, sizeof command, "%s sample 1 5", tutorial);
+        int code = check_run(command, &all5, NULL);
+        snprintf(command, sizeof command, "%s sample 1 0", tutorial);
+        check_run(command, &none, NULL);
+        const char *rows5 = all5 ? strchr(all5, '\n') : NULL;
+        const char *rows0 = none ? strchr(none, '\n') : NULL;
+        const char *fool = rows5 ? strstr(rows5, "\nfool ") : NULL;
+        check_true(code == 0 && all5 && strncmp(all5, "temperature 1, top-k 5, top-p 1\n", 32)
+                   == 0 && rows5 && rows0 && strcmp(rows5, rows0) == 0 && fool &&
+                   !strstr(fool, "      0\n"), "tutorial sample 1 5: exit %d (want 0), top-k 5 "
+                   "of 5 words draws as no cut, fool drawn", code);
+        free(all5);
+        free(none);
+    }
 }
 
 /* A GPT-2 fixture with rotary positions (train --pos rope), written as the format
