@@ -1862,6 +1862,73 @@ static void test_pair_ranks(void) {
     tokenizer_free(&t);
 }
 
+/* Token types outside llama.cpp's 1..6 (LLAMA_TOKEN_TYPE_UNDEFINED 0, and any other value,
+ * which its loader's switch also takes as LLAMA_TOKEN_ATTR_UNDEFINED): accepted, and such a
+ * token prints nothing ("we accept all unsupported token types, suppressing them like
+ * CONTROL tokens", llama_token_to_piece), is no special token (its cache keeps control,
+ * user-defined and unknown ones), ends no generation, and is spelled as GPT-2's bytes as a
+ * normal token is. Every byte alone (normal), then 256 "<a>" of type 0, 257 "<b>" 7, 258
+ * "<c>" -1, 259 "<d>" 258 and 260 "\u0120z" (GPT-2's " z") -254 (both of low byte 2,
+ * unknown's), and 261 "<e>" (control, EOS). */
+static void test_undefined_types(void) {
+    static const char *const extra[] = {"<a>", "<b>", "<c>", "<d>", "\xc4\xa0z", "<e>"};
+    static const int32_t extra_type[] = {0, 7, -1, 258, -254, 3};
+    Buf f = {0};
+    put(&f, "GGUF", 4);
+    put_u32(&f, 3);
+    put_u64(&f, 0);
+    put_u64(&f, 5);
+    put_kv_str(&f, "tokenizer.ggml.model", "gpt2");
+    put_str(&f, "tokenizer.ggml.tokens");
+    put_u32(&f, 9);
+    put_u32(&f, 8);
+    put_u64(&f, 262);
+    for (int b = 0; b < 256; b++) put_gpt2_str(&f, &(unsigned char){(unsigned char)b}, 1);
+    for (int i = 0; i < 6; i++) put_str(&f, extra[i]);
+    put_str(&f, "tokenizer.ggml.token_type");
+    put_u32(&f, 9);
+    put_u32(&f, 5);
+    put_u64(&f, 262);
+    for (int id = 0; id < 262; id++) {
+        int32_t type = id < 256 ? 1 : extra_type[id - 256];
+        put(&f, &type, 4);
+    }
+    put_str(&f, "tokenizer.ggml.merges");
+    put_u32(&f, 9);
+    put_u32(&f, 8);
+    put_u64(&f, 0);
+    put_kv_u32(&f, "tokenizer.ggml.eos_token_id", 261, NULL);
+    save(&f);
+    free(f.b);
+    const char *what = "token types 0, 7, -1, 258 and -254";
+    Tokenizer t;
+    if (!check_true(gguf_load_tokenizer(&t, path) == 0, "%s: the vocabulary loads, as "
+                    "llama.cpp's does", what)) return;
+    int silent = 1, ends = 0, n_silent = 0;
+    for (int id = 256; id < 261; id++) {
+        silent = silent && t.silent && t.silent[id];
+        ends += tokenizer_ends(&t, id);
+    }
+    for (int id = 0; t.silent && id < t.vocab_size; id++) n_silent += t.silent[id];
+    check_true(silent && n_silent == 6, "%s: those tokens print nothing, as the control EOS, "
+               "and no byte is silent (got %d silent, want 6)", what, n_silent);
+    check_true(t.n_special == 1 && t.special && t.special[0] == 261, "%s: no special token "
+               "but the control EOS (got %d)", what, t.n_special);
+    check_true(ends == 0 && tokenizer_ends(&t, 261), "%s: they end no generation, EOS does",
+               what);
+    int ids[32];
+    size_t n = 0;
+    int ok = tokenizer_encode(&t, "<a><b><c><d>", 12, ids, 32, &n) == 0 && n == 12 &&
+             ids[0] == '<' && ids[1] == 'a' && ids[11] == '>';
+    check_true(ok, "%s: \"<a><b><c><d>\" reads as its 12 bytes, not as tokens (got %zu ids)",
+               what, n);
+    size_t len = 0;
+    const unsigned char *z = tokenizer_decode(&t, -1, 260, &len);
+    check_true(z && len == 2 && memcmp(z, " z", 2) == 0, "token type -254: \"\\u0120z\" "
+               "decodes from GPT-2's byte spelling, as \" z\" (got %zu bytes)", len);
+    tokenizer_free(&t);
+}
+
 /* A prompt's text that spells a special token (control, unknown or user-defined) reads as
  * that token, each run of text around them encoded alone (a Llama run after its own
  * space), as llama-cli parses its prompt. The ids are llama.cpp's (c392e5094, 2026-12-05):
@@ -2019,6 +2086,7 @@ int main(void) {
     test_silent_tokens();
     test_token_roles();
     test_pair_ranks();
+    test_undefined_types();
     test_special_prompt();
     test_smollm_pre();
     test_llama3_pre();
