@@ -522,8 +522,14 @@ static void add_kv_u32(Bytes *f, const char *key, uint32_t v) {
 
 #define GGUF_ALIGN 32   /* the default alignment the seeds use */
 
-/* One tensor's bytes of type type (0 F32, 1 F16, 8 Q8_0, 30 BF16): n values, all equal to
- * one (norms) or small and varied. */
+/* Bytes of numel values of ggml type `type` (add_values's types). */
+static size_t type_bytes(uint32_t type, size_t numel) {
+    return type == 0 ? 4 * numel : type == 8 ? numel / 32 * 34 : type == 2 ? numel / 32 * 18
+         : type == 6 ? numel / 32 * 22 : 2 * numel;
+}
+
+/* One tensor's bytes of type type (0 F32, 1 F16, 2 Q4_0, 6 Q5_0, 8 Q8_0, 30 BF16): n values,
+ * all equal to one (norms) or small and varied. */
 static void add_values(Bytes *f, uint32_t type, int n, int ones, int salt) {
     for (int i = 0; i < n; i++) {
         float x = ones ? 1.0f : (float)((i * 7 + salt * 13) % 17 - 8) / 32.0f;
@@ -535,6 +541,13 @@ static void add_values(Bytes *f, uint32_t type, int n, int ones, int salt) {
             uint16_t h = x == 0.0f ? 0 : (uint16_t)(((bits >> 16) & 0x8000u) |
                          ((((bits >> 23) & 0xffu) - 112u) << 10) | ((bits >> 13) & 0x3ffu));
             add(f, &h, 2);
+        } else if (i % 32 == 0 && (type == 2 || type == 6)) {   /* scale 1/32, then bits */
+            uint16_t d = 0x2800;
+            add(f, &d, 2);
+            for (int k = 0; type == 6 && k < 4; k++)   /* Q5_0: the fifth bits' word */
+                add(f, &(unsigned char){(unsigned char)((i + k) * 37 + salt)}, 1);
+            for (int k = 0; k < 16; k++)   /* two 4-bit integers a byte */
+                add(f, &(unsigned char){(unsigned char)((i + k) * 7 + salt * 13)}, 1);
         } else if (i % 32 == 0) {   /* Q8_0: scale 1/32 as f16 (0x2800), then 32 int8 */
             uint16_t d = 0x2800;
             add(f, &d, 2);
@@ -626,7 +639,7 @@ static unsigned char *tiny_gguf(int c, int n_bytes, uint32_t matrix_type, int ti
         if (tied && t == 2) continue;
         uint32_t type = T[t].rows > 1 ? matrix_type : 0;
         size_t numel = (size_t)T[t].rows * (size_t)T[t].cols;
-        size_t bytes = type == 0 ? 4 * numel : type == 8 ? numel / 32 * 34 : 2 * numel;
+        size_t bytes = type_bytes(type, numel);
         add_str(&f, T[t].name);
         add_u32(&f, T[t].rows > 1 ? 2 : 1);
         add_u64(&f, (uint64_t)T[t].cols);
@@ -724,7 +737,7 @@ static unsigned char *tiny_gguf_gpt2(int c, uint32_t matrix_type, int tied, cons
         if (tied && t == 4) continue;
         uint32_t type = T[t].matrix ? matrix_type : 0;
         size_t numel = (size_t)T[t].rows * (size_t)T[t].cols;
-        size_t bytes = type == 0 ? 4 * numel : type == 8 ? numel / 32 * 34 : 2 * numel;
+        size_t bytes = type_bytes(type, numel);
         add_str(&f, T[t].name);
         add_u32(&f, T[t].rows > 1 ? 2 : 1);
         add_u64(&f, (uint64_t)T[t].cols);
@@ -750,7 +763,8 @@ static void seed_gguf(void) {
     const struct { const char *name; int c, n_bytes; uint32_t type; int tied, gpt2; } files[] = {
         {"f32_tied", 8, 16, 0, 1, 0}, {"f32", 8, 16, 0, 0, 0}, {"f16", 16, 32, 1, 0, 0},
         {"bf16_tied", 16, 32, 30, 1, 0}, {"q8_0", 32, 256, 8, 0, 0},
-        {"q8_0_tied", 32, 64, 8, 1, 0}, {"gpt2_f32_tied", 8, 0, 0, 1, 1},
+        {"q8_0_tied", 32, 64, 8, 1, 0}, {"q4_0", 32, 64, 2, 0, 0},
+        {"q5_0_tied", 32, 64, 6, 1, 0}, {"gpt2_f32_tied", 8, 0, 0, 1, 1},
         {"gpt2_f16", 8, 0, 1, 0, 1}, {"gpt2_q8_0_tied", 32, 0, 8, 1, 1},
         {"gpt2_f32_llama3", 8, 0, 0, 1, 2}};   /* gpt2 2: Llama 3's pre-tokenizer */
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
