@@ -707,8 +707,8 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
     default:
         fprintf(stderr, "model: %s: tensor %s has type %s, which this engine does not compute "
                 "(expected F32, F16, BF16, Q8_0, Q5_0 or Q4_0: convert the file with "
-                "llama-quantize --allow-requantize IN OUT Q8_0, or F16)\n", g->path, name,
-                TYPES[t->type].name);
+                "llama-quantize --allow-requantize --pure IN OUT Q8_0, or Q5_0, Q4_0, F16)\n",
+                g->path, name, TYPES[t->type].name);
         return NULL;
     }
     return t;
