@@ -104,7 +104,8 @@ typedef struct {
                                 * precision) if S needs more */
     int tracing;               /* 1: model_forward fills trace */
     AttentionTrace trace;      /* queries and keys by position (tracing == 1) */
-    const char *format;        /* what the file was read as, and what was assumed */
+    const char *format;        /* what the file was read as, and what was assumed (the
+                                * text of m->checkpoint: valid while m lives) */
     int max_chunk;             /* most tokens one model_forward call may take (<= n_ctx) */
     int chunk_rows;            /* tokens the activations hold (max_chunk <= chunk_rows) */
 } Model;

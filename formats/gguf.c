@@ -945,12 +945,14 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 floats = was_floats;
                 bytes = was_bytes;
             }
-            if (found[r][l]) {
-                f16 |= found[r][l]->type == GGUF_F16;
-                bf16 |= found[r][l]->type == GGUF_BF16;
-                q4 |= found[r][l]->type == GGUF_Q4_0;
-                q5 |= found[r][l]->type == GGUF_Q5_0;
-                q8 |= found[r][l]->type == GGUF_Q8_0;
+            if (found[r][l]) {   /* the load line's words: how the matrices compute */
+                uint32_t type = found[r][l]->type;
+                int matrix = role->is_matrix;
+                f16 |= matrix && type == GGUF_F16;
+                bf16 |= type == GGUF_BF16;
+                q4 |= matrix && type == GGUF_Q4_0;
+                q5 |= matrix && type == GGUF_Q5_0;
+                q8 |= matrix && type == GGUF_Q8_0;
             }
         }
     }
@@ -1029,15 +1031,16 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 f += numel;
             }
         }
-        /* every layer of a role has one type: a file that mixes them is refused */
+        /* every layer of a role has one form (fp32, halves or int8 groups of 32: Q4_0, Q5_0
+         * and Q8_0 may mix, as llama.cpp allows): a file that mixes forms is refused */
         for (int l = 1; l < layers; l++) {
             if ((parts[l].f32 != NULL) != (parts[0].f32 != NULL) ||
                 (parts[l].f16 != NULL) != (parts[0].f16 != NULL)) {
                 char name[64];
                 snprintf(name, sizeof name, role->name, l);   /* blk.%d...: a found name */
                 fprintf(stderr, "model: %s: tensor %s is %s where layer 0's is %s (expected "
-                        "one type in every layer)\n", path, name, TYPES[found[r][l]->type].name,
-                        TYPES[found[r][0]->type].name);
+                        "one form in every layer: fp32, halves or int8 blocks)\n", path, name,
+                        TYPES[found[r][l]->type].name, TYPES[found[r][0]->type].name);
                 goto fail;
             }
         }

@@ -90,7 +90,7 @@ const char *cli_printable(const char *text, char *out, size_t cap) {
         if (n + k >= cap) break;   /* it and the NUL do not fit: cut before it */
         memcpy(out + n, one, k);
         n += k;
-        if (n + 4 <= cap) marked = n;
+        if (n + 4 <= cap && (p[1 + c1] & 0xc0) != 0x80) marked = n;   /* not in a character */
         p += c1;
     }
     if (*p) n = marked + (size_t)snprintf(out + marked, 4, "...");   /* cut, and marked so */

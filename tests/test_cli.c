@@ -283,6 +283,16 @@ static void test_usage_errors(const char *model, const char *tok) {
                  *quoted[i].shown ? " and " : "", quoted[i].shown);
         expect(what, args, 2, want);
     }
+    {   /* "1" and 150 two-byte characters: cut after a whole one, "1" and 125 of them */
+        char value[320] = "1", want[400], shown[300] = "1";
+        for (int i = 0; i < 150; i++) strcat(value, "\xc3\xa9");
+        for (int i = 0; i < 125; i++) strcat(shown, "\xc3\xa9");
+        snprintf(args, sizeof args, "%s -n '%s'", base, value);
+        snprintf(want, sizeof want, "-n: invalid value (got '%s...', expected an integer in "
+                 "0..1000000)", shown);
+        expect("-n of \"1\" and 150 two-byte characters: quoted as \"1\", 125 whole ones and "
+               "...", args, 2, want);
+    }
     char *out = NULL;
     snprintf(args, sizeof args, "%s --help", run_bin);
     int code = check_run(args, &out, NULL);

@@ -1334,7 +1334,7 @@ static void test_q8_0_layers(void) {
     for (int l = 0; l < 2; l++) memset(f.b + data + offset[l], 0, 128 * 34);   /* scale 0 */
     put_at_u32(&f, type_at[1], 8);   /* Q8_0 */
     check_refused(&f, "Q8_0 in layer 1 alone", "tensor blk.1.ffn_up.weight is Q8_0 where layer "
-                  "0's is F16 (expected one type in every layer)");
+                  "0's is F16 (expected one form in every layer");
     put_at_u32(&f, type_at[0], 8);
     f.b[data + offset[1] + 3 * 34 + 2 + 5] = 0x81;   /* -127 in block 3 */
     save(&f);
@@ -1372,12 +1372,13 @@ static size_t put_block(unsigned char *out, int type, uint16_t h, const int8_t q
     return (size_t)at + 16;
 }
 
-/* Q4_0 and Q5_0 against Q8_0: tiny-gpt2-f16.gguf's ffn_up (ggml (32, 128): 128 blocks) in
- * both layers made each type in turn, holding the same integers (Q4_0's range -8..7 for the
- * first pair, Q5_0's -16..15 for the second) and scales; the logits of 8 tokens must be the
- * Q8_0 file's bit for bit (each type is the same integers times the same scale, computed in
- * int8 as llama.cpp computes them against Q8_0 activations), and the load line names the
- * type. */
+/* Q4_0 and Q5_0 against Q8_0: tiny-gpt2-f16.gguf's ffn_up ((32, 128) in ggml order: 128
+ * blocks) in both layers made each type in turn, holding the same integers (Q4_0's range
+ * -8..7 for the first pair, Q5_0's -16..15 for the second) and scales; the logits of 8
+ * tokens must be the Q8_0 file's bit for bit (each type is the same integers times the same
+ * scale, computed in int8 as llama.cpp computes them against Q8_0 activations), and the
+ * load line names the type. Then Q4_0 in layer 0 and Q8_0 in layer 1: one form (int8
+ * blocks), which loads, as llama.cpp loads it. */
 static void test_q4_0_q5_0(void) {
     const char *model = "tests/data/gguf_gpt2/tiny-gpt2-f16.gguf";
     size_t size, type_at[2], end;
@@ -1441,6 +1442,16 @@ static void test_q4_0_q5_0(void) {
         free(logits[0]);
         free(logits[1]);
     }
+    put_at_u32(&f, type_at[1], 8);   /* layer 0 stays Q5_0, layer 1 Q8_0 */
+    unsigned char *at = f.b + data + offset[1];
+    for (int b = 0; b < 128; b++) at += put_block(at, 8, 0x2C00, (int8_t[32]){(int8_t)b});
+    save(&f);
+    Model m;
+    const char *want = "GGUF gpt2, Q5_0 and Q8_0 (int8) with F16 or BF16";
+    int loaded = model_load(&m, path, 8, 0) == 0;
+    check_true(loaded && strcmp(m.format, want) == 0, "ffn_up Q5_0 in layer 0 and Q8_0 in "
+               "layer 1 (int8 blocks both) loads, its load line \"%s\"", want);
+    if (loaded) model_free(&m);
     free(f.b);
 }
 

@@ -476,8 +476,10 @@ static double model_loss(void *ctx) {
         sum += xent_loss(&x) * row;
         count += row;
     }
+    int want = 0;   /* the batch's targets: fewer counted means a forward did not run */
+    for (int n = 0; n < c->B * c->T; n++) want += c->targets[n] >= 0;
     free(logits);
-    return count == c->B * c->T - 1 ? sum / count : (double)NAN;   /* NaN: out of memory */
+    return count == want && count > 0 ? sum / count : (double)NAN;   /* NaN: out of memory */
 }
 
 static void test_model_grad_f64(ModelPositions positions) {
