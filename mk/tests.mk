@@ -25,7 +25,8 @@ $(B)/tests/test_attention_train: $(B)/tests/test_attention_train.o $(B)/tests/ch
                                  $(B)/attention.o $(KERNELS)
 $(B)/tests/test_model: $(B)/tests/test_model.o $(B)/tests/check.o $(B)/tests/gpt2_f64.o $(CORE)
 $(B)/tests/test_gguf: $(B)/tests/test_gguf.o $(B)/tests/check.o $(CORE)
-$(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/lab/eval.o $(CORE) $(TOK)
+$(B)/tests/test_eval: $(B)/tests/test_eval.o $(B)/tests/check.o $(B)/tests/gpt2_f64.o \
+                     $(B)/lab/eval.o $(CORE) $(TOK)
 $(B)/tests/test_generate: $(B)/tests/test_generate.o $(B)/tests/check.o $(B)/generate.o \
                           $(B)/sampler.o $(CORE) $(TOK)
 $(B)/tests/test_tokenizer: $(B)/tests/test_tokenizer.o $(B)/tests/check.o $(TOK)

@@ -1,5 +1,6 @@
 /* gpt2_f64.c: a GPT-2's forward pass in float64 (gpt2_f64.h), token by token, as plainly
- * as it can be written: no code of the engine's is called.
+ * as it can be written: no code of the engine's is called (gpt2_f64_model only reads a
+ * loaded Model's weights).
  */
 #include "tests/gpt2_f64.h"
 
@@ -126,4 +127,52 @@ int gpt2_f64_forward(const Gpt2F64 *g, const int *ids, int T, double *logits, in
     }
     free(x); free(q); free(k); free(v); free(a); free(xn); free(qkv); free(h); free(o); free(s);
     return ok ? 0 : -1;
+}
+
+/* n floats of x as doubles into out (n,), or zeros where x is NULL (a missing bias). */
+static void widen(double *out, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = x ? (double)x[i] : 0.0;
+}
+
+double *gpt2_f64_model(Gpt2F64 *g, const Model *m, int S) {
+    const Config *c = &m->config;
+    const Weights *W = &m->checkpoint.weights;
+    size_t C = (size_t)c->dim, Hd = (size_t)c->hidden_dim;
+    *g = (Gpt2F64){.L = c->n_layers, .C = c->dim, .NH = c->n_heads, .Hd = c->hidden_dim,
+                   .V = c->vocab_size};
+    int ok = c->family == MODEL_GPT2 && S <= m->checkpoint.config.seq_len &&
+             W->pos_embedding && W->token_embedding.f32 &&
+             W->classifier.f32 == W->token_embedding.f32 && c->n_kv_heads == c->n_heads;
+    for (int l = 0; ok && l < c->n_layers; l++) {
+        const LayerWeights *lw = &W->layers[l];
+        ok = lw->wq.f32 && lw->wk.f32 && lw->wv.f32 && lw->wo.f32 && lw->w_up.f32 &&
+             lw->w_down.f32;
+    }
+    double *block = ok ? malloc(gpt2_f64_views(g, NULL, S) * sizeof(double)) : NULL;
+    if (!block) return NULL;
+    gpt2_f64_views(g, block, S);
+    widen(g->wte, W->token_embedding.f32, (size_t)g->V * C);
+    widen(g->wpe, W->pos_embedding, (size_t)S * C);
+    for (size_t l = 0; l < (size_t)g->L; l++) {
+        const LayerWeights *lw = &W->layers[l];
+        widen(g->ln1w + l * C, lw->norm1_w, C);
+        widen(g->ln1b + l * C, lw->norm1_b, C);
+        widen(g->qkvw + l * 3 * C * C, lw->wq.f32, C * C);
+        widen(g->qkvw + (l * 3 + 1) * C * C, lw->wk.f32, C * C);
+        widen(g->qkvw + (l * 3 + 2) * C * C, lw->wv.f32, C * C);
+        widen(g->qkvb + l * 3 * C, lw->bq, C);
+        widen(g->qkvb + (l * 3 + 1) * C, lw->bk, C);
+        widen(g->qkvb + (l * 3 + 2) * C, lw->bv, C);
+        widen(g->attprojw + l * C * C, lw->wo.f32, C * C);
+        widen(g->attprojb + l * C, lw->bo, C);
+        widen(g->ln2w + l * C, lw->norm2_w, C);
+        widen(g->ln2b + l * C, lw->norm2_b, C);
+        widen(g->fcw + l * Hd * C, lw->w_up.f32, Hd * C);
+        widen(g->fcb + l * Hd, lw->b_up, Hd);
+        widen(g->fcprojw + l * C * Hd, lw->w_down.f32, C * Hd);
+        widen(g->fcprojb + l * C, lw->b_down, C);
+    }
+    widen(g->lnfw, W->norm_final_w, C);
+    widen(g->lnfb, W->norm_final_b, C);
+    return block;
 }

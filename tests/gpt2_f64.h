@@ -15,6 +15,8 @@
 
 #include <stddef.h>   /* size_t */
 
+#include "model.h"    /* Model: gpt2_f64_model reads a loaded model's weights */
+
 /* A GPT-2's 16 tensors, in llm.c's order and shapes. */
 typedef struct {
     int L, C, NH, Hd, V;
@@ -44,5 +46,11 @@ size_t gpt2_f64_views(Gpt2F64 *g, double *block, int S);
  * runs out. */
 int gpt2_f64_forward(const Gpt2F64 *g, const int *ids, int T, double *logits, int layer,
                      double *weights);
+
+/* g's tensors as float64 copies of the weights of m, a GPT-2 with fp32 matrices and its
+ * classifier tied to the token table, with S rows of its position table (S <= its
+ * context). Returns the block the copies are in (the caller frees it), or NULL for another
+ * model or when memory runs out. */
+double *gpt2_f64_model(Gpt2F64 *g, const Model *m, int S);
 
 #endif /* GPT2_F64_H */

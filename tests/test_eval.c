@@ -1,7 +1,8 @@
 /* test_eval.c: the attention lab on a whole model, through eval.c and ./run --eval.
  *
  * With exact attention, --eval's loss equals the loss computed here from plain
- * model_forward calls (one block per window); a window with sinks that covers the
+ * model_forward calls (one block per window), and that loss a float64 GPT-2 forward's
+ * (tests/gpt2_f64.c) within 1e-6 nats/token; a window with sinks that covers the
  * whole window equals exact bit for bit (KL exactly 0, full top-1 agreement); a
  * short window really differs and keeps a smaller state. The model is the shipped
  * weights/model.bin when present, else ../shared's random GPT-2 small.bin (the
@@ -21,6 +22,7 @@
 #include "model.h"        /* model_load, model_forward, model_set_attention */
 #include "tokenizer.h"    /* tokenizer_load, tokenizer_encode */
 #include "tests/check.h"  /* check_* */
+#include "tests/gpt2_f64.h"   /* gpt2_f64_model, gpt2_f64_forward: the float64 reference */
 
 #define TEXT_BYTES 800    /* of the validation slice: ~260 GPT-2 tokens, fast */
 #define CTX 64            /* window length */
@@ -48,6 +50,30 @@ static double plain_loss(Model *m, const int *ids, long n, long *tokens) {
         }
     }
     return nll;
+}
+
+/* The same NLL from a float64 forward written from GPT-2's definition (gpt2_f64.h) over
+ * each window; NaN for a model it does not take (or without memory). */
+static double f64_loss(const Model *m, const int *ids, long n) {
+    Gpt2F64 g;
+    double *block = gpt2_f64_model(&g, m, CTX), nll = 0;
+    double *logits = malloc((size_t)CTX * (size_t)g.V * sizeof(double));
+    int ok = block && logits;
+    for (long w = 0; ok && w * CTX < n; w++) {
+        int len = n - w * CTX < CTX ? (int)(n - w * CTX) : CTX;
+        if (len < 2) break;
+        ok = gpt2_f64_forward(&g, ids + w * CTX, len - 1, logits, -1, NULL) == 0;
+        for (int t = 0; ok && t < len - 1; t++) {
+            const double *row = logits + (size_t)t * g.V;
+            double max = row[0], sum = 0;
+            for (int i = 1; i < g.V; i++) if (row[i] > max) max = row[i];
+            for (int i = 0; i < g.V; i++) sum += exp(row[i] - max);
+            nll += max + log(sum) - row[ids[w * CTX + t + 1]];
+        }
+    }
+    free(block);
+    free(logits);
+    return ok ? nll : (double)NAN;
 }
 
 /* log Z of a row (V,) in double, and its first largest index in *best. */
@@ -236,6 +262,11 @@ int main(void) {
                "exact eval == plain forward loss, bitwise (%.9f vs %.9f nats/token, %ld "
                "tokens), and with no reference every token agrees (%ld)",
                r.nll / (double)r.tokens, plain / (double)plain_tokens, r.tokens, r.agree);
+    double f64 = f64_loss(&m, ids, (long)n_ids) / (double)plain_tokens;
+    check_true(fabs(plain / (double)plain_tokens - f64) <= 1e-6,
+               "exact eval's loss is a float64 GPT-2 forward's within 1e-6 nats/token (%.9f vs "
+               "%.9f: %.1e)", plain / (double)plain_tokens, f64,
+               fabs(plain / (double)plain_tokens - f64));
     check_run_eval(model_path, tok_path, text, plain / (double)plain_tokens);
     check_windows(&m, &exact, &tok, ids, n_ids, plain);
     check_every_kind(&m, &tok, ids, n_ids);

@@ -1015,57 +1015,14 @@ static void test_mark_cold(void) {
                "fp32 one not");
 }
 
-/* n floats of x as doubles into out (n,), or zeros where x is NULL (a missing bias). */
-static void widen(double *out, const float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) out[i] = x ? (double)x[i] : 0.0;
-}
-
-/* The forward of a GPT-2 model m (fp32 matrices, its classifier the token table) over the
- * T tokens ids, in float64 from its weights (gpt2_f64.h): logits (T, V) if not NULL, and
- * layer `layer`'s attention weights into weights (NH, T, T) if not NULL: row t of head h
- * over keys 0..t, NaN past t. Returns 0, or -1 without fp32 weights or memory. */
+/* The forward of a GPT-2 model m over the T tokens ids in float64 from its weights
+ * (gpt2_f64.h): logits (T, V) if not NULL, and layer `layer`'s attention weights into
+ * weights (NH, T, T) if not NULL. Returns 0, or -1 without fp32 weights or memory. */
 static int gpt2_f64(const Model *m, const int *ids, int T, double *logits, int layer,
                     double *weights) {
-    const Config *c = &m->config;
-    const Weights *W = &m->checkpoint.weights;
-    size_t C = (size_t)c->dim, Hd = (size_t)c->hidden_dim;
-    Gpt2F64 g = {.L = c->n_layers, .C = c->dim, .NH = c->n_heads, .Hd = c->hidden_dim,
-                 .V = c->vocab_size};
-    double *block = malloc(gpt2_f64_views(&g, NULL, T) * sizeof(double));
-    int ok = block && W->pos_embedding && W->token_embedding.f32 &&
-             W->classifier.f32 == W->token_embedding.f32 && c->n_kv_heads == c->n_heads;
-    for (int l = 0; ok && l < c->n_layers; l++) {
-        const LayerWeights *lw = &W->layers[l];
-        ok = lw->wq.f32 && lw->wk.f32 && lw->wv.f32 && lw->wo.f32 && lw->w_up.f32 &&
-             lw->w_down.f32;
-    }
-    if (ok) {
-        gpt2_f64_views(&g, block, T);
-        widen(g.wte, W->token_embedding.f32, (size_t)g.V * C);
-        widen(g.wpe, W->pos_embedding, (size_t)T * C);
-        for (size_t l = 0; l < (size_t)g.L; l++) {
-            const LayerWeights *lw = &W->layers[l];
-            widen(g.ln1w + l * C, lw->norm1_w, C);
-            widen(g.ln1b + l * C, lw->norm1_b, C);
-            widen(g.qkvw + l * 3 * C * C, lw->wq.f32, C * C);
-            widen(g.qkvw + (l * 3 + 1) * C * C, lw->wk.f32, C * C);
-            widen(g.qkvw + (l * 3 + 2) * C * C, lw->wv.f32, C * C);
-            widen(g.qkvb + l * 3 * C, lw->bq, C);
-            widen(g.qkvb + (l * 3 + 1) * C, lw->bk, C);
-            widen(g.qkvb + (l * 3 + 2) * C, lw->bv, C);
-            widen(g.attprojw + l * C * C, lw->wo.f32, C * C);
-            widen(g.attprojb + l * C, lw->bo, C);
-            widen(g.ln2w + l * C, lw->norm2_w, C);
-            widen(g.ln2b + l * C, lw->norm2_b, C);
-            widen(g.fcw + l * Hd * C, lw->w_up.f32, Hd * C);
-            widen(g.fcb + l * Hd, lw->b_up, Hd);
-            widen(g.fcprojw + l * C * Hd, lw->w_down.f32, C * Hd);
-            widen(g.fcprojb + l * C, lw->b_down, C);
-        }
-        widen(g.lnfw, W->norm_final_w, C);
-        widen(g.lnfb, W->norm_final_b, C);
-        ok = gpt2_f64_forward(&g, ids, T, logits, layer, weights) == 0;
-    }
+    Gpt2F64 g;
+    double *block = gpt2_f64_model(&g, m, T);
+    int ok = block && gpt2_f64_forward(&g, ids, T, logits, layer, weights) == 0;
     free(block);
     return ok ? 0 : -1;
 }
