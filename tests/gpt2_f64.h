@@ -1,6 +1,6 @@
 /* gpt2_f64.h: a GPT-2's forward pass in float64, written from the model's definition: the
- * reference the tests hold the engine's forward (test_model.c) and the trainer's gradients
- * (test_train_grad.c) to.
+ * reference the tests hold the engine's forward (test_model.c), --eval's loss (test_eval.c)
+ * and the trainer's gradients (test_train_grad.c) to.
  *
  * The model is llm.c's GPT-2: learned positions (or, with no position table, rotary ones:
  * each head's pairs (2i, 2i+1) of q and k turned by pos * 10000^(-2i/HS), as llama2.c turns
