@@ -1307,42 +1307,52 @@ static size_t tensor_info(const unsigned char *bytes, size_t size, const char *n
     return 0;
 }
 
-/* Q8_0 in tiny-gpt2-f16.gguf (2 layers, its matrices F16): ffn_up (ggml (32, 128), 128
- * blocks of 34 bytes) made Q8_0 in layer 1 alone is refused as a mix of types; in both
- * layers it runs with a value of -127, and -128 (which the int8 kernels do not take, nor
- * llama.cpp write) is refused naming its block. */
-static void test_q8_0_layers(void) {
-    const char *model = "tests/data/gguf_gpt2/tiny-gpt2-f16.gguf";
-    size_t size, type_at[2], end;
-    uint64_t offset[2], last_offset;
-    Buf f = {0};
-    f.b = check_read_file(model, &size);
-    f.n = f.cap = size;
-    end = f.b ? tensor_info(f.b, size, "blk.1.ffn_down.bias", &type_at[0], &last_offset) : 0;
+/* tiny-gpt2-f16.gguf (2 layers, its matrices F16) into *f, and where each layer's ffn_up
+ * ((32, 128) in ggml order: 128 blocks of 32 values, room for 34 bytes each) has its type
+ * field (type_at[l]) and its data (at[l]), from the file's start. Returns 0, or -1 after a
+ * failed check (f freed). */
+static int read_ffn_up(Buf *f, size_t type_at[2], size_t at[2]) {
+    size_t size, end;
+    uint64_t offset, last_offset;
+    f->b = check_read_file("tests/data/gguf_gpt2/tiny-gpt2-f16.gguf", &size);
+    f->n = f->cap = size;
+    end = f->b ? tensor_info(f->b, size, "blk.1.ffn_down.bias", &type_at[0], &last_offset) : 0;
     size_t data = (end + 31) / 32 * 32;   /* general.alignment: the default 32 */
     int found = end != 0;
     for (int l = 0; l < 2 && found; l++) {
         char name[32];
         snprintf(name, sizeof name, "blk.%d.ffn_up.weight", l);
-        found = tensor_info(f.b, size, name, &type_at[l], &offset[l]) != 0 &&
-                data + offset[l] + 128 * 34 <= size;
+        found = tensor_info(f->b, size, name, &type_at[l], &offset) != 0 &&
+                data + offset + 128 * 34 <= size;
+        at[l] = data + (size_t)offset;
     }
     if (!check_true(found, "tiny-gpt2-f16.gguf: its tensor table read")) {
-        free(f.b);
-        return;
+        free(f->b);
+        return -1;
     }
-    for (int l = 0; l < 2; l++) memset(f.b + data + offset[l], 0, 128 * 34);   /* scale 0 */
+    return 0;
+}
+
+/* Q8_0 in tiny-gpt2-f16.gguf (2 layers, its matrices F16): ffn_up (ggml (32, 128), 128
+ * blocks of 34 bytes) made Q8_0 in layer 1 alone is refused as a mix of types; in both
+ * layers it runs with a value of -127, and -128 (which the int8 kernels do not take, nor
+ * llama.cpp write) is refused naming its block. */
+static void test_q8_0_layers(void) {
+    size_t type_at[2], data_at[2];
+    Buf f = {0};
+    if (read_ffn_up(&f, type_at, data_at) != 0) return;
+    for (int l = 0; l < 2; l++) memset(f.b + data_at[l], 0, 128 * 34);   /* scale 0 */
     put_at_u32(&f, type_at[1], 8);   /* Q8_0 */
     check_refused(&f, "Q8_0 in layer 1 alone", "tensor blk.1.ffn_up.weight is Q8_0 where layer "
                   "0's is F16 (expected one form in every layer");
     put_at_u32(&f, type_at[0], 8);
-    f.b[data + offset[1] + 3 * 34 + 2 + 5] = 0x81;   /* -127 in block 3 */
+    f.b[data_at[1] + 3 * 34 + 2 + 5] = 0x81;   /* -127 in block 3 */
     save(&f);
     char command[512];
     snprintf(command, sizeof command, "%s %s -t 0 -n 2 -i ab", run_bin, path);
     int code = check_run(command, NULL, NULL);
     check_true(code == 0, "Q8_0 in both layers, a value of -127: runs (exit %d)", code);
-    f.b[data + offset[1] + 3 * 34 + 2 + 5] = 0x80;   /* -128 */
+    f.b[data_at[1] + 3 * 34 + 2 + 5] = 0x80;   /* -128 */
     check_refused(&f, "a Q8_0 value of -128", "tensor blk.1.ffn_up.weight: Q8_0 value out of "
                   "range (got -128 in block 3, expected -127..127");
     free(f.b);
@@ -1377,28 +1387,12 @@ static size_t put_block(unsigned char *out, int type, uint16_t h, const int8_t q
  * -8..7 for the first pair, Q5_0's -16..15 for the second) and scales; the logits of 8
  * tokens must be the Q8_0 file's bit for bit (each type is the same integers times the same
  * scale, computed in int8 as llama.cpp computes them against Q8_0 activations), and the
- * load line names the type. Then Q4_0 in layer 0 and Q8_0 in layer 1: one form (int8
+ * load line names the type. Then Q5_0 in layer 0 and Q8_0 in layer 1: one form (int8
  * blocks), which loads, as llama.cpp loads it. */
 static void test_q4_0_q5_0(void) {
-    const char *model = "tests/data/gguf_gpt2/tiny-gpt2-f16.gguf";
-    size_t size, type_at[2], end;
-    uint64_t offset[2], last_offset;
+    size_t type_at[2], data_at[2];
     Buf f = {0};
-    f.b = check_read_file(model, &size);
-    f.n = f.cap = size;
-    end = f.b ? tensor_info(f.b, size, "blk.1.ffn_down.bias", &type_at[0], &last_offset) : 0;
-    size_t data = (end + 31) / 32 * 32;   /* general.alignment: the default 32 */
-    int found = end != 0;
-    for (int l = 0; l < 2 && found; l++) {
-        char name[32];
-        snprintf(name, sizeof name, "blk.%d.ffn_up.weight", l);
-        found = tensor_info(f.b, size, name, &type_at[l], &offset[l]) != 0 &&
-                data + offset[l] + 128 * 34 <= size;
-    }
-    if (!check_true(found, "tiny-gpt2-f16.gguf: its tensor table read")) {
-        free(f.b);
-        return;
-    }
+    if (read_ffn_up(&f, type_at, data_at) != 0) return;
     static const char *const NAMES[] = {[2] = "Q4_0", [6] = "Q5_0", [8] = "Q8_0"};
     for (int range = 8; range <= 16; range += 8) {   /* integers in -range .. range-1 */
         int small = range == 8 ? 2 : 6, types[2] = {8, small};
@@ -1408,7 +1402,7 @@ static void test_q4_0_q5_0(void) {
             uint64_t s = 42;
             for (int l = 0; l < 2; l++) {
                 put_at_u32(&f, type_at[l], (uint32_t)types[i]);
-                unsigned char *at = f.b + data + offset[l];
+                unsigned char *at = f.b + data_at[l];
                 for (int b = 0; b < 128; b++) {
                     int8_t q[32];
                     for (int j = 0; j < 32; j++) {
@@ -1443,7 +1437,7 @@ static void test_q4_0_q5_0(void) {
         free(logits[1]);
     }
     put_at_u32(&f, type_at[1], 8);   /* layer 0 stays Q5_0, layer 1 Q8_0 */
-    unsigned char *at = f.b + data + offset[1];
+    unsigned char *at = f.b + data_at[1];
     for (int b = 0; b < 128; b++) at += put_block(at, 8, 0x2C00, (int8_t[32]){(int8_t)b});
     save(&f);
     Model m;
