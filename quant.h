@@ -96,7 +96,8 @@ void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const Qua
 void quant_gemm_tile(int *rows, int *cols);
 
 /* The matmul kernel this build uses: "avx512-vnni", "avx-vnni" or "avx2" for groups that
- * are a multiple of 32 (the x86 prefill tile takes any group that is a multiple of 4;
+ * are a multiple of 32 and groups of 16 in widths of a multiple of 32 (the x86 prefill
+ * tile takes any group that is a multiple of 4;
  * "avx512-vnni" also reads packed rows, quant_pack_rows),
  * "neon-dotprod" or "neon" for groups and widths that are multiples of 16, else "portable"
  * (other groups go one row at a time by the portable path). Every

@@ -5,8 +5,8 @@
  * table are walked with a cursor that never reads past the file (gguf_open); the model's
  * hyperparameters and tensors are looked up by name and checked against each other
  * (gguf_load_checkpoint); only then is memory taken for what must be converted (BF16 and
- * F16 vectors widened, Q8_0, Q5_0 and Q4_0 repacked as int8 groups; F16 matrices stay
- * halves). The tokenizer is built from the metadata's arrays by tokenizer.c
+ * F16 vectors widened, Q8_0, Q5_0, Q4_0 and Q6_K repacked as int8 groups; F16 matrices
+ * stay halves). The tokenizer is built from the metadata's arrays by tokenizer.c
  * (gguf_load_tokenizer). Nothing here computes: read model.c for the network.
  *
  * Legend: V vocab, C width, L layers, Hd MLP width, KVD kv width, S context.
@@ -696,19 +696,21 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
     case GGUF_BF16: *floats += numel; break;
     case GGUF_Q4_0:
     case GGUF_Q5_0:
-    case GGUF_Q8_0:   /* matrices repacked as int8 groups, vectors widened */
+    case GGUF_Q8_0:
+    case GGUF_Q6_K:   /* matrices repacked as int8 groups (gguf_load_checkpoint adds the
+                       * scales of a role that mixes groups), vectors widened */
         if (r->is_matrix) {
             *bytes += numel;
-            *floats += numel / GGUF_BLOCK;
+            *floats += numel / (t->type == GGUF_Q6_K ? GGUF_K_GROUP : GGUF_BLOCK);
         } else {
             *floats += numel;
         }
         break;
     default:
         fprintf(stderr, "model: %s: tensor %s has type %s, which this engine does not compute "
-                "(expected F32, F16, BF16, Q8_0, Q5_0 or Q4_0: convert the file with "
-                "llama-quantize --allow-requantize --pure IN OUT Q8_0, or Q5_0, Q4_0, F16)\n",
-                g->path, name, TYPES[t->type].name);
+                "(expected F32, F16, BF16, Q8_0, Q6_K, Q5_0 or Q4_0: convert the file with "
+                "llama-quantize --allow-requantize --pure IN OUT Q8_0, or Q6_K, Q5_0, Q4_0, "
+                "F16)\n", g->path, name, TYPES[t->type].name);
         return NULL;
     }
     return t;
@@ -735,9 +737,9 @@ static void widen(float *out, const GgufTensor *t, size_t n) {
     }
 }
 
-/* 1 for the types of 32 integers and a scale a block (Q4_0, Q5_0, Q8_0). */
+/* 1 for the types of integers and scales in blocks (Q4_0, Q5_0, Q8_0, Q6_K). */
 static int is_blocks(uint32_t type) {
-    return type == GGUF_Q4_0 || type == GGUF_Q5_0 || type == GGUF_Q8_0;
+    return type == GGUF_Q4_0 || type == GGUF_Q5_0 || type == GGUF_Q8_0 || type == GGUF_Q6_K;
 }
 
 /* Block b of t (Q4_0, Q5_0 or Q8_0: an f16 scale d, then 32 integers' bits, each value d
@@ -770,16 +772,60 @@ static float block_values(int8_t q[GGUF_BLOCK], const GgufTensor *t, size_t b) {
     return half_to_float(h);
 }
 
-/* The blocks (Q4_0, Q5_0 or Q8_0) of a (rows, cols) tensor into q (rows, cols) and scale
- * (rows, cols / 32): the same values in quant.h's layout, one group per block, computed
- * in int8 as llama.cpp computes these types (against activations in Q8_0 blocks). Returns
- * -1 (with a message) on a Q8_0 -128, which the int8 kernels do not accept. */
+/* Super-block b of t (Q6_K: ggml-common.h's block_q6_K, 128 bytes ql of low 4 bits, 64
+ * bytes qh of high 2 bits, 16 int8 scales, an f16 d; each value d times its scale times
+ * its integer): the 256 integers (6 bits, less 32) into q (256,), and each 16's scale,
+ * d times its int8 (exact in a float: 11 bits times 8), into scale (16,). Each half of
+ * 128 values has 64 bytes of ql and 32 of qh: value 32 k + l (k < 4, l < 32) is the low
+ * (k < 2) or high nibble of ql[l + 32 (k % 2)] with bits 2k and 2k + 1 of qh[l] above it. */
+static void k6_values(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_GROUP],
+                      const GgufTensor *t, size_t b) {
+    const unsigned char *block = t->data + b * (size_t)TYPES[GGUF_Q6_K].bytes;
+    int8_t sc[GGUF_K_BLOCK / GGUF_K_GROUP];
+    uint16_t h;
+    memcpy(sc, block + 192, sizeof sc);
+    memcpy(&h, block + 208, sizeof h);
+    for (int half = 0; half < 2; half++) {
+        const unsigned char *ql = block + 64 * half, *qh = block + 128 + 32 * half;
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < 32; l++) {
+                int low = ql[l + 32 * (k % 2)] >> (4 * (k / 2)) & 0x0F;
+                int high = qh[l] >> (2 * k) & 3;
+                q[128 * half + 32 * k + l] = (int8_t)((low | high << 4) - 32);
+            }
+    }
+    float d = half_to_float(h);
+    for (int g = 0; g < GGUF_K_BLOCK / GGUF_K_GROUP; g++) scale[g] = d * (float)sc[g];
+}
+
+/* Block b of t (Q4_0, Q5_0, Q8_0 or Q6_K): its integers into q and the scale of each
+ * GGUF_K_GROUP of them into scale (a 32-value block's d twice). Returns its values. */
+static int block_ints(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_GROUP],
+                      const GgufTensor *t, size_t b) {
+    if (t->type == GGUF_Q6_K) {
+        k6_values(q, scale, t, b);
+        return GGUF_K_BLOCK;
+    }
+    scale[0] = scale[1] = block_values(q, t, b);
+    return GGUF_BLOCK;
+}
+
+/* The blocks (Q4_0, Q5_0, Q8_0 or Q6_K) of a (rows, cols) tensor into q (rows, cols) and
+ * scale (rows, cols / group): the same values in quant.h's layout, computed in int8 as
+ * llama.cpp computes these types (against activations in 8-bit blocks). group: 32 (a
+ * group per Q4_0, Q5_0 or Q8_0 block) or 16 (a group per Q6_K scale; a 32-value block's
+ * scale then serves two groups). Returns -1 (with a message) on a Q8_0 -128, which the
+ * int8 kernels do not accept. */
 static int repack_blocks(int8_t *q, float *scale, const GgufTensor *t, size_t numel,
-                         const char *path) {
-    for (size_t b = 0; b < numel / GGUF_BLOCK; b++) {
-        scale[b] = block_values(q + b * GGUF_BLOCK, t, b);
-        for (int i = 0; i < GGUF_BLOCK; i++) {
-            if (q[b * GGUF_BLOCK + (size_t)i] < -QUANT_Q_MAX) {
+                         int group, const char *path) {
+    size_t at = 0;
+    for (size_t b = 0; at < numel; b++) {
+        float sc[GGUF_K_BLOCK / GGUF_K_GROUP];
+        int n = block_ints(q + at, sc, t, b);
+        for (int g = 0; g < n / group; g++)
+            scale[at / (size_t)group + (size_t)g] = sc[g * group / GGUF_K_GROUP];
+        for (int i = 0; i < n; i++) {
+            if (q[at + (size_t)i] < -QUANT_Q_MAX) {
                 char name[SHOWN_CAP];
                 fprintf(stderr, "model: %s: tensor %s: Q8_0 value out of range (got -128 in "
                         "block %zu, expected -127..127 as llama.cpp writes)\n", path,
@@ -787,17 +833,22 @@ static int repack_blocks(int8_t *q, float *scale, const GgufTensor *t, size_t nu
                 return -1;
             }
         }
+        at += (size_t)n;
     }
     return 0;
 }
 
-/* The blocks (Q4_0, Q5_0 or Q8_0) of a vector of n values into fp32 out: d times each
- * integer, as ggml's dequantize_row_* gives them. */
+/* The blocks of a vector of n values into fp32 out: each integer times its scale, as
+ * ggml's dequantize_row_* gives them. */
 static void dequantize_blocks(float *out, const GgufTensor *t, size_t n) {
-    for (size_t b = 0; b < n / GGUF_BLOCK; b++) {
-        int8_t q[GGUF_BLOCK];
-        float d = block_values(q, t, b);
-        for (int i = 0; i < GGUF_BLOCK; i++) out[b * GGUF_BLOCK + (size_t)i] = d * (float)q[i];
+    size_t at = 0;
+    for (size_t b = 0; at < n; b++) {
+        int8_t q[GGUF_K_BLOCK];
+        float scale[GGUF_K_BLOCK / GGUF_K_GROUP];
+        int values = block_ints(q, scale, t, b);
+        for (int i = 0; i < values; i++)
+            out[at + (size_t)i] = scale[i / GGUF_K_GROUP] * (float)q[i];
+        at += (size_t)values;
     }
 }
 
@@ -921,7 +972,9 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     const GgufTensor *found[MAX_ROLES][MODEL_MAX_LAYERS];
     const Arch *a = NULL;
     size_t floats = 0, bytes = 0;
-    int f16 = 0, bf16 = 0, q4 = 0, q5 = 0, q8 = 0;   /* the types found */
+    int f16 = 0, bf16 = 0;            /* the types found: halves, */
+    unsigned char blocks[N_TYPES] = {0};   /* and of matrices in blocks, by type */
+    int group[MAX_ROLES];             /* each role's int8 group: 16 if a layer is Q6_K */
     unsigned char *read = NULL;   /* (n_tensors,) 1 for each tensor a role takes */
     if (read_config(&g, c, &a) != 0) goto fail;
     read = calloc(g.n_tensors, 1);   /* read_config found token_embd: n_tensors >= 1 */
@@ -932,6 +985,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     /* every tensor found and checked, and the memory its conversion needs counted */
     for (int r = 0; r < a->n_roles; r++) {
         const Role *role = &a->roles[r];
+        group[r] = GGUF_BLOCK;
         for (int l = 0; l < (role->layered ? c->n_layers : 1); l++) {
             int missing;
             size_t was_floats = floats, was_bytes = bytes;
@@ -950,11 +1004,18 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 int matrix = role->is_matrix;
                 f16 |= matrix && type == GGUF_F16;
                 bf16 |= type == GGUF_BF16;
-                q4 |= matrix && type == GGUF_Q4_0;
-                q5 |= matrix && type == GGUF_Q5_0;
-                q8 |= matrix && type == GGUF_Q8_0;
+                blocks[type] |= matrix && is_blocks(type);
+                if (matrix && type == GGUF_Q6_K) group[r] = GGUF_K_GROUP;
             }
         }
+        /* a role with a Q6_K layer keeps groups of 16 in every layer: a 32-value block's
+         * scale serves two, so its other block layers need a second scale a block */
+        int rows, cols;
+        role_shape(role, c, &rows, &cols);
+        for (int l = 0; l < (role->layered ? c->n_layers : 1); l++)
+            if (group[r] == GGUF_K_GROUP && found[r][l] && is_blocks(found[r][l]->type) &&
+                found[r][l]->type != GGUF_Q6_K)
+                floats += (size_t)rows * (size_t)cols / GGUF_BLOCK;
     }
     /* a tensor no role takes would change what llama.cpp computes (a bias, RoPE's frequency
      * factors, a block past the header's count: llama.cpp refuses the last as a wrong
@@ -1018,9 +1079,9 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
             } else if (is_blocks(t->type) && role->is_matrix) {
                 p->q = q;
                 p->scale = f;
-                if (repack_blocks(q, f, t, numel, path) != 0) goto fail;
+                if (repack_blocks(q, f, t, numel, group[r], path) != 0) goto fail;
                 q += numel;
-                f += numel / GGUF_BLOCK;
+                f += numel / (size_t)group[r];
             } else if (t->type == GGUF_F32 && (g.data_offset + t->offset) % sizeof(float) == 0) {
                 p->f32 = (const float *)(const void *)t->data;   /* mapped, in place */
             } else {
@@ -1031,8 +1092,8 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 f += numel;
             }
         }
-        /* every layer of a role has one form (fp32, halves or int8 groups of 32: Q4_0, Q5_0
-         * and Q8_0 may mix, as llama.cpp allows): a file that mixes forms is refused */
+        /* every layer of a role has one form (fp32, halves or int8 groups: Q4_0, Q5_0, Q8_0
+         * and Q6_K may mix, as llama.cpp allows): a file that mixes forms is refused */
         for (int l = 1; l < layers; l++) {
             if ((parts[l].f32 != NULL) != (parts[0].f32 != NULL) ||
                 (parts[l].f16 != NULL) != (parts[0].f16 != NULL)) {
@@ -1048,7 +1109,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
         ten->f16 = parts[0].f16;
         ten->q = parts[0].q;
         ten->scale = parts[0].scale;
-        ten->group = GGUF_BLOCK;
+        ten->group = group[r];
         parts += layers;
     }
     /* the map stays: fp32 tensors are used from it (gguf_close must not unmap it) */
@@ -1057,10 +1118,21 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     ck->gguf = 1;
     g.map = NULL;
     /* what the load line says: the architecture, then the types found */
-    if (q4 || q5 || q8) {
-        snprintf(ck->format, sizeof ck->format, "GGUF %s, %s%s%s%s%s %s", a->name,
-                 q4 ? "Q4_0" : "", q4 && (q5 || q8) ? " and " : "", q5 ? "Q5_0" : "",
-                 q5 && q8 ? " and " : "", q8 ? "Q8_0" : "",
+    static const uint32_t INT8_TYPES[] = {GGUF_Q4_0, GGUF_Q5_0, GGUF_Q8_0, GGUF_Q6_K};
+    int n_int8 = 0, listed = 0;
+    char names[64] = "";   /* "Q4_0", "Q4_0 and Q6_K", "Q4_0, Q5_0 and Q8_0", ... */
+    enum { N_INT8 = sizeof INT8_TYPES / sizeof INT8_TYPES[0] };
+    for (int i = 0; i < N_INT8; i++) n_int8 += blocks[INT8_TYPES[i]];
+    for (int i = 0; i < N_INT8; i++) {
+        if (!blocks[INT8_TYPES[i]]) continue;
+        size_t at = strlen(names);
+        snprintf(names + at, sizeof names - at, "%s%s",
+                 listed == 0 ? "" : listed == n_int8 - 1 ? " and " : ", ",
+                 TYPES[INT8_TYPES[i]].name);
+        listed++;
+    }
+    if (n_int8 > 0) {
+        snprintf(ck->format, sizeof ck->format, "GGUF %s, %s %s", a->name, names,
                  f16 || bf16 ? "(int8) with F16 or BF16" : "(computed in int8)");
     } else {
         snprintf(ck->format, sizeof ck->format, "GGUF %s, %s", a->name,

@@ -301,6 +301,42 @@ dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs, const int8_t *co
     _mm_storeu_ps(sums, acc);
 }
 
+/* dot_rows4_avx2 for groups of 16 (GGUF Q6_K's) and cols a multiple of 32: a chunk of 32
+ * values is two groups, one a 128-bit half, so one reduction of the four rows' lanes per
+ * half (rows4_halves) gives both groups' 8 exact sums, and dot_rows4_pairs's float steps
+ * follow, group g's before g + 1's. prefetch 1: each row's lines asked for
+ * QUANT_PREFETCH_BYTES ahead, its scales' as far ahead in values. Same bits as
+ * dot_rows4_avx2's own loop. */
+static inline __attribute__((always_inline)) void
+dot_rows4_g16(float *sums, const int8_t *xq, const float *xs, const int8_t *const w_r[4],
+              const float *const s_r[4], int groups, int prefetch) {
+    __m128 acc = _mm_setzero_ps();   /* the four rows' sums */
+    const __m256i zero = _mm256_setzero_si256();
+    for (int g = 0; g < groups; g += 2) {   /* groups is even: cols % 32 == 0 */
+        size_t at = (size_t)g * 16;
+        if (prefetch && g % 4 == 0)   /* a line (64 int8s) of each row */
+            for (int r = 0; r < 4; r++) {
+                _mm_prefetch((const char *)(w_r[r] + at) + QUANT_PREFETCH_BYTES, _MM_HINT_T0);
+                if (g % 16 == 0)   /* a line of scales */
+                    _mm_prefetch((const char *)(s_r[r] + g) + QUANT_PREFETCH_BYTES / 4,
+                                 _MM_HINT_T0);
+            }
+        __m256i x = load_chunk(xq + at), ax = _mm256_abs_epi8(x), d[4];
+        for (int r = 0; r < 4; r++) d[r] = dot32_add(zero, ax, x, load_chunk(w_r[r] + at));
+        /* per 128-bit half, the four rows' sums of its four lanes: group g's, then g + 1's */
+        __m256 terms = _mm256_cvtepi32_ps(rows4_halves(d[0], d[1], d[2], d[3]));
+        __m128 s01 = scale_pairs(s_r[0] + g, s_r[1] + g);
+        __m128 s23 = scale_pairs(s_r[2] + g, s_r[3] + g);
+        __m128 s_g = _mm_shuffle_ps(s01, s23, _MM_SHUFFLE(2, 0, 2, 0));
+        __m128 s_g1 = _mm_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 1, 3, 1));
+        acc = _mm_add_ps(acc, _mm_mul_ps(_mm256_castps256_ps128(terms),
+                                         _mm_mul_ps(_mm_set1_ps(xs[g]), s_g)));
+        acc = _mm_add_ps(acc, _mm_mul_ps(_mm256_extractf128_ps(terms, 1),
+                                         _mm_mul_ps(_mm_set1_ps(xs[g + 1]), s_g1)));
+    }
+    _mm_storeu_ps(sums, acc);
+}
+
 /* sums (4,) = x · w_r for QUANT_ROW_TILE = 4 weight rows w_r, step rows apart (q rows
  * step * cols apart, scale rows step * groups apart): dot_row_avx2 four times over, each x
  * register loaded once for the four rows; prefetch 1: each row's lines asked for
@@ -312,13 +348,20 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
     size_t q_step = step * (size_t)cols, s_step = step * (size_t)groups;
     const int8_t *w0 = wq, *w1 = w0 + q_step, *w2 = w1 + q_step, *w3 = w2 + q_step;
     const float *s0 = ws, *s1 = s0 + s_step, *s2 = s1 + s_step, *s3 = s2 + s_step;
+    const int8_t *const w_r[4] = {w0, w1, w2, w3};
+    const float *const s_r[4] = {s0, s1, s2, s3};
     if (group == QUANT_CHUNK && cols % QUANT_CHUNK == 0) {
-        const int8_t *const w_r[4] = {w0, w1, w2, w3};
-        const float *const s_r[4] = {s0, s1, s2, s3};
         if (prefetch)   /* constant in each call, as the inlined loop wants */
             dot_rows4_pairs(sums, xq, xs, w_r, s_r, groups, 1);
         else
             dot_rows4_pairs(sums, xq, xs, w_r, s_r, groups, 0);
+        return;
+    }
+    if (group == QUANT_CHUNK / 2) {   /* cols % 32 == 0 (simd_q8_matmul_rows) */
+        if (prefetch)
+            dot_rows4_g16(sums, xq, xs, w_r, s_r, groups, 1);
+        else
+            dot_rows4_g16(sums, xq, xs, w_r, s_r, groups, 0);
         return;
     }
     __m128 acc = _mm_setzero_ps();   /* the four rows' sums */
@@ -355,16 +398,19 @@ static void dot_rows4_avx2(float *sums, const int8_t *xq, const float *xs, const
     _mm_storeu_ps(sums, acc);
 }
 
-/* Columns o0 .. of quant_matmul_block for group % 32 == 0: tiles of QUANT_ROW_TILE rows of
- * w, then single rows; a tile's rows of w (4 x cols bytes) stay in L1 while the N rows of x
+/* Columns o0 .. of quant_matmul_block for group % 32 == 0, or groups of 16 in rows of a
+ * multiple of 32: tiles of QUANT_ROW_TILE rows of w, then single rows (groups of 16: left
+ * to the reference); a tile's rows of w (4 x cols bytes) stay in L1 while the N rows of x
  * go past them. A large w takes its tiles' four rows a quarter of the columns apart, so
  * that it is read as four sequential runs (decode, and prompts too short for the GEMM).
- * Every output has dot_row_avx2's bits in each case. Returns o1 (o0 for other groups). */
+ * Every output has the reference's bits in each case. Returns the first column it did
+ * not do (o0 for other groups). */
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1) {
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
     int o = o0, prefetch = w->cold && simd_prefetch_rows();
-    if (group % QUANT_CHUNK != 0) return o0;   /* the reference's (quant.c) */
+    int g16 = group == QUANT_CHUNK / 2 && cols % QUANT_CHUNK == 0;
+    if (group % QUANT_CHUNK != 0 && !g16) return o0;   /* the reference's (quant.c) */
     if ((size_t)OC * (size_t)cols >= QUANT_STREAM_BYTES) {
         /* a large w: four sequential runs of rows, a quarter of the range apart; a tile's
          * four rows stay in L1 while the rows of x (one in decode, a few in a short
@@ -397,6 +443,7 @@ int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const Qua
                 out_n[o + r] = sums[r] + (bias ? bias[o + r] : 0.0f);
         }
     }
+    if (g16) return o;   /* the rows left over: the reference's */
     for (; o < o1; o++) {   /* the rows left over from the tiles */
         const int8_t *wq = w->q + (size_t)o * (size_t)cols;
         const float *ws = w->scale + (size_t)o * (size_t)groups;

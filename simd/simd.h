@@ -275,7 +275,8 @@ int simd_q8_quantize(int8_t *q, float *scale, const float *x, int cols, int grou
 #endif
 #if defined(SIMD_Q8_X86) || defined(SIMD_Q8_NEON)
 /* quant_matmul_block's columns o0 .. one row of x at a time, for groups that are a
- * multiple of 32 (x86), or groups and widths that are multiples of 16 (NEON); returns the
+ * multiple of 32 or groups of 16 in widths of a multiple of 32 (x86), or groups and widths
+ * that are multiples of 16 (NEON); returns the
  * first column it did not do (o0 for other matrices). */
 int simd_q8_matmul_rows(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
                         const float *bias, int N, int o0, int o1);

@@ -23,6 +23,9 @@
  * 5. The tiny llama GGUF with its matrices in F16 (values halves hold exactly) keeps them
  *    as halves and gives the F32 file's logits bit for bit, its tensors in place and at
  *    odd offsets (general.alignment 1: copied).
+ * 6. Types in blocks (Q8_0, Q4_0, Q5_0, Q6_K) written here from ggml's layout: the logits
+ *    of a Q8_0 file of the same integers, or each value as loaded against the blocks'; and
+ *    llama.cpp's own Q4_0, Q5_0 and Q6_K files' greedy texts (gguf_llama/SOURCES.json).
  */
 #include <math.h>     /* NAN */
 #include <stdint.h>   /* uint32_t, uint64_t */
@@ -36,6 +39,7 @@
 #include "gguf.h"          /* gguf_load_tokenizer */
 #include "kernels.h"       /* kernels_to_half: the F16 file's values */
 #include "model.h"         /* model_load, model_forward: the F16 file against the F32 one */
+#include "quant.h"         /* quant_dequantize_row: a Q6_K matrix's values as loaded */
 #include "tokenizer.h"     /* tokenizer_load, tokenizer_encode: the reference vocabulary */
 
 static const char *run_bin;
@@ -1449,6 +1453,177 @@ static void test_q4_0_q5_0(void) {
     free(f.b);
 }
 
+/* IEEE half h as a float, from the format's definition (subnormals too; no inf or NaN). */
+static float half_value(uint16_t h) {
+    int exponent = h >> 10 & 31, mantissa = h & 1023;
+    float x = exponent ? ldexpf((float)(1024 + mantissa), exponent - 25)
+                       : ldexpf((float)mantissa, -24);
+    return h >> 15 ? -x : x;
+}
+
+/* Super-block b of a Q6_K tensor at out (210 bytes): the integers q (256,) in -32..31, the
+ * int8 scales sc (16,) of each 16 of them and the f16 d, as ggml-common.h's block_q6_K
+ * lays them out (value i is d * sc[i / 16] * q[i]): q + 32 in 6 bits; in each half of 128
+ * values (64 bytes of ql, then the halves' 32 bytes of qh), value 32 k + l (k < 4, l < 32)
+ * keeps its low 4 bits in ql[l + 32 (k % 2)] (the low nibble for k < 2, else the high)
+ * and its high 2 bits in bits 2k, 2k + 1 of qh[l]; then the 16 scales, then d. */
+static void put_q6_k(unsigned char out[210], const int8_t q[256], const int8_t sc[16],
+                     uint16_t d) {
+    memset(out, 0, 192);
+    for (int i = 0; i < 256; i++) {
+        int v = q[i] + 32, half = i / 128, k = i % 128 / 32, l = i % 32;
+        out[64 * half + l + 32 * (k % 2)] |= (unsigned char)((v & 15) << (4 * (k / 2)));
+        out[128 + 32 * half + l] |= (unsigned char)((v >> 4) << (2 * k));
+    }
+    memcpy(out + 192, sc, 16);
+    memcpy(out + 208, &d, 2);
+}
+
+/* 1 if every row of the int8 matrix w dequantizes to want (rows, cols), exactly. */
+static int matrix_is(const QuantMatrix *w, const float *want) {
+    float row[256];
+    int same = w->cols <= 256;
+    for (int r = 0; r < w->rows && same; r++) {
+        quant_dequantize_row(row, w, r);
+        same = memcmp(row, want + (size_t)r * (size_t)w->cols, sizeof(float) * (size_t)w->cols)
+               == 0;
+    }
+    return same;
+}
+
+/* Q6_K: the tiny gpt2 model with an MLP of 256, its ffn_down ((256, 8) in ggml order: a
+ * super-block a row) written as Q6_K blocks (integers over -32..31, scales -128, 127, 0
+ * and others, d normal, negative and subnormal): loaded as int8 groups of 16, each value
+ * d * scale * integer exactly (ggml's dequantize_row_q6_K), and its logits of 8 tokens
+ * near those of the F32 file of those values (the activations in int8 groups of 16). */
+static void test_q6_k(void) {
+    enum { ROWS = G_C, COLS = 256, N = 8 };
+    static const uint16_t D[ROWS] = {0x0C00, 0x0E00, 0x8C00, 0x0C01, 0x1000, 0x0800, 0x0400,
+                                     0x0001};   /* 2^-12, 1.5 2^-12, -2^-12, ..., 2^-24 */
+    Gpt2Tiny o = {NULL, NULL, 1, 0, 0, 1e-5f, COLS};
+    Buf f = {0};
+    write_gpt2_tiny(&f, &o);
+    size_t type_at, end;
+    uint64_t offset;
+    end = tensor_info(f.b, f.n, "blk.0.ffn_down.bias", &type_at, &offset);   /* the last */
+    size_t data = (end + ALIGN - 1) / ALIGN * ALIGN;
+    int found = end != 0 && tensor_info(f.b, f.n, "blk.0.ffn_down.weight", &type_at, &offset);
+    if (!check_true(found, "tiny gpt2, MLP 256: its tensor table read")) {
+        free(f.b);
+        return;
+    }
+    unsigned char *at = f.b + data + offset;   /* room for (8, 256) floats */
+    float *want = malloc(sizeof(float) * ROWS * COLS);
+    float *logits[2] = {malloc(sizeof(float) * N * G_V), malloc(sizeof(float) * N * G_V)};
+    unsigned char blocks[ROWS][210];
+    uint64_t s = 7;
+    for (int r = 0; r < ROWS; r++) {
+        int8_t q[COLS], sc[16];
+        for (int i = 0; i < COLS; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            q[i] = (int8_t)((int)(s >> 33 & 63) - 32);
+        }
+        for (int g = 0; g < 16; g++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            int random = (int)(s >> 40 & 255) - 128;
+            sc[g] = (int8_t)(g == 0 ? -128 : g == 1 ? 127 : g == 2 ? 0 : random);
+        }
+        put_q6_k(blocks[r], q, sc, D[r]);
+        for (int i = 0; i < COLS; i++)
+            want[r * COLS + i] = half_value(D[r]) * (float)sc[i / 16] * (float)q[i];
+    }
+    int tokens[N] = {5, 97, 257, 98, 0, 200, 256, 33}, ok = 1;
+    for (int i = 0; i < 2 && ok; i++) {   /* i = 0: F32 values; 1: Q6_K blocks */
+        if (i == 0) {
+            memcpy(at, want, sizeof(float) * ROWS * COLS);
+        } else {
+            put_at_u32(&f, type_at, 14);   /* Q6_K */
+            memcpy(at, blocks, sizeof blocks);
+        }
+        save(&f);
+        Model m;
+        ok = model_load(&m, path, N, 0) == 0;
+        if (!ok) break;
+        const float *out = model_forward(&m, tokens, N, 0, 1);
+        if (out) memcpy(logits[i], out, sizeof(float) * N * G_V);
+        ok = out != NULL;
+        if (i == 1) {
+            const QuantMatrix *w = &m.checkpoint.weights.layers[0].w_down.q8;
+            const char *line = "GGUF gpt2, Q6_K (computed in int8)";
+            check_true(strcmp(m.format, line) == 0, "Q6_K ffn_down: the load line says \"%s\" "
+                       "(got \"%s\")", line, m.format);
+            check_true(w->q && w->group == 16 && matrix_is(w, want), "Q6_K ffn_down: int8 "
+                       "groups of 16, every value d * scale * integer exactly (ggml's "
+                       "dequantize_row_q6_K)");
+        }
+        model_free(&m);
+    }
+    check_true(ok && check_close("Q6_K ffn_down's logits against the F32 file of its values",
+                                 logits[1], logits[0], N * G_V, 2e-3, 1e-2),
+               "Q6_K ffn_down: the logits of 8 tokens near the F32 file's of the same values");
+    free(want);
+    free(logits[0]);
+    free(logits[1]);
+    free(f.b);
+}
+
+/* Q6_K and Q4_0 in one role: llama.cpp's r256-q6_k.gguf (Q6_K, ffn_down Q8_0) with layer
+ * 1's ffn_gate ((256, 32) in ggml order: a super-block a row, 210 bytes, room for 8 Q4_0
+ * blocks of 18) written as Q4_0: loads, every layer of the role in int8 groups of 16 (a
+ * Q4_0 block's scale then serves two), layer 1's values its blocks', and runs. */
+static void test_q6_k_layers(void) {
+    enum { ROWS = 32, COLS = 256 };
+    const char *file = check_data_file("gguf_llama/r256-q6_k.gguf");
+    size_t size, type_at, end;
+    uint64_t offset;
+    Buf f = {0};
+    f.b = file ? check_read_file(file, &size) : NULL;
+    if (!f.b) {
+        check_skip("gguf_llama/r256-q6_k.gguf: not in tests/data and no ../shared");
+        return;
+    }
+    f.n = f.cap = size;
+    end = tensor_info(f.b, size, "blk.1.ffn_up.weight", &type_at, &offset);   /* the last */
+    size_t data = (end + 31) / 32 * 32;   /* general.alignment: the default 32 */
+    int found = end != 0 && tensor_info(f.b, size, "blk.1.ffn_gate.weight", &type_at, &offset) &&
+                data + offset + ROWS * 210 <= size;
+    if (!check_true(found, "r256-q6_k.gguf: its tensor table read")) {
+        free(f.b);
+        return;
+    }
+    float *want = malloc(sizeof(float) * ROWS * COLS);
+    unsigned char *at = f.b + data + offset;
+    put_at_u32(&f, type_at, 2);   /* Q4_0 */
+    for (int b = 0; b < ROWS * COLS / 32; b++) {
+        int8_t q[32];
+        uint16_t h = (uint16_t)(0x2000 + 7 * b);
+        for (int j = 0; j < 32; j++) q[j] = (int8_t)((b + 3 * j) % 16 - 8);
+        at += put_block(at, 2, h, q);
+        for (int j = 0; j < 32; j++) want[b * 32 + j] = half_value(h) * (float)q[j];
+    }
+    save(&f);
+    Model m;
+    int loaded = model_load(&m, path, 4, 0) == 0;
+    const char *line = "GGUF llama, Q4_0, Q8_0 and Q6_K (computed in int8)";
+    check_true(loaded && strcmp(m.format, line) == 0, "ffn_gate Q6_K in layer 0 and Q4_0 in "
+               "layer 1: loads, its load line \"%s\"", line);
+    if (loaded) {
+        const QuantMatrix *w0 = &m.checkpoint.weights.layers[0].w_up.q8;
+        const QuantMatrix *w1 = &m.checkpoint.weights.layers[1].w_up.q8;
+        check_true(w0->group == 16 && w1->group == 16 && matrix_is(w1, want), "ffn_gate Q6_K "
+                   "and Q4_0: both layers in int8 groups of 16, layer 1's values its Q4_0 "
+                   "blocks' (d * integer), exactly");
+        int tokens[4] = {1, 400, 36, 300};
+        const float *logits = model_forward(&m, tokens, 4, 0, 0);
+        int finite = logits != NULL;
+        for (int v = 0; finite && v < m.config.vocab_size; v++) finite = isfinite(logits[v]);
+        check_true(finite, "ffn_gate Q6_K and Q4_0: 4 tokens run, their logits finite");
+        model_free(&m);
+    }
+    free(want);
+    free(f.b);
+}
+
 /* A Llama 3 (llama-bpe) vocabulary's pieces are looked up whole, as llama.cpp's
  * ignore_merges does, by their GPT-2 spelling among the tokens' texts: special tokens
  * "xq" and " zw" (control; "<e>" the end token), no merges. Text that continues a
@@ -2082,10 +2257,12 @@ int main(void) {
     test_gpt2_keep();
     test_q8_0_layers();
     test_q4_0_q5_0();
+    test_q6_k();
+    test_q6_k_layers();
     test_tiny_half();
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
-    test_llama_cpp_greedy("gguf_llama", 2, GREEDY_STEPS);
+    test_llama_cpp_greedy("gguf_llama", 3, GREEDY_STEPS);
     test_reverse_turns();
     test_byte_tokens_printed();
     test_silent_tokens();

@@ -619,6 +619,7 @@ static void test_gemm(void) {
         /* large enough that a single row reads w as four runs (QUANT_STREAM_BYTES) */
         {3, 773, 101, 32, 0, 101}, {5, 1031, 83, 64, 1, 80},  {2, 768, 97, 32, 3, 94},
         {1, 800, 97, 32, 0, 97},   /* an odd number of groups (25) */
+        {1, 768, 97, 16, 0, 97},   {3, 800, 101, 16, 1, 100},   /* groups of 16 (Q6_K) */
         /* the x86 tile (blocks of 32 rows with AVX-512 VNNI, 8 with AVX2): padded blocks,
          * groups that are not multiples of 32, several blocks a pass and several passes,
          * rows in several spans (more than 4,096 values, or more than 256 groups) */

@@ -54,14 +54,15 @@ typedef struct {
     int vocab_size;     /* V */
     int seq_len;        /* S, context */
     int shared;         /* Llama: 1 if the classifier is the token embedding */
+    int legacy;         /* Llama: 1 for llama2.c's legacy layout (write_llama_legacy) */
 } Shape;
 
 /* The presets of `make bench` (llama2.c's stories models; GPT-2 small). */
 static const Shape presets[] = {
-    {"s260k", GEN_LLAMA, 64, 172, 5, 8, 4, 512, 512, 1},
-    {"s15m", GEN_LLAMA, 288, 768, 6, 6, 6, 32000, 1024, 1},
-    {"s110m", GEN_LLAMA, 768, 2048, 12, 12, 12, 32000, 1024, 1},
-    {"gpt2-124m", GEN_GPT2, 768, 3072, 12, 12, 12, 50257, 1024, 1},
+    {"s260k", GEN_LLAMA, 64, 172, 5, 8, 4, 512, 512, 1, 0},
+    {"s15m", GEN_LLAMA, 288, 768, 6, 6, 6, 32000, 1024, 1, 0},
+    {"s110m", GEN_LLAMA, 768, 2048, 12, 12, 12, 32000, 1024, 1, 0},
+    {"gpt2-124m", GEN_GPT2, 768, 3072, 12, 12, 12, 50257, 1024, 1, 0},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -160,6 +161,40 @@ static void write_llama(Writer *w, const Shape *s) {
     if (!s->shared) write_tensor(w, V * C, FILL_RANDOM);   /* classifier (V, C) */
 }
 
+/* llama2.c's legacy layout (its first run.c's, which llama.cpp's convert-llama2c-to-ggml
+ * reads): 7 int32 (dim, hidden, layers, heads, kv heads, vocab (negative when the
+ * classifier is not shared), seq_len), then token_embedding (V, C), rms_att (L, C),
+ * wq (L, C, C), wk (L, KVD, C), wv (L, KVD, C), wo (L, C, C), rms_ffn (L, C),
+ * w1 (L, Hd, C), w2 (L, C, Hd), w3 (L, Hd, C), rms_final (C,), freq_cis_real and
+ * freq_cis_imag (S, HS / 2) each (zeros: readers compute RoPE's angles themselves),
+ * [classifier (V, C) when not shared]. The same shape as write_llama's, other weights (the
+ * random stream is drawn in this order). */
+static void write_llama_legacy(Writer *w, const Shape *s) {
+    const int32_t fields[] = {s->dim, s->hidden_dim, s->n_layers, s->n_heads, s->n_kv_heads,
+                              s->shared ? s->vocab_size : -s->vocab_size, s->seq_len};
+    unsigned char header[sizeof fields];
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        put_le32(header + 4 * i, (uint32_t)fields[i]);
+    write_bytes(w, header, sizeof header);
+
+    size_t C = (size_t)s->dim, Hd = (size_t)s->hidden_dim, L = (size_t)s->n_layers;
+    size_t V = (size_t)s->vocab_size, KVD = (size_t)s->n_kv_heads * C / (size_t)s->n_heads;
+    size_t HS = C / (size_t)s->n_heads, S = (size_t)s->seq_len;
+    write_tensor(w, V * C, FILL_RANDOM);       /* token_embedding (V, C) */
+    write_tensor(w, L * C, FILL_ONES);         /* rms_att (L, C) */
+    write_tensor(w, L * C * C, FILL_RANDOM);   /* wq (L, C, C) */
+    write_tensor(w, L * KVD * C, FILL_RANDOM); /* wk (L, KVD, C) */
+    write_tensor(w, L * KVD * C, FILL_RANDOM); /* wv (L, KVD, C) */
+    write_tensor(w, L * C * C, FILL_RANDOM);   /* wo (L, C, C) */
+    write_tensor(w, L * C, FILL_ONES);         /* rms_ffn (L, C) */
+    write_tensor(w, L * Hd * C, FILL_RANDOM);  /* w1 (L, Hd, C) */
+    write_tensor(w, L * C * Hd, FILL_RANDOM);  /* w2 (L, C, Hd) */
+    write_tensor(w, L * Hd * C, FILL_RANDOM);  /* w3 (L, Hd, C) */
+    write_tensor(w, C, FILL_ONES);             /* rms_final (C,) */
+    write_tensor(w, 2 * S * (HS / 2), FILL_ZEROS);   /* freq_cis_real, freq_cis_imag */
+    if (!s->shared) write_tensor(w, V * C, FILL_RANDOM);   /* classifier (V, C) */
+}
+
 /* llm.c GPT-2 version 3: 256 int32 header, then in llm.c's order wte (Vp, C) (rows V..Vp-1
  * zero, as llm.c pads), wpe (S, C), ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C),
  * attprojw (L, C, C), attprojb (L, C), ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C),
@@ -218,6 +253,8 @@ static void usage(FILE *stream) {
 "  --layers N      layers           --heads N      attention heads\n"
 "  --kv-heads N    kv heads (Llama) --vocab N      vocabulary\n"
 "  --seq-len N     context          --unshared     separate classifier (Llama)\n"
+"  --legacy        llama2.c's legacy layout, no magic (Llama; what llama.cpp's\n"
+"                  convert-llama2c-to-ggml reads)\n"
 "Exit status: 0 ok, 1 write failure, 2 usage error.\n", (unsigned long long)GEN_DEFAULT_SEED);
 }
 
@@ -240,9 +277,10 @@ static void parse_option(int argc, char **argv, int *i, Shape *s, uint64_t *seed
         {"--seq-len", GEN_MAX_SEQ_LEN, offsetof(Shape, seq_len), 0},
     };
     const char *flag = argv[*i];
-    if (strcmp(flag, "--unshared") == 0) {
-        if (s->family != GEN_LLAMA) usage_error("a Llama-only option (GPT-2 is tied)", flag);
-        s->shared = 0;
+    if (strcmp(flag, "--unshared") == 0 || strcmp(flag, "--legacy") == 0) {
+        if (s->family != GEN_LLAMA) usage_error("a Llama-only option (GPT-2: llm.c's file)", flag);
+        if (flag[2] == 'u') s->shared = 0;
+        else s->legacy = 1;
         return;
     }
     if (*i + 1 >= argc) usage_error("missing value after", flag);
@@ -320,7 +358,8 @@ int main(int argc, char **argv) {
         free(w.buf);
         return 1;
     }
-    if (shape.family == GEN_LLAMA) write_llama(&w, &shape);
+    if (shape.family == GEN_LLAMA && shape.legacy) write_llama_legacy(&w, &shape);
+    else if (shape.family == GEN_LLAMA) write_llama(&w, &shape);
     else write_gpt2(&w, &shape);
     int closed = fclose(w.f);
     w.f = NULL;

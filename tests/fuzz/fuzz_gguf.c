@@ -6,7 +6,9 @@
  * tokenizer_encode's contract on a few texts and decode every id; when both load and the
  * file is small, a few tokens run through model_load's model. make_seeds writes tiny valid
  * GGUF files (the llama and gpt2 architectures; F32, F16, BF16, Q8_0, Q5_0 and Q4_0
- * tensors, tied and separate outputs) and their truncations and corruptions as the seeds.
+ * tensors, tied and separate outputs) and their truncations and corruptions as the seeds
+ * (Q6_K's rows of 256 would make seeds of half a megabyte: its files are fuzzed from
+ * tests/data/gguf_llama's by hand).
  */
 #include <stdio.h>       /* remove */
 #include <stdlib.h>      /* atexit */
