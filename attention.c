@@ -240,8 +240,8 @@ typedef struct {
 static HeadRows head_rows(const ForwardJob *f, int h, long kv_offset, float *k_p, float *v_p) {
     int NH = f->shape->n_heads, HS = f->shape->head_dim, n_keys = f->pos + f->T;
     int group = NH / f->shape->n_kv_heads;
-    HeadRows r = {f->k + kv_offset, f->v + kv_offset, f->kv_stride, NULL};
-    if (f->k_half) {
+    HeadRows r = {NULL, NULL, f->kv_stride, NULL};
+    if (f->k_half) {   /* (f->k and f->v are NULL) */
         int fit = (long)n_keys * HS <= PACK_FLOATS;
         float *k_f = fit ? k_p : f->kv_floats + 2 * h * f->kv_head_stride;
         float *v_f = fit ? v_p : k_f + f->kv_head_stride;
@@ -249,8 +249,10 @@ static HeadRows head_rows(const ForwardJob *f, int h, long kv_offset, float *k_p
         kernels_from_half(v_f, f->v_half + kv_offset, (size_t)n_keys * HS);
         r.k = k_f;
         r.v = v_f;
-    } else if (f->T == 1 && (h + 1) % group == 0 && h + 1 < NH) {
-        r.next_k = r.k + f->kv_head_stride;
+    } else {
+        r.k = f->k + kv_offset;
+        r.v = f->v + kv_offset;
+        if (f->T == 1 && (h + 1) % group == 0 && h + 1 < NH) r.next_k = r.k + f->kv_head_stride;
     }
     if (f->T >= PACK_MIN_QUERIES && r.stride > HS && (long)n_keys * HS <= PACK_FLOATS) {
         pack_keys(k_p, v_p, r.k, r.v, r.stride, n_keys, HS);
