@@ -509,7 +509,8 @@ static Matrix matrix_view(const CheckpointTensor *t, int l, int r0, int rows) {
         size_t groups = (size_t)quant_groups(t->cols, t->group);
         m.q8 = (QuantMatrix){.q = p->q + (size_t)r0 * cols,
                              .scale = p->scale + (size_t)r0 * groups,
-                             .rows = rows, .cols = t->cols, .group = t->group};
+                             .rows = rows, .cols = t->cols, .group = t->group,
+                             .offset = p->offset ? p->offset + (size_t)r0 * groups : NULL};
         return m;
     }
     if (t->f32) {
@@ -531,12 +532,13 @@ static const float *vector_view(const CheckpointTensor *t, int l) {
     return t->present ? t->f32 + (size_t)l * (size_t)t->rows * (size_t)t->cols : NULL;
 }
 
-/* The bytes of q (its values and scales), 0 if the matrix is not int8; if it is, its
+/* The bytes of q (its values, scales and offsets), 0 if the matrix is not int8; if it is, its
  * QuantMatrix.cold becomes mark. */
 static size_t q8_mark(QuantMatrix *q, int mark) {
     if (!q->q) return 0;
     q->cold = mark;
-    return (size_t)q->rows * ((size_t)q->cols + (size_t)quant_groups(q->cols, q->group) * 4);
+    size_t floats = (size_t)quant_groups(q->cols, q->group) * (q->offset ? 2 : 1);
+    return (size_t)q->rows * ((size_t)q->cols + floats * sizeof(float));
 }
 
 #define LAYER_MATRICES 7   /* a layer's matrices: W_Q, W_K, W_V, W_O and the MLP's three */

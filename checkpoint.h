@@ -146,6 +146,7 @@ typedef struct {
     const float *f32;      /* (rows, cols) when fp32 */
     const int8_t *q;       /* (rows, cols) when int8 */
     const float *scale;    /* (rows, ceil(cols / group)) when int8 */
+    const float *offset;   /* int8 with offsets (QuantMatrix.offset): likewise, else NULL */
     const uint16_t *f16;   /* (rows, cols) when IEEE halves (a GGUF F16 matrix) */
 } CheckpointPart;
 

@@ -197,13 +197,17 @@ void quant_dequantize_row(float *out, const QuantMatrix *m, int row) {
             for (int c = g * m->group; c < g * m->group + group_length(g, m->cols, m->group); c++)
                 out[c] = (float)((int)(uint8_t)m->q[packed_at(m, row, c)] - 128) * s;
         }
-        return;
+    } else {
+        const int8_t *q = m->q + (size_t)row * (size_t)m->cols;
+        const float *scale = m->scale + (size_t)row * (size_t)groups;
+        for (int g = 0; g < groups; g++) {
+            int c0 = g * m->group, n = group_length(g, m->cols, m->group);
+            for (int c = c0; c < c0 + n; c++) out[c] = (float)q[c] * scale[g];
+        }
     }
-    const int8_t *q = m->q + (size_t)row * (size_t)m->cols;
-    const float *scale = m->scale + (size_t)row * (size_t)groups;
-    for (int g = 0; g < groups; g++) {
-        int c0 = g * m->group, n = group_length(g, m->cols, m->group);
-        for (int c = c0; c < c0 + n; c++) out[c] = (float)q[c] * scale[g];
+    if (m->offset) {   /* in rows, packed or not */
+        const float *offset = m->offset + (size_t)row * (size_t)groups;
+        for (int c = 0; c < m->cols; c++) out[c] -= offset[c / m->group];
     }
 }
 
@@ -262,8 +266,9 @@ static NEVER_INLINE void matmul_gemm(float *out, const int8_t *xq, const float *
                 xs + (size_t)n_tiled * (size_t)groups, w, bias, N - n_tiled, o0, o1);
 }
 
-void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
-                        const float *bias, int N, int o0, int o1) {
+/* quant_matmul_block but the offsets: the build's kernels. */
+static void matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                         const float *bias, int N, int o0, int o1) {
     if (o0 < w->packed) {   /* the packed rows: the build's packed kernel (simd/simd.h) */
         int end = o1 < w->packed ? o1 : w->packed;
         simd_q8_matmul_packed(out, xq, xs, w, bias, N, o0, end);
@@ -275,6 +280,42 @@ void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const Qua
         return;   /* prefill */
     }
     matmul_rows(out, xq, xs, w, bias, N, o0, o1);
+}
+
+/* The offsets' part of quant_matmul_block (quant.h): out[n, o] -= sum over g of
+ * offset[o, g] * v[g], v[g] = xs[n, g] * (the exact sum of row n's group g of xq), for
+ * columns o0 .. o1-1. The sum runs in QUANT_OFFSET_LANES partial sums (lane g % LANES, g
+ * rising), then the lanes in order: the same bits in every build and for any o0, o1, N. */
+static void subtract_offsets(float *out, const int8_t *xq, const float *xs,
+                             const QuantMatrix *w, int N, int o0, int o1) {
+    int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
+    float v[QUANT_OFFSET_MAX_GROUPS];
+    for (int n = 0; n < N; n++) {
+        const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
+        const float *xs_n = xs + (size_t)n * (size_t)groups;
+        for (int g = 0; g < groups; g++) {
+            int32_t sum = 0;
+            for (int c = g * group; c < g * group + group_length(g, cols, group); c++)
+                sum += xq_n[c];
+            v[g] = xs_n[g] * (float)sum;
+        }
+        for (int o = o0; o < o1; o++) {
+            const float *offset = w->offset + (size_t)o * (size_t)groups;
+            float lane[QUANT_OFFSET_LANES] = {0}, total = 0.0f;
+            int g = 0;
+            for (; g + QUANT_OFFSET_LANES <= groups; g += QUANT_OFFSET_LANES)
+                for (int k = 0; k < QUANT_OFFSET_LANES; k++) lane[k] += offset[g + k] * v[g + k];
+            for (; g < groups; g++) lane[g % QUANT_OFFSET_LANES] += offset[g] * v[g];
+            for (int k = 0; k < QUANT_OFFSET_LANES; k++) total += lane[k];
+            out[(size_t)n * (size_t)OC + (size_t)o] -= total;
+        }
+    }
+}
+
+void quant_matmul_block(float *out, const int8_t *xq, const float *xs, const QuantMatrix *w,
+                        const float *bias, int N, int o0, int o1) {
+    matmul_block(out, xq, xs, w, bias, N, o0, o1);
+    if (w->offset) subtract_offsets(out, xq, xs, w, N, o0, o1);
 }
 
 const char *quant_kernel_name(void) { return SIMD_Q8_NAME; }

@@ -2,7 +2,8 @@
  *
  * Symmetric per-group quantization (scale = max|x| / 127, q = round(x / scale)), its
  * inverse, and the int8 x int8 matmul of quantized activations by a quantized weight
- * matrix, with exact int32 dot products inside each group; the packed layout the vector
+ * matrix, with exact int32 dot products inside each group, and a weight matrix's optional
+ * offsets (a minimum per group, as GGUF's K types have); the packed layout the vector
  * kernels may read instead of rows. It does not load files or thread, and allocates only
  * quant_pack's scratch: callers own every buffer and split the output columns among
  * threads themselves (each call is single-threaded and touches only its own columns).
@@ -32,6 +33,10 @@ typedef struct {
                            * ahead; other kernels ignore it. Never changes a result. */
     int packed;           /* rows 0 .. packed-1 are in the packed layout (quant_pack, below);
                            * 0: all in rows */
+    const float *offset;  /* NULL, or (rows, ceil(cols / group)) in rows, never packed: then
+                           * W[r, c] ~= q[r, c] * scale[r, c / group] - offset[r, c / group]
+                           * (GGUF's Q4_K, Q5_K, Q4_1, Q5_1: a minimum per block); at most
+                           * QUANT_OFFSET_MAX_GROUPS groups a row */
 } QuantMatrix;
 
 /* The packed layout, which a build's vector kernels may read faster than rows (x86 with
@@ -44,6 +49,8 @@ typedef struct {
  *   scale  group g of the 16 rows side by side: scale[g * 16 + r].
  * A view of a packed matrix from a row that is a multiple of 16 is packed likewise. */
 #define QUANT_PACK_ROWS 16
+#define QUANT_OFFSET_LANES 8   /* the offsets' sums: 8 partial sums, added in a fixed order */
+#define QUANT_OFFSET_MAX_GROUPS 4096   /* the most groups a row with offsets may have */
 
 /* Groups per row: ceil(cols / group). cols >= 0, 1 <= group <= QUANT_GROUP_MAX. */
 int quant_groups(int cols, int group);
@@ -70,7 +77,8 @@ int quant_pack_rows(const QuantMatrix *m);
  * matrix packed already stays as it is). Returns 0, or -1 out of memory (m unchanged). */
 int quant_pack(QuantMatrix *m);
 
-/* out (cols,) = row `row` of m dequantized to fp32 (q * scale); out is caller-owned. */
+/* out (cols,) = row `row` of m dequantized to fp32 (q * scale, less the offset if m has
+ * them); out is caller-owned. */
 void quant_dequantize_row(float *out, const QuantMatrix *m, int row);
 
 /* out (rows, cols) = all of m dequantized to fp32; out is caller-owned. */
@@ -78,7 +86,9 @@ void quant_dequantize(float *out, const QuantMatrix *m);
 
 /* Columns o0 .. o1-1 of out (N, OC = w->rows), all N rows, = x · Wᵀ + bias, where
  * x (N, cols) is given quantized as xq (N, cols) and xs (N, quant_groups(cols, group))
- * by quant_quantize with w's group, and bias (OC,) may be NULL. 0 <= o0 <= o1 <= OC;
+ * by quant_quantize with w's group, and bias (OC,) may be NULL. With offsets, each output
+ * then loses sum over g of offset[o, g] * (xs[g] * the sum of group g's xq), in steps of
+ * QUANT_OFFSET_LANES groups (quant.c: subtract_offsets). 0 <= o0 <= o1 <= OC;
  * other columns of out are not touched. Every q (xq and w->q) must be in [-127, 127].
  * Each output's bits depend only on its rows of x and W and the build, not on o0, o1, N:
  * several rows at once (prefill, through the GEMM's register tile where the build has

@@ -694,23 +694,18 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
         else if ((g->data_offset + t->offset) % sizeof(uint16_t) != 0) *floats += (numel + 1) / 2;
         break;
     case GGUF_BF16: *floats += numel; break;
-    case GGUF_Q4_0:
-    case GGUF_Q5_0:
-    case GGUF_Q8_0:
-    case GGUF_Q6_K:   /* matrices repacked as int8 groups (gguf_load_checkpoint adds the
-                       * scales of a role that mixes groups), vectors widened */
-        if (r->is_matrix) {
-            *bytes += numel;
-            *floats += numel / (t->type == GGUF_Q6_K ? GGUF_K_GROUP : GGUF_BLOCK);
-        } else {
-            *floats += numel;
-        }
+    case GGUF_Q4_0: case GGUF_Q4_1: case GGUF_Q5_0: case GGUF_Q5_1: case GGUF_Q8_0:
+    case GGUF_Q4_K: case GGUF_Q5_K: case GGUF_Q6_K:
+        /* matrices repacked as int8 (gguf_load_checkpoint counts their scales and offsets,
+         * once it knows their role's group), vectors widened */
+        if (r->is_matrix) *bytes += numel;
+        else *floats += numel;
         break;
     default:
         fprintf(stderr, "model: %s: tensor %s has type %s, which this engine does not compute "
-                "(expected F32, F16, BF16, Q8_0, Q6_K, Q5_0 or Q4_0: convert the file with "
-                "llama-quantize --allow-requantize --pure IN OUT Q8_0, or Q6_K, Q5_0, Q4_0, "
-                "F16)\n", g->path, name, TYPES[t->type].name);
+                "(expected F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_1, Q5_0, Q4_K, Q4_1 or Q4_0: "
+                "convert the file with llama-quantize --allow-requantize IN OUT Q4_K_M, or "
+                "Q5_K_M, Q6_K, Q8_0, F16)\n", g->path, name, TYPES[t->type].name);
         return NULL;
     }
     return t;
@@ -737,39 +732,92 @@ static void widen(float *out, const GgufTensor *t, size_t n) {
     }
 }
 
-/* 1 for the types of integers and scales in blocks (Q4_0, Q5_0, Q8_0, Q6_K). */
+/* 1 for the types of integers and scales in blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
+ * Q5_K, Q6_K); has_offsets: 1 for those whose blocks also have a minimum (the _1 and the
+ * K types but Q6_K), which become QuantMatrix offsets. */
 static int is_blocks(uint32_t type) {
-    return type == GGUF_Q4_0 || type == GGUF_Q5_0 || type == GGUF_Q8_0 || type == GGUF_Q6_K;
+    return type == GGUF_Q4_0 || type == GGUF_Q4_1 || type == GGUF_Q5_0 || type == GGUF_Q5_1 ||
+           type == GGUF_Q8_0 || type == GGUF_Q4_K || type == GGUF_Q5_K || type == GGUF_Q6_K;
 }
 
-/* Block b of t (Q4_0, Q5_0 or Q8_0: an f16 scale d, then 32 integers' bits, each value d
- * times its integer, as ggml lays its blocks out in ggml-common.h): the integers
- * into q (32,), and d returned.
+static int has_offsets(uint32_t type) {
+    return type == GGUF_Q4_1 || type == GGUF_Q5_1 || type == GGUF_Q4_K || type == GGUF_Q5_K;
+}
+
+/* Block b of t (Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0: an f16 scale d (and for _1 an f16
+ * minimum m), then 32 integers' bits, each value d times its integer (plus m), as ggml
+ * lays its blocks out in ggml-common.h): the integers into q (32,), d returned, m into
+ * *min (0 for the types without).
  *   Q4_0: 16 bytes; value j (j < 16) is byte j's low 4 bits, value j + 16 its high 4, less 8
  *   Q5_0: a 32-bit word (little-endian) whose bit j is value j's fifth bit, then the 4 bits
  *         of each value as Q4_0 has them; the 5-bit number less 16
+ *   Q4_1, Q5_1: m after d, then as Q4_0 and Q5_0 but nothing subtracted (0..15, 0..31)
  *   Q8_0: 32 int8 */
-static float block_values(int8_t q[GGUF_BLOCK], const GgufTensor *t, size_t b) {
+static float block_values(int8_t q[GGUF_BLOCK], float *min, const GgufTensor *t, size_t b) {
     const unsigned char *block = t->data + b * (size_t)TYPES[t->type].bytes;
-    uint16_t h;
+    int with_min = t->type == GGUF_Q4_1 || t->type == GGUF_Q5_1;
+    int fifth_bits = t->type == GGUF_Q5_0 || t->type == GGUF_Q5_1;
+    uint16_t h, m;
     memcpy(&h, block, sizeof h);
+    memcpy(&m, block + 2, sizeof m);
+    *min = with_min ? half_to_float(m) : 0.0f;
     if (t->type == GGUF_Q8_0) {
         memcpy(q, block + 2, GGUF_BLOCK);
-    } else if (t->type == GGUF_Q4_0) {
-        for (int j = 0; j < GGUF_BLOCK / 2; j++) {
-            q[j] = (int8_t)((block[2 + j] & 0x0F) - 8);
-            q[j + GGUF_BLOCK / 2] = (int8_t)((block[2 + j] >> 4) - 8);
-        }
-    } else {   /* Q5_0 */
-        uint32_t fifth = (uint32_t)block[2] | (uint32_t)block[3] << 8 |
-                         (uint32_t)block[4] << 16 | (uint32_t)block[5] << 24;
-        for (int j = 0; j < GGUF_BLOCK / 2; j++) {
-            q[j] = (int8_t)(((block[6 + j] & 0x0F) | (fifth >> j & 1) << 4) - 16);
-            q[j + GGUF_BLOCK / 2] =
-                (int8_t)(((block[6 + j] >> 4) | (fifth >> (j + GGUF_BLOCK / 2) & 1) << 4) - 16);
-        }
+        return half_to_float(h);
+    }
+    const unsigned char *at = block + 2 + 2 * with_min;
+    uint32_t fifth = 0;
+    if (fifth_bits) {
+        fifth = (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 |
+                (uint32_t)at[3] << 24;
+        at += 4;
+    }
+    int less = with_min ? 0 : fifth_bits ? 16 : 8;
+    for (int j = 0; j < GGUF_BLOCK / 2; j++) {
+        int lo = (at[j] & 0x0F) | (int)(fifth >> j & 1) << 4;
+        int hi = (at[j] >> 4) | (int)(fifth >> (j + GGUF_BLOCK / 2) & 1) << 4;
+        q[j] = (int8_t)(lo - less);
+        q[j + GGUF_BLOCK / 2] = (int8_t)(hi - less);
     }
     return half_to_float(h);
+}
+
+/* Super-block b of t (Q4_K or Q5_K: ggml-common.h's block_q4_K, block_q5_K: f16 d and
+ * dmin, 12 bytes of 6-bit scales and minimums for its 8 sub-blocks of 32, Q5_K's 32 bytes
+ * qh of fifth bits, 128 bytes qs of 4 bits; value d sc_j q - dmin m_j): its 256 integers
+ * (0..15, 0..31) into q, and each 16's scale d sc_j and offset dmin m_j (each exact in a
+ * float: 11 bits times 6) into scale (16,) and offset (16,), as dequantize_row_q4_K:
+ * sub-block j < 4 has sc_j, m_j in the low 6 bits of bytes j and j + 4; j >= 4 the low
+ * and high nibbles of byte j + 4 below the top 2 bits of bytes j - 4 and j. Each 64 values
+ * (pair p) read qs[32 p ..]: value 64 p + l (l < 32) the low nibble of byte l, 64 p + 32
+ * + l the high one, with Q5_K's bits 2p and 2p + 1 of qh[l] as their fifth bits. */
+static void k45_values(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_GROUP],
+                       float offset[GGUF_K_BLOCK / GGUF_K_GROUP], const GgufTensor *t,
+                       size_t b) {
+    const unsigned char *block = t->data + b * (size_t)TYPES[t->type].bytes;
+    const unsigned char *sc = block + 4, *qh = block + 16;
+    const unsigned char *qs = block + (t->type == GGUF_Q5_K ? 48 : 16);
+    int five = t->type == GGUF_Q5_K;
+    uint16_t h, hmin;
+    memcpy(&h, block, sizeof h);
+    memcpy(&hmin, block + 2, sizeof hmin);
+    float d = half_to_float(h), dmin = half_to_float(hmin);
+    for (int j = 0; j < 8; j++) {
+        int s = j < 4 ? sc[j] & 63 : (sc[j + 4] & 0x0F) | (sc[j - 4] >> 6) << 4;
+        int m = j < 4 ? sc[j + 4] & 63 : (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+        scale[2 * j] = scale[2 * j + 1] = d * (float)s;
+        offset[2 * j] = offset[2 * j + 1] = dmin * (float)m;
+    }
+    for (int p = 0; p < 4; p++)
+        for (int l = 0; l < 32; l++) {
+            int lo = qs[32 * p + l] & 0x0F, hi = qs[32 * p + l] >> 4;
+            if (five) {
+                lo |= (qh[l] >> (2 * p) & 1) << 4;
+                hi |= (qh[l] >> (2 * p + 1) & 1) << 4;
+            }
+            q[64 * p + l] = (int8_t)lo;
+            q[64 * p + 32 + l] = (int8_t)hi;
+        }
 }
 
 /* Super-block b of t (Q6_K: ggml-common.h's block_q6_K, 128 bytes ql of low 4 bits, 64
@@ -798,32 +846,44 @@ static void k6_values(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_
     for (int g = 0; g < GGUF_K_BLOCK / GGUF_K_GROUP; g++) scale[g] = d * (float)sc[g];
 }
 
-/* Block b of t (Q4_0, Q5_0, Q8_0 or Q6_K): its integers into q and the scale of each
- * GGUF_K_GROUP of them into scale (a 32-value block's d twice). Returns its values. */
+/* Block b of t (any is_blocks type): its integers into q and the scale and offset of each
+ * GGUF_K_GROUP of them into scale and offset (a 32-value block's twice; offsets 0 for the
+ * types without: has_offsets). Returns how many values it has (32 or 256). */
 static int block_ints(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_GROUP],
-                      const GgufTensor *t, size_t b) {
+                      float offset[GGUF_K_BLOCK / GGUF_K_GROUP], const GgufTensor *t,
+                      size_t b) {
     if (t->type == GGUF_Q6_K) {
         k6_values(q, scale, t, b);
+        for (int g = 0; g < GGUF_K_BLOCK / GGUF_K_GROUP; g++) offset[g] = 0.0f;
         return GGUF_K_BLOCK;
     }
-    scale[0] = scale[1] = block_values(q, t, b);
+    if (t->type == GGUF_Q4_K || t->type == GGUF_Q5_K) {
+        k45_values(q, scale, offset, t, b);
+        return GGUF_K_BLOCK;
+    }
+    float min;
+    scale[0] = scale[1] = block_values(q, &min, t, b);
+    offset[0] = offset[1] = -min;   /* value = d q + m = d q - (-m), exactly */
     return GGUF_BLOCK;
 }
 
-/* The blocks (Q4_0, Q5_0, Q8_0 or Q6_K) of a (rows, cols) tensor into q (rows, cols) and
- * scale (rows, cols / group): the same values in quant.h's layout, computed in int8 as
- * llama.cpp computes these types (against activations in 8-bit blocks). group: 32 (a
- * group per Q4_0, Q5_0 or Q8_0 block) or 16 (a group per Q6_K scale; a 32-value block's
- * scale then serves two groups). Returns -1 (with a message) on a Q8_0 -128, which the
- * int8 kernels do not accept. */
-static int repack_blocks(int8_t *q, float *scale, const GgufTensor *t, size_t numel,
-                         int group, const char *path) {
+/* The blocks (any is_blocks type) of a (rows, cols) tensor into q (rows, cols), scale
+ * (rows, cols / group) and, for a type with offsets, offset (likewise; else NULL): the same
+ * values in quant.h's layout, computed in int8 as llama.cpp computes these types (against
+ * activations in 8-bit blocks). group: 32 (a group per 32 values: Q4_0, Q5_0, Q8_0 blocks,
+ * the _1 types' and the K types' sub-blocks) or 16 (a group per Q6_K scale; a 32-value
+ * block's scale then serves two groups). Returns -1 (with a message) on a Q8_0 -128,
+ * which the int8 kernels do not accept. */
+static int repack_blocks(int8_t *q, float *scale, float *offset, const GgufTensor *t,
+                         size_t numel, int group, const char *path) {
     size_t at = 0;
     for (size_t b = 0; at < numel; b++) {
-        float sc[GGUF_K_BLOCK / GGUF_K_GROUP];
-        int n = block_ints(q + at, sc, t, b);
-        for (int g = 0; g < n / group; g++)
+        float sc[GGUF_K_BLOCK / GGUF_K_GROUP], off[GGUF_K_BLOCK / GGUF_K_GROUP];
+        int n = block_ints(q + at, sc, off, t, b);
+        for (int g = 0; g < n / group; g++) {
             scale[at / (size_t)group + (size_t)g] = sc[g * group / GGUF_K_GROUP];
+            if (offset) offset[at / (size_t)group + (size_t)g] = off[g * group / GGUF_K_GROUP];
+        }
         for (int i = 0; i < n; i++) {
             if (q[at + (size_t)i] < -QUANT_Q_MAX) {
                 char name[SHOWN_CAP];
@@ -838,16 +898,17 @@ static int repack_blocks(int8_t *q, float *scale, const GgufTensor *t, size_t nu
     return 0;
 }
 
-/* The blocks of a vector of n values into fp32 out: each integer times its scale, as
- * ggml's dequantize_row_* gives them. */
+/* The blocks of a vector of n values into fp32 out: each integer times its scale, less its
+ * offset, as ggml's dequantize_row_* gives them. */
 static void dequantize_blocks(float *out, const GgufTensor *t, size_t n) {
     size_t at = 0;
     for (size_t b = 0; at < n; b++) {
         int8_t q[GGUF_K_BLOCK];
-        float scale[GGUF_K_BLOCK / GGUF_K_GROUP];
-        int values = block_ints(q, scale, t, b);
+        float scale[GGUF_K_BLOCK / GGUF_K_GROUP], offset[GGUF_K_BLOCK / GGUF_K_GROUP];
+        int values = block_ints(q, scale, offset, t, b);
         for (int i = 0; i < values; i++)
-            out[at + (size_t)i] = scale[i / GGUF_K_GROUP] * (float)q[i];
+            out[at + (size_t)i] =
+                scale[i / GGUF_K_GROUP] * (float)q[i] - offset[i / GGUF_K_GROUP];
         at += (size_t)values;
     }
 }
@@ -1008,14 +1069,14 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 if (matrix && type == GGUF_Q6_K) group[r] = GGUF_K_GROUP;
             }
         }
-        /* a role with a Q6_K layer keeps groups of 16 in every layer: a 32-value block's
-         * scale serves two, so its other block layers need a second scale a block */
+        /* the int8 layers' scales (and offsets), in the role's groups: 16 if a layer is
+         * Q6_K (a 32-value block's scale then serves two), else 32 */
         int rows, cols;
         role_shape(role, c, &rows, &cols);
         for (int l = 0; l < (role->layered ? c->n_layers : 1); l++)
-            if (group[r] == GGUF_K_GROUP && found[r][l] && is_blocks(found[r][l]->type) &&
-                found[r][l]->type != GGUF_Q6_K)
-                floats += (size_t)rows * (size_t)cols / GGUF_BLOCK;
+            if (role->is_matrix && found[r][l] && is_blocks(found[r][l]->type))
+                floats += (size_t)rows * (size_t)cols / (size_t)group[r] *
+                          (has_offsets(found[r][l]->type) ? 2 : 1);
     }
     /* a tensor no role takes would change what llama.cpp computes (a bias, RoPE's frequency
      * factors, a block past the header's count: llama.cpp refuses the last as a wrong
@@ -1055,6 +1116,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     CheckpointPart *parts = ck->owned;
     float *f = (float *)(void *)((unsigned char *)ck->owned + parts_bytes);
     int8_t *q = (int8_t *)(f + floats);
+    const int8_t *const q_first = q;   /* where the floats end and the int8 values start */
     for (int r = 0; r < a->n_roles; r++) {
         const Role *role = &a->roles[r];
         if (!found[r][0]) continue;   /* optional and absent (output.weight: tied) */
@@ -1067,7 +1129,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
         for (int l = 0; l < layers; l++) {
             const GgufTensor *t = found[r][l];
             CheckpointPart *p = &parts[l];
-            *p = (CheckpointPart){NULL, NULL, NULL, NULL};   /* the block is not zeroed */
+            *p = (CheckpointPart){NULL, NULL, NULL, NULL, NULL};   /* the block is not zeroed */
             if (t->type == GGUF_F16 && role->is_matrix) {
                 if ((g.data_offset + t->offset) % sizeof(uint16_t) == 0) {
                     p->f16 = (const uint16_t *)(const void *)t->data;   /* mapped, in place */
@@ -1077,11 +1139,14 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                     f += (numel + 1) / 2;
                 }
             } else if (is_blocks(t->type) && role->is_matrix) {
+                size_t groups = numel / (size_t)group[r];
+                float *offset = has_offsets(t->type) ? f + groups : NULL;
                 p->q = q;
                 p->scale = f;
-                if (repack_blocks(q, f, t, numel, group[r], path) != 0) goto fail;
+                p->offset = offset;
+                if (repack_blocks(q, f, offset, t, numel, group[r], path) != 0) goto fail;
                 q += numel;
-                f += numel / (size_t)group[r];
+                f += groups * (offset ? 2 : 1);
             } else if (t->type == GGUF_F32 && (g.data_offset + t->offset) % sizeof(float) == 0) {
                 p->f32 = (const float *)(const void *)t->data;   /* mapped, in place */
             } else {
@@ -1112,15 +1177,23 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
         ten->group = group[r];
         parts += layers;
     }
+    /* exactly what was counted was written: a miscount would put one role's scales over
+     * another's int8 values inside the block, where no sanitizer sees it */
+    if ((const int8_t *)(const void *)f != q_first || q != q_first + bytes) {
+        fprintf(stderr, "model: %s: internal error: the converted tensors do not fill the "
+                "%zu floats and %zu bytes counted for them\n", path, floats, bytes);
+        goto fail;
+    }
     /* the map stays: fp32 tensors are used from it (gguf_close must not unmap it) */
     ck->map = g.map;
     ck->map_size = g.size;
     ck->gguf = 1;
     g.map = NULL;
     /* what the load line says: the architecture, then the types found */
-    static const uint32_t INT8_TYPES[] = {GGUF_Q4_0, GGUF_Q5_0, GGUF_Q8_0, GGUF_Q6_K};
+    static const uint32_t INT8_TYPES[] = {GGUF_Q4_0, GGUF_Q4_1, GGUF_Q5_0, GGUF_Q5_1, GGUF_Q8_0,
+                                          GGUF_Q4_K, GGUF_Q5_K, GGUF_Q6_K};
     int n_int8 = 0, listed = 0;
-    char names[64] = "";   /* "Q4_0", "Q4_0 and Q6_K", "Q4_0, Q5_0 and Q8_0", ... */
+    char names[80] = "";   /* "Q4_0", "Q4_0 and Q6_K", "Q4_0, Q5_0 and Q8_0", ... */
     enum { N_INT8 = sizeof INT8_TYPES / sizeof INT8_TYPES[0] };
     for (int i = 0; i < N_INT8; i++) n_int8 += blocks[INT8_TYPES[i]];
     for (int i = 0; i < N_INT8; i++) {

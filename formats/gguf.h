@@ -41,12 +41,15 @@ typedef enum {
 /* The tensor types this engine computes with (ggml_type numbers). Every other known
  * ggml type is recognised by name and refused. */
 enum {
-    GGUF_F32 = 0, GGUF_F16 = 1, GGUF_Q4_0 = 2, GGUF_Q5_0 = 6, GGUF_Q8_0 = 8, GGUF_Q6_K = 14,
-    GGUF_BF16 = 30
+    GGUF_F32 = 0, GGUF_F16 = 1, GGUF_Q4_0 = 2, GGUF_Q4_1 = 3, GGUF_Q5_0 = 6, GGUF_Q5_1 = 7,
+    GGUF_Q8_0 = 8, GGUF_Q4_K = 12, GGUF_Q5_K = 13, GGUF_Q6_K = 14, GGUF_BF16 = 30
 };
-#define GGUF_BLOCK 32              /* Q4_0, Q5_0, Q8_0: 32 integers share one f16 scale */
-#define GGUF_K_BLOCK 256           /* Q6_K: a super-block of 256 integers and one f16 scale, */
-#define GGUF_K_GROUP 16            /* and an int8 scale of that scale for each 16 of them */
+#define GGUF_BLOCK 32              /* Q4_0, Q5_0, Q8_0 (_1: and a minimum): 32 integers share
+                                    * one f16 scale */
+#define GGUF_K_BLOCK 256           /* the K types: a super-block of 256 integers, an f16
+                                    * scale, and small scales of it for each 32 (Q4_K, Q5_K,
+                                    * with minimums) or */
+#define GGUF_K_GROUP 16            /* each 16 of them (Q6_K) */
 
 /* One metadata entry; every pointer is a view into the mapped file. */
 typedef struct {

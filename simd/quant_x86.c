@@ -2,7 +2,8 @@
  * build has them) replace the multiply's instructions by one.
  *
  * Quantizing activations (simd_q8_quantize), the matmul of one row of x at a
- * time for groups that are a multiple of 32 (simd_q8_matmul_rows), and the prefill GEMM's
+ * time for groups that are a multiple of 32, or of 16 in rows of a multiple of 32
+ * (simd_q8_matmul_rows), and the prefill GEMM's
  * register tile, which takes several rows of x at once (simd_q8_gemm_tiles): each gives
  * quant.c's reference's bits, so a prompt run at once and token by token agree exactly.
  * Both matmuls form each group's exact int32 dot product in vector lanes and then follow
@@ -23,7 +24,8 @@
 
 #include "quant.h"      /* QuantMatrix, quant_groups, QUANT_Q_MAX */
 
-#define QUANT_CHUNK 32      /* int8s per AVX2 register: the row path needs group % 32 == 0 */
+#define QUANT_CHUNK 32      /* int8s per AVX2 register: the row path needs group % 32 == 0,
+                             * or groups of 16 (two a register) in rows of a multiple of 32 */
 #define QUANT_ROW_TILE 4    /* rows of w per pass of the SIMD matmul: each x load feeds four rows */
 /* Rows of x against a w of at least this many int8s read w as four sequential runs of
  * rows rather than four adjacent rows at a time: such a w comes from memory at every
@@ -33,11 +35,11 @@
 #define QUANT_STREAM_BYTES (72 << 10)
 /* Bytes ahead of its reads at which the row path asks for each row of a cold w's next line
  * (QuantMatrix.cold), and for its scales' line an eighth of that ahead (a scale serves 32
- * int8s), on the cores simd_prefetch_rows names; the packed rows' decode likewise for each
- * of its four runs, on those simd_prefetch_packed names. There the hardware's prefetcher
- * alone leaves a w read from memory short of the bandwidth; on a w in the caches the
- * prefetches only cost, hence cold matrices only (docs/performance.md, Where the speed
- * comes from). */
+ * int8s; a quarter for groups of 16), on the cores simd_prefetch_rows names; the packed
+ * rows' decode likewise for each of its four runs, on those simd_prefetch_packed names.
+ * There the hardware's prefetcher alone leaves a w read from memory short of the
+ * bandwidth; on a w in the caches the prefetches only cost, hence cold matrices only
+ * (docs/performance.md, Where the speed comes from). */
 #define QUANT_PREFETCH_BYTES 2048
 
 /* The exact dot product of a (n,) and b (n,), int8 values (quant.c's dot_i8): the values of

@@ -1491,15 +1491,67 @@ static int matrix_is(const QuantMatrix *w, const float *want) {
     return same;
 }
 
-/* Q6_K: the tiny gpt2 model with an MLP of 256, its ffn_down ((256, 8) in ggml order: a
- * super-block a row) written as Q6_K blocks (integers over -32..31, scales -128, 127, 0
- * and others, d normal, negative and subnormal): loaded as int8 groups of 16, each value
- * d * scale * integer exactly (ggml's dequantize_row_q6_K), and its logits of 8 tokens
- * near those of the F32 file of those values (the activations in int8 groups of 16). */
-static void test_q6_k(void) {
+/* A Q4_K or Q5_K super-block at out (144 or 176 bytes), as ggml-common.h's block_q4_K and
+ * block_q5_K lay them out: f16 d, f16 dmin, 12 bytes of scales, (Q5_K) qh[32], qs[128];
+ * integers q (256,) in 0..15 or 0..31, sub-block j's scale sc[j] and minimum m[j] (8 each,
+ * 6 bits), value 32 j + i being d sc[j] q - dmin m[j]. The scales as get_scale_min_k4
+ * reads them: j < 4 in the low 6 bits of bytes j (sc) and j + 4 (m); j >= 4 their low 4
+ * bits in byte j + 4 (sc low, m high nibble) and their top 2 in bits 6-7 of bytes j - 4
+ * (sc) and j (m). Values 64 p + l and 64 p + 32 + l (l < 32) are the low and high nibbles
+ * of qs[32 p + l], their fifth bits bits 2p and 2p + 1 of qh[l]. Returns the bytes. */
+static size_t put_q45_k(unsigned char *out, int five, const int8_t q[256], const int sc[8],
+                        const int m[8], uint16_t d, uint16_t dmin) {
+    unsigned char *scales = out + 4, *qh = out + 16, *qs = out + (five ? 48 : 16);
+    memcpy(out, &d, 2);
+    memcpy(out + 2, &dmin, 2);
+    memset(out + 4, 0, five ? 44 : 12);
+    for (int j = 0; j < 4; j++) {
+        scales[j] = (unsigned char)(sc[j] | (sc[j + 4] >> 4) << 6);
+        scales[j + 4] = (unsigned char)(m[j] | (m[j + 4] >> 4) << 6);
+        scales[j + 8] = (unsigned char)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+    }
+    for (int p = 0; p < 4; p++)
+        for (int l = 0; l < 32; l++) {
+            int lo = q[64 * p + l], hi = q[64 * p + 32 + l];
+            qs[32 * p + l] = (unsigned char)((lo & 15) | (hi & 15) << 4);
+            if (five) qh[l] |= (unsigned char)((lo >> 4) << (2 * p) | (hi >> 4) << (2 * p + 1));
+        }
+    return five ? 176 : 144;
+}
+
+/* A Q4_1 or Q5_1 block at out (20 or 24 bytes): f16 d, f16 m, (Q5_1) the fifth bits' word
+ * as Q5_0's, then the nibbles as Q4_0's; integers q (32,) in 0..15 or 0..31, value
+ * d q + m. Returns the bytes. */
+static size_t put_q45_1(unsigned char *out, int five, const int8_t q[32], uint16_t d,
+                        uint16_t m) {
+    unsigned char *at = out + (five ? 8 : 4);
+    memcpy(out, &d, 2);
+    memcpy(out + 2, &m, 2);
+    if (five) memset(out + 4, 0, 4);
+    for (int j = 0; j < 16; j++) {
+        at[j] = (unsigned char)((q[j] & 15) | (q[j + 16] & 15) << 4);
+        if (five) {
+            out[4 + j / 8] |= (unsigned char)((q[j] >> 4) << (j % 8));
+            out[4 + (j + 16) / 8] |= (unsigned char)((q[j + 16] >> 4) << ((j + 16) % 8));
+        }
+    }
+    return five ? 24 : 20;
+}
+
+/* The types with a block's minimum, and Q6_K: the tiny gpt2 model with an MLP of 256, its
+ * ffn_down ((256, 8) in ggml order: one super-block a row, or 8 blocks of 32) written as
+ * Q4_1, Q5_1, Q4_K, Q5_K and Q6_K blocks from ggml's layout (integers over each type's
+ * range; K scales and minimums 0, 63 and others, Q6_K's -128, 127, 0; d normal, negative
+ * and subnormal): loaded as int8 groups of 32 (16 for Q6_K), every value exactly what
+ * ggml's dequantize_row_* gives (d sc q - dmin m, d q + m, d sc q), and the logits of 8
+ * tokens near those of the F32 file of those values (the activations in int8 groups). */
+static void test_k_types(void) {
     enum { ROWS = G_C, COLS = 256, N = 8 };
     static const uint16_t D[ROWS] = {0x0C00, 0x0E00, 0x8C00, 0x0C01, 0x1000, 0x0800, 0x0400,
                                      0x0001};   /* 2^-12, 1.5 2^-12, -2^-12, ..., 2^-24 */
+    static const struct { int type, group; const char *name; } TYPES_K[] = {
+        {3, 32, "Q4_1"}, {7, 32, "Q5_1"}, {12, 32, "Q4_K"}, {13, 32, "Q5_K"}, {14, 16, "Q6_K"},
+    };
     Gpt2Tiny o = {NULL, NULL, 1, 0, 0, 1e-5f, COLS};
     Buf f = {0};
     write_gpt2_tiny(&f, &o);
@@ -1515,81 +1567,125 @@ static void test_q6_k(void) {
     unsigned char *at = f.b + data + offset;   /* room for (8, 256) floats */
     float *want = malloc(sizeof(float) * ROWS * COLS);
     float *logits[2] = {malloc(sizeof(float) * N * G_V), malloc(sizeof(float) * N * G_V)};
-    unsigned char blocks[ROWS][210];
+    unsigned char *blocks = malloc(ROWS * 256);
     uint64_t s = 7;
-    for (int r = 0; r < ROWS; r++) {
-        int8_t q[COLS], sc[16];
-        for (int i = 0; i < COLS; i++) {
-            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-            q[i] = (int8_t)((int)(s >> 33 & 63) - 32);
+    for (size_t ti = 0; ti < sizeof TYPES_K / sizeof TYPES_K[0]; ti++) {
+        int type = TYPES_K[ti].type, five = type == 7 || type == 13, k = type >= 12;
+        size_t bytes = 0;
+        for (int r = 0; r < ROWS; r++) {
+            int8_t q[COLS];
+            int sc[16], m[16];
+            for (int i = 0; i < COLS; i++) {
+                s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+                int bits = (int)(s >> 33 & 63);   /* 6 random bits */
+                q[i] = (int8_t)(type == 14 ? bits - 32 : five ? bits & 31 : bits & 15);
+            }
+            for (int g = 0; g < 16; g++) {
+                s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+                int random = (int)(s >> 40 & 255);
+                sc[g] = type == 14 ? (g == 0 ? -128 : g == 1 ? 127 : g == 2 ? 0 : random - 128)
+                                   : (g == 0 ? 63 : g == 1 ? 0 : random & 63);
+                m[g] = g == 0 ? 0 : g == 1 ? 63 : random >> 2;
+            }
+            uint16_t dmin = (uint16_t)(D[(r + 3) % ROWS] ^ 0x8000 * (r == 5));
+            if (type == 14) {
+                int8_t sc8[16];
+                for (int g = 0; g < 16; g++) sc8[g] = (int8_t)sc[g];
+                put_q6_k(blocks + bytes, q, sc8, D[r]);
+                bytes += 210;
+            } else if (k) {
+                bytes += put_q45_k(blocks + bytes, five, q, sc, m, D[r], dmin);
+            } else {
+                for (int b = 0; b < COLS / 32; b++)
+                    bytes += put_q45_1(blocks + bytes, five, q + 32 * b, D[r], dmin);
+            }
+            for (int i = 0; i < COLS; i++) {
+                float d = half_value(D[r]), mn = half_value(dmin), *w = &want[r * COLS + i];
+                if (type == 14) *w = d * (float)sc[i / 16] * (float)q[i];
+                else if (k) *w = d * (float)sc[i / 32] * (float)q[i] - mn * (float)m[i / 32];
+                else *w = (float)q[i] * d + mn;
+            }
         }
-        for (int g = 0; g < 16; g++) {
-            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-            int random = (int)(s >> 40 & 255) - 128;
-            sc[g] = (int8_t)(g == 0 ? -128 : g == 1 ? 127 : g == 2 ? 0 : random);
+        int tokens[N] = {5, 97, 257, 98, 0, 200, 256, 33}, ok = 1;
+        for (int i = 0; i < 2 && ok; i++) {   /* i = 0: F32 values; 1: the blocks */
+            put_at_u32(&f, type_at, i == 0 ? 0 : (uint32_t)type);
+            if (i == 0) memcpy(at, want, sizeof(float) * ROWS * COLS);
+            else memcpy(at, blocks, bytes);
+            save(&f);
+            Model m;
+            ok = model_load(&m, path, N, 0) == 0;
+            if (!ok) break;
+            const float *out = model_forward(&m, tokens, N, 0, 1);
+            if (out) memcpy(logits[i], out, sizeof(float) * N * G_V);
+            ok = out != NULL;
+            if (i == 1) {
+                const QuantMatrix *w = &m.checkpoint.weights.layers[0].w_down.q8;
+                char line[64];
+                snprintf(line, sizeof line, "GGUF gpt2, %s (computed in int8)",
+                         TYPES_K[ti].name);
+                check_true(strcmp(m.format, line) == 0, "%s ffn_down: the load line says "
+                           "\"%s\" (got \"%s\")", TYPES_K[ti].name, line, m.format);
+                check_true(w->q && w->group == TYPES_K[ti].group &&
+                           (w->offset != NULL) == (type != 14) && matrix_is(w, want),
+                           "%s ffn_down: int8 groups of %d%s, every value ggml's "
+                           "dequantize_row_* of it exactly", TYPES_K[ti].name,
+                           TYPES_K[ti].group, type != 14 ? " with offsets" : "");
+            }
+            model_free(&m);
         }
-        put_q6_k(blocks[r], q, sc, D[r]);
-        for (int i = 0; i < COLS; i++)
-            want[r * COLS + i] = half_value(D[r]) * (float)sc[i / 16] * (float)q[i];
+        char what[64];
+        snprintf(what, sizeof what, "%s ffn_down's logits against the F32 file's",
+                 TYPES_K[ti].name);
+        check_true(ok && check_close(what, logits[1], logits[0], N * G_V, 1e-2, 1e-2),
+                   "%s ffn_down: the logits of 8 tokens near the F32 file's of the same "
+                   "values", TYPES_K[ti].name);
     }
-    int tokens[N] = {5, 97, 257, 98, 0, 200, 256, 33}, ok = 1;
-    for (int i = 0; i < 2 && ok; i++) {   /* i = 0: F32 values; 1: Q6_K blocks */
-        if (i == 0) {
-            memcpy(at, want, sizeof(float) * ROWS * COLS);
-        } else {
-            put_at_u32(&f, type_at, 14);   /* Q6_K */
-            memcpy(at, blocks, sizeof blocks);
-        }
-        save(&f);
-        Model m;
-        ok = model_load(&m, path, N, 0) == 0;
-        if (!ok) break;
-        const float *out = model_forward(&m, tokens, N, 0, 1);
-        if (out) memcpy(logits[i], out, sizeof(float) * N * G_V);
-        ok = out != NULL;
-        if (i == 1) {
-            const QuantMatrix *w = &m.checkpoint.weights.layers[0].w_down.q8;
-            const char *line = "GGUF gpt2, Q6_K (computed in int8)";
-            check_true(strcmp(m.format, line) == 0, "Q6_K ffn_down: the load line says \"%s\" "
-                       "(got \"%s\")", line, m.format);
-            check_true(w->q && w->group == 16 && matrix_is(w, want), "Q6_K ffn_down: int8 "
-                       "groups of 16, every value d * scale * integer exactly (ggml's "
-                       "dequantize_row_q6_K)");
-        }
-        model_free(&m);
-    }
-    check_true(ok && check_close("Q6_K ffn_down's logits against the F32 file of its values",
-                                 logits[1], logits[0], N * G_V, 2e-3, 1e-2),
-               "Q6_K ffn_down: the logits of 8 tokens near the F32 file's of the same values");
+    free(blocks);
     free(want);
     free(logits[0]);
     free(logits[1]);
     free(f.b);
 }
 
-/* Q6_K and Q4_0 in one role: llama.cpp's r256-q6_k.gguf (Q6_K, ffn_down Q8_0) with layer
- * 1's ffn_gate ((256, 32) in ggml order: a super-block a row, 210 bytes, room for 8 Q4_0
- * blocks of 18) written as Q4_0: loads, every layer of the role in int8 groups of 16 (a
- * Q4_0 block's scale then serves two), layer 1's values its blocks', and runs. */
-static void test_q6_k_layers(void) {
+/* Types mixed across the layers of one tensor name: llama.cpp's r256-q4_k_m.gguf (Q4_K_M:
+ * attn_v Q4_K in layer 0, Q6_K in layer 1; ffn_down Q5_0, then Q8_0) loads attn_v in int8
+ * groups of 16 in both layers (a Q4_K sub-block's scale and offset then serve two), layer
+ * 0's with offsets; with layer 1's ffn_gate ((256, 32) in ggml order: a Q4_K super-block
+ * a row, 144 bytes, the room of 8 Q4_0 blocks of 18) written as Q4_0, ffn_gate keeps its
+ * offsets in layer 0 alone, layer 1's values its blocks' exactly; and it runs. */
+static void test_mixed_layers(void) {
     enum { ROWS = 32, COLS = 256 };
-    const char *file = check_data_file("gguf_llama/r256-q6_k.gguf");
+    const char *file = check_data_file("gguf_llama/r256-q4_k_m.gguf");
     size_t size, type_at, end;
     uint64_t offset;
     Buf f = {0};
     f.b = file ? check_read_file(file, &size) : NULL;
     if (!f.b) {
-        check_skip("gguf_llama/r256-q6_k.gguf: not in tests/data and no ../shared");
+        check_skip("gguf_llama/r256-q4_k_m.gguf: not in tests/data and no ../shared");
         return;
     }
     f.n = f.cap = size;
     end = tensor_info(f.b, size, "blk.1.ffn_up.weight", &type_at, &offset);   /* the last */
     size_t data = (end + 31) / 32 * 32;   /* general.alignment: the default 32 */
     int found = end != 0 && tensor_info(f.b, size, "blk.1.ffn_gate.weight", &type_at, &offset) &&
-                data + offset + ROWS * 210 <= size;
-    if (!check_true(found, "r256-q6_k.gguf: its tensor table read")) {
+                data + offset + ROWS * 144 <= size;
+    if (!check_true(found, "r256-q4_k_m.gguf: its tensor table read")) {
         free(f.b);
         return;
+    }
+    save(&f);
+    Model m;
+    int loaded = model_load(&m, path, 4, 0) == 0;
+    const char *line = "GGUF llama, Q5_0, Q8_0, Q4_K and Q6_K (computed in int8)";
+    check_true(loaded && strcmp(m.format, line) == 0, "r256-q4_k_m.gguf loads, its load line "
+               "\"%s\"", line);
+    if (loaded) {
+        const QuantMatrix *v0 = &m.checkpoint.weights.layers[0].wv.q8;
+        const QuantMatrix *v1 = &m.checkpoint.weights.layers[1].wv.q8;
+        check_true(v0->group == 16 && v1->group == 16 && v0->offset && !v1->offset,
+                   "attn_v Q4_K in layer 0 and Q6_K in layer 1: both in int8 groups of 16, "
+                   "layer 0's with offsets");
+        model_free(&m);
     }
     float *want = malloc(sizeof(float) * ROWS * COLS);
     unsigned char *at = f.b + data + offset;
@@ -1602,22 +1698,21 @@ static void test_q6_k_layers(void) {
         for (int j = 0; j < 32; j++) want[b * 32 + j] = half_value(h) * (float)q[j];
     }
     save(&f);
-    Model m;
-    int loaded = model_load(&m, path, 4, 0) == 0;
-    const char *line = "GGUF llama, Q4_0, Q8_0 and Q6_K (computed in int8)";
-    check_true(loaded && strcmp(m.format, line) == 0, "ffn_gate Q6_K in layer 0 and Q4_0 in "
+    loaded = model_load(&m, path, 4, 0) == 0;
+    line = "GGUF llama, Q4_0, Q5_0, Q8_0, Q4_K and Q6_K (computed in int8)";
+    check_true(loaded && strcmp(m.format, line) == 0, "ffn_gate Q4_K in layer 0 and Q4_0 in "
                "layer 1: loads, its load line \"%s\"", line);
     if (loaded) {
         const QuantMatrix *w0 = &m.checkpoint.weights.layers[0].w_up.q8;
         const QuantMatrix *w1 = &m.checkpoint.weights.layers[1].w_up.q8;
-        check_true(w0->group == 16 && w1->group == 16 && matrix_is(w1, want), "ffn_gate Q6_K "
-                   "and Q4_0: both layers in int8 groups of 16, layer 1's values its Q4_0 "
-                   "blocks' (d * integer), exactly");
+        check_true(w0->group == 32 && w1->group == 32 && w0->offset && !w1->offset &&
+                   matrix_is(w1, want), "ffn_gate Q4_K and Q4_0: int8 groups of 32, offsets "
+                   "in layer 0 alone, layer 1's values its Q4_0 blocks' (d * integer), exactly");
         int tokens[4] = {1, 400, 36, 300};
         const float *logits = model_forward(&m, tokens, 4, 0, 0);
         int finite = logits != NULL;
         for (int v = 0; finite && v < m.config.vocab_size; v++) finite = isfinite(logits[v]);
-        check_true(finite, "ffn_gate Q6_K and Q4_0: 4 tokens run, their logits finite");
+        check_true(finite, "ffn_gate Q4_K and Q4_0: 4 tokens run, their logits finite");
         model_free(&m);
     }
     free(want);
@@ -2257,8 +2352,8 @@ int main(void) {
     test_gpt2_keep();
     test_q8_0_layers();
     test_q4_0_q5_0();
-    test_q6_k();
-    test_q6_k_layers();
+    test_k_types();
+    test_mixed_layers();
     test_tiny_half();
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);

@@ -153,7 +153,7 @@ static void test_matmul_q8(int N, int IC, int OC, int group) {
     int8_t *wq = malloc((size_t)OC * IC), *xq = malloc((size_t)N * IC);
     float *ws = malloc(sizeof(float) * OC * groups), *xs = malloc(sizeof(float) * N * groups);
     quant_quantize(wq, ws, wf, OC, IC, group);
-    QuantMatrix w = {wq, ws, OC, IC, group, 0, 0};
+    QuantMatrix w = {wq, ws, OC, IC, group, 0, 0, NULL};
     float *out = malloc(sizeof(float) * N * OC), *out2 = malloc(sizeof(float) * N * OC);
     float *pooled = malloc(sizeof(float) * N * OC);
     for (int i = 0; i < N * OC; i++) out[i] = out2[i] = pooled[i] = NAN;

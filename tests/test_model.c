@@ -990,7 +990,7 @@ static void test_map_file(void) {
 static void test_mark_cold(void) {
     static const int8_t q;   /* the views' values: only their sizes are read */
     static const float f;
-    QuantMatrix cls = {&q, &f, 32000, 768, 32, 0, 0}, m = {&q, &f, 768, 768, 32, 0, 0};
+    QuantMatrix cls = {&q, &f, 32000, 768, 32, 0, 0, NULL}, m = {&q, &f, 768, 768, 32, 0, 0, NULL};
     LayerWeights layers[2];
     memset(layers, 0, sizeof layers);
     Weights w = {.layers = layers};

@@ -255,7 +255,7 @@ static void test_dequantize(void) {
     uint64_t seed = 3;
     check_fill_random(&seed, x, R * C, 2.0f);
     quant_quantize(q, s, x, R, C, G);
-    QuantMatrix m = {q, s, R, C, G, 0, 0};
+    QuantMatrix m = {q, s, R, C, G, 0, 0, NULL};
     quant_dequantize(out, &m);
     int ok = 1;
     for (int r = 0; r < R; r++) {
@@ -352,7 +352,7 @@ static void test_matmul_sizes(void) {
                     check_fill_random(&seed, bias, OC, 0.1f);
                     quant_quantize(wq, ws, wf, OC, cols, group);
                     quant_quantize(xq, xs, x, N, cols, group);
-                    QuantMatrix w = {wq, ws, OC, cols, group, 0, 0};
+                    QuantMatrix w = {wq, ws, OC, cols, group, 0, 0, NULL};
                     /* ranges: all, inner (4-wide tiles plus leftovers), one column, empty */
                     int ranges[4][2] = {{0, OC}, {OC > 2 ? 1 : 0, OC > 2 ? OC - 1 : OC},
                                         {OC / 2, OC / 2 + 1}, {OC / 2, OC / 2}};
@@ -372,6 +372,121 @@ static void test_matmul_sizes(void) {
         }
 }
 
+/* Offsets (QuantMatrix.offset: GGUF's minimums, W = q scale - offset): for each shape,
+ * with and without bias, the outputs are the same matrix's without offsets less the
+ * offsets' sum in quant.h's order (8 lanes, lane g % 8, then the lanes in order), written
+ * out here, bit for bit; within the float64 bound of the dequantized product; the same bits
+ * all at once, column by column and row by row; packed (where the build packs) as in rows;
+ * and quant_dequantize_row gives q * scale - offset exactly. Shapes: groups of 32 and 16,
+ * fewer groups than lanes, a prompt's worth of rows (the GEMM), 256 groups. */
+static void test_matmul_offsets(void) {
+    const int shapes[][4] = {   /* N, cols, OC, group */
+        {1, 256, 37, 32}, {7, 800, 20, 16}, {13, 96, 9, 32}, {70, 288, 33, 32},
+        {3, 4096, 5, 16}, {5, 256, 32, 32},
+    };
+    uint64_t seed = 21;
+    for (int si = 0; si < COUNT(shapes); si++) {
+        int N = shapes[si][0], cols = shapes[si][1], OC = shapes[si][2], group = shapes[si][3];
+        int groups = quant_groups(cols, group);
+        size_t nq = (size_t)N * (size_t)cols, wqn = (size_t)OC * (size_t)cols;
+        size_t no = (size_t)N * (size_t)OC, ng = (size_t)OC * (size_t)groups;
+        int8_t *xq = malloc(nq), *wq = malloc(wqn), *wq2 = malloc(wqn);
+        float *x = malloc(nq * sizeof(float)), *xs = malloc(nq * sizeof(float));
+        float *wf = malloc(wqn * sizeof(float)), *ws = malloc(wqn * sizeof(float));
+        float *ws2 = malloc(wqn * sizeof(float)), *off = malloc(ng * sizeof(float));
+        float *bias = malloc((size_t)OC * sizeof(float)), *row = malloc((size_t)cols * 4);
+        float *plain = malloc(no * sizeof(float)), *got = malloc(no * sizeof(float));
+        float *cut = malloc(no * sizeof(float)), *packed = malloc(no * sizeof(float));
+        double *want = malloc(no * sizeof(double)), *terms = malloc(no * sizeof(double));
+        if (!xq || !wq || !wq2 || !x || !xs || !wf || !ws || !ws2 || !off || !bias || !row ||
+            !plain || !got || !cut || !packed || !want || !terms) {
+            check_true(0, "offsets: out of memory");
+            return;
+        }
+        check_fill_random(&seed, x, (long)nq, 1.0f);
+        check_fill_random(&seed, wf, (long)wqn, 0.5f);
+        check_fill_random(&seed, off, (long)ng, 0.3f);
+        check_fill_random(&seed, bias, OC, 0.1f);
+        quant_quantize(xq, xs, x, N, cols, group);
+        quant_quantize(wq, ws, wf, OC, cols, group);
+        QuantMatrix w = {wq, ws, OC, cols, group, 0, 0, off}, w0 = w;
+        w0.offset = NULL;
+        int same_ref = 1, same_cut = 1, same_packed = 1, dequant = 1;
+        double worst = 0.0;
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            const float *b = with_bias ? bias : NULL;
+            quant_matmul_block(plain, xq, xs, &w0, b, N, 0, OC);
+            quant_matmul_block(got, xq, xs, &w, b, N, 0, OC);
+            for (int o = 0; o < OC; o++)   /* column by column, then row by row */
+                quant_matmul_block(cut, xq, xs, &w, b, N, o, o + 1);
+            for (size_t i = 0; i < no; i++) same_cut &= memcmp(&cut[i], &got[i], 4) == 0;
+            for (int n = 0; n < N; n++)
+                quant_matmul_block(cut + (size_t)n * OC, xq + (size_t)n * cols,
+                                   xs + (size_t)n * groups, &w, b, 1, 0, OC);
+            for (size_t i = 0; i < no; i++) same_cut &= memcmp(&cut[i], &got[i], 4) == 0;
+            for (int n = 0; n < N; n++)
+                for (int o = 0; o < OC; o++) {
+                    float lane[8] = {0}, total = 0.0f;
+                    double sum = b ? (double)b[o] : 0.0, abs_sum = fabs(sum);
+                    for (int g = 0; g < groups; g++) {
+                        int32_t xsum = 0;
+                        for (int c = g * group; c < (g + 1) * group && c < cols; c++) {
+                            double xd = (double)xq[n * cols + c] * (double)xs[n * groups + g];
+                            double wd = (double)wq[o * cols + c] * (double)ws[o * groups + g] -
+                                        (double)off[o * groups + g];
+                            sum += xd * wd;
+                            abs_sum += fabs(xd * (double)wq[o * cols + c] *
+                                            (double)ws[o * groups + g]);
+                            xsum += xq[n * cols + c];
+                        }
+                        float v = xs[n * groups + g] * (float)xsum;
+                        abs_sum += fabs((double)off[o * groups + g] * (double)v);
+                        lane[g % 8] += off[o * groups + g] * v;
+                    }
+                    for (int k = 0; k < 8; k++) total += lane[k];
+                    size_t i = (size_t)n * OC + (size_t)o;
+                    float expect = plain[i] - total;
+                    same_ref &= memcmp(&expect, &got[i], 4) == 0;
+                    want[i] = sum;
+                    terms[i] = abs_sum;
+                }
+            for (size_t i = 0; i < no; i++) {
+                double bound = (2.0 * groups + MATMUL_EXTRA_ROUNDINGS) * UNIT_ROUNDOFF *
+                               terms[i] + 1e-30;
+                double ratio = fabs((double)got[i] - want[i]) / bound;
+                if (!(ratio <= worst)) worst = isnan(ratio) ? HUGE_VAL : ratio;
+            }
+            memcpy(wq2, wq, wqn);   /* a packed copy: the build's packed kernel, if any */
+            memcpy(ws2, ws, (size_t)OC * (size_t)groups * sizeof(float));
+            QuantMatrix wp = {wq2, ws2, OC, cols, group, 0, 0, off};
+            if (quant_pack(&wp) == 0) {
+                quant_matmul_block(packed, xq, xs, &wp, b, N, 0, OC);
+                for (size_t i = 0; i < no; i++) same_packed &= memcmp(&packed[i], &got[i], 4) == 0;
+                for (int r = 0; r < OC; r++) {
+                    quant_dequantize_row(row, &wp, r);
+                    for (int c = 0; c < cols; c++)
+                        dequant &= row[c] == (float)wq[r * cols + c] * ws[r * groups + c / group]
+                                             - off[r * groups + c / group];
+                }
+            } else {
+                same_packed = 0;
+            }
+        }
+        check_true(same_ref, "offsets, N %d, cols %d, OC %d, group %d: the plain product less "
+                   "the offsets' sum in its 8 lanes, bit for bit, +-bias", N, cols, OC, group);
+        check_true(worst <= 1.0, "offsets, N %d, cols %d, OC %d, group %d: max error %.3g of "
+                   "the float64 bound of the dequantized product", N, cols, OC, group, worst);
+        check_true(same_cut, "offsets, N %d, cols %d, OC %d, group %d: the same bits column "
+                   "by column and row by row", N, cols, OC, group);
+        check_true(same_packed && dequant, "offsets, N %d, cols %d, OC %d, group %d: packed "
+                   "(%d rows) as in rows, and dequantized rows q * scale - offset exactly", N,
+                   cols, OC, group, quant_pack_rows(&w));
+        free(xq); free(wq); free(wq2); free(x); free(xs); free(wf); free(ws); free(ws2);
+        free(off); free(bias); free(row); free(plain); free(got); free(cut); free(packed);
+        free(want); free(terms);
+    }
+}
+
 /* Each output's bits must not depend on how the columns and rows are cut into calls
  * (threads cut columns): all at once, one column at a time, and one row at a time. */
 static void test_matmul_cuts(void) {
@@ -386,7 +501,7 @@ static void test_matmul_cuts(void) {
         int groups = quant_groups(C, group);
         quant_quantize(xq, xs, x, N, C, group);
         quant_quantize(wq, ws, wf, OC, C, group);
-        QuantMatrix w = {wq, ws, OC, C, group, 0, 0};
+        QuantMatrix w = {wq, ws, OC, C, group, 0, 0, NULL};
         quant_matmul_block(whole, xq, xs, &w, NULL, N, 0, OC);
         for (int o = 0; o < OC; o++) quant_matmul_block(by_col, xq, xs, &w, NULL, N, o, o + 1);
         for (int n = 0; n < N; n++)
@@ -423,7 +538,7 @@ static void test_matmul_extremes(void) {
         }
         for (int i = 0; i < N * groups; i++) xs[i] = 1.0f;
         for (int i = 0; i < OC * groups; i++) ws[i] = 1.0f;
-        QuantMatrix w = {wq, ws, OC, C, group, 0, 0};
+        QuantMatrix w = {wq, ws, OC, C, group, 0, 0, NULL};
         quant_matmul_block(out, xq, xs, &w, NULL, N, 0, OC);
         int exact = 1;
         for (int n = 0; n < N; n++)
@@ -449,7 +564,7 @@ static void test_matmul_nan(void) {
     wf[4 * C + 95] = INFINITY;      /* row o = 4, group 2 */
     quant_quantize(xq, xs, x, N, C, G);
     quant_quantize(wq, ws, wf, OC, C, G);
-    QuantMatrix w = {wq, ws, OC, C, G, 0, 0};
+    QuantMatrix w = {wq, ws, OC, C, G, 0, 0, NULL};
     quant_matmul_block(out, xq, xs, &w, NULL, N, 0, OC);
     int ok = 1;
     for (int n = 0; n < N; n++)
@@ -483,7 +598,7 @@ static void test_simd_vs_portable(void) {
             for (int g = 0; g < groups16; g++) xs16[n * groups16 + g] = xs[n * groups + g / per];
         for (int o = 0; o < OC; o++)
             for (int g = 0; g < groups16; g++) ws16[o * groups16 + g] = ws[o * groups + g / per];
-        QuantMatrix w = {wq, ws, OC, C, group, 0, 0}, w16 = {wq, ws16, OC, C, 16, 0, 0};
+        QuantMatrix w = {wq, ws, OC, C, group, 0, 0, NULL}, w16 = {wq, ws16, OC, C, 16, 0, 0, NULL};
         quant_matmul_block(simd, xq, xs, &w, NULL, N, 0, OC);
         quant_matmul_block(portable, xq, xs16, &w16, NULL, N, 0, OC);
         reference_matmul(want, terms, xq, xs, &w, NULL, N);
@@ -657,7 +772,7 @@ static void test_gemm(void) {
             return;
         }
         int groups = quant_groups(c.cols, c.group);
-        QuantMatrix w = {c.wq, c.ws, c.OC, c.cols, c.group, 0, 0}, w_cold = w;
+        QuantMatrix w = {c.wq, c.ws, c.OC, c.cols, c.group, 0, 0, NULL}, w_cold = w;
         w_cold.cold = 1;   /* the row path asks for its lines ahead: the same sums */
         int same_rows = 1, same_two = 1, outside_ok = 1, threads_ok = 1, same_ref = 1;
         int same_cold = 1;
@@ -725,7 +840,7 @@ static void test_pack_layout(void) {
         for (int c = 0; c < C; c++) q[r * C + c] = (int8_t)((r * 64 + c) % 255 - 127);
         for (int g = 0; g < G; g++) scale[r * G + g] = (float)r + (float)g / 4.0f;
     }
-    QuantMatrix m = {q, scale, R, C, 32, 0, 0};
+    QuantMatrix m = {q, scale, R, C, 32, 0, 0, NULL};
     int rows = quant_pack_rows(&m);
     if (rows == 0) {
         check_skip("packed layout: this build packs no rows (its int8 products read rows)");
@@ -759,8 +874,9 @@ static void test_pack_layout(void) {
                "packed layout: a packed matrix packed again stays as it is");
     /* what the layout cannot hold stays in rows: a last group shorter than the rest (100
      * values in groups of 32), groups that are not whole quads (6), no values at all */
-    QuantMatrix short_group = {q, scale, 16, 100, 32, 0, 0}, odd = {q, scale, 16, 96, 6, 0, 0};
-    QuantMatrix empty = {q, scale, 16, 0, 32, 0, 0};
+    QuantMatrix short_group = {q, scale, 16, 100, 32, 0, 0, NULL};
+    QuantMatrix odd = {q, scale, 16, 96, 6, 0, 0, NULL};
+    QuantMatrix empty = {q, scale, 16, 0, 32, 0, 0, NULL};
     check_true(quant_pack_rows(&short_group) == 0 && quant_pack_rows(&odd) == 0 &&
                quant_pack_rows(&empty) == 0,
                "packed layout: widths not a whole number of groups of whole quads, and width 0, "
@@ -773,7 +889,7 @@ static void test_pack_layout(void) {
  * group of row 5 of w: NaN in that row's outputs only, as the reference. */
 static void test_packed_extremes(void) {
     enum { N = 23, C = 2048, OC = 35 };   /* a tile's 6 rows, three more times, and 5 */
-    QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0};
+    QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0, NULL};
     if (quant_pack_rows(&probe) == 0) {
         check_skip("packed extremes: this build packs no rows (its int8 products read rows)");
         return;
@@ -796,7 +912,7 @@ static void test_packed_extremes(void) {
             GemmCase c = {N, C, OC, group, 0, OC, xq, wq, xs, ws, NULL};
             memcpy(pq, wq, sizeof pq);
             memcpy(ps, ws, sizeof ps);
-            QuantMatrix w = {pq, ps, OC, C, group, 0, 0};
+            QuantMatrix w = {pq, ps, OC, C, group, 0, 0, NULL};
             int ok = quant_pack(&w) == 0 && w.packed == 32;
             for (int rows_at_once = 0; rows_at_once < 2; rows_at_once++) {
                 for (int i = 0; i < N * OC; i++) out[i] = 0.0f;
@@ -851,7 +967,7 @@ static void test_packed(void) {
         {31, 100, 32, 20, 0, 32},    {16, 64, 48, 4, 16, 48},    {20, 48, 16, 16, 0, 16},
         {112, 768, 96, 32, 0, 96},
     };
-    QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0};
+    QuantMatrix probe = {NULL, NULL, 16, 32, 32, 0, 0, NULL};
     if (quant_pack_rows(&probe) == 0) {
         check_skip("packed products: this build packs no rows (its int8 products read rows)");
         return;
@@ -874,7 +990,7 @@ static void test_packed(void) {
         }
         memcpy(pq, c.wq, nw);
         memcpy(ps, c.ws, (size_t)c.OC * (size_t)groups * sizeof(float));
-        QuantMatrix w = {pq, ps, c.OC, c.cols, c.group, 0, 0};
+        QuantMatrix w = {pq, ps, c.OC, c.cols, c.group, 0, 0, NULL};
         int packed_ok = quant_pack(&w) == 0 && w.packed == c.OC / 16 * 16;
         int same_ref = 1, outside_ok = 1, threads_ok = 1;
         for (int pass = 0; pass < 4; pass++) {   /* +-bias, w cold (its lines asked ahead) or not */
@@ -920,6 +1036,7 @@ int main(void) {
     test_dequantize();
     test_matmul_sizes();
     test_matmul_cuts();
+    test_matmul_offsets();
     test_matmul_extremes();
     test_matmul_nan();
     test_simd_vs_portable();

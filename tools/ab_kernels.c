@@ -70,10 +70,10 @@ typedef struct {
 static double run(const Operands *o, int q8, int b, int c, float *out) {
     double start = now();
     if (q8 == 2) {
-        QuantMatrix w = {o->wq[c], o->ws[c], o->OC, o->IC, GROUP, 0, o->OC};
+        QuantMatrix w = {o->wq[c], o->ws[c], o->OC, o->IC, GROUP, 0, o->OC, NULL};
         (b ? ab_b_q8p : ab_a_q8p)(out, o->xq, o->xs, &w, NULL, ROWS, 0, o->OC);
     } else if (q8) {
-        QuantMatrix w = {o->wq[c], o->ws[c], o->OC, o->IC, GROUP, 0, 0};
+        QuantMatrix w = {o->wq[c], o->ws[c], o->OC, o->IC, GROUP, 0, 0, NULL};
         (b ? ab_b_q8 : ab_a_q8)(out, o->xq, o->xs, &w, NULL, ROWS, 0, o->OC);
     } else {
         int cols = (o->OC + JOB_COLS - 1) / JOB_COLS;
@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
         if (ok && q8) {
             ok = (o.wq[c] = malloc(nw)) && (o.ws[c] = malloc((size_t)o.OC * groups * sizeof(float)));
             if (ok) quant_quantize(o.wq[c], o.ws[c], o.w[c], o.OC, o.IC, GROUP);
-            QuantMatrix m = {o.wq[c], o.ws[c], o.OC, o.IC, GROUP, 0, 0};
+            QuantMatrix m = {o.wq[c], o.ws[c], o.OC, o.IC, GROUP, 0, 0, NULL};
             if (ok && q8 == 2 && (quant_pack(&m) != 0 || m.packed != o.OC)) {
                 fprintf(stderr, "ab_kernels: q8p: %d x %d not packed (out of memory, or this "
                         "build does not pack: OC a multiple of 16, AVX-512 VNNI)\n", o.OC, o.IC);

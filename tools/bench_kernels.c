@@ -129,7 +129,8 @@ int main(int argc, char **argv) {
         quant_quantize(q, scale, w, OC, IC, GROUP);
         double bytes8 = (double)nw + (double)OC * (double)groups * sizeof(float);
         /* cold as the loader marks a model of this one matrix (checkpoint_mark_cold) */
-        QuantMatrix q8 = {q, scale, OC, IC, GROUP, bytes8 > (double)CHECKPOINT_CACHED_BYTES, 0};
+        QuantMatrix q8 = {q, scale, OC, IC, GROUP, bytes8 > (double)CHECKPOINT_CACHED_BYTES, 0,
+                          NULL};
         if (quant_pack(&q8) != 0) {   /* as the loader packs a model's (checkpoint_pack) */
             fprintf(stderr, "bench_kernels: out of memory to pack %d x %d\n", OC, IC);
             return 1;

@@ -1,8 +1,10 @@
-/* gen_model.c: writes a random-weight checkpoint of a given shape, for `make bench`.
+/* gen_model.c: writes a random-weight checkpoint of a given shape, for `make bench` (and
+ * the models of tests/data/gguf_llama, through llama.cpp's converter).
  *
  * Speed depends on shapes, not on trained values, so this lets the benchmark measure
- * models we have no weights for. Two formats (README "File formats"): llama2.c version 1
- * ("ak42", fp32) and llm.c's GPT-2 checkpoint (version 3, fp32). Matrices are uniform with
+ * models we have no weights for. Three formats (README "File formats"): llama2.c version 1
+ * ("ak42", fp32), its legacy layout (--legacy: what llama.cpp's convert-llama2c-to-ggml
+ * reads) and llm.c's GPT-2 checkpoint (version 3, fp32). Matrices are uniform with
  * standard deviation GEN_STD from a seeded splitmix64 stream (same seed, same bytes), norm
  * weights 1, biases 0. Tensors stream through a fixed buffer, so a 440 MB file needs only
  * GEN_BUF_FLOATS of memory. Usage: gen_model PRESET OUT.bin [options]; see usage().

@@ -7,8 +7,9 @@
  * file is small, a few tokens run through model_load's model. make_seeds writes tiny valid
  * GGUF files (the llama and gpt2 architectures; F32, F16, BF16, Q8_0, Q5_0 and Q4_0
  * tensors, tied and separate outputs) and their truncations and corruptions as the seeds
- * (Q6_K's rows of 256 would make seeds of half a megabyte: its files are fuzzed from
- * tests/data/gguf_llama's by hand).
+ * (the K types need rows of a multiple of 256, which make these writers' seeds larger
+ * than the fuzzers' 64 KiB inputs: they were fuzzed by hand from tests/data/gguf_llama's
+ * Q4_K_M file, and test_gguf writes each from ggml's layout).
  */
 #include <stdio.h>       /* remove */
 #include <stdlib.h>      /* atexit */
