@@ -285,7 +285,8 @@ static void matmul_block(float *out, const int8_t *xq, const float *xs, const Qu
 /* The offsets' part of quant_matmul_block (quant.h): out[n, o] -= sum over g of
  * offset[o, g] * v[g], v[g] = xs[n, g] * (the exact sum of row n's group g of xq), for
  * columns o0 .. o1-1. The sum runs in QUANT_OFFSET_LANES partial sums (lane g % LANES, g
- * rising), then the lanes in order: the same bits in every build and for any o0, o1, N. */
+ * rising), then the lanes in order: the same bits for any o0, o1, N, and in every build
+ * that evaluates floats as floats (FLT_EVAL_METHOD 0; x87's keep wider sums). */
 static void subtract_offsets(float *out, const int8_t *xq, const float *xs,
                              const QuantMatrix *w, int N, int o0, int o1) {
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;

@@ -25,7 +25,7 @@
 
 #include "kernels.h"    /* kernels_from_half */
 #include "os.h"         /* os_map_file, os_unmap_file */
-#include "quant.h"      /* QUANT_Q_MAX: the int8 range the kernels take */
+#include "quant.h"      /* QUANT_Q_MAX, QUANT_OFFSET_MAX_GROUPS: what the kernels take */
 
 /* ------------------------------------------------------------------------- */
 /* The ggml tensor types: what each is called and how it is stored             */
@@ -740,6 +740,8 @@ static int is_blocks(uint32_t type) {
            type == GGUF_Q8_0 || type == GGUF_Q4_K || type == GGUF_Q5_K || type == GGUF_Q6_K;
 }
 
+_Static_assert(MODEL_MAX_DIM / GGUF_K_GROUP <= QUANT_OFFSET_MAX_GROUPS,
+               "a GGUF row's offsets fit quant.c's subtract_offsets");
 static int has_offsets(uint32_t type) {
     return type == GGUF_Q4_1 || type == GGUF_Q5_1 || type == GGUF_Q4_K || type == GGUF_Q5_K;
 }

@@ -464,9 +464,11 @@ static void test_matmul_offsets(void) {
                 for (size_t i = 0; i < no; i++) same_packed &= memcmp(&packed[i], &got[i], 4) == 0;
                 for (int r = 0; r < OC; r++) {
                     quant_dequantize_row(row, &wp, r);
-                    for (int c = 0; c < cols; c++)
-                        dequant &= row[c] == (float)wq[r * cols + c] * ws[r * groups + c / group]
-                                             - off[r * groups + c / group];
+                    for (int c = 0; c < cols; c++) {   /* two roundings, as quant.h says */
+                        float v = (float)wq[r * cols + c] * ws[r * groups + c / group];
+                        v -= off[r * groups + c / group];
+                        dequant &= row[c] == v;
+                    }
                 }
             } else {
                 same_packed = 0;
