@@ -695,7 +695,7 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
         break;
     case GGUF_BF16: *floats += numel; break;
     case GGUF_Q4_0: case GGUF_Q4_1: case GGUF_Q5_0: case GGUF_Q5_1: case GGUF_Q8_0:
-    case GGUF_Q4_K: case GGUF_Q5_K: case GGUF_Q6_K:
+    case GGUF_Q4_K: case GGUF_Q5_K: case GGUF_Q6_K: case GGUF_IQ4_NL: case GGUF_IQ4_XS:
         /* matrices repacked as int8 (gguf_load_checkpoint counts their scales and offsets,
          * once it knows their role's group), vectors widened */
         if (r->is_matrix) *bytes += numel;
@@ -703,7 +703,8 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
         break;
     default:
         fprintf(stderr, "model: %s: tensor %s has type %s, which this engine does not compute "
-                "(expected F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_1, Q5_0, Q4_K, Q4_1 or Q4_0: "
+                "(expected F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_1, Q5_0, Q4_K, Q4_1, Q4_0, "
+                "IQ4_XS or IQ4_NL: "
                 "convert the file with llama-quantize --allow-requantize IN OUT Q4_K_M, or "
                 "Q5_K_M, Q6_K, Q8_0, F16)\n", g->path, name, TYPES[t->type].name);
         return NULL;
@@ -733,12 +734,18 @@ static void widen(float *out, const GgufTensor *t, size_t n) {
 }
 
 /* 1 for the types of integers and scales in blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
- * Q5_K, Q6_K); has_offsets: 1 for those whose blocks also have a minimum (the _1 and the
- * K types but Q6_K), which become QuantMatrix offsets. */
+ * Q5_K, Q6_K, IQ4_NL, IQ4_XS); has_offsets: 1 for those whose blocks also have a minimum
+ * (the _1 and the K types but Q6_K), which become QuantMatrix offsets. */
 static int is_blocks(uint32_t type) {
     return type == GGUF_Q4_0 || type == GGUF_Q4_1 || type == GGUF_Q5_0 || type == GGUF_Q5_1 ||
-           type == GGUF_Q8_0 || type == GGUF_Q4_K || type == GGUF_Q5_K || type == GGUF_Q6_K;
+           type == GGUF_Q8_0 || type == GGUF_Q4_K || type == GGUF_Q5_K || type == GGUF_Q6_K ||
+           type == GGUF_IQ4_NL || type == GGUF_IQ4_XS;
 }
+
+/* IQ4_NL's and IQ4_XS's 16 levels (ggml-quants.c's kvalues_iq4nl): a 4-bit code n stands
+ * for the integer IQ4_LEVELS[n], already in the int8 kernels' range. */
+static const int8_t IQ4_LEVELS[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                      1, 13, 25, 38, 53, 69, 89, 113};
 
 _Static_assert(MODEL_MAX_DIM / GGUF_K_GROUP <= QUANT_OFFSET_MAX_GROUPS,
                "a GGUF row's offsets fit quant.c's subtract_offsets");
@@ -754,6 +761,7 @@ static int has_offsets(uint32_t type) {
  *   Q5_0: a 32-bit word (little-endian) whose bit j is value j's fifth bit, then the 4 bits
  *         of each value as Q4_0 has them; the 5-bit number less 16
  *   Q4_1, Q5_1: m after d, then as Q4_0 and Q5_0 but nothing subtracted (0..15, 0..31)
+ *   IQ4_NL: as Q4_0, each 4-bit code standing for IQ4_LEVELS' integer
  *   Q8_0: 32 int8 */
 static float block_values(int8_t q[GGUF_BLOCK], float *min, const GgufTensor *t, size_t b) {
     const unsigned char *block = t->data + b * (size_t)TYPES[t->type].bytes;
@@ -778,10 +786,34 @@ static float block_values(int8_t q[GGUF_BLOCK], float *min, const GgufTensor *t,
     for (int j = 0; j < GGUF_BLOCK / 2; j++) {
         int lo = (at[j] & 0x0F) | (int)(fifth >> j & 1) << 4;
         int hi = (at[j] >> 4) | (int)(fifth >> (j + GGUF_BLOCK / 2) & 1) << 4;
-        q[j] = (int8_t)(lo - less);
-        q[j + GGUF_BLOCK / 2] = (int8_t)(hi - less);
+        q[j] = t->type == GGUF_IQ4_NL ? IQ4_LEVELS[lo] : (int8_t)(lo - less);
+        q[j + GGUF_BLOCK / 2] = t->type == GGUF_IQ4_NL ? IQ4_LEVELS[hi] : (int8_t)(hi - less);
     }
     return half_to_float(h);
+}
+
+/* Super-block b of t (IQ4_XS, as ggml-common.h lays it out: an f16 d, a 16-bit word
+ * scales_h, 4 bytes scales_l, 128 bytes qs): sub-block j of 32 values has the 6-bit ls_j,
+ * its low 4 bits the nibble j % 2 of scales_l[j / 2], its top 2 bits 2j and 2j + 1 of
+ * scales_h, and the scale d (ls_j - 32) (exact in a float: 11 bits times 6); its values
+ * are 16 bytes of qs as IQ4_NL has them. The integers into q (256,), each 16's scale into
+ * scale (16,). */
+static void iq4xs_values(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_GROUP],
+                         const GgufTensor *t, size_t b) {
+    const unsigned char *block = t->data + b * (size_t)TYPES[GGUF_IQ4_XS].bytes;
+    const unsigned char *low = block + 4, *qs = block + 8;
+    uint16_t h, high;
+    memcpy(&h, block, sizeof h);
+    memcpy(&high, block + 2, sizeof high);
+    float d = half_to_float(h);
+    for (int j = 0; j < 8; j++) {
+        int ls = (low[j / 2] >> (4 * (j % 2)) & 0x0F) | (high >> (2 * j) & 3) << 4;
+        scale[2 * j] = scale[2 * j + 1] = d * (float)(ls - 32);
+        for (int i = 0; i < 16; i++) {
+            q[32 * j + i] = IQ4_LEVELS[qs[16 * j + i] & 0x0F];
+            q[32 * j + 16 + i] = IQ4_LEVELS[qs[16 * j + i] >> 4];
+        }
+    }
 }
 
 /* Super-block b of t (Q4_K or Q5_K: ggml-common.h's block_q4_K, block_q5_K: f16 d and
@@ -861,6 +893,11 @@ static int block_ints(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_
     }
     if (t->type == GGUF_Q4_K || t->type == GGUF_Q5_K) {
         k45_values(q, scale, offset, t, b);
+        return GGUF_K_BLOCK;
+    }
+    if (t->type == GGUF_IQ4_XS) {
+        iq4xs_values(q, scale, t, b);
+        for (int g = 0; g < GGUF_K_BLOCK / GGUF_K_GROUP; g++) offset[g] = 0.0f;
         return GGUF_K_BLOCK;
     }
     float min;
@@ -1193,9 +1230,10 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     g.map = NULL;
     /* what the load line says: the architecture, then the types found */
     static const uint32_t INT8_TYPES[] = {GGUF_Q4_0, GGUF_Q4_1, GGUF_Q5_0, GGUF_Q5_1, GGUF_Q8_0,
-                                          GGUF_Q4_K, GGUF_Q5_K, GGUF_Q6_K};
+                                          GGUF_Q4_K, GGUF_Q5_K, GGUF_Q6_K, GGUF_IQ4_NL,
+                                          GGUF_IQ4_XS};
     int n_int8 = 0, listed = 0;
-    char names[80] = "";   /* "Q4_0", "Q4_0 and Q6_K", "Q4_0, Q5_0 and Q8_0", ... */
+    char names[96] = "";   /* "Q4_0", "Q4_0 and Q6_K", "Q4_0, Q5_0 and Q8_0", ... */
     enum { N_INT8 = sizeof INT8_TYPES / sizeof INT8_TYPES[0] };
     for (int i = 0; i < N_INT8; i++) n_int8 += blocks[INT8_TYPES[i]];
     for (int i = 0; i < N_INT8; i++) {

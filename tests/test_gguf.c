@@ -23,7 +23,7 @@
  * 5. The tiny llama GGUF with its matrices in F16 (values halves hold exactly) keeps them
  *    as halves and gives the F32 file's logits bit for bit, its tensors in place and at
  *    odd offsets (general.alignment 1: copied).
- * 6. Types in blocks (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K) written here from
+ * 6. Types in blocks (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS) from
  *    ggml's layout: the logits of a Q8_0 file of the same integers, or each value as
  *    loaded against the blocks'; types mixed across layers; and llama.cpp's own Q4_0, Q5_0
  *    and Q4_K_M files' greedy texts (gguf_llama/SOURCES.json).
@@ -1539,19 +1539,50 @@ static size_t put_q45_1(unsigned char *out, int five, const int8_t q[32], uint16
     return five ? 24 : 20;
 }
 
-/* The types with a block's minimum, and Q6_K: the tiny gpt2 model with an MLP of 256, its
- * ffn_down ((256, 8) in ggml order: one super-block a row, or 8 blocks of 32) written as
- * Q4_1, Q5_1, Q4_K, Q5_K and Q6_K blocks from ggml's layout (integers over each type's
- * range; K scales and minimums 0, 63 and others, Q6_K's -128, 127, 0; d normal, negative
- * and subnormal): loaded as int8 groups of 32 (16 for Q6_K), every value exactly what
- * ggml's dequantize_row_* gives (d sc q - dmin m, d q + m, d sc q), and the logits of 8
- * tokens near those of the F32 file of those values (the activations in int8 groups). */
+/* ggml's kvalues_iq4nl: the integer each 4-bit code of IQ4_NL and IQ4_XS stands for. */
+static const int IQ4_NL_VALUES[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                      1, 13, 25, 38, 53, 69, 89, 113};
+
+/* An IQ4_NL block (18 bytes: f16 d, then codes as Q4_0's nibbles) or an IQ4_XS super-block
+ * (136 bytes: f16 d, a 16-bit word of each sub-block's top 2 scale bits (2j, 2j + 1), 4
+ * bytes of low scale nibbles (sub-block j's in nibble j % 2 of byte j / 2), then each
+ * sub-block's 16 bytes of codes as IQ4_NL's), as ggml-common.h lays them out: codes n
+ * (32 or 256,) in 0..15, value d kvalues[n] (IQ4_XS: d (ls[j] - 32) kvalues[n], ls 6
+ * bits). Returns the bytes. */
+static size_t put_iq4(unsigned char *out, int xs, const int8_t n[256], const int ls[8],
+                      uint16_t d) {
+    memcpy(out, &d, 2);
+    if (!xs) {
+        for (int j = 0; j < 16; j++) out[2 + j] = (unsigned char)(n[j] | n[j + 16] << 4);
+        return 18;
+    }
+    uint16_t high = 0;
+    memset(out + 4, 0, 4);
+    for (int j = 0; j < 8; j++) {
+        out[4 + j / 2] |= (unsigned char)((ls[j] & 15) << (4 * (j % 2)));
+        high |= (uint16_t)((ls[j] >> 4) << (2 * j));
+        for (int i = 0; i < 16; i++)
+            out[8 + 16 * j + i] = (unsigned char)(n[32 * j + i] | n[32 * j + 16 + i] << 4);
+    }
+    memcpy(out + 2, &high, 2);
+    return 136;
+}
+
+/* The types with a block's minimum, Q6_K and the IQ4 types: the tiny gpt2 model with an MLP
+ * of 256, its ffn_down ((256, 8) in ggml order: one super-block a row, or 8 blocks of 32)
+ * written as Q4_1, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS blocks from ggml's layout
+ * (integers or codes over each type's range; K and IQ4_XS scales and minimums 0, 63 and
+ * others, Q6_K's -128, 127, 0; d normal, negative and subnormal): loaded as int8 groups of
+ * 32 (16 for Q6_K), every value exactly what ggml's dequantize_row_* gives (d sc q - dmin
+ * m, d q + m, d sc q, d kvalues[n], d (ls - 32) kvalues[n]), and the logits of 8 tokens
+ * near those of the F32 file of those values (the activations in int8 groups). */
 static void test_k_types(void) {
     enum { ROWS = G_C, COLS = 256, N = 8 };
     static const uint16_t D[ROWS] = {0x0C00, 0x0E00, 0x8C00, 0x0C01, 0x1000, 0x0800, 0x0400,
                                      0x0001};   /* 2^-12, 1.5 2^-12, -2^-12, ..., 2^-24 */
     static const struct { int type, group; const char *name; } TYPES_K[] = {
         {3, 32, "Q4_1"}, {7, 32, "Q5_1"}, {12, 32, "Q4_K"}, {13, 32, "Q5_K"}, {14, 16, "Q6_K"},
+        {20, 32, "IQ4_NL"}, {23, 32, "IQ4_XS"},
     };
     Gpt2Tiny o = {NULL, NULL, 1, 0, 0, 1e-5f, COLS};
     Buf f = {0};
@@ -1572,6 +1603,7 @@ static void test_k_types(void) {
     uint64_t s = 7;
     for (size_t ti = 0; ti < sizeof TYPES_K / sizeof TYPES_K[0]; ti++) {
         int type = TYPES_K[ti].type, five = type == 7 || type == 13, k = type >= 12;
+        int iq4 = type == 20 || type == 23, offsets = !iq4 && type != 14;
         size_t bytes = 0;
         for (int r = 0; r < ROWS; r++) {
             int8_t q[COLS];
@@ -1580,6 +1612,7 @@ static void test_k_types(void) {
                 s = s * 6364136223846793005ULL + 1442695040888963407ULL;
                 int bits = (int)(s >> 33 & 63);   /* 6 random bits */
                 q[i] = (int8_t)(type == 14 ? bits - 32 : five ? bits & 31 : bits & 15);
+                /* (IQ4: a code 0..15) */
             }
             for (int g = 0; g < 16; g++) {
                 s = s * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -1589,7 +1622,10 @@ static void test_k_types(void) {
                 m[g] = g == 0 ? 0 : g == 1 ? 63 : random >> 2;
             }
             uint16_t dmin = (uint16_t)(D[(r + 3) % ROWS] ^ 0x8000 * (r == 5));
-            if (type == 14) {
+            if (iq4) {
+                for (int b = 0; b < (type == 20 ? COLS / 32 : 1); b++)
+                    bytes += put_iq4(blocks + bytes, type == 23, q + 32 * b, sc, D[r]);
+            } else if (type == 14) {
                 int8_t sc8[16];
                 for (int g = 0; g < 16; g++) sc8[g] = (int8_t)sc[g];
                 put_q6_k(blocks + bytes, q, sc8, D[r]);
@@ -1602,7 +1638,10 @@ static void test_k_types(void) {
             }
             for (int i = 0; i < COLS; i++) {
                 float d = half_value(D[r]), mn = half_value(dmin), *w = &want[r * COLS + i];
-                if (type == 14) *w = d * (float)sc[i / 16] * (float)q[i];
+                if (type == 20) *w = d * (float)IQ4_NL_VALUES[q[i]];
+                else if (type == 23)
+                    *w = d * (float)(sc[i / 32] - 32) * (float)IQ4_NL_VALUES[q[i]];
+                else if (type == 14) *w = d * (float)sc[i / 16] * (float)q[i];
                 else if (k) *w = d * (float)sc[i / 32] * (float)q[i] - mn * (float)m[i / 32];
                 else *w = (float)q[i] * d + mn;
             }
@@ -1627,10 +1666,10 @@ static void test_k_types(void) {
                 check_true(strcmp(m.format, line) == 0, "%s ffn_down: the load line says "
                            "\"%s\" (got \"%s\")", TYPES_K[ti].name, line, m.format);
                 check_true(w->q && w->group == TYPES_K[ti].group &&
-                           (w->offset != NULL) == (type != 14) && matrix_is(w, want),
+                           (w->offset != NULL) == offsets && matrix_is(w, want),
                            "%s ffn_down: int8 groups of %d%s, every value ggml's "
                            "dequantize_row_* of it exactly", TYPES_K[ti].name,
-                           TYPES_K[ti].group, type != 14 ? " with offsets" : "");
+                           TYPES_K[ti].group, offsets ? " with offsets" : "");
             }
             model_free(&m);
         }
