@@ -224,6 +224,21 @@ static inline __m128 scale_pairs(const float *a, const float *b) {
     return _mm_loadh_pi(lo, (const __m64 *)b);
 }
 
+/* acc (4,) + the four rows' terms of groups g and g + 1: terms (8,) = the exact sums of
+ * group g for rows 0-3, then of g + 1, each times xs[g] x s_r[r][g] (the reference's float
+ * steps: group g's before g + 1's). */
+static inline __m128 add_group_pair(__m128 acc, __m256 terms, const float *xs,
+                                    const float *const s_r[4], int g) {
+    __m128 s01 = scale_pairs(s_r[0] + g, s_r[1] + g);
+    __m128 s23 = scale_pairs(s_r[2] + g, s_r[3] + g);
+    __m128 s_g = _mm_shuffle_ps(s01, s23, _MM_SHUFFLE(2, 0, 2, 0));
+    __m128 s_g1 = _mm_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 1, 3, 1));
+    acc = _mm_add_ps(acc, _mm_mul_ps(_mm256_castps256_ps128(terms),
+                                     _mm_mul_ps(_mm_set1_ps(xs[g]), s_g)));
+    return _mm_add_ps(acc, _mm_mul_ps(_mm256_extractf128_ps(terms, 1),
+                                      _mm_mul_ps(_mm_set1_ps(xs[g + 1]), s_g1)));
+}
+
 /* dot_rows4_avx2 for groups of 32 and cols a multiple of 32 (llama.cpp's Q8_0, quantize's
  * files), two groups at a time: the four rows' lanes of both groups are summed to their
  * 8 exact group sums by one reduction, the scales loaded in pairs, and the reference's
@@ -279,16 +294,8 @@ dot_rows4_pairs(float *sums, const int8_t *xq, const float *xs, const int8_t *co
         __m256i dots = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20),
                                         _mm256_permute2x128_si256(lo, hi, 0x31));
 #endif
-        __m256 terms = _mm256_cvtepi32_ps(dots);   /* g: rows 0-3, then g + 1 */
-        /* the scales: (s_r[g], s_r[g + 1]) of rows 0, 1 and of rows 2, 3, then by group */
-        __m128 s01 = scale_pairs(s_r[0] + g, s_r[1] + g);
-        __m128 s23 = scale_pairs(s_r[2] + g, s_r[3] + g);
-        __m128 s_g = _mm_shuffle_ps(s01, s23, _MM_SHUFFLE(2, 0, 2, 0));
-        __m128 s_g1 = _mm_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 1, 3, 1));
-        acc = _mm_add_ps(acc, _mm_mul_ps(_mm256_castps256_ps128(terms),
-                                         _mm_mul_ps(_mm_set1_ps(xs[g]), s_g)));
-        acc = _mm_add_ps(acc, _mm_mul_ps(_mm256_extractf128_ps(terms, 1),
-                                         _mm_mul_ps(_mm_set1_ps(xs[g + 1]), s_g1)));
+        /* g: rows 0-3, then g + 1 */
+        acc = add_group_pair(acc, _mm256_cvtepi32_ps(dots), xs, s_r, g);
     }
     if (g < groups) {   /* an odd last group: dot_rows4_avx2's steps */
         size_t at = (size_t)g * QUANT_CHUNK;
@@ -326,15 +333,8 @@ dot_rows4_g16(float *sums, const int8_t *xq, const float *xs, const int8_t *cons
         __m256i x = load_chunk(xq + at), ax = _mm256_abs_epi8(x), d[4];
         for (int r = 0; r < 4; r++) d[r] = dot32_add(zero, ax, x, load_chunk(w_r[r] + at));
         /* per 128-bit half, the four rows' sums of its four lanes: group g's, then g + 1's */
-        __m256 terms = _mm256_cvtepi32_ps(rows4_halves(d[0], d[1], d[2], d[3]));
-        __m128 s01 = scale_pairs(s_r[0] + g, s_r[1] + g);
-        __m128 s23 = scale_pairs(s_r[2] + g, s_r[3] + g);
-        __m128 s_g = _mm_shuffle_ps(s01, s23, _MM_SHUFFLE(2, 0, 2, 0));
-        __m128 s_g1 = _mm_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 1, 3, 1));
-        acc = _mm_add_ps(acc, _mm_mul_ps(_mm256_castps256_ps128(terms),
-                                         _mm_mul_ps(_mm_set1_ps(xs[g]), s_g)));
-        acc = _mm_add_ps(acc, _mm_mul_ps(_mm256_extractf128_ps(terms, 1),
-                                         _mm_mul_ps(_mm_set1_ps(xs[g + 1]), s_g1)));
+        acc = add_group_pair(acc, _mm256_cvtepi32_ps(rows4_halves(d[0], d[1], d[2], d[3])),
+                             xs, s_r, g);
     }
     _mm_storeu_ps(sums, acc);
 }
