@@ -282,11 +282,23 @@ static void matmul_block(float *out, const int8_t *xq, const float *xs, const Qu
     matmul_rows(out, xq, xs, w, bias, N, o0, o1);
 }
 
-/* The offsets' part of quant_matmul_block (quant.h): out[n, o] -= sum over g of
- * offset[o, g] * v[g], v[g] = xs[n, g] * (the exact sum of row n's group g of xq), for
- * columns o0 .. o1-1. The sum runs in QUANT_OFFSET_LANES partial sums (lane g % LANES, g
- * rising), then the lanes in order: the same bits for any o0, o1, N, and in every build
- * that evaluates floats as floats (FLT_EVAL_METHOD 0; x87's keep wider sums). */
+/* sum over g of offset[g] * v[g] (offset, v (groups,)) in QUANT_OFFSET_LANES partial
+ * sums (lane g % LANES, g rising), then the lanes in order. */
+static float offset_sum(const float *offset, const float *v, int groups) {
+    float lane[QUANT_OFFSET_LANES] = {0}, total = 0.0f;
+    int g = 0;
+    for (; g + QUANT_OFFSET_LANES <= groups; g += QUANT_OFFSET_LANES)
+        for (int k = 0; k < QUANT_OFFSET_LANES; k++) lane[k] += offset[g + k] * v[g + k];
+    for (; g < groups; g++) lane[g % QUANT_OFFSET_LANES] += offset[g] * v[g];
+    for (int k = 0; k < QUANT_OFFSET_LANES; k++) total += lane[k];
+    return total;
+}
+
+/* The offsets' part of quant_matmul_block (quant.h): out[n, o] -= offset_sum(offset[o],
+ * v), v[g] = xs[n, g] * (the exact sum of row n's group g of xq), for columns o0 .. o1-1:
+ * the build's vector tiles (simd_q8_subtract_offsets), then the rest here. The same bits
+ * for any o0, o1, N, and in every build that evaluates floats as floats (FLT_EVAL_METHOD
+ * 0; x87's keep wider sums). */
 static void subtract_offsets(float *out, const int8_t *xq, const float *xs,
                              const QuantMatrix *w, int N, int o0, int o1) {
     int cols = w->cols, group = w->group, groups = quant_groups(cols, group), OC = w->rows;
@@ -294,22 +306,15 @@ static void subtract_offsets(float *out, const int8_t *xq, const float *xs,
     for (int n = 0; n < N; n++) {
         const int8_t *xq_n = xq + (size_t)n * (size_t)cols;
         const float *xs_n = xs + (size_t)n * (size_t)groups;
+        float *out_n = out + (size_t)n * (size_t)OC;
         for (int g = 0; g < groups; g++) {
             int32_t sum = 0;
             for (int c = g * group; c < g * group + group_length(g, cols, group); c++)
                 sum += xq_n[c];
             v[g] = xs_n[g] * (float)sum;
         }
-        for (int o = o0; o < o1; o++) {
-            const float *offset = w->offset + (size_t)o * (size_t)groups;
-            float lane[QUANT_OFFSET_LANES] = {0}, total = 0.0f;
-            int g = 0;
-            for (; g + QUANT_OFFSET_LANES <= groups; g += QUANT_OFFSET_LANES)
-                for (int k = 0; k < QUANT_OFFSET_LANES; k++) lane[k] += offset[g + k] * v[g + k];
-            for (; g < groups; g++) lane[g % QUANT_OFFSET_LANES] += offset[g] * v[g];
-            for (int k = 0; k < QUANT_OFFSET_LANES; k++) total += lane[k];
-            out[(size_t)n * (size_t)OC + (size_t)o] -= total;
-        }
+        for (int o = simd_q8_subtract_offsets(out_n, v, w, o0, o1); o < o1; o++)
+            out_n[o] -= offset_sum(w->offset + (size_t)o * (size_t)groups, v, groups);
     }
 }
 

@@ -88,7 +88,7 @@ void quant_dequantize(float *out, const QuantMatrix *m);
  * x (N, cols) is given quantized as xq (N, cols) and xs (N, quant_groups(cols, group))
  * by quant_quantize with w's group, and bias (OC,) may be NULL. With offsets, each output
  * then loses sum over g of offset[o, g] * (xs[g] * the sum of group g's xq), in steps of
- * QUANT_OFFSET_LANES groups (quant.c: subtract_offsets). 0 <= o0 <= o1 <= OC;
+ * QUANT_OFFSET_LANES groups (quant.c: offset_sum). 0 <= o0 <= o1 <= OC;
  * other columns of out are not touched. Every q (xq and w->q) must be in [-127, 127].
  * Each output's bits depend only on its rows of x and W and the build, not on o0, o1, N:
  * several rows at once (prefill, through the GEMM's register tile where the build has

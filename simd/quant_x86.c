@@ -1336,6 +1336,61 @@ void simd_q8_matmul_packed(float *out, const int8_t *xq, const float *xs, const 
 }
 #endif /* SIMD_Q8_PACKED */
 
+/* ---- the offsets (GGUF's minimums) ---- */
+
+_Static_assert(QUANT_OFFSET_LANES == 8, "simd_q8_subtract_offsets: a lane a float of a ymm");
+
+/* t (8,) of 8 registers in place: t[k] lane r = t[r] lane k before. */
+static inline void transpose8(__m256 t[8]) {
+    __m256 a[8], b[8];
+    for (int i = 0; i < 8; i += 2) {   /* pairs of rows, lane by lane */
+        a[i] = _mm256_unpacklo_ps(t[i], t[i + 1]);
+        a[i + 1] = _mm256_unpackhi_ps(t[i], t[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {   /* quads of rows */
+        b[i] = _mm256_shuffle_ps(a[i], a[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        b[i + 1] = _mm256_shuffle_ps(a[i], a[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        b[i + 2] = _mm256_shuffle_ps(a[i + 1], a[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        b[i + 3] = _mm256_shuffle_ps(a[i + 1], a[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {   /* 128-bit halves: lanes 0-3 from rows 0-3 and 4-7 */
+        t[i] = _mm256_permute2f128_ps(b[i], b[i + 4], 0x20);
+        t[i + 4] = _mm256_permute2f128_ps(b[i], b[i + 4], 0x31);
+    }
+}
+
+/* simd.h: eight outputs at a time, a register of lanes g % 8 each (the reference's
+ * offset_sum); the last groups % 8 groups masked to 0 * 0, which adds +0 to a lane that
+ * is never -0 (it starts at +0), so no bit changes; then the lanes of the eight turned
+ * into registers of eight outputs and added in the reference's order. */
+int simd_q8_subtract_offsets(float *out, const float *v, const QuantMatrix *w, int o0, int o1) {
+    int groups = quant_groups(w->cols, w->group), tail = groups % 8, full = groups - tail;
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 v_tail = tail ? _mm256_maskload_ps(v + full, mask) : _mm256_setzero_ps();
+    int o = o0;
+    for (; o + 8 <= o1; o += 8) {
+        const float *off = w->offset + (size_t)o * (size_t)groups;
+        __m256 lane[8];   /* lane[r]: output o + r's 8 partial sums */
+        for (int r = 0; r < 8; r++) lane[r] = _mm256_setzero_ps();
+        for (int g = 0; g < full; g += 8) {
+            __m256 vg = _mm256_loadu_ps(v + g);
+            for (int r = 0; r < 8; r++)
+                lane[r] = _mm256_add_ps(lane[r], _mm256_mul_ps(
+                    _mm256_loadu_ps(off + (size_t)r * (size_t)groups + g), vg));
+        }
+        if (tail)
+            for (int r = 0; r < 8; r++)
+                lane[r] = _mm256_add_ps(lane[r], _mm256_mul_ps(_mm256_maskload_ps(
+                    off + (size_t)r * (size_t)groups + full, mask), v_tail));
+        transpose8(lane);   /* lane[k]: partial sum k of the eight outputs */
+        __m256 total = _mm256_add_ps(_mm256_setzero_ps(), lane[0]);
+        for (int k = 1; k < 8; k++) total = _mm256_add_ps(total, lane[k]);
+        _mm256_storeu_ps(out + o, _mm256_sub_ps(_mm256_loadu_ps(out + o), total));
+    }
+    return o;
+}
+
 #else
 /* ISO C wants a declaration in every translation unit: a build without AVX2 has nothing
  * else here. */

@@ -295,6 +295,16 @@ void simd_q8_gemm_tiles(float *out, const int8_t *xq, const float *xs, const Qua
 #define simd_q8_gemm_tiles matmul_rows   /* never chosen: simd_q8_gemm_takes is 0 */
 #endif
 
+#if defined(SIMD_Q8_X86)
+/* quant_matmul_block's offsets (quant.c: subtract_offsets) for one row of x, columns
+ * o0 .. in whole tiles of 8: out[o] -= the sum over g of w->offset[o, g] * v[g] (v
+ * (groups,)), in the reference's lanes and order, eight outputs at a time (its bits);
+ * returns the first column it did not do. */
+int simd_q8_subtract_offsets(float *out, const float *v, const QuantMatrix *w, int o0, int o1);
+#else
+#define simd_q8_subtract_offsets(out, v, w, o0, o1) (o0)
+#endif
+
 #if defined(SIMD_Q8_PACKED)
 /* quant_matmul_block's columns o0 .. o1-1 (o1 <= w->packed: rows of w in the packed
  * layout), every row of x: a register's lanes are 16 rows of w, so each lane sums one
