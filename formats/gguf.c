@@ -5,8 +5,8 @@
  * table are walked with a cursor that never reads past the file (gguf_open); the model's
  * hyperparameters and tensors are looked up by name and checked against each other
  * (gguf_load_checkpoint); only then is memory taken for what must be converted (BF16 and
- * F16 vectors widened, Q8_0, Q5_0, Q4_0 and Q6_K repacked as int8 groups; F16 matrices
- * stay halves). The tokenizer is built from the metadata's arrays by tokenizer.c
+ * F16 vectors widened, the Q, K and IQ4 types' blocks repacked as int8 groups; F16
+ * matrices stay halves). The tokenizer is built from the metadata's arrays by tokenizer.c
  * (gguf_load_tokenizer). Nothing here computes: read model.c for the network.
  *
  * Legend: V vocab, C width, L layers, Hd MLP width, KVD kv width, S context.
@@ -695,7 +695,8 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
         break;
     case GGUF_BF16: *floats += numel; break;
     case GGUF_Q4_0: case GGUF_Q4_1: case GGUF_Q5_0: case GGUF_Q5_1: case GGUF_Q8_0:
-    case GGUF_Q4_K: case GGUF_Q5_K: case GGUF_Q6_K: case GGUF_IQ4_NL: case GGUF_IQ4_XS:
+    case GGUF_Q2_K: case GGUF_Q3_K: case GGUF_Q4_K: case GGUF_Q5_K: case GGUF_Q6_K:
+    case GGUF_IQ4_NL: case GGUF_IQ4_XS:
         /* matrices repacked as int8 (gguf_load_checkpoint counts their scales and offsets,
          * once it knows their role's group), vectors widened */
         if (r->is_matrix) *bytes += numel;
@@ -704,7 +705,7 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
     default:
         fprintf(stderr, "model: %s: tensor %s has type %s, which this engine does not compute "
                 "(expected F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_1, Q5_0, Q4_K, Q4_1, Q4_0, "
-                "IQ4_XS or IQ4_NL: "
+                "IQ4_XS, IQ4_NL, Q3_K or Q2_K: "
                 "convert the file with llama-quantize --allow-requantize IN OUT Q4_K_M, or "
                 "Q5_K_M, Q6_K, Q8_0, F16)\n", g->path, name, TYPES[t->type].name);
         return NULL;
@@ -733,13 +734,20 @@ static void widen(float *out, const GgufTensor *t, size_t n) {
     }
 }
 
-/* 1 for the types of integers and scales in blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
- * Q5_K, Q6_K, IQ4_NL, IQ4_XS); has_offsets: 1 for those whose blocks also have a minimum
- * (the _1 and the K types but Q6_K), which become QuantMatrix offsets. */
+/* 1 for the types of integers and scales in blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
+ * Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS); has_offsets: 1 for those whose blocks also have
+ * a minimum (the _1 types, Q2_K, Q4_K, Q5_K), which become QuantMatrix offsets; scales_16:
+ * 1 for those with a scale per 16 values (Q2_K, Q3_K, Q6_K), whose tensors load in
+ * groups of 16. */
 static int is_blocks(uint32_t type) {
     return type == GGUF_Q4_0 || type == GGUF_Q4_1 || type == GGUF_Q5_0 || type == GGUF_Q5_1 ||
-           type == GGUF_Q8_0 || type == GGUF_Q4_K || type == GGUF_Q5_K || type == GGUF_Q6_K ||
-           type == GGUF_IQ4_NL || type == GGUF_IQ4_XS;
+           type == GGUF_Q8_0 || type == GGUF_Q2_K || type == GGUF_Q3_K || type == GGUF_Q4_K ||
+           type == GGUF_Q5_K || type == GGUF_Q6_K || type == GGUF_IQ4_NL ||
+           type == GGUF_IQ4_XS;
+}
+
+static int scales_16(uint32_t type) {
+    return type == GGUF_Q2_K || type == GGUF_Q3_K || type == GGUF_Q6_K;
 }
 
 /* IQ4_NL's and IQ4_XS's 16 levels (ggml-quants.c's kvalues_iq4nl): a 4-bit code n stands
@@ -750,7 +758,8 @@ static const int8_t IQ4_LEVELS[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 _Static_assert(MODEL_MAX_DIM / GGUF_K_GROUP <= QUANT_OFFSET_MAX_GROUPS,
                "a GGUF row's offsets fit quant.c's subtract_offsets");
 static int has_offsets(uint32_t type) {
-    return type == GGUF_Q4_1 || type == GGUF_Q5_1 || type == GGUF_Q4_K || type == GGUF_Q5_K;
+    return type == GGUF_Q4_1 || type == GGUF_Q5_1 || type == GGUF_Q2_K || type == GGUF_Q4_K ||
+           type == GGUF_Q5_K;
 }
 
 /* Block b of t (Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0: an f16 scale d (and for _1 an f16
@@ -880,6 +889,47 @@ static void k6_values(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_
     for (int g = 0; g < GGUF_K_BLOCK / GGUF_K_GROUP; g++) scale[g] = d * (float)sc[g];
 }
 
+/* Super-block b of t (Q2_K or Q3_K, as ggml-common.h lays them out): block_q2_K has 16
+ * bytes of scales (sub-block j's 4-bit sc_j and m_j the low and high nibbles of byte j),
+ * 64 bytes qs, f16 d and dmin, value d sc_j q - dmin m_j (q 0..3); block_q3_K has 32 bytes
+ * hmask, 64 bytes qs, 12 bytes of 6-bit scales s_j (the low 4 bits in the low (j < 8) or
+ * high nibble of byte j % 8, the top 2 at bit 2 (j / 4) of byte 8 + j % 4), f16 d, value
+ * d (s_j - 32) q, q = the 2 bits less 4 where its hmask bit is clear (-4..3). Each 128
+ * values (half h) read qs[32 h ..]: value 128 h + 32 k + l (k < 4, l < 32) is bits 2k and
+ * 2k + 1 of qs[32 h + l], its hmask bit bit 4 h + k of hmask[l]. The 256 integers into q,
+ * each 16's scale (and Q2_K's offset dmin m_j; exact in a float: 11 bits times 4 or 6)
+ * into scale and offset (16,), as dequantize_row_q2_K and _q3_K give them. */
+static void k23_values(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_GROUP],
+                       float offset[GGUF_K_BLOCK / GGUF_K_GROUP], const GgufTensor *t,
+                       size_t b) {
+    const unsigned char *block = t->data + b * (size_t)TYPES[t->type].bytes;
+    int three = t->type == GGUF_Q3_K;
+    const unsigned char *hmask = block, *qs = block + (three ? 32 : 16);
+    const unsigned char *sc = block + (three ? 96 : 0);
+    uint16_t h, hmin = 0;
+    memcpy(&h, block + (three ? 108 : 80), sizeof h);
+    if (!three) memcpy(&hmin, block + 82, sizeof hmin);
+    float d = half_to_float(h), dmin = half_to_float(hmin);
+    for (int j = 0; j < GGUF_K_BLOCK / GGUF_K_GROUP; j++) {
+        if (three) {
+            int s = (j < 8 ? sc[j] & 0x0F : sc[j - 8] >> 4) |
+                    (sc[8 + j % 4] >> (2 * (j / 4)) & 3) << 4;
+            scale[j] = d * (float)(s - 32);
+            offset[j] = 0.0f;
+        } else {
+            scale[j] = d * (float)(sc[j] & 0x0F);
+            offset[j] = dmin * (float)(sc[j] >> 4);
+        }
+    }
+    for (int half = 0; half < 2; half++)
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < 32; l++) {
+                int v = qs[32 * half + l] >> (2 * k) & 3;
+                if (three && !(hmask[l] >> (4 * half + k) & 1)) v -= 4;
+                q[128 * half + 32 * k + l] = (int8_t)v;
+            }
+}
+
 /* Block b of t (any is_blocks type): its integers into q and the scale and offset of each
  * GGUF_K_GROUP of them into scale and offset (a 32-value block's twice; offsets 0 for the
  * types without: has_offsets). Returns how many values it has (32 or 256). */
@@ -893,6 +943,10 @@ static int block_ints(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_
     }
     if (t->type == GGUF_Q4_K || t->type == GGUF_Q5_K) {
         k45_values(q, scale, offset, t, b);
+        return GGUF_K_BLOCK;
+    }
+    if (t->type == GGUF_Q2_K || t->type == GGUF_Q3_K) {
+        k23_values(q, scale, offset, t, b);
         return GGUF_K_BLOCK;
     }
     if (t->type == GGUF_IQ4_XS) {
@@ -910,8 +964,8 @@ static int block_ints(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_
  * (rows, cols / group) and, for a type with offsets, offset (likewise; else NULL): the same
  * values in quant.h's layout, computed in int8 as llama.cpp computes these types (against
  * activations in 8-bit blocks). group: 32 (a group per 32 values: Q4_0, Q5_0, Q8_0 blocks,
- * the _1 types' and the K types' sub-blocks) or 16 (a group per Q6_K scale; a 32-value
- * block's scale then serves two groups). Returns -1 (with a message) on a Q8_0 -128,
+ * the _1 types' and the K types' sub-blocks) or 16 (a group per Q2_K, Q3_K or Q6_K scale;
+ * a 32-value block's scale then serves two groups). Returns -1 (with a message) on a Q8_0 -128,
  * which the int8 kernels do not accept. */
 static int repack_blocks(int8_t *q, float *scale, float *offset, const GgufTensor *t,
                          size_t numel, int group, const char *path) {
@@ -1074,7 +1128,8 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     size_t floats = 0, bytes = 0;
     int f16 = 0, bf16 = 0;            /* the types found: halves, */
     unsigned char blocks[N_TYPES] = {0};   /* and of matrices in blocks, by type */
-    int group[MAX_ROLES];             /* each role's int8 group: 16 if a layer is Q6_K */
+    int group[MAX_ROLES];             /* each role's int8 group: 16 if a layer's type has
+                                       * a scale per 16 (scales_16) */
     unsigned char *read = NULL;   /* (n_tensors,) 1 for each tensor a role takes */
     if (read_config(&g, c, &a) != 0) goto fail;
     read = calloc(g.n_tensors, 1);   /* read_config found token_embd: n_tensors >= 1 */
@@ -1105,11 +1160,11 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 f16 |= matrix && type == GGUF_F16;
                 bf16 |= type == GGUF_BF16;
                 blocks[type] |= matrix && is_blocks(type);
-                if (matrix && type == GGUF_Q6_K) group[r] = GGUF_K_GROUP;
+                if (matrix && scales_16(type)) group[r] = GGUF_K_GROUP;
             }
         }
-        /* the int8 layers' scales (and offsets), in the role's groups: 16 if a layer is
-         * Q6_K (a 32-value block's scale then serves two), else 32 */
+        /* the int8 layers' scales (and offsets), in the role's groups: 16 if a layer has
+         * a scale per 16 (a 32-value block's scale then serves two), else 32 */
         int rows, cols;
         role_shape(role, c, &rows, &cols);
         for (int l = 0; l < (role->layered ? c->n_layers : 1); l++)
@@ -1196,8 +1251,8 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 f += numel;
             }
         }
-        /* every layer of a role has one form (fp32, halves or int8 groups: Q4_0, Q5_0, Q8_0
-         * and Q6_K may mix, as llama.cpp allows): a file that mixes forms is refused */
+        /* every layer of a role has one form (fp32, halves or int8 groups: the block
+         * types may mix, as llama.cpp allows): a file that mixes forms is refused */
         for (int l = 1; l < layers; l++) {
             if ((parts[l].f32 != NULL) != (parts[0].f32 != NULL) ||
                 (parts[l].f16 != NULL) != (parts[0].f16 != NULL)) {
@@ -1230,8 +1285,8 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     g.map = NULL;
     /* what the load line says: the architecture, then the types found */
     static const uint32_t INT8_TYPES[] = {GGUF_Q4_0, GGUF_Q4_1, GGUF_Q5_0, GGUF_Q5_1, GGUF_Q8_0,
-                                          GGUF_Q4_K, GGUF_Q5_K, GGUF_Q6_K, GGUF_IQ4_NL,
-                                          GGUF_IQ4_XS};
+                                          GGUF_Q2_K, GGUF_Q3_K, GGUF_Q4_K, GGUF_Q5_K,
+                                          GGUF_Q6_K, GGUF_IQ4_NL, GGUF_IQ4_XS};
     int n_int8 = 0, listed = 0;
     char names[96] = "";   /* "Q4_0", "Q4_0 and Q6_K", "Q4_0, Q5_0 and Q8_0", ... */
     enum { N_INT8 = sizeof INT8_TYPES / sizeof INT8_TYPES[0] };

@@ -42,15 +42,15 @@ typedef enum {
  * ggml type is recognised by name and refused. */
 enum {
     GGUF_F32 = 0, GGUF_F16 = 1, GGUF_Q4_0 = 2, GGUF_Q4_1 = 3, GGUF_Q5_0 = 6, GGUF_Q5_1 = 7,
-    GGUF_Q8_0 = 8, GGUF_Q4_K = 12, GGUF_Q5_K = 13, GGUF_Q6_K = 14, GGUF_IQ4_NL = 20,
-    GGUF_IQ4_XS = 23, GGUF_BF16 = 30
+    GGUF_Q8_0 = 8, GGUF_Q2_K = 10, GGUF_Q3_K = 11, GGUF_Q4_K = 12, GGUF_Q5_K = 13,
+    GGUF_Q6_K = 14, GGUF_IQ4_NL = 20, GGUF_IQ4_XS = 23, GGUF_BF16 = 30
 };
 #define GGUF_BLOCK 32              /* Q4_0, Q5_0, Q8_0 (_1: and a minimum): 32 integers share
                                     * one f16 scale */
 #define GGUF_K_BLOCK 256           /* the K types: a super-block of 256 integers, an f16
                                     * scale, and small scales of it for each 32 (Q4_K, Q5_K,
                                     * with minimums) or */
-#define GGUF_K_GROUP 16            /* each 16 of them (Q6_K) */
+#define GGUF_K_GROUP 16            /* each 16 of them (Q2_K, Q3_K, Q6_K) */
 
 /* One metadata entry; every pointer is a view into the mapped file. */
 typedef struct {

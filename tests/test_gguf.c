@@ -1520,6 +1520,47 @@ static size_t put_q45_k(unsigned char *out, int five, const int8_t q[256], const
     return five ? 176 : 144;
 }
 
+/* A Q2_K or Q3_K super-block at out (84 or 110 bytes), packed as ggml-quants.c's
+ * quantize_row_q2_K_ref and _q3_K_ref pack theirs: integers q (256,) in 0..3 (Q2_K) or
+ * -4..3 (Q3_K), each 16's scale sc (16,; 4 or 6 bits) and (Q2_K) minimum m (16,; 4 bits);
+ * value i is d sc[i / 16] q[i] - dmin m[i / 16] (Q2_K) or d (sc[i / 16] - 32) q[i] (Q3_K).
+ *   Q2_K: scales[16] (sc | m << 4), qs[64], f16 d, f16 dmin;
+ *   Q3_K: hmask[32], qs[64], scales[12], f16 d; levels = q + 4 in 0..7, whose bit 2 is
+ *         bit i / 32 of hmask[i % 32] and whose low 2 bits are levels[j + l + 32 t] << 2t in
+ *         qs[j / 4 + l] (j = 0, 128; l < 32; t < 4), as for Q2_K's q; scale j's low nibble
+ *         in byte j (j < 8) or the high nibble of byte j - 8, its top 2 bits at 2 (j / 4)
+ *         of byte 8 + j % 4.
+ * Returns the bytes. */
+static size_t put_q23_k(unsigned char *out, int three, const int8_t q[256], const int sc[16],
+                        const int m[16], uint16_t d, uint16_t dmin) {
+    int levels[256];
+    unsigned char *hmask = out, *qs = out + (three ? 32 : 16), *scales = out + (three ? 96 : 0);
+    memset(out, 0, three ? 110 : 84);
+    for (int i = 0; i < 256; i++) levels[i] = three ? q[i] + 4 : q[i];
+    if (three) {
+        for (int i = 0; i < 256; i++)
+            if (levels[i] > 3) {
+                hmask[i % 32] |= (unsigned char)(1 << (i / 32));
+                levels[i] -= 4;
+            }
+        for (int j = 0; j < 16; j++) {
+            if (j < 8) scales[j] = (unsigned char)(sc[j] & 15);
+            else scales[j - 8] |= (unsigned char)((sc[j] & 15) << 4);
+            scales[j % 4 + 8] |= (unsigned char)((sc[j] >> 4) << (2 * (j / 4)));
+        }
+        memcpy(out + 108, &d, 2);
+    } else {
+        for (int j = 0; j < 16; j++) scales[j] = (unsigned char)(sc[j] | m[j] << 4);
+        memcpy(out + 80, &d, 2);
+        memcpy(out + 82, &dmin, 2);
+    }
+    for (int j = 0; j < 256; j += 128)
+        for (int l = 0; l < 32; l++)
+            qs[j / 4 + l] = (unsigned char)(levels[j + l] | levels[j + l + 32] << 2 |
+                                            levels[j + l + 64] << 4 | levels[j + l + 96] << 6);
+    return three ? 110 : 84;
+}
+
 /* A Q4_1 or Q5_1 block at out (20 or 24 bytes): f16 d, f16 m, (Q5_1) the fifth bits' word
  * as Q5_0's, then the nibbles as Q4_0's; integers q (32,) in 0..15 or 0..31, value
  * d q + m. Returns the bytes. */
@@ -1568,21 +1609,22 @@ static size_t put_iq4(unsigned char *out, int xs, const int8_t n[256], const int
     return 136;
 }
 
-/* The types with a block's minimum, Q6_K and the IQ4 types: the tiny gpt2 model with an MLP
- * of 256, its ffn_down ((256, 8) in ggml order: one super-block a row, or 8 blocks of 32)
- * written as Q4_1, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS blocks from ggml's layout
- * (integers or codes over each type's range; K and IQ4_XS scales and minimums 0, 63 and
- * others, Q6_K's -128, 127, 0; d normal, negative and subnormal): loaded as int8 groups of
- * 32 (16 for Q6_K), every value exactly what ggml's dequantize_row_* gives (d sc q - dmin
- * m, d q + m, d sc q, d kvalues[n], d (ls - 32) kvalues[n]), and the logits of 8 tokens
- * near those of the F32 file of those values (the activations in int8 groups). */
+/* The types with a block's minimum, the K types and the IQ4 types: the tiny gpt2 model
+ * with an MLP of 256, its ffn_down ((256, 8) in ggml order: one super-block a row, or 8
+ * blocks of 32) written as Q4_1, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, IQ4_NL and IQ4_XS
+ * blocks from ggml's layout (integers or codes over each type's range; scales and minimums
+ * at both ends of their bits and others, Q6_K's -128, 127, 0; d normal, negative and
+ * subnormal): loaded as int8 groups of 32 (16 for Q6_K, Q3_K, Q2_K), every value exactly
+ * what ggml's dequantize_row_* gives (d sc q - dmin m, d q + m, d sc q, d (sc - 32) q,
+ * d kvalues[n], d (ls - 32) kvalues[n]), and the logits of 8 tokens near those of the F32
+ * file of those values (the activations in int8 groups). */
 static void test_k_types(void) {
     enum { ROWS = G_C, COLS = 256, N = 8 };
     static const uint16_t D[ROWS] = {0x0C00, 0x0E00, 0x8C00, 0x0C01, 0x1000, 0x0800, 0x0400,
                                      0x0001};   /* 2^-12, 1.5 2^-12, -2^-12, ..., 2^-24 */
     static const struct { int type, group; const char *name; } TYPES_K[] = {
         {3, 32, "Q4_1"}, {7, 32, "Q5_1"}, {12, 32, "Q4_K"}, {13, 32, "Q5_K"}, {14, 16, "Q6_K"},
-        {20, 32, "IQ4_NL"}, {23, 32, "IQ4_XS"},
+        {20, 32, "IQ4_NL"}, {23, 32, "IQ4_XS"}, {11, 16, "Q3_K"}, {10, 16, "Q2_K"},
     };
     Gpt2Tiny o = {NULL, NULL, 1, 0, 0, 1e-5f, COLS};
     Buf f = {0};
@@ -1603,7 +1645,8 @@ static void test_k_types(void) {
     uint64_t s = 7;
     for (size_t ti = 0; ti < sizeof TYPES_K / sizeof TYPES_K[0]; ti++) {
         int type = TYPES_K[ti].type, five = type == 7 || type == 13, k = type >= 12;
-        int iq4 = type == 20 || type == 23, offsets = !iq4 && type != 14;
+        int iq4 = type == 20 || type == 23, k23 = type == 10 || type == 11;
+        int offsets = !iq4 && type != 14 && type != 11;
         size_t bytes = 0;
         for (int r = 0; r < ROWS; r++) {
             int8_t q[COLS];
@@ -1611,7 +1654,8 @@ static void test_k_types(void) {
             for (int i = 0; i < COLS; i++) {
                 s = s * 6364136223846793005ULL + 1442695040888963407ULL;
                 int bits = (int)(s >> 33 & 63);   /* 6 random bits */
-                q[i] = (int8_t)(type == 14 ? bits - 32 : five ? bits & 31 : bits & 15);
+                q[i] = (int8_t)(type == 14 ? bits - 32 : five ? bits & 31 :
+                                type == 11 ? (bits & 7) - 4 : type == 10 ? bits & 3 : bits & 15);
                 /* (IQ4: a code 0..15) */
             }
             for (int g = 0; g < 16; g++) {
@@ -1620,6 +1664,10 @@ static void test_k_types(void) {
                 sc[g] = type == 14 ? (g == 0 ? -128 : g == 1 ? 127 : g == 2 ? 0 : random - 128)
                                    : (g == 0 ? 63 : g == 1 ? 0 : random & 63);
                 m[g] = g == 0 ? 0 : g == 1 ? 63 : random >> 2;
+                if (type == 10) {   /* 4 bits each */
+                    sc[g] = g == 0 ? 15 : g == 1 ? 0 : random & 15;
+                    m[g] = g == 0 ? 0 : g == 1 ? 15 : random >> 4;
+                }
             }
             uint16_t dmin = (uint16_t)(D[(r + 3) % ROWS] ^ 0x8000 * (r == 5));
             if (iq4) {
@@ -1630,6 +1678,8 @@ static void test_k_types(void) {
                 for (int g = 0; g < 16; g++) sc8[g] = (int8_t)sc[g];
                 put_q6_k(blocks + bytes, q, sc8, D[r]);
                 bytes += 210;
+            } else if (k23) {
+                bytes += put_q23_k(blocks + bytes, type == 11, q, sc, m, D[r], dmin);
             } else if (k) {
                 bytes += put_q45_k(blocks + bytes, five, q, sc, m, D[r], dmin);
             } else {
@@ -1642,6 +1692,9 @@ static void test_k_types(void) {
                 else if (type == 23)
                     *w = d * (float)(sc[i / 32] - 32) * (float)IQ4_NL_VALUES[q[i]];
                 else if (type == 14) *w = d * (float)sc[i / 16] * (float)q[i];
+                else if (type == 11) *w = d * (float)(sc[i / 16] - 32) * (float)q[i];
+                else if (type == 10)
+                    *w = d * (float)sc[i / 16] * (float)q[i] - mn * (float)m[i / 16];
                 else if (k) *w = d * (float)sc[i / 32] * (float)q[i] - mn * (float)m[i / 32];
                 else *w = (float)q[i] * d + mn;
             }
