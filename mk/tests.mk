@@ -48,9 +48,12 @@ TUTORIAL_STEPS = tokens merges embed rope kernel attend qkv heads mask cache nor
 
 # debug: the whole suite under AddressSanitizer and UBSan (own build folder, no
 # OpenMP so that no runtime library hides a report), with the fuzz replay and every
-# tutorial step and picture (DOC_FIGURES, mk/docs.mk). Example: make debug
+# tutorial step and picture (DOC_FIGURES, mk/docs.mk); built with clang 14 where it is
+# installed (its UBSan also finds arithmetic on a NULL pointer, gcc's does not; make
+# debug-native builds with $(CC)), else $(CC); DEBUG_CC=... chooses. Example: make debug
+DEBUG_CC ?= $(if $(shell command -v clang-14),clang-14,$(CC))
 debug:
-	$(MAKE) B=build/debug OMP=0 CFLAGS="-O1 -g -fsanitize=address,undefined \
+	$(MAKE) B=build/debug OMP=0 CC=$(DEBUG_CC) CFLAGS="-O1 -g -fsanitize=address,undefined \
 	  -fno-omit-frame-pointer -fno-sanitize-recover=all" debug-tests
 
 debug-tests: $(B)/run $(B)/train $(B)/quantize $(B)/tutorial $(TESTS) $(FUZZ_REPLAY) \
