@@ -1,6 +1,6 @@
-/* test_generate.c: the context shift and growth are exact. After a shift, the sequence holds the kept
- * tokens, run again from position 0; the logits and every greedy token after it must be
- * the bits a fresh run of just those tokens gives. Checked on the shipped GPT-2 model
+/* test_generate.c: the context shift and growth are exact. After a shift, the sequence
+ * holds the kept tokens, run again from position 0; the logits and every greedy token after
+ * it must be the bits a fresh run of just those tokens gives. Checked on the shipped GPT-2 model
  * (exact attention and a window variant) and on llama2.c's s260k (BOS kept). Greedy
  * tokens are chosen by this test's own argmax, not the sampler. The count of prompt
  * tokens a shift leaves (what --attn-map marks as prompt) is checked too. A state that
@@ -15,6 +15,7 @@
 #include "attention.h"     /* AttentionConfig */
 #include "generate.h"      /* Generation, generation_init, generation_append */
 #include "model.h"         /* Model, model_load */
+#include "os.h"            /* OS_PLAIN_ALLOC: under AddressSanitizer, or given */
 #include "tests/check.h"   /* check_true, check_summary, check_data_file */
 
 #define SHIPPED_MODEL "weights/model.bin"
@@ -134,7 +135,7 @@ done:
                1) == -1, "growth: a first size of 0 or above the context is refused");
 }
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(OS_PLAIN_ALLOC)
+#if !defined(OS_PLAIN_ALLOC)
 /* Size of this process's address space in bytes (/proc/self/statm), or -1. */
 static long address_bytes(void) {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -153,7 +154,7 @@ static long address_bytes(void) {
  * moved a negative count). Not where an address-space limit cannot make the allocation
  * fail (a sanitizer, the plain allocator, valgrind: then skipped). */
 static void check_grow_no_memory(Model *m, const int *prompt, int n_prompt, int keep) {
-#if defined(__SANITIZE_ADDRESS__) || defined(OS_PLAIN_ALLOC)
+#if defined(OS_PLAIN_ALLOC)
     (void)m;
     (void)prompt;
     (void)n_prompt;

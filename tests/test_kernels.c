@@ -233,7 +233,7 @@ static void test_matmuls(int N, int IC) {
             wq[i] = malloc(weights);
             scales[i] = malloc(sizeof(float) * OC[i] * quant_groups(IC, group[i]));
             quant_quantize(wq[i], scales[i], wf[i], OC[i], IC, group[i]);
-            w[i] = (Matrix){.q8 = {wq[i], scales[i], OC[i], IC, group[i], 0, 0}};
+            w[i] = (Matrix){.q8 = {wq[i], scales[i], OC[i], IC, group[i], 0, 0, NULL}};
         } else if (group[i] == HALF) {   /* wf: the halves' values, for the reference */
             wh[i] = malloc(weights * sizeof(uint16_t));
             kernels_to_half(wh[i], wf[i], weights);

@@ -622,7 +622,7 @@ static void test_qkv_int8_groups(void) {
         Matrix mat[3];
         for (int m = 0; m < 3; m++) {
             quant_quantize(w_q[m], scale[m], w_f[m], C, C, groups[t][m]);
-            mat[m] = (Matrix){.q8 = {w_q[m], scale[m], C, C, groups[t][m], 0, 0}};
+            mat[m] = (Matrix){.q8 = {w_q[m], scale[m], C, C, groups[t][m], 0, 0, NULL}};
         }
         LayerWeights w = {.norm1_w = norm_w, .wq = mat[0], .wk = mat[1], .wv = mat[2]};
         BlockBuffers b = {.x = x, .xn1 = xn1, .q = q, .k = k, .v = v, .xq = xq, .xs = xs};
@@ -778,7 +778,7 @@ static long address_pages(void) {
  * number of times. 24 loads, each with one forward pass and a model_free: the address
  * space grows by less than 4 MiB after the first (a leaked state is about 0.5 MiB a load). */
 static void test_free_odd_layers(void) {
-#if defined(__SANITIZE_ADDRESS__) || defined(OS_PLAIN_ALLOC)
+#if defined(OS_PLAIN_ALLOC)   /* os.h: AddressSanitizer (gcc's or clang's), or given */
     check_skip("free: the address space under a sanitizer (its quarantine keeps what is "
                "freed) or the plain allocator (no block to leak) says nothing");
     return;
@@ -841,7 +841,7 @@ static void test_attention_setup_failure(void) {
     got = model_set_attention(&m, &exact) == 0 ? model_forward(&m, ids, 3, 0, 0) : NULL;
     check_true(got && memcmp(got, want, V * sizeof(float)) == 0,
                "set-up failure: exact attention set again gives the same logits");
-#if defined(__SANITIZE_ADDRESS__) || defined(OS_PLAIN_ALLOC)
+#if defined(OS_PLAIN_ALLOC)   /* os.h: AddressSanitizer (gcc's or clang's), or given */
     check_skip("set-up failure: out of memory (an address-space limit under a sanitizer or "
                "the plain allocator)");
 #else
