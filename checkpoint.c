@@ -26,7 +26,8 @@
 #include <unistd.h>     /* read, close */
 
 #include "quant.h"      /* quant_groups, quant_quantize_weights, quant_dequantize_row */
-#include "os.h"         /* os_map_file; SaveFile: the int8 file written crash-safe */
+#include "os.h"         /* os_map_file, os_alloc_zeroed; SaveFile: the int8 file written
+                         * crash-safe */
 #include "gguf.h"       /* gguf_is_gguf, gguf_load_checkpoint: llama.cpp's GGUF files */
 
 #define PAGE_STRIDE 4096   /* touch_pages reads one byte this often */
@@ -935,7 +936,7 @@ int checkpoint_load(Checkpoint *ck, const char *path) {
     }
     ck->map_size = file_size;
     ck->touched = touch_pages(ck->map, file_size);
-    if (owned_floats > 0 && !(ck->owned = malloc(owned_floats * sizeof(float)))) {
+    if (owned_floats > 0 && !(ck->owned = os_alloc_zeroed(owned_floats, sizeof(float)))) {
         fprintf(stderr, "model: %s: out of memory for %zu converted floats\n", path,
                 owned_floats);
         goto fail;
@@ -1005,7 +1006,7 @@ fail:
 
 void checkpoint_free(Checkpoint *ck) {
     os_unmap_file(ck->map, ck->map_size);
-    free(ck->owned);
+    os_free_zeroed(ck->owned);
     free(ck->attention);
     free(ck->sink_logits);
     free(ck->synth);
