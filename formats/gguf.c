@@ -362,8 +362,8 @@ static int check_tensor_data(GgufFile *g, const char *prefix) {
             char name_a[SHOWN_CAP], name_b[SHOWN_CAP];
             fprintf(stderr, "%s: %s: tensors %s and %s overlap (got offsets %llu and %llu, "
                     "the first %zu bytes long)\n", prefix, g->path,
-                    shown(name_a, a->name, a->name_len, 64), shown(name_b, b->name, b->name_len, 64),
-                    (unsigned long long)a->offset,
+                    shown(name_a, a->name, a->name_len, 64),
+                    shown(name_b, b->name, b->name_len, 64), (unsigned long long)a->offset,
                     (unsigned long long)b->offset, a->bytes);
             status = -1;
         }
@@ -640,6 +640,13 @@ static void role_shape(const Role *r, const Config *c, int *rows, int *cols) {
     }
 }
 
+/* The converted tensors each start on a 64-byte line of gguf_load_checkpoint's block
+ * (a vector kernel's 64-byte load then never straddles two lines): n floats or bytes
+ * take lined_floats(n) or lined_bytes(n) of it. */
+#define LINE_BYTES 64
+static size_t lined_bytes(size_t n) { return (n + LINE_BYTES - 1) / LINE_BYTES * LINE_BYTES; }
+static size_t lined_floats(size_t n) { return lined_bytes(n * sizeof(float)) / sizeof(float); }
+
 /* Finds layer l's tensor of role r, checks its shape and type, and adds the floats and
  * int8 bytes its conversion needs to *floats and *bytes. NULL with *missing = 1 for an
  * optional one that is absent; NULL after a message on a problem. */
@@ -687,20 +694,22 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
     }
     switch (t->type) {
     case GGUF_F32:
-        if ((g->data_offset + t->offset) % sizeof(float) != 0) *floats += numel;   /* copied */
+        if ((g->data_offset + t->offset) % sizeof(float) != 0)
+            *floats += lined_floats(numel);   /* copied */
         break;
     case GGUF_F16:   /* matrices stay halves: in place, or copied where misaligned */
-        if (!r->is_matrix) *floats += numel;
-        else if ((g->data_offset + t->offset) % sizeof(uint16_t) != 0) *floats += (numel + 1) / 2;
+        if (!r->is_matrix) *floats += lined_floats(numel);
+        else if ((g->data_offset + t->offset) % sizeof(uint16_t) != 0)
+            *floats += lined_floats((numel + 1) / 2);
         break;
-    case GGUF_BF16: *floats += numel; break;
+    case GGUF_BF16: *floats += lined_floats(numel); break;
     case GGUF_Q4_0: case GGUF_Q4_1: case GGUF_Q5_0: case GGUF_Q5_1: case GGUF_Q8_0:
     case GGUF_Q2_K: case GGUF_Q3_K: case GGUF_Q4_K: case GGUF_Q5_K: case GGUF_Q6_K:
     case GGUF_IQ4_NL: case GGUF_IQ4_XS:
         /* matrices repacked as int8 (gguf_load_checkpoint counts their scales and offsets,
          * once it knows their role's group), vectors widened */
-        if (r->is_matrix) *bytes += numel;
-        else *floats += numel;
+        if (r->is_matrix) *bytes += lined_bytes(numel);
+        else *floats += lined_floats(numel);
         break;
     default:
         fprintf(stderr, "model: %s: tensor %s has type %s, which this engine does not compute "
@@ -1169,7 +1178,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
         role_shape(role, c, &rows, &cols);
         for (int l = 0; l < (role->layered ? c->n_layers : 1); l++)
             if (role->is_matrix && found[r][l] && is_blocks(found[r][l]->type))
-                floats += (size_t)rows * (size_t)cols / (size_t)group[r] *
+                floats += lined_floats((size_t)rows * (size_t)cols / (size_t)group[r]) *
                           (has_offsets(found[r][l]->type) ? 2 : 1);
     }
     /* a tensor no role takes would change what llama.cpp computes (a bias, RoPE's frequency
@@ -1199,7 +1208,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     read = NULL;
     /* one block: the per-layer views, then the floats, then the int8 values */
     size_t n_parts = (size_t)a->n_roles * (size_t)c->n_layers;
-    size_t parts_bytes = n_parts * sizeof(CheckpointPart);
+    size_t parts_bytes = lined_bytes(n_parts * sizeof(CheckpointPart));
     /* os_alloc_zeroed: a model's worth of pages, written once now (2 MiB pages where the
      * system gives them: 4 KiB ones cost a fault each, half the load of a 110M model) */
     ck->owned = os_alloc_zeroed(1, parts_bytes + floats * sizeof(float) + bytes);
@@ -1232,17 +1241,17 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 } else {
                     memcpy(f, t->data, numel * sizeof(uint16_t));
                     p->f16 = (const uint16_t *)(void *)f;
-                    f += (numel + 1) / 2;
+                    f += lined_floats((numel + 1) / 2);
                 }
             } else if (is_blocks(t->type) && role->is_matrix) {
                 size_t groups = numel / (size_t)group[r];
-                float *offset = has_offsets(t->type) ? f + groups : NULL;
+                float *offset = has_offsets(t->type) ? f + lined_floats(groups) : NULL;
                 p->q = q;
                 p->scale = f;
                 p->offset = offset;
                 if (repack_blocks(q, f, offset, t, numel, group[r], path) != 0) goto fail;
-                q += numel;
-                f += groups * (offset ? 2 : 1);
+                q += lined_bytes(numel);
+                f += lined_floats(groups) * (offset ? 2 : 1);
             } else if (t->type == GGUF_F32 && (g.data_offset + t->offset) % sizeof(float) == 0) {
                 p->f32 = (const float *)(const void *)t->data;   /* mapped, in place */
             } else {
@@ -1250,7 +1259,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 else if (is_blocks(t->type)) dequantize_blocks(f, t, numel);
                 else widen(f, t, numel);
                 p->f32 = f;
-                f += numel;
+                f += lined_floats(numel);
             }
         }
         /* every layer of a role has one form (fp32, halves or int8 groups: the block
@@ -1376,7 +1385,8 @@ static long token_bytes(unsigned char *out, const unsigned char *s, size_t len, 
         unsigned cp;
         size_t w;
         if (s[i] < 0x80) cp = s[i], w = 1;
-        else if ((s[i] & 0xE0) == 0xC0 && len - i >= 2) cp = (s[i] & 0x1Fu) << 6 | (s[i + 1] & 0x3Fu), w = 2;
+        else if ((s[i] & 0xE0) == 0xC0 && len - i >= 2)
+            cp = (s[i] & 0x1Fu) << 6 | (s[i + 1] & 0x3Fu), w = 2;
         else return -1;
         if (cp >= 512 || byte_of[cp] < 0) return -1;
         out[n++] = (unsigned char)byte_of[cp];

@@ -40,6 +40,7 @@
 #include "gguf.h"          /* gguf_load_tokenizer */
 #include "kernels.h"       /* kernels_to_half: the F16 file's values */
 #include "model.h"         /* model_load, model_forward: the F16 file against the F32 one */
+#include "os.h"            /* OS_PLAIN_ALLOC: calloc's blocks, 16-byte aligned */
 #include "quant.h"         /* quant_dequantize_row: a Q6_K matrix's values as loaded */
 #include "tokenizer.h"     /* tokenizer_load, tokenizer_encode: the reference vocabulary */
 
@@ -1778,6 +1779,28 @@ static void test_mixed_layers(void) {
         check_true(v0->group == 16 && v1->group == 16 && v0->offset && !v1->offset,
                    "attn_v Q4_K in layer 0 and Q6_K in layer 1: both in int8 groups of 16, "
                    "layer 0's with offsets");
+#if defined(OS_PLAIN_ALLOC)
+        check_skip("r256-q4_k_m.gguf: 64-byte lines (the plain allocator's block is not)");
+#else
+        /* each converted tensor on lines of its own: its values, scales and offsets start a
+         * 64-byte line (unaligned, every 64-byte load of the kernels read two) */
+        const Weights *w = &m.checkpoint.weights;
+        const Matrix *mats[15] = {&w->classifier};   /* and its 2 layers' 7 */
+        int n = 1, lined = m.config.n_layers == 2;
+        for (int l = 0; l < 2 && lined; l++) {
+            const LayerWeights *lw = &w->layers[l];
+            const Matrix *layer[7] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_up,
+                                      &lw->w_gate, &lw->w_down};
+            for (int j = 0; j < 7; j++) mats[n++] = layer[j];
+        }
+        for (int i = 0; i < n && lined; i++) {
+            const QuantMatrix *q = &mats[i]->q8;
+            lined = q->q && (uintptr_t)q->q % 64 == 0 && (uintptr_t)q->scale % 64 == 0 &&
+                    (uintptr_t)q->offset % 64 == 0;
+        }
+        check_true(lined, "r256-q4_k_m.gguf: its 15 int8 matrices' values, scales and "
+                   "offsets each start a 64-byte line");
+#endif
         model_free(&m);
     }
     float *want = malloc(sizeof(float) * ROWS * COLS);
