@@ -694,8 +694,10 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
     }
     switch (t->type) {
     case GGUF_F32:
-        if ((g->data_offset + t->offset) % sizeof(float) != 0)
-            *floats += lined_floats(numel);   /* copied */
+        /* copied: vectors (so a file whose matrices all convert is not kept), and
+         * misaligned matrices */
+        if (!r->is_matrix || (g->data_offset + t->offset) % sizeof(float) != 0)
+            *floats += lined_floats(numel);
         break;
     case GGUF_F16:   /* matrices stay halves: in place, or copied where misaligned */
         if (!r->is_matrix) *floats += lined_floats(numel);
@@ -1222,6 +1224,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     float *f = (float *)(void *)((unsigned char *)ck->owned + parts_bytes);
     int8_t *q = (int8_t *)(f + floats);
     const int8_t *const q_first = q;   /* where the floats end and the int8 values start */
+    int in_map = 0;                    /* 1 once a matrix is used from the file's map */
     for (int r = 0; r < a->n_roles; r++) {
         const Role *role = &a->roles[r];
         if (!found[r][0]) continue;   /* optional and absent (output.weight: tied) */
@@ -1238,6 +1241,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
             if (t->type == GGUF_F16 && role->is_matrix) {
                 if ((g.data_offset + t->offset) % sizeof(uint16_t) == 0) {
                     p->f16 = (const uint16_t *)(const void *)t->data;   /* mapped, in place */
+                    in_map = 1;
                 } else {
                     memcpy(f, t->data, numel * sizeof(uint16_t));
                     p->f16 = (const uint16_t *)(void *)f;
@@ -1252,8 +1256,10 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 if (repack_blocks(q, f, offset, t, numel, group[r], path) != 0) goto fail;
                 q += lined_bytes(numel);
                 f += lined_floats(groups) * (offset ? 2 : 1);
-            } else if (t->type == GGUF_F32 && (g.data_offset + t->offset) % sizeof(float) == 0) {
+            } else if (t->type == GGUF_F32 && role->is_matrix &&
+                       (g.data_offset + t->offset) % sizeof(float) == 0) {
                 p->f32 = (const float *)(const void *)t->data;   /* mapped, in place */
+                in_map = 1;
             } else {
                 if (t->type == GGUF_F32) memcpy(f, t->data, numel * sizeof(float));
                 else if (is_blocks(t->type)) dequantize_blocks(f, t, numel);
@@ -1289,11 +1295,15 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 "%zu floats and %zu bytes counted for them\n", path, floats, bytes);
         goto fail;
     }
-    /* the map stays: fp32 tensors are used from it (gguf_close must not unmap it) */
-    ck->map = g.map;
-    ck->map_size = g.size;
+    /* the map stays where F32 or F16 matrices are used from it (gguf_close must not unmap
+     * it); a file whose matrices all converted is released (gguf_close, below): the model
+     * then holds its converted copy alone */
+    if (in_map) {
+        ck->map = g.map;
+        ck->map_size = g.size;
+        g.map = NULL;
+    }
     ck->gguf = 1;
-    g.map = NULL;
     /* what the load line says: the architecture, then the types found */
     static const uint32_t INT8_TYPES[] = {GGUF_Q4_0, GGUF_Q4_1, GGUF_Q5_0, GGUF_Q5_1, GGUF_Q8_0,
                                           GGUF_Q2_K, GGUF_Q3_K, GGUF_Q4_K, GGUF_Q5_K,

@@ -1712,6 +1712,9 @@ static void test_k_types(void) {
             const float *out = model_forward(&m, tokens, N, 0, 1);
             if (out) memcpy(logits[i], out, sizeof(float) * N * G_V);
             ok = out != NULL;
+            if (i == 0 && ti == 0)
+                check_true(m.checkpoint.map != NULL, "the F32 file: kept, its matrices used "
+                           "from it");
             if (i == 1) {
                 const QuantMatrix *w = &m.checkpoint.weights.layers[0].w_down.q8;
                 char line[64];
@@ -1779,6 +1782,8 @@ static void test_mixed_layers(void) {
         check_true(v0->group == 16 && v1->group == 16 && v0->offset && !v1->offset,
                    "attn_v Q4_K in layer 0 and Q6_K in layer 1: both in int8 groups of 16, "
                    "layer 0's with offsets");
+        check_true(m.checkpoint.map == NULL, "r256-q4_k_m.gguf: every matrix converted, so "
+                   "the file is not kept (its vectors copied)");
 #if defined(OS_PLAIN_ALLOC)
         check_skip("r256-q4_k_m.gguf: 64-byte lines (the plain allocator's block is not)");
 #else
