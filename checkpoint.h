@@ -180,8 +180,8 @@ typedef struct {
     int packed;            /* 1 once checkpoint_pack has rearranged int8 rows */
     unsigned touched;      /* a checksum of one byte per page, read at load (see .c) */
     void *owned;           /* converted tensors (bf16 and F16 vectors widened, halves from
-                            * odd places, int8 scales; GGUF's int8 values), os_alloc_zeroed's,
-                            * or NULL */
+                            * odd places, int8 scales; GGUF's F32 vectors, int8 values and
+                            * offsets), os_alloc_zeroed's, or NULL */
     AttentionConfig *attention;   /* (L,) owned: the attention each layer was trained with
                            * (the extension above), or NULL for a file without it; a
                            * layer's sink_logits points into sink_logits when it has them,

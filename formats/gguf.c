@@ -4,9 +4,9 @@
  * Reading is in three steps, each checked before the next: the header, metadata and tensor
  * table are walked with a cursor that never reads past the file (gguf_open); the model's
  * hyperparameters and tensors are looked up by name and checked against each other
- * (gguf_load_checkpoint); only then is memory taken for what must be converted (BF16 and
- * F16 vectors widened, the Q, K and IQ4 types' blocks repacked as int8 groups; F16
- * matrices stay halves). The tokenizer is built from the metadata's arrays by tokenizer.c
+ * (gguf_load_checkpoint); only then is memory taken for what must be converted (F32
+ * vectors copied, BF16 and F16 vectors widened, the Q, K and IQ4 types' blocks repacked as
+ * int8 groups; F32 and F16 matrices stay in the mapped file). The tokenizer is built from the metadata's arrays by tokenizer.c
  * (gguf_load_tokenizer). Nothing here computes: read model.c for the network.
  *
  * Legend: V vocab, C width, L layers, Hd MLP width, KVD kv width, S context.

@@ -103,10 +103,12 @@ void gguf_close(GgufFile *g);
 /* The entry called key, or NULL. */
 const GgufValue *gguf_find(const GgufFile *g, const char *key);
 
-/* Reads the `llama` GGUF at path into ck (zeroed first): hyperparameters from the
- * metadata, tensors by name, F32 and F16 matrices mapped (or copied where misaligned),
- * other F16 and BF16 widened to fp32, Q8_0 repacked into the int8 layout of quant.h (one
- * scale per 32 values of a row); any other type is refused naming the tensor.
+/* Reads the `llama` or `gpt2` GGUF at path into ck (zeroed first): hyperparameters from
+ * the metadata, tensors by name, F32 and F16 matrices mapped (or copied where misaligned),
+ * F32 vectors copied, other F16 and BF16 widened to fp32, the Q, K and IQ4 types repacked
+ * into the int8 layout of quant.h (groups of 32, or 16 for a type with a scale per 16;
+ * their minimums as offsets); any other type is refused naming the tensor. The file stays
+ * mapped (ck->map) only where a matrix is used from it.
  * ck->weights.layers is allocated; the caller points the Weights (checkpoint.c). Returns
  * 0, or -1 after one stderr line; checkpoint_free releases everything either way. */
 int gguf_load_checkpoint(Checkpoint *ck, const char *path);

@@ -67,8 +67,8 @@ size_t os_memory_limit(size_t fallback);
  * block is mapped on its own and, from 4 MiB on, marked for huge pages: its pages come as
  * they are first written, 2 MiB at a time rather than 4 KiB (a page fault costs
  * microseconds, and thousands on a VM). With OS_PLAIN_ALLOC (defined here under
- * AddressSanitizer, or given, as the valgrind build does) it is calloc itself, so that
- * those tools see each block's edges. */
+ * AddressSanitizer, or given, as the valgrind build does) it is calloc itself (aligned as
+ * calloc aligns), so that those tools see each block's edges. */
 #if defined(__SANITIZE_ADDRESS__)   /* gcc's AddressSanitizer */
 #define OS_PLAIN_ALLOC 1
 #elif defined(__has_feature)

@@ -378,11 +378,13 @@ static void test_matmul_sizes(void) {
  * out here, bit for bit; within the float64 bound of the dequantized product; the same bits
  * all at once, column by column and row by row; packed (where the build packs) as in rows;
  * and quant_dequantize_row gives q * scale - offset exactly. Shapes: groups of 32 and 16,
- * fewer groups than lanes, a prompt's worth of rows (the GEMM), 256 groups. */
+ * fewer groups than lanes, a prompt's worth of rows (the GEMM), 256 groups; every count of
+ * groups past the last whole 8 (0 to 7: the x86 kernel's masked tail). */
 static void test_matmul_offsets(void) {
     const int shapes[][4] = {   /* N, cols, OC, group */
         {1, 256, 37, 32}, {7, 800, 20, 16}, {13, 96, 9, 32}, {70, 288, 33, 32},
-        {3, 4096, 5, 16}, {5, 256, 32, 32},
+        {3, 4096, 5, 16}, {5, 256, 32, 32}, {2, 416, 11, 32}, {4, 240, 17, 16},
+        {1, 192, 9, 32}, {3, 384, 8, 32},
     };
     uint64_t seed = 21;
     for (int si = 0; si < COUNT(shapes); si++) {
