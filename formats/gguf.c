@@ -24,7 +24,7 @@
 #include <unistd.h>     /* close */
 
 #include "kernels.h"    /* kernels_from_half */
-#include "os.h"         /* os_map_file, os_unmap_file, os_alloc_zeroed */
+#include "os.h"         /* os_map_file, os_unmap_file, os_drop_mapped, os_alloc_zeroed */
 #include "quant.h"      /* QUANT_Q_MAX, QUANT_OFFSET_MAX_GROUPS: what the kernels take */
 
 /* ------------------------------------------------------------------------- */
@@ -387,7 +387,7 @@ int gguf_open(GgufFile *g, const char *path, const char *prefix, int whole) {
         close(fd);
         return -1;
     }
-    void *map = os_map_file(fd, (size_t)st.st_size, whole, NULL);
+    void *map = os_map_file(fd, (size_t)st.st_size, whole, &g->own);
     close(fd);
     if (!map) {
         fprintf(stderr, "%s: %s: cannot read (%s)\n", prefix, path, strerror(errno));
@@ -1129,10 +1129,22 @@ static int same_tensor(const GgufTensor *a, const GgufTensor *b) {
            a->bytes == b->bytes && memcmp(a->data, b->data, a->bytes) == 0;
 }
 
+/* 1 if a matrix of architecture a is F32 or F16 in g, and so used from the file in place
+ * (a role's layers have one form: layer 0's tells), else 0: every matrix converts. */
+static int reads_in_place(const GgufFile *g, const Arch *a) {
+    for (int r = 0; r < a->n_roles; r++) {
+        char name[64];
+        snprintf(name, sizeof name, a->roles[r].name, 0);
+        const GgufTensor *t = find_tensor(g, name);
+        if (a->roles[r].is_matrix && t && (t->type == GGUF_F32 || t->type == GGUF_F16))
+            return 1;
+    }
+    return 0;
+}
+
 int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     memset(ck, 0, sizeof *ck);
     GgufFile g;
-    if (gguf_open(&g, path, "model", 1) != 0) return -1;
     Config *c = &ck->config;
     const GgufTensor *found[MAX_ROLES][MODEL_MAX_LAYERS];
     const Arch *a = NULL;
@@ -1142,7 +1154,15 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     int group[MAX_ROLES];             /* each role's int8 group: 16 if a layer's type has
                                        * a scale per 16 (scales_16) */
     unsigned char *read = NULL;   /* (n_tensors,) 1 for each tensor a role takes */
+    /* mapped: a file whose matrices all convert is read once, each tensor's pages dropped
+     * once converted, so that it and its copy are not held at once; a file with matrices
+     * used in place is opened again, read whole (os_map_file) */
+    if (gguf_open(&g, path, "model", 0) != 0) return -1;
     if (read_config(&g, c, &a) != 0) goto fail;
+    if (reads_in_place(&g, a)) {
+        gguf_close(&g);
+        if (gguf_open(&g, path, "model", 1) != 0 || read_config(&g, c, &a) != 0) goto fail;
+    }
     read = calloc(g.n_tensors, 1);   /* read_config found token_embd: n_tensors >= 1 */
     if (!read) {
         fprintf(stderr, "model: %s: out of memory for %zu tensors\n", path, g.n_tensors);
@@ -1161,6 +1181,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
             if (found[r][l] && role->role == TENSOR_CLS && same_tensor(found[r][l], found[0][0])) {
                 /* llama.cpp's gpt2 wants output.weight, so its converter writes a copy of
                  * the embedding: the tie is kept, and the copy neither converted nor used */
+                if (!g.own) os_drop_mapped(found[r][l]->data, found[r][l]->bytes);
                 found[r][l] = NULL;
                 floats = was_floats;
                 bytes = was_bytes;
@@ -1267,6 +1288,8 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 p->f32 = f;
                 f += lined_floats(numel);
             }
+            int in_place = (const void *)p->f32 == t->data || (const void *)p->f16 == t->data;
+            if (!g.own && !in_place) os_drop_mapped(t->data, t->bytes);   /* converted */
         }
         /* every layer of a role has one form (fp32, halves or int8 groups: the block
          * types may mix, as llama.cpp allows): a file that mixes forms is refused */

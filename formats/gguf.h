@@ -79,6 +79,7 @@ typedef struct {
     const char *path;              /* for messages; a view of the caller's string */
     unsigned char *map;            /* the file in memory (os_map_file); owned */
     size_t size;                   /* bytes mapped */
+    int own;                       /* 1 if map is os_map_file's copy, 0 the file's pages */
     size_t alignment;              /* general.alignment, or GGUF_DEFAULT_ALIGNMENT */
     size_t data_offset;            /* where the data section starts */
     size_t n_values, n_tensors;
@@ -107,8 +108,9 @@ const GgufValue *gguf_find(const GgufFile *g, const char *key);
  * the metadata, tensors by name, F32 and F16 matrices mapped (or copied where misaligned),
  * F32 vectors copied, other F16 and BF16 widened to fp32, the Q, K and IQ4 types repacked
  * into the int8 layout of quant.h (groups of 32, or 16 for a type with a scale per 16;
- * their minimums as offsets); any other type is refused naming the tensor. The file stays
- * mapped (ck->map) only where a matrix is used from it.
+ * their minimums as offsets); any other type is refused naming the tensor. A file with
+ * matrices used from it is read whole (os_map_file) and stays (ck->map); any other is
+ * mapped, each tensor's pages given back once converted (os_drop_mapped), then released.
  * ck->weights.layers is allocated; the caller points the Weights (checkpoint.c). Returns
  * 0, or -1 after one stderr line; checkpoint_free releases everything either way. */
 int gguf_load_checkpoint(Checkpoint *ck, const char *path);

@@ -22,7 +22,7 @@
 #include <sys/resource.h>   /* getrlimit, RLIMIT_AS */
 #endif
 #include <stdio.h>       /* FILE, fdopen, fflush, fclose, fprintf, snprintf, rename, remove */
-#include <stdint.h>      /* SIZE_MAX */
+#include <stdint.h>      /* SIZE_MAX, uintptr_t */
 #include <stdlib.h>      /* mkstemp, calloc, realloc, free */
 #include <string.h>      /* strcmp, strerror, strlen, strrchr, memcpy */
 #include <sys/mman.h>    /* mmap, madvise, mprotect, munmap (WASI: emulated) */
@@ -432,6 +432,18 @@ void *os_map_file(int fd, size_t size, int whole, int *own) {
 
 void os_unmap_file(void *p, size_t size) {
     if (p) munmap(p, size);
+}
+
+void os_drop_mapped(const void *p, size_t size) {
+#if defined(__wasi__)
+    (void)p, (void)size;
+#else
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || size < (size_t)page) return;
+    uintptr_t from = ((uintptr_t)p + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
+    uintptr_t to = ((uintptr_t)p + size) / (uintptr_t)page * (uintptr_t)page;
+    if (from < to) madvise((void *)from, to - from, MADV_DONTNEED);
+#endif
 }
 
 int os_map_writable(void *p, size_t size, int writable) {

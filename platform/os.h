@@ -139,6 +139,12 @@ char *os_read_file(const char *program, const char *path, const char *expected,
 void *os_map_file(int fd, size_t size, int whole, int *own);
 void os_unmap_file(void *p, size_t size);
 
+/* Gives back the whole pages inside the size bytes at p, a part of a map of a file's own
+ * pages (os_map_file with *own 0) that the caller has read and does not mean to read
+ * again: they leave the process's memory, and come back from the file if read. Nothing
+ * where the system has no such call. */
+void os_drop_mapped(const void *p, size_t size);
+
 /* Makes the size bytes at p (from os_map_file) writable (writable 1) or read-only again
  * (0): a mapped file's pages that are then written become the process's own copies, the
  * file unchanged. Returns 0, or -1 where the system refuses. */

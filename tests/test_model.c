@@ -23,7 +23,8 @@
 #include "block.h"        /* block_qkv, block_matmul */
 #include "checkpoint.h"   /* checkpoint_mark_cold, Weights */
 #include "kernels.h"      /* kernels_set_threads, kernels_run: the thread pool */
-#include "os.h"           /* os_map_file, os_unmap_file, os_alloc_zeroed, os_commit_keep */
+#include "os.h"           /* os_map_file, os_unmap_file, os_drop_mapped, os_alloc_zeroed,
+                             * os_commit_keep */
 #include "quant.h"        /* quant_quantize */
 #include "tests/check.h"  /* check_* */
 #include "tests/gpt2_f64.h"   /* gpt2_f64_forward: the float64 reference */
@@ -902,12 +903,6 @@ static void test_commit_keep(void) {
     os_free_zeroed(p);
 }
 
-/* os_map_file gives a file's bytes as they are: a file of 5 MiB and a few bytes (read onto
- * huge pages where the system has them, its last page partly past the file; and mapped,
- * whole 0), one of 70 MiB and a few (read in two parts side by side where this process
- * may use two CPUs) and one of a few KiB (mapped), each compared byte for byte with what
- * was written; where a large file is read whole (the copy is os_map_file's own), asked
- * for more bytes than the file holds, the read fails (NULL, EIO). */
 /* os_alloc_parts: parts of 1, 1, 65 and 0 bytes, zeros, and apart (each filled with its
  * own byte, every part then still holds its own); where they are carved from one block
  * (not OS_PLAIN_ALLOC's callocs), each on cache lines of its own: 64-byte aligned, 64, 64
@@ -940,6 +935,14 @@ static void test_alloc_parts(void) {
 #endif
 }
 
+/* os_map_file gives a file's bytes as they are: a file of 5 MiB and a few bytes (read onto
+ * huge pages where the system has them, its last page partly past the file; and mapped,
+ * whole 0), one of 70 MiB and a few (read in two parts side by side where this process
+ * may use two CPUs) and one of a few KiB (mapped), each compared byte for byte with what
+ * was written; where a large file is read whole (the copy is os_map_file's own), asked
+ * for more bytes than the file holds, the read fails (NULL, EIO). os_drop_mapped over the
+ * mapped 5 MiB file, from its second byte (so its first page stays), gives back all but
+ * two of its pages (resident memory falls by that much), and it still reads as written. */
 static void test_map_file(void) {
     static const size_t sizes[] = {((size_t)5 << 20) + 77, ((size_t)70 << 20) + 5, 3000};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -964,6 +967,19 @@ static void test_map_file(void) {
             check_true(got && memcmp(got, want, n) == 0,
                        "map file: %zu bytes read back as written (whole %d)", n, whole);
             if (whole) copied = own;
+            if (got && !own && n > ((size_t)4 << 20)) {   /* its pages given back */
+                long page = sysconf(_SC_PAGESIZE), before = resident_pages();
+                os_drop_mapped((unsigned char *)got + 1, n - 1);
+                long after = resident_pages(), want_fall = page > 0 ? (long)(n / page) - 2 : 0;
+                if (before < 0 || after < 0)
+                    check_skip("map file: no /proc/self/statm to read resident memory from");
+                else
+                    check_true(before - after >= want_fall, "map file: os_drop_mapped gives "
+                               "back at least %ld of the mapped file's pages (got %ld)",
+                               want_fall, before - after);
+                check_true(memcmp(got, want, n) == 0, "map file: %zu bytes read as written "
+                           "after os_drop_mapped", n);
+            }
             os_unmap_file(got, n);
         }
         if (n > ((size_t)4 << 20) && !copied)   /* a map may reach past the file's end */
