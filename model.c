@@ -331,15 +331,16 @@ static int reset_attention(Model *m) {
  * tokens) now, not a page fault at a time in the first prompt (llama.cpp also clears its
  * cache when it sets up). Every forward pass writes the activations before it reads them;
  * the logits, which a caller may still read, keep their values: of them only the first
- * row, the one every forward pass writes (--eval's others as it writes them). */
+ * row, the one every forward pass writes (--eval's others as it writes them); so does a
+ * variant's state, which holds its random matrices (Performer's, LSH's). */
 static void commit_memory(Model *m) {
     OsPart part[STATE_PARTS];
     state_parts(m, m->max_chunk, part);   /* the first m->max_chunk rows of each */
     for (int i = 0; i < STATE_PARTS; i++)
         if (part[i].at != (void **)&m->state.logits) os_commit(*part[i].at, part[i].bytes);
     os_commit_keep(m->state.logits, (size_t)m->config.vocab_size * sizeof(float));
-    if (m->lab) {
-        os_commit(m->attention_state, m->attention_bytes);
+    if (m->lab) {   /* holds the variants' random matrices, drawn already */
+        os_commit_keep(m->attention_state, m->attention_bytes);
     } else if (m->half_cache) {   /* attention_bytes: keys and values */
         os_commit(m->cache.k_half, m->attention_bytes / 2);
         os_commit(m->cache.v_half, m->attention_bytes / 2);

@@ -87,11 +87,13 @@ int gpt2_f64_forward(const Gpt2F64 *g, const int *ids, int T, double *logits, in
         for (int t = 0; t < T; t++)   /* each head's causal softmax over keys 0 .. t */
             for (int hd = 0; hd < NH; hd++) {
                 double max = -HUGE_VAL, sum = 0.0;
+                const double *q_t = q + (size_t)t * C + (size_t)hd * HS;
                 for (int j = 0; j <= t; j++) {
+                    const double *k_j = k + (size_t)j * C + (size_t)hd * HS;
                     s[j] = 0.0;
-                    for (int i = hd * HS; i < (hd + 1) * HS; i++)
-                        s[j] += q[(size_t)t * C + i] * k[(size_t)j * C + i];
+                    for (int i = 0; i < HS; i++) s[j] += q_t[i] * k_j[i];
                     s[j] /= sqrt((double)HS);
+                    if (g->log_weight) s[j] = g->log_weight(g->log_weight_ctx, l, hd, q_t, k_j, HS);
                     if (s[j] > max) max = s[j];
                 }
                 for (int j = 0; j <= t; j++) sum += exp(s[j] - max);

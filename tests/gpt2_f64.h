@@ -4,8 +4,9 @@
  *
  * The model is llm.c's GPT-2: learned positions (or, with no position table, rotary ones:
  * each head's pairs (2i, 2i+1) of q and k turned by pos * 10000^(-2i/HS), as llama2.c turns
- * them), LayerNorm with eps 1e-5, causal softmax attention scaled by 1/sqrt(HS), GELU's
- * tanh form, the classifier tied to the token table.
+ * them), LayerNorm with eps 1e-5, causal softmax attention scaled by 1/sqrt(HS) (or a
+ * kernel's weights the caller gives: Gpt2F64.log_weight), GELU's tanh form, the classifier
+ * tied to the token table.
  *
  * Legend: L layers, C width, NH heads, HS = C / NH, Hd MLP width, V vocab, S rows of the
  * position table, T tokens.
@@ -33,6 +34,12 @@ typedef struct {
     double *fcprojw;    /* (L, C, Hd) */
     double *fcprojb;    /* (L, C) */
     double *lnfw, *lnfb;   /* (C,) */
+    /* attention's scores: NULL for softmax(q . k / sqrt(HS)); else a kernel's, the log of
+     * key k's weight for query q (HS,) in head `head` of layer `layer` (the weights are
+     * normalised over the keys 0 .. t as softmax's are) */
+    double (*log_weight)(const void *ctx, int layer, int head, const double *q,
+                         const double *k, int HS);
+    const void *log_weight_ctx;
 } Gpt2F64;
 
 /* Points g's tensors (its L, C, Hd and V set) into block, one after another in llm.c's

@@ -4,7 +4,9 @@
  * model_forward calls (one block per window), and that loss a float64 GPT-2 forward's
  * (tests/gpt2_f64.c) within 1e-6 nats/token; a window with sinks that covers the
  * whole window equals exact bit for bit (KL exactly 0, full top-1 agreement); a
- * short window really differs and keeps a smaller state. The model is the shipped
+ * short window really differs and keeps a smaller state; Performer's loss, by eval_windows
+ * and by ./run --eval, is a float64 forward's with FAVOR+ weights from the same features
+ * within 1e-6 nats/token. The model is the shipped
  * weights/model.bin when present, else ../shared's random GPT-2 small.bin (the
  * identities hold for any weights); the text is the start of the validation slice
  * of ../shared/data/tinyshakespeare.txt (bytes from floor(0.9 size) on), or without
@@ -53,10 +55,16 @@ static double plain_loss(Model *m, const int *ids, long n, long *tokens) {
 }
 
 /* The same NLL from a float64 forward written from GPT-2's definition (gpt2_f64.h) over
- * each window; NaN for a model it does not take (or without memory). */
-static double f64_loss(const Model *m, const int *ids, long n) {
+ * each window, with softmax attention or, where log_weight is not NULL, that kernel's
+ * (Gpt2F64.log_weight); NaN for a model it does not take (or without memory). */
+static double f64_loss(const Model *m, const int *ids, long n,
+                       double (*log_weight)(const void *, int, int, const double *,
+                                            const double *, int),
+                       const void *ctx) {
     Gpt2F64 g;
     double *block = gpt2_f64_model(&g, m, CTX), nll = 0;
+    g.log_weight = log_weight;
+    g.log_weight_ctx = ctx;
     double *logits = malloc((size_t)CTX * (size_t)g.V * sizeof(double));
     int ok = block && logits;
     for (long w = 0; ok && w * CTX < n; w++) {
@@ -74,6 +82,61 @@ static double f64_loss(const Model *m, const int *ids, long n) {
     free(block);
     free(logits);
     return ok ? nll : (double)NAN;
+}
+
+/* Performer (FAVOR+) as ATTENTION.md defines it, from its random features: key k's weight
+ * for query q is sum_f phi_f(q) phi_f(k), phi_f(x) = exp(w_f . (x s) - |x s|^2 / 2), s =
+ * (1 / sqrt(HS))^(1/2) (the 1 / sqrt(m) of the features cancels when normalised). */
+#define PERFORMER_M 64
+typedef struct {
+    float *w;      /* (L, NH, PERFORMER_M, HS): attention_draw_random's draw 0, layer by layer */
+    int NH;
+} Favor;
+
+static double favor_log_weight(const void *ctx, int layer, int head, const double *q,
+                               const double *k, int HS) {
+    const Favor *fv = ctx;
+    const float *w = fv->w + ((size_t)layer * fv->NH + (size_t)head) * PERFORMER_M * HS;
+    double s = sqrt(1.0 / sqrt((double)HS)), q2 = 0, k2 = 0, l[PERFORMER_M], max = -HUGE_VAL;
+    for (int i = 0; i < HS; i++) q2 += q[i] * s * q[i] * s, k2 += k[i] * s * k[i] * s;
+    for (int f = 0; f < PERFORMER_M; f++) {   /* log phi_f(q) + log phi_f(k) */
+        double wq = 0, wk = 0;
+        for (int i = 0; i < HS; i++)
+            wq += (double)w[f * HS + i] * q[i] * s, wk += (double)w[f * HS + i] * k[i] * s;
+        l[f] = wq - q2 / 2 + wk - k2 / 2;
+        if (l[f] > max) max = l[f];
+    }
+    double sum = 0;
+    for (int f = 0; f < PERFORMER_M; f++) sum += exp(l[f] - max);
+    return max + log(sum);
+}
+
+/* 6. Performer with PERFORMER_M features: eval_windows's loss (m's attention is changed)
+ * against the float64 forward with FAVOR+'s weights from the same feature draws (the
+ * engine folds keys under a running maximum in float; the sums are the same). Returns the
+ * float64 loss per token, for ./run --eval (check_run_eval), or NaN. */
+static double check_performer(Model *m, const Tokenizer *tok, const int *ids, size_t n_ids) {
+    AttentionConfig cfg;
+    attention_config_default(&cfg);
+    cfg.kind = ATTENTION_PERFORMER;
+    cfg.features = PERFORMER_M;
+    int L = m->config.n_layers;
+    size_t per_layer = attention_random_floats(&cfg, &m->heads);
+    Favor fv = {malloc((size_t)L * per_layer * sizeof(float)), m->heads.n_heads};
+    int ok = fv.w && per_layer == (size_t)fv.NH * PERFORMER_M * (size_t)m->heads.head_dim;
+    for (int l = 0; ok && l < L; l++)
+        ok = attention_draw_random(&cfg, &m->heads, l, 0, fv.w + (size_t)l * per_layer) == 0;
+    EvalResult r;
+    ok = ok && model_set_attention(m, &cfg) == 0 &&
+         eval_windows(m, NULL, tok, ids, (long)n_ids, CTX, 0, &r) == 0;
+    double f64 = ok ? f64_loss(m, ids, (long)n_ids, favor_log_weight, &fv) / (double)r.tokens
+                    : (double)NAN;
+    double got = ok ? r.nll / (double)r.tokens : (double)NAN;
+    check_true(ok && fabs(got - f64) <= 1e-6, "performer:m=%d eval's loss is a float64 "
+               "forward's with FAVOR+ weights of the same features within 1e-6 nats/token "
+               "(%.9f vs %.9f: %.1e)", PERFORMER_M, got, f64, fabs(got - f64));
+    free(fv.w);
+    return f64;
 }
 
 /* log Z of a row (V,) in double, and its first largest index in *best. */
@@ -140,10 +203,11 @@ static int choose_files(char model_path[512], char tok_path[512], char data_path
 }
 
 /* 2. The exact loss through ./run --eval (printed to 6 decimals) is plain_per_token,
- * and a window with sinks covering the window reports KL 0 and full agreement. text is
+ * a window with sinks covering the window reports KL 0 and full agreement, and
+ * `--attn performer:m=64` prints performer_f64 (check_performer's float64 loss). text is
  * written (TEXT_BYTES) to a temporary file for it. */
 static void check_run_eval(const char *model_path, const char *tok_path, const char *text,
-                           double plain_per_token) {
+                           double plain_per_token, double performer_f64) {
     char text_path[] = "/tmp/test_eval_XXXXXX";
     int fd = mkstemp(text_path);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
@@ -171,6 +235,16 @@ static void check_run_eval(const char *model_path, const char *tok_path, const c
     code = check_run(command, &out, NULL);
     check_true(code == 0 && out && strstr(out, "KL 0.000000 nats/token, top-1 agreement 100.0000%"),
                "./run --eval --attn window:w=%d,sinks=4 reports KL 0 and 100%% agreement", CTX - 4);
+    free(out);
+    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d "
+             "--attn performer:m=%d", run_bin, model_path, tok_path, text_path, CTX, PERFORMER_M);
+    out = NULL;
+    code = check_run(command, &out, NULL);
+    loss = out ? strstr(out, "loss: ") : NULL;
+    cli = loss ? strtod(loss + 6, NULL) : (double)NAN;
+    check_true(code == 0 && fabs(cli - performer_f64) <= 1e-6, "./run --eval --attn "
+               "performer:m=%d prints the float64 FAVOR+ forward's loss: %.6f vs %.9f",
+               PERFORMER_M, cli, performer_f64);
     free(out);
     remove(text_path);
 }
@@ -262,14 +336,15 @@ int main(void) {
                "exact eval == plain forward loss, bitwise (%.9f vs %.9f nats/token, %ld "
                "tokens), and with no reference every token agrees (%ld)",
                r.nll / (double)r.tokens, plain / (double)plain_tokens, r.tokens, r.agree);
-    double f64 = f64_loss(&m, ids, (long)n_ids) / (double)plain_tokens;
+    double f64 = f64_loss(&m, ids, (long)n_ids, NULL, NULL) / (double)plain_tokens;
     check_true(fabs(plain / (double)plain_tokens - f64) <= 1e-6,
                "exact eval's loss is a float64 GPT-2 forward's within 1e-6 nats/token (%.9f vs "
                "%.9f: %.1e)", plain / (double)plain_tokens, f64,
                fabs(plain / (double)plain_tokens - f64));
-    check_run_eval(model_path, tok_path, text, plain / (double)plain_tokens);
     check_windows(&m, &exact, &tok, ids, n_ids, plain);
     check_every_kind(&m, &tok, ids, n_ids);
+    double performer = check_performer(&m, &tok, ids, n_ids);
+    check_run_eval(model_path, tok_path, text, plain / (double)plain_tokens, performer);
 done:
     free(ids);
     free(data);
