@@ -11,7 +11,7 @@ TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention 
         $(B)/tests/test_attention_train $(B)/tests/test_model \
         $(B)/tests/test_tokenizer $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli \
         $(B)/tests/test_eval $(B)/tests/test_generate $(B)/tests/test_attnmap \
-        $(B)/tests/test_gguf $(TRAIN_TESTS)
+        $(B)/tests/test_gguf $(B)/tests/test_files $(TRAIN_TESTS)
 # the trainer's tests, one program per subject, linking the same objects
 TRAIN_TESTS = $(B)/tests/test_train_grad $(B)/tests/test_train_runs $(B)/tests/test_bpe \
               $(B)/tests/test_train_cli
@@ -36,6 +36,7 @@ $(B)/tests/test_sampler: $(B)/tests/test_sampler.o $(B)/tests/check.o $(B)/sampl
 $(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/lab/attnmap.o \
                         $(B)/unicode/unicode.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
+$(B)/tests/test_files: $(B)/tests/test_files.o $(B)/tests/check.o $(B)/platform/os.o
 $(TRAIN_TESTS): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/check.o $(B)/tests/train_fixtures.o \
                 $(TRAIN_LIB) $(B)/platform/cli.o $(B)/trainer/bpe.o $(B)/lab/attention_spec.o $(CORE) $(TOK)
 $(B)/tests/test_train_grad: $(B)/tests/gpt2_f64.o   # the float64 reference forward

@@ -670,8 +670,11 @@ int os_save_open(SaveFile *s, const char *program, const char *path) {
 }
 
 int os_close_synced(FILE *file, const char *program, const char *path) {
-    int ok = fflush(file) == 0 && fsync(fileno(file)) == 0;
-    int error = errno;
+    /* ferror first: stdio drops the bytes of a write that failed (a full disk, past ulimit
+     * -f), and a later fflush succeeds, so a caller that did not check each fwrite would
+     * otherwise keep a file cut short (its errno is gone by now: EIO stands for it) */
+    int lost = ferror(file), ok = !lost && fflush(file) == 0 && fsync(fileno(file)) == 0;
+    int error = lost ? EIO : errno;
     if (fclose(file) != 0 && ok) {
         ok = 0;
         error = errno;
@@ -700,7 +703,9 @@ int os_rename_synced(const char *program, const char *from, const char *to) {
  * close it. Returns 0, or -1 after one stderr line with nothing left (s->temp ""). */
 static int link_temp(FILE *file, const char *program, SaveFile *s) {
     static unsigned counter;
-    int ok = fflush(file) == 0 && fsync(fileno(file)) == 0, error = errno, linked = 0;
+    int lost = ferror(file);   /* a write that failed earlier: os_close_synced */
+    int ok = !lost && fflush(file) == 0 && fsync(fileno(file)) == 0;
+    int error = lost ? EIO : errno, linked = 0;
     char from[64];
     snprintf(from, sizeof from, "/proc/self/fd/%d", fileno(file));
     struct timespec now;

@@ -171,7 +171,8 @@ int os_save_open(SaveFile *s, const char *program, const char *path);
 
 /* Flush and fsync the temporary, close it, rename it over s->path and sync the folder.
  * Returns 0, or -1 after one stderr line, with the temporary removed and s->path as it
- * was. Either way s holds nothing afterwards. */
+ * was; a write to s->file that failed before (ferror) fails it too. Either way s holds
+ * nothing afterwards. */
 int os_save_commit(SaveFile *s, const char *program);
 
 /* Close and remove the temporary, if any (a failed write). Safe to call twice. */
@@ -184,8 +185,8 @@ void os_save_discard(SaveFile *s);
  * against its inputs (os_check_output) and holds the lock of its destination. */
 FILE *os_create_new(const char *program, const char *path);
 
-/* fflush, fsync and fclose a file of os_create_new; on failure remove path. Returns 0,
- * or -1 after one stderr line. */
+/* fflush, fsync and fclose a file of os_create_new; on failure (an earlier write's too:
+ * ferror) remove path. Returns 0, or -1 after one stderr line. */
 int os_close_synced(FILE *file, const char *program, const char *path);
 
 /* rename(from, to), then fsync to's folder so the rename survives a power cut (a file
