@@ -6,7 +6,8 @@
  * whole window equals exact bit for bit (KL exactly 0, full top-1 agreement); a
  * short window really differs and keeps a smaller state; Performer's loss, by eval_windows
  * and by ./run --eval, is a float64 forward's with FAVOR+ weights from the same features
- * within 1e-6 nats/token. The model is the shipped
+ * within 1e-6 nats/token, and a variant's random matrices stay as drawn when the context
+ * is set. The model is the shipped
  * weights/model.bin when present, else ../shared's random GPT-2 small.bin (the
  * identities hold for any weights); the text is the start of the validation slice
  * of ../shared/data/tinyshakespeare.txt (bytes from floor(0.9 size) on), or without
@@ -137,6 +138,41 @@ static double check_performer(Model *m, const Tokenizer *tok, const int *ids, si
                "(%.9f vs %.9f: %.1e)", PERFORMER_M, got, f64, fabs(got - f64));
     free(fv.w);
     return f64;
+}
+
+/* 7. After model_set_context, which commits the state's pages, every random matrix in a
+ * variant's state is still attention_draw_random's draw 0, bit for bit (Performer's
+ * features, LSH's rotations). m's attention is changed. */
+static void check_random_kept(Model *m) {
+    const AttentionKind kinds[2] = {ATTENTION_PERFORMER, ATTENTION_LSH};
+    for (int k = 0; k < 2; k++) {
+        AttentionConfig cfg;
+        attention_config_default(&cfg);
+        cfg.kind = kinds[k];
+        size_t per_layer = attention_random_floats(&cfg, &m->heads);
+        float *want = malloc(per_layer * sizeof(float));
+        int ok = want && model_set_attention(m, &cfg) == 0 && model_set_context(m, CTX) == 0;
+        long differ = 0;
+        for (int l = 0; ok && l < m->config.n_layers; l++) {
+            ok = attention_draw_random(&cfg, &m->heads, l, 0, want) == 0;
+            void *state = (char *)m->attention_state + m->attention_offset[l];
+            const float *w = want;
+            for (int h = 0; ok && h < m->heads.n_heads; h++)
+                for (int r = 0; ok && r < (kinds[k] == ATTENTION_LSH ? cfg.rounds : 1); r++) {
+                    int rows = 0;
+                    const float *got = attention_state_random(&cfg, &m->heads, m->n_ctx, state,
+                                                              h, r, &rows);
+                    size_t n = (size_t)rows * (size_t)m->heads.head_dim;
+                    ok = got && w + n <= want + per_layer;
+                    for (size_t i = 0; ok && i < n; i++) differ += memcmp(&got[i], &w[i], 4) != 0;
+                    w += n;
+                }
+        }
+        check_true(ok && differ == 0, "%s: its state's random matrices after model_set_context "
+                   "are draw 0's, bit for bit (%ld floats differ)",
+                   k == 0 ? "performer" : "lsh", differ);
+        free(want);
+    }
 }
 
 /* log Z of a row (V,) in double, and its first largest index in *best. */
@@ -344,6 +380,7 @@ int main(void) {
     check_windows(&m, &exact, &tok, ids, n_ids, plain);
     check_every_kind(&m, &tok, ids, n_ids);
     double performer = check_performer(&m, &tok, ids, n_ids);
+    check_random_kept(&m);
     check_run_eval(model_path, tok_path, text, plain / (double)plain_tokens, performer);
 done:
     free(ids);
