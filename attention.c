@@ -53,9 +53,9 @@
  * again from L2 or memory for every query. */
 #define QUERY_BLOCK 8
 
-size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx) {
-    /* a block's score rows of n_ctx floats per head, so heads can run in parallel */
-    return (size_t)shape->n_heads * QUERY_BLOCK * (size_t)n_ctx;
+size_t attention_scratch_floats(const AttentionShape *shape, int n_alloc) {
+    /* a block's score rows of n_alloc floats per head, so heads can run in parallel */
+    return (size_t)shape->n_heads * QUERY_BLOCK * (size_t)n_alloc;
 }
 
 /* How a softmax-family variant scores key k for query q. */
@@ -310,28 +310,28 @@ void attention_forward(const AttentionShape *shape, float *out, const float *q,
 }
 
 void attention_forward_cache(const AttentionShape *shape, float *out, const float *q,
-                             const float *k, const float *v, int n_ctx, int pos, int T,
+                             const float *k, const float *v, int n_alloc, int pos, int T,
                              float *scratch) {
-    int HS = shape->head_dim;   /* (NKV, n_ctx, HS): a head's positions in a row */
+    int HS = shape->head_dim;   /* (NKV, n_alloc, HS): a head's positions in a row */
     ForwardJob f = {.shape = shape, .out = out, .q = q, .k = k, .v = v,
-                    .kv_head_stride = (long)n_ctx * HS, .kv_stride = HS, .pos = pos, .T = T,
+                    .kv_head_stride = (long)n_alloc * HS, .kv_stride = HS, .pos = pos, .T = T,
                     .scratch = scratch};
     forward_heads(&f);
 }
 
-size_t attention_half_scratch_floats(const AttentionShape *shape, int n_ctx) {
-    return attention_scratch_floats(shape, n_ctx) +
-           (size_t)shape->n_heads * 2 * (size_t)n_ctx * (size_t)shape->head_dim;
+size_t attention_half_scratch_floats(const AttentionShape *shape, int n_alloc) {
+    return attention_scratch_floats(shape, n_alloc) +
+           (size_t)shape->n_heads * 2 * (size_t)n_alloc * (size_t)shape->head_dim;
 }
 
 void attention_forward_cache_half(const AttentionShape *shape, float *out, const float *q,
-                                  const uint16_t *k, const uint16_t *v, int n_ctx, int pos,
+                                  const uint16_t *k, const uint16_t *v, int n_alloc, int pos,
                                   int T, float *scratch) {
     int HS = shape->head_dim;   /* as attention_forward_cache's, in halves */
     ForwardJob f = {.shape = shape, .out = out, .q = q, .k_half = k, .v_half = v,
-                    .kv_head_stride = (long)n_ctx * HS, .kv_stride = HS, .pos = pos, .T = T,
+                    .kv_head_stride = (long)n_alloc * HS, .kv_stride = HS, .pos = pos, .T = T,
                     .scratch = scratch,
-                    .kv_floats = scratch + attention_scratch_floats(shape, n_ctx)};
+                    .kv_floats = scratch + attention_scratch_floats(shape, n_alloc)};
     forward_heads(&f);
 }
 
@@ -412,10 +412,10 @@ typedef struct {
 
 #define STATE_ALIGN 64   /* every region starts on a cache line */
 
-/* The layout of one layer's state for (cfg, shape, n_ctx): sizes and byte offsets.
+/* The layout of one layer's state for (cfg, shape, n_alloc): sizes and byte offsets.
  * All of it follows from the config, so the block itself needs no pointers. */
 typedef struct {
-    int kv_rows;      /* rows of the K and V stores: n_ctx (A, D), S + R (B), 0 (C); each
+    int kv_rows;      /* rows of the K and V stores: n_alloc (A, D), S + R (B), 0 (C); each
                        * store is (n_kv_heads, kv_rows, HS): a kv head's rows in a row, so
                        * that they stream, and a long context's rows of one head do not
                        * fall into a few cache sets as rows n_kv_heads HS floats apart do */
@@ -539,10 +539,10 @@ static size_t synth_work_floats(const AttentionConfig *cfg, int HS);   /* the Sy
 /* Fills p; returns -1 if a parameter is out of range (see lab/attention_spec.c for the
  * ranges users are told) or the state's bytes would pass SIZE_MAX / 2 (a 32-bit size_t:
  * LSH's lists at 2^20 positions). */
-static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx) {
+static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape, int n_alloc) {
     memset(p, 0, sizeof *p);
     int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
-    if (n_ctx < 1 || NH < 1 || NKV < 1 || NH % NKV != 0 || HS < 1) return -1;
+    if (n_alloc < 1 || NH < 1 || NKV < 1 || NH % NKV != 0 || HS < 1) return -1;
     if (!(cfg->tau >= ATTENTION_MIN_TAU && cfg->tau <= ATTENTION_MAX_TAU)) return -1;
     int compared = attention_has_weights(cfg->kind) && !attention_is_synth(cfg->kind);
     if (cfg->softmax1 && !compared) return -1;
@@ -552,7 +552,7 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     long rows = 0, ring = 0, list = 0;
     switch (cfg->kind) {
     case ATTENTION_EXACT: case ATTENTION_GAUSS:
-        rows = n_ctx;
+        rows = n_alloc;
         break;
     case ATTENTION_WINDOW: case ATTENTION_DILATED:
         if (cfg->window < 1 || cfg->sinks < 0) return -1;
@@ -560,9 +560,9 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
         /* in 64 bits: (w-1) k + 1 can exceed an int, and a 32-bit long */
         int64_t span = cfg->kind == ATTENTION_WINDOW
                        ? cfg->window : (int64_t)(cfg->window - 1) * cfg->dilation + 1;
-        ring = span < n_ctx ? (long)span : n_ctx;
-        p->sinks = cfg->sinks < n_ctx ? cfg->sinks : n_ctx;
-        rows = p->sinks + ring < n_ctx ? p->sinks + ring : n_ctx;
+        ring = span < n_alloc ? (long)span : n_alloc;
+        p->sinks = cfg->sinks < n_alloc ? cfg->sinks : n_alloc;
+        rows = p->sinks + ring < n_alloc ? p->sinks + ring : n_alloc;
         p->ring = (int)ring;
         list = rows;
         break;
@@ -570,12 +570,12 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
         if (cfg->stride < 1) return -1;
         if (cfg->kind == ATTENTION_FIXED && (cfg->summary < 0 || cfg->summary > cfg->stride))
             return -1;
-        rows = list = n_ctx;
+        rows = list = n_alloc;
         break;
     case ATTENTION_LSH:
         if (cfg->buckets < 1 || (cfg->buckets > 1 && cfg->buckets % 2 != 0) ||
             cfg->rounds < 1 || cfg->local < 0 || cfg->sinks < 0) return -1;
-        rows = list = n_ctx;
+        rows = list = n_alloc;
         p->rounds = cfg->rounds;
         p->rand_rows = cfg->buckets / 2;
         break;
@@ -594,8 +594,8 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     case ATTENTION_SYNTH_RANDOM: case ATTENTION_SYNTH_DENSE:
     case ATTENTION_SYNTH_FRANDOM: case ATTENTION_SYNTH_FDENSE:
         /* the parameters cover positions 0 .. L-1 */
-        if (attention_synth_floats(cfg, shape) == 0 || n_ctx > cfg->synth_len) return -1;
-        rows = n_ctx;
+        if (attention_synth_floats(cfg, shape) == 0 || n_alloc > cfg->synth_len) return -1;
+        rows = n_alloc;
         break;
     default:
         return -1;
@@ -614,7 +614,8 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     double bytes = 4.0 * ((double)p->kv_rows * NKV * HS * 2 + (double)NH * p->list_cap +
                           (double)NH * p->rec_floats + (double)NH * p->rounds * p->rand_rows * HS);
     if (cfg->kind == ATTENTION_LSH)
-        bytes += 4.0 * NH * ((double)p->rounds * cfg->buckets + (double)p->rounds * n_ctx + n_ctx);
+        bytes += 4.0 * NH * ((double)p->rounds * cfg->buckets +
+                             (double)p->rounds * n_alloc + n_alloc);
     if (bytes > (double)(SIZE_MAX / 2)) return -1;
     size_t kv = (size_t)p->kv_rows * NKV * HS * sizeof(float);
     p->key = align_up(sizeof(StateHeader));
@@ -627,8 +628,8 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     size_t lsh_first = 0, lsh_next = 0, lsh_stamp = 0;
     if (cfg->kind == ATTENTION_LSH) {
         lsh_first = (size_t)NH * p->rounds * cfg->buckets * sizeof(int32_t);
-        lsh_next = (size_t)NH * p->rounds * n_ctx * sizeof(int32_t);
-        lsh_stamp = (size_t)NH * n_ctx * sizeof(int32_t);
+        lsh_next = (size_t)NH * p->rounds * n_alloc * sizeof(int32_t);
+        lsh_stamp = (size_t)NH * n_alloc * sizeof(int32_t);
     }
     p->next = align_up(p->first + lsh_first);
     p->stamp = align_up(p->next + lsh_next);
@@ -636,15 +637,15 @@ static int plan(Plan *p, const AttentionConfig *cfg, const AttentionShape *shape
     return 0;
 }
 
-size_t attention_state_bytes(const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx) {
+size_t attention_state_bytes(const AttentionConfig *cfg, const AttentionShape *shape, int n_alloc) {
     Plan p;
-    return plan(&p, cfg, shape, n_ctx) == 0 ? p.total : 0;
+    return plan(&p, cfg, shape, n_alloc) == 0 ? p.total : 0;
 }
 
 size_t attention_step_scratch_floats(const AttentionConfig *cfg, const AttentionShape *shape,
-                                     int n_ctx) {
+                                     int n_alloc) {
     Plan p;
-    if (plan(&p, cfg, shape, n_ctx) != 0) return 0;
+    if (plan(&p, cfg, shape, n_alloc) != 0) return 0;
     return (size_t)shape->n_heads * p.score_cap;
 }
 
@@ -749,9 +750,9 @@ static long random_offset(const Plan *p, int h, int r, int HS) {
 }
 
 float *attention_state_random(const AttentionConfig *cfg, const AttentionShape *shape,
-                              int n_ctx, void *state, int head, int round, int *rows) {
+                              int n_alloc, void *state, int head, int round, int *rows) {
     Plan p;
-    if (plan(&p, cfg, shape, n_ctx) != 0 || p.rand_rows == 0 || head < 0 ||
+    if (plan(&p, cfg, shape, n_alloc) != 0 || p.rand_rows == 0 || head < 0 ||
         head >= shape->n_heads || round < 0 || round >= p.rounds) return NULL;
     *rows = p.rand_rows;
     return (float *)at(state, p.rand) + random_offset(&p, head, round, shape->head_dim);
@@ -759,7 +760,7 @@ float *attention_state_random(const AttentionConfig *cfg, const AttentionShape *
 
 /* Empties the per-sequence parts: recurrent sums, running maxima, LSH lists. */
 static void reset_sequence(const Plan *p, const AttentionConfig *cfg,
-                           const AttentionShape *shape, int n_ctx, void *state) {
+                           const AttentionShape *shape, int n_alloc, void *state) {
     int NH = shape->n_heads, HS = shape->head_dim;
     float *rec = at(state, p->rec);
     memset(rec, 0, (size_t)NH * p->rec_floats * sizeof(float));
@@ -772,7 +773,7 @@ static void reset_sequence(const Plan *p, const AttentionConfig *cfg,
     if (cfg->kind == ATTENTION_LSH) {
         int32_t *first = at(state, p->first), *stamp = at(state, p->stamp);
         for (long i = 0; i < (long)NH * p->rounds * cfg->buckets; i++) first[i] = -1;
-        memset(stamp, 0, (size_t)NH * n_ctx * sizeof(int32_t));
+        memset(stamp, 0, (size_t)NH * n_alloc * sizeof(int32_t));
     }
 }
 
@@ -809,13 +810,13 @@ int attention_draw_random(const AttentionConfig *cfg, const AttentionShape *shap
     return 0;
 }
 
-int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx,
+int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape, int n_alloc,
                          int layer, void *state) {
     Plan p;
-    if (plan(&p, cfg, shape, n_ctx) != 0) return -1;
+    if (plan(&p, cfg, shape, n_alloc) != 0) return -1;
     memset(state, 0, p.total);
     draw_random(&p, cfg, shape, layer, 0, (float *)at(state, p.rand));
-    reset_sequence(&p, cfg, shape, n_ctx, state);
+    reset_sequence(&p, cfg, shape, n_alloc, state);
     ((StateHeader *)state)->next_pos = 0;
     return 0;
 }
@@ -927,27 +928,27 @@ static int lsh_round_bucket(const float *x, const float *R, int r, int half, int
 typedef struct {
     const float *R;     /* (rounds, nb/2, HS) rotations */
     int32_t *first;     /* (rounds, nb) */
-    int32_t *next;      /* (rounds, n_ctx) */
-    int32_t *stamp;     /* (n_ctx,) stamp[j] == i + 1: j already listed for query i */
+    int32_t *next;      /* (rounds, n_alloc) */
+    int32_t *stamp;     /* (n_alloc,) stamp[j] == i + 1: j already listed for query i */
 } LshHead;
 
 static LshHead lsh_head(const Plan *p, const AttentionConfig *cfg, const AttentionShape *shape,
-                        int n_ctx, void *state, int h) {
+                        int n_alloc, void *state, int h) {
     int HS = shape->head_dim;
     LshHead v;
     v.R = (const float *)at(state, p->rand) + random_offset(p, h, 0, HS);
     v.first = (int32_t *)at(state, p->first) + (long)h * p->rounds * cfg->buckets;
-    v.next = (int32_t *)at(state, p->next) + (long)h * p->rounds * n_ctx;
-    v.stamp = (int32_t *)at(state, p->stamp) + (long)h * n_ctx;
+    v.next = (int32_t *)at(state, p->next) + (long)h * p->rounds * n_alloc;
+    v.stamp = (int32_t *)at(state, p->stamp) + (long)h * n_alloc;
     return v;
 }
 
 /* Adds key k (HS,) at position i to its bucket in every round. */
-static void lsh_insert(const LshHead *v, const Plan *p, const AttentionConfig *cfg, int n_ctx,
+static void lsh_insert(const LshHead *v, const Plan *p, const AttentionConfig *cfg, int n_alloc,
                        int HS, const float *k, int i) {
     for (int r = 0; r < p->rounds; r++) {
         int b = lsh_round_bucket(k, v->R, r, p->rand_rows, HS);
-        v->next[(long)r * n_ctx + i] = v->first[(long)r * cfg->buckets + b];
+        v->next[(long)r * n_alloc + i] = v->first[(long)r * cfg->buckets + b];
         v->first[(long)r * cfg->buckets + b] = i;
     }
 }
@@ -961,14 +962,15 @@ static int lsh_local_first(const AttentionConfig *cfg, int i) {
 
 /* Candidates of query q at position i: the sinks, the local window (self included),
  * and every key sharing q's bucket in some round, each once, in position order. */
-static int lsh_rows(const LshHead *v, const Plan *p, const AttentionConfig *cfg, int n_ctx,
+static int lsh_rows(const LshHead *v, const Plan *p, const AttentionConfig *cfg, int n_alloc,
                     int HS, const float *q, int i, int32_t *rows) {
     int32_t mark = i + 1;
     for (int j = 0; j < cfg->sinks && j <= i; j++) v->stamp[j] = mark;
     for (int j = lsh_local_first(cfg, i); j <= i; j++) v->stamp[j] = mark;
     for (int r = 0; r < p->rounds; r++) {
         int b = lsh_round_bucket(q, v->R, r, p->rand_rows, HS);
-        for (int j = v->first[(long)r * cfg->buckets + b]; j >= 0; j = v->next[(long)r * n_ctx + j])
+        for (int j = v->first[(long)r * cfg->buckets + b]; j >= 0;
+             j = v->next[(long)r * n_alloc + j])
             v->stamp[j] = mark;
     }
     int n = 0;
@@ -1347,7 +1349,7 @@ typedef struct {
     const AttentionShape *shape;
     Plan p;
     void *state;
-    int n_ctx, pos, T;
+    int n_alloc, pos, T;
     float *out, *scratch;
     const float *q, *k_new, *v_new;
 } StepJob;
@@ -1361,7 +1363,7 @@ static void step_kv_head(void *ctx, int g) {
     const AttentionShape *shape = s->shape;
     const Plan p = s->p;
     void *state = s->state;
-    int n_ctx = s->n_ctx, pos = s->pos, T = s->T;
+    int n_alloc = s->n_alloc, pos = s->pos, T = s->T;
     float *out = s->out, *scratch = s->scratch;
     const float *q = s->q, *k_new = s->k_new, *v_new = s->v_new;
     int NH = shape->n_heads, NKV = shape->n_kv_heads, HS = shape->head_dim;
@@ -1410,10 +1412,10 @@ static void step_kv_head(void *ctx, int g) {
                             0);
                 break;
             case ATTENTION_LSH: {
-                LshHead lsh = lsh_head(&p, cfg, shape, n_ctx, state, h);
-                lsh_insert(&lsh, &p, cfg, n_ctx, HS, k_t, i);
+                LshHead lsh = lsh_head(&p, cfg, shape, n_alloc, state, h);
+                lsh_insert(&lsh, &p, cfg, n_alloc, HS, k_t, i);
                 if (!out) break;
-                n = lsh_rows(&lsh, &p, cfg, n_ctx, HS, q_t, i, rows);
+                n = lsh_rows(&lsh, &p, cfg, n_alloc, HS, q_t, i, rows);
                 attend_rows(out_t, q_t, k_g, v_g, kv_stride, rows, n, HS, sc, work_h, NULL,
                             0);
                 break;
@@ -1443,22 +1445,22 @@ static void step_kv_head(void *ctx, int g) {
 }
 
 int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void *state,
-                   int n_ctx, float *out, const float *q, const float *k_new,
+                   int n_alloc, float *out, const float *q, const float *k_new,
                    const float *v_new, int pos, int T, float *scratch) {
     Plan p;
-    if (plan(&p, cfg, shape, n_ctx) != 0 || T < 1 || pos < 0 || pos > n_ctx - T ||
+    if (plan(&p, cfg, shape, n_alloc) != 0 || T < 1 || pos < 0 || pos > n_alloc - T ||
         (attention_is_synth(cfg->kind) && !cfg->synth)) return -1;
     StateHeader *header = state;
     int full_cache = cfg->kind == ATTENTION_EXACT || cfg->kind == ATTENTION_GAUSS ||
                      cfg->kind == ATTENTION_STRIDED || cfg->kind == ATTENTION_FIXED ||
                      attention_is_synth(cfg->kind);
     if (pos != 0 && pos != header->next_pos && !full_cache) return -1;
-    if (pos == 0) reset_sequence(&p, cfg, shape, n_ctx, state);
+    if (pos == 0) reset_sequence(&p, cfg, shape, n_alloc, state);
     /* Each kv head g is one job: it alone writes its rows of the K/V store, the state
      * and scratch of its query heads, and their columns of out. So the bits do not depend
      * on the thread count. Work is about NH T HS times the keys (or recurrent rows) each
      * query reads; small steps stay on the calling thread. */
-    StepJob job = {cfg, shape, p, state, n_ctx, pos, T, out, scratch, q, k_new, v_new};
+    StepJob job = {cfg, shape, p, state, n_alloc, pos, T, out, scratch, q, k_new, v_new};
     long rows = p.kv_rows > 0 ? p.kv_rows : p.rec_floats / shape->head_dim + 1;
     kernels_parallel_for(step_kv_head, &job, shape->n_kv_heads,
                          (double)shape->n_heads * T * shape->head_dim * rows);
@@ -1687,10 +1689,10 @@ static void weights_head(void *ctx, int h) {
 }
 
 int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, const void *state,
-                      int n_ctx, float *w, const float *q, const float *k, int q0, int T,
+                      int n_alloc, float *w, const float *q, const float *k, int q0, int T,
                       float *scratch) {
     Plan p;
-    if (plan(&p, cfg, shape, n_ctx) != 0 || T < 1 || T > n_ctx || q0 < 0 || q0 >= T || !w ||
+    if (plan(&p, cfg, shape, n_alloc) != 0 || T < 1 || T > n_alloc || q0 < 0 || q0 >= T || !w ||
         !q || !k || !scratch || (p.rand_rows > 0 && !state) ||
         (attention_is_synth(cfg->kind) && !cfg->synth)) return -1;
     /* Each head is one job: it writes only its own rows of w and its own part of scratch,
@@ -1716,9 +1718,9 @@ static size_t backward_head_floats(int T, int HS) {
     return (size_t)T * (2 * (size_t)HS + 1 + 3 * BACKWARD_QUERIES);
 }
 
-size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx) {
+size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_alloc) {
     /* one block per kv head, so kv heads run in parallel */
-    return (size_t)shape->n_kv_heads * backward_head_floats(n_ctx, shape->head_dim);
+    return (size_t)shape->n_kv_heads * backward_head_floats(n_alloc, shape->head_dim);
 }
 
 /* The softmax half of attend_rows' backward for one head and one query, with p (n_keys,)

@@ -25,10 +25,10 @@ typedef struct {
     float scale;      /* score = (q . k) * scale; 1/sqrt(HS) for scaled dot product */
 } AttentionShape;
 
-/* Floats of scratch attention_forward needs for a context of up to n_ctx positions: the
+/* Floats of scratch attention_forward needs for a context of up to n_alloc positions: the
  * score rows of a block of queries per head (a size_t: it exceeds an int for large head
  * counts and contexts). */
-size_t attention_scratch_floats(const AttentionShape *shape, int n_ctx);
+size_t attention_scratch_floats(const AttentionShape *shape, int n_alloc);
 
 /* Exact causal multi-head scaled dot-product attention (docs/attention.md §2), with a
  * max-subtracted softmax (§1). Query t (position pos + t) sees keys 0 .. pos + t.
@@ -43,27 +43,27 @@ void attention_forward(const AttentionShape *shape, float *out, const float *q,
                        const float *k, const float *v, int pos, int T, float *scratch);
 
 /* attention_forward over a KV cache whose rows are by kv head (the model's):
- *   k, v    (NKV, n_ctx, HS)   kv head g's key of position j at k + (g n_ctx + j) HS
+ *   k, v    (NKV, n_alloc, HS)   kv head g's key of position j at k + (g n_alloc + j) HS
  * (positions 0 .. pos + T - 1 written), the same bits as attention_forward. A head's keys
- * are contiguous, so they stream; in (n_ctx, NKV HS) rows a long context's keys of one
+ * are contiguous, so they stream; in (n_alloc, NKV HS) rows a long context's keys of one
  * head lie a row apart and fall into a few cache sets. */
 void attention_forward_cache(const AttentionShape *shape, float *out, const float *q,
-                             const float *k, const float *v, int n_ctx, int pos, int T,
+                             const float *k, const float *v, int n_alloc, int pos, int T,
                              float *scratch);
 
 /* Floats of scratch attention_forward_cache_half needs: attention_scratch_floats(shape,
- * n_ctx), then each head's keys and values of n_ctx positions as floats. */
-size_t attention_half_scratch_floats(const AttentionShape *shape, int n_ctx);
+ * n_alloc), then each head's keys and values of n_alloc positions as floats. */
+size_t attention_half_scratch_floats(const AttentionShape *shape, int n_alloc);
 
 /* attention_forward_cache over a cache kept in IEEE half precision (kernels_to_half's
  * bits, half the bytes to store and to read). One query (T = 1, decode) reads the halves
  * in place, widening each as it is loaded; more queries first convert the kv head's keys
  * and values of positions 0 .. pos + T - 1 to floats, on the head job's stack where they
- * fit, else in its own part of scratch (attention_half_scratch_floats(shape, n_ctx)), then
+ * fit, else in its own part of scratch (attention_half_scratch_floats(shape, n_alloc)), then
  * attend as attention_forward_cache does. Either way the same bits as over a float cache
  * holding the same rounded values. */
 void attention_forward_cache_half(const AttentionShape *shape, float *out, const float *q,
-                                  const uint16_t *k, const uint16_t *v, int n_ctx, int pos,
+                                  const uint16_t *k, const uint16_t *v, int n_alloc, int pos,
                                   int T, float *scratch);
 
 /* Dropout on the attention weights, for training: in a call over T queries, the weight of
@@ -90,9 +90,9 @@ void attention_forward_dropout(const AttentionShape *shape, const AttentionDropo
  * attention_state_bytes() that the caller allocates and attention_state_init()
  * fills; attention_step() appends new keys/values to it and attends. The state is
  * one of the four kinds of docs/attention.md §10:
- *   (A) full KV cache: exact, gauss, strided, fixed (synth-*: values only)  O(n_ctx)
+ *   (A) full KV cache: exact, gauss, strided, fixed (synth-*: values only)  O(n_alloc)
  *   (B) sink slots + ring buffer: window, dilated         O(sinks + W)
- *   (C) fixed-size recurrent state: linear, efficient, performer   O(1) in n_ctx
+ *   (C) fixed-size recurrent state: linear, efficient, performer   O(1) in n_alloc
  *   (D) KV cache + per-round LSH bucket lists: lsh
  * Randomness (Performer features, LSH rotations) is drawn at init from the
  * project's own generator (splitmix64 seeding xoshiro256**), keyed by (seed,
@@ -177,7 +177,8 @@ typedef struct {
     int factor;        /* synth-frandom: k, the rank of R1 R2^T; synth-fdense: a, with
                         * a (L / a) = L (so a divides L) */
     int synth_len;     /* L (Synthesizers): the positions the parameters cover, the model's
-                        * context; attention over n_ctx <= L positions reads their first n_ctx */
+                        * context; attention over n_alloc <= L positions reads their first
+                        * n_alloc */
     const float *synth;  /* (attention_synth_floats,) a Synthesizer's trained parameters, not
                         * owned; head h's block of attention_synth_floats / NH floats:
                         * random R (L, L); frandom R1 (L, k) then R2 (L, k); dense W (L, HS)
@@ -216,18 +217,18 @@ int attention_is_synth(AttentionKind kind);
  * other kinds, or if cfg is invalid (synth_len < 1, fdense's factor not dividing it). */
 size_t attention_synth_floats(const AttentionConfig *cfg, const AttentionShape *shape);
 
-/* Bytes of one layer's state for contexts of up to n_ctx positions, or 0 if cfg is
+/* Bytes of one layer's state for contexts of up to n_alloc positions, or 0 if cfg is
  * invalid for this shape (a parameter out of range; see lab/attention_spec.c). */
-size_t attention_state_bytes(const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx);
+size_t attention_state_bytes(const AttentionConfig *cfg, const AttentionShape *shape, int n_alloc);
 
 /* Prepares a state block of attention_state_bytes() bytes for layer `layer`: draws
  * its random matrices, and marks it empty. Returns 0, or -1 if cfg is invalid. */
-int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape, int n_ctx,
+int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape, int n_alloc,
                          int layer, void *state);
 
 /* Floats of scratch attention_step needs. */
 size_t attention_step_scratch_floats(const AttentionConfig *cfg, const AttentionShape *shape,
-                                     int n_ctx);
+                                     int n_alloc);
 
 /* Appends T new keys/values to the state and attends for the queries at positions
  * pos .. pos+T-1, each seeing only its own and earlier positions.
@@ -245,7 +246,7 @@ size_t attention_step_scratch_floats(const AttentionConfig *cfg, const Attention
  * for any thread count. Never allocates.
  * Returns 0, or -1 (nothing written) if pos/T are out of range or do not continue. */
 int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void *state,
-                   int n_ctx, float *out, const float *q, const float *k_new,
+                   int n_alloc, float *out, const float *q, const float *k_new,
                    const float *v_new, int pos, int T, float *scratch);
 
 /* The random matrix of (head, round) inside an initialised state, rows contiguous:
@@ -253,7 +254,7 @@ int attention_step(const AttentionConfig *cfg, const AttentionShape *shape, void
  * NULL for kinds without randomness. For tests and diagnostics, which may overwrite
  * it (e.g. with a fixed matrix) before the first step. */
 float *attention_state_random(const AttentionConfig *cfg, const AttentionShape *shape,
-                              int n_ctx, void *state, int head, int round, int *rows);
+                              int n_alloc, void *state, int head, int round, int *rows);
 
 /* Floats of scratch attention_weights needs for up to T positions, or 0 if cfg is invalid. */
 size_t attention_weights_scratch_floats(const AttentionConfig *cfg, const AttentionShape *shape,
@@ -266,9 +267,9 @@ size_t attention_weights_scratch_floats(const AttentionConfig *cfg, const Attent
  *                            the window or pattern, in no shared LSH bucket, ...)
  *   q       (T, NH * HS)     queries of positions 0 .. T-1 (after any rotary embedding)
  *   k       (T, NKV * HS)    keys of positions 0 .. T-1 (the same ones attention_step got)
- *   state   a state block of (cfg, shape, n_ctx) after attention_state_init for this layer:
+ *   state   a state block of (cfg, shape, n_alloc) after attention_state_init for this layer:
  *           only its random matrices are read (LSH rotations, Performer features); may be
- *           NULL for kinds without them. T <= n_ctx.
+ *           NULL for kinds without them. T <= n_alloc.
  *   scratch (attention_weights_scratch_floats(cfg, shape, T),)  overwritten
  * Softmax kinds: the weights of attention_step's own softmax, bit for bit; each row sums to
  * 1 (softmax1 or a sink logit: 1 minus the virtual key's share). Kernelised kinds (linear,
@@ -281,17 +282,17 @@ size_t attention_weights_scratch_floats(const AttentionConfig *cfg, const Attent
  * plus one feature map or hash of each key (Performer: O(NH T m (T - q0 + HS))). Heads run
  * in parallel (kernels_parallel_for), bitwise identical for any thread count. Never
  * allocates.
- * Returns 0, or -1 (nothing written) if cfg is invalid, T < 1, T > n_ctx, q0 < 0,
+ * Returns 0, or -1 (nothing written) if cfg is invalid, T < 1, T > n_alloc, q0 < 0,
  * q0 >= T, a pointer is NULL, or state is NULL for LSH (nb > 1) or Performer. */
 int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, const void *state,
-                      int n_ctx, float *w, const float *q, const float *k, int q0, int T,
+                      int n_alloc, float *w, const float *q, const float *k, int q0, int T,
                       float *scratch);
 
 /* ------------------------------------------------------------------------- */
 /* Backward of exact attention, for the trainer                                */
 
-/* Floats of scratch attention_backward needs for a context of up to n_ctx positions. */
-size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_ctx);
+/* Floats of scratch attention_backward needs for a context of up to n_alloc positions. */
+size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_alloc);
 
 /* Backward of attention_forward with pos = 0 (training: T queries over T keys). The
  * softmax weights are recomputed from q and k, not stored. With out = softmax(s) . v

@@ -93,17 +93,17 @@ int model_attention_is_plain(const AttentionConfig *cfg) {
            !cfg->unscaled && cfg->tau == 1.0f;
 }
 
-/* Bytes of exact attention's KV cache for n_ctx positions: keys and values, all layers,
+/* Bytes of exact attention's KV cache for n_alloc positions: keys and values, all layers,
  * in floats or (half) halves. */
-static size_t kv_cache_bytes(const Config *c, int n_ctx, int half) {
+static size_t kv_cache_bytes(const Config *c, int n_alloc, int half) {
     size_t value = half ? sizeof(uint16_t) : sizeof(float);
-    return 2 * value * (size_t)c->n_layers * (size_t)n_ctx * (size_t)c->kv_dim;
+    return 2 * value * (size_t)c->n_layers * (size_t)n_alloc * (size_t)c->kv_dim;
 }
 
 /* Floats of scratch exact attention needs over that cache. */
-static size_t kv_scratch_floats(const Model *m, int n_ctx) {
-    return m->half_cache ? attention_half_scratch_floats(&m->heads, n_ctx)
-                         : attention_scratch_floats(&m->heads, n_ctx);
+static size_t kv_scratch_floats(const Model *m, int n_alloc) {
+    return m->half_cache ? attention_half_scratch_floats(&m->heads, n_alloc)
+                         : attention_scratch_floats(&m->heads, n_alloc);
 }
 
 /* state_bytes plus scratch_floats floats, or SIZE_MAX if that overflows (so that the
@@ -116,11 +116,11 @@ static size_t state_plus_scratch(size_t state_bytes, size_t scratch_floats) {
 }
 
 /* Refuses (with a message) an attention state larger than MODEL_MAX_STATE_BYTES. */
-static int check_state_size(const char *what, size_t bytes, int n_ctx) {
+static int check_state_size(const char *what, size_t bytes, int n_alloc) {
     if (bytes <= MODEL_MAX_STATE_BYTES) return 0;
     fprintf(stderr, "model: attention %s for %d positions needs %zu MiB (expected at most "
             "%zu MiB, MODEL_MAX_STATE_BYTES: use a shorter context or a smaller variant)\n",
-            what, n_ctx, bytes >> 20, (size_t)MODEL_MAX_STATE_BYTES >> 20);
+            what, n_alloc, bytes >> 20, (size_t)MODEL_MAX_STATE_BYTES >> 20);
     return -1;
 }
 
@@ -138,12 +138,12 @@ static int max_positions(const Model *m, const char *what) {
     return fit < (size_t)m->config.seq_len ? (int)fit : m->config.seq_len;
 }
 
-/* While tracing, allocates the trace for m->n_ctx positions (after the attention state:
+/* While tracing, allocates the trace for m->n_alloc positions (after the attention state:
  * the weights' scratch depends on the variant). */
 static int alloc_trace(Model *m) {
     if (!m->tracing) return 0;
     const Config *c = &m->config;
-    size_t rows = (size_t)c->n_layers * (size_t)m->n_ctx, q_floats, k_floats;
+    size_t rows = (size_t)c->n_layers * (size_t)m->n_alloc, q_floats, k_floats;
     /* a product that wraps (32-bit size_t) allocates nothing: refused below */
     if (checkpoint_size_mul(rows, (size_t)c->dim, &q_floats) == 0 &&
         checkpoint_size_mul(rows, (size_t)c->kv_dim, &k_floats) == 0) {
@@ -153,13 +153,13 @@ static int alloc_trace(Model *m) {
     size_t scratch = 0;
     for (int l = 0; l < c->n_layers; l++) {
         size_t layer = attention_weights_scratch_floats(&m->attention_configs[l],
-                                                        &m->heads, m->n_ctx);
+                                                        &m->heads, m->n_alloc);
         if (layer > scratch) scratch = layer;
     }
     m->trace.scratch = calloc(scratch + 1, sizeof(float));
     if (m->trace.q && m->trace.k && m->trace.scratch) return 0;
     fprintf(stderr, "model: out of memory for the attention trace (%d layers of %d "
-            "positions)\n", c->n_layers, m->n_ctx);
+            "positions)\n", c->n_layers, m->n_alloc);
     free_attention(m);
     return -1;
 }
@@ -192,7 +192,7 @@ static AttentionConfig layer_config(const Model *m, const AttentionConfig *cfg, 
 
 int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     const Config *c = &m->config;
-    int n_ctx = m->n_ctx, L = c->n_layers;
+    int n_alloc = m->n_alloc, L = c->n_layers;
     free_attention(m);
     /* the model's from here: free_attention frees them with the rest on any failure */
     AttentionConfig *kept = m->attention_configs = malloc((size_t)L * sizeof *kept);
@@ -225,21 +225,21 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
         }
     }
     if (all_plain(kept, L)) {
-        /* the KV cache and the score rows (a block of queries' rows of n_ctx floats per
+        /* the KV cache and the score rows (a block of queries' rows of n_alloc floats per
          * head) count toward the limit together */
-        size_t scratch_floats = kv_scratch_floats(m, n_ctx);
+        size_t scratch_floats = kv_scratch_floats(m, n_alloc);
         if (check_state_size("exact (KV cache)",
-                             state_plus_scratch(kv_cache_bytes(c, n_ctx, m->half_cache),
+                             state_plus_scratch(kv_cache_bytes(c, n_alloc, m->half_cache),
                                                 scratch_floats),
-                             n_ctx) != 0) {
+                             n_alloc) != 0) {
             free_attention(m);
             return -1;
         }
         /* pages come 2 MiB at a time where the system grants huge pages (os_alloc_zeroed):
-         * each then holds several heads' rows for all n_ctx positions, so a first write
+         * each then holds several heads' rows for all n_alloc positions, so a first write
          * commits most of the cache (model_set_context commits it all first); their reach
          * in the TLB pays at long contexts, where attention reads the whole cache */
-        size_t values = (size_t)L * (size_t)n_ctx * (size_t)c->kv_dim;
+        size_t values = (size_t)L * (size_t)n_alloc * (size_t)c->kv_dim;
         if (m->half_cache) {
             m->cache.k_half = os_alloc_zeroed(values, sizeof(uint16_t));
             m->cache.v_half = os_alloc_zeroed(values, sizeof(uint16_t));
@@ -251,7 +251,7 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
         if (!(m->half_cache ? m->cache.k_half && m->cache.v_half : m->cache.k && m->cache.v) ||
             !m->state.scratch)
             goto out_of_memory;
-        m->attention_bytes = kv_cache_bytes(c, n_ctx, m->half_cache);   /* keys and values */
+        m->attention_bytes = kv_cache_bytes(c, n_alloc, m->half_cache);   /* keys and values */
         m->lab = 0;
         return alloc_trace(m);
     }
@@ -261,12 +261,12 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     const char *kinds = attention_kind_name(kept[0].kind);
     for (int l = 0; l < L; l++) {
         const AttentionConfig *cfg = &kept[l];
-        size_t layer_bytes = attention_state_bytes(cfg, &m->heads, n_ctx);
-        size_t layer_scratch = attention_step_scratch_floats(cfg, &m->heads, n_ctx);
+        size_t layer_bytes = attention_state_bytes(cfg, &m->heads, n_alloc);
+        size_t layer_scratch = attention_step_scratch_floats(cfg, &m->heads, n_alloc);
         if (layer_bytes == 0 || layer_scratch == 0) {
             fprintf(stderr, "model: attention %s (layer %d): invalid parameters for this model "
                     "(%d heads of %d, context %d)\n", attention_kind_name(cfg->kind), l,
-                    c->n_heads, c->head_dim, n_ctx);
+                    c->n_heads, c->head_dim, n_alloc);
             free_attention(m);
             return -1;
         }
@@ -277,7 +277,7 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
         if (layer_scratch > scratch) scratch = layer_scratch;
     }
     offset[L] = total;
-    if (check_state_size(kinds, state_plus_scratch(total, scratch), n_ctx) != 0) {
+    if (check_state_size(kinds, state_plus_scratch(total, scratch), n_alloc) != 0) {
         free_attention(m);
         return -1;
     }
@@ -285,14 +285,14 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs) {
     m->state.scratch = calloc(scratch, sizeof(float));
     if (!m->attention_state || !m->state.scratch) goto out_of_memory;
     for (int l = 0; l < L; l++)   /* cannot fail: attention_state_bytes took each cfg */
-        attention_state_init(&kept[l], &m->heads, n_ctx, l,
+        attention_state_init(&kept[l], &m->heads, n_alloc, l,
                              (char *)m->attention_state + offset[l]);
     m->attention_bytes = total;
     m->lab = 1;
     return alloc_trace(m);
 out_of_memory:
     fprintf(stderr, "model: attention %s: out of memory for %d layers of %d positions\n",
-            attention_kind_name(kept[0].kind), L, n_ctx);
+            attention_kind_name(kept[0].kind), L, n_alloc);
     free_attention(m);
     return -1;
 }
@@ -350,20 +350,20 @@ static void commit_memory(Model *m) {
     }
 }
 
-int model_set_context(Model *m, int n_ctx) {
-    if (n_ctx < 1 || n_ctx > m->max_ctx) {
-        fprintf(stderr, "model: context out of range (got %d, expected 1..%d)\n", n_ctx,
+int model_set_context(Model *m, int n_alloc) {
+    if (n_alloc < 1 || n_alloc > m->max_ctx) {
+        fprintf(stderr, "model: context out of range (got %d, expected 1..%d)\n", n_alloc,
                 m->max_ctx);
         return -1;
     }
-    m->n_ctx = n_ctx;
-    m->max_chunk = m->chunk_rows < n_ctx ? m->chunk_rows : n_ctx;
+    m->n_alloc = n_alloc;
+    m->max_chunk = m->chunk_rows < n_alloc ? m->chunk_rows : n_alloc;
     if (reset_attention(m) != 0) return -1;
     commit_memory(m);
     return 0;
 }
 
-int model_load(Model *m, const char *path, int max_chunk, int n_ctx) {
+int model_load(Model *m, const char *path, int max_chunk, int n_alloc) {
     memset(m, 0, sizeof *m);
     if (max_chunk < 1) {
         fprintf(stderr, "model: %s: chunk size out of range (got %d, expected >= 1)\n",
@@ -381,14 +381,14 @@ int model_load(Model *m, const char *path, int max_chunk, int n_ctx) {
     m->heads.scale = 1.0f / sqrtf((float)c->head_dim);
     m->half_cache = c->half_kv;   /* a GGUF model's keys and values are halves already */
     if ((m->max_ctx = max_positions(m, path)) < 1) goto fail;
-    if (n_ctx < 0 || n_ctx > m->max_ctx) {
+    if (n_alloc < 0 || n_alloc > m->max_ctx) {
         fprintf(stderr, "model: %s: context out of range (got %d, expected 0 for the model's "
-                "or 1..%d)\n", path, n_ctx, m->max_ctx);
+                "or 1..%d)\n", path, n_alloc, m->max_ctx);
         goto fail;
     }
-    m->n_ctx = n_ctx ? n_ctx : m->max_ctx;
+    m->n_alloc = n_alloc ? n_alloc : m->max_ctx;
     m->chunk_rows = max_chunk < m->max_ctx ? max_chunk : m->max_ctx;
-    m->max_chunk = m->chunk_rows < m->n_ctx ? m->chunk_rows : m->n_ctx;
+    m->max_chunk = m->chunk_rows < m->n_alloc ? m->chunk_rows : m->n_alloc;
     if (alloc_state(m) != 0) {
         fprintf(stderr, "model: %s: out of memory for activations\n", path);
         goto fail;
@@ -414,8 +414,8 @@ int model_set_half_cache(Model *m, int half) {
         return -1;
     }
     m->max_ctx = max_ctx;   /* halves hold more positions of a deep model, fewer of a shallow */
-    if (m->n_ctx > max_ctx) m->n_ctx = max_ctx;
-    m->max_chunk = m->chunk_rows < m->n_ctx ? m->chunk_rows : m->n_ctx;
+    if (m->n_alloc > max_ctx) m->n_alloc = max_ctx;
+    m->max_chunk = m->chunk_rows < m->n_alloc ? m->chunk_rows : m->n_alloc;
     return reset_attention(m);
 }
 
@@ -427,17 +427,17 @@ int model_trace(Model *m, int on) {
 int model_attention_weights(Model *m, int layer, int q0, int T, float *w) {
     const Config *c = &m->config;
     if (!m->tracing || !m->trace.q || layer < 0 || layer >= c->n_layers || q0 < 0 || q0 >= T ||
-        T > m->n_ctx) {
+        T > m->n_alloc) {
         fprintf(stderr, "model: attention weights of layer %d, queries %d..%d out of range "
                 "(expected tracing on, layer 0..%d, 0 <= q0 < T <= %d)\n", layer, q0, T - 1,
-                c->n_layers - 1, m->n_ctx);
+                c->n_layers - 1, m->n_alloc);
         return -1;
     }
-    const float *q_l = m->trace.q + (size_t)layer * m->n_ctx * c->dim;      /* (n_ctx, C) */
-    const float *k_l = m->trace.k + (size_t)layer * m->n_ctx * c->kv_dim;   /* (n_ctx, KVD) */
+    const float *q_l = m->trace.q + (size_t)layer * m->n_alloc * c->dim;      /* (n_alloc, C) */
+    const float *k_l = m->trace.k + (size_t)layer * m->n_alloc * c->kv_dim;   /* (n_alloc, KVD) */
     const void *state_l = m->lab ? (char *)m->attention_state + m->attention_offset[layer]
                                  : NULL;
-    return attention_weights(&m->attention_configs[layer], &m->heads, state_l, m->n_ctx, w, q_l,
+    return attention_weights(&m->attention_configs[layer], &m->heads, state_l, m->n_alloc, w, q_l,
                              k_l, q0, T, m->trace.scratch);
 }
 
@@ -496,10 +496,10 @@ static void next_block(BlockBuffers *b) {
     b->out = x;
 }
 
-/* Where layer l's part of the KV cache starts: its keys (NKV, n_ctx, HS) at cache.k (or
+/* Where layer l's part of the KV cache starts: its keys (NKV, n_alloc, HS) at cache.k (or
  * k_half) + this, its values the same way. */
 static size_t cache_layer(const Model *m, int l) {
-    return (size_t)l * (size_t)m->n_ctx * (size_t)m->config.kv_dim;
+    return (size_t)l * (size_t)m->n_alloc * (size_t)m->config.kv_dim;
 }
 
 /* cache_append's arguments, for its jobs. */
@@ -521,7 +521,7 @@ static void append_job(void *ctx, int j) {
     for (int g = 0; g < NKV; g++)
         for (size_t t = t0; t < t1; t++) {
             size_t row = cache_layer(m, a->l) +
-                         ((size_t)g * (size_t)m->n_ctx + (size_t)a->pos + t) * (size_t)HS;
+                         ((size_t)g * (size_t)m->n_alloc + (size_t)a->pos + t) * (size_t)HS;
             size_t at = t * KVD + (size_t)g * HS;   /* position t's head g in the chunk */
             const float *k_t = a->k + at, *v_t = a->v + at;
             if (m->half_cache) {
@@ -555,10 +555,10 @@ static void attend_cache(Model *m, int l, int pos, int n, const BlockBuffers *b)
     size_t at = cache_layer(m, l);
     if (m->half_cache)
         attention_forward_cache_half(&m->heads, b->att, b->q, m->cache.k_half + at,
-                                     m->cache.v_half + at, m->n_ctx, pos, n, m->state.scratch);
+                                     m->cache.v_half + at, m->n_alloc, pos, n, m->state.scratch);
     else
         attention_forward_cache(&m->heads, b->att, b->q, m->cache.k + at,
-                                m->cache.v + at, m->n_ctx, pos, n, m->state.scratch);
+                                m->cache.v + at, m->n_alloc, pos, n, m->state.scratch);
 }
 
 /* The rows of the chunk that layer l carries to its output: all of them, but in the last
@@ -603,7 +603,7 @@ static void plain_layers(Model *m, BlockBuffers *b, int n, int pos, int first) {
 static void trace(Model *m, int l, int pos, int n, const float *q, const float *k) {
     if (!m->tracing) return;
     size_t C = (size_t)m->config.dim, KVD = (size_t)m->config.kv_dim;
-    size_t row = (size_t)l * m->n_ctx + (size_t)pos;
+    size_t row = (size_t)l * m->n_alloc + (size_t)pos;
     memcpy(m->trace.q + row * C, q, (size_t)n * C * sizeof(float));
     memcpy(m->trace.k + row * KVD, k, (size_t)n * KVD * sizeof(float));
 }
@@ -651,7 +651,7 @@ static int lab_layers(Model *m, BlockBuffers *buffers, int n, int pos, int first
             attend_cache(m, l, pos + r, n - r, &o);
         } else {         /* a variant its own state */
             void *state_l = (char *)m->attention_state + m->attention_offset[l];
-            if (attention_step(&m->attention_configs[l], &m->heads, state_l, m->n_ctx,
+            if (attention_step(&m->attention_configs[l], &m->heads, state_l, m->n_alloc,
                                b.att, b.q, b.k, b.v, pos, n, s->scratch) != 0) {
                 fprintf(stderr, "model: attention %s cannot continue at position %d (the "
                         "sequence so far ends at another position; start again at 0)\n",
@@ -672,10 +672,10 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
     const Config *c = &m->config;
     const Weights *w = &m->checkpoint.weights;
     RunState *s = &m->state;
-    if (n < 1 || n > m->max_chunk || pos < 0 || pos > m->n_ctx - n) {
+    if (n < 1 || n > m->max_chunk || pos < 0 || pos > m->n_alloc - n) {
         fprintf(stderr, "model: forward of %d tokens at position %d out of range (expected "
                 "1..%d tokens ending within the attention state's %d positions)\n",
-                n, pos, m->max_chunk, m->n_ctx);
+                n, pos, m->max_chunk, m->n_alloc);
         return NULL;
     }
     for (int t = 0; t < n; t++) {

@@ -10,8 +10,9 @@
  * tokens through the network and returns their next-token logits.
  *
  * Legend: V vocab, C model width, L layers, NH heads, NKV key/value heads, HS = C / NH,
- * KVD = NKV * HS, Hd MLP hidden width, S the model's context (positions), n_ctx the
- * positions a run's context holds, N tokens in a chunk.
+ * KVD = NKV * HS, Hd MLP hidden width, S the model's context (positions), n_alloc the
+ * positions the attention state holds (a run's context, or fewer while it grows), N tokens
+ * in a chunk.
  */
 #ifndef MODEL_H
 #define MODEL_H
@@ -35,8 +36,8 @@
 /* Exact attention's memory: the keys and values of every position so far, per layer and
  * kv head (KVD = NKV HS): a head's positions in a row, which attention reads in turn. */
 typedef struct {
-    float *k;        /* (L, NKV, n_ctx, HS) */
-    float *v;        /* (L, NKV, n_ctx, HS) */
+    float *k;        /* (L, NKV, n_alloc, HS) */
+    float *v;        /* (L, NKV, n_alloc, HS) */
     uint16_t *k_half, *v_half;   /* the same in IEEE half precision (Model.half_cache): one
                                   * pair or the other is allocated */
 } KVCache;
@@ -44,9 +45,9 @@ typedef struct {
 /* What attention saw, kept only while tracing (model_trace) for heatmaps: each layer's
  * queries and keys, after any rotary embedding, by position. */
 typedef struct {
-    float *q;        /* (L, n_ctx, C) */
-    float *k;        /* (L, n_ctx, KVD) */
-    float *scratch;  /* attention_weights scratch for n_ctx positions */
+    float *q;        /* (L, n_alloc, C) */
+    float *k;        /* (L, n_alloc, KVD) */
+    float *scratch;  /* attention_weights scratch for n_alloc positions */
 } AttentionTrace;
 
 /* Activations for a chunk of up to chunk_rows tokens, one buffer per name of block.h's
@@ -73,7 +74,7 @@ typedef struct {
     float *xs;       /* (N, groups of max(C, Hd)) their scales (int8 models) */
     float *rope;     /* (N, HS) cos and sin of each rotary angle (rotary positions) */
     float *scratch;  /* attention's scratch: the score rows of a block of queries for
-                      * n_ctx positions, per head, and more for a half cache or a lab
+                      * n_alloc positions, per head, and more for a half cache or a lab
                       * variant (model.c's kv_scratch_floats and attention_step's needs) */
 } RunState;
 
@@ -96,7 +97,7 @@ typedef struct {
                                 * attention_state (lab == 1); [L] = attention_bytes */
     size_t attention_bytes;    /* bytes of every layer's attention state, or of the KV
                                 * cache's keys and values */
-    int n_ctx;                 /* positions the attention state holds now (<= max_ctx):
+    int n_alloc;               /* positions the attention state holds now (<= max_ctx):
                                 * generate.h's n_alloc, which may be fewer than the run's
                                 * context (its n_ctx) while the state grows */
     int max_ctx;               /* the model's context S, or as many positions as
@@ -106,21 +107,21 @@ typedef struct {
     AttentionTrace trace;      /* queries and keys by position (tracing == 1) */
     const char *format;        /* what the file was read as, and what was assumed (the
                                 * text of m->checkpoint: valid while m lives) */
-    int max_chunk;             /* most tokens one model_forward call may take (<= n_ctx) */
+    int max_chunk;             /* most tokens one model_forward call may take (<= n_alloc) */
     int chunk_rows;            /* tokens the activations hold (max_chunk <= chunk_rows) */
 } Model;
 
 /* Load and validate a checkpoint (checkpoint_load), then allocate the attention it records
- * (exact attention's KV cache unless it names a trained variant) for n_ctx positions (0:
+ * (exact attention's KV cache unless it names a trained variant) for n_alloc positions (0:
  * m->max_ctx, the whole context S or as many positions as MODEL_MAX_STATE_BYTES holds if S
  * needs more; a caller that will set the context later asks for 1, and no memory is
  * taken for positions it will not run; memory is committed as it is first written, and
  * model_set_context sizes it and commits it), and activations for chunks of up to
- * min(max_chunk, max_ctx) tokens (max_chunk >= 1; m->max_chunk: at most n_ctx of them).
+ * min(max_chunk, max_ctx) tokens (max_chunk >= 1; m->max_chunk: at most n_alloc of them).
  * Returns 0, or -1 after one stderr line ("model: PATH: problem (got X, expected Y)", or
  * "model: attention ..." from the attention's setup). *m is zeroed first and model_free is
  * safe after either outcome. */
-int model_load(Model *m, const char *path, int max_chunk, int n_ctx);
+int model_load(Model *m, const char *path, int max_chunk, int n_alloc);
 
 /* 1 if cfg computes exactly what the plain model computes (exact attention, scaled, no
  * softmax1 or sink logit, temperature 1): the model then keeps a KV cache and runs
@@ -129,7 +130,7 @@ int model_load(Model *m, const char *path, int max_chunk, int n_ctx);
 int model_attention_is_plain(const AttentionConfig *cfg);
 
 /* Replace the attention of layer l by the variant cfgs[l] (copies are kept; cfgs must
- * not be m->attention_configs), for m->n_ctx positions: frees and reallocates the
+ * not be m->attention_configs), for m->n_alloc positions: frees and reallocates the
  * per-layer states and the scratch, then draws the variants' random matrices. A layer
  * whose cfg has sink_logit = 1 and no sink_logits gets the checkpoint's trained ones
  * (zeros if it has none). If every layer is plain the model keeps a KV cache, else every
@@ -142,26 +143,26 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs);
 /* model_set_attention_layers with cfg for every layer. */
 int model_set_attention(Model *m, const AttentionConfig *cfg);
 
-/* Keep n_ctx positions (1 .. max_ctx) of attention state, reallocated for the current variant:
+/* Keep n_alloc positions (1 .. max_ctx) of attention state, reallocated for the current variant:
  * a run that will never reach position S needs less memory. Also sets m->max_chunk to
- * the smaller of n_ctx and the rows model_load allocated activations for, then
+ * the smaller of n_alloc and the rows model_load allocated activations for, then
  * commits the memory a run writes (the attention state, the activations but the logits,
  * which keep their values): its pages are taken now, not in the first prompt. The next
  * model_forward must start at position 0. Returns 0, or -1 after a stderr line (the
  * model then has no attention state, but keeps its variant: another model_set_context may
  * succeed). */
-int model_set_context(Model *m, int n_ctx);
+int model_set_context(Model *m, int n_alloc);
 
 /* Keep exact attention's KV cache in half precision (half = 1: kernels_to_half, half the
  * memory and half the bytes attention reads at each token; what llama.cpp does by default)
  * or in floats (0). The attention state is reallocated (committed only by the next
  * model_set_context); the next model_forward must start at position 0. max_ctx follows
- * the precision (n_ctx is cut to it). A lab variant's own state is not affected.
+ * the precision (n_alloc is cut to it). A lab variant's own state is not affected.
  * Returns 0, or -1 after a stderr line. */
 int model_set_half_cache(Model *m, int half);
 
 /* Start (on = 1) or stop (0) keeping every layer's queries and keys by position, for
- * model_attention_weights; memory (L, n_ctx, C + KVD) floats, reallocated by
+ * model_attention_weights; memory (L, n_alloc, C + KVD) floats, reallocated by
  * model_set_context and model_set_attention. Returns 0, or -1 after a stderr line. */
 int model_trace(Model *m, int on);
 
@@ -186,7 +187,7 @@ void model_free(Model *m);
  * then runs attention, W_O and the MLP for that row alone); the pointer
  * is owned by the model, valid until the next call, and may be overwritten (the
  * sampler scales it in place). Returns NULL (with a stderr
- * line) if n is outside 1 .. max_chunk, pos < 0 or pos + n > n_ctx, a token id is outside
+ * line) if n is outside 1 .. max_chunk, pos < 0 or pos + n > n_alloc, a token id is outside
  * 0 .. V-1, there is no attention state, or a variant cannot continue at pos. */
 float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits);
 

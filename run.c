@@ -553,7 +553,7 @@ static void run_job(void *ctx) {
     if (o->eval_path) {
         RunLabEval e = {o->eval_path, o->ref_path, o->model_path,
                         !o->tokenizer_path && !job->model->checkpoint.gguf,
-                        job->model->n_ctx,   /* main set it to -c or the model's */
+                        job->model->n_alloc,   /* main set it to -c or the model's */
                         RUN_MAX_TEXT_BYTES};
         job->status = run_lab_evaluate(&e, job->model, job->tokenizer) == 0 ? 0 : EXIT_BAD_DATA;
     } else {
@@ -747,7 +747,7 @@ int main(int argc, char **argv) {
             "%s %.1f MiB for %d positions%s\n", o.model_path, model.format, c->n_layers,
             c->dim, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,
             model.lab ? "attention state" : model.half_cache ? "KV cache (f16)" : "KV cache",
-            state_mib, model.n_ctx, variant);
+            state_mib, model.n_alloc, variant);
     /* the generation: run_job(&job) on this thread, the other threads waiting as a pool
      * for the products' and attention's jobs */
     Job job = {&o, &model, &tok, &sampler, &plan, EXIT_BAD_DATA};

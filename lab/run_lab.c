@@ -274,8 +274,8 @@ static void print_eval_report(const RunLabEval *o, const Model *m, size_t len, s
            o->ref_path ? o->ref_path : "exact", r->kl / (double)r->tokens,
            100.0 * (double)r->agree / (double)r->tokens);
     printf("state: %zu bytes for %d layers at context %d (%.1f bytes/token); speed: %.1f "
-           "tokens/s\n", state_bytes, c->n_layers, m->n_ctx,
-           (double)state_bytes / (double)m->n_ctx,
+           "tokens/s\n", state_bytes, c->n_layers, m->n_alloc,
+           (double)state_bytes / (double)m->n_alloc,
            r->seconds > 0 ? (double)r->tokens / r->seconds : 0.0);
 }
 

@@ -257,7 +257,7 @@ static int figure_cache(void) {
              "all eight keys:");
     svg_text(left, 322, 15, "start", "no earlier row is computed again. One such pair per "
              "layer:");
-    svg_text(left, 344, 15, "start", "(L, NKV, n_ctx, HS) floats for the keys, the same "
+    svg_text(left, 344, 15, "start", "(L, NKV, n_alloc, HS) floats for the keys, the same "
              "for the values");
     svg_end();
     return 0;

@@ -339,7 +339,7 @@ static void test_backward_threads(void) {
                pool, in_job);
 }
 
-/* attention_forward_cache reads the same keys and values laid out by kv head (NKV, n_ctx,
+/* attention_forward_cache reads the same keys and values laid out by kv head (NKV, n_alloc,
  * HS): its outputs have attention_forward's bits, for a prompt at once (20 queries, past a
  * block of 8 and the keys' packing threshold of 16) and for one query after them, with
  * grouped heads (4 heads over 2 kv heads). */
@@ -416,13 +416,13 @@ done:
  * an int product wrapped to 2^20 floats and attention_forward wrote past them. */
 static void test_scratch_sizes(void) {
     AttentionShape shape = {4097, 1, 2, 0.5f};
-    int n_ctx = 1 << 20;
+    int n_alloc = 1 << 20;
     AttentionShape kv = {4097, 4097, 2, 0.5f};   /* as many kv heads */
-    size_t one_kv = attention_backward_scratch_floats(&shape, n_ctx);
+    size_t one_kv = attention_backward_scratch_floats(&shape, n_alloc);
     /* a block of 8 queries' score rows per head */
-    check_true(attention_scratch_floats(&shape, n_ctx) == (size_t)8 * 4097 << 20 &&
+    check_true(attention_scratch_floats(&shape, n_alloc) == (size_t)8 * 4097 << 20 &&
                one_kv >= (size_t)2 << 20 &&
-               attention_backward_scratch_floats(&kv, n_ctx) == 4097 * one_kv,
+               attention_backward_scratch_floats(&kv, n_alloc) == 4097 * one_kv,
                "scratch sizes of 4097 heads x 2^20 positions: 8 x 4097 x 2^20 floats forward, "
                "4097 times one kv head's (%zu) backward, not wrapped", one_kv);
 }

@@ -31,22 +31,22 @@
 typedef struct {
     AttentionConfig cfg;
     AttentionShape shape;
-    int n_ctx;
+    int n_alloc;
     void *state;
     float *scratch;
 } Lab;
 
 static int lab_init(Lab *lab, const AttentionConfig *cfg, int NH, int NKV, int HS, float scale,
-                    int n_ctx) {
+                    int n_alloc) {
     lab->cfg = *cfg;
     lab->shape = (AttentionShape){NH, NKV, HS, scale};
-    lab->n_ctx = n_ctx;
-    size_t bytes = attention_state_bytes(cfg, &lab->shape, n_ctx);
-    size_t floats = attention_step_scratch_floats(cfg, &lab->shape, n_ctx);
+    lab->n_alloc = n_alloc;
+    size_t bytes = attention_state_bytes(cfg, &lab->shape, n_alloc);
+    size_t floats = attention_step_scratch_floats(cfg, &lab->shape, n_alloc);
     lab->state = bytes ? malloc(bytes) : NULL;
     lab->scratch = floats ? malloc(floats * sizeof(float)) : NULL;
     if (!lab->state || !lab->scratch) return -1;
-    return attention_state_init(cfg, &lab->shape, n_ctx, 0, lab->state);
+    return attention_state_init(cfg, &lab->shape, n_alloc, 0, lab->state);
 }
 
 static void lab_free(Lab *lab) {
@@ -61,7 +61,7 @@ static int lab_run(Lab *lab, float *out, const float *q, const float *k, const f
     for (int i = 0; i < T * NH * HS; i++) out[i] = NAN;
     for (int pos = 0; pos < T; pos += chunk) {
         int n = T - pos < chunk ? T - pos : chunk;
-        if (attention_step(&lab->cfg, &lab->shape, lab->state, lab->n_ctx,
+        if (attention_step(&lab->cfg, &lab->shape, lab->state, lab->n_alloc,
                            out + (long)pos * NH * HS, q + (long)pos * NH * HS,
                            k + (long)pos * NKV * HS, v + (long)pos * NKV * HS, pos, n,
                            lab->scratch) != 0) return -1;
@@ -974,7 +974,7 @@ static void test_invalid(void) {
     edges &= attention_state_bytes(&cfg, &shape, 8) > 0;
     check_true(bad && edges, "invalid configs (odd buckets, softmax1 on Performer, window 0, "
                "c > l, tau just outside [0.01, 100]) have no state size; tau 0.01 and 100 do");
-    /* the largest dilation the CLI accepts: (w-1) k + 1 = 2^40 slots is capped at n_ctx */
+    /* the largest dilation the CLI accepts: (w-1) k + 1 = 2^40 slots is capped at n_alloc */
     cfg = config(ATTENTION_DILATED);
     cfg.window = 1 << 20;
     cfg.dilation = 1 << 20;
@@ -993,7 +993,7 @@ static void test_invalid(void) {
     int skip = attention_step(&cfg, &lab.shape, lab.state, 8, out, q, q, q, 3, 1, lab.scratch);
     int end = attention_step(&cfg, &lab.shape, lab.state, 8, out, q, q, q, 8, 1, lab.scratch);
     check_true(first == 0 && skip == -1 && end == -1, "a window state refuses a skipped position "
-               "and a position past n_ctx");
+               "and a position past n_alloc");
     lab_free(&lab);
 }
 
@@ -1012,7 +1012,7 @@ static void test_invalid(void) {
                                * (exact in float: comparisons hold where floats are evaluated
                                * wider, FLT_EVAL_METHOD not 0: x87) */
 
-enum { WT_T = 37, WT_NH = 4, WT_HS = 9, WT_CTX = 40 };   /* the largest case; n_ctx > T */
+enum { WT_T = 37, WT_NH = 4, WT_HS = 9, WT_CTX = 40 };   /* the largest case; n_alloc > T */
 
 /* The variants of the weights tests: every kind, softmax1 where it applies, tau != 1,
  * unscaled, small parameters so that windows, patterns and buckets cut. */
@@ -1110,7 +1110,7 @@ static int defined_visible(const AttentionConfig *cfg, Lab *lab, const float *q,
     const float *k_j = k + ((long)j * NKV + h / (NH / NKV)) * HS;
     for (int r = 0; r < cfg->rounds; r++) {
         int rows = 0;
-        const float *R = attention_state_random(&lab->cfg, &lab->shape, lab->n_ctx, lab->state, h,
+        const float *R = attention_state_random(&lab->cfg, &lab->shape, lab->n_alloc, lab->state, h,
                                                 r, &rows);
         if (!R || lsh_bucket_f64(q_i, R, rows, HS) == lsh_bucket_f64(k_j, R, rows, HS))
             return 1;   /* (no rotation: one bucket, shared by all) */
@@ -1318,7 +1318,7 @@ static void test_weights_invalid(void) {
         for (int e = 0; cfg->kind != ATTENTION_WINDOW && e < NH * (N_CTX + 1) * (N_CTX + 1); e++)
             untouched &= w[e] == WEIGHTS_UNSET;
         lab_free(&lab);
-        check_true(ok && untouched, "weights %s: q0 < 0, q0 >= T, T < 1, T > n_ctx, n_ctx < 1, "
+        check_true(ok && untouched, "weights %s: q0 < 0, q0 >= T, T < 1, T > n_alloc, n_alloc < 1, "
                    "NULL w/q/k/scratch, NH %% NKV != 0, tau 0%s return -1, nothing written",
                    attention_kind_name(cfg->kind),
                    cfg->kind == ATTENTION_WINDOW ? "" : ", NULL state");

@@ -160,7 +160,7 @@ static void check_random_kept(Model *m) {
             for (int h = 0; ok && h < m->heads.n_heads; h++)
                 for (int r = 0; ok && r < (kinds[k] == ATTENTION_LSH ? cfg.rounds : 1); r++) {
                     int rows = 0;
-                    const float *got = attention_state_random(&cfg, &m->heads, m->n_ctx, state,
+                    const float *got = attention_state_random(&cfg, &m->heads, m->n_alloc, state,
                                                               h, r, &rows);
                     size_t n = (size_t)rows * (size_t)m->heads.head_dim;
                     ok = got && w + n <= want + per_layer;

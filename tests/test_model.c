@@ -590,7 +590,7 @@ static void test_forward_bounds(void) {
     /* loaded for one position (a run that sizes its context later): a chunk of one, and
      * the chunk of 8 back when the context grows */
     int eight[8] = {3, 1, 4, 1, 5, 9, 2, 6};
-    check_true(model_load(&m, path, 8, 1) == 0 && m.n_ctx == 1 && m.max_ctx == 64 &&
+    check_true(model_load(&m, path, 8, 1) == 0 && m.n_alloc == 1 && m.max_ctx == 64 &&
                m.max_chunk == 1, "bounds: load for one position");
     check_true(model_forward(&m, good, 1, 1, 0) == NULL, "bounds: position 1 of 1 rejected");
     check_true(model_set_context(&m, 64) == 0 && m.max_chunk == 8 &&

@@ -73,7 +73,7 @@ static int bench_prompts(const AttentionShape *shape, int max_t) {
 }
 
 /* Exact attention of one generated token over the KV caches of CACHE_LAYERS layers, as the
- * engine keeps them ((NKV, n_ctx, HS) per layer, on huge pages where the system has them;
+ * engine keeps them ((NKV, n_alloc, HS) per layer, on huge pages where the system has them;
  * together larger than the last-level cache from T = 512 on, as a model's), in floats and
  * in halves (--cache-type f16): milliseconds per token, the fastest of REPEATS runs of
  * DECODE_STEPS tokens, f32 and f16 runs alternated; then the speed-up. */
@@ -156,21 +156,22 @@ int main(int argc, char **argv) {
         size_t big = attention_state_bytes(&cfg, &shape, 16384);
         printf("| `%s` | %.1f |", specs[s], (double)big / 1e6);
         for (size_t t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
-            int T = lengths[t], n_ctx = T + REPEATS * DECODE_STEPS;
+            int T = lengths[t], n_alloc = T + REPEATS * DECODE_STEPS;
             if (T > max_t) continue;
-            void *st = malloc(attention_state_bytes(&cfg, &shape, n_ctx));
-            float *scratch = malloc(attention_step_scratch_floats(&cfg, &shape, n_ctx) *
+            void *st = malloc(attention_state_bytes(&cfg, &shape, n_alloc));
+            float *scratch = malloc(attention_step_scratch_floats(&cfg, &shape, n_alloc) *
                                     sizeof(float));
-            if (!st || !scratch || attention_state_init(&cfg, &shape, n_ctx, 0, st) != 0) return 1;
+            if (!st || !scratch || attention_state_init(&cfg, &shape, n_alloc, 0, st) != 0)
+                return 1;
             for (int pos = 0; pos < T; pos += FILL_CHUNK) {   /* fill: append only */
                 int n = T - pos < FILL_CHUNK ? T - pos : FILL_CHUNK;
-                attention_step(&cfg, &shape, st, n_ctx, NULL, NULL, k, v, pos, n, scratch);
+                attention_step(&cfg, &shape, st, n_alloc, NULL, NULL, k, v, pos, n, scratch);
             }
             double us = 1e300;
             for (int r = 0; r < REPEATS; r++) {
                 double start = now();
                 for (int i = 0; i < DECODE_STEPS; i++)
-                    attention_step(&cfg, &shape, st, n_ctx, out, q, k + (size_t)i * width,
+                    attention_step(&cfg, &shape, st, n_alloc, out, q, k + (size_t)i * width,
                                    v + (size_t)i * width, T + r * DECODE_STEPS + i, 1, scratch);
                 double took = (now() - start) / DECODE_STEPS * 1e6;
                 if (took < us) us = took;

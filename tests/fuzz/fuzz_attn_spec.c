@@ -28,8 +28,8 @@
 #define PATTERN_BITS 16        /* the pattern's resolution */
 #define PATTERN_SHIFT 16       /* 32 - PATTERN_BITS: keep the hash's top bits */
 
-/* Head layouts: NH, NKV, HS, and the context n_ctx. */
-static const struct { int n_heads, n_kv_heads, head_dim, n_ctx; } SHAPES[] = {
+/* Head layouts: NH, NKV, HS, and n_alloc, the positions the state holds. */
+static const struct { int n_heads, n_kv_heads, head_dim, n_alloc; } SHAPES[] = {
     {2, 1, 4, 16}, {1, 1, 2, 5}, {4, 2, 8, 33},
 };
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
@@ -63,14 +63,14 @@ static void fill(float *x, size_t n, unsigned salt) {
 /* Sizes, initialises and steps cfg's state on shape s: chunked prefill vs single steps. */
 static void check_steps(const AttentionConfig *cfg, int s, int chunk) {
     AttentionShape shape = {SHAPES[s].n_heads, SHAPES[s].n_kv_heads, SHAPES[s].head_dim, 0.0f};
-    int n_ctx = SHAPES[s].n_ctx;
+    int n_alloc = SHAPES[s].n_alloc;
     shape.scale = 1.0f / sqrtf((float)shape.head_dim);
-    size_t bytes = attention_state_bytes(cfg, &shape, n_ctx);
-    size_t scratch_floats = attention_step_scratch_floats(cfg, &shape, n_ctx);
+    size_t bytes = attention_state_bytes(cfg, &shape, n_alloc);
+    size_t scratch_floats = attention_step_scratch_floats(cfg, &shape, n_alloc);
     FUZZ_CHECK((bytes == 0) == (scratch_floats == 0));
     if (bytes == 0 || bytes > STEP_MAX_STATE_BYTES) return;
     size_t D = (size_t)shape.n_heads * (size_t)shape.head_dim;
-    size_t KVD = (size_t)shape.n_kv_heads * (size_t)shape.head_dim, T = (size_t)n_ctx;
+    size_t KVD = (size_t)shape.n_kv_heads * (size_t)shape.head_dim, T = (size_t)n_alloc;
     void *state_a = malloc(bytes), *state_b = malloc(bytes);
     float *scratch = malloc(scratch_floats * sizeof(float));
     float *q = malloc(T * D * sizeof(float)), *k = malloc(T * KVD * sizeof(float));
@@ -81,16 +81,16 @@ static void check_steps(const AttentionConfig *cfg, int s, int chunk) {
     fill(q, T * D, 1u);
     fill(k, T * KVD, 2u);
     fill(v, T * KVD, 3u);
-    FUZZ_CHECK(attention_state_init(cfg, &shape, n_ctx, 0, state_a) == 0);
-    FUZZ_CHECK(attention_state_init(cfg, &shape, n_ctx, 0, state_b) == 0);
-    for (int pos = 0; pos < n_ctx; pos += chunk) {   /* a: prefill in chunks */
-        int n = n_ctx - pos < chunk ? n_ctx - pos : chunk;
-        FUZZ_CHECK(attention_step(cfg, &shape, state_a, n_ctx, out_a + (size_t)pos * D,
+    FUZZ_CHECK(attention_state_init(cfg, &shape, n_alloc, 0, state_a) == 0);
+    FUZZ_CHECK(attention_state_init(cfg, &shape, n_alloc, 0, state_b) == 0);
+    for (int pos = 0; pos < n_alloc; pos += chunk) {   /* a: prefill in chunks */
+        int n = n_alloc - pos < chunk ? n_alloc - pos : chunk;
+        FUZZ_CHECK(attention_step(cfg, &shape, state_a, n_alloc, out_a + (size_t)pos * D,
                                   q + (size_t)pos * D, k + (size_t)pos * KVD,
                                   v + (size_t)pos * KVD, pos, n, scratch) == 0);
     }
-    for (int pos = 0; pos < n_ctx; pos++) {          /* b: one token at a time */
-        FUZZ_CHECK(attention_step(cfg, &shape, state_b, n_ctx, out_b + (size_t)pos * D,
+    for (int pos = 0; pos < n_alloc; pos++) {          /* b: one token at a time */
+        FUZZ_CHECK(attention_step(cfg, &shape, state_b, n_alloc, out_b + (size_t)pos * D,
                                   q + (size_t)pos * D, k + (size_t)pos * KVD,
                                   v + (size_t)pos * KVD, pos, 1, scratch) == 0);
     }
@@ -98,7 +98,7 @@ static void check_steps(const AttentionConfig *cfg, int s, int chunk) {
     if (memcmp(out_a, out_b, T * D * sizeof(float)) != 0)
         fuzz_fail("prefill in chunks of %d differs from single steps", chunk);
     /* the context is full: one more position is refused and writes nothing */
-    FUZZ_CHECK(attention_step(cfg, &shape, state_a, n_ctx, out_a, q, k, v, n_ctx, 1,
+    FUZZ_CHECK(attention_step(cfg, &shape, state_a, n_alloc, out_a, q, k, v, n_alloc, 1,
                               scratch) == -1);
     free(state_a);
     free(state_b);

@@ -113,26 +113,26 @@ static void run_forward(const char *path, const Config *c, int chunk, int compar
         model_free(&m);
         return;
     }
-    FUZZ_CHECK(m.n_ctx >= 1 && m.n_ctx <= c->seq_len && m.max_chunk <= m.n_ctx);
-    int n_ctx = m.n_ctx < FORWARD_CTX ? m.n_ctx : FORWARD_CTX, V = c->vocab_size;
-    FUZZ_CHECK(model_set_context(&m, n_ctx) == 0);
+    FUZZ_CHECK(m.n_alloc >= 1 && m.n_alloc <= c->seq_len && m.max_chunk <= m.n_alloc);
+    int n_alloc = m.n_alloc < FORWARD_CTX ? m.n_alloc : FORWARD_CTX, V = c->vocab_size;
+    FUZZ_CHECK(model_set_context(&m, n_alloc) == 0);
     int tokens[FORWARD_CTX];
-    for (int t = 0; t < n_ctx; t++) tokens[t] = (int)(((long)t * TOKEN_STRIDE) % V);
+    for (int t = 0; t < n_alloc; t++) tokens[t] = (int)(((long)t * TOKEN_STRIDE) % V);
     float *prefill = malloc((size_t)V * sizeof(float));
     if (!prefill) fuzz_fail("out of memory for %d logits", V);
     const float *logits = NULL;
-    for (int pos = 0; pos < n_ctx; pos += m.max_chunk) {
-        int n = n_ctx - pos < m.max_chunk ? n_ctx - pos : m.max_chunk;
+    for (int pos = 0; pos < n_alloc; pos += m.max_chunk) {
+        int n = n_alloc - pos < m.max_chunk ? n_alloc - pos : m.max_chunk;
         FUZZ_CHECK((logits = model_forward(&m, tokens + pos, n, pos, 1)) != NULL);
         memcpy(prefill, logits + (size_t)(n - 1) * (size_t)V, (size_t)V * sizeof(float));
     }
-    FUZZ_CHECK(model_forward(&m, tokens, 1, n_ctx, 0) == NULL);   /* past the context */
-    FUZZ_CHECK(model_set_context(&m, n_ctx) == 0);                /* start again */
-    for (int pos = 0; pos < n_ctx; pos++)
+    FUZZ_CHECK(model_forward(&m, tokens, 1, n_alloc, 0) == NULL);   /* past the context */
+    FUZZ_CHECK(model_set_context(&m, n_alloc) == 0);                /* start again */
+    for (int pos = 0; pos < n_alloc; pos++)
         FUZZ_CHECK((logits = model_forward(&m, tokens + pos, 1, pos, 0)) != NULL);
     if (compare && !logits_agree(prefill, logits, V))
         fuzz_fail("prefill in chunks of %d and single steps disagree at position %d",
-                  m.max_chunk, n_ctx - 1);
+                  m.max_chunk, n_alloc - 1);
     free(prefill);
     model_free(&m);
 }

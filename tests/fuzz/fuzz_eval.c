@@ -69,7 +69,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size == 0) return 0;
     Model *pair = data[0] & SHIPPED_BIT ? shipped : tiny;
-    int ctx = 2 + (data[0] & CTX_BITS) % (pair[0].n_ctx - 1), use_twin = data[0] & TWIN_BIT;
+    int ctx = 2 + (data[0] & CTX_BITS) % (pair[0].n_alloc - 1), use_twin = data[0] & TWIN_BIT;
     size_t text_max = pair == shipped ? SHIPPED_TEXT_MAX : TINY_TEXT_MAX;
     const char *text = (const char *)data + 1;
     size_t len = size - 1 < text_max ? size - 1 : text_max, n_ids = 0;

@@ -46,7 +46,7 @@ static void run_forward(const Config *c) {
         model_free(&m);
         return;
     }
-    int n = m.n_ctx < FORWARD_CTX ? m.n_ctx : FORWARD_CTX, tokens[FORWARD_CTX];
+    int n = m.n_alloc < FORWARD_CTX ? m.n_alloc : FORWARD_CTX, tokens[FORWARD_CTX];
     FUZZ_CHECK(model_set_context(&m, n) == 0);
     for (int t = 0; t < n; t++) tokens[t] = (7 * t) % c->vocab_size;
     FUZZ_CHECK(model_forward(&m, tokens, n, 0, 0) != NULL);
