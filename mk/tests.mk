@@ -11,7 +11,8 @@ TESTS = $(B)/tests/test_kernels $(B)/tests/test_quant $(B)/tests/test_attention 
         $(B)/tests/test_attention_train $(B)/tests/test_model \
         $(B)/tests/test_tokenizer $(B)/tests/test_tokenizer_llama $(B)/tests/test_sampler $(B)/tests/test_cli \
         $(B)/tests/test_eval $(B)/tests/test_generate $(B)/tests/test_attnmap \
-        $(B)/tests/test_gguf $(B)/tests/test_files $(TRAIN_TESTS)
+        $(B)/tests/test_gguf $(B)/tests/test_files $(B)/tests/test_platform \
+        $(TRAIN_TESTS)
 # the trainer's tests, one program per subject, linking the same objects
 TRAIN_TESTS = $(B)/tests/test_train_grad $(B)/tests/test_train_runs $(B)/tests/test_bpe \
               $(B)/tests/test_train_cli
@@ -37,6 +38,8 @@ $(B)/tests/test_attnmap: $(B)/tests/test_attnmap.o $(B)/tests/check.o $(B)/lab/a
                         $(B)/unicode/unicode.o
 $(B)/tests/test_cli: $(B)/tests/test_cli.o $(B)/tests/check.o
 $(B)/tests/test_files: $(B)/tests/test_files.o $(B)/tests/check.o $(B)/platform/os.o
+$(B)/tests/test_platform: $(B)/tests/test_platform.o $(B)/tests/check.o $(B)/parallel/pool.o \
+                          $(B)/platform/os.o
 $(TRAIN_TESTS): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/check.o $(B)/tests/train_fixtures.o \
                 $(TRAIN_LIB) $(B)/platform/cli.o $(B)/trainer/bpe.o $(B)/lab/attention_spec.o $(CORE) $(TOK)
 $(B)/tests/test_train_grad: $(B)/tests/gpt2_f64.o   # the float64 reference forward
@@ -91,7 +94,7 @@ VALGRIND = valgrind -q --error-exitcode=9 --leak-check=full \
            --errors-for-leak-kinds=definite,indirect
 VG_TESTS = test_kernels test_quant test_attention test_attention_variants \
            test_attention_train test_sampler \
-           test_tokenizer test_tokenizer_llama test_model test_cli test_attnmap
+           test_tokenizer test_tokenizer_llama test_model test_cli test_attnmap test_platform
 valgrind:
 	$(MAKE) B=build/valgrind OMP=0 CFLAGS="-O2 -g -mavx2 -mfma -DOS_PLAIN_ALLOC" build/valgrind/run \
 	  build/valgrind/quantize $(addprefix build/valgrind/tests/,$(VG_TESTS))

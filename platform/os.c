@@ -23,13 +23,15 @@
 #endif
 #include <stdio.h>       /* FILE, fdopen, fflush, fclose, fprintf, snprintf, rename, remove */
 #include <stdint.h>      /* SIZE_MAX, uintptr_t */
-#include <stdlib.h>      /* mkstemp, calloc, realloc, free */
-#include <string.h>      /* strcmp, strerror, strlen, strrchr, memcpy */
+#include <stdlib.h>      /* mkstemp, malloc, calloc, realloc, free */
+#include <string.h>      /* strcmp, strerror, strlen, strrchr, strchr, strstr, strcspn, memcpy */
 #include <sys/mman.h>    /* mmap, madvise, mprotect, munmap (WASI: emulated) */
 #include <sys/stat.h>    /* stat, fstat, fchmod, umask, S_IS* */
 #include <time.h>        /* clock_gettime, CLOCK_MONOTONIC */
 #include <unistd.h>      /* fsync, close, unlink, link, pread, write, access, sysconf, getpid */
 
+#define OS_CGROUP_TEXT_CAP 65536   /* os_memory_limit: most of /proc/self/cgroup read (a
+                                    * line a hierarchy: a dozen or so) */
 #define LOCK_TRIES 8     /* os_lock: attempts while another process removes the file */
 #define OS_PAGE_MIN 4096 /* os_commit: a write this far apart reaches every page (the
                           * smallest page of the systems this builds for) */
@@ -42,8 +44,8 @@ double os_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The number in the file at path ("max" or an unreadable file: none) into *bytes, if
- * smaller. */
+/* The number in the file at path ("max", an empty or unreadable file: none) into *bytes,
+ * if smaller. */
 static void lower_to_file(const char *path, size_t *bytes) {
     FILE *file = fopen(path, "r");
     unsigned long long n;
@@ -65,6 +67,46 @@ static void lower_to_cgroup(const char *root, const char *group, const char *nam
         while (n > 0 && group[n - 1] != '/') n--;   /* the parent */
         while (n > 0 && group[n - 1] == '/') n--;
     }
+}
+
+/* 1 if path has a component "..". */
+static int has_parent_step(const char *path) {
+    for (const char *c = path; *c; c += strcspn(c, "/")) {
+        while (*c == '/') c++;
+        if (c[0] == '.' && c[1] == '.' && (c[2] == '/' || c[2] == '\0')) return 1;
+    }
+    return 0;
+}
+
+size_t os_cgroup_memory_limit(const char *cgroup_text, const char *root, size_t bytes) {
+    char line[OS_PATH_CAP], root_v1[OS_PATH_CAP];
+    int len = snprintf(root_v1, sizeof root_v1, "%s/memory", root);
+    if (len < 0 || (size_t)len >= sizeof root_v1) return bytes;
+    /* lines "ID:CONTROLLERS:PATH" ("0::PATH" for version 2) */
+    for (const char *at = cgroup_text; *at;) {
+        size_t length = strcspn(at, "\n");
+        const char *next = at + length + (at[length] == '\n');
+        if (length >= sizeof line) {   /* a path no limit file's fits in */
+            at = next;
+            continue;
+        }
+        memcpy(line, at, length);
+        line[length] = '\0';
+        at = next;
+        char *controllers = strchr(line, ':');
+        char *group = controllers ? strchr(controllers + 1, ':') : NULL;
+        if (!group) continue;
+        *group++ = '\0';
+        *controllers++ = '\0';   /* line: the ID alone */
+        /* a ".." names a cgroup outside the part of the tree this system shows at root (a
+         * cgroup namespace's): its limits and its parents' are not there */
+        if (has_parent_step(group)) continue;
+        if (!strcmp(line, "0") && !*controllers)
+            lower_to_cgroup(root, group, "memory.max", &bytes);
+        else if (strstr(controllers, "memory"))
+            lower_to_cgroup(root_v1, group, "memory.limit_in_bytes", &bytes);
+    }
+    return bytes;
 }
 
 #if defined(MAP_ANONYMOUS) && !defined(__wasi__) && !defined(OS_PLAIN_ALLOC)
@@ -155,20 +197,16 @@ size_t os_memory_limit(size_t fallback) {
     if (pages > 0 && page > 0 && (unsigned long)pages <= SIZE_MAX / (unsigned long)page)
         bytes = (size_t)pages * (size_t)page;
 #endif
-    /* Linux cgroups: lines "ID:CONTROLLERS:PATH" ("0::PATH" for version 2) */
+    /* Linux cgroups: /proc/self/cgroup names them (a file that tells no size: read to its
+     * end, or to OS_CGROUP_TEXT_CAP) */
     FILE *file = fopen("/proc/self/cgroup", "r");
-    char line[OS_PATH_CAP];
-    while (file && fgets(line, sizeof line, file)) {
-        line[strcspn(line, "\n")] = '\0';
-        char *controllers = strchr(line, ':'), *group = controllers ? strchr(controllers + 1, ':') : NULL;
-        if (!group) continue;
-        *group++ = '\0';
-        controllers++;
-        if (!strcmp(line, "0") && !*controllers)
-            lower_to_cgroup("/sys/fs/cgroup", group, "memory.max", &bytes);
-        else if (strstr(controllers, "memory"))
-            lower_to_cgroup("/sys/fs/cgroup/memory", group, "memory.limit_in_bytes", &bytes);
+    char *text = file ? malloc(OS_CGROUP_TEXT_CAP) : NULL;
+    if (text) {
+        size_t got = fread(text, 1, OS_CGROUP_TEXT_CAP - 1, file);
+        text[got] = '\0';
+        bytes = os_cgroup_memory_limit(text, "/sys/fs/cgroup", bytes);
     }
+    free(text);
     if (file) fclose(file);
 #ifndef __wasi__
     struct rlimit limit;   /* ulimit -v */

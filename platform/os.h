@@ -62,6 +62,16 @@ double os_seconds(void);
  * them says. */
 size_t os_memory_limit(size_t fallback);
 
+/* os_memory_limit's cgroup part, its inputs given (so that tests can build a tree in a
+ * temporary folder): the least of bytes and the limits of the cgroups that cgroup_text
+ * (the text of /proc/self/cgroup: lines "ID:CONTROLLERS:PATH") names and of their parents,
+ * in files under root ("/sys/fs/cgroup"): version 2 ("0::PATH") root/PATH/memory.max,
+ * version 1 (a line whose controllers include memory) root/memory/PATH/
+ * memory.limit_in_bytes. A missing file, or one that starts with no number ("max",
+ * empty), sets no limit; nor does a line whose PATH has a ".." (a cgroup outside the tree
+ * a cgroup namespace shows). */
+size_t os_cgroup_memory_limit(const char *cgroup_text, const char *root, size_t bytes);
+
 /* calloc and free for large working buffers (activations, the KV cache): n zeros of size
  * bytes each, 64-byte aligned, or NULL if out of memory. Where the system can (Linux), the
  * block is mapped on its own and, from 4 MiB on, marked for huge pages: its pages come as
