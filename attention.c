@@ -53,9 +53,9 @@
  * again from L2 or memory for every query. */
 #define QUERY_BLOCK 8
 
-size_t attention_scratch_floats(const AttentionShape *shape, int n_alloc) {
-    /* a block's score rows of n_alloc floats per head, so heads can run in parallel */
-    return (size_t)shape->n_heads * QUERY_BLOCK * (size_t)n_alloc;
+size_t attention_scratch_floats(const AttentionShape *shape, int n_positions) {
+    /* a block's score rows of n_positions floats per head, so heads can run in parallel */
+    return (size_t)shape->n_heads * QUERY_BLOCK * (size_t)n_positions;
 }
 
 /* How a softmax-family variant scores key k for query q. */
@@ -1718,9 +1718,9 @@ static size_t backward_head_floats(int T, int HS) {
     return (size_t)T * (2 * (size_t)HS + 1 + 3 * BACKWARD_QUERIES);
 }
 
-size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_alloc) {
+size_t attention_backward_scratch_floats(const AttentionShape *shape, int T) {
     /* one block per kv head, so kv heads run in parallel */
-    return (size_t)shape->n_kv_heads * backward_head_floats(n_alloc, shape->head_dim);
+    return (size_t)shape->n_kv_heads * backward_head_floats(T, shape->head_dim);
 }
 
 /* The softmax half of attend_rows' backward for one head and one query, with p (n_keys,)

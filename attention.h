@@ -25,10 +25,10 @@ typedef struct {
     float scale;      /* score = (q . k) * scale; 1/sqrt(HS) for scaled dot product */
 } AttentionShape;
 
-/* Floats of scratch attention_forward needs for a context of up to n_alloc positions: the
- * score rows of a block of queries per head (a size_t: it exceeds an int for large head
+/* Floats of scratch attention_forward needs for a context of up to n_positions positions:
+ * the score rows of a block of queries per head (a size_t: it exceeds an int for large head
  * counts and contexts). */
-size_t attention_scratch_floats(const AttentionShape *shape, int n_alloc);
+size_t attention_scratch_floats(const AttentionShape *shape, int n_positions);
 
 /* Exact causal multi-head scaled dot-product attention (docs/attention.md §2), with a
  * max-subtracted softmax (§1). Query t (position pos + t) sees keys 0 .. pos + t.
@@ -291,8 +291,8 @@ int attention_weights(const AttentionConfig *cfg, const AttentionShape *shape, c
 /* ------------------------------------------------------------------------- */
 /* Backward of exact attention, for the trainer                                */
 
-/* Floats of scratch attention_backward needs for a context of up to n_alloc positions. */
-size_t attention_backward_scratch_floats(const AttentionShape *shape, int n_alloc);
+/* Floats of scratch attention_backward needs for sequences of up to T positions. */
+size_t attention_backward_scratch_floats(const AttentionShape *shape, int T);
 
 /* Backward of attention_forward with pos = 0 (training: T queries over T keys). The
  * softmax weights are recomputed from q and k, not stored. With out = softmax(s) . v

@@ -143,11 +143,12 @@ int model_set_attention_layers(Model *m, const AttentionConfig *cfgs);
 /* model_set_attention_layers with cfg for every layer. */
 int model_set_attention(Model *m, const AttentionConfig *cfg);
 
-/* Keep n_alloc positions (1 .. max_ctx) of attention state, reallocated for the current variant:
- * a run that will never reach position S needs less memory. Also sets m->max_chunk to
- * the smaller of n_alloc and the rows model_load allocated activations for, then
- * commits the memory a run writes (the attention state, the activations but the logits,
- * which keep their values): its pages are taken now, not in the first prompt. The next
+/* Keep n_alloc positions (1 .. max_ctx) of attention state, reallocated for the current
+ * variant: a run that will never reach position S needs less memory. Also sets
+ * m->max_chunk to the smaller of n_alloc and the rows model_load allocated activations
+ * for, then commits the memory a run writes (the attention state, the activations but the
+ * logits; the logits and a variant's state, which holds its random matrices, keep their
+ * values): its pages are taken now, not in the first prompt. The next
  * model_forward must start at position 0. Returns 0, or -1 after a stderr line (the
  * model then has no attention state, but keeps its variant: another model_set_context may
  * succeed). */

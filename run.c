@@ -553,7 +553,7 @@ static void run_job(void *ctx) {
     if (o->eval_path) {
         RunLabEval e = {o->eval_path, o->ref_path, o->model_path,
                         !o->tokenizer_path && !job->model->checkpoint.gguf,
-                        job->model->n_alloc,   /* main set it to -c or the model's */
+                        o->ctx_size ? o->ctx_size : job->model->max_ctx,   /* the windows */
                         RUN_MAX_TEXT_BYTES};
         job->status = run_lab_evaluate(&e, job->model, job->tokenizer) == 0 ? 0 : EXIT_BAD_DATA;
     } else {

@@ -109,8 +109,9 @@ const GgufValue *gguf_find(const GgufFile *g, const char *key);
  * F32 vectors copied, other F16 and BF16 widened to fp32, the Q, K and IQ4 types repacked
  * into the int8 layout of quant.h (groups of 32, or 16 for a type with a scale per 16;
  * their minimums as offsets); any other type is refused naming the tensor. A file with
- * matrices used from it is read whole (os_map_file) and stays (ck->map); any other is
- * mapped, each tensor's pages given back once converted (os_drop_mapped), then released.
+ * F32 or F16 matrices is read whole (os_map_file) and kept (ck->map) where a matrix is
+ * used from it; any other is mapped, each tensor's pages given back once converted
+ * (os_drop_mapped), then released.
  * ck->weights.layers is allocated; the caller points the Weights (checkpoint.c). Returns
  * 0, or -1 after one stderr line; checkpoint_free releases everything either way. */
 int gguf_load_checkpoint(Checkpoint *ck, const char *path);

@@ -158,9 +158,9 @@ static int load_model(Model *m, Tokenizer *t, int max_chunk, const char *text, i
         return -1;
     }
     int n = encode(t, text, strlen(text), ids);
-    if (n >= 1 && n <= m->n_alloc) return n;
+    if (n >= 1 && n <= m->max_ctx) return n;
     if (n >= 0)   /* n < 0: encode said why */
-        fprintf(stderr, "tutorial: the text must be 1 to %d tokens (got %d)\n", m->n_alloc, n);
+        fprintf(stderr, "tutorial: the text must be 1 to %d tokens (got %d)\n", m->max_ctx, n);
     model_free(m);
     tokenizer_free(t);
     return -1;
@@ -834,7 +834,7 @@ static int step_next(int argc, char **argv) {
     int ids[TUTORIAL_MAX_TOKENS], n = load_model(&m, &t, TUTORIAL_MAX_TOKENS, text, ids);
     if (n < 0) return 1;
     int V = m.config.vocab_size, rc = 1;
-    int steps = m.n_alloc - n < STEPS ? m.n_alloc - n : STEPS;   /* as many as fit the context */
+    int steps = m.max_ctx - n < STEPS ? m.max_ctx - n : STEPS;   /* as many as fit the context */
     float *probs = malloc((size_t)V * sizeof(float));
     float *logits = probs ? model_forward(&m, ids, n, 0, 0) : NULL;
     if (logits) {
@@ -851,7 +851,7 @@ static int step_next(int argc, char **argv) {
             probs[best] = -1.0f;
         }
         if (steps > 0) printf("greedy, %d steps:\n", steps);
-        else printf("greedy: no step, the text fills the context of %d tokens\n", m.n_alloc);
+        else printf("greedy: no step, the text fills the context of %d tokens\n", m.max_ctx);
         for (int i = 0; i < steps && logits; i++) {
             int next = largest(logits, V);
             printf("  position %d: %4d ", n + i, next);

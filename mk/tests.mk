@@ -94,7 +94,8 @@ VALGRIND = valgrind -q --error-exitcode=9 --leak-check=full \
            --errors-for-leak-kinds=definite,indirect
 VG_TESTS = test_kernels test_quant test_attention test_attention_variants \
            test_attention_train test_sampler \
-           test_tokenizer test_tokenizer_llama test_model test_cli test_attnmap test_platform
+           test_tokenizer test_tokenizer_llama test_model test_cli test_attnmap test_platform \
+           test_files
 valgrind:
 	$(MAKE) B=build/valgrind OMP=0 CFLAGS="-O2 -g -mavx2 -mfma -DOS_PLAIN_ALLOC" build/valgrind/run \
 	  build/valgrind/quantize $(addprefix build/valgrind/tests/,$(VG_TESTS))

@@ -32,6 +32,8 @@
 
 #define OS_CGROUP_TEXT_CAP 65536   /* os_memory_limit: most of /proc/self/cgroup read (a
                                     * line a hierarchy: a dozen or so) */
+/* os_close_synced's reason for a write that failed before it (stdio keeps no errno) */
+#define OS_LOST_WRITE "an earlier write to it failed: a full disk, or ulimit -f"
 #define LOCK_TRIES 8     /* os_lock: attempts while another process removes the file */
 #define OS_PAGE_MIN 4096 /* os_commit: a write this far apart reaches every page (the
                           * smallest page of the systems this builds for) */
@@ -710,7 +712,7 @@ int os_save_open(SaveFile *s, const char *program, const char *path) {
 int os_close_synced(FILE *file, const char *program, const char *path) {
     /* ferror first: stdio drops the bytes of a write that failed (a full disk, past ulimit
      * -f), and a later fflush succeeds, so a caller that did not check each fwrite would
-     * otherwise keep a file cut short (its errno is gone by now: EIO stands for it) */
+     * otherwise keep a file cut short (its errno is gone by now: OS_LOST_WRITE says so) */
     int lost = ferror(file), ok = !lost && fflush(file) == 0 && fsync(fileno(file)) == 0;
     int error = lost ? EIO : errno;
     if (fclose(file) != 0 && ok) {
@@ -719,7 +721,7 @@ int os_close_synced(FILE *file, const char *program, const char *path) {
     }
     if (!ok) {
         fprintf(stderr, "%s: %s: write failed (got \"%s\", expected the whole file on the "
-                "disk)\n", program, path, strerror(error));
+                "disk)\n", program, path, lost ? OS_LOST_WRITE : strerror(error));
         remove(path);
         return -1;
     }
@@ -770,7 +772,7 @@ static int link_temp(FILE *file, const char *program, SaveFile *s) {
     }
     if (!ok) {
         fprintf(stderr, "%s: %s: write failed (got \"%s\", expected the whole file on the "
-                "disk)\n", program, s->path, strerror(error));
+                "disk)\n", program, s->path, lost ? OS_LOST_WRITE : strerror(error));
         if (s->temp[0]) remove(s->temp);
         return -1;
     }

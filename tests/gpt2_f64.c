@@ -90,10 +90,10 @@ int gpt2_f64_forward(const Gpt2F64 *g, const int *ids, int T, double *logits, in
                 const double *q_t = q + (size_t)t * C + (size_t)hd * HS;
                 for (int j = 0; j <= t; j++) {
                     const double *k_j = k + (size_t)j * C + (size_t)hd * HS;
-                    s[j] = 0.0;
-                    for (int i = 0; i < HS; i++) s[j] += q_t[i] * k_j[i];
-                    s[j] /= sqrt((double)HS);
-                    if (g->log_weight) s[j] = g->log_weight(g->log_weight_ctx, l, hd, q_t, k_j, HS);
+                    double dot = 0.0;
+                    for (int i = 0; i < HS; i++) dot += q_t[i] * k_j[i];
+                    s[j] = g->log_weight ? g->log_weight(g->log_weight_ctx, l, hd, q_t, k_j, HS)
+                                         : dot / sqrt((double)HS);
                     if (s[j] > max) max = s[j];
                 }
                 for (int j = 0; j <= t; j++) sum += exp(s[j] - max);

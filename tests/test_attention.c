@@ -416,13 +416,13 @@ done:
  * an int product wrapped to 2^20 floats and attention_forward wrote past them. */
 static void test_scratch_sizes(void) {
     AttentionShape shape = {4097, 1, 2, 0.5f};
-    int n_alloc = 1 << 20;
+    int n_positions = 1 << 20;
     AttentionShape kv = {4097, 4097, 2, 0.5f};   /* as many kv heads */
-    size_t one_kv = attention_backward_scratch_floats(&shape, n_alloc);
+    size_t one_kv = attention_backward_scratch_floats(&shape, n_positions);
     /* a block of 8 queries' score rows per head */
-    check_true(attention_scratch_floats(&shape, n_alloc) == (size_t)8 * 4097 << 20 &&
+    check_true(attention_scratch_floats(&shape, n_positions) == (size_t)8 * 4097 << 20 &&
                one_kv >= (size_t)2 << 20 &&
-               attention_backward_scratch_floats(&kv, n_alloc) == 4097 * one_kv,
+               attention_backward_scratch_floats(&kv, n_positions) == 4097 * one_kv,
                "scratch sizes of 4097 heads x 2^20 positions: 8 x 4097 x 2^20 floats forward, "
                "4097 times one kv head's (%zu) backward, not wrapped", one_kv);
 }

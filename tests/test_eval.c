@@ -164,7 +164,8 @@ static void check_random_kept(Model *m) {
                                                               h, r, &rows);
                     size_t n = (size_t)rows * (size_t)m->heads.head_dim;
                     ok = got && w + n <= want + per_layer;
-                    for (size_t i = 0; ok && i < n; i++) differ += memcmp(&got[i], &w[i], 4) != 0;
+                    for (size_t i = 0; ok && i < n; i++)
+                        differ += memcmp(&got[i], &w[i], sizeof(float)) != 0;
                     w += n;
                 }
         }

@@ -20,12 +20,14 @@
 #include <fcntl.h>         /* open, O_*, AT_FDCWD */
 #include <signal.h>        /* kill, raise, SIGKILL, SIGTERM */
 #include <stdio.h>         /* FILE, fopen, fwrite, fclose, snprintf, setvbuf, rename */
-#include <stdlib.h>        /* mkdtemp, getenv, malloc, free */
-#include <string.h>        /* strcmp, strstr, strchr, memcmp, memset */
+#include <stdlib.h>        /* mkdtemp, getenv, malloc, realloc, free */
+#include <string.h>        /* strcmp, strncmp, strstr, strchr, strlen, strerror, memcmp,
+                             * memset */
 #include <sys/resource.h>  /* getrlimit, setrlimit, RLIMIT_FSIZE */
 #include <sys/stat.h>      /* stat, lstat, mkdir, chmod, utimensat */
 #include <sys/wait.h>      /* waitpid, WIFEXITED, WIFSIGNALED, WTERMSIG */
-#include <unistd.h>        /* fork, pipe, read, write, dup, dup2, close, unlink, rmdir, link */
+#include <unistd.h>        /* fork, pipe, read, write, dup, dup2, close, unlink, rmdir, link,
+                             * symlink, geteuid, _exit */
 
 #include "tests/check.h"   /* check_true, check_skip, check_summary, check_run */
 
@@ -100,8 +102,7 @@ static int unchanged(const Snapshot *before, const char *path) {
     int same = before->text && now.text && now.st.st_dev == before->st.st_dev &&
                now.st.st_ino == before->st.st_ino && now.st.st_mode == before->st.st_mode &&
                now.size == before->size && memcmp(now.text, before->text, now.size) == 0 &&
-               now.st.st_mtim.tv_sec == before->st.st_mtim.tv_sec &&
-               now.st.st_mtim.tv_nsec == before->st.st_mtim.tv_nsec;
+               now.st.st_mtime == before->st.st_mtime;   /* seconds: macOS has no st_mtim */
     free(now.text);
     return same;
 }
@@ -422,8 +423,8 @@ static void test_commit_fails(void) {
         put_file(inner, OLD_TEXT);
         Snapshot before = snapshot(inner);
         SaveFile s;
-        int rc = os_save_open(&s, PROGRAM, out);
         capture_start();
+        int rc = os_save_open(&s, PROGRAM, out);
         if (rc == 0) {
             fputs("new\n", s.file);
             rc = os_save_commit(&s, PROGRAM);
@@ -536,7 +537,8 @@ static void test_fixed_names(void) {
 
 /* A child that takes the lock of path (and, with save 1, starts a save of it, "first\n"),
  * tells the parent through ready ('L' locked, 'F' failed), then waits on go: a byte lets it
- * commit, unlock and exit 0. The child's pid, or -1. */
+ * commit, unlock and exit 0. The child's pid (the caller closes ready[0] and go[1]), or -1
+ * (nothing open). */
 static pid_t start_holder(const char *path, int save, int ready[2], int go[2]) {
     if (pipe(ready) != 0) return -1;
     if (pipe(go) != 0) {
@@ -550,6 +552,10 @@ static pid_t start_holder(const char *path, int save, int ready[2], int go[2]) {
     if (pid != 0) {
         close(ready[1]);
         close(go[0]);
+        if (pid < 0) {   /* no child: the caller closes nothing */
+            close(ready[0]);
+            close(go[1]);
+        }
         return pid;
     }
     close(ready[0]);
@@ -587,6 +593,10 @@ static void test_lock_live(void) {
     if (!check_true(pid > 0 && read(ready[0], &byte, 1) == 1 && byte == 'L',
                     "lock: a child holds the lock of out.bin and is saving it")) {
         if (pid > 0 && kill(pid, SIGKILL) == 0) reap(pid);
+        if (pid > 0) {
+            close(ready[0]);
+            close(go[1]);
+        }
         return;
     }
     Snapshot held = snapshot(lock);
@@ -642,6 +652,10 @@ static void test_lock_stale(void) {
         if (!check_true(pid > 0 && read(ready[0], &byte, 1) == 1 && byte == 'L',
                         "lock: a child holds the lock before its %s", name)) {
             if (pid > 0 && kill(pid, SIGKILL) == 0) reap(pid);
+            if (pid > 0) {
+                close(ready[0]);
+                close(go[1]);
+            }
             continue;
         }
         kill(pid, signals[i]);

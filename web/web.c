@@ -74,7 +74,7 @@ WEB_EXPORT(web_config) int web_config(int what) {
 static int fresh_model(void) {
     model_free(&model);
     if (model_load(&model, WEB_MODEL, WEB_PREFILL_CHUNK, 0) != 0) return WEB_BAD_DATA;
-    context = model.n_alloc;
+    context = model.max_ctx;
     if (!attention[0]) return 0;
     int L = model.config.n_layers;
     AttentionConfig *cfgs = calloc((size_t)L, sizeof *cfgs);
