@@ -225,6 +225,18 @@ static int write_big(FILE *file, size_t piece) {
     return ok;
 }
 
+/* A whole save of "new\n" to out through s (os_save_open, then os_save_commit), its return
+ * into *rc; returns what it wrote to stderr (capture_end's). */
+static char *save_new(SaveFile *s, const char *out, int *rc) {
+    capture_start();
+    *rc = os_save_open(s, PROGRAM, out);
+    if (*rc == 0) {
+        fputs("new\n", s->file);
+        *rc = os_save_commit(s, PROGRAM);
+    }
+    return capture_end();
+}
+
 /* ---- os_save_open, os_save_commit, os_save_discard ---- */
 
 /* The way it should go: the file replaced, its mode kept, nothing said or left. */
@@ -234,13 +246,8 @@ static void test_save_works(void) {
                     OLD_TEXT) && chmod(out, 0640) == 0, "save: set up works/out.bin"))
         return;
     SaveFile s;
-    capture_start();
-    int rc = os_save_open(&s, PROGRAM, out);
-    if (rc == 0) {
-        fputs("new\n", s.file);
-        rc = os_save_commit(&s, PROGRAM);
-    }
-    char *said = capture_end();
+    int rc;
+    char *said = save_new(&s, out, &rc);
     Snapshot now = snapshot(out);
     check_true(rc == 0 && now.text && strcmp(now.text, "new\n") == 0 &&
                (now.st.st_mode & 07777) == 0640,
@@ -423,13 +430,8 @@ static void test_commit_fails(void) {
         put_file(inner, OLD_TEXT);
         Snapshot before = snapshot(inner);
         SaveFile s;
-        capture_start();
-        int rc = os_save_open(&s, PROGRAM, out);
-        if (rc == 0) {
-            fputs("new\n", s.file);
-            rc = os_save_commit(&s, PROGRAM);
-        }
-        char *said = capture_end();
+        int rc;
+        char *said = save_new(&s, out, &rc);
         check_true(rc == -1, "commit over a folder: -1 (got %d)", rc);
         check_one_line("commit over a folder", said, out, "cannot rename");
         check_true(unchanged(&before, inner), "commit over a folder: the file in it unchanged");
