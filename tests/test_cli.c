@@ -440,6 +440,17 @@ static void test_bad_llama_files(const char *tok) {
                "unknown llama2.c version (got 3");
     EXPECT_BAD("llama2.c version 1 with trailing bytes", write_llama("l_v1.bin", 1, good, n + 1),
                "trailing bytes");
+    /* a Llama model of 261 tokens with the 260-token tokenizer: token 260 would have no
+     * text (only a larger llama2.c tokenizer may serve a model); one line, exit 1 */
+    const int32_t v261[7] = {8, 16, 1, 2, 1, 261, 16};
+    snprintf(args, sizeof args, "%s %s -z %s -n 1", run_bin,
+             write_llama("l_v261.bin", 0, v261, n + 8 + rope), tok);
+    code = check_run(args, NULL, &err);
+    check_true(code == 1 && err && strchr(err, '\n') == err + strlen(err) - 1 &&
+               strstr(err, "tokenizer has fewer tokens than the model (got 260, expected at "
+                      "least 261)"), "a llama2.c tokenizer smaller than the model: exit %d "
+               "(want 1), one line naming both sizes: %s", code, err ? err : "");
+    free(err);
 #undef EXPECT_BAD
 }
 
@@ -1807,6 +1818,20 @@ static void test_llama2c_generation(void) {
                       "expected 0..511: the tokenizer has 32000 tokens, the model 512)"),
                "a prompt past a smaller model's vocabulary: exit %d (want 1), one line naming "
                "both sizes: %s", code, err ? err : "");
+    free(err);
+    /* the same in a line of -I (the prompt "a" inside the model's vocabulary): exit 1, the
+     * last stderr line the refusal naming the model's range */
+    snprintf(command, sizeof command, "printf 'Once upon\\n' | %s %s -z %s -i a -n 4 -t 0 -I",
+             run_bin, model, big_tok);
+    err = NULL;
+    code = check_run(command, NULL, &err);
+    const char *last = err ? err + strlen(err) : NULL;
+    while (last && last > err && last[-1] == '\n') last--;
+    while (last && last > err && last[-1] != '\n') last--;
+    check_true(code == 1 && last && strstr(last, "generate: input token id out of range for "
+               "the model (got ") == last && strstr(last, ", expected 0..511)\n"),
+               "-I, a line past a smaller model's vocabulary: exit %d (want 1), its last line "
+               "the refusal: %s", code, last ? last : "");
     free(err);
 }
 

@@ -333,9 +333,13 @@ static float tiny_rope_base;
 static const char *tiny_extra;
 static int tiny_extra_n;
 static float tiny_extra_value = 0.5f;
+/* 1: write_tiny_as's norm weights varied (multiples of 1/16 from 7/8 to 9/8, which halves
+ * and bf16 hold exactly) instead of all 1 */
+static int tiny_varied_norms;
 
-/* The tiny model as a GGUF version 3 file into f; the marks into m. half: its matrices
- * as F16 (the same values: multiples of 1/32 up to 1/4, which halves hold exactly);
+/* The tiny model as a GGUF version 3 file into f; the marks into m. half: 1, its matrices
+ * as F16 (the same values: multiples of 1/32 up to 1/4, which halves hold exactly); 2,
+ * its matrices and vectors as BF16 (which hold them exactly too); 3, both as F16;
  * packed: general.alignment 1 and every tensor at an odd place in the file; types: as
  * put_tiny_spm_vocab takes it; bpe: put_tiny_bpe_vocab's vocabulary instead. */
 static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int bpe) {
@@ -388,9 +392,9 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
         put_u64(f, (uint64_t)TENSORS[t].cols);
         m->tensor_dim1[t] = f->n;
         if (dims == 2) put_u64(f, (uint64_t)TENSORS[t].rows);
-        int f16 = half && TENSORS[t].rows > 1;
+        int f16 = half >= 2 || (half && TENSORS[t].rows > 1);   /* 2 bytes a value */
         m->tensor_type[t] = f->n;
-        put_u32(f, f16 ? 1 : 0);   /* F16 or F32 */
+        put_u32(f, !f16 ? 0 : half == 2 ? 30 : 1);   /* F32, BF16 or F16 */
         m->tensor_offset[t] = f->n;
         put_u64(f, offset);
         offset += ((uint64_t)TENSORS[t].rows * TENSORS[t].cols * (f16 ? 2 : 4) + align - 1) /
@@ -410,8 +414,14 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
     for (int t = 0; t < N_TENSORS; t++) {
         int n = TENSORS[t].rows * TENSORS[t].cols;
         for (int i = 0; i < n; i++) {   /* norms 1, matrices small and varied */
-            float x = TENSORS[t].rows == 1 ? 1.0f : (float)((i * 7 + t * 13) % 17 - 8) / 32.0f;
-            if (half && TENSORS[t].rows > 1) {
+            float x = TENSORS[t].rows > 1 ? (float)((i * 7 + t * 13) % 17 - 8) / 32.0f
+                    : tiny_varied_norms ? 1.0f + (float)((i * 3 + t) % 5 - 2) / 16.0f : 1.0f;
+            if (half == 2) {   /* bf16: the top half of the fp32 (exact for these values) */
+                uint32_t bits;
+                memcpy(&bits, &x, 4);
+                uint16_t h = (uint16_t)(bits >> 16);
+                put(f, &h, 2);
+            } else if (half == 3 || (half && TENSORS[t].rows > 1)) {
                 uint16_t h;
                 kernels_to_half(&h, &x, 1);
                 put(f, &h, 2);
@@ -528,6 +538,37 @@ static void test_tiny_half(void) {
     free(want);
     free(got);
     free(q8);
+}
+
+/* 5b. Vectors in halves and every tensor in BF16 (as llama.cpp's convert writes a bf16
+ *     model): the norm weights (varied, so a misread shows) widened to fp32 and the
+ *     matrices too for BF16, kept as halves for F16; the logits are those of the F32 file
+ *     of the same values, bit for bit (each value exact in either type). */
+static void test_tiny_bf16(void) {
+    float *want = malloc(sizeof(float) * 16 * V), *got = malloc(sizeof(float) * 16 * V);
+    int halves = 1;
+    Buf f = {0};
+    Marks m;
+    tiny_varied_norms = 1;
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    save(&f);
+    int ok = want && got && tiny_logits(path, want, &halves) == 0;
+    for (int half = 2; half <= 3; half++) {
+        f.n = 0;
+        write_tiny_as(&f, &m, half, 0, 0, 0);
+        save(&f);
+        int ran = ok && tiny_logits(path, got, &halves) == 0;
+        check_true(ran && halves == (half == 3), "tiny GGUF, %s: loads, its matrices %s",
+                   half == 2 ? "every tensor BF16" : "every tensor F16",
+                   half == 2 ? "widened to fp32" : "kept as halves");
+        check_true(ran && memcmp(got, want, sizeof(float) * 16 * V) == 0,
+                   "tiny GGUF, every tensor %s (its norm weights too): the F32 file's logits, "
+                   "bit for bit", half == 2 ? "BF16" : "F16");
+    }
+    tiny_varied_norms = 0;
+    free(f.b);
+    free(want);
+    free(got);
 }
 
 /* base with its header bytes [at, at + cut) replaced by the n bytes of `with`, the tensor
@@ -2476,6 +2517,7 @@ int main(void) {
     test_k_types();
     test_mixed_layers();
     test_tiny_half();
+    test_tiny_bf16();
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
     test_llama_cpp_greedy("gguf_llama", 3, GREEDY_STEPS);
