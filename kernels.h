@@ -1,8 +1,8 @@
 /* kernels.h: the numeric kernels of the forward and backward passes, each with the naive
  * reference the tests hold it to.
  *
- * Matrix products (fp32, IEEE halves, and int8 through quant.h), LayerNorm, RMSNorm, GELU and SwiGLU,
- * attention's loops, and the calls that split work across threads (kernels.c hands a
+ * Matrix products (fp32, IEEE halves, and int8 through quant.h), LayerNorm, RMSNorm, GELU
+ * and SwiGLU, attention's loops, and the calls that split work across threads (kernels.c hands a
  * product to parallel/products.c, which cuts it into jobs, and a loop to the thread pool
  * of parallel/pool.c); then what the trainer adds
  * (its forward and backward products on one register tile, the LayerNorm and GELU

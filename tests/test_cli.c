@@ -257,6 +257,7 @@ static void test_usage_errors(const char *model, const char *tok) {
                  "--keep: cannot be combined with --no-context-shift (it applies to the shifts)");
     EXPECT_USAGE("--layer alone", "--layer 0", "--layer: only applies with --attn-map or "
                  "--attn-top");
+    EXPECT_USAGE("--ref without --eval", "--ref m.bin", "--ref: only applies with --eval");
     EXPECT_USAGE("--attn-top zero", "--attn-top 0", "--attn-top: invalid value (got '0'");
 #undef EXPECT_USAGE
     /* a value quoted in 256 bytes with the NUL (cli.h): whole up to 255 bytes, else cut
@@ -2148,7 +2149,8 @@ static void test_files_not_ours(const char *model, const char *tok) {
                  tok, dir);
         expect_program(train, "train --init in.bin.lock -o in.bin", args, 1,
                        "in.bin.lock is in the way");
-        check_true(check_same_bytes(in, model), "train --init in.bin.lock -o in.bin: the input is kept");
+        check_true(check_same_bytes(in, model),
+                   "train --init in.bin.lock -o in.bin: the input is kept");
     }
     /* the training text is OUT.lock */
     snprintf(text, sizeof text, "%s/text.bin.lock", dir);
@@ -2163,7 +2165,8 @@ static void test_files_not_ours(const char *model, const char *tok) {
                        "text.bin.lock: the text is a file of this run's");
         snprintf(command, sizeof command, "grep -c question %s | grep -qx 60", text);
         int kept = check_run(command, NULL, NULL) == 0;
-        check_true(kept && access(out, F_OK) != 0, "train -d text.bin.lock -o text.bin: the text is "
+        check_true(kept && access(out, F_OK) != 0,
+                   "train -d text.bin.lock -o text.bin: the text is "
                    "kept (%s), nothing written", kept ? "yes" : "no");
     }
     /* a user's own OUT.lock, beside quantize's output and run's --attn-map (which wrote the

@@ -10,15 +10,18 @@
 #include <stdlib.h>    /* malloc, free */
 #include <string.h>    /* memcmp, memcpy */
 #include <sys/resource.h>   /* setrlimit, RLIMIT_AS */
-#include <unistd.h>    /* sysconf */
+#include <unistd.h>    /* sysconf, dup, dup2, close */
 
 #include "attention.h"     /* AttentionConfig */
 #include "generate.h"      /* Generation, generation_init, generation_append */
 #include "model.h"         /* Model, model_load */
 #include "os.h"            /* OS_PLAIN_ALLOC: under AddressSanitizer, or given */
+#include "sampler.h"       /* Sampler: greedy, for generate */
+#include "tokenizer.h"     /* Tokenizer, tokenizer_load */
 #include "tests/check.h"   /* check_true, check_summary, check_data_file */
 
 #define SHIPPED_MODEL "weights/model.bin"
+#define SHIPPED_TOKENIZER "weights/tokenizer.bin"
 #define AFTER_SHIFT 40     /* greedy tokens compared after the first shift */
 
 static int argmax(const float *x, int n) {
@@ -289,6 +292,75 @@ static void check_grow_to_full(Model *m) {
     generation_free(&g);
 }
 
+/* generate(g, tok, ...) with stderr in err (cap bytes, NUL-terminated): greedy, quiet, at
+ * most 4 tokens after the prompt; returns generate's status, or -1 if it could not run. */
+static int generate_captured(Model *m, const Tokenizer *tok, const int *prompt, int n_prompt,
+                             char *err, size_t cap, long *generated) {
+    Generation g;
+    Sampler s;
+    GenerateOptions o = {.steps = 4, .quiet = 1};
+    FILE *file = tmpfile();   /* unnamed: no file is left behind */
+    int saved = dup(2), status = -1;
+    err[0] = '\0';
+    if (!file || saved < 0 || generation_init(&g, m, 16, 16, 0, 0) != 0) goto done;
+    if (sampler_init(&s, m->config.vocab_size, 0.0f, 1.0f, 0, 1) == 0) {
+        fflush(stderr);
+        dup2(fileno(file), 2);
+        status = generate(&g, tok, &s, &o, prompt, n_prompt);
+        fflush(stderr);
+        dup2(saved, 2);
+        rewind(file);
+        err[fread(err, 1, cap - 1, file)] = '\0';
+        *generated = g.stats.generated;
+        sampler_free(&s);
+    }
+    generation_free(&g);
+done:
+    if (saved >= 0) close(saved);
+    if (file) fclose(file);
+    return status;
+}
+
+/* A model that picks a token its tokenizer lacks (a larger vocabulary than the
+ * tokenizer's: run refuses such a pair when it loads them, a caller of generate may not):
+ * generation stops before printing it, with status 1 and one stderr line naming it. The
+ * tokenizer is the shipped one cut short (its vocab_size lowered, its tables whole) just
+ * before the token greedy picks after the prompt, found by this test's argmax; the whole
+ * tokenizer, the control, generates all 4 tokens. */
+static void check_token_tokenizer_lacks(Model *m) {
+    static const int prompt[] = {10, 20, 30};   /* ids of the cut tokenizer too */
+    Tokenizer tok;
+    Generation g;
+    if (tokenizer_load(&tok, SHIPPED_TOKENIZER) != 0) {
+        check_true(0, "load %s", SHIPPED_TOKENIZER);
+        return;
+    }
+    int ok = generation_init(&g, m, 16, 16, 0, 0) == 0 && generation_append(&g, prompt, 3, 1) == 0;
+    int pick = ok ? argmax(g.logits, m->config.vocab_size) : -1;
+    generation_free(&g);
+    char err[512], want[160];
+    long generated = -1;
+    int status = generate_captured(m, &tok, prompt, 3, err, sizeof err, &generated);
+    check_true(status == 0 && generated == 4 && err[0] == '\0', "the whole tokenizer: 4 "
+               "greedy tokens, nothing on stderr (got status %d, %ld tokens, '%s')", status,
+               generated, err);
+    if (pick <= 30) {
+        check_true(0, "greedy's first token after the prompt, past its ids (got %d)", pick);
+        tokenizer_free(&tok);
+        return;
+    }
+    Tokenizer cut = tok;   /* the tables whole, only ids below pick its own */
+    cut.vocab_size = pick;
+    snprintf(want, sizeof want, "generate: model produced token %d, which the tokenizer does "
+             "not have (expected 0..%d)\n", pick, pick - 1);
+    generated = -1;
+    status = generate_captured(m, &cut, prompt, 3, err, sizeof err, &generated);
+    check_true(status == 1 && generated == 0 && strcmp(err, want) == 0, "a token the "
+               "tokenizer lacks (token %d, a tokenizer of %d): status 1, none printed, one line "
+               "(got status %d, %ld tokens, '%s')", pick, pick, status, generated, err);
+    tokenizer_free(&tok);
+}
+
 int main(void) {
     Model m;
     /* arbitrary ids of the shipped vocabulary */
@@ -310,6 +382,7 @@ int main(void) {
         check_true(0, "window attention on the shipped model");
     check_full(&m);
     check_prompt_count(&m);
+    check_token_tokenizer_lacks(&m);
     AttentionConfig exact;
     attention_config_default(&exact);
     if (model_set_attention(&m, &exact) == 0) {

@@ -1622,6 +1622,68 @@ static size_t put_q45_1(unsigned char *out, int five, const int8_t q[32], uint16
     return five ? 24 : 20;
 }
 
+/* A vector in a block type (llama.cpp writes vectors as F32; the format allows any
+ * type): blk.0.ffn_up.bias of tiny-gpt2-f16.gguf (128 values: 4 blocks of 32) written as
+ * Q8_0 blocks (d q, q in -127..127) and as Q4_1 blocks (d q + m, q in 0..15, m negative)
+ * over its F32 values. The logits of 8 tokens must be bit for bit those of the file whose
+ * F32 bias holds those values, computed here from half_value in float (exact for Q8_0:
+ * an f16 d times an integer of 8 bits; Q4_1's sum rounds as ggml's does). */
+static void test_block_vector(void) {
+    static const struct { int type; const char *name; } BLOCKS[] = {{8, "Q8_0"}, {3, "Q4_1"}};
+    Buf f = {0};
+    size_t size, end = 0, type_at = 0;
+    uint64_t offset = 0, last;
+    f.b = check_read_file("tests/data/gguf_gpt2/tiny-gpt2-f16.gguf", &size);
+    f.n = f.cap = size;
+    if (f.b) end = tensor_info(f.b, size, "blk.1.ffn_down.bias", &type_at, &last);
+    size_t data = (end + 31) / 32 * 32;   /* general.alignment: the default 32 */
+    int found = end != 0 && tensor_info(f.b, size, "blk.0.ffn_up.bias", &type_at, &offset) &&
+                data + offset + 128 * 4 <= size;
+    if (!check_true(found, "tiny-gpt2-f16.gguf: blk.0.ffn_up.bias found")) {
+        free(f.b);
+        return;
+    }
+    unsigned char *at = f.b + data + offset;
+    int tokens[8] = {5, 200, 17, 100, 2, 64, 99, 128};
+    for (size_t k = 0; k < sizeof BLOCKS / sizeof BLOCKS[0]; k++) {
+        int type = BLOCKS[k].type, vocab = 0, ok = 1;
+        float *logits[2] = {NULL, NULL};
+        for (int blocks = 0; blocks < 2 && ok; blocks++) {
+            uint64_t s = 7;
+            unsigned char *out = at;
+            put_at_u32(&f, type_at, blocks ? (uint32_t)type : 0);
+            for (int b = 0; b < 4; b++) {
+                uint16_t d = (uint16_t)(0x2C00 + 37 * b), m = (uint16_t)(0xB400 + b);
+                int8_t q[32];
+                for (int j = 0; j < 32; j++) {
+                    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+                    int r = (int)(s >> 33 & 0xffff);
+                    q[j] = (int8_t)(type == 8 ? r % 255 - 127 : r % 16);
+                    float x = half_value(d) * (float)q[j] + (type == 8 ? 0.0f : half_value(m));
+                    if (!blocks) memcpy(at + (size_t)(32 * b + j) * 4, &x, 4);
+                }
+                if (blocks) out += type == 8 ? put_block(out, 8, d, q) : put_q45_1(out, 0, q, d, m);
+            }
+            save(&f);
+            Model mdl;
+            ok = model_load(&mdl, path, 8, 0) == 0;
+            if (!ok) break;
+            vocab = mdl.config.vocab_size;
+            const float *got = model_forward(&mdl, tokens, 8, 0, 1);
+            logits[blocks] = got ? malloc(sizeof(float) * 8 * (size_t)vocab) : NULL;
+            if (logits[blocks]) memcpy(logits[blocks], got, sizeof(float) * 8 * (size_t)vocab);
+            ok = logits[blocks] != NULL;
+            model_free(&mdl);
+        }
+        check_true(ok && memcmp(logits[0], logits[1], sizeof(float) * 8 * (size_t)vocab) == 0,
+                   "blk.0.ffn_up.bias as %s blocks: the logits of 8 tokens are the F32 file's "
+                   "of the same values, bit for bit", BLOCKS[k].name);
+        free(logits[0]);
+        free(logits[1]);
+    }
+    free(f.b);
+}
+
 /* ggml's kvalues_iq4nl: the integer each 4-bit code of IQ4_NL and IQ4_XS stands for. */
 static const int IQ4_NL_VALUES[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                       1, 13, 25, 38, 53, 69, 89, 113};
@@ -2008,7 +2070,8 @@ static void write_bos_model(int types, int space) {
         int n = TENSORS[t].rows * TENSORS[t].cols;
         const char *name = TENSORS[t].name;
         int ones = !strcmp(name, "token_embd.weight"), zeros = !strcmp(name, "output.weight") ||
-                   !strcmp(name, "blk.0.attn_output.weight") || !strcmp(name, "blk.0.ffn_down.weight");
+                   !strcmp(name, "blk.0.attn_output.weight") ||
+                   !strcmp(name, "blk.0.ffn_down.weight");
         for (int i = 0; (ones || zeros) && i < n; i++) {
             int row = i / C;
             float value = ones ? 1.0f : (row == 1 || (space && row == V - 1)) ? 4.0f : 0.0f;
@@ -2408,8 +2471,8 @@ static void test_special_prompt(void) {
                ids[first_diff] == cases[c].ids[first_diff])
             first_diff++;
         check_true(ok && n == (size_t)cases[c].n && first_diff == n, "%s: \"%s\" encodes "
-                   "as llama-tokenize's %d ids (got %zu, the first differing at %zu)", cases[c].file, cases[c].text,
-                   cases[c].n, n, first_diff);
+                   "as llama-tokenize's %d ids (got %zu, the first differing at %zu)",
+                   cases[c].file, cases[c].text, cases[c].n, n, first_diff);
         tokenizer_free(&t);
     }
     /* a prompt that ends with the end-of-text token has ended its turn: llama-cli prints
@@ -2514,6 +2577,7 @@ int main(void) {
     test_gpt2_keep();
     test_q8_0_layers();
     test_q4_0_q5_0();
+    test_block_vector();
     test_k_types();
     test_mixed_layers();
     test_tiny_half();
