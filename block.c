@@ -78,9 +78,9 @@ int block_rotary(const Config *c) {
 void block_rope_angles(const Config *c, const float *rope_freqs, float *cs, int N, int pos) {
     int HS = c->head_dim;
     float base = c->rope_base > 0.0f ? c->rope_base : MODEL_ROPE_BASE;
-    for (int n = 0; n < N; n++) {
-        for (int i = 0; i < HS; i += 2) {
-            float freq = 1.0f / powf(base, (float)i / (float)HS);
+    for (int i = 0; i < HS; i += 2) {   /* pair by pair: one powf for all N positions */
+        float freq = 1.0f / powf(base, (float)i / (float)HS);
+        for (int n = 0; n < N; n++) {
             float angle = (float)(pos + n) * freq;
             if (rope_freqs) angle /= rope_freqs[i / 2];   /* Llama 3.1's long-context factors */
             cs[(size_t)n * HS + i] = cosf(angle);

@@ -191,11 +191,14 @@ int quant_pack(QuantMatrix *m) {
 
 void quant_dequantize_row(float *out, const QuantMatrix *m, int row) {
     int groups = quant_groups(m->cols, m->group);
-    if (row < m->packed) {   /* the packed layout: value + 128 as a byte */
-        for (int g = 0; g < groups; g++) {
+    if (row < m->packed) {   /* the packed layout: value + 128 as a byte, in quads */
+        const uint8_t *quad = (const uint8_t *)m->q + packed_at(m, row, 0);
+        for (int g = 0; g < groups; g++) {   /* (a packed row's groups are whole quads) */
             float s = m->scale[packed_scale_at(m, row, g)];
-            for (int c = g * m->group; c < g * m->group + group_length(g, m->cols, m->group); c++)
-                out[c] = (float)((int)(uint8_t)m->q[packed_at(m, row, c)] - 128) * s;
+            for (int c = g * m->group; c < (g + 1) * m->group; c += 4) {
+                for (int i = 0; i < 4; i++) out[c + i] = (float)((int)quad[i] - 128) * s;
+                quad += 4 * QUANT_PACK_ROWS;   /* the row's next quad */
+            }
         }
     } else {
         const int8_t *q = m->q + (size_t)row * (size_t)m->cols;
