@@ -193,7 +193,8 @@ static void pool_main(void (*body)(void *ctx), void *ctx) {
 }
 
 /* The cores this process may use (os_usable_cpus: taskset and cpusets count, as for
- * OpenMP's omp_get_num_procs), at most POOL_MAX_THREADS. */
+ * OpenMP's omp_get_num_procs, and a cgroup's CPU quota, which OpenMP does not count), at
+ * most POOL_MAX_THREADS. */
 static int pool_cores(void) {
     int n = os_usable_cpus();
     return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : n;
@@ -282,11 +283,7 @@ void pool_parallel_for(PoolJob job, void *ctx, int n_jobs, double work) {
 }
 
 int pool_set_threads(int n) {
-#ifdef _OPENMP
-    int max = omp_get_num_procs();
-#else
     int max = pool_cores();
-#endif
     if (n < 1) n = 1;
     if (n > max) n = max;
 #ifdef _OPENMP
@@ -322,11 +319,12 @@ int pool_cap_threads(void) {
         snprintf(count, sizeof count, "%d", online);
         setenv("OMP_NUM_THREADS", count, 1);
     }
-    int asked = omp_get_max_threads(), cores = omp_get_num_procs();
+    int asked = omp_get_max_threads(), cores = online;
     if (given) setenv("OMP_NUM_THREADS", given, 1);
     free(given);
     if (asked <= cores) return above;
     omp_set_num_threads(cores);
+    if (!env) return 0;   /* OpenMP's default, every CPU, above a cgroup's quota: no note */
 #else
     const char *env = getenv("OMP_NUM_THREADS");
     int asked = env_threads(), cores = pool_cores();

@@ -30,8 +30,8 @@
 #include <time.h>        /* clock_gettime, CLOCK_MONOTONIC */
 #include <unistd.h>      /* fsync, close, unlink, link, pread, write, access, sysconf, getpid */
 
-#define OS_CGROUP_TEXT_CAP 65536   /* os_memory_limit: most of /proc/self/cgroup read (a
-                                    * line a hierarchy: a dozen or so) */
+#define OS_CGROUP_TEXT_CAP 65536   /* most of /proc/self/cgroup read (a line a hierarchy: a
+                                    * dozen or so) */
 /* os_close_synced's reason for a write that failed before it (stdio keeps no errno) */
 #define OS_LOST_WRITE "an earlier write to it failed: a full disk, or ulimit -f"
 #define LOCK_TRIES 8     /* os_lock: attempts while another process removes the file */
@@ -55,16 +55,55 @@ static void lower_to_file(const char *path, size_t *bytes) {
     if (file) fclose(file);
 }
 
-/* The limit of the cgroup at root + group (a folder of limit files named name) and of
- * each of its parents, the least of them into *bytes, if smaller. */
+/* The CPUs' worth of time a quota of `quota` microseconds a period of `period` gives,
+ * rounded up (1.5 CPUs: 2 threads, as Java's and Go's runtimes count), into *cpus if
+ * smaller; a quota or period that is not positive (version 1's -1) is no limit. */
+static void lower_to_quota(long long quota, long long period, size_t *cpus) {
+    if (quota <= 0 || period <= 0) return;
+    unsigned long long n = (unsigned long long)(quota / period) + (quota % period != 0);
+    if (n < *cpus) *cpus = (size_t)n;
+}
+
+/* Version 2's cpu.max at path, "QUOTA PERIOD" ("max PERIOD": no limit), into *cpus. */
+static void lower_to_cpu_max(const char *path, size_t *cpus) {
+    FILE *file = fopen(path, "r");
+    long long quota, period;
+    if (file && fscanf(file, "%lld %lld", &quota, &period) == 2)
+        lower_to_quota(quota, period, cpus);
+    if (file) fclose(file);
+}
+
+/* Version 1's cpu.cfs_quota_us at path and the cpu.cfs_period_us beside it into *cpus. */
+static void lower_to_cfs_quota(const char *path, size_t *cpus) {
+    static const char quota_name[] = "cpu.cfs_quota_us";
+    char period_path[OS_PATH_CAP];
+    size_t folder = strlen(path) - (sizeof quota_name - 1);   /* path ends with quota_name */
+    int len = snprintf(period_path, sizeof period_path, "%.*scpu.cfs_period_us", (int)folder,
+                       path);
+    FILE *quota_file = fopen(path, "r");
+    FILE *period_file = len > 0 && (size_t)len < sizeof period_path ? fopen(period_path, "r")
+                                                                    : NULL;
+    long long quota, period;
+    if (quota_file && period_file && fscanf(quota_file, "%lld", &quota) == 1 &&
+        fscanf(period_file, "%lld", &period) == 1)
+        lower_to_quota(quota, period, cpus);
+    if (quota_file) fclose(quota_file);
+    if (period_file) fclose(period_file);
+}
+
+/* A limit file's reader: the limit in the file at path into *value, if smaller. */
+typedef void (*LowerFile)(const char *path, size_t *value);
+
+/* The limit of the cgroup at root + group (a folder of limit files named name, read by
+ * lower) and of each of its parents, the least of them into *value, if smaller. */
 static void lower_to_cgroup(const char *root, const char *group, const char *name,
-                            size_t *bytes) {
+                            LowerFile lower, size_t *value) {
     char path[OS_PATH_CAP];
     size_t n = strlen(group);
     while (n > 0 && group[n - 1] == '/') n--;
     for (;;) {
         int len = snprintf(path, sizeof path, "%s%.*s/%s", root, (int)n, group, name);
-        if (len > 0 && (size_t)len < sizeof path) lower_to_file(path, bytes);
+        if (len > 0 && (size_t)len < sizeof path) lower(path, value);
         if (n == 0) return;
         while (n > 0 && group[n - 1] != '/') n--;   /* the parent */
         while (n > 0 && group[n - 1] == '/') n--;
@@ -80,10 +119,28 @@ static int has_parent_step(const char *path) {
     return 0;
 }
 
-size_t os_cgroup_memory_limit(const char *cgroup_text, const char *root, size_t bytes) {
+/* 1 if the comma-separated list of controllers has `controller` ("cpu" in "cpu,cpuacct";
+ * not in "cpuset"). */
+static int has_controller(const char *list, const char *controller) {
+    size_t n = strlen(controller);
+    for (const char *c = list; *c; c += *c == ',') {
+        size_t len = strcspn(c, ",");
+        if (len == n && !strncmp(c, controller, n)) return 1;
+        c += len;
+    }
+    return 0;
+}
+
+/* The least of value and the limits of the cgroups cgroup_text names (and of their
+ * parents) under root: version 2's file v2_name, version 1's v1_name under
+ * root/controller, read by v2 and v1 (os_cgroup_memory_limit's contract, for any
+ * controller). */
+static size_t cgroup_limit(const char *cgroup_text, const char *root, const char *controller,
+                           const char *v2_name, LowerFile v2, const char *v1_name,
+                           LowerFile v1, size_t value) {
     char line[OS_PATH_CAP], root_v1[OS_PATH_CAP];
-    int len = snprintf(root_v1, sizeof root_v1, "%s/memory", root);
-    if (len < 0 || (size_t)len >= sizeof root_v1) return bytes;
+    int len = snprintf(root_v1, sizeof root_v1, "%s/%s", root, controller);
+    if (len < 0 || (size_t)len >= sizeof root_v1) return value;
     /* lines "ID:CONTROLLERS:PATH" ("0::PATH" for version 2) */
     for (const char *at = cgroup_text; *at;) {
         size_t length = strcspn(at, "\n");
@@ -104,11 +161,31 @@ size_t os_cgroup_memory_limit(const char *cgroup_text, const char *root, size_t 
          * cgroup namespace's): its limits and its parents' are not there */
         if (has_parent_step(group)) continue;
         if (!strcmp(line, "0") && !*controllers)
-            lower_to_cgroup(root, group, "memory.max", &bytes);
-        else if (strstr(controllers, "memory"))
-            lower_to_cgroup(root_v1, group, "memory.limit_in_bytes", &bytes);
+            lower_to_cgroup(root, group, v2_name, v2, &value);
+        else if (has_controller(controllers, controller))
+            lower_to_cgroup(root_v1, group, v1_name, v1, &value);
     }
-    return bytes;
+    return value;
+}
+
+size_t os_cgroup_memory_limit(const char *cgroup_text, const char *root, size_t bytes) {
+    return cgroup_limit(cgroup_text, root, "memory", "memory.max", lower_to_file,
+                        "memory.limit_in_bytes", lower_to_file, bytes);
+}
+
+size_t os_cgroup_cpu_limit(const char *cgroup_text, const char *root, size_t cpus) {
+    return cgroup_limit(cgroup_text, root, "cpu", "cpu.max", lower_to_cpu_max,
+                        "cpu.cfs_quota_us", lower_to_cfs_quota, cpus);
+}
+
+/* The text of /proc/self/cgroup (read to its end, or to OS_CGROUP_TEXT_CAP: the file tells
+ * no size), malloc'd, or NULL where there is none. */
+static char *cgroup_text(void) {
+    FILE *file = fopen("/proc/self/cgroup", "r");
+    char *text = file ? malloc(OS_CGROUP_TEXT_CAP) : NULL;
+    if (text) text[fread(text, 1, OS_CGROUP_TEXT_CAP - 1, file)] = '\0';
+    if (file) fclose(file);
+    return text;
 }
 
 #if defined(MAP_ANONYMOUS) && !defined(__wasi__) && !defined(OS_PLAIN_ALLOC)
@@ -199,17 +276,9 @@ size_t os_memory_limit(size_t fallback) {
     if (pages > 0 && page > 0 && (unsigned long)pages <= SIZE_MAX / (unsigned long)page)
         bytes = (size_t)pages * (size_t)page;
 #endif
-    /* Linux cgroups: /proc/self/cgroup names them (a file that tells no size: read to its
-     * end, or to OS_CGROUP_TEXT_CAP) */
-    FILE *file = fopen("/proc/self/cgroup", "r");
-    char *text = file ? malloc(OS_CGROUP_TEXT_CAP) : NULL;
-    if (text) {
-        size_t got = fread(text, 1, OS_CGROUP_TEXT_CAP - 1, file);
-        text[got] = '\0';
-        bytes = os_cgroup_memory_limit(text, "/sys/fs/cgroup", bytes);
-    }
+    char *text = cgroup_text();   /* Linux cgroups: /proc/self/cgroup names them */
+    if (text) bytes = os_cgroup_memory_limit(text, "/sys/fs/cgroup", bytes);
     free(text);
-    if (file) fclose(file);
 #ifndef __wasi__
     struct rlimit limit;   /* ulimit -v */
     if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
@@ -341,16 +410,20 @@ char *os_read_file(const char *program, const char *path, const char *expected,
 }
 
 int os_usable_cpus(void) {
+    size_t cpus = 1;
+#ifdef _SC_NPROCESSORS_ONLN
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online > 0) cpus = (size_t)online;
+#endif
 #if defined(__linux__) && !defined(__wasi__)
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
+        cpus = (size_t)CPU_COUNT(&set);
+    char *text = cgroup_text();   /* a CPU quota (docker --cpus) gives time for fewer */
+    if (text) cpus = os_cgroup_cpu_limit(text, "/sys/fs/cgroup", cpus);
+    free(text);
 #endif
-#ifdef _SC_NPROCESSORS_ONLN
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    if (online > 0) return online > INT_MAX ? INT_MAX : (int)online;
-#endif
-    return 1;
+    return cpus > INT_MAX ? INT_MAX : (int)cpus;
 }
 
 #ifdef OS_HUGE_FILES

@@ -16,8 +16,8 @@
  * mixing its bytes in. A program removes only files it created: a lock's path holding anything
  * but a lock of ours (an input, a user's file, a link) is refused, never removed; and
  * a signal that ends the process (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 ...; not
- * SIGKILL) removes the temporaries and locks of os_save_open and os_lock before it ends (the trainer's fixed-name temporaries stay: its next run
- * finishes or replaces them).
+ * SIGKILL) removes the temporaries and locks of os_save_open and os_lock before it ends
+ * (the trainer's fixed-name temporaries stay: its next run finishes or replaces them).
  */
 #ifndef OS_H
 #define OS_H
@@ -41,8 +41,9 @@
  * number (a map opened as fd 1 would get the text too). */
 void os_program_start(const char *program);
 
-/* The CPUs this process may run on: its affinity mask (taskset, a container's cpuset)
- * where the system says, else the CPUs online, else 1. */
+/* The CPUs this process may use: its affinity mask (taskset, a container's cpuset) where
+ * the system says, else the CPUs online, else 1; at most the CPU time its Linux cgroups'
+ * quotas give (os_cgroup_cpu_limit: docker --cpus 1.5 gives 2). */
 int os_usable_cpus(void);
 
 /* 1 if standard input and standard output are one regular file (run -I < f >> f would
@@ -71,6 +72,14 @@ size_t os_memory_limit(size_t fallback);
  * empty), sets no limit; nor does a line whose PATH has a ".." (a cgroup outside the tree
  * a cgroup namespace shows). */
 size_t os_cgroup_memory_limit(const char *cgroup_text, const char *root, size_t bytes);
+
+/* os_cgroup_memory_limit's walk for the CPU quota: the least of cpus and the quotas of the
+ * cgroups that cgroup_text names and of their parents, each as CPUs rounded up (quota /
+ * period microseconds: 150000 / 100000 is 2): version 2 root/PATH/cpu.max ("QUOTA PERIOD";
+ * "max PERIOD": none), version 1 (a line whose controllers include cpu)
+ * root/cpu/PATH/cpu.cfs_quota_us (-1: none) with cpu.cfs_period_us beside it. Files that
+ * do not say, and paths with "..", set no limit. */
+size_t os_cgroup_cpu_limit(const char *cgroup_text, const char *root, size_t cpus);
 
 /* calloc and free for large working buffers (activations, the KV cache): n zeros of size
  * bytes each, 64-byte aligned, or NULL if out of memory. Where the system can (Linux), the
