@@ -70,11 +70,11 @@ typedef struct {
 /* scores (n_keys,), a query's dots with those keys, to score_rows' scores (below), in place. */
 static void scale_scores(float *scores, const float *k, int kv_stride, const int32_t *rows,
                          int n_keys, int HS, Scoring sc) {
-    for (int n = 0; n < n_keys; n++) {
-        scores[n] *= sc.scale;
+    for (int j = 0; j < n_keys; j++) {
+        scores[j] *= sc.scale;
         if (sc.gauss) {   /* -|q-k|^2 scale/2 = (q.k - |k|^2/2) scale - |q|^2 scale/2 */
-            const float *k_t2 = k + (long)(rows ? rows[n] : n) * kv_stride;
-            scores[n] -= 0.5f * sc.scale * kernels_dot(k_t2, k_t2, HS);
+            const float *k_t2 = k + (long)(rows ? rows[j] : j) * kv_stride;
+            scores[j] -= 0.5f * sc.scale * kernels_dot(k_t2, k_t2, HS);
         }
     }
 }
@@ -283,6 +283,7 @@ static void forward_head(void *ctx, int h) {
         int n_q = f->T - t < block ? f->T - t : block;
         /* the mask: query t sees keys 0 .. pos + t, each later query of the block one more */
         int n_first = f->pos + t + 1;
+        /* seek to q[t, h, :] and out[t, h, :] of (T, NH, HS) */
         const float *q_t = f->q + ((long)t * NH + h) * HS;
         float *out_t = f->out + ((long)t * NH + h) * HS;
         attend_causal(out_t, NH * HS, q_t, NH * HS, n_q, r.k, r.v, r.stride, n_first, HS, exact,

@@ -357,9 +357,10 @@ size_t attention_train_scratch_floats(const AttentionConfig *cfg, const Attentio
  *   scratch (attention_train_scratch_floats(cfg, shape, T),)  overwritten
  * cfg->sink_logits is read when cfg->sink_logit, cfg->synth by a Synthesizer (which needs
  * T <= cfg->synth_len; its q is read before any rotation, see block.h). Masked variants
- * (window, dilated, strided, fixed, lsh) visit only the keys each query sees. Returns 0, or -1 (nothing written) if
- * cfg is invalid, T < 1, random is NULL for a kind that needs it, drop->p is outside
- * [0, 1) or above 0 for a kernelised kind, or out, q, k, v or scratch is NULL. */
+ * (window, dilated, strided, fixed, lsh) visit only the keys each query sees. Returns 0,
+ * or -1 (nothing written) if cfg is invalid, T < 1, random is NULL for a kind that needs
+ * it, drop->p is outside [0, 1) or above 0 for a kernelised kind, or out, q, k, v or
+ * scratch is NULL. */
 int attention_train_forward(const AttentionConfig *cfg, const AttentionShape *shape,
                             const float *random, const AttentionDropout *drop, float *out,
                             const float *q, const float *k, const float *v, int T,

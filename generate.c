@@ -21,19 +21,19 @@
 /* ------------------------------------------------------------------------- */
 /* The sequence in the context                                                 */
 
-int generation_init(Generation *g, Model *m, int n_ctx, int first, int keep, int shift) {
+int generation_init(Generation *g, Model *m, int n_ctx, int n_alloc, int keep, int shift) {
     memset(g, 0, sizeof *g);
     if (keep < 0 || keep >= n_ctx) {
         fprintf(stderr, "generate: tokens to keep out of range (got %d, expected 0..%d, less "
                 "than the context)\n", keep, n_ctx - 1);
         return -1;
     }
-    if (first < 1 || first > n_ctx) {
-        fprintf(stderr, "generate: first positions out of range (got %d, expected 1..%d)\n",
-                first, n_ctx);
+    if (n_alloc < 1 || n_alloc > n_ctx) {
+        fprintf(stderr, "generate: positions to allocate out of range (got %d, expected "
+                "1..%d)\n", n_alloc, n_ctx);
         return -1;
     }
-    if (model_set_context(m, first) != 0) return -1;
+    if (model_set_context(m, n_alloc) != 0) return -1;
     g->tokens = malloc((size_t)n_ctx * sizeof(int));
     if (!g->tokens) {
         fprintf(stderr, "generate: out of memory for a context of %d tokens\n", n_ctx);
@@ -41,7 +41,7 @@ int generation_init(Generation *g, Model *m, int n_ctx, int first, int keep, int
     }
     g->model = m;
     g->n_ctx = n_ctx;
-    g->n_alloc = first;
+    g->n_alloc = n_alloc;
     g->keep = keep;
     g->shift = shift;
     return 0;
@@ -318,7 +318,8 @@ typedef struct {
     char *line;                    /* the last line of input read (interactive) */
     char *text;                    /* "\n" and that line: what the model reads */
     int *line_ids;                 /* its tokens */
-    int prev;                      /* the last token of the sequence: decoding follows it */
+    int prev;                      /* the last token of the sequence, which decoding follows;
+                                    * -1 after a BOS that keeps the next token's space */
     int unrun;                     /* the token that ended a turn, printed but not run; or -1 */
 } GenerateLoop;
 

@@ -26,7 +26,8 @@ typedef struct {
     long generated;          /* tokens sampled and printed */
     long shifts;             /* context shifts */
     long rerun_tokens;       /* tokens run again after shifts */
-    long grows;              /* times the attention state grew (generation_init's first) */
+    long grows;              /* times the attention state grew (from generation_init's
+                              * n_alloc toward n_ctx) */
     long grow_tokens;        /* tokens run again at growths */
     double input_seconds;    /* time running input tokens */
     double generate_seconds; /* time sampling and running generated tokens (not shifts
@@ -53,11 +54,11 @@ typedef struct {
 } Generation;
 
 /* Makes an empty sequence of context n_ctx, and sizes the model's attention state
- * (model_set_context) for `first` positions, 1..n_ctx: n_ctx when the run's length is
+ * (model_set_context) for n_alloc positions, 1..n_ctx: n_ctx when the run's length is
  * known; fewer for an interactive run, whose state then doubles, up to n_ctx, when the
  * sequence outgrows it, its tokens run again from position 0 (as after a shift).
  * 0 <= keep < n_ctx. Returns 0, or -1 after a stderr line. */
-int generation_init(Generation *g, Model *m, int n_ctx, int first, int keep, int shift);
+int generation_init(Generation *g, Model *m, int n_ctx, int n_alloc, int keep, int shift);
 
 /* Appends n tokens (input: 1 counts them as input, 0 as generated; input that follows only
  * input extends n_prompt), first growing the attention state if they outgrow it (where
@@ -99,7 +100,8 @@ typedef struct {
  * sampling until -n tokens, an end token (tokenizer_ends), or a reverse prompt (a
  * prompt that ends with an end token or a reverse prompt has ended the first turn); in
  * interactive mode each turn is followed by a newline and a line of input, both appended
- * to the sequence (no earlier token is run again), until end of input.
+ * to the sequence (earlier tokens are run again only by a shift or a growth), until end of
+ * input.
  * Streams the text to stdout, a line of input included when it does not come from a
  * terminal (which echoes it), so that stdout shows what the model reads. Returns 0, 1
  * after a stderr line (a model or data failure). */

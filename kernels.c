@@ -15,8 +15,9 @@
  * AdamW) in trainer/train_kernels.c. This file does not know about models: read model.c
  * and block.c for how the kernels are used.
  *
- * Legend: N rows of x, IC input width, OC output width (rows of w), n row, o output
- * column, i input index, C width.
+ * Legend: N rows of x, IC input width, OC output width (rows of w), n a row of x (in the
+ * products; elsewhere, as in kernels.h, n is a vector's length), o output column, i input
+ * index, C width.
  */
 #include "kernels.h"
 

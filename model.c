@@ -13,8 +13,8 @@
  * and v are rounded as llama.cpp's F16 cache rounds them. Loading is in checkpoint.c, the
  * arithmetic in kernels.c, attention in attention.c.
  *
- * Legend: n tokens in the chunk, t a token's index in it, C width, Hd MLP width, KVD kv
- * width, V vocab, S context, l layer.
+ * Legend: n tokens in the chunk (model.h's N), t a token's index in it, C width, Hd MLP
+ * width, KVD kv width, V vocab, S context, l layer.
  */
 #include "model.h"
 
@@ -329,10 +329,11 @@ static int reset_attention(Model *m) {
 
 /* Commits the memory a run writes (the attention state, the activations of max_chunk
  * tokens) now, not a page fault at a time in the first prompt (llama.cpp also clears its
- * cache when it sets up). Every forward pass writes the activations before it reads them;
- * the logits, which a caller may still read, keep their values: of them only the first
- * row, the one every forward pass writes (--eval's others as it writes them); so does a
- * variant's state, which holds its random matrices (Performer's, LSH's). */
+ * cache when it sets up). Every forward pass writes the activations before it reads them,
+ * so their old values may go. Two keep theirs: the logits, which a caller may still read
+ * (only their first row is committed, the one every forward pass writes; --eval commits
+ * the others as it writes them), and a variant's state, which holds its random matrices
+ * (Performer's, LSH's). */
 static void commit_memory(Model *m) {
     OsPart part[STATE_PARTS];
     state_parts(m, m->max_chunk, part);   /* the first m->max_chunk rows of each */
@@ -701,7 +702,8 @@ float *model_forward(Model *m, const int *tokens, int n, int pos, int all_logits
     if (!m->lab && !m->tracing && !c->half_kv) plain_layers(m, &b, n, pos, first);
     else if (lab_layers(m, &b, n, pos, first) != 0) return NULL;
 
-    /* final norm, then logits (rows, V) = xn_final (rows, C) . classifier (V, C)^T */
+    /* final norm, then logits (rows, V) = xn_final (rows, C) . classifier (V, C)^T; b.x
+     * names the last block's output (next_block swapped it with out after each block) */
     block_norm(c, s->xn_final, b.x + (size_t)first * C, w->norm_final_w, w->norm_final_b,
                rows);
     block_matmul(s->logits, s->xn_final, &w->classifier, NULL, rows, C, c->vocab_size, s->xq,

@@ -6,13 +6,13 @@
  * separate classifier). model_load reads a checkpoint (checkpoint.h: the formats, the
  * weights table) and allocates the activations and the
  * attention state: exact attention's KV cache, or another variant's (model_set_attention),
- * for as many positions as model_set_context asks. model_forward runs a block of new
+ * for as many positions as model_set_context asks. model_forward runs a chunk of new
  * tokens through the network and returns their next-token logits.
  *
  * Legend: V vocab, C model width, L layers, NH heads, NKV key/value heads, HS = C / NH,
  * KVD = NKV * HS, Hd MLP hidden width, S the model's context (positions), n_alloc the
  * positions the attention state holds (a run's context, or fewer while it grows), N tokens
- * in a chunk.
+ * in a chunk (model_forward's n).
  */
 #ifndef MODEL_H
 #define MODEL_H

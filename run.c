@@ -469,8 +469,9 @@ static int check_model_range(const char *flag, int value, int low, int high, con
     return usage_error(flag, shown, "invalid value", expected);
 }
 
-/* Encodes the prompt, sizes the context, opens the map file: everything a generation
- * needs before it starts. Returns 0, EXIT_USAGE or EXIT_BAD_DATA after a message. */
+/* Encodes the prompt, sizes the context, checks the map's size (run_generation writes it):
+ * everything a generation needs before it starts. Returns 0, EXIT_USAGE or EXIT_BAD_DATA
+ * after a message. */
 static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
                            GenerationPlan *plan) {
     const Config *c = &m->config;
@@ -511,11 +512,11 @@ static int plan_generation(const RunOptions *o, Model *m, const Tokenizer *tok,
     }
     if ((o->attn_map_path || o->attn_top) && model_trace(m, 1) != 0) return EXIT_BAD_DATA;
     /* -I's length is unknown: a huge context's memory is taken only as turns reach it */
-    int first = n_ctx;
+    int n_alloc = n_ctx;
     if (o->interactive && !o->ctx_size && n_ctx > RUN_FIRST_CONTEXT)
-        first = reach > RUN_FIRST_CONTEXT ? (int)(reach < n_ctx ? reach : n_ctx)
-                                          : RUN_FIRST_CONTEXT;
-    if (generation_init(&plan->generation, m, n_ctx, first, keep, !o->no_shift) != 0)
+        n_alloc = reach > RUN_FIRST_CONTEXT ? (int)(reach < n_ctx ? reach : n_ctx)
+                                            : RUN_FIRST_CONTEXT;
+    if (generation_init(&plan->generation, m, n_ctx, n_alloc, keep, !o->no_shift) != 0)
         return EXIT_BAD_DATA;
     GenerateOptions *go = &plan->options;
     go->steps = o->steps;

@@ -80,8 +80,8 @@ static uint32_t prob_key(float prob) {
  * key a pass from the lowest, keeps equal keys in id order, as the candidates are built; a
  * byte that all the keys share leaves the order as it is, and its pass is skipped (a flat
  * distribution's probabilities share their top bytes). Linear in n: a flat distribution
- * keeps most of the vocabulary, and a comparison sort of it took longer than a small
- * model's forward pass. */
+ * keeps most of the vocabulary, whose comparison sort would cost more than a small model's
+ * forward pass. */
 static void sort_by_prob(SamplerCandidate *c, SamplerCandidate *tmp, int n) {
     SamplerCandidate *out = c;
     int count[4][256] = {{0}};   /* count[b][d]: the keys whose byte b is d */
