@@ -500,7 +500,9 @@ int generate(Generation *g, const Tokenizer *tok, Sampler *sampler, const Genera
     if (n_prompt > 1 && tokenizer_ends(tok, prompt[n_prompt - 1])) prompt_ends_turn = 1;
     /* the prompt's forward pass (model_forward, in chunks): its last logits come back */
     if (generation_append(g, prompt, n_prompt, 1) != 0) goto done;
-    loop.prev = prompt[n_prompt - 1];
+    /* a BOS that ends a longer prompt (a GGUF prompt's "<s>") is followed as echo_prompt
+     * follows a later BOS: the first sampled token keeps its space */
+    loop.prev = n_prompt > 1 && prompt[n_prompt - 1] == tok->bos_id ? -1 : prompt[n_prompt - 1];
     /* turns, each followed in interactive mode by a line of input */
     do {
         step = prompt_ends_turn ? STEP_CONTINUE : sample_turn(&loop);

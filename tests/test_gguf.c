@@ -2057,9 +2057,10 @@ static void test_gguf_llama_characters(void) {
 
 /* The tiny model (types as write_tiny_as takes it) with its blocks' outputs zeroed and
  * every embedding row all ones, so that the classifier reads the same normalised ones at
- * every position, and a classifier whose nonzero rows are BOS's (id 1) and, where space
- * is 1, U+2581's (id V - 1: " "), each all 4s: a logit of 32 for each, 0 for the rest. */
-static void write_bos_model(int types, int space) {
+ * every position, and a classifier whose nonzero rows are, where bos is 1, BOS's (id 1)
+ * and, where space is 1, U+2581's (id V - 1: " "), each all 4s: a logit of 32 for each, 0
+ * for the rest. */
+static void write_bos_model(int types, int bos, int space) {
     Buf f = {0};
     Marks m;
     write_tiny_as(&f, &m, 0, 0, types, 0);
@@ -2074,7 +2075,8 @@ static void write_bos_model(int types, int space) {
                    !strcmp(name, "blk.0.ffn_down.weight");
         for (int i = 0; (ones || zeros) && i < n; i++) {
             int row = i / C;
-            float value = ones ? 1.0f : (row == 1 || (space && row == V - 1)) ? 4.0f : 0.0f;
+            float value = ones ? 1.0f : ((bos && row == 1) || (space && row == V - 1)) ? 4.0f
+                                                                                     : 0.0f;
             memcpy(x + 4 * (size_t)i, &value, sizeof value);
         }
     }
@@ -2088,7 +2090,7 @@ static void write_bos_model(int types, int space) {
  * (lstrip 0). llama2.c's files stop at BOS (test_cli's sampled case). */
 static void test_bos_runs_on(void) {
     /* BOS at every step, typed control: all 5 run, none printed */
-    write_bos_model(1, 0);
+    write_bos_model(1, 1, 0);
     char command[512], *out = NULL, *err = NULL;
     snprintf(command, sizeof command, "%s %s -t 0 -n 5 -i ab", run_bin, path);
     int code = check_run(command, &out, &err);
@@ -2100,7 +2102,7 @@ static void test_bos_runs_on(void) {
     free(err);
     /* BOS or " " at each step (no token types: "<s>" prints as its text): each of the 20
      * tokens prints 3 bytes or 1, so 20 + 2 per "<s>" in all, a space after a "<s>" too */
-    write_bos_model(0, 1);
+    write_bos_model(0, 1, 1);
     out = err = NULL;
     snprintf(command, sizeof command, "%s %s -t 1 -p 1 -s 7 -n 20 -i ab", run_bin, path);
     code = check_run(command, &out, &err);
@@ -2110,6 +2112,18 @@ static void test_bos_runs_on(void) {
                len == 20 + 2 * bos && strstr(out, "<s> "), "GGUF Llama: the token after a "
                "generated BOS keeps its leading space, as llama.cpp prints it (%zu bytes for "
                "%zu BOS; got \"%s\")", len, bos, out ? out : "");
+    free(out);
+    free(err);
+    /* " " at each step (typed control: "<s>" in the prompt is BOS): the first sampled token
+     * after a prompt that ends with a later BOS keeps its space too, as echo_prompt keeps
+     * the space of a prompt token after one */
+    write_bos_model(1, 0, 1);
+    out = err = NULL;
+    snprintf(command, sizeof command, "%s %s -t 0 -n 3 -i 'ab<s>'", run_bin, path);
+    code = check_run(command, &out, &err);
+    check_true(code == 0 && out && !strcmp(out, "ab   \n"), "GGUF Llama: the token after a "
+               "prompt's last BOS keeps its leading space (\"ab\" and 3 spaces; got exit %d, "
+               "\"%s\")", code, out ? out : "");
     free(out);
     free(err);
     /* a token_type array one short of the vocabulary: refused, as its scores would be */
