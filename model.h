@@ -85,8 +85,9 @@ typedef struct {
     AttentionShape heads;      /* head layout and 1/sqrt(HS) scale */
     AttentionConfig *attention_configs;  /* (L,) owned: each layer's variant (at load: exact,
                                * or what a trained variant's checkpoint records) */
-    int lab;                   /* 0: exact attention over the cache; 1: some layer runs a
-                                * variant's attention_step (model_forward takes lab_layers,
+    int lab;                   /* 0: exact attention over the cache; 1: some layer's variant
+                                * is not plain, and every layer runs attention_step over its
+                                * part of attention_state (model_forward takes lab_layers,
                                 * as it does to trace or for a GGUF model's roundings) */
     KVCache cache;             /* exact attention's keys and values (lab == 0) */
     int half_cache;            /* 1: the KV cache keeps them in half precision (at load: a
