@@ -7,6 +7,8 @@
  *
  * It owns exit codes (0 ok, 1 bad data or runtime failure, 2 usage error); it
  * contains no kernels. Read model.h, generate.h, then tokenizer.h and sampler.h.
+ * A token's path: main -> kernels_run(run_job) (the threads as a pool) -> run_generation
+ * -> generate (generate.c) -> model_forward (model.c) -> sampler_sample (sampler.c).
  */
 #include <errno.h>      /* errno, ENOENT */
 #include <float.h>      /* FLT_MAX: is -p's value a number at all? */
