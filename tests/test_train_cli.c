@@ -452,6 +452,24 @@ static void test_no_overwrite(void) {
     expect_train("--force", args, 0, "final: train");
     format_into(args, sizeof args, "-r -d %s -o %s -n 8", text, model);
     expect_train("-r resumes that very file", args, 0, "resuming at step 6 of 8");
+    /* -r writes the checkpoint and its state at their PATH.tmp as well: a user's file
+     * there is refused as a new run refuses it, never removed (-r used to unlink it) */
+    const char *temps[] = {"model.bin.tmp", "model.bin.state.tmp"};
+    for (int i = 0; i < 2; i++) {
+        char temp[CAP], message[CAP];
+        if (!check_true(write_bytes(join(temp, dir, temps[i]), "notes", 5) == 0,
+                        "overwrite: a user's %s made", temps[i]))
+            continue;
+        format_into(args, sizeof args, "-r -d %s -o %s -n 10", text, model);
+        format_into(message, sizeof message, "%s: not a save of this trainer's", temps[i]);
+        expect_train("-r with a user's file at a PATH.tmp it writes", args, 1, message);
+        size_t n = 0;
+        char *notes = check_read_file(temp, &n);
+        check_true(notes && n == 5 && !memcmp(notes, "notes", 5), "overwrite: -r kept the "
+                   "user's %s", temps[i]);
+        free(notes);
+        remove(temp);
+    }
     /* the defaults (weights/model.bin beside the current folder) are protected as well */
     char weights[CAP], precious[CAP];
     format_into(weights, sizeof weights, "%s/weights", dir);

@@ -1008,27 +1008,28 @@ static int own_temporary(const char *path, uint32_t magic) {
 
 /* Before a run reads anything: a resumed run first finishes a save a crash interrupted
  * (the first one included) and needs its checkpoint; a new run never replaces a trained
- * model or its state unless --force asks it to (nor a tokenizer: keep_tokenizer). Returns
- * 0, or -1 after a stderr line. */
+ * model or its state unless --force asks it to (nor a tokenizer: keep_tokenizer); and
+ * neither replaces a file of another kind at a PATH.tmp it writes. Returns 0, or -1 after
+ * a stderr line. */
 static int prepare_outputs(const Options *o) {
+    /* each save writes its files first at their PATH.tmp and replaces a save a crash
+     * interrupted there (the same command again, or -r, recovers), never a file of another
+     * kind (a user's) unless --force asks; a resumed run writes no tokenizer */
+    const char *paths[] = {o->out_path, o->state_path, o->tokenizer_path};
+    const uint32_t magics[] = {CHECKPOINT_GPT2_MAGIC, TRAIN_STATE_MAGIC, TOKENIZER_MAGIC};
+    for (int i = 0; !o->force && i < (o->resume ? 2 : 3); i++) {
+        char temp[TRAIN_PATH_CAP];
+        if (train_temp_path(temp, paths[i]) != 0) return -1;
+        if (access(temp, F_OK) == 0 && !own_temporary(temp, magics[i])) {
+            fprintf(stderr, "train: %s: not a save of this trainer's (got a file that does "
+                    "not start as %s does, expected a new path or this trainer's "
+                    "temporary; pass --force to overwrite it, or remove it)\n", temp,
+                    i == 0 ? "a checkpoint" : i == 1 ? "an optimizer state" : "a tokenizer");
+            return -1;
+        }
+    }
     if (!o->resume) {
         if (o->force) return 0;
-        /* a new run writes each file first at its PATH.tmp and replaces a save a crash
-         * interrupted there (the same command again recovers), never a file of another
-         * kind (a user's) */
-        const char *paths[] = {o->out_path, o->state_path, o->tokenizer_path};
-        const uint32_t magics[] = {CHECKPOINT_GPT2_MAGIC, TRAIN_STATE_MAGIC, TOKENIZER_MAGIC};
-        for (int i = 0; i < 3; i++) {
-            char temp[TRAIN_PATH_CAP];
-            if (train_temp_path(temp, paths[i]) != 0) return -1;
-            if (access(temp, F_OK) == 0 && !own_temporary(temp, magics[i])) {
-                fprintf(stderr, "train: %s: not a save of this trainer's (got a file that does "
-                        "not start as %s does, expected a new path or this trainer's "
-                        "temporary; pass --force to overwrite it, or remove it)\n", temp,
-                        i == 0 ? "a checkpoint" : i == 1 ? "an optimizer state" : "a tokenizer");
-                return -1;
-            }
-        }
         if (check_new_file(o->out_path, "the checkpoint", "-r to resume its run") != 0) return -1;
         /* an existing tokenizer waits for the one this text trains (keep_tokenizer); a
          * state with its checkpoint still at PATH.tmp is a first save a crash interrupted
