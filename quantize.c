@@ -11,11 +11,12 @@
 #include <stdio.h>        /* fprintf, printf, fopen, fread */
 #include <stdlib.h>       /* EXIT_SUCCESS */
 #include <string.h>       /* memcpy, strerror */
+#include <unistd.h>       /* access (POSIX) */
 
 #include "checkpoint.h"   /* checkpoint_load, checkpoint_save_q8 */
 #include "cli.h"          /* cli_next, cli_usage_error */
 #include "quant.h"        /* QUANT_GROUP_MAX */
-#include "os.h"           /* os_check_output, os_lock: one writer, never IN */
+#include "os.h"           /* os_check_output, os_lock, os_same_path: one writer, never IN */
 
 enum { EXIT_BAD_DATA = 1 };
 enum { OPT_GROUP, OPT_FORCE, OPT_HELP };
@@ -139,6 +140,16 @@ int main(int argc, char **argv) {
     if (os_same_file(paths[0], paths[1]))
         return cli_usage_error("quantize", paths[1], "is the same file as the input",
                                paths[0], "another path for OUT.bin");
+    /* IN named as OUT's lock: an existing file there os_lock refuses; a missing one must be
+     * reported missing, not read as the lock this run makes */
+    char lock_path[OS_PATH_CAP];
+    snprintf(lock_path, sizeof lock_path, "%s%s", paths[1], OS_LOCK_SUFFIX);
+    int missing = access(paths[0], F_OK) != 0 ? errno : 0;
+    if (missing && os_same_path(paths[0], lock_path)) {
+        fprintf(stderr, "quantize: %s: cannot open (got \"%s\", expected a model file; the name "
+                "is the lock this run takes on %s)\n", paths[0], strerror(missing), paths[1]);
+        return EXIT_BAD_DATA;
+    }
     const char *inputs[] = {paths[0]};
     SaveLock lock;
     if (os_check_output("quantize", paths[1], "the int8 model", inputs, 1) != 0 ||

@@ -2152,6 +2152,19 @@ static void test_files_not_ours(const char *model, const char *tok) {
         check_true(check_same_bytes(in, model),
                    "train --init in.bin.lock -o in.bin: the input is kept");
     }
+    /* IN is OUT.lock, and missing: reported missing, not read as the lock the run made
+     * (quantize said "bad magic number", train "truncated header (got 35 bytes") */
+    snprintf(in, sizeof in, "%s/gone.bin.lock", dir);
+    snprintf(out, sizeof out, "%s/gone.bin", dir);
+    snprintf(args, sizeof args, "%s %s", in, out);
+    expect_program(quantize, "quantize gone.bin.lock gone.bin, no such IN", args, 1,
+                   "gone.bin.lock: cannot open (got \"No such file or directory\"");
+    snprintf(args, sizeof args, "--init %s -o %s -d %s -z %s/g_tok.bin -n 1", in, out, tok,
+             dir);
+    expect_program(train, "train --init gone.bin.lock -o gone.bin, no such file", args, 1,
+                   "gone.bin.lock: cannot open (got \"No such file or directory\"");
+    check_true(access(in, F_OK) != 0 && access(out, F_OK) != 0,
+               "gone.bin.lock as a missing input: no lock left, nothing written");
     /* the training text is OUT.lock */
     snprintf(text, sizeof text, "%s/text.bin.lock", dir);
     snprintf(out, sizeof out, "%s/text.bin", dir);

@@ -458,8 +458,9 @@ static int check_new_file(const char *path, const char *what, const char *altern
  * path in a writable folder, and none of them the text (--force must never remove a
  * folder or the data, and a FIFO would block the write); no two outputs, their PATH.tmp or
  * their PATH.lock the same file, however spelled (-z ./m.bin, -z m.bin.tmp); and the text
- * none of those either (-d m.bin.lock would read the lock this run writes); else -1 after
- * a stderr line. */
+ * none of those either (-d m.bin.lock would read the lock this run writes), nor a missing
+ * --init a lock of the run's (it would read the lock it made, not report the file missing;
+ * an existing one os_lock refuses); else -1 after a stderr line. */
 static int check_outputs(const Options *o) {
     const char *paths[] = {o->out_path, o->state_path, o->tokenizer_path};
     const char *what[] = {"the checkpoint", "the optimizer state", "the tokenizer"};
@@ -485,6 +486,13 @@ static int check_outputs(const Options *o) {
         if (longest > NAME_MAX) {
             fprintf(stderr, "train: %s: file name too long for %s (got %zu bytes with the run's "
                     "suffixes, expected at most %d)\n", paths[i], what[i], longest, NAME_MAX);
+            return -1;
+        }
+        int missing = o->init_path && access(o->init_path, F_OK) != 0 ? errno : 0;
+        if (missing && os_same_path(o->init_path, names[i][2])) {
+            fprintf(stderr, "train: %s: cannot open (got \"%s\", expected a checkpoint to start "
+                    "from; the name is the lock this run takes on %s)\n", o->init_path,
+                    strerror(missing), paths[i]);
             return -1;
         }
     }
