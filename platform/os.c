@@ -299,6 +299,11 @@ int os_not_regular(const char *path, const char **kind) {
 
 FILE *os_open_read(const char *program, const char *path, const char *expected) {
     const char *kind;
+    if (!*path) {   /* no name at all: said as such, not as ": cannot open" */
+        if (expected)
+            fprintf(stderr, "%s: empty path (got \"\", expected %s)\n", program, expected);
+        return NULL;
+    }
     if (os_not_regular(path, &kind)) {   /* before fopen: opening a FIFO would block */
         if (expected)
             fprintf(stderr, "%s: %s: not a regular file (got a %s, expected %s)\n", program,

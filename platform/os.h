@@ -127,7 +127,8 @@ int os_not_regular(const char *path, const char **kind);
 
 /* fopen(path, "rb") of a regular file (a FIFO would block, a folder has no size). On
  * failure returns NULL after a stderr line "PROGRAM: PATH: ... (got ..., expected
- * EXPECTED)", or silently if expected is NULL. */
+ * EXPECTED)" ("PROGRAM: empty path (got "", expected EXPECTED)" for ""), or silently if
+ * expected is NULL. */
 FILE *os_open_read(const char *program, const char *path, const char *expected);
 
 /* Read exactly n bytes of `what` from file, or print what was missing and return -1. */

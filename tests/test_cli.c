@@ -550,6 +550,14 @@ static void test_special_files(const char *model, const char *tok) {
            "not a regular file (got a folder, expected a model file)");
     snprintf(args, sizeof args, "'' -z %s -n 1", tok);
     expect("an empty model path", args, 1, "model: empty path (got \"\", expected a model file)");
+    snprintf(args, sizeof args, "%s -z '' -n 1", model);
+    expect("an empty tokenizer path", args, 1, "run: empty path (got \"\", expected a tokenizer "
+           "file)");
+    snprintf(args, sizeof args, "%s -z %s -f '' -n 1", model, tok);
+    expect("an empty prompt file path", args, 1, "run: empty path (got \"\", expected a prompt "
+           "file)");
+    snprintf(args, sizeof args, "%s -z %s --eval ''", model, tok);
+    expect("an empty --eval path", args, 1, "run: empty path (got \"\", expected an eval file)");
     snprintf(args, sizeof args, "%s -z %s -f %s -n 1", model, tok, fifo);
     expect("a FIFO as the prompt file", args, 1, "not a regular file");
     snprintf(args, sizeof args, "%s -z %s -f - -n 1 < %s", model, tok, dir);

@@ -217,6 +217,9 @@ static void test_cli(void) {
     /* exit 1: bad data */
     format_into(args, sizeof args, "-d %s/no_such_file.txt -o %s", dir, model);
     expect_train("missing data", args, 1, "no_such_file.txt: cannot open");
+    format_into(args, sizeof args, "-d '' -o %s", model);
+    expect_train("empty data path", args, 1, "train: empty path (got \"\", expected a readable "
+                 "text file)");
     /* exit 0: help, and a run (--steps=5 as --steps 5) */
     expect_train("--help", "--help", 0, "Usage: train [options]");
     format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " --steps=5 --eval-every=5",
