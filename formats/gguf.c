@@ -7,7 +7,8 @@
  * (gguf_load_checkpoint); only then is memory taken for what must be converted (F32
  * vectors copied, BF16 and F16 vectors widened, the Q, K and IQ4 types' blocks repacked as
  * int8 groups; F32 and F16 matrices stay in the mapped file). The tokenizer is built from
- * the metadata's arrays by tokenizer.c (gguf_load_tokenizer). Nothing here computes: read model.c for the network.
+ * the metadata's arrays by tokenizer.c (gguf_load_tokenizer). Nothing here computes:
+ * read model.c for the network.
  *
  * Legend: V vocab, C width, L layers, Hd MLP width, KVD kv width, S context.
  */

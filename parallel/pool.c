@@ -193,10 +193,17 @@ static void pool_main(void (*body)(void *ctx), void *ctx) {
 }
 
 /* The cores this process may use (os_usable_cpus: taskset and cpusets count, as for
- * OpenMP's omp_get_num_procs, and a cgroup's CPU quota, which OpenMP does not count), at
- * most POOL_MAX_THREADS. */
+ * OpenMP's omp_get_num_procs), at most POOL_MAX_THREADS: what a count asked for is
+ * capped at. */
 static int pool_cores(void) {
     int n = os_usable_cpus();
+    return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : n;
+}
+
+/* The threads when nobody asks for a count: pool_cores, at most a cgroup's CPU quota
+ * (os_quota_cpus, which OpenMP's own default does not count). */
+static int pool_default_threads(void) {
+    int n = os_quota_cpus();
     return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : n;
 }
 
@@ -237,7 +244,7 @@ static int env_threads(void) {
     if (pool.threads > 0) return pool.threads;
     const char *env = getenv("OMP_NUM_THREADS");
     int asked = env ? parse_num_threads(env) : 0;
-    pool.threads = asked > 0 ? asked : pool_cores();
+    pool.threads = asked > 0 ? asked : pool_default_threads();
     return pool.threads;
 }
 #endif /* !_OPENMP */
@@ -313,18 +320,23 @@ int pool_cap_threads(void) {
      * a count it cannot start (99999999999); gcc's read it at load. A count above the cores
      * is lowered to them for that first call, then put back as given (the note names it) */
     const char *env = getenv("OMP_NUM_THREADS");
-    int online = pool_cores(), above = env ? count_above(env, online) : 0;
+    int cores = pool_cores(), above = env ? count_above(env, cores) : 0;
     char *given = above ? strdup(env) : NULL, count[16];
     if (given) {
-        snprintf(count, sizeof count, "%d", online);
+        snprintf(count, sizeof count, "%d", cores);
         setenv("OMP_NUM_THREADS", count, 1);
     }
-    int asked = omp_get_max_threads(), cores = online;
+    int asked = omp_get_max_threads();
     if (given) setenv("OMP_NUM_THREADS", given, 1);
     free(given);
+    if (!env || !count_above(env, 0)) {   /* no count (or one OpenMP rejects): its default,
+                                           * every core, lowered to a cgroup's quota */
+        int quota = pool_default_threads();
+        if (asked > quota) omp_set_num_threads(quota);
+        return 0;
+    }
     if (asked <= cores) return above;
     omp_set_num_threads(cores);
-    if (!env) return 0;   /* OpenMP's default, every CPU, above a cgroup's quota: no note */
 #else
     const char *env = getenv("OMP_NUM_THREADS");
     int asked = env_threads(), cores = pool_cores();

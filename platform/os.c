@@ -56,8 +56,9 @@ static void lower_to_file(const char *path, size_t *bytes) {
 }
 
 /* The CPUs' worth of time a quota of `quota` microseconds a period of `period` gives,
- * rounded up (1.5 CPUs: 2 threads, as Java's and Go's runtimes count), into *cpus if
- * smaller; a quota or period that is not positive (version 1's -1) is no limit. */
+ * rounded up (1.5 CPUs: 2 threads, as Java's runtime counts; Go's also rounds up, to at
+ * least 2), into *cpus if smaller; a quota or period that is not positive (version 1's
+ * -1) is no limit. */
 static void lower_to_quota(long long quota, long long period, size_t *cpus) {
     if (quota <= 0 || period <= 0) return;
     unsigned long long n = (unsigned long long)(quota / period) + (quota % period != 0);
@@ -415,20 +416,26 @@ char *os_read_file(const char *program, const char *path, const char *expected,
 }
 
 int os_usable_cpus(void) {
-    size_t cpus = 1;
-#ifdef _SC_NPROCESSORS_ONLN
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    if (online > 0) cpus = (size_t)online;
-#endif
 #if defined(__linux__) && !defined(__wasi__)
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        cpus = (size_t)CPU_COUNT(&set);
-    char *text = cgroup_text();   /* a CPU quota (docker --cpus) gives time for fewer */
+        return CPU_COUNT(&set);
+#endif
+#ifdef _SC_NPROCESSORS_ONLN
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online > 0) return online > INT_MAX ? INT_MAX : (int)online;
+#endif
+    return 1;
+}
+
+int os_quota_cpus(void) {
+    size_t cpus = (size_t)os_usable_cpus();
+#if defined(__linux__) && !defined(__wasi__)
+    char *text = cgroup_text();
     if (text) cpus = os_cgroup_cpu_limit(text, "/sys/fs/cgroup", cpus);
     free(text);
 #endif
-    return cpus > INT_MAX ? INT_MAX : (int)cpus;
+    return (int)cpus;   /* at most os_usable_cpus' int */
 }
 
 #ifdef OS_HUGE_FILES
@@ -469,7 +476,7 @@ static void *read_part(void *arg) {
  * that cannot start leaves its part to the caller. */
 static int read_whole(int fd, unsigned char *buf, size_t n) {
     const size_t huge = (size_t)2 << 20;
-    int parts = os_usable_cpus();
+    int parts = os_quota_cpus();
     if ((size_t)parts > n / OS_READ_PART_MIN) parts = (int)(n / OS_READ_PART_MIN);
     if (parts > OS_READ_PARTS) parts = OS_READ_PARTS;
     if (parts < 1) parts = 1;

@@ -41,10 +41,16 @@
  * number (a map opened as fd 1 would get the text too). */
 void os_program_start(const char *program);
 
-/* The CPUs this process may use: its affinity mask (taskset, a container's cpuset) where
- * the system says, else the CPUs online, else 1; at most the CPU time its Linux cgroups'
- * quotas give (os_cgroup_cpu_limit: docker --cpus 1.5 gives 2). */
+/* The CPUs this process may run on: its affinity mask (taskset, a container's cpuset)
+ * where the system says, else the CPUs online, else 1. */
 int os_usable_cpus(void);
+
+/* The CPUs' worth of time this process may use, the threads worth starting when nobody
+ * says how many: os_usable_cpus, at most what its Linux cgroups' CPU quotas give under
+ * /sys/fs/cgroup (os_cgroup_cpu_limit; docker --cpus 1.5 gives 2). A version 1 tree found
+ * elsewhere than /sys/fs/cgroup/cpu, or a version 2 tree elsewhere than /sys/fs/cgroup
+ * (hybrid systems mount it at unified/), sets no limit, as for os_memory_limit. */
+int os_quota_cpus(void);
 
 /* 1 if standard input and standard output are one regular file (run -I < f >> f would
  * read its own text back, without end). */

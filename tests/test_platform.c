@@ -195,55 +195,56 @@ static void expect_cpus(const char *root, const char *cgroup_text, size_t start,
  * cpu.cfs_quota_us with cpu.cfs_period_us, each as CPUs rounded up, the least of the group's
  * and its parents'. */
 static void test_cgroup_cpu(void) {
-    int ok = put("c2a/a/cpu.max", "max 100000\n") && put("c2a/a/b/cpu.max", "150000 100000\n");
-    check_true(ok, "cgroup: a fake version 2 tree of CPU quotas written");
+    int ok = put("c2a/a/cpu.max", "max 100000\n") & put("c2a/a/b/cpu.max", "150000 100000\n");
     expect_cpus("c2a", "0::/a/b\n", 64, 2, "v2: 150000 of 100000 is 1.5 CPUs, rounded up to "
                 "2, under the parent's max");
     expect_cpus("c2a", "0::/a/b\n", 1, 1, "v2: a start below the quota stays");
     expect_cpus("c2a", "0::/a\n", 64, 64, "v2: \"max\" is no quota");
-    put("c2b/a/cpu.max", "100000 100000");   /* no newline */
-    put("c2b/a/b/cpu.max", "400000 100000\n");
+    ok &= put("c2b/a/cpu.max", "100000 100000");   /* no newline */
+    ok &= put("c2b/a/b/cpu.max", "400000 100000\n");
     expect_cpus("c2b", "0::/a/b\n", 64, 1, "v2: the parent's 1 CPU under the child's 4");
-    put("c2c/a/cpu.max", "50000 100000\n");
+    ok &= put("c2c/a/cpu.max", "50000 100000\n");
     expect_cpus("c2c", "0::/a\n", 64, 1, "v2: half a CPU is 1");
-    put("c2d/a/cpu.max", "300001 100000\n");
+    ok &= put("c2d/a/cpu.max", "300001 100000\n");
     expect_cpus("c2d", "0::/a\n", 64, 4, "v2: a microsecond past 3 CPUs is 4");
-    put("c2e/a/cpu.max", "garbage\n");
-    put("c2e/a/b/cpu.max", "150000\n");       /* no period */
-    put("c2e/a/b/c/cpu.max", "150000 0\n");   /* a zero period */
-    put("c2e/a/b/c/d/cpu.max", "");
+    ok &= put("c2e/a/cpu.max", "garbage\n");
+    ok &= put("c2e/a/b/cpu.max", "150000\n");       /* no period */
+    ok &= put("c2e/a/b/c/cpu.max", "150000 0\n");   /* a zero period */
+    ok &= put("c2e/a/b/c/d/cpu.max", "");
     expect_cpus("c2e", "0::/a/b/c/d\n", 64, 64, "v2: garbage, no period, a zero period and "
                 "an empty file are no quotas");
-    put("c2f/a/cpu.max", "9223372036854775807 1\n");
+    ok &= put("c2f/a/cpu.max", "9223372036854775807 1\n");
     expect_cpus("c2f", "0::/a\n", 64, 64, "v2: 2^63 - 1 CPUs is no limit");
-    put("c2f/a/b/cpu.max", "99999999999999999999999 100000\n");
+    ok &= put("c2f/a/b/cpu.max", "99999999999999999999999 100000\n");
     expect_cpus("c2f", "0::/a/b\n", 64, 64, "v2: a quota past 2^63 is no limit");
-    put("c2g/cpu.max", "200000 100000\n");   /* the root of the tree a namespace shows */
+    ok &= put("c2g/cpu.max", "200000 100000\n");   /* the root of the tree a namespace shows */
     expect_cpus("c2g", "0::/\n", 64, 2, "v2: \"0::/\" reads the root's own file");
-    put("c1a/cpu/docker/cpu.cfs_quota_us", "250000\n");
-    put("c1a/cpu/docker/cpu.cfs_period_us", "100000\n");
-    put("c1a/cpu/docker/abc/cpu.cfs_quota_us", "-1\n");
-    put("c1a/cpu/docker/abc/cpu.cfs_period_us", "100000\n");
+    ok &= put("c1a/cpu/docker/cpu.cfs_quota_us", "250000\n");
+    ok &= put("c1a/cpu/docker/cpu.cfs_period_us", "100000\n");
+    ok &= put("c1a/cpu/docker/abc/cpu.cfs_quota_us", "-1\n");
+    ok &= put("c1a/cpu/docker/abc/cpu.cfs_period_us", "100000\n");
     expect_cpus("c1a", "4:cpu,cpuacct:/docker/abc\n", 64, 3, "v1: the parent's 2.5 CPUs "
                 "(3) under the group's -1");
     expect_cpus("c1a", "4:cpuacct,cpu:/docker\n", 64, 3, "v1: cpu second in the list");
     expect_cpus("c1a", "4:cpuset:/docker\n3:cpuacct:/docker\n", 64, 64, "v1: cpuset and "
                 "cpuacct are not cpu");
-    put("c1b/cpu/x/cpu.cfs_quota_us", "100000\n");   /* no period file beside it */
+    ok &= put("c1b/cpu/x/cpu.cfs_quota_us", "100000\n");   /* no period file beside it */
     expect_cpus("c1b", "4:cpu:/x\n", 64, 64, "v1: a quota without its period is no limit");
-    put("c1c/u/cpu.max", "300000 100000\n");
-    put("c1c/cpu/m/cpu.cfs_quota_us", "200000\n");
-    put("c1c/cpu/m/cpu.cfs_period_us", "100000\n");
+    ok &= put("c1c/u/cpu.max", "300000 100000\n");
+    ok &= put("c1c/cpu/m/cpu.cfs_quota_us", "200000\n");
+    ok &= put("c1c/cpu/m/cpu.cfs_period_us", "100000\n");
     expect_cpus("c1c", "0::/u\n4:cpu:/m\n", 64, 2, "hybrid: version 1's 2 CPUs under "
                 "version 2's 3");
-    put("c1d/outside/cpu.max", "100000 100000\n");
+    ok &= put("c1d/outside/cpu.max", "100000 100000\n");
     expect_cpus("c1d", "0::/../outside\n", 64, 64, "a path with \"..\": no quota read");
+    check_true(ok, "cgroup: the fake trees of CPU quotas written (a file not written would "
+               "pass as no quota)");
 }
 
 /* os_memory_limit and os_usable_cpus on this machine: os_memory_limit is the least of the
  * physical memory, the real cgroup files (os_cgroup_memory_limit over /proc/self/cgroup)
- * and RLIMIT_AS; os_usable_cpus counts the affinity mask, under the real cgroups' CPU
- * quota (os_cgroup_cpu_limit). */
+ * and RLIMIT_AS; os_usable_cpus counts the affinity mask, and os_quota_cpus that count
+ * under the real cgroups' CPU quota (os_cgroup_cpu_limit). */
 static void test_this_machine(void) {
     size_t physical = SIZE_MAX;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -265,12 +266,15 @@ static void test_this_machine(void) {
     cpu_set_t mask, one;
     if (!check_true(sched_getaffinity(0, sizeof mask, &mask) == 0, "sched_getaffinity"))
         return;
+    check_true(cpus == CPU_COUNT(&mask), "os_usable_cpus: %d, the affinity mask's %d", cpus,
+               CPU_COUNT(&mask));
     size_t quota = (size_t)CPU_COUNT(&mask);
     text = check_read_file("/proc/self/cgroup", &size);
     if (text) quota = os_cgroup_cpu_limit(text, "/sys/fs/cgroup", quota);
     free(text);
-    check_true(cpus == (int)quota, "os_usable_cpus: %d, the affinity mask's %d under the "
-               "cgroups' CPU quota (expected %zu)", cpus, CPU_COUNT(&mask), quota);
+    check_true(os_quota_cpus() == (int)quota, "os_quota_cpus: %d, the affinity mask's %d "
+               "under the cgroups' CPU quota (expected %zu)", os_quota_cpus(),
+               CPU_COUNT(&mask), quota);
     int first = 0;
     while (!CPU_ISSET(first, &mask)) first++;
     CPU_ZERO(&one);
