@@ -40,16 +40,17 @@ typedef struct {
 
 /* Sets the number of threads the kernels (and attention) may use, 1 .. the cores
  * available, from the next kernels_run (or OpenMP loop) on. Returns the number that will
- * be used. Until then it is OMP_NUM_THREADS, or every core; without OpenMP parallel/pool.c reads
- * them as OpenMP's runtime would (an invalid OMP_NUM_THREADS is reported on stderr and
- * ignored). */
+ * be used. Until then it is OMP_NUM_THREADS, or every core (without OpenMP: at most a
+ * cgroup's CPU quota, os_quota_cpus); without OpenMP parallel/pool.c reads them as
+ * OpenMP's runtime would (an invalid OMP_NUM_THREADS is reported on stderr and ignored). */
 int kernels_set_threads(int n);
 
 /* Caps the threads the environment asks for (OMP_NUM_THREADS) at the cores available:
- * more only wait for each other, and tens of thousands cannot even be started. Returns
- * the number asked for when it capped it (for the program to say so), -1 where a build
- * without OpenMP found OMP_NUM_THREADS no count and ignored it (OpenMP's runtime says so
- * itself), else 0. */
+ * more only wait for each other, and tens of thousands cannot even be started; where it
+ * asks for no count, lowers OpenMP's default (every core) to a cgroup's CPU quota, as the
+ * build without OpenMP does by itself. Returns the number asked for when it capped it
+ * (for the program to say so), -1 where a build without OpenMP found OMP_NUM_THREADS no
+ * count and ignored it (OpenMP's runtime says so itself), else 0. */
 int kernels_cap_threads(void);
 
 /* The number of threads kernels_run will use. */
