@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <errno.h>    /* errno, ERANGE, EIO */
+#include <float.h>    /* DBL_TRUE_MIN */
 #include <math.h>     /* isfinite, nextafterf */
 #include <stdio.h>    /* snprintf, fflush, ferror, fprintf */
 #include <stdlib.h>   /* strtol, strtof, strtod, strtoull, getenv */
@@ -51,7 +52,10 @@ int cli_parse_float(const char *text, double min, double max, int open_min, floa
     float v = strtof(text, &end);   /* an underflow (ERANGE) gives the nearest float: kept */
     if (end == text || *end != '\0' || !isfinite(v)) return -1;
     /* the range on the number as written: 100.0000001 rounds to the float 100 */
+    errno = 0;
     double exact = strtod(text, NULL);
+    /* too small even for a double (1e-400): as written just off 0, on its sign's side */
+    if (errno == ERANGE && exact == 0.0) exact = text[0] == '-' ? -DBL_TRUE_MIN : DBL_TRUE_MIN;
     if (exact < min || exact > max || (open_min && exact == min)) return -1;
     /* above min as written, not as a float: 1e-47 for (0, 1] rounds to 0 */
     if (open_min && v <= (float)min) v = nextafterf((float)min, (float)max);

@@ -988,12 +988,13 @@ static void test_numerical_edges(const char *model, const char *tok) {
     snprintf(args, sizeof args, "%s -z %s -n 5 -t 2e-38 -s 1", model, tok);
     expect("temperature 2e-38 (logit / T overflows): generates", args, 0, "generation: 5 tokens");
     /* top-p below 1/V keeps only the most likely token: the greedy text, at any seed; 1e-47
-     * (above 0, whose nearest float is 0) as the smallest float above 0 */
+     * and 1e-400 (above 0, whose nearest float, and for 1e-400 double, is 0) as the
+     * smallest float above 0 */
     char *greedy = NULL;
     snprintf(args, sizeof args, "%s %s -z %s -n 5 -t 0", run_bin, model, tok);
     int greedy_code = check_run(args, &greedy, NULL);
-    static const char *const tiny_p[] = {"0.000001", "1e-47"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const tiny_p[] = {"0.000001", "1e-47", "1e-400"};
+    for (int i = 0; i < 3; i++) {
         char *nucleus = NULL;
         snprintf(args, sizeof args, "%s %s -z %s -n 5 -p %s -s 1", run_bin, model, tok,
                  tiny_p[i]);

@@ -18,7 +18,7 @@
 #include <sys/stat.h>  /* mkdir, mkfifo */
 #include <sys/wait.h>  /* waitpid */
 #include <time.h>      /* clock, clock_gettime, nanosleep */
-#include <unistd.h>    /* access, fork, execl, getcwd, rmdir, close, getpid */
+#include <unistd.h>    /* access, fork, execl, getcwd, rmdir, close, getpid, unlink */
 
 #include "attention.h"    /* attention_backward */
 #include "attention_spec.h"   /* attention_spec_parse_layers: the variants' runs */
@@ -1225,6 +1225,18 @@ static void contracts_text_as_output(const char *text, const char *model) {
                 model, text);
     expect_train("--force -d - with -o naming the file standard input reads", args, 1,
                  "text.txt: is the file standard input reads");
+    /* and to another checkpoint: it trains on the bytes standard input gives */
+    format_into(args, sizeof args, "--force -d - -o %s -z %s.tok " TINY " -n 2 < %s", model,
+                model, text);
+    char want[64];
+    snprintf(want, sizeof want, "data: -: %zu bytes", n_text);
+    expect_train("-d - reads the text from standard input", args, 0, want);
+    char made[CAP + 16];
+    static const char *const suffixes[] = {"", ".state", ".tok"};
+    for (int i = 0; i < 3; i++) {   /* gone again: later checks want no checkpoint there */
+        snprintf(made, sizeof made, "%s%s", model, suffixes[i]);
+        unlink(made);
+    }
     size_t n_after = 0;
     char *text_after = check_read_file(text, &n_after);
     check_true(text_before && text_after && n_text == n_after &&

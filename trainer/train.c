@@ -61,7 +61,7 @@ static const char USAGE[] =
 "\n"
 "Options (a long one takes its value as --name VALUE or --name=VALUE):\n"
 "  -d, --data PATH        training text (default data/tinyshakespeare.txt; weights/README.md\n"
-"                         says where to get Tiny Shakespeare)\n"
+"                         says where to get Tiny Shakespeare); - reads standard input\n"
 "  -o, --out PATH         checkpoint to write (default weights/model.bin); the optimizer\n"
 "                         state goes to PATH.state\n"
 "  -z, --tokenizer PATH   tokenizer to write, or read with -r (default: tokenizer.bin\n"
