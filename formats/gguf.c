@@ -708,7 +708,7 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
     case GGUF_BF16: *floats += lined_floats(numel); break;
     case GGUF_Q4_0: case GGUF_Q4_1: case GGUF_Q5_0: case GGUF_Q5_1: case GGUF_Q8_0:
     case GGUF_Q2_K: case GGUF_Q3_K: case GGUF_Q4_K: case GGUF_Q5_K: case GGUF_Q6_K:
-    case GGUF_IQ4_NL: case GGUF_IQ4_XS:
+    case GGUF_IQ4_NL: case GGUF_IQ4_XS: case GGUF_TQ1_0: case GGUF_TQ2_0:
         /* matrices repacked as int8 (gguf_load_checkpoint counts their scales and offsets,
          * once it knows their role's group), vectors widened */
         if (r->is_matrix) *bytes += lined_bytes(numel);
@@ -717,7 +717,7 @@ static const GgufTensor *role_tensor(const GgufFile *g, const Config *c, const A
     default:
         fprintf(stderr, "model: %s: tensor %s has type %s, which this engine does not compute "
                 "(expected F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_1, Q5_0, Q4_K, Q4_1, Q4_0, "
-                "IQ4_XS, IQ4_NL, Q3_K or Q2_K: "
+                "IQ4_XS, IQ4_NL, Q3_K, Q2_K, TQ2_0 or TQ1_0: "
                 "convert the file with llama-quantize --allow-requantize IN OUT Q4_K_M, or "
                 "Q5_K_M, Q6_K, Q8_0, F16)\n", g->path, name, TYPES[t->type].name);
         return NULL;
@@ -747,15 +747,15 @@ static void widen(float *out, const GgufTensor *t, size_t n) {
 }
 
 /* 1 for the types of integers and scales in blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
- * Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS); has_offsets: 1 for those whose blocks also have
- * a minimum (the _1 types, Q2_K, Q4_K, Q5_K), which become QuantMatrix offsets; scales_16:
- * 1 for those with a scale per 16 values (Q2_K, Q3_K, Q6_K), whose tensors load in
- * groups of 16. */
+ * Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0); has_offsets: 1 for those whose
+ * blocks also have a minimum (the _1 types, Q2_K, Q4_K, Q5_K), which become QuantMatrix
+ * offsets; scales_16: 1 for those with a scale per 16 values (Q2_K, Q3_K, Q6_K), whose
+ * tensors load in groups of 16. */
 static int is_blocks(uint32_t type) {
     return type == GGUF_Q4_0 || type == GGUF_Q4_1 || type == GGUF_Q5_0 || type == GGUF_Q5_1 ||
            type == GGUF_Q8_0 || type == GGUF_Q2_K || type == GGUF_Q3_K || type == GGUF_Q4_K ||
            type == GGUF_Q5_K || type == GGUF_Q6_K || type == GGUF_IQ4_NL ||
-           type == GGUF_IQ4_XS;
+           type == GGUF_IQ4_XS || type == GGUF_TQ1_0 || type == GGUF_TQ2_0;
 }
 
 static int scales_16(uint32_t type) {
@@ -901,6 +901,43 @@ static void k6_values(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_
     for (int g = 0; g < GGUF_K_BLOCK / GGUF_K_GROUP; g++) scale[g] = d * (float)sc[g];
 }
 
+/* Super-block b of t (TQ1_0 or TQ2_0, the ternary types, as ggml-common.h lays them out:
+ * each value d (t - 1) for a digit t of 0..2, the f16 d last): its 256 integers t - 1 into
+ * q (256,), d returned.
+ *   TQ2_0: 64 bytes qs: value 128 h + 32 k + l (h < 2, k < 4, l < 32) is bits 2k and
+ *          2k + 1 of qs[32 h + l] (so 0..3: a 3, which ggml never writes, is 2 d)
+ *   TQ1_0: 48 bytes qs then 4 bytes qh, five base-3 digits a byte (four in qh's), each
+ *          byte stored as ceil(N 256 / 243) for the number N the digits spell, the first
+ *          the most significant: digit n of a byte x is (u 3) >> 8 for the low 8 bits u of
+ *          x 3^n. Values 32 n + m (n < 5) are digit n of qs[m] (m < 32), values 160 + 16 n
+ *          + m of qs[32 + m] (m < 16), values 240 + 4 n + j of qh[j] (n, j < 4). */
+static float tq_values(int8_t q[GGUF_K_BLOCK], const GgufTensor *t, size_t b) {
+    const unsigned char *block = t->data + b * (size_t)TYPES[t->type].bytes;
+    uint16_t h;
+    if (t->type == GGUF_TQ2_0) {
+        for (int half = 0; half < 2; half++)
+            for (int k = 0; k < 4; k++)
+                for (int l = 0; l < 32; l++) {
+                    int digit = block[32 * half + l] >> (2 * k) & 3;
+                    q[128 * half + 32 * k + l] = (int8_t)(digit - 1);
+                }
+        memcpy(&h, block + 64, sizeof h);
+        return half_to_float(h);
+    }
+    static const struct { int first, bytes, digits; } RUNS[3] = {
+        {0, 32, 5}, {32, 16, 5}, {48, 4, 4}};   /* qs[0..31], qs[32..47], qh */
+    int at = 0;
+    for (int run = 0; run < 3; run++) {
+        for (int n = 0, power = 1; n < RUNS[run].digits; n++, power *= 3)
+            for (int m = 0; m < RUNS[run].bytes; m++) {
+                unsigned u = (unsigned)(block[RUNS[run].first + m] * power) & 0xFF;
+                q[at++] = (int8_t)((int)(u * 3 >> 8) - 1);
+            }
+    }
+    memcpy(&h, block + 52, sizeof h);
+    return half_to_float(h);
+}
+
 /* Super-block b of t (Q2_K or Q3_K, as ggml-common.h lays them out): block_q2_K has 16
  * bytes of scales (sub-block j's 4-bit sc_j and m_j the low and high nibbles of byte j),
  * 64 bytes qs, f16 d and dmin, value d sc_j q - dmin m_j (q 0..3); block_q3_K has 32 bytes
@@ -959,6 +996,14 @@ static int block_ints(int8_t q[GGUF_K_BLOCK], float scale[GGUF_K_BLOCK / GGUF_K_
     }
     if (t->type == GGUF_Q2_K || t->type == GGUF_Q3_K) {
         k23_values(q, scale, offset, t, b);
+        return GGUF_K_BLOCK;
+    }
+    if (t->type == GGUF_TQ1_0 || t->type == GGUF_TQ2_0) {
+        float d = tq_values(q, t, b);
+        for (int g = 0; g < GGUF_K_BLOCK / GGUF_K_GROUP; g++) {
+            scale[g] = d;
+            offset[g] = 0.0f;
+        }
         return GGUF_K_BLOCK;
     }
     if (t->type == GGUF_IQ4_XS) {
@@ -1331,7 +1376,8 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
     /* what the load line says: the architecture, then the types found */
     static const uint32_t INT8_TYPES[] = {GGUF_Q4_0, GGUF_Q4_1, GGUF_Q5_0, GGUF_Q5_1, GGUF_Q8_0,
                                           GGUF_Q2_K, GGUF_Q3_K, GGUF_Q4_K, GGUF_Q5_K,
-                                          GGUF_Q6_K, GGUF_IQ4_NL, GGUF_IQ4_XS};
+                                          GGUF_Q6_K, GGUF_IQ4_NL, GGUF_IQ4_XS, GGUF_TQ1_0,
+                                          GGUF_TQ2_0};
     int n_int8 = 0, listed = 0;
     char names[96] = "";   /* "Q4_0", "Q4_0 and Q6_K", "Q4_0, Q5_0 and Q8_0", ... */
     enum { N_INT8 = sizeof INT8_TYPES / sizeof INT8_TYPES[0] };

@@ -43,7 +43,8 @@ typedef enum {
 enum {
     GGUF_F32 = 0, GGUF_F16 = 1, GGUF_Q4_0 = 2, GGUF_Q4_1 = 3, GGUF_Q5_0 = 6, GGUF_Q5_1 = 7,
     GGUF_Q8_0 = 8, GGUF_Q2_K = 10, GGUF_Q3_K = 11, GGUF_Q4_K = 12, GGUF_Q5_K = 13,
-    GGUF_Q6_K = 14, GGUF_IQ4_NL = 20, GGUF_IQ4_XS = 23, GGUF_BF16 = 30
+    GGUF_Q6_K = 14, GGUF_IQ4_NL = 20, GGUF_IQ4_XS = 23, GGUF_BF16 = 30, GGUF_TQ1_0 = 34,
+    GGUF_TQ2_0 = 35
 };
 #define GGUF_BLOCK 32              /* Q4_0, Q5_0, Q8_0 (_1: and a minimum): 32 integers share
                                     * one f16 scale */

@@ -1713,14 +1713,44 @@ static size_t put_iq4(unsigned char *out, int xs, const int8_t n[256], const int
     return 136;
 }
 
-/* The types with a block's minimum, the K types and the IQ4 types: the tiny gpt2 model
- * with an MLP of 256, its ffn_down ((256, 8) in ggml order: one super-block a row, or 8
- * blocks of 32) written as Q4_1, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, IQ4_NL and IQ4_XS
- * blocks from ggml's layout (integers or codes over each type's range; scales and minimums
- * at both ends of their bits and others, Q6_K's -128, 127, 0; d normal, negative and
- * subnormal): loaded as int8 groups of 32 (16 for Q6_K, Q3_K, Q2_K), every value exactly
- * what ggml's dequantize_row_* gives (d sc q - dmin m, d q + m, d sc q, d (sc - 32) q,
- * d kvalues[n], d (ls - 32) kvalues[n]), and the logits of 8 tokens near those of the F32
+/* A TQ1_0 or TQ2_0 super-block at out (54 or 66 bytes, f16 d last), as ggml's
+ * quantize_row_tq1_0_ref and _tq2_0_ref write them: base-3 digits t (256,), value 256-wise
+ * d (t - 1). TQ2_0: digit 128 h + 32 k + l in bits 2k, 2k + 1 of qs[32 h + l] (t may be 3
+ * here, which ggml never writes: 2 d). TQ1_0: the digits of values m + 32 n (n < 5) spell
+ * N = sum t 3^(4 - n) for qs[m] (m < 32), of 160 + m + 16 n for qs[32 + m] (m < 16), and
+ * of 240 + j + 4 n (n < 4) times 3 for qh[j] (j < 4); each byte ceil(N 256 / 243). Returns
+ * the bytes. */
+static size_t put_tq(unsigned char *out, int tq1, const int8_t t[256], uint16_t d) {
+    if (!tq1) {
+        memset(out, 0, 64);
+        for (int i = 0; i < 256; i++)
+            out[i / 128 * 32 + i % 32] |= (unsigned char)(t[i] << (2 * (i % 128 / 32)));
+        memcpy(out + 64, &d, 2);
+        return 66;
+    }
+    static const struct { int byte0, bytes, digits, value0; } RUNS[3] = {
+        {0, 32, 5, 0}, {32, 16, 5, 160}, {48, 4, 4, 240}};
+    for (int run = 0; run < 3; run++)
+        for (int m = 0; m < RUNS[run].bytes; m++) {
+            int n_spelled = 0;
+            for (int n = 0; n < RUNS[run].digits; n++)
+                n_spelled = 3 * n_spelled + t[RUNS[run].value0 + m + RUNS[run].bytes * n];
+            if (RUNS[run].digits == 4) n_spelled *= 3;
+            out[RUNS[run].byte0 + m] = (unsigned char)((n_spelled * 256 + 242) / 243);
+        }
+    memcpy(out + 52, &d, 2);
+    return 54;
+}
+
+/* The types with a block's minimum, the K types, the IQ4 types and the ternary ones: the
+ * tiny gpt2 model with an MLP of 256, its ffn_down ((256, 8) in ggml order: one super-block
+ * a row, or 8 blocks of 32) written as Q4_1, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, IQ4_NL,
+ * IQ4_XS, TQ1_0 and TQ2_0 blocks from ggml's layout (integers, codes or digits over each
+ * type's range; scales and minimums at both ends of their bits and others, Q6_K's -128,
+ * 127, 0; d normal, negative and subnormal): loaded as int8 groups of 32 (16 for Q6_K,
+ * Q3_K, Q2_K), every value exactly what ggml's dequantize_row_* gives (d sc q - dmin m,
+ * d q + m, d sc q, d (sc - 32) q, d kvalues[n], d (ls - 32) kvalues[n], d (t - 1)), and
+ * the logits of 8 tokens near those of the F32
  * file of those values (the activations in int8 groups). */
 static void test_k_types(void) {
     enum { ROWS = G_C, COLS = 256, N = 8 };
@@ -1729,6 +1759,7 @@ static void test_k_types(void) {
     static const struct { int type, group; const char *name; } TYPES_K[] = {
         {3, 32, "Q4_1"}, {7, 32, "Q5_1"}, {12, 32, "Q4_K"}, {13, 32, "Q5_K"}, {14, 16, "Q6_K"},
         {20, 32, "IQ4_NL"}, {23, 32, "IQ4_XS"}, {11, 16, "Q3_K"}, {10, 16, "Q2_K"},
+        {34, 32, "TQ1_0"}, {35, 32, "TQ2_0"},
     };
     Gpt2Tiny o = {NULL, NULL, 1, 0, 0, 1e-5f, COLS};
     Buf f = {0};
@@ -1750,7 +1781,8 @@ static void test_k_types(void) {
     for (size_t ti = 0; ti < sizeof TYPES_K / sizeof TYPES_K[0]; ti++) {
         int type = TYPES_K[ti].type, five = type == 7 || type == 13, k = type >= 12;
         int iq4 = type == 20 || type == 23, k23 = type == 10 || type == 11;
-        int offsets = !iq4 && type != 14 && type != 11;
+        int tq = type == 34 || type == 35;
+        int offsets = !iq4 && !tq && type != 14 && type != 11;
         size_t bytes = 0;
         for (int r = 0; r < ROWS; r++) {
             int8_t q[COLS];
@@ -1759,8 +1791,9 @@ static void test_k_types(void) {
                 s = s * 6364136223846793005ULL + 1442695040888963407ULL;
                 int bits = (int)(s >> 33 & 63);   /* 6 random bits */
                 q[i] = (int8_t)(type == 14 ? bits - 32 : five ? bits & 31 :
-                                type == 11 ? (bits & 7) - 4 : type == 10 ? bits & 3 : bits & 15);
-                /* (IQ4: a code 0..15) */
+                                type == 11 ? (bits & 7) - 4 : type == 10 ? bits & 3 :
+                                type == 34 ? bits % 3 : type == 35 ? bits & 3 : bits & 15);
+                /* (IQ4: a code 0..15; TQ: a digit 0..2, TQ2_0's 0..3) */
             }
             for (int g = 0; g < 16; g++) {
                 s = s * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -1774,7 +1807,9 @@ static void test_k_types(void) {
                 }
             }
             uint16_t dmin = (uint16_t)(D[(r + 3) % ROWS] ^ 0x8000 * (r == 5));
-            if (iq4) {
+            if (tq) {
+                bytes += put_tq(blocks + bytes, type == 34, q, D[r]);
+            } else if (iq4) {
                 for (int b = 0; b < (type == 20 ? COLS / 32 : 1); b++)
                     bytes += put_iq4(blocks + bytes, type == 23, q + 32 * b, sc, D[r]);
             } else if (type == 14) {
@@ -1792,7 +1827,8 @@ static void test_k_types(void) {
             }
             for (int i = 0; i < COLS; i++) {
                 float d = half_value(D[r]), mn = half_value(dmin), *w = &want[r * COLS + i];
-                if (type == 20) *w = d * (float)IQ4_NL_VALUES[q[i]];
+                if (tq) *w = d * (float)(q[i] - 1);
+                else if (type == 20) *w = d * (float)IQ4_NL_VALUES[q[i]];
                 else if (type == 23)
                     *w = d * (float)(sc[i / 32] - 32) * (float)IQ4_NL_VALUES[q[i]];
                 else if (type == 14) *w = d * (float)sc[i / 16] * (float)q[i];
@@ -1941,6 +1977,67 @@ static void test_mixed_layers(void) {
     }
     free(want);
     free(f.b);
+}
+
+/* llama.cpp's own ternary files: r256-tq1_0.gguf and r256-tq2_0.gguf (its llama-quantize
+ * of one random model to TQ1_0 and TQ2_0: the same digits and scales in two layouts) load,
+ * name their types, and give layer 0's attn_k ((32, 256) in ggml order) as llama.cpp's
+ * dequantization of it (r256-tq-attn_k.f32, from llama-quantize's F32 file of either),
+ * bit for bit; every ternary matrix of the two files the same. Their greedy texts are
+ * test_llama_cpp_greedy's. */
+static void test_ternary_files(void) {
+    enum { ROWS = 32, COLS = 256 };
+    const char *names[2] = {"gguf_llama/r256-tq1_0.gguf", "gguf_llama/r256-tq2_0.gguf"};
+    const char *ref = check_data_file("gguf_llama/r256-tq-attn_k.f32");
+    size_t size = 0;
+    float *want = ref ? (float *)check_read_file(ref, &size) : NULL;
+    if (!want || size != sizeof(float) * ROWS * COLS) {
+        check_skip("gguf_llama/r256-tq-attn_k.f32: not in tests/data and no ../shared");
+        free(want);
+        return;
+    }
+    Model m[2];
+    int loaded[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        const char *file = check_data_file(names[i]);
+        if (!file) {
+            check_skip(names[i]);
+            continue;
+        }
+        loaded[i] = model_load(&m[i], file, 4, 0) == 0;
+        char line[96];
+        snprintf(line, sizeof line, "GGUF llama, Q4_0, Q4_K, Q6_K and TQ%d_0 (computed in int8)",
+                 i + 1);
+        check_true(loaded[i] && strcmp(m[i].format, line) == 0, "%s loads, its load line "
+                   "\"%s\" (got \"%s\")", names[i], line, loaded[i] ? m[i].format : "");
+        if (!loaded[i]) continue;
+        const QuantMatrix *k = &m[i].checkpoint.weights.layers[0].wk.q8;
+        check_true(k->q && k->group == 32 && !k->offset && k->rows == ROWS && k->cols == COLS &&
+                   matrix_is(k, want), "%s: blk.0.attn_k as int8 groups of 32, every value "
+                   "llama.cpp's dequantization of it, bit for bit", names[i]);
+    }
+    if (loaded[0] && loaded[1]) {
+        int same = 1;
+        for (int l = 0; l < 2 && same; l++) {
+            const LayerWeights *a = &m[0].checkpoint.weights.layers[l];
+            const LayerWeights *b = &m[1].checkpoint.weights.layers[l];
+            const Matrix *pairs[6][2] = {{&a->wq, &b->wq}, {&a->wk, &b->wk}, {&a->wv, &b->wv},
+                                         {&a->wo, &b->wo}, {&a->w_up, &b->w_up},
+                                         {&a->w_gate, &b->w_gate}};
+            for (int j = 0; j < 6 && same; j++) {
+                const QuantMatrix *x = &pairs[j][0]->q8, *y = &pairs[j][1]->q8;
+                size_t n = (size_t)x->rows * (size_t)x->cols;
+                same = x->q && y->q && x->rows == y->rows && x->cols == y->cols &&
+                       x->group == y->group && memcmp(x->q, y->q, n) == 0 &&
+                       memcmp(x->scale, y->scale, sizeof(float) * (n / (size_t)x->group)) == 0;
+            }
+        }
+        check_true(same, "TQ1_0 and TQ2_0 files of the same digits: their 12 ternary matrices "
+                   "load as the same integers and scales");
+    }
+    for (int i = 0; i < 2; i++)
+        if (loaded[i]) model_free(&m[i]);
+    free(want);
 }
 
 /* A Llama 3 (llama-bpe) vocabulary's pieces are looked up whole, as llama.cpp's
@@ -2594,11 +2691,12 @@ int main(void) {
     test_block_vector();
     test_k_types();
     test_mixed_layers();
+    test_ternary_files();
     test_tiny_half();
     test_tiny_bf16();
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
-    test_llama_cpp_greedy("gguf_llama", 3, GREEDY_STEPS);
+    test_llama_cpp_greedy("gguf_llama", 5, GREEDY_STEPS);
     test_reverse_turns();
     test_byte_tokens_printed();
     test_silent_tokens();
