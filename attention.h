@@ -121,7 +121,7 @@ typedef enum {
 } AttentionKind;
 
 /* Defaults (docs/attention.md §3-§6) */
-#define ATTENTION_DEFAULT_WINDOW 128      /* W: §3 sweeps 64..512 at n_ctx 1024 */
+#define ATTENTION_DEFAULT_WINDOW 128      /* W, w: half the shipped model's context of 256 */
 #define ATTENTION_DEFAULT_DILATION 2      /* k of dilated(w, k) = (128, 2) */
 #define ATTENTION_DEFAULT_STRIDE 32       /* strided l = sqrt(1024) */
 #define ATTENTION_DEFAULT_BLOCK 128       /* fixed l (paper: 128) */
