@@ -186,7 +186,10 @@ typedef struct {
     unsigned long long seed;   /* performer, lsh: global seed */
 } AttentionConfig;
 
-/* Fills cfg with exact attention and every variant parameter at its default. */
+/* Fills cfg with exact attention and every variant parameter at its default, but for the
+ * two fields whose default depends on the kind, which lab/attention_spec.c sets once it
+ * knows the kind: sinks is 0 (window's and dilated's; LSH's is ATTENTION_DEFAULT_LSH_SINKS)
+ * and stride is strided's l (fixed's is ATTENTION_DEFAULT_BLOCK). */
 void attention_config_default(AttentionConfig *cfg);
 
 /* The lower-case name of a kind ("exact", "window", ...), as the CLI spells it. */
