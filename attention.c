@@ -374,21 +374,21 @@ const char *attention_kind_name(AttentionKind kind) {
     return kind >= 0 && kind < ATTENTION_KINDS ? names[kind] : "unknown";
 }
 
-int attention_context_check(const AttentionConfig *cfg, int S, char *problem, size_t cap) {
-    if (cfg->kind == ATTENTION_LSH && cfg->buckets > S) {
+int attention_context_check(const AttentionConfig *cfg, int context, char *problem, size_t cap) {
+    if (cfg->kind == ATTENTION_LSH && cfg->buckets > context) {
         snprintf(problem, cap, "lsh: buckets above the context (got %d buckets, context %d; "
                  "expected at most %d: more buckets than positions leave some empty)",
-                 cfg->buckets, S, S);
+                 cfg->buckets, context, context);
         return -1;
     }
-    if (cfg->kind == ATTENTION_SYNTH_FDENSE && S % cfg->factor != 0) {
+    if (cfg->kind == ATTENTION_SYNTH_FDENSE && context % cfg->factor != 0) {
         snprintf(problem, cap, "synth-fdense: a must divide the context (got a %d, context %d)",
-                 cfg->factor, S);
+                 cfg->factor, context);
         return -1;
     }
-    if (cfg->kind == ATTENTION_SYNTH_FRANDOM && cfg->factor > S) {
+    if (cfg->kind == ATTENTION_SYNTH_FRANDOM && cfg->factor > context) {
         snprintf(problem, cap, "synth-frandom: rank above the context (got rank %d, expected "
-                 "1..%d: R1 R2^T is a (context, context) table)", cfg->factor, S);
+                 "1..%d: R1 R2^T is a (context, context) table)", cfg->factor, context);
         return -1;
     }
     return 0;

@@ -202,12 +202,12 @@ const char *attention_kind_name(AttentionKind kind);
  * (cap bytes), such as "lsh: rounds out of range (got 100, expected 1..64)". */
 int attention_config_check(const AttentionConfig *cfg, char *problem, size_t cap);
 
-/* 0 if cfg can serve a model whose context is S positions: LSH's buckets at most S (more
- * would leave some empty), synth-fdense's a dividing S and synth-frandom's rank at most S
- * (their parameters are tables over S). Else -1, with the problem naming the kind, as
- * attention_config_check does: "synth-fdense: a must divide the context (got a 3, context
- * 16)". */
-int attention_context_check(const AttentionConfig *cfg, int S, char *problem, size_t cap);
+/* 0 if cfg can serve a model whose context is `context` positions: LSH's buckets at most
+ * that many (more would leave some empty), synth-fdense's a dividing it and synth-frandom's
+ * rank at most it (their parameters are tables over the context). Else -1, with the problem
+ * naming the kind, as attention_config_check does: "synth-fdense: a must divide the context
+ * (got a 3, context 16)". */
+int attention_context_check(const AttentionConfig *cfg, int context, char *problem, size_t cap);
 
 /* 1 if the kind computes softmax weights over keys (what --attn-dropout drops and the
  * heatmaps draw); 0 for linear, efficient and performer, which never form them. */
