@@ -150,7 +150,7 @@ typedef struct {
     int interactive;              /* -I */
     const char *reverse_prompts[RUN_MAX_REVERSE];   /* each -r TEXT, in order */
     int n_reverse;
-    int threads;                  /* -T; 0 = OpenMP's default */
+    int threads;                  /* -T; 0 = not given: kernels_set_threads's default */
     const char *ref_path;         /* --ref MODEL: the reference for --eval, or NULL */
     const char *attn_map_path;    /* --attn-map FILE (.svg or .html), or NULL */
     int layer;                    /* --layer; -1 = not given */
