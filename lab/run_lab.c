@@ -343,7 +343,10 @@ int run_lab_top_print(void *ctx, const Generation *g, int next) {
                    .label_lens = view->lens, .row = view->weights};
     fputs("token ", stdout);
     attnmap_print_label(bytes, len, stdout);
-    printf(" at position %d, chosen after reading position %d:\n", T, T - 1);
+    /* in a full context the token goes where the shift before it leaves it */
+    int at = generation_next_position(g);
+    printf(" at position %d%s, chosen after reading position %d:\n", at,
+           at < T ? " (after a context shift)" : "", T - 1);
     attnmap_print_top(&top, view->k, stdout);
     return 0;
 }

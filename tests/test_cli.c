@@ -1507,6 +1507,18 @@ static void test_attention_views(const char *model, const char *tok) {
                "--attn-top 2 with a window of 1: per token and head, only the query itself, "
                "weight 1");
     free(out);
+    /* -c 4: the 3rd and 5th tokens are chosen in a full context, whose shift (keep 0: 2
+     * dropped) puts them at position 2; they were said to be at 4, past the context */
+    out = NULL;
+    snprintf(args, sizeof args, "%s %s -z %s -i hi -n 5 -t 0 -c 4 --attn-top 1", run_bin,
+             model, tok);
+    code = check_run(args, &out, NULL);
+    check_true(code == 0 && out && !strstr(out, "at position 4") &&
+               count_of(out, " at position 2 (after a context shift), chosen after reading "
+                        "position 3:") == 2,
+               "--attn-top -c 4: a token chosen in a full context is at the position the shift "
+               "leaves it (2), not past the context");
+    free(out);
 }
 
 /* --eval with a window prints the loss and the comparison with exact; variants given
