@@ -233,6 +233,10 @@ static void test_cli(void) {
                 text, model, tok);
     expect_train("--sample 3 with -n 0: the one checkpoint's sample too", args, 0,
                  "sample (3 tokens from a newline, greedy):");
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 0 --sample 20 --force",
+                text, model, tok);
+    expect_train("--sample 20 with -T 8: 7 tokens, the context less one, as --help says", args,
+                 0, "sample (7 tokens from a newline, greedy):");
     {   /* the last sample is what ./run -t 0 writes after a newline, from that checkpoint */
         static const char header[] = "sample (7 tokens from a newline, greedy):\n";
         format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 4 -e 2 --sample 7 --force",
