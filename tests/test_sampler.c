@@ -151,7 +151,7 @@ static void test_distributions(void) {
     sampler_free(&s);
 }
 
-/* Edge cases that used to read before the candidate list: no token reaches the top-p
+/* Edge cases that must not read before the candidate list: no token reaches the top-p
  * cut-off (flat logits, p below 1/V), NaN logits, and a temperature so small that
  * logit / T overflows. Each must give a token id in 0..V-1 (the most likely one where
  * there is one). */
