@@ -1200,14 +1200,15 @@ int tokenizer_ends(const Tokenizer *t, int id) {
     return id == t->eot_id || (t->stop_at_bos && id == t->bos_id) || (t->ends && t->ends[id]);
 }
 
-/* The byte b if token id is spelled "<0xHH>" (a Llama byte-fallback token), else -1. */
+/* The byte HH if token id is spelled "<0xHH>", HH in upper-case hex (a Llama byte-fallback
+ * token), else -1. */
 static int byte_token_value(const Tokenizer *t, int id) {
     const unsigned char *s = t->bytes + t->offset[id];
     static const char hex[] = "0123456789ABCDEF";
     if (t->offset[id + 1] - t->offset[id] != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>')
         return -1;
-    const char *hi = memchr(hex, s[3], 16), *lo = memchr(hex, s[4], 16);
-    if (!hi || !lo || !s[3] || !s[4]) return -1;
+    const char *hi = memchr(hex, s[3], 16), *lo = memchr(hex, s[4], 16);   /* not hex's NUL */
+    if (!hi || !lo) return -1;
     return (int)((hi - hex) * 16 + (lo - hex));
 }
 
