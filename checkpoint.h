@@ -172,7 +172,7 @@ typedef struct {
     Config config;
     Weights weights;
     CheckpointTensor tensors[TENSOR_COUNT];  /* by TensorName; Weights views into these */
-    char format[128];      /* what the file was read as, and what was assumed */
+    char format[160];      /* what the file was read as, and what was assumed */
     int gguf;              /* 1 if read from a GGUF file (which carries its tokenizer) */
     void *map;             /* the file in memory (os_map_file), or NULL */
     size_t map_size;       /* bytes mapped */

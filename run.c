@@ -747,9 +747,9 @@ int main(int argc, char **argv) {
         attention_spec_format_layers(model.attention_configs, c->n_layers, spec, sizeof spec);
         snprintf(variant, sizeof variant, " (%s)", spec);
     }
-    fprintf(stderr, "run: %s: %s; %d layers, width %d, %d heads (%d kv), vocab %d, context %d; "
+    fprintf(stderr, "run: %s: %s; %d layer%s, width %d, %d heads (%d kv), vocab %d, context %d; "
             "%s %.1f MiB for %d positions%s\n", o.model_path, model.format, c->n_layers,
-            c->dim, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,
+            c->n_layers == 1 ? "" : "s", c->dim, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,
             model.lab ? "attention state" : model.half_cache ? "KV cache (f16)" : "KV cache",
             state_mib, model.n_alloc, variant);
     /* the generation: run_job(&job) on this thread, the other threads waiting as a pool

@@ -1379,7 +1379,7 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                                           GGUF_Q6_K, GGUF_IQ4_NL, GGUF_IQ4_XS, GGUF_TQ1_0,
                                           GGUF_TQ2_0};
     int n_int8 = 0, listed = 0;
-    char names[96] = "";   /* "Q4_0", "Q4_0 and Q6_K", "Q4_0, Q5_0 and Q8_0", ... */
+    char names[128] = "";   /* "Q4_0", "Q4_0 and Q6_K", "Q4_0, Q5_0 and Q8_0", ... */
     enum { N_INT8 = sizeof INT8_TYPES / sizeof INT8_TYPES[0] };
     for (int i = 0; i < N_INT8; i++) n_int8 += blocks[INT8_TYPES[i]];
     for (int i = 0; i < N_INT8; i++) {

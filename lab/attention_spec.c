@@ -337,8 +337,9 @@ int attention_spec_parse_layers(const char *spec, int n_layers, AttentionConfig 
         return 0;
     }
     if (filled != n_layers) {
-        snprintf(err, cap, "layer specs cover %d layers (expected %d: one spec for every "
-                 "layer, or SPEC;SPEC;... with N*SPEC for N layers)", filled, n_layers);
+        snprintf(err, cap, "layer specs cover %d layer%s (expected %d: one spec for every "
+                 "layer, or SPEC;SPEC;... with N*SPEC for N layers)", filled,
+                 filled == 1 ? "" : "s", n_layers);
         return -1;
     }
     return 0;

@@ -194,7 +194,7 @@ static void test_usage_errors(const char *model, const char *tok) {
     snprintf(args, sizeof args, "weights/model.bin -z weights/tokenizer.bin -n 1 --attn "
              "'1*window:w=4'");
     expect("attention: 1*SPEC for a 10-layer model", args, 2,
-           "layer specs cover 1 layers (expected 10");
+           "layer specs cover 1 layer (expected 10");
     EXPECT_USAGE("attention: sink logit and softmax1", "--attn window:softmax1=1,sinklogit=1",
                  "softmax1 and sinklogit exclude each other");
     EXPECT_USAGE("attention: junk value", "--attn performer:m=12x", "invalid value '12x' for m");
@@ -2791,7 +2791,7 @@ static void test_rotary(const char *tok) {
     const char *rotary = write_rotary("rotary.bin", 1, NH, 0);
     snprintf(args, sizeof args, "%s -z %s -i ab -n 40 -t 0", rotary, tok);
     expect("rotary positions: generates past the context of 16 (context shifts)", args, 0,
-           "llm.c GPT-2 checkpoint, fp32, rotary positions; 1 layers");
+           "llm.c GPT-2 checkpoint, fp32, rotary positions; 1 layer,");
     snprintf(out_path, sizeof out_path, "%s/rotary_map.svg", dir);
     snprintf(args, sizeof args, "%s -z %s -i hi -n 5 -t 0 --attn window:w=2 --attn-map %s",
              rotary, tok, out_path);

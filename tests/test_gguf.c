@@ -23,10 +23,11 @@
  * 5. The tiny llama GGUF with its matrices in F16 (values halves hold exactly) keeps them
  *    as halves and gives the F32 file's logits bit for bit, its tensors in place and at
  *    odd offsets (general.alignment 1: copied).
- * 6. Types in blocks (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS) from
- *    ggml's layout: the logits of a Q8_0 file of the same integers, or each value as
- *    loaded against the blocks'; types mixed across layers; and llama.cpp's own Q4_0, Q5_0
- *    and Q4_K_M files' greedy texts (gguf_llama/SOURCES.json).
+ * 6. Types in blocks (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
+ *    IQ4_XS, TQ1_0, TQ2_0) from ggml's layout: the logits of a Q8_0 file of the same
+ *    integers, or each value as loaded against the blocks'; types mixed across layers;
+ *    llama.cpp's own Q4_0, Q5_0, Q4_K_M, TQ1_0 and TQ2_0 files' greedy texts
+ *    (gguf_llama/SOURCES.json), and one ternary matrix against llama.cpp's values of it.
  */
 #include <math.h>     /* NAN */
 #include <stdint.h>   /* uint32_t, uint64_t */
