@@ -58,18 +58,11 @@ static void message_start(void) {
     if (isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) fputc('\n', stderr);
 }
 
-/* The tokens a shift of g drops: the older half of those after the first `keep`, at
- * least one. */
-static int shift_drop(const Generation *g) {
-    int rest = g->n_tokens - g->keep;
-    return rest / 2 > 0 ? rest / 2 : 1;
-}
-
 /* Drops the older half of the tokens after the first `keep` (at least one token), so
  * that the rest must be run again from position 0. */
 static void shift_context(Generation *g) {
     int rest = g->n_tokens - g->keep;
-    int drop = shift_drop(g);
+    int drop = rest / 2 > 0 ? rest / 2 : 1;
     memmove(g->tokens + g->keep, g->tokens + g->keep + drop,
             (size_t)(rest - drop) * sizeof(int));
     g->n_tokens -= drop;
@@ -78,10 +71,6 @@ static void shift_context(Generation *g) {
         g->n_prompt = g->n_prompt - drop > g->keep ? g->n_prompt - drop : g->keep;
     g->n_run = 0;
     g->stats.shifts++;
-}
-
-int generation_next_position(const Generation *g) {
-    return g->n_tokens == g->n_ctx && g->shift ? g->n_tokens - shift_drop(g) : g->n_tokens;
 }
 
 static int run_pending(Generation *g);

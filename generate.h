@@ -70,10 +70,6 @@ int generation_init(Generation *g, Model *m, int n_ctx, int n_alloc, int keep, i
  * error, or non-finite logits). */
 int generation_append(Generation *g, const int *ids, int n, int input);
 
-/* The position a token appended now takes: n_tokens, or, when the context is full and
- * shifts, where the shift that comes first leaves it (n_tokens less what it drops). */
-int generation_next_position(const Generation *g);
-
 /* Releases the token array. Safe on a zeroed or freed Generation. */
 void generation_free(Generation *g);
 

@@ -749,7 +749,8 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr, "run: %s: %s; %d layer%s, width %d, %d heads (%d kv), vocab %d, context %d; "
             "%s %.1f MiB for %d positions%s\n", o.model_path, model.format, c->n_layers,
-            c->n_layers == 1 ? "" : "s", c->dim, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len,
+            c->n_layers == 1 ? "" : "s", c->dim, c->n_heads, c->n_kv_heads, c->vocab_size,
+            c->seq_len,
             model.lab ? "attention state" : model.half_cache ? "KV cache (f16)" : "KV cache",
             state_mib, model.n_alloc, variant);
     /* the generation: run_job(&job) on this thread, the other threads waiting as a pool

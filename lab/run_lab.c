@@ -273,8 +273,8 @@ static void print_eval_report(const RunLabEval *o, const Model *m, size_t len, s
     printf("vs %s: KL %.6f nats/token, top-1 agreement %.4f%%\n",
            o->ref_path ? o->ref_path : "exact", r->kl / (double)r->tokens,
            100.0 * (double)r->agree / (double)r->tokens);
-    printf("state: %zu bytes for %d layers at context %d (%.1f bytes/token); speed: %.1f "
-           "tokens/s\n", state_bytes, c->n_layers, m->n_alloc,
+    printf("state: %zu bytes for %d layer%s at context %d (%.1f bytes/token); speed: %.1f "
+           "tokens/s\n", state_bytes, c->n_layers, c->n_layers == 1 ? "" : "s", m->n_alloc,
            (double)state_bytes / (double)m->n_alloc,
            r->seconds > 0 ? (double)r->tokens / r->seconds : 0.0);
 }
@@ -343,10 +343,9 @@ int run_lab_top_print(void *ctx, const Generation *g, int next) {
                    .label_lens = view->lens, .row = view->weights};
     fputs("token ", stdout);
     attnmap_print_label(bytes, len, stdout);
-    /* in a full context the token goes where the shift before it leaves it */
-    int at = generation_next_position(g);
-    printf(" at position %d%s, chosen after reading position %d:\n", at,
-           at < T ? " (after a context shift)" : "", T - 1);
+    /* where it goes is not said: the last token of a turn is never placed, and in a full
+     * context the shift that comes first decides it */
+    printf(", chosen after reading position %d:\n", T - 1);
     attnmap_print_top(&top, view->k, stdout);
     return 0;
 }

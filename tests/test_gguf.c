@@ -1982,7 +1982,7 @@ static void test_mixed_layers(void) {
 
 /* llama.cpp's own ternary files: r256-tq1_0.gguf and r256-tq2_0.gguf (its llama-quantize
  * of one random model to TQ1_0 and TQ2_0: the same digits and scales in two layouts) load,
- * name their types, and give layer 0's attn_k ((32, 256) in ggml order) as llama.cpp's
+ * name their types, and give layer 0's attn_k ((256, 32) in ggml order) as llama.cpp's
  * dequantization of it (r256-tq-attn_k.f32, from llama-quantize's F32 file of either),
  * bit for bit; every ternary matrix of the two files the same. Their greedy texts are
  * test_llama_cpp_greedy's. */
