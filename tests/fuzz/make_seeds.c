@@ -525,11 +525,13 @@ static void add_kv_u32(Bytes *f, const char *key, uint32_t v) {
 /* Bytes of numel values of ggml type `type` (add_values's types). */
 static size_t type_bytes(uint32_t type, size_t numel) {
     return type == 0 ? 4 * numel : type == 8 ? numel / 32 * 34 : type == 2 ? numel / 32 * 18
-         : type == 6 ? numel / 32 * 22 : 2 * numel;
+         : type == 6 ? numel / 32 * 22 : type == 34 ? numel / 256 * 54
+         : type == 35 ? numel / 256 * 66 : 2 * numel;
 }
 
-/* One tensor's bytes of type type (0 F32, 1 F16, 2 Q4_0, 6 Q5_0, 8 Q8_0, 30 BF16): n values,
- * all equal to one (norms) or small and varied. */
+/* One tensor's bytes of type type (0 F32, 1 F16, 2 Q4_0, 6 Q5_0, 8 Q8_0, 30 BF16, 34 TQ1_0,
+ * 35 TQ2_0; the block types' n a multiple of their block): n values, all equal to one (norms)
+ * or small and varied (the ternary types: varied digit bytes, then d = 1/32). */
 static void add_values(Bytes *f, uint32_t type, int n, int ones, int salt) {
     for (int i = 0; i < n; i++) {
         float x = ones ? 1.0f : (float)((i * 7 + salt * 13) % 17 - 8) / 32.0f;
@@ -548,6 +550,12 @@ static void add_values(Bytes *f, uint32_t type, int n, int ones, int salt) {
                 add(f, &(unsigned char){(unsigned char)((i + k) * 37 + salt)}, 1);
             for (int k = 0; k < 16; k++)   /* two 4-bit integers a byte */
                 add(f, &(unsigned char){(unsigned char)((i + k) * 7 + salt * 13)}, 1);
+        } else if (i % 256 == 0 && (type == 34 || type == 35)) {   /* digits, then d */
+            for (int k = 0; k < (type == 34 ? 52 : 64); k++)
+                add(f, &(unsigned char){(unsigned char)((i / 256 + k) * 29 + salt * 13)}, 1);
+            uint16_t d = 0x2800;
+            add(f, &d, 2);
+        } else if (type == 34 || type == 35) {   /* inside a ternary block: written above */
         } else if (i % 32 == 0) {   /* Q8_0: scale 1/32 as f16 (0x2800), then 32 int8 */
             uint16_t d = 0x2800;
             add(f, &d, 2);
@@ -766,7 +774,10 @@ static void seed_gguf(void) {
         {"q8_0_tied", 32, 64, 8, 1, 0}, {"q4_0", 32, 64, 2, 0, 0},
         {"q5_0_tied", 32, 64, 6, 1, 0}, {"gpt2_f32_tied", 8, 0, 0, 1, 1},
         {"gpt2_f16", 8, 0, 1, 0, 1}, {"gpt2_q8_0_tied", 32, 0, 8, 1, 1},
-        {"gpt2_f32_llama3", 8, 0, 0, 1, 2}};   /* gpt2 2: Llama 3's pre-tokenizer */
+        {"gpt2_f32_llama3", 8, 0, 0, 1, 2},   /* gpt2 2: Llama 3's pre-tokenizer */
+        /* rows of 256: 130 KB each, run whole by the replay; libFuzzer, whose inputs for
+         * fuzz_gguf stop at 64 KiB (fuzz.sh), starts from their first 64 KiB */
+        {"tq2_0", 256, 16, 35, 1, 0}, {"tq1_0", 256, 16, 34, 1, 0}};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         size_t size;
         unsigned char *file = files[i].gpt2
