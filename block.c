@@ -36,7 +36,8 @@ static void norm_job(void *ctx, int j) {
     if (f->c->family == MODEL_GPT2)
         kernels_layernorm(f->out + n0 * C, f->x + n0 * C, f->w, f->b, (int)(n1 - n0), (int)C);
     else
-        kernels_rmsnorm(f->out + n0 * C, f->x + n0 * C, f->w, (int)(n1 - n0), (int)C);
+        kernels_rmsnorm(f->out + n0 * C, f->x + n0 * C, f->w, (int)(n1 - n0), (int)C,
+                        f->c->norm_eps > 0.0f ? f->c->norm_eps : KERNELS_NORM_EPS);
 }
 
 void block_norm(const Config *c, float *out, const float *x, const float *w, const float *b,
@@ -89,18 +90,20 @@ void block_rope_angles(const Config *c, const float *rope_freqs, float *cs, int 
     }
 }
 
-/* (v[i], v[i+1]) rotated by the angle whose cosine and sine are cos_a, sin_a. */
-static void rotate_pair(float *v, int i, float cos_a, float sin_a) {
-    float v0 = v[i], v1 = v[i + 1];
-    v[i] = v0 * cos_a - v1 * sin_a;
-    v[i + 1] = v0 * sin_a + v1 * cos_a;
+/* (v[a], v[b]) rotated by the angle whose cosine and sine are cos_a, sin_a. */
+static void rotate_pair(float *v, int a, int b, float cos_a, float sin_a) {
+    float v0 = v[a], v1 = v[b];
+    v[a] = v0 * cos_a - v1 * sin_a;
+    v[b] = v0 * sin_a + v1 * cos_a;
 }
 
 /* Rotary position embedding as llama2.c applies it, on a block of rows: within each head,
  * the pairs of adjacent dimensions (i, i+1) of q (N, C) (out) and k (N, KVD) (out2) are
  * rotated by sign times the angle whose cosine and sine cs (N, HS) (x) holds for the row
- * and i % HS (Su et al. 2021, arXiv:2104.09864). The inverse rotation (sign -1) is its
- * backward: a rotation's transpose is the rotation by the opposite angle. */
+ * and i % HS (Su et al. 2021, arXiv:2104.09864); with c->rope_halves (GPT-NeoX's pairing,
+ * Qwen2's) pair i/2 is dimensions i/2 and i/2 + HS/2 instead, at the same angle. The
+ * inverse rotation (sign -1) is its backward: a rotation's transpose is the rotation by
+ * the opposite angle. */
 static void rope_job(void *ctx, int j) {
     const BlockJob *f = ctx;
     int C = f->c->dim, KVD = f->c->kv_dim, HS = f->c->head_dim;
@@ -110,10 +113,12 @@ static void rope_job(void *ctx, int j) {
         float *q_n = f->out + n * (size_t)C, *k_n = f->out2 + n * (size_t)KVD;
         const float *cs_n = f->x + n * (size_t)HS;
         for (int h = 0; h < C; h += HS)   /* head by head: k has KVD <= C columns */
-            for (int i = 0; i < HS; i += 2) {
+            for (int i = 0; i < HS; i += 2) {   /* pair i / 2: dimensions a and b */
+                int a = f->c->rope_halves ? i / 2 : i;
+                int b = f->c->rope_halves ? a + HS / 2 : i + 1;
                 float cos_a = cs_n[i], sin_a = f->sign * cs_n[i + 1];
-                rotate_pair(q_n, h + i, cos_a, sin_a);
-                if (h < KVD) rotate_pair(k_n, h + i, cos_a, sin_a);
+                rotate_pair(q_n, h + a, h + b, cos_a, sin_a);
+                if (h < KVD) rotate_pair(k_n, h + a, h + b, cos_a, sin_a);
             }
     }
 }

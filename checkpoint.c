@@ -311,7 +311,7 @@ static const char *const TENSOR_TEXT[TENSOR_COUNT] = {
     "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb", "ln2w", "ln2b",
     "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb", "rms_att_weight", "rms_ffn_weight",
     "rms_final_weight", "token_embedding_table", "wq", "wk", "wv", "wo", "w1", "w2", "w3",
-    "wcls", "freq_cis", "rope_freqs"};
+    "wcls", "freq_cis", "rope_freqs", "bq", "bk", "bv"};
 
 /* One entry of a format's tensor list: which tensor, whether it is a matrix, its shape. */
 typedef struct {
@@ -626,6 +626,11 @@ static void point_weights(Checkpoint *ck) {
             lw->b_down = vector_view(&T[TENSOR_FCPROJB], l);
         } else {
             lw->norm1_w = vector_view(&T[TENSOR_RMS_ATT], l);
+            if (T[TENSOR_BQ].present) {   /* a Qwen2 file's (all three or none) */
+                lw->bq = vector_view(&T[TENSOR_BQ], l);
+                lw->bk = vector_view(&T[TENSOR_BK], l);
+                lw->bv = vector_view(&T[TENSOR_BV], l);
+            }
             lw->wq = matrix_view(&T[TENSOR_WQ], l, 0, C);
             lw->wk = matrix_view(&T[TENSOR_WK], l, 0, KVD);
             lw->wv = matrix_view(&T[TENSOR_WV], l, 0, KVD);
@@ -1089,6 +1094,13 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
         fprintf(stderr, "quantize: the model's RoPE base is %g (a GGUF file's), which "
                 "llama2.c's format cannot hold (expected %g)\n", (double)c->rope_base,
                 (double)MODEL_ROPE_BASE);
+        return -1;
+    }
+    if (c->rope_halves || c->norm_eps != 0.0f || ck->tensors[TENSOR_BQ].present) {
+        fprintf(stderr, "quantize: the model has attention biases, RoPE over half-head pairs "
+                "or an RMSNorm epsilon other than %g (a GGUF file's, as Qwen2's), which "
+                "llama2.c's format cannot hold (expected none of them)\n",
+                (double)KERNELS_NORM_EPS);
         return -1;
     }
     if (ck->weights.rope_freqs) {

@@ -17,7 +17,7 @@
 
 #include <stddef.h>    /* size_t */
 #include <stdint.h>    /* int32_t */
-#include "kernels.h"   /* Matrix */
+#include "kernels.h"   /* Matrix; KERNELS_NORM_EPS, Config.norm_eps's default */
 #include "attention.h" /* AttentionConfig: a trained variant's attention, per layer */
 
 #define CHECKPOINT_GPT2_MAGIC 20240326     /* llm.c checkpoint magic (a date: 2024-03-26) */
@@ -92,9 +92,15 @@ typedef struct {
                             * default F16 KV cache does (GGUF files); 0 otherwise */
     float rope_base;        /* RoPE's base (a GGUF file's llama.rope.freq_base: SmolLM2's
                             * 100000); 0: MODEL_ROPE_BASE, as every other file */
+    int rope_halves;        /* 1: RoPE turns dimension i of a head with i + HS/2 (GPT-NeoX's
+                            * pairing: a GGUF file's qwen2); 0: i with i + 1, i even
+                            * (llama2.c's), as every other file */
+    float norm_eps;         /* RMSNorm's epsilon (a GGUF file's: Qwen2's 1e-6); 0:
+                            * KERNELS_NORM_EPS, as every other file */
 } Config;
 
-/* Views of one layer's parameters. Biases are NULL for Llama. */
+/* Views of one layer's parameters. Biases are NULL for Llama (but a Qwen2 file's bq, bk,
+ * bv). */
 typedef struct {
     const float *norm1_w, *norm1_b;   /* (C,), (C,) norm before attention */
     Matrix wq, wk, wv;                /* (C, C), (KVD, C), (KVD, C) */
@@ -137,6 +143,7 @@ typedef enum {
     TENSOR_WV, TENSOR_WO, TENSOR_W1, TENSOR_W2, TENSOR_W3, TENSOR_CLS,  /* Llama */
     TENSOR_ROPE,                                                        /* legacy, unused */
     TENSOR_ROPE_FREQS,                      /* Llama 3.1's frequency divisors (GGUF only) */
+    TENSOR_BQ, TENSOR_BK, TENSOR_BV,        /* Qwen2's attention biases (GGUF only) */
     TENSOR_COUNT
 } TensorName;
 

@@ -351,7 +351,7 @@ void kernels_layernorm(float *out, const float *x, const float *w, const float *
     }
 }
 
-void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C) {
+void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C, float eps) {
     for (int n0 = 0; n0 < N; n0 += SIMD_SUM_SQUARES_ROWS) {
         int rows = N - n0 < SIMD_SUM_SQUARES_ROWS ? N - n0 : SIMD_SUM_SQUARES_ROWS;
         float ss[SIMD_SUM_SQUARES_ROWS];   /* each row's sum of x[i]^2, i in order */
@@ -360,7 +360,7 @@ void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C) {
         for (int r = 0; r < rows; r++) {
             const float *x_n = x + (size_t)(n0 + r) * C;
             float *out_n = out + (size_t)(n0 + r) * C;
-            float rms_inv = 1.0f / sqrtf(ss[r] / (float)C + KERNELS_NORM_EPS);
+            float rms_inv = 1.0f / sqrtf(ss[r] / (float)C + eps);
             for (int i = 0; i < C; i++) out_n[i] = w[i] * (rms_inv * x_n[i]);
         }
     }

@@ -23,7 +23,8 @@
 #include <stdint.h>   /* int8_t, int32_t, uint16_t */
 #include "quant.h"    /* QuantMatrix */
 
-#define KERNELS_NORM_EPS 1e-5f   /* LayerNorm (GPT-2) and RMSNorm (Llama) epsilon */
+#define KERNELS_NORM_EPS 1e-5f   /* LayerNorm's (GPT-2) and RMSNorm's (Llama) epsilon but a
+                                  * GGUF file's own (Config.norm_eps) */
 
 /* A weight matrix W (OC, IC) as the forward pass uses it: fp32, IEEE halves, or int8 with
  * group scales. At most one of f32, f16 and q8.q is non-NULL (none: a matrix the model
@@ -130,7 +131,7 @@ void kernels_norm_stats(const float *x_n, int C, float *mean, float *rstd);
 void kernels_layernorm(float *out, const float *x, const float *w, const float *b, int N, int C);
 
 /* out (N, C) = x / sqrt(mean(x^2) + eps) * w over each row of x (N, C). */
-void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C);
+void kernels_rmsnorm(float *out, const float *x, const float *w, int N, int C, float eps);
 
 /* out (n,) = GELU(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), with a
  * vectorisable exp (kernels_expf); within 2e-7 relative of the float64 formula. out may be

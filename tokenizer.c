@@ -632,7 +632,7 @@ size_t tokenizer_next_piece(const char *text, size_t len, size_t start) {
 
 static int is_newline(unsigned char b) { return b == '\r' || b == '\n'; }
 
-size_t tokenizer_next_piece_llama3(const char *text, size_t len, size_t start) {
+size_t tokenizer_next_piece_llama3(const char *text, size_t len, size_t start, int digits) {
     const unsigned char *s = (const unsigned char *)text;
     size_t width, end;
     if (start >= len) return len;
@@ -652,10 +652,10 @@ size_t tokenizer_next_piece_llama3(const char *text, size_t len, size_t start) {
         return end;
     }
 
-    // \p{N}{1,3}: at most three number characters
+    // \p{N}{1,3} (Qwen2: \p{N}): at most `digits` number characters
     if (first == CHAR_NUMBER) {
         end = start;
-        for (int n = 0; n < 3 && end < len; n++, end += width)
+        for (int n = 0; n < digits && end < len; n++, end += width)
             if (char_class_at(s, len, end, &width) != CHAR_NUMBER) break;
         return end;
     }
@@ -979,7 +979,9 @@ static int encode_gpt2(const Tokenizer *t, const unsigned char *bytes, size_t le
         for (size_t end; start < span; start = end) {
             const char *text = (const char *)bytes + start;
             end = start + (t->pre == TOKENIZER_PRE_LLAMA3
-                           ? tokenizer_next_piece_llama3(text, span - start, 0)
+                           ? tokenizer_next_piece_llama3(text, span - start, 0, 3)
+                           : t->pre == TOKENIZER_PRE_QWEN2
+                           ? tokenizer_next_piece_llama3(text, span - start, 0, 1)
                            : tokenizer_next_piece(text, span - start, 0));
             int whole = t->pre == TOKENIZER_PRE_LLAMA3 ? whole_piece(t, bytes + start, end - start)
                                                        : -1;

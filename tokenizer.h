@@ -44,6 +44,8 @@ typedef enum {
     TOKENIZER_PRE_GPT2,     /* GPT-2's regex (tokenizer_next_piece) */
     TOKENIZER_PRE_SMOLLM,   /* SmolLM's: every number character a piece of its own, then
                              * GPT-2's regex on the text between them */
+    TOKENIZER_PRE_QWEN2,    /* Qwen2's: Llama 3's regex with one number character a piece
+                             * (tokenizer_next_piece_llama3, digits 1), every piece merged */
     TOKENIZER_PRE_LLAMA3    /* Llama 3's regex (tokenizer_next_piece_llama3), and a piece
                              * that is a token whole is that token, unmerged */
 } TokenizerPre;
@@ -197,8 +199,9 @@ size_t tokenizer_next_piece(const char *text, size_t len, size_t start);
 /* Llama 3's pre-tokenization (llama.cpp's llama-bpe), as tokenizer_next_piece: the regex
  *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
  *   ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
- * (the space before the fourth alternative is part of it). */
-size_t tokenizer_next_piece_llama3(const char *text, size_t len, size_t start);
+ * (the space before the fourth alternative is part of it) with digits 3; with digits 1,
+ * \p{N} for \p{N}{1,3}: Qwen2's regex. */
+size_t tokenizer_next_piece_llama3(const char *text, size_t len, size_t start, int digits);
 
 /* ---- The merge loop of one piece, shared with the BPE trainer (bpe.c) ---- */
 

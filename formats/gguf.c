@@ -1,5 +1,5 @@
-/* gguf.c: read a GGUF file's metadata and tensor table, then a `llama` or `gpt2` model and
- * its tokenizer from them.
+/* gguf.c: read a GGUF file's metadata and tensor table, then a `llama`, `qwen2` or `gpt2`
+ * model and its tokenizer from them.
  *
  * Reading is in three steps, each checked before the next: the header, metadata and tensor
  * table are walked with a cursor that never reads past the file (gguf_open); the model's
@@ -576,6 +576,9 @@ static const Role LLAMA_ROLES[] = {
     {"blk.%d.attn_k.weight", TENSOR_WK, 1, 1, 0},
     {"blk.%d.attn_v.weight", TENSOR_WV, 1, 1, 0},
     {"blk.%d.attn_output.weight", TENSOR_WO, 1, 1, 0},
+    {"blk.%d.attn_q.bias", TENSOR_BQ, 0, 1, 1},    /* Qwen2's (llama.cpp: optional in */
+    {"blk.%d.attn_k.bias", TENSOR_BK, 0, 1, 1},    /* llama too); absent: no bias */
+    {"blk.%d.attn_v.bias", TENSOR_BV, 0, 1, 1},
     {"blk.%d.ffn_norm.weight", TENSOR_RMS_FFN, 0, 1, 0},
     {"blk.%d.ffn_gate.weight", TENSOR_W1, 1, 1, 0},  /* silu(gate x) * (up x): llama2.c w1 */
     {"blk.%d.ffn_down.weight", TENSOR_W2, 1, 1, 0},  /* llama2.c w2 */
@@ -604,16 +607,20 @@ static const Role GPT2_ROLES[] = {
     {"blk.%d.ffn_down.bias", TENSOR_FCPROJB, 0, 1, 0},
 };
 
-/* An architecture: its name (general.architecture) and its tensors. */
+/* An architecture: its name (general.architecture), its tensors, and whether RoPE pairs
+ * dimension i of a head with i + HS/2 (Config.rope_halves). */
 typedef struct {
     const char *name;
     const Role *roles;
-    int n_roles;
+    int n_roles, rope_halves;
 } Arch;
 
+/* qwen2 is llama with biases on Q, K and V (optional in llama too) and GPT-NeoX's RoPE
+ * pairs: llama.cpp's llm_build_qwen2 */
 static const Arch ARCHS[] = {
-    {"llama", LLAMA_ROLES, sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0]},
-    {"gpt2", GPT2_ROLES, sizeof GPT2_ROLES / sizeof GPT2_ROLES[0]},
+    {"llama", LLAMA_ROLES, sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0], 0},
+    {"qwen2", LLAMA_ROLES, sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0], 1},
+    {"gpt2", GPT2_ROLES, sizeof GPT2_ROLES / sizeof GPT2_ROLES[0], 0},
 };
 enum { MAX_ROLES = sizeof GPT2_ROLES / sizeof GPT2_ROLES[0] };   /* the most roles */
 _Static_assert(sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0] <= MAX_ROLES, "MAX_ROLES too small");
@@ -634,6 +641,7 @@ static void role_shape(const Role *r, const Config *c, int *rows, int *cols) {
     case TENSOR_FCPROJW: *rows = C; *cols = Hd; break;
     case TENSOR_WQ: case TENSOR_WO: *rows = C; break;
     case TENSOR_WK: case TENSOR_WV: *rows = KVD; break;
+    case TENSOR_BK: case TENSOR_BV: *cols = KVD; break;
     case TENSOR_W1: case TENSOR_W3: *rows = Hd; break;
     case TENSOR_W2: *rows = C; *cols = Hd; break;
     case TENSOR_ROPE_FREQS: *cols = c->head_dim / 2; break;
@@ -1079,8 +1087,8 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
         if (string_is(name, len, ARCHS[i].name)) a = &ARCHS[i];
     if (!a) {
         char text[SHOWN_CAP];
-        fprintf(stderr, "model: %s: architecture %s is not supported (expected llama or "
-                "gpt2)\n", g->path, shown(text, name, len, 60));
+        fprintf(stderr, "model: %s: architecture %s is not supported (expected llama, qwen2 "
+                "or gpt2)\n", g->path, shown(text, name, len, 60));
         return -1;
     }
     *arch = a;
@@ -1119,9 +1127,9 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
     c->vocab_size = c->padded_vocab_size = (int)embd->ne[1];
     if (checkpoint_check_config(c, g->path, "") != 0) return -1;
     c->half_kv = 1;   /* computed as llama.cpp computes a GGUF file (docs/formats.md) */
-    /* what this engine computes: LayerNorm (gpt2) or RMSNorm (llama) with KERNELS_NORM_EPS;
-     * llama: RoPE over whole heads, unscaled, with the file's base; a file that asks for
-     * other numbers is refused */
+    /* what this engine computes: LayerNorm (gpt2) with KERNELS_NORM_EPS, or RMSNorm (llama,
+     * qwen2) with the file's epsilon; llama, qwen2: RoPE over whole heads, unscaled, with
+     * the file's base; a file that asks for other numbers is refused */
     float eps, base = MODEL_ROPE_BASE;
     if (get_float(g, arch_key(k, a, gpt2 ? "attention.layer_norm_epsilon"
                                          : "attention.layer_norm_rms_epsilon"), 0.0f, &eps))
@@ -1135,23 +1143,25 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
                 (double)KERNELS_NORM_EPS);
         return -1;
     }
-    if (!gpt2 && (get_float(g, "llama.rope.freq_base", MODEL_ROPE_BASE, &base) ||
-                  get_int(g, "llama.rope.dimension_count", c->head_dim, c->head_dim,
+    if (!gpt2 && (get_float(g, arch_key(k, a, "rope.freq_base"), MODEL_ROPE_BASE, &base) ||
+                  get_int(g, arch_key(k, a, "rope.dimension_count"), c->head_dim, c->head_dim,
                           c->head_dim, &rot)))
         return -1;
-    if (eps != (float)KERNELS_NORM_EPS) {
-        fprintf(stderr, "model: %s: RMS epsilon %.9g is not supported yet (expected %g, the "
-                "number this engine computes with)\n", g->path, (double)eps,
-                (double)KERNELS_NORM_EPS);
+    if (!gpt2 && !(eps >= 1e-12f && eps <= 1e-2f)) {   /* NaN too */
+        fprintf(stderr, "model: %s: %s out of range (got %g, expected 1e-12 to 0.01)\n",
+                g->path, arch_key(k, a, "attention.layer_norm_rms_epsilon"), (double)eps);
         return -1;
     }
     if (!gpt2 && !(base >= 1.0f && base <= 1e9f)) {   /* NaN too */
-        fprintf(stderr, "model: %s: llama.rope.freq_base out of range (got %g, expected 1 "
-                "to 1e9)\n", g->path, (double)base);
+        fprintf(stderr, "model: %s: %s out of range (got %g, expected 1 to 1e9)\n", g->path,
+                arch_key(k, a, "rope.freq_base"), (double)base);
         return -1;
     }
     c->rope_base = gpt2 ? 0.0f : base;
-    const char *scaling = gpt2 ? NULL : get_string(g, "llama.rope.scaling.type", &len, 0, "model");
+    c->rope_halves = a->rope_halves;
+    c->norm_eps = eps == (float)KERNELS_NORM_EPS ? 0.0f : eps;   /* 0: the default */
+    const char *scaling = gpt2 ? NULL : get_string(g, arch_key(k, a, "rope.scaling.type"), &len,
+                                                   0, "model");
     if (scaling && !string_is(scaling, len, "none")) {
         char text[SHOWN_CAP];
         fprintf(stderr, "model: %s: RoPE scaling %s is not supported (expected none)\n",
@@ -1240,6 +1250,15 @@ int gguf_load_checkpoint(Checkpoint *ck, const char *path) {
                 blocks[type] |= matrix && is_blocks(type);
                 if (matrix && scales_16(type)) group[r] = GGUF_K_GROUP;
             }
+        }
+        /* an optional tensor of the layers (a bias) is in every layer or in none */
+        for (int l = 1; role->layered && l < c->n_layers; l++) {
+            if ((found[r][l] != NULL) == (found[r][0] != NULL)) continue;
+            char name[64];
+            snprintf(name, sizeof name, role->name, found[r][l] ? 0 : l);
+            fprintf(stderr, "model: %s: missing tensor %s (expected it in every layer or in "
+                    "none)\n", path, name);
+            goto fail;
         }
         /* the int8 layers' scales (and offsets), in the role's groups: 16 if a layer has
          * a scale per 16 (a 32-value block's scale then serves two), else 32 */
@@ -1537,10 +1556,13 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
                 "llama or gpt2)\n", path, shown(text, model, len, 40));
         goto done;
     }
-    /* gpt2: GPT-2's regex, smollm's (every number character alone first) or Llama 3's
-     * (under the four names llama.cpp gives it) */
+    /* gpt2: GPT-2's regex, smollm's (every number character alone first), Qwen2's or Llama
+     * 3's (each under the names llama.cpp gives it) */
     TokenizerPre pre_kind = TOKENIZER_PRE_GPT2;
     if (gpt2 && pre && string_is(pre, pre_len, "smollm")) pre_kind = TOKENIZER_PRE_SMOLLM;
+    if (gpt2 && pre && (string_is(pre, pre_len, "qwen2") ||
+                        string_is(pre, pre_len, "deepseek-r1-qwen")))
+        pre_kind = TOKENIZER_PRE_QWEN2;
     if (gpt2 && pre && (string_is(pre, pre_len, "llama-bpe") || string_is(pre, pre_len, "llama3") ||
                         string_is(pre, pre_len, "llama-v3") || string_is(pre, pre_len, "falcon3")))
         pre_kind = TOKENIZER_PRE_LLAMA3;
@@ -1549,7 +1571,7 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
         char text[SHOWN_CAP];
         fprintf(stderr, "tokenizer: %s: pre-tokenizer %s is not supported (expected %s)\n",
                 path, shown(text, pre, pre_len, 40),
-                gpt2 ? "gpt-2, smollm or llama-bpe" : "default");
+                gpt2 ? "gpt-2, smollm, qwen2 or llama-bpe" : "default");
         goto done;
     }
     const GgufValue *tokens = gguf_find(&g, "tokenizer.ggml.tokens");

@@ -654,7 +654,7 @@ static int step_norm(int argc, char **argv) {
     print_vector("x          ", x, 4, 0);
     kernels_layernorm(out, x, ones, zeros, 1, 4);
     print_vector("LayerNorm  ", out, 4, 4);
-    kernels_rmsnorm(out, x, ones, 1, 4);
+    kernels_rmsnorm(out, x, ones, 1, 4, KERNELS_NORM_EPS);
     print_vector("RMSNorm    ", out, 4, 4);
     return 0;
 }

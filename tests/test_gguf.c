@@ -671,8 +671,8 @@ static void test_tiny(void) {
     check_refused(&f, "unknown metadata type", "unknown value type");
     FRESH(); put_at_u32(&f, 4, 2);
     check_refused(&f, "GGUF version 2", "unsupported GGUF version");
-    FRESH(); memcpy(f.b + m.first_key_len + 8 + 20 + 4 + 8, "qwen2", 5);
-    check_refused(&f, "another architecture", "architecture qwen2");
+    FRESH(); memcpy(f.b + m.first_key_len + 8 + 20 + 4 + 8, "gemma", 5);
+    check_refused(&f, "another architecture", "architecture gemma");
     /* text from the file with control bytes: written as \xHH, on the message's one line */
     FRESH(); memcpy(f.b + m.first_key_len + 8 + 20 + 4 + 8, "q\nw\x1b" "2", 5);
     check_refused(&f, "an architecture of control bytes", "architecture q\\x0aw\\x1b2 is not");
@@ -2233,29 +2233,150 @@ static void test_bos_runs_on(void) {
     free(f.b);
 }
 
-/* A tensor that no role takes changes what llama.cpp computes (a bias): refused by name,
- * not ignored. Llama 3.1's RoPE frequency factors (rope_freqs.weight, one per pair of a
+/* The qwen2 architecture: gguf_qwen2/q64-qwen2.gguf (tools/gguf_qwen2.py: random weights,
+ * biases on Q, K and V, RoPE over GPT-NeoX's pairs with base 1e6, RMSNorm's epsilon 1e-6,
+ * the shipped tokenizer's 1,024 tokens with pre-tokenizer qwen2). Its greedy texts are
+ * test_llama_cpp_greedy's; here its texts encode as llama-tokenize (c392e5094) encodes them
+ * (gguf_qwen2/SOURCES.json: no BOS, digits one by one, contractions in any case; the first
+ * two give other ids under gpt-2's regex), as do texts of numbers over GPT-2's vocabulary
+ * (whose merges join digits: the file written here), and a copy of the model without layer
+ * 1's bias of Q (its name changed) is refused: a bias is in every layer or in none. */
+static void test_qwen2(void) {
+    static const struct {
+        const char *text;
+        int n, ids[24];
+    } cases[] = {
+        {"'The KING'S 'Tis", 9, {39, 84, 257, 32, 445, 39, 83, 447, 1010}},
+        {"O'There", 5, {79, 39, 84, 257, 264}},
+        {"In 1599, 23 men and 4567 horses", 20,
+         {650, 32, 49, 53, 57, 57, 44, 32, 50, 51, 758, 298, 32, 52, 53, 54, 55, 285, 988, 278}},
+        {"a1b22c333", 9, {97, 49, 98, 50, 50, 99, 51, 51, 51}},
+        {"don't, CAN'T, we'll, They'Ve, she'D", 22,
+         {100, 275, 668, 44, 417, 827, 39, 84, 44, 331, 457, 44, 32, 352, 121, 39, 86, 101, 44,
+          512, 39, 68}},
+        {"x  \n y", 5, {120, 32, 32, 10, 282}},
+        {"?!...\n\nWhat", 8, {63, 33, 46, 46, 46, 10, 10, 467}},
+        {"end.<|endoftext|>Next", 7, {458, 46, 1023, 78, 101, 120, 116}},
+    };
+    const char *file = check_data_file("gguf_qwen2/q64-qwen2.gguf");
+    if (!file) {
+        check_skip("gguf_qwen2/q64-qwen2.gguf: not in tests/data and no ../shared");
+        return;
+    }
+    Tokenizer t;
+    if (!check_true(gguf_load_tokenizer(&t, file) == 0, "q64-qwen2.gguf: its tokenizer loads"))
+        return;
+    for (int qwen2 = 1; qwen2 >= 0; qwen2--) {
+        t.pre = qwen2 ? TOKENIZER_PRE_QWEN2 : TOKENIZER_PRE_GPT2;
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            int ids[64];
+            size_t n = 0;
+            int ok = tokenizer_encode(&t, cases[c].text, strlen(cases[c].text), ids, 64, &n) == 0;
+            int same = ok && n == (size_t)cases[c].n;
+            for (size_t i = 0; same && i < n; i++) same = ids[i] == cases[c].ids[i];
+            if (qwen2)
+                check_true(same, "pre-tokenizer qwen2: \"%s\" encodes as llama-tokenize's %d ids "
+                           "(got %zu)", cases[c].text, cases[c].n, n);
+            else if (c < 2)
+                check_true(ok && !same, "pre-tokenizer gpt-2: \"%s\" does not encode as qwen2's "
+                           "ids", cases[c].text);
+        }
+    }
+    tokenizer_free(&t);
+    /* GPT-2's 50,257 tokens in a GGUF with pre-tokenizer qwen2, whose merges join digits:
+     * llama-tokenize's ids for that file; llama-bpe's numbers in threes give others */
+    static const struct {
+        const char *text;
+        int n, ids[16];
+    } digits[] = {
+        {"in 2024, 12345", 13, {259, 220, 17, 15, 17, 19, 11, 220, 16, 17, 18, 19, 20}},
+        {"x 123, the 4567 and 89", 16,
+         {87, 220, 16, 17, 18, 11, 262, 220, 19, 20, 21, 22, 290, 220, 23, 24}},
+    };
+    const char *gpt2_file = check_data_file("gpt2/gpt2_tokenizer.bin");
+    Tokenizer ref;
+    if (!gpt2_file || tokenizer_load(&ref, gpt2_file) != 0) {
+        check_true(0, "gpt2/gpt2_tokenizer.bin loads (in tests/data)");
+        return;
+    }
+    for (int qwen2 = 1; qwen2 >= 0; qwen2--) {
+        const char *pre = qwen2 ? "qwen2" : "llama-bpe";
+        Buf f = {0};
+        write_gpt2_tokenizer_merges(&f, &ref, 1, pre);
+        save(&f);
+        free(f.b);
+        if (!check_true(gguf_load_tokenizer(&t, path) == 0, "GPT-2's vocabulary, pre-tokenizer "
+                        "%s: loads", pre)) continue;
+        for (size_t c = 0; c < sizeof digits / sizeof digits[0]; c++) {
+            int ids[64];
+            size_t n = 0, skip = qwen2 ? 0 : 1;   /* llama-bpe adds a BOS */
+            int ok = tokenizer_encode(&t, digits[c].text, strlen(digits[c].text), ids, 64,
+                                      &n) == 0;
+            int same = ok && n == (size_t)digits[c].n + skip;
+            for (size_t i = 0; same && i + skip < n; i++) same = ids[i + skip] == digits[c].ids[i];
+            check_true(ok && same == qwen2, "pre-tokenizer %s: \"%s\" %s llama-tokenize's %d "
+                       "qwen2 ids (got %zu)", pre, digits[c].text,
+                       qwen2 ? "encodes as" : "does not encode as", digits[c].n, n);
+        }
+        tokenizer_free(&t);
+    }
+    tokenizer_free(&ref);
+    size_t size = 0;
+    unsigned char *bytes = check_read_file(file, &size);
+    unsigned char *name = NULL;
+    for (size_t i = 0; bytes && i + 17 <= size && !name; i++)
+        if (memcmp(bytes + i, "blk.1.attn_q.bias", 17) == 0) name = bytes + i;
+    if (check_true(name != NULL, "q64-qwen2.gguf: blk.1.attn_q.bias found")) {
+        name[16] = 'z';   /* blk.1.attn_q.biaz: an unknown tensor, and layer 1 without a bias */
+        Buf f = {bytes, size, size};
+        check_refused(&f, "qwen2 without layer 1's bias of Q", "missing tensor "
+                      "blk.1.attn_q.bias (expected it in every layer or in none)");
+    }
+    free(bytes);
+}
+
+/* A tensor that no role takes changes what llama.cpp computes (attn_output's bias): refused
+ * by name, not ignored; a bias of Q (optional in llama.cpp's llama, Qwen2's) is read: other
+ * logits than without it. Llama 3.1's RoPE frequency factors (rope_freqs.weight, one per pair of a
  * head's dimensions) are read: factors of 1 give the logits of the file without them, bit
  * for bit; factors of 2 other logits; the wrong length and factors of 0 are refused. */
 static void test_extra_tensors(void) {
     Buf f = {0};
     Marks m;
-    tiny_extra = "blk.0.attn_q.bias";
+    tiny_extra = "blk.0.attn_output.bias";
     write_tiny_as(&f, &m, 0, 0, 0, 0);
-    check_refused(&f, "an extra tensor blk.0.attn_q.bias", "tensor blk.0.attn_q.bias is not "
-                  "supported (expected only the llama architecture's tensors");
+    check_refused(&f, "an extra tensor blk.0.attn_output.bias", "tensor blk.0.attn_output.bias "
+                  "is not supported (expected only the llama architecture's tensors");
     f.n = 0;
     tiny_extra = "rope_freqs.weight";
     write_tiny_as(&f, &m, 0, 0, 0, 0);
     check_refused(&f, "rope_freqs.weight of C values", "tensor rope_freqs.weight has the wrong "
                   "shape");
-    static float plain[16 * V], ones[16 * V], other[16 * V];
+    static float plain[16 * V], ones[16 * V], other[16 * V], biased[16 * V];
     int halves, loaded = 1;
     f.n = 0;
     tiny_extra = NULL;
     write_tiny_as(&f, &m, 0, 0, 0, 0);
     save(&f);
     loaded &= tiny_logits(path, plain, &halves) == 0;
+    f.n = 0;
+    tiny_extra = "blk.0.attn_q.bias";   /* C values of 0.5 */
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    save(&f);
+    int biased_loaded = tiny_logits(path, biased, &halves) == 0;
+    check_true(biased_loaded && memcmp(plain, biased, sizeof plain) != 0, "blk.0.attn_q.bias "
+               "(llama.cpp's optional bias of Q) read: other logits than without it");
+    {
+        Checkpoint ck;
+        char out[160];
+        snprintf(out, sizeof out, "%s/bias-q8.bin", dir);
+        int ck_loaded = checkpoint_load(&ck, path) == 0;
+        fprintf(stderr, "(a line on the attention biases expected:)\n");
+        check_true(ck_loaded && checkpoint_save_q8(&ck, out, 8) == -1 && access(out, F_OK) != 0,
+                   "quantize refuses an attention bias llama2.c's format cannot hold, writing "
+                   "nothing");
+        if (ck_loaded) checkpoint_free(&ck);
+    }
     tiny_extra = "rope_freqs.weight";
     tiny_extra_n = C / NH / 2;
     for (int k = 0; k < 2; k++) {   /* factors of 1, then of 2 */
@@ -2698,6 +2819,8 @@ int main(void) {
     test_llama_cpp_greedy("gguf", 3, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_gpt2", 1, GREEDY_STEPS_GPT2);
     test_llama_cpp_greedy("gguf_llama", 5, GREEDY_STEPS);
+    test_llama_cpp_greedy("gguf_qwen2", 1, GREEDY_STEPS);
+    test_qwen2();
     test_reverse_turns();
     test_byte_tokens_printed();
     test_silent_tokens();

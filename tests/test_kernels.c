@@ -425,7 +425,8 @@ static void test_matmul_wt(int N, int IC, int OC, int bias) {
  * row-major and nothing padded, kernels_matmul_wt's bits. */
 static void test_product(int M, int NC, int K) {
     int ldb = NC + 5, ldc = NC + 3;
-    float *a = random_floats((size_t)M * K + 1, 1.0f), *b = random_floats((size_t)K * ldb + 1, 1.0f);
+    float *a = random_floats((size_t)M * K + 1, 1.0f);
+    float *b = random_floats((size_t)K * ldb + 1, 1.0f);
     float *c0 = random_floats((size_t)M * ldc, 1.0f), *c = malloc(sizeof(float) * M * ldc);
     double *want = malloc(sizeof(double) * M * NC);
     for (int layout = 0; layout < 2; layout++)   /* A(k, m) = a[m][k], then a[k][m] */
@@ -675,7 +676,7 @@ static void test_norms(int N, int C) {
         double inv = 1.0 / sqrt(ss / C + (double)KERNELS_NORM_EPS);
         for (int i = 0; i < C; i++) want[(size_t)n * C + i] = (double)w[i] * ((double)x_n[i] * inv);
     }
-    kernels_rmsnorm(out, x, w, N, C);
+    kernels_rmsnorm(out, x, w, N, C, KERNELS_NORM_EPS);
     check_close_f64("kernels_rmsnorm vs float64", out, want, (size_t)N * C, NORM_ATOL, 1e-5);
     /* and llama2.c's rmsnorm in float, its sum of squares in order: the same bits */
     float *want32 = malloc(sizeof(float) * N * C);
@@ -688,6 +689,18 @@ static void test_norms(int N, int C) {
     }
     check_true(want32 && !memcmp(out, want32, sizeof(float) * N * C),
                "kernels_rmsnorm (N %d, C %d): llama2.c's rmsnorm in float, bit for bit", N, C);
+    /* another epsilon (Qwen2's 1e-6) where it counts: rows of mean square about 3e-6 */
+    for (size_t i = 0; i < (size_t)N * C; i++) x[i] *= 1e-3f;
+    for (int n = 0; n < N; n++) {
+        const float *x_n = x + (size_t)n * C;
+        double ss = 0;
+        for (int i = 0; i < C; i++) ss += (double)x_n[i] * (double)x_n[i];
+        double inv = 1.0 / sqrt(ss / C + 1e-6);
+        for (int i = 0; i < C; i++) want[(size_t)n * C + i] = (double)w[i] * ((double)x_n[i] * inv);
+    }
+    kernels_rmsnorm(out, x, w, N, C, 1e-6f);
+    check_close_f64("kernels_rmsnorm, epsilon 1e-6, vs float64", out, want, (size_t)N * C,
+                    NORM_ATOL, 1e-5);
     free(x); free(w); free(b); free(out); free(want); free(want32);
 }
 

@@ -339,7 +339,7 @@ static void test_next_piece_llama3(void) {
         size_t len = strlen(text), start = 0;
         for (int p = 1; cases[c][p]; p++) {
             size_t want = strlen(cases[c][p]);
-            size_t end = tokenizer_next_piece_llama3(text, len, start);
+            size_t end = tokenizer_next_piece_llama3(text, len, start, 3);
             if (end != start + want) {
                 char show[64];
                 printf("  \"%s\": piece %d at %zu: got end %zu, want %zu\n",
@@ -352,6 +352,19 @@ static void test_next_piece_llama3(void) {
     }
     check_true(bad == 0, "tokenizer_next_piece_llama3 splits %zu strings as Python's regex "
                "module splits them with Llama 3's pattern", sizeof cases / sizeof cases[0]);
+    /* Qwen2's pattern (\p{N} for \p{N}{1,3}), by the same Python module: every digit alone,
+     * the rest as Llama 3's */
+    static const char *const qwen2[] = {"9", "8", "7", "6", " z", "'RE", NULL};
+    const char *text = "9876 z'RE";
+    size_t len = strlen(text), start = 0;
+    int ok = 1;
+    for (int p = 0; qwen2[p] && ok; p++) {
+        size_t end = tokenizer_next_piece_llama3(text, len, start, 1);
+        ok = end == start + strlen(qwen2[p]);
+        start = end;
+    }
+    check_true(ok && start == len, "tokenizer_next_piece_llama3 with digits 1 splits \"%s\" "
+               "as Qwen2's pattern does", text);
 }
 
 /* ---------------------------------------------------------------- merging */

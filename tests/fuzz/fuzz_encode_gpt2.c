@@ -45,7 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const unsigned char empty[1];
     static const TokenizerPre pres[] = {TOKENIZER_PRE_GPT2, TOKENIZER_PRE_SMOLLM,
-                                        TOKENIZER_PRE_LLAMA3};
+                                        TOKENIZER_PRE_QWEN2, TOKENIZER_PRE_LLAMA3};
     for (int i = 0; i < n_tokenizers; i++)
         for (size_t p = 0; p < sizeof pres / sizeof pres[0]; p++) {   /* each splitter */
             tokenizers[i].pre = pres[p];
