@@ -626,11 +626,9 @@ static void point_weights(Checkpoint *ck) {
             lw->b_down = vector_view(&T[TENSOR_FCPROJB], l);
         } else {
             lw->norm1_w = vector_view(&T[TENSOR_RMS_ATT], l);
-            if (T[TENSOR_BQ].present) {   /* a Qwen2 file's (all three or none) */
-                lw->bq = vector_view(&T[TENSOR_BQ], l);
-                lw->bk = vector_view(&T[TENSOR_BK], l);
-                lw->bv = vector_view(&T[TENSOR_BV], l);
-            }
+            lw->bq = vector_view(&T[TENSOR_BQ], l);   /* a GGUF file's, each optional in */
+            lw->bk = vector_view(&T[TENSOR_BK], l);   /* llama (as llama.cpp's), all three */
+            lw->bv = vector_view(&T[TENSOR_BV], l);   /* in qwen2; NULL: none */
             lw->wq = matrix_view(&T[TENSOR_WQ], l, 0, C);
             lw->wk = matrix_view(&T[TENSOR_WK], l, 0, KVD);
             lw->wv = matrix_view(&T[TENSOR_WV], l, 0, KVD);
@@ -1096,7 +1094,8 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
                 (double)MODEL_ROPE_BASE);
         return -1;
     }
-    if (c->rope_halves || c->norm_eps != 0.0f || ck->tensors[TENSOR_BQ].present) {
+    if (c->rope_halves || c->norm_eps != 0.0f || ck->tensors[TENSOR_BQ].present ||
+        ck->tensors[TENSOR_BK].present || ck->tensors[TENSOR_BV].present) {
         fprintf(stderr, "quantize: the model has attention biases, RoPE over half-head pairs "
                 "or an RMSNorm epsilon other than %g (a GGUF file's, as Qwen2's), which "
                 "llama2.c's format cannot hold (expected none of them)\n",

@@ -576,13 +576,34 @@ static const Role LLAMA_ROLES[] = {
     {"blk.%d.attn_k.weight", TENSOR_WK, 1, 1, 0},
     {"blk.%d.attn_v.weight", TENSOR_WV, 1, 1, 0},
     {"blk.%d.attn_output.weight", TENSOR_WO, 1, 1, 0},
-    {"blk.%d.attn_q.bias", TENSOR_BQ, 0, 1, 1},    /* Qwen2's (llama.cpp: optional in */
-    {"blk.%d.attn_k.bias", TENSOR_BK, 0, 1, 1},    /* llama too); absent: no bias */
+    {"blk.%d.attn_q.bias", TENSOR_BQ, 0, 1, 1},    /* Qwen2's (llama.cpp: each optional */
+    {"blk.%d.attn_k.bias", TENSOR_BK, 0, 1, 1},    /* in llama too); absent: no bias */
     {"blk.%d.attn_v.bias", TENSOR_BV, 0, 1, 1},
     {"blk.%d.ffn_norm.weight", TENSOR_RMS_FFN, 0, 1, 0},
     {"blk.%d.ffn_gate.weight", TENSOR_W1, 1, 1, 0},  /* silu(gate x) * (up x): llama2.c w1 */
     {"blk.%d.ffn_down.weight", TENSOR_W2, 1, 1, 0},  /* llama2.c w2 */
     {"blk.%d.ffn_up.weight", TENSOR_W3, 1, 1, 0},    /* llama2.c w3 */
+};
+
+/* llama.cpp's `qwen2`: llama's tensors but rope_freqs.weight (llama.cpp's qwen2 takes none:
+ * a file with it is refused as a wrong number of tensors), with the biases of Q, K and V
+ * required (llama.cpp refuses a qwen2 file without them) */
+static const Role QWEN2_ROLES[] = {
+    {"token_embd.weight", TENSOR_TOK, 1, 0, 0},
+    {"output_norm.weight", TENSOR_RMS_FINAL, 0, 0, 0},
+    {"output.weight", TENSOR_CLS, 1, 0, 1},        /* absent: tied to token_embd */
+    {"blk.%d.attn_norm.weight", TENSOR_RMS_ATT, 0, 1, 0},
+    {"blk.%d.attn_q.weight", TENSOR_WQ, 1, 1, 0},
+    {"blk.%d.attn_k.weight", TENSOR_WK, 1, 1, 0},
+    {"blk.%d.attn_v.weight", TENSOR_WV, 1, 1, 0},
+    {"blk.%d.attn_output.weight", TENSOR_WO, 1, 1, 0},
+    {"blk.%d.attn_q.bias", TENSOR_BQ, 0, 1, 0},
+    {"blk.%d.attn_k.bias", TENSOR_BK, 0, 1, 0},
+    {"blk.%d.attn_v.bias", TENSOR_BV, 0, 1, 0},
+    {"blk.%d.ffn_norm.weight", TENSOR_RMS_FFN, 0, 1, 0},
+    {"blk.%d.ffn_gate.weight", TENSOR_W1, 1, 1, 0},
+    {"blk.%d.ffn_down.weight", TENSOR_W2, 1, 1, 0},
+    {"blk.%d.ffn_up.weight", TENSOR_W3, 1, 1, 0},
 };
 
 /* llama.cpp's `gpt2` (convert_hf_to_gguf.py's GPT2Model): llm.c's tensors by other names;
@@ -615,15 +636,16 @@ typedef struct {
     int n_roles, rope_halves;
 } Arch;
 
-/* qwen2 is llama with biases on Q, K and V (optional in llama too) and GPT-NeoX's RoPE
- * pairs: llama.cpp's llm_build_qwen2 */
+/* qwen2 is llama with biases on Q, K and V (optional in llama too), GPT-NeoX's RoPE pairs
+ * and no RoPE frequency factors: llama.cpp's llm_build_qwen2 */
 static const Arch ARCHS[] = {
     {"llama", LLAMA_ROLES, sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0], 0},
-    {"qwen2", LLAMA_ROLES, sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0], 1},
+    {"qwen2", QWEN2_ROLES, sizeof QWEN2_ROLES / sizeof QWEN2_ROLES[0], 1},
     {"gpt2", GPT2_ROLES, sizeof GPT2_ROLES / sizeof GPT2_ROLES[0], 0},
 };
 enum { MAX_ROLES = sizeof GPT2_ROLES / sizeof GPT2_ROLES[0] };   /* the most roles */
 _Static_assert(sizeof LLAMA_ROLES / sizeof LLAMA_ROLES[0] <= MAX_ROLES, "MAX_ROLES too small");
+_Static_assert(sizeof QWEN2_ROLES / sizeof QWEN2_ROLES[0] <= MAX_ROLES, "MAX_ROLES too small");
 
 /* The shape (rows, cols) role r must have: cols is ggml's ne[0]. */
 static void role_shape(const Role *r, const Config *c, int *rows, int *cols) {

@@ -334,6 +334,12 @@ static float tiny_rope_base;
 static const char *tiny_extra;
 static int tiny_extra_n;
 static float tiny_extra_value = 0.5f;
+/* 1: write_tiny_as writes layer 0's biases of Q, K and V too (before tiny_extra), every
+ * value 0.25 */
+static int tiny_biases;
+enum { KVD = NKV * C / NH };   /* the width of K and V */
+static const struct { const char *name; int n; } TINY_BIASES[3] = {
+    {"blk.0.attn_q.bias", C}, {"blk.0.attn_k.bias", KVD}, {"blk.0.attn_v.bias", KVD}};
 /* 1: write_tiny_as's norm weights varied (multiples of 1/16 from 7/8 to 9/8, which halves
  * and bf16 hold exactly) instead of all 1 */
 static int tiny_varied_norms;
@@ -348,7 +354,7 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
     put(f, "GGUF", 4);
     put_u32(f, 3);
     m->count_tensors = f->n;
-    put_u64(f, N_TENSORS + (tiny_extra != NULL));
+    put_u64(f, N_TENSORS + (tiny_extra != NULL) + (tiny_biases ? 3 : 0));
     m->count_values = f->n;
     put_u64(f, 8 + (bpe ? 8 : 5 + (types != 0)) + (packed != 0) + (tiny_rope_base != 0.0f));
     m->first_key_len = f->n;
@@ -401,6 +407,14 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
         offset += ((uint64_t)TENSORS[t].rows * TENSORS[t].cols * (f16 ? 2 : 4) + align - 1) /
                   align * align;
     }
+    for (int b = 0; tiny_biases && b < 3; b++) {   /* (nor these) */
+        put_str(f, TINY_BIASES[b].name);
+        put_u32(f, 1);
+        put_u64(f, (uint64_t)TINY_BIASES[b].n);
+        put_u32(f, 0);
+        put_u64(f, offset);
+        offset += ((uint64_t)TINY_BIASES[b].n * 4 + align - 1) / align * align;
+    }
     if (tiny_extra) {   /* (not with packed: its table's size leaves it out) */
         put_str(f, tiny_extra);
         put_u32(f, 1);
@@ -432,8 +446,21 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
         }
         while (f->n % align) put(f, "", 1);
     }
+    for (int b = 0; tiny_biases && b < 3; b++) {
+        const float bias = 0.25f;
+        for (int i = 0; i < TINY_BIASES[b].n; i++) put(f, &bias, 4);
+        while (f->n % align) put(f, "", 1);
+    }
     for (int i = 0; tiny_extra && i < (tiny_extra_n ? tiny_extra_n : C); i++)
         put(f, &tiny_extra_value, 4);
+}
+
+/* The tiny model of f (m its marks) made architecture qwen2: its architecture's name and
+ * the keys "llama.*" of its metadata renamed (the same lengths). */
+static void tiny_as_qwen2(Buf *f, const Marks *m) {
+    memcpy(f->b + m->first_key_len + 8 + 20 + 4 + 8, "qwen2", 5);
+    for (size_t i = 0; i + 6 <= m->table_end; i++)
+        if (memcmp(f->b + i, "llama.", 6) == 0) memcpy(f->b + i, "qwen2.", 6);
 }
 
 static void write_tiny(Buf *f, Marks *m) { write_tiny_as(f, m, 0, 0, 0, 0); }
@@ -2330,9 +2357,56 @@ static void test_qwen2(void) {
         name[16] = 'z';   /* blk.1.attn_q.biaz: an unknown tensor, and layer 1 without a bias */
         Buf f = {bytes, size, size};
         check_refused(&f, "qwen2 without layer 1's bias of Q", "missing tensor "
-                      "blk.1.attn_q.bias (expected it in every layer or in none)");
+                      "blk.1.attn_q.bias (expected every tensor of the qwen2 architecture)");
+        /* as llama (its name and keys "qwen2.*" renamed), where a bias is optional */
+        for (size_t i = 0; i + 6 <= (size_t)(name - bytes); i++)
+            if (memcmp(bytes + i, "qwen2.", 6) == 0) memcpy(bytes + i, "llama.", 6);
+        unsigned char *arch = NULL;
+        for (size_t i = 0; i + 20 <= size && !arch; i++)
+            if (memcmp(bytes + i, "general.architecture", 20) == 0) arch = bytes + i + 20 + 4 + 8;
+        if (arch && memcmp(arch, "qwen2", 5) == 0) memcpy(arch, "llama", 5);
+        check_refused(&f, "the same as llama", "missing tensor blk.1.attn_q.bias (expected it "
+                      "in every layer or in none)");
     }
     free(bytes);
+}
+
+/* The tiny model as a qwen2 file (tiny_as_qwen2) takes llama.cpp's qwen2 tensors: with its
+ * biases of Q, K and V it loads and computes other logits than the llama file with them
+ * (RoPE's other pairs); without them, or with rope_freqs.weight (which llama.cpp's qwen2
+ * does not take: a wrong number of tensors), it is refused. */
+static void test_qwen2_tensors(void) {
+    Buf f = {0};
+    Marks m;
+    static float llama[16 * V], qwen2[16 * V];
+    int halves;
+    tiny_biases = 1;
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    save(&f);
+    int loaded = tiny_logits(path, llama, &halves) == 0;
+    tiny_as_qwen2(&f, &m);
+    save(&f);
+    loaded &= tiny_logits(path, qwen2, &halves) == 0;
+    check_true(loaded && memcmp(llama, qwen2, sizeof llama) != 0, "the tiny model with biases "
+               "as qwen2: loads, other logits than as llama");
+    f.n = 0;
+    tiny_extra = "rope_freqs.weight";
+    tiny_extra_n = C / NH / 2;
+    tiny_extra_value = 2.0f;
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    tiny_as_qwen2(&f, &m);
+    check_refused(&f, "qwen2 with rope_freqs.weight", "tensor rope_freqs.weight is not "
+                  "supported (expected only the qwen2 architecture's tensors");
+    tiny_extra = NULL;
+    tiny_extra_n = 0;
+    tiny_extra_value = 0.5f;
+    tiny_biases = 0;
+    f.n = 0;
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    tiny_as_qwen2(&f, &m);
+    check_refused(&f, "qwen2 without biases", "missing tensor blk.0.attn_q.bias (expected "
+                  "every tensor of the qwen2 architecture)");
+    free(f.b);
 }
 
 /* A tensor that no role takes changes what llama.cpp computes (attn_output's bias): refused
@@ -2377,6 +2451,26 @@ static void test_extra_tensors(void) {
                    "nothing");
         if (ck_loaded) checkpoint_free(&ck);
     }
+    /* a bias of V without one of Q: llama.cpp's llama adds each bias it finds */
+    f.n = 0;
+    tiny_extra = "blk.0.attn_v.bias";
+    tiny_extra_n = KVD;
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    save(&f);
+    biased_loaded = tiny_logits(path, biased, &halves) == 0;
+    check_true(biased_loaded && memcmp(plain, biased, sizeof plain) != 0, "blk.0.attn_v.bias "
+               "alone (without a bias of Q) read: other logits than without it");
+    {
+        Checkpoint ck;
+        char out[160];
+        snprintf(out, sizeof out, "%s/bias-v-q8.bin", dir);
+        int ck_loaded = checkpoint_load(&ck, path) == 0;
+        fprintf(stderr, "(a line on the attention biases expected:)\n");
+        check_true(ck_loaded && checkpoint_save_q8(&ck, out, 8) == -1 && access(out, F_OK) != 0,
+                   "quantize refuses a bias of V alone, writing nothing");
+        if (ck_loaded) checkpoint_free(&ck);
+    }
+    tiny_extra_n = 0;
     tiny_extra = "rope_freqs.weight";
     tiny_extra_n = C / NH / 2;
     for (int k = 0; k < 2; k++) {   /* factors of 1, then of 2 */
@@ -2821,6 +2915,7 @@ int main(void) {
     test_llama_cpp_greedy("gguf_llama", 5, GREEDY_STEPS);
     test_llama_cpp_greedy("gguf_qwen2", 1, GREEDY_STEPS);
     test_qwen2();
+    test_qwen2_tensors();
     test_reverse_turns();
     test_byte_tokens_printed();
     test_silent_tokens();
