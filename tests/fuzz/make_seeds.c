@@ -800,6 +800,9 @@ static void seed_gguf(void) {
         }
         free(file);
     }
+    /* a qwen2 file (biases, its own keys and pre-tokenizer): the test file, 637 KB, whose
+     * first 64 KiB hold its metadata and tensor table */
+    put_repo_file("fuzz_gguf", "qwen2", "tests/data/gguf_qwen2/q64-qwen2.gguf");
 }
 
 int main(int argc, char **argv) {
