@@ -8,8 +8,9 @@
  *   out = x_mid + act(xn2 W_up^T + b_up [, xn2 W_gate^T]) W_down^T + b_down
  *   (each W stored (out, in), as the checkpoints hold it: x W^T is kernels_matmuls)
  *
- * GPT-2: LayerNorm, biases, GELU. Llama: RMSNorm, no biases, rotary q and k, SwiGLU. A
- * GPT-2 with rotary positions (train --pos rope) rotates q and k as Llama does.
+ * GPT-2: LayerNorm, biases, GELU. Llama: RMSNorm, no biases, rotary q and k, SwiGLU
+ * (Qwen2: biases of q, k and v, and RoPE's other pairing, Config.rope_halves). A GPT-2
+ * with rotary positions (train --pos rope) rotates q and k as Llama does.
  * Attention sits between the two halves, called by each caller directly: model.c's exact
  * attention over the KV cache (attend_cache), a lab variant's step, or the trainer's per-sequence
  * attention with its dropout. The caller decides where every intermediate goes

@@ -3,7 +3,8 @@
  * Two families share one forward pass: GPT-2 (LayerNorm, learned or rotary positions,
  * GELU MLP, biases, a classifier tied to the embedding but in some GGUF files) and Llama
  * (RMSNorm, rotary positions, SwiGLU MLP, no biases, grouped-query attention, tied or
- * separate classifier). model_load reads a checkpoint (checkpoint.h: the formats, the
+ * separate classifier; Qwen2 is a Llama with biases of Q, K and V and RoPE over half-head
+ * pairs). model_load reads a checkpoint (checkpoint.h: the formats, the
  * weights table) and allocates the activations and the
  * attention state: exact attention's KV cache, or another variant's (model_set_attention),
  * for as many positions as model_set_context asks. model_forward runs a chunk of new
