@@ -1169,6 +1169,14 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
                   get_int(g, arch_key(k, a, "rope.dimension_count"), c->head_dim, c->head_dim,
                           c->head_dim, &rot)))
         return -1;
+    /* heads of the width over the head count: a key or value length of another size (which
+     * llama.cpp reads, and shapes Q, K and V by) is refused */
+    long long head;
+    if (get_int(g, arch_key(k, a, "attention.key_length"), c->head_dim, c->head_dim,
+                c->head_dim, &head) ||
+        get_int(g, arch_key(k, a, "attention.value_length"), c->head_dim, c->head_dim,
+                c->head_dim, &head))
+        return -1;
     if (!gpt2 && !(eps >= 1e-12f && eps <= 1e-2f)) {   /* NaN too */
         fprintf(stderr, "model: %s: %s out of range (got %g, expected 1e-12 to 0.01)\n",
                 g->path, arch_key(k, a, "attention.layer_norm_rms_epsilon"), (double)eps);

@@ -781,6 +781,14 @@ static void test_tiny(void) {
         put_str(&kv, "linear");
         check_key_refused(&base, &m, &kv, "RoPE scaling linear", "RoPE scaling linear is not "
                           "supported (expected none)");
+        kv.n = 0;   /* heads of 8 where the width over the heads is 4 (llama.cpp: Q's shape) */
+        put_kv_u32(&kv, "llama.attention.key_length", 8, NULL);
+        check_key_refused(&base, &m, &kv, "a key length of 8", "metadata "
+                          "llama.attention.key_length out of range (got 8, expected 4..4)");
+        kv.n = 0;
+        put_kv_u32(&kv, "llama.attention.value_length", 2, NULL);
+        check_key_refused(&base, &m, &kv, "a value length of 2", "metadata "
+                          "llama.attention.value_length out of range (got 2, expected 4..4)");
         /* the last tensor (ffn_up, ggml (C, HD)) with a third dimension of 2, its data
          * there (refused by its shape, not by its size) */
         kv.n = 0;
