@@ -4,12 +4,15 @@ weights and this project's tokenizer (llm.c's format, as weights/tokenizer.bin),
 llama.cpp's own Python writer (gguf-py): the test file of the engine's qwen2 reading, whose
 reference outputs are llama.cpp's (tests/data/gguf_qwen2/SOURCES.json).
 
-Usage:  python3 tools/gguf_qwen2.py LLAMA_CPP TOKENIZER.bin OUT.gguf [SEED]
+Usage:  python3 tools/gguf_qwen2.py LLAMA_CPP TOKENIZER.bin OUT.gguf [SEED [SHAPE]]
 
 LLAMA_CPP is a llama.cpp checkout (its gguf-py folder is put on the import path; it needs
 numpy, yaml and sentencepiece: Debian's python3-numpy, python3-yaml and
 python3-sentencepiece). SEED (default 1) seeds numpy's RandomState (tests/data/gguf_qwen2's
-file is seed 94, chosen among seeds 1 to 200 for its margins against near ties). The file has
+file is seed 94, chosen among seeds 1 to 200 for its margins against near ties). SHAPE,
+"LAYERS,CONTEXT,WIDTH,HIDDEN,HEADS,KV_HEADS,VOCAB", writes another shape for speed runs
+("24,32768,896,4864,14,2,151936" is Qwen2.5-0.5B's, 1.98 GB): a VOCAB past the tokenizer's
+tokens adds unused ones, <f0>, <f1>, ... (typed normal, in no merge). The file has
 what llama.cpp's convert_hf_to_gguf.py writes for a Hugging Face Qwen2ForCausalLM with tied
 embeddings (as Qwen2.5-0.5B), in a shape of its own:
   metadata  qwen2.block_count 2, context_length 128, embedding_length 64,
@@ -58,10 +61,22 @@ def fail(msg):
 
 def main(argv):
     gguf_gpt2.fail = fail   # the helpers' errors name this tool
-    if len(argv) not in (4, 5) or (len(argv) == 5 and not argv[4].isdigit()):
-        fail("usage: gguf_qwen2.py LLAMA_CPP TOKENIZER.bin OUT.gguf [SEED]")
+    usage = "usage: gguf_qwen2.py LLAMA_CPP TOKENIZER.bin OUT.gguf [SEED [SHAPE]]"
+    if len(argv) not in (4, 5, 6) or (len(argv) >= 5 and not argv[4].isdigit()):
+        fail(usage)
     llama_cpp, tok_path, out_path = argv[1:4]
-    seed = int(argv[4]) if len(argv) == 5 else 1
+    seed = int(argv[4]) if len(argv) >= 5 else 1
+    shape = [LAYERS, CONTEXT, WIDTH, HIDDEN, HEADS, KV_HEADS, 0]   # VOCAB 0: the tokenizer's
+    if len(argv) == 6:
+        parts = argv[5].split(",")
+        if len(parts) != 7 or not all(x.isdigit() and int(x) > 0 for x in parts):
+            fail(f"SHAPE {argv[5]!r}: expected seven positive integers, "
+                 "LAYERS,CONTEXT,WIDTH,HIDDEN,HEADS,KV_HEADS,VOCAB; " + usage)
+        shape = [int(x) for x in parts]
+    layers, context, width, hidden, heads, kv_heads, vocab = shape
+    if width % heads or heads % kv_heads or (width // heads) % 2:
+        fail(f"SHAPE {argv[5]}: expected HEADS to divide WIDTH into heads of an even size "
+             "and KV_HEADS to divide HEADS")
     sys.path.insert(0, os.path.join(llama_cpp, "gguf-py"))
     try:
         import numpy as np
@@ -71,16 +86,19 @@ def main(argv):
              f"{llama_cpp}/gguf-py)")
     tokens, eot = read_tokenizer(tok_path)
     spelled, merges = merges_of(tokens, eot)
-    V, C, KV = len(tokens), WIDTH, WIDTH // HEADS * KV_HEADS
+    if vocab and vocab < len(spelled):
+        fail(f"SHAPE's VOCAB {vocab}: expected at least the tokenizer's {len(spelled)} tokens")
+    spelled += [f"<f{i}>" for i in range(max(vocab - len(spelled), 0))]
+    V, C, KV = len(spelled), width, width // heads * kv_heads
 
     wr = gguf.GGUFWriter(out_path, "qwen2")
     wr.add_name(os.path.splitext(os.path.basename(out_path))[0])
-    wr.add_block_count(LAYERS)
-    wr.add_context_length(CONTEXT)
+    wr.add_block_count(layers)
+    wr.add_context_length(context)
     wr.add_embedding_length(C)
-    wr.add_feed_forward_length(HIDDEN)
-    wr.add_head_count(HEADS)
-    wr.add_head_count_kv(KV_HEADS)
+    wr.add_feed_forward_length(hidden)
+    wr.add_head_count(heads)
+    wr.add_head_count_kv(kv_heads)
     wr.add_rope_freq_base(ROPE_BASE)
     wr.add_layer_norm_rms_eps(RMS_EPS)
     wr.add_file_type(gguf.LlamaFileType.ALL_F32)
@@ -112,7 +130,7 @@ def main(argv):
             embd[b] *= QUIET_BYTE_SCALE
     add("token_embd.weight", embd)
     norm("output_norm.weight", OUTPUT_NORM_SCALE)
-    for l in range(LAYERS):
+    for l in range(layers):
         b = f"blk.{l}."
         norm(b + "attn_norm.weight")
         matrix(b + "attn_q.weight", C, C)
@@ -123,9 +141,9 @@ def main(argv):
         add(b + "attn_v.bias", rng.normal(0.0, V_BIAS_STD, KV))
         matrix(b + "attn_output.weight", C, C)
         norm(b + "ffn_norm.weight")
-        matrix(b + "ffn_gate.weight", HIDDEN, C)
-        matrix(b + "ffn_up.weight", HIDDEN, C)
-        matrix(b + "ffn_down.weight", C, HIDDEN)
+        matrix(b + "ffn_gate.weight", hidden, C)
+        matrix(b + "ffn_up.weight", hidden, C)
+        matrix(b + "ffn_down.weight", C, hidden)
     wr.write_header_to_file()
     wr.write_kv_data_to_file()
     wr.write_tensors_to_file()
