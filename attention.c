@@ -416,11 +416,11 @@ typedef struct {
 /* The layout of one layer's state for (cfg, shape, n_alloc): sizes and byte offsets.
  * All of it follows from the config, so the block itself needs no pointers. */
 typedef struct {
-    int kv_rows;      /* rows of the K and V stores: n_alloc (A, D), S + R (B), 0 (C); each
+    int kv_rows;      /* rows of the K and V stores: n_alloc (A, D), sinks + ring (B), 0 (C); each
                        * store is (n_kv_heads, kv_rows, HS): a kv head's rows in a row, so
                        * that they stream, and a long context's rows of one head do not
                        * fall into a few cache sets as rows n_kv_heads HS floats apart do */
-    int sinks, ring;  /* (B): sink slots S and ring slots R after them */
+    int sinks, ring;  /* (B): the sink slots, then the ring slots */
     int list_cap;     /* ints per head of the visible-row list (0: rows 0..i in order) */
     int score_cap;    /* floats of scratch per head */
     int rec_floats;   /* floats of recurrent state per head (C) */
@@ -826,17 +826,18 @@ int attention_state_init(const AttentionConfig *cfg, const AttentionShape *shape
 /* The lab: sparse patterns (§3)                                             */
 /* Which keys each pattern lets a query see, as lists of rows of the K/V store. */
 
-/* Row of the K/V store that holds position j. (B): sinks keep rows 0..S-1, later
- * positions cycle through the R ring rows; before the ring wraps, row == position. */
+/* Row of the K/V store that holds position j. (B): the sinks keep rows 0 .. sinks-1,
+ * later positions cycle through the ring's rows; before the ring wraps, row == position. */
 static int store_row(const Plan *p, int j) {
     if (p->ring == 0 || j < p->sinks) return j;
     return p->sinks + (j - p->sinks) % p->ring;
 }
 
 /* 1 if the query at position i sees the key at position j <= i under the window (dilation
- * k = 1) or dilated pattern: a sink (j < S), or one of the w keys i, i - k, .., i - (w-1) k. */
-static int window_visible(int S, int w, int k, int i, int j) {
-    return j < S || ((i - j) % k == 0 && (i - j) / k < w);
+ * k = 1) or dilated pattern: a sink (j < sinks), or one of the w keys i, i - k, ..,
+ * i - (w-1) k. */
+static int window_visible(int sinks, int w, int k, int i, int j) {
+    return j < sinks || ((i - j) % k == 0 && (i - j) / k < w);
 }
 
 /* Sparse Transformer strided, both heads merged: the last l keys, and every l-th before. */
@@ -867,8 +868,8 @@ static int pattern_rows(const Plan *p, const AttentionConfig *cfg, int i, int32_
     switch (cfg->kind) {
     case ATTENTION_WINDOW: case ATTENTION_DILATED: {
         int k = cfg->kind == ATTENTION_WINDOW ? 1 : cfg->dilation;
-        int S = p->sinks < i + 1 ? p->sinks : i + 1;
-        for (int j = 0; j < S; j++) rows[n++] = j;
+        int sinks = p->sinks < i + 1 ? p->sinks : i + 1;
+        for (int j = 0; j < sinks; j++) rows[n++] = j;
         /* the oldest key of the window, in 64 bits: (w-1) k can exceed a 32-bit long */
         int64_t first = i - (int64_t)(cfg->window - 1) * k;
         if (first < p->sinks) first += ((p->sinks - first) + k - 1) / k * k;
