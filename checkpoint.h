@@ -99,8 +99,8 @@ typedef struct {
                             * KERNELS_NORM_EPS, as every other file */
 } Config;
 
-/* Views of one layer's parameters. Biases are NULL for Llama (but a Qwen2 file's bq, bk,
- * bv). */
+/* Views of one layer's parameters. Biases are NULL for Llama (but the bq, bk and bv a GGUF
+ * file has: a qwen2 file's, any of them in a llama file). */
 typedef struct {
     const float *norm1_w, *norm1_b;   /* (C,), (C,) norm before attention */
     Matrix wq, wk, wv;                /* (C, C), (KVD, C), (KVD, C) */
@@ -143,7 +143,7 @@ typedef enum {
     TENSOR_WV, TENSOR_WO, TENSOR_W1, TENSOR_W2, TENSOR_W3, TENSOR_CLS,  /* Llama */
     TENSOR_ROPE,                                                        /* legacy, unused */
     TENSOR_ROPE_FREQS,                      /* Llama 3.1's frequency divisors (GGUF only) */
-    TENSOR_BQ, TENSOR_BK, TENSOR_BV,        /* Qwen2's attention biases (GGUF only) */
+    TENSOR_BQ, TENSOR_BK, TENSOR_BV,        /* Q, K, V biases (GGUF: qwen2's, llama's) */
     TENSOR_COUNT
 } TensorName;
 

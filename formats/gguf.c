@@ -1177,13 +1177,14 @@ static int read_config(const GgufFile *g, Config *c, const Arch **arch) {
         get_int(g, arch_key(k, a, "attention.value_length"), c->head_dim, c->head_dim,
                 c->head_dim, &head))
         return -1;
-    if (!gpt2 && !(eps >= 1e-12f && eps <= 1e-2f)) {   /* NaN too */
-        fprintf(stderr, "model: %s: %s out of range (got %g, expected 1e-12 to 0.01)\n",
+    /* NaN too; cast as above: an x87 build's wider 1e-12f would refuse the float 1e-12 */
+    if (!gpt2 && !(eps >= (float)1e-12f && eps <= (float)1e-2f)) {
+        fprintf(stderr, "model: %s: %s out of range (got %.9g, expected 1e-12 to 0.01)\n",
                 g->path, arch_key(k, a, "attention.layer_norm_rms_epsilon"), (double)eps);
         return -1;
     }
     if (!gpt2 && !(base >= 1.0f && base <= 1e9f)) {   /* NaN too */
-        fprintf(stderr, "model: %s: %s out of range (got %g, expected 1 to 1e9)\n", g->path,
+        fprintf(stderr, "model: %s: %s out of range (got %.9g, expected 1 to 1e9)\n", g->path,
                 arch_key(k, a, "rope.freq_base"), (double)base);
         return -1;
     }
@@ -1591,7 +1592,8 @@ int gguf_load_tokenizer(Tokenizer *t, const char *path) {
     TokenizerPre pre_kind = TOKENIZER_PRE_GPT2;
     if (gpt2 && pre && string_is(pre, pre_len, "smollm")) pre_kind = TOKENIZER_PRE_SMOLLM;
     if (gpt2 && pre && (string_is(pre, pre_len, "qwen2") ||
-                        string_is(pre, pre_len, "deepseek-r1-qwen")))
+                        string_is(pre, pre_len, "deepseek-r1-qwen") ||
+                        string_is(pre, pre_len, "megrez")))
         pre_kind = TOKENIZER_PRE_QWEN2;
     if (gpt2 && pre && (string_is(pre, pre_len, "llama-bpe") || string_is(pre, pre_len, "llama3") ||
                         string_is(pre, pre_len, "llama-v3") || string_is(pre, pre_len, "falcon3")))

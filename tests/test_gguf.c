@@ -334,6 +334,8 @@ static float tiny_rope_base;
 static const char *tiny_extra;
 static int tiny_extra_n;
 static float tiny_extra_value = 0.5f;
+/* the RMSNorm epsilon write_tiny_as writes */
+static float tiny_eps = 1e-5f;
 /* 1: write_tiny_as writes layer 0's biases of Q, K and V too (before tiny_extra), every
  * value 0.25 */
 static int tiny_biases;
@@ -369,8 +371,7 @@ static void write_tiny_as(Buf *f, Marks *m, int half, int packed, int types, int
     put_kv_u32(f, "llama.context_length", S, NULL);
     put_str(f, "llama.attention.layer_norm_rms_epsilon");
     put_u32(f, 6);   /* float32 */
-    float eps = 1e-5f;
-    put(f, &eps, 4);
+    put(f, &tiny_eps, 4);
     if (tiny_rope_base != 0.0f) {
         put_str(f, "llama.rope.freq_base");
         put_u32(f, 6);   /* float32 */
@@ -2334,8 +2335,11 @@ static void test_qwen2(void) {
         check_true(0, "gpt2/gpt2_tokenizer.bin loads (in tests/data)");
         return;
     }
-    for (int qwen2 = 1; qwen2 >= 0; qwen2--) {
-        const char *pre = qwen2 ? "qwen2" : "llama-bpe";
+    /* qwen2 under llama.cpp's three names for it, then llama-bpe */
+    static const char *const pres[] = {"qwen2", "deepseek-r1-qwen", "megrez", "llama-bpe"};
+    for (size_t p = 0; p < sizeof pres / sizeof pres[0]; p++) {
+        const char *pre = pres[p];
+        int qwen2 = strcmp(pre, "llama-bpe") != 0;
         Buf f = {0};
         write_gpt2_tokenizer_merges(&f, &ref, 1, pre);
         save(&f);
@@ -2414,6 +2418,46 @@ static void test_qwen2_tensors(void) {
     tiny_as_qwen2(&f, &m);
     check_refused(&f, "qwen2 without biases", "missing tensor blk.0.attn_q.bias (expected "
                   "every tensor of the qwen2 architecture)");
+    free(f.b);
+}
+
+/* A llama file's RMSNorm epsilon is its own from 1e-12 to 0.01: both ends load (1e-12 as
+ * the float a file holds, which a float constant kept wider, as x87 keeps it, would
+ * refuse), 0.01 with other logits than 1e-5's; the floats just past either end are refused
+ * with one line naming the key, the value in digits that tell it from the end, and the
+ * range. */
+static void test_rms_epsilon_range(void) {
+    static const struct { float eps; const char *refusal; } cases[] = {
+        {1e-12f, NULL}, {0.01f, NULL},
+        {0x1.197996p-40f, "(got 9.99999888e-13, expected 1e-12 to 0.01)"},
+        {0x1.47ae16p-7f, "(got 0.0100000007, expected 1e-12 to 0.01)"}};
+    static float plain[16 * V], other[16 * V];
+    Buf f = {0};
+    Marks m;
+    int halves;
+    write_tiny_as(&f, &m, 0, 0, 0, 0);
+    save(&f);
+    int loaded = tiny_logits(path, plain, &halves) == 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tiny_eps = cases[c].eps;
+        f.n = 0;
+        write_tiny_as(&f, &m, 0, 0, 0, 0);
+        if (cases[c].refusal) {   /* the value in digits that tell it from the end */
+            char want[160];
+            snprintf(want, sizeof want, "llama.attention.layer_norm_rms_epsilon out of range "
+                     "%s", cases[c].refusal);
+            check_refused(&f, "an RMSNorm epsilon one float past 1e-12..0.01", want);
+            continue;
+        }
+        save(&f);
+        int ok = tiny_logits(path, other, &halves) == 0;
+        if (cases[c].eps == 0.01f)
+            check_true(loaded && ok && memcmp(plain, other, sizeof plain) != 0, "RMSNorm "
+                       "epsilon 0.01: loads, other logits than 1e-5's");
+        else
+            check_true(ok, "RMSNorm epsilon 1e-12 (the float a file holds): loads");
+    }
+    tiny_eps = 1e-5f;
     free(f.b);
 }
 
@@ -2924,6 +2968,7 @@ int main(void) {
     test_llama_cpp_greedy("gguf_qwen2", 1, GREEDY_STEPS);
     test_qwen2();
     test_qwen2_tensors();
+    test_rms_epsilon_range();
     test_reverse_turns();
     test_byte_tokens_printed();
     test_silent_tokens();
