@@ -2451,7 +2451,7 @@ static void test_rms_epsilon_range(void) {
         }
         save(&f);
         int ok = tiny_logits(path, other, &halves) == 0;
-        if (cases[c].eps == 0.01f)
+        if (c == 1)   /* 0.01 (an x87 build's wider 0.01f would equal no float eps) */
             check_true(loaded && ok && memcmp(plain, other, sizeof plain) != 0, "RMSNorm "
                        "epsilon 0.01: loads, other logits than 1e-5's");
         else
