@@ -1094,12 +1094,14 @@ int checkpoint_save_q8(const Checkpoint *ck, const char *path, int group) {
                 (double)MODEL_ROPE_BASE);
         return -1;
     }
-    if (c->rope_halves || c->norm_eps != 0.0f || ck->tensors[TENSOR_BQ].present ||
-        ck->tensors[TENSOR_BK].present || ck->tensors[TENSOR_BV].present) {
-        fprintf(stderr, "quantize: the model has attention biases, RoPE over half-head pairs "
-                "or an RMSNorm epsilon other than %g (a GGUF file's, as Qwen2's), which "
-                "llama2.c's format cannot hold (expected none of them)\n",
-                (double)KERNELS_NORM_EPS);
+    int biases = ck->tensors[TENSOR_BQ].present || ck->tensors[TENSOR_BK].present ||
+                 ck->tensors[TENSOR_BV].present;
+    if (biases || c->rope_halves || c->norm_eps != 0.0f) {   /* the first of them named */
+        const char *what = biases ? "biases of Q, K or V"
+                         : c->rope_halves ? "RoPE over half-head pairs"
+                                          : "an RMSNorm epsilon other than 1e-5";
+        fprintf(stderr, "quantize: the model has %s (a GGUF file's, as Qwen2's), which "
+                "llama2.c's format cannot hold (expected none)\n", what);
         return -1;
     }
     if (ck->weights.rope_freqs) {

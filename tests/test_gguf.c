@@ -2451,10 +2451,19 @@ static void test_rms_epsilon_range(void) {
         }
         save(&f);
         int ok = tiny_logits(path, other, &halves) == 0;
-        if (c == 1)   /* 0.01 (an x87 build's wider 0.01f would equal no float eps) */
+        if (c == 1) {   /* 0.01 (an x87 build's wider 0.01f would equal no float eps) */
             check_true(loaded && ok && memcmp(plain, other, sizeof plain) != 0, "RMSNorm "
                        "epsilon 0.01: loads, other logits than 1e-5's");
-        else
+            Checkpoint ck;
+            char out[160];
+            snprintf(out, sizeof out, "%s/eps-q8.bin", dir);
+            int ck_loaded = checkpoint_load(&ck, path) == 0;
+            fprintf(stderr, "(a line on the RMSNorm epsilon expected:)\n");
+            check_true(ck_loaded && checkpoint_save_q8(&ck, out, 8) == -1 &&
+                       access(out, F_OK) != 0, "quantize refuses an RMSNorm epsilon llama2.c's "
+                       "format cannot hold, writing nothing");
+            if (ck_loaded) checkpoint_free(&ck);
+        } else
             check_true(ok, "RMSNorm epsilon 1e-12 (the float a file holds): loads");
     }
     tiny_eps = 1e-5f;
