@@ -512,6 +512,21 @@ static int tiny_logits(const char *p, float *out, int *halves) {
     return logits ? 0 : -1;
 }
 
+/* quantize (checkpoint_save_q8, groups of 8) refuses the model saved at path, writing
+ * nothing, after its stderr line on `line` (announced here, so that a reader of the log
+ * expects it); what: the check's words. */
+static void check_quantize_refuses(const char *line, const char *what) {
+    char out[160];
+    snprintf(out, sizeof out, "%s/refused-q8.bin", dir);
+    unlink(out);   /* a file a failed check left is not this check's */
+    Checkpoint ck;
+    int loaded = checkpoint_load(&ck, path) == 0;
+    fprintf(stderr, "(a line on %s expected:)\n", line);
+    check_true(loaded && checkpoint_save_q8(&ck, out, 8) == -1 && access(out, F_OK) != 0,
+               "quantize refuses %s, writing nothing", what);
+    if (loaded) checkpoint_free(&ck);
+}
+
 /* The int8 file checkpoint_save_q8 writes of the model at p (groups of 8), read back into
  * *size bytes; NULL if it did not load or write. */
 static void *tiny_q8(const char *p, size_t *size) {
@@ -1143,12 +1158,8 @@ static void test_rope_base(void) {
     int loaded = checkpoint_load(&ck, path) == 0;
     check_true(loaded && ck.config.rope_base == 100000.0f, "llama.rope.freq_base 100000: the "
                "model's RoPE base (got %g)", loaded ? (double)ck.config.rope_base : -1.0);
-    char out[160];
-    snprintf(out, sizeof out, "%s/rb-q8.bin", dir);
-    fprintf(stderr, "(a line on the RoPE base expected:)\n");
-    check_true(loaded && checkpoint_save_q8(&ck, out, 8) == -1 && access(out, F_OK) != 0,
-               "quantize refuses a RoPE base llama2.c's format cannot hold, writing nothing");
     if (loaded) checkpoint_free(&ck);
+    check_quantize_refuses("the RoPE base", "a RoPE base llama2.c's format cannot hold");
     free(f.b);
     static const float bad[] = {0.5f, -10000.0f, NAN, 1e10f};
     for (int i = 0; i < 4; i++) {
@@ -2454,15 +2465,8 @@ static void test_rms_epsilon_range(void) {
         if (c == 1) {   /* 0.01 (an x87 build's wider 0.01f would equal no float eps) */
             check_true(loaded && ok && memcmp(plain, other, sizeof plain) != 0, "RMSNorm "
                        "epsilon 0.01: loads, other logits than 1e-5's");
-            Checkpoint ck;
-            char out[160];
-            snprintf(out, sizeof out, "%s/eps-q8.bin", dir);
-            int ck_loaded = checkpoint_load(&ck, path) == 0;
-            fprintf(stderr, "(a line on the RMSNorm epsilon expected:)\n");
-            check_true(ck_loaded && checkpoint_save_q8(&ck, out, 8) == -1 &&
-                       access(out, F_OK) != 0, "quantize refuses an RMSNorm epsilon llama2.c's "
-                       "format cannot hold, writing nothing");
-            if (ck_loaded) checkpoint_free(&ck);
+            check_quantize_refuses("the RMSNorm epsilon", "an RMSNorm epsilon llama2.c's "
+                                   "format cannot hold");
         } else
             check_true(ok, "RMSNorm epsilon 1e-12 (the float a file holds): loads");
     }
@@ -2501,17 +2505,8 @@ static void test_extra_tensors(void) {
     int biased_loaded = tiny_logits(path, biased, &halves) == 0;
     check_true(biased_loaded && memcmp(plain, biased, sizeof plain) != 0, "blk.0.attn_q.bias "
                "(llama.cpp's optional bias of Q) read: other logits than without it");
-    {
-        Checkpoint ck;
-        char out[160];
-        snprintf(out, sizeof out, "%s/bias-q8.bin", dir);
-        int ck_loaded = checkpoint_load(&ck, path) == 0;
-        fprintf(stderr, "(a line on the attention biases expected:)\n");
-        check_true(ck_loaded && checkpoint_save_q8(&ck, out, 8) == -1 && access(out, F_OK) != 0,
-                   "quantize refuses an attention bias llama2.c's format cannot hold, writing "
-                   "nothing");
-        if (ck_loaded) checkpoint_free(&ck);
-    }
+    check_quantize_refuses("the attention biases", "an attention bias llama2.c's format "
+                           "cannot hold");
     /* a bias of V without one of Q: llama.cpp's llama adds each bias it finds */
     f.n = 0;
     tiny_extra = "blk.0.attn_v.bias";
@@ -2521,16 +2516,7 @@ static void test_extra_tensors(void) {
     biased_loaded = tiny_logits(path, biased, &halves) == 0;
     check_true(biased_loaded && memcmp(plain, biased, sizeof plain) != 0, "blk.0.attn_v.bias "
                "alone (without a bias of Q) read: other logits than without it");
-    {
-        Checkpoint ck;
-        char out[160];
-        snprintf(out, sizeof out, "%s/bias-v-q8.bin", dir);
-        int ck_loaded = checkpoint_load(&ck, path) == 0;
-        fprintf(stderr, "(a line on the attention biases expected:)\n");
-        check_true(ck_loaded && checkpoint_save_q8(&ck, out, 8) == -1 && access(out, F_OK) != 0,
-                   "quantize refuses a bias of V alone, writing nothing");
-        if (ck_loaded) checkpoint_free(&ck);
-    }
+    check_quantize_refuses("the attention biases", "a bias of V alone");
     tiny_extra_n = 0;
     tiny_extra = "rope_freqs.weight";
     tiny_extra_n = C / NH / 2;
@@ -2550,15 +2536,8 @@ static void test_extra_tensors(void) {
     tiny_extra_value = 2.0f;
     write_tiny_as(&f, &m, 0, 0, 0, 0);
     save(&f);
-    Checkpoint ck;   /* factors of 2 */
-    char out[160];
-    snprintf(out, sizeof out, "%s/rf-q8.bin", dir);
-    int ck_loaded = checkpoint_load(&ck, path) == 0;
-    fprintf(stderr, "(a line on the RoPE frequency factors expected:)\n");
-    check_true(ck_loaded && checkpoint_save_q8(&ck, out, 8) == -1 && access(out, F_OK) != 0,
-               "quantize refuses RoPE frequency factors llama2.c's format cannot hold, writing "
-               "nothing");
-    if (ck_loaded) checkpoint_free(&ck);
+    check_quantize_refuses("the RoPE frequency factors", "RoPE frequency factors "   /* of 2 */
+                           "llama2.c's format cannot hold");
     tiny_extra = NULL;
     tiny_extra_n = 0;
     tiny_extra_value = 0.5f;
