@@ -271,6 +271,12 @@ static void test_cli(void) {
     format_into(args, sizeof args, "-r -d %s -o %s -z %s -n 10", text, model, tok);
     expect_train("-r with a total below the step reached", args, 2, "-n: new total out of "
                  "range (got 10, expected at least the step reached, 20");
+    /* -n 0 is in -n's range with -r too: a -n 0 run (warmup 1) resumed with its own total
+     * (refused as below the warmup, though the state holds that very total) */
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 0 --force", text, model, tok);
+    expect_train("-n 0: the initial weights' checkpoint", args, 0, "schedule: 0 steps, warmup 1");
+    format_into(args, sizeof args, "-r -d %s -o %s -z %s -n 0", text, model, tok);
+    expect_train("-r -n 0 at step 0: its own total", args, 0, "resuming at step 0 of 0");
     /* rotary positions: a run, run generates from its file, -r continues it */
     format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " --pos rope -n 10 -w 2 -e 5 "
                 "--force", text, model, tok);

@@ -848,14 +848,17 @@ static int run_trainer(Trainer *tr, const Options *o, RunData *d) {
             return EXIT_BAD_DATA;
         }
         if (o->steps_given) {
-            if (o->settings.steps < tr->step || o->settings.steps < tr->settings.warmup) {
+            /* a total a state holds: at least the step reached and the warmup, or 0 (a
+             * -n 0 run's, whose warmup is 1, resumed as it is) */
+            int steps = o->settings.steps;
+            if (steps < tr->step || (steps > 0 && steps < tr->settings.warmup)) {
                 char got[64], expected[128];
-                snprintf(got, sizeof got, "%d", o->settings.steps);
+                snprintf(got, sizeof got, "%d", steps);
                 snprintf(expected, sizeof expected, "at least the step reached, %d, and the "
                          "warmup, %d", tr->step, tr->settings.warmup);
                 return usage_error("-n", "new total out of range", got, expected);
             }
-            tr->settings.steps = o->settings.steps;
+            tr->settings.steps = steps;
         }
     }
     if (check_token_counts(o->data_path, d->n_train, d->n_val, o->resume ? tr->T : o->context))
