@@ -1120,6 +1120,56 @@ done:
     remove_dir(dir);
 }
 
+/* Task: a save whose state is renamed into place (the commit) but whose folder then fails
+ * to sync (strace makes that fsync fail with EIO) keeps what the state names: the run
+ * stops (exit 1) and -r finishes the save, ending bit-identical to an uninterrupted run.
+ * It used to remove the checkpoint's and tokenizer's temporaries: the first save left a
+ * state with nothing to resume (nor could the same command start again), a later one a
+ * state of another checkpoint beside the last. fsync 4 is the folder's after the first
+ * save's state rename (1-3: the tokenizer's, state's and checkpoint's temporaries), 9 the
+ * second save's (5, 6: the folder after the first save's other renames; 7, 8: files). */
+static void test_commit_sync_fails(void) {
+    if (!strace_works()) {
+        check_skip("strace is missing or cannot trace here: the commit's failed sync");
+        return;
+    }
+    char dir[CAP], text[CAP], model[CAP], tok[CAP], ref[CAP], ref_tok[CAP], args[3 * CAP];
+    char resume[3 * CAP], command[4 * CAP];
+    if (!check_true(make_temp_dir(dir) == 0, "commit sync: temp folder")) return;
+    if (!check_true(write_play(join(text, dir, "text.txt")) == 0, "commit sync: the text"))
+        goto done;
+    join(model, dir, "m.bin");
+    join(tok, dir, "tok.bin");
+    join(ref, dir, "ref.bin");
+    join(ref_tok, dir, "ref_tok.bin");
+    format_into(args, sizeof args, "-d %s -o %s -z %s " TINY " -n 3 -w 1 -e 1", text, model,
+                tok);
+    format_into(resume, sizeof resume, "-r -d %s -o %s -z %s", text, model, tok);
+    if (!check_true(train(args, NULL, NULL) == 0 && rename(model, ref) == 0 &&
+                    rename(tok, ref_tok) == 0, "commit sync: the reference run")) goto done;
+    const int whens[] = {4, 9};
+    for (int i = 0; i < 2; i++) {
+        format_into(command, sizeof command, "cd %s && rm -f m.bin* tok.bin* && %s strace -f "
+                    "-qq -o /dev/null -e trace=fsync -e inject=fsync:error=EIO:when=%d %s %s "
+                    ">/dev/null 2>&1", dir, TRAIN_ENV, whens[i], train_bin, args);
+        int failed = check_run(command, NULL, NULL) == 1;
+        char *err = NULL;
+        int code = train(resume, NULL, &err);
+        int identical = code == 0 && check_same_bytes(model, ref) &&
+                        check_same_bytes(tok, ref_tok);
+        format_into(command, sizeof command, "ls -a %s | grep -q -e '\\.tmp' -e '\\.lock'",
+                    dir);
+        int clean = check_run(command, NULL, NULL) != 0;
+        check_true(failed && identical && clean, "fsync %d (the folder's, after a save's state "
+                   "rename) fails: exit 1, then -r finishes the save (exit %d), bit-identical "
+                   "to the uninterrupted run, no temporary or lock left%s%s", whens[i], code,
+                   err && code ? "; stderr: " : "", err && code ? err : "");
+        free(err);
+    }
+done:
+    remove_dir(dir);
+}
+
 /* A run ended by SIGTERM (a handler, unlike SIGKILL's) in the middle of a save, before it
  * commits, leaves no temporary: the first save's (state, checkpoint and the tokenizer's,
  * 51 MB of state left at -C 512), and a later one's beside the committed first. strace
@@ -1490,6 +1540,7 @@ int main(void) {
     test_interrupted_save();
     test_kill_during_save();
     test_first_save_kills();
+    test_commit_sync_fails();
     test_term_during_save();
     test_one_writer();
     test_contracts();

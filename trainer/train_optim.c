@@ -14,6 +14,7 @@
 #include <stdlib.h>       /* malloc, free */
 #include <string.h>       /* memcpy, memset, strlen, strerror */
 #include <sys/stat.h>     /* stat, S_ISREG, S_ISDIR, S_ISFIFO (POSIX) */
+#include <unistd.h>       /* access: whether a rename that failed took place (POSIX) */
 
 #include "checkpoint.h"   /* checkpoint_gpt2_header, CHECKPOINT_GPT2_* */
 #include "hash.h"         /* hash_fnv1a64: the checksums of the files */
@@ -383,7 +384,11 @@ int trainer_save(const Trainer *tr, const char *path, const char *state_path,
         os_remove_on_signal(path_temp, 0);
         if (tokenizer_path) os_remove_on_signal(tokenizer_temp, 0);
         if (os_rename_synced("train", state_temp, state_path) != 0) {
+            /* renamed, but its folder not synced: the commit stands, and the checkpoint and
+             * tokenizer it names stay at their PATH.tmp for -r to rename */
+            int committed = access(state_temp, F_OK) != 0;
             drop_temp(state_temp);
+            if (committed) return -1;
             drop_temp(path_temp);
             if (tokenizer_path) drop_temp(tokenizer_temp);
             return -1;
