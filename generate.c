@@ -246,6 +246,18 @@ static int reverse_feed(ReverseMatch *r, const unsigned char *bytes, size_t n) {
     return 0;
 }
 
+/* The bytes token id adds to the text the reverse prompts are matched against, after
+ * token prev: its text (tokenizer_decode), as llama.cpp's match reads it, even where the
+ * screen shows nothing (a lone byte of a character the vocabulary spells in byte tokens,
+ * which tokenizer_printed hides as safe_printf does: -r with that character, or a prompt
+ * ending with it, must still match); nothing for a silent token (a GGUF file's <s>, <unk>),
+ * whose text llama.cpp's match does not see either. */
+static const unsigned char *reverse_bytes(const Tokenizer *tok, int prev, int id, size_t *len) {
+    const unsigned char *bytes = tokenizer_decode(tok, prev, id, len);
+    if (tok->silent && tok->silent[id]) *len = 0;
+    return bytes;
+}
+
 /* ------------------------------------------------------------------------- */
 /* The loop                                                                    */
 
@@ -374,6 +386,7 @@ static int echo_prompt(GenerateLoop *loop, const int *prompt, int n_prompt) {
         int prev = t == 0 || (t > first && prompt[t - 1] == loop->tok->bos_id) ? -1 : prompt[t - 1];
         const unsigned char *bytes = tokenizer_printed(loop->tok, prev, prompt[t], &len);
         if (!loop->o->quiet) utf8_write(&loop->out, bytes, len);
+        bytes = reverse_bytes(loop->tok, prev, prompt[t], &len);   /* -r reads it all */
         matched = reverse_feed(&loop->reverse, bytes, len);   /* the text so far ends with it */
     }
     fflush(stdout);
@@ -409,6 +422,8 @@ static GenerateStep sample_turn(GenerateLoop *loop) {
         size_t len;
         const unsigned char *bytes = tokenizer_printed(tok, loop->prev, next, &len);
         if (!o->quiet) utf8_write(&loop->out, bytes, len);
+        size_t text_len;   /* what -r matches: the token's text, shown or not */
+        const unsigned char *text = reverse_bytes(tok, loop->prev, next, &text_len);
         fflush(stdout);
         if (ferror(stdout)) break;   /* nobody reads on (a closed pipe): run reports it */
         /* a BOS the model writes (a GGUF vocabulary runs it on: stop_at_bos 0) takes no
@@ -416,7 +431,7 @@ static GenerateStep sample_turn(GenerateLoop *loop) {
          * token after its BOS loses its space (llama2.c's decode) */
         loop->prev = next == tok->bos_id ? -1 : next;
         g->stats.generated++;
-        int stop = reverse_feed(&loop->reverse, bytes, len) || step + 1 == o->steps;
+        int stop = reverse_feed(&loop->reverse, text, text_len) || step + 1 == o->steps;
         if (stop && !o->interactive) break;   /* no need to run a token nobody reads */
         if (stop) {
             loop->unrun = next;

@@ -1138,6 +1138,20 @@ static void test_interactive(const char *model, const char *tok) {
                    "read first, then 3 tokens (exit %d)", reverses[i], code);
         free(out); free(err);
     }
+    /* a reverse prompt with a character the vocabulary spells in byte tokens (the shipped
+     * tokenizer's e-acute, bytes C3 A9), which the screen does not show (a lone unprintable
+     * byte, safe_printf): the prompt's text ends with it all the same, so the turn ends at
+     * once, with and without -I (the match read only the shown bytes: it never fired) */
+    for (int i = 0; i < 2; i++) {
+        err = out = NULL;
+        snprintf(command, sizeof command, "printf '' | %s weights/model.bin -i 'hi \303\251' "
+                 "-r '\303\251' -n 3 -t 0%s", run_bin, i ? " -I" : "");
+        code = check_run(command, &out, &err);
+        check_true(code == 0 && err && strstr(err, "generation: 0 tokens"), "-r with a "
+                   "character of byte tokens, after a prompt ending with it%s: no token "
+                   "(exit %d)", i ? ", -I" : "", code);
+        free(out); free(err);
+    }
     /* without -I, a match may end up to 2 bytes before the text, as llama.cpp's (a token may
      * print a few bytes past the reverse prompt): the prompt "hi " ends the run at once,
      * while with -I the turn goes on to its 3 tokens */
