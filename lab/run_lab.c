@@ -176,7 +176,8 @@ static int encode_eval_text(const RunLabEval *o, const Tokenizer *tok, const Con
 }
 
 /* The model eval compares m against, into *exact: --ref's file, with the attention it
- * records (a trained variant's own), or m's own file again with exact attention; checked
+ * records (a trained variant's own), or m's own file again with exact attention over the
+ * KV cache its format keeps by default (floats, for a file that is not GGUF); checked
  * to be of m's family and vocabulary with a context of at least ctx, and sized to ctx.
  * Returns 0, or -1 after a stderr line (model_free releases *exact either way). */
 static int load_reference(const RunLabEval *o, const Model *m, int ctx, Model *exact) {
@@ -271,7 +272,10 @@ static void print_eval_report(const RunLabEval *o, const Model *m, size_t len, s
     printf("loss: %.6f nats/token, %.6f bits/char, perplexity %.4f\n", nats,
            r->nll / (log(2.0) * (double)r->bytes), exp(nats));
     printf("vs %s: KL %.6f nats/token, top-1 agreement %.4f%%\n",
-           o->ref_path ? o->ref_path : "exact", r->kl / (double)r->tokens,
+           o->ref_path                          ? o->ref_path
+           : m->half_cache && !m->config.half_kv ? "exact, f32 KV cache"
+                                                : "exact",
+           r->kl / (double)r->tokens,
            100.0 * (double)r->agree / (double)r->tokens);
     printf("state: %zu bytes for %d layer%s at context %d (%.1f bytes/token); speed: %.1f "
            "tokens/s\n", state_bytes, c->n_layers, c->n_layers == 1 ? "" : "s", m->n_alloc,
@@ -290,7 +294,9 @@ int run_lab_evaluate(const RunLabEval *o, Model *m, const Tokenizer *tok) {
     size_t n_ids = 0;
     int *ids = NULL;
     if (encode_eval_text(o, tok, &m->config, text, len, &ids, &n_ids) != 0) goto done;
-    int compare = o->ref_path || m->lab;
+    /* something to compare with: another file, another attention, or a cache of halves
+     * where the file's own is of floats (--cache-type f16 on a file that is not GGUF) */
+    int compare = o->ref_path || m->lab || (m->half_cache && !m->config.half_kv);
     if (compare && load_reference(o, m, ctx, &exact) != 0) goto done;
     if (o->ref_path && check_ref_tokenizer(o, &exact, tok, m->config.vocab_size) != 0)
         goto done;

@@ -286,6 +286,44 @@ static void check_run_eval(const char *model_path, const char *tok_path, const c
     remove(text_path);
 }
 
+/* 7. --cache-type f16 with exact attention compares with exact attention over floats: its
+ * KL and agreement are those of --ref naming the same file (loaded again, with the f32
+ * cache its format keeps), and the report says so (it said "vs exact: KL 0, 100 %"
+ * without comparing). text (n bytes: the validation slice, whose last 10 % of Tiny
+ * Shakespeare holds tokens where the two caches' top logits part) is written to a
+ * temporary file for it. */
+static void check_run_eval_half(const char *model_path, const char *tok_path, const char *text,
+                                size_t n) {
+    char text_path[] = "/tmp/test_eval_XXXXXX";
+    int fd = mkstemp(text_path);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    int written = f && fwrite(text, 1, n, f) == n;
+    if (f) written = fclose(f) == 0 && written;
+    else if (fd >= 0) close(fd);
+    if (!check_true(written, "the text for ./run --eval written to %s", text_path)) {
+        if (fd >= 0) remove(text_path);
+        return;
+    }
+    const char *run_bin = getenv("RUN") && *getenv("RUN") ? getenv("RUN") : "./run";
+    char command[2048], with_ref[2600], *half = NULL, *ref = NULL;
+    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d --cache-type f16",
+             run_bin, model_path, tok_path, text_path, CTX);
+    snprintf(with_ref, sizeof with_ref, "%s --ref %s", command, model_path);
+    int code = check_run(command, &half, NULL) | check_run(with_ref, &ref, NULL);
+    /* "vs LABEL: KL ..., top-1 agreement ...%": the label, then the figures */
+    const char *half_vs = half ? strstr(half, "vs exact, f32 KV cache: ") : NULL;
+    const char *ref_vs = ref ? strstr(ref, ": KL ") : NULL;
+    const char *half_kl = half_vs ? strstr(half_vs, ": KL ") : NULL;
+    size_t len = ref_vs ? strcspn(ref_vs, "\n") : 0;
+    check_true(code == 0 && half_kl && ref_vs && strncmp(half_kl, ref_vs, len) == 0 &&
+               half_kl[len] == '\n', "./run --eval --cache-type f16 is compared with the f32 "
+               "cache (\"vs exact, f32 KV cache\") and reports --ref's figures (%.*s)",
+               (int)len, ref_vs ? ref_vs : "");
+    free(half);
+    free(ref);
+    remove(text_path);
+}
+
 /* 3. A window with sinks that covers the window is exact, bit for bit (plain: the exact
  * NLL); 4. a short window is a different function with a smaller state. m's attention
  * is changed; exact stays exact. */
@@ -383,6 +421,7 @@ int main(void) {
     double performer = check_performer(&m, &tok, ids, n_ids);
     check_random_kept(&m);
     check_run_eval(model_path, tok_path, text, plain / (double)plain_tokens, performer);
+    check_run_eval_half(model_path, tok_path, text, size - split);
 done:
     free(ids);
     free(data);
