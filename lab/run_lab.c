@@ -202,8 +202,14 @@ static int load_reference(const RunLabEval *o, const Model *m, int ctx, Model *e
         return -1;
     }
     if (exact->max_ctx < ctx) {
-        fprintf(stderr, "run: --ref %s: context shorter than the windows (got %d, expected at "
-                "least %d; -c sets the window)\n", o->ref_path, exact->max_ctx, ctx);
+        if (o->ref_path)
+            fprintf(stderr, "run: --ref %s: context shorter than the windows (got %d, expected "
+                    "at least %d; -c sets the window)\n", o->ref_path, exact->max_ctx, ctx);
+        else   /* m's own file: its exact cache may hold fewer positions than m's halves or
+                * variant state (no --ref to name) */
+            fprintf(stderr, "run: --eval: exact attention over an %s KV cache, the comparison, "
+                    "holds fewer positions than the windows (got %d, expected at least %d; -c "
+                    "sets the window)\n", exact->half_cache ? "f16" : "f32", exact->max_ctx, ctx);
         return -1;
     }
     if (model_set_context(exact, ctx) != 0) return -1;

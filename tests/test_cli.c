@@ -843,6 +843,24 @@ static void test_resource_limits(const char *model, const char *tok) {
                     : "64 layers x 2^20 positions, f32 cache: the context limit in floats",
                args, 2, expected);
     }
+    /* --eval in halves at a context only they hold: its comparison, exact attention over
+     * the file's own cache of floats, cannot hold the windows, and says so (it named a
+     * --ref never given, as "(null)") */
+    size_t f32_positions = (size_t)MODEL_MAX_STATE_BYTES / (64 * 2 * 128 * 4 + 4 * 8 * 4);
+    char eval_text[256], said[256];
+    snprintf(eval_text, sizeof eval_text, "%s/deep_eval.txt", dir);
+    FILE *f = fopen(eval_text, "wb");
+    if (f) {
+        fputs("hello there\n", f);
+        fclose(f);
+    }
+    snprintf(said, sizeof said, "run: --eval: exact attention over an f32 KV cache, the "
+             "comparison, holds fewer positions than the windows (got %zu, expected at least "
+             "%zu;", f32_positions, f32_positions + 1);
+    snprintf(args, sizeof args, "%s -z %s --eval %s --cache-type f16 -c %zu", deep_model,
+             llama_tok, eval_text, f32_positions + 1);
+    expect("--eval, f16 cache, a context the f32 comparison cannot hold: said so", args, 1,
+           said);
     snprintf(args, sizeof args, "%s -z %s -n 1 --attn lsh:buckets=65536", model, tok);
     expect("lsh buckets beyond 4096", args, 2, "expected an integer in 1..4096");
     snprintf(args, sizeof args, "%s -z %s -n 1 --attn performer:m=65536", model, tok);
