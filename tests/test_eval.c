@@ -289,9 +289,8 @@ static void check_run_eval(const char *model_path, const char *tok_path, const c
 /* 7. --cache-type f16 with exact attention compares with exact attention over floats: its
  * KL and agreement are those of --ref naming the same file (loaded again, with the f32
  * cache its format keeps), and the report says so (it said "vs exact: KL 0, 100 %"
- * without comparing). text (n bytes: the validation slice, whose last 10 % of Tiny
- * Shakespeare holds tokens where the two caches' top logits part) is written to a
- * temporary file for it. */
+ * without comparing). text (n bytes of the validation slice: a short text, for the
+ * emulated legs of CI) is written to a temporary file for it. */
 static void check_run_eval_half(const char *model_path, const char *tok_path, const char *text,
                                 size_t n) {
     char text_path[] = "/tmp/test_eval_XXXXXX";
@@ -421,7 +420,7 @@ int main(void) {
     double performer = check_performer(&m, &tok, ids, n_ids);
     check_random_kept(&m);
     check_run_eval(model_path, tok_path, text, plain / (double)plain_tokens, performer);
-    check_run_eval_half(model_path, tok_path, text, size - split);
+    check_run_eval_half(model_path, tok_path, text, TEXT_BYTES);
 done:
     free(ids);
     free(data);
