@@ -239,10 +239,35 @@ static int choose_files(char model_path[512], char tok_path[512], char data_path
     return 0;
 }
 
+/* 8. --cache-type f16 with exact attention compares with exact attention over floats: its
+ * KL and agreement are those of --ref naming the same file (loaded again, with the f32
+ * cache its format keeps), and the report says so (it said "vs exact: KL 0, 100 %"
+ * without comparing). On check_run_eval's text file, text_path. */
+static void check_run_eval_half(const char *model_path, const char *tok_path,
+                                const char *text_path) {
+    const char *run_bin = getenv("RUN") && *getenv("RUN") ? getenv("RUN") : "./run";
+    char command[2048], with_ref[2600], *half = NULL, *ref = NULL;
+    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d --cache-type f16",
+             run_bin, model_path, tok_path, text_path, CTX);
+    snprintf(with_ref, sizeof with_ref, "%s --ref %s", command, model_path);
+    int code = check_run(command, &half, NULL) | check_run(with_ref, &ref, NULL);
+    /* "vs LABEL: KL ..., top-1 agreement ...%": the label, then the figures */
+    const char *half_vs = half ? strstr(half, "vs exact, f32 KV cache: ") : NULL;
+    const char *ref_vs = ref ? strstr(ref, ": KL ") : NULL;
+    const char *half_kl = half_vs ? strstr(half_vs, ": KL ") : NULL;
+    size_t len = ref_vs ? strcspn(ref_vs, "\n") : 0;
+    check_true(code == 0 && half_kl && ref_vs && strncmp(half_kl, ref_vs, len) == 0 &&
+               half_kl[len] == '\n', "./run --eval --cache-type f16 is compared with the f32 "
+               "cache (\"vs exact, f32 KV cache\") and reports --ref's figures (%.*s)",
+               (int)len, ref_vs ? ref_vs : "");
+    free(half);
+    free(ref);
+}
+
 /* 2. The exact loss through ./run --eval (printed to 6 decimals) is plain_per_token,
  * a window with sinks covering the window reports KL 0 and full agreement, and
- * `--attn performer:m=64` prints performer_f64 (check_performer's float64 loss). text is
- * written (TEXT_BYTES) to a temporary file for it. */
+ * `--attn performer:m=64` prints performer_f64 (check_performer's float64 loss); then 8.
+ * text is written (TEXT_BYTES) to a temporary file for them. */
 static void check_run_eval(const char *model_path, const char *tok_path, const char *text,
                            double plain_per_token, double performer_f64) {
     char text_path[] = "/tmp/test_eval_XXXXXX";
@@ -283,45 +308,10 @@ static void check_run_eval(const char *model_path, const char *tok_path, const c
                "performer:m=%d prints the float64 FAVOR+ forward's loss: %.6f vs %.9f",
                PERFORMER_M, cli, performer_f64);
     free(out);
+    check_run_eval_half(model_path, tok_path, text_path);
     remove(text_path);
 }
 
-/* 7. --cache-type f16 with exact attention compares with exact attention over floats: its
- * KL and agreement are those of --ref naming the same file (loaded again, with the f32
- * cache its format keeps), and the report says so (it said "vs exact: KL 0, 100 %"
- * without comparing). text (n bytes of the validation slice: a short text, for the
- * emulated legs of CI) is written to a temporary file for it. */
-static void check_run_eval_half(const char *model_path, const char *tok_path, const char *text,
-                                size_t n) {
-    char text_path[] = "/tmp/test_eval_XXXXXX";
-    int fd = mkstemp(text_path);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    int written = f && fwrite(text, 1, n, f) == n;
-    if (f) written = fclose(f) == 0 && written;
-    else if (fd >= 0) close(fd);
-    if (!check_true(written, "the text for ./run --eval written to %s", text_path)) {
-        if (fd >= 0) remove(text_path);
-        return;
-    }
-    const char *run_bin = getenv("RUN") && *getenv("RUN") ? getenv("RUN") : "./run";
-    char command[2048], with_ref[2600], *half = NULL, *ref = NULL;
-    snprintf(command, sizeof command, "%s %s -z %s --eval %s --ctx-size %d --cache-type f16",
-             run_bin, model_path, tok_path, text_path, CTX);
-    snprintf(with_ref, sizeof with_ref, "%s --ref %s", command, model_path);
-    int code = check_run(command, &half, NULL) | check_run(with_ref, &ref, NULL);
-    /* "vs LABEL: KL ..., top-1 agreement ...%": the label, then the figures */
-    const char *half_vs = half ? strstr(half, "vs exact, f32 KV cache: ") : NULL;
-    const char *ref_vs = ref ? strstr(ref, ": KL ") : NULL;
-    const char *half_kl = half_vs ? strstr(half_vs, ": KL ") : NULL;
-    size_t len = ref_vs ? strcspn(ref_vs, "\n") : 0;
-    check_true(code == 0 && half_kl && ref_vs && strncmp(half_kl, ref_vs, len) == 0 &&
-               half_kl[len] == '\n', "./run --eval --cache-type f16 is compared with the f32 "
-               "cache (\"vs exact, f32 KV cache\") and reports --ref's figures (%.*s)",
-               (int)len, ref_vs ? ref_vs : "");
-    free(half);
-    free(ref);
-    remove(text_path);
-}
 
 /* 3. A window with sinks that covers the window is exact, bit for bit (plain: the exact
  * NLL); 4. a short window is a different function with a smaller state. m's attention
@@ -420,7 +410,6 @@ int main(void) {
     double performer = check_performer(&m, &tok, ids, n_ids);
     check_random_kept(&m);
     check_run_eval(model_path, tok_path, text, plain / (double)plain_tokens, performer);
-    check_run_eval_half(model_path, tok_path, text, TEXT_BYTES);
 done:
     free(ids);
     free(data);
